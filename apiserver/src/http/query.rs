@@ -1,0 +1,393 @@
+//! Query-string parameters of resource requests (list, watch, write and delete options),
+//! parsed and validated as kube-apiserver does. Empty pairs are skipped: kube-rs sends
+//! query strings that begin with `?&`.
+
+use std::collections::HashMap;
+
+use kplane_types::{Cause, Status};
+use serde_json::json;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Raw query pairs (last value wins, as Go's `url.Values.Get` takes the first — we keep the
+/// first to match).
+#[derive(Clone, Debug, Default)]
+pub struct Query(HashMap<String, String>);
+
+impl Query {
+    pub fn parse(q: Option<&str>) -> Query {
+        let mut map = HashMap::new();
+        if let Some(q) = q {
+            for (k, v) in form_urlencoded::parse(q.as_bytes()) {
+                if k.is_empty() {
+                    continue;
+                }
+                map.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+            }
+        }
+        Query(map)
+    }
+
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+
+    /// Go `strconv.ParseBool` spellings.
+    pub fn bool(&self, k: &str) -> ApiResult<Option<bool>> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(v) => match v {
+                "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(Some(true)),
+                "0" | "f" | "F" | "false" | "FALSE" | "False" | "" => Ok(Some(false)),
+                other => Err(ApiError::bad_request(format!(
+                    "invalid value {other:?} for query parameter {k:?}: must be a boolean"
+                ))),
+            },
+        }
+    }
+
+    pub fn int(&self, k: &str) -> ApiResult<Option<i64>> {
+        match self.get(k) {
+            None | Some("") => Ok(None),
+            Some(v) => v.parse::<i64>().map(Some).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "invalid value {v:?} for query parameter {k:?}: must be an integer"
+                ))
+            }),
+        }
+    }
+}
+
+/// `resourceVersionMatch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RvMatch {
+    NotOlderThan,
+    Exact,
+}
+
+/// List and watch options.
+#[derive(Clone, Debug, Default)]
+pub struct ListParams {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub rv_match: Option<RvMatch>,
+    pub watch: bool,
+    pub allow_bookmarks: bool,
+    pub send_initial_events: Option<bool>,
+    pub timeout_seconds: Option<u64>,
+}
+
+fn list_options_invalid(causes: Vec<Cause>) -> ApiError {
+    ApiError(Status::invalid("meta.k8s.io", "ListOptions", "", causes))
+}
+
+impl ListParams {
+    pub fn from_query(q: &Query) -> ApiResult<ListParams> {
+        let limit = match q.int("limit")? {
+            Some(n) if n > 0 => Some(n as usize),
+            _ => None,
+        };
+        let timeout_seconds = match q.int("timeoutSeconds")? {
+            Some(n) if n > 0 => Some(n as u64),
+            _ => None,
+        };
+        let rv_match = match q.get("resourceVersionMatch") {
+            None | Some("") => None,
+            Some("NotOlderThan") => Some(RvMatch::NotOlderThan),
+            Some("Exact") => Some(RvMatch::Exact),
+            Some(other) => {
+                return Err(list_options_invalid(vec![Cause::not_supported(
+                    "resourceVersionMatch",
+                    &json!(other),
+                    &["Exact", "NotOlderThan"],
+                )]))
+            }
+        };
+        if let Some(t) = q.get("timeout") {
+            parse_go_duration(t).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "invalid timeout {t:?}: must be a duration such as 32s"
+                ))
+            })?;
+        }
+        let p = ListParams {
+            label_selector: q
+                .get("labelSelector")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            field_selector: q
+                .get("fieldSelector")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            limit,
+            continue_token: q
+                .get("continue")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            resource_version: q
+                .get("resourceVersion")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            rv_match,
+            watch: q.bool("watch")?.unwrap_or(false),
+            allow_bookmarks: q.bool("allowWatchBookmarks")?.unwrap_or(false),
+            send_initial_events: q.bool("sendInitialEvents")?,
+            timeout_seconds,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The cross-field rules of `ValidateListOptions`.
+    fn validate(&self) -> ApiResult<()> {
+        let mut causes = Vec::new();
+        if self.watch {
+            if let Some(send) = self.send_initial_events {
+                if self.rv_match != Some(RvMatch::NotOlderThan) {
+                    causes.push(Cause::forbidden(
+                        "resourceVersionMatch",
+                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                    ));
+                }
+                if send && !self.allow_bookmarks {
+                    causes.push(Cause::forbidden(
+                        "allowWatchBookmarks",
+                        "sendInitialEvents requires setting allowWatchBookmarks to true",
+                    ));
+                }
+            } else if self.rv_match.is_some() {
+                causes.push(Cause::forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+        } else {
+            if self.send_initial_events.is_some() {
+                causes.push(Cause::forbidden(
+                    "sendInitialEvents",
+                    "sendInitialEvents is forbidden for list",
+                ));
+            }
+            if let Some(m) = self.rv_match {
+                if self.resource_version.is_none() {
+                    causes.push(Cause::forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    ));
+                }
+                if self.continue_token.is_some() {
+                    causes.push(Cause::forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided",
+                    ));
+                }
+                if m == RvMatch::Exact && self.resource_version.as_deref() == Some("0") {
+                    causes.push(Cause::forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                    ));
+                }
+            }
+        }
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(list_options_invalid(causes))
+        }
+    }
+}
+
+/// Options shared by create, update and patch.
+#[derive(Clone, Debug, Default)]
+pub struct WriteParams {
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    pub field_validation: FieldValidation,
+    pub force: Option<bool>,
+}
+
+/// `fieldValidation`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    #[default]
+    Warn,
+    Strict,
+}
+
+/// Which `*Options` kind a write verb validates against (for 422 messages).
+#[derive(Clone, Copy, Debug)]
+pub enum OptionsKind {
+    Create,
+    Update,
+    Patch,
+    Delete,
+}
+
+impl OptionsKind {
+    fn name(self) -> &'static str {
+        match self {
+            OptionsKind::Create => "CreateOptions",
+            OptionsKind::Update => "UpdateOptions",
+            OptionsKind::Patch => "PatchOptions",
+            OptionsKind::Delete => "DeleteOptions",
+        }
+    }
+}
+
+/// Parses `dryRun` values: only `All` is allowed (`ValidateDryRun`).
+pub fn parse_dry_run(values: &[String], kind: OptionsKind) -> ApiResult<bool> {
+    let mut dry = false;
+    for v in values {
+        if v == "All" {
+            dry = true;
+        } else {
+            return Err(ApiError(Status::invalid(
+                "meta.k8s.io",
+                kind.name(),
+                "",
+                vec![Cause::not_supported("dryRun", &json!(values), &["All"])],
+            )));
+        }
+    }
+    Ok(dry)
+}
+
+impl WriteParams {
+    pub fn from_query(q: &Query, kind: OptionsKind) -> ApiResult<WriteParams> {
+        let dry: Vec<String> = q
+            .get("dryRun")
+            .map(|s| vec![s.to_string()])
+            .unwrap_or_default();
+        let dry_run = parse_dry_run(&dry, kind)?;
+        let field_validation = match q.get("fieldValidation") {
+            None | Some("") | Some("Warn") => FieldValidation::Warn,
+            Some("Ignore") => FieldValidation::Ignore,
+            Some("Strict") => FieldValidation::Strict,
+            Some(other) => {
+                return Err(ApiError(Status::invalid(
+                    "meta.k8s.io",
+                    kind.name(),
+                    "",
+                    vec![Cause::not_supported(
+                        "fieldValidation",
+                        &json!(other),
+                        &["Ignore", "Strict", "Warn"],
+                    )],
+                )))
+            }
+        };
+        let field_manager = q
+            .get("fieldManager")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        if let Some(m) = &field_manager {
+            if m.len() > 128 || m.chars().any(|c| c.is_control()) {
+                return Err(ApiError(Status::invalid(
+                    "meta.k8s.io",
+                    kind.name(),
+                    "",
+                    vec![Cause::invalid(
+                        "fieldManager",
+                        &json!(m),
+                        "must be at most 128 printable characters",
+                    )],
+                )));
+            }
+        }
+        Ok(WriteParams {
+            dry_run,
+            field_manager,
+            field_validation,
+            force: q.bool("force")?,
+        })
+    }
+}
+
+/// Parses a Go duration such as `32s`, `1m30s`, `500ms`.
+pub fn parse_go_duration(s: &str) -> Option<std::time::Duration> {
+    if s.is_empty() {
+        return None;
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let mult = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += n * mult;
+        rest = &rest[unit_end..];
+    }
+    Some(std::time::Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_empty_pairs_like_kube_rs_sends() {
+        let q = Query::parse(Some(
+            "&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=5",
+        ));
+        let p = ListParams::from_query(&q).unwrap();
+        assert!(p.watch && p.allow_bookmarks);
+        assert_eq!(p.timeout_seconds, Some(290));
+        assert_eq!(p.resource_version.as_deref(), Some("5"));
+    }
+
+    #[test]
+    fn rv_match_rules() {
+        let q = Query::parse(Some("resourceVersionMatch=Exact"));
+        assert_eq!(ListParams::from_query(&q).unwrap_err().code(), 422);
+        let q = Query::parse(Some("resourceVersion=0&resourceVersionMatch=Exact"));
+        assert_eq!(ListParams::from_query(&q).unwrap_err().code(), 422);
+        let q = Query::parse(Some("sendInitialEvents=true"));
+        assert_eq!(ListParams::from_query(&q).unwrap_err().code(), 422);
+        let q = Query::parse(Some("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"));
+        assert!(ListParams::from_query(&q).is_ok());
+    }
+
+    #[test]
+    fn dry_run_only_all() {
+        assert!(
+            WriteParams::from_query(&Query::parse(Some("dryRun=All")), OptionsKind::Create)
+                .unwrap()
+                .dry_run
+        );
+        assert_eq!(
+            WriteParams::from_query(&Query::parse(Some("dryRun=Some")), OptionsKind::Create)
+                .unwrap_err()
+                .code(),
+            422
+        );
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(
+            parse_go_duration("32s"),
+            Some(std::time::Duration::from_secs(32))
+        );
+        assert_eq!(
+            parse_go_duration("1m30s"),
+            Some(std::time::Duration::from_secs(90))
+        );
+        assert_eq!(parse_go_duration("abc"), None);
+    }
+}

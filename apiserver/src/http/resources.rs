@@ -1,0 +1,343 @@
+//! Resource handlers: map method + path shape to a verb, decode the request, call the
+//! registry, encode the answer. No object semantics live here.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use kplane_types::StatusReason;
+use serde_json::Value;
+
+use super::auth::UserInfo;
+use super::negotiation::{self, BodyType, MediaType, Representation, MAX_BODY_BYTES};
+use super::query::{self, ListParams, OptionsKind, Query, WriteParams};
+use super::request_info::ResourcePath;
+use super::response;
+use super::table::TableOptions;
+use super::{reviews, AppState};
+use crate::error::{ApiError, ApiResult};
+use crate::registry::patch::PatchType;
+use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Strategy, Target};
+
+/// Handles one resource request.
+pub async fn handle(
+    state: Arc<AppState>,
+    cluster: Option<String>,
+    rp: ResourcePath,
+    user: UserInfo,
+    accept: Vec<MediaType>,
+    req: Request<Body>,
+) -> Response {
+    match handle_inner(state, cluster, rp, user, accept, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn read_body(req: Request<Body>) -> ApiResult<(Option<String>, bytes::Bytes)> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        if len > MAX_BODY_BYTES {
+            return Err(too_large());
+        }
+    }
+    let body = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+        .await
+        .map_err(|_| too_large())?;
+    Ok((ct, body))
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(
+        StatusReason::RequestEntityTooLarge,
+        "the request is too large",
+    )
+}
+
+async fn handle_inner(
+    state: Arc<AppState>,
+    cluster: Option<String>,
+    rp: ResourcePath,
+    user: UserInfo,
+    accept: Vec<MediaType>,
+    req: Request<Body>,
+) -> ApiResult<Response> {
+    let catalog = state.registry.catalog().clone();
+    let Some(rt) = catalog.get(&rp.group, &rp.version, &rp.resource).cloned() else {
+        return Err(ApiError::not_found_path());
+    };
+    if rt.namespaced == false && rp.namespace.is_some() {
+        return Err(ApiError::not_found_path());
+    }
+    if let Some(sub) = &rp.subresource {
+        if !rt.has_subresource(sub) {
+            return Err(ApiError::not_found_path());
+        }
+    }
+    let q = Query::parse(req.uri().query());
+    let method = req.method().clone();
+    let target = Target {
+        cluster,
+        rt: rt.clone(),
+        namespace: rp.namespace.clone(),
+    };
+    let reg = state.registry.clone();
+
+    if rt.strategy == Strategy::Review {
+        if method != Method::POST || rp.name.is_some() {
+            return Err(ApiError(kplane_types::Status::method_not_allowed(
+                method.as_str(),
+                &rt.plural,
+            )));
+        }
+        let (ct, body) = read_body(req).await?;
+        let obj = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
+        // Reviews have no Table form: a Table-only Accept is 406 (conformance).
+        negotiation::negotiate(&accept, false, false).and_then(|r| {
+            if r == Representation::Object {
+                Ok(())
+            } else {
+                Err(negotiation::not_acceptable())
+            }
+        })?;
+        let out = reviews::create(&state, &rt, rp.namespace.as_deref(), &user, obj)?;
+        return Ok((
+            StatusCode::CREATED,
+            [(header::CONTENT_TYPE, "application/json")],
+            out.to_string(),
+        )
+            .into_response());
+    }
+
+    match (method.clone(), rp.name.as_deref()) {
+        (Method::GET, name) => {
+            let mut lp = ListParams::from_query(&q)?;
+            let topts = TableOptions::from_query(&q)?;
+            if let Some(n) = name {
+                if !lp.watch {
+                    require_verb(&rt, "get")?;
+                    let repr = negotiation::negotiate(&accept, false, false)?;
+                    let bytes = reg.get(&target, n).await?;
+                    return response::object(StatusCode::OK, &rt, bytes, repr, &topts);
+                }
+                // Watch of a single object: a field selector on its name.
+                lp.field_selector = Some(match lp.field_selector.take() {
+                    Some(f) => format!("{f},metadata.name={n}"),
+                    None => format!("metadata.name={n}"),
+                });
+            }
+            if lp.watch {
+                require_verb(&rt, "watch")?;
+                let repr = negotiation::negotiate(&accept, true, true)?;
+                let setup = reg.watch(&target, &lp).await?;
+                return Ok(response::watch(rt.clone(), setup, repr, topts));
+            }
+            require_verb(&rt, "list")?;
+            let repr = negotiation::negotiate(&accept, true, false)?;
+            let page = reg.list(&target, &lp).await?;
+            response::list(&rt, page, repr, &topts)
+        }
+        (Method::POST, None) => {
+            require_verb(&rt, "create")?;
+            if rt.namespaced && target.namespace.is_none() {
+                return Err(ApiError(kplane_types::Status::method_not_allowed(
+                    "POST", &rt.plural,
+                )));
+            }
+            let w = WriteParams::from_query(&q, OptionsKind::Create)?;
+            let repr = negotiation::negotiate(&accept, false, false)?;
+            let (ct, body) = read_body(req).await?;
+            let obj = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
+            let bytes = reg.create(&target, obj, &w).await?;
+            response::object(
+                StatusCode::CREATED,
+                &rt,
+                bytes,
+                repr,
+                &TableOptions::default(),
+            )
+        }
+        (Method::PUT, Some(name)) => {
+            require_verb(&rt, "update")?;
+            let w = WriteParams::from_query(&q, OptionsKind::Update)?;
+            let repr = negotiation::negotiate(&accept, false, false)?;
+            let (ct, body) = read_body(req).await?;
+            let obj = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
+            let (bytes, created) = reg
+                .update(&target, name, rp.subresource.as_deref(), obj, &w)
+                .await?;
+            let code = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            response::object(code, &rt, bytes, repr, &TableOptions::default())
+        }
+        (Method::PATCH, Some(name)) => {
+            require_verb(&rt, "patch")?;
+            let w = WriteParams::from_query(&q, OptionsKind::Patch)?;
+            if w.force.is_some() {
+                let (ct, _) = read_body_type(&req);
+                if ct != Some(BodyType::ApplyPatch) {
+                    return Err(ApiError(kplane_types::Status::invalid(
+                        "meta.k8s.io",
+                        "PatchOptions",
+                        "",
+                        vec![kplane_types::Cause::forbidden(
+                            "force",
+                            "may not be specified for non-apply patch",
+                        )],
+                    )));
+                }
+            }
+            let repr = negotiation::negotiate(&accept, false, false)?;
+            let (ct, body) = read_body(req).await?;
+            let ty = match negotiation::body_type(ct.as_deref())? {
+                BodyType::JsonPatch => PatchType::Json,
+                BodyType::MergePatch => PatchType::Merge,
+                BodyType::StrategicMergePatch => PatchType::Strategic,
+                _ => {
+                    return Err(ApiError::new(
+                        StatusReason::UnsupportedMediaType,
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                    ))
+                }
+            };
+            let bytes = reg
+                .patch(&target, name, rp.subresource.as_deref(), ty, &body, &w)
+                .await?;
+            response::object(StatusCode::OK, &rt, bytes, repr, &TableOptions::default())
+        }
+        (Method::DELETE, name) => {
+            let (ct, body) = read_body(req).await?;
+            let d = delete_params(&q, ct.as_deref(), &body)?;
+            match name {
+                Some(name) => {
+                    require_verb(&rt, "delete")?;
+                    match reg.delete(&target, name, &d).await? {
+                        DeleteOutcome::Deleted(obj) => {
+                            let uid = obj
+                                .pointer("/metadata/uid")
+                                .and_then(Value::as_str)
+                                .unwrap_or("");
+                            Ok(response::delete_success(&rt, name, uid))
+                        }
+                        DeleteOutcome::Marked(bytes) => {
+                            let repr = negotiation::negotiate(&accept, false, false)?;
+                            response::object(
+                                StatusCode::OK,
+                                &rt,
+                                bytes,
+                                repr,
+                                &TableOptions::default(),
+                            )
+                        }
+                    }
+                }
+                None => {
+                    require_verb(&rt, "deletecollection")?;
+                    let lp = ListParams::from_query(&q)?;
+                    let (items, rv) = reg.delete_collection(&target, &lp, &d).await?;
+                    Ok(response::raw_list(&rt, &items, rv))
+                }
+            }
+        }
+        (m, _) => Err(ApiError(kplane_types::Status::method_not_allowed(
+            m.as_str(),
+            &rt.plural,
+        ))),
+    }
+}
+
+fn read_body_type(req: &Request<Body>) -> (Option<BodyType>, ()) {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    (negotiation::body_type(ct).ok(), ())
+}
+
+fn require_verb(rt: &ResourceType, verb: &str) -> ApiResult<()> {
+    if rt.has_verb(verb) {
+        Ok(())
+    } else {
+        Err(ApiError(kplane_types::Status::method_not_allowed(
+            verb, &rt.plural,
+        )))
+    }
+}
+
+/// DeleteOptions from the body (JSON or protobuf) or, failing that, from the query.
+fn delete_params(q: &Query, ct: Option<&str>, body: &[u8]) -> ApiResult<DeleteParams> {
+    let mut d = DeleteParams::default();
+    let from_body: Option<Value> = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        Some(negotiation::decode_object(
+            body,
+            negotiation::body_type(ct)?,
+        )?)
+    };
+    let mut dry: Vec<String> = q
+        .get("dryRun")
+        .map(|s| vec![s.to_string()])
+        .unwrap_or_default();
+    d.propagation_policy = q.get("propagationPolicy").map(str::to_string);
+    d.grace_period_seconds = q.int("gracePeriodSeconds")?;
+    if let Some(b) = &from_body {
+        if let Some(kind) = b.get("kind").and_then(Value::as_str) {
+            if kind != "DeleteOptions" {
+                return Err(ApiError::bad_request(format!(
+                    "expected DeleteOptions in the request body, got {kind}"
+                )));
+            }
+        }
+        if let Some(Value::Array(a)) = b.get("dryRun") {
+            dry = a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect();
+        }
+        if let Some(p) = b.get("propagationPolicy").and_then(Value::as_str) {
+            d.propagation_policy = Some(p.to_string());
+        }
+        if let Some(g) = b.get("gracePeriodSeconds").and_then(Value::as_i64) {
+            d.grace_period_seconds = Some(g);
+        }
+        d.precondition_uid = b
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        d.precondition_rv = b
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+    if let Some(p) = &d.propagation_policy {
+        if !["Orphan", "Background", "Foreground"].contains(&p.as_str()) {
+            return Err(ApiError(kplane_types::Status::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                vec![kplane_types::Cause::not_supported(
+                    "propagationPolicy",
+                    &Value::String(p.clone()),
+                    &["Foreground", "Background", "Orphan", "nil"],
+                )],
+            )));
+        }
+    }
+    d.dry_run = query::parse_dry_run(&dry, OptionsKind::Delete)?;
+    Ok(d)
+}

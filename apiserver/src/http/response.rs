@@ -1,0 +1,219 @@
+//! Encoding of resource responses in the negotiated representation: the object itself,
+//! a Table, or PartialObjectMetadata(List); lists are assembled from stored bytes without
+//! re-encoding items; watches are newline-delimited JSON events flushed one by one.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::{json, Value};
+
+use super::negotiation::Representation;
+use super::table::{self, TableOptions};
+use crate::error::{ApiError, ApiResult};
+use crate::registry::{ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
+
+const JSON: &str = "application/json";
+const TABLE_CT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+const POM_CT: &str = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io";
+const POML_CT: &str = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
+
+fn with_type(code: StatusCode, ct: &'static str, body: impl Into<Body>) -> Response {
+    let mut r = (code, body.into()).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    r
+}
+
+fn parse(bytes: &[u8]) -> ApiResult<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::internal(format!("stored object could not be decoded: {e}")))
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// One object in the negotiated representation.
+pub fn object(
+    code: StatusCode,
+    rt: &ResourceType,
+    bytes: Bytes,
+    repr: Representation,
+    topts: &TableOptions,
+) -> ApiResult<Response> {
+    Ok(match repr {
+        Representation::Object => with_type(code, JSON, bytes),
+        Representation::Table => {
+            let obj = parse(&bytes)?;
+            let rv = obj
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let t = table::build(rt, std::slice::from_ref(&obj), &rv, None, topts, true)?;
+            with_type(code, TABLE_CT, t.to_string())
+        }
+        Representation::PartialObjectMetadata | Representation::PartialObjectMetadataList => {
+            let obj = parse(&bytes)?;
+            with_type(code, POM_CT, partial_metadata(&obj).to_string())
+        }
+    })
+}
+
+fn list_meta(rv: u64, cont: Option<&str>) -> Value {
+    let mut m = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = cont {
+        m["continue"] = json!(c);
+    }
+    m
+}
+
+/// A list in the negotiated representation.
+pub fn list(
+    rt: &ResourceType,
+    page: ListPage,
+    repr: Representation,
+    topts: &TableOptions,
+) -> ApiResult<Response> {
+    let meta = list_meta(page.revision, page.continue_token.as_deref());
+    match repr {
+        Representation::Object => {
+            let head =
+                json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta})
+                    .to_string();
+            let cap = page.items.iter().map(|i| i.len() + 1).sum::<usize>() + head.len() + 16;
+            let mut buf = BytesMut::with_capacity(cap);
+            // `{"apiVersion":..,"kind":..,"metadata":{..}` + `,"items":[...]}`
+            buf.put_slice(&head.as_bytes()[..head.len() - 1]);
+            buf.put_slice(b",\"items\":[");
+            for (i, item) in page.items.iter().enumerate() {
+                if i > 0 {
+                    buf.put_u8(b',');
+                }
+                buf.put_slice(item);
+            }
+            buf.put_slice(b"]}");
+            Ok(with_type(StatusCode::OK, JSON, buf.freeze()))
+        }
+        Representation::Table => {
+            let objs = page
+                .items
+                .iter()
+                .map(|b| parse(b))
+                .collect::<ApiResult<Vec<_>>>()?;
+            let t = table::build(
+                rt,
+                &objs,
+                &page.revision.to_string(),
+                page.continue_token.as_deref(),
+                topts,
+                true,
+            )?;
+            Ok(with_type(StatusCode::OK, TABLE_CT, t.to_string()))
+        }
+        Representation::PartialObjectMetadataList | Representation::PartialObjectMetadata => {
+            let items = page
+                .items
+                .iter()
+                .map(|b| parse(b).map(|o| partial_metadata(&o)))
+                .collect::<ApiResult<Vec<_>>>()?;
+            let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": items});
+            Ok(with_type(StatusCode::OK, POML_CT, body.to_string()))
+        }
+    }
+}
+
+/// Encodes one watch event line.
+fn event_line(
+    item: &WatchItem,
+    rt: &ResourceType,
+    repr: Representation,
+    topts: &TableOptions,
+    first: &mut bool,
+) -> Bytes {
+    let object: Bytes = match (repr, item.ty) {
+        (_, WatchType::Bookmark | WatchType::Error) | (Representation::Object, _) => {
+            item.object.clone()
+        }
+        (Representation::Table, _) => {
+            let converted = parse(&item.object).and_then(|o| {
+                let rv = o
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                table::build(rt, std::slice::from_ref(&o), &rv, None, topts, *first)
+            });
+            *first = false;
+            match converted {
+                Ok(t) => Bytes::from(t.to_string()),
+                Err(_) => item.object.clone(),
+            }
+        }
+        (_, _) => match parse(&item.object) {
+            Ok(o) => Bytes::from(partial_metadata(&o).to_string()),
+            Err(_) => item.object.clone(),
+        },
+    };
+    let mut buf = BytesMut::with_capacity(object.len() + 32);
+    buf.put_slice(b"{\"type\":\"");
+    buf.put_slice(item.ty.as_str().as_bytes());
+    buf.put_slice(b"\",\"object\":");
+    buf.put_slice(&object);
+    buf.put_slice(b"}\n");
+    buf.freeze()
+}
+
+/// A streaming watch response.
+pub fn watch(
+    rt: Arc<ResourceType>,
+    setup: WatchSetup,
+    repr: Representation,
+    topts: TableOptions,
+) -> Response {
+    let ct = match repr {
+        Representation::Table => TABLE_CT,
+        Representation::PartialObjectMetadata | Representation::PartialObjectMetadataList => POM_CT,
+        Representation::Object => JSON,
+    };
+    let stream = futures::stream::unfold((setup, true), move |(mut setup, mut first)| {
+        let rt = rt.clone();
+        let topts = topts.clone();
+        async move {
+            let item = setup.next().await?;
+            let line = event_line(&item, &rt, repr, &topts, &mut first);
+            Some((Ok::<Bytes, std::convert::Infallible>(line), (setup, first)))
+        }
+    });
+    with_type(StatusCode::OK, ct, Body::from_stream(stream))
+}
+
+/// A Status `Success` for an immediate delete.
+pub fn delete_success(rt: &ResourceType, name: &str, uid: &str) -> Response {
+    let body = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+        "details": {"name": name, "group": rt.group, "kind": rt.plural, "uid": uid},
+    });
+    with_type(StatusCode::OK, JSON, body.to_string())
+}
+
+/// A list body built from already-encoded items (deletecollection).
+pub fn raw_list(rt: &ResourceType, items: &[Bytes], rv: u64) -> Response {
+    let page = ListPage {
+        items: items.to_vec(),
+        revision: rv,
+        continue_token: None,
+    };
+    match list(rt, page, Representation::Object, &TableOptions::default()) {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}

@@ -1,0 +1,18 @@
+//! kplane-apiserver: a Kubernetes-compatible API server with kcp-style logical clusters.
+//!
+//! Layers, each with one job (see docs/architecture.md):
+//! - [`http`]: routing (including the `/clusters/<name>` prefix), authentication, content
+//!   negotiation, request decoding, response encoding. No object semantics.
+//! - [`registry`]: object semantics (metadata, per-type strategies, preconditions,
+//!   finalizers, namespaces, watches), over the `Storage` trait only.
+//! - storage (`kplane-storage`): revisioned, durable, watchable bytes.
+//!
+//! Embed it with [`Server::builder`]; the `kplane` binary is a thin CLI over it.
+
+pub mod error;
+pub mod http;
+pub mod registry;
+pub mod server;
+pub mod tls;
+
+pub use server::{Server, ServerBuilder, ServerConfig, ServerError};

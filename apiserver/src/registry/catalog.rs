@@ -1,0 +1,423 @@
+//! The catalog of served resources: for each group/version/resource, the facts discovery,
+//! OpenAPI and the generic registry need (kind, scope, verbs, short names, subresources) and
+//! the per-type strategy switches Kubernetes defines (unconditional update, create on
+//! update, generation, status subresource, selectable fields).
+//!
+//! Built-in types are listed here once; custom resources will add entries of the same shape,
+//! so one code path serves both.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Per-type behaviour that is not generic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    Namespace,
+    ConfigMap,
+    Secret,
+    ServiceAccount,
+    CoreEvent,
+    EventsV1Event,
+    Lease,
+    Rbac,
+    Job,
+    /// Create-only virtual resources (access reviews, token reviews): computed, never stored.
+    Review,
+}
+
+/// One served resource at one version.
+#[derive(Clone, Debug)]
+pub struct ResourceType {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub verbs: Vec<&'static str>,
+    /// Subresources with their verbs, e.g. `("status", ["get","patch","update"])`.
+    pub subresources: Vec<(String, Vec<&'static str>)>,
+    /// The OpenAPI definition name of the kind.
+    pub schema_name: String,
+    /// The storage key resource (`"<group>/<plural>"`); two API groups may share one store.
+    pub storage_resource: String,
+    pub strategy: Strategy,
+    pub allow_unconditional_update: bool,
+    pub allow_create_on_update: bool,
+    pub has_generation: bool,
+    /// The main endpoint keeps the stored `.status`; `/status` changes only `.status`.
+    pub status_subresource: bool,
+    /// Field selector labels beyond `metadata.name` / `metadata.namespace`.
+    pub selectable_fields: Vec<&'static str>,
+}
+
+impl ResourceType {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        self.subresources.iter().any(|(s, _)| s == sub)
+    }
+
+    /// Whether `field` may be used in a field selector on this type.
+    pub fn selectable(&self, field: &str) -> bool {
+        match field {
+            "metadata.name" => true,
+            "metadata.namespace" => self.namespaced,
+            other => self.selectable_fields.contains(&other),
+        }
+    }
+}
+
+const CRUD: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+
+struct Spec {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+    schema: &'static str,
+    strategy: Strategy,
+}
+
+fn base(s: Spec) -> ResourceType {
+    ResourceType {
+        group: s.group.into(),
+        version: s.version.into(),
+        kind: s.kind.into(),
+        list_kind: format!("{}List", s.kind),
+        plural: s.plural.into(),
+        singular: s.kind.to_ascii_lowercase(),
+        namespaced: s.namespaced,
+        short_names: vec![],
+        categories: vec![],
+        verbs: CRUD.to_vec(),
+        subresources: vec![],
+        schema_name: s.schema.into(),
+        storage_resource: format!("{}/{}", s.group, s.plural),
+        strategy: s.strategy,
+        allow_unconditional_update: true,
+        allow_create_on_update: false,
+        has_generation: false,
+        status_subresource: false,
+        selectable_fields: vec![],
+    }
+}
+
+fn review(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+) -> ResourceType {
+    let version = "v1";
+    let schema = match group {
+        "authorization.k8s.io" => format!("io.k8s.api.authorization.v1.{kind}"),
+        _ => format!("io.k8s.api.authentication.v1.{kind}"),
+    };
+    let mut r = base(Spec {
+        group,
+        version,
+        kind,
+        plural,
+        namespaced,
+        schema: "",
+        strategy: Strategy::Review,
+    });
+    r.schema_name = schema;
+    r.verbs = vec!["create"];
+    r
+}
+
+/// Every built-in resource kplane serves, in discovery order.
+pub fn builtin() -> Vec<ResourceType> {
+    use Strategy::*;
+    let mut out = Vec::new();
+
+    let mut ns = base(Spec {
+        group: "",
+        version: "v1",
+        kind: "Namespace",
+        plural: "namespaces",
+        namespaced: false,
+        schema: "io.k8s.api.core.v1.Namespace",
+        strategy: Namespace,
+    });
+    ns.short_names = vec!["ns".into()];
+    ns.subresources = vec![
+        ("finalize".into(), vec!["update"]),
+        ("status".into(), STATUS_VERBS.to_vec()),
+    ];
+    ns.status_subresource = true;
+    ns.selectable_fields = vec!["status.phase"];
+    out.push(ns);
+
+    let mut cm = base(Spec {
+        group: "",
+        version: "v1",
+        kind: "ConfigMap",
+        plural: "configmaps",
+        namespaced: true,
+        schema: "io.k8s.api.core.v1.ConfigMap",
+        strategy: ConfigMap,
+    });
+    cm.short_names = vec!["cm".into()];
+    out.push(cm);
+
+    let mut ev = base(Spec {
+        group: "",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        namespaced: true,
+        schema: "io.k8s.api.core.v1.Event",
+        strategy: CoreEvent,
+    });
+    ev.short_names = vec!["ev".into()];
+    ev.allow_create_on_update = true;
+    ev.selectable_fields = vec![
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ];
+    out.push(ev);
+
+    let mut secret = base(Spec {
+        group: "",
+        version: "v1",
+        kind: "Secret",
+        plural: "secrets",
+        namespaced: true,
+        schema: "io.k8s.api.core.v1.Secret",
+        strategy: Secret,
+    });
+    secret.selectable_fields = vec!["type"];
+    out.push(secret);
+
+    let mut sa = base(Spec {
+        group: "",
+        version: "v1",
+        kind: "ServiceAccount",
+        plural: "serviceaccounts",
+        namespaced: true,
+        schema: "io.k8s.api.core.v1.ServiceAccount",
+        strategy: ServiceAccount,
+    });
+    sa.short_names = vec!["sa".into()];
+    out.push(sa);
+
+    out.push(review(
+        "authentication.k8s.io",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        false,
+    ));
+    out.push(review(
+        "authentication.k8s.io",
+        "TokenReview",
+        "tokenreviews",
+        false,
+    ));
+    out.push(review(
+        "authorization.k8s.io",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        true,
+    ));
+    out.push(review(
+        "authorization.k8s.io",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        false,
+    ));
+    out.push(review(
+        "authorization.k8s.io",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+    ));
+    out.push(review(
+        "authorization.k8s.io",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        false,
+    ));
+
+    let mut job = base(Spec {
+        group: "batch",
+        version: "v1",
+        kind: "Job",
+        plural: "jobs",
+        namespaced: true,
+        schema: "io.k8s.api.batch.v1.Job",
+        strategy: Job,
+    });
+    job.categories = vec!["all".into()];
+    job.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+    job.status_subresource = true;
+    job.has_generation = true;
+    job.selectable_fields = vec!["status.successful"];
+    out.push(job);
+
+    let mut lease = base(Spec {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        plural: "leases",
+        namespaced: true,
+        schema: "io.k8s.api.coordination.v1.Lease",
+        strategy: Lease,
+    });
+    lease.allow_unconditional_update = false;
+    lease.allow_create_on_update = true;
+    out.push(lease);
+
+    let mut ev2 = base(Spec {
+        group: "events.k8s.io",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        namespaced: true,
+        schema: "io.k8s.api.events.v1.Event",
+        strategy: EventsV1Event,
+    });
+    ev2.short_names = vec!["ev".into()];
+    ev2.storage_resource = "/events".into();
+    ev2.allow_create_on_update = true;
+    out.push(ev2);
+
+    for (kind, plural, namespaced) in [
+        ("ClusterRoleBinding", "clusterrolebindings", false),
+        ("ClusterRole", "clusterroles", false),
+        ("RoleBinding", "rolebindings", true),
+        ("Role", "roles", true),
+    ] {
+        let schema: &'static str = match kind {
+            "ClusterRoleBinding" => "io.k8s.api.rbac.v1.ClusterRoleBinding",
+            "ClusterRole" => "io.k8s.api.rbac.v1.ClusterRole",
+            "RoleBinding" => "io.k8s.api.rbac.v1.RoleBinding",
+            _ => "io.k8s.api.rbac.v1.Role",
+        };
+        let mut r = base(Spec {
+            group: "rbac.authorization.k8s.io",
+            version: "v1",
+            kind,
+            plural,
+            namespaced,
+            schema,
+            strategy: Rbac,
+        });
+        r.allow_create_on_update = true;
+        out.push(r);
+    }
+    out
+}
+
+/// Lookup of served resources by group/version/plural, by kind, and by group.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
+    ordered: Vec<Arc<ResourceType>>,
+}
+
+impl Catalog {
+    pub fn new(types: Vec<ResourceType>) -> Self {
+        let mut c = Catalog::default();
+        for t in types {
+            let t = Arc::new(t);
+            c.by_gvr.insert(
+                (t.group.clone(), t.version.clone(), t.plural.clone()),
+                t.clone(),
+            );
+            c.ordered.push(t);
+        }
+        c
+    }
+
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
+        self.by_gvr
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+    }
+
+    /// All resources in discovery order.
+    pub fn all(&self) -> &[Arc<ResourceType>] {
+        &self.ordered
+    }
+
+    /// The group names in discovery order (core group `""` first).
+    pub fn groups(&self) -> Vec<String> {
+        let mut seen = Vec::<String>::new();
+        for t in &self.ordered {
+            if !seen.contains(&t.group) {
+                seen.push(t.group.clone());
+            }
+        }
+        seen
+    }
+
+    /// The versions served for `group`, preferred first.
+    pub fn versions(&self, group: &str) -> Vec<String> {
+        let mut seen = Vec::<String>::new();
+        for t in self.ordered.iter().filter(|t| t.group == group) {
+            if !seen.contains(&t.version) {
+                seen.push(t.version.clone());
+            }
+        }
+        seen
+    }
+
+    pub fn in_group_version<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<ResourceType>> + 'a {
+        self.ordered
+            .iter()
+            .filter(move |t| t.group == group && t.version == version)
+    }
+
+    /// Stored, namespaced resources (for namespace deletion), one per storage resource.
+    pub fn namespaced_storage(&self) -> Vec<Arc<ResourceType>> {
+        let mut seen = Vec::<String>::new();
+        let mut out = Vec::new();
+        for t in &self.ordered {
+            if t.namespaced && t.strategy != Strategy::Review && !seen.contains(&t.storage_resource)
+            {
+                seen.push(t.storage_resource.clone());
+                out.push(t.clone());
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,200 @@
+//! The registry: Kubernetes object semantics over the storage trait.
+//!
+//! Handlers call the registry with an already-routed target (cluster, resource type,
+//! namespace) and decoded JSON; the registry applies metadata rules, per-type strategies,
+//! preconditions and conversions, and talks to storage only through [`Storage`].
+//! It knows nothing about HTTP beyond producing [`ApiError`]s.
+
+pub mod catalog;
+pub mod events;
+pub mod meta;
+pub mod namespaces;
+pub mod patch;
+mod read;
+pub mod selection;
+pub mod strategy;
+mod watch;
+mod write;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use kplane_storage::{Key, Prefix, Storage};
+use kplane_types::{Status, StatusReason};
+use serde_json::Value;
+
+pub use catalog::{Catalog, ResourceType, Strategy};
+pub use read::ListPage;
+pub use watch::{WatchItem, WatchSetup, WatchType};
+pub use write::{DeleteOutcome, DeleteParams};
+
+use crate::error::{ApiError, ApiResult};
+
+/// Where a request points: one logical cluster, one resource type, maybe a namespace.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// `None` for the `*` wildcard (list and watch only).
+    pub cluster: Option<String>,
+    pub rt: Arc<ResourceType>,
+    pub namespace: Option<String>,
+}
+
+impl Target {
+    fn cluster(&self) -> ApiResult<&str> {
+        self.cluster.as_deref().ok_or_else(|| {
+            ApiError::new(
+                StatusReason::MethodNotAllowed,
+                "only list and watch are supported across all logical clusters",
+            )
+        })
+    }
+
+    fn key(&self, name: &str) -> ApiResult<Key> {
+        Ok(Key::new(
+            self.cluster()?,
+            self.rt.storage_resource.clone(),
+            if self.rt.namespaced {
+                self.namespace.clone().unwrap_or_default()
+            } else {
+                String::new()
+            },
+            name,
+        ))
+    }
+
+    fn prefix(&self) -> Prefix {
+        Prefix {
+            cluster: self.cluster.clone(),
+            resource: Some(self.rt.storage_resource.clone()),
+            namespace: if self.rt.namespaced {
+                self.namespace.clone()
+            } else {
+                None
+            },
+        }
+    }
+}
+
+/// Object semantics for every served type.
+pub struct Registry {
+    storage: Arc<dyn Storage>,
+    catalog: Arc<Catalog>,
+    /// Logical clusters whose default namespaces exist.
+    bootstrapped: Mutex<HashSet<String>>,
+    /// The CA published in every namespace's `kube-root-ca.crt`.
+    root_ca_pem: String,
+    /// Flips to true when the server shuts down; long-running watches end.
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Namespaces waiting for their contents to be removed.
+    namespace_queue: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// Creates the registry and the namespace-lifecycle worker's queue receiver.
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        catalog: Arc<Catalog>,
+        root_ca_pem: String,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> (
+        Arc<Registry>,
+        tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let r = Registry {
+            storage,
+            catalog,
+            bootstrapped: Mutex::new(HashSet::new()),
+            root_ca_pem,
+            shutdown,
+            namespace_queue: tx,
+        };
+        (Arc::new(r), rx)
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    fn namespace_type(&self) -> ApiResult<Arc<ResourceType>> {
+        self.catalog
+            .get("", "v1", "namespaces")
+            .cloned()
+            .ok_or_else(|| ApiError::internal("namespaces are not registered"))
+    }
+
+    /// Converts a stored value to the representation of `rt`'s API version.
+    fn to_api(&self, rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
+        if rt.strategy != Strategy::EventsV1Event {
+            return Ok(stored);
+        }
+        let v: Value = serde_json::from_slice(&stored).map_err(|e| corrupt(&e))?;
+        let out = events::to_events_v1(&v);
+        serde_json::to_vec(&out)
+            .map(Bytes::from)
+            .map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// Converts a request object of `rt`'s API version to the stored form.
+    fn to_storage(&self, rt: &ResourceType, obj: Value) -> Value {
+        if rt.strategy == Strategy::EventsV1Event {
+            events::to_core(&obj)
+        } else {
+            obj
+        }
+    }
+}
+
+fn corrupt(e: &dyn std::fmt::Display) -> ApiError {
+    ApiError::internal(format!("stored object could not be decoded: {e}"))
+}
+
+/// Maps a storage error into a Status for `rt`/`name`. This is the only place storage
+/// errors are interpreted.
+pub fn storage_error(e: kplane_storage::Error, rt: &ResourceType, name: &str) -> ApiError {
+    use kplane_storage::Error as E;
+    match e {
+        E::NotFound => ApiError(Status::not_found(&rt.group, &rt.plural, name)),
+        E::AlreadyExists => ApiError(Status::already_exists(&rt.group, &rt.plural, name)),
+        E::Conflict { .. } => ApiError(Status::stale(&rt.group, &rt.plural, name)),
+        E::Compacted {
+            requested,
+            compacted,
+        } => ApiError(Status::expired(format!(
+            "too old resource version: {requested} ({compacted})"
+        ))),
+        E::FutureRevision { .. } => too_large_rv(),
+        E::ShuttingDown => ApiError::new(
+            StatusReason::ServiceUnavailable,
+            "the server is shutting down",
+        ),
+        E::Encode(m) => ApiError::internal(m),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+/// 504 for a resourceVersion the server has not reached (`NewTooLargeResourceVersionError`).
+pub fn too_large_rv() -> ApiError {
+    let mut s = Status::new(StatusReason::Timeout, "Too large resource version");
+    s.details = Some(kplane_types::status::Details {
+        causes: vec![kplane_types::Cause::new(
+            kplane_types::CauseType::ResourceVersionTooLarge,
+            "",
+            "Too large resource version",
+        )],
+        ..Default::default()
+    });
+    s.retry_after = Some(1);
+    ApiError(s)
+}

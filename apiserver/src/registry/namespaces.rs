@@ -1,0 +1,234 @@
+//! Namespace lifecycle: the default namespaces of a new logical cluster, the per-namespace
+//! bootstrap objects (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), and the
+//! worker that empties a Terminating namespace and then removes it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kplane_storage::{Key, Precondition, Prefix};
+use serde_json::{json, Value};
+
+use super::{meta, Registry, Target};
+use crate::error::{ApiError, ApiResult};
+use crate::http::query::{ListParams, WriteParams};
+
+/// Namespaces every logical cluster starts with.
+pub const DEFAULT_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// How often a namespace still holding finalized content is re-checked.
+const RETRY_EVERY: Duration = Duration::from_secs(2);
+
+impl Registry {
+    /// Creates a logical cluster's default namespaces on its first write.
+    pub async fn ensure_cluster(&self, cluster: &str) -> ApiResult<()> {
+        if self
+            .bootstrapped
+            .lock()
+            .map(|s| s.contains(cluster))
+            .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        let nst = self.namespace_type()?;
+        let target = Target {
+            cluster: Some(cluster.to_string()),
+            rt: nst,
+            namespace: None,
+        };
+        for ns in DEFAULT_NAMESPACES {
+            if self.get_stored(&target, ns).await?.is_none() {
+                let obj =
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+                if let Ok(mut set) = self.bootstrapped.lock() {
+                    // Mark first so the namespace create below does not recurse.
+                    set.insert(cluster.to_string());
+                }
+                match Box::pin(self.create(&target, obj, &WriteParams::default())).await {
+                    Ok(_) => {}
+                    Err(e) if e.code() == 409 => {}
+                    Err(e) => {
+                        if let Ok(mut set) = self.bootstrapped.lock() {
+                            set.remove(cluster);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        if let Ok(mut set) = self.bootstrapped.lock() {
+            set.insert(cluster.to_string());
+        }
+        Ok(())
+    }
+
+    /// Creates the `default` ServiceAccount and `kube-root-ca.crt` ConfigMap of a namespace.
+    pub(super) async fn bootstrap_namespace(&self, cluster: &str, ns: &str) {
+        let objs = [
+            (
+                "serviceaccounts",
+                json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}),
+            ),
+            (
+                "configmaps",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "namespace": ns},
+                "data": {"ca.crt": self.root_ca_pem}}),
+            ),
+        ];
+        for (plural, obj) in objs {
+            let Some(rt) = self.catalog.get("", "v1", plural).cloned() else {
+                continue;
+            };
+            let t = Target {
+                cluster: Some(cluster.to_string()),
+                rt,
+                namespace: Some(ns.to_string()),
+            };
+            match Box::pin(self.create(&t, obj, &WriteParams::default())).await {
+                Ok(_) => {}
+                Err(e) if e.code() == 409 => {}
+                Err(e) => {
+                    tracing::warn!(cluster, namespace = ns, error = %e.0, "namespace bootstrap failed")
+                }
+            }
+        }
+    }
+
+    pub(super) fn enqueue_namespace(&self, cluster: &str, ns: &str) {
+        let _ = self
+            .namespace_queue
+            .send((cluster.to_string(), ns.to_string()));
+    }
+
+    /// Finds namespaces left Terminating by an earlier run and queues them.
+    pub async fn resume_namespace_deletions(&self) -> ApiResult<()> {
+        let prefix = Prefix {
+            cluster: None,
+            resource: Some("/namespaces".into()),
+            namespace: None,
+        };
+        let res = self
+            .storage
+            .list(&prefix, &Default::default(), None)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        for kv in res.items {
+            if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
+                if meta::is_deleting(&v) {
+                    self.enqueue_namespace(&kv.key.cluster, &kv.key.name);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes everything in a Terminating namespace, then the namespace itself.
+    /// Returns false when content with finalizers remains (retry later).
+    async fn finalize_namespace(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
+        let mut remaining = 0usize;
+        for rt in self.catalog.namespaced_storage() {
+            let t = Target {
+                cluster: Some(cluster.to_string()),
+                rt: rt.clone(),
+                namespace: Some(ns.to_string()),
+            };
+            let (gone, _) = self
+                .delete_collection(&t, &ListParams::default(), &Default::default())
+                .await?;
+            let _ = gone;
+            let left = self
+                .storage
+                .count(&Prefix::namespace(cluster, rt.storage_resource.clone(), ns))
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            remaining += left as usize;
+        }
+        if remaining > 0 {
+            return Ok(false);
+        }
+        // Drop the `kubernetes` finalizer; the update removes the namespace when no
+        // metadata finalizers remain.
+        let nst = self.namespace_type()?;
+        let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
+        let Some(kv) = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+        else {
+            return Ok(true);
+        };
+        let mut obj: Value =
+            serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))?;
+        if let Some(f) = obj
+            .pointer_mut("/spec/finalizers")
+            .and_then(Value::as_array_mut)
+        {
+            f.retain(|x| x != "kubernetes");
+        }
+        if obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.is_empty())
+        {
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("finalizers");
+            }
+        }
+        let spec_left = obj.pointer("/spec/finalizers").is_some();
+        if spec_left || !meta::finalizers(&obj).is_empty() {
+            // Another party's finalizer: write the change and wait for them.
+            let enc: kplane_storage::Encoder = Box::new(move |rev| {
+                let mut o = obj;
+                o["metadata"]["resourceVersion"] = json!(rev.to_string());
+                serde_json::to_vec(&o).map_err(|e| e.to_string())
+            });
+            let _ = self
+                .storage
+                .put(key, Precondition::ModRevision(kv.mod_revision), enc)
+                .await;
+            return Ok(false);
+        }
+        let enc: kplane_storage::Encoder = Box::new(move |rev| {
+            let mut o = obj;
+            o["metadata"]["resourceVersion"] = json!(rev.to_string());
+            serde_json::to_vec(&o).map_err(|e| e.to_string())
+        });
+        match self
+            .storage
+            .delete(key, Precondition::ModRevision(kv.mod_revision), enc)
+            .await
+        {
+            Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(true),
+            Err(kplane_storage::Error::Conflict { .. }) => Ok(false),
+            Err(e) => Err(ApiError::internal(e.to_string())),
+        }
+    }
+}
+
+/// Runs the namespace-deletion worker until the queue closes.
+pub async fn run_namespace_worker(
+    registry: Arc<Registry>,
+    mut queue: tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+) {
+    while let Some((cluster, ns)) = queue.recv().await {
+        match registry.finalize_namespace(&cluster, &ns).await {
+            Ok(true) => tracing::debug!(cluster, namespace = ns, "namespace removed"),
+            Ok(false) => {
+                let r = registry.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY_EVERY).await;
+                    r.enqueue_namespace(&cluster, &ns);
+                });
+            }
+            Err(e) => {
+                tracing::warn!(cluster, namespace = ns, error = %e.0, "namespace cleanup failed; retrying");
+                let r = registry.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY_EVERY).await;
+                    r.enqueue_namespace(&cluster, &ns);
+                });
+            }
+        }
+    }
+}

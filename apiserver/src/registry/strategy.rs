@@ -1,0 +1,558 @@
+//! Per-type strategies: the defaulting, validation and update rules that differ between
+//! built-in kinds (namespaces, config maps, secrets, events, leases, RBAC, jobs). Everything
+//! generic lives in `meta`; this module holds only what Kubernetes defines per type.
+
+use base64::Engine;
+use kplane_types::{validation, Cause};
+use serde_json::{json, Map, Value};
+
+use super::catalog::{ResourceType, Strategy};
+use super::meta::{self, NameRule};
+
+/// Total size limit of ConfigMap and Secret data (`MaxSecretSize`, 1 MiB).
+const MAX_DATA_BYTES: usize = 1024 * 1024;
+
+pub fn name_rule(rt: &ResourceType) -> NameRule {
+    match rt.strategy {
+        Strategy::Namespace => NameRule::Dns1123Label,
+        Strategy::Rbac => NameRule::PathSegment,
+        _ => NameRule::Dns1123Subdomain,
+    }
+}
+
+/// Defaulting on create and update (before validation).
+pub fn default(obj: &mut Value, rt: &ResourceType) {
+    match rt.strategy {
+        Strategy::Secret => default_secret(obj),
+        Strategy::Rbac => default_rbac_subjects(obj),
+        Strategy::Job => default_job(obj),
+        _ => {}
+    }
+}
+
+/// Type-specific preparation of a new object (after generic metadata is set).
+pub fn prepare_create(obj: &mut Value, rt: &ResourceType) {
+    match rt.strategy {
+        Strategy::Namespace => {
+            let name = meta::name_of(obj).to_string();
+            set_namespace_name_label(obj, &name);
+            if obj.pointer("/spec/finalizers").is_none() {
+                obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            }
+            obj["status"] = json!({"phase": "Active"});
+        }
+        Strategy::Job => {
+            if let Some(s) = obj.get_mut("status") {
+                *s = json!({});
+            }
+            default_job_selector(obj);
+        }
+        _ => {}
+    }
+}
+
+/// Type-specific update rules: what the main endpoint may not change.
+pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) {
+    if rt.status_subresource {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    if rt.strategy == Strategy::Namespace {
+        let name = meta::name_of(old).to_string();
+        set_namespace_name_label(new, &name);
+        match old.get("spec") {
+            Some(s) => new["spec"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("spec");
+                }
+            }
+        }
+    }
+}
+
+fn set_namespace_name_label(obj: &mut Value, name: &str) {
+    if let Ok(m) = meta::meta_mut(obj) {
+        let labels = m.entry("labels").or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        labels["kubernetes.io/metadata.name"] = json!(name);
+    }
+}
+
+/// Validation on create and update. `old` is the stored object on update.
+pub fn validate(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cause> {
+    let mut causes = meta::validate_object_meta(obj, name_rule(rt));
+    match rt.strategy {
+        Strategy::ConfigMap => causes.extend(validate_config_map(obj, old)),
+        Strategy::Secret => causes.extend(validate_secret(obj, old)),
+        Strategy::EventsV1Event if old.is_none() => causes.extend(validate_events_v1(obj)),
+        Strategy::Rbac => causes.extend(validate_rbac(obj, old, rt)),
+        Strategy::Job => causes.extend(validate_job(obj)),
+        _ => {}
+    }
+    causes
+}
+
+fn data_keys_and_size(obj: &Value, field: &str, causes: &mut Vec<Cause>) -> usize {
+    let mut size = 0;
+    match obj.get(field) {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                for msg in validation::config_map_key_errors(k) {
+                    causes.push(Cause::invalid(format!("{field}[{k}]"), &json!(k), &msg));
+                }
+                match v {
+                    Value::String(s) => size += k.len() + s.len(),
+                    other => causes.push(Cause::invalid(
+                        format!("{field}[{k}]"),
+                        other,
+                        "must be a string",
+                    )),
+                }
+            }
+        }
+        Some(other) => causes.push(Cause::invalid(field, other, "must be an object")),
+    }
+    size
+}
+
+fn check_immutable(obj: &Value, old: Option<&Value>, fields: &[&str], causes: &mut Vec<Cause>) {
+    let Some(old) = old else { return };
+    if old.get("immutable") != Some(&Value::Bool(true)) {
+        return;
+    }
+    for f in fields {
+        if obj.get(*f) != old.get(*f) {
+            causes.push(Cause::forbidden(
+                *f,
+                "field is immutable when `immutable` is set",
+            ));
+        }
+    }
+    if obj.get("immutable") != Some(&Value::Bool(true)) {
+        causes.push(Cause::forbidden(
+            "immutable",
+            "field is immutable when `immutable` is set",
+        ));
+    }
+}
+
+fn validate_config_map(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let size = data_keys_and_size(obj, "data", &mut causes)
+        + data_keys_and_size(obj, "binaryData", &mut causes);
+    if let (Some(Value::Object(d)), Some(Value::Object(b))) =
+        (obj.get("data"), obj.get("binaryData"))
+    {
+        for k in d.keys().filter(|k| b.contains_key(*k)) {
+            causes.push(Cause::invalid(
+                format!("data[{k}]"),
+                &json!(k),
+                "duplicate of key present in binaryData",
+            ));
+        }
+    }
+    if let Some(Value::Object(b)) = obj.get("binaryData") {
+        for (k, v) in b {
+            if let Some(s) = v.as_str() {
+                if base64::engine::general_purpose::STANDARD.decode(s).is_err() {
+                    causes.push(Cause::invalid(
+                        format!("binaryData[{k}]"),
+                        &json!("<value omitted>"),
+                        "must be base64",
+                    ));
+                }
+            }
+        }
+    }
+    if size > MAX_DATA_BYTES {
+        causes.push(Cause::too_long("", MAX_DATA_BYTES));
+    }
+    check_immutable(obj, old, &["data", "binaryData"], &mut causes);
+    causes
+}
+
+/// Folds `stringData` into base64 `data` and defaults `type` to `Opaque`.
+fn default_secret(obj: &mut Value) {
+    let Some(o) = obj.as_object_mut() else { return };
+    if let Some(Value::Object(sd)) = o.remove("stringData") {
+        let data = o.entry("data").or_insert_with(|| json!({}));
+        if !data.is_object() {
+            *data = json!({});
+        }
+        for (k, v) in sd {
+            if let Value::String(s) = v {
+                data[k.as_str()] =
+                    json!(base64::engine::general_purpose::STANDARD.encode(s.as_bytes()));
+            }
+        }
+    }
+    match o.get("type") {
+        None | Some(Value::Null) => {
+            o.insert("type".into(), json!("Opaque"));
+        }
+        Some(Value::String(s)) if s.is_empty() => {
+            o.insert("type".into(), json!("Opaque"));
+        }
+        _ => {}
+    }
+}
+
+fn validate_secret(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let mut size = 0;
+    match obj.get("data") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                for msg in validation::config_map_key_errors(k) {
+                    causes.push(Cause::invalid(format!("data[{k}]"), &json!(k), &msg));
+                }
+                match v
+                    .as_str()
+                    .map(|s| base64::engine::general_purpose::STANDARD.decode(s))
+                {
+                    Some(Ok(bytes)) => size += bytes.len(),
+                    _ => causes.push(Cause::invalid(
+                        format!("data[{k}]"),
+                        &json!("<value omitted>"),
+                        "illegal base64 data",
+                    )),
+                }
+            }
+        }
+        Some(other) => causes.push(Cause::invalid("data", other, "must be an object")),
+    }
+    if size > MAX_DATA_BYTES {
+        causes.push(Cause::too_long("data", MAX_DATA_BYTES));
+    }
+    let ty = obj.get("type").and_then(Value::as_str).unwrap_or("Opaque");
+    let required: &[&str] = match ty {
+        "kubernetes.io/dockerconfigjson" => &[".dockerconfigjson"],
+        "kubernetes.io/dockercfg" => &[".dockercfg"],
+        "kubernetes.io/tls" => &["tls.crt", "tls.key"],
+        _ => &[],
+    };
+    for k in required {
+        if obj
+            .pointer(&format!(
+                "/data/{}",
+                k.replace('~', "~0").replace('/', "~1")
+            ))
+            .is_none()
+        {
+            causes.push(Cause::required(format!("data[{k}]")));
+        }
+    }
+    if ty == "kubernetes.io/service-account-token"
+        && obj
+            .pointer("/metadata/annotations/kubernetes.io~1service-account.name")
+            .is_none()
+    {
+        causes.push(Cause::required(
+            "metadata.annotations[kubernetes.io/service-account.name]",
+        ));
+    }
+    if let Some(old) = old {
+        if old.get("type") != obj.get("type") {
+            causes.push(Cause::invalid(
+                "type",
+                obj.get("type").unwrap_or(&Value::Null),
+                "field is immutable",
+            ));
+        }
+    }
+    check_immutable(obj, old, &["data"], &mut causes);
+    causes
+}
+
+fn validate_events_v1(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for f in [
+        "eventTime",
+        "reportingController",
+        "reportingInstance",
+        "action",
+        "reason",
+    ] {
+        let missing = match obj.get(f) {
+            None | Some(Value::Null) => true,
+            Some(Value::String(s)) => s.is_empty(),
+            _ => false,
+        };
+        if missing {
+            causes.push(Cause::required(f));
+        }
+    }
+    causes
+}
+
+fn default_rbac_subjects(obj: &mut Value) {
+    let Some(Value::Array(subjects)) = obj.get_mut("subjects") else {
+        return;
+    };
+    for s in subjects.iter_mut() {
+        let kind = s
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let has_group = s
+            .get("apiGroup")
+            .and_then(Value::as_str)
+            .is_some_and(|g| !g.is_empty());
+        if !has_group && s.is_object() {
+            match kind.as_str() {
+                "User" | "Group" => s["apiGroup"] = json!("rbac.authorization.k8s.io"),
+                "ServiceAccount" => s["apiGroup"] = json!(""),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn validate_rbac(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if rt.kind.ends_with("Binding") {
+        match obj.get("roleRef") {
+            Some(Value::Object(r)) => {
+                let kind = r.get("kind").and_then(Value::as_str).unwrap_or("");
+                let allowed: &[&str] = if rt.kind == "RoleBinding" {
+                    &["Role", "ClusterRole"]
+                } else {
+                    &["ClusterRole"]
+                };
+                if !allowed.contains(&kind) {
+                    causes.push(Cause::not_supported("roleRef.kind", &json!(kind), allowed));
+                }
+                if r.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty()
+                {
+                    causes.push(Cause::required("roleRef.name"));
+                }
+            }
+            _ => causes.push(Cause::required("roleRef")),
+        }
+        if let Some(old) = old {
+            if old.get("roleRef") != obj.get("roleRef") {
+                causes.push(Cause::invalid(
+                    "roleRef",
+                    obj.get("roleRef").unwrap_or(&Value::Null),
+                    "cannot change roleRef",
+                ));
+            }
+        }
+        if let Some(Value::Array(subjects)) = obj.get("subjects") {
+            for (i, s) in subjects.iter().enumerate() {
+                let kind = s.get("kind").and_then(Value::as_str).unwrap_or("");
+                if !["User", "Group", "ServiceAccount"].contains(&kind) {
+                    causes.push(Cause::not_supported(
+                        format!("subjects[{i}].kind"),
+                        &json!(kind),
+                        &["ServiceAccount", "User", "Group"],
+                    ));
+                }
+                if s.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty()
+                {
+                    causes.push(Cause::required(format!("subjects[{i}].name")));
+                }
+            }
+        }
+    } else if let Some(Value::Array(rules)) = obj.get("rules") {
+        for (i, r) in rules.iter().enumerate() {
+            let empty = |f: &str| {
+                r.get(f)
+                    .and_then(Value::as_array)
+                    .is_none_or(|a| a.is_empty())
+            };
+            if empty("verbs") {
+                causes.push(Cause::required(format!("rules[{i}].verbs")));
+            }
+            if empty("nonResourceURLs") && r.get("apiGroups").is_none() {
+                causes.push(Cause::required(format!("rules[{i}].apiGroups")));
+            }
+        }
+    }
+    causes
+}
+
+/// Job defaults (`k8s: pkg/apis/batch/v1/defaults.go`, `pkg/apis/core/v1/defaults.go` for the template).
+fn default_job(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let completions_set = spec.get("completions").is_some_and(|v| !v.is_null());
+    let parallelism_set = spec.get("parallelism").is_some_and(|v| !v.is_null());
+    if !completions_set && !parallelism_set {
+        spec.insert("completions".into(), json!(1));
+        spec.insert("parallelism".into(), json!(1));
+    } else if !parallelism_set {
+        spec.insert("parallelism".into(), json!(1));
+    }
+    set_default(spec, "backoffLimit", json!(6));
+    set_default(spec, "completionMode", json!("NonIndexed"));
+    set_default(spec, "suspend", json!(false));
+    set_default(spec, "manualSelector", Value::Null);
+    spec.remove("manualSelector");
+    set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    if let Some(pod) = spec
+        .get_mut("template")
+        .and_then(|t| t.get_mut("spec"))
+        .and_then(Value::as_object_mut)
+    {
+        default_pod_spec(pod);
+    }
+}
+
+fn set_default(m: &mut Map<String, Value>, k: &str, v: Value) {
+    if m.get(k).is_none_or(Value::is_null) {
+        m.insert(k.into(), v);
+    }
+}
+
+fn default_pod_spec(pod: &mut Map<String, Value>) {
+    set_default(pod, "restartPolicy", json!("Always"));
+    set_default(pod, "terminationGracePeriodSeconds", json!(30));
+    set_default(pod, "dnsPolicy", json!("ClusterFirst"));
+    set_default(pod, "securityContext", json!({}));
+    set_default(pod, "schedulerName", json!("default-scheduler"));
+    for list in ["containers", "initContainers"] {
+        if let Some(Value::Array(cs)) = pod.get_mut(list) {
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
+                set_default(c, "terminationMessagePolicy", json!("File"));
+                if c.get("resources").is_none() {
+                    c.insert("resources".into(), json!({}));
+                }
+                let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+                let last = image.rsplit('/').next().unwrap_or("");
+                let tag = if last.contains('@') {
+                    None
+                } else {
+                    last.split_once(':').map(|(_, t)| t)
+                };
+                let policy = match tag {
+                    None if !last.contains('@') => "Always",
+                    Some("latest") => "Always",
+                    _ => "IfNotPresent",
+                };
+                set_default(c, "imagePullPolicy", json!(policy));
+                if let Some(Value::Array(ports)) = c.get_mut("ports") {
+                    for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                        set_default(p, "protocol", json!("TCP"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Selector and template labels tying a Job to its pods (`batch.kubernetes.io/controller-uid`).
+fn default_job_selector(obj: &mut Value) {
+    let uid = meta::meta_str(obj, "uid").unwrap_or("").to_string();
+    let name = meta::name_of(obj).to_string();
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("manualSelector") == Some(&Value::Bool(true)) {
+        return;
+    }
+    spec.insert(
+        "selector".into(),
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+    );
+    let template = spec.entry("template").or_insert_with(|| json!({}));
+    if !template.is_object() {
+        return;
+    }
+    let tmeta = template
+        .as_object_mut()
+        .map(|t| t.entry("metadata").or_insert_with(|| json!({})));
+    if let Some(Value::Object(tm)) = tmeta {
+        let labels = tm.entry("labels").or_insert_with(|| json!({}));
+        if let Value::Object(l) = labels {
+            l.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
+            l.insert("batch.kubernetes.io/job-name".into(), json!(name));
+            l.insert("controller-uid".into(), json!(uid));
+            l.insert("job-name".into(), json!(name));
+        }
+    }
+}
+
+fn validate_job(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(spec) = obj.get("spec") else {
+        causes.push(Cause::required("spec.template"));
+        return causes;
+    };
+    let containers = spec
+        .pointer("/template/spec/containers")
+        .and_then(Value::as_array);
+    match containers {
+        Some(cs) if !cs.is_empty() => {
+            for (i, c) in cs.iter().enumerate() {
+                if c.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty()
+                {
+                    causes.push(Cause::required(format!(
+                        "spec.template.spec.containers[{i}].name"
+                    )));
+                }
+                if c.get("image")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty()
+                {
+                    causes.push(Cause::required(format!(
+                        "spec.template.spec.containers[{i}].image"
+                    )));
+                }
+            }
+        }
+        _ => causes.push(Cause::required("spec.template.spec.containers")),
+    }
+    let rp = spec
+        .pointer("/template/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if rp != "Never" && rp != "OnFailure" {
+        causes.push(Cause::not_supported(
+            "spec.template.spec.restartPolicy",
+            &json!(rp),
+            &["OnFailure", "Never"],
+        ));
+    }
+    for f in [
+        "parallelism",
+        "completions",
+        "backoffLimit",
+        "activeDeadlineSeconds",
+    ] {
+        if let Some(v) = spec.get(f).filter(|v| !v.is_null()) {
+            if v.as_i64().is_none_or(|n| n < 0) {
+                causes.push(Cause::invalid(
+                    format!("spec.{f}"),
+                    v,
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+    }
+    causes
+}

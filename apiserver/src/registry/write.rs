@@ -1,0 +1,523 @@
+//! The write path: create, update (incl. the status and finalize subresources), patch,
+//! delete and deletecollection. Every write is a compare-and-swap against the revision
+//! that was read, so concurrent writers never overwrite each other silently.
+
+use bytes::Bytes;
+use kplane_storage::{Encoder, KeyValue, Precondition, Revision};
+use kplane_types::{Cause, CauseType, Status, StatusReason};
+use serde_json::{json, Value};
+
+use super::catalog::Strategy;
+use super::meta;
+use super::patch::{self, PatchType};
+use super::strategy;
+use super::{corrupt, storage_error, Registry, Target};
+use crate::error::{ApiError, ApiResult};
+use crate::http::query::{ListParams, WriteParams};
+
+/// How many times a patch is retried on a write conflict when the client did not ask
+/// for optimistic locking.
+const PATCH_RETRIES: usize = 5;
+
+/// Options of a delete.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteParams {
+    pub dry_run: bool,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+    pub propagation_policy: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+}
+
+/// What a delete did.
+#[derive(Debug)]
+pub enum DeleteOutcome {
+    /// The object is gone; its last state (with the delete's revision).
+    Deleted(Value),
+    /// The object has finalizers (or is a namespace being emptied): it now carries a
+    /// deletionTimestamp and stays until they are removed.
+    Marked(Bytes),
+}
+
+fn encoder(obj: Value) -> Encoder {
+    Box::new(move |rev: Revision| {
+        let mut obj = obj;
+        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert("resourceVersion".into(), Value::String(rev.to_string()));
+        }
+        serde_json::to_vec(&obj).map_err(|e| e.to_string())
+    })
+}
+
+fn decode(kv: &KeyValue) -> ApiResult<Value> {
+    serde_json::from_slice(&kv.value).map_err(|e| corrupt(&e))
+}
+
+impl Registry {
+    /// Creates an object. `obj` is in the target's API version.
+    pub async fn create(&self, t: &Target, mut obj: Value, w: &WriteParams) -> ApiResult<Bytes> {
+        let rt = t.rt.clone();
+        if rt.strategy == Strategy::Review {
+            return Err(ApiError::internal("reviews are not stored"));
+        }
+        meta::check_type(&mut obj, &rt)?;
+        let mut obj = self.to_storage(&rt, obj);
+        meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
+        meta::invalid_if_any(&rt, meta::name_of(&obj), meta::check_meta_types(&obj))?;
+        let generate = meta::meta_str(&obj, "generateName")
+            .unwrap_or("")
+            .to_string();
+        let explicit_name = meta::name_of(&obj).to_string();
+        let cluster = t.cluster()?.to_string();
+        self.ensure_cluster(&cluster).await?;
+        if rt.namespaced {
+            self.check_namespace_open(
+                &cluster,
+                t.namespace.as_deref().unwrap_or(""),
+                &rt,
+                &explicit_name,
+            )
+            .await?;
+        }
+        strategy::default(&mut obj, &rt);
+        let attempts = if explicit_name.is_empty() && !generate.is_empty() {
+            8
+        } else {
+            1
+        };
+        for attempt in 0..attempts {
+            let mut candidate = obj.clone();
+            if explicit_name.is_empty() && !generate.is_empty() {
+                let name = kplane_types::validation::name_from_generate_name(&generate);
+                meta::meta_mut(&mut candidate)?.insert("name".into(), json!(name));
+            }
+            meta::prepare_create(&mut candidate, &rt)?;
+            strategy::prepare_create(&mut candidate, &rt);
+            let name = meta::name_of(&candidate).to_string();
+            meta::invalid_if_any(&rt, &name, strategy::validate(&candidate, None, &rt))?;
+            if w.dry_run {
+                return to_bytes(&candidate).and_then(|b| self.to_api(&rt, b));
+            }
+            let key = t.key(&name)?;
+            match self
+                .storage
+                .put(key, Precondition::MustNotExist, encoder(candidate.clone()))
+                .await
+            {
+                Ok(kv) => {
+                    if rt.strategy == Strategy::Namespace {
+                        self.bootstrap_namespace(&cluster, &name).await;
+                    }
+                    return self.to_api(&rt, kv.value);
+                }
+                Err(kplane_storage::Error::AlreadyExists) if attempt + 1 < attempts => continue,
+                Err(kplane_storage::Error::AlreadyExists) if attempts > 1 => {
+                    let mut s = Status::already_exists(&rt.group, &rt.plural, &name);
+                    s.message = format!(
+                        "{} \"{name}\" already exists, the server was not able to generate a unique name for the object",
+                        if rt.group.is_empty() { rt.plural.clone() } else { format!("{}.{}", rt.plural, rt.group) }
+                    );
+                    s.retry_after = Some(1);
+                    return Err(ApiError(s));
+                }
+                Err(e) => return Err(storage_error(e, &rt, &name)),
+            }
+        }
+        Err(ApiError::internal("name generation failed"))
+    }
+
+    /// Replaces an object (PUT), or its status / finalize subresource.
+    /// Returns the stored object and whether it was created.
+    pub async fn update(
+        &self,
+        t: &Target,
+        name: &str,
+        sub: Option<&str>,
+        mut obj: Value,
+        w: &WriteParams,
+    ) -> ApiResult<(Bytes, bool)> {
+        let rt = t.rt.clone();
+        meta::check_type(&mut obj, &rt)?;
+        let mut obj = self.to_storage(&rt, obj);
+        meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
+        meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
+        let body_name = meta::name_of(&obj).to_string();
+        if body_name.is_empty() {
+            meta::meta_mut(&mut obj)?.insert("name".into(), json!(name));
+        } else if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let body_rv = meta::body_resource_version(&obj)?;
+        let Some(current) = self.get_stored(t, name).await? else {
+            if rt.allow_create_on_update && sub.is_none() {
+                if body_rv.is_some() {
+                    return Err(ApiError(Status::not_found(&rt.group, &rt.plural, name)));
+                }
+                let created = self.create(t, self.from_storage_form(&rt, obj), w).await?;
+                return Ok((created, true));
+            }
+            return Err(ApiError(Status::not_found(&rt.group, &rt.plural, name)));
+        };
+        match body_rv {
+            Some(rv) if rv != current.mod_revision => {
+                return Err(ApiError(Status::stale(&rt.group, &rt.plural, name)))
+            }
+            None if !rt.allow_unconditional_update => {
+                return Err(ApiError(Status::invalid(
+                    &rt.group,
+                    &rt.kind,
+                    name,
+                    vec![Cause::new(
+                        CauseType::FieldValueInvalid,
+                        "metadata.resourceVersion",
+                        "Invalid value: 0x0: must be specified for an update",
+                    )],
+                )))
+            }
+            _ => {}
+        }
+        let out = self.write_update(t, name, sub, obj, &current, w).await?;
+        Ok((out, false))
+    }
+
+    fn from_storage_form(&self, rt: &super::ResourceType, obj: Value) -> Value {
+        if rt.strategy == Strategy::EventsV1Event {
+            super::events::to_events_v1(&obj)
+        } else {
+            obj
+        }
+    }
+
+    /// Applies the update rules against `current` and commits with a CAS on its revision.
+    async fn write_update(
+        &self,
+        t: &Target,
+        name: &str,
+        sub: Option<&str>,
+        obj: Value,
+        current: &KeyValue,
+        w: &WriteParams,
+    ) -> ApiResult<Bytes> {
+        let rt = &t.rt;
+        let old = decode(current)?;
+        let mut new = match sub {
+            None => {
+                let mut n = obj;
+                strategy::default(&mut n, rt);
+                strategy::prepare_update(&mut n, &old, rt);
+                n
+            }
+            Some("status") => with_field_from(&old, &obj, "status"),
+            Some("finalize") => with_field_from(&old, &obj, "spec"),
+            Some(other) => return Err(ApiError::not_found_sub(other)),
+        };
+        meta::prepare_update(&mut new, &old, rt)?;
+        if meta::is_deleting(&old) {
+            let added: Vec<String> = meta::finalizers(&new)
+                .into_iter()
+                .filter(|f| !meta::finalizers(&old).contains(f))
+                .collect();
+            if !added.is_empty() {
+                return Err(ApiError(Status::invalid(
+                    &rt.group,
+                    &rt.kind,
+                    name,
+                    vec![Cause::forbidden(
+                        "metadata.finalizers",
+                        &format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                    )],
+                )));
+            }
+        }
+        meta::invalid_if_any(rt, name, strategy::validate(&new, Some(&old), rt))?;
+        // Nothing changed: no new revision (as Kubernetes does).
+        if without_rv(&new) == without_rv(&old) {
+            return self.to_api(rt, current.value.clone());
+        }
+        if w.dry_run {
+            let mut preview = new;
+            meta::meta_mut(&mut preview)?.insert(
+                "resourceVersion".into(),
+                json!(current.mod_revision.to_string()),
+            );
+            return to_bytes(&preview).and_then(|b| self.to_api(rt, b));
+        }
+        let key = t.key(name)?;
+        let pre = Precondition::ModRevision(current.mod_revision);
+        // The last finalizer of a deleting object removed: the object goes.
+        let gone = meta::is_deleting(&new)
+            && meta::finalizers(&new).is_empty()
+            && !(rt.strategy == Strategy::Namespace && namespace_has_spec_finalizers(&new));
+        let kv = if gone {
+            self.storage.delete(key, pre, encoder(new)).await
+        } else {
+            self.storage.put(key, pre, encoder(new)).await
+        }
+        .map_err(|e| storage_error(e, rt, name))?;
+        if rt.strategy == Strategy::Namespace && meta::is_deleting(&decode(&kv)?) && !gone {
+            self.enqueue_namespace(t.cluster()?, name);
+        }
+        self.to_api(rt, kv.value)
+    }
+
+    /// Patches an object (JSON patch, merge patch, strategic merge patch).
+    pub async fn patch(
+        &self,
+        t: &Target,
+        name: &str,
+        sub: Option<&str>,
+        ty: PatchType,
+        body: &[u8],
+        w: &WriteParams,
+    ) -> ApiResult<Bytes> {
+        let rt = t.rt.clone();
+        let parsed = patch::parse(ty, body)?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let Some(current) = self.get_stored(t, name).await? else {
+                return Err(ApiError(Status::not_found(&rt.group, &rt.plural, name)));
+            };
+            let old_api: Value = serde_json::from_slice(&self.to_api(&rt, current.value.clone())?)
+                .map_err(|e| corrupt(&e))?;
+            let patched = patch::apply(&parsed, &old_api, &rt)
+                .map_err(|msg| ApiError(Status::new(StatusReason::Invalid, msg)).with_code(422))?;
+            let mut obj = patched;
+            meta::check_type(&mut obj, &rt)?;
+            let obj = self.to_storage(&rt, obj);
+            let mut obj = obj;
+            meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
+            meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
+            if meta::name_of(&obj) != name {
+                return Err(ApiError(Status::invalid(
+                    &rt.group,
+                    &rt.kind,
+                    name,
+                    vec![Cause::invalid(
+                        "metadata.name",
+                        &json!(meta::name_of(&obj)),
+                        "field is immutable",
+                    )],
+                )));
+            }
+            // A resourceVersion in the patch is an optimistic lock.
+            let locked = match meta::body_resource_version(&obj)? {
+                Some(rv) if rv != current.mod_revision => {
+                    return Err(ApiError(Status::stale(&rt.group, &rt.plural, name)))
+                }
+                Some(_) => patch::mentions_resource_version(&parsed),
+                None => false,
+            };
+            match self.write_update(t, name, sub, obj, &current, w).await {
+                Err(e) if e.is_conflict() && !locked && attempt < PATCH_RETRIES => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// Deletes an object, or marks it for deletion when finalizers remain.
+    pub async fn delete(
+        &self,
+        t: &Target,
+        name: &str,
+        d: &DeleteParams,
+    ) -> ApiResult<DeleteOutcome> {
+        let rt = t.rt.clone();
+        if rt.strategy == Strategy::Namespace
+            && ["default", "kube-system", "kube-public"].contains(&name)
+        {
+            return Err(ApiError(Status::new(
+                StatusReason::Forbidden,
+                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+            )));
+        }
+        for _ in 0..PATCH_RETRIES {
+            let Some(current) = self.get_stored(t, name).await? else {
+                return Err(ApiError(Status::not_found(&rt.group, &rt.plural, name)));
+            };
+            let obj = decode(&current)?;
+            check_delete_preconditions(&rt, name, &obj, current.mod_revision, d)?;
+            let key = t.key(name)?;
+            let pre = Precondition::ModRevision(current.mod_revision);
+            let needs_mark = !meta::finalizers(&obj).is_empty()
+                || (rt.strategy == Strategy::Namespace && namespace_has_spec_finalizers(&obj));
+            if needs_mark {
+                if meta::is_deleting(&obj) {
+                    return Ok(DeleteOutcome::Marked(self.to_api(&rt, current.value)?));
+                }
+                let mut marked = obj;
+                let m = meta::meta_mut(&mut marked)?;
+                m.insert("deletionTimestamp".into(), json!(meta::now_time()));
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                if rt.strategy == Strategy::Namespace {
+                    marked["status"]["phase"] = json!("Terminating");
+                }
+                if d.dry_run {
+                    return Ok(DeleteOutcome::Marked(to_bytes(&marked)?));
+                }
+                match self.storage.put(key, pre, encoder(marked)).await {
+                    Ok(kv) => {
+                        if rt.strategy == Strategy::Namespace {
+                            self.enqueue_namespace(t.cluster()?, name);
+                        }
+                        return Ok(DeleteOutcome::Marked(self.to_api(&rt, kv.value)?));
+                    }
+                    Err(kplane_storage::Error::Conflict { .. }) => continue,
+                    Err(e) => return Err(storage_error(e, &rt, name)),
+                }
+            }
+            if d.dry_run {
+                return Ok(DeleteOutcome::Deleted(obj));
+            }
+            match self.storage.delete(key, pre, encoder(obj)).await {
+                Ok(kv) => return Ok(DeleteOutcome::Deleted(decode(&kv)?)),
+                Err(kplane_storage::Error::Conflict { .. }) => continue,
+                Err(e) => return Err(storage_error(e, &rt, name)),
+            }
+        }
+        Err(ApiError(Status::stale(&rt.group, &rt.plural, name)))
+    }
+
+    /// Deletes every object matching the list options; returns what was deleted or marked.
+    pub async fn delete_collection(
+        &self,
+        t: &Target,
+        p: &ListParams,
+        d: &DeleteParams,
+    ) -> ApiResult<(Vec<Bytes>, kplane_storage::Revision)> {
+        let mut lp = p.clone();
+        lp.limit = None;
+        lp.continue_token = None;
+        let page = self.list(t, &lp).await?;
+        let mut out = Vec::with_capacity(page.items.len());
+        for item in page.items {
+            let v: Value = serde_json::from_slice(&item).map_err(|e| corrupt(&e))?;
+            let name = meta::name_of(&v).to_string();
+            let mut target = t.clone();
+            if t.rt.namespaced && target.namespace.is_none() {
+                target.namespace = meta::meta_str(&v, "namespace").map(str::to_string);
+            }
+            match self.delete(&target, &name, d).await {
+                Ok(DeleteOutcome::Deleted(obj)) => {
+                    out.push(to_bytes(&obj).and_then(|b| self.to_api(&t.rt, b))?)
+                }
+                Ok(DeleteOutcome::Marked(b)) => out.push(b),
+                Err(e) if e.code() == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((out, self.storage.current_revision()))
+    }
+
+    /// Refuses writes into a namespace that does not exist or is terminating.
+    async fn check_namespace_open(
+        &self,
+        cluster: &str,
+        ns: &str,
+        rt: &super::ResourceType,
+        name: &str,
+    ) -> ApiResult<()> {
+        let nst = Target {
+            cluster: Some(cluster.to_string()),
+            rt: self.namespace_type()?,
+            namespace: None,
+        };
+        let Some(kv) = self.get_stored(&nst, ns).await? else {
+            return Err(ApiError(Status::not_found("", "namespaces", ns)));
+        };
+        let obj = decode(&kv)?;
+        if meta::is_deleting(&obj) {
+            let mut s = Status::new(
+                StatusReason::Forbidden,
+                format!(
+                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    rt.plural
+                ),
+            );
+            s.details = Some(kplane_types::status::Details {
+                name: name.into(),
+                group: rt.group.clone(),
+                kind: rt.plural.clone(),
+                causes: vec![Cause::new(
+                    CauseType::NamespaceTerminating,
+                    "metadata.namespace",
+                    format!("namespace {ns} is being terminated"),
+                )],
+                ..Default::default()
+            });
+            return Err(ApiError(s));
+        }
+        Ok(())
+    }
+}
+
+fn namespace_has_spec_finalizers(obj: &Value) -> bool {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
+fn check_delete_preconditions(
+    rt: &super::ResourceType,
+    name: &str,
+    obj: &Value,
+    rev: Revision,
+    d: &DeleteParams,
+) -> ApiResult<()> {
+    if let Some(uid) = &d.precondition_uid {
+        let actual = meta::meta_str(obj, "uid").unwrap_or("");
+        if uid != actual {
+            return Err(ApiError(Status::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                ),
+            )));
+        }
+    }
+    if let Some(rv) = &d.precondition_rv {
+        if *rv != rev.to_string() {
+            return Err(ApiError(Status::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {rev}"),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `old` with `field` taken from `new` (status and finalize subresources).
+fn with_field_from(old: &Value, new: &Value, field: &str) -> Value {
+    let mut out = old.clone();
+    if let Some(o) = out.as_object_mut() {
+        match new.get(field) {
+            Some(v) => {
+                o.insert(field.into(), v.clone());
+            }
+            None => {
+                o.remove(field);
+            }
+        }
+    }
+    out
+}
+
+fn without_rv(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    v
+}
+
+fn to_bytes(v: &Value) -> ApiResult<Bytes> {
+    serde_json::to_vec(v)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::internal(e.to_string()))
+}

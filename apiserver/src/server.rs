@@ -1,0 +1,319 @@
+//! Server assembly and lifecycle: opens storage, creates certificates and the admin
+//! credential, bootstraps the root logical cluster, serves HTTPS (HTTP/1.1 and HTTP/2),
+//! writes `admin.kubeconfig` once `/readyz` answers 200, and shuts down gracefully
+//! (stop accepting, end watches, finish in-flight requests, flush storage).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+use tokio::net::TcpListener;
+use tower::ServiceExt;
+
+use crate::http::{self, auth::Authenticator, discovery::Discovery, AppState};
+use crate::registry::{catalog, namespaces, Catalog, Registry};
+use crate::tls;
+
+/// Errors that stop the server from starting or stopping cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    #[error("storage: {0}")]
+    Storage(#[from] kplane_storage::Error),
+    #[error("tls: {0}")]
+    Tls(#[from] tls::TlsError),
+    #[error("openapi: {0}")]
+    OpenApi(String),
+    #[error("start-up: {0}")]
+    Startup(String),
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerError {
+    let context = context.into();
+    move |source| ServerError::Io { context, source }
+}
+
+/// Validated server settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub data_dir: PathBuf,
+    pub bind: SocketAddr,
+    pub tls_sans: Vec<String>,
+    /// How long the event log keeps history for watch and continue resumption.
+    pub event_window: Duration,
+    /// How long in-flight requests may take to finish on shutdown.
+    pub shutdown_grace: Duration,
+}
+
+/// Builds a [`Server`].
+#[derive(Debug)]
+pub struct ServerBuilder {
+    config: ServerConfig,
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        ServerBuilder {
+            config: ServerConfig {
+                data_dir: PathBuf::from("kplane-data"),
+                bind: SocketAddr::from(([127, 0, 0, 1], 6443)),
+                tls_sans: vec![],
+                event_window: Duration::from_secs(300),
+                shutdown_grace: Duration::from_secs(30),
+            },
+        }
+    }
+}
+
+impl ServerBuilder {
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.data_dir = dir.into();
+        self
+    }
+
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.config.bind = addr;
+        self
+    }
+
+    pub fn tls_sans(mut self, sans: Vec<String>) -> Self {
+        self.config.tls_sans = sans;
+        self
+    }
+
+    pub fn event_window(mut self, d: Duration) -> Self {
+        self.config.event_window = d;
+        self
+    }
+
+    pub fn build(self) -> Server {
+        Server {
+            config: self.config,
+        }
+    }
+}
+
+/// A kplane API server.
+#[derive(Debug)]
+pub struct Server {
+    config: ServerConfig,
+}
+
+fn random_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    hex::encode(bytes)
+}
+
+fn load_or_create_token(path: &Path) -> Result<String, ServerError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
+        _ => {
+            let t = random_token();
+            write_atomic(path, t.as_bytes())?;
+            Ok(t)
+        }
+    }
+}
+
+fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ServerError> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents).map_err(io_err(format!("writing {}", tmp.display())))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
+            .map_err(io_err(format!("chmod {}", tmp.display())))?;
+    }
+    std::fs::rename(&tmp, path).map_err(io_err(format!("renaming to {}", path.display())))
+}
+
+/// The host clients should use for a bind address (unspecified → loopback).
+fn client_host(addr: &SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(a) if a.ip().is_unspecified() => format!("127.0.0.1:{}", a.port()),
+        SocketAddr::V6(a) if a.ip().is_unspecified() => format!("[::1]:{}", a.port()),
+        other => other.to_string(),
+    }
+}
+
+fn kubeconfig(server: &str, ca_pem: &str, token: &str) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kplane\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: kplane-admin\n  user:\n    token: {token}\ncontexts:\n- name: kplane\n  context:\n    cluster: kplane\n    user: kplane-admin\ncurrent-context: kplane\n"
+    )
+}
+
+fn served_resources(catalog: &Catalog) -> Vec<kplane_openapi::ServedResource> {
+    catalog
+        .all()
+        .iter()
+        .map(|rt| kplane_openapi::ServedResource {
+            group: rt.group.clone(),
+            version: rt.version.clone(),
+            kind: rt.kind.clone(),
+            plural: rt.plural.clone(),
+            namespaced: rt.namespaced,
+            verbs: rt.verbs.iter().map(|v| v.to_string()).collect(),
+            subresources: rt.subresources.iter().map(|(s, _)| s.clone()).collect(),
+            schema: kplane_openapi::SchemaSource::BuiltIn(rt.schema_name.clone()),
+        })
+        .collect()
+}
+
+impl Server {
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// Runs until `shutdown` resolves, then shuts down gracefully.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), ServerError> {
+        let cfg = self.config;
+        std::fs::create_dir_all(&cfg.data_dir)
+            .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
+        let storage_opts = SledStorageOptions {
+            event_window: cfg.event_window,
+            ..Default::default()
+        };
+        let storage: Arc<dyn Storage> = SledStorage::open(cfg.data_dir.join("db"), storage_opts)?;
+        let pki = tls::load_or_create(&cfg.data_dir.join("pki"), &cfg.tls_sans)?;
+        let tls_config = tls::server_config(&pki)?;
+        let token = load_or_create_token(&cfg.data_dir.join("admin.token"))?;
+
+        let catalog = Arc::new(Catalog::new(catalog::builtin()));
+        let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+        let (registry, ns_queue) = Registry::new(
+            storage.clone(),
+            catalog.clone(),
+            pki.ca_pem.clone(),
+            shutdown_rx,
+        );
+        let ns_worker = tokio::spawn(namespaces::run_namespace_worker(registry.clone(), ns_queue));
+        registry
+            .ensure_cluster(kplane_types::cluster::ROOT)
+            .await
+            .map_err(|e| ServerError::Startup(e.0.to_string()))?;
+        registry
+            .resume_namespace_deletions()
+            .await
+            .map_err(|e| ServerError::Startup(e.0.to_string()))?;
+
+        let openapi = kplane_openapi::OpenApiV3::build(&served_resources(&catalog))
+            .map_err(|e| ServerError::OpenApi(e.to_string()))?;
+        let listener = TcpListener::bind(cfg.bind)
+            .await
+            .map_err(io_err(format!("binding {}", cfg.bind)))?;
+        let local = listener
+            .local_addr()
+            .map_err(io_err("reading the bound address"))?;
+        let host = client_host(&local);
+        let state = Arc::new(AppState {
+            registry: registry.clone(),
+            discovery: Discovery::new(&catalog),
+            openapi,
+            auth: Authenticator::new(token.clone()),
+            ready: false.into(),
+            server_address: host.clone(),
+        });
+        let app = http::router(state.clone());
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder.http2().max_concurrent_streams(1000);
+
+        state.ready.store(true, Ordering::Release);
+        self_check_ready(&app).await?;
+        let kc = kubeconfig(
+            &format!("https://{host}/clusters/root"),
+            &pki.ca_pem,
+            &token,
+        );
+        write_atomic(&cfg.data_dir.join("admin.kubeconfig"), kc.as_bytes())?;
+        tracing::info!(address = %local, kubeconfig = %cfg.data_dir.join("admin.kubeconfig").display(), "kplane is ready");
+
+        tokio::pin!(shutdown);
+        loop {
+            let (tcp, peer) = tokio::select! {
+                _ = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = tcp.set_nodelay(true);
+            let acceptor = acceptor.clone();
+            let svc = TowerToHyperService::new(app.clone());
+            let builder = builder.clone();
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                let stream =
+                    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await
+                    {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                let conn = builder
+                    .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                    .into_owned();
+                if let Err(e) = watcher.watch(conn).await {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+            });
+        }
+        tracing::info!("shutting down: ending watches and finishing in-flight requests");
+        drop(listener);
+        let _ = shutdown_tx.send(true);
+        if tokio::time::timeout(cfg.shutdown_grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("in-flight requests did not finish within the grace period");
+        }
+        ns_worker.abort();
+        storage.shutdown().await?;
+        tracing::info!("storage flushed; bye");
+        Ok(())
+    }
+}
+
+/// Asks the app's own `/readyz` (without a socket) before announcing readiness.
+async fn self_check_ready(app: &axum::Router) -> Result<(), ServerError> {
+    let req = axum::http::Request::builder()
+        .uri("/readyz")
+        .body(axum::body::Body::empty())
+        .map_err(|e| ServerError::Startup(e.to_string()))?;
+    let resp = app
+        .clone()
+        .oneshot(req)
+        .await
+        .map_err(|e| ServerError::Startup(e.to_string()))?;
+    if resp.status() == axum::http::StatusCode::OK {
+        Ok(())
+    } else {
+        Err(ServerError::Startup(format!(
+            "/readyz answered {}",
+            resp.status()
+        )))
+    }
+}

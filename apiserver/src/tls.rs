@@ -1,0 +1,140 @@
+//! Certificates and TLS: a CA created once per data directory, a serving certificate
+//! (a CA:FALSE leaf signed by that CA, with IP and DNS SANs, as rustls clients require),
+//! and the rustls server configuration offering HTTP/2 and HTTP/1.1.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
+};
+
+/// The CA and serving certificate of a server.
+#[derive(Debug)]
+pub struct Pki {
+    pub ca_pem: String,
+    pub serving_cert_pem: String,
+    pub serving_key_pem: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("certificate generation failed: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error("reading or writing {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("invalid PEM material: {0}")]
+    Pem(String),
+    #[error("TLS configuration failed: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+fn ca_params() -> Result<CertificateParams, rcgen::Error> {
+    let mut p = CertificateParams::new(Vec::<String>::new())?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, "kplane-ca");
+    dn.push(DnType::OrganizationName, "kplane");
+    p.distinguished_name = dn;
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    Ok(p)
+}
+
+fn read(path: &Path) -> Result<Option<String>, TlsError> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(TlsError::Io {
+            path: path.display().to_string(),
+            source: e,
+        }),
+    }
+}
+
+fn write_private(path: &Path, contents: &str) -> Result<(), TlsError> {
+    let io = |e| TlsError::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// Loads or creates the CA under `dir`, and issues a fresh serving certificate for `sans`.
+pub fn load_or_create(dir: &Path, sans: &[String]) -> Result<Pki, TlsError> {
+    std::fs::create_dir_all(dir).map_err(|e| TlsError::Io {
+        path: dir.display().to_string(),
+        source: e,
+    })?;
+    let ca_cert_path = dir.join("ca.crt");
+    let ca_key_path = dir.join("ca.key");
+    let (ca_pem, ca_key) = match (read(&ca_cert_path)?, read(&ca_key_path)?) {
+        (Some(cert), Some(key)) => (cert, KeyPair::from_pem(&key)?),
+        _ => {
+            let key = KeyPair::generate()?;
+            let cert = ca_params()?.self_signed(&key)?;
+            write_private(&ca_key_path, &key.serialize_pem())?;
+            write_private(&ca_cert_path, &cert.pem())?;
+            (cert.pem(), key)
+        }
+    };
+    let issuer = Issuer::new(ca_params()?, ca_key);
+    let mut names: Vec<String> = vec!["127.0.0.1".into(), "::1".into(), "localhost".into()];
+    for s in sans {
+        if !names.contains(s) {
+            names.push(s.clone());
+        }
+    }
+    let mut leaf = CertificateParams::new(names)?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, "kplane");
+    leaf.distinguished_name = dn;
+    leaf.is_ca = IsCa::ExplicitNoCa;
+    leaf.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let leaf_key = KeyPair::generate()?;
+    let cert = leaf.signed_by(&leaf_key, &issuer)?;
+    let serving_cert_pem = cert.pem();
+    let serving_key_pem = leaf_key.serialize_pem();
+    write_private(&dir.join("serving.crt"), &serving_cert_pem)?;
+    write_private(&dir.join("serving.key"), &serving_key_pem)?;
+    Ok(Pki {
+        ca_pem,
+        serving_cert_pem,
+        serving_key_pem,
+    })
+}
+
+/// A rustls server configuration for the serving certificate (ALPN h2, http/1.1).
+pub fn server_config(pki: &Pki) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let certs: Vec<_> = rustls_pemfile::certs(&mut pki.serving_cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::Pem(e.to_string()))?;
+    let key = rustls_pemfile::private_key(&mut pki.serving_key_pem.as_bytes())
+        .map_err(|e| TlsError::Pem(e.to_string()))?
+        .ok_or_else(|| TlsError::Pem("no private key found".into()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)?;
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}

@@ -1,0 +1,102 @@
+//! `kplane`: the command-line front end of the kplane API server.
+//!
+//! `kplane serve --data-dir DIR --bind HOST:PORT` starts the server and writes
+//! `DIR/admin.kubeconfig` once it is ready. All behaviour lives in `kplane-apiserver`;
+//! this binary only parses flags, sets up logging and handles signals.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kplane",
+    version,
+    about = "A Kubernetes-compatible API server with logical clusters"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the API server.
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Directory for the store, certificates and admin.kubeconfig.
+    #[arg(long, default_value = "./kplane-data", env = "KPLANE_DATA_DIR")]
+    data_dir: PathBuf,
+    /// Address to listen on (port 0 picks a free port; the kubeconfig names the real one).
+    #[arg(long, default_value = "127.0.0.1:6443", env = "KPLANE_BIND")]
+    bind: SocketAddr,
+    /// Extra subject alternative names for the serving certificate (DNS names or IPs).
+    #[arg(long = "tls-san")]
+    tls_san: Vec<String>,
+    /// How long watch and continue resumption history is kept, in seconds.
+    #[arg(long, default_value_t = 300)]
+    event_window_seconds: u64,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    match cli.command {
+        Command::Serve(args) => runtime.block_on(serve(args)),
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    if args.event_window_seconds == 0 {
+        anyhow::bail!("--event-window-seconds must be at least 1");
+    }
+    let server = kplane_apiserver::Server::builder()
+        .data_dir(args.data_dir)
+        .bind(args.bind)
+        .tls_sans(args.tls_san)
+        .event_window(Duration::from_secs(args.event_window_seconds))
+        .build();
+    server
+        .serve(shutdown_signal())
+        .await
+        .context("kplane server failed")?;
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,1032 @@
+//! kplane-printers: server-side Table printing (`meta.k8s.io/v1` Table) for the built-in
+//! kinds, as kube-apiserver's printers produce it for `kubectl get`
+//! (`k8s.io/kubernetes/pkg/printers/internalversion/printers.go`, Kubernetes 1.32).
+//!
+//! [`columns`] gives a kind's column definitions, [`cells`] one object's row in that
+//! order. Rows are always generated "wide" (every column, priority 1 included), as the
+//! API server does; kubectl hides priority > 0 unless `-o wide`. Kinds without a printer
+//! (Role, ClusterRole, CustomResourceDefinition, anything unknown) get the default
+//! convertor's `Name` + `Created At` (`apiserver pkg/registry/rest/table.go`).
+//!
+//! Ages and durations use [`human_duration`] (apimachinery `duration.HumanDuration`).
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{json, Value};
+
+/// One `TableColumnDefinition`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub name: &'static str,
+    pub type_: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    pub priority: i32,
+}
+
+const fn col(name: &'static str, description: &'static str) -> Column {
+    Column {
+        name,
+        type_: "string",
+        format: "",
+        description,
+        priority: 0,
+    }
+}
+
+const fn wide(name: &'static str, description: &'static str) -> Column {
+    Column {
+        name,
+        type_: "string",
+        format: "",
+        description,
+        priority: 1,
+    }
+}
+
+const fn name_col(priority: i32) -> Column {
+    Column {
+        name: "Name",
+        type_: "string",
+        format: "name",
+        description: NAME_DESC,
+        priority,
+    }
+}
+
+const AGE: Column = col("Age", CREATION_DESC);
+
+// Descriptions are the OpenAPI (SwaggerDoc) texts of the fields upstream points at.
+const NAME_DESC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const CREATION_DESC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+const CONTAINERS_DESC: &str = "Names of each container in the template.";
+const IMAGES_DESC: &str = "Images referenced by each container in the template.";
+
+const DEFAULT_COLUMNS: &[Column] = &[
+    name_col(0),
+    Column {
+        name: "Created At",
+        type_: "date",
+        format: "",
+        description: CREATION_DESC,
+        priority: 0,
+    },
+];
+
+const NAMESPACE_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Status", "The status of the namespace"),
+    AGE,
+];
+
+const CONFIG_MAP_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Data", "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process."),
+    AGE,
+];
+
+const SECRET_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Type", "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
+    col("Data", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"),
+    AGE,
+];
+
+const SERVICE_ACCOUNT_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Secrets", "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret"),
+    AGE,
+];
+
+const EVENT_COLUMNS: &[Column] = &[
+    col("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
+    col("Type", "Type of this event (Normal, Warning), new types could be added in the future"),
+    col("Reason", "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+    col("Object", "The object that this event is about."),
+    wide("Subobject", "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object."),
+    wide("Source", "The component reporting this event. Should be a short machine understandable string."),
+    col("Message", "A human-readable description of the status of this operation."),
+    wide("First Seen", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)"),
+    wide("Count", "The number of times this event has occurred."),
+    name_col(1),
+];
+
+const LEASE_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Holder", "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field."),
+    AGE,
+];
+
+const ROLE_BINDING_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Role", "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error."),
+    AGE,
+    wide("Users", "Users in the roleBinding"),
+    wide("Groups", "Groups in the roleBinding"),
+    wide("ServiceAccounts", "ServiceAccounts in the roleBinding"),
+];
+
+const CLUSTER_ROLE_BINDING_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Role", "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error."),
+    AGE,
+    wide("Users", "Users in the clusterRoleBinding"),
+    wide("Groups", "Groups in the clusterRoleBinding"),
+    wide("ServiceAccounts", "ServiceAccounts in the clusterRoleBinding"),
+];
+
+const JOB_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Status", "Status of the job."),
+    col("Completions", "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs."),
+    col("Duration", "Time required to complete the job."),
+    AGE,
+    wide("Containers", CONTAINERS_DESC),
+    wide("Images", IMAGES_DESC),
+    wide("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+];
+
+/// The kinds with a dedicated printer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Printer {
+    Namespace,
+    ConfigMap,
+    Secret,
+    ServiceAccount,
+    CoreEvent,
+    EventsEvent,
+    Lease,
+    RoleBinding,
+    ClusterRoleBinding,
+    Job,
+    Default,
+}
+
+fn printer(group: &str, kind: &str) -> Printer {
+    match (group, kind) {
+        ("", "Namespace") => Printer::Namespace,
+        ("", "ConfigMap") => Printer::ConfigMap,
+        ("", "Secret") => Printer::Secret,
+        ("", "ServiceAccount") => Printer::ServiceAccount,
+        ("", "Event") => Printer::CoreEvent,
+        ("events.k8s.io", "Event") => Printer::EventsEvent,
+        ("coordination.k8s.io", "Lease") => Printer::Lease,
+        ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Printer::ClusterRoleBinding,
+        ("batch", "Job") => Printer::Job,
+        _ => Printer::Default,
+    }
+}
+
+/// Whether the kind has its own printer (otherwise [`columns`] gives the default pair).
+pub fn has_printer(group: &str, kind: &str) -> bool {
+    printer(group, kind) != Printer::Default
+}
+
+/// Column definitions for a built-in kind (group "" for core), or the default
+/// (`Name`, `Created At`) when the kind has no printer.
+pub fn columns(group: &str, kind: &str) -> &'static [Column] {
+    match printer(group, kind) {
+        Printer::Namespace => NAMESPACE_COLUMNS,
+        Printer::ConfigMap => CONFIG_MAP_COLUMNS,
+        Printer::Secret => SECRET_COLUMNS,
+        Printer::ServiceAccount => SERVICE_ACCOUNT_COLUMNS,
+        Printer::CoreEvent | Printer::EventsEvent => EVENT_COLUMNS,
+        Printer::Lease => LEASE_COLUMNS,
+        Printer::RoleBinding => ROLE_BINDING_COLUMNS,
+        Printer::ClusterRoleBinding => CLUSTER_ROLE_BINDING_COLUMNS,
+        Printer::Job => JOB_COLUMNS,
+        Printer::Default => DEFAULT_COLUMNS,
+    }
+}
+
+/// `[{"name","type","format","description","priority"}, ...]`, every key always present.
+pub fn column_definitions_json(cols: &[Column]) -> Value {
+    Value::Array(
+        cols.iter()
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "type": c.type_,
+                    "format": c.format,
+                    "description": c.description,
+                    "priority": c.priority,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The cells of one row for that kind, in column order; `now` is the current time.
+pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    match printer(group, kind) {
+        Printer::Namespace => vec![
+            name(obj),
+            s(str_at(obj, &["status", "phase"])),
+            age(obj, now),
+        ],
+        Printer::ConfigMap => {
+            vec![
+                name(obj),
+                json!(map_len(obj, "data") + map_len(obj, "binaryData")),
+                age(obj, now),
+            ]
+        }
+        Printer::Secret => vec![
+            name(obj),
+            s(str_at(obj, &["type"])),
+            json!(map_len(obj, "data")),
+            age(obj, now),
+        ],
+        Printer::ServiceAccount => {
+            vec![name(obj), json!(list_len(obj, &["secrets"])), age(obj, now)]
+        }
+        Printer::CoreEvent => event_cells(&EventFields::CORE, obj, now),
+        Printer::EventsEvent => event_cells(&EventFields::EVENTS_V1, obj, now),
+        Printer::Lease => vec![
+            name(obj),
+            s(str_at(obj, &["spec", "holderIdentity"])),
+            age(obj, now),
+        ],
+        Printer::RoleBinding | Printer::ClusterRoleBinding => role_binding_cells(obj, now),
+        Printer::Job => job_cells(obj, now),
+        Printer::Default => vec![name(obj), json!(created_at(obj))],
+    }
+}
+
+/// apimachinery `duration.HumanDuration`: a short duration with about 2-3 significant
+/// figures ("90s", "3m10s", "70m", "5h3m", "47h", "2d1h", "367d", "2y1d", "8y").
+/// Up to a second in the future reads as "0s"; further is "<invalid>".
+pub fn human_duration(d: Duration) -> String {
+    // Whole seconds, truncated toward zero like Go's int(d.Seconds()).
+    let secs = d.num_seconds();
+    if secs < -1 {
+        return "<invalid>".to_string();
+    }
+    if secs < 0 {
+        return "0s".to_string();
+    }
+    if secs < 60 * 2 {
+        return format!("{secs}s");
+    }
+    let minutes = secs / 60;
+    if minutes < 10 {
+        let s = secs % 60;
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
+    }
+    if minutes < 60 * 3 {
+        return format!("{minutes}m");
+    }
+    let hours = secs / 3600;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{h}h", hours / 24)
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{dy}d", hours / 24 / 365)
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+/// apimachinery `duration.ShortHumanDuration`: one unit only ("59s", "3m", "5h", "3d", "2y").
+pub fn short_human_duration(d: Duration) -> String {
+    let secs = d.num_seconds();
+    if secs < -1 {
+        "<invalid>".to_string()
+    } else if secs < 0 {
+        "0s".to_string()
+    } else if secs < 60 {
+        format!("{secs}s")
+    } else if secs / 60 < 60 {
+        format!("{}m", secs / 60)
+    } else if secs / 3600 < 24 {
+        format!("{}h", secs / 3600)
+    } else if secs / 3600 < 24 * 365 {
+        format!("{}d", secs / 3600 / 24)
+    } else {
+        format!("{}y", secs / 3600 / 24 / 365)
+    }
+}
+
+/// Parses a `metav1.Time`/`MicroTime`; None for missing, malformed or Go's zero time.
+fn parse_time(v: Option<&Value>) -> Option<DateTime<Utc>> {
+    let t = DateTime::parse_from_rfc3339(v?.as_str()?)
+        .ok()?
+        .with_timezone(&Utc);
+    // Go's zero time (0001-01-01T00:00:00Z) prints as unknown, like a missing one.
+    (t.timestamp() != ZERO_TIME_UNIX).then_some(t)
+}
+
+/// Unix seconds of 0001-01-01T00:00:00Z.
+const ZERO_TIME_UNIX: i64 = -62_135_596_800;
+
+/// `translateTimestampSince`: the human duration since `t`, `<unknown>` when unset.
+fn since(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
+    match t {
+        Some(t) => human_duration(now.signed_duration_since(t)),
+        None => "<unknown>".to_string(),
+    }
+}
+
+fn at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |cur, seg| cur.get(seg))
+}
+
+fn str_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
+    at(obj, path).and_then(Value::as_str).unwrap_or("")
+}
+
+fn int_at(obj: &Value, path: &[&str]) -> Option<i64> {
+    at(obj, path).and_then(Value::as_i64)
+}
+
+fn s(v: &str) -> Value {
+    Value::String(v.to_string())
+}
+
+fn name(obj: &Value) -> Value {
+    s(str_at(obj, &["metadata", "name"]))
+}
+
+fn age(obj: &Value, now: DateTime<Utc>) -> Value {
+    Value::String(since(
+        parse_time(at(obj, &["metadata", "creationTimestamp"])),
+        now,
+    ))
+}
+
+fn map_len(obj: &Value, field: &str) -> i64 {
+    obj.get(field)
+        .and_then(Value::as_object)
+        .map_or(0, |m| m.len() as i64)
+}
+
+fn list_len(obj: &Value, path: &[&str]) -> i64 {
+    at(obj, path)
+        .and_then(Value::as_array)
+        .map_or(0, |a| a.len() as i64)
+}
+
+/// The default convertor's `Created At` cell: RFC 3339 in UTC, whole seconds (Go's zero
+/// time when unset).
+fn created_at(obj: &Value) -> String {
+    match at(obj, &["metadata", "creationTimestamp"]).and_then(Value::as_str) {
+        Some(raw) => match DateTime::parse_from_rfc3339(raw) {
+            Ok(t) => t
+                .with_timezone(&Utc)
+                .format("%Y-%m-%dT%H:%M:%SZ")
+                .to_string(),
+            Err(_) => raw.to_string(),
+        },
+        None => "0001-01-01T00:00:00Z".to_string(),
+    }
+}
+
+/// Where an Event version keeps what the event printer shows (events.k8s.io/v1 is
+/// printed after conversion to the core shape, so only the field names differ).
+struct EventFields {
+    regarding: &'static str,
+    message: &'static str,
+    first_timestamp: &'static str,
+    last_timestamp: &'static str,
+    count: &'static str,
+    source: &'static str,
+    reporting_controller: &'static str,
+}
+
+impl EventFields {
+    const CORE: EventFields = EventFields {
+        regarding: "involvedObject",
+        message: "message",
+        first_timestamp: "firstTimestamp",
+        last_timestamp: "lastTimestamp",
+        count: "count",
+        source: "source",
+        reporting_controller: "reportingComponent",
+    };
+    const EVENTS_V1: EventFields = EventFields {
+        regarding: "regarding",
+        message: "note",
+        first_timestamp: "deprecatedFirstTimestamp",
+        last_timestamp: "deprecatedLastTimestamp",
+        count: "deprecatedCount",
+        source: "deprecatedSource",
+        reporting_controller: "reportingController",
+    };
+}
+
+fn first_non_empty<'a>(a: &'a str, b: &'a str) -> &'a str {
+    if a.is_empty() {
+        b
+    } else {
+        a
+    }
+}
+
+/// `printEvent`, wide: Last Seen, Type, Reason, Object, Subobject, Source, Message,
+/// First Seen, Count, Name.
+fn event_cells(f: &EventFields, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let first_ts = parse_time(obj.get(f.first_timestamp));
+    let first_seen = if first_ts.is_some() {
+        since(first_ts, now)
+    } else {
+        since(parse_time(obj.get("eventTime")), now)
+    };
+    let mut last_seen = match parse_time(obj.get(f.last_timestamp)) {
+        Some(t) => since(Some(t), now),
+        None => first_seen.clone(),
+    };
+    let mut count = int_at(obj, &[f.count]).unwrap_or(0);
+    match obj.get("series").filter(|v| v.is_object()) {
+        Some(series) => {
+            last_seen = since(parse_time(series.get("lastObservedTime")), now);
+            count = int_at(series, &["count"]).unwrap_or(0);
+        }
+        // Singleton events of the new API carry no count.
+        None if count == 0 => count = 1,
+        None => {}
+    }
+    let kind = str_at(obj, &[f.regarding, "kind"]).to_lowercase();
+    let obj_name = str_at(obj, &[f.regarding, "name"]);
+    let target = if obj_name.is_empty() {
+        kind
+    } else {
+        format!("{kind}/{obj_name}")
+    };
+    let component = first_non_empty(
+        str_at(obj, &[f.source, "component"]),
+        str_at(obj, &[f.reporting_controller]),
+    );
+    let instance = first_non_empty(
+        str_at(obj, &[f.source, "host"]),
+        str_at(obj, &["reportingInstance"]),
+    );
+    let source = if instance.is_empty() {
+        component.to_string()
+    } else {
+        format!("{component}, {instance}")
+    };
+    vec![
+        Value::String(last_seen),
+        s(str_at(obj, &["type"])),
+        s(str_at(obj, &["reason"])),
+        Value::String(target),
+        s(str_at(obj, &[f.regarding, "fieldPath"])),
+        Value::String(source),
+        s(str_at(obj, &[f.message]).trim()),
+        Value::String(first_seen),
+        json!(count),
+        name(obj),
+    ]
+}
+
+/// `printRoleBinding`/`printClusterRoleBinding`, wide: Name, Role, Age, Users, Groups,
+/// ServiceAccounts (service accounts as `namespace/name`; lists joined by ", ").
+fn role_binding_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let role = format!(
+        "{}/{}",
+        str_at(obj, &["roleRef", "kind"]),
+        str_at(obj, &["roleRef", "name"])
+    );
+    let (mut users, mut groups, mut sas) = (Vec::new(), Vec::new(), Vec::new());
+    for subject in at(obj, &["subjects"])
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let sub_name = str_at(subject, &["name"]);
+        match str_at(subject, &["kind"]) {
+            "ServiceAccount" => sas.push(format!("{}/{sub_name}", str_at(subject, &["namespace"]))),
+            "User" => users.push(sub_name.to_string()),
+            "Group" => groups.push(sub_name.to_string()),
+            _ => {}
+        }
+    }
+    vec![
+        name(obj),
+        Value::String(role),
+        age(obj, now),
+        Value::String(users.join(", ")),
+        Value::String(groups.join(", ")),
+        Value::String(sas.join(", ")),
+    ]
+}
+
+/// `hasJobCondition`: the first condition of that type decides.
+fn has_job_condition(obj: &Value, kind: &str) -> bool {
+    at(obj, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .and_then(|conds| conds.iter().find(|c| str_at(c, &["type"]) == kind))
+        .is_some_and(|c| str_at(c, &["status"]) == "True")
+}
+
+/// `printJob`, wide: Name, Status, Completions, Duration, Age, Containers, Images, Selector.
+fn job_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let succeeded = int_at(obj, &["status", "succeeded"]).unwrap_or(0);
+    let completions = match int_at(obj, &["spec", "completions"]) {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => match int_at(obj, &["spec", "parallelism"]).unwrap_or(0) {
+            p if p > 1 => format!("{succeeded}/1 of {p}"),
+            _ => format!("{succeeded}/1"),
+        },
+    };
+    let start = parse_time(at(obj, &["status", "startTime"]));
+    let duration = match (start, parse_time(at(obj, &["status", "completionTime"]))) {
+        (None, _) => String::new(),
+        (Some(st), None) => human_duration(now.signed_duration_since(st)),
+        (Some(st), Some(done)) => human_duration(done.signed_duration_since(st)),
+    };
+    let deleting = at(obj, &["metadata", "deletionTimestamp"]).is_some_and(|v| !v.is_null());
+    let status = if has_job_condition(obj, "Complete") {
+        "Complete"
+    } else if has_job_condition(obj, "Failed") {
+        "Failed"
+    } else if deleting {
+        "Terminating"
+    } else if has_job_condition(obj, "Suspended") {
+        "Suspended"
+    } else if has_job_condition(obj, "FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
+    };
+    let containers = at(obj, &["spec", "template", "spec", "containers"]).and_then(Value::as_array);
+    let join = |field: &str| -> String {
+        containers
+            .into_iter()
+            .flatten()
+            .map(|c| str_at(c, &[field]))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let selector = at(obj, &["spec", "selector"]).unwrap_or(&Value::Null);
+    vec![
+        name(obj),
+        s(status),
+        Value::String(completions),
+        Value::String(duration),
+        age(obj, now),
+        Value::String(join("name")),
+        Value::String(join("image")),
+        Value::String(kplane_types::labels::format_label_selector(selector)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        match DateTime::parse_from_rfc3339("2024-06-01T12:00:00Z") {
+            Ok(t) => t.with_timezone(&Utc),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// An RFC 3339 timestamp `secs` seconds before [`now`].
+    fn ago(secs: i64) -> String {
+        (now() - Duration::seconds(secs))
+            .format("%Y-%m-%dT%H:%M:%SZ")
+            .to_string()
+    }
+
+    #[test]
+    fn human_duration_matches_upstream() {
+        let sec = Duration::seconds;
+        let min = Duration::minutes;
+        let hour = Duration::hours;
+        for (d, want) in [
+            (sec(-2), "<invalid>"),
+            (Duration::milliseconds(-1999), "0s"),
+            (sec(-1), "0s"),
+            (sec(0), "0s"),
+            (Duration::milliseconds(999), "0s"),
+            (sec(1), "1s"),
+            (sec(59), "59s"),
+            (sec(70), "70s"),
+            (sec(119), "119s"),
+            (sec(120), "2m"),
+            (sec(150), "2m30s"),
+            (sec(190), "3m10s"),
+            (sec(599), "9m59s"),
+            (min(10), "10m"),
+            (min(70), "70m"),
+            (min(179), "179m"),
+            (min(180), "3h"),
+            (min(190), "3h10m"),
+            (hour(7) + min(59), "7h59m"),
+            (hour(8), "8h"),
+            (hour(47), "47h"),
+            (hour(48), "2d"),
+            (hour(49), "2d1h"),
+            (hour(8 * 24 - 1), "7d23h"),
+            (hour(8 * 24 + 2), "8d"),
+            (hour(367 * 24), "367d"),
+            (hour(365 * 2 * 24 - 1), "729d"),
+            (hour(365 * 2 * 24), "2y"),
+            (hour(365 * 2 * 24 + 25), "2y1d"),
+            (hour(365 * 8 * 24 - 1), "7y364d"),
+            (hour(365 * 8 * 24 + 2), "8y"),
+            (hour(365 * 30 * 24), "30y"),
+        ] {
+            assert_eq!(human_duration(d), want, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn short_human_duration_matches_upstream() {
+        for (secs, want) in [
+            (-2, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (59, "59s"),
+            (60, "1m"),
+            (3599, "59m"),
+            (3600, "1h"),
+            (86399, "23h"),
+            (86400, "1d"),
+            (365 * 86400 - 1, "364d"),
+            (365 * 86400, "1y"),
+        ] {
+            assert_eq!(
+                short_human_duration(Duration::seconds(secs)),
+                want,
+                "{secs}"
+            );
+        }
+    }
+
+    #[test]
+    fn column_json_has_all_keys() {
+        let cols = column_definitions_json(columns("", "ConfigMap"));
+        assert_eq!(
+            cols[0],
+            json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DESC, "priority": 0})
+        );
+        assert_eq!(cols[1]["format"], "");
+        assert_eq!(cols[1]["name"], "Data");
+        let names: Vec<&str> = columns("", "Event").iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "Last Seen",
+                "Type",
+                "Reason",
+                "Object",
+                "Subobject",
+                "Source",
+                "Message",
+                "First Seen",
+                "Count",
+                "Name"
+            ]
+        );
+        let prio: Vec<i32> = columns("", "Event").iter().map(|c| c.priority).collect();
+        assert_eq!(prio, [0, 0, 0, 0, 1, 1, 0, 1, 1, 1]);
+        assert_eq!(columns("", "Event"), columns("events.k8s.io", "Event"));
+        assert!(!has_printer("rbac.authorization.k8s.io", "Role"));
+        assert!(has_printer("batch", "Job"));
+    }
+
+    #[test]
+    fn default_columns_for_kinds_without_printer() {
+        for (g, k) in [
+            ("rbac.authorization.k8s.io", "Role"),
+            ("rbac.authorization.k8s.io", "ClusterRole"),
+            ("apiextensions.k8s.io", "CustomResourceDefinition"),
+            ("example.com", "Widget"),
+        ] {
+            let cols = columns(g, k);
+            assert_eq!(cols.len(), 2);
+            assert_eq!((cols[0].name, cols[0].format), ("Name", "name"));
+            assert_eq!((cols[1].name, cols[1].type_), ("Created At", "date"));
+        }
+        let obj = json!({"metadata": {"name": "r", "creationTimestamp": "2024-01-02T03:04:05.123+02:00"}});
+        assert_eq!(
+            cells("rbac.authorization.k8s.io", "Role", &obj, now()),
+            vec![json!("r"), json!("2024-01-02T01:04:05Z")]
+        );
+        assert_eq!(
+            cells(
+                "rbac.authorization.k8s.io",
+                "Role",
+                &json!({"metadata": {"name": "r"}}),
+                now()
+            ),
+            vec![json!("r"), json!("0001-01-01T00:00:00Z")]
+        );
+    }
+
+    #[test]
+    fn namespace_config_map_secret_service_account_lease() {
+        let ns = json!({"metadata": {"name": "default", "creationTimestamp": ago(300)}, "status": {"phase": "Active"}});
+        assert_eq!(
+            cells("", "Namespace", &ns, now()),
+            vec![json!("default"), json!("Active"), json!("5m")]
+        );
+        let ns = json!({"metadata": {"name": "x"}});
+        assert_eq!(
+            cells("", "Namespace", &ns, now()),
+            vec![json!("x"), json!(""), json!("<unknown>")]
+        );
+
+        let cm = json!({"metadata": {"name": "cm", "creationTimestamp": ago(3 * 86400 + 4 * 3600)},
+            "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}});
+        assert_eq!(
+            cells("", "ConfigMap", &cm, now()),
+            vec![json!("cm"), json!(3), json!("3d4h")]
+        );
+        let cm = json!({"metadata": {"name": "empty", "creationTimestamp": ago(10)}});
+        assert_eq!(
+            cells("", "ConfigMap", &cm, now()),
+            vec![json!("empty"), json!(0), json!("10s")]
+        );
+
+        let secret = json!({"metadata": {"name": "s", "creationTimestamp": ago(90)}, "type": "Opaque", "data": {"k": "dg=="}});
+        assert_eq!(
+            cells("", "Secret", &secret, now()),
+            vec![json!("s"), json!("Opaque"), json!(1), json!("90s")]
+        );
+
+        let sa = json!({"metadata": {"name": "default", "creationTimestamp": ago(2 * 365 * 86400 + 86400)},
+            "secrets": [{"name": "t"}]});
+        assert_eq!(
+            cells("", "ServiceAccount", &sa, now()),
+            vec![json!("default"), json!(1), json!("2y1d")]
+        );
+        let sa = json!({"metadata": {"name": "default", "creationTimestamp": ago(0)}});
+        assert_eq!(
+            cells("", "ServiceAccount", &sa, now()),
+            vec![json!("default"), json!(0), json!("0s")]
+        );
+
+        let lease = json!({"metadata": {"name": "l", "creationTimestamp": ago(60)}, "spec": {"holderIdentity": "me"}});
+        assert_eq!(
+            cells("coordination.k8s.io", "Lease", &lease, now()),
+            vec![json!("l"), json!("me"), json!("60s")]
+        );
+        let lease = json!({"metadata": {"name": "l", "creationTimestamp": ago(60)}, "spec": {}});
+        assert_eq!(
+            cells("coordination.k8s.io", "Lease", &lease, now())[1],
+            json!("")
+        );
+    }
+
+    #[test]
+    fn core_events() {
+        let ev = json!({
+            "metadata": {"name": "pod.17a", "creationTimestamp": ago(600)},
+            "involvedObject": {"kind": "Pod", "name": "web-1", "fieldPath": "spec.containers{app}"},
+            "reason": "Pulled", "type": "Normal", "message": "  pulled image \n",
+            "source": {"component": "kubelet", "host": "node-1"},
+            "firstTimestamp": ago(600), "lastTimestamp": ago(30), "count": 4
+        });
+        assert_eq!(
+            cells("", "Event", &ev, now()),
+            vec![
+                json!("30s"),
+                json!("Normal"),
+                json!("Pulled"),
+                json!("pod/web-1"),
+                json!("spec.containers{app}"),
+                json!("kubelet, node-1"),
+                json!("pulled image"),
+                json!("10m"),
+                json!(4),
+                json!("pod.17a"),
+            ]
+        );
+        // New-style event: eventTime only, no count, reporting fields, a series.
+        let ev = json!({
+            "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Node"},
+            "eventTime": "2024-06-01T11:59:00.000000Z",
+            "reportingComponent": "ctrl", "reportingInstance": "ctrl-0",
+            "type": "Warning", "reason": "R", "message": "m"
+        });
+        let row = cells("", "Event", &ev, now());
+        assert_eq!(row[0], json!("60s"));
+        assert_eq!(row[3], json!("node"));
+        assert_eq!(row[5], json!("ctrl, ctrl-0"));
+        assert_eq!(row[7], json!("60s"));
+        assert_eq!(row[8], json!(1));
+        let mut with_series = ev.clone();
+        with_series["series"] = json!({"count": 7, "lastObservedTime": "2024-06-01T11:59:50.5Z"});
+        let row = cells("", "Event", &with_series, now());
+        assert_eq!((row[0].clone(), row[8].clone()), (json!("9s"), json!(7)));
+        // Nothing known at all.
+        let row = cells("", "Event", &json!({"metadata": {"name": "z"}}), now());
+        assert_eq!(row[0], json!("<unknown>"));
+        assert_eq!(row[7], json!("<unknown>"));
+        assert_eq!(row[5], json!(""));
+    }
+
+    #[test]
+    fn events_v1_events_use_their_own_field_names() {
+        let ev = json!({
+            "metadata": {"name": "e1"},
+            "regarding": {"kind": "Deployment", "name": "web", "fieldPath": "spec"},
+            "note": "scaled", "reason": "ScalingReplicaSet", "type": "Normal",
+            "eventTime": "2024-06-01T11:00:00.000000Z",
+            "reportingController": "deployment-controller", "reportingInstance": "kcm-1",
+            "deprecatedFirstTimestamp": ago(7200), "deprecatedLastTimestamp": ago(120), "deprecatedCount": 3,
+            "deprecatedSource": {"component": "old"}
+        });
+        assert_eq!(
+            cells("events.k8s.io", "Event", &ev, now()),
+            vec![
+                json!("2m"),
+                json!("Normal"),
+                json!("ScalingReplicaSet"),
+                json!("deployment/web"),
+                json!("spec"),
+                json!("old, kcm-1"),
+                json!("scaled"),
+                json!("120m"),
+                json!(3),
+                json!("e1"),
+            ]
+        );
+    }
+
+    #[test]
+    fn role_bindings() {
+        let rb = json!({
+            "metadata": {"name": "rb", "creationTimestamp": ago(7 * 3600)},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [
+                {"kind": "User", "name": "alice"}, {"kind": "User", "name": "bob"},
+                {"kind": "Group", "name": "devs"},
+                {"kind": "ServiceAccount", "name": "default", "namespace": "ns1"},
+                {"kind": "ServiceAccount", "name": "robot", "namespace": "ns2"},
+                {"kind": "Other", "name": "x"}
+            ]
+        });
+        let want = vec![
+            json!("rb"),
+            json!("ClusterRole/view"),
+            json!("7h"),
+            json!("alice, bob"),
+            json!("devs"),
+            json!("ns1/default, ns2/robot"),
+        ];
+        assert_eq!(
+            cells("rbac.authorization.k8s.io", "RoleBinding", &rb, now()),
+            want
+        );
+        assert_eq!(
+            cells(
+                "rbac.authorization.k8s.io",
+                "ClusterRoleBinding",
+                &rb,
+                now()
+            ),
+            want
+        );
+        let bare = json!({"metadata": {"name": "b"}, "roleRef": {"kind": "Role", "name": "r"}});
+        assert_eq!(
+            cells("rbac.authorization.k8s.io", "RoleBinding", &bare, now()),
+            vec![
+                json!("b"),
+                json!("Role/r"),
+                json!("<unknown>"),
+                json!(""),
+                json!(""),
+                json!("")
+            ]
+        );
+    }
+
+    #[test]
+    fn jobs() {
+        let job = json!({
+            "metadata": {"name": "pi", "creationTimestamp": ago(400)},
+            "spec": {
+                "completions": 3, "parallelism": 2,
+                "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}},
+                "template": {"spec": {"containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "perl:5"}]}}
+            },
+            "status": {"succeeded": 3, "startTime": ago(400), "completionTime": ago(250),
+                "conditions": [{"type": "Complete", "status": "True"}]}
+        });
+        assert_eq!(
+            cells("batch", "Job", &job, now()),
+            vec![
+                json!("pi"),
+                json!("Complete"),
+                json!("3/3"),
+                json!("2m30s"),
+                json!("6m40s"),
+                json!("a,b"),
+                json!("busybox,perl:5"),
+                json!("batch.kubernetes.io/controller-uid=u1"),
+            ]
+        );
+        // An empty status prints Running with no duration; no selector prints <none>.
+        let job = json!({"metadata": {"name": "j", "creationTimestamp": ago(5)}, "spec": {"template": {"spec": {}}}});
+        assert_eq!(
+            cells("batch", "Job", &job, now()),
+            vec![
+                json!("j"),
+                json!("Running"),
+                json!("0/1"),
+                json!(""),
+                json!("5s"),
+                json!(""),
+                json!(""),
+                json!("<none>")
+            ]
+        );
+        let with = |spec: Value, status: Value, meta: Value| {
+            cells(
+                "batch",
+                "Job",
+                &json!({"metadata": meta, "spec": spec, "status": status}),
+                now(),
+            )
+        };
+        let row = with(
+            json!({"parallelism": 4}),
+            json!({"succeeded": 1, "startTime": ago(3700)}),
+            json!({}),
+        );
+        assert_eq!(
+            (row[2].clone(), row[3].clone()),
+            (json!("1/1 of 4"), json!("61m"))
+        );
+        let status_of = |conds: Value, meta: Value| {
+            with(json!({}), json!({"conditions": conds}), meta)[1].clone()
+        };
+        assert_eq!(
+            status_of(json!([{"type": "Failed", "status": "True"}]), json!({})),
+            json!("Failed")
+        );
+        assert_eq!(
+            status_of(
+                json!([{"type": "Failed", "status": "True"}]),
+                json!({"deletionTimestamp": ago(1)})
+            ),
+            json!("Failed")
+        );
+        assert_eq!(
+            status_of(json!([]), json!({"deletionTimestamp": ago(1)})),
+            json!("Terminating")
+        );
+        assert_eq!(
+            status_of(json!([{"type": "Suspended", "status": "True"}]), json!({})),
+            json!("Suspended")
+        );
+        assert_eq!(
+            status_of(
+                json!([{"type": "FailureTarget", "status": "True"}]),
+                json!({})
+            ),
+            json!("FailureTarget")
+        );
+        assert_eq!(
+            status_of(json!([{"type": "Complete", "status": "False"}]), json!({})),
+            json!("Running")
+        );
+        // The first condition of a type decides.
+        assert_eq!(
+            status_of(
+                json!([{"type": "Complete", "status": "False"}, {"type": "Complete", "status": "True"}]),
+                json!({})
+            ),
+            json!("Running")
+        );
+        assert_eq!(
+            status_of(
+                json!([{"type": "SuccessCriteriaMet", "status": "True"}]),
+                json!({})
+            ),
+            json!("Running")
+        );
+    }
+}

@@ -1,0 +1,14 @@
+//! kplane-types: the shared vocabulary of kplane, with no IO.
+//!
+//! Holds what every layer talks about: `metav1.Status` and field errors, logical cluster
+//! names, label and field selectors, and Kubernetes name/label validation. It must never
+//! depend on the HTTP stack, on storage, or on any runtime.
+
+pub mod cluster;
+pub mod fields;
+pub mod labels;
+pub mod status;
+pub mod validation;
+
+pub use cluster::ClusterName;
+pub use status::{Cause, CauseType, Status, StatusReason};

@@ -1,0 +1,441 @@
+//! The on-disk layout: how keys, records and log entries are encoded into the single sled
+//! tree the store uses.
+//!
+//! Everything lives in one tree so that one write group is one atomic `Batch`. The first
+//! byte of every tree key says which keyspace it belongs to:
+//!
+//! | tag | tree key                                   | value                                 |
+//! |-----|--------------------------------------------|---------------------------------------|
+//! | `L` | `key`                                      | latest live [`Record`]                |
+//! | `H` | `key ++ be64(rev)`                         | superseded version or tombstone       |
+//! | `E` | `be64(rev)`                                | event type byte `++ key`              |
+//! | `T` | `be64(last rev of a write group)`          | `be64(unix millis of the commit)`     |
+//! | `I` | `index key` (resource first)               | empty: every key that has L or H data |
+//! | `M` | meta name                                  | meta value (`rev`, `compacted`)       |
+//!
+//! `key` is `cluster, resource, namespace, name`, each component escaped (`0x00` becomes
+//! `0x00 0xFF`) and terminated by `0x00 0x01`. This encoding is self-delimiting (no component
+//! can spill into the next slot) and order preserving: the byte order of encoded keys is
+//! exactly the derived `Ord` of [`Key`], so one cluster, one resource in it and one namespace
+//! in that are each a contiguous range, sorted like `start_after` expects. The `index key`
+//! orders the same components as `resource, cluster, namespace, name` and serves wildcard
+//! (all clusters) reads of one resource.
+
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use crate::{Error, EventType, Key, KeyValue, Prefix, Result, Revision};
+
+pub(crate) const TAG_LATEST: u8 = b'L';
+pub(crate) const TAG_HISTORY: u8 = b'H';
+pub(crate) const TAG_EVENT: u8 = b'E';
+pub(crate) const TAG_TIME: u8 = b'T';
+pub(crate) const TAG_INDEX: u8 = b'I';
+pub(crate) const TAG_META: u8 = b'M';
+
+pub(crate) const META_REVISION: &[u8] = b"rev";
+pub(crate) const META_COMPACTED: &[u8] = b"compacted";
+
+const REV_LEN: usize = 8;
+
+/// Appends one escaped, terminated key component.
+fn push_component(out: &mut Vec<u8>, s: &str) {
+    for &b in s.as_bytes() {
+        if b == 0 {
+            out.extend_from_slice(&[0, 0xFF]);
+        } else {
+            out.push(b);
+        }
+    }
+    out.extend_from_slice(&[0, 1]);
+}
+
+/// Reads one component; returns it and the remaining bytes.
+fn read_component(buf: &[u8]) -> Result<(String, &[u8])> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < buf.len() {
+        let b = buf[i];
+        if b != 0 {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        match buf.get(i + 1) {
+            Some(0xFF) => {
+                out.push(0);
+                i += 2;
+            }
+            Some(1) => {
+                let s = String::from_utf8(out)
+                    .map_err(|_| Error::Corrupt("key component is not UTF-8".into()))?;
+                return Ok((s, &buf[i + 2..]));
+            }
+            _ => return Err(Error::Corrupt("bad key component escape".into())),
+        }
+    }
+    Err(Error::Corrupt("unterminated key component".into()))
+}
+
+/// The encoded form of a key (cluster-first order).
+pub(crate) fn key_bytes(key: &Key) -> Vec<u8> {
+    let mut out = Vec::with_capacity(
+        key.cluster.len() + key.resource.len() + key.namespace.len() + key.name.len() + 8,
+    );
+    push_component(&mut out, &key.cluster);
+    push_component(&mut out, &key.resource);
+    push_component(&mut out, &key.namespace);
+    push_component(&mut out, &key.name);
+    out
+}
+
+/// The encoded form of a key in the wildcard index (resource-first order).
+pub(crate) fn index_key_bytes(key: &Key) -> Vec<u8> {
+    let mut out = Vec::with_capacity(
+        key.cluster.len() + key.resource.len() + key.namespace.len() + key.name.len() + 8,
+    );
+    push_component(&mut out, &key.resource);
+    push_component(&mut out, &key.cluster);
+    push_component(&mut out, &key.namespace);
+    push_component(&mut out, &key.name);
+    out
+}
+
+/// Decodes a cluster-first key; returns it and the remaining bytes.
+pub(crate) fn decode_key(buf: &[u8]) -> Result<(Key, &[u8])> {
+    let (cluster, rest) = read_component(buf)?;
+    let (resource, rest) = read_component(rest)?;
+    let (namespace, rest) = read_component(rest)?;
+    let (name, rest) = read_component(rest)?;
+    Ok((Key { cluster, resource, namespace, name }, rest))
+}
+
+/// Decodes a resource-first index key.
+pub(crate) fn decode_index_key(buf: &[u8]) -> Result<Key> {
+    let (resource, rest) = read_component(buf)?;
+    let (cluster, rest) = read_component(rest)?;
+    let (namespace, rest) = read_component(rest)?;
+    let (name, _) = read_component(rest)?;
+    Ok(Key { cluster, resource, namespace, name })
+}
+
+fn tagged(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 1 + REV_LEN);
+    out.push(tag);
+    out.extend_from_slice(body);
+    out
+}
+
+pub(crate) fn latest_key(kb: &[u8]) -> Vec<u8> {
+    tagged(TAG_LATEST, kb)
+}
+
+pub(crate) fn history_key(kb: &[u8], rev: Revision) -> Vec<u8> {
+    let mut out = tagged(TAG_HISTORY, kb);
+    out.extend_from_slice(&rev.to_be_bytes());
+    out
+}
+
+pub(crate) fn index_key(ikb: &[u8]) -> Vec<u8> {
+    tagged(TAG_INDEX, ikb)
+}
+
+pub(crate) fn event_key(rev: Revision) -> Vec<u8> {
+    tagged(TAG_EVENT, &rev.to_be_bytes())
+}
+
+pub(crate) fn time_key(rev: Revision) -> Vec<u8> {
+    tagged(TAG_TIME, &rev.to_be_bytes())
+}
+
+pub(crate) fn meta_key(name: &[u8]) -> Vec<u8> {
+    tagged(TAG_META, name)
+}
+
+/// The first tree key after every key of keyspace `tag`.
+pub(crate) fn tag_end(tag: u8) -> Vec<u8> {
+    vec![tag + 1]
+}
+
+pub(crate) fn encode_u64(v: u64) -> [u8; 8] {
+    v.to_be_bytes()
+}
+
+pub(crate) fn decode_u64(buf: &[u8]) -> Result<u64> {
+    let arr: [u8; 8] = buf
+        .try_into()
+        .map_err(|_| Error::Corrupt(format!("expected 8 bytes, found {}", buf.len())))?;
+    Ok(u64::from_be_bytes(arr))
+}
+
+/// Splits a history tree key (`H key rev`) into the encoded key and the revision.
+pub(crate) fn split_history_key(tree_key: &[u8]) -> Result<(&[u8], Revision)> {
+    if tree_key.len() < 1 + REV_LEN || tree_key[0] != TAG_HISTORY {
+        return Err(Error::Corrupt("bad history key".into()));
+    }
+    let split = tree_key.len() - REV_LEN;
+    Ok((&tree_key[1..split], decode_u64(&tree_key[split..])?))
+}
+
+/// The revision of an event-log or commit-time tree key.
+pub(crate) fn rev_of_tagged(tree_key: &[u8]) -> Result<Revision> {
+    tree_key.get(1..).map_or_else(|| Err(Error::Corrupt("short key".into())), decode_u64)
+}
+
+/// A stored version of one key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub tombstone: bool,
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
+    pub value: Bytes,
+}
+
+const RECORD_HEADER: usize = 1 + 2 * REV_LEN;
+
+impl Record {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(RECORD_HEADER + self.value.len());
+        out.push(u8::from(self.tombstone));
+        out.extend_from_slice(&self.create_revision.to_be_bytes());
+        out.extend_from_slice(&self.mod_revision.to_be_bytes());
+        out.extend_from_slice(&self.value);
+        out
+    }
+
+    /// Decodes without copying the value.
+    pub(crate) fn decode(raw: sled::IVec) -> Result<Record> {
+        if raw.len() < RECORD_HEADER {
+            return Err(Error::Corrupt("short record".into()));
+        }
+        let tombstone = match raw[0] {
+            0 => false,
+            1 => true,
+            other => return Err(Error::Corrupt(format!("bad record kind {other}"))),
+        };
+        let create_revision = decode_u64(&raw[1..1 + REV_LEN])?;
+        let mod_revision = decode_u64(&raw[1 + REV_LEN..RECORD_HEADER])?;
+        let value = Bytes::from_owner(raw).slice(RECORD_HEADER..);
+        Ok(Record { tombstone, create_revision, mod_revision, value })
+    }
+
+    /// Whether a raw record is a tombstone, without decoding it.
+    pub(crate) fn raw_is_tombstone(raw: &[u8]) -> bool {
+        raw.first() == Some(&1)
+    }
+
+    pub(crate) fn into_kv(self, key: Key) -> KeyValue {
+        KeyValue {
+            key,
+            value: self.value,
+            create_revision: self.create_revision,
+            mod_revision: self.mod_revision,
+        }
+    }
+}
+
+fn event_type_byte(t: EventType) -> u8 {
+    match t {
+        EventType::Added => b'A',
+        EventType::Modified => b'M',
+        EventType::Deleted => b'D',
+    }
+}
+
+/// Event-log value: type byte followed by the encoded key.
+pub(crate) fn encode_event(t: EventType, kb: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(kb.len() + 1);
+    out.push(event_type_byte(t));
+    out.extend_from_slice(kb);
+    out
+}
+
+pub(crate) fn decode_event(raw: &[u8]) -> Result<(EventType, &[u8])> {
+    let t = match raw.first() {
+        Some(b'A') => EventType::Added,
+        Some(b'M') => EventType::Modified,
+        Some(b'D') => EventType::Deleted,
+        _ => return Err(Error::Corrupt("bad event type".into())),
+    };
+    Ok((t, &raw[1..]))
+}
+
+/// Which keyspace serves a prefix, and the encoded prefix inside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Cluster-first keyspace (`L`/`H`); `bytes` is the encoded key prefix (possibly
+    /// empty: every cluster). Keys must still be checked with [`Prefix::contains`] when the
+    /// prefix has components that could not be encoded (e.g. a namespace without resource).
+    Keys { bytes: Vec<u8> },
+    /// The resource-first wildcard index (`I`); `bytes` is the encoded resource.
+    Index { bytes: Vec<u8> },
+}
+
+impl Plan {
+    pub(crate) fn for_prefix(prefix: &Prefix) -> Plan {
+        let mut bytes = Vec::new();
+        match (&prefix.cluster, &prefix.resource) {
+            (Some(c), resource) => {
+                push_component(&mut bytes, c);
+                if let Some(r) = resource {
+                    push_component(&mut bytes, r);
+                    if let Some(ns) = &prefix.namespace {
+                        push_component(&mut bytes, ns);
+                    }
+                }
+                Plan::Keys { bytes }
+            }
+            (None, Some(r)) => {
+                push_component(&mut bytes, r);
+                Plan::Index { bytes }
+            }
+            (None, None) => Plan::Keys { bytes },
+        }
+    }
+
+    fn tag_and_bytes(&self, tag_for_keys: u8) -> (u8, &[u8]) {
+        match self {
+            Plan::Keys { bytes } => (tag_for_keys, bytes),
+            Plan::Index { bytes } => (TAG_INDEX, bytes),
+        }
+    }
+
+    /// The encoded form of `key` in this plan's order.
+    pub(crate) fn order_bytes(&self, key: &Key) -> Vec<u8> {
+        match self {
+            Plan::Keys { .. } => key_bytes(key),
+            Plan::Index { .. } => index_key_bytes(key),
+        }
+    }
+
+    /// The tree range to scan in keyspace `tag` (`L` or `H`; ignored for the index plan)
+    /// holding keys of this prefix strictly after `start_after`. `None` if empty.
+    pub(crate) fn range(
+        &self,
+        tag: u8,
+        start_after: Option<&Key>,
+    ) -> Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+        let (tag, prefix) = self.tag_and_bytes(tag);
+        let lo_prefix = tagged(tag, prefix);
+        let hi = prefix_end(&lo_prefix);
+        let mut lo = Bound::Included(lo_prefix.clone());
+        if let Some(after) = start_after {
+            let mut after_key = tagged(tag, &self.order_bytes(after));
+            if tag == TAG_HISTORY {
+                // Skip every version of `after` itself.
+                after_key.extend_from_slice(&[0xFF; REV_LEN]);
+            }
+            if after_key >= lo_prefix {
+                if after_key >= hi {
+                    return None;
+                }
+                lo = Bound::Excluded(after_key);
+            }
+        }
+        Some((lo, Bound::Excluded(hi)))
+    }
+}
+
+/// The smallest byte string greater than every string starting with `prefix`.
+/// `prefix` always starts with a tag byte below 0xFF, so this never overflows.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0xFF]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(c: &str, r: &str, ns: &str, n: &str) -> Key {
+        Key::new(c, r, ns, n)
+    }
+
+    #[test]
+    fn key_roundtrip_and_escaping() {
+        let keys = [
+            k("", "", "", ""),
+            k("a\0b", "/x\0", "\0", "\0\0\u{1}"),
+            k("root", "apps/deployments", "default", "web"),
+        ];
+        for key in keys {
+            let kb = key_bytes(&key);
+            let (back, rest) = decode_key(&kb).unwrap();
+            assert_eq!(back, key);
+            assert!(rest.is_empty());
+            assert_eq!(decode_index_key(&index_key_bytes(&key)).unwrap(), key);
+        }
+    }
+
+    #[test]
+    fn byte_order_matches_key_order() {
+        let parts = ["", "\0", "\0\u{1}", "\u{1}", "a", "a\0", "a\0b", "ab", "b", "\u{ff}"];
+        let mut keys = Vec::new();
+        for c in parts {
+            for r in ["", "a\0", "a"] {
+                for n in parts {
+                    keys.push(k(c, r, "ns", n));
+                    keys.push(k(c, r, n, "x"));
+                }
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(a.cmp(b), key_bytes(a).cmp(&key_bytes(b)), "{a:?} vs {b:?}");
+                let ia = (&a.resource, &a.cluster, &a.namespace, &a.name);
+                let ib = (&b.resource, &b.cluster, &b.namespace, &b.name);
+                assert_eq!(ia.cmp(&ib), index_key_bytes(a).cmp(&index_key_bytes(b)));
+            }
+        }
+    }
+
+    #[test]
+    fn components_cannot_escape_their_slot() {
+        // "a" + namespace "b" must not collide with, or be a prefix range of, "a\0..." names.
+        let p = Plan::for_prefix(&Prefix::namespace("c", "r", "a"));
+        let (lo, hi) = p.range(TAG_LATEST, None).unwrap();
+        let inside = latest_key(&key_bytes(&k("c", "r", "a", "zzz")));
+        let outside = latest_key(&key_bytes(&k("c", "r", "a\0b", "x")));
+        let outside2 = latest_key(&key_bytes(&k("c", "r", "ab", "x")));
+        let contains = |x: &Vec<u8>| {
+            (match &lo {
+                Bound::Included(l) => x >= l,
+                Bound::Excluded(l) => x > l,
+                Bound::Unbounded => true,
+            }) && (match &hi {
+                Bound::Excluded(h) => x < h,
+                _ => true,
+            })
+        };
+        assert!(contains(&inside));
+        assert!(!contains(&outside));
+        assert!(!contains(&outside2));
+    }
+
+    #[test]
+    fn record_roundtrip() {
+        let r = Record {
+            tombstone: true,
+            create_revision: 3,
+            mod_revision: 9,
+            value: Bytes::from_static(b"hello"),
+        };
+        let raw = sled::IVec::from(r.encode());
+        assert!(Record::raw_is_tombstone(&raw));
+        assert_eq!(Record::decode(raw).unwrap(), r);
+    }
+
+    #[test]
+    fn history_key_split() {
+        let kb = key_bytes(&k("c", "r", "n", "x"));
+        let hk = history_key(&kb, 42);
+        assert_eq!(split_history_key(&hk).unwrap(), (&kb[..], 42));
+    }
+}

@@ -1,0 +1,28 @@
+//! Storage errors. They describe keys and revisions only; the registry turns them into
+//! Kubernetes statuses with the resource and name the storage layer does not know about.
+
+use crate::Revision;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("key not found")]
+    NotFound,
+    #[error("key already exists")]
+    AlreadyExists,
+    #[error("precondition failed: current revision is {current}")]
+    Conflict { current: Revision },
+    #[error("revision {requested} has been compacted (oldest available: {compacted})")]
+    Compacted { requested: Revision, compacted: Revision },
+    #[error("revision {requested} is newer than the current revision {current}")]
+    FutureRevision { requested: Revision, current: Revision },
+    #[error("the value could not be encoded: {0}")]
+    Encode(String),
+    #[error("storage is shutting down")]
+    ShuttingDown,
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    #[error("storage backend error: {0}")]
+    Backend(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,187 @@
+//! kplane storage: a revisioned, watchable key-value store partitioned by logical cluster.
+//!
+//! This crate knows bytes, keys and revisions. It knows nothing about Kubernetes objects:
+//! values are opaque byte strings produced by the caller (the registry), and the only
+//! structure it imposes is the key layout `(cluster, resource, namespace, name)` so that one
+//! logical cluster is one contiguous key range.
+//!
+//! Architecture invariants:
+//! - One global, strictly increasing [`Revision`] for the whole store. Every committed write
+//!   (create, update, delete) takes the next revision; object, history entry, event-log entry
+//!   and the revision counter are committed atomically.
+//! - A write is acknowledged only after it is durable (flushed to disk). Concurrent writes
+//!   share one flush (group commit).
+//! - Watchers are fed from one in-memory stream; a watcher that cannot keep up is closed
+//!   (it receives [`WatchEvent::Closed`]) rather than slowing writers down.
+//! - Reads never block writers.
+
+mod compaction;
+mod encoding;
+pub mod error;
+pub mod key;
+mod read;
+pub mod sled_store;
+mod watch;
+mod writer;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+pub use error::{Error, Result};
+pub use key::{Key, Prefix};
+pub use sled_store::{SledStorage, SledStorageOptions};
+
+/// The store-wide revision. Every object's `metadata.resourceVersion` is one of these.
+pub type Revision = u64;
+
+/// A stored value with the revisions that describe it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyValue {
+    pub key: Key,
+    /// The caller-encoded object bytes, exactly as produced by the [`Encoder`].
+    pub value: Bytes,
+    /// Revision at which the key was (last) created.
+    pub create_revision: Revision,
+    /// Revision of the last write to this key (for a delete event: the delete's revision).
+    pub mod_revision: Revision,
+}
+
+/// Builds the bytes to store once the writer has assigned the revision of this write,
+/// so the caller can embed the revision (`metadata.resourceVersion`) in the value.
+/// Returning an error aborts this write only; nothing is stored.
+pub type Encoder = Box<dyn FnOnce(Revision) -> std::result::Result<Vec<u8>, String> + Send>;
+
+/// What must hold for a write to be applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precondition {
+    /// The key must not exist (create).
+    MustNotExist,
+    /// The key must exist with exactly this `mod_revision` (compare-and-swap).
+    ModRevision(Revision),
+    /// The key must exist; any revision.
+    MustExist,
+}
+
+/// Options for [`Storage::list`].
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Read the state as of this revision (must be >= the compacted revision and
+    /// <= the current revision). `None` reads the latest state.
+    pub at_revision: Option<Revision>,
+    /// Return only keys strictly greater than this full key (continue tokens).
+    pub start_after: Option<Key>,
+    /// Maximum number of items *returned* (after filtering). `None` = unlimited.
+    pub limit: Option<usize>,
+}
+
+/// A caller-supplied predicate over stored values, applied inside the scan so that
+/// `limit` counts matching items only (as etcd3 + the Kubernetes storage layer do).
+pub type Filter<'a> = &'a (dyn Fn(&KeyValue) -> bool + Sync);
+
+/// The result of [`Storage::list`].
+#[derive(Clone, Debug, Default)]
+pub struct ListResult {
+    pub items: Vec<KeyValue>,
+    /// The revision of the snapshot that was read (use it for continue tokens and as the
+    /// list's `resourceVersion`).
+    pub revision: Revision,
+    /// True when more matching-or-unchecked keys remain after the last returned item.
+    pub more: bool,
+}
+
+/// Kind of a change in the event stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One committed change.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub event_type: EventType,
+    /// The new value (for `Deleted`: the tombstone value produced by the delete's encoder,
+    /// i.e. the last state of the object carrying the delete's revision).
+    pub kv: KeyValue,
+    /// The value before this change, when known. Always set for events delivered live;
+    /// may be `None` for events replayed from the persisted log after a restart.
+    pub prev: Option<Bytes>,
+}
+
+/// What a watch receives.
+#[derive(Clone, Debug)]
+pub enum WatchEvent {
+    /// Committed changes, in revision order.
+    Event(Arc<Event>),
+    /// A progress notification: every change up to and including this revision that
+    /// matches the watch has been delivered (used for BOOKMARKs).
+    Progress(Revision),
+    /// The watch ended because it fell behind or the store is shutting down. The watcher
+    /// should re-establish from its last revision.
+    Closed(CloseReason),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The watcher did not keep up with the event stream.
+    TooSlow,
+    /// The store is shutting down.
+    ShuttingDown,
+}
+
+/// A live watch. Dropping it unregisters the watcher.
+pub type WatchReceiver = tokio::sync::mpsc::Receiver<WatchEvent>;
+
+/// The storage interface. The server reaches storage only through this trait.
+#[async_trait::async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// The latest committed (durable) revision.
+    fn current_revision(&self) -> Revision;
+
+    /// Revisions at or below this are compacted: reads at them and watches from them fail
+    /// with [`Error::Compacted`].
+    fn compacted_revision(&self) -> Revision;
+
+    /// Reads one key at the latest revision.
+    async fn get(&self, key: &Key) -> Result<Option<KeyValue>>;
+
+    /// Lists the keys under `prefix` in key order.
+    async fn list(
+        &self,
+        prefix: &Prefix,
+        opts: &ListOptions,
+        filter: Option<Filter<'_>>,
+    ) -> Result<ListResult>;
+
+    /// Counts keys under `prefix` at the latest revision (for `remainingItemCount`, metrics).
+    async fn count(&self, prefix: &Prefix) -> Result<u64>;
+
+    /// Writes `key` if `precondition` holds. The value is produced by `encode` with the
+    /// revision this write will commit at. Returns the stored value once durable.
+    /// Errors: [`Error::AlreadyExists`], [`Error::NotFound`], [`Error::Conflict`].
+    async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue>;
+
+    /// Deletes `key` if `precondition` holds. `encode` produces the tombstone value carried
+    /// by the `Deleted` event (the object's last state with the delete's revision).
+    /// Returns that tombstone once durable.
+    async fn delete(&self, key: Key, precondition: Precondition, encode: Encoder)
+        -> Result<KeyValue>;
+
+    /// Starts a watch of every change under `prefix` with revision > `from`.
+    /// `from` older than the compacted revision fails with [`Error::Compacted`];
+    /// `from` in the future waits for it. Changes already in the event log are replayed
+    /// first, then live changes follow without gap or duplicate.
+    /// `progress_every` asks for a [`WatchEvent::Progress`] at that interval when idle.
+    async fn watch(
+        &self,
+        prefix: &Prefix,
+        from: Revision,
+        progress_every: Option<std::time::Duration>,
+    ) -> Result<WatchReceiver>;
+
+    /// Flushes everything to disk and stops accepting writes; live watches receive
+    /// [`WatchEvent::Closed`] with [`CloseReason::ShuttingDown`].
+    async fn shutdown(&self) -> Result<()>;
+}

@@ -1,0 +1,551 @@
+//! Watch fan-out: the registry of live watchers, the dispatch of committed events to them
+//! (called by the writer once per write group), and the per-watcher task that replays the
+//! event log, hands over to live delivery without gap or duplicate, sends progress
+//! notifications and unregisters the watcher when its receiver is dropped.
+//!
+//! Watchers are indexed by `(cluster, resource, namespace)`, each level either a concrete
+//! value or a wildcard, so dispatching one event visits only the buckets that can match
+//! it (at most 8), never the full watcher list. The writer never blocks on a watcher: it
+//! uses `try_send`, and a watcher whose channel is (nearly) full gets
+//! [`CloseReason::TooSlow`] in the last free slot and is dropped.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Notify};
+
+use crate::encoding::{decode_event, decode_key, event_key, rev_of_tagged};
+use crate::read::{backend, load_event};
+use crate::{CloseReason, Error, Event, Prefix, Result, Revision, WatchEvent, WatchReceiver};
+
+/// Events replayed from the log per blocking read.
+const REPLAY_CHUNK: usize = 256;
+
+/// While a watcher replays history, live events are buffered up to this many times its
+/// channel capacity before it is declared too slow.
+const REPLAY_BUFFER_FACTOR: usize = 8;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One index level: watchers registered for a concrete value, or for any value.
+struct Level<T> {
+    any: Option<T>,
+    named: HashMap<String, T>,
+}
+
+impl<T> Default for Level<T> {
+    fn default() -> Self {
+        Level { any: None, named: HashMap::new() }
+    }
+}
+
+impl<T: Default> Level<T> {
+    fn entry(&mut self, k: Option<&String>) -> &mut T {
+        match k {
+            None => self.any.get_or_insert_with(T::default),
+            Some(k) => self.named.entry(k.clone()).or_default(),
+        }
+    }
+
+    fn get_mut(&mut self, k: Option<&String>) -> Option<&mut T> {
+        match k {
+            None => self.any.as_mut(),
+            Some(k) => self.named.get_mut(k),
+        }
+    }
+
+    fn remove(&mut self, k: Option<&String>) {
+        match k {
+            None => self.any = None,
+            Some(k) => {
+                self.named.remove(k);
+            }
+        }
+    }
+
+    /// The (up to two) children that match `k`.
+    fn matching<'a>(&'a self, k: &str) -> impl Iterator<Item = &'a T> {
+        self.any.iter().chain(self.named.get(k))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.any.is_none() && self.named.is_empty()
+    }
+}
+
+type Bucket = HashMap<u64, Arc<Slot>>;
+type NamespaceLevel = Level<Bucket>;
+type ResourceLevel = Level<NamespaceLevel>;
+type ClusterLevel = Level<ResourceLevel>;
+
+#[derive(Default)]
+struct Registry {
+    index: ClusterLevel,
+    next_id: u64,
+    len: usize,
+    closed: bool,
+}
+
+impl Registry {
+    fn insert(&mut self, slot: Arc<Slot>) {
+        let p = &slot.prefix;
+        self.index
+            .entry(p.cluster.as_ref())
+            .entry(p.resource.as_ref())
+            .entry(p.namespace.as_ref())
+            .insert(slot.id, slot.clone());
+        self.len += 1;
+    }
+
+    fn remove(&mut self, id: u64, p: &Prefix) {
+        let Some(res) = self.index.get_mut(p.cluster.as_ref()) else { return };
+        let Some(ns) = res.get_mut(p.resource.as_ref()) else { return };
+        let Some(bucket) = ns.get_mut(p.namespace.as_ref()) else { return };
+        if bucket.remove(&id).is_some() {
+            self.len -= 1;
+        }
+        if bucket.is_empty() {
+            ns.remove(p.namespace.as_ref());
+        }
+        if ns.is_empty() {
+            res.remove(p.resource.as_ref());
+        }
+        if res.is_empty() {
+            self.index.remove(p.cluster.as_ref());
+        }
+    }
+}
+
+/// Delivery state of one watcher, shared by the writer (dispatch) and the watcher's task.
+enum Phase {
+    /// Replaying the log; live events are parked here.
+    Replaying(Vec<Arc<Event>>),
+    /// Delivering live events directly into the channel.
+    Live,
+}
+
+struct SlotState {
+    phase: Phase,
+    /// Highest revision delivered (or covered by replay); live events at or below it are
+    /// duplicates.
+    last_rev: Revision,
+    /// Whether an event was sent since the last progress tick.
+    sent_since_tick: bool,
+    /// Set when the watcher was closed by dispatch (too slow) or shutdown.
+    closed: Option<CloseReason>,
+    /// Whether the `Closed` notice was put into the channel.
+    notice_sent: bool,
+}
+
+impl SlotState {
+    /// Marks the watcher closed and, if possible, tells it why. In the live phase there is
+    /// always room: dispatch and progress keep one channel slot free.
+    fn close(&mut self, reason: CloseReason, tx: &mpsc::Sender<WatchEvent>) {
+        if self.closed.is_none() {
+            self.closed = Some(reason);
+        }
+        if let Phase::Replaying(buf) = &mut self.phase {
+            buf.clear();
+        }
+        if !self.notice_sent && tx.try_send(WatchEvent::Closed(reason)).is_ok() {
+            self.notice_sent = true;
+        }
+    }
+}
+
+pub(crate) struct Slot {
+    id: u64,
+    prefix: Prefix,
+    from: Revision,
+    tx: mpsc::Sender<WatchEvent>,
+    state: Mutex<SlotState>,
+    /// Wakes the watcher task when dispatch closed the watcher.
+    closed_notify: Notify,
+}
+
+enum Delivery {
+    Ok,
+    /// Remove this watcher from the registry.
+    Drop,
+}
+
+impl Slot {
+    /// Called by the writer for each matching committed event. Never blocks.
+    fn deliver(&self, ev: &Arc<Event>, replay_buffer: usize) -> Delivery {
+        let mut st = lock(&self.state);
+        if st.closed.is_some() {
+            return Delivery::Drop;
+        }
+        let rev = ev.kv.mod_revision;
+        let too_slow = match &mut st.phase {
+            Phase::Replaying(buf) => {
+                if buf.len() >= replay_buffer {
+                    true
+                } else {
+                    buf.push(ev.clone());
+                    false
+                }
+            }
+            Phase::Live => {
+                if rev <= st.last_rev {
+                    return Delivery::Ok;
+                }
+                // Keep the last slot for the close notice so the watcher learns why.
+                if self.tx.capacity() > 1 && self.tx.try_send(WatchEvent::Event(ev.clone())).is_ok()
+                {
+                    st.last_rev = rev;
+                    st.sent_since_tick = true;
+                    false
+                } else {
+                    true
+                }
+            }
+        };
+        if !too_slow {
+            return Delivery::Ok;
+        }
+        // During replay the task owns the channel; it sends the notice itself.
+        if matches!(st.phase, Phase::Live) {
+            st.close(CloseReason::TooSlow, &self.tx);
+        } else {
+            st.closed = Some(CloseReason::TooSlow);
+        }
+        drop(st);
+        self.closed_notify.notify_one();
+        Delivery::Drop
+    }
+
+    fn close(&self, reason: CloseReason) {
+        let mut st = lock(&self.state);
+        if matches!(st.phase, Phase::Live) {
+            st.close(reason, &self.tx);
+        } else if st.closed.is_none() {
+            st.closed = Some(reason);
+        }
+        drop(st);
+        self.closed_notify.notify_one();
+    }
+}
+
+/// The registry of watchers plus the revision up to which events have been dispatched.
+pub(crate) struct Hub {
+    registry: Mutex<Registry>,
+    /// Every committed event with a revision at or below this has been dispatched.
+    dispatched: AtomicU64,
+    channel_capacity: usize,
+    shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+impl Hub {
+    pub(crate) fn new(dispatched: Revision, channel_capacity: usize) -> Hub {
+        Hub {
+            registry: Mutex::new(Registry::default()),
+            dispatched: AtomicU64::new(dispatched),
+            channel_capacity: channel_capacity.max(2),
+            shutdown: tokio::sync::watch::Sender::new(false),
+        }
+    }
+
+    /// Number of registered watchers.
+    pub(crate) fn watcher_count(&self) -> usize {
+        lock(&self.registry).len
+    }
+
+    fn replay_buffer(&self) -> usize {
+        self.channel_capacity.saturating_mul(REPLAY_BUFFER_FACTOR)
+    }
+
+    /// Dispatches one committed write group (events in revision order). Called by the
+    /// writer only, after the group is durable.
+    pub(crate) fn publish(&self, events: Vec<Event>, last_rev: Revision) {
+        let mut reg = lock(&self.registry);
+        if reg.len > 0 {
+            let replay_buffer = self.replay_buffer();
+            let mut dropped: Vec<(u64, Prefix)> = Vec::new();
+            for ev in events {
+                let ev = Arc::new(ev);
+                let key = &ev.kv.key;
+                for res in reg.index.matching(&key.cluster) {
+                    for ns in res.matching(&key.resource) {
+                        for bucket in ns.matching(&key.namespace) {
+                            for slot in bucket.values() {
+                                if let Delivery::Drop = slot.deliver(&ev, replay_buffer) {
+                                    dropped.push((slot.id, slot.prefix.clone()));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for (id, prefix) in dropped {
+                reg.remove(id, &prefix);
+            }
+        }
+        // Stored under the registry lock: a watcher registered after this point replays
+        // everything up to `last_rev` from the log.
+        self.dispatched.store(last_rev, Ordering::Release);
+    }
+
+    /// Closes every watcher with `ShuttingDown` and refuses new ones.
+    pub(crate) fn close_all(&self) {
+        let mut reg = lock(&self.registry);
+        reg.closed = true;
+        let index = std::mem::take(&mut reg.index);
+        reg.len = 0;
+        drop(reg);
+        for res in index.any.iter().chain(index.named.values()) {
+            for ns in res.any.iter().chain(res.named.values()) {
+                for bucket in ns.any.iter().chain(ns.named.values()) {
+                    for slot in bucket.values() {
+                        slot.close(CloseReason::ShuttingDown);
+                    }
+                }
+            }
+        }
+        self.shutdown.send_replace(true);
+    }
+
+    fn unregister(&self, slot: &Slot) {
+        lock(&self.registry).remove(slot.id, &slot.prefix);
+    }
+
+    /// Registers a watcher and starts its task. `compacted` is read after registration to
+    /// validate `from`.
+    pub(crate) fn watch(
+        self: &Arc<Self>,
+        tree: sled::Tree,
+        prefix: &Prefix,
+        from: Revision,
+        progress_every: Option<Duration>,
+        compacted: Arc<AtomicU64>,
+    ) -> Result<WatchReceiver> {
+        let (tx, rx) = mpsc::channel(self.channel_capacity);
+        let mut reg = lock(&self.registry);
+        if reg.closed {
+            return Err(Error::ShuttingDown);
+        }
+        reg.next_id += 1;
+        let slot = Arc::new(Slot {
+            id: reg.next_id,
+            prefix: prefix.clone(),
+            from,
+            tx,
+            state: Mutex::new(SlotState {
+                phase: Phase::Replaying(Vec::new()),
+                last_rev: from,
+                sent_since_tick: false,
+                closed: None,
+                notice_sent: false,
+            }),
+            closed_notify: Notify::new(),
+        });
+        reg.insert(slot.clone());
+        let snapshot = self.dispatched.load(Ordering::Acquire);
+        drop(reg);
+        let compacted_now = compacted.load(Ordering::Acquire);
+        if from < compacted_now {
+            self.unregister(&slot);
+            return Err(Error::Compacted { requested: from, compacted: compacted_now });
+        }
+        let task = WatchTask {
+            hub: self.clone(),
+            tree,
+            slot,
+            snapshot,
+            progress_every,
+            shutdown: self.shutdown.subscribe(),
+            compacted,
+        };
+        tokio::spawn(task.run());
+        Ok(rx)
+    }
+}
+
+struct WatchTask {
+    hub: Arc<Hub>,
+    tree: sled::Tree,
+    slot: Arc<Slot>,
+    /// Events up to here come from the log; later ones arrive live.
+    snapshot: Revision,
+    progress_every: Option<Duration>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    compacted: Arc<AtomicU64>,
+}
+
+/// Why the watcher task stopped early.
+enum Stop {
+    /// The receiver is gone; nothing more to send.
+    ReceiverGone,
+    /// Tell the watcher, then stop.
+    Close(CloseReason),
+}
+
+impl WatchTask {
+    async fn run(mut self) {
+        let stop = match self.replay_and_go_live().await {
+            Ok(()) => self.live().await,
+            Err(stop) => stop,
+        };
+        self.hub.unregister(&self.slot);
+        if let Stop::Close(reason) = stop {
+            // Best effort: the channel may be full.
+            lock(&self.slot.state).close(reason, &self.slot.tx);
+        }
+    }
+
+    fn closed_reason(&self) -> Option<CloseReason> {
+        lock(&self.slot.state).closed
+    }
+
+    async fn send(&self, ev: WatchEvent) -> std::result::Result<(), Stop> {
+        tokio::select! {
+            r = self.slot.tx.send(ev) => r.map_err(|_| Stop::ReceiverGone),
+            () = self.slot.closed_notify.notified() => {
+                Err(Stop::Close(self.closed_reason().unwrap_or(CloseReason::TooSlow)))
+            }
+        }
+    }
+
+    async fn replay_and_go_live(&mut self) -> std::result::Result<(), Stop> {
+        let from = self.slot.from;
+        let mut pos = from;
+        while pos < self.snapshot {
+            if *self.shutdown.borrow() {
+                return Err(Stop::Close(CloseReason::ShuttingDown));
+            }
+            if let Some(reason) = self.closed_reason() {
+                return Err(Stop::Close(reason));
+            }
+            let tree = self.tree.clone();
+            let prefix = self.slot.prefix.clone();
+            let (start, end) = (pos, self.snapshot);
+            let chunk =
+                tokio::task::spawn_blocking(move || read_chunk(&tree, &prefix, start, end)).await;
+            let (events, next_pos) = match chunk {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "watch replay failed");
+                    return Err(Stop::Close(CloseReason::TooSlow));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "watch replay task failed");
+                    return Err(Stop::Close(CloseReason::TooSlow));
+                }
+            };
+            // Compaction publishes its revision before deleting log entries: if it is
+            // still at or below `pos`, the chunk just read was complete.
+            if self.compacted.load(Ordering::Acquire) > pos {
+                return Err(Stop::Close(CloseReason::TooSlow));
+            }
+            for ev in events {
+                self.send(WatchEvent::Event(Arc::new(ev))).await?;
+            }
+            pos = next_pos;
+        }
+        // Hand over to live delivery: drain what dispatch parked meanwhile.
+        let mut last = pos.max(from);
+        loop {
+            let parked = {
+                let mut st = lock(&self.slot.state);
+                if let Some(reason) = st.closed {
+                    return Err(Stop::Close(reason));
+                }
+                match &mut st.phase {
+                    Phase::Replaying(buf) if !buf.is_empty() => std::mem::take(buf),
+                    _ => {
+                        st.phase = Phase::Live;
+                        st.last_rev = last;
+                        break;
+                    }
+                }
+            };
+            for ev in parked {
+                let rev = ev.kv.mod_revision;
+                if rev > last {
+                    self.send(WatchEvent::Event(ev)).await?;
+                    last = rev;
+                }
+            }
+        }
+        Ok(())
+    }
+
+
+    async fn live(&mut self) -> Stop {
+        let mut ticker = self.progress_every.map(|every| {
+            let mut t = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            t
+        });
+        loop {
+            tokio::select! {
+                () = self.slot.tx.closed() => return Stop::ReceiverGone,
+                () = self.slot.closed_notify.notified() => {
+                    let reason = self.closed_reason().unwrap_or(CloseReason::TooSlow);
+                    return Stop::Close(reason);
+                }
+                r = self.shutdown.changed() => {
+                    if r.is_err() || *self.shutdown.borrow() {
+                        return Stop::Close(CloseReason::ShuttingDown);
+                    }
+                }
+                _ = async {
+                    match ticker.as_mut() {
+                        Some(t) => t.tick().await,
+                        None => std::future::pending().await,
+                    }
+                } => self.progress(),
+            }
+        }
+    }
+
+    /// Sends a progress notification if the watcher was idle since the last tick.
+    fn progress(&self) {
+        let mut st = lock(&self.slot.state);
+        if st.closed.is_some() {
+            return;
+        }
+        let idle = !st.sent_since_tick;
+        st.sent_since_tick = false;
+        let dispatched = self.hub.dispatched.load(Ordering::Acquire);
+        if idle && dispatched >= self.slot.from && self.slot.tx.capacity() > 1 {
+            let rev = dispatched.max(st.last_rev);
+            let _ = self.slot.tx.try_send(WatchEvent::Progress(rev));
+        }
+    }
+}
+
+/// Reads the next logged events after `start` (up to `end`) that match `prefix`.
+/// Returns them and the revision up to which the log was examined.
+fn read_chunk(
+    tree: &sled::Tree,
+    prefix: &Prefix,
+    start: Revision,
+    end: Revision,
+) -> Result<(Vec<Event>, Revision)> {
+    let mut events = Vec::new();
+    let mut pos = start;
+    let mut scanned = 0usize;
+    let hi = end.saturating_add(1);
+    for entry in tree.range(event_key(start.saturating_add(1))..event_key(hi)) {
+        let (k, v) = entry.map_err(backend)?;
+        let rev = rev_of_tagged(&k)?;
+        let (event_type, kb) = decode_event(&v)?;
+        let (key, _) = decode_key(kb)?;
+        if prefix.contains(&key) {
+            if let Some(ev) = load_event(tree, rev, event_type, kb, key)? {
+                events.push(ev);
+            }
+        }
+        pos = rev;
+        scanned += 1;
+        if events.len() >= REPLAY_CHUNK || scanned >= REPLAY_CHUNK * 16 {
+            return Ok((events, pos));
+        }
+    }
+    Ok((events, end.max(pos)))
+}

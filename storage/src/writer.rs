@@ -1,0 +1,256 @@
+//! The single writer: a dedicated thread that assigns revisions, checks preconditions,
+//! applies each group of pending writes as one atomic sled batch, makes it durable with one
+//! flush (group commit), then replies to the callers and publishes the events to watchers.
+//! It also runs compaction chunks between groups.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use crate::compaction::{unix_millis, Compactor};
+use crate::encoding::{
+    encode_event, encode_u64, event_key, history_key, index_key, index_key_bytes, key_bytes,
+    latest_key, meta_key, time_key, Record, META_REVISION,
+};
+use crate::read::read_latest;
+use crate::sled_store::Shared;
+use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
+
+/// Upper bound on the writes committed together.
+const MAX_GROUP: usize = 8192;
+
+pub(crate) struct WriteRequest {
+    pub key: Key,
+    pub delete: bool,
+    pub precondition: Precondition,
+    pub encode: Encoder,
+    pub reply: oneshot::Sender<Result<KeyValue>>,
+}
+
+pub(crate) enum Request {
+    Write(WriteRequest),
+    /// Commit what is queued before this, flush, close watchers, stop.
+    Shutdown(oneshot::Sender<Result<()>>),
+}
+
+pub(crate) struct Writer {
+    shared: Arc<Shared>,
+    rx: Receiver<Request>,
+    /// The last committed revision.
+    rev: Revision,
+    /// Commit times are kept monotonic even if the wall clock steps back.
+    last_commit_millis: u64,
+    compactor: Compactor,
+}
+
+type Reply = (oneshot::Sender<Result<KeyValue>>, Result<KeyValue>);
+
+fn check(delete: bool, pre: Precondition, current: Option<&Record>) -> Result<()> {
+    match (pre, current) {
+        (_, None) if delete => Err(Error::NotFound),
+        (Precondition::MustNotExist, None) => Ok(()),
+        (Precondition::MustNotExist, Some(_)) => Err(Error::AlreadyExists),
+        (Precondition::MustExist | Precondition::ModRevision(_), None) => Err(Error::NotFound),
+        (Precondition::MustExist, Some(_)) => Ok(()),
+        (Precondition::ModRevision(r), Some(c)) if c.mod_revision == r => Ok(()),
+        (Precondition::ModRevision(_), Some(c)) => Err(Error::Conflict { current: c.mod_revision }),
+    }
+}
+
+impl Writer {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        rx: Receiver<Request>,
+        rev: Revision,
+        compactor: Compactor,
+    ) -> Writer {
+        Writer { shared, rx, rev, last_commit_millis: 0, compactor }
+    }
+
+    pub(crate) fn run(mut self) {
+        let mut shutdown_reply = None;
+        loop {
+            let first = match self.rx.recv_timeout(self.compactor.wait()) {
+                Ok(req) => Some(req),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            if let Some(first) = first {
+                let mut group = Vec::new();
+                let mut next = Some(first);
+                while let Some(req) = next {
+                    match req {
+                        Request::Write(w) => group.push(w),
+                        Request::Shutdown(reply) => {
+                            shutdown_reply = Some(reply);
+                            break;
+                        }
+                    }
+                    if group.len() >= MAX_GROUP {
+                        break;
+                    }
+                    next = self.rx.try_recv().ok();
+                }
+                self.commit(group);
+                if shutdown_reply.is_some() {
+                    break;
+                }
+            }
+            if !self.shared.failed.load(Ordering::Acquire) {
+                if let Err(e) = self.compactor.run_due(&self.shared) {
+                    tracing::error!(error = %e, "compaction failed");
+                }
+            }
+        }
+        self.stop(shutdown_reply);
+    }
+
+    fn stop(self, shutdown_reply: Option<oneshot::Sender<Result<()>>>) {
+        let Writer { shared, rx, .. } = self;
+        shared.closing.store(true, Ordering::Release);
+        let mut other_shutdowns = Vec::new();
+        while let Ok(req) = rx.try_recv() {
+            match req {
+                Request::Write(w) => {
+                    let _ = w.reply.send(Err(Error::ShuttingDown));
+                }
+                Request::Shutdown(reply) => other_shutdowns.push(reply),
+            }
+        }
+        let result = shared.tree.flush().map(|_| ()).map_err(|e| Error::Backend(e.to_string()));
+        shared.hub.close_all();
+        // Release the database before answering, so the caller can reopen it.
+        drop(shared);
+        drop(rx);
+        for reply in other_shutdowns {
+            let _ = reply.send(Ok(()));
+        }
+        if let Some(reply) = shutdown_reply {
+            let _ = reply.send(result);
+        }
+    }
+
+    /// Applies one group: everything or nothing becomes durable, then callers get their
+    /// results and watchers the events.
+    fn commit(&mut self, group: Vec<WriteRequest>) {
+        if self.shared.failed.load(Ordering::Acquire) {
+            for w in group {
+                let _ = w.reply.send(Err(Error::Backend("storage failed earlier".into())));
+            }
+            return;
+        }
+        let tree = &self.shared.tree;
+        let mut overlay: HashMap<Vec<u8>, Option<Record>> = HashMap::new();
+        let mut batch = sled::Batch::default();
+        let mut rev = self.rev;
+        let mut replies: Vec<Reply> = Vec::with_capacity(group.len());
+        let mut events = Vec::new();
+        for req in group {
+            let kb = key_bytes(&req.key);
+            let current = match overlay.get(&kb) {
+                Some(c) => c.clone(),
+                None => match read_latest(tree, &kb) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        replies.push((req.reply, Err(e)));
+                        continue;
+                    }
+                },
+            };
+            if let Err(e) = check(req.delete, req.precondition, current.as_ref()) {
+                replies.push((req.reply, Err(e)));
+                continue;
+            }
+            let next = rev + 1;
+            let value = match (req.encode)(next) {
+                Ok(v) => Bytes::from(v),
+                Err(msg) => {
+                    replies.push((req.reply, Err(Error::Encode(msg))));
+                    continue;
+                }
+            };
+            rev = next;
+            let create_revision = current.as_ref().map_or(next, |c| c.create_revision);
+            let record =
+                Record { tombstone: req.delete, create_revision, mod_revision: next, value };
+            let event_type = match (&current, req.delete) {
+                (_, true) => EventType::Deleted,
+                (Some(_), false) => EventType::Modified,
+                (None, false) => EventType::Added,
+            };
+            if let Some(cur) = &current {
+                batch.insert(history_key(&kb, cur.mod_revision), cur.encode());
+            }
+            if req.delete {
+                batch.remove(latest_key(&kb));
+                batch.insert(history_key(&kb, next), record.encode());
+            } else {
+                batch.insert(latest_key(&kb), record.encode());
+                if current.is_none() {
+                    batch.insert(index_key(&index_key_bytes(&req.key)), &[]);
+                }
+            }
+            batch.insert(event_key(next), encode_event(event_type, &kb));
+            overlay.insert(kb, (!req.delete).then(|| record.clone()));
+            let kv = record.into_kv(req.key);
+            events.push(Event { event_type, kv: kv.clone(), prev: current.map(|c| c.value) });
+            replies.push((req.reply, Ok(kv)));
+        }
+        if rev > self.rev {
+            batch.insert(meta_key(META_REVISION), &encode_u64(rev));
+            self.last_commit_millis = self.last_commit_millis.max(unix_millis());
+            batch.insert(time_key(rev), &encode_u64(self.last_commit_millis));
+            // Published before the batch is visible: readers use it to bound the
+            // revisions a scan can run into.
+            self.shared.applied.store(rev, Ordering::Release);
+            let durable = tree.apply_batch(batch).and_then(|()| tree.flush().map(|_| ()));
+            if let Err(e) = durable {
+                tracing::error!(error = %e, "commit failed; storage stops accepting writes");
+                self.shared.failed.store(true, Ordering::Release);
+                for (reply, result) in replies {
+                    let _ = reply.send(result.and(Err(Error::Backend(e.to_string()))));
+                }
+                return;
+            }
+            self.rev = rev;
+            self.shared.current.store(rev, Ordering::Release);
+        }
+        for (reply, result) in replies {
+            let _ = reply.send(result);
+        }
+        if !events.is_empty() {
+            self.shared.hub.publish(events, rev);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(m: Revision) -> Record {
+        Record { tombstone: false, create_revision: 1, mod_revision: m, value: Bytes::new() }
+    }
+
+    #[test]
+    fn preconditions() {
+        use Precondition::*;
+        assert!(check(false, MustNotExist, None).is_ok());
+        assert!(matches!(check(false, MustNotExist, Some(&rec(2))), Err(Error::AlreadyExists)));
+        assert!(matches!(check(false, MustExist, None), Err(Error::NotFound)));
+        assert!(check(false, MustExist, Some(&rec(2))).is_ok());
+        assert!(check(false, ModRevision(2), Some(&rec(2))).is_ok());
+        assert!(matches!(
+            check(false, ModRevision(1), Some(&rec(2))),
+            Err(Error::Conflict { current: 2 })
+        ));
+        assert!(matches!(check(false, ModRevision(1), None), Err(Error::NotFound)));
+        assert!(matches!(check(true, MustExist, None), Err(Error::NotFound)));
+        assert!(matches!(check(true, MustNotExist, None), Err(Error::NotFound)));
+        assert!(check(true, ModRevision(2), Some(&rec(2))).is_ok());
+    }
+}
