@@ -14,5 +14,6 @@ pub mod http;
 pub mod registry;
 pub mod server;
 pub mod tls;
+pub mod warnings;
 
 pub use server::{Server, ServerBuilder, ServerConfig, ServerError};

@@ -15,6 +15,7 @@ mod custom;
 mod document;
 mod fixtures;
 mod paths;
+pub mod typed;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -48,7 +48,12 @@ impl Compactor {
     /// been fully applied.
     pub(crate) fn new(window: Duration, interval: Duration, resume: Option<Revision>) -> Self {
         let interval = interval.max(Duration::from_millis(1));
-        Compactor { window, interval, next_plan: Instant::now() + interval, target: resume }
+        Compactor {
+            window,
+            interval,
+            next_plan: Instant::now() + interval,
+            target: resume,
+        }
     }
 
     /// How long the writer may sleep before compaction needs it.
@@ -135,7 +140,12 @@ fn step(tree: &sled::Tree, target: Revision) -> Result<bool> {
 }
 
 /// Removes the history of one key that no snapshot at or after `target` can need.
-fn compact_key(tree: &sled::Tree, kb: &[u8], target: Revision, batch: &mut sled::Batch) -> Result<()> {
+fn compact_key(
+    tree: &sled::Tree,
+    kb: &[u8],
+    target: Revision,
+    batch: &mut sled::Batch,
+) -> Result<()> {
     let latest_mod = read_latest(tree, kb)?.map(|r| r.mod_revision);
     let mut old = Vec::new();
     for entry in tree.range(history_key(kb, 0)..=history_key(kb, target)) {
@@ -144,7 +154,11 @@ fn compact_key(tree: &sled::Tree, kb: &[u8], target: Revision, batch: &mut sled:
     }
     let keep_newest = latest_mod.is_none_or(|m| m > target)
         && old.last().is_some_and(|(_, tombstone)| !tombstone);
-    let remove = if keep_newest { old.len() - 1 } else { old.len() };
+    let remove = if keep_newest {
+        old.len() - 1
+    } else {
+        old.len()
+    };
     for (k, _) in &old[..remove] {
         batch.remove(k.clone());
     }

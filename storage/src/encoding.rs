@@ -108,7 +108,15 @@ pub(crate) fn decode_key(buf: &[u8]) -> Result<(Key, &[u8])> {
     let (resource, rest) = read_component(rest)?;
     let (namespace, rest) = read_component(rest)?;
     let (name, rest) = read_component(rest)?;
-    Ok((Key { cluster, resource, namespace, name }, rest))
+    Ok((
+        Key {
+            cluster,
+            resource,
+            namespace,
+            name,
+        },
+        rest,
+    ))
 }
 
 /// Decodes a resource-first index key.
@@ -117,7 +125,12 @@ pub(crate) fn decode_index_key(buf: &[u8]) -> Result<Key> {
     let (cluster, rest) = read_component(rest)?;
     let (namespace, rest) = read_component(rest)?;
     let (name, _) = read_component(rest)?;
-    Ok(Key { cluster, resource, namespace, name })
+    Ok(Key {
+        cluster,
+        resource,
+        namespace,
+        name,
+    })
 }
 
 fn tagged(tag: u8, body: &[u8]) -> Vec<u8> {
@@ -180,7 +193,9 @@ pub(crate) fn split_history_key(tree_key: &[u8]) -> Result<(&[u8], Revision)> {
 
 /// The revision of an event-log or commit-time tree key.
 pub(crate) fn rev_of_tagged(tree_key: &[u8]) -> Result<Revision> {
-    tree_key.get(1..).map_or_else(|| Err(Error::Corrupt("short key".into())), decode_u64)
+    tree_key
+        .get(1..)
+        .map_or_else(|| Err(Error::Corrupt("short key".into())), decode_u64)
 }
 
 /// A stored version of one key.
@@ -217,7 +232,12 @@ impl Record {
         let create_revision = decode_u64(&raw[1..1 + REV_LEN])?;
         let mod_revision = decode_u64(&raw[1 + REV_LEN..RECORD_HEADER])?;
         let value = Bytes::from_owner(raw).slice(RECORD_HEADER..);
-        Ok(Record { tombstone, create_revision, mod_revision, value })
+        Ok(Record {
+            tombstone,
+            create_revision,
+            mod_revision,
+            value,
+        })
     }
 
     /// Whether a raw record is a tombstone, without decoding it.
@@ -376,7 +396,9 @@ mod tests {
 
     #[test]
     fn byte_order_matches_key_order() {
-        let parts = ["", "\0", "\0\u{1}", "\u{1}", "a", "a\0", "a\0b", "ab", "b", "\u{ff}"];
+        let parts = [
+            "", "\0", "\0\u{1}", "\u{1}", "a", "a\0", "a\0b", "ab", "b", "\u{ff}",
+        ];
         let mut keys = Vec::new();
         for c in parts {
             for r in ["", "a\0", "a"] {

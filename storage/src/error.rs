@@ -12,9 +12,15 @@ pub enum Error {
     #[error("precondition failed: current revision is {current}")]
     Conflict { current: Revision },
     #[error("revision {requested} has been compacted (oldest available: {compacted})")]
-    Compacted { requested: Revision, compacted: Revision },
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
     #[error("revision {requested} is newer than the current revision {current}")]
-    FutureRevision { requested: Revision, current: Revision },
+    FutureRevision {
+        requested: Revision,
+        current: Revision,
+    },
     #[error("the value could not be encoded: {0}")]
     Encode(String),
     #[error("storage is shutting down")]

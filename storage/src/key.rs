@@ -42,7 +42,11 @@ impl Key {
 impl Prefix {
     /// Everything of `resource` in `cluster`, across namespaces.
     pub fn resource(cluster: impl Into<String>, resource: impl Into<String>) -> Self {
-        Prefix { cluster: Some(cluster.into()), resource: Some(resource.into()), namespace: None }
+        Prefix {
+            cluster: Some(cluster.into()),
+            resource: Some(resource.into()),
+            namespace: None,
+        }
     }
 
     /// Everything of `resource` in one namespace of `cluster`.
@@ -60,7 +64,11 @@ impl Prefix {
 
     /// Everything in one logical cluster.
     pub fn cluster(cluster: impl Into<String>) -> Self {
-        Prefix { cluster: Some(cluster.into()), resource: None, namespace: None }
+        Prefix {
+            cluster: Some(cluster.into()),
+            resource: None,
+            namespace: None,
+        }
     }
 
     /// Whether `key` lies inside this prefix.

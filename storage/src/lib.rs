@@ -166,8 +166,12 @@ pub trait Storage: Send + Sync + 'static {
     /// Deletes `key` if `precondition` holds. `encode` produces the tombstone value carried
     /// by the `Deleted` event (the object's last state with the delete's revision).
     /// Returns that tombstone once durable.
-    async fn delete(&self, key: Key, precondition: Precondition, encode: Encoder)
-        -> Result<KeyValue>;
+    async fn delete(
+        &self,
+        key: Key,
+        precondition: Precondition,
+        encode: Encoder,
+    ) -> Result<KeyValue>;
 
     /// Starts a watch of every change under `prefix` with revision > `from`.
     /// `from` older than the compacted revision fails with [`Error::Compacted`];

@@ -25,7 +25,10 @@ pub(crate) fn backend(e: sled::Error) -> Error {
 
 /// The latest live record of an encoded key (may be newer than the durable revision).
 pub(crate) fn read_latest(tree: &sled::Tree, kb: &[u8]) -> Result<Option<Record>> {
-    tree.get(latest_key(kb)).map_err(backend)?.map(Record::decode).transpose()
+    tree.get(latest_key(kb))
+        .map_err(backend)?
+        .map(Record::decode)
+        .transpose()
 }
 
 /// The exact value of an encoded key at revision `rev` (`None`: absent at `rev`).
@@ -56,8 +59,11 @@ pub(crate) fn version_at(tree: &sled::Tree, kb: &[u8], rev: Revision) -> Result<
 /// The value a key had just before revision `rev`, if it existed then and is still
 /// retained.
 pub(crate) fn value_before(tree: &sled::Tree, kb: &[u8], rev: Revision) -> Result<Option<Bytes>> {
-    let newest =
-        tree.range(history_key(kb, 0)..history_key(kb, rev)).next_back().transpose().map_err(backend)?;
+    let newest = tree
+        .range(history_key(kb, 0)..history_key(kb, rev))
+        .next_back()
+        .transpose()
+        .map_err(backend)?;
     match newest {
         Some((_, raw)) => {
             let rec = Record::decode(raw)?;
@@ -81,14 +87,25 @@ pub(crate) fn load_event(
         rec = read_latest(tree, kb)?.filter(|r| r.mod_revision == rev);
     }
     if rec.is_none() {
-        rec = tree.get(history_key(kb, rev)).map_err(backend)?.map(Record::decode).transpose()?;
+        rec = tree
+            .get(history_key(kb, rev))
+            .map_err(backend)?
+            .map(Record::decode)
+            .transpose()?;
     }
     let Some(rec) = rec else {
         return Ok(None);
     };
-    let prev =
-        if event_type == EventType::Added { None } else { value_before(tree, kb, rev)? };
-    Ok(Some(Event { event_type, kv: rec.into_kv(key), prev }))
+    let prev = if event_type == EventType::Added {
+        None
+    } else {
+        value_before(tree, kb, rev)?
+    };
+    Ok(Some(Event {
+        event_type,
+        kv: rec.into_kv(key),
+        prev,
+    }))
 }
 
 /// Which algorithm [`list`] uses.
@@ -115,7 +132,13 @@ struct Collector<'a> {
 
 impl<'a> Collector<'a> {
     fn new(limit: Option<usize>, filter: Option<Filter<'a>>) -> Self {
-        Collector { items: Vec::new(), limit: limit.filter(|l| *l > 0), filter, more: false, examined: 0 }
+        Collector {
+            items: Vec::new(),
+            limit: limit.filter(|l| *l > 0),
+            filter,
+            more: false,
+            examined: 0,
+        }
     }
 
     fn full(&self) -> bool {
@@ -216,7 +239,11 @@ async fn scan_latest(
             continue;
         }
         let rec = Record::decode(v)?;
-        let rec = if rec.mod_revision <= rev { Some(rec) } else { version_at(tree, kb, rev)? };
+        let rec = if rec.mod_revision <= rev {
+            Some(rec)
+        } else {
+            version_at(tree, kb, rev)?
+        };
         if let Some(rec) = rec {
             out.offer(rec.into_kv(key));
         }
@@ -232,9 +259,10 @@ async fn scan_history(
     start_after: Option<&Key>,
     out: &mut Collector<'_>,
 ) -> Result<()> {
-    let (Some(l_range), Some(h_range)) =
-        (plan.range(TAG_LATEST, start_after), plan.range(TAG_HISTORY, start_after))
-    else {
+    let (Some(l_range), Some(h_range)) = (
+        plan.range(TAG_LATEST, start_after),
+        plan.range(TAG_HISTORY, start_after),
+    ) else {
         return Ok(());
     };
     let mut l_iter = tree.range(l_range);
@@ -355,8 +383,7 @@ async fn correct(
         if bound.as_ref().is_some_and(|b| key > *b) {
             continue;
         }
-        if out.items.binary_search_by(|kv| kv.key.cmp(&key)).is_ok() || !seen.insert(key.clone())
-        {
+        if out.items.binary_search_by(|kv| kv.key.cmp(&key)).is_ok() || !seen.insert(key.clone()) {
             continue;
         }
         if let Some(rec) = version_at(tree, kb, rev)? {

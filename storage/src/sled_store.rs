@@ -75,7 +75,9 @@ pub struct SledStorage {
 }
 
 fn read_meta(tree: &sled::Tree, name: &[u8]) -> Result<Revision> {
-    tree.get(meta_key(name)).map_err(backend)?.map_or(Ok(0), |v| decode_u64(&v))
+    tree.get(meta_key(name))
+        .map_err(backend)?
+        .map_or(Ok(0), |v| decode_u64(&v))
 }
 
 impl SledStorage {
@@ -110,7 +112,10 @@ impl SledStorage {
             .spawn(move || writer.run())
             .map_err(|e| Error::Backend(format!("cannot start the writer thread: {e}")))?;
         drop(db);
-        Ok(Arc::new(SledStorage { shared, requests: Mutex::new(Some(tx)) }))
+        Ok(Arc::new(SledStorage {
+            shared,
+            requests: Mutex::new(Some(tx)),
+        }))
     }
 
     /// Number of live watchers (for metrics and tests).
@@ -137,8 +142,16 @@ impl SledStorage {
         encode: Encoder,
     ) -> Result<KeyValue> {
         let (reply, rx) = oneshot::channel();
-        let req = WriteRequest { key, delete, precondition, encode, reply };
-        self.sender()?.send(Request::Write(req)).map_err(|_| Error::ShuttingDown)?;
+        let req = WriteRequest {
+            key,
+            delete,
+            precondition,
+            encode,
+            reply,
+        };
+        self.sender()?
+            .send(Request::Write(req))
+            .map_err(|_| Error::ShuttingDown)?;
         rx.await.map_err(|_| Error::ShuttingDown)?
     }
 
@@ -147,7 +160,10 @@ impl SledStorage {
         let current = self.current_revision();
         let rev = requested.unwrap_or(current);
         if rev > current {
-            return Err(Error::FutureRevision { requested: rev, current });
+            return Err(Error::FutureRevision {
+                requested: rev,
+                current,
+            });
         }
         self.check_not_compacted(rev)?;
         Ok(rev)
@@ -156,7 +172,10 @@ impl SledStorage {
     fn check_not_compacted(&self, rev: Revision) -> Result<()> {
         let compacted = self.compacted_revision();
         if rev < compacted {
-            return Err(Error::Compacted { requested: rev, compacted });
+            return Err(Error::Compacted {
+                requested: rev,
+                compacted,
+            });
         }
         Ok(())
     }
@@ -206,7 +225,11 @@ impl Storage for SledStorage {
         .await?;
         // Compaction publishes its point before removing anything.
         self.check_not_compacted(rev)?;
-        Ok(ListResult { items, revision: rev, more })
+        Ok(ListResult {
+            items,
+            revision: rev,
+            more,
+        })
     }
 
     async fn count(&self, prefix: &Prefix) -> Result<u64> {
@@ -246,7 +269,11 @@ impl Storage for SledStorage {
     }
 
     async fn shutdown(&self) -> Result<()> {
-        let sender = self.requests.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let sender = self
+            .requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         self.shared.closing.store(true, Ordering::Release);
         let Some(sender) = sender else {
             return Ok(());

@@ -39,7 +39,10 @@ struct Level<T> {
 
 impl<T> Default for Level<T> {
     fn default() -> Self {
-        Level { any: None, named: HashMap::new() }
+        Level {
+            any: None,
+            named: HashMap::new(),
+        }
     }
 }
 
@@ -102,9 +105,15 @@ impl Registry {
     }
 
     fn remove(&mut self, id: u64, p: &Prefix) {
-        let Some(res) = self.index.get_mut(p.cluster.as_ref()) else { return };
-        let Some(ns) = res.get_mut(p.resource.as_ref()) else { return };
-        let Some(bucket) = ns.get_mut(p.namespace.as_ref()) else { return };
+        let Some(res) = self.index.get_mut(p.cluster.as_ref()) else {
+            return;
+        };
+        let Some(ns) = res.get_mut(p.resource.as_ref()) else {
+            return;
+        };
+        let Some(bucket) = ns.get_mut(p.namespace.as_ref()) else {
+            return;
+        };
         if bucket.remove(&id).is_some() {
             self.len -= 1;
         }
@@ -349,7 +358,10 @@ impl Hub {
         let compacted_now = compacted.load(Ordering::Acquire);
         if from < compacted_now {
             self.unregister(&slot);
-            return Err(Error::Compacted { requested: from, compacted: compacted_now });
+            return Err(Error::Compacted {
+                requested: from,
+                compacted: compacted_now,
+            });
         }
         let task = WatchTask {
             hub: self.clone(),
@@ -473,7 +485,6 @@ impl WatchTask {
         }
         Ok(())
     }
-
 
     async fn live(&mut self) -> Stop {
         let mut ticker = self.progress_every.map(|every| {

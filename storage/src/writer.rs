@@ -57,7 +57,9 @@ fn check(delete: bool, pre: Precondition, current: Option<&Record>) -> Result<()
         (Precondition::MustExist | Precondition::ModRevision(_), None) => Err(Error::NotFound),
         (Precondition::MustExist, Some(_)) => Ok(()),
         (Precondition::ModRevision(r), Some(c)) if c.mod_revision == r => Ok(()),
-        (Precondition::ModRevision(_), Some(c)) => Err(Error::Conflict { current: c.mod_revision }),
+        (Precondition::ModRevision(_), Some(c)) => Err(Error::Conflict {
+            current: c.mod_revision,
+        }),
     }
 }
 
@@ -68,7 +70,13 @@ impl Writer {
         rev: Revision,
         compactor: Compactor,
     ) -> Writer {
-        Writer { shared, rx, rev, last_commit_millis: 0, compactor }
+        Writer {
+            shared,
+            rx,
+            rev,
+            last_commit_millis: 0,
+            compactor,
+        }
     }
 
     pub(crate) fn run(mut self) {
@@ -121,7 +129,11 @@ impl Writer {
                 Request::Shutdown(reply) => other_shutdowns.push(reply),
             }
         }
-        let result = shared.tree.flush().map(|_| ()).map_err(|e| Error::Backend(e.to_string()));
+        let result = shared
+            .tree
+            .flush()
+            .map(|_| ())
+            .map_err(|e| Error::Backend(e.to_string()));
         shared.hub.close_all();
         // Release the database before answering, so the caller can reopen it.
         drop(shared);
@@ -139,7 +151,9 @@ impl Writer {
     fn commit(&mut self, group: Vec<WriteRequest>) {
         if self.shared.failed.load(Ordering::Acquire) {
             for w in group {
-                let _ = w.reply.send(Err(Error::Backend("storage failed earlier".into())));
+                let _ = w
+                    .reply
+                    .send(Err(Error::Backend("storage failed earlier".into())));
             }
             return;
         }
@@ -175,8 +189,12 @@ impl Writer {
             };
             rev = next;
             let create_revision = current.as_ref().map_or(next, |c| c.create_revision);
-            let record =
-                Record { tombstone: req.delete, create_revision, mod_revision: next, value };
+            let record = Record {
+                tombstone: req.delete,
+                create_revision,
+                mod_revision: next,
+                value,
+            };
             let event_type = match (&current, req.delete) {
                 (_, true) => EventType::Deleted,
                 (Some(_), false) => EventType::Modified,
@@ -197,7 +215,11 @@ impl Writer {
             batch.insert(event_key(next), encode_event(event_type, &kb));
             overlay.insert(kb, (!req.delete).then(|| record.clone()));
             let kv = record.into_kv(req.key);
-            events.push(Event { event_type, kv: kv.clone(), prev: current.map(|c| c.value) });
+            events.push(Event {
+                event_type,
+                kv: kv.clone(),
+                prev: current.map(|c| c.value),
+            });
             replies.push((req.reply, Ok(kv)));
         }
         if rev > self.rev {
@@ -207,7 +229,9 @@ impl Writer {
             // Published before the batch is visible: readers use it to bound the
             // revisions a scan can run into.
             self.shared.applied.store(rev, Ordering::Release);
-            let durable = tree.apply_batch(batch).and_then(|()| tree.flush().map(|_| ()));
+            let durable = tree
+                .apply_batch(batch)
+                .and_then(|()| tree.flush().map(|_| ()));
             if let Err(e) = durable {
                 tracing::error!(error = %e, "commit failed; storage stops accepting writes");
                 self.shared.failed.store(true, Ordering::Release);
@@ -233,24 +257,41 @@ mod tests {
     use super::*;
 
     fn rec(m: Revision) -> Record {
-        Record { tombstone: false, create_revision: 1, mod_revision: m, value: Bytes::new() }
+        Record {
+            tombstone: false,
+            create_revision: 1,
+            mod_revision: m,
+            value: Bytes::new(),
+        }
     }
 
     #[test]
     fn preconditions() {
         use Precondition::*;
         assert!(check(false, MustNotExist, None).is_ok());
-        assert!(matches!(check(false, MustNotExist, Some(&rec(2))), Err(Error::AlreadyExists)));
-        assert!(matches!(check(false, MustExist, None), Err(Error::NotFound)));
+        assert!(matches!(
+            check(false, MustNotExist, Some(&rec(2))),
+            Err(Error::AlreadyExists)
+        ));
+        assert!(matches!(
+            check(false, MustExist, None),
+            Err(Error::NotFound)
+        ));
         assert!(check(false, MustExist, Some(&rec(2))).is_ok());
         assert!(check(false, ModRevision(2), Some(&rec(2))).is_ok());
         assert!(matches!(
             check(false, ModRevision(1), Some(&rec(2))),
             Err(Error::Conflict { current: 2 })
         ));
-        assert!(matches!(check(false, ModRevision(1), None), Err(Error::NotFound)));
+        assert!(matches!(
+            check(false, ModRevision(1), None),
+            Err(Error::NotFound)
+        ));
         assert!(matches!(check(true, MustExist, None), Err(Error::NotFound)));
-        assert!(matches!(check(true, MustNotExist, None), Err(Error::NotFound)));
+        assert!(matches!(
+            check(true, MustNotExist, None),
+            Err(Error::NotFound)
+        ));
         assert!(check(true, ModRevision(2), Some(&rec(2))).is_ok());
     }
 }

@@ -38,7 +38,10 @@ async fn create(s: &Arc<dyn Storage>, k: Key, v: &str) -> KeyValue {
 }
 
 async fn list_all(s: &Arc<dyn Storage>, p: &Prefix, at: Option<Revision>) -> Vec<KeyValue> {
-    let opts = ListOptions { at_revision: at, ..Default::default() };
+    let opts = ListOptions {
+        at_revision: at,
+        ..Default::default()
+    };
     s.list(p, &opts, None).await.unwrap().items
 }
 
@@ -91,30 +94,69 @@ async fn crud_and_preconditions(s: &Arc<dyn Storage>) {
     assert!(s.current_revision() >= c.mod_revision);
     assert_eq!(s.get(&k).await.unwrap().unwrap(), c);
 
-    let e = s.put(k.clone(), Precondition::MustNotExist, enc("x")).await.unwrap_err();
+    let e = s
+        .put(k.clone(), Precondition::MustNotExist, enc("x"))
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::AlreadyExists), "{e:?}");
 
-    let u = s.put(k.clone(), Precondition::ModRevision(c.mod_revision), enc("v2")).await.unwrap();
+    let u = s
+        .put(
+            k.clone(),
+            Precondition::ModRevision(c.mod_revision),
+            enc("v2"),
+        )
+        .await
+        .unwrap();
     assert!(u.mod_revision > c.mod_revision);
     assert_eq!(u.create_revision, c.create_revision);
 
-    let e = s.put(k.clone(), Precondition::ModRevision(c.mod_revision), enc("v3")).await;
+    let e = s
+        .put(
+            k.clone(),
+            Precondition::ModRevision(c.mod_revision),
+            enc("v3"),
+        )
+        .await;
     assert!(matches!(e, Err(Error::Conflict { current }) if current == u.mod_revision));
 
-    let u2 = s.put(k.clone(), Precondition::MustExist, enc("v3")).await.unwrap();
-    assert_eq!(val(&s.get(&k).await.unwrap().unwrap()), format!("v3@{}", u2.mod_revision));
+    let u2 = s
+        .put(k.clone(), Precondition::MustExist, enc("v3"))
+        .await
+        .unwrap();
+    assert_eq!(
+        val(&s.get(&k).await.unwrap().unwrap()),
+        format!("v3@{}", u2.mod_revision)
+    );
 
     let missing = key("crud", "ns", "missing");
-    let e = s.put(missing.clone(), Precondition::MustExist, enc("x")).await;
+    let e = s
+        .put(missing.clone(), Precondition::MustExist, enc("x"))
+        .await;
     assert!(matches!(e, Err(Error::NotFound)));
-    let e = s.put(missing.clone(), Precondition::ModRevision(1), enc("x")).await;
+    let e = s
+        .put(missing.clone(), Precondition::ModRevision(1), enc("x"))
+        .await;
     assert!(matches!(e, Err(Error::NotFound)));
     let e = s.delete(missing, Precondition::MustExist, enc("x")).await;
     assert!(matches!(e, Err(Error::NotFound)));
 
-    let e = s.delete(k.clone(), Precondition::ModRevision(c.mod_revision), enc("gone")).await;
+    let e = s
+        .delete(
+            k.clone(),
+            Precondition::ModRevision(c.mod_revision),
+            enc("gone"),
+        )
+        .await;
     assert!(matches!(e, Err(Error::Conflict { .. })));
-    let d = s.delete(k.clone(), Precondition::ModRevision(u2.mod_revision), enc("gone")).await.unwrap();
+    let d = s
+        .delete(
+            k.clone(),
+            Precondition::ModRevision(u2.mod_revision),
+            enc("gone"),
+        )
+        .await
+        .unwrap();
     assert!(d.mod_revision > u2.mod_revision);
     assert_eq!(d.create_revision, c.create_revision);
     assert_eq!(val(&d), format!("gone@{}", d.mod_revision));
@@ -132,7 +174,10 @@ async fn encoder_errors_consume_no_revision(s: &Arc<dyn Storage>) {
     let failing: Encoder = Box::new(|_| Err("boom".to_string()));
     let e = s.put(k.clone(), Precondition::MustExist, failing).await;
     assert!(matches!(e, Err(Error::Encode(m)) if m == "boom"));
-    let b = s.put(k.clone(), Precondition::MustExist, enc("w")).await.unwrap();
+    let b = s
+        .put(k.clone(), Precondition::MustExist, enc("w"))
+        .await
+        .unwrap();
     // Nobody else writes to this store concurrently in the suite.
     assert_eq!(b.mod_revision, a.mod_revision + 1);
     assert_eq!(s.current_revision(), b.mod_revision);
@@ -143,7 +188,10 @@ async fn concurrent_writers(s: &Arc<dyn Storage>) {
     let tasks = 32;
     let per_task = 20;
     let n = tasks * per_task * 2;
-    let mut watcher = s.watch(&Prefix::cluster("conc"), before, None).await.unwrap();
+    let mut watcher = s
+        .watch(&Prefix::cluster("conc"), before, None)
+        .await
+        .unwrap();
     // Read concurrently: the channel holds fewer events than this test writes.
     let collector = tokio::spawn(async move {
         let mut seen = Vec::new();
@@ -197,7 +245,10 @@ async fn concurrent_writers(s: &Arc<dyn Storage>) {
     let mut all = Vec::new();
     for h in handles {
         let revs = h.await.unwrap();
-        assert!(revs.windows(2).all(|w| w[0] < w[1]), "per-task revisions not increasing");
+        assert!(
+            revs.windows(2).all(|w| w[0] < w[1]),
+            "per-task revisions not increasing"
+        );
         all.extend(revs);
     }
     monitor_stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -205,7 +256,9 @@ async fn concurrent_writers(s: &Arc<dyn Storage>) {
     assert_eq!(all.len(), n);
     let unique: HashSet<_> = all.iter().copied().collect();
     assert_eq!(unique.len(), n, "duplicate revisions");
-    assert!(all.iter().all(|r| *r > before && *r <= s.current_revision()));
+    assert!(all
+        .iter()
+        .all(|r| *r > before && *r <= s.current_revision()));
     // The watch sees every write exactly once, in revision order, with mod revisions
     // matching the acknowledged ones.
     let seen = collector.await.unwrap();
@@ -236,37 +289,69 @@ async fn list_order_prefixes_filter_limit(s: &Arc<dyn Storage>) {
     create(s, Key::new(cluster, "/configmap", "ns", "a"), "v").await;
     expected.sort();
 
-    let got: Vec<Key> =
-        list_all(s, &Prefix::resource(cluster, RES), None).await.into_iter().map(|kv| kv.key).collect();
+    let got: Vec<Key> = list_all(s, &Prefix::resource(cluster, RES), None)
+        .await
+        .into_iter()
+        .map(|kv| kv.key)
+        .collect();
     assert_eq!(got, expected);
-    assert_eq!(s.count(&Prefix::resource(cluster, RES)).await.unwrap(), expected.len() as u64);
+    assert_eq!(
+        s.count(&Prefix::resource(cluster, RES)).await.unwrap(),
+        expected.len() as u64
+    );
 
     let ns_only: Vec<Key> = list_all(s, &Prefix::namespace(cluster, RES, "ns"), None)
         .await
         .into_iter()
         .map(|kv| kv.key)
         .collect();
-    let want: Vec<Key> = expected.iter().filter(|k| k.namespace == "ns").cloned().collect();
+    let want: Vec<Key> = expected
+        .iter()
+        .filter(|k| k.namespace == "ns")
+        .cloned()
+        .collect();
     assert_eq!(ns_only, want);
-    assert_eq!(s.count(&Prefix::namespace(cluster, RES, "ns")).await.unwrap(), names.len() as u64);
+    assert_eq!(
+        s.count(&Prefix::namespace(cluster, RES, "ns"))
+            .await
+            .unwrap(),
+        names.len() as u64
+    );
 
     let whole_cluster = list_all(s, &Prefix::cluster(cluster), None).await;
     assert_eq!(whole_cluster.len(), expected.len() + 2);
     assert!(whole_cluster.windows(2).all(|w| w[0].key < w[1].key));
-    assert_eq!(s.count(&Prefix::cluster(cluster)).await.unwrap(), expected.len() as u64 + 2);
+    assert_eq!(
+        s.count(&Prefix::cluster(cluster)).await.unwrap(),
+        expected.len() as u64 + 2
+    );
 
     // A namespace across resources (odd but legal prefix).
-    let odd = Prefix { cluster: Some(cluster.into()), resource: None, namespace: Some("ns".into()) };
+    let odd = Prefix {
+        cluster: Some(cluster.into()),
+        resource: None,
+        namespace: Some("ns".into()),
+    };
     assert_eq!(list_all(s, &odd, None).await.len(), names.len() + 2);
 
     // Filter + limit: limit counts matching items; paging with start_after visits all.
     let filter = |kv: &KeyValue| kv.key.name.starts_with('a');
-    let want: Vec<Key> = expected.iter().filter(|k| k.name.starts_with('a')).cloned().collect();
+    let want: Vec<Key> = expected
+        .iter()
+        .filter(|k| k.name.starts_with('a'))
+        .cloned()
+        .collect();
     let mut got = Vec::new();
-    let mut opts = ListOptions { limit: Some(4), ..Default::default() };
+    let mut opts = ListOptions {
+        limit: Some(4),
+        ..Default::default()
+    };
     let mut rev = None;
     loop {
-        let r = s.list(&Prefix::resource(cluster, RES), &opts, Some(&filter)).await.unwrap();
+        let r = s
+            .list(&Prefix::resource(cluster, RES), &opts, Some(&filter))
+            .await
+            .unwrap();
         assert!(r.items.len() <= 4);
         if let Some(rev) = rev {
             assert_eq!(r.revision, rev);
@@ -282,23 +367,59 @@ async fn list_order_prefixes_filter_limit(s: &Arc<dyn Storage>) {
     assert_eq!(got, want);
 
     // start_after outside the prefix (before / after it).
-    let opts = ListOptions { start_after: Some(key("a", "", "")), ..Default::default() };
-    assert_eq!(s.list(&Prefix::resource(cluster, RES), &opts, None).await.unwrap().items.len(), expected.len());
-    let opts = ListOptions { start_after: Some(key("zzz", "", "")), ..Default::default() };
-    let r = s.list(&Prefix::resource(cluster, RES), &opts, None).await.unwrap();
+    let opts = ListOptions {
+        start_after: Some(key("a", "", "")),
+        ..Default::default()
+    };
+    assert_eq!(
+        s.list(&Prefix::resource(cluster, RES), &opts, None)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        expected.len()
+    );
+    let opts = ListOptions {
+        start_after: Some(key("zzz", "", "")),
+        ..Default::default()
+    };
+    let r = s
+        .list(&Prefix::resource(cluster, RES), &opts, None)
+        .await
+        .unwrap();
     assert!(r.items.is_empty() && !r.more);
 
     // Exact limit at the end: `more` is false.
-    let opts = ListOptions { limit: Some(expected.len()), ..Default::default() };
-    let r = s.list(&Prefix::resource(cluster, RES), &opts, None).await.unwrap();
+    let opts = ListOptions {
+        limit: Some(expected.len()),
+        ..Default::default()
+    };
+    let r = s
+        .list(&Prefix::resource(cluster, RES), &opts, None)
+        .await
+        .unwrap();
     assert_eq!(r.items.len(), expected.len());
     assert!(!r.more);
-    let opts = ListOptions { limit: Some(expected.len() - 1), ..Default::default() };
-    assert!(s.list(&Prefix::resource(cluster, RES), &opts, None).await.unwrap().more);
+    let opts = ListOptions {
+        limit: Some(expected.len() - 1),
+        ..Default::default()
+    };
+    assert!(
+        s.list(&Prefix::resource(cluster, RES), &opts, None)
+            .await
+            .unwrap()
+            .more
+    );
 
     // Future revision.
-    let opts = ListOptions { at_revision: Some(s.current_revision() + 10), ..Default::default() };
-    let e = s.list(&Prefix::resource(cluster, RES), &opts, None).await.unwrap_err();
+    let opts = ListOptions {
+        at_revision: Some(s.current_revision() + 10),
+        ..Default::default()
+    };
+    let e = s
+        .list(&Prefix::resource(cluster, RES), &opts, None)
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::FutureRevision { .. }), "{e:?}");
 }
 
@@ -314,27 +435,60 @@ async fn wildcard_cluster_list(s: &Arc<dyn Storage>) {
         create(s, Key::new(c, "other/things", "a", "x"), "v").await;
     }
     expected.sort();
-    let all = Prefix { cluster: None, resource: Some(res.into()), namespace: None };
-    let got: Vec<Key> = list_all(s, &all, None).await.into_iter().map(|kv| kv.key).collect();
+    let all = Prefix {
+        cluster: None,
+        resource: Some(res.into()),
+        namespace: None,
+    };
+    let got: Vec<Key> = list_all(s, &all, None)
+        .await
+        .into_iter()
+        .map(|kv| kv.key)
+        .collect();
     assert_eq!(got, expected);
     assert_eq!(s.count(&all).await.unwrap(), expected.len() as u64);
-    let ns_a = Prefix { cluster: None, resource: Some(res.into()), namespace: Some("a".into()) };
+    let ns_a = Prefix {
+        cluster: None,
+        resource: Some(res.into()),
+        namespace: Some("a".into()),
+    };
     assert_eq!(list_all(s, &ns_a, None).await.len(), 4);
 
     // Paging through the wildcard list, with a delete in between that must not show.
-    let r1 = s.list(&all, &ListOptions { limit: Some(3), ..Default::default() }, None).await.unwrap();
+    let r1 = s
+        .list(
+            &all,
+            &ListOptions {
+                limit: Some(3),
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
     assert!(r1.more);
     let victim = expected[5].clone();
-    s.delete(victim.clone(), Precondition::MustExist, enc("d")).await.unwrap();
+    s.delete(victim.clone(), Precondition::MustExist, enc("d"))
+        .await
+        .unwrap();
     let opts = ListOptions {
         at_revision: Some(r1.revision),
         start_after: Some(r1.items.last().unwrap().key.clone()),
         limit: None,
     };
     let r2 = s.list(&all, &opts, None).await.unwrap();
-    let got: Vec<Key> = r1.items.iter().chain(r2.items.iter()).map(|kv| kv.key.clone()).collect();
+    let got: Vec<Key> = r1
+        .items
+        .iter()
+        .chain(r2.items.iter())
+        .map(|kv| kv.key.clone())
+        .collect();
     assert_eq!(got, expected, "the snapshot still holds the deleted key");
-    let now: Vec<Key> = list_all(s, &all, None).await.into_iter().map(|kv| kv.key).collect();
+    let now: Vec<Key> = list_all(s, &all, None)
+        .await
+        .into_iter()
+        .map(|kv| kv.key)
+        .collect();
     assert!(!now.contains(&victim));
 }
 
@@ -344,7 +498,17 @@ async fn paging_snapshot_under_writes(s: &Arc<dyn Storage>) {
     for i in 0..200 {
         create(s, key(cluster, "ns", &format!("k{i:03}")), "orig").await;
     }
-    let first = s.list(&p, &ListOptions { limit: Some(10), ..Default::default() }, None).await.unwrap();
+    let first = s
+        .list(
+            &p,
+            &ListOptions {
+                limit: Some(10),
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
     let snap = first.revision;
     let expected = list_all(s, &p, Some(snap)).await;
     assert_eq!(expected.len(), 200);
@@ -362,7 +526,13 @@ async fn paging_snapshot_under_writes(s: &Arc<dyn Storage>) {
                         let _ = s.put(k, Precondition::MustExist, enc("upd")).await;
                     }
                     _ => {
-                        let _ = s.put(key(cluster, "ns", &format!("k{i:03}x")), Precondition::MustNotExist, enc("new")).await;
+                        let _ = s
+                            .put(
+                                key(cluster, "ns", &format!("k{i:03}x")),
+                                Precondition::MustNotExist,
+                                enc("new"),
+                            )
+                            .await;
                     }
                 }
             }
@@ -371,7 +541,11 @@ async fn paging_snapshot_under_writes(s: &Arc<dyn Storage>) {
     let mut got = first.items.clone();
     let mut last = first.items.last().unwrap().key.clone();
     loop {
-        let opts = ListOptions { at_revision: Some(snap), start_after: Some(last.clone()), limit: Some(7) };
+        let opts = ListOptions {
+            at_revision: Some(snap),
+            start_after: Some(last.clone()),
+            limit: Some(7),
+        };
         let r = s.list(&p, &opts, None).await.unwrap();
         assert_eq!(r.revision, snap);
         got.extend(r.items.iter().cloned());
@@ -401,12 +575,26 @@ async fn snapshots_match_model(s: &Arc<dyn Storage>) {
         seed
     };
     for _ in 0..300 {
-        let k = key(cluster, ["a", "b"][(rnd() % 2) as usize], &format!("k{}", rnd() % 6));
+        let k = key(
+            cluster,
+            ["a", "b"][(rnd() % 2) as usize],
+            &format!("k{}", rnd() % 6),
+        );
         let res = if let Some(cur) = model.get(&k) {
             if rnd() % 3 == 0 {
-                s.delete(k.clone(), Precondition::ModRevision(cur.mod_revision), enc("d")).await
+                s.delete(
+                    k.clone(),
+                    Precondition::ModRevision(cur.mod_revision),
+                    enc("d"),
+                )
+                .await
             } else {
-                s.put(k.clone(), Precondition::ModRevision(cur.mod_revision), enc("u")).await
+                s.put(
+                    k.clone(),
+                    Precondition::ModRevision(cur.mod_revision),
+                    enc("u"),
+                )
+                .await
             }
         } else {
             s.put(k.clone(), Precondition::MustNotExist, enc("c")).await
@@ -431,7 +619,11 @@ async fn watch_replay_then_live(s: &Arc<dyn Storage>) {
     let start = s.current_revision();
     let mut acked = Vec::new();
     for i in 0..20 {
-        acked.push(create(s, key("wrl", "ns", &format!("k{i}")), "v").await.mod_revision);
+        acked.push(
+            create(s, key("wrl", "ns", &format!("k{i}")), "v")
+                .await
+                .mod_revision,
+        );
     }
     // Writers keep going while the watch is established.
     let writer = {
@@ -439,7 +631,11 @@ async fn watch_replay_then_live(s: &Arc<dyn Storage>) {
         tokio::spawn(async move {
             let mut revs = Vec::new();
             for i in 20..120 {
-                revs.push(create(&s, key("wrl", "ns", &format!("k{i}")), "v").await.mod_revision);
+                revs.push(
+                    create(&s, key("wrl", "ns", &format!("k{i}")), "v")
+                        .await
+                        .mod_revision,
+                );
             }
             revs
         })
@@ -466,12 +662,26 @@ async fn watch_replay_then_live(s: &Arc<dyn Storage>) {
 
 async fn watch_prefixes_and_prev(s: &Arc<dyn Storage>) {
     let from = s.current_revision();
-    let mut ns_a = s.watch(&Prefix::namespace("wp1", RES, "a"), from, None).await.unwrap();
-    let mut res = s.watch(&Prefix::resource("wp1", RES), from, None).await.unwrap();
+    let mut ns_a = s
+        .watch(&Prefix::namespace("wp1", RES, "a"), from, None)
+        .await
+        .unwrap();
+    let mut res = s
+        .watch(&Prefix::resource("wp1", RES), from, None)
+        .await
+        .unwrap();
     let mut cl = s.watch(&Prefix::cluster("wp1"), from, None).await.unwrap();
-    let wild = Prefix { cluster: None, resource: Some("wp.example/things".into()), namespace: None };
+    let wild = Prefix {
+        cluster: None,
+        resource: Some("wp.example/things".into()),
+        namespace: None,
+    };
     let mut wild_rx = s.watch(&wild, from, None).await.unwrap();
-    let everything = Prefix { cluster: None, resource: None, namespace: None };
+    let everything = Prefix {
+        cluster: None,
+        resource: None,
+        namespace: None,
+    };
     let mut all_rx = s.watch(&everything, from, None).await.unwrap();
 
     let a1 = create(s, key("wp1", "a", "x"), "1").await;
@@ -480,16 +690,31 @@ async fn watch_prefixes_and_prev(s: &Arc<dyn Storage>) {
     let other = create(s, Key::new("wp1", "/secrets", "a", "x"), "1").await;
     let w1 = create(s, Key::new("wp-c1", "wp.example/things", "a", "x"), "1").await;
     let w2 = create(s, Key::new("wp-c2", "wp.example/things", "b", "y"), "1").await;
-    let a2 = s.put(key("wp1", "a", "x"), Precondition::MustExist, enc("2")).await.unwrap();
-    let a3 = s.delete(key("wp1", "a", "x"), Precondition::MustExist, enc("3")).await.unwrap();
+    let a2 = s
+        .put(key("wp1", "a", "x"), Precondition::MustExist, enc("2"))
+        .await
+        .unwrap();
+    let a3 = s
+        .delete(key("wp1", "a", "x"), Precondition::MustExist, enc("3"))
+        .await
+        .unwrap();
 
     let e = next_event(&mut ns_a).await;
-    assert_eq!((e.event_type, e.kv.mod_revision, e.prev.clone()), (EventType::Added, a1.mod_revision, None));
+    assert_eq!(
+        (e.event_type, e.kv.mod_revision, e.prev.clone()),
+        (EventType::Added, a1.mod_revision, None)
+    );
     let e = next_event(&mut ns_a).await;
-    assert_eq!((e.event_type, e.kv.mod_revision), (EventType::Modified, a2.mod_revision));
+    assert_eq!(
+        (e.event_type, e.kv.mod_revision),
+        (EventType::Modified, a2.mod_revision)
+    );
     assert_eq!(e.prev.as_deref(), Some(a1.value.as_ref()));
     let e = next_event(&mut ns_a).await;
-    assert_eq!((e.event_type, e.kv.mod_revision), (EventType::Deleted, a3.mod_revision));
+    assert_eq!(
+        (e.event_type, e.kv.mod_revision),
+        (EventType::Deleted, a3.mod_revision)
+    );
     assert_eq!(e.prev.as_deref(), Some(a2.value.as_ref()));
     assert_eq!(val(&e.kv), format!("3@{}", a3.mod_revision));
     assert_quiet(&mut ns_a).await;
@@ -498,7 +723,16 @@ async fn watch_prefixes_and_prev(s: &Arc<dyn Storage>) {
     for _ in 0..5 {
         revs.push(next_event(&mut res).await.kv.mod_revision);
     }
-    assert_eq!(revs, vec![a1.mod_revision, b1.mod_revision, ab.mod_revision, a2.mod_revision, a3.mod_revision]);
+    assert_eq!(
+        revs,
+        vec![
+            a1.mod_revision,
+            b1.mod_revision,
+            ab.mod_revision,
+            a2.mod_revision,
+            a3.mod_revision
+        ]
+    );
     assert_quiet(&mut res).await;
 
     let mut revs = Vec::new();
@@ -508,8 +742,14 @@ async fn watch_prefixes_and_prev(s: &Arc<dyn Storage>) {
     assert!(revs.contains(&other.mod_revision));
     assert_quiet(&mut cl).await;
 
-    assert_eq!(next_event(&mut wild_rx).await.kv.mod_revision, w1.mod_revision);
-    assert_eq!(next_event(&mut wild_rx).await.kv.mod_revision, w2.mod_revision);
+    assert_eq!(
+        next_event(&mut wild_rx).await.kv.mod_revision,
+        w1.mod_revision
+    );
+    assert_eq!(
+        next_event(&mut wild_rx).await.kv.mod_revision,
+        w2.mod_revision
+    );
     assert_quiet(&mut wild_rx).await;
 
     for _ in 0..8 {
@@ -518,7 +758,10 @@ async fn watch_prefixes_and_prev(s: &Arc<dyn Storage>) {
     assert_quiet(&mut all_rx).await;
 
     // Replayed events carry prev values too (recovered from history).
-    let mut replay = s.watch(&Prefix::namespace("wp1", RES, "a"), from, None).await.unwrap();
+    let mut replay = s
+        .watch(&Prefix::namespace("wp1", RES, "a"), from, None)
+        .await
+        .unwrap();
     let e1 = next_event(&mut replay).await;
     assert!(e1.prev.is_none());
     let e2 = next_event(&mut replay).await;
@@ -531,13 +774,24 @@ async fn watch_prefixes_and_prev(s: &Arc<dyn Storage>) {
 
 async fn watch_future_from_waits(s: &Arc<dyn Storage>) {
     let now = s.current_revision();
-    let mut rx = s.watch(&Prefix::cluster("wf"), now + 3, Some(Duration::from_millis(20))).await.unwrap();
+    let mut rx = s
+        .watch(
+            &Prefix::cluster("wf"),
+            now + 3,
+            Some(Duration::from_millis(20)),
+        )
+        .await
+        .unwrap();
     // Nothing (not even progress below `from`) while the store has not reached `from`.
     let quiet = tokio::time::timeout(Duration::from_millis(150), rx.recv()).await;
     assert!(quiet.is_err(), "{quiet:?}");
     let mut revs = Vec::new();
     for i in 0..5 {
-        revs.push(create(s, key("wf", "ns", &format!("k{i}")), "v").await.mod_revision);
+        revs.push(
+            create(s, key("wf", "ns", &format!("k{i}")), "v")
+                .await
+                .mod_revision,
+        );
     }
     assert_eq!(revs[0], now + 1, "nobody else writes during the suite");
     assert_eq!(next_event(&mut rx).await.kv.mod_revision, now + 4);
@@ -546,12 +800,22 @@ async fn watch_future_from_waits(s: &Arc<dyn Storage>) {
 
 async fn watch_progress(s: &Arc<dyn Storage>) {
     let now = s.current_revision();
-    let mut rx = s.watch(&Prefix::cluster("wprog"), now, Some(Duration::from_millis(30))).await.unwrap();
+    let mut rx = s
+        .watch(
+            &Prefix::cluster("wprog"),
+            now,
+            Some(Duration::from_millis(30)),
+        )
+        .await
+        .unwrap();
     // Writes elsewhere advance the progress revision.
     let other = create(s, key("wprog-other", "ns", "x"), "v").await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await.expect("no progress") {
+        match tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("no progress")
+        {
             Some(WatchEvent::Progress(r)) if r >= other.mod_revision => break,
             Some(WatchEvent::Progress(r)) => assert!(r >= now),
             other => panic!("unexpected {other:?}"),
@@ -560,7 +824,10 @@ async fn watch_progress(s: &Arc<dyn Storage>) {
     let mine = create(s, key("wprog", "ns", "x"), "v").await;
     assert_eq!(next_event(&mut rx).await.kv.mod_revision, mine.mod_revision);
     loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await.expect("no progress") {
+        match tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("no progress")
+        {
             Some(WatchEvent::Progress(r)) => {
                 assert!(r >= mine.mod_revision);
                 break;
@@ -573,7 +840,14 @@ async fn watch_progress(s: &Arc<dyn Storage>) {
 async fn watch_drop_unregisters(s: &Arc<dyn Storage>) {
     // Many watchers dropped right away must not hold anything up.
     for i in 0..200 {
-        let rx = s.watch(&Prefix::namespace("wdrop", RES, format!("n{i}")), s.current_revision(), None).await.unwrap();
+        let rx = s
+            .watch(
+                &Prefix::namespace("wdrop", RES, format!("n{i}")),
+                s.current_revision(),
+                None,
+            )
+            .await
+            .unwrap();
         drop(rx);
     }
     create(s, key("wdrop", "n1", "x"), "v").await;
@@ -583,7 +857,10 @@ async fn watch_drop_unregisters(s: &Arc<dyn Storage>) {
 // sled backend
 
 fn sled_opts() -> SledStorageOptions {
-    SledStorageOptions { compaction_interval: Duration::from_millis(50), ..Default::default() }
+    SledStorageOptions {
+        compaction_interval: Duration::from_millis(50),
+        ..Default::default()
+    }
 }
 
 /// Opens, retrying while a previous instance in this process still releases the lock.
@@ -620,31 +897,56 @@ async fn sled_compaction() {
     let k1 = key("c", "ns", "k1");
     let k2 = key("c", "ns", "k2");
     let v1 = create(&s, k1.clone(), "1").await;
-    let v2 = s.put(k1.clone(), Precondition::MustExist, enc("2")).await.unwrap();
+    let v2 = s
+        .put(k1.clone(), Precondition::MustExist, enc("2"))
+        .await
+        .unwrap();
     let d = create(&s, k2.clone(), "x").await;
     let snap_old = s.current_revision();
-    let gone = s.delete(k2.clone(), Precondition::MustExist, enc("gone")).await.unwrap();
+    let gone = s
+        .delete(k2.clone(), Precondition::MustExist, enc("gone"))
+        .await
+        .unwrap();
     let state_at_c = list_all(&s, &p, None).await;
     let c_rev = s.current_revision();
     assert_eq!(s.compacted_revision(), 0);
 
     // Wait for the window to pass, then write newer data that stays in the window.
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let v3 = s.put(k1.clone(), Precondition::MustExist, enc("3")).await.unwrap();
+    let v3 = s
+        .put(k1.clone(), Precondition::MustExist, enc("3"))
+        .await
+        .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while s.compacted_revision() < c_rev {
         assert!(tokio::time::Instant::now() < deadline, "no compaction");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(s.compacted_revision(), c_rev, "newer writes are still in the window");
+    assert_eq!(
+        s.compacted_revision(),
+        c_rev,
+        "newer writes are still in the window"
+    );
 
     // Reads below the compaction point fail; at and above it they are exact.
-    let e = s.list(&p, &ListOptions { at_revision: Some(snap_old), ..Default::default() }, None).await;
+    let e = s
+        .list(
+            &p,
+            &ListOptions {
+                at_revision: Some(snap_old),
+                ..Default::default()
+            },
+            None,
+        )
+        .await;
     assert!(matches!(e, Err(Error::Compacted { .. })), "{e:?}");
     let e = s.watch(&p, v1.mod_revision, None).await;
     assert!(matches!(e, Err(Error::Compacted { .. })));
     assert_eq!(list_all(&s, &p, Some(c_rev)).await, state_at_c);
-    assert_eq!(list_all(&s, &p, Some(c_rev)).await[0].mod_revision, v2.mod_revision);
+    assert_eq!(
+        list_all(&s, &p, Some(c_rev)).await[0].mod_revision,
+        v2.mod_revision
+    );
     let now = list_all(&s, &p, None).await;
     assert_eq!(now.len(), 1);
     assert_eq!(now[0].mod_revision, v3.mod_revision);
@@ -661,12 +963,19 @@ async fn sled_compaction() {
     create(&s, key("c", "ns", "k3"), "x").await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while s.compacted_revision() < v3.mod_revision {
-        assert!(tokio::time::Instant::now() < deadline, "no second compaction");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no second compaction"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(s.get(&k1).await.unwrap().unwrap(), v3);
     assert_eq!(list_all(&s, &p, None).await.len(), 2);
-    let wild = Prefix { cluster: None, resource: Some(RES.into()), namespace: None };
+    let wild = Prefix {
+        cluster: None,
+        resource: Some(RES.into()),
+        namespace: None,
+    };
     assert_eq!(list_all(&s, &wild, None).await.len(), 2);
 
     // The compaction point survives a restart.
@@ -681,7 +990,10 @@ async fn sled_compaction() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_slow_watcher_is_closed_and_writer_not_blocked() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = SledStorageOptions { watch_channel_capacity: 4, ..Default::default() };
+    let opts = SledStorageOptions {
+        watch_channel_capacity: 4,
+        ..Default::default()
+    };
     let sled = SledStorage::open(dir.path(), opts).unwrap();
     let s: Arc<dyn Storage> = sled.clone();
     let mut slow = s.watch(&Prefix::cluster("c"), 0, None).await.unwrap();
@@ -701,7 +1013,9 @@ async fn sled_slow_watcher_is_closed_and_writer_not_blocked() {
             create(&s, key("c", "ns", &format!("k{i}")), "v").await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(20), writes).await.expect("writer blocked");
+    tokio::time::timeout(Duration::from_secs(20), writes)
+        .await
+        .expect("writer blocked");
     fast_reader.await.unwrap();
     let mut events = 0;
     loop {
@@ -727,16 +1041,27 @@ async fn sled_restart_keeps_data_and_revisions() {
     let dir = tempfile::tempdir().unwrap();
     let s: Arc<dyn Storage> = SledStorage::open(dir.path(), sled_opts()).unwrap();
     let a = create(&s, key("c", "ns", "a"), "1").await;
-    let b = s.put(key("c", "ns", "a"), Precondition::MustExist, enc("2")).await.unwrap();
+    let b = s
+        .put(key("c", "ns", "a"), Precondition::MustExist, enc("2"))
+        .await
+        .unwrap();
     let d = create(&s, key("c", "ns", "d"), "1").await;
-    let gone = s.delete(key("c", "ns", "d"), Precondition::MustExist, enc("x")).await.unwrap();
+    let gone = s
+        .delete(key("c", "ns", "d"), Precondition::MustExist, enc("x"))
+        .await
+        .unwrap();
     let rev = s.current_revision();
     assert_eq!(rev, gone.mod_revision);
     s.shutdown().await.unwrap();
     // After shutdown: writes and watches are refused.
-    let e = s.put(key("c", "ns", "z"), Precondition::MustNotExist, enc("1")).await;
+    let e = s
+        .put(key("c", "ns", "z"), Precondition::MustNotExist, enc("1"))
+        .await;
     assert!(matches!(e, Err(Error::ShuttingDown)));
-    assert!(matches!(s.watch(&Prefix::cluster("c"), 0, None).await, Err(Error::ShuttingDown)));
+    assert!(matches!(
+        s.watch(&Prefix::cluster("c"), 0, None).await,
+        Err(Error::ShuttingDown)
+    ));
     drop(s);
 
     let s: Arc<dyn Storage> = open_retry(dir.path(), sled_opts());
@@ -747,7 +1072,14 @@ async fn sled_restart_keeps_data_and_revisions() {
     assert_eq!(next.mod_revision, rev + 1);
     // History and the event log survive too: replay with prev values.
     let mut rx = s.watch(&Prefix::cluster("c"), 0, None).await.unwrap();
-    let revs: Vec<_> = [a.mod_revision, b.mod_revision, d.mod_revision, gone.mod_revision, next.mod_revision].to_vec();
+    let revs: Vec<_> = [
+        a.mod_revision,
+        b.mod_revision,
+        d.mod_revision,
+        gone.mod_revision,
+        next.mod_revision,
+    ]
+    .to_vec();
     for (i, want) in revs.iter().enumerate() {
         let e = next_event(&mut rx).await;
         assert_eq!(e.kv.mod_revision, *want);
@@ -769,7 +1101,12 @@ async fn sled_shutdown_finishes_pending_and_closes_watchers() {
     for i in 0..50 {
         let s = s.clone();
         pending.push(tokio::spawn(async move {
-            s.put(key("c", "ns", &format!("k{i}")), Precondition::MustNotExist, enc("v")).await
+            s.put(
+                key("c", "ns", &format!("k{i}")),
+                Precondition::MustNotExist,
+                enc("v"),
+            )
+            .await
         }));
     }
     tokio::task::yield_now().await;
@@ -784,13 +1121,19 @@ async fn sled_shutdown_finishes_pending_and_closes_watchers() {
     }
     let mut events = 0;
     loop {
-        match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap() {
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+        {
             Some(WatchEvent::Event(_)) => events += 1,
             Some(WatchEvent::Closed(CloseReason::ShuttingDown)) => break,
             other => panic!("{other:?}"),
         }
     }
-    assert_eq!(events, ok, "every acknowledged write was published before closing");
+    assert_eq!(
+        events, ok,
+        "every acknowledged write was published before closing"
+    );
     assert!(rx.recv().await.is_none());
     drop(s);
     let s = open_retry(dir.path(), sled_opts());
@@ -877,7 +1220,9 @@ async fn sled_acknowledged_writes_survive_kill_9() {
             let p = Prefix::cluster("crash");
             let items = list_all(&(s.clone() as Arc<dyn Storage>), &p, None).await;
             for kv in items {
-                s.delete(kv.key, Precondition::MustExist, enc("x")).await.unwrap();
+                s.delete(kv.key, Precondition::MustExist, enc("x"))
+                    .await
+                    .unwrap();
             }
             s.shutdown().await.unwrap();
         }

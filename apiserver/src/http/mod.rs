@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod discovery;
 pub mod health;
+pub mod json;
 pub mod negotiation;
 pub mod openapi;
 pub mod query;

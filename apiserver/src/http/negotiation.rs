@@ -184,8 +184,22 @@ pub fn body_type(content_type: Option<&str>) -> ApiResult<BodyType> {
 
 /// Decodes an object body (create/update) into JSON.
 pub fn decode_object(body: &[u8], ty: BodyType) -> ApiResult<Value> {
+    decode_object_checked(body, ty).map(|(v, _)| v)
+}
+
+/// Decodes an object body, also returning the paths of duplicated JSON keys.
+pub fn decode_object_checked(body: &[u8], ty: BodyType) -> ApiResult<(Value, Vec<String>)> {
+    let mut dups = Vec::new();
     let v = match ty {
-        BodyType::Json => parse_json(body)?,
+        BodyType::Json => {
+            let (v, d) = super::json::parse_with_duplicates(body).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the object provided is unrecognized (must be of type JSON): {e}"
+                ))
+            })?;
+            dups = d;
+            v
+        }
         BodyType::Yaml => parse_yaml(body)?,
         BodyType::Protobuf => kplane_protobuf::decode(body)
             .map_err(|e| ApiError::bad_request(format!("failed to decode protobuf body: {e}")))?,
@@ -201,7 +215,7 @@ pub fn decode_object(body: &[u8], ty: BodyType) -> ApiResult<Value> {
             "the body of the request must be a JSON object",
         ));
     }
-    Ok(v)
+    Ok((v, dups))
 }
 
 /// Parses JSON with serde_json's nesting limit (deeply nested input is a 400, not a crash).

@@ -207,6 +207,10 @@ pub struct WriteParams {
     pub field_manager: Option<String>,
     pub field_validation: FieldValidation,
     pub force: Option<bool>,
+    /// Paths of keys the request body repeated (for `fieldValidation`).
+    pub duplicates: Vec<String>,
+    /// Warnings for the response.
+    pub warnings: crate::warnings::Warnings,
 }
 
 /// `fieldValidation`.
@@ -303,6 +307,7 @@ impl WriteParams {
             field_manager,
             field_validation,
             force: q.bool("force")?,
+            ..Default::default()
         })
     }
 }

@@ -155,25 +155,30 @@ async fn handle_inner(
                     "POST", &rt.plural,
                 )));
             }
-            let w = WriteParams::from_query(&q, OptionsKind::Create)?;
+            let mut w = WriteParams::from_query(&q, OptionsKind::Create)?;
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
-            let obj = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
+            let (obj, dups) =
+                negotiation::decode_object_checked(&body, negotiation::body_type(ct.as_deref())?)?;
+            w.duplicates = dups;
             let bytes = reg.create(&target, obj, &w).await?;
-            response::object(
+            let resp = response::object(
                 StatusCode::CREATED,
                 &rt,
                 bytes,
                 repr,
                 &TableOptions::default(),
-            )
+            );
+            with_warnings(&w, resp)
         }
         (Method::PUT, Some(name)) => {
             require_verb(&rt, "update")?;
-            let w = WriteParams::from_query(&q, OptionsKind::Update)?;
+            let mut w = WriteParams::from_query(&q, OptionsKind::Update)?;
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
-            let obj = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
+            let (obj, dups) =
+                negotiation::decode_object_checked(&body, negotiation::body_type(ct.as_deref())?)?;
+            w.duplicates = dups;
             let (bytes, created) = reg
                 .update(&target, name, rp.subresource.as_deref(), obj, &w)
                 .await?;
@@ -182,7 +187,10 @@ async fn handle_inner(
             } else {
                 StatusCode::OK
             };
-            response::object(code, &rt, bytes, repr, &TableOptions::default())
+            with_warnings(
+                &w,
+                response::object(code, &rt, bytes, repr, &TableOptions::default()),
+            )
         }
         (Method::PATCH, Some(name)) => {
             require_verb(&rt, "patch")?;
@@ -217,7 +225,8 @@ async fn handle_inner(
             let bytes = reg
                 .patch(&target, name, rp.subresource.as_deref(), ty, &body, &w)
                 .await?;
-            response::object(StatusCode::OK, &rt, bytes, repr, &TableOptions::default())
+            let resp = response::object(StatusCode::OK, &rt, bytes, repr, &TableOptions::default());
+            with_warnings(&w, resp)
         }
         (Method::DELETE, name) => {
             let (ct, body) = read_body(req).await?;
@@ -258,6 +267,14 @@ async fn handle_inner(
             &rt.plural,
         ))),
     }
+}
+
+/// Adds the request's warnings to a successful response.
+fn with_warnings(w: &WriteParams, r: ApiResult<Response>) -> ApiResult<Response> {
+    r.map(|mut resp| {
+        w.warnings.apply(resp.headers_mut());
+        resp
+    })
 }
 
 fn read_body_type(req: &Request<Body>) -> (Option<BodyType>, ()) {

@@ -56,10 +56,12 @@ pub fn check_type(obj: &mut Value, rt: &ResourceType) -> ApiResult<()> {
             o.insert("apiVersion".into(), json!(want_av));
         }
         Some(Value::String(s)) if *s == want_av => {}
-        Some(other) => return Err(ApiError::bad_request(format!(
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
             "the API version in the data ({}) does not match the expected API version ({want_av})",
             other.as_str().unwrap_or("<not a string>")
-        ))),
+        )))
+        }
     }
     match o.get("kind") {
         None | Some(Value::Null) => {

@@ -13,6 +13,7 @@ pub mod patch;
 mod read;
 pub mod selection;
 pub mod strategy;
+pub mod typed;
 mod watch;
 mod write;
 

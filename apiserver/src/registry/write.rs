@@ -11,6 +11,7 @@ use super::catalog::Strategy;
 use super::meta;
 use super::patch::{self, PatchType};
 use super::strategy;
+use super::typed;
 use super::{corrupt, storage_error, Registry, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::http::query::{ListParams, WriteParams};
@@ -61,9 +62,10 @@ impl Registry {
             return Err(ApiError::internal("reviews are not stored"));
         }
         meta::check_type(&mut obj, &rt)?;
+        meta::invalid_if_any(&rt, meta::name_of(&obj), meta::check_meta_types(&obj))?;
+        typed::typed_decode(&rt, &mut obj, w, &w.duplicates)?;
         let mut obj = self.to_storage(&rt, obj);
         meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
-        meta::invalid_if_any(&rt, meta::name_of(&obj), meta::check_meta_types(&obj))?;
         let generate = meta::meta_str(&obj, "generateName")
             .unwrap_or("")
             .to_string();
@@ -138,9 +140,10 @@ impl Registry {
     ) -> ApiResult<(Bytes, bool)> {
         let rt = t.rt.clone();
         meta::check_type(&mut obj, &rt)?;
+        meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
+        typed::typed_decode(&rt, &mut obj, w, &w.duplicates)?;
         let mut obj = self.to_storage(&rt, obj);
         meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
-        meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
         let body_name = meta::name_of(&obj).to_string();
         if body_name.is_empty() {
             meta::meta_mut(&mut obj)?.insert("name".into(), json!(name));
@@ -286,10 +289,10 @@ impl Registry {
                 .map_err(|msg| ApiError(Status::new(StatusReason::Invalid, msg)).with_code(422))?;
             let mut obj = patched;
             meta::check_type(&mut obj, &rt)?;
-            let obj = self.to_storage(&rt, obj);
-            let mut obj = obj;
-            meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
             meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
+            typed::typed_decode(&rt, &mut obj, w, &[])?;
+            let mut obj = self.to_storage(&rt, obj);
+            meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
             if meta::name_of(&obj) != name {
                 return Err(ApiError(Status::invalid(
                     &rt.group,

@@ -755,6 +755,8 @@ mod tests {
             cells("", "Namespace", &ns, now()),
             vec![json!("x"), json!(""), json!("<unknown>")]
         );
+        let ns = json!({"metadata": {"name": "z", "creationTimestamp": "0001-01-01T00:00:00Z"}});
+        assert_eq!(cells("", "Namespace", &ns, now())[2], json!("<unknown>"));
 
         let cm = json!({"metadata": {"name": "cm", "creationTimestamp": ago(3 * 86400 + 4 * 3600)},
             "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}});

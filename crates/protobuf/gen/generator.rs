@@ -26,10 +26,22 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
     ("v1", "Event", "api.core.v1.Event"),
     ("v1", "ResourceQuota", "api.core.v1.ResourceQuota"),
     ("events.k8s.io/v1", "Event", "api.events.v1.Event"),
-    ("coordination.k8s.io/v1", "Lease", "api.coordination.v1.Lease"),
+    (
+        "coordination.k8s.io/v1",
+        "Lease",
+        "api.coordination.v1.Lease",
+    ),
     ("rbac.authorization.k8s.io/v1", "Role", "api.rbac.v1.Role"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding", "api.rbac.v1.RoleBinding"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole", "api.rbac.v1.ClusterRole"),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "api.rbac.v1.RoleBinding",
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        "api.rbac.v1.ClusterRole",
+    ),
     (
         "rbac.authorization.k8s.io/v1",
         "ClusterRoleBinding",
@@ -88,7 +100,10 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
 /// Messages whose JSON form is not an object of their fields.
 /// (k8s-pb path, `Special` variant name, synthetic field names by tag for the
 /// union types whose fields are post-processed by the decoder).
-const SPECIALS: &[(&str, &str, &[(u32, &str)])] = &[
+/// Synthetic field names by tag.
+type FieldNames = &'static [(u32, &'static str)];
+
+const SPECIALS: &[(&str, &str, FieldNames)] = &[
     ("apimachinery.pkg.apis.meta.v1.Time", "Time", &[]),
     ("apimachinery.pkg.apis.meta.v1.MicroTime", "MicroTime", &[]),
     ("apimachinery.pkg.apis.meta.v1.FieldsV1", "RawJson", &[]),
@@ -99,9 +114,21 @@ const SPECIALS: &[(&str, &str, &[(u32, &str)])] = &[
         &[],
     ),
     ("apimachinery.pkg.api.resource.Quantity", "Quantity", &[]),
-    ("api.authorization.v1.ExtraValue", "StringList", &[(1, "items")]),
-    ("api.authentication.v1.ExtraValue", "StringList", &[(1, "items")]),
-    ("apimachinery.pkg.util.intstr.IntOrString", "IntOrString", &[]),
+    (
+        "api.authorization.v1.ExtraValue",
+        "StringList",
+        &[(1, "items")],
+    ),
+    (
+        "api.authentication.v1.ExtraValue",
+        "StringList",
+        &[(1, "items")],
+    ),
+    (
+        "apimachinery.pkg.util.intstr.IntOrString",
+        "IntOrString",
+        &[],
+    ),
     (
         "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrArray",
         "SchemaOrArray",
@@ -243,7 +270,10 @@ fn registry_src(name: &str, lock: &str) -> Result<PathBuf, String> {
             return Ok(candidate.join("src"));
         }
     }
-    Err(format!("{name}-{version} sources not found under {}", reg.display()))
+    Err(format!(
+        "{name}-{version} sources not found under {}",
+        reg.display()
+    ))
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -614,10 +644,8 @@ pub struct Generated {
 pub fn generate(inputs: &Inputs) -> Result<Generated, String> {
     let pb = parse_k8s_pb(&inputs.k8s_pb_src)?;
     let presence = parse_presence(&read(&inputs.presence_file)?)?;
-    let specials: BTreeMap<&str, (&str, &[(u32, &str)])> = SPECIALS
-        .iter()
-        .map(|(p, s, f)| (*p, (*s, *f)))
-        .collect();
+    let specials: BTreeMap<&str, (&str, FieldNames)> =
+        SPECIALS.iter().map(|(p, s, f)| (*p, (*s, *f))).collect();
 
     // Closure of the roots, breadth first, in a stable order.
     let mut order: Vec<String> = Vec::new();
@@ -786,31 +814,33 @@ pub fn generate(inputs: &Inputs) -> Result<Generated, String> {
             matched.insert(key);
             let is_scalar_single =
                 f.label == Label::Single && !matches!(f.kind, Scalar::Message(_));
-            let presence = if oaf.required {
-                "Required"
-            } else if is_scalar_single {
-                let key = (path.clone(), oaf.json.clone());
-                match presence.get(&key) {
-                    Some(GoPresence::Pointer) => {
-                        used_presence.insert(key);
-                        "Pointer"
+            let override_key = (path.clone(), oaf.json.clone());
+            let presence =
+                if oaf.required && !(is_scalar_single && presence.contains_key(&override_key)) {
+                    "Required"
+                } else if is_scalar_single {
+                    let key = (path.clone(), oaf.json.clone());
+                    match presence.get(&key) {
+                        Some(GoPresence::Pointer) => {
+                            used_presence.insert(key);
+                            "Pointer"
+                        }
+                        Some(GoPresence::Value) => {
+                            used_presence.insert(key);
+                            "OmitEmpty"
+                        }
+                        Some(GoPresence::Always) => {
+                            used_presence.insert(key);
+                            "Required"
+                        }
+                        None => {
+                            unclassified.push(format!("{path} {}", oaf.json));
+                            "Pointer"
+                        }
                     }
-                    Some(GoPresence::Value) => {
-                        used_presence.insert(key);
-                        "OmitEmpty"
-                    }
-                    Some(GoPresence::Always) => {
-                        used_presence.insert(key);
-                        "Required"
-                    }
-                    None => {
-                        unclassified.push(format!("{path} {}", oaf.json));
-                        "Pointer"
-                    }
-                }
-            } else {
-                "Optional"
-            };
+                } else {
+                    "Optional"
+                };
             fields.push(OutField {
                 tag: f.tag,
                 json: oaf.json.clone(),

@@ -335,7 +335,7 @@ pub(crate) static MESSAGES: [MessageDesc; 217] = [
         name: "api.core.v1.LocalObjectReference",
         special: Special::None,
         fields: &[
-            FieldDesc { tag: 1, json: "name", kind: Kind::String, label: Label::Single, presence: Presence::Required },
+            FieldDesc { tag: 1, json: "name", kind: Kind::String, label: Label::Single, presence: Presence::OmitEmpty },
         ],
     },
     // 29

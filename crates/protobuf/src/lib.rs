@@ -36,8 +36,10 @@
 //!   the Go field is a pointer (`ptr`: a present zero value such as
 //!   `gracePeriodSeconds: 0` or `runAsNonRoot: false` is kept), a value with
 //!   `omitempty` (`val`: Go always writes it on the wire, its zero value is
-//!   omitted from JSON) or a value without `omitempty` (`always`). The
-//!   generator fails on any unclassified field.
+//!   omitted from JSON) or a value without `omitempty` (`always`); an entry
+//!   may also override a k8s-openapi "required" field that Go still omits
+//!   when empty (`LocalObjectReference.name`). The generator fails on any
+//!   unclassified field and on stale entries.
 //!
 //! To upgrade k8s-pb / k8s-openapi: bump them, set `OPENAPI_VERSION` in the
 //! generator to the matching Kubernetes release, run the example, classify
@@ -69,6 +71,17 @@
 //! drop fields newer than the k8s-openapi feature in use and lose the
 //! pointer/value distinction. The tests use k8s-openapi as an oracle instead.
 //!
+//! # Limitations
+//!
+//! * Fields unknown to the k8s-pb protos (Kubernetes 1.35) are skipped, as
+//!   Go skips unknown fields; kinds outside [`supported_kinds`] are refused
+//!   with [`Error::UnsupportedKind`] (not silently decoded).
+//! * A zero `Time`/`MicroTime` in an optional field is omitted where Go
+//!   writes `null` (equivalent for every client); times outside years
+//!   0000-9999 are rejected.
+//! * `contentEncoding` (unused by Kubernetes) and non-protobuf
+//!   `contentType`s in the envelope are rejected.
+//!
 //! # Robustness
 //!
 //! Hostile input never panics: every length is checked against the
@@ -80,6 +93,7 @@ mod decode;
 mod descriptor;
 mod envelope;
 mod error;
+#[rustfmt::skip]
 mod generated;
 mod wire;
 
@@ -134,7 +148,9 @@ pub fn decode(body: &[u8]) -> Result<serde_json::Value, Error> {
     let raw = [envelope.raw];
     let value = decode::decode_message(root.message, &raw, 1)?;
     let serde_json::Value::Object(fields) = value else {
-        return Err(Error::Envelope(format!("{kind} did not decode to an object")));
+        return Err(Error::Envelope(format!(
+            "{kind} did not decode to an object"
+        )));
     };
     let mut object = serde_json::Map::new();
     object.insert("apiVersion".to_string(), api_version.into());

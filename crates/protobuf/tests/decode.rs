@@ -187,7 +187,9 @@ fn go_container() -> core::Container {
                 value: s(""),
                 value_from: Some(core::EnvVarSource {
                     secret_key_ref: Some(core::SecretKeySelector {
-                        local_object_reference: Some(core::LocalObjectReference { name: s("creds") }),
+                        local_object_reference: Some(core::LocalObjectReference {
+                            name: s("creds"),
+                        }),
                         key: s("token"),
                         optional: Some(false),
                     }),
@@ -292,7 +294,9 @@ fn go_pod_spec() -> core::PodSpec {
             name: s("cfg"),
             volume_source: Some(core::VolumeSource {
                 config_map: Some(core::ConfigMapVolumeSource {
-                    local_object_reference: Some(core::LocalObjectReference { name: s("app-config") }),
+                    local_object_reference: Some(core::LocalObjectReference {
+                        name: s("app-config"),
+                    }),
                     items: vec![core::KeyToPath {
                         key: s("a"),
                         path: s("a.txt"),
@@ -648,7 +652,11 @@ fn role_and_cluster_role_binding() {
             name: s("cluster-admin"),
         }),
     };
-    let v = decode_ok(&body("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", &crb));
+    let v = decode_ok(&body(
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRoleBinding",
+        &crb,
+    ));
     assert_eq!(v["metadata"], json!({"name": "admins"}));
     oracle::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&v);
 }
@@ -721,7 +729,11 @@ fn delete_options_under_any_api_version() {
         oracle::<k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions>(&v);
     }
     // Empty DeleteOptions (client-go's default Delete call).
-    let v = decode_ok(&body("v1", "DeleteOptions", &meta::DeleteOptions::default()));
+    let v = decode_ok(&body(
+        "v1",
+        "DeleteOptions",
+        &meta::DeleteOptions::default(),
+    ));
     assert_eq!(v, json!({"apiVersion": "v1", "kind": "DeleteOptions"}));
 }
 
@@ -790,7 +802,11 @@ fn subject_access_reviews_and_rules_review() {
         spec: Some(spec.clone()),
         status: None,
     };
-    let v = decode_ok(&body("authorization.k8s.io/v1", "SubjectAccessReview", &sar));
+    let v = decode_ok(&body(
+        "authorization.k8s.io/v1",
+        "SubjectAccessReview",
+        &sar,
+    ));
     assert_eq!(
         v["spec"],
         json!({
@@ -1259,7 +1275,10 @@ fn supports_lists_exactly_the_table() {
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         ("autoscaling/v1", "Scale"),
     ] {
-        assert!(kplane_protobuf::supports(api_version, kind), "{api_version} {kind}");
+        assert!(
+            kplane_protobuf::supports(api_version, kind),
+            "{api_version} {kind}"
+        );
     }
     assert!(!kplane_protobuf::supports("v1", "Pod"));
     assert!(!kplane_protobuf::supports("events.k8s.io/v1", "Lease"));

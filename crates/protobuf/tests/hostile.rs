@@ -63,7 +63,10 @@ fn empty_and_wrong_magic() {
     // Magic alone: no kind in the envelope.
     let err = decode(b"k8s\x00").err();
     assert!(matches!(err, Some(Error::Envelope(_))), "{err:?}");
-    assert!(format!("{}", err.map(|e| e.to_string()).unwrap_or_default()).contains("kind"));
+    assert!(err
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+        .contains("kind"));
 }
 
 #[test]
@@ -89,7 +92,10 @@ fn every_truncation_of_a_valid_body_is_handled() {
 #[test]
 fn truncated_varints_and_huge_lengths() {
     // Envelope: field 1 with an unterminated length varint.
-    assert!(matches!(decode(b"k8s\x00\x0a\x80"), Err(Error::Envelope(_))));
+    assert!(matches!(
+        decode(b"k8s\x00\x0a\x80"),
+        Err(Error::Envelope(_))
+    ));
     // Envelope: raw with length 2^62.
     let mut b = b"k8s\x00".to_vec();
     b.extend_from_slice(&[0x12, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40]);
@@ -100,11 +106,16 @@ fn truncated_varints_and_huge_lengths() {
     b.extend_from_slice(&[0xff; 12]);
     assert!(matches!(decode(&b), Err(Error::Envelope(_))));
     // Inside the object: metadata with length u64::MAX.
-    let raw = [0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+    let raw = [
+        0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+    ];
     let err = decode(&encode_envelope("v1", "ConfigMap", &raw)).err();
     assert!(matches!(err, Some(Error::Wire { .. })), "{err:?}");
     let text = err.map(|e| e.to_string()).unwrap_or_default();
-    assert!(text.contains("ConfigMap") && text.contains("end of data"), "{text}");
+    assert!(
+        text.contains("ConfigMap") && text.contains("end of data"),
+        "{text}"
+    );
     // Inside a map entry: truncated key.
     let raw = [0x12, 0x03, 0x0a, 0x05, b'a'];
     assert!(decode(&encode_envelope("v1", "ConfigMap", &raw)).is_err());
@@ -144,7 +155,9 @@ fn invalid_special_values_are_errors() {
     };
     let err = decode(&body("v1", "ConfigMap", &cm)).err();
     assert!(
-        err.map(|e| e.to_string()).unwrap_or_default().contains("raw JSON"),
+        err.map(|e| e.to_string())
+            .unwrap_or_default()
+            .contains("raw JSON"),
         "invalid FieldsV1 accepted"
     );
     // Time far outside Go's range.
@@ -192,7 +205,10 @@ fn invalid_special_values_are_errors() {
         ..Default::default()
     };
     let err = decode(&body("batch/v1", "Job", &job)).err();
-    assert!(err.map(|e| e.to_string()).unwrap_or_default().contains("IntOrString"));
+    assert!(err
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+        .contains("IntOrString"));
     // NaN double in a CRD schema.
     let crd = apiext::CustomResourceDefinition {
         spec: Some(apiext::CustomResourceDefinitionSpec {
@@ -209,7 +225,12 @@ fn invalid_special_values_are_errors() {
         }),
         ..Default::default()
     };
-    assert!(decode(&body("apiextensions.k8s.io/v1", "CustomResourceDefinition", &crd)).is_err());
+    assert!(decode(&body(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        &crd
+    ))
+    .is_err());
 }
 
 #[test]
@@ -265,10 +286,10 @@ fn nesting_depth_is_bounded() {
     let deep = decode(&crd_with_schema(nested_schema(200)));
     assert!(matches!(deep, Err(Error::TooDeep(_))), "{deep:?}");
 
-    // Hand-built 100k-deep nesting (no prost recursion involved): the
+    // Hand-built 5000-deep nesting (no prost recursion involved): the
     // decoder must stop at MAX_DEPTH instead of overflowing the stack.
     let mut inner: Vec<u8> = Vec::new();
-    for _ in 0..100_000 {
+    for _ in 0..5_000 {
         // JSONSchemaProps.not = field 28, length-delimited.
         let mut next = vec![0xe2, 0x01];
         let mut len = inner.len();
@@ -283,9 +304,6 @@ fn nesting_depth_is_bounded() {
         }
         next.extend_from_slice(&inner);
         inner = next;
-        if inner.len() > 2_000_000 {
-            break;
-        }
     }
     let mut schema_bytes = inner;
     // Wrap: validation.openAPIV3Schema(1) <- version.schema(4) <- spec.versions(7) <- crd.spec(2)
@@ -310,6 +328,30 @@ fn nesting_depth_is_bounded() {
         &schema_bytes,
     ));
     assert!(matches!(deep, Err(Error::TooDeep(_))), "{deep:?}");
+}
+
+/// The deepest input accepted (MAX_DEPTH levels, via schema `properties`
+/// maps, the deepest decoder path) fits in a 1 MiB stack even in debug
+/// builds, so server worker threads (2 MiB) are safe.
+#[test]
+fn max_depth_fits_a_small_stack() {
+    let mut schema = apiext::JsonSchemaProps {
+        r#type: Some("string".into()),
+        ..Default::default()
+    };
+    // CRD, spec, version, validation = 4 levels; each schema 1 level.
+    for _ in 0..kplane_protobuf::MAX_DEPTH - 5 {
+        schema = apiext::JsonSchemaProps {
+            properties: std::collections::BTreeMap::from([("p".to_string(), schema)]),
+            ..Default::default()
+        };
+    }
+    let input = crd_with_schema(schema);
+    let handle = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || decode(&input).map(|_| ()).map_err(|e| e.to_string()));
+    let result = handle.map(|h| h.join());
+    assert!(matches!(result, Ok(Ok(Ok(())))), "{result:?}");
 }
 
 #[test]
@@ -397,7 +439,9 @@ fn output_size_is_proportional_to_input() {
         Ok(v) => v,
         Err(e) => panic!("{e}"),
     };
-    let containers = v["spec"]["template"]["spec"]["containers"].as_array().map(Vec::len);
+    let containers = v["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .map(Vec::len);
     assert_eq!(containers, Some(50_000));
     let out = serde_json::to_vec(&v).map(|o| o.len()).unwrap_or(0);
     assert!(out < input.len() * 16, "{} bytes from {}", out, input.len());

@@ -470,7 +470,12 @@ pub fn go_quote(s: &str) -> String {
             c if (c as u32) < 0x20 || c == '\u{7f}' => {
                 out.push_str(&format!("\\x{:02x}", c as u32))
             }
-            c if c.is_control() || c == '\u{feff}' => {
+            // Go escapes what `unicode.IsPrint` rejects: controls, spaces other than ' ',
+            // and format characters (the common ones are listed).
+            c if c.is_control()
+                || (c.is_whitespace() && c != ' ')
+                || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}') =>
+            {
                 let n = c as u32;
                 if n < 0x10000 {
                     out.push_str(&format!("\\u{n:04x}"));
@@ -836,5 +841,6 @@ mod tests {
     fn go_quoting() {
         assert_eq!(go_quote("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\x01\"");
         assert_eq!(go_quote("rā"), "\"rā\"");
+        assert_eq!(go_quote("a\u{a0}b\u{200b}"), "\"a\\u00a0b\\u200b\"");
     }
 }

@@ -1,0 +1,38 @@
+# kplane: the two set-up commands are `make run` and `make test`.
+CARGO ?= cargo
+DATA_DIR ?= ./kplane-data
+BIND ?= 127.0.0.1:6443
+
+.PHONY: run test build build-release lint fmt bench clean
+
+## Build (release) and start the server with data in ./kplane-data.
+run: build-release
+	@echo "kplane: once it is ready, in another shell run:"
+	@echo "  export KUBECONFIG=$(abspath $(DATA_DIR))/admin.kubeconfig"
+	./target/release/kplane serve --data-dir $(DATA_DIR) --bind $(BIND)
+
+build-release:
+	$(CARGO) build --release -p kplane
+
+build:
+	$(CARGO) build -p kplane
+
+## Every test: unit, integration and end-to-end (e2e starts the real binary and drives it
+## with kubectl and kube-rs). One build of the binary is shared by all e2e tests.
+test: build
+	$(CARGO) fmt --all -- --check
+	KPLANE_BIN=$(abspath target/debug/kplane) $(CARGO) test --workspace --lib --bins --tests -- --test-threads=2
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+## Micro-benchmarks (not part of `make test`).
+bench:
+	$(CARGO) bench -p kplane-storage --bench writes
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,59 @@
+//! Typed decoding of built-in objects: unknown fields are pruned (never stored) and, per
+//! `fieldValidation`, rejected (Strict) or warned about (Warn); duplicate fields likewise;
+//! values of the wrong JSON type are always a 400, as Go's typed decode makes them.
+
+use serde_json::Value;
+
+use super::catalog::ResourceType;
+use crate::error::{ApiError, ApiResult};
+use crate::http::query::{FieldValidation, WriteParams};
+
+fn cannot_handle(rt: &ResourceType, detail: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{kind} in version \"{v}\" cannot be handled as a {kind}: {detail}",
+        kind = rt.kind,
+        v = rt.version
+    ))
+}
+
+/// Checks and prunes `obj` (in `rt`'s API version) against its schema.
+pub fn typed_decode(
+    rt: &ResourceType,
+    obj: &mut Value,
+    w: &WriteParams,
+    duplicates: &[String],
+) -> ApiResult<()> {
+    let report = kplane_openapi::typed::prune_and_check(&rt.schema_name, obj);
+    if let Some(first) = report.type_errors.first() {
+        return Err(cannot_handle(
+            rt,
+            &format!("json: cannot unmarshal {first}"),
+        ));
+    }
+    let mut problems: Vec<String> = report
+        .unknown
+        .iter()
+        .map(|p| format!("unknown field \"{p}\""))
+        .collect();
+    problems.extend(
+        duplicates
+            .iter()
+            .map(|p| format!("duplicate field \"{p}\"")),
+    );
+    if problems.is_empty() {
+        return Ok(());
+    }
+    match w.field_validation {
+        FieldValidation::Strict => Err(cannot_handle(
+            rt,
+            &format!("strict decoding error: {}", problems.join(", ")),
+        )),
+        FieldValidation::Warn => {
+            for p in problems {
+                w.warnings.push(p);
+            }
+            Ok(())
+        }
+        FieldValidation::Ignore => Ok(()),
+    }
+}
