@@ -11,6 +11,7 @@
 
 pub mod error;
 pub mod http;
+pub mod metrics;
 pub mod registry;
 pub mod server;
 pub mod tls;

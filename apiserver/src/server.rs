@@ -227,6 +227,9 @@ impl Server {
             auth: Authenticator::new(token.clone()),
             ready: false.into(),
             server_address: host.clone(),
+            metrics: Arc::new(crate::metrics::Metrics::default()),
+            object_counts: std::sync::Mutex::new(None),
+            event_window: cfg.event_window,
         });
         let app = http::router(state.clone());
         let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);

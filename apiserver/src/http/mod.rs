@@ -38,6 +38,10 @@ pub struct AppState {
     pub ready: AtomicBool,
     /// `host:port` clients use, for `serverAddressByClientCIDRs`.
     pub server_address: String,
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// The last `apiserver_storage_objects` figures and when they were taken.
+    pub object_counts: std::sync::Mutex<Option<(std::time::Instant, Vec<(String, u64)>)>>,
+    pub event_window: std::time::Duration,
 }
 
 /// The application router.
@@ -81,6 +85,9 @@ async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Res
     if rest == "/openapi/v2" {
         return openapi::serve_v2();
     }
+    if rest == "/metrics" {
+        return metrics_endpoint(&state).await;
+    }
     let Some(api) = target.api.clone() else {
         return ApiError::not_found_path().into_response();
     };
@@ -95,6 +102,116 @@ async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Res
         ApiPath::GroupVersion { group, version } => {
             discovery::group_version(&state, &group, &version)
         }
-        ApiPath::Resource(rp) => resources::handle(state, cluster, rp, user, accept, req).await,
+        ApiPath::Resource(rp) => {
+            let started = std::time::Instant::now();
+            let labels = request_labels(&rp, req.method(), req.uri().query());
+            let metrics = state.metrics.clone();
+            let resp = resources::handle(state, cluster, rp, user, accept, req).await;
+            metrics.observe_request(
+                labels,
+                resp.status().as_u16(),
+                started.elapsed().as_secs_f64(),
+            );
+            resp
+        }
     }
+}
+
+/// The metric labels of a resource request (verb as kube-apiserver reports it).
+fn request_labels(
+    rp: &request_info::ResourcePath,
+    method: &axum::http::Method,
+    query: Option<&str>,
+) -> crate::metrics::RequestLabels {
+    use axum::http::Method;
+    let watch = query::Query::parse(query)
+        .bool("watch")
+        .ok()
+        .flatten()
+        .unwrap_or(false);
+    let verb = match (method, rp.name.is_some()) {
+        (&Method::GET, _) if watch => "WATCH",
+        (&Method::GET, true) => "GET",
+        (&Method::GET, false) => "LIST",
+        (&Method::POST, _) => "POST",
+        (&Method::PUT, _) => "PUT",
+        (&Method::PATCH, _) => "PATCH",
+        (&Method::DELETE, true) => "DELETE",
+        (&Method::DELETE, false) => "DELETECOLLECTION",
+        _ => "OTHER",
+    };
+    let scope = if rp.name.is_some() {
+        "resource"
+    } else if rp.namespace.is_some() {
+        "namespace"
+    } else {
+        "cluster"
+    };
+    crate::metrics::RequestLabels {
+        verb,
+        group: rp.group.clone(),
+        version: rp.version.clone(),
+        resource: rp.resource.clone(),
+        subresource: rp.subresource.clone().unwrap_or_default(),
+        scope,
+    }
+}
+
+/// How long `apiserver_storage_objects` figures are reused (upstream refreshes each minute).
+const OBJECT_COUNT_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+
+async fn metrics_endpoint(state: &AppState) -> Response {
+    let storage = state.registry.storage();
+    let cached = state.object_counts.lock().ok().and_then(|c| {
+        c.as_ref()
+            .filter(|(t, _)| t.elapsed() < OBJECT_COUNT_TTL)
+            .map(|(_, v)| v.clone())
+    });
+    let objects = match cached {
+        Some(v) => v,
+        None => {
+            let mut v = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for rt in state.registry.catalog().all() {
+                if rt.strategy == crate::registry::Strategy::Review
+                    || !seen.insert(rt.storage_resource.clone())
+                {
+                    continue;
+                }
+                let prefix = kplane_storage::Prefix {
+                    cluster: None,
+                    resource: Some(rt.storage_resource.clone()),
+                    namespace: None,
+                };
+                let n = storage.count(&prefix).await.unwrap_or(0);
+                let name = if rt.group.is_empty() {
+                    rt.plural.clone()
+                } else {
+                    format!("{}.{}", rt.plural, rt.group)
+                };
+                v.push((name, n));
+            }
+            if let Ok(mut c) = state.object_counts.lock() {
+                *c = Some((std::time::Instant::now(), v.clone()));
+            }
+            v
+        }
+    };
+    let figures = crate::metrics::StorageFigures {
+        revision: storage.current_revision(),
+        compacted_revision: storage.compacted_revision(),
+        objects,
+        logical_clusters: state.registry.known_clusters() as u64,
+        event_window_seconds: state.event_window.as_secs(),
+        extra: vec![],
+    };
+    let body = state.metrics.render(&figures);
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
 }

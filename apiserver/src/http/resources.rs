@@ -49,6 +49,11 @@ async fn read_body(req: Request<Body>) -> ApiResult<(Option<String>, bytes::Byte
         .and_then(|v| v.parse::<usize>().ok())
     {
         if len > MAX_BODY_BYTES {
+            // Read and discard a moderately oversized body so the client, still sending,
+            // gets the 413 instead of a reset connection (as Go's server does).
+            if len <= DRAIN_LIMIT {
+                let _ = axum::body::to_bytes(req.into_body(), DRAIN_LIMIT).await;
+            }
             return Err(too_large());
         }
     }
@@ -57,6 +62,9 @@ async fn read_body(req: Request<Body>) -> ApiResult<(Option<String>, bytes::Byte
         .map_err(|_| too_large())?;
     Ok((ct, body))
 }
+
+/// Oversized bodies up to this size are drained before the 413 is sent.
+const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
 
 fn too_large() -> ApiError {
     ApiError::new(
@@ -141,7 +149,13 @@ async fn handle_inner(
                 require_verb(&rt, "watch")?;
                 let repr = negotiation::negotiate(&accept, true, true)?;
                 let setup = reg.watch(&target, &lp).await?;
-                return Ok(response::watch(rt.clone(), setup, repr, topts));
+                return Ok(response::watch(
+                    rt.clone(),
+                    setup,
+                    repr,
+                    topts,
+                    state.metrics.clone(),
+                ));
             }
             require_verb(&rt, "list")?;
             let repr = negotiation::negotiate(&accept, true, false)?;

@@ -172,27 +172,55 @@ fn event_line(
     buf.freeze()
 }
 
+/// Keeps `apiserver_registered_watchers` right for as long as a watch stream lives.
+struct WatcherGauge {
+    metrics: Arc<crate::metrics::Metrics>,
+    rt: Arc<ResourceType>,
+}
+
+impl WatcherGauge {
+    fn new(metrics: Arc<crate::metrics::Metrics>, rt: Arc<ResourceType>) -> WatcherGauge {
+        metrics.watcher(&rt.group, &rt.version, &rt.kind, 1);
+        WatcherGauge { metrics, rt }
+    }
+}
+
+impl Drop for WatcherGauge {
+    fn drop(&mut self) {
+        self.metrics
+            .watcher(&self.rt.group, &self.rt.version, &self.rt.kind, -1);
+    }
+}
+
 /// A streaming watch response.
 pub fn watch(
     rt: Arc<ResourceType>,
     setup: WatchSetup,
     repr: Representation,
     topts: TableOptions,
+    metrics: Arc<crate::metrics::Metrics>,
 ) -> Response {
     let ct = match repr {
         Representation::Table => TABLE_CT,
         Representation::PartialObjectMetadata | Representation::PartialObjectMetadataList => POM_CT,
         Representation::Object => JSON,
     };
-    let stream = futures::stream::unfold((setup, true), move |(mut setup, mut first)| {
-        let rt = rt.clone();
-        let topts = topts.clone();
-        async move {
-            let item = setup.next().await?;
-            let line = event_line(&item, &rt, repr, &topts, &mut first);
-            Some((Ok::<Bytes, std::convert::Infallible>(line), (setup, first)))
-        }
-    });
+    let gauge = WatcherGauge::new(metrics, rt.clone());
+    let stream = futures::stream::unfold(
+        (setup, true, gauge),
+        move |(mut setup, mut first, gauge)| {
+            let rt = rt.clone();
+            let topts = topts.clone();
+            async move {
+                let item = setup.next().await?;
+                let line = event_line(&item, &rt, repr, &topts, &mut first);
+                Some((
+                    Ok::<Bytes, std::convert::Infallible>(line),
+                    (setup, first, gauge),
+                ))
+            }
+        },
+    );
     with_type(StatusCode::OK, ct, Body::from_stream(stream))
 }
 

@@ -124,6 +124,11 @@ impl Registry {
         &self.catalog
     }
 
+    /// Logical clusters bootstrapped since start.
+    pub fn known_clusters(&self) -> usize {
+        self.bootstrapped.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
     }

@@ -88,6 +88,10 @@ fn field_value(obj: &Value, path: &str) -> Option<String> {
         "metadata.namespace" => Some(fields::object_field(obj, path).unwrap_or_default()),
         // core/v1 Event `source` selects on source.component.
         "source" => fields::object_field(obj, "source.component"),
+        // Job `status.successful` is the succeeded count (0 when unset).
+        "status.successful" => {
+            Some(fields::object_field(obj, "status.succeeded").unwrap_or_else(|| "0".into()))
+        }
         _ => fields::object_field(obj, path),
     }
 }

@@ -1,0 +1,343 @@
+//! Prometheus metrics (`GET /metrics`, text format 0.0.4) with kube-apiserver's names where
+//! the meaning is the same, so existing dashboards work. No metric carries a logical
+//! cluster label: the number of series does not grow with the number of clusters.
+//!
+//! Hot-path cost is one read-locked map lookup and a few atomic adds per request.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// `apiserver_request_duration_seconds` buckets (kube-apiserver 1.32).
+const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// The labels of one request series.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RequestLabels {
+    /// Kubernetes verb in upper case as kube-apiserver reports it (`GET`, `LIST`, `WATCH`, `POST`, ...).
+    pub verb: &'static str,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: String,
+    /// `resource` (named object), `namespace`, `cluster` (all namespaces / cluster-scoped).
+    pub scope: &'static str,
+}
+
+#[derive(Debug)]
+struct Histogram {
+    buckets: Vec<AtomicU64>,
+    count: AtomicU64,
+    /// Sum in microseconds (integer atomics).
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    fn new(n: usize) -> Histogram {
+        Histogram {
+            buckets: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicU64::new(0),
+            sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    fn observe(&self, bounds: &[f64], secs: f64) {
+        if let Some(i) = bounds.iter().position(|b| secs <= *b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_micros
+            .fetch_add((secs * 1e6) as u64, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug)]
+struct RequestSeries {
+    /// Counts by HTTP code.
+    codes: RwLock<HashMap<u16, AtomicU64>>,
+    duration: Histogram,
+}
+
+/// All metrics of one server.
+#[derive(Debug)]
+pub struct Metrics {
+    requests: RwLock<HashMap<RequestLabels, Arc<RequestSeries>>>,
+    watchers: RwLock<HashMap<(String, String, String), AtomicI64>>,
+    started: std::time::Instant,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            requests: RwLock::new(HashMap::new()),
+            watchers: RwLock::new(HashMap::new()),
+            started: std::time::Instant::now(),
+        }
+    }
+}
+
+/// Storage-level figures the server adds to `/metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct StorageFigures {
+    pub revision: u64,
+    pub compacted_revision: u64,
+    /// Objects per `group/resource` (`apiserver_storage_objects`).
+    pub objects: Vec<(String, u64)>,
+    pub logical_clusters: u64,
+    pub event_window_seconds: u64,
+    pub extra: Vec<(String, String, f64)>,
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+impl Metrics {
+    /// Records one finished request.
+    pub fn observe_request(&self, labels: RequestLabels, code: u16, secs: f64) {
+        let series = {
+            let read = self
+                .requests
+                .read()
+                .ok()
+                .and_then(|m| m.get(&labels).cloned());
+            match read {
+                Some(s) => s,
+                None => {
+                    let Ok(mut w) = self.requests.write() else {
+                        return;
+                    };
+                    w.entry(labels.clone())
+                        .or_insert_with(|| {
+                            Arc::new(RequestSeries {
+                                codes: RwLock::new(HashMap::new()),
+                                duration: Histogram::new(DURATION_BUCKETS.len()),
+                            })
+                        })
+                        .clone()
+                }
+            }
+        };
+        let counted = series.codes.read().ok().is_some_and(|c| {
+            c.get(&code)
+                .map(|n| n.fetch_add(1, Ordering::Relaxed))
+                .is_some()
+        });
+        if !counted {
+            if let Ok(mut c) = series.codes.write() {
+                c.entry(code)
+                    .or_insert_with(|| AtomicU64::new(0))
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if labels.verb != "WATCH" {
+            series.duration.observe(DURATION_BUCKETS, secs);
+        }
+    }
+
+    /// Counts a watcher in or out (`apiserver_registered_watchers`).
+    pub fn watcher(&self, group: &str, version: &str, kind: &str, delta: i64) {
+        let key = (group.to_string(), version.to_string(), kind.to_string());
+        if let Some(g) = self.watchers.read().ok().as_ref().and_then(|m| m.get(&key)) {
+            g.fetch_add(delta, Ordering::Relaxed);
+            return;
+        }
+        if let Ok(mut m) = self.watchers.write() {
+            m.entry(key)
+                .or_insert_with(|| AtomicI64::new(0))
+                .fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    /// Renders everything in Prometheus text format.
+    pub fn render(&self, storage: &StorageFigures) -> String {
+        let mut out = String::with_capacity(16 * 1024);
+        self.render_requests(&mut out);
+        let _ = writeln!(out, "# HELP apiserver_registered_watchers Number of currently registered watchers for a given resources");
+        let _ = writeln!(out, "# TYPE apiserver_registered_watchers gauge");
+        if let Ok(w) = self.watchers.read() {
+            let mut rows: Vec<_> = w.iter().collect();
+            rows.sort_by(|a, b| a.0.cmp(b.0));
+            for ((g, v, k), n) in rows {
+                let _ =
+                    writeln!(
+                    out,
+                    "apiserver_registered_watchers{{group=\"{}\",kind=\"{}\",version=\"{}\"}} {}",
+                    escape(g), escape(k), escape(v), n.load(Ordering::Relaxed)
+                );
+            }
+        }
+        let _ = writeln!(out, "# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.");
+        let _ = writeln!(out, "# TYPE apiserver_storage_objects gauge");
+        for (res, n) in &storage.objects {
+            let _ = writeln!(
+                out,
+                "apiserver_storage_objects{{resource=\"{}\"}} {n}",
+                escape(res)
+            );
+        }
+        let gauges: [(&str, &str, f64); 5] = [
+            (
+                "kplane_storage_revision",
+                "The latest committed revision.",
+                storage.revision as f64,
+            ),
+            (
+                "kplane_storage_compacted_revision",
+                "Revisions at or below this are compacted.",
+                storage.compacted_revision as f64,
+            ),
+            (
+                "kplane_storage_event_window_seconds",
+                "How long the event log keeps history.",
+                storage.event_window_seconds as f64,
+            ),
+            (
+                "kplane_logical_clusters",
+                "Logical clusters that have been written to since start.",
+                storage.logical_clusters as f64,
+            ),
+            (
+                "process_uptime_seconds",
+                "Seconds since the server started.",
+                self.started.elapsed().as_secs_f64(),
+            ),
+        ];
+        for (name, help, v) in gauges {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        }
+        for (name, help, v) in &storage.extra {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        }
+        out
+    }
+
+    fn render_requests(&self, out: &mut String) {
+        let Ok(reqs) = self.requests.read() else {
+            return;
+        };
+        let mut rows: Vec<_> = reqs.iter().collect();
+        rows.sort_by(|a, b| {
+            (
+                a.0.verb,
+                &a.0.group,
+                &a.0.resource,
+                &a.0.subresource,
+                a.0.scope,
+            )
+                .cmp(&(
+                    b.0.verb,
+                    &b.0.group,
+                    &b.0.resource,
+                    &b.0.subresource,
+                    b.0.scope,
+                ))
+        });
+        let base = |l: &RequestLabels| {
+            format!(
+                "component=\"apiserver\",group=\"{}\",resource=\"{}\",scope=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"",
+                escape(&l.group), escape(&l.resource), l.scope, escape(&l.subresource), l.verb, escape(&l.version)
+            )
+        };
+        let _ = writeln!(out, "# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.");
+        let _ = writeln!(out, "# TYPE apiserver_request_total counter");
+        for (l, s) in &rows {
+            if let Ok(codes) = s.codes.read() {
+                let mut cs: Vec<_> = codes.iter().collect();
+                cs.sort_by_key(|(c, _)| **c);
+                for (code, n) in cs {
+                    let _ = writeln!(
+                        out,
+                        "apiserver_request_total{{code=\"{code}\",{}}} {}",
+                        base(l),
+                        n.load(Ordering::Relaxed)
+                    );
+                }
+            }
+        }
+        let _ = writeln!(out, "# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.");
+        let _ = writeln!(out, "# TYPE apiserver_request_duration_seconds histogram");
+        for (l, s) in &rows {
+            if l.verb == "WATCH" {
+                continue;
+            }
+            let b = base(l);
+            let mut cum = 0u64;
+            for (i, bound) in DURATION_BUCKETS.iter().enumerate() {
+                cum += s.duration.buckets[i].load(Ordering::Relaxed);
+                let _ = writeln!(
+                    out,
+                    "apiserver_request_duration_seconds_bucket{{{b},le=\"{bound}\"}} {cum}"
+                );
+            }
+            let count = s.duration.count.load(Ordering::Relaxed);
+            let sum = s.duration.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+            let _ = writeln!(
+                out,
+                "apiserver_request_duration_seconds_bucket{{{b},le=\"+Inf\"}} {count}"
+            );
+            let _ = writeln!(out, "apiserver_request_duration_seconds_sum{{{b}}} {sum}");
+            let _ = writeln!(
+                out,
+                "apiserver_request_duration_seconds_count{{{b}}} {count}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(verb: &'static str) -> RequestLabels {
+        RequestLabels {
+            verb,
+            group: String::new(),
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            subresource: String::new(),
+            scope: "namespace",
+        }
+    }
+
+    #[test]
+    fn counts_and_histograms_render() {
+        let m = Metrics::default();
+        m.observe_request(labels("POST"), 201, 0.003);
+        m.observe_request(labels("POST"), 201, 0.03);
+        m.observe_request(labels("POST"), 409, 0.001);
+        m.observe_request(labels("WATCH"), 200, 30.0);
+        m.watcher("", "v1", "ConfigMap", 1);
+        let text = m.render(&StorageFigures {
+            objects: vec![("configmaps".into(), 7)],
+            ..Default::default()
+        });
+        assert!(text.contains("apiserver_request_total{code=\"201\",component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"POST\",version=\"v1\"} 2"), "{text}");
+        assert!(
+            text.contains("verb=\"POST\",version=\"v1\",le=\"0.005\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("apiserver_request_duration_seconds_count{component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"POST\",version=\"v1\"} 3"));
+        assert!(!text.contains("le=\"0.005\"} 0\napiserver_request_duration_seconds_bucket{component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"WATCH\""));
+        assert!(text.contains(
+            "apiserver_registered_watchers{group=\"\",kind=\"ConfigMap\",version=\"v1\"} 1"
+        ));
+        assert!(text.contains("apiserver_storage_objects{resource=\"configmaps\"} 7"));
+    }
+
+    #[test]
+    fn series_do_not_depend_on_clusters() {
+        // The labels have no cluster: requests to 1,000 clusters make one series.
+        let m = Metrics::default();
+        for _ in 0..1000 {
+            m.observe_request(labels("GET"), 200, 0.001);
+        }
+        assert_eq!(m.requests.read().unwrap().len(), 1);
+    }
+}
