@@ -10,25 +10,25 @@ use kplane_types::{Status, StatusReason};
 
 /// An error answered to the client as a `metav1.Status`.
 #[derive(Debug, Clone)]
-pub struct ApiError(pub Status);
+pub struct ApiError(pub Box<Status>);
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(reason: StatusReason, message: impl Into<String>) -> Self {
-        ApiError(Status::new(reason, message))
+        ApiError::from(Status::new(reason, message))
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
-        ApiError(Status::bad_request(message))
+        ApiError::from(Status::bad_request(message))
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        ApiError(Status::internal(message))
+        ApiError::from(Status::internal(message))
     }
 
     pub fn not_found_path() -> Self {
-        ApiError(Status::new(
+        ApiError::from(Status::new(
             StatusReason::NotFound,
             "the server could not find the requested resource",
         ))
@@ -42,7 +42,7 @@ impl ApiError {
 
     /// 404 for a subresource the resource does not have.
     pub fn not_found_sub(sub: &str) -> Self {
-        ApiError(Status::new(
+        ApiError::from(Status::new(
             StatusReason::NotFound,
             format!("the server could not find the requested resource (subresource {sub:?})"),
         ))
@@ -64,7 +64,7 @@ impl ApiError {
 
 impl From<Status> for ApiError {
     fn from(s: Status) -> Self {
-        ApiError(s)
+        ApiError(Box::new(s))
     }
 }
 

@@ -13,6 +13,7 @@
 //! The clients are the real ones: `kubectl` from `PATH` (see [`Kubectl`]) and [`kube::Client`].
 
 mod base64;
+pub mod fixtures;
 mod kubectl;
 mod table;
 

@@ -36,7 +36,10 @@ fn resolve(schema: &Value) -> &Value {
     let mut s = schema;
     for _ in 0..8 {
         if let Some(r) = s.get("$ref").and_then(Value::as_str) {
-            match r.strip_prefix("#/components/schemas/").and_then(|n| builtin_definitions().get(n)) {
+            match r
+                .strip_prefix("#/components/schemas/")
+                .and_then(|n| builtin_definitions().get(n))
+            {
                 Some(next) => s = next,
                 None => return s,
             }
@@ -78,23 +81,38 @@ fn walk(schema: &Value, v: &mut Value, path: &mut String, report: &mut TypedRepo
         return;
     }
     // int-or-string and Quantity accept either form.
-    if schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) || schema.get("oneOf").is_some() {
+    if schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
+        || schema.get("oneOf").is_some()
+    {
         if !matches!(v, Value::String(_) | Value::Number(_)) {
-            report.type_errors.push(format!("{path}: expected string or number, got {}", json_type(v)));
+            report.type_errors.push(format!(
+                "{path}: expected string or number, got {}",
+                json_type(v)
+            ));
         }
         return;
     }
-    let Some(ty) = schema.get("type").and_then(Value::as_str) else { return };
+    let Some(ty) = schema.get("type").and_then(Value::as_str) else {
+        return;
+    };
     let ok = match (ty, &*v) {
-        ("object", Value::Object(_)) | ("array", Value::Array(_)) | ("string", Value::String(_)) => true,
+        ("object", Value::Object(_))
+        | ("array", Value::Array(_))
+        | ("string", Value::String(_)) => true,
         ("boolean", Value::Bool(_)) => true,
         ("integer", Value::Number(n)) => n.is_i64() || n.is_u64(),
         ("number", Value::Number(_)) => true,
         _ => false,
     };
     if !ok {
-        let shown = if path.is_empty() { "<root>" } else { path.as_str() };
-        report.type_errors.push(format!("{shown}: expected {ty}, got {}", json_type(v)));
+        let shown = if path.is_empty() {
+            "<root>"
+        } else {
+            path.as_str()
+        };
+        report
+            .type_errors
+            .push(format!("{shown}: expected {ty}, got {}", json_type(v)));
         return;
     }
     match v {
@@ -113,7 +131,13 @@ fn walk(schema: &Value, v: &mut Value, path: &mut String, report: &mut TypedRepo
     }
 }
 
-fn walk_object(schema: &Value, m: &mut Map<String, Value>, path: &mut String, report: &mut TypedReport, depth: usize) {
+fn walk_object(
+    schema: &Value,
+    m: &mut Map<String, Value>,
+    path: &mut String,
+    report: &mut TypedReport,
+    depth: usize,
+) {
     let props = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties");
     if props.is_none() && additional.is_none() {
@@ -157,7 +181,10 @@ mod tests {
         let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "bogus": 1},
             "data": {"k": "v"}, "spec": {"x": 1}});
         let r = prune_and_check("io.k8s.api.core.v1.ConfigMap", &mut cm);
-        assert_eq!(r.unknown, vec!["metadata.bogus".to_string(), "spec".to_string()]);
+        assert_eq!(
+            r.unknown,
+            vec!["metadata.bogus".to_string(), "spec".to_string()]
+        );
         assert!(r.type_errors.is_empty());
         assert!(cm.get("spec").is_none());
         assert!(cm["metadata"].get("bogus").is_none());
@@ -168,7 +195,10 @@ mod tests {
     fn nested_unknown_in_job_template() {
         let mut job = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i", "imagee": "typo"}]}}}});
         let r = prune_and_check("io.k8s.api.batch.v1.Job", &mut job);
-        assert_eq!(r.unknown, vec!["spec.template.spec.containers[0].imagee".to_string()]);
+        assert_eq!(
+            r.unknown,
+            vec!["spec.template.spec.containers[0].imagee".to_string()]
+        );
     }
 
     #[test]

@@ -281,6 +281,9 @@ pub(crate) fn decode_event(raw: &[u8]) -> Result<(EventType, &[u8])> {
     Ok((t, &raw[1..]))
 }
 
+/// A range of tree keys, usable with `sled::Tree::range`.
+pub(crate) type TreeRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// Which keyspace serves a prefix, and the encoded prefix inside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Plan {
@@ -331,11 +334,7 @@ impl Plan {
 
     /// The tree range to scan in keyspace `tag` (`L` or `H`; ignored for the index plan)
     /// holding keys of this prefix strictly after `start_after`. `None` if empty.
-    pub(crate) fn range(
-        &self,
-        tag: u8,
-        start_after: Option<&Key>,
-    ) -> Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+    pub(crate) fn range(&self, tag: u8, start_after: Option<&Key>) -> Option<TreeRange> {
         let (tag, prefix) = self.tag_and_bytes(tag);
         let lo_prefix = tagged(tag, prefix);
         let hi = prefix_end(&lo_prefix);
@@ -371,6 +370,7 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -140,8 +140,9 @@ pub trait Storage: Send + Sync + 'static {
     /// The latest committed (durable) revision.
     fn current_revision(&self) -> Revision;
 
-    /// Revisions at or below this are compacted: reads at them and watches from them fail
-    /// with [`Error::Compacted`].
+    /// The compaction point. Revisions below it are compacted: reads at them and watches
+    /// from them fail with [`Error::Compacted`]. The state at exactly this revision is still
+    /// exact, and a watch from it receives every later change (etcd semantics).
     fn compacted_revision(&self) -> Revision;
 
     /// Reads one key at the latest revision.

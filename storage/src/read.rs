@@ -115,8 +115,9 @@ pub(crate) enum ListMode {
     /// tail `(R, now]`. Cheap when `R` is recent.
     Latest,
     /// Merge-scan latest and history keyspaces (every key that existed at any retained
-    /// revision); fix up keys changed while scanning through the event log after
-    /// `applied_at_start`. Used for older snapshots.
+    /// revision); fix up keys deleted while scanning through the event log after
+    /// `applied_at_start` (every batch up to it was fully visible when the scan started).
+    /// Used for older snapshots.
     History { applied_at_start: Revision },
 }
 
@@ -127,6 +128,7 @@ struct Collector<'a> {
     filter: Option<Filter<'a>>,
     /// Set when the scan stopped because the limit was reached and candidates remained.
     more: bool,
+    /// Entries scanned since the last yield.
     examined: usize,
 }
 
@@ -158,7 +160,11 @@ impl<'a> Collector<'a> {
     /// Counts one scanned entry; true when the caller should yield to the runtime.
     fn tick(&mut self) -> bool {
         self.examined += 1;
-        self.examined % YIELD_EVERY == 0
+        if self.examined >= YIELD_EVERY {
+            self.examined = 0;
+            return true;
+        }
+        false
     }
 
     /// The last key the scan looked at when it stopped early (keys after it were not
@@ -203,7 +209,7 @@ pub(crate) async fn list(
         }
         (Plan::Keys { .. }, ListMode::History { applied_at_start }) => {
             scan_history(tree, &plan, prefix, rev, start_after, &mut out).await?;
-            Some(applied_at_start.min(rev))
+            Some(applied_at_start)
         }
     };
     if let Some(from) = correction_from {
@@ -223,8 +229,7 @@ async fn scan_latest(
     let Some(range) = plan.range(TAG_LATEST, start_after) else {
         return Ok(());
     };
-    let mut iter = tree.range(range);
-    while let Some(entry) = iter.next() {
+    for entry in tree.range(range) {
         let (k, v) = entry.map_err(backend)?;
         if out.full() {
             out.more = true;
@@ -331,8 +336,7 @@ async fn scan_index(
     let Some(range) = plan.range(TAG_LATEST, start_after) else {
         return Ok(());
     };
-    let mut iter = tree.range(range);
-    while let Some(entry) = iter.next() {
+    for entry in tree.range(range) {
         let (k, _) = entry.map_err(backend)?;
         if out.full() {
             out.more = true;
@@ -365,8 +369,7 @@ async fn correct(
     let bound = out.bound();
     let mut extra: Vec<KeyValue> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let mut iter = tree.range(event_key(from.saturating_add(1))..tag_end(TAG_EVENT));
-    while let Some(entry) = iter.next() {
+    for entry in tree.range(event_key(from.saturating_add(1))..tag_end(TAG_EVENT)) {
         let (_, v) = entry.map_err(backend)?;
         if out.tick() {
             tokio::task::yield_now().await;
@@ -422,7 +425,8 @@ pub(crate) async fn count(tree: &sled::Tree, prefix: &Prefix, rev: Revision) -> 
     for entry in tree.range(range) {
         let (k, v) = entry.map_err(backend)?;
         scanned += 1;
-        if scanned % YIELD_EVERY == 0 {
+        if scanned >= YIELD_EVERY {
+            scanned = 0;
             tokio::task::yield_now().await;
         }
         let live = match &plan {

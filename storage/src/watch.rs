@@ -20,6 +20,9 @@ use crate::encoding::{decode_event, decode_key, event_key, rev_of_tagged};
 use crate::read::{backend, load_event};
 use crate::{CloseReason, Error, Event, Prefix, Result, Revision, WatchEvent, WatchReceiver};
 
+/// How long a closing watcher task waits for channel room to deliver its close notice.
+const CLOSE_NOTICE_WAIT: Duration = Duration::from_secs(1);
+
 /// Events replayed from the log per blocking read.
 const REPLAY_CHUNK: usize = 256;
 
@@ -153,7 +156,8 @@ struct SlotState {
 impl SlotState {
     /// Marks the watcher closed and, if possible, tells it why. In the live phase there is
     /// always room: dispatch and progress keep one channel slot free.
-    fn close(&mut self, reason: CloseReason, tx: &mpsc::Sender<WatchEvent>) {
+    /// Returns whether the notice is in the channel.
+    fn close(&mut self, reason: CloseReason, tx: &mpsc::Sender<WatchEvent>) -> bool {
         if self.closed.is_none() {
             self.closed = Some(reason);
         }
@@ -163,6 +167,7 @@ impl SlotState {
         if !self.notice_sent && tx.try_send(WatchEvent::Closed(reason)).is_ok() {
             self.notice_sent = true;
         }
+        self.notice_sent
     }
 }
 
@@ -404,8 +409,15 @@ impl WatchTask {
         };
         self.hub.unregister(&self.slot);
         if let Stop::Close(reason) = stop {
-            // Best effort: the channel may be full.
-            lock(&self.slot.state).close(reason, &self.slot.tx);
+            let sent = lock(&self.slot.state).close(reason, &self.slot.tx);
+            if !sent {
+                // The channel is full (a stalled reader during replay): wait a little for
+                // room, then give up; the receiver still sees the stream end.
+                let room = tokio::time::timeout(CLOSE_NOTICE_WAIT, self.slot.tx.reserve()).await;
+                if let Ok(Ok(permit)) = room {
+                    permit.send(WatchEvent::Closed(reason));
+                }
+            }
         }
     }
 

@@ -226,12 +226,11 @@ impl Writer {
             batch.insert(meta_key(META_REVISION), &encode_u64(rev));
             self.last_commit_millis = self.last_commit_millis.max(unix_millis());
             batch.insert(time_key(rev), &encode_u64(self.last_commit_millis));
-            // Published before the batch is visible: readers use it to bound the
-            // revisions a scan can run into.
-            self.shared.applied.store(rev, Ordering::Release);
-            let durable = tree
-                .apply_batch(batch)
-                .and_then(|()| tree.flush().map(|_| ()));
+            let durable = tree.apply_batch(batch).and_then(|()| {
+                // Every batch up to `rev` is now fully visible (not yet durable).
+                self.shared.applied.store(rev, Ordering::Release);
+                tree.flush().map(|_| ())
+            });
             if let Err(e) = durable {
                 tracing::error!(error = %e, "commit failed; storage stops accepting writes");
                 self.shared.failed.store(true, Ordering::Release);
@@ -253,6 +252,7 @@ impl Writer {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -823,17 +823,12 @@ async fn watch_progress(s: &Arc<dyn Storage>) {
     }
     let mine = create(s, key("wprog", "ns", "x"), "v").await;
     assert_eq!(next_event(&mut rx).await.kv.mod_revision, mine.mod_revision);
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .expect("no progress")
-        {
-            Some(WatchEvent::Progress(r)) => {
-                assert!(r >= mine.mod_revision);
-                break;
-            }
-            other => panic!("unexpected {other:?}"),
-        }
+    match tokio::time::timeout_at(deadline, rx.recv())
+        .await
+        .expect("no progress")
+    {
+        Some(WatchEvent::Progress(r)) => assert!(r >= mine.mod_revision),
+        other => panic!("unexpected {other:?}"),
     }
 }
 
@@ -1141,6 +1136,16 @@ async fn sled_shutdown_finishes_pending_and_closes_watchers() {
     s.shutdown().await.unwrap();
 }
 
+/// Kills the child process if the test fails before doing so itself.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 const CRASH_ENV: &str = "KPLANE_STORAGE_CRASH_CHILD_DIR";
 
 /// Child role of [`sled_acknowledged_writes_survive_kill_9`]: writes forever, printing each
@@ -1178,15 +1183,17 @@ fn crash_child() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_acknowledged_writes_survive_kill_9() {
     let dir = tempfile::tempdir().unwrap();
+    let mut floor: Revision = 0;
     for round in 0..2 {
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        let child = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
             .env(CRASH_ENV, dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
+        let mut child = KillOnDrop(child);
+        let stdout = child.0.stdout.take().unwrap();
         let mut acked = Vec::new();
         for line in BufReader::new(stdout).lines() {
             let line = line.unwrap();
@@ -1194,13 +1201,15 @@ async fn sled_acknowledged_writes_survive_kill_9() {
                 let (name, rev) = rest.split_once(' ').unwrap();
                 acked.push((name.to_string(), rev.parse::<Revision>().unwrap()));
                 if acked.len() == 300 {
-                    child.kill().unwrap(); // SIGKILL
+                    child.0.kill().unwrap(); // SIGKILL, mid-stream
                     break;
                 }
             }
         }
-        child.wait().unwrap();
+        child.0.wait().unwrap();
         assert_eq!(acked.len(), 300, "child died early (round {round})");
+        // The recovered store continued the revision sequence.
+        assert!(acked.iter().all(|(_, r)| *r > floor));
         let s = open_retry(dir.path(), SledStorageOptions::default());
         let max = acked.iter().map(|(_, r)| *r).max().unwrap();
         assert!(s.current_revision() >= max);
@@ -1212,9 +1221,7 @@ async fn sled_acknowledged_writes_survive_kill_9() {
         }
         s.shutdown().await.unwrap();
         drop(s);
-        // Round two: the child continues the revision sequence on the recovered store
-        // (it writes "t*-0".. again, which now exist: those creates fail, so round two
-        // uses a fresh key space).
+        // Round two reuses the key names: delete them first.
         if round == 0 {
             let s = open_retry(dir.path(), SledStorageOptions::default());
             let p = Prefix::cluster("crash");
@@ -1224,7 +1231,116 @@ async fn sled_acknowledged_writes_survive_kill_9() {
                     .await
                     .unwrap();
             }
+            floor = s.current_revision();
             s.shutdown().await.unwrap();
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_watcher_stalled_during_replay_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = SledStorageOptions {
+        watch_channel_capacity: 4,
+        ..Default::default()
+    };
+    let sled = SledStorage::open(dir.path(), opts).unwrap();
+    let s: Arc<dyn Storage> = sled.clone();
+    for i in 0..10 {
+        create(&s, key("c", "ns", &format!("old{i}")), "v").await;
+    }
+    // Replay blocks on the full channel; live events pile up until the watcher is closed.
+    let mut rx = s.watch(&Prefix::cluster("c"), 0, None).await.unwrap();
+    let writes = async {
+        for i in 0..100 {
+            create(&s, key("c", "ns", &format!("new{i}")), "v").await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), writes)
+        .await
+        .expect("writer blocked");
+    let mut events = 0;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+        {
+            Some(WatchEvent::Event(_)) => events += 1,
+            Some(WatchEvent::Closed(CloseReason::TooSlow)) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(events < 110);
+    assert!(rx.recv().await.is_none());
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_many_watchers() {
+    let dir = tempfile::tempdir().unwrap();
+    let sled = SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+    let s: Arc<dyn Storage> = sled.clone();
+    let from = s.current_revision();
+    // 1,000 watchers on one namespace, 20,000 single-cluster watchers, one wildcard.
+    let mut same_ns = Vec::new();
+    for _ in 0..1000 {
+        same_ns.push(
+            s.watch(&Prefix::namespace("hot", RES, "ns"), from, None)
+                .await
+                .unwrap(),
+        );
+    }
+    let mut per_cluster = Vec::new();
+    for i in 0..20_000 {
+        per_cluster.push(
+            s.watch(&Prefix::cluster(format!("tenant-{i}")), from, None)
+                .await
+                .unwrap(),
+        );
+    }
+    let wild = Prefix {
+        cluster: None,
+        resource: Some(RES.into()),
+        namespace: None,
+    };
+    let mut wild_rx = s.watch(&wild, from, None).await.unwrap();
+    assert_eq!(sled.watcher_count(), 21_001);
+
+    let start = std::time::Instant::now();
+    let mut revs = Vec::new();
+    for i in 0..20 {
+        revs.push(
+            create(&s, key("hot", "ns", &format!("k{i}")), "v")
+                .await
+                .mod_revision,
+        );
+        create(&s, key(&format!("tenant-{i}"), "ns", "x"), "v").await;
+    }
+    let elapsed = start.elapsed();
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    for rx in &mut same_ns {
+        for want in &revs {
+            assert_eq!(next_event(rx).await.kv.mod_revision, *want);
+        }
+    }
+    for (i, rx) in per_cluster.iter_mut().enumerate() {
+        if i < 20 {
+            assert_eq!(next_event(rx).await.kv.key.cluster, format!("tenant-{i}"));
+        }
+        assert!(rx.try_recv().is_err());
+    }
+    for _ in 0..40 {
+        next_event(&mut wild_rx).await;
+    }
+    drop(same_ns);
+    drop(per_cluster);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while sled.watcher_count() > 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "dropped watchers not unregistered"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    s.shutdown().await.unwrap();
 }

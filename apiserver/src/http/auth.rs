@@ -58,7 +58,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// 401 `Unauthorized`, as kubectl expects it.
 pub fn unauthorized() -> Response {
-    ApiError(Status::new(StatusReason::Unauthorized, "Unauthorized")).into_response()
+    ApiError::from(Status::new(StatusReason::Unauthorized, "Unauthorized")).into_response()
 }
 
 #[cfg(test)]

@@ -28,6 +28,9 @@ use crate::error::ApiError;
 use crate::registry::Registry;
 use request_info::{ApiPath, ClusterScope};
 
+/// `apiserver_storage_objects` figures and when they were taken.
+pub type ObjectCounts = (std::time::Instant, Vec<(String, u64)>);
+
 /// Everything a request handler needs.
 #[derive(Debug)]
 pub struct AppState {
@@ -40,7 +43,7 @@ pub struct AppState {
     pub server_address: String,
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The last `apiserver_storage_objects` figures and when they were taken.
-    pub object_counts: std::sync::Mutex<Option<(std::time::Instant, Vec<(String, u64)>)>>,
+    pub object_counts: std::sync::Mutex<Option<ObjectCounts>>,
     pub event_window: std::time::Duration,
 }
 

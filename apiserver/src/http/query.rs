@@ -81,7 +81,7 @@ pub struct ListParams {
 }
 
 fn list_options_invalid(causes: Vec<Cause>) -> ApiError {
-    ApiError(Status::invalid("meta.k8s.io", "ListOptions", "", causes))
+    ApiError::from(Status::invalid("meta.k8s.io", "ListOptions", "", causes))
 }
 
 impl ListParams {
@@ -249,7 +249,7 @@ pub fn parse_dry_run(values: &[String], kind: OptionsKind) -> ApiResult<bool> {
         if v == "All" {
             dry = true;
         } else {
-            return Err(ApiError(Status::invalid(
+            return Err(ApiError::from(Status::invalid(
                 "meta.k8s.io",
                 kind.name(),
                 "",
@@ -272,7 +272,7 @@ impl WriteParams {
             Some("Ignore") => FieldValidation::Ignore,
             Some("Strict") => FieldValidation::Strict,
             Some(other) => {
-                return Err(ApiError(Status::invalid(
+                return Err(ApiError::from(Status::invalid(
                     "meta.k8s.io",
                     kind.name(),
                     "",
@@ -290,7 +290,7 @@ impl WriteParams {
             .map(str::to_string);
         if let Some(m) = &field_manager {
             if m.len() > 128 || m.chars().any(|c| c.is_control()) {
-                return Err(ApiError(Status::invalid(
+                return Err(ApiError::from(Status::invalid(
                     "meta.k8s.io",
                     kind.name(),
                     "",

@@ -85,7 +85,7 @@ async fn handle_inner(
     let Some(rt) = catalog.get(&rp.group, &rp.version, &rp.resource).cloned() else {
         return Err(ApiError::not_found_path());
     };
-    if rt.namespaced == false && rp.namespace.is_some() {
+    if !rt.namespaced && rp.namespace.is_some() {
         return Err(ApiError::not_found_path());
     }
     if let Some(sub) = &rp.subresource {
@@ -104,7 +104,7 @@ async fn handle_inner(
 
     if rt.strategy == Strategy::Review {
         if method != Method::POST || rp.name.is_some() {
-            return Err(ApiError(kplane_types::Status::method_not_allowed(
+            return Err(ApiError::from(kplane_types::Status::method_not_allowed(
                 method.as_str(),
                 &rt.plural,
             )));
@@ -165,7 +165,7 @@ async fn handle_inner(
         (Method::POST, None) => {
             require_verb(&rt, "create")?;
             if rt.namespaced && target.namespace.is_none() {
-                return Err(ApiError(kplane_types::Status::method_not_allowed(
+                return Err(ApiError::from(kplane_types::Status::method_not_allowed(
                     "POST", &rt.plural,
                 )));
             }
@@ -212,7 +212,7 @@ async fn handle_inner(
             if w.force.is_some() {
                 let (ct, _) = read_body_type(&req);
                 if ct != Some(BodyType::ApplyPatch) {
-                    return Err(ApiError(kplane_types::Status::invalid(
+                    return Err(ApiError::from(kplane_types::Status::invalid(
                         "meta.k8s.io",
                         "PatchOptions",
                         "",
@@ -276,7 +276,7 @@ async fn handle_inner(
                 }
             }
         }
-        (m, _) => Err(ApiError(kplane_types::Status::method_not_allowed(
+        (m, _) => Err(ApiError::from(kplane_types::Status::method_not_allowed(
             m.as_str(),
             &rt.plural,
         ))),
@@ -303,7 +303,7 @@ fn require_verb(rt: &ResourceType, verb: &str) -> ApiResult<()> {
     if rt.has_verb(verb) {
         Ok(())
     } else {
-        Err(ApiError(kplane_types::Status::method_not_allowed(
+        Err(ApiError::from(kplane_types::Status::method_not_allowed(
             verb, &rt.plural,
         )))
     }
@@ -357,7 +357,7 @@ fn delete_params(q: &Query, ct: Option<&str>, body: &[u8]) -> ApiResult<DeletePa
     }
     if let Some(p) = &d.propagation_policy {
         if !["Orphan", "Background", "Foreground"].contains(&p.as_str()) {
-            return Err(ApiError(kplane_types::Status::invalid(
+            return Err(ApiError::from(kplane_types::Status::invalid(
                 "meta.k8s.io",
                 "DeleteOptions",
                 "",

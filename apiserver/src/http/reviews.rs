@@ -48,7 +48,7 @@ pub fn create(
                 .unwrap_or("")
                 .is_empty()
             {
-                return Err(ApiError(kplane_types::Status::invalid(
+                return Err(ApiError::from(kplane_types::Status::invalid(
                     "authorization.k8s.io",
                     "SelfSubjectRulesReview",
                     "",
@@ -74,7 +74,7 @@ pub fn create(
                 })
                 .unwrap_or_default();
             if subject.is_empty() && groups.is_empty() {
-                return Err(ApiError(kplane_types::Status::invalid(
+                return Err(ApiError::from(kplane_types::Status::invalid(
                     "authorization.k8s.io",
                     &rt.kind,
                     "",

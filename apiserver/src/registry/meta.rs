@@ -226,7 +226,9 @@ pub fn invalid_if_any(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiR
     if causes.is_empty() {
         Ok(())
     } else {
-        Err(ApiError(Status::invalid(&rt.group, &rt.kind, name, causes)))
+        Err(ApiError::from(Status::invalid(
+            &rt.group, &rt.kind, name, causes,
+        )))
     }
 }
 

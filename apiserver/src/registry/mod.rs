@@ -171,13 +171,13 @@ fn corrupt(e: &dyn std::fmt::Display) -> ApiError {
 pub fn storage_error(e: kplane_storage::Error, rt: &ResourceType, name: &str) -> ApiError {
     use kplane_storage::Error as E;
     match e {
-        E::NotFound => ApiError(Status::not_found(&rt.group, &rt.plural, name)),
-        E::AlreadyExists => ApiError(Status::already_exists(&rt.group, &rt.plural, name)),
-        E::Conflict { .. } => ApiError(Status::stale(&rt.group, &rt.plural, name)),
+        E::NotFound => ApiError::from(Status::not_found(&rt.group, &rt.plural, name)),
+        E::AlreadyExists => ApiError::from(Status::already_exists(&rt.group, &rt.plural, name)),
+        E::Conflict { .. } => ApiError::from(Status::stale(&rt.group, &rt.plural, name)),
         E::Compacted {
             requested,
             compacted,
-        } => ApiError(Status::expired(format!(
+        } => ApiError::from(Status::expired(format!(
             "too old resource version: {requested} ({compacted})"
         ))),
         E::FutureRevision { .. } => too_large_rv(),
@@ -202,5 +202,5 @@ pub fn too_large_rv() -> ApiError {
         ..Default::default()
     });
     s.retry_after = Some(1);
-    ApiError(s)
+    ApiError::from(s)
 }

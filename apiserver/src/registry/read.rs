@@ -68,7 +68,11 @@ impl Registry {
             .map_err(|e| storage_error(e, &t.rt, name))?
         {
             Some(kv) => self.to_api(&t.rt, kv.value),
-            None => Err(ApiError(Status::not_found(&t.rt.group, &t.rt.plural, name))),
+            None => Err(ApiError::from(Status::not_found(
+                &t.rt.group,
+                &t.rt.plural,
+                name,
+            ))),
         }
     }
 
@@ -111,7 +115,7 @@ impl Registry {
             }
             let c = decode_continue(tok, &t.rt.storage_resource)?;
             if c.rv <= self.storage.compacted_revision() {
-                return Err(ApiError(Status::expired(
+                return Err(ApiError::from(Status::expired(
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
                 )));
             }
@@ -136,7 +140,7 @@ impl Registry {
             .list(&t.prefix(), &opts, if selection.is_everything() { None } else { Some(&filter) })
             .await
             .map_err(|e| match e {
-                kplane_storage::Error::Compacted { requested, compacted } => ApiError(Status::expired(format!(
+                kplane_storage::Error::Compacted { requested, compacted } => ApiError::from(Status::expired(format!(
                     "The resourceVersion for the provided list is too old: {requested} ({compacted})"
                 ))),
                 other => storage_error(other, &t.rt, ""),

@@ -277,20 +277,21 @@ fn validate_secret(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 
 fn validate_events_v1(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    for f in [
-        "eventTime",
-        "reportingController",
-        "reportingInstance",
-        "action",
-        "reason",
+    // The object is in the stored (core) form; report the events.k8s.io field names.
+    for (field, shown) in [
+        ("eventTime", "eventTime"),
+        ("reportingComponent", "reportingController"),
+        ("reportingInstance", "reportingInstance"),
+        ("action", "action"),
+        ("reason", "reason"),
     ] {
-        let missing = match obj.get(f) {
+        let missing = match obj.get(field) {
             None | Some(Value::Null) => true,
             Some(Value::String(s)) => s.is_empty(),
             _ => false,
         };
         if missing {
-            causes.push(Cause::required(f));
+            causes.push(Cause::required(shown));
         }
     }
     causes

@@ -120,7 +120,7 @@ impl Registry {
                         if rt.group.is_empty() { rt.plural.clone() } else { format!("{}.{}", rt.plural, rt.group) }
                     );
                     s.retry_after = Some(1);
-                    return Err(ApiError(s));
+                    return Err(ApiError::from(s));
                 }
                 Err(e) => return Err(storage_error(e, &rt, &name)),
             }
@@ -156,19 +156,25 @@ impl Registry {
         let Some(current) = self.get_stored(t, name).await? else {
             if rt.allow_create_on_update && sub.is_none() {
                 if body_rv.is_some() {
-                    return Err(ApiError(Status::not_found(&rt.group, &rt.plural, name)));
+                    return Err(ApiError::from(Status::not_found(
+                        &rt.group, &rt.plural, name,
+                    )));
                 }
-                let created = self.create(t, self.from_storage_form(&rt, obj), w).await?;
+                let created = self
+                    .create(t, self.storage_to_api_form(&rt, obj), w)
+                    .await?;
                 return Ok((created, true));
             }
-            return Err(ApiError(Status::not_found(&rt.group, &rt.plural, name)));
+            return Err(ApiError::from(Status::not_found(
+                &rt.group, &rt.plural, name,
+            )));
         };
         match body_rv {
             Some(rv) if rv != current.mod_revision => {
-                return Err(ApiError(Status::stale(&rt.group, &rt.plural, name)))
+                return Err(ApiError::from(Status::stale(&rt.group, &rt.plural, name)))
             }
             None if !rt.allow_unconditional_update => {
-                return Err(ApiError(Status::invalid(
+                return Err(ApiError::from(Status::invalid(
                     &rt.group,
                     &rt.kind,
                     name,
@@ -185,7 +191,7 @@ impl Registry {
         Ok((out, false))
     }
 
-    fn from_storage_form(&self, rt: &super::ResourceType, obj: Value) -> Value {
+    fn storage_to_api_form(&self, rt: &super::ResourceType, obj: Value) -> Value {
         if rt.strategy == Strategy::EventsV1Event {
             super::events::to_events_v1(&obj)
         } else {
@@ -223,7 +229,7 @@ impl Registry {
                 .filter(|f| !meta::finalizers(&old).contains(f))
                 .collect();
             if !added.is_empty() {
-                return Err(ApiError(Status::invalid(
+                return Err(ApiError::from(Status::invalid(
                     &rt.group,
                     &rt.kind,
                     name,
@@ -281,12 +287,15 @@ impl Registry {
         loop {
             attempt += 1;
             let Some(current) = self.get_stored(t, name).await? else {
-                return Err(ApiError(Status::not_found(&rt.group, &rt.plural, name)));
+                return Err(ApiError::from(Status::not_found(
+                    &rt.group, &rt.plural, name,
+                )));
             };
             let old_api: Value = serde_json::from_slice(&self.to_api(&rt, current.value.clone())?)
                 .map_err(|e| corrupt(&e))?;
-            let patched = patch::apply(&parsed, &old_api, &rt)
-                .map_err(|msg| ApiError(Status::new(StatusReason::Invalid, msg)).with_code(422))?;
+            let patched = patch::apply(&parsed, &old_api, &rt).map_err(|msg| {
+                ApiError::from(Status::new(StatusReason::Invalid, msg)).with_code(422)
+            })?;
             let mut obj = patched;
             meta::check_type(&mut obj, &rt)?;
             meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
@@ -294,7 +303,7 @@ impl Registry {
             let mut obj = self.to_storage(&rt, obj);
             meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
             if meta::name_of(&obj) != name {
-                return Err(ApiError(Status::invalid(
+                return Err(ApiError::from(Status::invalid(
                     &rt.group,
                     &rt.kind,
                     name,
@@ -308,7 +317,7 @@ impl Registry {
             // A resourceVersion in the patch is an optimistic lock.
             let locked = match meta::body_resource_version(&obj)? {
                 Some(rv) if rv != current.mod_revision => {
-                    return Err(ApiError(Status::stale(&rt.group, &rt.plural, name)))
+                    return Err(ApiError::from(Status::stale(&rt.group, &rt.plural, name)))
                 }
                 Some(_) => patch::mentions_resource_version(&parsed),
                 None => false,
@@ -331,14 +340,16 @@ impl Registry {
         if rt.strategy == Strategy::Namespace
             && ["default", "kube-system", "kube-public"].contains(&name)
         {
-            return Err(ApiError(Status::new(
+            return Err(ApiError::from(Status::new(
                 StatusReason::Forbidden,
                 format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
             )));
         }
         for _ in 0..PATCH_RETRIES {
             let Some(current) = self.get_stored(t, name).await? else {
-                return Err(ApiError(Status::not_found(&rt.group, &rt.plural, name)));
+                return Err(ApiError::from(Status::not_found(
+                    &rt.group, &rt.plural, name,
+                )));
             };
             let obj = decode(&current)?;
             check_delete_preconditions(&rt, name, &obj, current.mod_revision, d)?;
@@ -380,7 +391,7 @@ impl Registry {
                 Err(e) => return Err(storage_error(e, &rt, name)),
             }
         }
-        Err(ApiError(Status::stale(&rt.group, &rt.plural, name)))
+        Err(ApiError::from(Status::stale(&rt.group, &rt.plural, name)))
     }
 
     /// Deletes every object matching the list options; returns what was deleted or marked.
@@ -428,7 +439,7 @@ impl Registry {
             namespace: None,
         };
         let Some(kv) = self.get_stored(&nst, ns).await? else {
-            return Err(ApiError(Status::not_found("", "namespaces", ns)));
+            return Err(ApiError::from(Status::not_found("", "namespaces", ns)));
         };
         let obj = decode(&kv)?;
         if meta::is_deleting(&obj) {
@@ -450,7 +461,7 @@ impl Registry {
                 )],
                 ..Default::default()
             });
-            return Err(ApiError(s));
+            return Err(ApiError::from(s));
         }
         Ok(())
     }
@@ -472,7 +483,7 @@ fn check_delete_preconditions(
     if let Some(uid) = &d.precondition_uid {
         let actual = meta::meta_str(obj, "uid").unwrap_or("");
         if uid != actual {
-            return Err(ApiError(Status::conflict(
+            return Err(ApiError::from(Status::conflict(
                 &rt.group,
                 &rt.plural,
                 name,
@@ -484,7 +495,7 @@ fn check_delete_preconditions(
     }
     if let Some(rv) = &d.precondition_rv {
         if *rv != rev.to_string() {
-            return Err(ApiError(Status::conflict(
+            return Err(ApiError::from(Status::conflict(
                 &rt.group,
                 &rt.plural,
                 name,

@@ -121,7 +121,11 @@ pub struct Cause {
 
 impl Cause {
     pub fn new(reason: CauseType, field: impl Into<String>, message: impl Into<String>) -> Self {
-        Cause { reason, field: field.into(), message: message.into() }
+        Cause {
+            reason,
+            field: field.into(),
+            message: message.into(),
+        }
     }
 
     pub fn required(field: impl Into<String>) -> Self {
@@ -143,11 +147,19 @@ impl Cause {
     }
 
     pub fn forbidden(field: impl Into<String>, detail: &str) -> Self {
-        Cause::new(CauseType::FieldValueForbidden, field, format!("Forbidden: {detail}"))
+        Cause::new(
+            CauseType::FieldValueForbidden,
+            field,
+            format!("Forbidden: {detail}"),
+        )
     }
 
     pub fn duplicate(field: impl Into<String>, value: &Value) -> Self {
-        Cause::new(CauseType::FieldValueDuplicate, field, format!("Duplicate value: {value}"))
+        Cause::new(
+            CauseType::FieldValueDuplicate,
+            field,
+            format!("Duplicate value: {value}"),
+        )
     }
 
     pub fn not_supported(field: impl Into<String>, value: &Value, supported: &[&str]) -> Self {
@@ -155,7 +167,10 @@ impl Cause {
         Cause::new(
             CauseType::FieldValueNotSupported,
             field,
-            format!("Unsupported value: {value}: supported values: {}", list.join(", ")),
+            format!(
+                "Unsupported value: {value}: supported values: {}",
+                list.join(", ")
+            ),
         )
     }
 
@@ -209,7 +224,13 @@ struct WireCause<'a> {
 
 impl Status {
     pub fn new(reason: StatusReason, message: impl Into<String>) -> Self {
-        Status { reason, code: reason.code(), message: message.into(), details: None, retry_after: None }
+        Status {
+            reason,
+            code: reason.code(),
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
     }
 
     pub fn with_details(mut self, details: Details) -> Self {
@@ -228,7 +249,11 @@ impl Status {
 
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
         let q = Self::qualified(group, resource);
-        let msg = if name.is_empty() { format!("{q} not found") } else { format!("{q} \"{name}\" not found") };
+        let msg = if name.is_empty() {
+            format!("{q} not found")
+        } else {
+            format!("{q} \"{name}\" not found")
+        };
         Status::new(StatusReason::NotFound, msg).with_details(Details {
             name: name.into(),
             group: group.into(),
@@ -239,9 +264,16 @@ impl Status {
 
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
         let q = Self::qualified(group, resource);
-        Status::new(StatusReason::AlreadyExists, format!("{q} \"{name}\" already exists")).with_details(
-            Details { name: name.into(), group: group.into(), kind: resource.into(), ..Default::default() },
+        Status::new(
+            StatusReason::AlreadyExists,
+            format!("{q} \"{name}\" already exists"),
         )
+        .with_details(Details {
+            name: name.into(),
+            group: group.into(),
+            kind: resource.into(),
+            ..Default::default()
+        })
     }
 
     pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
@@ -250,7 +282,12 @@ impl Status {
             StatusReason::Conflict,
             format!("Operation cannot be fulfilled on {q} \"{name}\": {why}"),
         )
-        .with_details(Details { name: name.into(), group: group.into(), kind: resource.into(), ..Default::default() })
+        .with_details(Details {
+            name: name.into(),
+            group: group.into(),
+            kind: resource.into(),
+            ..Default::default()
+        })
     }
 
     /// The standard optimistic-concurrency conflict.
@@ -265,16 +302,28 @@ impl Status {
 
     /// `<Kind>[.<group>] "<name>" is invalid: [causes]` (422).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let q = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let q = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let rendered: Vec<String> = causes.iter().map(Cause::render).collect();
         let list = if rendered.len() == 1 {
             rendered[0].clone()
         } else {
             format!("[{}]", rendered.join(", "))
         };
-        Status::new(StatusReason::Invalid, format!("{q} \"{name}\" is invalid: {list}")).with_details(
-            Details { name: name.into(), group: group.into(), kind: kind.into(), causes, ..Default::default() },
+        Status::new(
+            StatusReason::Invalid,
+            format!("{q} \"{name}\" is invalid: {list}"),
         )
+        .with_details(Details {
+            name: name.into(),
+            group: group.into(),
+            kind: kind.into(),
+            causes,
+            ..Default::default()
+        })
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -313,7 +362,12 @@ impl Status {
         });
         let mut details = serde_json::Map::new();
         if let Some(d) = &self.details {
-            for (k, val) in [("name", &d.name), ("group", &d.group), ("kind", &d.kind), ("uid", &d.uid)] {
+            for (k, val) in [
+                ("name", &d.name),
+                ("group", &d.group),
+                ("kind", &d.kind),
+                ("uid", &d.uid),
+            ] {
                 if !val.is_empty() {
                     details.insert(k.into(), Value::String(val.clone()));
                 }
@@ -346,7 +400,13 @@ impl Status {
 
 impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.code, self.reason.as_str(), self.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code,
+            self.reason.as_str(),
+            self.message
+        )
     }
 }
 
@@ -372,7 +432,10 @@ mod tests {
             "",
             "ConfigMap",
             "x",
-            vec![Cause::required("metadata.name"), Cause::invalid("data[a b]", &json!("a b"), "bad")],
+            vec![
+                Cause::required("metadata.name"),
+                Cause::invalid("data[a b]", &json!("a b"), "bad"),
+            ],
         )
         .to_json();
         assert_eq!(

@@ -1,0 +1,8 @@
+//! End-to-end tests: every test starts its own `kplane serve` (see `kplane_e2e::KplaneServer`)
+//! and drives it with real clients, kubectl and kube-rs. This file only declares modules.
+
+mod clusters;
+mod crash;
+mod kube_rs;
+mod kubectl;
+mod shutdown;

@@ -1,0 +1,7 @@
+//! kube-rs (typed `Api`, runtime watcher/reflector, event recorder) against kplane.
+
+mod events;
+mod lease;
+mod list_watch;
+mod patch;
+mod reflector;
