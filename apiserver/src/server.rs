@@ -17,8 +17,8 @@ use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
-use crate::http::{self, auth::Authenticator, discovery::Discovery, AppState};
-use crate::registry::{catalog, namespaces, Catalog, Registry};
+use crate::http::{self, auth::Authenticator, AppState};
+use crate::registry::{catalog, lifecycle, Catalog, Registry};
 use crate::tls;
 
 /// Errors that stop the server from starting or stopping cleanly.
@@ -154,23 +154,6 @@ fn kubeconfig(server: &str, ca_pem: &str, token: &str) -> String {
     )
 }
 
-fn served_resources(catalog: &Catalog) -> Vec<kplane_openapi::ServedResource> {
-    catalog
-        .all()
-        .iter()
-        .map(|rt| kplane_openapi::ServedResource {
-            group: rt.group.clone(),
-            version: rt.version.clone(),
-            kind: rt.kind.clone(),
-            plural: rt.plural.clone(),
-            namespaced: rt.namespaced,
-            verbs: rt.verbs.iter().map(|v| v.to_string()).collect(),
-            subresources: rt.subresources.iter().map(|(s, _)| s.clone()).collect(),
-            schema: kplane_openapi::SchemaSource::BuiltIn(rt.schema_name.clone()),
-        })
-        .collect()
-}
-
 impl Server {
     pub fn builder() -> ServerBuilder {
         ServerBuilder::default()
@@ -195,24 +178,30 @@ impl Server {
 
         let catalog = Arc::new(Catalog::new(catalog::builtin()));
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        let (registry, ns_queue) = Registry::new(
+        let (registry, work_queue) = Registry::new(
             storage.clone(),
             catalog.clone(),
             pki.ca_pem.clone(),
             shutdown_rx,
         );
-        let ns_worker = tokio::spawn(namespaces::run_namespace_worker(registry.clone(), ns_queue));
+        let worker = tokio::spawn(lifecycle::run_worker(registry.clone(), work_queue));
         registry
             .ensure_cluster(kplane_types::cluster::ROOT)
             .await
             .map_err(|e| ServerError::Startup(e.0.to_string()))?;
-        registry
-            .resume_namespace_deletions()
-            .await
-            .map_err(|e| ServerError::Startup(e.0.to_string()))?;
-
-        let openapi = kplane_openapi::OpenApiV3::build(&served_resources(&catalog))
-            .map_err(|e| ServerError::OpenApi(e.to_string()))?;
+        // Unfinished namespace/CRD deletions resume in the background: a store with many
+        // logical clusters must not delay readiness.
+        let resume = registry.clone();
+        tokio::spawn(async move {
+            if let Err(e) = resume.resume_pending_work().await {
+                tracing::warn!(error = %e.0, "could not resume pending lifecycle work");
+            }
+        });
+        let surfaces = http::surface::Surfaces::default();
+        // Build the built-in surface now so a broken schema fails start-up, not a request.
+        surfaces
+            .for_catalog(&catalog)
+            .map_err(|e| ServerError::OpenApi(e.0.to_string()))?;
         let listener = TcpListener::bind(cfg.bind)
             .await
             .map_err(io_err(format!("binding {}", cfg.bind)))?;
@@ -222,8 +211,7 @@ impl Server {
         let host = client_host(&local);
         let state = Arc::new(AppState {
             registry: registry.clone(),
-            discovery: Discovery::new(&catalog),
-            openapi,
+            surfaces,
             auth: Authenticator::new(token.clone()),
             ready: false.into(),
             server_address: host.clone(),
@@ -293,7 +281,7 @@ impl Server {
         {
             tracing::warn!("in-flight requests did not finish within the grace period");
         }
-        ns_worker.abort();
+        worker.abort();
         storage.shutdown().await?;
         tracing::info!("storage flushed; bye");
         Ok(())

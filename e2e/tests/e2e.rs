@@ -3,6 +3,8 @@
 
 mod clusters;
 mod crash;
+mod crds;
 mod kube_rs;
+mod kube_rs_crd;
 mod kubectl;
 mod shutdown;

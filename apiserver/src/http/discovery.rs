@@ -11,9 +11,9 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256, Sha512};
 
 use super::negotiation::{wants_aggregated_discovery, MediaType};
-use super::AppState;
+use super::surface::Surface;
 use crate::error::ApiError;
-use crate::registry::{Catalog, ResourceType};
+use crate::registry::{Catalog, ResourceType, Strategy};
 
 /// A precomputed body with its ETag.
 #[derive(Debug, Clone)]
@@ -63,6 +63,9 @@ fn subresource_kind(rt: &ResourceType, sub: &str) -> (String, String, String) {
             "v1".into(),
             "TokenRequest".into(),
         ),
+        _ if rt.strategy == Strategy::Custom => {
+            (rt.group.clone(), rt.version.clone(), rt.kind.clone())
+        }
         _ => (String::new(), String::new(), rt.kind.clone()),
     }
 }
@@ -73,7 +76,7 @@ fn legacy_resource(rt: &ResourceType) -> Vec<Value> {
         "singularName": rt.singular,
         "namespaced": rt.namespaced,
         "kind": rt.kind,
-        "verbs": rt.verbs,
+        "verbs": discovery_verbs(rt),
     });
     if !rt.short_names.is_empty() {
         main["shortNames"] = json!(rt.short_names);
@@ -97,13 +100,36 @@ fn legacy_resource(rt: &ResourceType) -> Vec<Value> {
     out
 }
 
+/// Built-ins leave group/version empty (= the containing group-version); custom resources
+/// fill all three, as kube-apiserver does.
+fn response_kind(rt: &ResourceType) -> Value {
+    if rt.strategy == Strategy::Custom {
+        json!({"group": rt.group, "version": rt.version, "kind": rt.kind})
+    } else {
+        json!({"group": "", "version": "", "kind": rt.kind})
+    }
+}
+
+/// The verbs discovery shows: a terminating CRD's resources advertise only reads and deletes.
+fn discovery_verbs(rt: &ResourceType) -> Vec<&'static str> {
+    if rt.custom.as_ref().is_some_and(|c| c.terminating) {
+        rt.verbs
+            .iter()
+            .copied()
+            .filter(|v| !matches!(*v, "create" | "patch" | "update"))
+            .collect()
+    } else {
+        rt.verbs.clone()
+    }
+}
+
 fn aggregated_resource(rt: &ResourceType) -> Value {
     let mut r = json!({
         "resource": rt.plural,
-        "responseKind": {"group": "", "version": "", "kind": rt.kind},
+        "responseKind": response_kind(rt),
         "scope": if rt.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": rt.singular,
-        "verbs": rt.verbs,
+        "verbs": discovery_verbs(rt),
     });
     if !rt.short_names.is_empty() {
         r["shortNames"] = json!(rt.short_names);
@@ -217,35 +243,40 @@ fn aggregated_index(version: &str) -> usize {
 }
 
 /// `GET /api`
-pub fn core_root(state: &AppState, accept: &[MediaType], headers: &HeaderMap) -> Response {
+pub fn core_root(
+    surface: &Surface,
+    server_address: &str,
+    accept: &[MediaType],
+    headers: &HeaderMap,
+) -> Response {
     if let Some(v) = wants_aggregated_discovery(accept) {
         return serve_aggregated(
-            &state.discovery.aggregated[aggregated_index(v)].0,
+            &surface.discovery.aggregated[aggregated_index(v)].0,
             v,
             headers,
         );
     }
-    let mut body = state.discovery.core_legacy.clone();
+    let mut body = surface.discovery.core_legacy.clone();
     body["serverAddressByClientCIDRs"] =
-        json!([{"clientCIDR": "0.0.0.0/0", "serverAddress": state.server_address}]);
+        json!([{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]);
     json_response(body.to_string())
 }
 
 /// `GET /apis`
-pub fn groups_root(state: &AppState, accept: &[MediaType], headers: &HeaderMap) -> Response {
+pub fn groups_root(surface: &Surface, accept: &[MediaType], headers: &HeaderMap) -> Response {
     if let Some(v) = wants_aggregated_discovery(accept) {
         return serve_aggregated(
-            &state.discovery.aggregated[aggregated_index(v)].1,
+            &surface.discovery.aggregated[aggregated_index(v)].1,
             v,
             headers,
         );
     }
-    json_response(state.discovery.groups_legacy.body.clone())
+    json_response(surface.discovery.groups_legacy.body.clone())
 }
 
 /// `GET /apis/<group>`
-pub fn group(state: &AppState, group: &str) -> Response {
-    match state.discovery.groups.get(group) {
+pub fn group(surface: &Surface, group: &str) -> Response {
+    match surface.discovery.groups.get(group) {
         Some(g) => {
             let mut body = g.clone();
             if let Some(o) = body.as_object_mut() {
@@ -259,8 +290,8 @@ pub fn group(state: &AppState, group: &str) -> Response {
 }
 
 /// `GET /api/v1`, `GET /apis/<group>/<version>`
-pub fn group_version(state: &AppState, group: &str, version: &str) -> Response {
-    match state
+pub fn group_version(surface: &Surface, group: &str, version: &str) -> Response {
+    match surface
         .discovery
         .resource_lists
         .get(&gv_string(group, version))

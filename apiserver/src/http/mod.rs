@@ -14,6 +14,7 @@ pub mod request_info;
 pub mod resources;
 pub mod response;
 pub mod reviews;
+pub mod surface;
 pub mod table;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,8 +36,7 @@ pub type ObjectCounts = (std::time::Instant, Vec<(String, u64)>);
 #[derive(Debug)]
 pub struct AppState {
     pub registry: Arc<Registry>,
-    pub discovery: discovery::Discovery,
-    pub openapi: kplane_openapi::OpenApiV3,
+    pub surfaces: surface::Surfaces,
     pub auth: auth::Authenticator,
     pub ready: AtomicBool,
     /// `host:port` clients use, for `serverAddressByClientCIDRs`.
@@ -82,30 +82,42 @@ async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Res
             .get(axum::http::header::ACCEPT)
             .and_then(|v| v.to_str().ok()),
     );
-    if rest == "/openapi/v3" || rest.starts_with("/openapi/v3/") {
-        return openapi::serve_v3(&state, rest, req.uri().query(), req.headers(), &accept);
-    }
-    if rest == "/openapi/v2" {
-        return openapi::serve_v2();
-    }
-    if rest == "/metrics" {
-        return metrics_endpoint(&state).await;
-    }
-    let Some(api) = target.api.clone() else {
-        return ApiError::not_found_path().into_response();
-    };
     let cluster = match &target.cluster {
         ClusterScope::One(c) => Some(c.to_string()),
         ClusterScope::Wildcard => None,
     };
-    match api {
-        ApiPath::CoreRoot => discovery::core_root(&state, &accept, req.headers()),
-        ApiPath::GroupsRoot => discovery::groups_root(&state, &accept, req.headers()),
-        ApiPath::Group { group } => discovery::group(&state, &group),
-        ApiPath::GroupVersion { group, version } => {
-            discovery::group_version(&state, &group, &version)
+    if rest == "/metrics" {
+        return metrics_endpoint(&state).await;
+    }
+    if rest == "/openapi/v2" {
+        return openapi::serve_v2();
+    }
+    let Some(api) = target.api.clone() else {
+        if rest == "/openapi/v3" || rest.starts_with("/openapi/v3/") {
+            return match surface_for(&state, cluster.as_deref()).await {
+                Ok(s) => openapi::serve_v3(&s, rest, req.uri().query(), &accept),
+                Err(e) => e.into_response(),
+            };
         }
-        ApiPath::Resource(rp) => {
+        return ApiError::not_found_path().into_response();
+    };
+    let discovery_surface = match &api {
+        ApiPath::Resource(_) => None,
+        _ => match surface_for(&state, cluster.as_deref()).await {
+            Ok(s) => Some(s),
+            Err(e) => return e.into_response(),
+        },
+    };
+    match (api, discovery_surface) {
+        (ApiPath::CoreRoot, Some(s)) => {
+            discovery::core_root(&s, &state.server_address, &accept, req.headers())
+        }
+        (ApiPath::GroupsRoot, Some(s)) => discovery::groups_root(&s, &accept, req.headers()),
+        (ApiPath::Group { group }, Some(s)) => discovery::group(&s, &group),
+        (ApiPath::GroupVersion { group, version }, Some(s)) => {
+            discovery::group_version(&s, &group, &version)
+        }
+        (ApiPath::Resource(rp), _) => {
             let started = std::time::Instant::now();
             let labels = request_labels(&rp, req.method(), req.uri().query());
             let metrics = state.metrics.clone();
@@ -117,7 +129,17 @@ async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Res
             );
             resp
         }
+        _ => ApiError::not_found_path().into_response(),
     }
+}
+
+/// Discovery and OpenAPI of the catalog serving `cluster`.
+async fn surface_for(
+    state: &AppState,
+    cluster: Option<&str>,
+) -> Result<Arc<surface::Surface>, ApiError> {
+    let catalog = state.registry.catalog_for(cluster).await?;
+    state.surfaces.for_catalog(&catalog)
 }
 
 /// The metric labels of a resource request (verb as kube-apiserver reports it).
@@ -175,7 +197,7 @@ async fn metrics_endpoint(state: &AppState) -> Response {
         None => {
             let mut v = Vec::new();
             let mut seen = std::collections::HashSet::new();
-            for rt in state.registry.catalog().all() {
+            for rt in state.registry.builtin_catalog().all() {
                 if rt.strategy == crate::registry::Strategy::Review
                     || !seen.insert(rt.storage_resource.clone())
                 {

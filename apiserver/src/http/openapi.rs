@@ -2,12 +2,12 @@
 //! (immutable per hash; a stale hash redirects to the current one). `/openapi/v2` is only
 //! ever requested as protobuf by Go clients, which would fail on JSON, so it is a 404.
 
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::negotiation::MediaType;
 use super::query::Query;
-use super::AppState;
+use super::surface::Surface;
 use crate::error::ApiError;
 
 fn accepts_json(accept: &[MediaType]) -> bool {
@@ -21,10 +21,9 @@ fn accepts_json(accept: &[MediaType]) -> bool {
 
 /// `GET /openapi/v3[/<gv>]`
 pub fn serve_v3(
-    state: &AppState,
+    surface: &Surface,
     rest: &str,
     query: Option<&str>,
-    _headers: &HeaderMap,
     accept: &[MediaType],
 ) -> Response {
     if !accepts_json(accept) {
@@ -36,7 +35,7 @@ pub fn serve_v3(
     if gv.is_empty() {
         let mut r = (
             StatusCode::OK,
-            bytes::Bytes::from_owner(state.openapi.index_json()),
+            bytes::Bytes::from_owner(surface.openapi.index_json()),
         )
             .into_response();
         r.headers_mut().insert(
@@ -45,7 +44,7 @@ pub fn serve_v3(
         );
         return r;
     }
-    let Some((body, hash)) = state.openapi.group_version(gv) else {
+    let Some((body, hash)) = surface.openapi.group_version(gv) else {
         return ApiError::not_found_path().into_response();
     };
     let q = Query::parse(query);

@@ -81,7 +81,7 @@ async fn handle_inner(
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
-    let catalog = state.registry.catalog().clone();
+    let catalog = state.registry.catalog_for(cluster.as_deref()).await?;
     let Some(rt) = catalog.get(&rp.group, &rp.version, &rp.resource).cloned() else {
         return Err(ApiError::not_found_path());
     };
@@ -93,6 +93,29 @@ async fn handle_inner(
             return Err(ApiError::not_found_path());
         }
     }
+    let deprecation = rt
+        .custom
+        .as_ref()
+        .and_then(|c| c.deprecation_warning.clone());
+    let mut result = serve(state, cluster, rp, rt, user, accept, req).await;
+    if let (Ok(resp), Some(text)) = (&mut result, deprecation) {
+        let w = crate::warnings::Warnings::default();
+        w.push(text);
+        w.apply(resp.headers_mut());
+    }
+    result
+}
+
+/// Serves a request for a resolved resource type.
+async fn serve(
+    state: Arc<AppState>,
+    cluster: Option<String>,
+    rp: ResourcePath,
+    rt: Arc<ResourceType>,
+    user: UserInfo,
+    accept: Vec<MediaType>,
+    req: Request<Body>,
+) -> ApiResult<Response> {
     let q = Query::parse(req.uri().query());
     let method = req.method().clone();
     let target = Target {
@@ -126,6 +149,11 @@ async fn handle_inner(
             out.to_string(),
         )
             .into_response());
+    }
+
+    if rp.subresource.as_deref() == Some("scale") {
+        let name = rp.name.as_deref().unwrap_or("");
+        return handle_scale(&reg, &target, name, method, &q, &accept, req).await;
     }
 
     match (method.clone(), rp.name.as_deref()) {
@@ -228,7 +256,8 @@ async fn handle_inner(
             let ty = match negotiation::body_type(ct.as_deref())? {
                 BodyType::JsonPatch => PatchType::Json,
                 BodyType::MergePatch => PatchType::Merge,
-                BodyType::StrategicMergePatch => PatchType::Strategic,
+                BodyType::StrategicMergePatch if rt.strategy != Strategy::Custom => PatchType::Strategic,
+                BodyType::StrategicMergePatch => return Err(cr_patch_types_only()),
                 _ => {
                     return Err(ApiError::new(
                         StatusReason::UnsupportedMediaType,
@@ -279,6 +308,55 @@ async fn handle_inner(
         (m, _) => Err(ApiError::from(kplane_types::Status::method_not_allowed(
             m.as_str(),
             &rt.plural,
+        ))),
+    }
+}
+
+/// Custom resources accept no strategic merge patch (415, as kube-apiserver answers).
+fn cr_patch_types_only() -> ApiError {
+    ApiError::new(
+        StatusReason::UnsupportedMediaType,
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+    )
+}
+
+/// `GET|PUT|PATCH .../scale` (custom resources with a scale subresource).
+async fn handle_scale(
+    reg: &Arc<crate::registry::Registry>,
+    target: &Target,
+    name: &str,
+    method: Method,
+    q: &Query,
+    accept: &[MediaType],
+    req: Request<Body>,
+) -> ApiResult<Response> {
+    negotiation::negotiate(accept, false, false)?;
+    let json = |code: StatusCode, b: bytes::Bytes| {
+        (code, [(header::CONTENT_TYPE, "application/json")], b).into_response()
+    };
+    match method {
+        Method::GET => Ok(json(StatusCode::OK, reg.get_scale(target, name).await?)),
+        Method::PUT => {
+            let w = WriteParams::from_query(q, OptionsKind::Update)?;
+            let (ct, body) = read_body(req).await?;
+            let scale = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
+            let out = reg.update_scale(target, name, scale, &w).await?;
+            with_warnings(&w, Ok(json(StatusCode::OK, out)))
+        }
+        Method::PATCH => {
+            let w = WriteParams::from_query(q, OptionsKind::Patch)?;
+            let (ct, body) = read_body(req).await?;
+            let ty = match negotiation::body_type(ct.as_deref())? {
+                BodyType::JsonPatch => PatchType::Json,
+                BodyType::MergePatch => PatchType::Merge,
+                _ => return Err(cr_patch_types_only()),
+            };
+            let out = reg.patch_scale(target, name, ty, &body, &w).await?;
+            with_warnings(&w, Ok(json(StatusCode::OK, out)))
+        }
+        m => Err(ApiError::from(kplane_types::Status::method_not_allowed(
+            m.as_str(),
+            "scale",
         ))),
     }
 }

@@ -55,7 +55,7 @@ pub fn build(
     let rows: Vec<Value> = objs
         .iter()
         .map(|o| {
-            let mut row = json!({"cells": kplane_printers::cells(&rt.group, &rt.kind, o, now)});
+            let mut row = json!({"cells": row_cells(rt, o, now)});
             match opts.include {
                 IncludeObject::None => {}
                 IncludeObject::Metadata => row["object"] = partial_metadata(o),
@@ -69,7 +69,7 @@ pub fn build(
         meta["continue"] = json!(c);
     }
     let cols = if headers && !opts.no_headers {
-        kplane_printers::column_definitions_json(kplane_printers::columns(&rt.group, &rt.kind))
+        column_definitions(rt)
     } else {
         json!([])
     };
@@ -80,4 +80,47 @@ pub fn build(
         "columnDefinitions": cols,
         "rows": rows,
     }))
+}
+
+/// The column definitions of a type: built-in printers, or the CRD's
+/// `additionalPrinterColumns` after `Name` (`Age` when the CRD declares none).
+fn column_definitions(rt: &ResourceType) -> Value {
+    let Some(info) = &rt.custom else {
+        return kplane_printers::column_definitions_json(kplane_printers::columns(
+            &rt.group, &rt.kind,
+        ));
+    };
+    let name = kplane_printers::column_definitions_json(std::slice::from_ref(
+        kplane_printers::name_column(),
+    ));
+    let mut cols: Vec<Value> = name.as_array().cloned().unwrap_or_default();
+    if info.columns.is_empty() {
+        cols.push(json!({"name": "Age", "type": "date", "format": "", "description": "Custom resource definition column (in JSONPath format): .metadata.creationTimestamp", "priority": 0}));
+    }
+    for c in &info.columns {
+        let description = if c.description.is_empty() {
+            format!(
+                "Custom resource definition column (in JSONPath format): {}",
+                c.json_path
+            )
+        } else {
+            c.description.clone()
+        };
+        cols.push(json!({"name": c.name, "type": c.type_, "format": c.format, "description": description, "priority": c.priority}));
+    }
+    Value::Array(cols)
+}
+
+fn row_cells(rt: &ResourceType, o: &Value, now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
+    let Some(info) = &rt.custom else {
+        return kplane_printers::cells(&rt.group, &rt.kind, o, now);
+    };
+    let mut cells = vec![o.pointer("/metadata/name").cloned().unwrap_or(Value::Null)];
+    if info.columns.is_empty() {
+        cells.push(kplane_printers::age_cell(o, now));
+    }
+    for c in &info.columns {
+        cells.push(kplane_printers::custom_cell(o, &c.json_path, &c.type_, now));
+    }
+    cells
 }

@@ -3,8 +3,8 @@
 //! the per-type strategy switches Kubernetes defines (unconditional update, create on
 //! update, generation, status subresource, selectable fields).
 //!
-//! Built-in types are listed here once; custom resources will add entries of the same shape,
-//! so one code path serves both.
+//! Built-in types are listed here once; custom resources (`crd.rs`) add entries of the same
+//! shape, so one code path serves both.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +23,10 @@ pub enum Strategy {
     Job,
     /// Create-only virtual resources (access reviews, token reviews): computed, never stored.
     Review,
+    /// `apiextensions.k8s.io/v1` CustomResourceDefinition.
+    CustomResourceDefinition,
+    /// A custom resource served from a CRD (details in [`ResourceType::custom`]).
+    Custom,
 }
 
 /// One served resource at one version.
@@ -51,7 +55,9 @@ pub struct ResourceType {
     /// The main endpoint keeps the stored `.status`; `/status` changes only `.status`.
     pub status_subresource: bool,
     /// Field selector labels beyond `metadata.name` / `metadata.namespace`.
-    pub selectable_fields: Vec<&'static str>,
+    pub selectable_fields: Vec<String>,
+    /// What a custom resource's CRD says (schema, columns, scale); `None` for built-ins.
+    pub custom: Option<Arc<super::crd::CustomInfo>>,
 }
 
 impl ResourceType {
@@ -76,9 +82,13 @@ impl ResourceType {
         match field {
             "metadata.name" => true,
             "metadata.namespace" => self.namespaced,
-            other => self.selectable_fields.contains(&other),
+            other => self.selectable_fields.iter().any(|f| f == other),
         }
     }
+}
+
+fn strings(s: &[&str]) -> Vec<String> {
+    s.iter().map(|x| x.to_string()).collect()
 }
 
 const CRUD: &[&str] = &[
@@ -124,6 +134,7 @@ fn base(s: Spec) -> ResourceType {
         has_generation: false,
         status_subresource: false,
         selectable_fields: vec![],
+        custom: None,
     }
 }
 
@@ -172,7 +183,7 @@ pub fn builtin() -> Vec<ResourceType> {
         ("status".into(), STATUS_VERBS.to_vec()),
     ];
     ns.status_subresource = true;
-    ns.selectable_fields = vec!["status.phase"];
+    ns.selectable_fields = strings(&["status.phase"]);
     out.push(ns);
 
     let mut cm = base(Spec {
@@ -198,7 +209,7 @@ pub fn builtin() -> Vec<ResourceType> {
     });
     ev.short_names = vec!["ev".into()];
     ev.allow_create_on_update = true;
-    ev.selectable_fields = vec![
+    ev.selectable_fields = strings(&[
         "involvedObject.kind",
         "involvedObject.namespace",
         "involvedObject.name",
@@ -210,7 +221,7 @@ pub fn builtin() -> Vec<ResourceType> {
         "reportingComponent",
         "source",
         "type",
-    ];
+    ]);
     out.push(ev);
 
     let mut secret = base(Spec {
@@ -222,7 +233,7 @@ pub fn builtin() -> Vec<ResourceType> {
         schema: "io.k8s.api.core.v1.Secret",
         strategy: Secret,
     });
-    secret.selectable_fields = vec!["type"];
+    secret.selectable_fields = strings(&["type"]);
     out.push(secret);
 
     let mut sa = base(Spec {
@@ -287,7 +298,7 @@ pub fn builtin() -> Vec<ResourceType> {
     job.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
     job.status_subresource = true;
     job.has_generation = true;
-    job.selectable_fields = vec!["status.successful"];
+    job.selectable_fields = strings(&["status.successful"]);
     out.push(job);
 
     let mut lease = base(Spec {
@@ -316,6 +327,23 @@ pub fn builtin() -> Vec<ResourceType> {
     ev2.storage_resource = "/events".into();
     ev2.allow_create_on_update = true;
     out.push(ev2);
+
+    let mut crd = base(Spec {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        kind: "CustomResourceDefinition",
+        plural: "customresourcedefinitions",
+        namespaced: false,
+        schema: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        strategy: CustomResourceDefinition,
+    });
+    crd.short_names = strings(&["crd", "crds"]);
+    crd.categories = strings(&["api-extensions"]);
+    crd.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+    crd.status_subresource = true;
+    crd.has_generation = true;
+    crd.allow_unconditional_update = false;
+    out.push(crd);
 
     for (kind, plural, namespaced) in [
         ("ClusterRoleBinding", "clusterrolebindings", false),
@@ -349,13 +377,21 @@ pub fn builtin() -> Vec<ResourceType> {
 pub struct Catalog {
     by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
     ordered: Vec<Arc<ResourceType>>,
+    fingerprint: String,
 }
 
 impl Catalog {
     pub fn new(types: Vec<ResourceType>) -> Self {
-        let mut c = Catalog::default();
+        Self::from_arcs(types.into_iter().map(Arc::new).collect(), "builtin".into())
+    }
+
+    /// A catalog of already-shared types; `fingerprint` identifies its content.
+    pub fn from_arcs(types: Vec<Arc<ResourceType>>, fingerprint: String) -> Self {
+        let mut c = Catalog {
+            fingerprint,
+            ..Default::default()
+        };
         for t in types {
-            let t = Arc::new(t);
             c.by_gvr.insert(
                 (t.group.clone(), t.version.clone(), t.plural.clone()),
                 t.clone(),
@@ -363,6 +399,12 @@ impl Catalog {
             c.ordered.push(t);
         }
         c
+    }
+
+    /// Identifies the served set: equal fingerprints serve identical APIs, so discovery and
+    /// OpenAPI documents are shared across logical clusters.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {

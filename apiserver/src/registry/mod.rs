@@ -6,7 +6,11 @@
 //! It knows nothing about HTTP beyond producing [`ApiError`]s.
 
 pub mod catalog;
+pub mod catalogs;
+pub mod crd;
+pub mod custom;
 pub mod events;
+pub mod lifecycle;
 pub mod meta;
 pub mod namespaces;
 pub mod patch;
@@ -80,15 +84,15 @@ impl Target {
 /// Object semantics for every served type.
 pub struct Registry {
     storage: Arc<dyn Storage>,
-    catalog: Arc<Catalog>,
+    catalogs: catalogs::Catalogs,
     /// Logical clusters whose default namespaces exist.
     bootstrapped: Mutex<HashSet<String>>,
     /// The CA published in every namespace's `kube-root-ca.crt`.
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
     shutdown: tokio::sync::watch::Receiver<bool>,
-    /// Namespaces waiting for their contents to be removed.
-    namespace_queue: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    /// Background lifecycle work (namespace and CRD cleanup).
+    work_queue: tokio::sync::mpsc::UnboundedSender<lifecycle::Work>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -98,30 +102,37 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// Creates the registry and the namespace-lifecycle worker's queue receiver.
+    /// Creates the registry and the receiver of its lifecycle work queue
+    /// (run it with [`lifecycle::run_worker`]).
     pub fn new(
         storage: Arc<dyn Storage>,
-        catalog: Arc<Catalog>,
+        builtin: Arc<Catalog>,
         root_ca_pem: String,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> (
         Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+        tokio::sync::mpsc::UnboundedReceiver<lifecycle::Work>,
     ) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let r = Registry {
             storage,
-            catalog,
+            catalogs: catalogs::Catalogs::new(builtin),
             bootstrapped: Mutex::new(HashSet::new()),
             root_ca_pem,
             shutdown,
-            namespace_queue: tx,
+            work_queue: tx,
         };
         (Arc::new(r), rx)
     }
 
-    pub fn catalog(&self) -> &Arc<Catalog> {
-        &self.catalog
+    /// The built-in types (served in every logical cluster).
+    pub fn builtin_catalog(&self) -> &Arc<Catalog> {
+        self.catalogs.builtin()
+    }
+
+    /// Distinct catalogs alive (clusters with identical CRDs share one).
+    pub fn distinct_catalogs(&self) -> usize {
+        self.catalogs.distinct()
     }
 
     /// Logical clusters bootstrapped since start.
@@ -134,7 +145,7 @@ impl Registry {
     }
 
     fn namespace_type(&self) -> ApiResult<Arc<ResourceType>> {
-        self.catalog
+        self.builtin_catalog()
             .get("", "v1", "namespaces")
             .cloned()
             .ok_or_else(|| ApiError::internal("namespaces are not registered"))
@@ -142,6 +153,9 @@ impl Registry {
 
     /// Converts a stored value to the representation of `rt`'s API version.
     fn to_api(&self, rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
+        if rt.strategy == Strategy::Custom {
+            return custom::to_api(rt, stored);
+        }
         if rt.strategy != Strategy::EventsV1Event {
             return Ok(stored);
         }
@@ -154,10 +168,10 @@ impl Registry {
 
     /// Converts a request object of `rt`'s API version to the stored form.
     fn to_storage(&self, rt: &ResourceType, obj: Value) -> Value {
-        if rt.strategy == Strategy::EventsV1Event {
-            events::to_core(&obj)
-        } else {
-            obj
+        match rt.strategy {
+            Strategy::EventsV1Event => events::to_core(&obj),
+            Strategy::Custom => custom::to_storage(rt, obj),
+            _ => obj,
         }
     }
 }

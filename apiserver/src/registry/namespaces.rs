@@ -1,9 +1,6 @@
 //! Namespace lifecycle: the default namespaces of a new logical cluster, the per-namespace
-//! bootstrap objects (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), and the
-//! worker that empties a Terminating namespace and then removes it.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! bootstrap objects (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), and emptying
+//! a Terminating namespace before removing it (driven by `lifecycle`).
 
 use kplane_storage::{Key, Precondition, Prefix};
 use serde_json::{json, Value};
@@ -15,9 +12,6 @@ use crate::http::query::{ListParams, WriteParams};
 /// Namespaces every logical cluster starts with.
 pub const DEFAULT_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
-
-/// How often a namespace still holding finalized content is re-checked.
-const RETRY_EVERY: Duration = Duration::from_secs(2);
 
 impl Registry {
     /// Creates a logical cluster's default namespaces on its first write.
@@ -76,7 +70,7 @@ impl Registry {
             ),
         ];
         for (plural, obj) in objs {
-            let Some(rt) = self.catalog.get("", "v1", plural).cloned() else {
+            let Some(rt) = self.builtin_catalog().get("", "v1", plural).cloned() else {
                 continue;
             };
             let t = Target {
@@ -94,39 +88,12 @@ impl Registry {
         }
     }
 
-    pub(super) fn enqueue_namespace(&self, cluster: &str, ns: &str) {
-        let _ = self
-            .namespace_queue
-            .send((cluster.to_string(), ns.to_string()));
-    }
-
-    /// Finds namespaces left Terminating by an earlier run and queues them.
-    pub async fn resume_namespace_deletions(&self) -> ApiResult<()> {
-        let prefix = Prefix {
-            cluster: None,
-            resource: Some("/namespaces".into()),
-            namespace: None,
-        };
-        let res = self
-            .storage
-            .list(&prefix, &Default::default(), None)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        for kv in res.items {
-            if let Ok(v) = serde_json::from_slice::<Value>(&kv.value) {
-                if meta::is_deleting(&v) {
-                    self.enqueue_namespace(&kv.key.cluster, &kv.key.name);
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Deletes everything in a Terminating namespace, then the namespace itself.
     /// Returns false when content with finalizers remains (retry later).
-    async fn finalize_namespace(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
+    pub(super) async fn finalize_namespace(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
         let mut remaining = 0usize;
-        for rt in self.catalog.namespaced_storage() {
+        let catalog = self.catalog_for(Some(cluster)).await?;
+        for rt in catalog.namespaced_storage() {
             let t = Target {
                 cluster: Some(cluster.to_string()),
                 rt: rt.clone(),
@@ -202,33 +169,6 @@ impl Registry {
             Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(true),
             Err(kplane_storage::Error::Conflict { .. }) => Ok(false),
             Err(e) => Err(ApiError::internal(e.to_string())),
-        }
-    }
-}
-
-/// Runs the namespace-deletion worker until the queue closes.
-pub async fn run_namespace_worker(
-    registry: Arc<Registry>,
-    mut queue: tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
-) {
-    while let Some((cluster, ns)) = queue.recv().await {
-        match registry.finalize_namespace(&cluster, &ns).await {
-            Ok(true) => tracing::debug!(cluster, namespace = ns, "namespace removed"),
-            Ok(false) => {
-                let r = registry.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(RETRY_EVERY).await;
-                    r.enqueue_namespace(&cluster, &ns);
-                });
-            }
-            Err(e) => {
-                tracing::warn!(cluster, namespace = ns, error = %e.0, "namespace cleanup failed; retrying");
-                let r = registry.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(RETRY_EVERY).await;
-                    r.enqueue_namespace(&cluster, &ns);
-                });
-            }
         }
     }
 }

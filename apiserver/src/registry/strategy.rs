@@ -15,7 +15,7 @@ const MAX_DATA_BYTES: usize = 1024 * 1024;
 pub fn name_rule(rt: &ResourceType) -> NameRule {
     match rt.strategy {
         Strategy::Namespace => NameRule::Dns1123Label,
-        Strategy::Rbac => NameRule::PathSegment,
+        Strategy::Rbac | Strategy::Custom => NameRule::PathSegment,
         _ => NameRule::Dns1123Subdomain,
     }
 }
@@ -26,6 +26,7 @@ pub fn default(obj: &mut Value, rt: &ResourceType) {
         Strategy::Secret => default_secret(obj),
         Strategy::Rbac => default_rbac_subjects(obj),
         Strategy::Job => default_job(obj),
+        Strategy::CustomResourceDefinition => super::crd::default_crd(obj),
         _ => {}
     }
 }
@@ -33,6 +34,7 @@ pub fn default(obj: &mut Value, rt: &ResourceType) {
 /// Type-specific preparation of a new object (after generic metadata is set).
 pub fn prepare_create(obj: &mut Value, rt: &ResourceType) {
     match rt.strategy {
+        Strategy::CustomResourceDefinition => super::crd::add_cleanup_finalizer(obj),
         Strategy::Namespace => {
             let name = meta::name_of(obj).to_string();
             set_namespace_name_label(obj, &name);
@@ -96,6 +98,12 @@ pub fn validate(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Caus
         Strategy::EventsV1Event if old.is_none() => causes.extend(validate_events_v1(obj)),
         Strategy::Rbac => causes.extend(validate_rbac(obj, old, rt)),
         Strategy::Job => causes.extend(validate_job(obj)),
+        Strategy::Custom => causes.extend(super::custom::validate(obj, old, rt)),
+        Strategy::CustomResourceDefinition => causes.extend(super::crd::validate_crd(
+            obj,
+            old,
+            super::crd::schema_cache(),
+        )),
         _ => {}
     }
     causes

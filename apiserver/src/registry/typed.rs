@@ -16,8 +16,21 @@ fn cannot_handle(rt: &ResourceType, detail: &str) -> ApiError {
     ))
 }
 
-/// Checks and prunes `obj` (in `rt`'s API version) against its schema.
+/// Checks and prunes `obj` (in `rt`'s API version) against its schema: the CRD's
+/// structural schema for custom resources, the built-in definition otherwise.
 pub fn typed_decode(
+    rt: &ResourceType,
+    obj: &mut Value,
+    w: &WriteParams,
+    duplicates: &[String],
+) -> ApiResult<()> {
+    if rt.custom.is_some() {
+        return super::custom::decode(rt, obj, w, duplicates);
+    }
+    typed_decode_builtin(rt, obj, w, duplicates)
+}
+
+fn typed_decode_builtin(
     rt: &ResourceType,
     obj: &mut Value,
     w: &WriteParams,

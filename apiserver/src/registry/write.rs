@@ -72,6 +72,7 @@ impl Registry {
         let explicit_name = meta::name_of(&obj).to_string();
         let cluster = t.cluster()?.to_string();
         self.ensure_cluster(&cluster).await?;
+        let _crd_guard = self.crd_write_guard(&rt).await;
         if rt.namespaced {
             self.check_namespace_open(
                 &cluster,
@@ -95,6 +96,8 @@ impl Registry {
             }
             meta::prepare_create(&mut candidate, &rt)?;
             strategy::prepare_create(&mut candidate, &rt);
+            self.controller_status(&rt, &cluster, &mut candidate)
+                .await?;
             let name = meta::name_of(&candidate).to_string();
             meta::invalid_if_any(&rt, &name, strategy::validate(&candidate, None, &rt))?;
             if w.dry_run {
@@ -110,6 +113,7 @@ impl Registry {
                     if rt.strategy == Strategy::Namespace {
                         self.bootstrap_namespace(&cluster, &name).await;
                     }
+                    self.after_write(&rt, &cluster, &name, &candidate).await?;
                     return self.to_api(&rt, kv.value);
                 }
                 Err(kplane_storage::Error::AlreadyExists) if attempt + 1 < attempts => continue,
@@ -191,12 +195,72 @@ impl Registry {
         Ok((out, false))
     }
 
-    fn storage_to_api_form(&self, rt: &super::ResourceType, obj: Value) -> Value {
-        if rt.strategy == Strategy::EventsV1Event {
-            super::events::to_events_v1(&obj)
-        } else {
-            obj
+    fn storage_to_api_form(&self, rt: &super::ResourceType, mut obj: Value) -> Value {
+        match rt.strategy {
+            Strategy::EventsV1Event => super::events::to_events_v1(&obj),
+            Strategy::Custom => {
+                obj["apiVersion"] = json!(rt.api_version());
+                obj
+            }
+            _ => obj,
         }
+    }
+
+    /// CRD writes are serialised so that name-conflict checks see each other.
+    async fn crd_write_guard(
+        &self,
+        rt: &super::ResourceType,
+    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        if rt.strategy == Strategy::CustomResourceDefinition {
+            Some(self.catalogs.crd_write.lock().await)
+        } else {
+            None
+        }
+    }
+
+    /// The status controllers would write, computed in the same write (CRDs).
+    async fn controller_status(
+        &self,
+        rt: &super::ResourceType,
+        cluster: &str,
+        obj: &mut Value,
+    ) -> ApiResult<()> {
+        if rt.strategy == Strategy::CustomResourceDefinition {
+            let others = self.cluster_crds(cluster).await?;
+            obj["status"] = super::crd::compute_status(obj, &others);
+        }
+        Ok(())
+    }
+
+    /// What follows a committed write: catalog refresh after CRD changes, lifecycle work
+    /// for objects being deleted.
+    async fn after_write(
+        &self,
+        rt: &super::ResourceType,
+        cluster: &str,
+        name: &str,
+        obj: &Value,
+    ) -> ApiResult<()> {
+        use super::lifecycle::Work;
+        match rt.strategy {
+            Strategy::CustomResourceDefinition => {
+                self.refresh_catalog(cluster).await?;
+                if meta::is_deleting(obj) {
+                    self.enqueue(Work::CrdCleanup {
+                        cluster: cluster.into(),
+                        name: name.into(),
+                    });
+                }
+            }
+            Strategy::Namespace if meta::is_deleting(obj) => {
+                self.enqueue(Work::Namespace {
+                    cluster: cluster.into(),
+                    name: name.into(),
+                });
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Applies the update rules against `current` and commits with a CAS on its revision.
@@ -210,6 +274,8 @@ impl Registry {
         w: &WriteParams,
     ) -> ApiResult<Bytes> {
         let rt = &t.rt;
+        let cluster = t.cluster()?.to_string();
+        let _crd_guard = self.crd_write_guard(rt).await;
         let old = decode(current)?;
         let mut new = match sub {
             None => {
@@ -223,6 +289,7 @@ impl Registry {
             Some(other) => return Err(ApiError::not_found_sub(other)),
         };
         meta::prepare_update(&mut new, &old, rt)?;
+        self.controller_status(rt, &cluster, &mut new).await?;
         if meta::is_deleting(&old) {
             let added: Vec<String> = meta::finalizers(&new)
                 .into_iter()
@@ -260,13 +327,17 @@ impl Registry {
             && meta::finalizers(&new).is_empty()
             && !(rt.strategy == Strategy::Namespace && namespace_has_spec_finalizers(&new));
         let kv = if gone {
-            self.storage.delete(key, pre, encoder(new)).await
+            self.storage.delete(key, pre, encoder(new.clone())).await
         } else {
-            self.storage.put(key, pre, encoder(new)).await
+            self.storage.put(key, pre, encoder(new.clone())).await
         }
         .map_err(|e| storage_error(e, rt, name))?;
-        if rt.strategy == Strategy::Namespace && meta::is_deleting(&decode(&kv)?) && !gone {
-            self.enqueue_namespace(t.cluster()?, name);
+        if gone {
+            if rt.strategy == Strategy::CustomResourceDefinition {
+                self.recheck_crd_names(&cluster).await?;
+            }
+        } else {
+            self.after_write(rt, &cluster, name, &new).await?;
         }
         self.to_api(rt, kv.value)
     }
@@ -345,6 +416,8 @@ impl Registry {
                 format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
             )));
         }
+        let _crd_guard = self.crd_write_guard(&rt).await;
+        let cluster = t.cluster()?.to_string();
         for _ in 0..PATCH_RETRIES {
             let Some(current) = self.get_stored(t, name).await? else {
                 return Err(ApiError::from(Status::not_found(
@@ -368,14 +441,13 @@ impl Registry {
                 if rt.strategy == Strategy::Namespace {
                     marked["status"]["phase"] = json!("Terminating");
                 }
+                self.controller_status(&rt, &cluster, &mut marked).await?;
                 if d.dry_run {
                     return Ok(DeleteOutcome::Marked(to_bytes(&marked)?));
                 }
-                match self.storage.put(key, pre, encoder(marked)).await {
+                match self.storage.put(key, pre, encoder(marked.clone())).await {
                     Ok(kv) => {
-                        if rt.strategy == Strategy::Namespace {
-                            self.enqueue_namespace(t.cluster()?, name);
-                        }
+                        self.after_write(&rt, &cluster, name, &marked).await?;
                         return Ok(DeleteOutcome::Marked(self.to_api(&rt, kv.value)?));
                     }
                     Err(kplane_storage::Error::Conflict { .. }) => continue,
@@ -386,7 +458,12 @@ impl Registry {
                 return Ok(DeleteOutcome::Deleted(obj));
             }
             match self.storage.delete(key, pre, encoder(obj)).await {
-                Ok(kv) => return Ok(DeleteOutcome::Deleted(decode(&kv)?)),
+                Ok(kv) => {
+                    if rt.strategy == Strategy::CustomResourceDefinition {
+                        self.recheck_crd_names(&cluster).await?;
+                    }
+                    return Ok(DeleteOutcome::Deleted(decode(&kv)?));
+                }
                 Err(kplane_storage::Error::Conflict { .. }) => continue,
                 Err(e) => return Err(storage_error(e, &rt, name)),
             }

@@ -10,6 +10,8 @@
 //!
 //! Ages and durations use [`human_duration`] (apimachinery `duration.HumanDuration`).
 
+pub mod jsonpath;
+
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 
@@ -196,6 +198,45 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::ClusterRoleBinding => CLUSTER_ROLE_BINDING_COLUMNS,
         Printer::Job => JOB_COLUMNS,
         Printer::Default => DEFAULT_COLUMNS,
+    }
+}
+
+/// The `Name` column every table starts with.
+pub fn name_column() -> &'static Column {
+    &DEFAULT_COLUMNS[0]
+}
+
+/// The age of an object (`now - metadata.creationTimestamp`) as kubectl prints it.
+pub fn age_cell(obj: &Value, now: DateTime<Utc>) -> Value {
+    age(obj, now)
+}
+
+/// A custom resource column cell (`additionalPrinterColumns`, apiextensions' table
+/// convertor): the first JSONPath match; `string` prints it, `integer`/`number`/`boolean`
+/// keep the JSON value, `date` becomes a human duration; no match is `null`.
+pub fn custom_cell(obj: &Value, json_path: &str, type_: &str, now: DateTime<Utc>) -> Value {
+    let Some(v) = jsonpath::find(obj, json_path).into_iter().next() else {
+        return Value::Null;
+    };
+    match type_ {
+        "string" => match v {
+            Value::String(s) => json!(s),
+            Value::Null => Value::Null,
+            other => json!(other.to_string()),
+        },
+        "integer" => v.as_i64().map(|n| json!(n)).unwrap_or(Value::Null),
+        "number" => v.as_f64().map(|n| json!(n)).unwrap_or(Value::Null),
+        "boolean" => v.as_bool().map(|b| json!(b)).unwrap_or(Value::Null),
+        "date" => v
+            .as_str()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| {
+                json!(human_duration(
+                    now.signed_duration_since(t.with_timezone(&Utc))
+                ))
+            })
+            .unwrap_or(Value::Null),
+        _ => Value::Null,
     }
 }
 

@@ -1,0 +1,192 @@
+//! Per-logical-cluster catalogs: the built-in types plus the cluster's established CRDs.
+//!
+//! A cluster's catalog is loaded lazily on first use (one prefix scan of its CRDs) and
+//! rebuilt after every CRD write in that cluster. Catalogs are shared by content: clusters
+//! that install identical CRDs get the same `Arc<Catalog>` (and so the same discovery and
+//! OpenAPI documents and compiled schemas), so 10,000 tenants running the same operator
+//! cost one catalog, not 10,000. A cluster without CRDs uses the built-in catalog.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use kplane_storage::Prefix;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::catalog::{Catalog, ResourceType};
+use super::crd::{self, CRD_RESOURCE};
+use super::{corrupt, meta, Registry};
+use crate::error::{ApiError, ApiResult};
+
+/// The catalogs of all logical clusters.
+#[derive(Debug)]
+pub struct Catalogs {
+    builtin: Arc<Catalog>,
+    by_cluster: RwLock<HashMap<String, Arc<Catalog>>>,
+    by_fingerprint: Mutex<HashMap<String, Weak<Catalog>>>,
+    /// Serialises CRD writes per process so name-conflict checks see each other.
+    pub(super) crd_write: tokio::sync::Mutex<()>,
+}
+
+impl Catalogs {
+    pub fn new(builtin: Arc<Catalog>) -> Catalogs {
+        Catalogs {
+            builtin,
+            by_cluster: RwLock::new(HashMap::new()),
+            by_fingerprint: Mutex::new(HashMap::new()),
+            crd_write: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub fn builtin(&self) -> &Arc<Catalog> {
+        &self.builtin
+    }
+
+    /// Number of distinct catalogs alive (for metrics and tests of sharing).
+    pub fn distinct(&self) -> usize {
+        self.by_fingerprint
+            .lock()
+            .map(|m| m.values().filter(|w| w.strong_count() > 0).count())
+            .unwrap_or(0)
+            + 1
+    }
+
+    fn cached(&self, cluster: &str) -> Option<Arc<Catalog>> {
+        self.by_cluster.read().ok()?.get(cluster).cloned()
+    }
+
+    fn store(&self, cluster: &str, c: Arc<Catalog>) {
+        if let Ok(mut m) = self.by_cluster.write() {
+            m.insert(cluster.to_string(), c);
+        }
+    }
+
+    /// The shared catalog for this content, building it at most once while it is alive.
+    fn intern(&self, fingerprint: String, build: impl FnOnce() -> Catalog) -> Arc<Catalog> {
+        let Ok(mut m) = self.by_fingerprint.lock() else {
+            return Arc::new(build());
+        };
+        if let Some(c) = m.get(&fingerprint).and_then(Weak::upgrade) {
+            return c;
+        }
+        m.retain(|_, w| w.strong_count() > 0);
+        let c = Arc::new(build());
+        m.insert(fingerprint, Arc::downgrade(&c));
+        c
+    }
+}
+
+/// The part of a CRD that decides what it serves.
+fn serving_content(crd: &Value) -> Value {
+    json!({
+        "name": meta::name_of(crd),
+        "spec": crd.get("spec"),
+        "acceptedNames": crd.pointer("/status/acceptedNames"),
+        "established": crd::is_established(crd),
+        "terminating": meta::is_deleting(crd),
+    })
+}
+
+impl Registry {
+    /// The catalog serving `cluster` (`None`: the wildcard, which serves built-ins only).
+    pub async fn catalog_for(&self, cluster: Option<&str>) -> ApiResult<Arc<Catalog>> {
+        let Some(cluster) = cluster else {
+            return Ok(self.catalogs.builtin().clone());
+        };
+        if let Some(c) = self.catalogs.cached(cluster) {
+            return Ok(c);
+        }
+        let c = self.load_catalog(cluster).await?;
+        self.catalogs.store(cluster, c.clone());
+        Ok(c)
+    }
+
+    /// Rebuilds a cluster's catalog from its CRDs (after a CRD write).
+    pub(super) async fn refresh_catalog(&self, cluster: &str) -> ApiResult<()> {
+        let c = self.load_catalog(cluster).await?;
+        self.catalogs.store(cluster, c);
+        Ok(())
+    }
+
+    /// After a CRD is gone, CRDs refused for a name conflict may be acceptable now: recompute
+    /// their status (the naming controller re-queues the whole group) and refresh the catalog.
+    pub(super) async fn recheck_crd_names(&self, cluster: &str) -> ApiResult<()> {
+        let crds = self.cluster_crds(cluster).await?;
+        for c in crds
+            .iter()
+            .filter(|c| !crd::is_established(c) && !meta::is_deleting(c))
+        {
+            let mut updated = c.clone();
+            updated["status"] = crd::compute_status(c, &crds);
+            if updated == *c {
+                continue;
+            }
+            let key = kplane_storage::Key::new(cluster, CRD_RESOURCE, "", meta::name_of(c));
+            let Some(rv) = meta::meta_str(c, "resourceVersion").and_then(|r| r.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            let enc: kplane_storage::Encoder = Box::new(move |rev| {
+                updated["metadata"]["resourceVersion"] = json!(rev.to_string());
+                serde_json::to_vec(&updated).map_err(|e| e.to_string())
+            });
+            match self
+                .storage
+                .put(key, kplane_storage::Precondition::ModRevision(rv), enc)
+                .await
+            {
+                Ok(_)
+                | Err(kplane_storage::Error::Conflict { .. })
+                | Err(kplane_storage::Error::NotFound) => {}
+                Err(e) => return Err(ApiError::internal(e.to_string())),
+            }
+        }
+        self.refresh_catalog(cluster).await
+    }
+
+    /// Every CRD object of a cluster.
+    pub(super) async fn cluster_crds(&self, cluster: &str) -> ApiResult<Vec<Value>> {
+        let prefix = Prefix::resource(cluster, CRD_RESOURCE);
+        let res = self
+            .storage
+            .list(&prefix, &Default::default(), None)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        res.items
+            .iter()
+            .map(|kv| serde_json::from_slice(&kv.value).map_err(|e| corrupt(&e)))
+            .collect()
+    }
+
+    async fn load_catalog(&self, cluster: &str) -> ApiResult<Arc<Catalog>> {
+        let mut crds = self.cluster_crds(cluster).await?;
+        crds.retain(crd::is_established);
+        if crds.is_empty() {
+            return Ok(self.catalogs.builtin().clone());
+        }
+        crds.sort_by(|a, b| meta::name_of(a).cmp(meta::name_of(b)));
+        let mut h = Sha256::new();
+        for c in &crds {
+            h.update(serving_content(c).to_string().as_bytes());
+            h.update([0u8]);
+        }
+        let fingerprint = hex::encode(h.finalize());
+        let builtin = self.catalogs.builtin().clone();
+        Ok(self.catalogs.intern(fingerprint.clone(), move || {
+            let mut types: Vec<Arc<ResourceType>> = builtin.all().to_vec();
+            let mut custom: Vec<ResourceType> = crds
+                .iter()
+                .flat_map(|c| crd::resource_types(c, crd::schema_cache()))
+                .collect();
+            // Group by group (in first-seen order), versions by Kubernetes priority.
+            custom.sort_by(|a, b| {
+                a.group
+                    .cmp(&b.group)
+                    .then(crd::version_priority_cmp(&a.version, &b.version))
+                    .then(a.plural.cmp(&b.plural))
+            });
+            types.extend(custom.into_iter().map(Arc::new));
+            Catalog::from_arcs(types, fingerprint)
+        }))
+    }
+}

@@ -1,0 +1,860 @@
+//! CustomResourceDefinitions as objects: defaulting, spec validation (names, scope,
+//! versions, structural schemas compiled through `kplane-schema`), and the status the
+//! naming and establishing controllers of kube-apiserver would write (acceptedNames,
+//! NamesAccepted, Established, Terminating, storedVersions). Also turns an established CRD
+//! into the [`ResourceType`]s it serves.
+
+use std::sync::Arc;
+
+use kplane_schema::{CompileOptions, CompiledSchema, SchemaCache};
+use kplane_types::{validation, Cause};
+use serde_json::{json, Map, Value};
+
+use super::catalog::{ResourceType, Strategy};
+use super::meta;
+
+/// The process-wide cache of compiled schemas: identical schemas in any number of logical
+/// clusters compile once.
+pub fn schema_cache() -> &'static SchemaCache {
+    static CACHE: std::sync::OnceLock<SchemaCache> = std::sync::OnceLock::new();
+    CACHE.get_or_init(SchemaCache::new)
+}
+
+/// Storage resource of CRDs.
+pub const CRD_RESOURCE: &str = "apiextensions.k8s.io/customresourcedefinitions";
+/// Finalizer that keeps a CRD until its custom resources are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// One `additionalPrinterColumns` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrinterColumn {
+    pub name: String,
+    pub type_: String,
+    pub format: String,
+    pub description: String,
+    pub priority: i64,
+    pub json_path: String,
+}
+
+/// The `scale` subresource's paths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
+/// What a served custom resource version needs beyond the generic [`ResourceType`].
+#[derive(Debug)]
+pub struct CustomInfo {
+    pub crd_name: String,
+    pub schema: Option<Arc<CompiledSchema>>,
+    /// The version's `openAPIV3Schema`, as published in OpenAPI.
+    pub raw_schema: Value,
+    pub has_defaults: bool,
+    pub columns: Vec<PrinterColumn>,
+    pub scale: Option<ScalePaths>,
+    pub storage_version: String,
+    pub deprecation_warning: Option<String>,
+    /// The CRD is being deleted: no new instances.
+    pub terminating: bool,
+}
+
+fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Defaults of a CRD (`SetDefaults_CustomResourceDefinition*`).
+pub fn default_crd(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if names
+            .get("singular")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+            && !kind.is_empty()
+        {
+            names.insert("singular".into(), json!(kind.to_ascii_lowercase()));
+        }
+        if names
+            .get("listKind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+            && !kind.is_empty()
+        {
+            names.insert("listKind".into(), json!(format!("{kind}List")));
+        }
+    }
+    if spec.get("conversion").is_none_or(Value::is_null) {
+        spec.insert("conversion".into(), json!({"strategy": "None"}));
+    }
+    if let Some(Value::Array(versions)) = spec.get_mut("versions") {
+        for v in versions.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(Value::Array(cols)) = v.get_mut("additionalPrinterColumns") {
+                for c in cols.iter_mut().filter_map(Value::as_object_mut) {
+                    if c.get("priority").is_none() {
+                        c.insert("priority".into(), json!(0));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn is_dns_label_lower(s: &str) -> bool {
+    validation::is_dns1123_label(s).is_empty()
+}
+
+/// Validates a CRD. Compiles every version's schema (shared through `cache`).
+pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let group = s(obj, "/spec/group");
+    let plural = s(obj, "/spec/names/plural");
+    let name = meta::name_of(obj);
+    if group.is_empty() {
+        causes.push(Cause::required("spec.group"));
+    } else if !validation::is_dns1123_subdomain(group).is_empty() || !group.contains('.') {
+        causes.push(Cause::invalid(
+            "spec.group",
+            &json!(group),
+            "should be a domain with at least one dot",
+        ));
+    }
+    if name != format!("{plural}.{group}") {
+        causes.push(Cause::invalid(
+            "metadata.name",
+            &json!(name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    match s(obj, "/spec/scope") {
+        "Namespaced" | "Cluster" => {}
+        "" => causes.push(Cause::required("spec.scope")),
+        other => causes.push(Cause::not_supported(
+            "spec.scope",
+            &json!(other),
+            &["Cluster", "Namespaced"],
+        )),
+    }
+    for (f, required) in [
+        ("plural", true),
+        ("singular", true),
+        ("kind", true),
+        ("listKind", true),
+    ] {
+        let v = s(obj, &format!("/spec/names/{f}"));
+        if v.is_empty() {
+            if required {
+                causes.push(Cause::required(format!("spec.names.{f}")));
+            }
+            continue;
+        }
+        let ok = if f == "kind" || f == "listKind" {
+            v.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && v.chars().all(|c| c.is_ascii_alphanumeric())
+        } else {
+            is_dns_label_lower(v)
+        };
+        if !ok {
+            causes.push(Cause::invalid(
+                format!("spec.names.{f}"),
+                &json!(v),
+                "must be a valid DNS-1035 label",
+            ));
+        }
+    }
+    if let Some(Value::Array(sn)) = obj.pointer("/spec/names/shortNames") {
+        for (i, n) in sn.iter().enumerate() {
+            if !n.as_str().is_some_and(is_dns_label_lower) {
+                causes.push(Cause::invalid(
+                    format!("spec.names.shortNames[{i}]"),
+                    n,
+                    "must be a valid DNS-1035 label",
+                ));
+            }
+        }
+    }
+    if s(obj, "/spec/names/kind") == s(obj, "/spec/names/listKind")
+        && !s(obj, "/spec/names/kind").is_empty()
+    {
+        causes.push(Cause::invalid(
+            "spec.names.listKind",
+            &json!(s(obj, "/spec/names/listKind")),
+            "kind and listKind may not be the same",
+        ));
+    }
+    match s(obj, "/spec/conversion/strategy") {
+        "" | "None" => {}
+        "Webhook" => causes.push(Cause::forbidden(
+            "spec.conversion.strategy",
+            "Webhook conversion is not supported by kplane yet; use None",
+        )),
+        other => causes.push(Cause::not_supported(
+            "spec.conversion.strategy",
+            &json!(other),
+            &["None", "Webhook"],
+        )),
+    }
+    causes.extend(validate_versions(obj, cache));
+    if let Some(old) = old {
+        if s(old, "/spec/group") != group {
+            causes.push(Cause::invalid(
+                "spec.group",
+                &json!(group),
+                "field is immutable",
+            ));
+        }
+        if s(old, "/spec/names/plural") != plural {
+            causes.push(Cause::invalid(
+                "spec.names.plural",
+                &json!(plural),
+                "field is immutable",
+            ));
+        }
+        if s(old, "/spec/scope") != s(obj, "/spec/scope") {
+            causes.push(Cause::invalid(
+                "spec.scope",
+                &json!(s(obj, "/spec/scope")),
+                "field is immutable",
+            ));
+        }
+        // A version that held data stays listed while it is in storedVersions.
+        let versions: Vec<&str> = versions(obj).iter().map(|v| s(v, "/name")).collect();
+        if let Some(Value::Array(stored)) = old.pointer("/status/storedVersions") {
+            for (i, sv) in stored.iter().enumerate() {
+                let sv = sv.as_str().unwrap_or("");
+                if !versions.contains(&sv) {
+                    causes.push(Cause::invalid(
+                        format!("status.storedVersions[{i}]"),
+                        &json!(sv),
+                        "must appear in spec.versions",
+                    ));
+                }
+            }
+        }
+    }
+    causes
+}
+
+fn versions(obj: &Value) -> &[Value] {
+    obj.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let vs = versions(obj);
+    if vs.is_empty() {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            &json!([]),
+            "must have exactly one version marked as storage version",
+        ));
+        return causes;
+    }
+    let storage = vs
+        .iter()
+        .filter(|v| v.get("storage") == Some(&Value::Bool(true)))
+        .count();
+    if storage != 1 {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            &Value::Array(vs.to_vec()),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if !vs
+        .iter()
+        .any(|v| v.get("served") == Some(&Value::Bool(true)))
+    {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            &Value::Array(vs.to_vec()),
+            "must have at least one served version",
+        ));
+    }
+    let mut seen = Vec::new();
+    for (i, v) in vs.iter().enumerate() {
+        let base = format!("spec.versions[{i}]");
+        let name = s(v, "/name");
+        if name.is_empty() {
+            causes.push(Cause::required(format!("{base}.name")));
+        } else if !is_dns_label_lower(name) {
+            causes.push(Cause::invalid(
+                format!("{base}.name"),
+                &json!(name),
+                "must be a valid DNS-1035 label",
+            ));
+        } else if seen.contains(&name) {
+            causes.push(Cause::duplicate(format!("{base}.name"), &json!(name)));
+        }
+        seen.push(name);
+        match v.pointer("/schema/openAPIV3Schema") {
+            None | Some(Value::Null) => {
+                causes.push(Cause::required(format!("{base}.schema.openAPIV3Schema")))
+            }
+            Some(schema) => {
+                if let Err(errs) = cache.get_or_compile(
+                    schema,
+                    &format!("{base}.schema.openAPIV3Schema"),
+                    &CompileOptions::default(),
+                ) {
+                    causes.extend(errs);
+                }
+            }
+        }
+        if let Some(Value::Array(cols)) = v.get("additionalPrinterColumns") {
+            for (j, c) in cols.iter().enumerate() {
+                let cb = format!("{base}.additionalPrinterColumns[{j}]");
+                if s(c, "/name").is_empty() {
+                    causes.push(Cause::required(format!("{cb}.name")));
+                }
+                let ty = s(c, "/type");
+                if !["integer", "number", "string", "boolean", "date"].contains(&ty) {
+                    causes.push(Cause::not_supported(
+                        format!("{cb}.type"),
+                        &json!(ty),
+                        &["integer", "number", "string", "boolean", "date"],
+                    ));
+                }
+                if s(c, "/jsonPath").is_empty() {
+                    causes.push(Cause::required(format!("{cb}.jsonPath")));
+                }
+            }
+        }
+        if let Some(scale) = v.pointer("/subresources/scale") {
+            for f in ["specReplicasPath", "statusReplicasPath"] {
+                let p = s(scale, &format!("/{f}"));
+                if p.is_empty() {
+                    causes.push(Cause::required(format!("{base}.subresources.scale.{f}")));
+                } else if !p.starts_with('.') {
+                    causes.push(Cause::invalid(
+                        format!("{base}.subresources.scale.{f}"),
+                        &json!(p),
+                        "should be a json path under .spec or .status",
+                    ));
+                }
+            }
+        }
+    }
+    causes
+}
+
+/// Name fields checked for conflicts, with the condition reason each one reports.
+const NAME_FIELDS: &[(&str, &str)] = &[
+    ("plural", "PluralConflict"),
+    ("singular", "SingularConflict"),
+    ("shortNames", "ShortNamesConflict"),
+    ("kind", "KindConflict"),
+    ("listKind", "ListKindConflict"),
+];
+
+fn name_values(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        _ => vec![],
+    }
+}
+
+/// The name fields of `obj` that collide with names other CRDs of the same group have
+/// accepted (`NamesAccepted`, checked per field as the naming controller does).
+fn name_conflicts(obj: &Value, others: &[Value]) -> Vec<(&'static str, &'static str, String)> {
+    let group = s(obj, "/spec/group");
+    let me = meta::name_of(obj);
+    let mut out = Vec::new();
+    for (field, reason) in NAME_FIELDS {
+        let mine = name_values(obj.pointer(&format!("/spec/names/{field}")));
+        let clash = others
+            .iter()
+            .filter(|o| {
+                meta::name_of(o) != me && s(o, "/spec/group") == group && !meta::is_deleting(o)
+            })
+            .flat_map(|o| {
+                NAME_FIELDS.iter().flat_map(move |(f, _)| {
+                    name_values(o.pointer(&format!("/status/acceptedNames/{f}")))
+                })
+            })
+            .find(|taken| mine.contains(taken));
+        if let Some(taken) = clash {
+            out.push((*field, *reason, format!("\"{taken}\" is already in use")));
+        }
+    }
+    out
+}
+
+fn set_condition(conds: &mut Vec<Value>, ty: &str, status: &str, reason: &str, message: &str) {
+    let now = meta::now_time();
+    if let Some(c) = conds.iter_mut().find(|c| s(c, "/type") == ty) {
+        if s(c, "/status") != status {
+            c["lastTransitionTime"] = json!(now);
+        }
+        c["status"] = json!(status);
+        c["reason"] = json!(reason);
+        c["message"] = json!(message);
+    } else {
+        conds.push(json!({"type": ty, "status": status, "lastTransitionTime": now, "reason": reason, "message": message}));
+    }
+}
+
+/// Computes the controller-owned status (names, conditions, storedVersions), keeping
+/// conditions of other types that clients set.
+pub fn compute_status(obj: &Value, others: &[Value]) -> Value {
+    let mut status = obj
+        .get("status")
+        .cloned()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    let mut conds: Vec<Value> = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let conflicts = name_conflicts(obj, others);
+    let requested = obj
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    match conflicts.first() {
+        None => {
+            status["acceptedNames"] = requested;
+            set_condition(
+                &mut conds,
+                "NamesAccepted",
+                "True",
+                "NoConflicts",
+                "no conflicts found",
+            );
+            set_condition(
+                &mut conds,
+                "Established",
+                "True",
+                "InitialNamesAccepted",
+                "the initial names have been accepted",
+            );
+        }
+        Some((_, reason, message)) => {
+            // Names that do not conflict are accepted; conflicting ones keep what was
+            // accepted before (nothing, for a new CRD).
+            let mut accepted = status
+                .get("acceptedNames")
+                .cloned()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({}));
+            for f in [
+                "plural",
+                "singular",
+                "shortNames",
+                "kind",
+                "listKind",
+                "categories",
+            ] {
+                if !conflicts.iter().any(|(field, _, _)| *field == f) {
+                    if let Some(v) = requested.get(f) {
+                        accepted[f] = v.clone();
+                    }
+                }
+            }
+            for f in ["plural", "kind"] {
+                if accepted.get(f).is_none() {
+                    accepted[f] = json!("");
+                }
+            }
+            status["acceptedNames"] = accepted;
+            set_condition(&mut conds, "NamesAccepted", "False", reason, message);
+            if !is_established(obj) {
+                set_condition(
+                    &mut conds,
+                    "Established",
+                    "False",
+                    "NotAccepted",
+                    "not all names are accepted",
+                );
+            }
+        }
+    }
+    let group = s(obj, "/spec/group");
+    if group.ends_with(".k8s.io")
+        || group.ends_with(".kubernetes.io")
+        || group == "k8s.io"
+        || group == "kubernetes.io"
+    {
+        let approved = obj
+            .pointer("/metadata/annotations/api-approved.kubernetes.io")
+            .is_some();
+        let (st, reason, msg) = if approved {
+            (
+                "True",
+                "ApprovedAnnotation",
+                "approved in the api-approved.kubernetes.io annotation",
+            )
+        } else {
+            ("False", "MissingAnnotation", "protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111")
+        };
+        set_condition(
+            &mut conds,
+            "KubernetesAPIApprovalPolicyConformant",
+            st,
+            reason,
+            msg,
+        );
+    }
+    if meta::is_deleting(obj) {
+        set_condition(
+            &mut conds,
+            "Terminating",
+            "True",
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        );
+    }
+    status["conditions"] = Value::Array(conds);
+    let mut stored: Vec<Value> = status
+        .get("storedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for v in versions(obj)
+        .iter()
+        .filter(|v| v.get("storage") == Some(&Value::Bool(true)))
+    {
+        let n = json!(s(v, "/name"));
+        if !stored.contains(&n) {
+            stored.push(n);
+        }
+    }
+    status["storedVersions"] = Value::Array(stored);
+    status
+}
+
+/// Whether the CRD is Established (its resources are served).
+pub fn is_established(obj: &Value) -> bool {
+    obj.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| s(c, "/type") == "Established" && s(c, "/status") == "True")
+        })
+}
+
+/// OpenAPI definition name of a custom kind: reversed group + version + kind.
+pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
+    let mut parts: Vec<&str> = group.split('.').collect();
+    parts.reverse();
+    format!("{}.{version}.{kind}", parts.join("."))
+}
+
+fn str_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn has_default(schema: &Value, depth: usize) -> bool {
+    if depth > 64 {
+        return false;
+    }
+    match schema {
+        Value::Object(m) => {
+            m.contains_key("default") || m.values().any(|v| has_default(v, depth + 1))
+        }
+        Value::Array(a) => a.iter().any(|v| has_default(v, depth + 1)),
+        _ => false,
+    }
+}
+
+/// The resource types an established CRD serves (one per served version).
+pub fn resource_types(crd: &Value, cache: &SchemaCache) -> Vec<ResourceType> {
+    if !is_established(crd) {
+        return vec![];
+    }
+    let group = s(crd, "/spec/group").to_string();
+    let names = crd
+        .pointer("/status/acceptedNames")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let plural = s(&names, "/plural").to_string();
+    let kind = s(&names, "/kind").to_string();
+    let terminating = meta::is_deleting(crd);
+    let storage_version = versions(crd)
+        .iter()
+        .find(|v| v.get("storage") == Some(&Value::Bool(true)))
+        .map(|v| s(v, "/name").to_string())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for v in versions(crd)
+        .iter()
+        .filter(|v| v.get("served") == Some(&Value::Bool(true)))
+    {
+        let version = s(v, "/name").to_string();
+        let raw_schema = v
+            .pointer("/schema/openAPIV3Schema")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let compiled = cache
+            .get_or_compile(&raw_schema, "openAPIV3Schema", &CompileOptions::default())
+            .ok();
+        let columns = v
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .map(|cols| {
+                cols.iter()
+                    .map(|c| PrinterColumn {
+                        name: s(c, "/name").to_string(),
+                        type_: s(c, "/type").to_string(),
+                        format: s(c, "/format").to_string(),
+                        description: s(c, "/description").to_string(),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        json_path: s(c, "/jsonPath").to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let scale = v.pointer("/subresources/scale").map(|sc| ScalePaths {
+            spec_replicas: s(sc, "/specReplicasPath").to_string(),
+            status_replicas: s(sc, "/statusReplicasPath").to_string(),
+            label_selector: sc
+                .get("labelSelectorPath")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        });
+        let deprecation_warning = (v.get("deprecated") == Some(&Value::Bool(true))).then(|| {
+            v.get("deprecationWarning")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| {
+                    let mut msg = format!("{group}/{version} {kind} is deprecated");
+                    if let Some(better) = recommended_version(crd) {
+                        msg.push_str(&format!("; use {group}/{better} {kind}"));
+                    }
+                    msg
+                })
+        });
+        let has_status = v.pointer("/subresources/status").is_some();
+        let mut subresources = Vec::new();
+        if has_status {
+            subresources.push(("status".to_string(), vec!["get", "patch", "update"]));
+        }
+        if scale.is_some() {
+            subresources.push(("scale".to_string(), vec!["get", "patch", "update"]));
+        }
+        let info = CustomInfo {
+            crd_name: meta::name_of(crd).to_string(),
+            has_defaults: has_default(&raw_schema, 0),
+            schema: compiled,
+            raw_schema,
+            columns,
+            scale,
+            storage_version: storage_version.clone(),
+            deprecation_warning,
+            terminating,
+        };
+        // While the CRD terminates only create is refused: updates must still work so
+        // that finalizers on the remaining instances can be removed.
+        let verbs: Vec<&'static str> = if terminating {
+            vec![
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
+        } else {
+            vec![
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "create",
+                "update",
+                "watch",
+            ]
+        };
+        out.push(ResourceType {
+            group: group.clone(),
+            version: version.clone(),
+            kind: kind.clone(),
+            list_kind: names
+                .get("listKind")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{kind}List")),
+            plural: plural.clone(),
+            singular: s(&names, "/singular").to_string(),
+            namespaced: s(crd, "/spec/scope") == "Namespaced",
+            short_names: str_list(names.get("shortNames")),
+            categories: str_list(names.get("categories")),
+            verbs,
+            subresources,
+            schema_name: definition_name(&group, &version, &kind),
+            storage_resource: format!("{group}/{plural}"),
+            strategy: Strategy::Custom,
+            allow_unconditional_update: false,
+            allow_create_on_update: false,
+            has_generation: true,
+            status_subresource: has_status,
+            selectable_fields: v
+                .get("selectableFields")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|f| s(f, "/jsonPath").trim_start_matches('.').to_string())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            custom: Some(Arc::new(info)),
+        });
+    }
+    out
+}
+
+/// The highest-priority served, non-deprecated version (for deprecation warnings).
+fn recommended_version(crd: &Value) -> Option<String> {
+    let mut candidates: Vec<&str> = versions(crd)
+        .iter()
+        .filter(|v| {
+            v.get("served") == Some(&Value::Bool(true))
+                && v.get("deprecated") != Some(&Value::Bool(true))
+        })
+        .map(|v| s(v, "/name"))
+        .collect();
+    candidates.sort_by(|a, b| version_priority_cmp(a, b));
+    candidates.first().map(|v| v.to_string())
+}
+
+/// Sorts versions as Kubernetes does for discovery: GA > beta > alpha, higher numbers
+/// first, then non-Kubernetes version strings alphabetically.
+pub fn version_priority_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn key(v: &str) -> (u8, i64, i64, String) {
+        let parse = |rest: &str| -> Option<(u8, i64)> {
+            if rest.is_empty() {
+                return Some((3, 0));
+            }
+            for (tag, rank) in [("beta", 2u8), ("alpha", 1u8)] {
+                if let Some(n) = rest.strip_prefix(tag) {
+                    return n.parse::<i64>().ok().map(|n| (rank, n));
+                }
+            }
+            None
+        };
+        if let Some(rest) = v.strip_prefix('v') {
+            let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+            if let Ok(major) = digits.parse::<i64>() {
+                if let Some((rank, minor)) = parse(&rest[digits.len()..]) {
+                    return (rank, major, minor, String::new());
+                }
+            }
+        }
+        (0, 0, 0, v.to_string())
+    }
+    let (ka, kb) = (key(a), key(b));
+    kb.0.cmp(&ka.0)
+        .then(kb.1.cmp(&ka.1))
+        .then(kb.2.cmp(&ka.2))
+        .then(ka.3.cmp(&kb.3))
+}
+
+/// Adds the cleanup finalizer to a new CRD.
+pub fn add_cleanup_finalizer(obj: &mut Value) {
+    if let Ok(m) = meta::meta_mut(obj) {
+        let fins = m.entry("finalizers").or_insert_with(|| json!([]));
+        if let Value::Array(a) = fins {
+            if !a.iter().any(|f| f == CLEANUP_FINALIZER) {
+                a.push(json!(CLEANUP_FINALIZER));
+            }
+        }
+    }
+}
+
+/// The CRD with its cleanup finalizer removed.
+pub fn without_cleanup_finalizer(obj: &Value) -> Value {
+    let mut out = obj.clone();
+    if let Some(Value::Array(a)) = out.pointer_mut("/metadata/finalizers") {
+        a.retain(|f| f != CLEANUP_FINALIZER);
+    }
+    if let Some(m) = out.get_mut("metadata").and_then(Value::as_object_mut) {
+        super::meta::strip_empty_meta(m);
+    }
+    out
+}
+
+/// A JSON map helper for building Scale objects.
+pub fn object(pairs: Vec<(&str, Value)>) -> Value {
+    let mut m = Map::new();
+    for (k, v) in pairs {
+        m.insert(k.to_string(), v);
+    }
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_like_kubernetes() {
+        let mut v = vec![
+            "v1alpha1", "foo", "v2", "v1beta2", "v1", "v1beta1", "bar", "v10",
+        ];
+        v.sort_by(|a, b| version_priority_cmp(a, b));
+        assert_eq!(
+            v,
+            vec!["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"]
+        );
+    }
+
+    #[test]
+    fn definition_names_reverse_the_group() {
+        assert_eq!(
+            definition_name("example.com", "v1", "Widget"),
+            "com.example.v1.Widget"
+        );
+    }
+
+    #[test]
+    fn conflicting_plural_is_not_accepted() {
+        let a = json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"}},
+            "status": {"acceptedNames": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"}}});
+        let b = json!({"metadata": {"name": "gadgets.example.com"}, "spec": {"group": "example.com",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Widget", "listKind": "GadgetList"}}});
+        let st = compute_status(&b, std::slice::from_ref(&a));
+        assert_eq!(st["acceptedNames"]["plural"], "gadgets");
+        assert_eq!(st["acceptedNames"]["kind"], "");
+        let names_accepted = st["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "NamesAccepted")
+            .unwrap();
+        assert_eq!(names_accepted["status"], "False");
+        assert_eq!(names_accepted["reason"], "KindConflict");
+        let ok = compute_status(&a, &[]);
+        assert!(ok["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True"));
+    }
+}

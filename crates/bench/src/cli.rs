@@ -1,0 +1,164 @@
+//! Command-line options (the invocation is a stable interface: scripts and docs use it).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::scenarios::Scenario;
+
+/// Load and scale benchmark for Kubernetes API servers (kplane or kube-apiserver).
+///
+/// Talks only standard Kubernetes REST, configured by a kubeconfig. Objects are ConfigMaps
+/// labelled `kplane-bench/run=<id>`; they are deleted at the end unless --keep.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "kplane-bench", version)]
+pub struct Opts {
+    /// Kubeconfig file (default: $KUBECONFIG).
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: PathBuf,
+    /// Context to use instead of current-context.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters
+    /// (comma-separated or repeated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "create",
+        required = false
+    )]
+    pub scenario: Vec<Scenario>,
+    /// Concurrent clients (one connection each).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
+    /// Measured time per scenario (phase), e.g. 10s, 500ms, 2m.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Stop a measurement after this many operations (whichever of --count and --duration
+    /// comes first).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Unmeasured warm-up before each measurement.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Size in bytes of each ConfigMap's data value.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub size: u32,
+    /// Namespace for the objects (created if missing, deleted at the end if created).
+    #[arg(long, default_value = "kplane-bench")]
+    pub namespace: String,
+    /// Spread create/get/update/mixed over N namespaces (<namespace>-0 .. -N-1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub namespace_spread: u32,
+    /// Spread create/get/update/mixed over N logical clusters (<cluster>:kb-<run>-s<i>);
+    /// needs a server URL ending in /clusters/<name>.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub cluster_spread: u32,
+    /// Objects read by get and mixed.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub pool: u32,
+    /// Objects in the namespace listed by the list scenario.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub list_size: u32,
+    /// Page size (limit) of paged lists; 0 skips the paged phase.
+    #[arg(long, default_value_t = 500)]
+    pub page_size: u32,
+    /// Concurrent watchers (watch scenario; mixed uses at most 10).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub watchers: u32,
+    /// Writes per second while watchers listen (watch scenario).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub watch_rate: u32,
+    /// Logical clusters to create (clusters scenario).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub clusters: u32,
+    /// ConfigMaps per logical cluster (clusters scenario).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub objects_per_cluster: u32,
+    /// Timeout of one request (and of connecting).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Bound on each setup and cleanup step (creating fixtures, waiting for watchers, deleting).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub setup_timeout: Duration,
+    /// Keep created objects and namespaces.
+    #[arg(long)]
+    pub keep: bool,
+    /// Print a JSON array (one object per scenario) on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// PID of a server on this machine: report its resident memory before/after each scenario.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// No progress line on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Parses `10s`, `1.5s`, `250ms`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("bad duration {s:?} (use e.g. 10s, 500ms, 2m)"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("bad duration unit in {s:?} (use ms, s, m or h)")),
+    };
+    if !secs.is_finite() || !(0.0..=7.0 * 86400.0).contains(&secs) {
+        return Err(format!("duration {s:?} out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("x").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("99999h").is_err());
+    }
+
+    #[test]
+    fn stable_invocation_parses() {
+        let o = Opts::try_parse_from([
+            "kplane-bench",
+            "--kubeconfig",
+            "k",
+            "--scenario",
+            "create,get",
+            "--concurrency",
+            "64",
+            "--duration",
+            "10s",
+            "--size",
+            "1024",
+            "--json",
+        ])
+        .unwrap();
+        assert_eq!(o.scenario, vec![Scenario::Create, Scenario::Get]);
+        assert_eq!(o.concurrency, 64);
+        assert!(o.json);
+        assert!(
+            Opts::try_parse_from(["kplane-bench", "--kubeconfig", "k", "--scenario", "nope"])
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,93 @@
+//! `kplane-bench`: load and scale benchmark for Kubernetes API servers.
+//!
+//! ```text
+//! kplane-bench --kubeconfig FILE --scenario create --concurrency 64 --duration 10s [--size 1024] [--json]
+//! ```
+//!
+//! Runs the chosen scenarios one after another against the kubeconfig's server using only
+//! standard Kubernetes REST (so the same command measures kplane and kube-apiserver), prints a
+//! table (or, with `--json`, a JSON array with one object per scenario) and exits with status 1
+//! if anything failed (every non-2xx answer and transport error is counted and shown), 2 if
+//! the run could not start. Everything is bounded in time; objects and namespaces the run
+//! created are deleted at the end unless `--keep`.
+
+mod cli;
+mod client;
+mod ctx;
+mod kubeconfig;
+mod report;
+mod runner;
+mod scenarios;
+mod setup;
+mod stats;
+mod tls;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Parser as _;
+
+use crate::cli::Opts;
+use crate::ctx::Ctx;
+use crate::report::Report;
+
+fn main() -> ExitCode {
+    let opts = Opts::parse();
+    match start(opts) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("kplane-bench: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn start(opts: Opts) -> anyhow::Result<ExitCode> {
+    let endpoint = kubeconfig::load(&opts.kubeconfig, opts.context.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let json = opts.json;
+    let ctx = Arc::new(Ctx::new(opts, endpoint)?);
+    let (reports, cleanup) = runtime.block_on(run(ctx));
+    // Watch connections may still be closing; do not wait for them.
+    runtime.shutdown_background();
+
+    if json {
+        let arr: Vec<_> = reports.iter().map(Report::to_json).collect();
+        println!("{}", serde_json::Value::Array(arr));
+    } else {
+        print!("{}", report::table(&reports));
+    }
+    let mut failed = reports.iter().any(|r| !r.errors.is_empty());
+    for (k, n, msg) in cleanup.iter() {
+        eprintln!("kplane-bench: cleanup failed [{k}] x{n}: {msg}");
+        failed = true;
+    }
+    if failed {
+        eprintln!("kplane-bench: the run had errors (see the errors column/field)");
+        Ok(ExitCode::from(1))
+    } else {
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+async fn run(ctx: Arc<Ctx>) -> (Vec<Report>, stats::ErrorCounts) {
+    let mut reports = Vec::new();
+    for s in ctx.opts.scenario.clone() {
+        let r = scenarios::run(ctx.clone(), s).await;
+        if !r.errors.is_empty() {
+            runner::note(&format!(
+                "{}: {} errors: {}",
+                r.scenario,
+                r.errors.total(),
+                r.errors.short()
+            ));
+        }
+        reports.push(r);
+    }
+    let cleanup = setup::delete_namespaces(&ctx).await;
+    (reports, cleanup)
+}

@@ -1,0 +1,194 @@
+//! The timed worker loop shared by all scenarios, and the progress line.
+//!
+//! [`drive`] runs one task per worker. Each task repeats its worker's operation until the
+//! warm-up plus the measured duration have passed or `--count` measured operations were
+//! claimed; every operation is itself bounded by the request timeout, so a phase ends at the
+//! latest one timeout after its deadline. Operations finished during warm-up are not
+//! measured, but their failures are counted (failures are never dropped).
+
+use std::future::Future;
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::Failure;
+use crate::stats::{ErrorCounts, Samples};
+
+/// One client of a scenario; owns its connection(s) and any scenario-specific state.
+pub trait Worker: Send + 'static {
+    /// Performs one operation. `measuring` is false during warm-up.
+    fn op(&mut self, measuring: bool) -> impl Future<Output = Result<(), Failure>> + Send;
+}
+
+/// How long and how much to run.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub count: Option<u64>,
+}
+
+/// The outcome of one measured phase.
+pub struct Phase<W> {
+    pub samples: Samples,
+    pub errors: ErrorCounts,
+    pub ops: u64,
+    pub seconds: f64,
+    pub workers: Vec<W>,
+}
+
+/// Runs `workers` concurrently within `limits`; `label` is shown in the progress line.
+pub async fn drive<W: Worker>(
+    label: &str,
+    show_progress: bool,
+    workers: Vec<W>,
+    limits: Limits,
+) -> Phase<W> {
+    let start = Instant::now();
+    let measure_start = start + limits.warmup;
+    let deadline = measure_start + limits.duration;
+    let claimed = Arc::new(AtomicU64::new(0));
+    let progress = Progress::start(label, show_progress, limits.warmup + limits.duration);
+    let mut handles = Vec::with_capacity(workers.len());
+    for mut w in workers {
+        let claimed = claimed.clone();
+        let counters = progress.counters();
+        handles.push(tokio::spawn(async move {
+            let mut samples = Samples::default();
+            let mut errors = ErrorCounts::default();
+            let mut ops = 0u64;
+            let mut last_end = Instant::now();
+            loop {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                let measuring = now >= measure_start;
+                if measuring {
+                    if let Some(max) = limits.count {
+                        if claimed.fetch_add(1, Ordering::Relaxed) >= max {
+                            break;
+                        }
+                    }
+                }
+                let t0 = Instant::now();
+                let result = w.op(measuring).await;
+                last_end = Instant::now();
+                match result {
+                    Ok(()) => {
+                        if measuring {
+                            samples.record(last_end - t0);
+                            ops += 1;
+                            counters.ops.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Err(f) => {
+                        errors.add(&f.key(), &f.message());
+                        counters.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            (w, samples, errors, ops, last_end)
+        }));
+    }
+    let mut phase = Phase {
+        samples: Samples::default(),
+        errors: ErrorCounts::default(),
+        ops: 0,
+        seconds: 0.0,
+        workers: Vec::new(),
+    };
+    let mut end = measure_start;
+    for h in handles {
+        match h.await {
+            Ok((w, s, e, ops, last)) => {
+                phase.samples.merge(s);
+                phase.errors.merge(e);
+                phase.ops += ops;
+                end = end.max(last);
+                phase.workers.push(w);
+            }
+            Err(e) => phase.errors.add("panic", &e.to_string()),
+        }
+    }
+    progress.finish();
+    phase.seconds = end
+        .saturating_duration_since(measure_start)
+        .as_secs_f64()
+        .max(1e-6);
+    phase
+}
+
+/// Counters the progress line shows.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub ops: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// A once-a-second carriage-return line on stderr (only when stderr is a terminal).
+pub struct Progress {
+    counters: Arc<Counters>,
+    stop: Arc<AtomicBool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Starts the line for a phase expected to last `total`.
+    pub fn start(label: &str, enabled: bool, total: Duration) -> Progress {
+        let counters = Arc::new(Counters::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let task = (enabled && std::io::stderr().is_terminal()).then(|| {
+            let counters = counters.clone();
+            let stop = stop.clone();
+            let label = label.to_string();
+            tokio::spawn(async move {
+                let t0 = Instant::now();
+                // Bounded: a phase never lasts a week (durations are capped at 7 days).
+                for _ in 0..(7 * 86400) {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let secs = t0.elapsed().as_secs_f64();
+                    let ops = counters.ops.load(Ordering::Relaxed);
+                    let errs = counters.errors.load(Ordering::Relaxed);
+                    let mut err = std::io::stderr().lock();
+                    let _ = write!(
+                        err,
+                        "\r{label}: {secs:5.0}s/{:.0}s  {ops} ops  {:.0}/s  {errs} errors   ",
+                        total.as_secs_f64(),
+                        ops as f64 / secs.max(1e-3)
+                    );
+                    let _ = err.flush();
+                }
+            })
+        });
+        Progress {
+            counters,
+            stop,
+            task,
+        }
+    }
+
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// Stops and clears the line.
+    pub fn finish(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.task {
+            t.abort();
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{:79}\r", "");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// A note on stderr (suppressed by nothing: setup steps of long runs should be visible).
+pub fn note(msg: &str) {
+    eprintln!("kplane-bench: {msg}");
+}

@@ -1,0 +1,113 @@
+//! The scenarios and what they share: selection by name, limits, turning a measured phase into
+//! a report, and the optional server memory readings (`--server-pid`).
+
+mod clusters;
+mod crud;
+mod list;
+mod mixed;
+mod watch;
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::ctx::Ctx;
+use crate::report::Report;
+use crate::runner::{Limits, Phase};
+use crate::stats::ErrorCounts;
+
+/// A benchmark scenario (`--scenario NAME[,NAME...]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// POST ConfigMaps of --size bytes.
+    Create,
+    /// GET single ConfigMaps from a pool of --pool objects.
+    Get,
+    /// PUT (with resourceVersion) one ConfigMap per client.
+    Update,
+    /// LIST a namespace of --list-size ConfigMaps, full and paged (--page-size).
+    List,
+    /// --watchers watches; latency from write acknowledgement to receipt at every watcher.
+    Watch,
+    /// A controller-like mix of get, list, update, create, delete with a few watchers.
+    Mixed,
+    /// Create --clusters logical clusters with --objects-per-cluster ConfigMaps each.
+    Clusters,
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Create => "create",
+            Scenario::Get => "get",
+            Scenario::Update => "update",
+            Scenario::List => "list",
+            Scenario::Watch => "watch",
+            Scenario::Mixed => "mixed",
+            Scenario::Clusters => "clusters",
+        }
+    }
+}
+
+/// Runs one scenario, including its setup and cleanup, and reports it.
+pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {
+    crate::runner::note(&format!("running {} (run id {})", s.name(), ctx.run));
+    let before = rss_mib(ctx.opts.server_pid);
+    let mut report = match s {
+        Scenario::Create => crud::create(&ctx).await,
+        Scenario::Get => crud::get(&ctx).await,
+        Scenario::Update => crud::update(&ctx).await,
+        Scenario::List => list::run(&ctx).await,
+        Scenario::Watch => watch::run(&ctx).await,
+        Scenario::Mixed => mixed::run(&ctx).await,
+        Scenario::Clusters => clusters::run(&ctx).await,
+    };
+    if let Some(b) = before {
+        let mut m = report
+            .extra
+            .get("server_rss_mib")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        m["before"] = json!(b);
+        if let Some(a) = rss_mib(ctx.opts.server_pid) {
+            m["after"] = json!(a);
+        }
+        report.set("server_rss_mib", m);
+    }
+    report
+}
+
+/// The measurement limits from the options.
+fn limits(ctx: &Ctx) -> Limits {
+    Limits {
+        warmup: ctx.opts.warmup,
+        duration: ctx.opts.duration,
+        count: ctx.opts.count,
+    }
+}
+
+fn progress(ctx: &Ctx) -> bool {
+    !ctx.opts.no_progress
+}
+
+/// Copies a phase's ops, time, latency and errors into `report`; returns the workers.
+fn fill<W>(report: &mut Report, phase: Phase<W>) -> Vec<W> {
+    report.ops = phase.ops;
+    report.seconds = phase.seconds;
+    report.latency = phase.samples.summary();
+    report.errors.merge(phase.errors);
+    phase.workers
+}
+
+/// Adds setup or cleanup failures to the report with a prefix, so they are never lost.
+fn add_errors(report: &mut Report, errors: ErrorCounts, prefix: &str) {
+    report.errors.merge_prefixed(errors, prefix);
+}
+
+/// Resident memory of `pid` in MiB, from `/proc/<pid>/status` (Linux only).
+pub fn rss_mib(pid: Option<u32>) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{}/status", pid?)).ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some((kib / 1024.0 * 10.0).round() / 10.0)
+}

@@ -1,0 +1,455 @@
+//! `watch`: `--watchers` concurrent watches on one namespace (each on its own connection),
+//! while `--concurrency` writers create ConfigMaps at `--watch-rate` per second in total.
+//! The latency of a delivery is the time from the writer receiving the create's response
+//! (acknowledgement) to a watcher reading the event; an event read before its acknowledgement
+//! arrived counts as 0. Every acknowledged write must reach every established watcher: what
+//! does not arrive within a grace period is counted as `missed_delivery`.
+//!
+//! [`WatcherSet`] is also used by `mixed`.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf as _, BytesMut};
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
+use hyper::Method;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::{mpsc, watch};
+
+use super::{add_errors, rss_mib};
+use crate::client::Failure;
+use crate::ctx::Ctx;
+use crate::report::{Report, Row};
+use crate::setup::{cleanup_objects, encode_query, ensure_namespaces, list_resource_version};
+use crate::stats::{ErrorCounts, Samples};
+
+/// How long after the last write the watchers may take to receive everything.
+const DELIVERY_GRACE: Duration = Duration::from_secs(10);
+/// Receipts kept per watcher (bounds memory; further deliveries are only counted).
+const MAX_RECEIPTS: usize = 2_000_000;
+/// Bound on a partial event line (a runaway stream must not eat memory).
+const MAX_LINE: usize = 64 << 20;
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    object: Option<EventObject<'a>>,
+}
+
+#[derive(Deserialize)]
+struct EventObject<'a> {
+    #[serde(default, borrow)]
+    metadata: Option<EventMeta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct EventMeta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+/// `(type, object name)` of one watch event line.
+fn parse_event(line: &[u8]) -> Result<(String, Option<String>), String> {
+    let e: Event<'_> = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+    let name = e
+        .object
+        .and_then(|o| o.metadata)
+        .and_then(|m| m.name)
+        .map(Cow::into_owned);
+    Ok((e.kind.into_owned(), name))
+}
+
+/// The write index encoded in `name` if it starts with `marker` (`kb-<run>-w-<idx>`).
+fn marker_index(name: &str, marker: &str) -> Option<u64> {
+    name.strip_prefix(marker)?.parse().ok()
+}
+
+/// What one watcher saw.
+#[derive(Default)]
+struct WatcherResult {
+    receipts: Vec<(u64, Instant)>,
+    errors: ErrorCounts,
+}
+
+/// A set of running watches.
+pub struct WatcherSet {
+    stop: watch::Sender<bool>,
+    handles: Vec<tokio::task::JoinHandle<WatcherResult>>,
+    /// Watches whose response headers arrived (2xx).
+    pub established: u64,
+    /// Failures to establish.
+    pub setup_errors: ErrorCounts,
+    /// Events matching the marker, across all watchers (for waiting on delivery).
+    pub matched: Arc<AtomicU64>,
+    /// All events, across all watchers.
+    pub events: Arc<AtomicU64>,
+}
+
+impl WatcherSet {
+    /// Opens `n` watches of `path` (one connection each) and waits, within the setup timeout,
+    /// until each is established or failed. Events whose object name starts with `marker`
+    /// are recorded with their receipt time.
+    pub async fn start(ctx: &Arc<Ctx>, path: String, n: u32, marker: String) -> WatcherSet {
+        let (stop, stop_rx) = watch::channel(false);
+        let (ready_tx, mut ready_rx) = mpsc::channel::<Result<(), Failure>>(n as usize);
+        let matched = Arc::new(AtomicU64::new(0));
+        let events = Arc::new(AtomicU64::new(0));
+        let hard_stop =
+            Instant::now() + ctx.opts.setup_timeout * 3 + ctx.opts.duration * 2 + ctx.opts.warmup;
+        let path = Arc::new(path);
+        let marker = Arc::new(marker);
+        let mut handles = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let (ctx, path, marker) = (ctx.clone(), path.clone(), marker.clone());
+            let (mut stop_rx, ready_tx) = (stop_rx.clone(), ready_tx.clone());
+            let (matched, events) = (matched.clone(), events.clone());
+            handles.push(tokio::spawn(async move {
+                let mut res = WatcherResult::default();
+                let mut conn = ctx.conn();
+                let body = match conn.stream(&path).await {
+                    Ok(b) => {
+                        let _ = ready_tx.send(Ok(())).await;
+                        b
+                    }
+                    Err(f) => {
+                        let _ = ready_tx.send(Err(f)).await;
+                        return res;
+                    }
+                };
+                drop(ready_tx);
+                read_events(
+                    body,
+                    &mut stop_rx,
+                    hard_stop,
+                    &marker,
+                    &matched,
+                    &events,
+                    &mut res,
+                )
+                .await;
+                drop(conn);
+                res
+            }));
+        }
+        drop(ready_tx);
+        let mut set = WatcherSet {
+            stop,
+            handles,
+            established: 0,
+            setup_errors: ErrorCounts::default(),
+            matched,
+            events,
+        };
+        let deadline = tokio::time::Instant::now() + ctx.opts.setup_timeout;
+        for _ in 0..n {
+            match tokio::time::timeout_at(deadline, ready_rx.recv()).await {
+                Ok(Some(Ok(()))) => set.established += 1,
+                Ok(Some(Err(f))) => set
+                    .setup_errors
+                    .add(&format!("watch {}", f.key()), &f.message()),
+                Ok(None) => break,
+                Err(_) => {
+                    set.setup_errors.add(
+                        "watch timeout",
+                        "watchers not established within --setup-timeout",
+                    );
+                    break;
+                }
+            }
+        }
+        set
+    }
+
+    /// Stops all watchers and collects what they saw.
+    async fn finish(self) -> (Vec<WatcherResult>, ErrorCounts) {
+        let _ = self.stop.send(true);
+        let mut errors = self.setup_errors;
+        let mut out = Vec::new();
+        for h in self.handles {
+            match h.await {
+                Ok(r) => out.push(r),
+                Err(e) => errors.add("panic", &e.to_string()),
+            }
+        }
+        (out, errors)
+    }
+
+    /// Stops all watchers; returns their errors (receipts are dropped).
+    pub async fn stop(self) -> ErrorCounts {
+        let (results, mut errors) = self.finish().await;
+        for r in results {
+            errors.merge(r.errors);
+        }
+        errors
+    }
+}
+
+async fn read_events(
+    mut body: Incoming,
+    stop: &mut watch::Receiver<bool>,
+    hard_stop: Instant,
+    marker: &str,
+    matched: &AtomicU64,
+    events: &AtomicU64,
+    res: &mut WatcherResult,
+) {
+    let mut buf = BytesMut::new();
+    let hard_stop = tokio::time::Instant::from_std(hard_stop);
+    loop {
+        let frame = tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep_until(hard_stop) => {
+                res.errors.add("watch timeout", "watch still running at the hard stop");
+                return;
+            }
+            f = body.frame() => f,
+        };
+        let data = match frame {
+            None => {
+                if !*stop.borrow() {
+                    res.errors
+                        .add("watch_closed", "the server ended a watch early");
+                }
+                return;
+            }
+            Some(Err(e)) => {
+                res.errors.add("watch transport", &e.to_string());
+                return;
+            }
+            Some(Ok(f)) => match f.into_data() {
+                Ok(d) => d,
+                Err(_) => continue, // trailers
+            },
+        };
+        let now = Instant::now();
+        buf.extend_from_slice(&data);
+        while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
+            let line = buf.split_to(pos + 1);
+            let line = &line[..pos];
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            events.fetch_add(1, Ordering::Relaxed);
+            match parse_event(line) {
+                Ok((kind, _)) if kind == "ERROR" => {
+                    res.errors
+                        .add("watch_error_event", &String::from_utf8_lossy(line));
+                }
+                Ok((_, Some(name))) => {
+                    if let Some(i) = marker_index(&name, marker) {
+                        matched.fetch_add(1, Ordering::Relaxed);
+                        if res.receipts.len() < MAX_RECEIPTS {
+                            res.receipts.push((i, now));
+                        }
+                    }
+                }
+                Ok((_, None)) => {}
+                Err(e) => res
+                    .errors
+                    .add("watch protocol", &format!("bad event line: {e}")),
+            }
+        }
+        if buf.len() > MAX_LINE {
+            res.errors
+                .add("watch protocol", "event line longer than 64 MiB");
+            return;
+        }
+        if buf.is_empty() {
+            buf.clear();
+        } else if buf.capacity() > 4 * buf.len() + (1 << 20) {
+            let rest = buf.copy_to_bytes(buf.len());
+            buf = BytesMut::from(&rest[..]);
+        }
+    }
+}
+
+/// The watch scenario.
+pub async fn run(ctx: &Arc<Ctx>) -> Report {
+    let mut report = Report::new("watch");
+    let scope = ctx.base_scope();
+    let w = ctx.opts.watchers;
+    let rate = f64::from(ctx.opts.watch_rate);
+    report.set("watchers", w);
+    report.set("write_rate", ctx.opts.watch_rate);
+    report.set("writers", ctx.opts.concurrency);
+    report.set("size", ctx.opts.size);
+    add_errors(
+        &mut report,
+        ensure_namespaces(ctx, std::slice::from_ref(&scope)).await,
+        "setup ",
+    );
+
+    let selector = encode_query(&ctx.selector("watch"));
+    let mut conn = ctx.conn();
+    let list = format!("{}?labelSelector={selector}", scope.configmaps());
+    let rv = match conn
+        .call_ok(Method::GET, &list, None)
+        .await
+        .and_then(|b| list_resource_version(&b))
+    {
+        Ok(rv) => rv,
+        Err(f) => {
+            report
+                .errors
+                .add(&format!("setup {}", f.key()), &f.message());
+            return report;
+        }
+    };
+    let timeout_secs = (ctx.opts.duration + ctx.opts.setup_timeout * 2).as_secs() + 60;
+    let path = format!("{list}&watch=true&resourceVersion={rv}&timeoutSeconds={timeout_secs}");
+    crate::runner::note(&format!("watch: opening {w} watches"));
+    let marker = format!("kb-{}-w-", ctx.run);
+    let set = WatcherSet::start(ctx, path, w, marker).await;
+    let established = set.established;
+    report.set("watchers_established", established);
+    if let Some(m) = rss_mib(ctx.opts.server_pid) {
+        report.set("server_rss_mib", json!({"watchers_established": m}));
+    }
+
+    // Writers: writer k sends its j-th write (global index j*C+k) at start + (j*C+k)/rate.
+    let c = u64::from(ctx.opts.concurrency);
+    let start = Instant::now();
+    let deadline = start + ctx.opts.duration;
+    let max_writes = ctx.opts.count.unwrap_or(u64::MAX);
+    let mut handles = Vec::new();
+    for k in 0..c {
+        let ctx = ctx.clone();
+        let scope = scope.clone();
+        handles.push(tokio::spawn(async move {
+            let mut conn = ctx.conn();
+            let mut acks: Vec<(u64, Instant)> = Vec::new();
+            let mut lat = Samples::default();
+            let mut errors = ErrorCounts::default();
+            let mut j = 0u64;
+            loop {
+                let idx = j * c + k;
+                j += 1;
+                if idx >= max_writes {
+                    break;
+                }
+                let at = start + Duration::from_secs_f64(idx as f64 / rate);
+                if at >= deadline {
+                    break;
+                }
+                tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+                let name = format!("kb-{}-w-{idx}", ctx.run);
+                let body = ctx.configmap_body(&scope, &name, "watch");
+                let t0 = Instant::now();
+                match conn
+                    .call_ok(Method::POST, &scope.configmaps(), Some(body))
+                    .await
+                {
+                    Ok(_) => {
+                        let t1 = Instant::now();
+                        lat.record(t1 - t0);
+                        acks.push((idx, t1));
+                    }
+                    Err(f) => errors.add(&f.key(), &f.message()),
+                }
+            }
+            (acks, lat, errors)
+        }));
+    }
+    let mut acks: Vec<(u64, Instant)> = Vec::new();
+    let mut write_lat = Samples::default();
+    for h in handles {
+        match h.await {
+            Ok((a, l, e)) => {
+                acks.extend(a);
+                write_lat.merge(l);
+                report.errors.merge(e);
+            }
+            Err(e) => report.errors.add("panic", &e.to_string()),
+        }
+    }
+    let write_seconds = start.elapsed().as_secs_f64();
+    let writes = acks.len() as u64;
+    let expected = writes * established;
+
+    // Wait (bounded) until every watcher has seen every acknowledged write.
+    let grace_end = Instant::now() + DELIVERY_GRACE;
+    while set.matched.load(Ordering::Relaxed) < expected && Instant::now() < grace_end {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (results, watch_errors) = set.finish().await;
+    report.errors.merge(watch_errors);
+
+    let max_idx = acks.iter().map(|a| a.0).max().unwrap_or(0) as usize;
+    let mut ack_at: Vec<Option<Instant>> = vec![None; max_idx + 1];
+    for (i, t) in &acks {
+        if let Some(slot) = ack_at.get_mut(*i as usize) {
+            *slot = Some(*t);
+        }
+    }
+    let mut deliveries = Samples::default();
+    let mut delivered = 0u64;
+    for r in results {
+        let mut seen = vec![false; ack_at.len()];
+        for (i, t) in r.receipts {
+            let i = i as usize;
+            if let (Some(Some(ack)), Some(s)) = (ack_at.get(i), seen.get_mut(i)) {
+                if !*s {
+                    *s = true;
+                    delivered += 1;
+                    deliveries.record(t.saturating_duration_since(*ack));
+                }
+            }
+        }
+        report.errors.merge(r.errors);
+    }
+    let missed = expected.saturating_sub(delivered);
+    report.errors.add_n(
+        "missed_delivery",
+        missed,
+        "acknowledged writes not delivered to every watcher within the grace period",
+    );
+    report.ops = writes;
+    report.seconds = write_seconds;
+    report.latency = deliveries.summary();
+    report.set("deliveries", delivered);
+    report.set("expected_deliveries", expected);
+    let write_summary = write_lat.summary();
+    report.set("write_latency_ms", write_summary.to_json());
+    report.rows.push(Row {
+        label: "write (ack)".into(),
+        ops: writes,
+        seconds: write_seconds,
+        latency: write_summary,
+        errors: String::new(),
+    });
+    add_errors(
+        &mut report,
+        cleanup_objects(ctx, &[scope], "watch").await,
+        "cleanup ",
+    );
+    report
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_events() {
+        let (k, n) = parse_event(br#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"kb-ab-w-12","labels":{"name":"x"}},"data":{"name":"y"}}}"#).unwrap();
+        assert_eq!((k.as_str(), n.as_deref()), ("ADDED", Some("kb-ab-w-12")));
+        assert_eq!(marker_index("kb-ab-w-12", "kb-ab-w-"), Some(12));
+        assert_eq!(marker_index("kb-ab-x-12", "kb-ab-w-"), None);
+        assert_eq!(marker_index("kb-ab-w-1x", "kb-ab-w-"), None);
+        let (k, n) =
+            parse_event(br#"{"type":"ERROR","object":{"kind":"Status","code":410}}"#).unwrap();
+        assert_eq!((k.as_str(), n), ("ERROR", None));
+        let (k, _) =
+            parse_event(br#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}}"#)
+                .unwrap();
+        assert_eq!(k, "BOOKMARK");
+        assert!(parse_event(b"{").is_err());
+    }
+}

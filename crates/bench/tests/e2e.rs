@@ -1,0 +1,264 @@
+//! End to end: runs every scenario of the built `kplane-bench` briefly against a real
+//! `kplane serve` on a loopback port and checks that the JSON report is complete and
+//! error-free, and that failures (a wrong token) are counted and make the exit status non-zero.
+//!
+//! The server binary is `$KPLANE_BIN`, else `<workspace>/target/debug/kplane`
+//! (`cargo build -p kplane`). Performance figures are not asserted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Bound on the server writing its kubeconfig.
+const STARTUP: Duration = Duration::from_secs(30);
+/// Bound on one benchmark run.
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+/// A `kplane serve` process and its data directory; both go away on drop.
+struct Server {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let bin = match std::env::var_os("KPLANE_BIN") {
+            Some(p) => PathBuf::from(p),
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/kplane"),
+        };
+        assert!(
+            bin.is_file(),
+            "kplane binary not found at {} (run `cargo build -p kplane` or set KPLANE_BIN)",
+            bin.display()
+        );
+        let dir = tempfile::Builder::new()
+            .prefix("kplane-bench-e2e-")
+            .tempdir()
+            .unwrap();
+        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+        let child = Command::new(&bin)
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .arg("--bind")
+            .arg("127.0.0.1:0")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let server = Server { child, dir };
+        let deadline = Instant::now() + STARTUP;
+        while !server.kubeconfig().is_file() {
+            assert!(
+                Instant::now() < deadline,
+                "kplane did not write admin.kubeconfig within {STARTUP:?}; log:\n{}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("data").join("admin.kubeconfig")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs kplane-bench with `args`, killing it if it outlives [`RUN_LIMIT`].
+fn bench(kubeconfig: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kplane-bench"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + RUN_LIMIT;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "kplane-bench ran longer than {RUN_LIMIT:?}; stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn check_latency(v: &Value, what: &str) {
+    for k in ["p50", "p90", "p99", "max"] {
+        let x = v[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{what}: latency {k} missing in {v}"));
+        assert!(x >= 0.0, "{what}: {k} = {x}");
+    }
+    let (p50, p99, max) = (v["p50"].as_f64(), v["p99"].as_f64(), v["max"].as_f64());
+    assert!(
+        p50 <= p99 && p99 <= max,
+        "{what}: percentiles out of order: {v}"
+    );
+}
+
+#[test]
+fn every_scenario_reports_complete_error_free_json() {
+    let server = Server::start();
+    let kc = server.kubeconfig();
+    let scenarios = [
+        "create", "get", "update", "list", "watch", "mixed", "clusters",
+    ];
+    let joined = scenarios.join(",");
+    let out = bench(
+        &kc,
+        &[
+            "--scenario",
+            &joined,
+            "--concurrency",
+            "4",
+            "--duration",
+            "1s",
+            "--size",
+            "256",
+            "--pool",
+            "20",
+            "--list-size",
+            "300",
+            "--page-size",
+            "100",
+            "--watchers",
+            "20",
+            "--watch-rate",
+            "50",
+            "--clusters",
+            "8",
+            "--objects-per-cluster",
+            "3",
+            "--json",
+            "--no-progress",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstderr:\n{stderr}\nstdout:\n{}\nserver log:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        server.log()
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    let reports = reports.as_array().expect("a JSON array");
+    assert_eq!(reports.len(), scenarios.len(), "{reports:?}");
+    for (r, name) in reports.iter().zip(scenarios) {
+        assert_eq!(r["scenario"], name, "{r}");
+        assert!(r["ops"].as_u64().unwrap_or(0) > 0, "{name}: no ops: {r}");
+        assert!(r["seconds"].as_f64().unwrap_or(0.0) > 0.0, "{name}: {r}");
+        assert!(r["throughput"].as_f64().unwrap_or(0.0) > 0.0, "{name}: {r}");
+        check_latency(&r["latency_ms"], name);
+        let errors = r["errors"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{name}: errors: {r}"));
+        assert!(
+            errors.is_empty(),
+            "{name}: errors {errors:?}\nstderr:\n{stderr}"
+        );
+    }
+    let by = |n: &str| reports.iter().find(|r| r["scenario"] == n).unwrap();
+    let list = by("list");
+    assert!(list["items_per_list"].as_u64().unwrap() >= 300, "{list}");
+    check_latency(&list["paged"]["page_latency_ms"], "list pages");
+    assert!(
+        list["paged"]["items_per_walk"].as_u64().unwrap() >= 300,
+        "{list}"
+    );
+    let watch = by("watch");
+    assert_eq!(watch["watchers_established"], 20, "{watch}");
+    assert_eq!(watch["deliveries"], watch["expected_deliveries"], "{watch}");
+    assert_eq!(
+        watch["deliveries"].as_u64().unwrap(),
+        watch["ops"].as_u64().unwrap() * 20,
+        "{watch}"
+    );
+    let mixed = by("mixed");
+    for verb in ["get", "list", "update", "create", "delete"] {
+        assert!(mixed["verbs"][verb]["ops"].is_u64(), "{mixed}");
+    }
+    let clusters = by("clusters");
+    assert_eq!(clusters["clusters_created"], 8, "{clusters}");
+    assert_eq!(clusters["ops"], 8, "{clusters}");
+    check_latency(&clusters["list_latency_ms"], "clusters list");
+
+    // Failures are counted under their status code and fail the run.
+    let bad = server.dir.path().join("bad.kubeconfig");
+    let text = std::fs::read_to_string(&kc).unwrap();
+    let text: String = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("token:") {
+                "    token: wrong-token".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&bad, text).unwrap();
+    let out = bench(
+        &bad,
+        &[
+            "--scenario",
+            "get",
+            "--duration",
+            "300ms",
+            "--concurrency",
+            "2",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errors = &reports[0]["errors"];
+    assert!(errors["401"].as_u64().unwrap_or(0) > 0, "{reports}");
+}

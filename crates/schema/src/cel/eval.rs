@@ -1,0 +1,529 @@
+//! Runtime evaluation of compiled rules (apiextensions `cel/validation.go`): `self` bound
+//! to the node's value, `oldSelf` to the correlated old value (transition rules run only
+//! when one exists, unless `optionalOldSelf`), errors shaped like upstream's.
+//!
+//! Cost: each evaluation is charged its AST size plus one unit per comprehension iteration
+//! (plus the accumulator's size, so quadratic list building is charged quadratically).
+//! A single evaluation may spend at most the per-call limit, one `validate` call at most the
+//! runtime budget; beyond either, evaluation stops with upstream's messages.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, LazyLock};
+
+use kplane_types::validation::go_quote;
+use kplane_types::Cause;
+use kube_cel::cel::objects::{Key, Map as CelMap, OptionalValue};
+use kube_cel::cel::{Context, ExecutionError, Value as Cel};
+use kube_cel::KubeCelExt;
+use serde_json::Value;
+
+use super::compile::TICK;
+use super::{CelRule, Reason};
+use crate::errors::{duplicate, forbidden, go_value, invalid, required};
+use crate::formats::{parse_date, parse_duration, Format};
+use crate::node::{ListType, MapType, Node, Ty};
+use crate::path::{join, PathStack, Seg};
+use crate::validate::{correlate_item, json_eq};
+
+const MAX_WALK_DEPTH: usize = 200;
+/// `MaxEvaluatedMessageExpressionSizeBytes`.
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+thread_local! {
+    /// (spent, limit) of the evaluation running on this thread.
+    static TICKS: Cell<(u64, u64)> = const { Cell::new((0, u64::MAX)) };
+}
+
+fn tick(accu: Cel, cond: Cel) -> Result<Cel, ExecutionError> {
+    let size = match &accu {
+        Cel::List(l) => l.len() as u64,
+        Cel::Map(m) => m.map.len() as u64,
+        Cel::String(s) => s.len() as u64 / 10,
+        _ => 0,
+    };
+    let (spent, limit) = TICKS.with(Cell::get);
+    let spent = spent.saturating_add(1 + size);
+    TICKS.with(|t| t.set((spent, limit)));
+    if spent > limit {
+        return Err(ExecutionError::function_error(
+            TICK,
+            "operation cancelled: actual cost limit exceeded",
+        ));
+    }
+    Ok(cond)
+}
+
+/// Functions and libraries, built once per process and shared by all evaluations.
+static ROOT: LazyLock<Context<'static>> = LazyLock::new(|| {
+    let mut ctx = Context::default().with_all();
+    ctx.add_function(TICK, tick);
+    ctx
+});
+
+/// Converts a JSON value described by `n` into a CEL value (objects as maps with escaped
+/// property names, formats `byte`/`duration`/`date`/`date-time` as bytes/durations/timestamps).
+pub(crate) fn to_cel(v: &Value, n: Option<&Node>, resource_root: bool, depth: usize) -> Cel {
+    if depth > MAX_WALK_DEPTH {
+        return Cel::Null;
+    }
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(num) => match (n.and_then(|n| n.ty), num.as_i64()) {
+            (Some(Ty::Number), _) => Cel::Float(num.as_f64().unwrap_or(f64::NAN)),
+            (_, Some(i)) => Cel::Int(i),
+            (Some(Ty::Integer), None) => {
+                let f = num.as_f64().unwrap_or(f64::NAN);
+                if f.fract() == 0.0 && f.abs() < 9.2e18 {
+                    Cel::Int(f as i64)
+                } else {
+                    Cel::Float(f)
+                }
+            }
+            _ => Cel::Float(num.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => string_to_cel(s, n),
+        Value::Array(a) => {
+            let items = n.and_then(|n| n.items.as_deref());
+            Cel::List(Arc::new(
+                a.iter()
+                    .map(|x| to_cel(x, items, items.is_some_and(|i| i.embedded), depth + 1))
+                    .collect(),
+            ))
+        }
+        Value::Object(m) => {
+            let mut out: HashMap<Key, Cel> = HashMap::with_capacity(m.len());
+            let Some(n) = n else {
+                for (k, x) in m {
+                    out.insert(
+                        Key::String(Arc::new(k.clone())),
+                        to_cel(x, None, false, depth + 1),
+                    );
+                }
+                return Cel::Map(CelMap { map: Arc::new(out) });
+            };
+            let root = resource_root || n.embedded;
+            let struct_like = !n.properties.is_empty() || root;
+            for (k, x) in m {
+                if root && (k == "apiVersion" || k == "kind") {
+                    out.insert(
+                        Key::String(Arc::new(k.clone())),
+                        to_cel(x, None, false, depth + 1),
+                    );
+                } else if root && k == "metadata" {
+                    let mut meta: HashMap<Key, Cel> = HashMap::new();
+                    if let Some(mm) = x.as_object() {
+                        for f in ["name", "generateName"] {
+                            if let Some(s) = mm.get(f).and_then(Value::as_str) {
+                                meta.insert(
+                                    Key::String(Arc::new(f.to_string())),
+                                    Cel::String(Arc::new(s.to_string())),
+                                );
+                            }
+                        }
+                    }
+                    out.insert(
+                        Key::String(Arc::new(k.clone())),
+                        Cel::Map(CelMap {
+                            map: Arc::new(meta),
+                        }),
+                    );
+                } else if let Some(p) = n.property(k) {
+                    if let Some(ek) = super::escape(k) {
+                        out.insert(
+                            Key::String(Arc::new(ek)),
+                            to_cel(x, Some(p), p.embedded, depth + 1),
+                        );
+                    }
+                } else if let Some(ap) = n.additional.schema() {
+                    out.insert(
+                        Key::String(Arc::new(k.clone())),
+                        to_cel(x, Some(ap), ap.embedded, depth + 1),
+                    );
+                } else if !struct_like {
+                    out.insert(
+                        Key::String(Arc::new(k.clone())),
+                        to_cel(x, None, false, depth + 1),
+                    );
+                }
+            }
+            Cel::Map(CelMap { map: Arc::new(out) })
+        }
+    }
+}
+
+fn string_to_cel(s: &str, n: Option<&Node>) -> Cel {
+    let plain = || Cel::String(Arc::new(s.to_string()));
+    match n.and_then(|n| n.format.as_ref()).map(|f| f.0) {
+        Some(Format::Byte) => decode_base64(s)
+            .map(|b| Cel::Bytes(Arc::new(b)))
+            .unwrap_or_else(plain),
+        Some(Format::Duration) => match parse_duration(s).and_then(|ns| i64::try_from(ns).ok()) {
+            Some(ns) => Cel::Duration(chrono::Duration::nanoseconds(ns)),
+            None => plain(),
+        },
+        Some(Format::DateTime) => match chrono::DateTime::parse_from_rfc3339(s) {
+            Ok(t) => Cel::Timestamp(t),
+            Err(_) => plain(),
+        },
+        Some(Format::Date) => {
+            match parse_date(s).and_then(|(y, m, d)| chrono::NaiveDate::from_ymd_opt(y, m, d)) {
+                Some(date) => match date.and_hms_opt(0, 0, 0) {
+                    Some(dt) => Cel::Timestamp(dt.and_utc().fixed_offset()),
+                    None => plain(),
+                },
+                None => plain(),
+            }
+        }
+        _ => plain(),
+    }
+}
+
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut buf = 0u32;
+    let mut bits = 0;
+    for c in s.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        buf = (buf << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buf >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// cel-go's wording of an evaluation error.
+fn error_text(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::NoSuchOverload => "no such overload".into(),
+        ExecutionError::UndeclaredReference(r) => format!("undeclared reference to '{r}'"),
+        ExecutionError::DivisionByZero(_) => "division by zero".into(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
+        ExecutionError::Overflow(..) => "integer overflow".into(),
+        ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {}", cel_display(i)),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        other => {
+            let s = other.to_string();
+            let mut c = s.chars();
+            match c.next() {
+                Some(f) => f.to_lowercase().collect::<String>() + c.as_str(),
+                None => s,
+            }
+        }
+    }
+}
+
+fn cel_display(v: &Cel) -> String {
+    match v {
+        Cel::Int(i) => i.to_string(),
+        Cel::UInt(u) => u.to_string(),
+        Cel::String(s) => s.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Evaluates one compiled expression in `ctx`; `(result, cost)`, with `Err(None)` when the
+/// limit was exceeded.
+fn run(
+    expr: &kube_cel::cel::IdedExpr,
+    base_cost: u64,
+    ctx: &Context<'_>,
+    limit: u64,
+) -> (Result<Cel, Option<ExecutionError>>, u64) {
+    TICKS.with(|t| t.set((0, limit)));
+    let result = catch_unwind(AssertUnwindSafe(|| ctx.resolve(expr)));
+    let (spent, _) = TICKS.with(Cell::get);
+    let cost = spent.saturating_add(base_cost);
+    let out = match result {
+        _ if spent > limit || cost > limit => Err(None),
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(Some(e)),
+        Err(_) => Err(Some(ExecutionError::function_error(
+            "eval",
+            "internal error evaluating the expression",
+        ))),
+    };
+    (out, cost)
+}
+
+/// Walks an object and evaluates every rule; errors go to `out`.
+pub(crate) struct Evaluator<'e> {
+    base: &'e str,
+    out: &'e mut Vec<Cause>,
+    remaining: u64,
+    per_call: u64,
+    stopped: bool,
+}
+
+/// Validates the CEL rules in `v` (with `old` for transition rules) below `n`.
+pub(crate) fn validate_value(
+    n: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    base: &str,
+    budget: u64,
+    out: &mut Vec<Cause>,
+) {
+    validate_with_limits(n, v, old, base, budget, budget, out);
+}
+
+/// Like [`validate_value`] with an explicit per-call limit.
+pub(crate) fn validate_with_limits(
+    n: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    base: &str,
+    budget: u64,
+    per_call: u64,
+    out: &mut Vec<Cause>,
+) {
+    let mut e = Evaluator {
+        base,
+        out,
+        remaining: budget,
+        per_call,
+        stopped: false,
+    };
+    e.walk(n, v, old, &mut PathStack::default(), true, false, 0);
+}
+
+impl Evaluator<'_> {
+    fn path(&self, ps: &PathStack<'_>) -> String {
+        join(self.base, &ps.field())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk<'a>(
+        &mut self,
+        n: &'a Node,
+        v: &'a Value,
+        old: Option<&'a Value>,
+        ps: &mut PathStack<'a>,
+        root: bool,
+        unchanged: bool,
+        depth: usize,
+    ) {
+        if self.stopped || !n.cel_below || v.is_null() || depth > MAX_WALK_DEPTH {
+            return;
+        }
+        let old = old.filter(|o| !o.is_null());
+        // Ratcheting: below a value equal to its old value only transition rules run.
+        let unchanged = unchanged || old.is_some_and(|o| json_eq(o, v));
+        if !n.rules.is_empty() {
+            self.rules(n, v, old, ps, root || n.embedded, unchanged);
+            if self.stopped {
+                return;
+            }
+        }
+        match v {
+            Value::Array(a) => {
+                let Some(items) = n.items.as_deref() else {
+                    return;
+                };
+                let old_items = old.and_then(Value::as_array);
+                for (i, x) in a.iter().enumerate() {
+                    // only map lists correlate items for oldSelf
+                    let ox = match &n.list_type {
+                        Some(ListType::Map(_)) => correlate_item(n, x, old_items),
+                        _ => None,
+                    };
+                    ps.push(Seg::Index(i));
+                    self.walk(items, x, ox, ps, false, unchanged, depth + 1);
+                    ps.pop();
+                    if self.stopped {
+                        return;
+                    }
+                }
+            }
+            Value::Object(m) => {
+                let correlatable = n.map_type != Some(MapType::Atomic);
+                let old_map = old.and_then(Value::as_object).filter(|_| correlatable);
+                if let Some(ap) = n.additional.schema() {
+                    for (k, x) in m {
+                        ps.push(Seg::Key(k));
+                        let ox = old_map.and_then(|o| o.get(k));
+                        self.walk(ap, x, ox, ps, false, unchanged, depth + 1);
+                        ps.pop();
+                        if self.stopped {
+                            return;
+                        }
+                    }
+                }
+                for (k, child) in &n.properties {
+                    if let Some(x) = m.get(k.as_ref()) {
+                        ps.push(Seg::Field(k));
+                        let ox = old_map.and_then(|o| o.get(k.as_ref()));
+                        self.walk(child, x, ox, ps, false, unchanged, depth + 1);
+                        ps.pop();
+                        if self.stopped {
+                            return;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn stop(&mut self, path: String, ty: &str, detail: &str) {
+        self.out.push(invalid(path, &go_quote(ty), detail));
+        self.stopped = true;
+    }
+
+    fn rules(
+        &mut self,
+        n: &Node,
+        v: &Value,
+        old: Option<&Value>,
+        ps: &PathStack<'_>,
+        root: bool,
+        unchanged: bool,
+    ) {
+        let ty = n.type_str();
+        if self.remaining == 0 {
+            self.stop(self.path(ps), ty, "validation failed due to running out of cost budget, no further validation rules will be run");
+            return;
+        }
+        let transition = |r: &CelRule| r.program.as_ref().is_some_and(|p| p.uses_old_self);
+        if unchanged && !n.rules.iter().any(transition) {
+            return;
+        }
+        // `self` (and `oldSelf`) are converted once per node and shared by its rules: the
+        // interpreter copies a variable's value into its own representation when bound.
+        let mut base = ROOT.new_inner_scope();
+        base.add_variable_from_value("self", to_cel(v, Some(n), root, 0));
+        let old_val = old.map(|o| to_cel(o, Some(n), root, 0));
+        let uses = |optional: bool| {
+            n.rules.iter().any(|r| {
+                r.program.as_ref().is_some_and(|p| p.uses_old_self)
+                    && (r.optional_old_self == Some(true)) == optional
+            })
+        };
+        let with_old = match (&old_val, uses(false)) {
+            (Some(o), true) => {
+                let mut c = base.new_inner_scope();
+                c.add_variable_from_value("oldSelf", o.clone());
+                Some(c)
+            }
+            _ => None,
+        };
+        let with_optional = uses(true).then(|| {
+            let mut c = base.new_inner_scope();
+            let opt = match &old_val {
+                Some(o) => OptionalValue::of(o.clone()),
+                None => OptionalValue::none(),
+            };
+            c.add_variable_from_value("oldSelf", Cel::Opaque(Arc::new(opt)));
+            c
+        });
+        for r in &n.rules {
+            let Some(p) = &r.program else { continue };
+            if unchanged && !p.uses_old_self {
+                continue;
+            }
+            let optional = r.optional_old_self == Some(true);
+            let ctx = match (p.uses_old_self, optional) {
+                (false, _) => &base,
+                (true, true) => match &with_optional {
+                    Some(c) => c,
+                    None => continue,
+                },
+                (true, false) => match &with_old {
+                    Some(c) => c,
+                    None => continue,
+                },
+            };
+            let limit = self.per_call.min(self.remaining);
+            let (result, cost) = run(&p.expr, p.base_cost, ctx, limit);
+            let path = self.path(ps);
+            match result {
+                Err(None) => {
+                    if limit < self.per_call {
+                        self.stop(path, ty, "validation failed due to running out of cost budget, no further validation rules will be run");
+                    } else {
+                        let d = format!("'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}", r.error_string());
+                        self.stop(path, ty, &d);
+                    }
+                    return;
+                }
+                Err(Some(e)) => {
+                    self.remaining = self.remaining.saturating_sub(cost);
+                    let text = error_text(&e);
+                    let d = if text.starts_with("no such overload") {
+                        format!("'{text}': call arguments did not match a supported operator, function or macro signature for rule: {}", r.error_string())
+                    } else {
+                        format!("{text} evaluating rule: {}", r.error_string())
+                    };
+                    self.out.push(invalid(path, &go_quote(ty), &d));
+                    continue;
+                }
+                Ok(Cel::Bool(true)) => {
+                    self.remaining = self.remaining.saturating_sub(cost);
+                    continue;
+                }
+                Ok(_) => self.remaining = self.remaining.saturating_sub(cost),
+            }
+            let field = match &r.field_path {
+                Some(fp) => join(&path, fp),
+                None => path,
+            };
+            let mut detail = None;
+            if let Some(m) = &p.message_expr {
+                let limit = self.per_call.min(self.remaining);
+                let (res, cost) = run(m, p.message_base_cost, ctx, limit);
+                match res {
+                    Err(None) => {
+                        let d = if limit < self.per_call {
+                            "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string()
+                        } else {
+                            format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {}", go_quote(r.message_expression.as_deref().unwrap_or("")))
+                        };
+                        self.stop(field, ty, &d);
+                        return;
+                    }
+                    Ok(Cel::String(s)) => {
+                        self.remaining = self.remaining.saturating_sub(cost);
+                        let t = s.trim();
+                        if !t.is_empty() && t.len() <= MAX_MESSAGE_BYTES && !t.contains('\n') {
+                            detail = Some(t.to_string());
+                        }
+                    }
+                    _ => self.remaining = self.remaining.saturating_sub(cost),
+                }
+            }
+            let detail = detail.unwrap_or_else(|| default_message(r));
+            let shown = match n.ty {
+                Some(Ty::Object) | Some(Ty::Array) => go_quote(ty),
+                _ => go_value(v),
+            };
+            self.out.push(match r.reason {
+                Some(Reason::Forbidden) => forbidden(field, &detail),
+                Some(Reason::Required) => required(field, &detail),
+                Some(Reason::Duplicate) => duplicate(field, &shown),
+                _ => invalid(field, &shown, &detail),
+            });
+        }
+    }
+}
+
+/// `ruleMessageOrDefault`.
+fn default_message(r: &CelRule) -> String {
+    match r.message.as_deref() {
+        Some(m) if !m.is_empty() => m.trim().to_string(),
+        _ => format!("failed rule: {}", r.rule.trim()),
+    }
+}

@@ -1,0 +1,279 @@
+//! kplane-schema: the structural-schema engine behind kplane's CustomResourceDefinitions.
+//!
+//! [`compile`] checks an `openAPIV3Schema` the way apiextensions-apiserver does (structural
+//! schema rules, forbidden keywords, list/map types, defaults, CEL rules) and compiles it
+//! into an immutable [`CompiledSchema`]: regexes built once, enums indexed, CEL parsed and
+//! cost-checked. A compiled schema then prunes, defaults and validates objects with the
+//! exact field paths and messages Kubernetes clients expect. [`SchemaCache`] shares one
+//! compiled schema between every logical cluster that installs an identical schema.
+//!
+//! Hostile schemas are refused or bounded: nesting depth, number of schema objects, enum
+//! size, pattern size (the `regex` crate is linear-time, so no catastrophic backtracking),
+//! CEL rule size, expression depth and estimated cost; CEL evaluation runs under a per-call
+//! and a per-request budget on a thread with a large stack.
+
+mod build;
+mod cache;
+mod cel;
+mod defaults;
+mod errors;
+mod extensions;
+mod formats;
+mod listtype;
+mod node;
+mod objectmeta;
+mod path;
+mod prune;
+mod structural;
+mod validate;
+
+use kplane_types::Cause;
+use serde_json::Value;
+
+pub use cache::SchemaCache;
+pub use node::{ListType, MapType, PathElem};
+
+use crate::node::Node;
+use crate::path::PathStack;
+
+/// Stack a schema is compiled on (the CEL parser recurses deeply on long expressions):
+/// reserved address space, not committed memory.
+const COMPILE_STACK_BYTES: usize = 256 << 20;
+/// Stack CEL evaluation may need at most (expression depth is capped at compile time);
+/// when less remains on the calling thread, evaluation switches to a fresh stack segment.
+const EVAL_RED_ZONE_BYTES: usize = if cfg!(debug_assertions) {
+    16 << 20
+} else {
+    2 << 20
+};
+/// Size of that fresh segment.
+const EVAL_STACK_BYTES: usize = 64 << 20;
+
+/// Limits applied when compiling (and later evaluating) a schema. The defaults follow
+/// Kubernetes where it has a limit and are generous-but-finite where it has none.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CompileOptions {
+    /// Deepest nesting of schema objects (properties/items/additionalProperties/allOf...).
+    pub max_depth: usize,
+    /// Largest estimated cost of one rule times the number of times it can run
+    /// (Kubernetes `StaticEstimatedCostLimit`, 10,000,000).
+    pub max_cel_cost: u64,
+    /// Largest summed estimated cost of all rules (`StaticEstimatedCRDCostLimit`, 100,000,000).
+    pub max_total_cel_cost: u64,
+    /// Runtime cost one rule evaluation may spend (`PerCallLimit`, 1,000,000).
+    pub cel_per_call_limit: u64,
+    /// Runtime cost all rules of one validation may spend (`RuntimeCELCostBudget`, 10,000,000).
+    pub cel_runtime_budget: u64,
+    /// Largest `enum`.
+    pub max_enum_values: usize,
+    /// Largest number of schema objects in one schema.
+    pub max_schema_nodes: usize,
+    /// Longest `pattern`, in bytes.
+    pub max_pattern_length: usize,
+    /// Size limit of one compiled regex (and of its lazy DFA), in bytes.
+    pub regex_size_limit: usize,
+    /// Longest CEL `rule` or `messageExpression`, in bytes.
+    pub max_rule_length: usize,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            max_depth: 64,
+            max_cel_cost: 10_000_000,
+            max_total_cel_cost: 100_000_000,
+            cel_per_call_limit: 1_000_000,
+            cel_runtime_budget: 10_000_000,
+            max_enum_values: 10_000,
+            max_schema_nodes: 100_000,
+            max_pattern_length: 16 * 1024,
+            regex_size_limit: 1 << 20,
+            max_rule_length: 16 * 1024,
+        }
+    }
+}
+
+/// A compiled structural schema of one CRD version (its openAPIV3Schema), immutable and
+/// shared (`Arc`) by every logical cluster that installs an identical schema.
+#[derive(Debug)]
+pub struct CompiledSchema {
+    root: Node,
+    nodes: usize,
+    rules: usize,
+    per_call: u64,
+    budget: u64,
+}
+
+/// Checks that `schema` is structural and valid as a CRD schema and compiles it (regexes,
+/// CEL rules). Errors are field causes with paths under `field_prefix` (e.g.
+/// `spec.versions[0].schema.openAPIV3Schema`).
+pub fn compile(
+    schema: &Value,
+    field_prefix: &str,
+    opts: &CompileOptions,
+) -> Result<CompiledSchema, Vec<Cause>> {
+    stacker::grow(COMPILE_STACK_BYTES, || {
+        compile_on_this_thread(schema, field_prefix, opts)
+    })
+}
+
+fn compile_on_this_thread(
+    schema: &Value,
+    prefix: &str,
+    opts: &CompileOptions,
+) -> Result<CompiledSchema, Vec<Cause>> {
+    let mut b = build::Builder::new(opts);
+    let mut root = b.node(schema, &build::Walk::root(prefix));
+    let mut structural_errs = std::mem::take(&mut b.structural_errs);
+    structural::completeness(&root, prefix, &mut structural_errs);
+    structural_errs.sort_by_key(Cause::render);
+    let mut errs = structural_errs;
+    errs.append(&mut b.schema_errs);
+    if errs.is_empty()
+        && schema
+            .get("$schema")
+            .is_some_and(|s| s.as_str().is_some_and(|s| !s.is_empty()))
+    {
+        errs.push(errors::invalid(
+            prefix,
+            "\"\"",
+            "OpenAPIV3Schema 'schema' is not supported",
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let mut cc = cel::CelCompiler::new(opts);
+    cc.compile_tree(&mut root, 1, true);
+    let mut cel_errs = cc.finish(prefix);
+    let mut default_errs = Vec::new();
+    if cel_errs.is_empty() {
+        defaults::validate_defaults(&root, prefix, false, true, &mut default_errs);
+    }
+    default_errs.append(&mut cel_errs);
+    if !default_errs.is_empty() {
+        return Err(default_errs);
+    }
+    let rules = count_rules(&root);
+    Ok(CompiledSchema {
+        root,
+        nodes: b.nodes,
+        rules,
+        per_call: opts.cel_per_call_limit,
+        budget: opts.cel_runtime_budget,
+    })
+}
+
+fn count_rules(n: &Node) -> usize {
+    n.rules.len()
+        + n.properties
+            .iter()
+            .map(|(_, p)| count_rules(p))
+            .sum::<usize>()
+        + n.items.as_deref().map_or(0, count_rules)
+        + n.additional.schema().map_or(0, count_rules)
+}
+
+impl CompiledSchema {
+    /// Removes fields the schema does not allow (honouring x-kubernetes-preserve-unknown-fields
+    /// and embedded resources, whose apiVersion/kind/metadata stay and whose metadata is reduced
+    /// to ObjectMeta's fields). At the root apiVersion, kind and metadata are kept untouched
+    /// (the server prunes metadata to ObjectMeta). Returns the removed paths (`spec.foo`,
+    /// `spec.items[0].bar`), sorted, for fieldValidation.
+    pub fn prune(&self, obj: &mut Value) -> Vec<String> {
+        let mut p = prune::Pruner::new();
+        p.prune(obj, Some(&self.root), true);
+        let mut out = p.pruned;
+        out.sort();
+        out
+    }
+
+    /// Applies `default`s: first drops `null`s of fields that are neither nullable nor
+    /// defaulted (upstream `PruneNonNullableNullsWithoutDefaults`), then sets defaults for
+    /// missing fields and non-nullable `null`s, including inside array items and
+    /// additionalProperties. Defaults are stored pruned, so defaulting adds no unknown fields.
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        prune::prune_nulls(obj, Some(&self.root), 0);
+        defaults::apply(obj, &self.root, 0);
+    }
+
+    /// Validates an object (after pruning and defaulting): OpenAPI value validation,
+    /// embedded-resource metadata, list-type set/map uniqueness, and CEL
+    /// `x-kubernetes-validations`. Returns every violation.
+    ///
+    /// On update (`old` given) transition rules see `oldSelf`, and, as Kubernetes' CRD
+    /// validation ratcheting does, schema and (non-transition) CEL errors are not reported
+    /// for values unchanged from the old object, correlated through object fields, map keys,
+    /// `map` lists (by key) and `set` lists (by value).
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut out = Vec::new();
+        validate::Validator {
+            base: "",
+            out: &mut out,
+        }
+        .node(&self.root, obj, old, &mut PathStack::default());
+        objectmeta::validate(&self.root, obj, "", &mut out);
+        listtype::validate(&self.root, obj, "", &mut out);
+        if self.root.cel_below {
+            self.validate_cel(obj, old, &mut out);
+        }
+        out
+    }
+
+    fn validate_cel(&self, obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
+        stacker::maybe_grow(EVAL_RED_ZONE_BYTES, EVAL_STACK_BYTES, || {
+            let (budget, per_call) = (self.budget, self.per_call);
+            cel::eval::validate_with_limits(&self.root, obj, old, "", budget, per_call, out);
+        });
+    }
+
+    /// `x-kubernetes-list-type` (with map keys) of the array at `path`; `Atomic` for arrays
+    /// without one, `None` when the path does not lead to an array of the schema.
+    pub fn list_type_at(&self, path: &[PathElem]) -> Option<ListType> {
+        let n = self.node_at(path)?;
+        match n.ty {
+            Some(node::Ty::Array) => Some(n.list_type.clone().unwrap_or(ListType::Atomic)),
+            _ => None,
+        }
+    }
+
+    /// `x-kubernetes-map-type` of the object at `path` (`Granular` when unset).
+    pub fn map_type_at(&self, path: &[PathElem]) -> Option<MapType> {
+        let n = self.node_at(path)?;
+        match n.ty {
+            Some(node::Ty::Object) => Some(n.map_type.unwrap_or(MapType::Granular)),
+            _ => None,
+        }
+    }
+
+    fn node_at(&self, path: &[PathElem]) -> Option<&Node> {
+        let mut n = &self.root;
+        for e in path {
+            n = match e {
+                PathElem::Field(f) => n.child_for_key(f)?,
+                PathElem::Index(_) => n.items.as_deref()?,
+            };
+        }
+        Some(n)
+    }
+
+    /// Whether any field has a default (so defaulting can be skipped when false).
+    pub fn has_defaults(&self) -> bool {
+        self.root.defaults_below
+    }
+
+    /// Whether the schema has CEL rules.
+    pub fn has_cel_rules(&self) -> bool {
+        self.root.cel_below
+    }
+
+    /// Number of schema objects and of CEL rules.
+    pub fn stats(&self) -> (usize, usize) {
+        (self.nodes, self.rules)
+    }
+
+    /// Approximate heap footprint of the compiled schema, in bytes.
+    pub fn approx_memory_bytes(&self) -> usize {
+        std::mem::size_of::<CompiledSchema>() + self.root.heap_size()
+    }
+}
