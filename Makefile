@@ -2,6 +2,8 @@
 CARGO ?= cargo
 DATA_DIR ?= ./kplane-data
 BIND ?= 127.0.0.1:6443
+# Where cargo puts binaries (honours CARGO_TARGET_DIR).
+TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 
 .PHONY: run test build build-release lint fmt bench clean
 
@@ -9,7 +11,7 @@ BIND ?= 127.0.0.1:6443
 run: build-release
 	@echo "kplane: once it is ready, in another shell run:"
 	@echo "  export KUBECONFIG=$(abspath $(DATA_DIR))/admin.kubeconfig"
-	./target/release/kplane serve --data-dir $(DATA_DIR) --bind $(BIND)
+	$(TARGET_DIR)/release/kplane serve --data-dir $(DATA_DIR) --bind $(BIND)
 
 build-release:
 	$(CARGO) build --release -p kplane
@@ -21,7 +23,7 @@ build:
 ## with kubectl and kube-rs). One build of the binary is shared by all e2e tests.
 test: build
 	$(CARGO) fmt --all -- --check
-	KPLANE_BIN=$(abspath target/debug/kplane) $(CARGO) test --workspace --lib --bins --tests -- --test-threads=2
+	KPLANE_BIN=$(abspath $(TARGET_DIR)/debug/kplane) $(CARGO) test --workspace --lib --bins --tests -- --test-threads=2
 
 lint:
 	$(CARGO) fmt --all -- --check

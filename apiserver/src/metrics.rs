@@ -89,6 +89,7 @@ pub struct StorageFigures {
     pub objects: Vec<(String, u64)>,
     pub logical_clusters: u64,
     pub event_window_seconds: u64,
+    pub stats: kplane_storage::StorageStats,
     pub extra: Vec<(String, String, f64)>,
 }
 
@@ -212,6 +213,32 @@ impl Metrics {
         for (name, help, v) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }
+        let st = &storage.stats;
+        let counters: [(&str, &str, f64); 3] = [
+            (
+                "kplane_storage_commit_groups_total",
+                "Durable write groups (one fsync each).",
+                st.commit_groups as f64,
+            ),
+            (
+                "kplane_storage_committed_writes_total",
+                "Writes committed; divided by groups it is the mean group size.",
+                st.committed_writes as f64,
+            ),
+            (
+                "kplane_storage_commit_seconds_total",
+                "Time spent applying and flushing write groups.",
+                st.commit_micros as f64 / 1e6,
+            ),
+        ];
+        for (name, help, v) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+            );
+        }
+        let _ = writeln!(out, "# HELP kplane_storage_max_commit_group Largest write group so far.\n# TYPE kplane_storage_max_commit_group gauge\nkplane_storage_max_commit_group {}", st.max_group);
+        let _ = writeln!(out, "# HELP kplane_storage_watchers Watchers registered with storage.\n# TYPE kplane_storage_watchers gauge\nkplane_storage_watchers {}", st.watchers);
         for (name, help, v) in &storage.extra {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }

@@ -134,6 +134,21 @@ pub enum CloseReason {
 /// A live watch. Dropping it unregisters the watcher.
 pub type WatchReceiver = tokio::sync::mpsc::Receiver<WatchEvent>;
 
+/// Operational figures of a backend, for `/metrics`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StorageStats {
+    /// Durable commit groups (one fsync each).
+    pub commit_groups: u64,
+    /// Writes committed in those groups (writes / groups = mean group size).
+    pub committed_writes: u64,
+    /// Total time spent applying and flushing groups, in microseconds.
+    pub commit_micros: u64,
+    /// Largest group so far.
+    pub max_group: u64,
+    /// Registered watchers.
+    pub watchers: u64,
+}
+
 /// The storage interface. The server reaches storage only through this trait.
 #[async_trait::async_trait]
 pub trait Storage: Send + Sync + 'static {
@@ -185,6 +200,11 @@ pub trait Storage: Send + Sync + 'static {
         from: Revision,
         progress_every: Option<std::time::Duration>,
     ) -> Result<WatchReceiver>;
+
+    /// Figures for metrics (group commit, watchers). Backends without them report zeros.
+    fn stats(&self) -> StorageStats {
+        StorageStats::default()
+    }
 
     /// Flushes everything to disk and stops accepting writes; live watches receive
     /// [`WatchEvent::Closed`] with [`CloseReason::ShuttingDown`].

@@ -67,6 +67,17 @@ pub(crate) struct Shared {
     /// Set when a commit failed: the store refuses further writes.
     pub(crate) failed: AtomicBool,
     pub(crate) hub: Arc<Hub>,
+    /// Group-commit figures for metrics.
+    pub(crate) stats: CommitCounters,
+}
+
+/// Counters the writer updates after every durable group.
+#[derive(Debug, Default)]
+pub(crate) struct CommitCounters {
+    pub(crate) groups: AtomicU64,
+    pub(crate) writes: AtomicU64,
+    pub(crate) flush_micros: AtomicU64,
+    pub(crate) max_group: AtomicU64,
 }
 
 /// A [`Storage`] on top of one sled database.
@@ -104,6 +115,7 @@ impl SledStorage {
             closing: AtomicBool::new(false),
             failed: AtomicBool::new(false),
             hub: Arc::new(Hub::new(current, opts.watch_channel_capacity)),
+            stats: CommitCounters::default(),
         });
         let (tx, rx) = mpsc::channel();
         let compactor = Compactor::new(opts.event_window, opts.compaction_interval, resume);
@@ -267,6 +279,17 @@ impl Storage for SledStorage {
             progress_every,
             self.shared.compacted.clone(),
         )
+    }
+
+    fn stats(&self) -> crate::StorageStats {
+        let c = &self.shared.stats;
+        crate::StorageStats {
+            commit_groups: c.groups.load(Ordering::Relaxed),
+            committed_writes: c.writes.load(Ordering::Relaxed),
+            commit_micros: c.flush_micros.load(Ordering::Relaxed),
+            max_group: c.max_group.load(Ordering::Relaxed),
+            watchers: self.watcher_count() as u64,
+        }
     }
 
     async fn shutdown(&self) -> Result<()> {

@@ -226,11 +226,18 @@ impl Writer {
             batch.insert(meta_key(META_REVISION), &encode_u64(rev));
             self.last_commit_millis = self.last_commit_millis.max(unix_millis());
             batch.insert(time_key(rev), &encode_u64(self.last_commit_millis));
+            let writes = replies.len() as u64;
+            let flush_started = std::time::Instant::now();
             let durable = tree.apply_batch(batch).and_then(|()| {
                 // Every batch up to `rev` is now fully visible (not yet durable).
                 self.shared.applied.store(rev, Ordering::Release);
                 tree.flush().map(|_| ())
             });
+            let stats = &self.shared.stats;
+            stats.groups.fetch_add(1, Ordering::Relaxed);
+            stats.writes.fetch_add(writes, Ordering::Relaxed);
+            stats.flush_micros.fetch_add(flush_started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            stats.max_group.fetch_max(writes, Ordering::Relaxed);
             if let Err(e) = durable {
                 tracing::error!(error = %e, "commit failed; storage stops accepting writes");
                 self.shared.failed.store(true, Ordering::Release);

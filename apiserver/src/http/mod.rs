@@ -228,6 +228,7 @@ async fn metrics_endpoint(state: &AppState) -> Response {
         objects,
         logical_clusters: state.registry.known_clusters() as u64,
         event_window_seconds: state.event_window.as_secs(),
+        stats: storage.stats(),
         extra: vec![],
     };
     let body = state.metrics.render(&figures);
