@@ -76,6 +76,57 @@ fn list_meta(rv: u64, cont: Option<&str>) -> Value {
     m
 }
 
+/// Bodies up to this size are sent in one piece; larger lists are streamed in chunks of
+/// about this size, so a 40 MB LIST never needs a 40 MB buffer.
+const LIST_CHUNK: usize = 256 * 1024;
+
+/// `{"apiVersion":..,"kind":..,"metadata":{..},"items":[<stored items joined by commas>]}`,
+/// built from the stored bytes without re-encoding them.
+fn list_body(head: String, items: Vec<Bytes>) -> Body {
+    let total: usize = items.iter().map(|i| i.len() + 1).sum::<usize>() + head.len() + 16;
+    let open = |buf: &mut BytesMut| {
+        buf.put_slice(&head.as_bytes()[..head.len() - 1]);
+        buf.put_slice(b",\"items\":[");
+    };
+    if total <= LIST_CHUNK {
+        let mut buf = BytesMut::with_capacity(total);
+        open(&mut buf);
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                buf.put_u8(b',');
+            }
+            buf.put_slice(item);
+        }
+        buf.put_slice(b"]}");
+        return Body::from(buf.freeze());
+    }
+    let mut first = BytesMut::with_capacity(LIST_CHUNK);
+    open(&mut first);
+    // State: the items, the next index, and the partly filled chunk.
+    let state = (items, 0usize, Some(first));
+    let stream = futures::stream::unfold(state, |(items, mut next, buf)| async move {
+        let mut buf = buf?;
+        while next < items.len() && buf.len() < LIST_CHUNK {
+            if next > 0 {
+                buf.put_u8(b',');
+            }
+            buf.put_slice(&items[next]);
+            next += 1;
+        }
+        let rest = if next == items.len() {
+            buf.put_slice(b"]}");
+            None
+        } else {
+            Some(BytesMut::with_capacity(LIST_CHUNK + 4096))
+        };
+        Some((
+            Ok::<Bytes, std::convert::Infallible>(buf.freeze()),
+            (items, next, rest),
+        ))
+    });
+    Body::from_stream(stream)
+}
+
 /// A list in the negotiated representation.
 pub fn list(
     rt: &ResourceType,
@@ -89,19 +140,7 @@ pub fn list(
             let head =
                 json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta})
                     .to_string();
-            let cap = page.items.iter().map(|i| i.len() + 1).sum::<usize>() + head.len() + 16;
-            let mut buf = BytesMut::with_capacity(cap);
-            // `{"apiVersion":..,"kind":..,"metadata":{..}` + `,"items":[...]}`
-            buf.put_slice(&head.as_bytes()[..head.len() - 1]);
-            buf.put_slice(b",\"items\":[");
-            for (i, item) in page.items.iter().enumerate() {
-                if i > 0 {
-                    buf.put_u8(b',');
-                }
-                buf.put_slice(item);
-            }
-            buf.put_slice(b"]}");
-            Ok(with_type(StatusCode::OK, JSON, buf.freeze()))
+            Ok(with_type(StatusCode::OK, JSON, list_body(head, page.items)))
         }
         Representation::Table => {
             let objs = page
@@ -243,5 +282,40 @@ pub fn raw_list(rt: &ResourceType, items: &[Bytes], rv: u64) -> Response {
     match list(rt, page, Representation::Object, &TableOptions::default()) {
         Ok(r) => r,
         Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    async fn collect(body: Body) -> Vec<u8> {
+        body.collect().await.unwrap().to_bytes().to_vec()
+    }
+
+    fn items(n: usize, size: usize) -> Vec<Bytes> {
+        (0..n)
+            .map(|i| Bytes::from(json!({"i": i, "pad": "x".repeat(size)}).to_string()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn small_and_streamed_lists_are_the_same_json() {
+        let head = json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}}).to_string();
+        for (n, size) in [(0, 10), (3, 10), (2000, 1000)] {
+            let body = collect(list_body(head.clone(), items(n, size))).await;
+            assert_eq!(
+                body.len() > LIST_CHUNK,
+                n == 2000,
+                "n={n} exercises the intended path"
+            );
+            let v: Value = serde_json::from_slice(&body).unwrap();
+            let got = v["items"].as_array().unwrap();
+            assert_eq!(got.len(), n);
+            assert!(got.iter().enumerate().all(|(i, o)| o["i"] == i));
+            assert_eq!(v["metadata"]["resourceVersion"], "7");
+            assert_eq!(v["kind"], "ConfigMapList");
+        }
     }
 }
