@@ -54,6 +54,8 @@ pub struct ServerConfig {
     pub event_window: Duration,
     /// How long in-flight requests may take to finish on shutdown.
     pub shutdown_grace: Duration,
+    /// Events older than this (since their last write) are removed.
+    pub event_ttl: Duration,
 }
 
 /// Builds a [`Server`].
@@ -71,6 +73,7 @@ impl Default for ServerBuilder {
                 tls_sans: vec![],
                 event_window: Duration::from_secs(300),
                 shutdown_grace: Duration::from_secs(30),
+                event_ttl: Duration::from_secs(3600),
             },
         }
     }
@@ -94,6 +97,11 @@ impl ServerBuilder {
 
     pub fn event_window(mut self, d: Duration) -> Self {
         self.config.event_window = d;
+        self
+    }
+
+    pub fn event_ttl(mut self, d: Duration) -> Self {
+        self.config.event_ttl = d;
         self
     }
 
@@ -185,6 +193,11 @@ impl Server {
             shutdown_rx,
         );
         let worker = tokio::spawn(lifecycle::run_worker(registry.clone(), work_queue));
+        let collector = tokio::spawn(crate::registry::gc::run(registry.clone()));
+        let sweeper = tokio::spawn(lifecycle::run_event_sweeper(
+            registry.clone(),
+            cfg.event_ttl,
+        ));
         registry
             .ensure_cluster(kplane_types::cluster::ROOT)
             .await
@@ -282,6 +295,8 @@ impl Server {
             tracing::warn!("in-flight requests did not finish within the grace period");
         }
         worker.abort();
+        collector.abort();
+        sweeper.abort();
         storage.shutdown().await?;
         tracing::info!("storage flushed; bye");
         Ok(())

@@ -236,7 +236,10 @@ impl Writer {
             let stats = &self.shared.stats;
             stats.groups.fetch_add(1, Ordering::Relaxed);
             stats.writes.fetch_add(writes, Ordering::Relaxed);
-            stats.flush_micros.fetch_add(flush_started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            stats.flush_micros.fetch_add(
+                flush_started.elapsed().as_micros() as u64,
+                Ordering::Relaxed,
+            );
             stats.max_group.fetch_max(writes, Ordering::Relaxed);
             if let Err(e) = durable {
                 tracing::error!(error = %e, "commit failed; storage stops accepting writes");

@@ -23,6 +23,10 @@ pub enum Work {
     Namespace { cluster: String, name: String },
     /// Delete every custom resource of a deleted CRD, then drop its cleanup finalizer.
     CrdCleanup { cluster: String, name: String },
+    /// Collect an object whose owners may be gone (or are deleted in the foreground).
+    GcDependent(super::gc::ObjRef),
+    /// Honour an owner's `orphan` / `foregroundDeletion` finalizer.
+    GcOwner(super::gc::ObjRef),
 }
 
 impl Registry {
@@ -140,6 +144,8 @@ impl Registry {
         match w {
             Work::Namespace { cluster, name } => self.finalize_namespace(cluster, name).await,
             Work::CrdCleanup { cluster, name } => self.cleanup_crd(cluster, name).await,
+            Work::GcDependent(r) => self.gc_dependent(r).await,
+            Work::GcOwner(r) => self.gc_owner(r).await,
         }
     }
 }
@@ -164,5 +170,112 @@ pub async fn run_worker(
                 r.enqueue(work);
             });
         }
+    }
+}
+
+/// Most events one sweep deletes (the rest wait for the next sweep).
+const EVENT_SWEEP_BATCH: usize = 10_000;
+
+/// The last time an Event was written, as Kubernetes' storage TTL counts it (the TTL
+/// restarts on every update): the latest of its timestamps.
+fn event_last_written(ev: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    [
+        "/lastTimestamp",
+        "/eventTime",
+        "/series/lastObservedTime",
+        "/metadata/creationTimestamp",
+    ]
+    .iter()
+    .filter_map(|p| ev.pointer(p).and_then(Value::as_str))
+    .filter_map(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    .map(|t| t.with_timezone(&chrono::Utc))
+    .max()
+}
+
+impl Registry {
+    /// Deletes Events older than `ttl` in every logical cluster; at most
+    /// [`EVENT_SWEEP_BATCH`] per call. Returns how many were deleted.
+    pub async fn sweep_events(&self, ttl: Duration) -> ApiResult<usize> {
+        let cutoff = chrono::Utc::now()
+            - chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::zero());
+        let prefix = Prefix {
+            cluster: None,
+            resource: Some("/events".into()),
+            namespace: None,
+        };
+        let mut opts = kplane_storage::ListOptions {
+            limit: Some(1000),
+            ..Default::default()
+        };
+        let mut deleted = 0;
+        loop {
+            let page = self
+                .storage
+                .list(&prefix, &opts, None)
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            for kv in &page.items {
+                let Ok(ev) = serde_json::from_slice::<Value>(&kv.value) else {
+                    continue;
+                };
+                if event_last_written(&ev).is_none_or(|t| t >= cutoff) {
+                    continue;
+                }
+                let enc: kplane_storage::Encoder = Box::new(move |rev| {
+                    let mut ev = ev;
+                    ev["metadata"]["resourceVersion"] = json!(rev.to_string());
+                    serde_json::to_vec(&ev).map_err(|e| e.to_string())
+                });
+                match self
+                    .storage
+                    .delete(
+                        kv.key.clone(),
+                        Precondition::ModRevision(kv.mod_revision),
+                        enc,
+                    )
+                    .await
+                {
+                    Ok(_) => deleted += 1,
+                    Err(
+                        kplane_storage::Error::Conflict { .. } | kplane_storage::Error::NotFound,
+                    ) => {}
+                    Err(e) => return Err(ApiError::internal(e.to_string())),
+                }
+                if deleted >= EVENT_SWEEP_BATCH {
+                    return Ok(deleted);
+                }
+            }
+            match (page.more, page.items.last()) {
+                (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+                _ => return Ok(deleted),
+            }
+        }
+    }
+}
+
+/// Sweeps expired Events periodically (every minute, or twice per TTL when it is short).
+pub async fn run_event_sweeper(registry: Arc<Registry>, ttl: Duration) {
+    let every = (ttl / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    loop {
+        tokio::time::sleep(every).await;
+        match registry.sweep_events(ttl).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(deleted = n, "expired events removed"),
+            Err(e) => tracing::warn!(error = %e.0, "event sweep failed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_age_counts_from_the_latest_timestamp() {
+        let ev = json!({"metadata": {"creationTimestamp": "2024-01-01T00:00:00Z"},
+            "lastTimestamp": "2024-01-01T05:00:00Z", "series": {"lastObservedTime": "2024-01-01T06:00:00.000000Z"}});
+        let t = event_last_written(&ev).unwrap();
+        assert_eq!(t.to_rfc3339(), "2024-01-01T06:00:00+00:00");
+        assert!(event_last_written(&json!({"metadata": {}})).is_none());
     }
 }

@@ -206,6 +206,7 @@ pub fn validate_object_meta(obj: &Value, rule: NameRule) -> Vec<Cause> {
             "metadata.annotations",
         ));
     }
+    causes.extend(validate_owner_references(obj));
     if let Some(Value::Array(fins)) = obj.pointer("/metadata/finalizers") {
         for (i, f) in fins.iter().enumerate() {
             let s = f.as_str().unwrap_or("");
@@ -217,6 +218,55 @@ pub fn validate_object_meta(obj: &Value, rule: NameRule) -> Vec<Cause> {
                 ));
             }
         }
+    }
+    causes
+}
+
+/// `metadata.ownerReferences`: apiVersion, kind, name and uid are required, and at most
+/// one reference may be the controller (`ValidateOwnerReferences`).
+fn validate_owner_references(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(refs) = obj.pointer("/metadata/ownerReferences") else {
+        return causes;
+    };
+    let Some(refs) = refs.as_array() else {
+        causes.push(Cause::invalid(
+            "metadata.ownerReferences",
+            refs,
+            "must be a list",
+        ));
+        return causes;
+    };
+    let mut controllers = Vec::new();
+    for (i, r) in refs.iter().enumerate() {
+        let base = format!("metadata.ownerReferences[{i}]");
+        for f in ["apiVersion", "kind", "name", "uid"] {
+            if r.get(f).and_then(Value::as_str).unwrap_or("").is_empty() {
+                causes.push(Cause::invalid(
+                    format!("{base}.{f}"),
+                    &json!(""),
+                    &format!("{f} must not be empty"),
+                ));
+            }
+        }
+        if r.get("controller") == Some(&Value::Bool(true)) {
+            controllers.push(
+                r.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            );
+        }
+    }
+    if controllers.len() > 1 {
+        causes.push(Cause::invalid(
+            "metadata.ownerReferences",
+            &Value::Array(refs.clone()),
+            &format!(
+                "Only one reference can have Controller set to true. Found \"true\" in references for {}",
+                controllers.join(" and ")
+            ),
+        ));
     }
     causes
 }

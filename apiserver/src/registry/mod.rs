@@ -10,6 +10,7 @@ pub mod catalogs;
 pub mod crd;
 pub mod custom;
 pub mod events;
+pub mod gc;
 pub mod lifecycle;
 pub mod meta;
 pub mod namespaces;
@@ -91,8 +92,10 @@ pub struct Registry {
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
     shutdown: tokio::sync::watch::Receiver<bool>,
-    /// Background lifecycle work (namespace and CRD cleanup).
+    /// Background lifecycle work (namespace and CRD cleanup, garbage collection).
     work_queue: tokio::sync::mpsc::UnboundedSender<lifecycle::Work>,
+    /// The ownerReferences graph.
+    gc: gc::Collector,
 }
 
 impl std::fmt::Debug for Registry {
@@ -121,6 +124,7 @@ impl Registry {
             root_ca_pem,
             shutdown,
             work_queue: tx,
+            gc: gc::Collector::default(),
         };
         (Arc::new(r), rx)
     }

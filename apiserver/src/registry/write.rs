@@ -428,7 +428,15 @@ impl Registry {
             check_delete_preconditions(&rt, name, &obj, current.mod_revision, d)?;
             let key = t.key(name)?;
             let pre = Precondition::ModRevision(current.mod_revision);
+            // Orphan and Foreground deletion go through the garbage collector's finalizers.
+            let gc_finalizer = match (d.propagation_policy.as_deref(), rt.strategy) {
+                (_, Strategy::Namespace | Strategy::CustomResourceDefinition) => None,
+                (Some("Orphan"), _) => Some(super::gc::ORPHAN_FINALIZER),
+                (Some("Foreground"), _) => Some(super::gc::FOREGROUND_FINALIZER),
+                _ => None,
+            };
             let needs_mark = !meta::finalizers(&obj).is_empty()
+                || gc_finalizer.is_some()
                 || (rt.strategy == Strategy::Namespace && namespace_has_spec_finalizers(&obj));
             if needs_mark {
                 if meta::is_deleting(&obj) {
@@ -436,6 +444,14 @@ impl Registry {
                 }
                 let mut marked = obj;
                 let m = meta::meta_mut(&mut marked)?;
+                if let Some(f) = gc_finalizer {
+                    let fins = m.entry("finalizers").or_insert_with(|| json!([]));
+                    if let Value::Array(a) = fins {
+                        if !a.iter().any(|x| x == f) {
+                            a.push(json!(f));
+                        }
+                    }
+                }
                 m.insert("deletionTimestamp".into(), json!(meta::now_time()));
                 m.insert("deletionGracePeriodSeconds".into(), json!(0));
                 if rt.strategy == Strategy::Namespace {

@@ -47,6 +47,9 @@ struct ServeArgs {
     /// How long watch and continue resumption history is kept, in seconds.
     #[arg(long, default_value_t = 300)]
     event_window_seconds: u64,
+    /// How long Events live after their last update, in seconds (Kubernetes' --event-ttl).
+    #[arg(long, default_value_t = 3600)]
+    event_ttl_seconds: u64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,6 +79,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .bind(args.bind)
         .tls_sans(args.tls_san)
         .event_window(Duration::from_secs(args.event_window_seconds))
+        .event_ttl(Duration::from_secs(args.event_ttl_seconds.max(1)))
         .build();
     server
         .serve(shutdown_signal())

@@ -1,0 +1,509 @@
+//! Garbage collection by `ownerReferences`, inside the server and per logical cluster, as
+//! kube-controller-manager's collector does it:
+//! - dependents whose owners are all gone (or have another uid) are deleted;
+//! - `propagationPolicy: Orphan` (finalizer `orphan`): the owner's dependents lose their
+//!   references to it, then the owner goes;
+//! - `propagationPolicy: Foreground` (finalizer `foregroundDeletion`): dependents are deleted
+//!   (in the foreground themselves, so chains cascade), then the owner goes.
+//!
+//! The graph holds only objects that have owners (memory is proportional to owned objects,
+//! not to all objects). It is rebuilt at start-up from one scan of the store and then kept
+//! current from the storage event stream, so a cascade interrupted by a restart finishes.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use kplane_storage::{EventType, KeyValue, Prefix, WatchEvent};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::lifecycle::Work;
+use super::{meta, DeleteParams, Registry, Target};
+use crate::error::{ApiError, ApiResult};
+use crate::http::query::WriteParams;
+
+pub const ORPHAN_FINALIZER: &str = "orphan";
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// One stored object: cluster, storage resource, namespace, name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjRef {
+    pub cluster: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjRef {
+    fn of(kv: &KeyValue) -> ObjRef {
+        ObjRef {
+            cluster: kv.key.cluster.clone(),
+            resource: kv.key.resource.clone(),
+            namespace: kv.key.namespace.clone(),
+            name: kv.key.name.clone(),
+        }
+    }
+}
+
+/// Owner uid (within a cluster) → its dependents, and the reverse.
+#[derive(Debug, Default)]
+pub struct Graph {
+    dependents: HashMap<(String, String), HashSet<ObjRef>>,
+    owners_of: HashMap<ObjRef, Vec<String>>,
+}
+
+impl Graph {
+    /// Records `dep`'s owner uids; returns whether they changed.
+    fn set_owners(&mut self, dep: &ObjRef, uids: Vec<String>) -> bool {
+        let old = self.owners_of.get(dep).cloned().unwrap_or_default();
+        if old == uids {
+            return false;
+        }
+        for uid in &old {
+            if let Some(set) = self.dependents.get_mut(&(dep.cluster.clone(), uid.clone())) {
+                set.remove(dep);
+                if set.is_empty() {
+                    self.dependents.remove(&(dep.cluster.clone(), uid.clone()));
+                }
+            }
+        }
+        for uid in &uids {
+            self.dependents
+                .entry((dep.cluster.clone(), uid.clone()))
+                .or_default()
+                .insert(dep.clone());
+        }
+        if uids.is_empty() {
+            self.owners_of.remove(dep);
+        } else {
+            self.owners_of.insert(dep.clone(), uids);
+        }
+        true
+    }
+
+    fn dependents_of(&self, cluster: &str, uid: &str) -> Vec<ObjRef> {
+        self.dependents
+            .get(&(cluster.to_string(), uid.to_string()))
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Objects with owners (for metrics and tests).
+    pub fn len(&self) -> usize {
+        self.owners_of.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.owners_of.is_empty()
+    }
+}
+
+/// The collector's shared state.
+#[derive(Debug, Default)]
+pub struct Collector {
+    graph: Mutex<Graph>,
+}
+
+impl Collector {
+    pub fn owned_objects(&self) -> usize {
+        self.graph.lock().map(|g| g.len()).unwrap_or(0)
+    }
+}
+
+/// The metadata the collector reads, decoded without building a JSON tree.
+#[derive(Deserialize, Default)]
+struct Head {
+    #[serde(default)]
+    metadata: HeadMeta,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct HeadMeta {
+    #[serde(default)]
+    uid: String,
+    #[serde(default)]
+    owner_references: Vec<OwnerRef>,
+    #[serde(default)]
+    finalizers: Vec<String>,
+    #[serde(default)]
+    deletion_timestamp: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+struct OwnerRef {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    uid: String,
+}
+
+fn head(bytes: &[u8]) -> HeadMeta {
+    serde_json::from_slice::<Head>(bytes)
+        .map(|h| h.metadata)
+        .unwrap_or_default()
+}
+
+/// Whether an object's finalizers ask the collector for work.
+fn wants_owner_work(m: &HeadMeta) -> bool {
+    m.deletion_timestamp.is_some()
+        && m.finalizers
+            .iter()
+            .any(|f| f == ORPHAN_FINALIZER || f == FOREGROUND_FINALIZER)
+}
+
+impl Registry {
+    /// Feeds one stored object (scan or event) to the graph and queues the work it implies.
+    fn gc_observe(&self, kv: &KeyValue, deleted: bool) {
+        let mentions_owners = memchr_contains(&kv.value, b"ownerReferences");
+        let mentions_finalizers = memchr_contains(&kv.value, b"finalizers");
+        let r = ObjRef::of(kv);
+        if deleted {
+            let m = head(&kv.value);
+            let dependents = {
+                let Ok(mut g) = self.gc.graph.lock() else {
+                    return;
+                };
+                g.set_owners(&r, vec![]);
+                g.dependents_of(&r.cluster, &m.uid)
+            };
+            for d in dependents {
+                self.enqueue(Work::GcDependent(d));
+            }
+            return;
+        }
+        if !mentions_owners && !mentions_finalizers {
+            if let Ok(mut g) = self.gc.graph.lock() {
+                g.set_owners(&r, vec![]);
+            }
+            return;
+        }
+        let m = head(&kv.value);
+        let uids: Vec<String> = m.owner_references.iter().map(|o| o.uid.clone()).collect();
+        let changed = self
+            .gc
+            .graph
+            .lock()
+            .map(|mut g| g.set_owners(&r, uids))
+            .unwrap_or(false);
+        if changed && !m.owner_references.is_empty() {
+            self.enqueue(Work::GcDependent(r.clone()));
+        }
+        if wants_owner_work(&m) {
+            self.enqueue(Work::GcOwner(r));
+        }
+    }
+
+    /// The state of one owner reference: `None` when the owner is gone (or is another
+    /// object with the same name), else whether it is being deleted in the foreground.
+    async fn owner_state(&self, dep: &ObjRef, o: &OwnerRef) -> ApiResult<Option<bool>> {
+        let group = o.api_version.split_once('/').map(|(g, _)| g).unwrap_or("");
+        let catalog = self.catalog_for(Some(&dep.cluster)).await?;
+        let Some(rt) = catalog
+            .all()
+            .iter()
+            .find(|rt| rt.group == group && rt.kind == o.kind)
+            .cloned()
+        else {
+            return Ok(None);
+        };
+        let ns = if rt.namespaced {
+            dep.namespace.clone()
+        } else {
+            String::new()
+        };
+        let key = kplane_storage::Key::new(
+            dep.cluster.clone(),
+            rt.storage_resource.clone(),
+            ns,
+            o.name.clone(),
+        );
+        let kv = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(kv
+            .map(|kv| head(&kv.value))
+            .filter(|m| m.uid == o.uid)
+            .map(|m| {
+                m.deletion_timestamp.is_some()
+                    && m.finalizers.iter().any(|f| f == FOREGROUND_FINALIZER)
+            }))
+    }
+
+    /// A registry target for a stored object.
+    async fn gc_target(&self, r: &ObjRef) -> ApiResult<Option<Target>> {
+        let catalog = self.catalog_for(Some(&r.cluster)).await?;
+        // Prefer the type whose API version is the storage form (core Events over events.k8s.io).
+        let rt = catalog
+            .all()
+            .iter()
+            .filter(|rt| rt.storage_resource == r.resource)
+            .min_by_key(|rt| rt.strategy == super::Strategy::EventsV1Event)
+            .cloned();
+        Ok(rt.map(|rt| Target {
+            cluster: Some(r.cluster.clone()),
+            namespace: rt.namespaced.then(|| r.namespace.clone()),
+            rt,
+        }))
+    }
+
+    async fn gc_get(&self, r: &ObjRef) -> ApiResult<Option<Value>> {
+        let key = kplane_storage::Key::new(
+            r.cluster.clone(),
+            r.resource.clone(),
+            r.namespace.clone(),
+            r.name.clone(),
+        );
+        let kv = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        kv.map(|kv| {
+            serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))
+        })
+        .transpose()
+    }
+
+    /// Writes `obj` back through the registry (validation, finalizer semantics).
+    async fn gc_update(&self, t: &Target, obj: Value) -> ApiResult<()> {
+        let name = meta::name_of(&obj).to_string();
+        let obj = if t.rt.strategy == super::Strategy::EventsV1Event {
+            super::events::to_events_v1(&obj)
+        } else {
+            obj
+        };
+        match self
+            .update(t, &name, None, obj, &WriteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == 404 || e.is_conflict() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes a dependent whose owners are gone, removes dangling references when some
+    /// owner remains, or cascades a foreground deletion. Returns false to retry later.
+    pub(super) async fn gc_dependent(&self, r: &ObjRef) -> ApiResult<bool> {
+        let Some(obj) = self.gc_get(r).await? else {
+            return Ok(true);
+        };
+        let Some(t) = self.gc_target(r).await? else {
+            return Ok(true);
+        };
+        let m: HeadMeta = serde_json::from_value(obj.get("metadata").cloned().unwrap_or_default())
+            .unwrap_or_default();
+        if m.owner_references.is_empty() {
+            return Ok(true);
+        }
+        let mut absent = Vec::new();
+        let mut foreground = false;
+        for o in &m.owner_references {
+            match self.owner_state(r, o).await? {
+                None => absent.push(o.uid.clone()),
+                Some(fg) => foreground |= fg,
+            }
+        }
+        if absent.len() == m.owner_references.len() || foreground {
+            if m.deletion_timestamp.is_some() {
+                return Ok(true);
+            }
+            let policy = if foreground {
+                "Foreground"
+            } else {
+                "Background"
+            };
+            let d = DeleteParams {
+                propagation_policy: Some(policy.into()),
+                ..Default::default()
+            };
+            return match self.delete(&t, &r.name, &d).await {
+                Ok(_) => Ok(true),
+                Err(e) if e.code() == 404 => Ok(true),
+                Err(e) if e.is_conflict() => Ok(false),
+                Err(e) => Err(e),
+            };
+        }
+        if !absent.is_empty() {
+            let mut updated = obj;
+            if let Some(Value::Array(refs)) = updated.pointer_mut("/metadata/ownerReferences") {
+                refs.retain(|o| {
+                    !absent
+                        .iter()
+                        .any(|u| o.get("uid").and_then(Value::as_str) == Some(u))
+                });
+            }
+            self.gc_update(&t, updated).await?;
+        }
+        Ok(true)
+    }
+
+    /// Honours the `orphan` and `foregroundDeletion` finalizers of a deleting owner.
+    pub(super) async fn gc_owner(&self, r: &ObjRef) -> ApiResult<bool> {
+        let Some(obj) = self.gc_get(r).await? else {
+            return Ok(true);
+        };
+        let Some(t) = self.gc_target(r).await? else {
+            return Ok(true);
+        };
+        if !meta::is_deleting(&obj) {
+            return Ok(true);
+        }
+        let uid = meta::meta_str(&obj, "uid").unwrap_or("").to_string();
+        let fins = meta::finalizers(&obj);
+        let deps = self
+            .gc
+            .graph
+            .lock()
+            .map(|g| g.dependents_of(&r.cluster, &uid))
+            .unwrap_or_default();
+        let mut remove = Vec::new();
+        if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
+            for d in &deps {
+                let (Some(mut dep), Some(dt)) = (self.gc_get(d).await?, self.gc_target(d).await?)
+                else {
+                    continue;
+                };
+                if let Some(Value::Array(refs)) = dep.pointer_mut("/metadata/ownerReferences") {
+                    refs.retain(|o| o.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
+                }
+                self.gc_update(&dt, dep).await?;
+            }
+            remove.push(ORPHAN_FINALIZER);
+        }
+        if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
+            let mut waiting = false;
+            for d in &deps {
+                let Some(dep) = self.gc_get(d).await? else {
+                    continue;
+                };
+                waiting = true;
+                if !meta::is_deleting(&dep) {
+                    self.enqueue(Work::GcDependent(d.clone()));
+                }
+            }
+            if waiting {
+                return Ok(false);
+            }
+            remove.push(FOREGROUND_FINALIZER);
+        }
+        if remove.is_empty() {
+            return Ok(true);
+        }
+        let mut updated = obj;
+        if let Some(Value::Array(f)) = updated.pointer_mut("/metadata/finalizers") {
+            f.retain(|x| !remove.iter().any(|r| x == r));
+        }
+        self.gc_update(&t, updated).await?;
+        Ok(true)
+    }
+}
+
+fn memchr_contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Builds the graph from the store, then follows the event stream. Runs until shutdown;
+/// rebuilds from a fresh scan if it falls behind the stream.
+pub async fn run(registry: Arc<Registry>) {
+    while follow(&registry).await {
+        tracing::warn!("garbage collector fell behind the event stream; rebuilding its graph");
+    }
+}
+
+/// One scan-then-follow pass; returns true when it must start over.
+async fn follow(registry: &Arc<Registry>) -> bool {
+    let from = registry.storage.current_revision();
+    let all = Prefix {
+        cluster: None,
+        resource: None,
+        namespace: None,
+    };
+    let mut opts = kplane_storage::ListOptions {
+        limit: Some(1000),
+        ..Default::default()
+    };
+    loop {
+        let page = match registry.storage.list(&all, &opts, None).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "garbage collector could not scan the store");
+                return false;
+            }
+        };
+        for kv in &page.items {
+            registry.gc_observe(kv, false);
+        }
+        match (page.more, page.items.last()) {
+            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+            _ => break,
+        }
+    }
+    tracing::info!(
+        owned = registry.gc.owned_objects(),
+        "garbage collector graph built"
+    );
+    let mut rx = match registry.storage.watch(&all, from, None).await {
+        Ok(rx) => rx,
+        Err(e) => {
+            tracing::warn!(error = %e, "garbage collector could not watch the store");
+            return false;
+        }
+    };
+    while let Some(ev) = rx.recv().await {
+        match ev {
+            WatchEvent::Event(e) => registry.gc_observe(&e.kv, e.event_type == EventType::Deleted),
+            WatchEvent::Progress(_) => {}
+            WatchEvent::Closed(reason) => return reason == kplane_storage::CloseReason::TooSlow,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(name: &str) -> ObjRef {
+        ObjRef {
+            cluster: "root".into(),
+            resource: "/configmaps".into(),
+            namespace: "d".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn graph_tracks_owner_changes() {
+        let mut g = Graph::default();
+        assert!(g.set_owners(&r("b"), vec!["u1".into()]));
+        assert!(!g.set_owners(&r("b"), vec!["u1".into()]));
+        assert_eq!(g.dependents_of("root", "u1"), vec![r("b")]);
+        assert!(g.set_owners(&r("b"), vec!["u2".into()]));
+        assert!(g.dependents_of("root", "u1").is_empty());
+        assert_eq!(g.dependents_of("root", "u2"), vec![r("b")]);
+        assert!(
+            g.dependents_of("other", "u2").is_empty(),
+            "clusters never mix"
+        );
+        g.set_owners(&r("b"), vec![]);
+        assert!(g.is_empty());
+        assert!(g.dependents.is_empty());
+    }
+
+    #[test]
+    fn head_reads_owner_references() {
+        let m = head(br#"{"metadata":{"uid":"x","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"a","uid":"u"}],"finalizers":["orphan"],"deletionTimestamp":"2024-01-01T00:00:00Z"},"data":{"k":"v"}}"#);
+        assert_eq!(m.uid, "x");
+        assert_eq!(m.owner_references[0].uid, "u");
+        assert!(wants_owner_work(&m));
+    }
+}
