@@ -9,3 +9,4 @@ mod kube_rs;
 mod kube_rs_crd;
 mod kubectl;
 mod shutdown;
+mod ssa;

@@ -253,7 +253,20 @@ async fn serve(
             }
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
-            let ty = match negotiation::body_type(ct.as_deref())? {
+            let body_type = negotiation::body_type(ct.as_deref())?;
+            if body_type == BodyType::ApplyPatch {
+                let (bytes, created) = reg
+                    .apply(&target, name, rp.subresource.as_deref(), &body, &w)
+                    .await?;
+                let code = if created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                };
+                let resp = response::object(code, &rt, bytes, repr, &TableOptions::default());
+                return with_warnings(&w, resp);
+            }
+            let ty = match body_type {
                 BodyType::JsonPatch => PatchType::Json,
                 BodyType::MergePatch => PatchType::Merge,
                 BodyType::StrategicMergePatch if rt.strategy != Strategy::Custom => PatchType::Strategic,

@@ -5,6 +5,7 @@
 //! preconditions and conversions, and talks to storage only through [`Storage`].
 //! It knows nothing about HTTP beyond producing [`ApiError`]s.
 
+pub mod apply;
 pub mod catalog;
 pub mod catalogs;
 pub mod crd;

@@ -264,7 +264,7 @@ impl Registry {
     }
 
     /// Applies the update rules against `current` and commits with a CAS on its revision.
-    async fn write_update(
+    pub(super) async fn write_update(
         &self,
         t: &Target,
         name: &str,
