@@ -126,10 +126,7 @@ impl Registry {
             else {
                 continue;
             };
-            let enc: kplane_storage::Encoder = Box::new(move |rev| {
-                updated["metadata"]["resourceVersion"] = json!(rev.to_string());
-                serde_json::to_vec(&updated).map_err(|e| e.to_string())
-            });
+            let enc = super::write::encoder(updated);
             match self
                 .storage
                 .put(key, kplane_storage::Precondition::ModRevision(rv), enc)

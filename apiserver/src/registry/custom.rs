@@ -11,7 +11,7 @@ use super::crd::{object, ScalePaths};
 use super::patch::{self, PatchType};
 use super::{corrupt, meta, Registry, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::{FieldValidation, WriteParams};
+use crate::http::query::WriteParams;
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
@@ -39,33 +39,7 @@ pub fn decode(
         unknown.extend(schema.prune(obj));
         schema.apply_defaults(obj);
     }
-    let mut problems: Vec<String> = unknown
-        .iter()
-        .map(|p| format!("unknown field \"{p}\""))
-        .collect();
-    problems.extend(
-        duplicates
-            .iter()
-            .map(|p| format!("duplicate field \"{p}\"")),
-    );
-    if problems.is_empty() {
-        return Ok(());
-    }
-    match w.field_validation {
-        FieldValidation::Strict => Err(ApiError::bad_request(format!(
-            "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
-            problems.join(", "),
-            kind = rt.kind,
-            v = rt.version
-        ))),
-        FieldValidation::Warn => {
-            for p in problems {
-                w.warnings.push(p);
-            }
-            Ok(())
-        }
-        FieldValidation::Ignore => Ok(()),
-    }
+    super::typed::report_field_problems(rt, w, &unknown, duplicates)
 }
 
 /// Schema validation of a custom resource (`old` on update, for transition rules).

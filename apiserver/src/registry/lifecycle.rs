@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kplane_storage::{Key, Precondition, Prefix};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::crd::{self, CRD_RESOURCE};
 use super::{meta, Registry, Target};
@@ -114,12 +114,9 @@ impl Registry {
         if left > 0 {
             return Ok(false);
         }
-        let mut gone = crd::without_cleanup_finalizer(&obj);
+        let gone = crd::without_cleanup_finalizer(&obj);
         let remaining = meta::finalizers(&gone);
-        let enc: kplane_storage::Encoder = Box::new(move |rev| {
-            gone["metadata"]["resourceVersion"] = json!(rev.to_string());
-            serde_json::to_vec(&gone).map_err(|e| e.to_string())
-        });
+        let enc = super::write::encoder(gone);
         let pre = Precondition::ModRevision(kv.mod_revision);
         let res = if remaining.is_empty() {
             self.storage.delete(key, pre, enc).await
@@ -221,11 +218,7 @@ impl Registry {
                 if event_last_written(&ev).is_none_or(|t| t >= cutoff) {
                     continue;
                 }
-                let enc: kplane_storage::Encoder = Box::new(move |rev| {
-                    let mut ev = ev;
-                    ev["metadata"]["resourceVersion"] = json!(rev.to_string());
-                    serde_json::to_vec(&ev).map_err(|e| e.to_string())
-                });
+                let enc = super::write::encoder(ev);
                 match self
                     .storage
                     .delete(
@@ -269,6 +262,7 @@ pub async fn run_event_sweeper(registry: Arc<Registry>, ttl: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn event_age_counts_from_the_latest_timestamp() {

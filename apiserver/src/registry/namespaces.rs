@@ -145,22 +145,14 @@ impl Registry {
         let spec_left = obj.pointer("/spec/finalizers").is_some();
         if spec_left || !meta::finalizers(&obj).is_empty() {
             // Another party's finalizer: write the change and wait for them.
-            let enc: kplane_storage::Encoder = Box::new(move |rev| {
-                let mut o = obj;
-                o["metadata"]["resourceVersion"] = json!(rev.to_string());
-                serde_json::to_vec(&o).map_err(|e| e.to_string())
-            });
+            let enc = super::write::encoder(obj);
             let _ = self
                 .storage
                 .put(key, Precondition::ModRevision(kv.mod_revision), enc)
                 .await;
             return Ok(false);
         }
-        let enc: kplane_storage::Encoder = Box::new(move |rev| {
-            let mut o = obj;
-            o["metadata"]["resourceVersion"] = json!(rev.to_string());
-            serde_json::to_vec(&o).map_err(|e| e.to_string())
-        });
+        let enc = super::write::encoder(obj);
         match self
             .storage
             .delete(key, Precondition::ModRevision(kv.mod_revision), enc)

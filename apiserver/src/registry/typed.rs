@@ -43,16 +43,26 @@ fn typed_decode_builtin(
             &format!("json: cannot unmarshal {first}"),
         ));
     }
-    let mut problems: Vec<String> = report
-        .unknown
+    report_field_problems(rt, w, &report.unknown, duplicates)
+}
+
+/// Applies `fieldValidation` to pruned (unknown) and duplicated fields: Strict fails with
+/// `strict decoding error`, Warn adds Warning headers, Ignore does nothing.
+pub fn report_field_problems(
+    rt: &ResourceType,
+    w: &WriteParams,
+    unknown: &[String],
+    duplicates: &[String],
+) -> ApiResult<()> {
+    let problems: Vec<String> = unknown
         .iter()
         .map(|p| format!("unknown field \"{p}\""))
+        .chain(
+            duplicates
+                .iter()
+                .map(|p| format!("duplicate field \"{p}\"")),
+        )
         .collect();
-    problems.extend(
-        duplicates
-            .iter()
-            .map(|p| format!("duplicate field \"{p}\"")),
-    );
     if problems.is_empty() {
         return Ok(());
     }

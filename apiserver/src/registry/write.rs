@@ -40,7 +40,8 @@ pub enum DeleteOutcome {
     Marked(Bytes),
 }
 
-fn encoder(obj: Value) -> Encoder {
+/// The encoder every write uses: the object with its new `metadata.resourceVersion`.
+pub(super) fn encoder(obj: Value) -> Encoder {
     Box::new(move |rev: Revision| {
         let mut obj = obj;
         if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
