@@ -87,9 +87,14 @@ pub(crate) fn get_or_build(
     if let Some(doc) = lock().docs.get(&key).and_then(Weak::upgrade) {
         return Ok(doc);
     }
-    // Built outside the lock; a concurrent build of the same resources just wins or loses.
-    let doc = Arc::new(build()?);
+    // Built outside the lock. If a concurrent build of the same resources got there first,
+    // its document is kept and ours is dropped, so identical resources always share one.
+    let built = Arc::new(build()?);
     let mut cache = lock();
+    if let Some(existing) = cache.docs.get(&key).and_then(Weak::upgrade) {
+        return Ok(existing);
+    }
+    let doc = built;
     cache.docs.insert(key, Arc::downgrade(&doc));
     if cache.docs.len() >= cache.sweep_at {
         cache.docs.retain(|_, weak| weak.strong_count() > 0);
