@@ -1,8 +1,8 @@
 //! Patch application: RFC 6902 JSON patch (with Kubernetes' `test`-against-null quirk),
-//! RFC 7386 merge patch, and strategic merge patch for built-in types driven by the
-//! patch metadata (merge keys and strategies) of the fields kplane serves.
+//! RFC 7386 merge patch, and strategic merge patch for built-in types, which `kplane-merge`
+//! applies from each kind's patch metadata (merge keys, strategies, directives).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
@@ -65,7 +65,7 @@ pub fn mentions_resource_version(p: &Parsed) -> bool {
 }
 
 /// Applies `p` to `doc`; the error string becomes a 422.
-pub fn apply(p: &Parsed, doc: &Value, _rt: &ResourceType) -> Result<Value, String> {
+pub fn apply(p: &Parsed, doc: &Value, rt: &ResourceType) -> Result<Value, String> {
     match p {
         Parsed::Json(ops) => apply_json_patch(ops, doc),
         Parsed::Merge(m) => {
@@ -74,9 +74,10 @@ pub fn apply(p: &Parsed, doc: &Value, _rt: &ResourceType) -> Result<Value, Strin
             Ok(out)
         }
         Parsed::Strategic(m) => {
-            let mut out = doc.clone();
-            strategic_merge(&mut out, m, &mut Vec::new())?;
-            Ok(out)
+            let types: std::sync::Arc<dyn kplane_merge::TypeInfo> =
+                kplane_merge::builtin_type_info(&rt.group, &rt.kind)
+                    .unwrap_or_else(|| std::sync::Arc::new(kplane_merge::DefaultTypeInfo));
+            kplane_merge::strategic_merge(doc, m, &*types).map_err(|e| e.to_string())
         }
     }
 }
@@ -97,197 +98,20 @@ fn apply_json_patch(ops: &[Value], doc: &Value) -> Result<Value, String> {
     Ok(out)
 }
 
-/// How a list field merges in a strategic merge patch.
-enum ListStrategy {
-    /// Replace the whole list (the default).
-    Replace,
-    /// Merge elements by the value of this key.
-    MergeKey(&'static str),
-    /// A list of scalars merged as a set.
-    MergePrimitives,
-}
-
-/// The patch metadata (`patchStrategy`/`patchMergeKey`) of the list fields of the served
-/// built-in types, keyed by field name and the name of its parent.
-fn list_strategy(path: &[String], field: &str) -> ListStrategy {
-    let parent = path.last().map(String::as_str).unwrap_or("");
-    match (parent, field) {
-        ("metadata", "finalizers") => ListStrategy::MergePrimitives,
-        ("metadata", "ownerReferences") => ListStrategy::MergeKey("uid"),
-        (_, "containers" | "initContainers" | "ephemeralContainers") => {
-            ListStrategy::MergeKey("name")
-        }
-        (_, "env") => ListStrategy::MergeKey("name"),
-        (_, "ports") => ListStrategy::MergeKey("containerPort"),
-        (_, "volumeMounts") => ListStrategy::MergeKey("mountPath"),
-        (_, "volumeDevices") => ListStrategy::MergeKey("devicePath"),
-        (_, "volumes" | "imagePullSecrets" | "secrets") => ListStrategy::MergeKey("name"),
-        (_, "hostAliases") => ListStrategy::MergeKey("ip"),
-        (_, "topologySpreadConstraints") => ListStrategy::MergeKey("topologyKey"),
-        (_, "conditions") => ListStrategy::MergeKey("type"),
-        (_, "resourceClaims") => ListStrategy::MergeKey("name"),
-        _ => ListStrategy::Replace,
-    }
-}
-
-/// Applies a strategic merge patch map onto `target` (a map).
-fn strategic_merge(
-    target: &mut Value,
-    patch: &Value,
-    path: &mut Vec<String>,
-) -> Result<(), String> {
-    let Some(pm) = patch.as_object() else {
-        *target = patch.clone();
-        return Ok(());
-    };
-    match pm.get("$patch").and_then(Value::as_str) {
-        Some("replace") => {
-            *target = Value::Object(strip_directives(pm));
-            return Ok(());
-        }
-        Some("delete") => {
-            *target = Value::Null;
-            return Ok(());
-        }
-        Some("merge") | None => {}
-        Some(other) => return Err(format!("unknown patch type: {other:?}")),
-    }
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let retain: Option<Vec<String>> = pm.get("$retainKeys").and_then(Value::as_array).map(|a| {
-        a.iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect()
-    });
-    for (k, pv) in pm {
-        if k == "$patch" || k == "$retainKeys" || k.starts_with("$setElementOrder/") {
-            continue;
-        }
-        let Some(tm) = target.as_object_mut() else {
-            break;
-        };
-        if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
-            let remove: Vec<&Value> = pv
-                .as_array()
-                .map(|a| a.iter().collect())
-                .unwrap_or_default();
-            if let Some(Value::Array(list)) = tm.get_mut(field) {
-                list.retain(|v| !remove.contains(&v));
-            }
-            continue;
-        }
-        if pv.is_null() {
-            tm.remove(k);
-            continue;
-        }
-        match pv {
-            Value::Object(_) => {
-                let entry = tm.entry(k.clone()).or_insert(Value::Null);
-                path.push(k.clone());
-                strategic_merge(entry, pv, path)?;
-                path.pop();
-                if entry.is_null() {
-                    tm.remove(k);
-                }
-            }
-            Value::Array(items) => {
-                let strategy = list_strategy(path, k);
-                let existing = tm.remove(k).and_then(|v| match v {
-                    Value::Array(a) => Some(a),
-                    _ => None,
-                });
-                path.push(k.clone());
-                let merged = merge_list(existing.unwrap_or_default(), items, strategy, path)?;
-                path.pop();
-                tm.insert(k.clone(), Value::Array(merged));
-            }
-            other => {
-                tm.insert(k.clone(), other.clone());
-            }
-        }
-    }
-    if let (Some(keep), Some(tm)) = (retain, target.as_object_mut()) {
-        tm.retain(|k, _| keep.contains(k));
-    }
-    Ok(())
-}
-
-fn strip_directives(m: &Map<String, Value>) -> Map<String, Value> {
-    m.iter()
-        .filter(|(k, _)| !k.starts_with('$'))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
-}
-
-fn merge_list(
-    mut existing: Vec<Value>,
-    items: &[Value],
-    strategy: ListStrategy,
-    path: &mut Vec<String>,
-) -> Result<Vec<Value>, String> {
-    match strategy {
-        ListStrategy::Replace => Ok(items
-            .iter()
-            .filter(|i| i.get("$patch").is_none())
-            .cloned()
-            .collect()),
-        ListStrategy::MergePrimitives => {
-            for i in items {
-                if !existing.contains(i) {
-                    existing.push(i.clone());
-                }
-            }
-            Ok(existing)
-        }
-        ListStrategy::MergeKey(key) => {
-            if items
-                .iter()
-                .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
-            {
-                return Ok(items
-                    .iter()
-                    .filter(|i| i.get("$patch").is_none())
-                    .cloned()
-                    .collect());
-            }
-            for item in items {
-                let Some(kv) = item.get(key) else {
-                    return Err(format!(
-                        "map: {item} does not contain declared merge key: {key}"
-                    ));
-                };
-                let pos = existing.iter().position(|e| e.get(key) == Some(kv));
-                if item.get("$patch").and_then(Value::as_str) == Some("delete") {
-                    if let Some(p) = pos {
-                        existing.remove(p);
-                    }
-                    continue;
-                }
-                match pos {
-                    Some(p) => strategic_merge(&mut existing[p], item, path)?,
-                    None => {
-                        let mut fresh = Value::Object(Map::new());
-                        strategic_merge(&mut fresh, item, path)?;
-                        existing.push(fresh);
-                    }
-                }
-            }
-            Ok(existing)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn rt() -> ResourceType {
+    fn rt_of(kind: &str) -> ResourceType {
         super::super::catalog::builtin()
             .into_iter()
-            .find(|r| r.kind == "ConfigMap")
+            .find(|r| r.kind == kind)
             .unwrap()
+    }
+
+    fn rt() -> ResourceType {
+        rt_of("ConfigMap")
     }
 
     #[test]
@@ -324,10 +148,11 @@ mod tests {
     fn strategic_merges_containers_by_name_and_strips_directives() {
         let doc = json!({"spec": {"template": {"spec": {"containers": [
             {"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}}}});
+        // What kubectl sends when a manifest drops container a and changes b's image.
         let patch = json!({"spec": {"template": {"spec": {
-            "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+            "$setElementOrder/containers": [{"name": "b"}],
             "containers": [{"name": "b", "image": "z"}, {"name": "a", "$patch": "delete"}]}}}});
-        let out = apply(&Parsed::Strategic(patch), &doc, &rt()).unwrap();
+        let out = apply(&Parsed::Strategic(patch), &doc, &rt_of("Job")).unwrap();
         assert_eq!(
             out["spec"]["template"]["spec"]["containers"],
             json!([{"name": "b", "image": "z"}])
@@ -343,7 +168,9 @@ mod tests {
             &rt(),
         )
         .unwrap();
-        assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
+        // Upstream order (normalizeElementOrder -> mergeSortedSlice(serverOnly, patch)):
+        // the patch's items first, then those only on the server.
+        assert_eq!(out["metadata"]["finalizers"], json!(["b", "a"]));
         let out = apply(
             &Parsed::Strategic(json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}})),
             &doc,

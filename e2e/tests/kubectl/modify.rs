@@ -168,9 +168,12 @@ fn patch_merge_json_and_strategic_each_apply_their_semantics() -> Result<()> {
         "strategic",
         r#"{"metadata":{"finalizers":["example.com/b"]}}"#,
     )?;
+    // Upstream order (apimachinery strategicpatch normalizeElementOrder ->
+    // mergeSortedSlice(serverOnly, patch, ...)): an item the live list does not order goes
+    // before the server-only items.
     assert_eq!(
         cm["metadata"]["finalizers"],
-        json!(["example.com/a", "example.com/b"])
+        json!(["example.com/b", "example.com/a"])
     );
     // ... while a JSON merge patch replaces the list wholesale.
     let cm = patch("merge", r#"{"metadata":{"finalizers":["example.com/c"]}}"#)?;
