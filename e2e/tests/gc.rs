@@ -29,6 +29,24 @@ fn gone(server: &KplaneServer, kind: &str, name: &str) -> Result<bool> {
     Ok(!get.success() && get.stderr.contains("not found"))
 }
 
+/// Waits until ConfigMap `name` carries a deletionTimestamp (a finalizer holds it).
+fn wait_marked(server: &KplaneServer, name: &str) -> Result<()> {
+    poll_until(
+        TIMEOUT,
+        &format!("{name} to be marked for deletion"),
+        || {
+            let ts = server.kubectl_ok(&[
+                "get",
+                "configmap",
+                name,
+                "-o",
+                "jsonpath={.metadata.deletionTimestamp}",
+            ])?;
+            Ok(!ts.trim().is_empty())
+        },
+    )
+}
+
 fn wait_gone(server: &KplaneServer, kind: &str, name: &str) -> Result<()> {
     poll_until(TIMEOUT, &format!("{kind}/{name} to be collected"), || {
         gone(server, kind, name)
@@ -107,16 +125,7 @@ fn foreground_deletion_of_a_chain_removes_leaves_first() -> Result<()> {
         fins.contains("foregroundDeletion"),
         "owner lacks the foregroundDeletion finalizer: {fins}"
     );
-    poll_until(TIMEOUT, "c to be marked for deletion", || {
-        let ts = server.kubectl_ok(&[
-            "get",
-            "configmap",
-            "c",
-            "-o",
-            "jsonpath={.metadata.deletionTimestamp}",
-        ])?;
-        Ok(!ts.trim().is_empty())
-    })?;
+    wait_marked(&server, "c")?;
     std::thread::sleep(Duration::from_secs(3));
     ensure!(
         !gone(&server, "configmap", "a")?,
@@ -221,16 +230,7 @@ fn a_cascade_interrupted_by_a_restart_finishes() -> Result<()> {
         "--cascade=foreground",
         "--wait=false",
     ])?;
-    poll_until(TIMEOUT, "dep0 to be marked for deletion", || {
-        let ts = server.kubectl_ok(&[
-            "get",
-            "configmap",
-            "dep0",
-            "-o",
-            "jsonpath={.metadata.deletionTimestamp}",
-        ])?;
-        Ok(!ts.trim().is_empty())
-    })?;
+    wait_marked(&server, "dep0")?;
     server.kill()?;
     server.restart()?;
     ensure!(
