@@ -241,3 +241,38 @@ async fn metrics_endpoint(state: &AppState) -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_series_do_not_grow_with_logical_clusters() {
+        let m = crate::metrics::Metrics::default();
+        for i in 0..1000 {
+            let path = format!("/clusters/root:t{i}/api/v1/namespaces/default/configmaps/c{i}");
+            let Some(ApiPath::Resource(rp)) = request_info::parse(&path).unwrap().api else {
+                panic!("{path} is a resource path")
+            };
+            m.observe_request(
+                request_labels(&rp, &axum::http::Method::GET, None),
+                200,
+                0.001,
+            );
+        }
+        let text = m.render(&crate::metrics::StorageFigures::default());
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("apiserver_request_total"))
+            .collect();
+        assert_eq!(series.len(), 1, "{series:?}");
+        assert!(
+            series[0].ends_with(" 1000") && series[0].contains("verb=\"GET\""),
+            "{series:?}"
+        );
+        assert!(
+            !text.contains("root:t"),
+            "a cluster name leaked into a label"
+        );
+    }
+}
