@@ -70,16 +70,35 @@ impl Selection {
         true
     }
 
-    /// Whether stored bytes match (decoding only when a selector is set).
+    /// Whether stored bytes match. Runs per object of a LIST and per event per watcher, so
+    /// it decodes only what the selectors need: nothing without selectors, just
+    /// `metadata.labels` for a label selector alone, the whole object for field selectors.
     pub fn matches_bytes(&self, bytes: &[u8]) -> bool {
-        if self.is_everything() {
-            return true;
-        }
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(v) => self.matches(&v),
-            Err(_) => false,
+        match (&self.labels, &self.fields) {
+            (None, None) => true,
+            (Some(l), None) => match serde_json::from_slice::<LabelsOnly>(bytes) {
+                Ok(o) => l.matches(&o.metadata.labels.unwrap_or_default()),
+                Err(_) => false,
+            },
+            _ => match serde_json::from_slice::<Value>(bytes) {
+                Ok(v) => self.matches(&v),
+                Err(_) => false,
+            },
         }
     }
+}
+
+/// An object decoded only as far as its labels (other fields are skipped, not built).
+#[derive(serde::Deserialize)]
+struct LabelsOnly {
+    #[serde(default)]
+    metadata: LabelsMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct LabelsMeta {
+    #[serde(default)]
+    labels: Option<serde_json::Map<String, Value>>,
 }
 
 /// The value of a selectable field. `metadata.namespace` of a cluster-scoped object is "".
@@ -93,5 +112,51 @@ fn field_value(obj: &Value, path: &str) -> Option<String> {
             Some(fields::object_field(obj, "status.succeeded").unwrap_or_else(|| "0".into()))
         }
         _ => fields::object_field(obj, path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cm_type() -> ResourceType {
+        super::super::catalog::builtin()
+            .into_iter()
+            .find(|r| r.kind == "ConfigMap")
+            .unwrap()
+    }
+
+    #[test]
+    fn label_only_decoding_agrees_with_full_decoding() {
+        let rt = cm_type();
+        let objs = [
+            json!({"metadata": {"name": "a", "labels": {"app": "x", "tier": "web"}}, "data": {"k": "v"}}),
+            json!({"metadata": {"name": "b", "labels": {"app": "y"}}}),
+            json!({"metadata": {"name": "c", "labels": null}}),
+            json!({"metadata": {"name": "d"}}),
+            json!({"kind": "ConfigMap"}),
+        ];
+        for sel in ["app=x", "app!=x", "!app", "tier", "app in (x,y)"] {
+            let s = Selection::new(&rt, Some(sel), None).unwrap();
+            for o in &objs {
+                let bytes = serde_json::to_vec(o).unwrap();
+                assert_eq!(s.matches_bytes(&bytes), s.matches(o), "{sel} on {o}");
+            }
+        }
+        let s = Selection::new(&rt, Some("app=x"), None).unwrap();
+        assert!(s.matches_bytes(&serde_json::to_vec(&objs[0]).unwrap()));
+        assert!(!s.matches_bytes(&serde_json::to_vec(&objs[1]).unwrap()));
+        assert!(!s.matches_bytes(b"not json"));
+    }
+
+    #[test]
+    fn field_and_label_selectors_combine() {
+        let rt = cm_type();
+        let s = Selection::new(&rt, Some("app=x"), Some("metadata.name=a")).unwrap();
+        let a = json!({"metadata": {"name": "a", "namespace": "d", "labels": {"app": "x"}}});
+        let b = json!({"metadata": {"name": "b", "namespace": "d", "labels": {"app": "x"}}});
+        assert!(s.matches_bytes(&serde_json::to_vec(&a).unwrap()));
+        assert!(!s.matches_bytes(&serde_json::to_vec(&b).unwrap()));
     }
 }
