@@ -75,23 +75,20 @@ pub fn default_crd(obj: &mut Value) {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        if names
-            .get("singular")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-            && !kind.is_empty()
-        {
-            names.insert("singular".into(), json!(kind.to_ascii_lowercase()));
-        }
-        if names
-            .get("listKind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-            && !kind.is_empty()
-        {
-            names.insert("listKind".into(), json!(format!("{kind}List")));
+        if !kind.is_empty() {
+            for (field, value) in [
+                ("singular", kind.to_ascii_lowercase()),
+                ("listKind", format!("{kind}List")),
+            ] {
+                if names
+                    .get(field)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty()
+                {
+                    names.insert(field.into(), json!(value));
+                }
+            }
         }
     }
     if spec.get("conversion").is_none_or(Value::is_null) {
