@@ -1,5 +1,6 @@
 //! kube-rs (typed `Api`, runtime watcher/reflector, event recorder) against kplane.
 
+mod apply;
 mod events;
 mod lease;
 mod list_watch;

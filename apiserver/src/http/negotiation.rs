@@ -239,6 +239,65 @@ pub fn parse_yaml(body: &[u8]) -> ApiResult<Value> {
     Ok(v)
 }
 
+/// Decodes a server-side apply body (YAML, or JSON as kubectl, client-go and kube-rs send
+/// it). Duplicate keys do not fail the decode (the last one wins, as Go's non-strict YAML
+/// decode does); they come back as strict-decoding problems for `fieldValidation`.
+pub fn parse_apply_body(body: &[u8]) -> ApiResult<(Value, Vec<String>)> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        if let Ok((v, dups)) = super::json::parse_with_duplicates(body) {
+            let problems = dups
+                .iter()
+                .map(|p| format!("key {:?} already set in map", last_segment(p)))
+                .collect();
+            return Ok((v, problems));
+        }
+    }
+    match parse_yaml(body) {
+        Ok(v) => Ok((v, Vec::new())),
+        Err(strict_err) => {
+            let text = std::str::from_utf8(body)
+                .map_err(|_| ApiError::bad_request("the YAML body is not valid UTF-8"))?;
+            let lenient = serde_saphyr::options! {
+                duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+            };
+            let Ok(v) = serde_saphyr::from_str_with_options::<Value>(text, lenient) else {
+                return Err(strict_err);
+            };
+            if depth(&v) > 100 {
+                return Err(ApiError::bad_request("the YAML body is nested too deeply"));
+            }
+            let problem = match serde_saphyr::from_str::<Value>(text) {
+                Err(e) => duplicate_key_problem(&e),
+                Ok(_) => String::from("duplicate key"),
+            };
+            Ok((v, vec![problem]))
+        }
+    }
+}
+
+/// `line N: key "k" already set in map`, as Go's strict YAML decoder words it.
+fn duplicate_key_problem(e: &serde_saphyr::Error) -> String {
+    let line = e.location().map(|l| l.line()).unwrap_or(0);
+    let text = e.to_string();
+    // The error may come wrapped (with a snippet); its text names the key.
+    let key = match e {
+        serde_saphyr::Error::DuplicateMappingKey { key: Some(k), .. } => Some(k.clone()),
+        _ => text
+            .split_once("duplicate mapping key: ")
+            .map(|(_, rest)| rest.split([',', '\n']).next().unwrap_or(rest).to_string()),
+    };
+    match key {
+        Some(k) => format!("line {line}: key {k:?} already set in map"),
+        None => text.lines().next().unwrap_or("duplicate key").to_string(),
+    }
+}
+
+/// The last field name of a duplicate-key path such as `data.a`.
+fn last_segment(path: &str) -> &str {
+    path.rsplit('.').next().unwrap_or(path)
+}
+
 fn depth(v: &Value) -> usize {
     let mut max = 0;
     let mut stack = vec![(v, 1usize)];
@@ -305,5 +364,21 @@ mod tests {
     fn deep_json_is_rejected() {
         let deep = "[".repeat(10_000) + &"]".repeat(10_000);
         assert_eq!(parse_json(deep.as_bytes()).unwrap_err().code(), 400);
+    }
+
+    #[test]
+    fn apply_bodies_keep_the_last_duplicate_and_report_it() {
+        let (v, dups) = parse_apply_body(b"a: 1\nb:\n  c: 1\n  c: 2\n").unwrap();
+        assert_eq!(v["b"]["c"], 2);
+        assert_eq!(
+            dups,
+            vec![r#"line 4: key "c" already set in map"#.to_string()]
+        );
+        let (v, dups) = parse_apply_body(br#"{"a":{"x":1,"x":3}}"#).unwrap();
+        assert_eq!(v["a"]["x"], 3);
+        assert_eq!(dups, vec![r#"key "x" already set in map"#.to_string()]);
+        let (_, dups) = parse_apply_body(b"a: 1\n").unwrap();
+        assert!(dups.is_empty());
+        assert!(parse_apply_body(b"a: [").is_err());
     }
 }

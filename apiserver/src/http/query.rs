@@ -211,6 +211,13 @@ pub struct WriteParams {
     pub duplicates: Vec<String>,
     /// Warnings for the response.
     pub warnings: crate::warnings::Warnings,
+    /// The manager named by the User-Agent, for writes without `fieldManager`.
+    pub default_manager: String,
+    /// Set by server-side apply, which records its own managedFields entries.
+    pub skip_managed_fields: bool,
+    /// The subresource recorded in `Update` entries when the write reaches the object
+    /// through another path (`scale`).
+    pub managed_subresource: Option<&'static str>,
 }
 
 /// `fieldValidation`.
@@ -289,16 +296,13 @@ impl WriteParams {
             .filter(|s| !s.is_empty())
             .map(str::to_string);
         if let Some(m) = &field_manager {
-            if m.len() > 128 || m.chars().any(|c| c.is_control()) {
+            let causes = field_manager_problems(m);
+            if !causes.is_empty() {
                 return Err(ApiError::from(Status::invalid(
                     "meta.k8s.io",
                     kind.name(),
                     "",
-                    vec![Cause::invalid(
-                        "fieldManager",
-                        &json!(m),
-                        "must be at most 128 printable characters",
-                    )],
+                    causes,
                 )));
             }
         }
@@ -310,6 +314,75 @@ impl WriteParams {
             ..Default::default()
         })
     }
+
+    /// Options of a write made by kplane's own controllers (garbage collector, namespace
+    /// bootstrap), recorded under the manager kube-controller-manager uses upstream.
+    pub fn controller() -> WriteParams {
+        WriteParams {
+            default_manager: CONTROLLER_MANAGER.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// Takes the default field manager from the request's User-Agent.
+    pub fn with_user_agent(mut self, user_agent: Option<&str>) -> Self {
+        self.default_manager = manager_from_user_agent(user_agent.unwrap_or(""));
+        self
+    }
+
+    /// The manager this write is recorded under: `fieldManager`, else the User-Agent's.
+    pub fn manager(&self) -> &str {
+        self.field_manager
+            .as_deref()
+            .unwrap_or(&self.default_manager)
+    }
+}
+
+/// The field manager of writes by the built-in controllers.
+pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
+/// Longest field manager name (`FieldManagerMaxLength`).
+const FIELD_MANAGER_MAX_LENGTH: usize = 128;
+
+/// Go's `unicode.IsPrint`: graphic characters and the ASCII space.
+fn is_print(c: char) -> bool {
+    c == ' ' || !(c.is_control() || c.is_whitespace() || is_format_char(c))
+}
+
+/// Unicode format characters (category Cf) clients are likely to send by accident.
+fn is_format_char(c: char) -> bool {
+    matches!(c, '\u{ad}' | '\u{600}'..='\u{605}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+}
+
+/// `ValidateFieldManager`: at most 128 bytes, printable characters only.
+fn field_manager_problems(m: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if m.len() > FIELD_MANAGER_MAX_LENGTH {
+        causes.push(Cause::too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH));
+    }
+    for (i, c) in m.char_indices().filter(|(_, c)| !is_print(*c)) {
+        causes.push(Cause::invalid(
+            "fieldManager",
+            &json!(m),
+            &format!("invalid character U+{:04X} (at position {i})", c as u32),
+        ));
+    }
+    causes
+}
+
+/// The default manager of a request without `fieldManager` (upstream
+/// `prefixFromUserAgent`): the User-Agent up to its first `/`, unprintable characters
+/// dropped, cut to 128 bytes.
+pub fn manager_from_user_agent(ua: &str) -> String {
+    let prefix = ua.split('/').next().unwrap_or("");
+    let mut out = String::new();
+    for c in prefix.chars().filter(|c| is_print(*c)) {
+        if out.len() + c.len_utf8() > FIELD_MANAGER_MAX_LENGTH {
+            break;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Parses a Go duration such as `32s`, `1m30s`, `500ms`.
@@ -394,5 +467,43 @@ mod tests {
             Some(std::time::Duration::from_secs(90))
         );
         assert_eq!(parse_go_duration("abc"), None);
+    }
+
+    #[test]
+    fn default_manager_is_the_user_agent_prefix() {
+        assert_eq!(
+            manager_from_user_agent("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"),
+            "kubectl"
+        );
+        assert_eq!(manager_from_user_agent("my\u{7}controller"), "mycontroller");
+        assert_eq!(manager_from_user_agent(&"x".repeat(300)).len(), 128);
+        assert_eq!(manager_from_user_agent(""), "");
+        let w = WriteParams::from_query(&Query::parse(None), OptionsKind::Update)
+            .unwrap()
+            .with_user_agent(Some("kube-rs/0.98"));
+        assert_eq!(w.manager(), "kube-rs");
+    }
+
+    #[test]
+    fn field_manager_is_validated_like_upstream() {
+        let q = Query::parse(Some("fieldManager=a%07b"));
+        let e = WriteParams::from_query(&q, OptionsKind::Create).unwrap_err();
+        assert_eq!(e.code(), 422);
+        let body = e.0.to_json().to_string();
+        assert!(
+            body.contains("invalid character U+0007 (at position 1)"),
+            "{body}"
+        );
+        assert!(body.contains("CreateOptions"), "{body}");
+        let long = format!("fieldManager={}", "m".repeat(129));
+        let e =
+            WriteParams::from_query(&Query::parse(Some(&long)), OptionsKind::Patch).unwrap_err();
+        let body = e.0.to_json().to_string();
+        assert!(
+            body.contains("Too long: may not be more than 128 bytes"),
+            "{body}"
+        );
+        let ok = format!("fieldManager={}", "m".repeat(128));
+        assert!(WriteParams::from_query(&Query::parse(Some(&ok)), OptionsKind::Patch).is_ok());
     }
 }

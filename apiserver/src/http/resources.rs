@@ -117,6 +117,8 @@ async fn serve(
     req: Request<Body>,
 ) -> ApiResult<Response> {
     let q = Query::parse(req.uri().query());
+    let user_agent = user_agent(&req);
+    let ua = user_agent.as_deref();
     let method = req.method().clone();
     let target = Target {
         cluster,
@@ -197,7 +199,7 @@ async fn serve(
                     "POST", &rt.plural,
                 )));
             }
-            let mut w = WriteParams::from_query(&q, OptionsKind::Create)?;
+            let mut w = WriteParams::from_query(&q, OptionsKind::Create)?.with_user_agent(ua);
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -215,7 +217,7 @@ async fn serve(
         }
         (Method::PUT, Some(name)) => {
             require_verb(&rt, "update")?;
-            let mut w = WriteParams::from_query(&q, OptionsKind::Update)?;
+            let mut w = WriteParams::from_query(&q, OptionsKind::Update)?.with_user_agent(ua);
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -236,7 +238,7 @@ async fn serve(
         }
         (Method::PATCH, Some(name)) => {
             require_verb(&rt, "patch")?;
-            let w = WriteParams::from_query(&q, OptionsKind::Patch)?;
+            let w = WriteParams::from_query(&q, OptionsKind::Patch)?.with_user_agent(ua);
             if w.force.is_some() {
                 let (ct, _) = read_body_type(&req);
                 if ct != Some(BodyType::ApplyPatch) {
@@ -333,6 +335,14 @@ fn cr_patch_types_only() -> ApiError {
     )
 }
 
+/// The request's User-Agent (the default field manager of its writes).
+fn user_agent(req: &Request<Body>) -> Option<String> {
+    req.headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 /// `GET|PUT|PATCH .../scale` (custom resources with a scale subresource).
 async fn handle_scale(
     reg: &Arc<crate::registry::Registry>,
@@ -344,20 +354,24 @@ async fn handle_scale(
     req: Request<Body>,
 ) -> ApiResult<Response> {
     negotiation::negotiate(accept, false, false)?;
+    let user_agent = user_agent(&req);
+    let ua = user_agent.as_deref();
     let json = |code: StatusCode, b: bytes::Bytes| {
         (code, [(header::CONTENT_TYPE, "application/json")], b).into_response()
     };
     match method {
         Method::GET => Ok(json(StatusCode::OK, reg.get_scale(target, name).await?)),
         Method::PUT => {
-            let w = WriteParams::from_query(q, OptionsKind::Update)?;
+            let mut w = WriteParams::from_query(q, OptionsKind::Update)?.with_user_agent(ua);
+            w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let scale = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
             let out = reg.update_scale(target, name, scale, &w).await?;
             with_warnings(&w, Ok(json(StatusCode::OK, out)))
         }
         Method::PATCH => {
-            let w = WriteParams::from_query(q, OptionsKind::Patch)?;
+            let mut w = WriteParams::from_query(q, OptionsKind::Patch)?.with_user_agent(ua);
+            w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let ty = match negotiation::body_type(ct.as_deref())? {
                 BodyType::JsonPatch => PatchType::Json,

@@ -3,30 +3,17 @@
 //! as 409 unless `force`), then written through the ordinary create/update path, so every
 //! rule of the type (typed decoding, validation, status subresource) still applies.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
-use kplane_merge::{DefaultTypeInfo, Request, TypeInfo};
-use kplane_types::{Cause, Status};
+use kplane_merge::Request;
+use kplane_types::{Cause, Status, StatusReason};
 use serde_json::{json, Value};
 
-use super::{corrupt, meta, Registry, Strategy, Target};
+use super::{corrupt, meta, Registry, ResourceType, Strategy, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::WriteParams;
+use crate::http::query::{FieldValidation, WriteParams};
 
 /// How many times an apply is retried when the object changed underneath it.
 const APPLY_RETRIES: usize = 5;
-
-fn type_info(t: &Target) -> Arc<dyn TypeInfo> {
-    let rt = &t.rt;
-    if let Some(info) = &rt.custom {
-        if let Ok(ti) = kplane_merge::crd_type_info(&info.raw_schema) {
-            return Arc::new(ti);
-        }
-    }
-    kplane_merge::builtin_type_info(&rt.group, &rt.kind)
-        .unwrap_or_else(|| Arc::new(DefaultTypeInfo))
-}
 
 impl Registry {
     /// Applies `body` (YAML or JSON) as `w.field_manager`. Returns the stored object and
@@ -52,23 +39,28 @@ impl Registry {
                 )],
             )));
         };
-        let applied = crate::http::negotiation::parse_yaml(body)?;
+        let (applied, duplicates) = crate::http::negotiation::parse_apply_body(body)?;
         if !applied.is_object() {
             return Err(ApiError::bad_request(
                 "the apply configuration must be an object",
             ));
+        }
+        strict_yaml_problems(w, &duplicates)?;
+        if let Some(path) = undeclared_fields(&rt, &applied).first() {
+            return Err(not_typed(t, name, path));
         }
         if let Some(n) = meta::meta_str(&applied, "name").filter(|n| !n.is_empty() && *n != name) {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({n}) does not match the name on the URL ({name})"
             )));
         }
-        let types = type_info(t);
+        let types = super::managed::type_info(&rt);
         let api_version = rt.api_version();
-        let reset: &[&str] = match sub {
-            Some(_) => &["spec", "metadata"],
-            None if rt.status_subresource => &["status"],
-            None => &[],
+        let reset = super::managed::reset_fields(&rt, sub);
+        // The merge result carries this apply's entries; the write must not add more.
+        let w = &WriteParams {
+            skip_managed_fields: true,
+            ..w.clone()
         };
         for _ in 0..APPLY_RETRIES {
             let current = self.get_stored(t, name).await?;
@@ -102,6 +94,7 @@ impl Registry {
                 }
                 None => self.create(t, merged, w).await.map(|b| (b, true)),
                 Some(kv) => {
+                    super::typed::typed_decode(&rt, &mut merged, w, &[])?;
                     let obj = if rt.strategy == Strategy::EventsV1Event {
                         super::events::to_core(&merged)
                     } else {
@@ -119,4 +112,60 @@ impl Registry {
         }
         Err(ApiError::from(Status::stale(&rt.group, &rt.plural, name)))
     }
+}
+
+/// `fieldValidation` for the apply body's duplicate keys (upstream decodes the body a second
+/// time with a strict YAML decoder): Strict fails, Warn adds a warning per key.
+fn strict_yaml_problems(w: &WriteParams, problems: &[String]) -> ApiResult<()> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    match w.field_validation {
+        FieldValidation::Strict => Err(ApiError::bad_request(format!(
+            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
+            problems.join("\n  ")
+        ))),
+        FieldValidation::Warn => {
+            for p in problems {
+                w.warnings.push(p.clone());
+            }
+            Ok(())
+        }
+        FieldValidation::Ignore => Ok(()),
+    }
+}
+
+/// Fields of the applied configuration that its type does not declare. Server-side apply
+/// refuses them whatever `fieldValidation` says: upstream, turning the configuration into
+/// a typed object fails before any merge.
+fn undeclared_fields(rt: &ResourceType, applied: &Value) -> Vec<String> {
+    let mut copy = applied.clone();
+    let Some(info) = &rt.custom else {
+        return kplane_openapi::typed::prune_and_check(&rt.schema_name, &mut copy).unknown;
+    };
+    let mut unknown = Vec::new();
+    if let Some(m) = copy.get_mut("metadata") {
+        let r = kplane_openapi::typed::prune_and_check(super::custom::OBJECT_META, m);
+        unknown.extend(r.unknown.into_iter().map(|p| format!("metadata.{p}")));
+    }
+    if let Some(schema) = &info.schema {
+        unknown.extend(schema.prune(&mut copy));
+    }
+    unknown
+}
+
+/// kube-apiserver's answer to an undeclared field in an apply configuration: an error
+/// without a status of its own, hence 500 with no reason (kubernetes/kubernetes#122480).
+fn not_typed(t: &Target, name: &str, path: &str) -> ApiError {
+    let rt = &t.rt;
+    ApiError::from(Status::new(
+        StatusReason::Unknown,
+        format!(
+            "failed to create typed patch object ({}/{name}; {}/{}, Kind={}): .{path}: field not declared in schema",
+            t.namespace.as_deref().unwrap_or(""),
+            rt.group,
+            rt.version,
+            rt.kind
+        ),
+    ))
 }

@@ -58,6 +58,8 @@ pub struct CustomInfo {
     pub deprecation_warning: Option<String>,
     /// The CRD is being deleted: no new instances.
     pub terminating: bool,
+    /// List/map semantics for server-side apply and managedFields, built on first use.
+    pub merge_types: super::managed::LazyTypeInfo,
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -663,6 +665,7 @@ pub fn resource_types(crd: &Value, cache: &SchemaCache) -> Vec<ResourceType> {
             storage_version: storage_version.clone(),
             deprecation_warning,
             terminating,
+            merge_types: Default::default(),
         };
         // While the CRD terminates only create is refused: updates must still work so
         // that finalizers on the remaining instances can be removed.

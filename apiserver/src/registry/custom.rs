@@ -13,7 +13,7 @@ use super::{corrupt, meta, Registry, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::http::query::WriteParams;
 
-const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+pub(super) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 /// Prunes, reports per `fieldValidation`, and defaults a custom resource from a request.
 pub fn decode(

@@ -281,7 +281,7 @@ impl Registry {
             obj
         };
         match self
-            .update(t, &name, None, obj, &WriteParams::default())
+            .update(t, &name, None, obj, &WriteParams::controller())
             .await
         {
             Ok(_) => Ok(()),

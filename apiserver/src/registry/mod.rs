@@ -13,6 +13,7 @@ pub mod custom;
 pub mod events;
 pub mod gc;
 pub mod lifecycle;
+pub mod managed;
 pub mod meta;
 pub mod namespaces;
 pub mod patch;

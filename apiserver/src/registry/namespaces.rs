@@ -38,7 +38,7 @@ impl Registry {
                     // Mark first so the namespace create below does not recurse.
                     set.insert(cluster.to_string());
                 }
-                match Box::pin(self.create(&target, obj, &WriteParams::default())).await {
+                match Box::pin(self.create(&target, obj, &WriteParams::controller())).await {
                     Ok(_) => {}
                     Err(e) if e.code() == 409 => {}
                     Err(e) => {
@@ -78,7 +78,7 @@ impl Registry {
                 rt,
                 namespace: Some(ns.to_string()),
             };
-            match Box::pin(self.create(&t, obj, &WriteParams::default())).await {
+            match Box::pin(self.create(&t, obj, &WriteParams::controller())).await {
                 Ok(_) => {}
                 Err(e) if e.code() == 409 => {}
                 Err(e) => {

@@ -84,6 +84,7 @@ impl Registry {
             .await?;
         }
         strategy::default(&mut obj, &rt);
+        super::managed::record_update(&rt, None, &mut obj, None, w);
         let attempts = if explicit_name.is_empty() && !generate.is_empty() {
             8
         } else {
@@ -290,6 +291,7 @@ impl Registry {
             Some(other) => return Err(ApiError::not_found_sub(other)),
         };
         meta::prepare_update(&mut new, &old, rt)?;
+        super::managed::record_update(rt, Some(&old), &mut new, sub, w);
         self.controller_status(rt, &cluster, &mut new).await?;
         if meta::is_deleting(&old) {
             let added: Vec<String> = meta::finalizers(&new)

@@ -24,6 +24,9 @@ pub enum StatusReason {
     Timeout,
     InternalError,
     ServiceUnavailable,
+    /// `StatusReasonUnknown` (""): what kube-apiserver answers, with code 500, for an error
+    /// that carries no status of its own.
+    Unknown,
 }
 
 impl StatusReason {
@@ -47,6 +50,7 @@ impl StatusReason {
             Timeout => "Timeout",
             InternalError => "InternalError",
             ServiceUnavailable => "ServiceUnavailable",
+            Unknown => "",
         }
     }
 
@@ -66,7 +70,7 @@ impl StatusReason {
             UnsupportedMediaType => 415,
             Invalid => 422,
             TooManyRequests => 429,
-            InternalError => 500,
+            InternalError | Unknown => 500,
             ServiceUnavailable => 503,
             Timeout => 504,
         }
@@ -360,6 +364,11 @@ impl Status {
             "reason": self.reason.as_str(),
             "code": self.code,
         });
+        if self.reason == StatusReason::Unknown {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("reason");
+            }
+        }
         let mut details = serde_json::Map::new();
         if let Some(d) = &self.details {
             for (k, val) in [
@@ -444,5 +453,13 @@ mod tests {
         );
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
         assert_eq!(s["code"], 422);
+    }
+
+    #[test]
+    fn unknown_reason_is_a_500_without_reason() {
+        let v = Status::new(StatusReason::Unknown, "boom").to_json();
+        assert_eq!(v["code"], 500);
+        assert!(v.get("reason").is_none(), "{v}");
+        assert_eq!(v["message"], "boom");
     }
 }

@@ -1,0 +1,90 @@
+//! managedFields bookkeeping for every write that is not a server-side apply: creates,
+//! updates (PUT) and JSON/merge/strategic patches record an `Update` entry for their field
+//! manager (`fieldManager`, else the User-Agent prefix), as kube-apiserver's field manager
+//! does. Server-side apply records its own `Apply` entries in [`super::apply`].
+//!
+//! Also owns the per-kind merge type information both paths use.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use kplane_merge::{DefaultTypeInfo, Request, TypeInfo};
+use serde_json::Value;
+
+use super::catalog::{ResourceType, Strategy};
+use super::meta;
+use crate::http::query::WriteParams;
+
+/// A custom resource version's merge type information, built from its schema on first use
+/// and shared by every request after that.
+#[derive(Default)]
+pub struct LazyTypeInfo(OnceLock<Arc<dyn TypeInfo>>);
+
+impl fmt::Debug for LazyTypeInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LazyTypeInfo")
+    }
+}
+
+/// List and map semantics of `rt`'s objects.
+pub fn type_info(rt: &ResourceType) -> Arc<dyn TypeInfo> {
+    if let Some(info) = &rt.custom {
+        return info
+            .merge_types
+            .0
+            .get_or_init(|| match kplane_merge::crd_type_info(&info.raw_schema) {
+                Ok(ti) => Arc::new(ti),
+                Err(_) => Arc::new(DefaultTypeInfo),
+            })
+            .clone();
+    }
+    kplane_merge::builtin_type_info(&rt.group, &rt.kind)
+        .unwrap_or_else(|| Arc::new(DefaultTypeInfo))
+}
+
+/// Top-level fields a write through `sub` may not change (upstream `GetResetFields`).
+pub fn reset_fields(rt: &ResourceType, sub: Option<&str>) -> &'static [&'static str] {
+    match sub {
+        Some("status") => &["spec", "metadata"],
+        Some(_) => &[],
+        None if rt.status_subresource => &["status"],
+        None => &[],
+    }
+}
+
+/// Records the write of `new` over `old` (`None` for a create) in `new`'s managedFields.
+/// `sub` is the subresource the request went through.
+pub fn record_update(
+    rt: &ResourceType,
+    old: Option<&Value>,
+    new: &mut Value,
+    sub: Option<&str>,
+    w: &WriteParams,
+) {
+    if w.skip_managed_fields || rt.strategy == Strategy::Review {
+        return;
+    }
+    let sub = w.managed_subresource.or(sub);
+    let types = type_info(rt);
+    let api_version = rt.api_version();
+    let now = meta::now_time();
+    let req = Request {
+        manager: w.manager(),
+        api_version: &api_version,
+        subresource: sub,
+        now: &now,
+        types: &*types,
+        reset_fields: if w.managed_subresource.is_some() {
+            &[]
+        } else {
+            reset_fields(rt, sub)
+        },
+    };
+    if let Err(e) = kplane_merge::record_update(old, new, &req) {
+        // As upstream: never fail a write over bookkeeping, and never keep garbage.
+        tracing::warn!(error = %e.message, "managedFields could not be updated; dropping them");
+        if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("managedFields");
+        }
+    }
+}
