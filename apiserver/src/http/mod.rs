@@ -119,7 +119,11 @@ async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Res
         }
         (ApiPath::Resource(rp), _) => {
             let started = std::time::Instant::now();
-            let labels = request_labels(&rp, req.method(), req.uri().query());
+            let apply = req
+                .headers()
+                .get(axum::http::header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes() == b"application/apply-patch+yaml");
+            let labels = request_labels(&rp, req.method(), req.uri().query(), apply);
             let metrics = state.metrics.clone();
             let resp = resources::handle(state, cluster, rp, user, accept, req).await;
             metrics.observe_request(
@@ -142,11 +146,13 @@ async fn surface_for(
     state.surfaces.for_catalog(&catalog)
 }
 
-/// The metric labels of a resource request (verb as kube-apiserver reports it).
+/// The metric labels of a resource request (verb as kube-apiserver reports it: a PATCH
+/// with the apply content type is `APPLY`).
 fn request_labels(
     rp: &request_info::ResourcePath,
     method: &axum::http::Method,
     query: Option<&str>,
+    apply: bool,
 ) -> crate::metrics::RequestLabels {
     use axum::http::Method;
     let watch = query::Query::parse(query)
@@ -160,6 +166,7 @@ fn request_labels(
         (&Method::GET, false) => "LIST",
         (&Method::POST, _) => "POST",
         (&Method::PUT, _) => "PUT",
+        (&Method::PATCH, _) if apply => "APPLY",
         (&Method::PATCH, _) => "PATCH",
         (&Method::DELETE, true) => "DELETE",
         (&Method::DELETE, false) => "DELETECOLLECTION",
@@ -255,7 +262,7 @@ mod tests {
                 panic!("{path} is a resource path")
             };
             m.observe_request(
-                request_labels(&rp, &axum::http::Method::GET, None),
+                request_labels(&rp, &axum::http::Method::GET, None, false),
                 200,
                 0.001,
             );

@@ -64,11 +64,16 @@ impl Registry {
         };
         for _ in 0..APPLY_RETRIES {
             let current = self.get_stored(t, name).await?;
+            // Whether the API form is the stored bytes as they are (then the decoded live
+            // object doubles as the stored one for the update).
+            let mut live_is_stored = false;
             let live: Option<Value> = match &current {
-                Some(kv) => Some(
-                    serde_json::from_slice(&self.to_api(&rt, kv.value.clone())?)
-                        .map_err(|e| corrupt(&e))?,
-                ),
+                Some(kv) => {
+                    let api = self.to_api(&rt, kv.value.clone())?;
+                    live_is_stored =
+                        api.as_ptr() == kv.value.as_ptr() && api.len() == kv.value.len();
+                    Some(serde_json::from_slice(&api).map_err(|e| corrupt(&e))?)
+                }
                 None => None,
             };
             let now = meta::now_time();
@@ -100,7 +105,8 @@ impl Registry {
                     } else {
                         self.to_storage(&rt, merged)
                     };
-                    self.write_update(t, name, sub, obj, kv, w)
+                    let decoded = live.filter(|_| live_is_stored);
+                    self.write_update_decoded(t, name, sub, obj, kv, decoded, w)
                         .await
                         .map(|b| (b, false))
                 }

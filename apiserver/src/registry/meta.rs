@@ -366,15 +366,19 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiRes
 
 /// Whether anything outside `metadata` and `status` differs.
 fn spec_changed(new: &Value, old: &Value) -> bool {
-    let strip = |v: &Value| -> Value {
-        let mut v = v.clone();
-        if let Some(o) = v.as_object_mut() {
-            o.remove("metadata");
-            o.remove("status");
-        }
-        v
+    let (Some(n), Some(o)) = (new.as_object(), old.as_object()) else {
+        return new != old;
     };
-    strip(new) != strip(old)
+    // Everything but metadata and status, compared in place (objects can be large).
+    let counted = |m: &Map<String, Value>| {
+        m.keys()
+            .filter(|k| !matches!(k.as_str(), "metadata" | "status"))
+            .count()
+    };
+    counted(n) != counted(o)
+        || n.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+            .any(|(k, v)| o.get(k) != Some(v))
 }
 
 /// The finalizers of an object.

@@ -108,14 +108,14 @@ impl Registry {
             let key = t.key(&name)?;
             match self
                 .storage
-                .put(key, Precondition::MustNotExist, encoder(candidate.clone()))
+                .put(key, Precondition::MustNotExist, encoder(candidate))
                 .await
             {
                 Ok(kv) => {
                     if rt.strategy == Strategy::Namespace {
                         self.bootstrap_namespace(&cluster, &name).await;
                     }
-                    self.after_write(&rt, &cluster, &name, &candidate).await?;
+                    self.after_write(&rt, &cluster, &name, false).await?;
                     return self.to_api(&rt, kv.value);
                 }
                 Err(kplane_storage::Error::AlreadyExists) if attempt + 1 < attempts => continue,
@@ -241,20 +241,20 @@ impl Registry {
         rt: &super::ResourceType,
         cluster: &str,
         name: &str,
-        obj: &Value,
+        deleting: bool,
     ) -> ApiResult<()> {
         use super::lifecycle::Work;
         match rt.strategy {
             Strategy::CustomResourceDefinition => {
                 self.refresh_catalog(cluster).await?;
-                if meta::is_deleting(obj) {
+                if deleting {
                     self.enqueue(Work::CrdCleanup {
                         cluster: cluster.into(),
                         name: name.into(),
                     });
                 }
             }
-            Strategy::Namespace if meta::is_deleting(obj) => {
+            Strategy::Namespace if deleting => {
                 self.enqueue(Work::Namespace {
                     cluster: cluster.into(),
                     name: name.into(),
@@ -275,10 +275,30 @@ impl Registry {
         current: &KeyValue,
         w: &WriteParams,
     ) -> ApiResult<Bytes> {
+        self.write_update_decoded(t, name, sub, obj, current, None, w)
+            .await
+    }
+
+    /// [`Registry::write_update`] for a caller that already decoded `current` (exactly its
+    /// stored form), which spares decoding a large object twice.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn write_update_decoded(
+        &self,
+        t: &Target,
+        name: &str,
+        sub: Option<&str>,
+        obj: Value,
+        current: &KeyValue,
+        decoded: Option<Value>,
+        w: &WriteParams,
+    ) -> ApiResult<Bytes> {
         let rt = &t.rt;
         let cluster = t.cluster()?.to_string();
         let _crd_guard = self.crd_write_guard(rt).await;
-        let old = decode(current)?;
+        let old = match decoded {
+            Some(v) => v,
+            None => decode(current)?,
+        };
         let mut new = match sub {
             None => {
                 let mut n = obj;
@@ -312,7 +332,7 @@ impl Registry {
         }
         meta::invalid_if_any(rt, name, strategy::validate(&new, Some(&old), rt))?;
         // Nothing changed: no new revision (as Kubernetes does).
-        if without_rv(&new) == without_rv(&old) {
+        if equal_but_rv(&new, &old) {
             return self.to_api(rt, current.value.clone());
         }
         if w.dry_run {
@@ -329,10 +349,11 @@ impl Registry {
         let gone = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
             && !(rt.strategy == Strategy::Namespace && namespace_has_spec_finalizers(&new));
+        let deleting = meta::is_deleting(&new);
         let kv = if gone {
-            self.storage.delete(key, pre, encoder(new.clone())).await
+            self.storage.delete(key, pre, encoder(new)).await
         } else {
-            self.storage.put(key, pre, encoder(new.clone())).await
+            self.storage.put(key, pre, encoder(new)).await
         }
         .map_err(|e| storage_error(e, rt, name))?;
         if gone {
@@ -340,7 +361,7 @@ impl Registry {
                 self.recheck_crd_names(&cluster).await?;
             }
         } else {
-            self.after_write(rt, &cluster, name, &new).await?;
+            self.after_write(rt, &cluster, name, deleting).await?;
         }
         self.to_api(rt, kv.value)
     }
@@ -365,8 +386,10 @@ impl Registry {
                     &rt.group, &rt.plural, name,
                 )));
             };
-            let old_api: Value = serde_json::from_slice(&self.to_api(&rt, current.value.clone())?)
-                .map_err(|e| corrupt(&e))?;
+            let api = self.to_api(&rt, current.value.clone())?;
+            let api_is_stored =
+                api.as_ptr() == current.value.as_ptr() && api.len() == current.value.len();
+            let old_api: Value = serde_json::from_slice(&api).map_err(|e| corrupt(&e))?;
             let patched = patch::apply(&parsed, &old_api, &rt).map_err(|msg| {
                 ApiError::from(Status::new(StatusReason::Invalid, msg)).with_code(422)
             })?;
@@ -396,7 +419,11 @@ impl Registry {
                 Some(_) => patch::mentions_resource_version(&parsed),
                 None => false,
             };
-            match self.write_update(t, name, sub, obj, &current, w).await {
+            let decoded = api_is_stored.then_some(old_api);
+            match self
+                .write_update_decoded(t, name, sub, obj, &current, decoded, w)
+                .await
+            {
                 Err(e) if e.is_conflict() && !locked && attempt < PATCH_RETRIES => continue,
                 other => return other,
             }
@@ -464,9 +491,9 @@ impl Registry {
                 if d.dry_run {
                     return Ok(DeleteOutcome::Marked(to_bytes(&marked)?));
                 }
-                match self.storage.put(key, pre, encoder(marked.clone())).await {
+                match self.storage.put(key, pre, encoder(marked)).await {
                     Ok(kv) => {
-                        self.after_write(&rt, &cluster, name, &marked).await?;
+                        self.after_write(&rt, &cluster, name, true).await?;
                         return Ok(DeleteOutcome::Marked(self.to_api(&rt, kv.value)?));
                     }
                     Err(kplane_storage::Error::Conflict { .. }) => continue,
@@ -618,16 +645,50 @@ fn with_field_from(old: &Value, new: &Value, field: &str) -> Value {
     out
 }
 
-fn without_rv(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-    }
-    v
+/// Whether two objects are equal apart from `metadata.resourceVersion` (without copying
+/// them: objects can be large).
+fn equal_but_rv(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let meta_eq = |x: Option<&Value>, y: Option<&Value>| match (x, y) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            let rv = "resourceVersion";
+            x.iter()
+                .filter(|(k, _)| k.as_str() != rv)
+                .all(|(k, v)| y.get(k) == Some(v))
+                && y.keys().filter(|k| k.as_str() != rv).count()
+                    == x.keys().filter(|k| k.as_str() != rv).count()
+        }
+        (x, y) => x == y,
+    };
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| match k.as_str() {
+            "metadata" => meta_eq(Some(v), b.get(k)),
+            _ => b.get(k) == Some(v),
+        })
 }
 
 fn to_bytes(v: &Value) -> ApiResult<Bytes> {
     serde_json::to_vec(v)
         .map(Bytes::from)
         .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equality_ignores_only_the_resource_version() {
+        let a = json!({"metadata": {"name": "x", "resourceVersion": "1"}, "data": {"a": "1"}});
+        let b = json!({"metadata": {"name": "x", "resourceVersion": "2"}, "data": {"a": "1"}});
+        let c = json!({"metadata": {"name": "x"}, "data": {"a": "1"}});
+        let d = json!({"metadata": {"name": "x", "labels": {}}, "data": {"a": "1"}});
+        let e = json!({"metadata": {"name": "x"}, "data": {"a": "2"}});
+        assert!(equal_but_rv(&a, &b));
+        assert!(equal_but_rv(&a, &c) && equal_but_rv(&c, &a));
+        assert!(!equal_but_rv(&c, &d) && !equal_but_rv(&d, &c));
+        assert!(!equal_but_rv(&c, &e));
+    }
 }

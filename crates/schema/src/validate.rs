@@ -7,6 +7,9 @@
 //! (multipleOf, minimum, maximum), array (items, minItems, maxItems), enum, object
 //! (min/maxProperties, additionalProperties, properties, required).
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
 use kplane_types::validation::go_quote;
 use kplane_types::Cause;
 use serde_json::{Map, Number, Value};
@@ -454,9 +457,10 @@ impl Validator<'_> {
         ps: &mut PathStack<'a>,
     ) {
         if let Some(items) = &n.items {
+            let correlator = Correlator::new(n, old);
             for (i, x) in a.iter().enumerate() {
                 ps.push(Seg::Index(i));
-                self.node(items, x, correlate_item(n, x, old), ps);
+                self.node(items, x, correlator.find(x), ps);
                 ps.pop();
             }
         }
@@ -548,19 +552,107 @@ impl Validator<'_> {
     }
 }
 
-/// The old item an array item correlates with: by map keys in `map` lists, by value in
-/// `set` lists; atomic lists do not correlate items.
-pub(crate) fn correlate_item<'a>(
-    n: &Node,
-    x: &Value,
+/// Finds the old item each item of a new list correlates with: by map keys in `map` lists,
+/// by value in `set` lists; atomic lists do not correlate items. Long lists are indexed by
+/// a structural hash once, so correlating a whole list is linear, not quadratic.
+pub(crate) struct Correlator<'a> {
+    list_type: Option<&'a ListType>,
     old: Option<&'a Vec<Value>>,
-) -> Option<&'a Value> {
-    let old = old?;
-    match &n.list_type {
-        Some(ListType::Map(keys)) => old.iter().find(|o| same_map_keys(keys, x, o)),
-        Some(ListType::Set) => old.iter().find(|o| json_eq(o, x)),
-        _ => None,
+    index: Option<HashMap<u64, Vec<&'a Value>>>,
+}
+
+/// Below this many old items a linear scan is cheaper than building an index.
+const INDEX_FROM: usize = 16;
+
+impl<'a> Correlator<'a> {
+    pub(crate) fn new(n: &'a Node, old: Option<&'a Vec<Value>>) -> Self {
+        let list_type = match &n.list_type {
+            Some(t @ (ListType::Map(_) | ListType::Set)) => Some(t),
+            _ => None,
+        };
+        let mut c = Correlator {
+            list_type,
+            old,
+            index: None,
+        };
+        if let (Some(t), Some(items)) = (list_type, old) {
+            if items.len() >= INDEX_FROM {
+                let mut index: HashMap<u64, Vec<&'a Value>> = HashMap::with_capacity(items.len());
+                for o in items {
+                    index.entry(identity_hash(t, o)).or_default().push(o);
+                }
+                c.index = Some(index);
+            }
+        }
+        c
     }
+
+    pub(crate) fn find(&self, x: &Value) -> Option<&'a Value> {
+        let t = self.list_type?;
+        let same = |o: &&Value| match t {
+            ListType::Map(keys) => same_map_keys(keys, x, o),
+            _ => json_eq(o, x),
+        };
+        match &self.index {
+            Some(index) => index
+                .get(&identity_hash(t, x))?
+                .iter()
+                .copied()
+                .find(|o| same(o)),
+            None => self.old?.iter().find(|o| same(o)),
+        }
+    }
+}
+
+/// Hash of what identifies a list item: its map keys, or (sets) the whole value.
+fn identity_hash(t: &ListType, v: &Value) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match t {
+        ListType::Map(keys) => {
+            for k in keys {
+                match v.get(k) {
+                    Some(x) => {
+                        1u8.hash(&mut h);
+                        value_hash(x, 0).hash(&mut h);
+                    }
+                    None => 0u8.hash(&mut h),
+                }
+            }
+        }
+        _ => value_hash(v, 0).hash(&mut h),
+    }
+    h.finish()
+}
+
+/// A structural hash consistent with [`json_eq`]: object members are combined without
+/// regard to order; deep values stop contributing (equality still decides).
+fn value_hash(v: &Value, depth: usize) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    if depth > 32 {
+        return 0;
+    }
+    match v {
+        Value::Null => 0u8.hash(&mut h),
+        Value::Bool(b) => (1u8, b).hash(&mut h),
+        Value::Number(n) => (2u8, n.to_string()).hash(&mut h),
+        Value::String(s) => (3u8, s).hash(&mut h),
+        Value::Array(a) => {
+            4u8.hash(&mut h);
+            for x in a {
+                value_hash(x, depth + 1).hash(&mut h);
+            }
+        }
+        Value::Object(m) => {
+            let mut sum = 0u64;
+            for (k, x) in m {
+                let mut e = std::collections::hash_map::DefaultHasher::new();
+                (k, value_hash(x, depth + 1)).hash(&mut e);
+                sum = sum.wrapping_add(e.finish());
+            }
+            (5u8, sum).hash(&mut h);
+        }
+    }
+    h.finish()
 }
 
 /// Whether two list-map items have the same values for all map keys.
@@ -614,6 +706,43 @@ fn enum_strings(values: &[Value]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn correlator_finds_the_first_matching_old_item_in_long_and_short_lists() {
+        let map = Node {
+            list_type: Some(ListType::Map(vec!["name".into(), "port".into()])),
+            ..Default::default()
+        };
+        for n in [3usize, 200] {
+            let old: Vec<Value> = (0..n)
+                .map(|i| serde_json::json!({"name": format!("e{i}"), "port": i, "v": i}))
+                .collect();
+            let c = Correlator::new(&map, Some(&old));
+            let last = n - 1;
+            let hit =
+                c.find(&serde_json::json!({"name": format!("e{last}"), "port": last, "v": "new"}));
+            assert_eq!(hit, Some(&old[last]));
+            // A different value for one key, or a key missing, correlates with nothing.
+            assert_eq!(c.find(&serde_json::json!({"name": "e1", "port": 2})), None);
+            assert_eq!(c.find(&serde_json::json!({"name": "e1"})), None);
+        }
+        let set = Node {
+            list_type: Some(ListType::Set),
+            ..Default::default()
+        };
+        let old: Vec<Value> = (0..50)
+            .map(|i| serde_json::json!({"a": i, "b": [i, "x"]}))
+            .collect();
+        let c = Correlator::new(&set, Some(&old));
+        assert_eq!(
+            c.find(&serde_json::json!({"b": [7, "x"], "a": 7})),
+            Some(&old[7])
+        );
+        assert_eq!(c.find(&serde_json::json!({"a": 7, "b": [7, "y"]})), None);
+        // Atomic lists never correlate.
+        let atomic = Node::default();
+        assert_eq!(Correlator::new(&atomic, Some(&old)).find(&old[0]), None);
+    }
 
     #[test]
     fn re2_translation() {

@@ -25,7 +25,7 @@ use crate::errors::{duplicate, forbidden, go_value, invalid, required};
 use crate::formats::{parse_date, parse_duration, Format};
 use crate::node::{ListType, MapType, Node, Ty};
 use crate::path::{join, PathStack, Seg};
-use crate::validate::{correlate_item, json_eq};
+use crate::validate::{json_eq, Correlator};
 
 const MAX_WALK_DEPTH: usize = 200;
 /// `MaxEvaluatedMessageExpressionSizeBytes`.
@@ -335,12 +335,13 @@ impl Evaluator<'_> {
                     return;
                 };
                 let old_items = old.and_then(Value::as_array);
+                // only map lists correlate items for oldSelf
+                let correlator = match &n.list_type {
+                    Some(ListType::Map(_)) => Some(Correlator::new(n, old_items)),
+                    _ => None,
+                };
                 for (i, x) in a.iter().enumerate() {
-                    // only map lists correlate items for oldSelf
-                    let ox = match &n.list_type {
-                        Some(ListType::Map(_)) => correlate_item(n, x, old_items),
-                        _ => None,
-                    };
+                    let ox = correlator.as_ref().and_then(|c| c.find(x));
                     ps.push(Seg::Index(i));
                     self.walk(items, x, ox, ps, false, unchanged, depth + 1);
                     ps.pop();
