@@ -15,6 +15,7 @@ pub mod gc;
 pub mod lifecycle;
 pub mod meta;
 pub mod namespaces;
+pub mod ns_conditions;
 pub mod patch;
 mod read;
 pub mod selection;
