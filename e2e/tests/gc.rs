@@ -2,6 +2,7 @@
 //! owner-less dependents, chained foreground deletion, custom resources as dependents,
 //! isolation between logical clusters, and a cascade interrupted by a restart.
 
+mod invalid_owners;
 mod namespaces;
 
 use std::time::Duration;

@@ -12,6 +12,7 @@ pub mod crd;
 pub mod custom;
 pub mod events;
 pub mod gc;
+mod gc_events;
 pub mod lifecycle;
 pub mod meta;
 pub mod namespaces;
