@@ -1,6 +1,7 @@
 //! kube-rs (typed `Api`, runtime watcher/reflector, event recorder) against kplane.
 
 mod events;
+mod gc;
 mod lease;
 mod list_watch;
 mod patch;
