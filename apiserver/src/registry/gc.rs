@@ -54,7 +54,7 @@ pub struct Graph {
 
 impl Graph {
     /// Records `dep`'s owner uids; returns whether they changed.
-    fn set_owners(&mut self, dep: &ObjRef, uids: Vec<String>) -> bool {
+    pub fn set_owners(&mut self, dep: &ObjRef, uids: Vec<String>) -> bool {
         let old = self.owners_of.get(dep).cloned().unwrap_or_default();
         if old == uids {
             return false;
@@ -81,7 +81,8 @@ impl Graph {
         true
     }
 
-    fn dependents_of(&self, cluster: &str, uid: &str) -> Vec<ObjRef> {
+    /// The dependents of the owner with `uid` in `cluster`.
+    pub fn dependents_of(&self, cluster: &str, uid: &str) -> Vec<ObjRef> {
         self.dependents
             .get(&(cluster.to_string(), uid.to_string()))
             .map(|s| s.iter().cloned().collect())
