@@ -2,12 +2,15 @@
 //! owner-less dependents, chained foreground deletion, custom resources as dependents,
 //! isolation between logical clusters, and a cascade interrupted by a restart.
 
+mod invalid_owners;
+mod namespaces;
+
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use kplane_e2e::{poll_until, KplaneServer};
 
-const TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn uid(server: &KplaneServer, kind: &str, name: &str) -> Result<String> {
     server.kubectl_ok(&["get", kind, name, "-o", "jsonpath={.metadata.uid}"])

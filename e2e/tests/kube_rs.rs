@@ -2,6 +2,7 @@
 
 mod apply;
 mod events;
+mod gc;
 mod lease;
 mod list_watch;
 mod patch;

@@ -54,7 +54,7 @@ pub struct Graph {
 
 impl Graph {
     /// Records `dep`'s owner uids; returns whether they changed.
-    fn set_owners(&mut self, dep: &ObjRef, uids: Vec<String>) -> bool {
+    pub fn set_owners(&mut self, dep: &ObjRef, uids: Vec<String>) -> bool {
         let old = self.owners_of.get(dep).cloned().unwrap_or_default();
         if old == uids {
             return false;
@@ -81,7 +81,8 @@ impl Graph {
         true
     }
 
-    fn dependents_of(&self, cluster: &str, uid: &str) -> Vec<ObjRef> {
+    /// The dependents of the owner with `uid` in `cluster`.
+    pub fn dependents_of(&self, cluster: &str, uid: &str) -> Vec<ObjRef> {
         self.dependents
             .get(&(cluster.to_string(), uid.to_string()))
             .map(|s| s.iter().cloned().collect())
@@ -119,9 +120,9 @@ struct Head {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct HeadMeta {
+pub(super) struct HeadMeta {
     #[serde(default)]
-    uid: String,
+    pub(super) uid: String,
     #[serde(default)]
     owner_references: Vec<OwnerRef>,
     #[serde(default)]
@@ -130,20 +131,36 @@ struct HeadMeta {
     deletion_timestamp: Option<String>,
 }
 
+/// The coordinates of one owner reference.
 #[derive(Deserialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
-struct OwnerRef {
+pub(super) struct OwnerRef {
     #[serde(default)]
-    api_version: String,
+    pub(super) api_version: String,
     #[serde(default)]
-    kind: String,
+    pub(super) kind: String,
     #[serde(default)]
-    name: String,
+    pub(super) name: String,
     #[serde(default)]
-    uid: String,
+    pub(super) uid: String,
 }
 
-fn head(bytes: &[u8]) -> HeadMeta {
+/// What an owner reference resolves to, as upstream's collector classifies it.
+#[derive(Debug, PartialEq, Eq)]
+enum OwnerState {
+    /// The owner does not exist (or is another object with the same name).
+    Absent,
+    /// The owner exists; `foreground` when it is being deleted in the foreground.
+    Present { foreground: bool },
+    /// The kind is not served in the cluster: the reference cannot be resolved, so the
+    /// dependent is left alone (Kubernetes keeps retrying the lookup).
+    UnknownKind,
+    /// A cluster-scoped dependent names a namespaced kind: never resolvable, never a
+    /// reason to collect (Kubernetes' `namespacedOwnerOfClusterScopedObjectErr`).
+    NamespacedOwnerOfClusterScoped,
+}
+
+pub(super) fn head(bytes: &[u8]) -> HeadMeta {
     serde_json::from_slice::<Head>(bytes)
         .map(|h| h.metadata)
         .unwrap_or_default()
@@ -199,9 +216,10 @@ impl Registry {
         }
     }
 
-    /// The state of one owner reference: `None` when the owner is gone (or is another
-    /// object with the same name), else whether it is being deleted in the foreground.
-    async fn owner_state(&self, dep: &ObjRef, o: &OwnerRef) -> ApiResult<Option<bool>> {
+    /// Resolves one owner reference of `dep` (whose stored form is `obj`). Namespaced
+    /// owners are looked up in the dependent's namespace only; one found elsewhere is
+    /// reported with an `OwnerRefInvalidNamespace` Warning, as Kubernetes does.
+    async fn owner_state(&self, dep: &ObjRef, obj: &Value, o: &OwnerRef) -> ApiResult<OwnerState> {
         let group = o.api_version.split_once('/').map(|(g, _)| g).unwrap_or("");
         let catalog = self.catalog_for(Some(&dep.cluster)).await?;
         let Some(rt) = catalog
@@ -210,8 +228,14 @@ impl Registry {
             .find(|rt| rt.group == group && rt.kind == o.kind)
             .cloned()
         else {
-            return Ok(None);
+            return Ok(OwnerState::UnknownKind);
         };
+        if rt.namespaced && dep.namespace.is_empty() {
+            if self.owner_elsewhere(dep, &rt, o).await? {
+                self.report_invalid_namespace(dep, obj, o).await;
+            }
+            return Ok(OwnerState::NamespacedOwnerOfClusterScoped);
+        }
         let ns = if rt.namespaced {
             dep.namespace.clone()
         } else {
@@ -228,13 +252,18 @@ impl Registry {
             .get(&key)
             .await
             .map_err(|e| ApiError::internal(e.to_string()))?;
-        Ok(kv
+        let state = kv
             .map(|kv| head(&kv.value))
             .filter(|m| m.uid == o.uid)
-            .map(|m| {
-                m.deletion_timestamp.is_some()
-                    && m.finalizers.iter().any(|f| f == FOREGROUND_FINALIZER)
-            }))
+            .map_or(OwnerState::Absent, |m| OwnerState::Present {
+                foreground: m.deletion_timestamp.is_some()
+                    && m.finalizers.iter().any(|f| f == FOREGROUND_FINALIZER),
+            });
+        if state == OwnerState::Absent && rt.namespaced && self.owner_elsewhere(dep, &rt, o).await?
+        {
+            self.report_invalid_namespace(dep, obj, o).await;
+        }
+        Ok(state)
     }
 
     /// A registry target for a stored object.
@@ -304,46 +333,60 @@ impl Registry {
         if m.owner_references.is_empty() {
             return Ok(true);
         }
-        let mut absent = Vec::new();
-        let mut foreground = false;
+        // Upstream's classification: solid owners exist; dangling ones are gone; waiting
+        // ones are being deleted in the foreground.
+        let (mut dangling, mut waiting, mut solid) = (Vec::new(), Vec::new(), 0usize);
         for o in &m.owner_references {
-            match self.owner_state(r, o).await? {
-                None => absent.push(o.uid.clone()),
-                Some(fg) => foreground |= fg,
+            match self.owner_state(r, &obj, o).await? {
+                OwnerState::Absent => dangling.push(o.uid.clone()),
+                OwnerState::Present { foreground: true } => waiting.push(o.uid.clone()),
+                OwnerState::Present { foreground: false } => solid += 1,
+                // Unresolvable references stop the collector here, whatever the others say.
+                OwnerState::UnknownKind | OwnerState::NamespacedOwnerOfClusterScoped => {
+                    return Ok(true)
+                }
             }
         }
-        if absent.len() == m.owner_references.len() || foreground {
-            if m.deletion_timestamp.is_some() {
-                return Ok(true);
+        if solid > 0 {
+            // Kept by a live owner: drop only the references that no longer hold.
+            if !dangling.is_empty() || !waiting.is_empty() {
+                let mut updated = obj;
+                if let Some(Value::Array(refs)) = updated.pointer_mut("/metadata/ownerReferences") {
+                    refs.retain(|o| {
+                        let uid = o.get("uid").and_then(Value::as_str).unwrap_or("");
+                        !dangling.iter().chain(&waiting).any(|u| u == uid)
+                    });
+                }
+                self.gc_update(&t, updated).await?;
             }
-            let policy = if foreground {
-                "Foreground"
-            } else {
-                "Background"
-            };
-            let d = DeleteParams {
-                propagation_policy: Some(policy.into()),
-                ..Default::default()
-            };
-            return match self.delete(&t, &r.name, &d).await {
-                Ok(_) => Ok(true),
-                Err(e) if e.code() == 404 => Ok(true),
-                Err(e) if e.is_conflict() => Ok(false),
-                Err(e) => Err(e),
-            };
+            return Ok(true);
         }
-        if !absent.is_empty() {
-            let mut updated = obj;
-            if let Some(Value::Array(refs)) = updated.pointer_mut("/metadata/ownerReferences") {
-                refs.retain(|o| {
-                    !absent
-                        .iter()
-                        .any(|u| o.get("uid").and_then(Value::as_str) == Some(u))
-                });
-            }
-            self.gc_update(&t, updated).await?;
+        if m.deletion_timestamp.is_some() {
+            return Ok(true);
         }
-        Ok(true)
+        let has_dependents = self
+            .gc
+            .graph
+            .lock()
+            .map(|g| !g.dependents_of(&r.cluster, &m.uid).is_empty())
+            .unwrap_or(false);
+        // Foreground only when an owner waits and this object has dependents of its own,
+        // so the cascade continues down the chain; otherwise an ordinary delete.
+        let policy = if !waiting.is_empty() && has_dependents {
+            "Foreground"
+        } else {
+            "Background"
+        };
+        let d = DeleteParams {
+            propagation_policy: Some(policy.into()),
+            ..Default::default()
+        };
+        match self.delete(&t, &r.name, &d).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == 404 => Ok(true),
+            Err(e) if e.is_conflict() => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Honours the `orphan` and `foregroundDeletion` finalizers of a deleting owner.

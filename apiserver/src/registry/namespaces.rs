@@ -5,6 +5,7 @@
 use kplane_storage::{Key, Precondition, Prefix};
 use serde_json::{json, Value};
 
+use super::ns_conditions::{self, DeletionReport};
 use super::{meta, Registry, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::http::query::{ListParams, WriteParams};
@@ -89,34 +90,32 @@ impl Registry {
     }
 
     /// Deletes everything in a Terminating namespace, then the namespace itself.
-    /// Returns false when content with finalizers remains (retry later).
+    /// While content remains (objects with finalizers), the namespace keeps the
+    /// namespace controller's conditions saying what blocks it; returns false to retry.
     pub(super) async fn finalize_namespace(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
-        let mut remaining = 0usize;
-        let catalog = self.catalog_for(Some(cluster)).await?;
-        for rt in catalog.namespaced_storage() {
-            let t = Target {
-                cluster: Some(cluster.to_string()),
-                rt: rt.clone(),
-                namespace: Some(ns.to_string()),
-            };
-            let (gone, _) = self
-                .delete_collection(&t, &ListParams::default(), &Default::default())
-                .await?;
-            let _ = gone;
-            let left = self
-                .storage
-                .count(&Prefix::namespace(cluster, rt.storage_resource.clone(), ns))
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
-            remaining += left as usize;
+        let nst = self.namespace_type()?;
+        let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
+        let current = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let deleting = current.is_some_and(|kv| {
+            serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v))
+        });
+        if !deleting {
+            return Ok(true);
         }
-        if remaining > 0 {
+        let report = self.delete_namespace_content(cluster, ns).await?;
+        if !self
+            .record_deletion_conditions(cluster, ns, &report)
+            .await?
+            || !report.is_clean()
+        {
             return Ok(false);
         }
         // Drop the `kubernetes` finalizer; the update removes the namespace when no
         // metadata finalizers remain.
-        let nst = self.namespace_type()?;
-        let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
         let Some(kv) = self
             .storage
             .get(&key)
@@ -160,6 +159,122 @@ impl Registry {
         {
             Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(true),
             Err(kplane_storage::Error::Conflict { .. }) => Ok(false),
+            Err(e) => Err(ApiError::internal(e.to_string())),
+        }
+    }
+}
+
+/// The finalizers of a stored object, decoded without building a JSON tree.
+#[derive(serde::Deserialize, Default)]
+struct FinalizersOnly {
+    #[serde(default)]
+    metadata: FinalizersMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct FinalizersMeta {
+    #[serde(default)]
+    finalizers: Vec<String>,
+}
+
+impl Registry {
+    /// One pass of the namespace deleter: deletes every namespaced resource's content
+    /// (Background propagation, as the namespace controller asks) and reports what is left.
+    async fn delete_namespace_content(&self, cluster: &str, ns: &str) -> ApiResult<DeletionReport> {
+        let mut report = DeletionReport::default();
+        let catalog = self.catalog_for(Some(cluster)).await?;
+        let background = super::DeleteParams {
+            propagation_policy: Some("Background".into()),
+            ..Default::default()
+        };
+        for rt in catalog.namespaced_storage() {
+            let t = Target {
+                cluster: Some(cluster.to_string()),
+                rt: rt.clone(),
+                namespace: Some(ns.to_string()),
+            };
+            if let Err(e) = self
+                .delete_collection(&t, &ListParams::default(), &background)
+                .await
+            {
+                report.errors.push(e.0.message.clone());
+            }
+            let left = self
+                .storage
+                .list(
+                    &Prefix::namespace(cluster, rt.storage_resource.clone(), ns),
+                    &Default::default(),
+                    None,
+                )
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            if left.items.is_empty() {
+                continue;
+            }
+            let fins: Vec<String> = left
+                .items
+                .iter()
+                .flat_map(|kv| {
+                    serde_json::from_slice::<FinalizersOnly>(&kv.value)
+                        .map(|o| o.metadata.finalizers)
+                        .unwrap_or_default()
+                })
+                .collect();
+            if fins.is_empty() {
+                report.errors.push(format!(
+                    "unexpected items still remain in namespace: {ns} for gvr: {}/{}, Resource={}",
+                    rt.group, rt.version, rt.plural
+                ));
+            }
+            // Every served group/resource over this storage counts, as discovery lists them.
+            let mut served: Vec<(&str, &str)> = catalog
+                .all()
+                .iter()
+                .filter(|s| s.namespaced && s.storage_resource == rt.storage_resource)
+                .map(|s| (s.plural.as_str(), s.group.as_str()))
+                .collect();
+            served.sort_unstable();
+            served.dedup();
+            for (plural, group) in served {
+                report.add_remaining(plural, group, left.items.len(), &fins);
+            }
+        }
+        Ok(report)
+    }
+
+    /// Writes the deletion conditions into the namespace's status when they changed.
+    /// Returns false when the namespace changed underneath (retry later).
+    async fn record_deletion_conditions(
+        &self,
+        cluster: &str,
+        ns: &str,
+        report: &DeletionReport,
+    ) -> ApiResult<bool> {
+        let nst = self.namespace_type()?;
+        let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
+        let Some(kv) = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+        else {
+            return Ok(true);
+        };
+        let mut obj: Value =
+            serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))?;
+        if !ns_conditions::apply(&mut obj, report, &meta::now_time()) {
+            return Ok(true);
+        }
+        let enc = super::write::encoder(obj);
+        match self
+            .storage
+            .put(key, Precondition::ModRevision(kv.mod_revision), enc)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kplane_storage::Error::Conflict { .. } | kplane_storage::Error::NotFound) => {
+                Ok(false)
+            }
             Err(e) => Err(ApiError::internal(e.to_string())),
         }
     }
