@@ -126,7 +126,7 @@ impl Registry {
             rt,
             namespace: Some(event_ns.to_string()),
         };
-        self.create(&t, event, &WriteParams::default()).await?;
+        self.create(&t, event, &WriteParams::controller()).await?;
         Ok(())
     }
 }
