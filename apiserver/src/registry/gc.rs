@@ -451,7 +451,7 @@ impl Registry {
 }
 
 fn memchr_contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 /// Builds the graph from the store, then follows the event stream. Runs until shutdown;

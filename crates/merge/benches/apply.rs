@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use kplane_merge::{apply, crd_type_info, Request};
+use kplane_merge::{apply, builtin_type_info, crd_type_info, record_update, Request};
 use serde_json::{json, Value};
 
 #[global_allocator]
@@ -95,6 +95,23 @@ fn bench(c: &mut Criterion) {
             .unwrap()
         })
     });
+    g.finish();
+
+    // The Update entry every create of a 1 KiB ConfigMap records (the common write).
+    let cm_types = builtin_type_info("", "ConfigMap").unwrap();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "default", "labels": {"app": "x"}},
+        "data": {"a": "x".repeat(1000), "b": "y"}});
+    let mut g = c.benchmark_group("record_update");
+    g.bench_function("create_configmap_1k", |b| {
+        b.iter(|| {
+            let mut obj = black_box(&cm).clone();
+            let req = Request::new("kubectl-create", "v1", "2024-01-01T00:00:00Z", &*cm_types);
+            record_update(None, &mut obj, &req).unwrap();
+            obj
+        })
+    });
+    g.bench_function("clone_only_baseline", |b| b.iter(|| black_box(&cm).clone()));
     g.finish();
 }
 
