@@ -335,7 +335,12 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     let rate = f64::from(ctx.opts.watch_rate);
     report.set("watchers", w);
     report.set("write_rate", ctx.opts.watch_rate);
-    report.set("writers", ctx.opts.concurrency);
+    let writers = if ctx.opts.watch_rate == 0 {
+        0
+    } else {
+        ctx.opts.concurrency
+    };
+    report.set("writers", writers);
     report.set("size", ctx.opts.size);
     add_errors(
         &mut report,
