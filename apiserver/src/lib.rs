@@ -9,6 +9,7 @@
 //!
 //! Embed it with [`Server::builder`]; the `kplane` binary is a thin CLI over it.
 
+mod connection;
 pub mod error;
 pub mod http;
 pub mod metrics;

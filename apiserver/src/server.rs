@@ -10,13 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
 use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
+use crate::connection;
 use crate::http::{self, auth::Authenticator, AppState};
 use crate::registry::{catalog, lifecycle, Catalog, Registry};
 use crate::tls;
@@ -235,8 +233,7 @@ impl Server {
         let app = http::router(state.clone());
         let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let mut builder = auto::Builder::new(TokioExecutor::new());
-        builder.http2().max_concurrent_streams(1000);
+        let protocols = Arc::new(connection::Protocols::default());
 
         state.ready.store(true, Ordering::Release);
         self_check_ready(&app).await?;
@@ -262,28 +259,14 @@ impl Server {
                 },
             };
             let _ = tcp.set_nodelay(true);
-            let acceptor = acceptor.clone();
-            let svc = TowerToHyperService::new(app.clone());
-            let builder = builder.clone();
-            let watcher = graceful.watcher();
-            tokio::spawn(async move {
-                let stream =
-                    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await
-                    {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => return,
-                    };
-                let conn = builder
-                    .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                    .into_owned();
-                if let Err(e) = watcher.watch(conn).await {
-                    tracing::debug!(%peer, error = %e, "connection ended with an error");
-                }
-            });
+            tokio::spawn(connection::serve(
+                tcp,
+                peer,
+                acceptor.clone(),
+                protocols.clone(),
+                app.clone(),
+                graceful.watcher(),
+            ));
         }
         tracing::info!("shutting down: ending watches and finishing in-flight requests");
         drop(listener);

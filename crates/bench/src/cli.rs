@@ -67,9 +67,14 @@ pub struct Opts {
     /// Concurrent watchers (watch scenario; mixed uses at most 10).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub watchers: u32,
-    /// Writes per second while watchers listen (watch scenario).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    /// Writes per second while watchers listen (watch scenario). 0: no writes; the watches
+    /// stay idle for --duration (with --server-pid: the server's memory per idle watch).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub watch_rate: u32,
+    /// Multiplex the watches (watch and mixed scenarios) over shared HTTP/2 connections (at
+    /// most 500 streams each), as client-go does, instead of one HTTP/1.1 connection each.
+    #[arg(long)]
+    pub watch_http2: bool,
     /// Logical clusters to create (clusters scenario).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub clusters: u32,
@@ -156,6 +161,22 @@ mod tests {
         assert_eq!(o.scenario, vec![Scenario::Create, Scenario::Get]);
         assert_eq!(o.concurrency, 64);
         assert!(o.json);
+        assert!(!o.watch_http2);
+        let idle = Opts::try_parse_from([
+            "kplane-bench",
+            "--kubeconfig",
+            "k",
+            "--scenario",
+            "watch",
+            "--watchers",
+            "10000",
+            "--watch-rate",
+            "0",
+            "--watch-http2",
+        ])
+        .unwrap();
+        assert_eq!((idle.watchers, idle.watch_rate), (10_000, 0));
+        assert!(idle.watch_http2);
         assert!(
             Opts::try_parse_from(["kplane-bench", "--kubeconfig", "k", "--scenario", "nope"])
                 .is_err()

@@ -2,6 +2,9 @@
 //! connection (TCP + rustls + hyper's HTTP/1 client connection) and reconnects only after the
 //! connection failed or was closed. No pooling, no retries: a failed request is reported as a
 //! [`Failure`] and counted by the caller.
+//!
+//! [`H2Conn`] is the HTTP/2 counterpart for watches that share one connection (as client-go
+//! multiplexes them): cheap to clone, one stream per request, never reconnects.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,9 +14,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
+use hyper::client::conn::http2;
 use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, USER_AGENT};
 use hyper::{Method, Request};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -98,6 +102,8 @@ pub struct Target {
     host: String,
     port: u16,
     tls: Option<(tokio_rustls::TlsConnector, ServerName<'static>)>,
+    /// The same with ALPN `h2` (for [`H2Conn`]).
+    h2_tls: Option<tokio_rustls::TlsConnector>,
     authority: HeaderValue,
     auth: Option<HeaderValue>,
     user_agent: HeaderValue,
@@ -108,14 +114,18 @@ pub struct Target {
 impl Target {
     /// Builds the target of a kubeconfig endpoint.
     pub fn new(ep: &Endpoint, timeout: Duration) -> anyhow::Result<Target> {
-        let tls = if ep.server.tls {
-            let config = crate::tls::client_config(ep)?;
-            Some((
-                tokio_rustls::TlsConnector::from(config),
-                crate::tls::server_name(ep)?,
-            ))
+        let (tls, h2_tls) = if ep.server.tls {
+            let http1 = crate::tls::client_config(ep, b"http/1.1")?;
+            let h2 = crate::tls::client_config(ep, b"h2")?;
+            (
+                Some((
+                    tokio_rustls::TlsConnector::from(http1),
+                    crate::tls::server_name(ep)?,
+                )),
+                Some(tokio_rustls::TlsConnector::from(h2)),
+            )
         } else {
-            None
+            (None, None)
         };
         let auth = match &ep.auth {
             Auth::None => None,
@@ -131,6 +141,7 @@ impl Target {
             host: ep.server.host.clone(),
             port: ep.server.port,
             tls,
+            h2_tls,
             authority: HeaderValue::from_str(&ep.server.authority)?,
             auth,
             user_agent: HeaderValue::from_static(concat!(
@@ -139,6 +150,17 @@ impl Target {
             )),
             timeout,
         })
+    }
+
+    /// Opens the TCP connection (no delay).
+    async fn tcp(&self) -> Result<TcpStream, Failure> {
+        let tcp = TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(|e| {
+                Failure::Transport(format!("connecting to {}:{}: {e}", self.host, self.port))
+            })?;
+        let _ = tcp.set_nodelay(true);
+        Ok(tcp)
     }
 
     fn request(
@@ -192,10 +214,7 @@ impl Conn {
 
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, Failure> {
         let t = &self.target;
-        let tcp = TcpStream::connect((t.host.as_str(), t.port))
-            .await
-            .map_err(|e| Failure::Transport(format!("connecting to {}:{}: {e}", t.host, t.port)))?;
-        let _ = tcp.set_nodelay(true);
+        let tcp = t.tcp().await?;
         match &t.tls {
             Some((connector, name)) => {
                 let tls = connector
@@ -329,18 +348,99 @@ impl Conn {
                 return Err(Failure::Timeout);
             }
         };
-        let status = resp.status().as_u16();
-        if !(200..300).contains(&status) {
-            let body = tokio::time::timeout(timeout, resp.into_body().collect())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .map(|c| c.to_bytes())
-                .unwrap_or_default();
-            return Err(status_failure(status, &body));
-        }
-        Ok(resp.into_body())
+        streaming_body(resp, timeout).await
     }
+}
+
+/// The body of a 2xx streaming answer, or its status as a failure (reading the error body
+/// within `timeout`).
+async fn streaming_body(
+    resp: hyper::Response<Incoming>,
+    timeout: Duration,
+) -> Result<Incoming, Failure> {
+    let status = resp.status().as_u16();
+    if !(200..300).contains(&status) {
+        let body = tokio::time::timeout(timeout, resp.into_body().collect())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        return Err(status_failure(status, &body));
+    }
+    Ok(resp.into_body())
+}
+
+/// One HTTP/2 connection shared by many concurrent streams. Clones share the connection; it
+/// closes when the last clone (and every stream) is gone.
+#[derive(Clone)]
+pub struct H2Conn {
+    target: Arc<Target>,
+    sender: http2::SendRequest<Full<Bytes>>,
+}
+
+impl H2Conn {
+    /// Connects (ALPN `h2` over TLS, prior knowledge without TLS) within the target's timeout.
+    pub async fn connect(target: Arc<Target>) -> Result<H2Conn, Failure> {
+        let t = target.clone();
+        let fut = async move {
+            let tcp = t.tcp().await?;
+            match (&t.tls, &t.h2_tls) {
+                (Some((_, name)), Some(connector)) => {
+                    let tls = connector
+                        .connect(name.clone(), tcp)
+                        .await
+                        .map_err(|e| Failure::Transport(format!("TLS handshake: {e}")))?;
+                    if tls.get_ref().1.alpn_protocol() != Some(b"h2".as_slice()) {
+                        return Err(Failure::Transport(
+                            "the server did not agree to HTTP/2 (ALPN h2)".into(),
+                        ));
+                    }
+                    handshake_h2(tls).await
+                }
+                _ => handshake_h2(tcp).await,
+            }
+        };
+        let sender = tokio::time::timeout(target.timeout, fut)
+            .await
+            .map_err(|_| Failure::Timeout)??;
+        Ok(H2Conn { target, sender })
+    }
+
+    /// Starts a streaming GET (a watch) on a new stream; like [`Conn::stream`].
+    pub async fn stream(&self, path: &str) -> Result<Incoming, Failure> {
+        let timeout = self.target.timeout;
+        let mut sender = self.sender.clone();
+        let req = self.target.request(Method::GET, path, None)?;
+        let fut = async move {
+            sender
+                .ready()
+                .await
+                .map_err(|e| Failure::Transport(format!("{e}")))?;
+            sender
+                .send_request(req)
+                .await
+                .map_err(|e| Failure::Transport(format!("{e}")))
+        };
+        let resp = tokio::time::timeout(timeout, fut)
+            .await
+            .map_err(|_| Failure::Timeout)??;
+        streaming_body(resp, timeout).await
+    }
+}
+
+async fn handshake_h2<I>(io: I) -> Result<http2::SendRequest<Full<Bytes>>, Failure>
+where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (sender, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+        .await
+        .map_err(|e| Failure::Transport(format!("HTTP/2 handshake: {e}")))?;
+    tokio::spawn(async move {
+        // Ends when the server closes the connection or every sender is dropped.
+        let _ = conn.await;
+    });
+    Ok(sender)
 }
 
 async fn handshake<I>(io: I) -> Result<SendRequest<Full<Bytes>>, Failure>

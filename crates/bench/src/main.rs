@@ -14,6 +14,7 @@
 mod cli;
 mod client;
 mod ctx;
+mod fdlimit;
 mod kubeconfig;
 mod report;
 mod runner;
@@ -34,6 +35,7 @@ use crate::report::Report;
 
 fn main() -> ExitCode {
     let opts = Opts::parse();
+    fdlimit::raise();
     match start(opts) {
         Ok(code) => code,
         Err(e) => {

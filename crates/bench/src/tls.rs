@@ -1,5 +1,5 @@
-//! The rustls client configuration (ring provider, HTTP/1.1 ALPN) built from a kubeconfig
-//! endpoint, including the opt-in certificate verifier for `insecure-skip-tls-verify`.
+//! The rustls client configuration (ring provider, ALPN `http/1.1` or `h2`) built from a
+//! kubeconfig endpoint, including the opt-in certificate verifier for `insecure-skip-tls-verify`.
 
 use std::sync::Arc;
 
@@ -11,8 +11,9 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 use crate::kubeconfig::Endpoint;
 
-/// Builds the client TLS configuration for `ep`.
-pub fn client_config(ep: &Endpoint) -> Result<Arc<ClientConfig>> {
+/// Builds the client TLS configuration for `ep`, offering only the ALPN protocol `alpn`
+/// (`b"http/1.1"` or `b"h2"`).
+pub fn client_config(ep: &Endpoint, alpn: &[u8]) -> Result<Arc<ClientConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -53,7 +54,7 @@ pub fn client_config(ep: &Endpoint) -> Result<Arc<ClientConfig>> {
                 .context("using the client certificate")?
         }
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     Ok(Arc::new(config))
 }
 

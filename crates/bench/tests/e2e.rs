@@ -262,3 +262,58 @@ fn every_scenario_reports_complete_error_free_json() {
     let errors = &reports[0]["errors"];
     assert!(errors["401"].as_u64().unwrap_or(0) > 0, "{reports}");
 }
+
+#[test]
+fn idle_watches_report_server_memory_over_http1_and_http2() {
+    let server = Server::start();
+    let kc = server.kubeconfig();
+    let pid = server.child.id().to_string();
+    for http2 in [false, true] {
+        let mut args = vec![
+            "--scenario",
+            "watch",
+            "--watchers",
+            "12",
+            "--watch-rate",
+            "0",
+            "--duration",
+            "300ms",
+            "--server-pid",
+            &pid,
+            "--json",
+            "--no-progress",
+        ];
+        if http2 {
+            args.push("--watch-http2");
+        }
+        let out = bench(&kc, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "http2={http2}: exit {:?}\nstderr:\n{stderr}\nserver log:\n{}",
+            out.status,
+            server.log()
+        );
+        let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = &reports[0];
+        assert_eq!(r["scenario"], "watch", "{r}");
+        assert_eq!(r["idle"], true, "{r}");
+        assert_eq!(r["http2"], http2, "{r}");
+        assert_eq!(r["watchers_established"], 12, "{r}");
+        assert_eq!(r["ops"], 12, "{r}");
+        assert_eq!(r["events"], 0, "{r}");
+        assert!(r["errors"].as_object().unwrap().is_empty(), "{r}");
+        check_latency(&r["latency_ms"], "watch establishment");
+        if cfg!(target_os = "linux") {
+            for k in [
+                "before",
+                "watchers_opening",
+                "watchers_established",
+                "idle_end",
+            ] {
+                assert!(r["server_rss_mib"][k].is_f64(), "{k} missing: {r}");
+            }
+            assert!(r["server_rss_kib_per_watch"].is_f64(), "{r}");
+        }
+    }
+}

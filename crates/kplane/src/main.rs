@@ -61,6 +61,7 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    raise_open_file_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -87,6 +88,31 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("kplane server failed")?;
     Ok(())
 }
+
+/// Raises the soft open-file limit to the hard limit (as Go programs, kube-apiserver among
+/// them, do): every client connection and every watch on its own connection is a file
+/// descriptor, and the common soft limit of 1,024 would refuse the 1,025th.
+#[cfg(unix)]
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    if lim.current == lim.maximum {
+        return;
+    }
+    let raised = Rlimit {
+        current: lim.maximum,
+        maximum: lim.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::debug!(limit = ?lim.maximum, "raised the open-file limit"),
+        Err(e) => {
+            tracing::warn!(error = %e, soft = ?lim.current, "could not raise the open-file limit")
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn raise_open_file_limit() {}
 
 /// Resolves on SIGTERM or SIGINT.
 async fn shutdown_signal() {

@@ -5,6 +5,11 @@
 //! arrived counts as 0. Every acknowledged write must reach every established watcher: what
 //! does not arrive within a grace period is counted as `missed_delivery`.
 //!
+//! With `--watch-rate 0` nothing is written: the watches are opened, held idle for
+//! `--duration` and closed; the report gives the time to establish each watch and, with
+//! `--server-pid`, the server's resident memory per idle watch. `--watch-http2` multiplexes
+//! the watches over shared HTTP/2 connections instead of one HTTP/1.1 connection each.
+//!
 //! [`WatcherSet`] is also used by `mixed`.
 
 use std::borrow::Cow;
@@ -21,7 +26,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use super::{add_errors, rss_mib};
-use crate::client::Failure;
+use crate::client::{Failure, H2Conn};
 use crate::ctx::Ctx;
 use crate::report::{Report, Row};
 use crate::setup::{cleanup_objects, encode_query, ensure_namespaces, list_resource_version};
@@ -33,6 +38,12 @@ const DELIVERY_GRACE: Duration = Duration::from_secs(10);
 const MAX_RECEIPTS: usize = 2_000_000;
 /// Bound on a partial event line (a runaway stream must not eat memory).
 const MAX_LINE: usize = 64 << 20;
+/// Watches opened at the same time (more would only queue TLS handshakes on the server and
+/// overflow its listen backlog).
+const OPENING_AT_ONCE: usize = 128;
+/// Watches per shared HTTP/2 connection (below the server's limit on concurrent streams;
+/// kube-apiserver and kplane allow 1,000).
+const STREAMS_PER_H2_CONN: u32 = 500;
 
 #[derive(Deserialize)]
 struct Event<'a> {
@@ -85,6 +96,9 @@ pub struct WatcherSet {
     pub established: u64,
     /// Failures to establish.
     pub setup_errors: ErrorCounts,
+    /// Time from sending each watch request to its response headers (queueing for a free
+    /// opening slot excluded).
+    pub setup_latency: Samples,
     /// Events matching the marker, across all watchers (for waiting on delivery).
     pub matched: Arc<AtomicU64>,
     /// All events, across all watchers.
@@ -92,29 +106,48 @@ pub struct WatcherSet {
 }
 
 impl WatcherSet {
-    /// Opens `n` watches of `path` (one connection each) and waits, within the setup timeout,
-    /// until each is established or failed. Events whose object name starts with `marker`
-    /// are recorded with their receipt time.
+    /// Opens `n` watches of `path` (one connection each, or shared HTTP/2 connections with
+    /// `--watch-http2`) and waits, within the setup timeout, until each is established or
+    /// failed. Events whose object name starts with `marker` are recorded with their receipt
+    /// time.
     pub async fn start(ctx: &Arc<Ctx>, path: String, n: u32, marker: String) -> WatcherSet {
         let (stop, stop_rx) = watch::channel(false);
-        let (ready_tx, mut ready_rx) = mpsc::channel::<Result<(), Failure>>(n as usize);
+        let (ready_tx, mut ready_rx) = mpsc::channel::<Result<Duration, Failure>>(n as usize);
         let matched = Arc::new(AtomicU64::new(0));
         let events = Arc::new(AtomicU64::new(0));
         let hard_stop =
             Instant::now() + ctx.opts.setup_timeout * 3 + ctx.opts.duration * 2 + ctx.opts.warmup;
         let path = Arc::new(path);
         let marker = Arc::new(marker);
+        let opening = Arc::new(tokio::sync::Semaphore::new(OPENING_AT_ONCE));
+        let shared = if ctx.opts.watch_http2 {
+            Some(h2_connections(ctx, n).await)
+        } else {
+            None
+        };
         let mut handles = Vec::with_capacity(n as usize);
-        for _ in 0..n {
+        for i in 0..n {
             let (ctx, path, marker) = (ctx.clone(), path.clone(), marker.clone());
             let (mut stop_rx, ready_tx) = (stop_rx.clone(), ready_tx.clone());
             let (matched, events) = (matched.clone(), events.clone());
+            let opening = opening.clone();
+            let h2 = shared
+                .as_ref()
+                .and_then(|c| c.get((i / STREAMS_PER_H2_CONN) as usize).cloned());
             handles.push(tokio::spawn(async move {
                 let mut res = WatcherResult::default();
                 let mut conn = ctx.conn();
-                let body = match conn.stream(&path).await {
+                let permit = opening.acquire_owned().await;
+                let t0 = Instant::now();
+                let opened = match h2 {
+                    Some(Ok(h2)) => h2.stream(&path).await,
+                    Some(Err(f)) => Err(f),
+                    None => conn.stream(&path).await,
+                };
+                drop(permit);
+                let body = match opened {
                     Ok(b) => {
-                        let _ = ready_tx.send(Ok(())).await;
+                        let _ = ready_tx.send(Ok(t0.elapsed())).await;
                         b
                     }
                     Err(f) => {
@@ -143,13 +176,17 @@ impl WatcherSet {
             handles,
             established: 0,
             setup_errors: ErrorCounts::default(),
+            setup_latency: Samples::default(),
             matched,
             events,
         };
         let deadline = tokio::time::Instant::now() + ctx.opts.setup_timeout;
         for _ in 0..n {
             match tokio::time::timeout_at(deadline, ready_rx.recv()).await {
-                Ok(Some(Ok(()))) => set.established += 1,
+                Ok(Some(Ok(took))) => {
+                    set.established += 1;
+                    set.setup_latency.record(took);
+                }
                 Ok(Some(Err(f))) => set
                     .setup_errors
                     .add(&format!("watch {}", f.key()), &f.message()),
@@ -269,6 +306,27 @@ async fn read_events(
     }
 }
 
+/// The shared HTTP/2 connections for `n` watches (`STREAMS_PER_H2_CONN` each), opened one
+/// after another; a connection that failed is reported by every watch meant for it.
+async fn h2_connections(ctx: &Ctx, n: u32) -> Vec<Result<H2Conn, Failure>> {
+    let mut conns = Vec::new();
+    for _ in 0..n.div_ceil(STREAMS_PER_H2_CONN) {
+        conns.push(H2Conn::connect(ctx.target.clone()).await);
+    }
+    conns
+}
+
+/// Connections the watches of this run need (file descriptors on both sides).
+fn watch_connections(ctx: &Ctx) -> u64 {
+    let w = ctx.opts.watchers;
+    let conns = if ctx.opts.watch_http2 {
+        w.div_ceil(STREAMS_PER_H2_CONN)
+    } else {
+        w
+    };
+    u64::from(conns) + u64::from(ctx.opts.concurrency)
+}
+
 /// The watch scenario.
 pub async fn run(ctx: &Arc<Ctx>) -> Report {
     let mut report = Report::new("watch");
@@ -277,7 +335,12 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     let rate = f64::from(ctx.opts.watch_rate);
     report.set("watchers", w);
     report.set("write_rate", ctx.opts.watch_rate);
-    report.set("writers", ctx.opts.concurrency);
+    let writers = if ctx.opts.watch_rate == 0 {
+        0
+    } else {
+        ctx.opts.concurrency
+    };
+    report.set("writers", writers);
     report.set("size", ctx.opts.size);
     add_errors(
         &mut report,
@@ -303,13 +366,34 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     };
     let timeout_secs = (ctx.opts.duration + ctx.opts.setup_timeout * 2).as_secs() + 60;
     let path = format!("{list}&watch=true&resourceVersion={rv}&timeoutSeconds={timeout_secs}");
+    if let Some(w) = crate::fdlimit::shortfall(crate::fdlimit::soft_limit(), watch_connections(ctx))
+    {
+        crate::runner::note(&format!("watch: warning: {w}"));
+    }
     crate::runner::note(&format!("watch: opening {w} watches"));
     let marker = format!("kb-{}-w-", ctx.run);
+    let mut rss = json!({});
+    if let Some(m) = rss_mib(ctx.opts.server_pid) {
+        rss["watchers_opening"] = json!(m);
+    }
+    let opening = Instant::now();
     let set = WatcherSet::start(ctx, path, w, marker).await;
+    let opening_seconds = opening.elapsed().as_secs_f64();
     let established = set.established;
     report.set("watchers_established", established);
+    report.set("http2", ctx.opts.watch_http2);
     if let Some(m) = rss_mib(ctx.opts.server_pid) {
-        report.set("server_rss_mib", json!({"watchers_established": m}));
+        rss["watchers_established"] = json!(m);
+    }
+    report.set("server_rss_mib", rss);
+    if ctx.opts.watch_rate == 0 {
+        hold_idle(ctx, &mut report, set, opening_seconds).await;
+        add_errors(
+            &mut report,
+            cleanup_objects(ctx, &[scope], "watch").await,
+            "cleanup ",
+        );
+        return report;
     }
 
     // Writers: writer k sends its j-th write (global index j*C+k) at start + (j*C+k)/rate.
@@ -429,6 +513,42 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         "cleanup ",
     );
     report
+}
+
+/// `--watch-rate 0`: keeps the established watches idle for `--duration`, then reads the
+/// server's memory and closes them. Ops are the established watches, seconds the time it
+/// took to open them all, latency the time each took to establish.
+async fn hold_idle(ctx: &Ctx, report: &mut Report, mut set: WatcherSet, opening_seconds: f64) {
+    let established = set.established;
+    let setup_latency = std::mem::take(&mut set.setup_latency);
+    crate::runner::note(&format!(
+        "watch: {established} watches established; holding them idle for {:?}",
+        ctx.opts.duration
+    ));
+    tokio::time::sleep(ctx.opts.duration).await;
+    if let Some(m) = rss_mib(ctx.opts.server_pid) {
+        let mut rss = report
+            .extra
+            .get("server_rss_mib")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        rss["idle_end"] = json!(m);
+        if let (Some(open), true) = (rss["watchers_opening"].as_f64(), established > 0) {
+            let per_watch = (m - open) * 1024.0 / established as f64;
+            report.set(
+                "server_rss_kib_per_watch",
+                (per_watch * 10.0).round() / 10.0,
+            );
+        }
+        report.set("server_rss_mib", rss);
+    }
+    let events = set.events.load(Ordering::Relaxed);
+    report.errors.merge(set.stop().await);
+    report.ops = established;
+    report.seconds = opening_seconds;
+    report.latency = setup_latency.summary();
+    report.set("idle", true);
+    report.set("events", events);
 }
 
 #[cfg(test)]

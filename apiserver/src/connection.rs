@@ -1,0 +1,84 @@
+//! Serving one accepted TCP connection: the TLS handshake, then HTTP/2 or HTTP/1.1 chosen by
+//! the protocol the client negotiated with ALPN (as Go's net/http does: no ALPN means
+//! HTTP/1.1), each served by hyper's own connection type under the graceful-shutdown watcher.
+//!
+//! Why not hyper-util's auto-detecting builder: it reads the first bytes to sniff the HTTP/2
+//! preface and replays them to hyper, and that short first read makes hyper's HTTP/1 read
+//! buffer grow from 8 KiB to 16 KiB on every connection. A client that holds one watch per
+//! connection (kube-rs, the Python client) keeps that buffer for the life of the watch, so
+//! it was a third of the memory of an idle watch (docs/performance.md).
+//!
+//! Protocol upgrades (exec, attach, port-forward) are not served.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::Watcher;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpStream;
+
+/// Bound on a client completing the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Concurrent streams one HTTP/2 connection may open (kube-apiserver's default for
+/// `--http2-max-streams-per-connection`).
+const MAX_CONCURRENT_STREAMS: u32 = 1000;
+
+/// The HTTP settings shared by every connection.
+#[derive(Debug)]
+pub struct Protocols {
+    http1: http1::Builder,
+    http2: http2::Builder<TokioExecutor>,
+}
+
+impl Default for Protocols {
+    fn default() -> Self {
+        let http1 = http1::Builder::new();
+        let mut http2 = http2::Builder::new(TokioExecutor::new());
+        http2.max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+        Protocols { http1, http2 }
+    }
+}
+
+/// Completes the TLS handshake on `tcp` and serves HTTP on it until the client leaves or the
+/// graceful shutdown behind `watcher` ends the connection. Failures are only logged (debug):
+/// they concern one client.
+pub async fn serve(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    acceptor: tokio_rustls::TlsAcceptor,
+    protocols: Arc<Protocols>,
+    app: axum::Router,
+    watcher: Watcher,
+) {
+    // Boxed like the connection below: the handshake state (rustls' whole connection
+    // inline) would otherwise size the task for as long as the connection lives.
+    let handshake = Box::pin(tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        acceptor.accept(tcp),
+    ));
+    let stream = match handshake.await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            return;
+        }
+        Err(_) => return,
+    };
+    let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+    let io = TokioIo::new(stream);
+    let svc = TowerToHyperService::new(app);
+    // Boxed: the task then holds only the protocol in use, not the larger of the two
+    // connection states.
+    let result = if h2 {
+        Box::pin(watcher.watch(protocols.http2.serve_connection(io, svc))).await
+    } else {
+        Box::pin(watcher.watch(protocols.http1.serve_connection(io, svc))).await
+    };
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
