@@ -8,7 +8,7 @@
 # after establishing, after the idle hold, KiB per watch), then stops the server and removes
 # its data directory.
 #
-#   scripts/watch-memory.sh [WATCHERS...]          (default: 1000 10000)
+#   crates/bench/scripts/watch-memory.sh [WATCHERS...]          (default: 1000 10000)
 #
 # Environment: KPLANE (server binary), KPLANE_BENCH (bench binary), default
 # $CARGO_TARGET_DIR/release or target/release; MODES ("http1 http2"); HOLD (idle time, 10s).
