@@ -375,3 +375,77 @@ fn apply_field_validation_for_undeclared_and_duplicate_fields() -> Result<()> {
     );
     Ok(())
 }
+
+/// `curl` of a merge patch of `configmap/pv`; returns (status line + headers, body).
+fn curl_merge_patch(server: &KplaneServer, query: &str, body: &str) -> Result<(String, String)> {
+    let url = format!(
+        "{}/api/v1/namespaces/default/configmaps/pv?{query}",
+        server.base_url()
+    );
+    let out = std::process::Command::new("curl")
+        .args(["-sk", "-D", "-", "-X", "PATCH", "-H"])
+        .arg("Content-Type: application/merge-patch+json")
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {}", server.token()))
+        .args(["--data-binary", body])
+        .arg(url)
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    Ok((head.to_string(), body.to_string()))
+}
+
+#[test]
+fn patch_field_validation_for_unknown_and_duplicate_fields() -> Result<()> {
+    let server = KplaneServer::start()?;
+    server.kubectl_ok(&["create", "configmap", "pv", "--from-literal=a=1"])?;
+    // Strict: an unknown field fails the patch as upstream words it (422 on the field
+    // "patch", the patched object as the value) and changes nothing.
+    let unknown = r#"{"spec":{"x":1},"data":{"a":"2"}}"#;
+    let (head, body) = curl_merge_patch(&server, "fieldValidation=Strict", unknown)?;
+    ensure!(
+        head.starts_with("HTTP/2 422")
+            && body.contains(r#"\"\" is invalid: patch: Invalid value: "#)
+            && body.contains(r#"strict decoding error: unknown field \"spec\""#),
+        "{head}\n{body}"
+    );
+    let data = server.kubectl_ok(&["get", "cm", "pv", "-o", "jsonpath={.data.a}"])?;
+    ensure!(
+        data.trim() == "1",
+        "a refused patch changed the object: {data}"
+    );
+    // kubectl patch leaves fieldValidation at its default (Warn): a warning, and the
+    // declared part of the patch applies.
+    let out = server.kubectl(&["patch", "cm", "pv", "--type=merge", "-p", unknown])?;
+    ensure!(
+        out.success() && out.stderr.contains(r#"Warning: unknown field "spec""#),
+        "{out:?}"
+    );
+    let data = server.kubectl_ok(&["get", "cm", "pv", "-o", "jsonpath={.data.a}"])?;
+    ensure!(data.trim() == "2", "{data}");
+
+    let dup = r#"{"data":{"b":"1","b":"2"}}"#;
+    let (head, body) = curl_merge_patch(&server, "fieldValidation=Strict", dup)?;
+    ensure!(
+        head.starts_with("HTTP/2 422")
+            && body.contains(r#"strict decoding error: duplicate field \"data.b\""#),
+        "{head}\n{body}"
+    );
+    let (head, _) = curl_merge_patch(&server, "fieldValidation=Warn", dup)?;
+    ensure!(
+        head.starts_with("HTTP/2 200") && head.contains(r#"299 - "duplicate field \"data.b\"""#),
+        "{head}"
+    );
+    let (head, _) = curl_merge_patch(
+        &server,
+        "fieldValidation=Ignore",
+        r#"{"data":{"c":"1","c":"3"},"bogus":1}"#,
+    )?;
+    ensure!(
+        head.starts_with("HTTP/2 200") && !head.contains("299"),
+        "{head}"
+    );
+    let data = server.kubectl_ok(&["get", "cm", "pv", "-o", "jsonpath={.data}"])?;
+    ensure!(data.trim() == r#"{"a":"2","b":"2","c":"3"}"#, "{data}");
+    Ok(())
+}

@@ -22,8 +22,14 @@ pub fn decode(
     w: &WriteParams,
     duplicates: &[String],
 ) -> ApiResult<()> {
+    let unknown = prune(rt, obj)?;
+    super::typed::report_field_problems(rt, w, &unknown, duplicates)
+}
+
+/// Prunes what the schema does not declare (returning the paths) and applies defaults.
+pub fn prune(rt: &ResourceType, obj: &mut Value) -> ApiResult<Vec<String>> {
     let Some(info) = &rt.custom else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let mut unknown = Vec::new();
     if let Some(m) = obj.get_mut("metadata") {
@@ -39,7 +45,7 @@ pub fn decode(
         unknown.extend(schema.prune(obj));
         schema.apply_defaults(obj);
     }
-    super::typed::report_field_problems(rt, w, &unknown, duplicates)
+    Ok(unknown)
 }
 
 /// Schema validation of a custom resource (`old` on update, for transition rules).

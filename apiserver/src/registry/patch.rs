@@ -28,8 +28,22 @@ pub enum Parsed {
 const MAX_JSON_PATCH_OPS: usize = 10_000;
 
 pub fn parse(ty: PatchType, body: &[u8]) -> ApiResult<Parsed> {
-    let v: Value = serde_json::from_slice(body)
+    parse_checked(ty, body).map(|(p, _)| p)
+}
+
+/// [`parse`], also returning the keys merge and strategic patches repeat (the last one
+/// wins; `fieldValidation` decides whether that is an error).
+pub fn parse_checked(ty: PatchType, body: &[u8]) -> ApiResult<(Parsed, Vec<String>)> {
+    let (v, duplicates) = crate::http::json::parse_with_duplicates(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let duplicates = match ty {
+        PatchType::Json => Vec::new(),
+        PatchType::Merge | PatchType::Strategic => duplicates,
+    };
+    parse_value(ty, v).map(|p| (p, duplicates))
+}
+
+fn parse_value(ty: PatchType, v: Value) -> ApiResult<Parsed> {
     match ty {
         PatchType::Json => match v {
             Value::Array(ops) => {

@@ -2,6 +2,7 @@
 //! `fieldValidation`, rejected (Strict) or warned about (Warn); duplicate fields likewise;
 //! values of the wrong JSON type are always a 400, as Go's typed decode makes them.
 
+use kplane_types::{Cause, Status};
 use serde_json::Value;
 
 use super::catalog::ResourceType;
@@ -24,18 +25,54 @@ pub fn typed_decode(
     w: &WriteParams,
     duplicates: &[String],
 ) -> ApiResult<()> {
-    if rt.custom.is_some() {
-        return super::custom::decode(rt, obj, w, duplicates);
-    }
-    typed_decode_builtin(rt, obj, w, duplicates)
+    let unknown = prune(rt, obj)?;
+    report_field_problems(rt, w, &unknown, duplicates)
 }
 
-fn typed_decode_builtin(
+/// [`typed_decode`] of the result of a JSON, merge or strategic merge patch: strict
+/// decoding problems are reported as kube-apiserver's patch handler words them (422 on
+/// the field `patch`, with the patched object as the value).
+pub fn typed_decode_patched(
     rt: &ResourceType,
     obj: &mut Value,
     w: &WriteParams,
     duplicates: &[String],
 ) -> ApiResult<()> {
+    let patched = match w.field_validation {
+        FieldValidation::Strict => serde_json::to_string(&*obj).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let unknown = prune(rt, obj)?;
+    let problems = problems(&unknown, duplicates);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    match w.field_validation {
+        FieldValidation::Strict => Err(ApiError::from(Status::invalid(
+            "",
+            "",
+            "",
+            vec![Cause::invalid(
+                "patch",
+                &Value::String(patched),
+                &format!("strict decoding error: {}", problems.join(", ")),
+            )],
+        ))),
+        FieldValidation::Warn => {
+            for p in problems {
+                w.warnings.push(p);
+            }
+            Ok(())
+        }
+        FieldValidation::Ignore => Ok(()),
+    }
+}
+
+/// Prunes undeclared fields (returning their paths); wrong JSON types are a 400.
+fn prune(rt: &ResourceType, obj: &mut Value) -> ApiResult<Vec<String>> {
+    if rt.custom.is_some() {
+        return super::custom::prune(rt, obj);
+    }
     let report = kplane_openapi::typed::prune_and_check(&rt.schema_name, obj);
     if let Some(first) = report.type_errors.first() {
         return Err(cannot_handle(
@@ -43,7 +80,19 @@ fn typed_decode_builtin(
             &format!("json: cannot unmarshal {first}"),
         ));
     }
-    report_field_problems(rt, w, &report.unknown, duplicates)
+    Ok(report.unknown)
+}
+
+fn problems(unknown: &[String], duplicates: &[String]) -> Vec<String> {
+    unknown
+        .iter()
+        .map(|p| format!("unknown field \"{p}\""))
+        .chain(
+            duplicates
+                .iter()
+                .map(|p| format!("duplicate field \"{p}\"")),
+        )
+        .collect()
 }
 
 /// Applies `fieldValidation` to pruned (unknown) and duplicated fields: Strict fails with
@@ -54,15 +103,7 @@ pub fn report_field_problems(
     unknown: &[String],
     duplicates: &[String],
 ) -> ApiResult<()> {
-    let problems: Vec<String> = unknown
-        .iter()
-        .map(|p| format!("unknown field \"{p}\""))
-        .chain(
-            duplicates
-                .iter()
-                .map(|p| format!("duplicate field \"{p}\"")),
-        )
-        .collect();
+    let problems = problems(unknown, duplicates);
     if problems.is_empty() {
         return Ok(());
     }

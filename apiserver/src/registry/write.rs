@@ -377,7 +377,7 @@ impl Registry {
         w: &WriteParams,
     ) -> ApiResult<Bytes> {
         let rt = t.rt.clone();
-        let parsed = patch::parse(ty, body)?;
+        let (parsed, duplicates) = patch::parse_checked(ty, body)?;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -396,7 +396,7 @@ impl Registry {
             let mut obj = patched;
             meta::check_type(&mut obj, &rt)?;
             meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
-            typed::typed_decode(&rt, &mut obj, w, &[])?;
+            typed::typed_decode_patched(&rt, &mut obj, w, &duplicates)?;
             let mut obj = self.to_storage(&rt, obj);
             meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
             if meta::name_of(&obj) != name {
