@@ -438,3 +438,77 @@ async fn watch_and_watcher_receive_custom_resource_events() -> Result<()> {
     assert_eq!(applied.name_any(), "w");
     Ok(())
 }
+
+#[tokio::test]
+async fn server_side_apply_of_spec_and_status_are_owned_separately() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let client = server.client().await?;
+    install_foo_crd(&client).await?;
+    let foos: Api<Foo> = Api::namespaced(client, "default");
+    let cfg = |extra: serde_json::Value| {
+        let mut v = json!({"apiVersion": "kplane.example.io/v1", "kind": "Foo",
+            "metadata": {"name": "ss"}});
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        v
+    };
+    // The author applies spec (and a status the main resource must ignore).
+    foos.patch(
+        "ss",
+        &PatchParams::apply("author"),
+        &Patch::Apply(cfg(json!({"spec": {"message": "hi", "replicas": 2},
+            "status": {"replicas": 9}}))),
+    )
+    .await?;
+    // The controller applies status through /status (and a spec /status must ignore).
+    foos.patch_status(
+        "ss",
+        &PatchParams::apply("ctl"),
+        &Patch::Apply(cfg(json!({"spec": {"message": "ignored"},
+            "status": {"replicas": 2}}))),
+    )
+    .await?;
+    let foo = foos.get("ss").await?;
+    assert_eq!(foo.spec.message, "hi");
+    assert_eq!(foo.status.as_ref().and_then(|s| s.replicas), Some(2));
+    let entries = foo.metadata.managed_fields.clone().unwrap_or_default();
+    let entry = |m: &str| {
+        entries
+            .iter()
+            .find(|e| e.manager.as_deref() == Some(m))
+            .cloned()
+            .with_context(|| format!("no entry for {m}: {entries:?}"))
+    };
+    let author = entry("author")?;
+    let ctl = entry("ctl")?;
+    assert_eq!(author.operation.as_deref(), Some("Apply"));
+    assert_eq!(author.subresource, None);
+    assert_eq!(ctl.operation.as_deref(), Some("Apply"));
+    assert_eq!(ctl.subresource.as_deref(), Some("status"));
+    let fields = |e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
+        serde_json::to_string(&e.fields_v1).unwrap_or_default()
+    };
+    ensure!(
+        fields(&author).contains("f:spec") && !fields(&author).contains("f:status"),
+        "author owns {}",
+        fields(&author)
+    );
+    ensure!(
+        fields(&ctl).contains("f:status") && !fields(&ctl).contains("f:spec"),
+        "ctl owns {}",
+        fields(&ctl)
+    );
+    // The controller's status is not the author's to remove: the author re-applying
+    // without status leaves it alone.
+    foos.patch(
+        "ss",
+        &PatchParams::apply("author"),
+        &Patch::Apply(cfg(json!({"spec": {"message": "hi again", "replicas": 2}}))),
+    )
+    .await?;
+    let foo = foos.get("ss").await?;
+    assert_eq!(foo.spec.message, "hi again");
+    assert_eq!(foo.status.and_then(|s| s.replicas), Some(2));
+    Ok(())
+}

@@ -299,6 +299,12 @@ impl Registry {
             Some(v) => v,
             None => decode(current)?,
         };
+        // A server-side apply through a subresource computed the managedFields (its own
+        // Apply entry among them): they replace the old object's.
+        let applied_managed = match sub {
+            Some(_) if w.skip_managed_fields => obj.pointer("/metadata/managedFields").cloned(),
+            _ => None,
+        };
         let mut new = match sub {
             None => {
                 let mut n = obj;
@@ -310,6 +316,9 @@ impl Registry {
             Some("finalize") => with_field_from(&old, &obj, "spec"),
             Some(other) => return Err(ApiError::not_found_sub(other)),
         };
+        if let (Some(mf), Ok(m)) = (applied_managed, meta::meta_mut(&mut new)) {
+            m.insert("managedFields".into(), mf);
+        }
         meta::prepare_update(&mut new, &old, rt)?;
         super::managed::record_update(rt, Some(&old), &mut new, sub, w);
         self.controller_status(rt, &cluster, &mut new).await?;
