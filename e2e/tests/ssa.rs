@@ -68,27 +68,12 @@ fn server_side_apply_tracks_owners_conflicts_and_removals() -> Result<()> {
 fn apply_requires_a_field_manager() -> Result<()> {
     let server = KplaneServer::start()?;
     // kubectl always sends a field manager; ask the API directly without one.
-    let url = format!(
-        "{}/api/v1/namespaces/default/configmaps/x",
-        server.base_url()
-    );
-    let out = std::process::Command::new("curl")
-        .args([
-            "-sk",
-            "-X",
-            "PATCH",
-            "-H",
-            "Content-Type: application/apply-patch+yaml",
-        ])
-        .arg("-H")
-        .arg(format!("Authorization: Bearer {}", server.token()))
-        .args([
-            "--data-binary",
-            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}}",
-        ])
-        .arg(url)
-        .output()?;
-    let body = String::from_utf8_lossy(&out.stdout);
+    let (_, body) = curl_patch(
+        &server,
+        "application/apply-patch+yaml",
+        "x",
+        "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}}",
+    )?;
     ensure!(
         body.contains("\"code\":422")
             && body.contains("fieldManager: Required value: is required for apply patch"),
@@ -97,7 +82,7 @@ fn apply_requires_a_field_manager() -> Result<()> {
     Ok(())
 }
 
-/// `(manager, operation, subresource)` of every managedFields entry of `configmap/<name>`.
+/// `manager/operation` of every managedFields entry of `configmap/<name>`.
 fn managers(server: &KplaneServer, name: &str) -> Result<Vec<String>> {
     let out = server.kubectl_ok(&[
         "get",
@@ -305,15 +290,21 @@ fn server_side_apply_takes_over_from_client_side_apply() -> Result<()> {
     Ok(())
 }
 
-/// `curl` of an apply patch; returns (status line + headers, body).
-fn curl_apply(server: &KplaneServer, query: &str, body: &str) -> Result<(String, String)> {
+/// `curl -X PATCH` of `configmaps/<name>` with `content_type`; returns (status line and
+/// headers, body).
+fn curl_patch(
+    server: &KplaneServer,
+    content_type: &str,
+    name_and_query: &str,
+    body: &str,
+) -> Result<(String, String)> {
     let url = format!(
-        "{}/api/v1/namespaces/default/configmaps/fv?fieldManager=t{query}",
+        "{}/api/v1/namespaces/default/configmaps/{name_and_query}",
         server.base_url()
     );
     let out = std::process::Command::new("curl")
         .args(["-sk", "-D", "-", "-X", "PATCH", "-H"])
-        .arg("Content-Type: application/apply-patch+yaml")
+        .arg(format!("Content-Type: {content_type}"))
         .arg("-H")
         .arg(format!("Authorization: Bearer {}", server.token()))
         .args(["--data-binary", body])
@@ -322,6 +313,12 @@ fn curl_apply(server: &KplaneServer, query: &str, body: &str) -> Result<(String,
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     Ok((head.to_string(), body.to_string()))
+}
+
+/// An apply patch of `configmap/fv` as manager `t`.
+fn curl_apply(server: &KplaneServer, query: &str, body: &str) -> Result<(String, String)> {
+    let target = format!("fv?fieldManager=t{query}");
+    curl_patch(server, "application/apply-patch+yaml", &target, body)
 }
 
 #[test]
@@ -376,23 +373,14 @@ fn apply_field_validation_for_undeclared_and_duplicate_fields() -> Result<()> {
     Ok(())
 }
 
-/// `curl` of a merge patch of `configmap/pv`; returns (status line + headers, body).
+/// A merge patch of `configmap/pv`.
 fn curl_merge_patch(server: &KplaneServer, query: &str, body: &str) -> Result<(String, String)> {
-    let url = format!(
-        "{}/api/v1/namespaces/default/configmaps/pv?{query}",
-        server.base_url()
-    );
-    let out = std::process::Command::new("curl")
-        .args(["-sk", "-D", "-", "-X", "PATCH", "-H"])
-        .arg("Content-Type: application/merge-patch+json")
-        .arg("-H")
-        .arg(format!("Authorization: Bearer {}", server.token()))
-        .args(["--data-binary", body])
-        .arg(url)
-        .output()?;
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    Ok((head.to_string(), body.to_string()))
+    curl_patch(
+        server,
+        "application/merge-patch+json",
+        &format!("pv?{query}"),
+        body,
+    )
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{corrupt, meta, Registry, ResourceType, Strategy, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::{FieldValidation, WriteParams};
+use crate::http::query::WriteParams;
 
 /// How many times an apply is retried when the object changed underneath it.
 const APPLY_RETRIES: usize = 5;
@@ -123,22 +123,12 @@ impl Registry {
 /// `fieldValidation` for the apply body's duplicate keys (upstream decodes the body a second
 /// time with a strict YAML decoder): Strict fails, Warn adds a warning per key.
 fn strict_yaml_problems(w: &WriteParams, problems: &[String]) -> ApiResult<()> {
-    if problems.is_empty() {
-        return Ok(());
-    }
-    match w.field_validation {
-        FieldValidation::Strict => Err(ApiError::bad_request(format!(
+    super::typed::enforce(w, problems.to_vec(), |_| {
+        ApiError::bad_request(format!(
             "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
             problems.join("\n  ")
-        ))),
-        FieldValidation::Warn => {
-            for p in problems {
-                w.warnings.push(p.clone());
-            }
-            Ok(())
-        }
-        FieldValidation::Ignore => Ok(()),
-    }
+        ))
+    })
 }
 
 /// Fields of the applied configuration that its type does not declare. Server-side apply

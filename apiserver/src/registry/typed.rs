@@ -43,29 +43,18 @@ pub fn typed_decode_patched(
         _ => String::new(),
     };
     let unknown = prune(rt, obj)?;
-    let problems = problems(&unknown, duplicates);
-    if problems.is_empty() {
-        return Ok(());
-    }
-    match w.field_validation {
-        FieldValidation::Strict => Err(ApiError::from(Status::invalid(
+    enforce(w, problems(&unknown, duplicates), |joined| {
+        ApiError::from(Status::invalid(
             "",
             "",
             "",
             vec![Cause::invalid(
                 "patch",
                 &Value::String(patched),
-                &format!("strict decoding error: {}", problems.join(", ")),
+                &format!("strict decoding error: {joined}"),
             )],
-        ))),
-        FieldValidation::Warn => {
-            for p in problems {
-                w.warnings.push(p);
-            }
-            Ok(())
-        }
-        FieldValidation::Ignore => Ok(()),
-    }
+        ))
+    })
 }
 
 /// Prunes undeclared fields (returning their paths); wrong JSON types are a 400.
@@ -103,15 +92,24 @@ pub fn report_field_problems(
     unknown: &[String],
     duplicates: &[String],
 ) -> ApiResult<()> {
-    let problems = problems(unknown, duplicates);
+    enforce(w, problems(unknown, duplicates), |joined| {
+        cannot_handle(rt, &format!("strict decoding error: {joined}"))
+    })
+}
+
+/// Applies `fieldValidation` to strict-decoding `problems`: Strict fails with the error
+/// `strict` makes of them (joined with ", "), Warn adds a Warning header per problem,
+/// Ignore does nothing.
+pub fn enforce(
+    w: &WriteParams,
+    problems: Vec<String>,
+    strict: impl FnOnce(&str) -> ApiError,
+) -> ApiResult<()> {
     if problems.is_empty() {
         return Ok(());
     }
     match w.field_validation {
-        FieldValidation::Strict => Err(cannot_handle(
-            rt,
-            &format!("strict decoding error: {}", problems.join(", ")),
-        )),
+        FieldValidation::Strict => Err(strict(&problems.join(", "))),
         FieldValidation::Warn => {
             for p in problems {
                 w.warnings.push(p);
