@@ -69,16 +69,9 @@ impl Registry {
     /// Returns false when instances with finalizers remain.
     async fn cleanup_crd(&self, cluster: &str, name: &str) -> ApiResult<bool> {
         let key = Key::new(cluster, CRD_RESOURCE, "", name);
-        let Some(kv) = self
-            .storage
-            .get(&key)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-        else {
+        let Some((kv, obj)) = self.get_decoded(&key).await? else {
             return Ok(true);
         };
-        let obj: Value =
-            serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))?;
         if !meta::is_deleting(&obj) {
             return Ok(true);
         }

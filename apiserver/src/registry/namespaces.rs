@@ -116,16 +116,9 @@ impl Registry {
         }
         // Drop the `kubernetes` finalizer; the update removes the namespace when no
         // metadata finalizers remain.
-        let Some(kv) = self
-            .storage
-            .get(&key)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-        else {
+        let Some((kv, mut obj)) = self.get_decoded(&key).await? else {
             return Ok(true);
         };
-        let mut obj: Value =
-            serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))?;
         if let Some(f) = obj
             .pointer_mut("/spec/finalizers")
             .and_then(Value::as_array_mut)
@@ -252,16 +245,9 @@ impl Registry {
     ) -> ApiResult<bool> {
         let nst = self.namespace_type()?;
         let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
-        let Some(kv) = self
-            .storage
-            .get(&key)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-        else {
+        let Some((kv, mut obj)) = self.get_decoded(&key).await? else {
             return Ok(true);
         };
-        let mut obj: Value =
-            serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))?;
         if !ns_conditions::apply(&mut obj, report, &meta::now_time()) {
             return Ok(true);
         }

@@ -85,6 +85,25 @@ impl Registry {
             .map_err(|e| storage_error(e, &t.rt, name))
     }
 
+    /// Reads and decodes one stored object by key (background workers, which address
+    /// objects by key rather than by request target).
+    pub(super) async fn get_decoded(
+        &self,
+        key: &kplane_storage::Key,
+    ) -> ApiResult<Option<(KeyValue, serde_json::Value)>> {
+        let Some(kv) = self
+            .storage
+            .get(key)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?
+        else {
+            return Ok(None);
+        };
+        let obj =
+            serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(Some((kv, obj)))
+    }
+
     /// Waits briefly for a resourceVersion the store has not reached yet.
     pub(super) async fn wait_for_revision(&self, rv: Revision) -> ApiResult<()> {
         for _ in 0..30 {
