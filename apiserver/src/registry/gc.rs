@@ -103,11 +103,32 @@ impl Graph {
 #[derive(Debug, Default)]
 pub struct Collector {
     graph: Mutex<Graph>,
+    /// Dependents with an owner reference to a kind their cluster does not serve (yet):
+    /// looked at again when that cluster's CRDs change, as Kubernetes' collector keeps
+    /// retrying the lookup until the kind appears.
+    unresolved: Mutex<HashSet<ObjRef>>,
 }
 
 impl Collector {
     pub fn owned_objects(&self) -> usize {
         self.graph.lock().map(|g| g.len()).unwrap_or(0)
+    }
+
+    fn park_unresolved(&self, dep: &ObjRef) {
+        if let Ok(mut u) = self.unresolved.lock() {
+            u.insert(dep.clone());
+        }
+    }
+
+    /// Takes the parked dependents of `cluster`.
+    fn take_unresolved(&self, cluster: &str) -> Vec<ObjRef> {
+        let Ok(mut u) = self.unresolved.lock() else {
+            return Vec::new();
+        };
+        let (mine, rest): (HashSet<ObjRef>, HashSet<ObjRef>) =
+            u.drain().partition(|r| r.cluster == cluster);
+        *u = rest;
+        mine.into_iter().collect()
     }
 }
 
@@ -301,6 +322,14 @@ impl Registry {
         .transpose()
     }
 
+    /// The kinds served in `cluster` changed (a CRD was written): dependents whose owner
+    /// kinds could not be resolved are examined again.
+    pub(super) fn gc_kinds_changed(&self, cluster: &str) {
+        for r in self.gc.take_unresolved(cluster) {
+            self.enqueue(Work::GcDependent(r));
+        }
+    }
+
     /// Writes `obj` back through the registry (validation, finalizer semantics).
     async fn gc_update(&self, t: &Target, obj: Value) -> ApiResult<()> {
         let name = meta::name_of(&obj).to_string();
@@ -342,9 +371,11 @@ impl Registry {
                 OwnerState::Present { foreground: true } => waiting.push(o.uid.clone()),
                 OwnerState::Present { foreground: false } => solid += 1,
                 // Unresolvable references stop the collector here, whatever the others say.
-                OwnerState::UnknownKind | OwnerState::NamespacedOwnerOfClusterScoped => {
-                    return Ok(true)
+                OwnerState::UnknownKind => {
+                    self.gc.park_unresolved(r);
+                    return Ok(true);
                 }
+                OwnerState::NamespacedOwnerOfClusterScoped => return Ok(true),
             }
         }
         if solid > 0 {

@@ -247,6 +247,7 @@ impl Registry {
         match rt.strategy {
             Strategy::CustomResourceDefinition => {
                 self.refresh_catalog(cluster).await?;
+                self.gc_kinds_changed(cluster);
                 if deleting {
                     self.enqueue(Work::CrdCleanup {
                         cluster: cluster.into(),

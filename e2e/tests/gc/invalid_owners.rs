@@ -130,3 +130,27 @@ fn namespaced_dependent_of_an_owner_in_another_namespace_is_collected_with_a_war
     ensure!(invalid_owner_events(&server, "a")?.is_empty());
     Ok(())
 }
+
+#[test]
+fn dependent_of_an_unserved_kind_is_collected_once_the_kind_is_served() -> Result<()> {
+    let server = KplaneServer::start()?;
+    // The owner's kind does not exist yet: the reference cannot be resolved, so the
+    // dependent stays.
+    create(
+        &server,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: early\n  namespace: default\n  ownerReferences:\n  - {apiVersion: late.example.com/v1, kind: Gadget, name: g, uid: 00000000-0000-0000-0000-000000000001}\n",
+    )?;
+    std::thread::sleep(Duration::from_secs(2));
+    ensure!(
+        server.kubectl(&["get", "cm", "early"])?.success(),
+        "a dependent of an unserved kind was collected"
+    );
+    // The kind appears; the owner named does not exist, so the dependent goes.
+    create(
+        &server,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.late.example.com\nspec:\n  group: late.example.com\n  scope: Namespaced\n  names: {plural: gadgets, singular: gadget, kind: Gadget}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+    )?;
+    poll_until(TIMEOUT, "the dependent is collected", || {
+        Ok(!server.kubectl(&["get", "cm", "early"])?.success())
+    })
+}
