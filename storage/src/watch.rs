@@ -553,6 +553,19 @@ struct ReplayTask {
     compacted: Arc<AtomicU64>,
 }
 
+impl Drop for ReplayTask {
+    /// A task that stops before the watcher is live (closed, or cancelled with the runtime)
+    /// ends the stream, so the receiver sees its end like a dropped channel sender.
+    fn drop(&mut self) {
+        let mut st = lock(&self.slot.state);
+        if matches!(st.phase, Phase::Replaying(_)) {
+            st.ended = true;
+            drop(st);
+            self.slot.readable.notify_one();
+        }
+    }
+}
+
 /// Why the replay task stopped early.
 enum Stop {
     /// The receiver is gone; nothing more to send.
@@ -586,8 +599,7 @@ impl ReplayTask {
                 }
             }
         }
-        lock(&self.slot.state).ended = true;
-        self.slot.readable.notify_one();
+        // Dropping the task ends the stream.
     }
 
     /// Queues one event, waiting for room.
