@@ -131,8 +131,7 @@ pub enum CloseReason {
     ShuttingDown,
 }
 
-/// A live watch. Dropping it unregisters the watcher.
-pub type WatchReceiver = tokio::sync::mpsc::Receiver<WatchEvent>;
+pub use watch::WatchReceiver;
 
 /// Operational figures of a backend, for `/metrics`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -52,7 +52,7 @@ impl Default for SledStorageOptions {
     }
 }
 
-/// State shared by the API-facing handle, the writer thread and the watcher tasks.
+/// State shared by the API-facing handle, the writer thread, watch receivers and replay tasks.
 pub(crate) struct Shared {
     pub(crate) tree: sled::Tree,
     /// Latest durable revision.

@@ -1,24 +1,29 @@
 //! Watch fan-out: the registry of live watchers, the dispatch of committed events to them
-//! (called by the writer once per write group), and the per-watcher task that replays the
-//! event log, hands over to live delivery without gap or duplicate, sends progress
-//! notifications and unregisters the watcher when its receiver is dropped.
+//! (called by the writer once per write group), and the receiving end of a watch.
+//!
+//! A watcher is a [`Slot`] whose bounded queue is its channel: dispatch pushes live events
+//! into it and wakes the [`WatchReceiver`], which also generates progress notifications
+//! while it is awaited. A live watch therefore has no task of its own; only a watcher that
+//! starts behind the dispatched revision gets a task, which replays the event log, hands
+//! over to live delivery without gap or duplicate, and ends. Dropping the receiver
+//! unregisters the watcher.
 //!
 //! Watchers are indexed by `(cluster, resource, namespace)`, each level either a concrete
 //! value or a wildcard, so dispatching one event visits only the buckets that can match
-//! it (at most 8), never the full watcher list. The writer never blocks on a watcher: it
-//! uses `try_send`, and a watcher whose channel is (nearly) full gets
-//! [`CloseReason::TooSlow`] in the last free slot and is dropped.
+//! it (at most 8), never the full watcher list. The writer never blocks on a watcher: a
+//! watcher whose queue is (nearly) full gets [`CloseReason::TooSlow`] in the last free
+//! slot and is dropped.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
 use crate::encoding::{decode_event, decode_key, event_key, rev_of_tagged};
 use crate::read::{backend, load_event};
-use crate::{CloseReason, Error, Event, Prefix, Result, Revision, WatchEvent, WatchReceiver};
+use crate::{CloseReason, Error, Event, Prefix, Result, Revision, WatchEvent};
 
 /// How long a closing watcher task waits for channel room to deliver its close notice.
 const CLOSE_NOTICE_WAIT: Duration = Duration::from_secs(1);
@@ -132,53 +137,71 @@ impl Registry {
     }
 }
 
-/// Delivery state of one watcher, shared by the writer (dispatch) and the watcher's task.
+/// Delivery state of one watcher, shared by the writer (dispatch), the replay task (while
+/// there is history to replay) and the [`WatchReceiver`].
 enum Phase {
     /// Replaying the log; live events are parked here.
     Replaying(Vec<Arc<Event>>),
-    /// Delivering live events directly into the channel.
+    /// Dispatch delivers live events directly into the queue.
     Live,
 }
 
 struct SlotState {
     phase: Phase,
+    /// Events for the receiver, oldest first: the watcher's channel. Bounded by the hub's
+    /// channel capacity.
+    queue: VecDeque<WatchEvent>,
     /// Highest revision delivered (or covered by replay); live events at or below it are
     /// duplicates.
     last_rev: Revision,
-    /// Whether an event was sent since the last progress tick.
+    /// Whether an event was queued since the last progress tick.
     sent_since_tick: bool,
     /// Set when the watcher was closed by dispatch (too slow) or shutdown.
     closed: Option<CloseReason>,
-    /// Whether the `Closed` notice was put into the channel.
+    /// Whether the `Closed` notice was put into the queue.
     notice_sent: bool,
+    /// Nothing more will be queued: once the queue is drained, the stream ends.
+    ended: bool,
+    /// The [`WatchReceiver`] was dropped.
+    receiver_gone: bool,
 }
 
 impl SlotState {
     /// Marks the watcher closed and, if possible, tells it why. In the live phase there is
-    /// always room: dispatch and progress keep one channel slot free.
-    /// Returns whether the notice is in the channel.
-    fn close(&mut self, reason: CloseReason, tx: &mpsc::Sender<WatchEvent>) -> bool {
+    /// always room: dispatch and progress keep one queue slot free.
+    /// Returns whether the notice is in the queue.
+    fn close(&mut self, reason: CloseReason, capacity: usize) -> bool {
         if self.closed.is_none() {
             self.closed = Some(reason);
         }
         if let Phase::Replaying(buf) = &mut self.phase {
             buf.clear();
         }
-        if !self.notice_sent && tx.try_send(WatchEvent::Closed(reason)).is_ok() {
+        if !self.notice_sent && self.queue.len() < capacity {
+            self.queue.push_back(WatchEvent::Closed(reason));
             self.notice_sent = true;
         }
         self.notice_sent
     }
+
+    /// Whether a live event or progress notification fits, keeping the last slot free for
+    /// the close notice.
+    fn has_room(&self, capacity: usize) -> bool {
+        self.queue.len().saturating_add(1) < capacity
+    }
 }
 
+/// One registered watcher. In the live phase it is the whole watch: dispatch pushes into
+/// its queue and wakes the receiver; there is no task per watcher.
 pub(crate) struct Slot {
     id: u64,
     prefix: Prefix,
     from: Revision,
-    tx: mpsc::Sender<WatchEvent>,
     state: Mutex<SlotState>,
-    /// Wakes the watcher task when dispatch closed the watcher.
-    closed_notify: Notify,
+    /// Wakes the receiver: something was queued or the stream ended.
+    readable: Notify,
+    /// Wakes the replay task: queue room, the watcher was closed or the receiver dropped.
+    wake_task: Notify,
 }
 
 enum Delivery {
@@ -189,9 +212,9 @@ enum Delivery {
 
 impl Slot {
     /// Called by the writer for each matching committed event. Never blocks.
-    fn deliver(&self, ev: &Arc<Event>, replay_buffer: usize) -> Delivery {
+    fn deliver(&self, ev: &Arc<Event>, capacity: usize, replay_buffer: usize) -> Delivery {
         let mut st = lock(&self.state);
-        if st.closed.is_some() {
+        if st.closed.is_some() || st.receiver_gone {
             return Delivery::Drop;
         }
         let rev = ev.kv.mod_revision;
@@ -208,40 +231,48 @@ impl Slot {
                 if rev <= st.last_rev {
                     return Delivery::Ok;
                 }
-                // Keep the last slot for the close notice so the watcher learns why.
-                if self.tx.capacity() > 1 && self.tx.try_send(WatchEvent::Event(ev.clone())).is_ok()
-                {
+                if st.has_room(capacity) {
+                    st.queue.push_back(WatchEvent::Event(ev.clone()));
                     st.last_rev = rev;
                     st.sent_since_tick = true;
-                    false
-                } else {
-                    true
+                    drop(st);
+                    self.readable.notify_one();
+                    return Delivery::Ok;
                 }
+                true
             }
         };
         if !too_slow {
             return Delivery::Ok;
         }
-        // During replay the task owns the channel; it sends the notice itself.
-        if matches!(st.phase, Phase::Live) {
-            st.close(CloseReason::TooSlow, &self.tx);
-        } else {
-            st.closed = Some(CloseReason::TooSlow);
-        }
-        drop(st);
-        self.closed_notify.notify_one();
+        self.close_locked(st, CloseReason::TooSlow, capacity);
         Delivery::Drop
     }
 
-    fn close(&self, reason: CloseReason) {
-        let mut st = lock(&self.state);
+    fn close(&self, reason: CloseReason, capacity: usize) {
+        self.close_locked(lock(&self.state), reason, capacity);
+    }
+
+    /// In the live phase: queues the notice and ends the stream. During replay the task
+    /// owns the queue's tail; it is told and sends the notice itself.
+    fn close_locked(
+        &self,
+        mut st: MutexGuard<'_, SlotState>,
+        reason: CloseReason,
+        capacity: usize,
+    ) {
         if matches!(st.phase, Phase::Live) {
-            st.close(reason, &self.tx);
-        } else if st.closed.is_none() {
-            st.closed = Some(reason);
+            st.close(reason, capacity);
+            st.ended = true;
+            drop(st);
+            self.readable.notify_one();
+        } else {
+            if st.closed.is_none() {
+                st.closed = Some(reason);
+            }
+            drop(st);
+            self.wake_task.notify_one();
         }
-        drop(st);
-        self.closed_notify.notify_one();
     }
 }
 
@@ -278,6 +309,7 @@ impl Hub {
     pub(crate) fn publish(&self, events: Vec<Event>, last_rev: Revision) {
         let mut reg = lock(&self.registry);
         if reg.len > 0 {
+            let capacity = self.channel_capacity;
             let replay_buffer = self.replay_buffer();
             let mut dropped: Vec<(u64, Prefix)> = Vec::new();
             for ev in events {
@@ -287,7 +319,7 @@ impl Hub {
                     for ns in res.matching(&key.resource) {
                         for bucket in ns.matching(&key.namespace) {
                             for slot in bucket.values() {
-                                if let Delivery::Drop = slot.deliver(&ev, replay_buffer) {
+                                if let Delivery::Drop = slot.deliver(&ev, capacity, replay_buffer) {
                                     dropped.push((slot.id, slot.prefix.clone()));
                                 }
                             }
@@ -315,7 +347,7 @@ impl Hub {
             for ns in res.any.iter().chain(res.named.values()) {
                 for bucket in ns.any.iter().chain(ns.named.values()) {
                     for slot in bucket.values() {
-                        slot.close(CloseReason::ShuttingDown);
+                        slot.close(CloseReason::ShuttingDown, self.channel_capacity);
                     }
                 }
             }
@@ -327,8 +359,9 @@ impl Hub {
         lock(&self.registry).remove(slot.id, &slot.prefix);
     }
 
-    /// Registers a watcher and starts its task. `compacted` is read after registration to
-    /// validate `from`.
+    /// Registers a watcher. `compacted` is read after registration to validate `from`.
+    /// A watcher with history to replay gets a task until it is live; one that starts at
+    /// the dispatched revision is live at once and needs none.
     pub(crate) fn watch(
         self: &Arc<Self>,
         tree: sled::Tree,
@@ -337,7 +370,6 @@ impl Hub {
         progress_every: Option<Duration>,
         compacted: Arc<AtomicU64>,
     ) -> Result<WatchReceiver> {
-        let (tx, rx) = mpsc::channel(self.channel_capacity);
         let mut reg = lock(&self.registry);
         if reg.closed {
             return Err(Error::ShuttingDown);
@@ -347,15 +379,18 @@ impl Hub {
             id: reg.next_id,
             prefix: prefix.clone(),
             from,
-            tx,
             state: Mutex::new(SlotState {
                 phase: Phase::Replaying(Vec::new()),
+                queue: VecDeque::new(),
                 last_rev: from,
                 sent_since_tick: false,
                 closed: None,
                 notice_sent: false,
+                ended: false,
+                receiver_gone: false,
             }),
-            closed_notify: Notify::new(),
+            readable: Notify::new(),
+            wake_task: Notify::new(),
         });
         reg.insert(slot.clone());
         let snapshot = self.dispatched.load(Ordering::Acquire);
@@ -368,32 +403,170 @@ impl Hub {
                 compacted: compacted_now,
             });
         }
-        let task = WatchTask {
+        let receiver = WatchReceiver {
             hub: self.clone(),
-            tree,
-            slot,
-            snapshot,
+            slot: slot.clone(),
             progress_every,
-            shutdown: self.shutdown.subscribe(),
-            compacted,
+            ticker: None,
         };
-        tokio::spawn(task.run());
-        Ok(rx)
+        let live_now = from >= snapshot && {
+            // Nothing to replay: go live here unless dispatch already parked events (or
+            // closed the watcher), which the task then hands over.
+            let mut st = lock(&slot.state);
+            match &st.phase {
+                Phase::Replaying(buf) if buf.is_empty() && st.closed.is_none() => {
+                    st.phase = Phase::Live;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if !live_now {
+            let task = ReplayTask {
+                hub: self.clone(),
+                tree,
+                slot,
+                snapshot,
+                shutdown: self.shutdown.subscribe(),
+                compacted,
+            };
+            tokio::spawn(task.run());
+        }
+        Ok(receiver)
     }
 }
 
-struct WatchTask {
+/// A live watch: the receiving end of a watcher's queue. Dropping it unregisters the
+/// watcher. Progress notifications are generated here, on a timer that runs only while
+/// [`WatchReceiver::recv`] is awaited, so a watch costs no task of its own.
+pub struct WatchReceiver {
+    hub: Arc<Hub>,
+    slot: Arc<Slot>,
+    progress_every: Option<Duration>,
+    /// Started when the watcher goes live, like the task's ticker was.
+    ticker: Option<tokio::time::Interval>,
+}
+
+impl std::fmt::Debug for WatchReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchReceiver")
+            .field("id", &self.slot.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WatchReceiver {
+    /// The next event; `None` once the watch has ended (after [`WatchEvent::Closed`], or
+    /// when the notice could not be delivered). Cancel safe.
+    pub async fn recv(&mut self) -> Option<WatchEvent> {
+        loop {
+            let live = {
+                let mut st = lock(&self.slot.state);
+                if let Some(ev) = self.pop(&mut st) {
+                    return Some(ev);
+                }
+                if st.ended {
+                    return None;
+                }
+                matches!(st.phase, Phase::Live) && st.closed.is_none()
+            };
+            if live && self.ticker.is_none() {
+                if let Some(every) = self.progress_every {
+                    let start = tokio::time::Instant::now() + every;
+                    let mut t = tokio::time::interval_at(start, every);
+                    t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    self.ticker = Some(t);
+                }
+            }
+            let readable = self.slot.readable.notified();
+            let ticked = match self.ticker.as_mut() {
+                None => {
+                    readable.await;
+                    false
+                }
+                Some(t) => tokio::select! {
+                    () = readable => false,
+                    _ = t.tick() => true,
+                },
+            };
+            if ticked {
+                self.progress();
+            }
+        }
+    }
+
+    /// The next queued event, without waiting.
+    pub fn try_recv(&mut self) -> Option<WatchEvent> {
+        let mut st = lock(&self.slot.state);
+        self.pop(&mut st)
+    }
+
+    fn pop(&self, st: &mut SlotState) -> Option<WatchEvent> {
+        let ev = st.queue.pop_front()?;
+        if matches!(st.phase, Phase::Replaying(_)) {
+            // The replay task may be waiting for room.
+            self.slot.wake_task.notify_one();
+        }
+        Some(ev)
+    }
+
+    /// Queues a progress notification if the watcher was idle since the last tick.
+    fn progress(&self) {
+        let mut st = lock(&self.slot.state);
+        if st.closed.is_some() {
+            return;
+        }
+        let idle = !st.sent_since_tick;
+        st.sent_since_tick = false;
+        let dispatched = self.hub.dispatched.load(Ordering::Acquire);
+        if idle && dispatched >= self.slot.from && st.has_room(self.hub.channel_capacity) {
+            let rev = dispatched.max(st.last_rev);
+            st.queue.push_back(WatchEvent::Progress(rev));
+        }
+    }
+}
+
+impl Drop for WatchReceiver {
+    fn drop(&mut self) {
+        {
+            let mut st = lock(&self.slot.state);
+            st.receiver_gone = true;
+            st.queue.clear();
+            if let Phase::Replaying(buf) = &mut st.phase {
+                buf.clear();
+            }
+        }
+        self.hub.unregister(&self.slot);
+        self.slot.wake_task.notify_one();
+    }
+}
+
+/// Replays the log for a watcher that starts behind the dispatched revision, then hands
+/// over to live delivery and ends.
+struct ReplayTask {
     hub: Arc<Hub>,
     tree: sled::Tree,
     slot: Arc<Slot>,
     /// Events up to here come from the log; later ones arrive live.
     snapshot: Revision,
-    progress_every: Option<Duration>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     compacted: Arc<AtomicU64>,
 }
 
-/// Why the watcher task stopped early.
+impl Drop for ReplayTask {
+    /// A task that stops before the watcher is live (closed, or cancelled with the runtime)
+    /// ends the stream, so the receiver sees its end like a dropped channel sender.
+    fn drop(&mut self) {
+        let mut st = lock(&self.slot.state);
+        if matches!(st.phase, Phase::Replaying(_)) {
+            st.ended = true;
+            drop(st);
+            self.slot.readable.notify_one();
+        }
+    }
+}
+
+/// Why the replay task stopped early.
 enum Stop {
     /// The receiver is gone; nothing more to send.
     ReceiverGone,
@@ -401,36 +574,65 @@ enum Stop {
     Close(CloseReason),
 }
 
-impl WatchTask {
+impl ReplayTask {
     async fn run(mut self) {
         let stop = match self.replay_and_go_live().await {
-            Ok(()) => self.live().await,
+            Ok(()) => return,
             Err(stop) => stop,
         };
         self.hub.unregister(&self.slot);
         if let Stop::Close(reason) = stop {
-            let sent = lock(&self.slot.state).close(reason, &self.slot.tx);
+            let capacity = self.hub.channel_capacity;
+            let sent = lock(&self.slot.state).close(reason, capacity);
             if !sent {
-                // The channel is full (a stalled reader during replay): wait a little for
+                // The queue is full (a stalled reader during replay): wait a little for
                 // room, then give up; the receiver still sees the stream end.
-                let room = tokio::time::timeout(CLOSE_NOTICE_WAIT, self.slot.tx.reserve()).await;
-                if let Ok(Ok(permit)) = room {
-                    permit.send(WatchEvent::Closed(reason));
+                let deadline = tokio::time::Instant::now() + CLOSE_NOTICE_WAIT;
+                while tokio::time::timeout_at(deadline, self.slot.wake_task.notified())
+                    .await
+                    .is_ok()
+                {
+                    let mut st = lock(&self.slot.state);
+                    if st.receiver_gone || st.close(reason, capacity) {
+                        break;
+                    }
                 }
             }
         }
+        // Dropping the task ends the stream.
     }
 
-    fn closed_reason(&self) -> Option<CloseReason> {
-        lock(&self.slot.state).closed
-    }
-
+    /// Queues one event, waiting for room.
     async fn send(&self, ev: WatchEvent) -> std::result::Result<(), Stop> {
-        tokio::select! {
-            r = self.slot.tx.send(ev) => r.map_err(|_| Stop::ReceiverGone),
-            () = self.slot.closed_notify.notified() => {
-                Err(Stop::Close(self.closed_reason().unwrap_or(CloseReason::TooSlow)))
+        let capacity = self.hub.channel_capacity;
+        loop {
+            {
+                let mut st = lock(&self.slot.state);
+                if st.receiver_gone {
+                    return Err(Stop::ReceiverGone);
+                }
+                if let Some(reason) = st.closed {
+                    return Err(Stop::Close(reason));
+                }
+                if st.queue.len() < capacity {
+                    st.queue.push_back(ev);
+                    drop(st);
+                    self.slot.readable.notify_one();
+                    return Ok(());
+                }
             }
+            self.slot.wake_task.notified().await;
+        }
+    }
+
+    fn check_open(&self) -> std::result::Result<(), Stop> {
+        let st = lock(&self.slot.state);
+        if st.receiver_gone {
+            return Err(Stop::ReceiverGone);
+        }
+        match st.closed {
+            Some(reason) => Err(Stop::Close(reason)),
+            None => Ok(()),
         }
     }
 
@@ -441,9 +643,7 @@ impl WatchTask {
             if *self.shutdown.borrow() {
                 return Err(Stop::Close(CloseReason::ShuttingDown));
             }
-            if let Some(reason) = self.closed_reason() {
-                return Err(Stop::Close(reason));
-            }
+            self.check_open()?;
             let tree = self.tree.clone();
             let prefix = self.slot.prefix.clone();
             let (start, end) = (pos, self.snapshot);
@@ -475,6 +675,9 @@ impl WatchTask {
         loop {
             let parked = {
                 let mut st = lock(&self.slot.state);
+                if st.receiver_gone {
+                    return Err(Stop::ReceiverGone);
+                }
                 if let Some(reason) = st.closed {
                     return Err(Stop::Close(reason));
                 }
@@ -495,50 +698,9 @@ impl WatchTask {
                 }
             }
         }
+        // Lets a waiting receiver start its progress ticker.
+        self.slot.readable.notify_one();
         Ok(())
-    }
-
-    async fn live(&mut self) -> Stop {
-        let mut ticker = self.progress_every.map(|every| {
-            let mut t = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            t
-        });
-        loop {
-            tokio::select! {
-                () = self.slot.tx.closed() => return Stop::ReceiverGone,
-                () = self.slot.closed_notify.notified() => {
-                    let reason = self.closed_reason().unwrap_or(CloseReason::TooSlow);
-                    return Stop::Close(reason);
-                }
-                r = self.shutdown.changed() => {
-                    if r.is_err() || *self.shutdown.borrow() {
-                        return Stop::Close(CloseReason::ShuttingDown);
-                    }
-                }
-                _ = async {
-                    match ticker.as_mut() {
-                        Some(t) => t.tick().await,
-                        None => std::future::pending().await,
-                    }
-                } => self.progress(),
-            }
-        }
-    }
-
-    /// Sends a progress notification if the watcher was idle since the last tick.
-    fn progress(&self) {
-        let mut st = lock(&self.slot.state);
-        if st.closed.is_some() {
-            return;
-        }
-        let idle = !st.sent_since_tick;
-        st.sent_since_tick = false;
-        let dispatched = self.hub.dispatched.load(Ordering::Acquire);
-        if idle && dispatched >= self.slot.from && self.slot.tx.capacity() > 1 {
-            let rev = dispatched.max(st.last_rev);
-            let _ = self.slot.tx.try_send(WatchEvent::Progress(rev));
-        }
     }
 }
 
