@@ -54,6 +54,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Events older than this (since their last write) are removed.
     pub event_ttl: Duration,
+    /// Size of the storage page cache (sled), in bytes.
+    pub storage_cache_bytes: u64,
 }
 
 /// Builds a [`Server`].
@@ -72,6 +74,7 @@ impl Default for ServerBuilder {
                 event_window: Duration::from_secs(300),
                 shutdown_grace: Duration::from_secs(30),
                 event_ttl: Duration::from_secs(3600),
+                storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
             },
         }
     }
@@ -100,6 +103,11 @@ impl ServerBuilder {
 
     pub fn event_ttl(mut self, d: Duration) -> Self {
         self.config.event_ttl = d;
+        self
+    }
+
+    pub fn storage_cache_bytes(mut self, bytes: u64) -> Self {
+        self.config.storage_cache_bytes = bytes;
         self
     }
 
@@ -175,6 +183,7 @@ impl Server {
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
         let storage_opts = SledStorageOptions {
             event_window: cfg.event_window,
+            cache_capacity_bytes: cfg.storage_cache_bytes,
             ..Default::default()
         };
         let storage: Arc<dyn Storage> = SledStorage::open(cfg.data_dir.join("db"), storage_opts)?;

@@ -50,6 +50,10 @@ struct ServeArgs {
     /// How long Events live after their last update, in seconds (Kubernetes' --event-ttl).
     #[arg(long, default_value_t = 3600)]
     event_ttl_seconds: u64,
+    /// Size of the storage page cache, in MiB. Lists of more data than this read pages
+    /// back from the data files (see docs/performance.md).
+    #[arg(long, default_value_t = 64)]
+    storage_cache_mb: u64,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -81,6 +85,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .tls_sans(args.tls_san)
         .event_window(Duration::from_secs(args.event_window_seconds))
         .event_ttl(Duration::from_secs(args.event_ttl_seconds.max(1)))
+        .storage_cache_bytes(args.storage_cache_mb.max(1) * 1024 * 1024)
         .build();
     server
         .serve(shutdown_signal())
