@@ -107,11 +107,58 @@ pub struct Collector {
     /// looked at again when that cluster's CRDs change, as Kubernetes' collector keeps
     /// retrying the lookup until the kind appears.
     unresolved: Mutex<HashSet<ObjRef>>,
+    /// Owners recently deleted with dependents: a dependent's reference to one of them is
+    /// absent because the owner is gone, so the cascade need not look for it in other
+    /// namespaces (the `OwnerRefInvalidNamespace` check), which would cost reads per
+    /// dependent.
+    deleted_owners: Mutex<RecentUids>,
+}
+
+/// A bounded set of `(cluster, uid)`: the oldest entries leave first.
+#[derive(Debug, Default)]
+struct RecentUids {
+    order: std::collections::VecDeque<(String, String)>,
+    set: HashSet<(String, String)>,
+}
+
+impl RecentUids {
+    /// Enough for every owner of a large cascade; a forgotten one only costs the check.
+    const CAPACITY: usize = 65_536;
+
+    fn insert(&mut self, cluster: &str, uid: &str) {
+        let k = (cluster.to_string(), uid.to_string());
+        if !self.set.insert(k.clone()) {
+            return;
+        }
+        self.order.push_back(k);
+        if self.order.len() > Self::CAPACITY {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+    }
+
+    fn contains(&self, cluster: &str, uid: &str) -> bool {
+        self.set.contains(&(cluster.to_string(), uid.to_string()))
+    }
 }
 
 impl Collector {
     pub fn owned_objects(&self) -> usize {
         self.graph.lock().map(|g| g.len()).unwrap_or(0)
+    }
+
+    fn remember_deleted_owner(&self, cluster: &str, uid: &str) {
+        if let Ok(mut d) = self.deleted_owners.lock() {
+            d.insert(cluster, uid);
+        }
+    }
+
+    fn was_deleted_owner(&self, cluster: &str, uid: &str) -> bool {
+        self.deleted_owners
+            .lock()
+            .map(|d| d.contains(cluster, uid))
+            .unwrap_or(false)
     }
 
     fn park_unresolved(&self, dep: &ObjRef) {
@@ -210,6 +257,9 @@ impl Registry {
                 g.set_owners(&r, vec![]);
                 g.dependents_of(&r.cluster, &m.uid)
             };
+            if !dependents.is_empty() {
+                self.gc.remember_deleted_owner(&r.cluster, &m.uid);
+            }
             for d in dependents {
                 self.enqueue(Work::GcDependent(d));
             }
@@ -262,29 +312,39 @@ impl Registry {
         } else {
             String::new()
         };
-        let key = kplane_storage::Key::new(
-            dep.cluster.clone(),
-            rt.storage_resource.clone(),
-            ns,
-            o.name.clone(),
-        );
-        let kv = self
-            .storage
-            .get(&key)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        let state = kv
-            .map(|kv| head(&kv.value))
+        let state = self
+            .stored_head(&dep.cluster, &rt, &ns, &o.name)
+            .await?
             .filter(|m| m.uid == o.uid)
             .map_or(OwnerState::Absent, |m| OwnerState::Present {
                 foreground: m.deletion_timestamp.is_some()
                     && m.finalizers.iter().any(|f| f == FOREGROUND_FINALIZER),
             });
-        if state == OwnerState::Absent && rt.namespaced && self.owner_elsewhere(dep, &rt, o).await?
+        if state == OwnerState::Absent
+            && rt.namespaced
+            && !self.gc.was_deleted_owner(&dep.cluster, &o.uid)
+            && self.owner_elsewhere(dep, &rt, o).await?
         {
             self.report_invalid_namespace(dep, obj, o).await;
         }
         Ok(state)
+    }
+
+    /// The collector's view of the stored object `name` of `rt` in `namespace`.
+    pub(super) async fn stored_head(
+        &self,
+        cluster: &str,
+        rt: &super::ResourceType,
+        namespace: &str,
+        name: &str,
+    ) -> ApiResult<Option<HeadMeta>> {
+        let key = kplane_storage::Key::new(cluster, rt.storage_resource.clone(), namespace, name);
+        let kv = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(kv.map(|kv| head(&kv.value)))
     }
 
     /// A registry target for a stored object.
@@ -545,6 +605,22 @@ async fn follow(registry: &Arc<Registry>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recent_uids_forget_the_oldest_beyond_capacity() {
+        let mut r = RecentUids::default();
+        r.insert("c", "first");
+        r.insert("c", "first");
+        assert_eq!(r.order.len(), 1, "a repeated uid is kept once");
+        for i in 0..RecentUids::CAPACITY {
+            r.insert("c", &i.to_string());
+        }
+        assert!(!r.contains("c", "first"), "the oldest entry must go");
+        assert!(r.contains("c", &(RecentUids::CAPACITY - 1).to_string()));
+        assert!(!r.contains("other", "0"), "uids are per logical cluster");
+        assert_eq!(r.order.len(), RecentUids::CAPACITY);
+        assert_eq!(r.set.len(), RecentUids::CAPACITY);
+    }
 
     fn r(name: &str) -> ObjRef {
         ObjRef {

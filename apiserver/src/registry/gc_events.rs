@@ -6,10 +6,10 @@
 //! Like upstream, the Event is reported only when an object with the reference's uid is
 //! actually found elsewhere; a reference to nothing at all is simply an absent owner.
 
-use kplane_storage::{Key, Prefix};
+use kplane_storage::Prefix;
 use serde_json::{json, Value};
 
-use super::gc::{head, ObjRef, OwnerRef};
+use super::gc::{ObjRef, OwnerRef};
 use super::{meta, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::http::query::WriteParams;
@@ -51,18 +51,8 @@ impl Registry {
             if *ns == dep.namespace {
                 continue;
             }
-            let key = Key::new(
-                dep.cluster.clone(),
-                rt.storage_resource.clone(),
-                ns.clone(),
-                o.name.clone(),
-            );
-            let found = self
-                .storage
-                .get(&key)
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
-            if found.is_some_and(|kv| head(&kv.value).uid == o.uid) {
+            let found = self.stored_head(&dep.cluster, rt, ns, &o.name).await?;
+            if found.is_some_and(|m| m.uid == o.uid) {
                 return Ok(true);
             }
         }
