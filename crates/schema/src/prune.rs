@@ -94,28 +94,8 @@ impl Pruner {
                     m.clear();
                     return;
                 };
-                let embedded = root || s.embedded;
-                let mut drop = Vec::new();
-                for (k, v) in m.iter_mut() {
-                    if embedded && META_FIELDS.contains(&k.as_str()) {
-                        if k == "metadata" && !root {
-                            self.coerce_meta(k, v);
-                        }
-                        continue;
-                    }
-                    if let Some(prop) = s.property(k) {
-                        let len = self.push_key(k);
-                        self.walk(v, Some(prop), false, depth + 1);
-                        self.path.truncate(len);
-                    } else if s.additional.is_set() {
-                        let len = self.push_key(k);
-                        self.walk(v, s.additional.schema(), false, depth + 1);
-                        self.path.truncate(len);
-                    } else {
-                        drop.push(k.clone());
-                    }
-                }
-                for k in drop {
+                let unknown = self.members(m, s, root, depth);
+                for k in unknown {
                     m.remove(&k);
                     self.record(&k);
                 }
@@ -139,24 +119,8 @@ impl Pruner {
         }
         match x {
             Value::Object(m) => {
-                let embedded = root || s.embedded;
-                for (k, v) in m.iter_mut() {
-                    if embedded && META_FIELDS.contains(&k.as_str()) {
-                        if k == "metadata" && !root {
-                            self.coerce_meta(k, v);
-                        }
-                        continue;
-                    }
-                    if let Some(prop) = s.property(k) {
-                        let len = self.push_key(k);
-                        self.walk(v, Some(prop), false, depth + 1);
-                        self.path.truncate(len);
-                    } else if s.additional.is_set() {
-                        let len = self.push_key(k);
-                        self.walk(v, s.additional.schema(), false, depth + 1);
-                        self.path.truncate(len);
-                    }
-                }
+                // Unknown members are kept here (x-kubernetes-preserve-unknown-fields).
+                self.members(m, s, root, depth);
             }
             Value::Array(a) => {
                 for (i, v) in a.iter_mut().enumerate() {
@@ -167,6 +131,40 @@ impl Pruner {
             }
             _ => {}
         }
+    }
+
+    /// Walks the members of an object with schema `s` (embedded resources keep their
+    /// apiVersion/kind/metadata, with metadata reduced to ObjectMeta) and returns the keys
+    /// the schema does not declare, for the caller to drop or keep.
+    fn members(
+        &mut self,
+        m: &mut serde_json::Map<String, Value>,
+        s: &Node,
+        root: bool,
+        depth: usize,
+    ) -> Vec<String> {
+        let embedded = root || s.embedded;
+        let mut unknown = Vec::new();
+        for (k, v) in m.iter_mut() {
+            if embedded && META_FIELDS.contains(&k.as_str()) {
+                if k == "metadata" && !root {
+                    self.coerce_meta(k, v);
+                }
+                continue;
+            }
+            let child = match s.property(k) {
+                Some(prop) => Some(prop),
+                None if s.additional.is_set() => s.additional.schema(),
+                None => {
+                    unknown.push(k.clone());
+                    continue;
+                }
+            };
+            let len = self.push_key(k);
+            self.walk(v, child, false, depth + 1);
+            self.path.truncate(len);
+        }
+        unknown
     }
 
     /// Reduces an embedded resource's `metadata` to ObjectMeta's fields.
