@@ -6,11 +6,9 @@ use serde_json::Value;
 
 use crate::errors::{go_value, invalid};
 use crate::node::Node;
-use crate::path::{join, PathStack};
+use crate::path::{join, PathStack, MAX_WALK_DEPTH};
 use crate::prune::pruned_copy;
 use crate::validate::Validator;
-
-const MAX_WALK_DEPTH: usize = 200;
 
 /// Applies defaults of `s` to `x`: missing fields and non-nullable `null`s get the default,
 /// also inside array items and additionalProperties; defaulted values are defaulted again

@@ -8,48 +8,15 @@ use serde_json::{Map, Value};
 
 use crate::errors::{duplicate, go_sharp_v, go_value, invalid};
 use crate::node::{ListType, Node};
-use crate::path::{join, PathStack, Seg};
-
-const MAX_WALK_DEPTH: usize = 200;
+use crate::path::{join, visit, PathStack, MAX_WALK_DEPTH};
 
 /// Validates list sets and maps in `v` (field paths relative to `base`).
 pub(crate) fn validate(n: &Node, v: &Value, base: &str, errs: &mut Vec<Cause>) {
-    walk(n, v, &mut PathStack::default(), base, errs, 0);
-}
-
-fn walk<'a>(
-    n: &Node,
-    v: &'a Value,
-    ps: &mut PathStack<'a>,
-    base: &str,
-    errs: &mut Vec<Cause>,
-    depth: usize,
-) {
-    if depth > MAX_WALK_DEPTH {
-        return;
-    }
-    match v {
-        Value::Array(a) => array(n, a, ps, base, errs, depth),
-        Value::Object(m) => {
-            if let Some(ap) = n.additional.schema() {
-                for (k, x) in m {
-                    ps.push(Seg::Key(k));
-                    walk(ap, x, ps, base, errs, depth + 1);
-                    ps.pop();
-                }
-            }
-            if !n.properties.is_empty() {
-                for (k, x) in m {
-                    if let Some(p) = n.property(k) {
-                        ps.push(Seg::Field(k));
-                        walk(p, x, ps, base, errs, depth + 1);
-                        ps.pop();
-                    }
-                }
-            }
+    visit(n, v, &mut PathStack::default(), &mut |n, v, ps| {
+        if let Value::Array(a) = v {
+            array(n, a, ps, base, errs);
         }
-        _ => {}
-    }
+    });
 }
 
 fn at(base: &str, ps: &PathStack<'_>, i: usize) -> String {
@@ -57,14 +24,7 @@ fn at(base: &str, ps: &PathStack<'_>, i: usize) -> String {
     join(base, &format!("{p}[{i}]"))
 }
 
-fn array<'a>(
-    n: &Node,
-    a: &'a [Value],
-    ps: &mut PathStack<'a>,
-    base: &str,
-    errs: &mut Vec<Cause>,
-    depth: usize,
-) {
+fn array(n: &Node, a: &[Value], ps: &PathStack<'_>, base: &str, errs: &mut Vec<Cause>) {
     match &n.list_type {
         Some(ListType::Set) => {
             for i in non_unique(a.iter().map(canonical_key)) {
@@ -73,13 +33,6 @@ fn array<'a>(
         }
         Some(ListType::Map(keys)) => list_map(keys, a, ps, base, errs),
         _ => {}
-    }
-    if let Some(items) = &n.items {
-        for (i, x) in a.iter().enumerate() {
-            ps.push(Seg::Index(i));
-            walk(items, x, ps, base, errs, depth + 1);
-            ps.pop();
-        }
     }
 }
 

@@ -10,54 +10,15 @@ use serde_json::{Map, Value};
 
 use crate::errors::{go_value, invalid, required};
 use crate::node::Node;
-use crate::path::{join, PathStack, Seg};
-
-const MAX_WALK_DEPTH: usize = 200;
+use crate::path::{join, visit, PathStack};
 
 /// Validates the embedded resources in `v` (field paths relative to `base`).
 pub(crate) fn validate(n: &Node, v: &Value, base: &str, errs: &mut Vec<Cause>) {
-    walk(n, v, &mut PathStack::default(), base, errs, 0);
-}
-
-fn walk<'a>(
-    n: &Node,
-    v: &'a Value,
-    ps: &mut PathStack<'a>,
-    base: &str,
-    errs: &mut Vec<Cause>,
-    depth: usize,
-) {
-    if depth > MAX_WALK_DEPTH {
-        return;
-    }
-    match v {
-        Value::Object(m) => {
-            if n.embedded {
-                embedded_resource(&join(base, &ps.field()), m, errs);
-            }
-            for (k, x) in m {
-                if let Some(p) = n.property(k) {
-                    ps.push(Seg::Field(k));
-                    walk(p, x, ps, base, errs, depth + 1);
-                    ps.pop();
-                } else if let Some(ap) = n.additional.schema() {
-                    ps.push(Seg::Key(k));
-                    walk(ap, x, ps, base, errs, depth + 1);
-                    ps.pop();
-                }
-            }
+    visit(n, v, &mut PathStack::default(), &mut |n, v, ps| {
+        if let (true, Value::Object(m)) = (n.embedded, v) {
+            embedded_resource(&join(base, &ps.field()), m, errs);
         }
-        Value::Array(a) => {
-            if let Some(items) = &n.items {
-                for (i, x) in a.iter().enumerate() {
-                    ps.push(Seg::Index(i));
-                    walk(items, x, ps, base, errs, depth + 1);
-                    ps.pop();
-                }
-            }
-        }
-        _ => {}
-    }
+    });
 }
 
 /// apimachinery `IsDNS1035Label`.

@@ -86,3 +86,63 @@ pub(crate) fn join(base: &str, child: &str) -> String {
         (false, false) => format!("{base}.{child}"),
     }
 }
+
+/// Deepest nesting the schema walks follow (hostile objects cannot exhaust the stack).
+pub(crate) const MAX_WALK_DEPTH: usize = 200;
+
+/// Visits every value of `v` that the schema `n` describes, paired with its schema node,
+/// in pre-order (object members in key order, array items in index order), with the
+/// value's path on `ps`. The shared traversal of the validation passes that only look at
+/// some kinds of nodes (list types, embedded resources).
+pub(crate) fn visit<'a, F>(
+    n: &crate::node::Node,
+    v: &'a serde_json::Value,
+    ps: &mut PathStack<'a>,
+    f: &mut F,
+) where
+    F: FnMut(&crate::node::Node, &'a serde_json::Value, &PathStack<'a>),
+{
+    visit_at(n, v, ps, f, 0);
+}
+
+fn visit_at<'a, F>(
+    n: &crate::node::Node,
+    v: &'a serde_json::Value,
+    ps: &mut PathStack<'a>,
+    f: &mut F,
+    depth: usize,
+) where
+    F: FnMut(&crate::node::Node, &'a serde_json::Value, &PathStack<'a>),
+{
+    use serde_json::Value;
+    if depth > MAX_WALK_DEPTH {
+        return;
+    }
+    f(n, v, ps);
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let (child, seg) = match n.property(k) {
+                    Some(p) => (p, Seg::Field(k)),
+                    None => match n.additional.schema() {
+                        Some(ap) => (ap, Seg::Key(k)),
+                        None => continue,
+                    },
+                };
+                ps.push(seg);
+                visit_at(child, x, ps, f, depth + 1);
+                ps.pop();
+            }
+        }
+        Value::Array(a) => {
+            if let Some(items) = &n.items {
+                for (i, x) in a.iter().enumerate() {
+                    ps.push(Seg::Index(i));
+                    visit_at(items, x, ps, f, depth + 1);
+                    ps.pop();
+                }
+            }
+        }
+        _ => {}
+    }
+}

@@ -30,7 +30,7 @@ pub(crate) const OBJECT_META_FIELDS: [&str; 15] = [
 ];
 
 /// Deepest nesting pruning follows into values without a schema.
-const MAX_WALK_DEPTH: usize = 200;
+use crate::path::MAX_WALK_DEPTH;
 
 pub(crate) struct Pruner {
     pub pruned: Vec<String>,

@@ -27,7 +27,7 @@ use crate::node::{ListType, MapType, Node, Ty};
 use crate::path::{join, PathStack, Seg};
 use crate::validate::{json_eq, Correlator};
 
-const MAX_WALK_DEPTH: usize = 200;
+use crate::path::MAX_WALK_DEPTH;
 /// `MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
