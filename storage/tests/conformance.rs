@@ -982,14 +982,19 @@ async fn sled_compaction() {
     s.shutdown().await.unwrap();
 }
 
+/// A store whose watch queues hold only `capacity` entries (to make watchers slow).
+fn open_with_watch_capacity(dir: &std::path::Path, capacity: usize) -> Arc<SledStorage> {
+    let opts = SledStorageOptions {
+        watch_channel_capacity: capacity,
+        ..Default::default()
+    };
+    SledStorage::open(dir, opts).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_slow_watcher_is_closed_and_writer_not_blocked() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = SledStorageOptions {
-        watch_channel_capacity: 4,
-        ..Default::default()
-    };
-    let sled = SledStorage::open(dir.path(), opts).unwrap();
+    let sled = open_with_watch_capacity(dir.path(), 4);
     let s: Arc<dyn Storage> = sled.clone();
     let mut slow = s.watch(&Prefix::cluster("c"), 0, None).await.unwrap();
     let mut fast = s.watch(&Prefix::cluster("c"), 0, None).await.unwrap();
@@ -1240,11 +1245,7 @@ async fn sled_acknowledged_writes_survive_kill_9() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_watcher_stalled_during_replay_is_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = SledStorageOptions {
-        watch_channel_capacity: 4,
-        ..Default::default()
-    };
-    let sled = SledStorage::open(dir.path(), opts).unwrap();
+    let sled = open_with_watch_capacity(dir.path(), 4);
     let s: Arc<dyn Storage> = sled.clone();
     for i in 0..10 {
         create(&s, key("c", "ns", &format!("old{i}")), "v").await;
