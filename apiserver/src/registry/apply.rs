@@ -106,7 +106,7 @@ impl Registry {
                         self.to_storage(&rt, merged)
                     };
                     let decoded = live.filter(|_| live_is_stored);
-                    self.write_update_decoded(t, name, sub, obj, kv, decoded, w)
+                    self.write_update(t, name, sub, obj, kv, decoded, w)
                         .await
                         .map(|b| (b, false))
                 }

@@ -193,7 +193,9 @@ impl Registry {
             }
             _ => {}
         }
-        let out = self.write_update(t, name, sub, obj, &current, w).await?;
+        let out = self
+            .write_update(t, name, sub, obj, &current, None, w)
+            .await?;
         Ok((out, false))
     }
 
@@ -267,23 +269,10 @@ impl Registry {
     }
 
     /// Applies the update rules against `current` and commits with a CAS on its revision.
-    pub(super) async fn write_update(
-        &self,
-        t: &Target,
-        name: &str,
-        sub: Option<&str>,
-        obj: Value,
-        current: &KeyValue,
-        w: &WriteParams,
-    ) -> ApiResult<Bytes> {
-        self.write_update_decoded(t, name, sub, obj, current, None, w)
-            .await
-    }
-
-    /// [`Registry::write_update`] for a caller that already decoded `current` (exactly its
-    /// stored form), which spares decoding a large object twice.
+    /// `decoded` is `current` already decoded by the caller (exactly its stored form), which
+    /// spares decoding a large object twice; `None` decodes it here.
     #[allow(clippy::too_many_arguments)]
-    pub(super) async fn write_update_decoded(
+    pub(super) async fn write_update(
         &self,
         t: &Target,
         name: &str,
@@ -431,7 +420,7 @@ impl Registry {
             };
             let decoded = api_is_stored.then_some(old_api);
             match self
-                .write_update_decoded(t, name, sub, obj, &current, decoded, w)
+                .write_update(t, name, sub, obj, &current, decoded, w)
                 .await
             {
                 Err(e) if e.is_conflict() && !locked && attempt < PATCH_RETRIES => continue,
