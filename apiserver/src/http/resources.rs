@@ -189,7 +189,11 @@ async fn serve(
             }
             require_verb(&rt, "list")?;
             let repr = negotiation::negotiate(&accept, true, false)?;
-            let page = reg.list(&target, &lp).await?;
+            let mut page = reg.list(&target, &lp).await?;
+            if repr != negotiation::Representation::Object {
+                // Tables and metadata lists are built whole.
+                page = page.collect().await?;
+            }
             response::list(&rt, page, repr, &topts)
         }
         (Method::POST, None) => {

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::negotiation::Representation;
 use super::table::{self, TableOptions};
 use crate::error::{ApiError, ApiResult};
-use crate::registry::{ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
+use crate::registry::{ListPage, ListRest, ResourceType, WatchItem, WatchSetup, WatchType};
 
 const JSON: &str = "application/json";
 const TABLE_CT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -80,18 +80,64 @@ fn list_meta(rv: u64, cont: Option<&str>) -> Value {
 /// about this size, so a 40 MB LIST never needs a 40 MB buffer.
 const LIST_CHUNK: usize = 256 * 1024;
 
+/// Where a streamed list body is: the items of the current batch, the reader of the
+/// batches still to come, and the chunk being filled (`None` once the body is complete).
+struct ListBody {
+    batch: std::vec::IntoIter<Bytes>,
+    rest: Option<ListRest>,
+    first: bool,
+    buf: Option<BytesMut>,
+}
+
+impl ListBody {
+    /// Fills the chunk from the current batch, reading further batches as needed; returns
+    /// the chunk once it is full or the list is complete.
+    async fn next_chunk(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        let mut buf = self.buf.take()?;
+        loop {
+            while buf.len() < LIST_CHUNK {
+                let Some(item) = self.batch.next() else { break };
+                if !self.first {
+                    buf.put_u8(b',');
+                }
+                self.first = false;
+                buf.put_slice(&item);
+            }
+            if buf.len() >= LIST_CHUNK {
+                self.buf = Some(BytesMut::with_capacity(LIST_CHUNK + 4096));
+                return Some(Ok(buf.freeze()));
+            }
+            let Some(rest) = self.rest.as_mut() else {
+                buf.put_slice(b"]}");
+                return Some(Ok(buf.freeze()));
+            };
+            match rest.next_batch().await {
+                Ok(Some(batch)) => self.batch = batch.into_iter(),
+                Ok(None) => self.rest = None,
+                Err(e) => {
+                    // The status line is already sent: abort the body so that the client
+                    // sees a failed response, never a shortened list.
+                    tracing::warn!(error = %e.0.message, "list aborted while streaming");
+                    return Some(Err(std::io::Error::other(e.0.message)));
+                }
+            }
+        }
+    }
+}
+
 /// `{"apiVersion":..,"kind":..,"metadata":{..},"items":[<stored items joined by commas>]}`,
-/// built from the stored bytes without re-encoding them.
-fn list_body(head: String, items: Vec<Bytes>) -> Body {
-    let total: usize = items.iter().map(|i| i.len() + 1).sum::<usize>() + head.len() + 16;
+/// built from the stored bytes without re-encoding them. A page with unread batches is sent
+/// as they are read.
+fn list_body(head: String, page: ListPage) -> Body {
     let open = |buf: &mut BytesMut| {
         buf.put_slice(&head.as_bytes()[..head.len() - 1]);
         buf.put_slice(b",\"items\":[");
     };
-    if total <= LIST_CHUNK {
+    let total: usize = page.items.iter().map(|i| i.len() + 1).sum::<usize>() + head.len() + 16;
+    if page.rest.is_none() && total <= LIST_CHUNK {
         let mut buf = BytesMut::with_capacity(total);
         open(&mut buf);
-        for (i, item) in items.iter().enumerate() {
+        for (i, item) in page.items.iter().enumerate() {
             if i > 0 {
                 buf.put_u8(b',');
             }
@@ -100,29 +146,17 @@ fn list_body(head: String, items: Vec<Bytes>) -> Body {
         buf.put_slice(b"]}");
         return Body::from(buf.freeze());
     }
-    let mut first = BytesMut::with_capacity(LIST_CHUNK);
+    let mut first = BytesMut::with_capacity(LIST_CHUNK + 4096);
     open(&mut first);
-    // State: the items, the next index, and the partly filled chunk.
-    let state = (items, 0usize, Some(first));
-    let stream = futures::stream::unfold(state, |(items, mut next, buf)| async move {
-        let mut buf = buf?;
-        while next < items.len() && buf.len() < LIST_CHUNK {
-            if next > 0 {
-                buf.put_u8(b',');
-            }
-            buf.put_slice(&items[next]);
-            next += 1;
-        }
-        let rest = if next == items.len() {
-            buf.put_slice(b"]}");
-            None
-        } else {
-            Some(BytesMut::with_capacity(LIST_CHUNK + 4096))
-        };
-        Some((
-            Ok::<Bytes, std::convert::Infallible>(buf.freeze()),
-            (items, next, rest),
-        ))
+    let state = ListBody {
+        batch: page.items.into_iter(),
+        rest: page.rest,
+        first: true,
+        buf: Some(first),
+    };
+    let stream = futures::stream::unfold(state, |mut st| async move {
+        let chunk = st.next_chunk().await?;
+        Some((chunk, st))
     });
     Body::from_stream(stream)
 }
@@ -140,7 +174,7 @@ pub fn list(
             let head =
                 json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta})
                     .to_string();
-            Ok(with_type(StatusCode::OK, JSON, list_body(head, page.items)))
+            Ok(with_type(StatusCode::OK, JSON, list_body(head, page)))
         }
         Representation::Table => {
             let objs = page
@@ -278,6 +312,7 @@ pub fn raw_list(rt: &ResourceType, items: &[Bytes], rv: u64) -> Response {
         items: items.to_vec(),
         revision: rv,
         continue_token: None,
+        rest: None,
     };
     match list(rt, page, Representation::Object, &TableOptions::default()) {
         Ok(r) => r,
@@ -304,7 +339,13 @@ mod tests {
     async fn small_and_streamed_lists_are_the_same_json() {
         let head = json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}}).to_string();
         for (n, size) in [(0, 10), (3, 10), (2000, 1000)] {
-            let body = collect(list_body(head.clone(), items(n, size))).await;
+            let page = ListPage {
+                items: items(n, size),
+                revision: 7,
+                continue_token: None,
+                rest: None,
+            };
+            let body = collect(list_body(head.clone(), page)).await;
             assert_eq!(
                 body.len() > LIST_CHUNK,
                 n == 2000,

@@ -69,7 +69,7 @@ impl Registry {
             let mut live_is_stored = false;
             let live: Option<Value> = match &current {
                 Some(kv) => {
-                    let api = self.to_api(&rt, kv.value.clone())?;
+                    let api = super::to_api(&rt, kv.value.clone())?;
                     live_is_stored =
                         api.as_ptr() == kv.value.as_ptr() && api.len() == kv.value.len();
                     Some(serde_json::from_slice(&api).map_err(|e| corrupt(&e))?)

@@ -35,7 +35,7 @@ use kplane_types::{Status, StatusReason};
 use serde_json::Value;
 
 pub use catalog::{Catalog, ResourceType, Strategy};
-pub use read::ListPage;
+pub use read::{ListPage, ListRest};
 pub use watch::{WatchItem, WatchSetup, WatchType};
 pub use write::{DeleteOutcome, DeleteParams};
 
@@ -84,6 +84,21 @@ impl Target {
             },
         }
     }
+}
+
+/// Converts a stored value to the representation of `rt`'s API version.
+pub(crate) fn to_api(rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
+    if rt.strategy == Strategy::Custom {
+        return custom::to_api(rt, stored);
+    }
+    if rt.strategy != Strategy::EventsV1Event {
+        return Ok(stored);
+    }
+    let v: Value = serde_json::from_slice(&stored).map_err(|e| corrupt(&e))?;
+    let out = events::to_events_v1(&v);
+    serde_json::to_vec(&out)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// Object semantics for every served type.
@@ -157,21 +172,6 @@ impl Registry {
             .get("", "v1", "namespaces")
             .cloned()
             .ok_or_else(|| ApiError::internal("namespaces are not registered"))
-    }
-
-    /// Converts a stored value to the representation of `rt`'s API version.
-    fn to_api(&self, rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
-        if rt.strategy == Strategy::Custom {
-            return custom::to_api(rt, stored);
-        }
-        if rt.strategy != Strategy::EventsV1Event {
-            return Ok(stored);
-        }
-        let v: Value = serde_json::from_slice(&stored).map_err(|e| corrupt(&e))?;
-        let out = events::to_events_v1(&v);
-        serde_json::to_vec(&out)
-            .map(Bytes::from)
-            .map_err(|e| ApiError::internal(e.to_string()))
     }
 
     /// Converts a request object of `rt`'s API version to the stored form.

@@ -52,7 +52,6 @@ pub struct WatchItem {
 
 /// A running watch.
 pub struct WatchSetup {
-    registry: Arc<Registry>,
     rt: Arc<ResourceType>,
     selection: Selection,
     initial: VecDeque<WatchItem>,
@@ -102,7 +101,6 @@ impl Registry {
             None => Duration::from_secs(rand::rng().random_range(1800..3600)),
         };
         let mut setup = WatchSetup {
-            registry: self.clone(),
             rt: t.rt.clone(),
             selection,
             initial: VecDeque::new(),
@@ -218,7 +216,7 @@ impl WatchSetup {
                 _ => None,
             },
         }?;
-        let object = self.registry.to_api(&self.rt, e.kv.value.clone()).ok()?;
+        let object = super::to_api(&self.rt, e.kv.value.clone()).ok()?;
         Some(WatchItem { ty, object })
     }
 }

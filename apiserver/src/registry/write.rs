@@ -103,7 +103,7 @@ impl Registry {
             let name = meta::name_of(&candidate).to_string();
             meta::invalid_if_any(&rt, &name, strategy::validate(&candidate, None, &rt))?;
             if w.dry_run {
-                return to_bytes(&candidate).and_then(|b| self.to_api(&rt, b));
+                return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
             }
             let key = t.key(&name)?;
             match self
@@ -116,7 +116,7 @@ impl Registry {
                         self.bootstrap_namespace(&cluster, &name).await;
                     }
                     self.after_write(&rt, &cluster, &name, false).await?;
-                    return self.to_api(&rt, kv.value);
+                    return super::to_api(&rt, kv.value);
                 }
                 Err(kplane_storage::Error::AlreadyExists) if attempt + 1 < attempts => continue,
                 Err(kplane_storage::Error::AlreadyExists) if attempts > 1 => {
@@ -332,7 +332,7 @@ impl Registry {
         meta::invalid_if_any(rt, name, strategy::validate(&new, Some(&old), rt))?;
         // Nothing changed: no new revision (as Kubernetes does).
         if equal_but_rv(&new, &old) {
-            return self.to_api(rt, current.value.clone());
+            return super::to_api(rt, current.value.clone());
         }
         if w.dry_run {
             let mut preview = new;
@@ -340,7 +340,7 @@ impl Registry {
                 "resourceVersion".into(),
                 json!(current.mod_revision.to_string()),
             );
-            return to_bytes(&preview).and_then(|b| self.to_api(rt, b));
+            return to_bytes(&preview).and_then(|b| super::to_api(rt, b));
         }
         let key = t.key(name)?;
         let pre = Precondition::ModRevision(current.mod_revision);
@@ -362,7 +362,7 @@ impl Registry {
         } else {
             self.after_write(rt, &cluster, name, deleting).await?;
         }
-        self.to_api(rt, kv.value)
+        super::to_api(rt, kv.value)
     }
 
     /// Patches an object (JSON patch, merge patch, strategic merge patch).
@@ -385,7 +385,7 @@ impl Registry {
                     &rt.group, &rt.plural, name,
                 )));
             };
-            let api = self.to_api(&rt, current.value.clone())?;
+            let api = super::to_api(&rt, current.value.clone())?;
             let api_is_stored =
                 api.as_ptr() == current.value.as_ptr() && api.len() == current.value.len();
             let old_api: Value = serde_json::from_slice(&api).map_err(|e| corrupt(&e))?;
@@ -469,7 +469,7 @@ impl Registry {
                 || (rt.strategy == Strategy::Namespace && namespace_has_spec_finalizers(&obj));
             if needs_mark {
                 if meta::is_deleting(&obj) {
-                    return Ok(DeleteOutcome::Marked(self.to_api(&rt, current.value)?));
+                    return Ok(DeleteOutcome::Marked(super::to_api(&rt, current.value)?));
                 }
                 let mut marked = obj;
                 let m = meta::meta_mut(&mut marked)?;
@@ -493,7 +493,7 @@ impl Registry {
                 match self.storage.put(key, pre, encoder(marked)).await {
                     Ok(kv) => {
                         self.after_write(&rt, &cluster, name, true).await?;
-                        return Ok(DeleteOutcome::Marked(self.to_api(&rt, kv.value)?));
+                        return Ok(DeleteOutcome::Marked(super::to_api(&rt, kv.value)?));
                     }
                     Err(kplane_storage::Error::Conflict { .. }) => continue,
                     Err(e) => return Err(storage_error(e, &rt, name)),
@@ -537,7 +537,7 @@ impl Registry {
             }
             match self.delete(&target, &name, d).await {
                 Ok(DeleteOutcome::Deleted(obj)) => {
-                    out.push(to_bytes(&obj).and_then(|b| self.to_api(&t.rt, b))?)
+                    out.push(to_bytes(&obj).and_then(|b| super::to_api(&t.rt, b))?)
                 }
                 Ok(DeleteOutcome::Marked(b)) => out.push(b),
                 Err(e) if e.code() == 404 => {}
