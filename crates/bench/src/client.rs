@@ -70,6 +70,8 @@ impl fmt::Display for Failure {
 pub struct Reply {
     pub status: u16,
     pub body: Bytes,
+    /// Body length in bytes (also for a discarded body).
+    pub len: u64,
 }
 
 impl Reply {
@@ -297,13 +299,18 @@ impl Conn {
         let status = resp.status().as_u16();
         if !keep && (200..300).contains(&status) {
             let mut body = resp.into_body();
+            let mut len = 0u64;
             // Bounded by the caller's timeout; ends with the body.
             while let Some(frame) = body.frame().await {
-                frame.map_err(|e| Failure::Transport(format!("reading body: {e}")))?;
+                let frame = frame.map_err(|e| Failure::Transport(format!("reading body: {e}")))?;
+                if let Some(data) = frame.data_ref() {
+                    len += data.len() as u64;
+                }
             }
             return Ok(Reply {
                 status,
                 body: Bytes::new(),
+                len,
             });
         }
         let body = resp
@@ -312,7 +319,8 @@ impl Conn {
             .await
             .map_err(|e| Failure::Transport(format!("reading body: {e}")))?
             .to_bytes();
-        Ok(Reply { status, body })
+        let len = body.len() as u64;
+        Ok(Reply { status, body, len })
     }
 
     /// `call` + `Reply::ok`.
