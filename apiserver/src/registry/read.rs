@@ -54,7 +54,8 @@ pub struct ListRest {
     prefix: Prefix,
     selection: Selection,
     revision: Revision,
-    after: Key,
+    /// The last key returned; `None` once the list is complete.
+    after: Option<Key>,
 }
 
 impl std::fmt::Debug for ListRest {
@@ -69,12 +70,12 @@ impl std::fmt::Debug for ListRest {
 impl ListRest {
     /// The next batch, or `None` once the list is complete.
     pub async fn next_batch(&mut self) -> ApiResult<Option<Vec<Bytes>>> {
-        if self.after.name.is_empty() {
+        let Some(after) = self.after.take() else {
             return Ok(None);
-        }
+        };
         let opts = ListOptions {
             at_revision: Some(self.revision),
-            start_after: Some(self.after.clone()),
+            start_after: Some(after),
             limit: Some(LIST_BATCH),
         };
         let selection = &self.selection;
@@ -89,9 +90,8 @@ impl ListRest {
             .list(&self.prefix, &opts, filter)
             .await
             .map_err(|e| list_error(e, &self.rt))?;
-        match (res.more, res.items.last()) {
-            (true, Some(last)) => self.after = last.key.clone(),
-            _ => self.after.name.clear(),
+        if res.more {
+            self.after = res.items.last().map(|kv| kv.key.clone());
         }
         let items = res
             .items
@@ -279,7 +279,7 @@ impl Registry {
                     prefix: t.prefix(),
                     selection,
                     revision: res.revision,
-                    after,
+                    after: Some(after),
                 }),
             ),
             Some(last) => (Some(encode_continue(res.revision, &last)), None),
@@ -378,6 +378,47 @@ mod tests {
         assert!(now.contains(&("cm-99999".into(), "new".into())));
         assert!(now.contains(&("cm-00900".into(), "new".into())));
         assert!(!now.iter().any(|(name, _)| *name == last));
+    }
+
+    #[tokio::test]
+    async fn a_batched_list_is_one_json_body_with_every_item_in_order() {
+        use crate::http::negotiation::Representation;
+        use crate::http::table::TableOptions;
+        use http_body_util::BodyExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, t) = registry(dir.path()).await;
+        let n = 3 * LIST_BATCH + 7;
+        let w = WriteParams::default();
+        for i in 0..n {
+            reg.create(&t, cm(&format!("cm-{i:05}"), "v", false), &w)
+                .await
+                .unwrap();
+        }
+        let page = reg.list(&t, &ListParams::default()).await.unwrap();
+        let rv = page.revision.to_string();
+        assert!(page.rest.is_some());
+        let resp = crate::http::response::list(
+            &t.rt,
+            page,
+            Representation::Object,
+            &TableOptions::default(),
+        )
+        .unwrap();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["kind"], "ConfigMapList");
+        assert_eq!(v["metadata"]["resourceVersion"], rv.as_str());
+        assert!(v["metadata"].get("continue").is_none());
+        let items: Vec<Bytes> = v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| Bytes::from(o.to_string()))
+            .collect();
+        let want: Vec<_> = (0..n)
+            .map(|i| (format!("cm-{i:05}"), "v".to_string()))
+            .collect();
+        assert_eq!(names_and_values(&items), want);
     }
 
     #[tokio::test]
