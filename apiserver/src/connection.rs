@@ -10,6 +10,7 @@
 //!
 //! Protocol upgrades (exec, attach, port-forward) are not served.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,31 +55,45 @@ pub async fn serve(
     app: axum::Router,
     watcher: Watcher,
 ) {
-    // Boxed like the connection below: the handshake state (rustls' whole connection
-    // inline) would otherwise size the task for as long as the connection lives.
-    let handshake = Box::pin(tokio::time::timeout(
-        HANDSHAKE_TIMEOUT,
-        acceptor.accept(tcp),
-    ));
-    let stream = match handshake.await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-            return;
+    // The handshake runs in a future of its own, boxed and freed once it is done, and hands
+    // back only a pointer to the boxed connection: a TLS stream held by value in this
+    // function (even one already moved into the connection) would size the task for as
+    // long as the connection lives, because a future is as large as its largest state.
+    let handshake = Box::pin(async move {
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+            Ok(Ok(stream)) => Some(connection(stream, &protocols, app, watcher)),
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                None
+            }
+            Err(_) => None,
         }
-        Err(_) => return,
+    });
+    let Some(connection) = handshake.await else {
+        return;
     };
+    let result = connection.await;
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
+
+/// A served connection, boxed: the task holds only this pointer.
+type Connection = std::pin::Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
+
+/// The HTTP connection on an established TLS stream, with the protocol chosen by ALPN.
+fn connection(
+    stream: tokio_rustls::server::TlsStream<TcpStream>,
+    protocols: &Protocols,
+    app: axum::Router,
+    watcher: Watcher,
+) -> Connection {
     let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
     let io = TokioIo::new(stream);
     let svc = TowerToHyperService::new(app);
-    // Boxed: the task then holds only the protocol in use, not the larger of the two
-    // connection states.
-    let result = if h2 {
-        Box::pin(watcher.watch(protocols.http2.serve_connection(io, svc))).await
+    if h2 {
+        Box::pin(watcher.watch(protocols.http2.serve_connection(io, svc)))
     } else {
-        Box::pin(watcher.watch(protocols.http1.serve_connection(io, svc))).await
-    };
-    if let Err(e) = result {
-        tracing::debug!(%peer, error = %e, "connection ended with an error");
+        Box::pin(watcher.watch(protocols.http1.serve_connection(io, svc)))
     }
 }
