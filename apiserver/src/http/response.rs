@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Value};
@@ -21,9 +21,14 @@ const POM_CT: &str = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.
 const POML_CT: &str = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
 
 fn with_type(code: StatusCode, ct: &'static str, body: impl Into<Body>) -> Response {
-    let mut r = (code, body.into()).into_response();
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    // Sized for the one header: hyper keeps a response's header map on an HTTP/1.1
+    // connection for reuse, so a default-sized map (room for 6) stays with every idle
+    // watch for as long as it is open.
+    let mut headers = HeaderMap::with_capacity(1);
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    let mut r = Response::new(body.into());
+    *r.status_mut() = code;
+    *r.headers_mut() = headers;
     r
 }
 
