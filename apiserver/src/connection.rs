@@ -21,6 +21,8 @@ use hyper_util::server::graceful::Watcher;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpStream;
 
+use crate::tls_stream::{self, TlsStream};
+
 /// Bound on a client completing the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -50,7 +52,7 @@ impl Default for Protocols {
 pub async fn serve(
     tcp: TcpStream,
     peer: SocketAddr,
-    acceptor: tokio_rustls::TlsAcceptor,
+    tls: Arc<rustls::ServerConfig>,
     protocols: Arc<Protocols>,
     app: axum::Router,
     watcher: Watcher,
@@ -60,7 +62,7 @@ pub async fn serve(
     // function (even one already moved into the connection) would size the task for as
     // long as the connection lives, because a future is as large as its largest state.
     let handshake = Box::pin(async move {
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls_stream::accept(tcp, tls)).await {
             Ok(Ok(stream)) => Some(connection(stream, &protocols, app, watcher)),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "TLS handshake failed");
@@ -83,12 +85,12 @@ type Connection = std::pin::Pin<Box<dyn Future<Output = Result<(), hyper::Error>
 
 /// The HTTP connection on an established TLS stream, with the protocol chosen by ALPN.
 fn connection(
-    stream: tokio_rustls::server::TlsStream<TcpStream>,
+    stream: TlsStream,
     protocols: &Protocols,
     app: axum::Router,
     watcher: Watcher,
 ) -> Connection {
-    let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+    let h2 = stream.alpn_protocol() == Some(b"h2".as_slice());
     let io = TokioIo::new(stream);
     let svc = TowerToHyperService::new(app);
     if h2 {

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod registry;
 pub mod server;
 pub mod tls;
+mod tls_stream;
 pub mod warnings;
 
 pub use server::{Server, ServerBuilder, ServerConfig, ServerError};

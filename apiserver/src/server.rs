@@ -240,7 +240,6 @@ impl Server {
             event_window: cfg.event_window,
         });
         let app = http::router(state.clone());
-        let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let protocols = Arc::new(connection::Protocols::default());
 
@@ -271,7 +270,7 @@ impl Server {
             tokio::spawn(connection::serve(
                 tcp,
                 peer,
-                acceptor.clone(),
+                tls_config.clone(),
                 protocols.clone(),
                 app.clone(),
                 graceful.watcher(),
