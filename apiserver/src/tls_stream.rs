@@ -562,6 +562,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_client_gone_without_close_notify_is_end_of_file() {
+        let (mut s, mut c, _d) = pair(&[b"http/1.1"]).await;
+        c.write_all(b"partial").await.unwrap();
+        c.flush().await.unwrap();
+        // End the TCP stream under TLS (FIN, no close_notify).
+        c.get_mut().0.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"partial");
+        assert!(holds_no_buffers(&s));
+    }
+
+    #[tokio::test]
+    async fn garbage_after_the_handshake_is_an_error_not_data() {
+        let (mut s, mut c, _d) = pair(&[b"http/1.1"]).await;
+        // A record header claiming application data, then bytes that fail to decrypt.
+        let mut junk = vec![0x17, 0x03, 0x03, 0x00, 0x40];
+        junk.extend_from_slice(&[0xAB; 0x40]);
+        c.get_mut().0.write_all(&junk).await.unwrap();
+        let mut buf = [0u8; 64];
+        let err = s.read(&mut buf).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+    }
+
+    #[tokio::test]
     async fn a_client_that_does_not_speak_tls_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (server, _) = configs(dir.path());
