@@ -550,28 +550,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_client_leaving_is_end_of_file() {
-        let (mut s, mut c, _d) = pair(&[b"http/1.1"]).await;
-        c.write_all(b"last words").await.unwrap();
-        c.shutdown().await.unwrap();
-        drop(c);
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        assert_eq!(got, b"last words");
-        assert!(holds_no_buffers(&s));
-    }
-
-    #[tokio::test]
-    async fn a_client_gone_without_close_notify_is_end_of_file() {
-        let (mut s, mut c, _d) = pair(&[b"http/1.1"]).await;
-        c.write_all(b"partial").await.unwrap();
-        c.flush().await.unwrap();
-        // End the TCP stream under TLS (FIN, no close_notify).
-        c.get_mut().0.shutdown().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        assert_eq!(got, b"partial");
-        assert!(holds_no_buffers(&s));
+    async fn the_client_leaving_is_end_of_file_with_or_without_close_notify() {
+        for clean in [true, false] {
+            let (mut s, mut c, _d) = pair(&[b"http/1.1"]).await;
+            c.write_all(b"last words").await.unwrap();
+            c.flush().await.unwrap();
+            if clean {
+                c.shutdown().await.unwrap();
+            } else {
+                // End the TCP stream under TLS: FIN without close_notify.
+                c.get_mut().0.shutdown().await.unwrap();
+            }
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).await.unwrap();
+            assert_eq!(got, b"last words", "clean close: {clean}");
+            assert!(holds_no_buffers(&s));
+        }
     }
 
     #[tokio::test]

@@ -318,6 +318,24 @@ mod tests {
         (reg, target)
     }
 
+    /// A registry holding `n` ConfigMaps `cm-00000`.. with data `v: value`, labelled
+    /// `odd=<odd(i)>`.
+    async fn with_configmaps(
+        n: usize,
+        value: &str,
+        odd: impl Fn(usize) -> bool,
+    ) -> (tempfile::TempDir, Arc<Registry>, Target) {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, t) = registry(dir.path()).await;
+        let w = WriteParams::default();
+        for i in 0..n {
+            reg.create(&t, cm(&format!("cm-{i:05}"), value, odd(i)), &w)
+                .await
+                .unwrap();
+        }
+        (dir, reg, t)
+    }
+
     fn cm(name: &str, value: &str, odd: bool) -> serde_json::Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": name, "labels": {"odd": odd.to_string()}},
@@ -338,15 +356,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_list_without_limit_is_read_in_batches_of_one_snapshot() {
-        let dir = tempfile::tempdir().unwrap();
-        let (reg, t) = registry(dir.path()).await;
         let n = 2 * LIST_BATCH + 100;
+        let (_dir, reg, t) = with_configmaps(n, "old", |i| i % 2 == 1).await;
         let w = WriteParams::default();
-        for i in 0..n {
-            reg.create(&t, cm(&format!("cm-{i:05}"), "old", i % 2 == 1), &w)
-                .await
-                .unwrap();
-        }
         let page = reg.list(&t, &ListParams::default()).await.unwrap();
         assert_eq!(
             page.items.len(),
@@ -385,15 +397,8 @@ mod tests {
         use crate::http::negotiation::Representation;
         use crate::http::table::TableOptions;
         use http_body_util::BodyExt;
-        let dir = tempfile::tempdir().unwrap();
-        let (reg, t) = registry(dir.path()).await;
         let n = 3 * LIST_BATCH + 7;
-        let w = WriteParams::default();
-        for i in 0..n {
-            reg.create(&t, cm(&format!("cm-{i:05}"), "v", false), &w)
-                .await
-                .unwrap();
-        }
+        let (_dir, reg, t) = with_configmaps(n, "v", |_| false).await;
         let page = reg.list(&t, &ListParams::default()).await.unwrap();
         let rv = page.revision.to_string();
         assert!(page.rest.is_some());
@@ -423,15 +428,8 @@ mod tests {
 
     #[tokio::test]
     async fn batches_count_only_selected_items_and_limit_still_pages() {
-        let dir = tempfile::tempdir().unwrap();
-        let (reg, t) = registry(dir.path()).await;
         let n = 3 * LIST_BATCH;
-        let w = WriteParams::default();
-        for i in 0..n {
-            reg.create(&t, cm(&format!("cm-{i:05}"), "v", i % 3 == 0), &w)
-                .await
-                .unwrap();
-        }
+        let (_dir, reg, t) = with_configmaps(n, "v", |i| i % 3 == 0).await;
         let selected = ListParams {
             label_selector: Some("odd=true".into()),
             ..Default::default()
