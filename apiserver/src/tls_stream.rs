@@ -185,7 +185,7 @@ impl TlsStream {
                     self.peer_closed = true;
                     None
                 }
-                ConnectionState::Closed => Some(Next::Closed),
+                // Closed, or a state a later rustls adds (the enum is non-exhaustive).
                 _ => Some(Next::Closed),
             };
             self.discard(discard);

@@ -85,6 +85,11 @@ fn list_meta(rv: u64, cont: Option<&str>) -> Value {
 /// about this size, so a 40 MB LIST never needs a 40 MB buffer.
 const LIST_CHUNK: usize = 256 * 1024;
 
+/// An empty body chunk, with room for the item that crosses `LIST_CHUNK`.
+fn chunk_buf() -> BytesMut {
+    BytesMut::with_capacity(LIST_CHUNK + 4096)
+}
+
 /// Where a streamed list body is: the items of the current batch, the reader of the
 /// batches still to come, and the chunk being filled (`None` once the body is complete).
 struct ListBody {
@@ -109,7 +114,7 @@ impl ListBody {
                 buf.put_slice(&item);
             }
             if buf.len() >= LIST_CHUNK {
-                self.buf = Some(BytesMut::with_capacity(LIST_CHUNK + 4096));
+                self.buf = Some(chunk_buf());
                 return Some(Ok(buf.freeze()));
             }
             let Some(rest) = self.rest.as_mut() else {
@@ -151,7 +156,7 @@ fn list_body(head: String, page: ListPage) -> Body {
         buf.put_slice(b"]}");
         return Body::from(buf.freeze());
     }
-    let mut first = BytesMut::with_capacity(LIST_CHUNK + 4096);
+    let mut first = chunk_buf();
     open(&mut first);
     let state = ListBody {
         batch: page.items.into_iter(),

@@ -78,28 +78,60 @@ impl ListRest {
             start_after: Some(after),
             limit: Some(LIST_BATCH),
         };
-        let selection = &self.selection;
-        let filter = |kv: &KeyValue| selection.matches_bytes(&kv.value);
-        let filter: Option<kplane_storage::Filter<'_>> = if selection.is_everything() {
-            None
-        } else {
-            Some(&filter)
-        };
-        let res = self
-            .storage
-            .list(&self.prefix, &opts, filter)
-            .await
-            .map_err(|e| list_error(e, &self.rt))?;
-        if res.more {
-            self.after = res.items.last().map(|kv| kv.key.clone());
-        }
-        let items = res
-            .items
-            .into_iter()
-            .map(|kv| super::to_api(&self.rt, kv.value))
-            .collect::<ApiResult<Vec<_>>>()?;
-        Ok(Some(items))
+        let read = read_page(
+            &*self.storage,
+            &self.prefix,
+            &self.rt,
+            &self.selection,
+            &opts,
+        )
+        .await?;
+        self.after = read.last;
+        Ok(Some(read.items))
     }
+}
+
+/// One storage read of a list, in the API's representation.
+struct Read {
+    items: Vec<Bytes>,
+    revision: Revision,
+    /// The last key returned when more items follow it.
+    last: Option<Key>,
+}
+
+/// Reads the items of `prefix` that `selection` matches, as `opts` says (the one storage
+/// read behind a page and behind every batch of a streamed list).
+async fn read_page(
+    storage: &dyn Storage,
+    prefix: &Prefix,
+    rt: &ResourceType,
+    selection: &Selection,
+    opts: &ListOptions,
+) -> ApiResult<Read> {
+    let filter = |kv: &KeyValue| selection.matches_bytes(&kv.value);
+    let filter: Option<kplane_storage::Filter<'_>> = if selection.is_everything() {
+        None
+    } else {
+        Some(&filter)
+    };
+    let res = storage
+        .list(prefix, opts, filter)
+        .await
+        .map_err(|e| list_error(e, rt))?;
+    let last = match (res.more, res.items.last()) {
+        (true, Some(last)) => Some(last.key.clone()),
+        _ => None,
+    };
+    let items = res
+        .items
+        .into_iter()
+        .map(|kv| super::to_api(rt, kv.value))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(Read {
+        items,
+        revision: res.revision,
+        last,
+    })
 }
 
 fn list_error(e: kplane_storage::Error, rt: &ResourceType) -> ApiError {
@@ -248,46 +280,26 @@ impl Registry {
                 _ => self.wait_for_revision(n).await?,
             }
         }
-        let filter = |kv: &KeyValue| selection.matches_bytes(&kv.value);
-        let res = self
-            .storage
-            .list(
-                &t.prefix(),
-                &opts,
-                if selection.is_everything() {
-                    None
-                } else {
-                    Some(&filter)
-                },
-            )
-            .await
-            .map_err(|e| list_error(e, &t.rt))?;
-        let last = match (res.more, res.items.last()) {
-            (true, Some(last)) => Some(last.key.clone()),
-            _ => None,
-        };
-        let mut items = Vec::with_capacity(res.items.len());
-        for kv in res.items {
-            items.push(super::to_api(&t.rt, kv.value)?);
-        }
-        let (continue_token, rest) = match last {
+        let prefix = t.prefix();
+        let read = read_page(&*self.storage, &prefix, &t.rt, &selection, &opts).await?;
+        let (continue_token, rest) = match read.last {
             Some(after) if batched => (
                 None,
                 Some(ListRest {
                     storage: self.storage.clone(),
                     rt: t.rt.clone(),
-                    prefix: t.prefix(),
+                    prefix,
                     selection,
-                    revision: res.revision,
+                    revision: read.revision,
                     after: Some(after),
                 }),
             ),
-            Some(last) => (Some(encode_continue(res.revision, &last)), None),
+            Some(last) => (Some(encode_continue(read.revision, &last)), None),
             None => (None, None),
         };
         Ok(ListPage {
-            items,
-            revision: res.revision,
+            items: read.items,
+            revision: read.revision,
             continue_token,
             rest,
         })
