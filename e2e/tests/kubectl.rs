@@ -4,6 +4,7 @@ mod create;
 mod delete;
 mod discovery;
 mod errors;
+mod events;
 mod get;
 mod modify;
 

@@ -11,6 +11,7 @@ pub mod catalogs;
 pub mod crd;
 pub mod custom;
 pub mod events;
+pub mod field_labels;
 pub mod gc;
 mod gc_events;
 pub mod lifecycle;
