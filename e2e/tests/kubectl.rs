@@ -7,6 +7,7 @@ mod errors;
 mod events;
 mod get;
 mod modify;
+mod root_ca;
 
 use anyhow::{Context as _, Result};
 use kplane_e2e::KplaneServer;

@@ -21,6 +21,7 @@ pub mod namespaces;
 pub mod ns_conditions;
 pub mod patch;
 mod read;
+pub mod root_ca;
 pub mod selection;
 pub mod strategy;
 pub mod typed;

@@ -65,18 +65,34 @@ fn event_field_selectors_filter_as_upstream() -> Result<()> {
         ("reason=Failed", &["failed"]),
         ("type=Warning", &["failed"]),
         ("involvedObject.name=p2", &["failed", "reported"]),
-        ("involvedObject.kind=Pod,involvedObject.name=p2", &["failed"]),
+        (
+            "involvedObject.kind=Pod,involvedObject.name=p2",
+            &["failed"],
+        ),
         ("involvedObject.uid=u-1", &["started"]),
         ("involvedObject.apiVersion=v1", &["started"]),
-        ("involvedObject.fieldPath=spec.containers{app}", &["started"]),
-        ("involvedObject.namespace=default", &["failed", "reported", "started"]),
+        (
+            "involvedObject.fieldPath=spec.containers{app}",
+            &["started"],
+        ),
+        (
+            "involvedObject.namespace=default",
+            &["failed", "reported", "started"],
+        ),
         ("reportingComponent=other-controller", &["reported"]),
         ("metadata.name=failed", &["failed"]),
-        ("metadata.namespace=default", &["failed", "reported", "started"]),
+        (
+            "metadata.namespace=default",
+            &["failed", "reported", "started"],
+        ),
         ("metadata.namespace=other", &[]),
     ];
     for (selector, want) in core {
-        assert_eq!(names(&server, "events", selector)?, *want, "core {selector}");
+        assert_eq!(
+            names(&server, "events", selector)?,
+            *want,
+            "core {selector}"
+        );
     }
     let v1: &[(&str, &[&str])] = &[
         ("reportingController=other-controller", &["reported"]),
@@ -95,8 +111,16 @@ fn event_field_selectors_filter_as_upstream() -> Result<()> {
 
     for (resource, selector, message) in [
         ("events", "foo=x", "field label not supported: foo"),
-        ("events", "regarding.name=p1", "field label not supported: regarding.name"),
-        ("events.events.k8s.io", "source=kubelet", "field label not supported: source"),
+        (
+            "events",
+            "regarding.name=p1",
+            "field label not supported: regarding.name",
+        ),
+        (
+            "events.events.k8s.io",
+            "source=kubelet",
+            "field label not supported: source",
+        ),
     ] {
         let out = server.kubectl(&["get", resource, "--field-selector", selector])?;
         ensure!(
