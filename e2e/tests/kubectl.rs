@@ -6,6 +6,7 @@ mod discovery;
 mod errors;
 mod events;
 mod get;
+mod jobs;
 mod modify;
 mod root_ca;
 
