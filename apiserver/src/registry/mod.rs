@@ -17,6 +17,7 @@ mod gc_events;
 mod job;
 mod job_policies;
 mod job_status;
+mod label_selector;
 pub mod lifecycle;
 pub mod managed;
 pub mod meta;

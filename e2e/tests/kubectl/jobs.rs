@@ -249,3 +249,87 @@ spec:
     );
     Ok(())
 }
+
+/// The causes of a refused status patch, as (field, message).
+async fn status_refused(
+    api: &Api<DynamicObject>,
+    status: serde_json::Value,
+) -> Result<Vec<(String, String)>> {
+    let err = api
+        .patch_status(
+            "s",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "status": status })),
+        )
+        .await
+        .err()
+        .context("the status patch was accepted")?;
+    assert_eq!(error_code(&err), Some(422), "{err}");
+    let kube::Error::Api(s) = &err else {
+        anyhow::bail!("not an API error: {err}");
+    };
+    let details = s.details.as_ref().context("no details")?;
+    Ok(details
+        .causes
+        .iter()
+        .map(|c| (c.field.clone(), c.message.clone()))
+        .collect())
+}
+
+#[tokio::test]
+async fn job_status_writes_follow_upstreams_status_rules() -> Result<()> {
+    let server = KplaneServer::start()?;
+    server.kubectl_ok(&["create", "job", "s", "--image=busybox"])?;
+    let ar = ApiResource::erase::<k8s_openapi::api::batch::v1::Job>(&());
+    let api: Api<DynamicObject> = Api::namespaced_with(server.client().await?, "default", &ar);
+    let (t0, t1) = ("2024-01-01T00:00:00Z", "2024-01-01T00:01:00Z");
+    let pp = PatchParams::default();
+
+    api.patch_status(
+        "s",
+        &pp,
+        &Patch::Merge(&json!({"status": {"active": 1, "ready": 1, "startTime": t0}})),
+    )
+    .await?;
+    let causes = status_refused(
+        &api,
+        json!({"conditions": [{"type": "Complete", "status": "True"}]}),
+    )
+    .await?;
+    let want = [
+        ("status.completionTime", "Required value: completionTime is required for Complete jobs"),
+        ("status.conditions", "Invalid value: cannot set Complete=True condition without the SuccessCriteriaMet=true condition"),
+        ("status.active", "Invalid value: 1: active>0 is invalid for finished job"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(f, m)| (f.to_string(), m.to_string()))
+        .collect();
+    assert_eq!(causes, want);
+
+    // A completion as the job controller writes it is accepted.
+    let done = json!({"status": {
+        "active": 0, "ready": 0, "succeeded": 1, "completionTime": t1,
+        "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True"},
+            {"type": "Complete", "status": "True"},
+        ],
+    }});
+    api.patch_status("s", &pp, &Patch::Merge(&done)).await?;
+    let causes = status_refused(&api, json!({"succeeded": 0})).await?;
+    assert_eq!(
+        causes,
+        [(
+            "status.succeeded".to_string(),
+            "Invalid value: 0: cannot decrease the succeeded counter".to_string()
+        )]
+    );
+    let job = get_json(&server, &["get", "job", "s"])?;
+    assert_eq!(job["status"]["succeeded"], 1);
+    let out = server.kubectl_ok(&["get", "job", "s", "--no-headers"])?;
+    ensure!(
+        out.contains("Complete"),
+        "kubectl does not show the Job complete: {out}"
+    );
+    Ok(())
+}
