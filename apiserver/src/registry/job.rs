@@ -171,6 +171,31 @@ pub fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     causes
 }
 
+/// `WarningsOnCreate` (a name that is not a DNS label) and, when the spec changed,
+/// `WarningsForJobSpec`'s own warning (pod template warnings are not produced).
+pub fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.is_none() {
+        let msgs = validation::is_dns1123_label(meta::name_of(obj));
+        if !msgs.is_empty() {
+            out.push(format!(
+                "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [{}]",
+                msgs.join(" ")
+            ));
+        }
+    }
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let spec_changed = old.is_none_or(|o| o.get("spec") != obj.get("spec"));
+    if spec_changed
+        && is_indexed(spec)
+        && int(spec, "completions").unwrap_or(0) > COMPLETIONS_SOFT_LIMIT
+        && int(spec, "parallelism").unwrap_or(0) > PARALLELISM_LIMIT_HIGH_COMPLETIONS
+    {
+        out.push("spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail".into());
+    }
+    out
+}
+
 /// `JobValidationOptions` that matter here.
 struct Options {
     /// The Job must carry the `batch.kubernetes.io/*` labels (true unless an old Job lacks them).

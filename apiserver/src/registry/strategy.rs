@@ -84,6 +84,15 @@ fn set_namespace_name_label(obj: &mut Value, name: &str) {
     }
 }
 
+/// Warnings a write of a valid object gets (`WarningsOnCreate`/`WarningsOnUpdate`);
+/// `old` is the stored object on update.
+pub fn warnings(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<String> {
+    match rt.strategy {
+        Strategy::Job => super::job::warnings(obj, old),
+        _ => Vec::new(),
+    }
+}
+
 /// Validation on create and update. `old` is the stored object on update.
 pub fn validate(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cause> {
     let mut causes = meta::validate_object_meta(obj, name_rule(rt));

@@ -247,6 +247,21 @@ spec:
         job["spec"]["template"]["metadata"]["labels"],
         json!({"app": "mine"})
     );
+
+    // A name that is a subdomain but not a DNS label is accepted with upstream's warning.
+    let dotted = manual
+        .replace("name: manual", "name: my.job")
+        .replace("app: other", "app: mine")
+        .replace(
+            "  manualSelector: true\n  selector: {matchLabels: {app: mine}}\n",
+            "",
+        );
+    let out = server.kubectl_stdin(&["create", "-f", "-"], &dotted)?;
+    ensure!(out.success(), "my.job refused: {}", out.stderr);
+    assert_eq!(
+        out.stderr.trim_end(),
+        "Warning: metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]"
+    );
     Ok(())
 }
 
