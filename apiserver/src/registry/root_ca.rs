@@ -2,9 +2,10 @@
 //! every active namespace of every logical cluster holds a `kube-root-ca.crt` ConfigMap
 //! with the serving CA under `ca.crt` and a `kubernetes.io/description` annotation.
 //!
-//! The ConfigMap is made with its namespace (`namespaces`). Afterwards one watch over the
-//! ConfigMaps of all logical clusters queues a sync (lifecycle [`Work::RootCa`]) when a
-//! `kube-root-ca.crt` is deleted or changed away from that content; the sync recreates it,
+//! The ConfigMap is made with its namespace (`namespaces`), and every namespace is synced
+//! once when the server starts. Afterwards one watch over the ConfigMaps of all logical
+//! clusters queues a sync (lifecycle [`Work::RootCa`]) when a `kube-root-ca.crt` is
+//! deleted or changed away from that content; the sync recreates it,
 //! or puts back `data` and the annotation, keeping everything else (labels, other
 //! annotations, `binaryData`), as upstream does. Nothing polls: an untouched namespace
 //! costs nothing. Namespaces that are Terminating or gone are left alone.
@@ -138,9 +139,11 @@ impl Registry {
         }
     }
 
-    /// Queues a sync of every Active namespace of every logical cluster (after the watch
-    /// lost events it cannot replay).
-    async fn queue_all_namespaces(&self) {
+    /// Syncs every namespace of every logical cluster, one at a time, as upstream's
+    /// publisher does when its informers start: at start-up (stores written before the
+    /// publisher, or a crash between a namespace and its ConfigMap) and after the watch
+    /// lost events it cannot replay. Inline, so a large store queues nothing.
+    async fn sync_all_namespaces(&self) {
         let prefix = Prefix {
             cluster: None,
             resource: Some(NAMESPACES.into()),
@@ -159,10 +162,15 @@ impl Registry {
                 }
             };
             for kv in &page.items {
-                self.enqueue(Work::RootCa {
-                    cluster: kv.key.cluster.clone(),
-                    namespace: kv.key.name.clone(),
-                });
+                let (cluster, ns) = (&kv.key.cluster, &kv.key.name);
+                match self.sync_root_ca(cluster, ns).await {
+                    Ok(true) => {}
+                    // A concurrent write: the watch brings it back if it needs more.
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(cluster, namespace = ns, error = %e.0, "kube-root-ca.crt sync failed")
+                    }
+                }
             }
             match (page.more, page.items.last()) {
                 (true, Some(last)) => opts.start_after = Some(last.key.clone()),
@@ -181,9 +189,10 @@ fn needs_sync(ev: &kplane_storage::Event, pem: &str) -> bool {
         || serde_json::from_slice::<Value>(&ev.kv.value).map_or(true, |v| !is_published(&v, pem))
 }
 
-/// Follows every ConfigMap change of the store and queues the syncs it calls for. Runs
-/// until the store shuts down; a watch that fell behind resumes from its last revision,
-/// or, when that is compacted away, queues every namespace once.
+/// Syncs every namespace once, then follows every ConfigMap change of the store and
+/// queues the syncs it calls for. Runs until the store shuts down; a watch that fell
+/// behind resumes from its last revision, or, when that is compacted away, syncs every
+/// namespace again.
 pub async fn run(registry: Arc<Registry>) {
     let prefix = Prefix {
         cluster: None,
@@ -191,12 +200,13 @@ pub async fn run(registry: Arc<Registry>) {
         namespace: None,
     };
     let mut from: Revision = registry.storage.current_revision();
+    registry.sync_all_namespaces().await;
     loop {
         let mut rx = match registry.storage.watch(&prefix, from, None).await {
             Ok(rx) => rx,
             Err(kplane_storage::Error::Compacted { .. }) => {
                 from = registry.storage.current_revision();
-                registry.queue_all_namespaces().await;
+                registry.sync_all_namespaces().await;
                 continue;
             }
             Err(e) => {
@@ -257,6 +267,88 @@ mod tests {
         let mut other_desc = good.clone();
         other_desc["metadata"]["annotations"][DESCRIPTION_ANNOTATION] = json!("mine");
         assert!(is_published(&other_desc, pem));
+    }
+
+    async fn stored_root_ca(reg: &Registry, cluster: &str, ns: &str) -> Option<Value> {
+        let key = kplane_storage::Key::new(cluster, CONFIG_MAPS, ns, CONFIG_MAP_NAME);
+        reg.get_decoded(&key).await.unwrap().map(|(_, v)| v)
+    }
+
+    /// The start-up pass repairs what changed while no watch was running: a missing
+    /// ConfigMap, one with other data, one without the annotation (an older store), in
+    /// every logical cluster, and leaves a Terminating namespace alone.
+    #[tokio::test]
+    async fn start_up_pass_publishes_in_every_namespace_of_every_cluster() {
+        use kplane_storage::{Key, Precondition, SledStorage, SledStorageOptions, Storage};
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let catalog = Arc::new(super::super::Catalog::new(super::super::catalog::builtin()));
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let (reg, _queue) = Registry::new(storage.clone(), catalog, "PEM".into(), shutdown);
+        for c in ["root", "root:b"] {
+            reg.ensure_cluster(c).await.unwrap();
+        }
+        let key = |c: &str, ns: &str| Key::new(c, CONFIG_MAPS, ns, CONFIG_MAP_NAME);
+        let raw = |v: Value| super::super::write::encoder(v);
+        storage
+            .delete(
+                key("root", "default"),
+                Precondition::MustExist,
+                raw(json!({})),
+            )
+            .await
+            .unwrap();
+        let mut tampered = desired("kube-system", "other");
+        tampered["metadata"]["labels"] = json!({"keep": "me"});
+        storage
+            .put(
+                key("root", "kube-system"),
+                Precondition::MustExist,
+                raw(tampered),
+            )
+            .await
+            .unwrap();
+        let mut old_style = desired("default", "PEM");
+        old_style["metadata"]["annotations"] = json!({});
+        storage
+            .put(
+                key("root:b", "default"),
+                Precondition::MustExist,
+                raw(old_style),
+            )
+            .await
+            .unwrap();
+        let ns_key = Key::new("root:b", NAMESPACES, "", "kube-public");
+        let (_, mut ns) = reg.get_decoded(&ns_key).await.unwrap().unwrap();
+        ns["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+        storage
+            .put(ns_key, Precondition::MustExist, raw(ns))
+            .await
+            .unwrap();
+        storage
+            .delete(
+                key("root:b", "kube-public"),
+                Precondition::MustExist,
+                raw(json!({})),
+            )
+            .await
+            .unwrap();
+
+        reg.sync_all_namespaces().await;
+        for c in ["root", "root:b"] {
+            for ns in super::super::namespaces::DEFAULT_NAMESPACES {
+                let cm = stored_root_ca(&reg, c, ns).await;
+                if (c, *ns) == ("root:b", "kube-public") {
+                    assert!(cm.is_none(), "a Terminating namespace got a new ConfigMap");
+                    continue;
+                }
+                let cm = cm.unwrap_or_else(|| panic!("{c}/{ns} has no kube-root-ca.crt"));
+                assert!(is_published(&cm, "PEM"), "{c}/{ns}: {cm}");
+            }
+        }
+        let fixed = stored_root_ca(&reg, "root", "kube-system").await.unwrap();
+        assert_eq!(fixed["metadata"]["labels"], json!({"keep": "me"}));
     }
 
     #[test]
