@@ -14,7 +14,8 @@ use kplane_types::{validation, Cause};
 use serde_json::{json, Map, Value};
 
 use super::label_selector::{
-    go_label_selector, go_string_map, selector_matches, validate_label_selector,
+    go_label_selector, go_string_map, has_invalid_label_value, selector_matches,
+    validate_label_selector,
 };
 use super::meta;
 use super::pod_template::{self, invalid_shown, required, set_default};
@@ -202,6 +203,8 @@ struct Options {
     require_prefixed_labels: bool,
     /// Scheduling directives of a suspended Job that never started may change.
     mutable_scheduling: bool,
+    /// The stored selector has expression values that are not label values: keep allowing them.
+    allow_invalid_selector_values: bool,
 }
 
 impl Options {
@@ -210,6 +213,7 @@ impl Options {
             return Options {
                 require_prefixed_labels: true,
                 mutable_scheduling: false,
+                allow_invalid_selector_values: false,
             };
         };
         let labels = old.pointer("/spec/template/metadata/labels");
@@ -218,6 +222,7 @@ impl Options {
             require_prefixed_labels: has(JOB_NAME_LABEL) && has(CONTROLLER_UID_LABEL),
             mutable_scheduling: old.pointer("/spec/suspend") == Some(&Value::Bool(true))
                 && old.pointer("/status/startTime").is_none_or(Value::is_null),
+            allow_invalid_selector_values: has_invalid_label_value(old.pointer("/spec/selector")),
         }
     }
 }
@@ -239,7 +244,7 @@ fn validate_job(obj: &Value, opts: &Options) -> Vec<Cause> {
     let mut causes = validate_generated_selector(obj, opts.require_prefixed_labels);
     let empty = json!({});
     let spec = obj.get("spec").unwrap_or(&empty);
-    causes.extend(validate_job_spec_with_selector(spec));
+    causes.extend(validate_job_spec_with_selector(spec, opts));
     if is_indexed(spec) {
         if let Some(c) = int(spec, "completions").filter(|c| *c > 0) {
             let name = meta::name_of(obj);
@@ -305,11 +310,15 @@ fn validate_generated_selector(obj: &Value, prefixed: bool) -> Vec<Cause> {
 }
 
 /// `ValidateJobSpec`: the spec, then the selector and that it matches the template.
-fn validate_job_spec_with_selector(spec: &Value) -> Vec<Cause> {
+fn validate_job_spec_with_selector(spec: &Value, opts: &Options) -> Vec<Cause> {
     let mut causes = validate_job_spec(spec);
     match spec.get("selector").filter(|s| !s.is_null()) {
         None => causes.push(Cause::required("spec.selector")),
-        Some(sel) => causes.extend(validate_label_selector(sel, "spec.selector")),
+        Some(sel) => causes.extend(validate_label_selector(
+            sel,
+            "spec.selector",
+            opts.allow_invalid_selector_values,
+        )),
     }
     let labels = spec
         .pointer("/template/metadata/labels")
@@ -537,7 +546,7 @@ fn validate_spec_update(obj: &Value, old: &Value, opts: &Options) -> Vec<Cause> 
     let empty = json!({});
     let spec = obj.get("spec").unwrap_or(&empty);
     let old_spec = old.get("spec").unwrap_or(&empty);
-    let mut causes = validate_job_spec_with_selector(spec);
+    let mut causes = validate_job_spec_with_selector(spec, opts);
     causes.extend(validate_completions_update(spec, old_spec));
     let changed = |k: &str| !semantic_eq(spec.get(k), old_spec.get(k));
     if changed("selector") {
@@ -841,6 +850,23 @@ mod tests {
             |j| j["spec"]["podFailurePolicy"] = json!({"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1]}}]}),
         );
         assert_eq!(pfp.last().map(String::as_str), Some("spec.podFailurePolicy: Invalid value: {\"rules\":[{\"action\":\"FailJob\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[1]}}]}: field is immutable"));
+    }
+
+    #[test]
+    fn invalid_selector_values_stay_allowed_only_where_already_stored() {
+        let mut spec = basic();
+        spec["manualSelector"] = json!(true);
+        spec["selector"] = json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["not valid!"]}]});
+        spec["template"]["metadata"] = json!({"labels": {"app": "x"}});
+        let job = created("j", spec);
+        let msg = "spec.selector.matchExpressions[0].values[0]: Invalid value: \"not valid!\"";
+        let on_create = rendered(&validate(&job, None));
+        assert!(
+            on_create.iter().any(|c| c.starts_with(msg)),
+            "{on_create:?}"
+        );
+        // A Job stored with such a selector (by an older server) can still be updated.
+        assert!(update(&job, |j| j["spec"]["parallelism"] = json!(2)).is_empty());
     }
 
     #[test]

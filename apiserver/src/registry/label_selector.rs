@@ -7,8 +7,10 @@ use serde_json::{json, Map, Value};
 
 use super::pod_template::required;
 
-/// `metav1.ValidateLabelSelector` (with `AllowInvalidLabelValueInSelector` off).
-pub fn validate_label_selector(sel: &Value, path: &str) -> Vec<Cause> {
+/// `metav1.ValidateLabelSelector`; `allow_invalid_values` skips the label value check of
+/// expression values (`AllowInvalidLabelValueInSelector`, set when the stored selector
+/// already has such values).
+pub fn validate_label_selector(sel: &Value, path: &str, allow_invalid_values: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
     for (i, e) in sel
         .get("matchExpressions")
@@ -44,7 +46,7 @@ pub fn validate_label_selector(sel: &Value, path: &str) -> Vec<Cause> {
             key,
             &format!("{p}.key"),
         ));
-        for (j, v) in values.iter().enumerate() {
+        for (j, v) in values.iter().enumerate().filter(|_| !allow_invalid_values) {
             let s = v.as_str().unwrap_or("");
             for msg in validation::is_valid_label_value(s) {
                 causes.push(Cause::invalid(format!("{p}.values[{j}]"), &json!(s), &msg));
@@ -58,6 +60,22 @@ pub fn validate_label_selector(sel: &Value, path: &str) -> Vec<Cause> {
         ));
     }
     causes
+}
+
+/// Whether any expression value is not a valid label value
+/// (`LabelSelectorHasInvalidLabelValue`).
+pub fn has_invalid_label_value(sel: Option<&Value>) -> bool {
+    sel.and_then(|s| s.get("matchExpressions"))
+        .and_then(Value::as_array)
+        .is_some_and(|es| {
+            es.iter().any(|e| {
+                e.get("values").and_then(Value::as_array).is_some_and(|vs| {
+                    vs.iter().any(|v| {
+                        !validation::is_valid_label_value(v.as_str().unwrap_or("")).is_empty()
+                    })
+                })
+            })
+        })
 }
 
 /// Whether a `metav1.LabelSelector` selects `labels` (`LabelSelectorAsSelector`); None when
@@ -194,7 +212,7 @@ mod tests {
             assert_eq!(selector_matches(&sel, labels), want, "{sel}");
         }
         assert_eq!(
-            rendered(&validate_label_selector(&json!({"matchExpressions": [{"key": "a", "operator": "In"}, {"key": "b", "operator": "Exists", "values": ["x"]}, {"key": "c", "operator": "Near"}]}), "spec.selector")),
+            rendered(&validate_label_selector(&json!({"matchExpressions": [{"key": "a", "operator": "In"}, {"key": "b", "operator": "Exists", "values": ["x"]}, {"key": "c", "operator": "Near"}]}), "spec.selector", false)),
             [
                 "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
                 "spec.selector.matchExpressions[1].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
