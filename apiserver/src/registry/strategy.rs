@@ -1,6 +1,7 @@
 //! Per-type strategies: the defaulting, validation and update rules that differ between
 //! built-in kinds (namespaces, config maps, secrets, events, leases, RBAC, jobs). Everything
-//! generic lives in `meta`; this module holds only what Kubernetes defines per type.
+//! generic lives in `meta`; this module holds only what Kubernetes defines per type and
+//! dispatches to the kinds with a module of their own (`job`, `crd`, `custom`).
 
 use base64::Engine;
 use kplane_types::{validation, Cause};
