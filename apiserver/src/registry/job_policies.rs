@@ -127,11 +127,13 @@ fn validate_exit_codes(e: &Value, path: &str, containers: &HashSet<&str>, causes
     let vp = format!("{path}.values");
     let values: Vec<i64> = list(e, "values").iter().filter_map(Value::as_i64).collect();
     if values.is_empty() {
-        causes.push(invalid_shown(
-            &vp,
-            "[]int32(nil)",
-            "at least one value is required",
-        ));
+        // Go prints a missing list as nil and an empty one as `{}`.
+        let shown = if e.get("values").is_some_and(Value::is_array) {
+            "[]int32{}"
+        } else {
+            "[]int32(nil)"
+        };
+        causes.push(invalid_shown(&vp, shown, "at least one value is required"));
     } else if values.len() > MAX_EXIT_CODES {
         causes.push(too_many(vp.clone(), values.len(), MAX_EXIT_CODES));
     }
