@@ -372,6 +372,35 @@ mod tests {
     }
 
     #[test]
+    fn missing_and_empty_exit_code_lists_print_as_go_does() {
+        let spec = json!({});
+        let msg = |values: Option<Value>| {
+            let mut e = json!({"operator": "NotIn"});
+            if let Some(v) = values {
+                e["values"] = v;
+            }
+            let pfp = json!({"rules": [{"action": "Ignore", "onExitCodes": e}]});
+            validate_pod_failure_policy(&spec, &pfp)
+                .iter()
+                .map(Cause::render)
+                .collect::<Vec<_>>()
+        };
+        let p = "spec.podFailurePolicy.rules[0].onExitCodes.values";
+        assert_eq!(
+            msg(None),
+            [format!(
+                "{p}: Invalid value: []int32(nil): at least one value is required"
+            )]
+        );
+        assert_eq!(
+            msg(Some(json!([]))),
+            [format!(
+                "{p}: Invalid value: []int32{{}}: at least one value is required"
+            )]
+        );
+    }
+
+    #[test]
     fn pod_failure_policy_rules_report_upstreams_messages() {
         let spec = json!({"template": {"spec": {"containers": [{"name": "main"}]}}});
         let pfp = json!({"rules": [
