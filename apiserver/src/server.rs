@@ -201,6 +201,7 @@ impl Server {
         );
         let worker = tokio::spawn(lifecycle::run_worker(registry.clone(), work_queue));
         let collector = tokio::spawn(crate::registry::gc::run(registry.clone()));
+        let root_ca = tokio::spawn(crate::registry::root_ca::run(registry.clone()));
         let sweeper = tokio::spawn(lifecycle::run_event_sweeper(
             registry.clone(),
             cfg.event_ttl,
@@ -287,6 +288,7 @@ impl Server {
         }
         worker.abort();
         collector.abort();
+        root_ca.abort();
         sweeper.abort();
         storage.shutdown().await?;
         tracing::info!("storage flushed; bye");

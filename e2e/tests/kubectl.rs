@@ -4,8 +4,11 @@ mod create;
 mod delete;
 mod discovery;
 mod errors;
+mod events;
 mod get;
+mod jobs;
 mod modify;
+mod root_ca;
 
 use anyhow::{Context as _, Result};
 use kplane_e2e::KplaneServer;

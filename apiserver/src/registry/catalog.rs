@@ -54,7 +54,8 @@ pub struct ResourceType {
     pub has_generation: bool,
     /// The main endpoint keeps the stored `.status`; `/status` changes only `.status`.
     pub status_subresource: bool,
-    /// Field selector labels beyond `metadata.name` / `metadata.namespace`.
+    /// Field selector labels beyond `metadata.name` / `metadata.namespace` (how each kind
+    /// accepts and refuses labels is in `field_labels`).
     pub selectable_fields: Vec<String>,
     /// What a custom resource's CRD says (schema, columns, scale); `None` for built-ins.
     pub custom: Option<Arc<super::crd::CustomInfo>>,
@@ -75,15 +76,6 @@ impl ResourceType {
 
     pub fn has_subresource(&self, sub: &str) -> bool {
         self.subresources.iter().any(|(s, _)| s == sub)
-    }
-
-    /// Whether `field` may be used in a field selector on this type.
-    pub fn selectable(&self, field: &str) -> bool {
-        match field {
-            "metadata.name" => true,
-            "metadata.namespace" => self.namespaced,
-            other => self.selectable_fields.iter().any(|f| f == other),
-        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Background lifecycle work that Kubernetes' controllers would do: emptying Terminating
-//! namespaces and removing the custom resources of deleted CRDs. Work items are queued by
+//! namespaces, removing the custom resources of deleted CRDs, garbage collection and
+//! republishing `kube-root-ca.crt`. Work items are queued by
 //! the write path, retried until done, and rediscovered after a restart.
 
 use std::sync::Arc;
@@ -27,6 +28,8 @@ pub enum Work {
     GcDependent(super::gc::ObjRef),
     /// Honour an owner's `orphan` / `foregroundDeletion` finalizer.
     GcOwner(super::gc::ObjRef),
+    /// Recreate or republish a namespace's `kube-root-ca.crt` (`root_ca`).
+    RootCa { cluster: String, namespace: String },
 }
 
 impl Registry {
@@ -136,6 +139,7 @@ impl Registry {
             Work::CrdCleanup { cluster, name } => self.cleanup_crd(cluster, name).await,
             Work::GcDependent(r) => self.gc_dependent(r).await,
             Work::GcOwner(r) => self.gc_owner(r).await,
+            Work::RootCa { cluster, namespace } => self.sync_root_ca(cluster, namespace).await,
         }
     }
 }

@@ -64,11 +64,7 @@ impl Registry {
                 "serviceaccounts",
                 json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}),
             ),
-            (
-                "configmaps",
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "namespace": ns},
-                "data": {"ca.crt": self.root_ca_pem}}),
-            ),
+            ("configmaps", super::root_ca::desired(ns, &self.root_ca_pem)),
         ];
         for (plural, obj) in objs {
             let Some(rt) = self.builtin_catalog().get("", "v1", plural).cloned() else {

@@ -5,7 +5,8 @@ use kplane_types::fields::{self, FieldSelector};
 use kplane_types::labels::LabelSelector;
 use serde_json::Value;
 
-use super::catalog::ResourceType;
+use super::catalog::{ResourceType, Strategy};
+use super::field_labels;
 use crate::error::{ApiError, ApiResult};
 
 /// A compiled selection. Matches everything when both selectors are absent.
@@ -13,6 +14,8 @@ use crate::error::{ApiError, ApiResult};
 pub struct Selection {
     labels: Option<LabelSelector>,
     fields: Option<FieldSelector>,
+    /// Whose field values the field selector reads (`None`: generic paths only).
+    strategy: Option<Strategy>,
 }
 
 impl Selection {
@@ -28,22 +31,26 @@ impl Selection {
             None => None,
         };
         let fields = match field {
-            Some(s) => {
-                let f =
-                    FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
-                for r in f.requirements() {
-                    if !rt.selectable(&r.field) {
-                        return Err(ApiError::bad_request(format!(
-                            "field label not supported: {}",
-                            r.field
-                        )));
-                    }
-                }
-                Some(f)
-            }
+            Some(s) => Some(
+                FieldSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?
+                    .transform(|label| field_labels::convert(rt, label))
+                    .map_err(ApiError::bad_request)?,
+            ),
             None => None,
         };
-        Ok(Selection { labels, fields })
+        Ok(Selection {
+            labels,
+            fields,
+            strategy: Some(rt.strategy),
+        })
+    }
+
+    fn field_value(&self, obj: &Value, label: &str) -> Option<String> {
+        match self.strategy {
+            Some(st) => field_labels::value(st, obj, label),
+            None => fields::object_field(obj, label),
+        }
     }
 
     pub fn is_everything(&self) -> bool {
@@ -63,7 +70,7 @@ impl Selection {
             }
         }
         if let Some(f) = &self.fields {
-            if !f.matches(|path| field_value(obj, path)) {
+            if !f.matches(|path| self.field_value(obj, path)) {
                 return false;
             }
         }
@@ -99,20 +106,6 @@ struct LabelsOnly {
 struct LabelsMeta {
     #[serde(default)]
     labels: Option<serde_json::Map<String, Value>>,
-}
-
-/// The value of a selectable field. `metadata.namespace` of a cluster-scoped object is "".
-fn field_value(obj: &Value, path: &str) -> Option<String> {
-    match path {
-        "metadata.namespace" => Some(fields::object_field(obj, path).unwrap_or_default()),
-        // core/v1 Event `source` selects on source.component.
-        "source" => fields::object_field(obj, "source.component"),
-        // Job `status.successful` is the succeeded count (0 when unset).
-        "status.successful" => {
-            Some(fields::object_field(obj, "status.succeeded").unwrap_or_else(|| "0".into()))
-        }
-        _ => fields::object_field(obj, path),
-    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! Per-type strategies: the defaulting, validation and update rules that differ between
 //! built-in kinds (namespaces, config maps, secrets, events, leases, RBAC, jobs). Everything
-//! generic lives in `meta`; this module holds only what Kubernetes defines per type.
+//! generic lives in `meta`; this module holds only what Kubernetes defines per type and
+//! dispatches to the kinds with a module of their own (`job`, `crd`, `custom`).
 
 use base64::Engine;
 use kplane_types::{validation, Cause};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::catalog::{ResourceType, Strategy};
 use super::meta::{self, NameRule};
@@ -25,7 +26,7 @@ pub fn default(obj: &mut Value, rt: &ResourceType) {
     match rt.strategy {
         Strategy::Secret => default_secret(obj),
         Strategy::Rbac => default_rbac_subjects(obj),
-        Strategy::Job => default_job(obj),
+        Strategy::Job => super::job::default(obj),
         Strategy::CustomResourceDefinition => super::crd::default_crd(obj),
         _ => {}
     }
@@ -43,12 +44,7 @@ pub fn prepare_create(obj: &mut Value, rt: &ResourceType) {
             }
             obj["status"] = json!({"phase": "Active"});
         }
-        Strategy::Job => {
-            if let Some(s) = obj.get_mut("status") {
-                *s = json!({});
-            }
-            default_job_selector(obj);
-        }
+        Strategy::Job => super::job::prepare_create(obj),
         _ => {}
     }
 }
@@ -89,6 +85,15 @@ fn set_namespace_name_label(obj: &mut Value, name: &str) {
     }
 }
 
+/// Warnings a write of a valid object gets (`WarningsOnCreate`/`WarningsOnUpdate`);
+/// `old` is the stored object on update.
+pub fn warnings(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<String> {
+    match rt.strategy {
+        Strategy::Job => super::job::warnings(obj, old),
+        _ => Vec::new(),
+    }
+}
+
 /// Validation on create and update. `old` is the stored object on update.
 pub fn validate(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cause> {
     let mut causes = meta::validate_object_meta(obj, name_rule(rt));
@@ -97,7 +102,7 @@ pub fn validate(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Caus
         Strategy::Secret => causes.extend(validate_secret(obj, old)),
         Strategy::EventsV1Event if old.is_none() => causes.extend(validate_events_v1(obj)),
         Strategy::Rbac => causes.extend(validate_rbac(obj, old, rt)),
-        Strategy::Job => causes.extend(validate_job(obj)),
+        Strategy::Job => causes.extend(super::job::validate(obj, old)),
         Strategy::Custom => causes.extend(super::custom::validate(obj, old, rt)),
         Strategy::CustomResourceDefinition => causes.extend(super::crd::validate_crd(
             obj,
@@ -393,173 +398,6 @@ fn validate_rbac(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cau
             }
             if empty("nonResourceURLs") && r.get("apiGroups").is_none() {
                 causes.push(Cause::required(format!("rules[{i}].apiGroups")));
-            }
-        }
-    }
-    causes
-}
-
-/// Job defaults (`k8s: pkg/apis/batch/v1/defaults.go`, `pkg/apis/core/v1/defaults.go` for the template).
-fn default_job(obj: &mut Value) {
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let completions_set = spec.get("completions").is_some_and(|v| !v.is_null());
-    let parallelism_set = spec.get("parallelism").is_some_and(|v| !v.is_null());
-    if !completions_set && !parallelism_set {
-        spec.insert("completions".into(), json!(1));
-        spec.insert("parallelism".into(), json!(1));
-    } else if !parallelism_set {
-        spec.insert("parallelism".into(), json!(1));
-    }
-    set_default(spec, "backoffLimit", json!(6));
-    set_default(spec, "completionMode", json!("NonIndexed"));
-    set_default(spec, "suspend", json!(false));
-    set_default(spec, "manualSelector", Value::Null);
-    spec.remove("manualSelector");
-    set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
-    if let Some(pod) = spec
-        .get_mut("template")
-        .and_then(|t| t.get_mut("spec"))
-        .and_then(Value::as_object_mut)
-    {
-        default_pod_spec(pod);
-    }
-}
-
-fn set_default(m: &mut Map<String, Value>, k: &str, v: Value) {
-    if m.get(k).is_none_or(Value::is_null) {
-        m.insert(k.into(), v);
-    }
-}
-
-fn default_pod_spec(pod: &mut Map<String, Value>) {
-    set_default(pod, "restartPolicy", json!("Always"));
-    set_default(pod, "terminationGracePeriodSeconds", json!(30));
-    set_default(pod, "dnsPolicy", json!("ClusterFirst"));
-    set_default(pod, "securityContext", json!({}));
-    set_default(pod, "schedulerName", json!("default-scheduler"));
-    for list in ["containers", "initContainers"] {
-        if let Some(Value::Array(cs)) = pod.get_mut(list) {
-            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
-                set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
-                set_default(c, "terminationMessagePolicy", json!("File"));
-                if c.get("resources").is_none() {
-                    c.insert("resources".into(), json!({}));
-                }
-                let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-                let last = image.rsplit('/').next().unwrap_or("");
-                let tag = if last.contains('@') {
-                    None
-                } else {
-                    last.split_once(':').map(|(_, t)| t)
-                };
-                let policy = match tag {
-                    None if !last.contains('@') => "Always",
-                    Some("latest") => "Always",
-                    _ => "IfNotPresent",
-                };
-                set_default(c, "imagePullPolicy", json!(policy));
-                if let Some(Value::Array(ports)) = c.get_mut("ports") {
-                    for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-                        set_default(p, "protocol", json!("TCP"));
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Selector and template labels tying a Job to its pods (`batch.kubernetes.io/controller-uid`).
-fn default_job_selector(obj: &mut Value) {
-    let uid = meta::meta_str(obj, "uid").unwrap_or("").to_string();
-    let name = meta::name_of(obj).to_string();
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    if spec.get("manualSelector") == Some(&Value::Bool(true)) {
-        return;
-    }
-    spec.insert(
-        "selector".into(),
-        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
-    );
-    let template = spec.entry("template").or_insert_with(|| json!({}));
-    if !template.is_object() {
-        return;
-    }
-    let tmeta = template
-        .as_object_mut()
-        .map(|t| t.entry("metadata").or_insert_with(|| json!({})));
-    if let Some(Value::Object(tm)) = tmeta {
-        let labels = tm.entry("labels").or_insert_with(|| json!({}));
-        if let Value::Object(l) = labels {
-            l.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
-            l.insert("batch.kubernetes.io/job-name".into(), json!(name));
-            l.insert("controller-uid".into(), json!(uid));
-            l.insert("job-name".into(), json!(name));
-        }
-    }
-}
-
-fn validate_job(obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let Some(spec) = obj.get("spec") else {
-        causes.push(Cause::required("spec.template"));
-        return causes;
-    };
-    let containers = spec
-        .pointer("/template/spec/containers")
-        .and_then(Value::as_array);
-    match containers {
-        Some(cs) if !cs.is_empty() => {
-            for (i, c) in cs.iter().enumerate() {
-                if c.get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .is_empty()
-                {
-                    causes.push(Cause::required(format!(
-                        "spec.template.spec.containers[{i}].name"
-                    )));
-                }
-                if c.get("image")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .is_empty()
-                {
-                    causes.push(Cause::required(format!(
-                        "spec.template.spec.containers[{i}].image"
-                    )));
-                }
-            }
-        }
-        _ => causes.push(Cause::required("spec.template.spec.containers")),
-    }
-    let rp = spec
-        .pointer("/template/spec/restartPolicy")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if rp != "Never" && rp != "OnFailure" {
-        causes.push(Cause::not_supported(
-            "spec.template.spec.restartPolicy",
-            &json!(rp),
-            &["OnFailure", "Never"],
-        ));
-    }
-    for f in [
-        "parallelism",
-        "completions",
-        "backoffLimit",
-        "activeDeadlineSeconds",
-    ] {
-        if let Some(v) = spec.get(f).filter(|v| !v.is_null()) {
-            if v.as_i64().is_none_or(|n| n < 0) {
-                causes.push(Cause::invalid(
-                    format!("spec.{f}"),
-                    v,
-                    "must be greater than or equal to 0",
-                ));
             }
         }
     }

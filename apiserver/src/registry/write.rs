@@ -102,6 +102,9 @@ impl Registry {
                 .await?;
             let name = meta::name_of(&candidate).to_string();
             meta::invalid_if_any(&rt, &name, strategy::validate(&candidate, None, &rt))?;
+            for warning in strategy::warnings(&candidate, None, &rt) {
+                w.warnings.push(warning);
+            }
             if w.dry_run {
                 return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
             }
@@ -330,6 +333,11 @@ impl Registry {
             }
         }
         meta::invalid_if_any(rt, name, strategy::validate(&new, Some(&old), rt))?;
+        if sub.is_none() {
+            for warning in strategy::warnings(&new, Some(&old), rt) {
+                w.warnings.push(warning);
+            }
+        }
         // Nothing changed: no new revision (as Kubernetes does).
         if equal_but_rv(&new, &old) {
             return super::to_api(rt, current.value.clone());

@@ -208,6 +208,17 @@ impl FieldSelector {
         &self.requirements
     }
 
+    /// Renames every field with `convert`, stopping at the first error (upstream
+    /// `Selector.Transform` with a type's field label conversion function).
+    pub fn transform<E, F: Fn(&str) -> Result<String, E>>(self, convert: F) -> Result<Self, E> {
+        let mut requirements = Vec::with_capacity(self.requirements.len());
+        for mut r in self.requirements {
+            r.field = convert(&r.field)?;
+            requirements.push(r);
+        }
+        Ok(FieldSelector { requirements })
+    }
+
     /// The first field not accepted by `supported`, for `field label not supported: <f>`.
     pub fn unsupported_field<F: Fn(&str) -> bool>(&self, supported: F) -> Option<&str> {
         self.requirements

@@ -80,6 +80,7 @@ impl StatusReason {
 /// `metav1.CauseType` values (field errors).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CauseType {
+    FieldValueNotFound,
     FieldValueRequired,
     FieldValueInvalid,
     FieldValueDuplicate,
@@ -98,6 +99,7 @@ impl CauseType {
     pub fn as_str(self) -> &'static str {
         use CauseType::*;
         match self {
+            FieldValueNotFound => "FieldValueNotFound",
             FieldValueRequired => "FieldValueRequired",
             FieldValueInvalid => "FieldValueInvalid",
             FieldValueDuplicate => "FieldValueDuplicate",
@@ -311,7 +313,14 @@ impl Status {
         } else {
             format!("{kind}.{group}")
         };
-        let rendered: Vec<String> = causes.iter().map(Cause::render).collect();
+        // The message lists each distinct error once (`ErrorList.ToAggregate`); the
+        // causes keep every one.
+        let mut rendered: Vec<String> = Vec::with_capacity(causes.len());
+        for r in causes.iter().map(Cause::render) {
+            if !rendered.contains(&r) {
+                rendered.push(r);
+            }
+        }
         let list = if rendered.len() == 1 {
             rendered[0].clone()
         } else {

@@ -122,11 +122,16 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
         errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
     }
     if !matches_dns1123_label(value) {
-        errs.push(regex_error(
-            DNS1123_LABEL_ERR,
-            DNS1123_LABEL_FMT,
-            &["my-name", "123-abc"],
-        ));
+        if matches_dns1123_subdomain(value) {
+            // A valid subdomain but not a label: the length was checked, so it has dots.
+            errs.push("must not contain dots".to_string());
+        } else {
+            errs.push(regex_error(
+                DNS1123_LABEL_ERR,
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
+        }
     }
     errs
 }
@@ -569,7 +574,13 @@ mod tests {
         ] {
             assert!(!is_dns1123_label(bad).is_empty(), "{bad:?}");
         }
-        assert_eq!(is_dns1123_label("a.b"), vec![LABEL_MSG.to_string()]);
+        // A valid subdomain that is not a label has dots: upstream says so (1.32).
+        assert_eq!(
+            is_dns1123_label("a.b"),
+            vec!["must not contain dots".to_string()]
+        );
+        assert_eq!(is_dns1123_label("a_b"), vec![LABEL_MSG.to_string()]);
+        assert_eq!(is_dns1123_label(".a"), vec![LABEL_MSG.to_string()]);
         assert_eq!(
             is_dns1123_label(&"a".repeat(64)),
             vec!["must be no more than 63 characters".to_string()]

@@ -63,7 +63,9 @@ fn unsupported_field_selector_is_rejected() -> Result<()> {
     );
     ensure!(
         out.stderr.contains("Error from server (BadRequest)")
-            && out.stderr.contains("field label not supported: spec.foo"),
+            && out.stderr.contains(
+                r#""spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace""#
+            ),
         "unexpected error: {}",
         out.stderr
     );

@@ -1,0 +1,153 @@
+//! Field selector labels per type: which labels a type accepts and the error a request
+//! naming another one gets (upstream's field label conversion functions), the label each
+//! stands for in the stored form (events.k8s.io `regarding.*` read core `involvedObject.*`),
+//! and the value an object has for each label (upstream's `ToSelectableFields`/`GetAttrs`).
+
+use kplane_types::fields;
+use serde_json::Value;
+
+use super::catalog::{ResourceType, Strategy};
+
+/// events.k8s.io/v1 labels and the core/v1 label they read (`pkg/apis/events/v1`).
+const EVENTS_V1_LABELS: &[(&str, &str)] = &[
+    ("reason", "reason"),
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+    ("reportingController", "reportingComponent"),
+    ("type", "type"),
+    ("metadata.namespace", "metadata.namespace"),
+    ("metadata.name", "metadata.name"),
+];
+
+/// The stored-form label `label` stands for on `rt`, or the message of the 400 a request
+/// naming it gets (the text of the conversion function upstream registers for the kind).
+pub fn convert(rt: &ResourceType, label: &str) -> Result<String, String> {
+    let listed = rt.selectable_fields.iter().any(|f| f == label);
+    match rt.strategy {
+        Strategy::EventsV1Event => EVENTS_V1_LABELS
+            .iter()
+            .find(|(l, _)| *l == label)
+            .map(|(_, core)| (*core).to_string())
+            .ok_or_else(|| format!("field label not supported: {label}")),
+        // Namespace accepts `metadata.name` and `status.phase` only.
+        Strategy::Namespace if label == "metadata.name" || listed => Ok(label.to_string()),
+        Strategy::CoreEvent | Strategy::Secret
+            if label == "metadata.name" || label == "metadata.namespace" || listed =>
+        {
+            Ok(label.to_string())
+        }
+        Strategy::Namespace | Strategy::CoreEvent | Strategy::Secret => {
+            Err(format!("field label not supported: {label}"))
+        }
+        Strategy::Job if label == "metadata.name" || label == "metadata.namespace" || listed => {
+            Ok(label.to_string())
+        }
+        Strategy::Job => Err(format!("field label {label:?} not supported for Job")),
+        // apiextensions' converter: `metadata.namespace` only when namespaced.
+        Strategy::Custom
+            if label == "metadata.name" || (rt.namespaced && label == "metadata.namespace") =>
+        {
+            Ok(label.to_string())
+        }
+        Strategy::Custom if listed => Ok(label.to_string()),
+        Strategy::Custom => Err(format!("field label not supported: {label}")),
+        // Kinds without a conversion function of their own get apimachinery's default.
+        _ if label == "metadata.name" || label == "metadata.namespace" => Ok(label.to_string()),
+        _ => Err(format!(
+            "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        )),
+    }
+}
+
+/// The value of the (converted) label `label` of a stored object of a type with `strategy`.
+/// `metadata.namespace` of a cluster-scoped object is "".
+pub fn value(strategy: Strategy, obj: &Value, label: &str) -> Option<String> {
+    match (strategy, label) {
+        (_, "metadata.namespace") => Some(fields::object_field(obj, label).unwrap_or_default()),
+        // Events: `source` is source.component, or the reporting controller without one.
+        (Strategy::CoreEvent | Strategy::EventsV1Event, "source") => {
+            fields::object_field(obj, "source.component")
+                .filter(|s| !s.is_empty())
+                .or_else(|| fields::object_field(obj, "reportingComponent"))
+        }
+        // Job `status.successful` is the succeeded count (0 when unset).
+        (Strategy::Job, "status.successful") => {
+            Some(fields::object_field(obj, "status.succeeded").unwrap_or_else(|| "0".into()))
+        }
+        _ => fields::object_field(obj, label),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rt(kind: &str, group: &str) -> ResourceType {
+        super::super::catalog::builtin()
+            .into_iter()
+            .find(|r| r.kind == kind && r.group == group)
+            .unwrap()
+    }
+
+    #[test]
+    fn each_kind_accepts_its_labels_and_refuses_others_with_upstreams_message() {
+        let cases: &[(&str, &str, &str, Result<&str, &str>)] = &[
+            ("Event", "", "source", Ok("source")),
+            ("Event", "", "involvedObject.uid", Ok("involvedObject.uid")),
+            ("Event", "", "reportingComponent", Ok("reportingComponent")),
+            ("Event", "", "metadata.namespace", Ok("metadata.namespace")),
+            ("Event", "", "regarding.name", Err("field label not supported: regarding.name")),
+            ("Event", "events.k8s.io", "regarding.name", Ok("involvedObject.name")),
+            ("Event", "events.k8s.io", "reportingController", Ok("reportingComponent")),
+            ("Event", "events.k8s.io", "type", Ok("type")),
+            ("Event", "events.k8s.io", "source", Err("field label not supported: source")),
+            ("Event", "events.k8s.io", "involvedObject.name", Err("field label not supported: involvedObject.name")),
+            ("Namespace", "", "status.phase", Ok("status.phase")),
+            ("Namespace", "", "metadata.namespace", Err("field label not supported: metadata.namespace")),
+            ("Secret", "", "type", Ok("type")),
+            ("Secret", "", "data", Err("field label not supported: data")),
+            ("Job", "batch", "status.successful", Ok("status.successful")),
+            ("Job", "batch", "spec.parallelism", Err("field label \"spec.parallelism\" not supported for Job")),
+            ("ConfigMap", "", "metadata.name", Ok("metadata.name")),
+            ("ConfigMap", "", "data.x", Err("\"data.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")),
+            ("ClusterRole", "rbac.authorization.k8s.io", "metadata.namespace", Ok("metadata.namespace")),
+            ("Lease", "coordination.k8s.io", "spec.holderIdentity", Err("\"spec.holderIdentity\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")),
+        ];
+        for (kind, group, label, want) in cases {
+            let got = convert(&rt(kind, group), label);
+            assert_eq!(
+                got.as_deref().map_err(String::as_str),
+                *want,
+                "{group}/{kind} {label}"
+            );
+        }
+    }
+
+    #[test]
+    fn event_source_falls_back_to_the_reporting_controller() {
+        let both = json!({"source": {"component": "kubelet"}, "reportingComponent": "ctl"});
+        let only_reporting = json!({"source": {}, "reportingComponent": "ctl"});
+        let neither = json!({"metadata": {"name": "e"}});
+        let s = |o: &Value| value(Strategy::CoreEvent, o, "source");
+        assert_eq!(s(&both).as_deref(), Some("kubelet"));
+        assert_eq!(s(&only_reporting).as_deref(), Some("ctl"));
+        assert_eq!(s(&neither), None);
+        assert_eq!(
+            value(Strategy::Namespace, &neither, "metadata.namespace").as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            value(Strategy::Job, &neither, "status.successful").as_deref(),
+            Some("0")
+        );
+    }
+}

@@ -1,0 +1,372 @@
+//! The root-CA publisher (what kube-controller-manager's `root-ca-cert-publisher` does):
+//! every active namespace of every logical cluster holds a `kube-root-ca.crt` ConfigMap
+//! with the serving CA under `ca.crt` and a `kubernetes.io/description` annotation.
+//!
+//! The ConfigMap is made with its namespace (`namespaces`), and every namespace is synced
+//! once when the server starts. Afterwards one watch over the ConfigMaps of all logical
+//! clusters queues a sync (lifecycle [`Work::RootCa`]) when a `kube-root-ca.crt` is
+//! deleted or changed away from that content; the sync recreates it,
+//! or puts back `data` and the annotation, keeping everything else (labels, other
+//! annotations, `binaryData`), as upstream does. Nothing polls: an untouched namespace
+//! costs nothing. Namespaces that are Terminating or gone are left alone.
+
+use std::sync::Arc;
+
+use kplane_storage::{EventType, Prefix, Revision, WatchEvent};
+use serde_json::{json, Map, Value};
+
+use super::lifecycle::Work;
+use super::{meta, Registry, Target};
+use crate::error::ApiResult;
+use crate::http::query::WriteParams;
+
+/// The ConfigMap's name in every namespace.
+pub const CONFIG_MAP_NAME: &str = "kube-root-ca.crt";
+/// The data key holding the PEM bundle.
+pub const DATA_KEY: &str = "ca.crt";
+/// The annotation describing the ConfigMap's use.
+pub const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
+/// Its value (upstream's text, so tools that compare it see the same).
+pub const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+/// Storage resource of ConfigMaps and Namespaces.
+const CONFIG_MAPS: &str = "/configmaps";
+const NAMESPACES: &str = "/namespaces";
+
+/// The ConfigMap a namespace `ns` should hold for the CA `pem`.
+pub fn desired(ns: &str, pem: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": CONFIG_MAP_NAME,
+            "namespace": ns,
+            "annotations": {DESCRIPTION_ANNOTATION: DESCRIPTION},
+        },
+        "data": {DATA_KEY: pem},
+    })
+}
+
+/// Whether a stored `kube-root-ca.crt` is as the publisher leaves it: `data` is exactly
+/// `{ca.crt: pem}` and the description annotation is not empty.
+pub fn is_published(cm: &Value, pem: &str) -> bool {
+    let data_ok = cm
+        .get("data")
+        .and_then(Value::as_object)
+        .is_some_and(|d| d.len() == 1 && d.get(DATA_KEY).and_then(Value::as_str) == Some(pem));
+    let annotated = cm
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(DESCRIPTION_ANNOTATION))
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty());
+    data_ok && annotated
+}
+
+/// `cm` with the publisher's `data` and annotation put back; everything else kept.
+fn republished(mut cm: Value, pem: &str) -> Value {
+    if let Some(o) = cm.as_object_mut() {
+        o.insert("data".into(), json!({DATA_KEY: pem}));
+    }
+    if let Ok(m) = meta::meta_mut(&mut cm) {
+        let ann = m
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !ann.is_object() {
+            *ann = Value::Object(Map::new());
+        }
+        ann[DESCRIPTION_ANNOTATION] = json!(DESCRIPTION);
+    }
+    cm
+}
+
+impl Registry {
+    fn config_map_target(&self, cluster: &str, ns: &str) -> Option<Target> {
+        let rt = self
+            .builtin_catalog()
+            .get("", "v1", "configmaps")
+            .cloned()?;
+        Some(Target {
+            cluster: Some(cluster.to_string()),
+            rt,
+            namespace: Some(ns.to_string()),
+        })
+    }
+
+    /// Whether `ns` exists in `cluster` and is Active (not being deleted).
+    async fn namespace_active(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
+        let key = kplane_storage::Key::new(cluster, NAMESPACES, "", ns);
+        Ok(self.get_decoded(&key).await?.is_some_and(|(_, v)| {
+            !meta::is_deleting(&v)
+                && v.pointer("/status/phase").and_then(Value::as_str) == Some("Active")
+        }))
+    }
+
+    /// Makes `kube-root-ca.crt` in `cluster`/`ns` what the publisher publishes.
+    /// Returns false to be retried (a concurrent write won the race).
+    pub(super) async fn sync_root_ca(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
+        if !self.namespace_active(cluster, ns).await? {
+            return Ok(true);
+        }
+        let Some(t) = self.config_map_target(cluster, ns) else {
+            return Ok(true);
+        };
+        let w = WriteParams::controller();
+        let Some(kv) = self.get_stored(&t, CONFIG_MAP_NAME).await? else {
+            return match self.create(&t, desired(ns, &self.root_ca_pem), &w).await {
+                Ok(_) => Ok(true),
+                Err(e) if e.code() == 409 => Ok(false),
+                // The namespace went away or began terminating meanwhile.
+                Err(e) if e.code() == 404 || e.code() == 403 => Ok(true),
+                Err(e) => Err(e),
+            };
+        };
+        let cm: Value = serde_json::from_slice(&kv.value).map_err(|e| super::corrupt(&e))?;
+        if is_published(&cm, &self.root_ca_pem) {
+            return Ok(true);
+        }
+        let mut fixed = republished(cm, &self.root_ca_pem);
+        meta::meta_mut(&mut fixed)?
+            .insert("resourceVersion".into(), json!(kv.mod_revision.to_string()));
+        match self.update(&t, CONFIG_MAP_NAME, None, fixed, &w).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == 409 || e.code() == 404 => Ok(false),
+            // An `immutable: true` copy cannot be put back; retrying would not help.
+            Err(e) if e.code() == 422 => {
+                tracing::warn!(cluster, namespace = ns, error = %e.0, "kube-root-ca.crt cannot be republished");
+                Ok(true)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Syncs every namespace of every logical cluster, one at a time, as upstream's
+    /// publisher does when its informers start: at start-up (stores written before the
+    /// publisher, or a crash between a namespace and its ConfigMap) and after the watch
+    /// lost events it cannot replay. Inline, so a large store queues nothing.
+    async fn sync_all_namespaces(&self) {
+        let prefix = Prefix {
+            cluster: None,
+            resource: Some(NAMESPACES.into()),
+            namespace: None,
+        };
+        let mut opts = kplane_storage::ListOptions {
+            limit: Some(1000),
+            ..Default::default()
+        };
+        loop {
+            let page = match self.storage.list(&prefix, &opts, None).await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "root CA publisher could not list namespaces");
+                    return;
+                }
+            };
+            for kv in &page.items {
+                let (cluster, ns) = (&kv.key.cluster, &kv.key.name);
+                match self.sync_root_ca(cluster, ns).await {
+                    Ok(true) => {}
+                    // A concurrent write: the watch brings it back if it needs more.
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(cluster, namespace = ns, error = %e.0, "kube-root-ca.crt sync failed")
+                    }
+                }
+            }
+            match (page.more, page.items.last()) {
+                (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Whether a change of the ConfigMap at `kv` calls for a sync.
+fn needs_sync(ev: &kplane_storage::Event, pem: &str) -> bool {
+    if ev.kv.key.name != CONFIG_MAP_NAME {
+        return false;
+    }
+    ev.event_type == EventType::Deleted
+        || serde_json::from_slice::<Value>(&ev.kv.value).map_or(true, |v| !is_published(&v, pem))
+}
+
+/// Syncs every namespace once, then follows every ConfigMap change of the store and
+/// queues the syncs it calls for. Runs until the store shuts down; a watch that fell
+/// behind resumes from its last revision, or, when that is compacted away, syncs every
+/// namespace again.
+pub async fn run(registry: Arc<Registry>) {
+    let prefix = Prefix {
+        cluster: None,
+        resource: Some(CONFIG_MAPS.into()),
+        namespace: None,
+    };
+    let mut from: Revision = registry.storage.current_revision();
+    registry.sync_all_namespaces().await;
+    loop {
+        let mut rx = match registry.storage.watch(&prefix, from, None).await {
+            Ok(rx) => rx,
+            Err(kplane_storage::Error::Compacted { .. }) => {
+                from = registry.storage.current_revision();
+                registry.sync_all_namespaces().await;
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "root CA publisher could not watch config maps");
+                return;
+            }
+        };
+        loop {
+            match rx.recv().await {
+                Some(WatchEvent::Event(e)) => {
+                    from = e.kv.mod_revision;
+                    if needs_sync(&e, &registry.root_ca_pem) {
+                        registry.enqueue(Work::RootCa {
+                            cluster: e.kv.key.cluster.clone(),
+                            namespace: e.kv.key.namespace.clone(),
+                        });
+                    }
+                }
+                Some(WatchEvent::Progress(_)) => {}
+                Some(WatchEvent::Closed(kplane_storage::CloseReason::TooSlow)) => break,
+                Some(WatchEvent::Closed(_)) | None => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_means_exact_data_and_a_description() {
+        let pem = "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n";
+        let good = desired("ns", pem);
+        assert!(is_published(&good, pem));
+        let mut extra_key = good.clone();
+        extra_key["data"]["other"] = json!("v");
+        let mut wrong_ca = good.clone();
+        wrong_ca["data"][DATA_KEY] = json!("not a CA");
+        let mut no_desc = good.clone();
+        no_desc["metadata"]["annotations"] = json!({});
+        let mut empty_desc = good.clone();
+        empty_desc["metadata"]["annotations"][DESCRIPTION_ANNOTATION] = json!("");
+        let mut no_data = good.clone();
+        no_data.as_object_mut().unwrap().remove("data");
+        for (what, cm) in [
+            ("extra key", &extra_key),
+            ("wrong CA", &wrong_ca),
+            ("no description", &no_desc),
+            ("empty description", &empty_desc),
+            ("no data", &no_data),
+        ] {
+            assert!(!is_published(cm, pem), "{what}");
+            let fixed = republished(cm.clone(), pem);
+            assert!(is_published(&fixed, pem), "{what} republished");
+        }
+        // A different description is left as is; only an empty one is replaced.
+        let mut other_desc = good.clone();
+        other_desc["metadata"]["annotations"][DESCRIPTION_ANNOTATION] = json!("mine");
+        assert!(is_published(&other_desc, pem));
+    }
+
+    async fn stored_root_ca(reg: &Registry, cluster: &str, ns: &str) -> Option<Value> {
+        let key = kplane_storage::Key::new(cluster, CONFIG_MAPS, ns, CONFIG_MAP_NAME);
+        reg.get_decoded(&key).await.unwrap().map(|(_, v)| v)
+    }
+
+    /// The start-up pass repairs what changed while no watch was running: a missing
+    /// ConfigMap, one with other data, one without the annotation (an older store), in
+    /// every logical cluster, and leaves a Terminating namespace alone.
+    #[tokio::test]
+    async fn start_up_pass_publishes_in_every_namespace_of_every_cluster() {
+        use kplane_storage::{Key, Precondition, SledStorage, SledStorageOptions, Storage};
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let catalog = Arc::new(super::super::Catalog::new(super::super::catalog::builtin()));
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let (reg, _queue) = Registry::new(storage.clone(), catalog, "PEM".into(), shutdown);
+        for c in ["root", "root:b"] {
+            reg.ensure_cluster(c).await.unwrap();
+        }
+        let key = |c: &str, ns: &str| Key::new(c, CONFIG_MAPS, ns, CONFIG_MAP_NAME);
+        let raw = |v: Value| super::super::write::encoder(v);
+        storage
+            .delete(
+                key("root", "default"),
+                Precondition::MustExist,
+                raw(json!({})),
+            )
+            .await
+            .unwrap();
+        let mut tampered = desired("kube-system", "other");
+        tampered["metadata"]["labels"] = json!({"keep": "me"});
+        storage
+            .put(
+                key("root", "kube-system"),
+                Precondition::MustExist,
+                raw(tampered),
+            )
+            .await
+            .unwrap();
+        let mut old_style = desired("default", "PEM");
+        old_style["metadata"]["annotations"] = json!({});
+        storage
+            .put(
+                key("root:b", "default"),
+                Precondition::MustExist,
+                raw(old_style),
+            )
+            .await
+            .unwrap();
+        let ns_key = Key::new("root:b", NAMESPACES, "", "kube-public");
+        let (_, mut ns) = reg.get_decoded(&ns_key).await.unwrap().unwrap();
+        ns["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+        storage
+            .put(ns_key, Precondition::MustExist, raw(ns))
+            .await
+            .unwrap();
+        storage
+            .delete(
+                key("root:b", "kube-public"),
+                Precondition::MustExist,
+                raw(json!({})),
+            )
+            .await
+            .unwrap();
+
+        reg.sync_all_namespaces().await;
+        for c in ["root", "root:b"] {
+            for ns in super::super::namespaces::DEFAULT_NAMESPACES {
+                let cm = stored_root_ca(&reg, c, ns).await;
+                if (c, *ns) == ("root:b", "kube-public") {
+                    assert!(cm.is_none(), "a Terminating namespace got a new ConfigMap");
+                    continue;
+                }
+                let cm = cm.unwrap_or_else(|| panic!("{c}/{ns} has no kube-root-ca.crt"));
+                assert!(is_published(&cm, "PEM"), "{c}/{ns}: {cm}");
+            }
+        }
+        let fixed = stored_root_ca(&reg, "root", "kube-system").await.unwrap();
+        assert_eq!(fixed["metadata"]["labels"], json!({"keep": "me"}));
+    }
+
+    #[test]
+    fn republishing_keeps_labels_annotations_and_binary_data() {
+        let pem = "pem";
+        let cm = json!({
+            "metadata": {"name": CONFIG_MAP_NAME, "labels": {"a": "b"}, "annotations": {"x": "y"}},
+            "data": {DATA_KEY: "tampered"},
+            "binaryData": {"bin": "AAEC"},
+        });
+        let fixed = republished(cm, pem);
+        assert_eq!(fixed["metadata"]["labels"], json!({"a": "b"}));
+        assert_eq!(fixed["metadata"]["annotations"]["x"], "y");
+        assert_eq!(
+            fixed["metadata"]["annotations"][DESCRIPTION_ANNOTATION],
+            DESCRIPTION
+        );
+        assert_eq!(fixed["data"], json!({DATA_KEY: pem}));
+        assert_eq!(fixed["binaryData"], json!({"bin": "AAEC"}));
+    }
+}
