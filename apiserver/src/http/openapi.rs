@@ -214,13 +214,22 @@ pub fn serve_v2(
     let mut r = if not_modified(headers, &quoted, modified) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let (body, content_type) = match format {
-            V2Format::Json => (doc.json(), "application/json"),
-            V2Format::Protobuf => (doc.protobuf(), V2_PROTOBUF),
+        let (chunks, content_type) = match format {
+            V2Format::Json => (doc.json_chunks(), "application/json"),
+            V2Format::Protobuf => (doc.protobuf_chunks(), V2_PROTOBUF),
         };
-        let mut r = (StatusCode::OK, bytes::Bytes::from_owner(body)).into_response();
-        r.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        // The encoded chunks are sent as they are (the built-in part is shared by every
+        // document): nothing is encoded or copied per request.
+        let length: usize = chunks.iter().map(|c| c.len()).sum();
+        let stream = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, std::convert::Infallible>(bytes::Bytes::from_owner(c))),
+        );
+        let mut r = (StatusCode::OK, axum::body::Body::from_stream(stream)).into_response();
+        let h = r.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
         r
     };
     let h = r.headers_mut();

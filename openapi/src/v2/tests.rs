@@ -301,3 +301,32 @@ fn custom_resources_follow_their_crd() {
         check_like_kube_openapi(&defs_all, name, def);
     }
 }
+
+#[test]
+fn builtin_part_is_shared_and_custom_parts_hold_only_their_own() {
+    let base = builtin_served_resources_for_tests();
+    let plain = OpenApiV2::build(&base).unwrap();
+    let mut with_widgets = base.clone();
+    with_widgets.push(widget("v1", widget_schema()));
+    let mut with_other = base.clone();
+    with_other.push(widget("v2", widget_schema()));
+    let a = OpenApiV2::build(&with_widgets).unwrap();
+    let b = OpenApiV2::build(&with_other).unwrap();
+    assert!(a.shares_builtins_with(&plain));
+    assert!(b.shares_builtins_with(&a));
+
+    // Each definition once, and the custom part is small next to the shared one.
+    let json = String::from_utf8(a.json()).unwrap();
+    for name in [
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
+        "com.example.v1.Widget",
+    ] {
+        assert_eq!(json.matches(&format!("\"{name}\":{{")).count(), 1, "{name}");
+    }
+    let own: usize = a.protobuf().len() - plain.protobuf().len();
+    assert!(own * 10 < plain.protobuf().len(), "custom part {own} bytes");
+    let doc = doc_of(&a);
+    assert!(doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets"].is_object());
+    assert!(doc["paths"]["/api/v1/namespaces/{namespace}/configmaps"].is_object());
+}
