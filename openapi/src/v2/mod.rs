@@ -283,10 +283,11 @@ fn build_part(
     })
 }
 
+/// The `paths` and `definitions` members of a Swagger 2.0 document.
+type PathsAndDefinitions = (Map<String, Value>, Map<String, Value>);
+
 /// The v2 paths and definitions of `groups` (each one group-version's resources).
-fn convert_groups(
-    groups: &[Vec<&ServedResource>],
-) -> Result<(Map<String, Value>, Map<String, Value>), Error> {
+fn convert_groups(groups: &[Vec<&ServedResource>]) -> Result<PathsAndDefinitions, Error> {
     let mut paths = Map::new();
     let mut definitions = Map::new();
     for members in groups {
