@@ -173,8 +173,15 @@ async fn openapi_v2(
     .await;
     match served {
         Ok(Ok(response)) => response,
-        Ok(Err(e)) => e.into_response(),
-        Err(e) => ApiError::internal(format!("building OpenAPI v2: {e}")).into_response(),
+        // kube-openapi answers a spec it cannot produce with a bare 503.
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "OpenAPI v2");
+            axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "OpenAPI v2");
+            axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
     }
 }
 

@@ -283,6 +283,40 @@ mod tests {
     }
 
     #[test]
+    fn if_modified_since_only_without_if_none_match() {
+        let built = chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05.678Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let q = "\"ABC\"";
+        let with = |pairs: &[(header::HeaderName, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(k.clone(), HeaderValue::from_str(v).unwrap());
+            }
+            not_modified(&h, q, built)
+        };
+        assert!(with(&[(
+            header::IF_MODIFIED_SINCE,
+            "Fri, 02 Jan 2026 03:04:05 GMT"
+        )]));
+        assert!(with(&[(
+            header::IF_MODIFIED_SINCE,
+            "Fri, 02 Jan 2026 04:00:00 GMT"
+        )]));
+        assert!(!with(&[(
+            header::IF_MODIFIED_SINCE,
+            "Fri, 02 Jan 2026 03:04:04 GMT"
+        )]));
+        assert!(!with(&[(header::IF_MODIFIED_SINCE, "yesterday")]));
+        // If-None-Match decides alone when present.
+        assert!(!with(&[
+            (header::IF_NONE_MATCH, "\"OTHER\""),
+            (header::IF_MODIFIED_SINCE, "Fri, 02 Jan 2026 04:00:00 GMT"),
+        ]));
+        assert!(!with(&[]));
+    }
+
+    #[test]
     fn if_none_match_lists_and_weak_tags() {
         let q = "\"ABC\"";
         assert!(none_match_hits("\"ABC\"", q));

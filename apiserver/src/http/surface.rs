@@ -21,19 +21,19 @@ pub struct Surface {
 
 impl Surface {
     /// The OpenAPI v2 document of `catalog` (the catalog this surface was built for), built
-    /// on the first call; later calls return the same encoded document.
+    /// on the first call; later calls return the same encoded document (or the same error).
     pub fn openapi_v2(
         &self,
         catalog: &Catalog,
-    ) -> ApiResult<(&kplane_openapi::OpenApiV2, SystemTime)> {
+    ) -> Result<(&kplane_openapi::OpenApiV2, SystemTime), String> {
         let built = self.openapi_v2.get_or_init(|| {
             kplane_openapi::OpenApiV2::build(&served_resources(catalog))
                 .map(|doc| (doc, SystemTime::now()))
-                .map_err(|e| e.to_string())
+                .map_err(|e| format!("building OpenAPI v2: {e}"))
         });
         match built {
             Ok((doc, at)) => Ok((doc, *at)),
-            Err(e) => Err(ApiError::internal(format!("building OpenAPI v2: {e}"))),
+            Err(e) => Err(e.clone()),
         }
     }
 }
