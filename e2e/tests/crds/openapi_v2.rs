@@ -370,3 +370,61 @@ fn openapi_v2_document_encodings_etag_crd_versions_and_clusters() -> Result<()> 
     ensure!(after.1 == etag_b, "same content, same ETag");
     Ok(())
 }
+
+/// `testdata/hive/clusterdeployment-valid.yaml` as the one item of a `v1` `List`.
+fn clusterdeployment_list(extra_spec_line: &str) -> Result<String> {
+    let object = std::fs::read_to_string(super::testdata("hive/clusterdeployment-valid.yaml"))?;
+    let mut list = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    let mut first = true;
+    for line in object
+        .lines()
+        .filter(|l| !l.starts_with('#') && *l != "---")
+    {
+        list.push_str(if first { "- " } else { "  " });
+        first = false;
+        list.push_str(line);
+        list.push('\n');
+        if line == "spec:" && !extra_spec_line.is_empty() {
+            list.push_str(&format!("    {extra_spec_line}\n"));
+        }
+    }
+    Ok(list)
+}
+
+#[test]
+fn list_items_of_a_real_world_custom_resource_are_validated_with_its_v2_schema() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let k = server.kubectl_root();
+    super::apply_crd(
+        k,
+        "hive/clusterdeployments.hive.example.io.yaml",
+        "clusterdeployments.hive.example.io",
+    )?;
+    k.ok(&["create", "namespace", "hive"])?;
+
+    // kubectl validates List items itself, against the v2 definition converted from the
+    // ~2,100-line CRD schema: an unknown field is found where it is...
+    let out = k.run_stdin(
+        &["apply", "-n", "hive", "-f", "-"],
+        &clusterdeployment_list("bogusField: 1")?,
+    )?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains(
+                "ValidationError(ClusterDeployment.spec): unknown field \"bogusField\" in \
+                 io.example.hive.v1.ClusterDeployment.spec"
+            ),
+        "{}",
+        out.stderr
+    );
+    // ...and the valid object passes it (and the server's validation).
+    let out = k.ok_stdin(
+        &["apply", "-n", "hive", "-f", "-"],
+        &clusterdeployment_list("")?,
+    )?;
+    ensure!(
+        out.contains("clusterdeployment.hive.example.io/prod-eu-1 created"),
+        "{out}"
+    );
+    Ok(())
+}
