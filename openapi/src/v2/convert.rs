@@ -227,6 +227,7 @@ pub(crate) fn custom_kind_definition(resource: &ServedResource, crd_schema: &Val
             obj.remove("required");
         }
     }
+    crate::custom::add_embedded_properties(&mut def, true);
     schema_to_v2(&mut def);
     add_gvk(&mut def, &gvk);
     def
@@ -500,6 +501,28 @@ mod tests {
             json!({"type": "object", "x-kubernetes-group-version-kind": [
                 {"group": "example.com", "version": "v1", "kind": "Widget"}]})
         );
+    }
+
+    #[test]
+    fn crd_embedded_resources_get_type_meta_as_references() {
+        let def = crd(json!({
+            "type": "object",
+            "properties": {
+                "template": {
+                    "type": "object",
+                    "x-kubernetes-embedded-resource": true,
+                    "properties": {"spec": {"type": "object", "nullable": true}},
+                },
+            },
+        }));
+        let template = &def["properties"]["template"];
+        assert_eq!(template["required"], json!(["kind", "apiVersion"]));
+        assert_eq!(
+            template["properties"]["metadata"]["$ref"],
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        );
+        assert_eq!(template["properties"]["kind"]["type"], "string");
+        assert_eq!(template["properties"]["spec"], json!({}));
     }
 
     #[test]
