@@ -40,7 +40,7 @@ fn cache() -> &'static Mutex<Cache> {
 
 /// A digest of everything about `members` that the document depends on (their order, and the
 /// order of verbs and subresources, do not matter).
-fn fingerprint(members: &[&ServedResource]) -> Result<String, Error> {
+pub(crate) fn fingerprint(members: &[&ServedResource]) -> Result<String, Error> {
     let mut entries: Vec<Value> = members
         .iter()
         .map(|r| {

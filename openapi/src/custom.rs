@@ -56,6 +56,7 @@ pub(crate) fn kind_definition(
         properties.insert("kind".into(), type_meta.kind.clone());
         properties.insert("metadata".into(), type_meta.object_meta.clone());
     }
+    add_embedded_properties(&mut def, false);
     convert::fix_object_meta_usage(&mut def);
     add_gvk(
         &mut def,
@@ -67,10 +68,111 @@ pub(crate) fn kind_definition(
     ))
 }
 
+/// Gives every `x-kubernetes-embedded-resource` node of a custom schema the standard
+/// `apiVersion`, `kind` and `metadata` properties and requires `kind` and `apiVersion`, as the
+/// apiextensions server's OpenAPI builder does (children first). With `skip_preserved` (the
+/// v2 form) a node that preserves unknown fields is left alone: kubectl would refuse any field
+/// next to published properties.
+pub(crate) fn add_embedded_properties(schema: &mut Value, skip_preserved: bool) {
+    let Value::Object(obj) = schema else {
+        return;
+    };
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for child in props.values_mut() {
+            add_embedded_properties(child, skip_preserved);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child @ Value::Object(_)) = obj.get_mut(key) {
+            add_embedded_properties(child, skip_preserved);
+        }
+    }
+    let flag = |obj: &Map<String, Value>, key: &str| obj.get(key) == Some(&Value::Bool(true));
+    if skip_preserved && flag(obj, "x-kubernetes-preserve-unknown-fields") {
+        return;
+    }
+    if !flag(obj, "x-kubernetes-embedded-resource") {
+        return;
+    }
+    let type_meta = TypeMeta::get();
+    let described = |schema: &Value, text: &str| {
+        let mut schema = schema.clone();
+        if let Value::Object(o) = &mut schema {
+            o.insert("description".into(), Value::String(text.to_owned()));
+        }
+        schema
+    };
+    let properties = obj
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(properties) = properties {
+        properties.insert(
+            "apiVersion".into(),
+            described(
+                &type_meta.api_version,
+                "The versioned schema of the embedded object (group/version).",
+            ),
+        );
+        properties.insert(
+            "kind".into(),
+            described(
+                &type_meta.kind,
+                "The kind of the embedded object, in CamelCase.",
+            ),
+        );
+        properties.insert("metadata".into(), type_meta.object_meta.clone());
+    }
+    let required = obj
+        .entry("required")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(required) = required {
+        for name in ["kind", "apiVersion"] {
+            if !required.iter().any(|r| r == name) {
+                required.push(Value::String(name.to_owned()));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_resources_get_type_meta_unless_preserved_in_v2() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "template": {
+                    "type": "object",
+                    "x-kubernetes-embedded-resource": true,
+                    "required": ["spec"],
+                    "properties": {"spec": {"type": "object"}},
+                },
+                "raw": {
+                    "type": "object",
+                    "x-kubernetes-embedded-resource": true,
+                    "x-kubernetes-preserve-unknown-fields": true,
+                },
+            },
+        });
+        let mut v3 = schema.clone();
+        add_embedded_properties(&mut v3, false);
+        let template = &v3["properties"]["template"];
+        assert_eq!(
+            template["required"],
+            serde_json::json!(["spec", "kind", "apiVersion"])
+        );
+        for p in ["apiVersion", "kind", "metadata", "spec"] {
+            assert!(template["properties"].get(p).is_some(), "{p}");
+        }
+        assert!(v3["properties"]["raw"]["properties"]["kind"].is_object());
+        let mut v2 = schema;
+        add_embedded_properties(&mut v2, true);
+        assert_eq!(v2["properties"]["template"], *template);
+        assert!(v2["properties"]["raw"].get("properties").is_none());
+    }
 
     #[test]
     fn reversed_group_names() {

@@ -16,6 +16,7 @@ mod document;
 mod fixtures;
 mod paths;
 pub mod typed;
+pub mod v2;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -25,6 +26,7 @@ use cache::GroupVersionDoc;
 
 pub use catalog::builtin_definitions;
 pub use fixtures::builtin_served_resources_for_tests;
+pub use v2::OpenApiV2;
 
 /// The `info.version` published in every document.
 pub const KUBERNETES_VERSION: &str = "v1.32.0";
@@ -198,7 +200,7 @@ pub fn group_version_path(group: &str, version: &str) -> String {
     }
 }
 
-fn resource_id(resource: &ServedResource) -> String {
+pub(crate) fn resource_id(resource: &ServedResource) -> String {
     if resource.group.is_empty() {
         format!("{}/{}", resource.version, resource.plural)
     } else {

@@ -90,7 +90,7 @@ async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Res
         return metrics_endpoint(&state).await;
     }
     if rest == "/openapi/v2" {
-        return openapi::serve_v2();
+        return openapi_v2(&state, cluster.as_deref(), req.headers()).await;
     }
     let Some(api) = target.api.clone() else {
         if rest == "/openapi/v3" || rest.starts_with("/openapi/v3/") {
@@ -144,6 +144,45 @@ async fn surface_for(
 ) -> Result<Arc<surface::Surface>, ApiError> {
     let catalog = state.registry.catalog_for(cluster).await?;
     state.surfaces.for_catalog(&catalog)
+}
+
+/// `GET /openapi/v2` of the catalog serving `cluster`; the document is built (once per
+/// distinct catalog) off the async workers.
+async fn openapi_v2(
+    state: &AppState,
+    cluster: Option<&str>,
+    headers: &axum::http::HeaderMap,
+) -> Response {
+    let Some(format) = openapi::v2_format(headers) else {
+        return openapi::v2_not_acceptable();
+    };
+    let catalog = match state.registry.catalog_for(cluster).await {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    let surface = match state.surfaces.for_catalog(&catalog) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let headers = headers.clone();
+    let served = tokio::task::spawn_blocking(move || {
+        surface
+            .openapi_v2(&catalog)
+            .map(|(doc, at)| openapi::serve_v2(doc, at, format, &headers))
+    })
+    .await;
+    match served {
+        Ok(Ok(response)) => response,
+        // kube-openapi answers a spec it cannot produce with a bare 503.
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "OpenAPI v2");
+            axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "OpenAPI v2");
+            axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+    }
 }
 
 /// The metric labels of a resource request (verb as kube-apiserver reports it: a PATCH

@@ -1,8 +1,10 @@
 //! The API surface of a catalog: its discovery documents and OpenAPI v3 documents, built
-//! once per distinct catalog and shared by every logical cluster that serves it.
+//! once per distinct catalog and shared by every logical cluster that serves it, and its
+//! OpenAPI v2 document, built on first request and then shared the same way.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::SystemTime;
 
 use super::discovery::Discovery;
 use crate::error::{ApiError, ApiResult};
@@ -13,6 +15,27 @@ use crate::registry::{Catalog, Strategy};
 pub struct Surface {
     pub discovery: Discovery,
     pub openapi: kplane_openapi::OpenApiV3,
+    /// `/openapi/v2` and when it was built (its `Last-Modified`), made on first use.
+    openapi_v2: OnceLock<Result<(kplane_openapi::OpenApiV2, SystemTime), String>>,
+}
+
+impl Surface {
+    /// The OpenAPI v2 document of `catalog` (the catalog this surface was built for), built
+    /// on the first call; later calls return the same encoded document (or the same error).
+    pub fn openapi_v2(
+        &self,
+        catalog: &Catalog,
+    ) -> Result<(&kplane_openapi::OpenApiV2, SystemTime), String> {
+        let built = self.openapi_v2.get_or_init(|| {
+            kplane_openapi::OpenApiV2::build(&served_resources(catalog))
+                .map(|doc| (doc, SystemTime::now()))
+                .map_err(|e| format!("building OpenAPI v2: {e}"))
+        });
+        match built {
+            Ok((doc, at)) => Ok((doc, *at)),
+            Err(e) => Err(e.clone()),
+        }
+    }
 }
 
 /// A cached surface with the catalog it was built for (dropped once that catalog is gone).
@@ -59,6 +82,7 @@ impl Surfaces {
         let surface = Arc::new(Surface {
             discovery: Discovery::new(catalog),
             openapi,
+            openapi_v2: OnceLock::new(),
         });
         if let Ok(mut m) = self.cache.lock() {
             m.retain(|_, (c, _)| c.strong_count() > 0);
