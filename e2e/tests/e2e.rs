@@ -4,6 +4,7 @@
 mod clusters;
 mod crash;
 mod crds;
+mod docs;
 mod gc;
 mod kube_rs;
 mod kube_rs_crd;
