@@ -111,8 +111,8 @@ fn run_file(file: &Path, blocks: &[Block]) -> Result<()> {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let failing = stderr
             .lines()
-            .filter(|l| l.starts_with(">>> block at line"))
-            .last()
+            .rev()
+            .find(|l| l.starts_with(">>> block at line"))
             .unwrap_or("before the first block");
         bail!(
             "{}: {failing} failed ({})\n--- stdout ---\n{}\n--- stderr ---\n{stderr}",
