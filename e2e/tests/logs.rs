@@ -58,6 +58,7 @@ fn v3_writes_a_text_line_per_request_with_its_fields_and_no_colour() -> Result<(
         "HTTP cluster=root user=kplane-admin verb=POST uri=/clusters/root/api/v1/namespaces/default/configmaps?",
         "status=201 latency_ms=",
         "user_agent=\"kubectl/v1.32",
+        "src_ip=127.0.0.1:",
     ] {
         ensure!(created.contains(field), "{field:?} not in {created}");
     }

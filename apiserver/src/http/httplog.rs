@@ -12,7 +12,9 @@
 //! Fields: `cluster` (logical cluster, `*` for the wildcard), `user` (empty when the
 //! request was not authenticated), `verb` (the HTTP method, as upstream), `uri` (path and
 //! query), `status`, `latency_ms` (until the response head: for a watch or a streamed list
-//! that is when the stream started), `user_agent`.
+//! that is when the stream started), `user_agent`, `src_ip` (the client's address and port,
+//! from a [`Peer`] the connection adds to requests while 4xx or all requests are logged,
+//! [`wants_peer`]; empty otherwise, so the default verbosity adds nothing per request).
 //!
 //! Cost: a disabled line costs one check of the target's cached interest; the fields are
 //! computed only for a line that is written.
@@ -33,6 +35,16 @@ pub const TARGET: &str = "kplane_apiserver::httplog";
 #[derive(Clone, Debug)]
 pub struct ErrorCause(pub String);
 
+/// The client's address, in a request's extensions (see [`wants_peer`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Peer(pub std::net::SocketAddr);
+
+/// Whether the connection should add a [`Peer`] to its requests: only when lines other
+/// than 5xx are written, so that the default verbosity costs no allocation per request.
+pub fn wants_peer() -> bool {
+    tracing::enabled!(target: TARGET, tracing::Level::INFO)
+}
+
 /// What is known of a request before it is handled, kept for its log line. Cloning the
 /// method, URI and User-Agent only bumps reference counts.
 #[derive(Debug)]
@@ -41,6 +53,7 @@ pub struct RequestStart {
     method: Method,
     uri: Uri,
     user_agent: Option<HeaderValue>,
+    peer: Option<std::net::SocketAddr>,
 }
 
 impl RequestStart {
@@ -50,6 +63,7 @@ impl RequestStart {
             method: req.method().clone(),
             uri: req.uri().clone(),
             user_agent: req.headers().get(axum::http::header::USER_AGENT).cloned(),
+            peer: req.extensions().get::<Peer>().map(|p| p.0),
         }
     }
 
@@ -90,6 +104,7 @@ pub fn log(start: &RequestStart, user: Option<&str>, resp: &Response) {
                     .as_ref()
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or(""),
+                src_ip = %PeerField(start.peer),
                 $($extra)*
             )
         };
@@ -104,6 +119,18 @@ pub fn log(start: &RequestStart, user: Option<&str>, resp: &Response) {
         emit!(tracing::Level::INFO, "HTTP");
     } else {
         emit!(tracing::Level::DEBUG, "HTTP");
+    }
+}
+
+/// Displays a known peer as `ip:port`, an unknown one as nothing.
+struct PeerField(Option<std::net::SocketAddr>);
+
+impl std::fmt::Display for PeerField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(p) => write!(f, "{p}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -165,12 +192,14 @@ mod tests {
     }
 
     fn request(path: &str) -> RequestStart {
-        let req = axum::http::Request::builder()
+        let mut req = axum::http::Request::builder()
             .method("POST")
             .uri(path)
             .header("user-agent", "kubectl/v1.32.0 (linux/amd64)")
             .body(())
             .unwrap();
+        req.extensions_mut()
+            .insert(Peer("127.0.0.1:40000".parse().unwrap()));
         RequestStart::new(&req)
     }
 
@@ -197,6 +226,7 @@ mod tests {
             "/clusters/root:acme/api/v1/namespaces/a/configmaps?dryRun=All"
         );
         assert_eq!(l["user_agent"], "kubectl/v1.32.0 (linux/amd64)");
+        assert_eq!(l["src_ip"], "127.0.0.1:40000");
         assert!(l["latency_ms"].is_f64(), "{l}");
         let error = l["error"].as_str().unwrap();
         assert!(error.contains("storage: disk full"), "{error}");
@@ -236,6 +266,22 @@ mod tests {
         assert!(lines[0].get("error").is_none(), "{}", lines[0]);
         assert_eq!(lines[0]["user"], "");
         assert_eq!(lines[0]["cluster"], "root");
+    }
+
+    #[test]
+    fn the_peer_is_only_wanted_when_more_than_5xx_is_logged() {
+        for (directive, wanted) in [
+            (format!("warn,kplane=info,{TARGET}=error"), false),
+            (format!("{TARGET}=info"), true),
+            (format!("{TARGET}=debug"), true),
+        ] {
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(&directive))
+                .with_writer(std::io::sink)
+                .finish();
+            let got = tracing::subscriber::with_default(subscriber, wants_peer);
+            assert_eq!(got, wanted, "{directive}");
+        }
     }
 
     #[test]
