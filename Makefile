@@ -2,6 +2,8 @@
 CARGO ?= cargo
 DATA_DIR ?= ./kplane-data
 BIND ?= 127.0.0.1:6443
+# Extra `kplane serve` flags for `make run`, e.g. ARGS="-v 3 --log-format json".
+ARGS ?=
 # Where cargo puts binaries (honours CARGO_TARGET_DIR).
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 
@@ -11,7 +13,7 @@ TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 run: build-release
 	@echo "kplane: once it is ready, in another shell run:"
 	@echo "  export KUBECONFIG=$(abspath $(DATA_DIR))/admin.kubeconfig"
-	$(TARGET_DIR)/release/kplane serve --data-dir $(DATA_DIR) --bind $(BIND)
+	$(TARGET_DIR)/release/kplane serve --data-dir $(DATA_DIR) --bind $(BIND) $(ARGS)
 
 build-release:
 	$(CARGO) build --release -p kplane

@@ -63,7 +63,7 @@ pub async fn serve(
     // long as the connection lives, because a future is as large as its largest state.
     let handshake = Box::pin(async move {
         match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls_stream::accept(tcp, tls)).await {
-            Ok(Ok(stream)) => Some(connection(stream, &protocols, app, watcher)),
+            Ok(Ok(stream)) => Some(connection(stream, peer, &protocols, app, watcher)),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "TLS handshake failed");
                 None
@@ -84,14 +84,23 @@ pub async fn serve(
 type Connection = std::pin::Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
 
 /// The HTTP connection on an established TLS stream, with the protocol chosen by ALPN.
+/// Requests carry the client's address only while the request log would write it.
 fn connection(
     stream: TlsStream,
+    peer: SocketAddr,
     protocols: &Protocols,
     app: axum::Router,
     watcher: Watcher,
 ) -> Connection {
     let h2 = stream.alpn_protocol() == Some(b"h2".as_slice());
     let io = TokioIo::new(stream);
+    let app = tower::ServiceExt::map_request(app, move |mut req: hyper::Request<_>| {
+        if crate::http::httplog::wants_peer() {
+            req.extensions_mut()
+                .insert(crate::http::httplog::Peer(peer));
+        }
+        req
+    });
     let svc = TowerToHyperService::new(app);
     if h2 {
         Box::pin(watcher.watch(protocols.http2.serve_connection(io, svc)))

@@ -77,6 +77,11 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if self.0.code >= 500 {
+            // No logging here: the request log writes it once, with the request (httplog).
+            resp.extensions_mut()
+                .insert(crate::http::httplog::ErrorCause(self.0.message.clone()));
+        }
         if let Some(r) = self.0.retry_after {
             if let Ok(v) = HeaderValue::from_str(&r.to_string()) {
                 resp.headers_mut().insert(header::RETRY_AFTER, v);

@@ -60,6 +60,8 @@ pub fn kplane_bin() -> Result<PathBuf> {
 pub struct ServerOptions {
     args: Vec<OsString>,
     data_dir: Option<PathBuf>,
+    /// Environment changes applied after the harness's own (`None` removes the variable).
+    env: Vec<(OsString, Option<OsString>)>,
 }
 
 impl ServerOptions {
@@ -67,6 +69,20 @@ impl ServerOptions {
     #[must_use]
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.args.push(arg.into());
+        self
+    }
+
+    /// Sets an environment variable of the server (after the harness's `NO_COLOR=1`).
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), Some(value.into())));
+        self
+    }
+
+    /// Removes an environment variable from the server's environment (also `NO_COLOR`).
+    #[must_use]
+    pub fn env_remove(mut self, key: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), None));
         self
     }
 
@@ -96,6 +112,7 @@ pub struct KplaneServer {
     child: Option<Child>,
     bin: PathBuf,
     args: Vec<OsString>,
+    env: Vec<(OsString, Option<OsString>)>,
     data_dir: PathBuf,
     log_path: PathBuf,
     scratch: PathBuf,
@@ -137,6 +154,7 @@ impl KplaneServer {
             child: None,
             bin,
             args: options.args,
+            env: options.env,
             data_dir,
             log_path: scratch.join("server.log"),
             scratch,
@@ -172,7 +190,8 @@ impl KplaneServer {
             .open(&self.log_path)
             .context("opening the server log")?;
         writeln!(log, "==== kplane-e2e: start #{} ====", self.starts)?;
-        let child = Command::new(&self.bin)
+        let mut command = Command::new(&self.bin);
+        command
             .arg("serve")
             .arg("--data-dir")
             .arg(&self.data_dir)
@@ -184,7 +203,14 @@ impl KplaneServer {
             .env_remove("KPLANE_BIND")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
-            .stderr(log)
+            .stderr(log);
+        for (key, value) in &self.env {
+            match value {
+                Some(v) => command.env(key, v),
+                None => command.env_remove(key),
+            };
+        }
+        let child = command
             .spawn()
             .with_context(|| format!("spawning {}", self.bin.display()))?;
         self.child = Some(child);

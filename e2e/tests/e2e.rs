@@ -4,9 +4,11 @@
 mod clusters;
 mod crash;
 mod crds;
+mod docs;
 mod gc;
 mod kube_rs;
 mod kube_rs_crd;
 mod kubectl;
+mod logs;
 mod shutdown;
 mod ssa;

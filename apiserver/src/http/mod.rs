@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod discovery;
 pub mod health;
+pub mod httplog;
 pub mod json;
 pub mod negotiation;
 pub mod openapi;
@@ -52,7 +53,22 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new().fallback(dispatch).with_state(state)
 }
 
+/// Serves one request and writes its line of the request log ([`httplog`]).
 async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Response {
+    let start = httplog::RequestStart::new(&req);
+    let mut user = None;
+    let resp = route(state, req, &start, &mut user).await;
+    httplog::log(&start, user.as_ref().map(|u| u.username.as_str()), &resp);
+    resp
+}
+
+/// Routes a request; `user` is set once the request is authenticated.
+async fn route(
+    state: Arc<AppState>,
+    req: Request<Body>,
+    start: &httplog::RequestStart,
+    user: &mut Option<auth::UserInfo>,
+) -> Response {
     let path = req.uri().path().to_string();
     let target = match request_info::parse(&path) {
         Ok(t) => t,
@@ -73,8 +89,8 @@ async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Res
         }
         _ => {}
     }
-    let user = match state.auth.authenticate(req.headers()) {
-        Some(u) => u,
+    let user: &auth::UserInfo = match state.auth.authenticate(req.headers()) {
+        Some(u) => user.insert(u),
         None => return auth::unauthorized(),
     };
     let accept = negotiation::parse_accept(
@@ -118,7 +134,7 @@ async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Res
             discovery::group_version(&s, &group, &version)
         }
         (ApiPath::Resource(rp), _) => {
-            let started = std::time::Instant::now();
+            let started = start.started();
             let apply = req
                 .headers()
                 .get(axum::http::header::CONTENT_TYPE)

@@ -26,7 +26,7 @@ pub async fn handle(
     state: Arc<AppState>,
     cluster: Option<String>,
     rp: ResourcePath,
-    user: UserInfo,
+    user: &UserInfo,
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> Response {
@@ -77,7 +77,7 @@ async fn handle_inner(
     state: Arc<AppState>,
     cluster: Option<String>,
     rp: ResourcePath,
-    user: UserInfo,
+    user: &UserInfo,
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
@@ -112,7 +112,7 @@ async fn serve(
     cluster: Option<String>,
     rp: ResourcePath,
     rt: Arc<ResourceType>,
-    user: UserInfo,
+    user: &UserInfo,
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
@@ -144,7 +144,7 @@ async fn serve(
                 Err(negotiation::not_acceptable())
             }
         })?;
-        let out = reviews::create(&state, &rt, rp.namespace.as_deref(), &user, obj)?;
+        let out = reviews::create(&state, &rt, rp.namespace.as_deref(), user, obj)?;
         return Ok((
             StatusCode::CREATED,
             [(header::CONTENT_TYPE, "application/json")],
