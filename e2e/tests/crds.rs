@@ -5,6 +5,7 @@
 mod big;
 mod clusters;
 mod lifecycle;
+mod names;
 mod printing;
 mod subresources;
 mod validation;

@@ -96,21 +96,76 @@ pub fn default_crd(obj: &mut Value) {
     if spec.get("conversion").is_none_or(Value::is_null) {
         spec.insert("conversion".into(), json!({"strategy": "None"}));
     }
-    if let Some(Value::Array(versions)) = spec.get_mut("versions") {
-        for v in versions.iter_mut().filter_map(Value::as_object_mut) {
-            if let Some(Value::Array(cols)) = v.get_mut("additionalPrinterColumns") {
-                for c in cols.iter_mut().filter_map(Value::as_object_mut) {
-                    if c.get("priority").is_none() {
-                        c.insert("priority".into(), json!(0));
-                    }
-                }
-            }
+    if let Some(Value::Object(service)) =
+        obj.pointer_mut("/spec/conversion/webhook/clientConfig/service")
+    {
+        if service.get("port").is_none_or(Value::is_null) {
+            service.insert("port".into(), json!(443));
         }
     }
+    super::crd_form::canonicalize(obj);
 }
 
-fn is_dns_label_lower(s: &str) -> bool {
-    validation::is_dns1123_label(s).is_empty()
+/// The rules of every CRD names block (`spec.names`, `status.acceptedNames`), as upstream's
+/// `ValidateCustomResourceDefinitionNames`: plural, singular, short names and categories are
+/// DNS-1035 labels; kind and listKind are too once lowercased (so `e2e-test-foo-crd` is a
+/// valid kind); kind and listKind differ. Empty names are left to the callers' required checks.
+pub fn validate_names(names: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for (f, mixed_case) in [
+        ("plural", false),
+        ("singular", false),
+        ("kind", true),
+        ("listKind", true),
+    ] {
+        let v = s(names, &format!("/{f}"));
+        if v.is_empty() {
+            continue;
+        }
+        let errs = if mixed_case {
+            validation::is_dns1035_label(&v.to_lowercase())
+        } else {
+            validation::is_dns1035_label(v)
+        };
+        if !errs.is_empty() {
+            let joined = errs.join(",");
+            let detail = if mixed_case {
+                format!("may have mixed case, but should otherwise match: {joined}")
+            } else {
+                joined
+            };
+            causes.push(Cause::invalid(format!("{path}.{f}"), &json!(v), &detail));
+        }
+    }
+    label_list(names, "shortNames", path, &mut causes);
+    let kind = s(names, "/kind");
+    if !kind.is_empty() && kind == s(names, "/listKind") {
+        causes.push(Cause::invalid(
+            format!("{path}.listKind"),
+            &json!(kind),
+            "kind and listKind may not be the same",
+        ));
+    }
+    label_list(names, "categories", path, &mut causes);
+    causes
+}
+
+/// Each entry of the string list `field` must be a DNS-1035 label.
+fn label_list(names: &Value, field: &str, path: &str, causes: &mut Vec<Cause>) {
+    let Some(Value::Array(items)) = names.get(field) else {
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let text = item.as_str().unwrap_or("");
+        let errs = validation::is_dns1035_label(text);
+        if !errs.is_empty() {
+            causes.push(Cause::invalid(
+                format!("{path}.{field}[{i}]"),
+                item,
+                &errs.join(","),
+            ));
+        }
+    }
 }
 
 /// Validates a CRD. Compiles every version's schema (shared through `cache`).
@@ -144,52 +199,14 @@ pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Ve
             &["Cluster", "Namespaced"],
         )),
     }
-    for (f, required) in [
-        ("plural", true),
-        ("singular", true),
-        ("kind", true),
-        ("listKind", true),
-    ] {
-        let v = s(obj, &format!("/spec/names/{f}"));
-        if v.is_empty() {
-            if required {
-                causes.push(Cause::required(format!("spec.names.{f}")));
-            }
-            continue;
-        }
-        let ok = if f == "kind" || f == "listKind" {
-            v.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && v.chars().all(|c| c.is_ascii_alphanumeric())
-        } else {
-            is_dns_label_lower(v)
-        };
-        if !ok {
-            causes.push(Cause::invalid(
-                format!("spec.names.{f}"),
-                &json!(v),
-                "must be a valid DNS-1035 label",
-            ));
+    // Required in spec (not in status.acceptedNames), then the names' own rules.
+    for f in ["plural", "singular", "kind", "listKind"] {
+        if s(obj, &format!("/spec/names/{f}")).is_empty() {
+            causes.push(Cause::required(format!("spec.names.{f}")));
         }
     }
-    if let Some(Value::Array(sn)) = obj.pointer("/spec/names/shortNames") {
-        for (i, n) in sn.iter().enumerate() {
-            if !n.as_str().is_some_and(is_dns_label_lower) {
-                causes.push(Cause::invalid(
-                    format!("spec.names.shortNames[{i}]"),
-                    n,
-                    "must be a valid DNS-1035 label",
-                ));
-            }
-        }
-    }
-    if s(obj, "/spec/names/kind") == s(obj, "/spec/names/listKind")
-        && !s(obj, "/spec/names/kind").is_empty()
-    {
-        causes.push(Cause::invalid(
-            "spec.names.listKind",
-            &json!(s(obj, "/spec/names/listKind")),
-            "kind and listKind may not be the same",
-        ));
+    if let Some(names) = obj.pointer("/spec/names") {
+        causes.extend(validate_names(names, "spec.names"));
     }
     match s(obj, "/spec/conversion/strategy") {
         "" | "None" => {}
@@ -289,11 +306,11 @@ fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
         let name = s(v, "/name");
         if name.is_empty() {
             causes.push(Cause::required(format!("{base}.name")));
-        } else if !is_dns_label_lower(name) {
+        } else if let errs @ [_, ..] = validation::is_dns1035_label(name).as_slice() {
             causes.push(Cause::invalid(
                 format!("{base}.name"),
                 &json!(name),
-                "must be a valid DNS-1035 label",
+                &errs.join(","),
             ));
         } else if seen.contains(&name) {
             causes.push(Cause::duplicate(format!("{base}.name"), &json!(name)));
@@ -821,6 +838,46 @@ mod tests {
         assert_eq!(
             v,
             vec!["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"]
+        );
+    }
+
+    fn name_causes(names: Value) -> Vec<(String, String)> {
+        validate_names(&names, "spec.names")
+            .into_iter()
+            .map(|c| (c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn names_follow_upstream_rules() {
+        // Kinds may have mixed case and dashes: a DNS-1035 label once lowercased.
+        assert!(name_causes(
+            json!({"plural": "e2e-test-foo-crds", "singular": "e2e-test-foo-crd",
+            "kind": "e2e-test-foo-crd", "listKind": "e2e-test-foo-crdList",
+            "shortNames": ["etf"], "categories": ["all", "e2e-tests"]})
+        )
+        .is_empty());
+        let dns1035 = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+        let got = name_causes(json!({"plural": "1widgets", "singular": "Widget",
+            "kind": "Wid_get", "listKind": "Wid_get", "shortNames": ["ok", "w_"],
+            "categories": ["Bad"]}));
+        let want = vec![
+            ("spec.names.plural".to_string(), format!("Invalid value: \"1widgets\": {dns1035}")),
+            ("spec.names.singular".to_string(), format!("Invalid value: \"Widget\": {dns1035}")),
+            ("spec.names.kind".to_string(), format!("Invalid value: \"Wid_get\": may have mixed case, but should otherwise match: {dns1035}")),
+            ("spec.names.listKind".to_string(), format!("Invalid value: \"Wid_get\": may have mixed case, but should otherwise match: {dns1035}")),
+            ("spec.names.shortNames[1]".to_string(), format!("Invalid value: \"w_\": {dns1035}")),
+            ("spec.names.listKind".to_string(), "Invalid value: \"Wid_get\": kind and listKind may not be the same".to_string()),
+            ("spec.names.categories[0]".to_string(), format!("Invalid value: \"Bad\": {dns1035}")),
+        ];
+        assert_eq!(got, want);
+        let long = "a".repeat(64);
+        assert_eq!(
+            name_causes(json!({"plural": long})),
+            vec![(
+                "spec.names.plural".to_string(),
+                format!("Invalid value: \"{long}\": must be no more than 63 characters")
+            )]
         );
     }
 

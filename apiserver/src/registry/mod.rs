@@ -9,6 +9,7 @@ pub mod apply;
 pub mod catalog;
 pub mod catalogs;
 pub mod crd;
+mod crd_form;
 pub mod custom;
 pub mod events;
 pub mod gc;
