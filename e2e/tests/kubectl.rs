@@ -6,6 +6,7 @@ mod discovery;
 mod errors;
 mod get;
 mod modify;
+mod status;
 mod version;
 
 use anyhow::{Context as _, Result};

@@ -332,6 +332,13 @@ pub fn strip_empty_meta(meta: &mut Map<String, Value>) {
 
 /// Carries the server-owned fields from the stored object into an update.
 pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiResult<()> {
+    // An empty uid takes the stored one; another one is an error (ValidateObjectMetaUpdate).
+    if let (Some(uid), Some(old_uid)) = (meta_str(new, "uid"), meta_str(old, "uid")) {
+        if !uid.is_empty() && uid != old_uid {
+            let cause = Cause::invalid("metadata.uid", &json!(uid), "field is immutable");
+            return invalid_if_any(rt, name_of(old), vec![cause]);
+        }
+    }
     let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let meta = meta_mut(new)?;
     for f in [

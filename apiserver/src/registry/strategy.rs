@@ -79,6 +79,75 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) {
     }
 }
 
+/// A write through `/status` (upstream's per-type status strategies, `PrepareForUpdate`).
+/// Namespaces, Jobs and CRDs take the request's metadata and status and keep the stored
+/// spec (CRDs too: in 1.32 their status strategy's metadata reset is a no-op,
+/// kubernetes/kubernetes#137681); custom resources take only the status and keep
+/// everything else, metadata included. Generic metadata rules (uid, generation,
+/// timestamps) are applied afterwards by `meta::prepare_update`.
+pub fn prepare_status_update(new: Value, old: &Value, rt: &ResourceType) -> Value {
+    match rt.strategy {
+        Strategy::Namespace | Strategy::Job | Strategy::CustomResourceDefinition => {
+            let mut out = with_field_from(new, old, "spec");
+            if rt.strategy == Strategy::Namespace {
+                set_namespace_name_label(&mut out, meta::name_of(old));
+            }
+            out
+        }
+        _ => with_field_from(old.clone(), &new, "status"),
+    }
+}
+
+/// A write through a Namespace's `/finalize`: the request's metadata and spec (its
+/// finalizers), the stored status (upstream's `namespaceFinalizeStrategy`).
+pub fn prepare_finalize_update(new: Value, old: &Value) -> Value {
+    let mut out = with_field_from(new, old, "status");
+    set_namespace_name_label(&mut out, meta::name_of(old));
+    out
+}
+
+/// `base` with its top-level `field` replaced by `from`'s (removed when `from` has none).
+fn with_field_from(mut base: Value, from: &Value, field: &str) -> Value {
+    if let Some(o) = base.as_object_mut() {
+        match from.get(field) {
+            Some(v) => {
+                o.insert(field.into(), v.clone());
+            }
+            None => {
+                o.remove(field);
+            }
+        }
+    }
+    base
+}
+
+/// Validation of a `/status` write beyond the object's own rules (upstream's
+/// `ValidateNamespaceStatusUpdate`: the phase follows the deletion timestamp).
+pub fn validate_status_update(obj: &Value, rt: &ResourceType) -> Vec<Cause> {
+    if rt.strategy != Strategy::Namespace {
+        return Vec::new();
+    }
+    let phase = obj
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let (want, detail) = if meta::is_deleting(obj) {
+        (
+            "Terminating",
+            "may only be 'Terminating' if `deletionTimestamp` is not empty",
+        )
+    } else {
+        (
+            "Active",
+            "may only be 'Active' if `deletionTimestamp` is empty",
+        )
+    };
+    if phase == want {
+        return Vec::new();
+    }
+    vec![Cause::invalid("status.Phase", &json!(phase), detail)]
+}
+
 fn set_namespace_name_label(obj: &mut Value, name: &str) {
     if let Ok(m) = meta::meta_mut(obj) {
         let labels = m.entry("labels").or_insert_with(|| json!({}));

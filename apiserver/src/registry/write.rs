@@ -302,8 +302,8 @@ impl Registry {
                 strategy::prepare_update(&mut n, &old, rt);
                 n
             }
-            Some("status") => with_field_from(&old, &obj, "status"),
-            Some("finalize") => with_field_from(&old, &obj, "spec"),
+            Some("status") => strategy::prepare_status_update(obj, &old, rt),
+            Some("finalize") => strategy::prepare_finalize_update(obj, &old),
             Some(other) => return Err(ApiError::not_found_sub(other)),
         };
         if let (Some(mf), Ok(m)) = (applied_managed, meta::meta_mut(&mut new)) {
@@ -329,7 +329,11 @@ impl Registry {
                 )));
             }
         }
-        meta::invalid_if_any(rt, name, strategy::validate(&new, Some(&old), rt))?;
+        let mut causes = strategy::validate(&new, Some(&old), rt);
+        if sub == Some("status") {
+            causes.extend(strategy::validate_status_update(&new, rt));
+        }
+        meta::invalid_if_any(rt, name, causes)?;
         // Nothing changed: no new revision (as Kubernetes does).
         if equal_but_rv(&new, &old) {
             return super::to_api(rt, current.value.clone());
@@ -626,22 +630,6 @@ fn check_delete_preconditions(
         }
     }
     Ok(())
-}
-
-/// `old` with `field` taken from `new` (status and finalize subresources).
-fn with_field_from(old: &Value, new: &Value, field: &str) -> Value {
-    let mut out = old.clone();
-    if let Some(o) = out.as_object_mut() {
-        match new.get(field) {
-            Some(v) => {
-                o.insert(field.into(), v.clone());
-            }
-            None => {
-                o.remove(field);
-            }
-        }
-    }
-    out
 }
 
 /// Whether two objects are equal apart from `metadata.resourceVersion` (without copying
