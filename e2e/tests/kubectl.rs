@@ -7,6 +7,7 @@ mod errors;
 mod get;
 mod modify;
 mod status;
+mod stored_form;
 mod version;
 
 use anyhow::{Context as _, Result};

@@ -22,6 +22,7 @@ pub mod ns_conditions;
 pub mod patch;
 mod read;
 pub mod selection;
+mod stored_form;
 pub mod strategy;
 pub mod typed;
 mod watch;

@@ -20,7 +20,8 @@ pub fn name_rule(rt: &ResourceType) -> NameRule {
     }
 }
 
-/// Defaulting on create and update (before validation).
+/// Defaulting on create and update (before validation), then the stored form of the
+/// type (`stored_form`: zero values its Go type omits dropped, always-written fields set).
 pub fn default(obj: &mut Value, rt: &ResourceType) {
     match rt.strategy {
         Strategy::Secret => default_secret(obj),
@@ -29,6 +30,7 @@ pub fn default(obj: &mut Value, rt: &ResourceType) {
         Strategy::CustomResourceDefinition => super::crd::default_crd(obj),
         _ => {}
     }
+    super::stored_form::canonicalize(obj, rt);
 }
 
 /// Type-specific preparation of a new object (after generic metadata is set).
@@ -44,9 +46,8 @@ pub fn prepare_create(obj: &mut Value, rt: &ResourceType) {
             obj["status"] = json!({"phase": "Active"});
         }
         Strategy::Job => {
-            if let Some(s) = obj.get_mut("status") {
-                *s = json!({});
-            }
+            // PrepareForCreate clears the status; the stored form shows it as `{}`.
+            obj["status"] = json!({});
             default_job_selector(obj);
         }
         _ => {}
@@ -375,6 +376,16 @@ fn validate_events_v1(obj: &Value) -> Vec<Cause> {
 }
 
 fn default_rbac_subjects(obj: &mut Value) {
+    // SetDefaults_RoleBinding / _ClusterRoleBinding.
+    if let Some(Value::Object(role_ref)) = obj.get_mut("roleRef") {
+        if role_ref
+            .get("apiGroup")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            role_ref.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));
+        }
+    }
     let Some(Value::Array(subjects)) = obj.get_mut("subjects") else {
         return;
     };
@@ -389,10 +400,9 @@ fn default_rbac_subjects(obj: &mut Value) {
             .and_then(Value::as_str)
             .is_some_and(|g| !g.is_empty());
         if !has_group && s.is_object() {
-            match kind.as_str() {
-                "User" | "Group" => s["apiGroup"] = json!("rbac.authorization.k8s.io"),
-                "ServiceAccount" => s["apiGroup"] = json!(""),
-                _ => {}
+            // A ServiceAccount's group defaults to "", which the stored form omits.
+            if matches!(kind.as_str(), "User" | "Group") {
+                s["apiGroup"] = json!("rbac.authorization.k8s.io");
             }
         }
     }

@@ -306,6 +306,9 @@ impl Registry {
             Some("finalize") => strategy::prepare_finalize_update(obj, &old),
             Some(other) => return Err(ApiError::not_found_sub(other)),
         };
+        if sub.is_some() {
+            super::stored_form::canonicalize(&mut new, rt);
+        }
         if let (Some(mf), Ok(m)) = (applied_managed, meta::meta_mut(&mut new)) {
             m.insert("managedFields".into(), mf);
         }
