@@ -51,8 +51,6 @@ pub fn reset_fields(rt: &ResourceType, sub: Option<&str>) -> &'static [&'static 
         (Some("status"), _) => &["spec"],
         (Some("finalize"), _) => &["status"],
         (Some(_), _) => &[],
-        // Namespaces: `spec.finalizers`, all there is of the spec.
-        (None, Strategy::Namespace) => &["status", "spec"],
         (None, _) if rt.status_subresource => &["status"],
         (None, _) => &[],
     }

@@ -20,6 +20,7 @@ pub mod meta;
 pub mod namespaces;
 pub mod ns_conditions;
 pub mod patch;
+mod pod_defaults;
 mod read;
 pub mod selection;
 mod stored_form;

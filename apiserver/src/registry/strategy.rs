@@ -40,8 +40,18 @@ pub fn prepare_create(obj: &mut Value, rt: &ResourceType) {
         Strategy::Namespace => {
             let name = meta::name_of(obj).to_string();
             set_namespace_name_label(obj, &name);
-            if obj.pointer("/spec/finalizers").is_none() {
-                obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            // PrepareForCreate: the `kubernetes` finalizer is always there.
+            if !obj.get("spec").is_some_and(Value::is_object) {
+                obj["spec"] = json!({});
+            }
+            let fins = &mut obj["spec"]["finalizers"];
+            if !fins.is_array() {
+                *fins = json!([]);
+            }
+            if let Value::Array(list) = fins {
+                if !list.iter().any(|f| f == "kubernetes") {
+                    list.push(json!("kubernetes"));
+                }
             }
             obj["status"] = json!({"phase": "Active"});
         }
@@ -491,18 +501,63 @@ fn default_job(obj: &mut Value) {
     } else if !parallelism_set {
         spec.insert("parallelism".into(), json!(1));
     }
-    set_default(spec, "backoffLimit", json!(6));
+    // With a per-index backoff limit the global one defaults to "unlimited" (MaxInt32).
+    let per_index = spec
+        .get("backoffLimitPerIndex")
+        .is_some_and(|v| !v.is_null());
+    set_default(
+        spec,
+        "backoffLimit",
+        json!(if per_index { i32::MAX } else { 6 }),
+    );
     set_default(spec, "completionMode", json!("NonIndexed"));
     set_default(spec, "suspend", json!(false));
     set_default(spec, "manualSelector", Value::Null);
     spec.remove("manualSelector");
-    set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    let replacement = if spec.get("podFailurePolicy").is_some_and(|v| !v.is_null()) {
+        "Failed"
+    } else {
+        "TerminatingOrFailed"
+    };
+    set_default(spec, "podReplacementPolicy", json!(replacement));
+    // SetDefaults_PodFailurePolicyOnPodConditionsPattern: status True.
+    if let Some(Value::Array(rules)) = spec
+        .get_mut("podFailurePolicy")
+        .and_then(|p| p.get_mut("rules"))
+    {
+        for rule in rules.iter_mut() {
+            if let Some(Value::Array(patterns)) = rule.get_mut("onPodConditions") {
+                for p in patterns.iter_mut().filter_map(Value::as_object_mut) {
+                    if p.get("status")
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
+                        p.insert("status".into(), json!("True"));
+                    }
+                }
+            }
+        }
+    }
     if let Some(pod) = spec
         .get_mut("template")
         .and_then(|t| t.get_mut("spec"))
         .and_then(Value::as_object_mut)
     {
         default_pod_spec(pod);
+        super::pod_defaults::default_pod_spec_parts(pod);
+    }
+    // A Job without labels takes its template's (the request's, before any are generated).
+    let template_labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
+    if let (Some(labels), Ok(m)) = (template_labels, meta::meta_mut(obj)) {
+        if m.get("labels")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty)
+        {
+            m.insert("labels".into(), labels);
+        }
     }
 }
 

@@ -131,3 +131,63 @@ fn builtins_read_back_in_upstreams_stored_form() -> Result<()> {
     assert_eq!(status, &json!({}));
     Ok(())
 }
+
+#[test]
+fn job_and_namespace_defaults_are_upstreams() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let job = create_and_get(
+        &server,
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {
+            "podFailurePolicy": {"rules": [{"action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+            "template": {
+                "metadata": {"labels": {"app": "batch"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox:1.36",
+                        "readinessProbe": {"httpGet": {"port": 8080}},
+                        "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}],
+                    "volumes": [{"name": "scratch"}, {"name": "cfg", "configMap": {"name": "c"}}]
+                }
+            }
+        }}),
+        &["get", "job", "j"],
+    )?;
+    // SetDefaults_Job: labels from the template, pod failure policy pattern status, and
+    // pod replacement policy Failed with a pod failure policy.
+    assert_eq!(job["metadata"]["labels"]["app"], "batch", "{job}");
+    assert_eq!(
+        job["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"],
+        "True"
+    );
+    assert_eq!(job["spec"]["podReplacementPolicy"], "Failed");
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["containers"][0]["readinessProbe"],
+        json!({"httpGet": {"port": 8080, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,
+            "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3})
+    );
+    assert_eq!(
+        pod["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["apiVersion"],
+        "v1"
+    );
+    assert_eq!(
+        pod["volumes"],
+        json!([{"name": "scratch", "emptyDir": {}},
+               {"name": "cfg", "configMap": {"name": "c", "defaultMode": 420}}])
+    );
+
+    // PrepareForCreate adds the `kubernetes` finalizer to the ones a namespace asks for.
+    let ns = create_and_get(
+        &server,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "held"},
+            "spec": {"finalizers": ["example.com/hold"]}}),
+        &["get", "namespace", "held"],
+    )?;
+    assert_eq!(
+        ns["spec"]["finalizers"],
+        json!(["example.com/hold", "kubernetes"])
+    );
+    Ok(())
+}
