@@ -222,6 +222,22 @@ pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Ve
     }
     causes.extend(validate_versions(obj, cache));
     if let Some(old) = old {
+        // Once established, the scope and kind are fixed (they shape stored objects);
+        // group and plural make up the name and never change.
+        if is_established(old) {
+            for (ptr, field) in [
+                ("/spec/scope", "spec.scope"),
+                ("/spec/names/kind", "spec.names.kind"),
+            ] {
+                if s(old, ptr) != s(obj, ptr) {
+                    causes.push(Cause::invalid(
+                        field,
+                        &json!(s(obj, ptr)),
+                        "field is immutable",
+                    ));
+                }
+            }
+        }
         if s(old, "/spec/group") != group {
             causes.push(Cause::invalid(
                 "spec.group",
@@ -233,13 +249,6 @@ pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Ve
             causes.push(Cause::invalid(
                 "spec.names.plural",
                 &json!(plural),
-                "field is immutable",
-            ));
-        }
-        if s(old, "/spec/scope") != s(obj, "/spec/scope") {
-            causes.push(Cause::invalid(
-                "spec.scope",
-                &json!(s(obj, "/spec/scope")),
                 "field is immutable",
             ));
         }

@@ -51,6 +51,21 @@ fn a_kind_with_dashes_is_accepted_and_served() -> Result<()> {
     let got = json(kubectl, &["get", "e2e-test-foo-crds", "one"])?;
     assert_eq!(got["kind"], "e2e-test-foo-crd");
     assert_eq!(got["spec"]["bars"][0]["name"], "x");
+    // Once established the kind is fixed.
+    let out = kubectl.run(&[
+        "patch",
+        name,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"names":{"kind":"Other"}}}"#,
+    ])?;
+    ensure!(!out.success(), "the kind changed: {}", out.stdout);
+    ensure!(
+        out.stderr
+            .contains(r#"spec.names.kind: Invalid value: "Other": field is immutable"#),
+        "{}",
+        out.stderr
+    );
     let listed = kubectl.ok(&["get", "e2e-tests", "-o", "name"])?;
     ensure!(
         listed.contains("e2e-test-foo-crd.crd-publish-openapi-test-foo.example.com/one"),
