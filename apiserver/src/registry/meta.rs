@@ -359,7 +359,7 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiRes
     }
     meta.remove("selfLink");
     strip_empty_meta(meta);
-    if rt.has_generation && spec_changed(new, old) {
+    if rt.has_generation && spec_changed(new, old, rt.status_subresource) {
         let g = old_meta
             .get("generation")
             .and_then(Value::as_i64)
@@ -371,20 +371,18 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiRes
     Ok(())
 }
 
-/// Whether anything outside `metadata` and `status` differs.
-fn spec_changed(new: &Value, old: &Value) -> bool {
+/// Whether anything outside `metadata` (and `status`, when the type has a status
+/// subresource) differs: what bumps `metadata.generation`. Without a status subresource a
+/// status change is a change like any other (upstream's custom resource strategy).
+fn spec_changed(new: &Value, old: &Value, status_apart: bool) -> bool {
     let (Some(n), Some(o)) = (new.as_object(), old.as_object()) else {
         return new != old;
     };
-    // Everything but metadata and status, compared in place (objects can be large).
-    let counted = |m: &Map<String, Value>| {
-        m.keys()
-            .filter(|k| !matches!(k.as_str(), "metadata" | "status"))
-            .count()
-    };
-    counted(n) != counted(o)
+    let counts = |k: &str| k != "metadata" && !(status_apart && k == "status");
+    // Compared in place (objects can be large).
+    n.keys().filter(|k| counts(k)).count() != o.keys().filter(|k| counts(k)).count()
         || n.iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+            .filter(|(k, _)| counts(k))
             .any(|(k, v)| o.get(k) != Some(v))
 }
 

@@ -202,3 +202,39 @@ fn crd_and_custom_resource_status_writes_follow_their_strategies() -> Result<()>
     assert_eq!(w["status"]["phase"], "Ready");
     Ok(())
 }
+
+/// Without a status subresource the status is part of the object: writing it through the
+/// main endpoint works and bumps the generation (upstream's custom resource strategy).
+#[test]
+fn custom_resource_without_status_subresource_counts_status_in_its_generation() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let kubectl = server.kubectl_root();
+    kubectl.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+         metadata: {name: doohickeys.example.com}\n\
+         spec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: doohickeys, kind: Doohickey}\n\
+         \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n\
+         \x20     openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+    )?;
+    kubectl.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=30s",
+        "crd/doohickeys.example.com",
+    ])?;
+    kubectl.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: example.com/v1\nkind: Doohickey\nmetadata: {name: d}\nspec: {a: 1}\n",
+    )?;
+    let patch = |p: &str| kubectl.ok(&["patch", "doohickey", "d", "--type=merge", "-p", p]);
+    patch(r#"{"metadata":{"labels":{"x":"y"}}}"#)?;
+    let d = get_json(&server, &["get", "doohickey", "d"])?;
+    assert_eq!(d["metadata"]["generation"], 1, "{d}");
+    patch(r#"{"status":{"phase":"Ready"}}"#)?;
+    let d = get_json(&server, &["get", "doohickey", "d"])?;
+    assert_eq!(d["status"]["phase"], "Ready", "{d}");
+    assert_eq!(d["metadata"]["generation"], 2, "{d}");
+    Ok(())
+}
