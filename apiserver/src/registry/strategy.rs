@@ -132,12 +132,34 @@ fn with_field_from(mut base: Value, from: &Value, field: &str) -> Value {
     base
 }
 
-/// Validation of a `/status` write beyond the object's own rules (upstream's
-/// `ValidateNamespaceStatusUpdate`: the phase follows the deletion timestamp).
+/// Validation of a `/status` write beyond the object's own rules.
 pub fn validate_status_update(obj: &Value, rt: &ResourceType) -> Vec<Cause> {
-    if rt.strategy != Strategy::Namespace {
-        return Vec::new();
+    match rt.strategy {
+        Strategy::Namespace => validate_namespace_phase(obj),
+        Strategy::Job => validate_job_status_counts(obj),
+        _ => Vec::new(),
     }
+}
+
+/// The counters of a Job's status are never negative (`validateJobStatus`).
+fn validate_job_status_counts(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for f in ["active", "succeeded", "failed", "ready", "terminating"] {
+        if let Some(v) = obj.get("status").and_then(|s| s.get(f)) {
+            if v.as_i64().is_some_and(|n| n < 0) {
+                causes.push(Cause::invalid(
+                    format!("status.{f}"),
+                    v,
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+    }
+    causes
+}
+
+/// ValidateNamespaceStatusUpdate: the phase follows the deletion timestamp.
+fn validate_namespace_phase(obj: &Value) -> Vec<Cause> {
     let phase = obj
         .pointer("/status/phase")
         .and_then(Value::as_str)

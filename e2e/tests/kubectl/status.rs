@@ -125,6 +125,28 @@ fn job_status_patch_applies_metadata_and_keeps_the_spec() -> Result<()> {
     assert_eq!(job["status"]["active"], 1);
     assert_eq!(job["metadata"]["generation"], 1);
 
+    // Status counters are never negative.
+    let out = server.kubectl(&[
+        "patch",
+        "job",
+        "j1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"failed":-1}}"#,
+    ])?;
+    ensure!(
+        !out.success(),
+        "a negative count was accepted: {}",
+        out.stdout
+    );
+    ensure!(
+        out.stderr
+            .contains("status.failed: Invalid value: -1: must be greater than or equal to 0"),
+        "{}",
+        out.stderr
+    );
+
     // The main endpoint ignores status.
     server.kubectl_ok(&[
         "patch",
