@@ -312,6 +312,13 @@ fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
     let mut seen = Vec::new();
     for (i, v) in vs.iter().enumerate() {
         let base = format!("spec.versions[{i}]");
+        for msg in deprecation_warning_problems(v) {
+            causes.push(Cause::invalid(
+                format!("{base}.deprecationWarning"),
+                v.get("deprecationWarning").unwrap_or(&Value::Null),
+                &msg,
+            ));
+        }
         let name = s(v, "/name");
         if name.is_empty() {
             causes.push(Cause::required(format!("{base}.name")));
@@ -339,38 +346,141 @@ fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
                 }
             }
         }
+        if let Some(scale) = v.pointer("/subresources/scale") {
+            causes.extend(validate_scale(scale, &format!("{base}.subresources")));
+        }
         if let Some(Value::Array(cols)) = v.get("additionalPrinterColumns") {
             for (j, c) in cols.iter().enumerate() {
-                let cb = format!("{base}.additionalPrinterColumns[{j}]");
-                if s(c, "/name").is_empty() {
-                    causes.push(Cause::required(format!("{cb}.name")));
-                }
-                let ty = s(c, "/type");
-                if !["integer", "number", "string", "boolean", "date"].contains(&ty) {
-                    causes.push(Cause::not_supported(
-                        format!("{cb}.type"),
-                        &json!(ty),
-                        &["integer", "number", "string", "boolean", "date"],
-                    ));
-                }
-                if s(c, "/jsonPath").is_empty() {
-                    causes.push(Cause::required(format!("{cb}.jsonPath")));
-                }
+                causes.extend(validate_column(
+                    c,
+                    &format!("{base}.additionalPrinterColumns[{j}]"),
+                ));
             }
         }
-        if let Some(scale) = v.pointer("/subresources/scale") {
-            for f in ["specReplicasPath", "statusReplicasPath"] {
-                let p = s(scale, &format!("/{f}"));
-                if p.is_empty() {
-                    causes.push(Cause::required(format!("{base}.subresources.scale.{f}")));
-                } else if !p.starts_with('.') {
-                    causes.push(Cause::invalid(
-                        format!("{base}.subresources.scale.{f}"),
-                        &json!(p),
-                        "should be a json path under .spec or .status",
-                    ));
-                }
+    }
+    causes
+}
+
+/// `validateDeprecationWarning`: only on deprecated versions, 1 to 256 printable characters.
+fn deprecation_warning_problems(v: &Value) -> Vec<String> {
+    let deprecated = v.get("deprecated") == Some(&Value::Bool(true));
+    let Some(w) = v.get("deprecationWarning").filter(|w| !w.is_null()) else {
+        return Vec::new();
+    };
+    if !deprecated {
+        return vec!["can only be set for deprecated versions".into()];
+    }
+    let w = w.as_str().unwrap_or("");
+    let mut out = Vec::new();
+    if w.len() > 256 {
+        out.push("must be <= 256 characters long".into());
+    }
+    if w.is_empty() {
+        out.push("must not be an empty string".into());
+    }
+    // Go's unicode.IsPrint: graphic characters and the ASCII space.
+    if let Some((i, _)) = w
+        .char_indices()
+        .find(|(_, c)| *c != ' ' && (c.is_control() || c.is_whitespace()))
+    {
+        out.push(format!(
+            "must only contain printable UTF-8 characters; non-printable character found at index {i}"
+        ));
+    }
+    out
+}
+
+/// Printer column types (sorted, as upstream lists them in messages).
+const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
+/// Printer column formats (sorted).
+const COLUMN_FORMATS: &[&str] = &[
+    "byte",
+    "date",
+    "date-time",
+    "double",
+    "float",
+    "int32",
+    "int64",
+    "password",
+];
+
+/// One `additionalPrinterColumns` entry (`ValidateCustomResourceColumnDefinition`).
+fn validate_column(c: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if s(c, "/name").is_empty() {
+        causes.push(Cause::required(format!("{path}.name")));
+    }
+    let types = format!("must be one of {}", COLUMN_TYPES.join(","));
+    match s(c, "/type") {
+        "" => causes.push(Cause::new(
+            kplane_types::CauseType::FieldValueRequired,
+            format!("{path}.type"),
+            format!("Required value: {types}"),
+        )),
+        t if !COLUMN_TYPES.contains(&t) => {
+            causes.push(Cause::invalid(format!("{path}.type"), &json!(t), &types))
+        }
+        _ => {}
+    }
+    let format = s(c, "/format");
+    if !format.is_empty() && !COLUMN_FORMATS.contains(&format) {
+        causes.push(Cause::invalid(
+            format!("{path}.format"),
+            &json!(format),
+            &format!("must be one of {}", COLUMN_FORMATS.join(",")),
+        ));
+    }
+    // Upstream names this field by its Go name in the path.
+    let json_path = s(c, "/jsonPath");
+    if json_path.is_empty() {
+        causes.push(Cause::required(format!("{path}.JSONPath")));
+    } else {
+        causes.extend(simple_json_path(json_path, &format!("{path}.JSONPath")));
+    }
+    causes
+}
+
+/// `validateSimpleJSONPath`: a path in dot notation starting with `.`.
+fn simple_json_path(p: &str, field: &str) -> Option<Cause> {
+    if p.is_empty() {
+        Some(Cause::invalid(field, &json!(p), "must not be empty"))
+    } else if !p.starts_with('.') {
+        Some(Cause::invalid(
+            field,
+            &json!(p),
+            "must be a simple json path starting with .",
+        ))
+    } else {
+        None
+    }
+}
+
+/// The scale subresource's paths: replicas under `.spec.` and `.status.`, the selector
+/// under `.status.` (`ValidateCustomResourceDefinitionSubresources`).
+fn validate_scale(scale: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for (f, prefix, required) in [
+        ("specReplicasPath", ".spec.", true),
+        ("statusReplicasPath", ".status.", true),
+        ("labelSelectorPath", ".status.", false),
+    ] {
+        let field = format!("{path}.scale.{f}");
+        let p = s(scale, &format!("/{f}"));
+        if p.is_empty() {
+            if required {
+                causes.push(Cause::required(field));
             }
+            continue;
+        }
+        if let Some(c) = simple_json_path(p, &field) {
+            causes.push(c);
+        } else if !p.starts_with(prefix) {
+            let under = prefix.trim_end_matches('.');
+            causes.push(Cause::invalid(
+                field,
+                &json!(p),
+                &format!("should be a json path under {under}"),
+            ));
         }
     }
     causes

@@ -1,4 +1,5 @@
-//! CRD names validated as upstream (`ValidateCustomResourceDefinitionNames`), and the stored
+//! CRD names validated as upstream (`ValidateCustomResourceDefinitionNames`), with the
+//! other per-version rules (printer columns, scale paths, deprecation warnings), and the stored
 //! form of a CRD (no zero values where the v1 types omit them), so that server-side apply
 //! over a client-side-applied CRD finds nothing to conflict on.
 
@@ -237,5 +238,71 @@ fn zero_values_the_v1_types_omit_are_not_stored() -> Result<()> {
         crd["spec"]["conversion"],
         serde_json::json!({"strategy": "None"})
     );
+    Ok(())
+}
+
+#[test]
+fn invalid_columns_scale_paths_and_warnings_are_refused_with_upstream_messages() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let kubectl = server.kubectl_root();
+    let bad = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: bolts.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: bolts, kind: Bolt}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      deprecationWarning: "old"
+      subresources:
+        scale:
+          specReplicasPath: .status.replicas
+          statusReplicasPath: status.replicas
+          labelSelectorPath: .spec.selector
+      additionalPrinterColumns:
+        - {name: A, type: text, format: huge, jsonPath: a}
+        - {name: B, jsonPath: .b}
+      schema:
+        openAPIV3Schema: {type: object}
+"#;
+    let out = kubectl.run_stdin(&["create", "-f", "-"], bad)?;
+    ensure!(!out.success(), "the CRD was accepted: {}", out.stdout);
+    let v = "spec.versions[0]";
+    for want in [
+        format!(
+            r#"{v}.deprecationWarning: Invalid value: "old": can only be set for deprecated versions"#
+        ),
+        format!(
+            r#"{v}.subresources.scale.specReplicasPath: Invalid value: ".status.replicas": should be a json path under .spec"#
+        ),
+        format!(
+            r#"{v}.subresources.scale.statusReplicasPath: Invalid value: "status.replicas": must be a simple json path starting with ."#
+        ),
+        format!(
+            r#"{v}.subresources.scale.labelSelectorPath: Invalid value: ".spec.selector": should be a json path under .status"#
+        ),
+        format!(
+            r#"{v}.additionalPrinterColumns[0].type: Invalid value: "text": must be one of boolean,date,integer,number,string"#
+        ),
+        format!(
+            r#"{v}.additionalPrinterColumns[0].format: Invalid value: "huge": must be one of byte,date,date-time,double,float,int32,int64,password"#
+        ),
+        format!(
+            r#"{v}.additionalPrinterColumns[0].JSONPath: Invalid value: "a": must be a simple json path starting with ."#
+        ),
+        format!(
+            r#"{v}.additionalPrinterColumns[1].type: Required value: must be one of boolean,date,integer,number,string"#
+        ),
+    ] {
+        ensure!(
+            out.stderr.contains(&want),
+            "kubectl's error lacks {want:?}:\n{}",
+            out.stderr
+        );
+    }
     Ok(())
 }
