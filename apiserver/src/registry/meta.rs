@@ -208,16 +208,33 @@ pub fn validate_object_meta(obj: &Value, rule: NameRule) -> Vec<Cause> {
     }
     causes.extend(validate_owner_references(obj));
     if let Some(Value::Array(fins)) = obj.pointer("/metadata/finalizers") {
-        for (i, f) in fins.iter().enumerate() {
-            let s = f.as_str().unwrap_or("");
-            if s.is_empty() || s.len() > 316 || s.contains(char::is_whitespace) {
-                causes.push(Cause::invalid(
-                    format!("metadata.finalizers[{i}]"),
-                    f,
-                    "name part must be non-empty",
-                ));
-            }
+        causes.extend(validate_finalizers(fins));
+    }
+    causes
+}
+
+/// `ValidateFinalizers`: each a qualified name (errors on the list's path, without an
+/// index, as upstream), and not both `orphan` and `foregroundDeletion`.
+fn validate_finalizers(fins: &[Value]) -> Vec<Cause> {
+    const PATH: &str = "metadata.finalizers";
+    let mut causes = Vec::new();
+    for f in fins {
+        for msg in validation::is_qualified_name(f.as_str().unwrap_or("")) {
+            causes.push(Cause::invalid(PATH, f, &msg));
         }
+    }
+    let has = |name: &str| fins.iter().any(|f| f == name);
+    if has("orphan") && has("foregroundDeletion") {
+        // Go prints the []string value with %#v.
+        let items: Vec<String> = fins.iter().map(|f| f.to_string()).collect();
+        causes.push(Cause::new(
+            kplane_types::CauseType::FieldValueInvalid,
+            PATH,
+            format!(
+                "Invalid value: []string{{{}}}: finalizer orphan and foregroundDeletion cannot be both set",
+                items.join(", ")
+            ),
+        ));
     }
     causes
 }
