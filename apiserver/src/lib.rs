@@ -17,6 +17,8 @@ pub mod registry;
 pub mod server;
 pub mod tls;
 mod tls_stream;
+pub mod version;
 pub mod warnings;
 
 pub use server::{Server, ServerBuilder, ServerConfig, ServerError};
+pub use version::BuildInfo;

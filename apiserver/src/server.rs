@@ -56,6 +56,8 @@ pub struct ServerConfig {
     pub event_ttl: Duration,
     /// Size of the storage page cache (sled), in bytes.
     pub storage_cache_bytes: u64,
+    /// What `/version` reports about this build.
+    pub build_info: crate::BuildInfo,
 }
 
 /// Builds a [`Server`].
@@ -75,6 +77,7 @@ impl Default for ServerBuilder {
                 shutdown_grace: Duration::from_secs(30),
                 event_ttl: Duration::from_secs(3600),
                 storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
+                build_info: crate::BuildInfo::default(),
             },
         }
     }
@@ -108,6 +111,12 @@ impl ServerBuilder {
 
     pub fn storage_cache_bytes(mut self, bytes: u64) -> Self {
         self.config.storage_cache_bytes = bytes;
+        self
+    }
+
+    /// The build facts `/version` reports (the `kplane` binary records them at build time).
+    pub fn build_info(mut self, info: crate::BuildInfo) -> Self {
+        self.config.build_info = info;
         self
     }
 
@@ -239,6 +248,7 @@ impl Server {
             metrics: Arc::new(crate::metrics::Metrics::default()),
             object_counts: std::sync::Mutex::new(None),
             event_window: cfg.event_window,
+            version: cfg.build_info.to_json(),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -5,6 +5,7 @@
 mod big;
 mod clusters;
 mod lifecycle;
+mod names;
 mod openapi_v2;
 mod printing;
 mod subresources;

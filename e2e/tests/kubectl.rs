@@ -9,6 +9,9 @@ mod get;
 mod jobs;
 mod modify;
 mod root_ca;
+mod status;
+mod stored_form;
+mod version;
 
 use anyhow::{Context as _, Result};
 use kplane_e2e::KplaneServer;

@@ -2,22 +2,10 @@
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
-/// The Kubernetes version kplane reports. kubectl's version dispatcher picks its own minor
-/// from this, so it must say 1.32.
-pub fn version() -> Response {
-    let body = json!({
-        "major": "1",
-        "minor": "32",
-        "gitVersion": "v1.32.0-kplane",
-        "gitCommit": "0000000000000000000000000000000000000000",
-        "gitTreeState": "clean",
-        "buildDate": "2026-01-01T00:00:00Z",
-        "goVersion": "go1.23.0",
-        "compiler": "gc",
-        "platform": "linux/amd64",
-    });
+/// `/version`: the body built once from the server's [`crate::BuildInfo`]. kubectl's
+/// version dispatcher picks its own minor from it, so it says 1.32.
+pub fn version(body: &str) -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
         body.to_string(),

@@ -46,6 +46,8 @@ pub struct AppState {
     /// The last `apiserver_storage_objects` figures and when they were taken.
     pub object_counts: std::sync::Mutex<Option<ObjectCounts>>,
     pub event_window: std::time::Duration,
+    /// The `/version` body (`crate::version`).
+    pub version: String,
 }
 
 /// The application router.
@@ -77,7 +79,7 @@ async fn route(
     let rest = target.rest.as_str();
     // Public endpoints (`system:public-info-viewer`).
     match rest {
-        "/version" | "/version/" => return health::version(),
+        "/version" | "/version/" => return health::version(&state.version),
         "/healthz" | "/livez" | "/readyz" => {
             return health::check(rest, req.uri().query(), state.ready.load(Ordering::Acquire))
         }

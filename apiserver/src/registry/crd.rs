@@ -96,21 +96,76 @@ pub fn default_crd(obj: &mut Value) {
     if spec.get("conversion").is_none_or(Value::is_null) {
         spec.insert("conversion".into(), json!({"strategy": "None"}));
     }
-    if let Some(Value::Array(versions)) = spec.get_mut("versions") {
-        for v in versions.iter_mut().filter_map(Value::as_object_mut) {
-            if let Some(Value::Array(cols)) = v.get_mut("additionalPrinterColumns") {
-                for c in cols.iter_mut().filter_map(Value::as_object_mut) {
-                    if c.get("priority").is_none() {
-                        c.insert("priority".into(), json!(0));
-                    }
-                }
-            }
+    if let Some(Value::Object(service)) =
+        obj.pointer_mut("/spec/conversion/webhook/clientConfig/service")
+    {
+        if service.get("port").is_none_or(Value::is_null) {
+            service.insert("port".into(), json!(443));
         }
     }
+    super::crd_form::canonicalize(obj);
 }
 
-fn is_dns_label_lower(s: &str) -> bool {
-    validation::is_dns1123_label(s).is_empty()
+/// The rules of every CRD names block (`spec.names`, `status.acceptedNames`), as upstream's
+/// `ValidateCustomResourceDefinitionNames`: plural, singular, short names and categories are
+/// DNS-1035 labels; kind and listKind are too once lowercased (so `e2e-test-foo-crd` is a
+/// valid kind); kind and listKind differ. Empty names are left to the callers' required checks.
+pub fn validate_names(names: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for (f, mixed_case) in [
+        ("plural", false),
+        ("singular", false),
+        ("kind", true),
+        ("listKind", true),
+    ] {
+        let v = s(names, &format!("/{f}"));
+        if v.is_empty() {
+            continue;
+        }
+        let errs = if mixed_case {
+            validation::is_dns1035_label(&v.to_lowercase())
+        } else {
+            validation::is_dns1035_label(v)
+        };
+        if !errs.is_empty() {
+            let joined = errs.join(",");
+            let detail = if mixed_case {
+                format!("may have mixed case, but should otherwise match: {joined}")
+            } else {
+                joined
+            };
+            causes.push(Cause::invalid(format!("{path}.{f}"), &json!(v), &detail));
+        }
+    }
+    label_list(names, "shortNames", path, &mut causes);
+    let kind = s(names, "/kind");
+    if !kind.is_empty() && kind == s(names, "/listKind") {
+        causes.push(Cause::invalid(
+            format!("{path}.listKind"),
+            &json!(kind),
+            "kind and listKind may not be the same",
+        ));
+    }
+    label_list(names, "categories", path, &mut causes);
+    causes
+}
+
+/// Each entry of the string list `field` must be a DNS-1035 label.
+fn label_list(names: &Value, field: &str, path: &str, causes: &mut Vec<Cause>) {
+    let Some(Value::Array(items)) = names.get(field) else {
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let text = item.as_str().unwrap_or("");
+        let errs = validation::is_dns1035_label(text);
+        if !errs.is_empty() {
+            causes.push(Cause::invalid(
+                format!("{path}.{field}[{i}]"),
+                item,
+                &errs.join(","),
+            ));
+        }
+    }
 }
 
 /// Validates a CRD. Compiles every version's schema (shared through `cache`).
@@ -144,52 +199,14 @@ pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Ve
             &["Cluster", "Namespaced"],
         )),
     }
-    for (f, required) in [
-        ("plural", true),
-        ("singular", true),
-        ("kind", true),
-        ("listKind", true),
-    ] {
-        let v = s(obj, &format!("/spec/names/{f}"));
-        if v.is_empty() {
-            if required {
-                causes.push(Cause::required(format!("spec.names.{f}")));
-            }
-            continue;
-        }
-        let ok = if f == "kind" || f == "listKind" {
-            v.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && v.chars().all(|c| c.is_ascii_alphanumeric())
-        } else {
-            is_dns_label_lower(v)
-        };
-        if !ok {
-            causes.push(Cause::invalid(
-                format!("spec.names.{f}"),
-                &json!(v),
-                "must be a valid DNS-1035 label",
-            ));
+    // Required in spec (not in status.acceptedNames), then the names' own rules.
+    for f in ["plural", "singular", "kind", "listKind"] {
+        if s(obj, &format!("/spec/names/{f}")).is_empty() {
+            causes.push(Cause::required(format!("spec.names.{f}")));
         }
     }
-    if let Some(Value::Array(sn)) = obj.pointer("/spec/names/shortNames") {
-        for (i, n) in sn.iter().enumerate() {
-            if !n.as_str().is_some_and(is_dns_label_lower) {
-                causes.push(Cause::invalid(
-                    format!("spec.names.shortNames[{i}]"),
-                    n,
-                    "must be a valid DNS-1035 label",
-                ));
-            }
-        }
-    }
-    if s(obj, "/spec/names/kind") == s(obj, "/spec/names/listKind")
-        && !s(obj, "/spec/names/kind").is_empty()
-    {
-        causes.push(Cause::invalid(
-            "spec.names.listKind",
-            &json!(s(obj, "/spec/names/listKind")),
-            "kind and listKind may not be the same",
-        ));
+    if let Some(names) = obj.pointer("/spec/names") {
+        causes.extend(validate_names(names, "spec.names"));
     }
     match s(obj, "/spec/conversion/strategy") {
         "" | "None" => {}
@@ -205,6 +222,22 @@ pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Ve
     }
     causes.extend(validate_versions(obj, cache));
     if let Some(old) = old {
+        // Once established, the scope and kind are fixed (they shape stored objects);
+        // group and plural make up the name and never change.
+        if is_established(old) {
+            for (ptr, field) in [
+                ("/spec/scope", "spec.scope"),
+                ("/spec/names/kind", "spec.names.kind"),
+            ] {
+                if s(old, ptr) != s(obj, ptr) {
+                    causes.push(Cause::invalid(
+                        field,
+                        &json!(s(obj, ptr)),
+                        "field is immutable",
+                    ));
+                }
+            }
+        }
         if s(old, "/spec/group") != group {
             causes.push(Cause::invalid(
                 "spec.group",
@@ -216,13 +249,6 @@ pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Ve
             causes.push(Cause::invalid(
                 "spec.names.plural",
                 &json!(plural),
-                "field is immutable",
-            ));
-        }
-        if s(old, "/spec/scope") != s(obj, "/spec/scope") {
-            causes.push(Cause::invalid(
-                "spec.scope",
-                &json!(s(obj, "/spec/scope")),
                 "field is immutable",
             ));
         }
@@ -286,14 +312,21 @@ fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
     let mut seen = Vec::new();
     for (i, v) in vs.iter().enumerate() {
         let base = format!("spec.versions[{i}]");
+        for msg in deprecation_warning_problems(v) {
+            causes.push(Cause::invalid(
+                format!("{base}.deprecationWarning"),
+                v.get("deprecationWarning").unwrap_or(&Value::Null),
+                &msg,
+            ));
+        }
         let name = s(v, "/name");
         if name.is_empty() {
             causes.push(Cause::required(format!("{base}.name")));
-        } else if !is_dns_label_lower(name) {
+        } else if let errs @ [_, ..] = validation::is_dns1035_label(name).as_slice() {
             causes.push(Cause::invalid(
                 format!("{base}.name"),
                 &json!(name),
-                "must be a valid DNS-1035 label",
+                &errs.join(","),
             ));
         } else if seen.contains(&name) {
             causes.push(Cause::duplicate(format!("{base}.name"), &json!(name)));
@@ -313,38 +346,141 @@ fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
                 }
             }
         }
+        if let Some(scale) = v.pointer("/subresources/scale") {
+            causes.extend(validate_scale(scale, &format!("{base}.subresources")));
+        }
         if let Some(Value::Array(cols)) = v.get("additionalPrinterColumns") {
             for (j, c) in cols.iter().enumerate() {
-                let cb = format!("{base}.additionalPrinterColumns[{j}]");
-                if s(c, "/name").is_empty() {
-                    causes.push(Cause::required(format!("{cb}.name")));
-                }
-                let ty = s(c, "/type");
-                if !["integer", "number", "string", "boolean", "date"].contains(&ty) {
-                    causes.push(Cause::not_supported(
-                        format!("{cb}.type"),
-                        &json!(ty),
-                        &["integer", "number", "string", "boolean", "date"],
-                    ));
-                }
-                if s(c, "/jsonPath").is_empty() {
-                    causes.push(Cause::required(format!("{cb}.jsonPath")));
-                }
+                causes.extend(validate_column(
+                    c,
+                    &format!("{base}.additionalPrinterColumns[{j}]"),
+                ));
             }
         }
-        if let Some(scale) = v.pointer("/subresources/scale") {
-            for f in ["specReplicasPath", "statusReplicasPath"] {
-                let p = s(scale, &format!("/{f}"));
-                if p.is_empty() {
-                    causes.push(Cause::required(format!("{base}.subresources.scale.{f}")));
-                } else if !p.starts_with('.') {
-                    causes.push(Cause::invalid(
-                        format!("{base}.subresources.scale.{f}"),
-                        &json!(p),
-                        "should be a json path under .spec or .status",
-                    ));
-                }
+    }
+    causes
+}
+
+/// `validateDeprecationWarning`: only on deprecated versions, 1 to 256 printable characters.
+fn deprecation_warning_problems(v: &Value) -> Vec<String> {
+    let deprecated = v.get("deprecated") == Some(&Value::Bool(true));
+    let Some(w) = v.get("deprecationWarning").filter(|w| !w.is_null()) else {
+        return Vec::new();
+    };
+    if !deprecated {
+        return vec!["can only be set for deprecated versions".into()];
+    }
+    let w = w.as_str().unwrap_or("");
+    let mut out = Vec::new();
+    if w.len() > 256 {
+        out.push("must be <= 256 characters long".into());
+    }
+    if w.is_empty() {
+        out.push("must not be an empty string".into());
+    }
+    // Go's unicode.IsPrint: graphic characters and the ASCII space.
+    if let Some((i, _)) = w
+        .char_indices()
+        .find(|(_, c)| *c != ' ' && (c.is_control() || c.is_whitespace()))
+    {
+        out.push(format!(
+            "must only contain printable UTF-8 characters; non-printable character found at index {i}"
+        ));
+    }
+    out
+}
+
+/// Printer column types (sorted, as upstream lists them in messages).
+const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
+/// Printer column formats (sorted).
+const COLUMN_FORMATS: &[&str] = &[
+    "byte",
+    "date",
+    "date-time",
+    "double",
+    "float",
+    "int32",
+    "int64",
+    "password",
+];
+
+/// One `additionalPrinterColumns` entry (`ValidateCustomResourceColumnDefinition`).
+fn validate_column(c: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if s(c, "/name").is_empty() {
+        causes.push(Cause::required(format!("{path}.name")));
+    }
+    let types = format!("must be one of {}", COLUMN_TYPES.join(","));
+    match s(c, "/type") {
+        "" => causes.push(Cause::new(
+            kplane_types::CauseType::FieldValueRequired,
+            format!("{path}.type"),
+            format!("Required value: {types}"),
+        )),
+        t if !COLUMN_TYPES.contains(&t) => {
+            causes.push(Cause::invalid(format!("{path}.type"), &json!(t), &types))
+        }
+        _ => {}
+    }
+    let format = s(c, "/format");
+    if !format.is_empty() && !COLUMN_FORMATS.contains(&format) {
+        causes.push(Cause::invalid(
+            format!("{path}.format"),
+            &json!(format),
+            &format!("must be one of {}", COLUMN_FORMATS.join(",")),
+        ));
+    }
+    // Upstream names this field by its Go name in the path.
+    let json_path = s(c, "/jsonPath");
+    if json_path.is_empty() {
+        causes.push(Cause::required(format!("{path}.JSONPath")));
+    } else {
+        causes.extend(simple_json_path(json_path, &format!("{path}.JSONPath")));
+    }
+    causes
+}
+
+/// `validateSimpleJSONPath`: a path in dot notation starting with `.`.
+fn simple_json_path(p: &str, field: &str) -> Option<Cause> {
+    if p.is_empty() {
+        Some(Cause::invalid(field, &json!(p), "must not be empty"))
+    } else if !p.starts_with('.') {
+        Some(Cause::invalid(
+            field,
+            &json!(p),
+            "must be a simple json path starting with .",
+        ))
+    } else {
+        None
+    }
+}
+
+/// The scale subresource's paths: replicas under `.spec.` and `.status.`, the selector
+/// under `.status.` (`ValidateCustomResourceDefinitionSubresources`).
+fn validate_scale(scale: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for (f, prefix, required) in [
+        ("specReplicasPath", ".spec.", true),
+        ("statusReplicasPath", ".status.", true),
+        ("labelSelectorPath", ".status.", false),
+    ] {
+        let field = format!("{path}.scale.{f}");
+        let p = s(scale, &format!("/{f}"));
+        if p.is_empty() {
+            if required {
+                causes.push(Cause::required(field));
             }
+            continue;
+        }
+        if let Some(c) = simple_json_path(p, &field) {
+            causes.push(c);
+        } else if !p.starts_with(prefix) {
+            let under = prefix.trim_end_matches('.');
+            causes.push(Cause::invalid(
+                field,
+                &json!(p),
+                &format!("should be a json path under {under}"),
+            ));
         }
     }
     causes
@@ -821,6 +957,46 @@ mod tests {
         assert_eq!(
             v,
             vec!["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"]
+        );
+    }
+
+    fn name_causes(names: Value) -> Vec<(String, String)> {
+        validate_names(&names, "spec.names")
+            .into_iter()
+            .map(|c| (c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn names_follow_upstream_rules() {
+        // Kinds may have mixed case and dashes: a DNS-1035 label once lowercased.
+        assert!(name_causes(
+            json!({"plural": "e2e-test-foo-crds", "singular": "e2e-test-foo-crd",
+            "kind": "e2e-test-foo-crd", "listKind": "e2e-test-foo-crdList",
+            "shortNames": ["etf"], "categories": ["all", "e2e-tests"]})
+        )
+        .is_empty());
+        let dns1035 = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+        let got = name_causes(json!({"plural": "1widgets", "singular": "Widget",
+            "kind": "Wid_get", "listKind": "Wid_get", "shortNames": ["ok", "w_"],
+            "categories": ["Bad"]}));
+        let want = vec![
+            ("spec.names.plural".to_string(), format!("Invalid value: \"1widgets\": {dns1035}")),
+            ("spec.names.singular".to_string(), format!("Invalid value: \"Widget\": {dns1035}")),
+            ("spec.names.kind".to_string(), format!("Invalid value: \"Wid_get\": may have mixed case, but should otherwise match: {dns1035}")),
+            ("spec.names.listKind".to_string(), format!("Invalid value: \"Wid_get\": may have mixed case, but should otherwise match: {dns1035}")),
+            ("spec.names.shortNames[1]".to_string(), format!("Invalid value: \"w_\": {dns1035}")),
+            ("spec.names.listKind".to_string(), "Invalid value: \"Wid_get\": kind and listKind may not be the same".to_string()),
+            ("spec.names.categories[0]".to_string(), format!("Invalid value: \"Bad\": {dns1035}")),
+        ];
+        assert_eq!(got, want);
+        let long = "a".repeat(64);
+        assert_eq!(
+            name_causes(json!({"plural": long})),
+            vec![(
+                "spec.names.plural".to_string(),
+                format!("Invalid value: \"{long}\": must be no more than 63 characters")
+            )]
         );
     }
 

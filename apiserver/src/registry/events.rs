@@ -29,17 +29,37 @@ fn rename(obj: &Value, from_core: bool, api_version: &str) -> Value {
                 None
             }
         });
-        if from_core && v.is_null() {
-            continue;
-        }
-        // Zero values the target form omits.
-        let skip = match (renamed.unwrap_or(k.as_str()), v) {
-            ("deprecatedCount", Value::Number(n)) => n.as_i64() == Some(0),
-            ("deprecatedSource", Value::Object(m)) => m.is_empty(),
-            _ => false,
-        };
+        let target = renamed.unwrap_or(k.as_str());
+        // Zero values the events.k8s.io/v1 type omits (its other fields are always written).
+        let skip = from_core
+            && match (target, v) {
+                ("deprecatedCount", Value::Number(n)) => n.as_i64() == Some(0),
+                ("series" | "related", Value::Null) => true,
+                (
+                    "reportingController"
+                    | "reportingInstance"
+                    | "action"
+                    | "reason"
+                    | "note"
+                    | "type",
+                    Value::String(s),
+                ) => s.is_empty(),
+                _ => false,
+            };
         if !skip {
-            out.insert(renamed.unwrap_or(k).to_string(), v.clone());
+            out.insert(target.to_string(), v.clone());
+        }
+    }
+    if from_core {
+        // Structs and non-omitempty fields of events.k8s.io/v1 Event.
+        for (field, zero) in [
+            ("eventTime", Value::Null),
+            ("regarding", Value::Object(Map::new())),
+            ("deprecatedSource", Value::Object(Map::new())),
+            ("deprecatedFirstTimestamp", Value::Null),
+            ("deprecatedLastTimestamp", Value::Null),
+        ] {
+            out.entry(field).or_insert(zero);
         }
     }
     out.insert("apiVersion".into(), Value::String(api_version.into()));
@@ -72,6 +92,20 @@ mod tests {
         assert_eq!(core["message"], "hi");
         assert_eq!(core["reportingComponent"], "c");
         assert_eq!(core["apiVersion"], "v1");
-        assert_eq!(to_events_v1(&core), v1);
+        let mut want = v1.clone();
+        want["deprecatedSource"] = json!({});
+        want["deprecatedFirstTimestamp"] = Value::Null;
+        want["deprecatedLastTimestamp"] = Value::Null;
+        assert_eq!(to_events_v1(&core), want);
+        // What a core-only Event looks like through events.k8s.io/v1.
+        let core = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod"}, "source": {}, "count": 0, "firstTimestamp": null,
+            "lastTimestamp": null, "eventTime": null, "reportingComponent": "", "reportingInstance": ""});
+        assert_eq!(
+            to_events_v1(&core),
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
+                "regarding": {"kind": "Pod"}, "deprecatedSource": {}, "deprecatedFirstTimestamp": null,
+                "deprecatedLastTimestamp": null, "eventTime": null})
+        );
     }
 }

@@ -42,13 +42,17 @@ pub fn type_info(rt: &ResourceType) -> Arc<dyn TypeInfo> {
         .unwrap_or_else(|| Arc::new(DefaultTypeInfo))
 }
 
-/// Top-level fields a write through `sub` may not change (upstream `GetResetFields`).
+/// Top-level fields a write through `sub` does not own (upstream `GetResetFields` /
+/// `ResetFieldsFor` of each strategy). What the object keeps is the strategy's business
+/// (`strategy::prepare_*`); these only keep the fields out of the writer's managedFields.
 pub fn reset_fields(rt: &ResourceType, sub: Option<&str>) -> &'static [&'static str] {
-    match sub {
-        Some("status") => &["spec", "metadata"],
-        Some(_) => &[],
-        None if rt.status_subresource => &["status"],
-        None => &[],
+    match (sub, rt.strategy) {
+        (Some("status"), Strategy::CustomResourceDefinition) => &["metadata", "spec"],
+        (Some("status"), _) => &["spec"],
+        (Some("finalize"), _) => &["status"],
+        (Some(_), _) => &[],
+        (None, _) if rt.status_subresource => &["status"],
+        (None, _) => &[],
     }
 }
 
@@ -80,7 +84,36 @@ pub fn record_update(
             reset_fields(rt, sub)
         },
     };
-    if let Err(e) = kplane_merge::record_update(old, new, &req) {
+    // The merge puts `old`'s reset fields back into `new`; on an update the strategy has
+    // already decided them (a CRD's `/status` keeps the request's metadata), so they are
+    // set aside and returned, with the managedFields the merge computed.
+    let set_aside: Vec<(&str, Value)> = match (old, new.as_object_mut()) {
+        (Some(_), Some(o)) => req
+            .reset_fields
+            .iter()
+            .filter_map(|f| o.remove(*f).map(|v| (*f, v)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let outcome = kplane_merge::record_update(old, new, &req);
+    if let Some(o) = new.as_object_mut() {
+        for (field, mut value) in set_aside {
+            if field == "metadata" {
+                let managed = o
+                    .get_mut("metadata")
+                    .and_then(Value::as_object_mut)
+                    .and_then(|m| m.remove("managedFields"));
+                if let Some(m) = value.as_object_mut() {
+                    m.remove("managedFields");
+                    if let Some(mf) = managed {
+                        m.insert("managedFields".into(), mf);
+                    }
+                }
+            }
+            o.insert(field.to_string(), value);
+        }
+    }
+    if let Err(e) = outcome {
         // As upstream: never fail a write over bookkeeping, and never keep garbage.
         tracing::warn!(error = %e.message, "managedFields could not be updated; dropping them");
         if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {

@@ -208,16 +208,33 @@ pub fn validate_object_meta(obj: &Value, rule: NameRule) -> Vec<Cause> {
     }
     causes.extend(validate_owner_references(obj));
     if let Some(Value::Array(fins)) = obj.pointer("/metadata/finalizers") {
-        for (i, f) in fins.iter().enumerate() {
-            let s = f.as_str().unwrap_or("");
-            if s.is_empty() || s.len() > 316 || s.contains(char::is_whitespace) {
-                causes.push(Cause::invalid(
-                    format!("metadata.finalizers[{i}]"),
-                    f,
-                    "name part must be non-empty",
-                ));
-            }
+        causes.extend(validate_finalizers(fins));
+    }
+    causes
+}
+
+/// `ValidateFinalizers`: each a qualified name (errors on the list's path, without an
+/// index, as upstream), and not both `orphan` and `foregroundDeletion`.
+fn validate_finalizers(fins: &[Value]) -> Vec<Cause> {
+    const PATH: &str = "metadata.finalizers";
+    let mut causes = Vec::new();
+    for f in fins {
+        for msg in validation::is_qualified_name(f.as_str().unwrap_or("")) {
+            causes.push(Cause::invalid(PATH, f, &msg));
         }
+    }
+    let has = |name: &str| fins.iter().any(|f| f == name);
+    if has("orphan") && has("foregroundDeletion") {
+        // Go prints the []string value with %#v.
+        let items: Vec<String> = fins.iter().map(|f| f.to_string()).collect();
+        causes.push(Cause::new(
+            kplane_types::CauseType::FieldValueInvalid,
+            PATH,
+            format!(
+                "Invalid value: []string{{{}}}: finalizer orphan and foregroundDeletion cannot be both set",
+                items.join(", ")
+            ),
+        ));
     }
     causes
 }
@@ -332,6 +349,13 @@ pub fn strip_empty_meta(meta: &mut Map<String, Value>) {
 
 /// Carries the server-owned fields from the stored object into an update.
 pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiResult<()> {
+    // An empty uid takes the stored one; another one is an error (ValidateObjectMetaUpdate).
+    if let (Some(uid), Some(old_uid)) = (meta_str(new, "uid"), meta_str(old, "uid")) {
+        if !uid.is_empty() && uid != old_uid {
+            let cause = Cause::invalid("metadata.uid", &json!(uid), "field is immutable");
+            return invalid_if_any(rt, name_of(old), vec![cause]);
+        }
+    }
     let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let meta = meta_mut(new)?;
     for f in [
@@ -352,7 +376,7 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiRes
     }
     meta.remove("selfLink");
     strip_empty_meta(meta);
-    if rt.has_generation && spec_changed(new, old) {
+    if rt.has_generation && spec_changed(new, old, rt.status_subresource) {
         let g = old_meta
             .get("generation")
             .and_then(Value::as_i64)
@@ -364,20 +388,18 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiRes
     Ok(())
 }
 
-/// Whether anything outside `metadata` and `status` differs.
-fn spec_changed(new: &Value, old: &Value) -> bool {
+/// Whether anything outside `metadata` (and `status`, when the type has a status
+/// subresource) differs: what bumps `metadata.generation`. Without a status subresource a
+/// status change is a change like any other (upstream's custom resource strategy).
+fn spec_changed(new: &Value, old: &Value, status_apart: bool) -> bool {
     let (Some(n), Some(o)) = (new.as_object(), old.as_object()) else {
         return new != old;
     };
-    // Everything but metadata and status, compared in place (objects can be large).
-    let counted = |m: &Map<String, Value>| {
-        m.keys()
-            .filter(|k| !matches!(k.as_str(), "metadata" | "status"))
-            .count()
-    };
-    counted(n) != counted(o)
+    let counts = |k: &str| k != "metadata" && !(status_apart && k == "status");
+    // Compared in place (objects can be large).
+    n.keys().filter(|k| counts(k)).count() != o.keys().filter(|k| counts(k)).count()
         || n.iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+            .filter(|(k, _)| counts(k))
             .any(|(k, v)| o.get(k) != Some(v))
 }
 

@@ -26,6 +26,7 @@ pub fn default_pod_spec(pod: &mut Map<String, Value>) {
             }
         }
     }
+    super::pod_defaults::default_pod_spec_parts(pod);
 }
 
 fn default_container(c: &mut Map<String, Value>) {

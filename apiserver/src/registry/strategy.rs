@@ -21,7 +21,8 @@ pub fn name_rule(rt: &ResourceType) -> NameRule {
     }
 }
 
-/// Defaulting on create and update (before validation).
+/// Defaulting on create and update (before validation), then the stored form of the
+/// type (`stored_form`: zero values its Go type omits dropped, always-written fields set).
 pub fn default(obj: &mut Value, rt: &ResourceType) {
     match rt.strategy {
         Strategy::Secret => default_secret(obj),
@@ -30,6 +31,7 @@ pub fn default(obj: &mut Value, rt: &ResourceType) {
         Strategy::CustomResourceDefinition => super::crd::default_crd(obj),
         _ => {}
     }
+    super::stored_form::canonicalize(obj, rt);
 }
 
 /// Type-specific preparation of a new object (after generic metadata is set).
@@ -39,8 +41,18 @@ pub fn prepare_create(obj: &mut Value, rt: &ResourceType) {
         Strategy::Namespace => {
             let name = meta::name_of(obj).to_string();
             set_namespace_name_label(obj, &name);
-            if obj.pointer("/spec/finalizers").is_none() {
-                obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            // PrepareForCreate: the `kubernetes` finalizer is always there.
+            if !obj.get("spec").is_some_and(Value::is_object) {
+                obj["spec"] = json!({});
+            }
+            let fins = &mut obj["spec"]["finalizers"];
+            if !fins.is_array() {
+                *fins = json!([]);
+            }
+            if let Value::Array(list) = fins {
+                if !list.iter().any(|f| f == "kubernetes") {
+                    list.push(json!("kubernetes"));
+                }
             }
             obj["status"] = json!({"phase": "Active"});
         }
@@ -73,6 +85,79 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) {
             }
         }
     }
+}
+
+/// A write through `/status` (upstream's per-type status strategies, `PrepareForUpdate`).
+/// Namespaces, Jobs and CRDs take the request's metadata and status and keep the stored
+/// spec (CRDs too: in 1.32 their status strategy's metadata reset is a no-op,
+/// kubernetes/kubernetes#137681); custom resources take only the status and keep
+/// everything else, metadata included. Generic metadata rules (uid, generation,
+/// timestamps) are applied afterwards by `meta::prepare_update`.
+pub fn prepare_status_update(new: Value, old: &Value, rt: &ResourceType) -> Value {
+    match rt.strategy {
+        Strategy::Namespace | Strategy::Job | Strategy::CustomResourceDefinition => {
+            let mut out = with_field_from(new, old, "spec");
+            if rt.strategy == Strategy::Namespace {
+                set_namespace_name_label(&mut out, meta::name_of(old));
+            }
+            out
+        }
+        _ => with_field_from(old.clone(), &new, "status"),
+    }
+}
+
+/// A write through a Namespace's `/finalize`: the request's metadata and spec (its
+/// finalizers), the stored status (upstream's `namespaceFinalizeStrategy`).
+pub fn prepare_finalize_update(new: Value, old: &Value) -> Value {
+    let mut out = with_field_from(new, old, "status");
+    set_namespace_name_label(&mut out, meta::name_of(old));
+    out
+}
+
+/// `base` with its top-level `field` replaced by `from`'s (removed when `from` has none).
+fn with_field_from(mut base: Value, from: &Value, field: &str) -> Value {
+    if let Some(o) = base.as_object_mut() {
+        match from.get(field) {
+            Some(v) => {
+                o.insert(field.into(), v.clone());
+            }
+            None => {
+                o.remove(field);
+            }
+        }
+    }
+    base
+}
+
+/// Validation of a `/status` write beyond the object's own rules.
+pub fn validate_status_update(obj: &Value, rt: &ResourceType) -> Vec<Cause> {
+    match rt.strategy {
+        Strategy::Namespace => validate_namespace_phase(obj),
+        _ => Vec::new(),
+    }
+}
+
+/// ValidateNamespaceStatusUpdate: the phase follows the deletion timestamp.
+fn validate_namespace_phase(obj: &Value) -> Vec<Cause> {
+    let phase = obj
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let (want, detail) = if meta::is_deleting(obj) {
+        (
+            "Terminating",
+            "may only be 'Terminating' if `deletionTimestamp` is not empty",
+        )
+    } else {
+        (
+            "Active",
+            "may only be 'Active' if `deletionTimestamp` is empty",
+        )
+    };
+    if phase == want {
+        return Vec::new();
+    }
+    vec![Cause::invalid("status.Phase", &json!(phase), detail)]
 }
 
 fn set_namespace_name_label(obj: &mut Value, name: &str) {
@@ -311,6 +396,16 @@ fn validate_events_v1(obj: &Value) -> Vec<Cause> {
 }
 
 fn default_rbac_subjects(obj: &mut Value) {
+    // SetDefaults_RoleBinding / _ClusterRoleBinding.
+    if let Some(Value::Object(role_ref)) = obj.get_mut("roleRef") {
+        if role_ref
+            .get("apiGroup")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            role_ref.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));
+        }
+    }
     let Some(Value::Array(subjects)) = obj.get_mut("subjects") else {
         return;
     };
@@ -325,10 +420,9 @@ fn default_rbac_subjects(obj: &mut Value) {
             .and_then(Value::as_str)
             .is_some_and(|g| !g.is_empty());
         if !has_group && s.is_object() {
-            match kind.as_str() {
-                "User" | "Group" => s["apiGroup"] = json!("rbac.authorization.k8s.io"),
-                "ServiceAccount" => s["apiGroup"] = json!(""),
-                _ => {}
+            // A ServiceAccount's group defaults to "", which the stored form omits.
+            if matches!(kind.as_str(), "User" | "Group") {
+                s["apiGroup"] = json!("rbac.authorization.k8s.io");
             }
         }
     }

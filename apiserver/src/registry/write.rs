@@ -305,10 +305,13 @@ impl Registry {
                 strategy::prepare_update(&mut n, &old, rt);
                 n
             }
-            Some("status") => with_field_from(&old, &obj, "status"),
-            Some("finalize") => with_field_from(&old, &obj, "spec"),
+            Some("status") => strategy::prepare_status_update(obj, &old, rt),
+            Some("finalize") => strategy::prepare_finalize_update(obj, &old),
             Some(other) => return Err(ApiError::not_found_sub(other)),
         };
+        if sub.is_some() {
+            super::stored_form::canonicalize(&mut new, rt);
+        }
         if let (Some(mf), Ok(m)) = (applied_managed, meta::meta_mut(&mut new)) {
             m.insert("managedFields".into(), mf);
         }
@@ -332,7 +335,11 @@ impl Registry {
                 )));
             }
         }
-        meta::invalid_if_any(rt, name, strategy::validate(&new, Some(&old), rt))?;
+        let mut causes = strategy::validate(&new, Some(&old), rt);
+        if sub == Some("status") {
+            causes.extend(strategy::validate_status_update(&new, rt));
+        }
+        meta::invalid_if_any(rt, name, causes)?;
         if sub.is_none() {
             for warning in strategy::warnings(&new, Some(&old), rt) {
                 w.warnings.push(warning);
@@ -634,22 +641,6 @@ fn check_delete_preconditions(
         }
     }
     Ok(())
-}
-
-/// `old` with `field` taken from `new` (status and finalize subresources).
-fn with_field_from(old: &Value, new: &Value, field: &str) -> Value {
-    let mut out = old.clone();
-    if let Some(o) = out.as_object_mut() {
-        match new.get(field) {
-            Some(v) => {
-                o.insert(field.into(), v.clone());
-            }
-            None => {
-                o.remove(field);
-            }
-        }
-    }
-    out
 }
 
 /// Whether two objects are equal apart from `metadata.resourceVersion` (without copying

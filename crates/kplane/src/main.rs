@@ -92,12 +92,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .event_window(Duration::from_secs(args.event_window_seconds))
         .event_ttl(Duration::from_secs(args.event_ttl_seconds.max(1)))
         .storage_cache_bytes(args.storage_cache_mb.max(1) * 1024 * 1024)
+        .build_info(build_info())
         .build();
     server
         .serve(shutdown_signal())
         .await
         .context("kplane server failed")?;
     Ok(())
+}
+
+/// This build, as `build.rs` recorded it, for `/version`.
+fn build_info() -> kplane_apiserver::BuildInfo {
+    kplane_apiserver::BuildInfo {
+        kplane_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: env!("KPLANE_GIT_COMMIT").to_string(),
+        git_tree_state: env!("KPLANE_GIT_TREE_STATE").to_string(),
+        build_date: env!("KPLANE_BUILD_DATE").to_string(),
+        rustc_version: env!("KPLANE_RUSTC_VERSION").to_string(),
+        platform: env!("KPLANE_PLATFORM").to_string(),
+    }
 }
 
 /// Raises the soft open-file limit to the hard limit (as Go programs, kube-apiserver among

@@ -483,6 +483,14 @@ impl<'t> Walker<'t> {
         // `null` next to a list or object is that container, empty (a Go nil slice or
         // map): it is neither added nor removed itself.
         let is_container = |v: Option<&Value>| v.is_some_and(|x| x.is_object() || x.is_array());
+        // A `null` where the other side has nothing is a zero value Go would not have
+        // encoded (`creationTimestamp: null` of a pod template): no change either way.
+        if matches!(
+            (l, r),
+            (None, Some(Value::Null)) | (Some(Value::Null), None)
+        ) {
+            return;
+        }
         let (l, r, l_null, r_null) = match (l, r) {
             (Some(Value::Null), Some(_)) if is_container(r) => (None, r, true, false),
             (Some(_), Some(Value::Null)) if is_container(l) => (l, None, false, true),

@@ -34,6 +34,8 @@ pub const GENERATED_NAME_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_ERR: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_FMT: &str =
     r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
@@ -132,6 +134,24 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
                 &["my-name", "123-abc"],
             ));
         }
+    }
+    errs
+}
+
+/// Whether `value` is a DNS-1035 label (at most 63 characters, starting with a letter);
+/// the problems otherwise.
+pub fn is_dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    let starts_with_letter = value.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
+    if !(starts_with_letter && matches_dns1123_label(value)) {
+        errs.push(regex_error(
+            DNS1035_LABEL_ERR,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
+        ));
     }
     errs
 }
@@ -583,6 +603,64 @@ mod tests {
         assert_eq!(is_dns1123_label(".a"), vec![LABEL_MSG.to_string()]);
         assert_eq!(
             is_dns1123_label(&"a".repeat(64)),
+            vec!["must be no more than 63 characters".to_string()]
+        );
+    }
+
+    #[test]
+    fn dns1035_label_upstream_cases() {
+        for good in ["a", "ab", "abc", "a1", "a-1", "a--1--2--b", &"a".repeat(63)] {
+            assert!(is_dns1035_label(good).is_empty(), "{good}");
+        }
+        for bad in [
+            "",
+            "0",
+            "01",
+            "012",
+            "1a",
+            "1-a",
+            "1--a--b--2",
+            "A",
+            "ABC",
+            "aBc",
+            "A1",
+            "A-1",
+            "1-A",
+            "-",
+            "a-",
+            "-a",
+            "1-",
+            "-1",
+            "_",
+            "a_",
+            "_a",
+            "a_b",
+            "1_",
+            "_1",
+            "1_2",
+            ".",
+            "a.",
+            ".a",
+            "a.b",
+            "1.",
+            ".1",
+            "1.2",
+            " ",
+            "a ",
+            " a",
+            "a b",
+            "1 ",
+            " 1",
+            "1 2",
+        ] {
+            assert!(!is_dns1035_label(bad).is_empty(), "{bad:?}");
+        }
+        assert_eq!(
+            is_dns1035_label("1a"),
+            vec!["a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string()]
+        );
+        assert_eq!(
+            is_dns1035_label(&"a".repeat(64)),
             vec!["must be no more than 63 characters".to_string()]
         );
     }

@@ -82,3 +82,42 @@ fn unsupported_field_selector_is_rejected() -> Result<()> {
     assert_eq!(ok.trim(), "configmap/target");
     Ok(())
 }
+
+#[test]
+fn finalizer_names_are_validated_as_upstream() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let out = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "finalizers": ["example.com/ok", "bad name"]}}"#,
+    )?;
+    ensure!(
+        !out.success(),
+        "a bad finalizer was accepted: {}",
+        out.stdout
+    );
+    ensure!(
+        out.stderr.contains(
+            r#"metadata.finalizers: Invalid value: "bad name": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"#
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = server.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "finalizers": ["orphan", "foregroundDeletion"]}}"#,
+    )?;
+    ensure!(
+        !out.success(),
+        "orphan with foregroundDeletion was accepted"
+    );
+    ensure!(
+        out.stderr.contains(
+            r#"metadata.finalizers: Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and foregroundDeletion cannot be both set"#
+        ),
+        "{}",
+        out.stderr
+    );
+    Ok(())
+}
