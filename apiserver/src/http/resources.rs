@@ -189,12 +189,8 @@ async fn serve(
             }
             require_verb(&rt, "list")?;
             let repr = negotiation::negotiate(&accept, true, false)?;
-            let mut page = reg.list(&target, &lp).await?;
-            if repr != negotiation::Representation::Object {
-                // Tables and metadata lists are built whole.
-                page = page.collect().await?;
-            }
-            response::list(&rt, page, repr, &topts)
+            let page = reg.list(&target, &lp).await?;
+            response::list(&rt, page, repr, &topts).await
         }
         (Method::POST, None) => {
             require_verb(&rt, "create")?;
@@ -320,7 +316,7 @@ async fn serve(
                     require_verb(&rt, "deletecollection")?;
                     let lp = ListParams::from_query(&q)?;
                     let (items, rv) = reg.delete_collection(&target, &lp, &d).await?;
-                    Ok(response::raw_list(&rt, &items, rv))
+                    Ok(response::raw_list(&rt, items, rv))
                 }
             }
         }

@@ -67,7 +67,7 @@ impl Registry {
 
     /// Deletes every instance of a deleted CRD, then lets the CRD go.
     /// Returns false when instances with finalizers remain.
-    async fn cleanup_crd(&self, cluster: &str, name: &str) -> ApiResult<bool> {
+    pub(super) async fn cleanup_crd(&self, cluster: &str, name: &str) -> ApiResult<bool> {
         let key = Key::new(cluster, CRD_RESOURCE, "", name);
         let Some((kv, obj)) = self.get_decoded(&key).await? else {
             return Ok(true);

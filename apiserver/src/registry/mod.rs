@@ -14,6 +14,8 @@ pub mod events;
 pub mod gc;
 mod gc_events;
 pub mod lifecycle;
+#[cfg(test)]
+mod list_tests;
 pub mod managed;
 pub mod meta;
 pub mod namespaces;
@@ -35,7 +37,7 @@ use kplane_types::{Status, StatusReason};
 use serde_json::Value;
 
 pub use catalog::{Catalog, ResourceType, Strategy};
-pub use read::{ListPage, ListRest};
+pub use read::{CompleteList, ListPage};
 pub use watch::{WatchItem, WatchSetup, WatchType};
 pub use write::{DeleteOutcome, DeleteParams};
 
