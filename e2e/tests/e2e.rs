@@ -8,5 +8,6 @@ mod gc;
 mod kube_rs;
 mod kube_rs_crd;
 mod kubectl;
+mod large_lists;
 mod shutdown;
 mod ssa;
