@@ -29,7 +29,7 @@ use crate::{CloseReason, Error, Event, Prefix, Result, Revision, WatchEvent};
 const CLOSE_NOTICE_WAIT: Duration = Duration::from_secs(1);
 
 /// Events replayed from the log per blocking read.
-const REPLAY_CHUNK: usize = 256;
+pub(crate) const REPLAY_CHUNK: usize = 256;
 
 /// While a watcher replays history, live events are buffered up to this many times its
 /// channel capacity before it is declared too slow.
