@@ -372,4 +372,56 @@ mod tests {
             assert_eq!(v["kind"], "ConfigMapList");
         }
     }
+
+    /// `n` items whose one-piece size estimate in [`list_body`] is exactly `total`.
+    fn items_totalling(head: &str, total: usize, n: usize) -> Vec<Bytes> {
+        let budget = total - head.len() - 16;
+        let item = |k: usize, len: usize| {
+            let bare = format!("{{\"i\":{k},\"p\":\"\"}}").len();
+            Bytes::from(format!(
+                "{{\"i\":{k},\"p\":\"{}\"}}",
+                "x".repeat(len - bare)
+            ))
+        };
+        let each = budget / n - 1;
+        let mut out: Vec<Bytes> = (0..n - 1).map(|k| item(k, each)).collect();
+        let used: usize = out.iter().map(|i| i.len() + 1).sum();
+        out.push(item(n - 1, budget - used - 1));
+        out
+    }
+
+    #[tokio::test]
+    async fn list_bodies_around_the_chunk_size_are_whole_and_chunked_within_bounds() {
+        let head = json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}}).to_string();
+        for total in [LIST_CHUNK - 1, LIST_CHUNK, LIST_CHUNK + 1, 10 * LIST_CHUNK] {
+            let items = items_totalling(&head, total, 200);
+            let largest = items.iter().map(Bytes::len).max().unwrap_or(0);
+            let mut body = list_body(head.clone(), ListPage::from_items(items.clone(), 7));
+            let mut frames = Vec::new();
+            while let Some(frame) = body.frame().await {
+                frames.push(frame.unwrap().into_data().unwrap());
+            }
+            // (The one-piece test is an estimate a little above the real size.)
+            let size: usize = frames.iter().map(Bytes::len).sum();
+            if total <= LIST_CHUNK || size <= LIST_CHUNK {
+                assert_eq!(frames.len(), 1, "{total}: sent in one piece");
+            } else {
+                assert!(frames.len() > 1, "{total}: streamed");
+                for f in &frames[..frames.len() - 1] {
+                    assert!(
+                        f.len() >= LIST_CHUNK && f.len() <= LIST_CHUNK + largest + 1,
+                        "{total}: a chunk of {}",
+                        f.len()
+                    );
+                }
+            }
+            let whole: Vec<u8> = frames.concat();
+            let v: Value = serde_json::from_slice(&whole).unwrap();
+            let got = v["items"].as_array().unwrap();
+            assert_eq!(got.len(), items.len(), "{total}");
+            for (g, want) in got.iter().zip(&items) {
+                assert_eq!(*g, serde_json::from_slice::<Value>(want).unwrap());
+            }
+        }
+    }
 }

@@ -14,8 +14,6 @@ pub mod events;
 pub mod gc;
 mod gc_events;
 pub mod lifecycle;
-#[cfg(test)]
-mod list_tests;
 pub mod managed;
 pub mod meta;
 pub mod namespaces;
@@ -23,6 +21,8 @@ pub mod ns_conditions;
 pub mod patch;
 mod read;
 pub mod selection;
+#[cfg(test)]
+mod size_tests;
 pub mod strategy;
 pub mod typed;
 mod watch;

@@ -1,8 +1,9 @@
-//! Every consumer of a list, tested below, at, just above and far above the list batch
-//! ([`LIST_BATCH`]): a list without `limit` in every representation, the initial events
-//! of a watch, deletecollection, namespace deletion and CRD instance cleanup. Before
-//! lists were read in batches through [`ListPage`], the internal consumers saw only the
-//! first batch.
+//! The fixed sizes of the registry, each tested below, at, just above and ~10x its value.
+//! The list batch ([`LIST_BATCH`]) through every consumer of a list: a list without
+//! `limit` in every representation, the initial events of a watch, deletecollection,
+//! namespace deletion and CRD instance cleanup (when a list's first batch was a public
+//! field, the internal consumers saw only it). The Event sweeper's page and per-sweep
+//! bound, and the page of the garbage collector's start-up scan.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -367,4 +368,86 @@ async fn a_crd_with_instances_over_the_batch_size_is_cleaned_up_in_one_pass() {
         .await
         .unwrap()
         .is_none());
+}
+
+/// A core v1 Event about the `default` ServiceAccount.
+fn event(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Event",
+           "metadata": {"name": name},
+           "involvedObject": {"kind": "ServiceAccount", "namespace": "default", "name": "default"},
+           "reason": "Tested", "message": "m", "type": "Normal"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound() {
+    use super::lifecycle::{EVENT_SWEEP_BATCH, EVENT_SWEEP_PAGE};
+    let f = fixture().await;
+    let reg = &f.reg;
+    let t = target(reg, "", "events", Some("default"));
+    let prefix = Prefix::resource("root", t.rt.storage_resource.clone());
+    let expired = Duration::ZERO;
+    // (page, most per sweep, events): across the page, then across the bound.
+    let (page, most) = (7, 30);
+    let mut cases: Vec<(usize, usize, usize)> = [page - 1, page, page + 1, 10 * page]
+        .into_iter()
+        .map(|n| (page, usize::MAX, n))
+        .collect();
+    cases.extend([most - 1, most, most + 1, 10 * most].map(|n| (page, most, n)));
+    // The real sizes, one page and one more event.
+    cases.push((EVENT_SWEEP_PAGE, EVENT_SWEEP_BATCH, EVENT_SWEEP_PAGE + 1));
+    for (round, (page, most, n)) in cases.into_iter().enumerate() {
+        let objs = (0..n)
+            .map(|i| event(&format!("ev-{round}-{i:05}")))
+            .collect();
+        create_all(reg, &t, objs).await;
+        assert_eq!(stored(reg, &prefix).await, n as u64);
+        let first = reg.sweep_events_in(expired, page, most).await.unwrap();
+        assert_eq!(
+            first,
+            n.min(most),
+            "first sweep of {n} (page {page}, most {most})"
+        );
+        let mut total = first;
+        while total < n {
+            let more = reg.sweep_events_in(expired, page, most).await.unwrap();
+            assert!(more > 0 && more <= most, "a later sweep deleted {more}");
+            total += more;
+        }
+        assert_eq!(total, n);
+        assert_eq!(stored(reg, &prefix).await, 0, "{n} events left behind");
+        assert_eq!(reg.sweep_events_in(expired, page, most).await.unwrap(), 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_garbage_collector_scan_sees_every_owned_object_across_its_page() {
+    use super::gc::{scan, SCAN_PAGE};
+    let f = fixture().await;
+    let reg = &f.reg;
+    let t = create_namespace(reg, "owned").await;
+    let n = SCAN_PAGE + 1;
+    let objs = (0..n)
+        .map(|i| {
+            let mut cm = configmap(&format!("cm-{i:05}"), "owned");
+            cm["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+                "name": "owner", "uid": format!("owner-{}", i % 3)}]);
+            cm
+        })
+        .collect();
+    create_all(reg, &t, objs).await;
+    let all = Prefix {
+        cluster: None,
+        resource: None,
+        namespace: None,
+    };
+    let total = usize::try_from(stored(reg, &all).await).unwrap();
+    assert!(total > n);
+    for page in [total - 1, total, total + 1, total.div_ceil(10), SCAN_PAGE] {
+        // A fresh collector over the same store.
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let (fresh, _queue) = Registry::new(reg.storage.clone(), catalog, String::new(), shutdown);
+        scan(&fresh, &all, page).await.unwrap();
+        assert_eq!(fresh.gc.owned_objects(), n, "scan in pages of {page}");
+    }
 }
