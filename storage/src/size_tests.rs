@@ -1,6 +1,7 @@
 //! The fixed sizes of the sled backend, each tested below, at, just above and ~10x its
 //! value: the watch replay chunk ([`REPLAY_CHUNK`] events, or 16x that many log entries
-//! scanned), a watcher's queue (`watch_channel_capacity`), the write group
+//! scanned), a watcher's queue (`watch_channel_capacity`), the live events parked while
+//! a watcher replays ([`REPLAY_BUFFER_FACTOR`] x its capacity), the write group
 //! ([`MAX_GROUP`]), the lag up to which a snapshot list scans the latest keyspace
 //! ([`LATEST_SCAN_MAX_LAG`]) and the compaction chunk ([`CHUNK`]).
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use crate::compaction::CHUNK;
 use crate::sled_store::LATEST_SCAN_MAX_LAG;
-use crate::watch::REPLAY_CHUNK;
+use crate::watch::{REPLAY_BUFFER_FACTOR, REPLAY_CHUNK};
 use crate::writer::MAX_GROUP;
 use crate::{
     CloseReason, Encoder, Key, ListOptions, Precondition, Prefix, Revision, SledStorage,
@@ -391,5 +392,73 @@ async fn compaction_across_its_chunk_keeps_the_state_exact() {
         }
         assert_eq!(state_at(&s, &p, last).await, want, "{n} entries");
         s.shutdown().await.unwrap();
+    }
+}
+
+/// A watcher whose replay of `old` events is stuck (nobody reads) while `live` events
+/// arrive: the events it then reads, and whether it was closed as too slow.
+async fn stuck_replay(capacity: usize, old: usize, live: usize) -> (usize, bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = SledStorageOptions {
+        watch_channel_capacity: capacity,
+        ..Default::default()
+    };
+    let s = open(dir.path(), opts);
+    let p = Prefix::cluster("c");
+    let from = s.current_revision();
+    for i in 0..old {
+        let k = key("c", &format!("old{i:05}"));
+        s.put(k, Precondition::MustNotExist, enc("v".into()))
+            .await
+            .unwrap();
+    }
+    let mut stuck = s.watch(&p, from, None).await.unwrap();
+    let mut reader = s.watch(&p, from + old as Revision, None).await.unwrap();
+    let seen = tokio::spawn(async move {
+        for _ in 0..live {
+            next_rev(&mut reader).await;
+        }
+    });
+    for i in 0..live {
+        let k = key("c", &format!("new{i:05}"));
+        s.put(k, Precondition::MustNotExist, enc("v".into()))
+            .await
+            .unwrap();
+    }
+    seen.await.unwrap();
+    let mut events = 0;
+    let mut closed = false;
+    loop {
+        match tokio::time::timeout(Duration::from_millis(500), stuck.recv()).await {
+            Ok(Some(WatchEvent::Event(_))) => events += 1,
+            Ok(Some(WatchEvent::Closed(CloseReason::TooSlow))) => closed = true,
+            Ok(Some(WatchEvent::Progress(_))) => {}
+            Ok(None) | Err(_) => break,
+            Ok(Some(other)) => panic!("{other:?}"),
+        }
+    }
+    s.shutdown().await.unwrap();
+    (events, closed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_events_parked_during_a_replay_are_bounded() {
+    let capacity = 4;
+    let buffer = capacity * REPLAY_BUFFER_FACTOR;
+    // More history than the queue holds: the replay waits for a reader that never comes.
+    let old = 3 * capacity;
+    for (live, closed) in [
+        (buffer - 1, false),
+        (buffer, false),
+        (buffer + 1, true),
+        (10 * buffer, true),
+    ] {
+        let (events, was_closed) = stuck_replay(capacity, old, live).await;
+        assert_eq!(was_closed, closed, "{live} live events");
+        if !closed {
+            assert_eq!(events, old + live, "{live} live events, all delivered");
+        } else {
+            assert!(events < old + live, "{live} live events");
+        }
     }
 }

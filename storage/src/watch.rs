@@ -33,7 +33,7 @@ pub(crate) const REPLAY_CHUNK: usize = 256;
 
 /// While a watcher replays history, live events are buffered up to this many times its
 /// channel capacity before it is declared too slow.
-const REPLAY_BUFFER_FACTOR: usize = 8;
+pub(crate) const REPLAY_BUFFER_FACTOR: usize = 8;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
