@@ -35,9 +35,12 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
+    fixture_with(SledStorageOptions::default()).await
+}
+
+async fn fixture_with(opts: SledStorageOptions) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let storage: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let storage: Arc<dyn Storage> = SledStorage::open(dir.path().join("db"), opts).unwrap();
     let catalog = Arc::new(Catalog::new(builtin()));
     let (tx, shutdown) = tokio::sync::watch::channel(false);
     let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
@@ -450,4 +453,68 @@ async fn the_garbage_collector_scan_sees_every_owned_object_across_its_page() {
         scan(&fresh, &all, page).await.unwrap();
         assert_eq!(fresh.gc.owned_objects(), n, "scan in pages of {page}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_outliving_the_event_window_fails_loudly_and_deletion_goes_on() {
+    let f = fixture_with(SledStorageOptions {
+        event_window: Duration::from_millis(300),
+        compaction_interval: Duration::from_millis(20),
+        ..Default::default()
+    })
+    .await;
+    let reg = &f.reg;
+    let t = create_namespace(reg, "slow").await;
+    let objs = (0..2 * LIST_BATCH)
+        .map(|i| configmap(&format!("cm-{i:05}"), "x"))
+        .collect();
+    create_all(reg, &t, objs).await;
+    // A list, a watch's initial events and a deletion, each one batch in.
+    let all = ListParams::default();
+    let mut list = reg.list(&t, &all).await.unwrap();
+    assert_eq!(
+        list.next_batch().await.unwrap().map(|b| b.len()),
+        Some(LIST_BATCH)
+    );
+    let initial = ListParams {
+        watch: true,
+        send_initial_events: Some(true),
+        allow_bookmarks: true,
+        ..Default::default()
+    };
+    let mut watch = reg.watch(&t, &initial).await.unwrap();
+    for _ in 0..LIST_BATCH {
+        assert_eq!(watch.next().await.unwrap().ty, WatchType::Added);
+    }
+    let mut deletion = reg.list_to_delete(&t, &all).await.unwrap();
+    assert_eq!(
+        deletion.next_batch().await.unwrap().map(|b| b.len()),
+        Some(LIST_BATCH)
+    );
+    // The window passes and a later write lets compaction go past the lists' revision.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let other = create_namespace(reg, "later").await;
+    create_all(reg, &other, vec![configmap("late", "x")]).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while reg.storage.compacted_revision() <= list.revision() {
+        assert!(tokio::time::Instant::now() < deadline, "no compaction");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The snapshot is gone: the list fails (410) instead of ending early ...
+    let err = list.next_batch().await.unwrap_err();
+    assert_eq!(err.code(), 410, "{}", err.0.message);
+    // ... the watch sends an ERROR event instead of the end bookmark, and ends ...
+    let item = watch.next().await.unwrap();
+    assert_eq!(item.ty, WatchType::Error);
+    let status: Value = serde_json::from_slice(&item.object).unwrap();
+    assert_eq!(status["code"], 410);
+    assert!(watch.next().await.is_none());
+    // ... and deletion, which reads the latest state, goes on to the end.
+    let rest = deletion.next_batch().await.unwrap().unwrap();
+    let mut seen = rest.len();
+    while let Some(batch) = deletion.next_batch().await.unwrap() {
+        seen += batch.len();
+    }
+    // The rest of the 2 x LIST_BATCH ConfigMaps and kube-root-ca.crt.
+    assert_eq!(seen, LIST_BATCH + 1);
 }
