@@ -96,7 +96,7 @@ impl Registry {
                 rt,
                 namespace: None,
             };
-            self.delete_collection(&t, &ListParams::default(), &Default::default())
+            self.delete_all(&t, &ListParams::default(), &Default::default())
                 .await?;
         }
         let left = self

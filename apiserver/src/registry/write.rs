@@ -526,16 +526,43 @@ impl Registry {
         p: &ListParams,
         d: &DeleteParams,
     ) -> ApiResult<(Vec<Bytes>, kplane_storage::Revision)> {
-        let mut page = self.list_to_delete(t, p).await?;
         let mut out = Vec::new();
+        self.delete_each(t, p, d, |gone| out.push(gone)).await?;
+        Ok((out, self.storage.current_revision()))
+    }
+
+    /// [`Registry::delete_collection`] for the server's own controllers (namespace and
+    /// CRD cleanup), which need no answer: returns how many objects were deleted or
+    /// marked, without holding them all in memory.
+    pub(super) async fn delete_all(
+        &self,
+        t: &Target,
+        p: &ListParams,
+        d: &DeleteParams,
+    ) -> ApiResult<usize> {
+        let mut n = 0;
+        self.delete_each(t, p, d, |_| n += 1).await?;
+        Ok(n)
+    }
+
+    /// Deletes the collection batch by batch, handing each deleted or marked object to
+    /// `gone`.
+    async fn delete_each(
+        &self,
+        t: &Target,
+        p: &ListParams,
+        d: &DeleteParams,
+        mut gone: impl FnMut(Bytes) + Send,
+    ) -> ApiResult<()> {
+        let mut page = self.list_to_delete(t, p).await?;
         while let Some(batch) = page.next_batch().await? {
             for item in batch {
-                if let Some(gone) = self.delete_listed(t, &item, d).await? {
-                    out.push(gone);
+                if let Some(obj) = self.delete_listed(t, &item, d).await? {
+                    gone(obj);
                 }
             }
         }
-        Ok((out, self.storage.current_revision()))
+        Ok(())
     }
 
     /// Deletes one item of a listed collection; `None` when it is already gone.
