@@ -123,6 +123,27 @@ async fn replay_skips_long_runs_of_other_keys() {
     s.shutdown().await.unwrap();
 }
 
+/// Reads `rx` until it is closed as too slow (with the notice, or ended without it) or
+/// `all` events arrived (then checks that nothing follows); returns the events read and
+/// whether it was closed.
+async fn drain(rx: &mut WatchReceiver, all: usize) -> (usize, bool) {
+    let mut events = 0;
+    loop {
+        let wait = if events == all { 200 } else { 20_000 };
+        match tokio::time::timeout(Duration::from_millis(wait), rx.recv()).await {
+            Ok(Some(WatchEvent::Event(_))) => events += 1,
+            Ok(Some(WatchEvent::Closed(CloseReason::TooSlow))) => return (events, true),
+            // Closed while its queue stayed full for a while: the notice is given up and
+            // the stream just ends.
+            Ok(None) => return (events, true),
+            Ok(Some(WatchEvent::Progress(_))) => {}
+            Ok(other) => panic!("after {events} events: {other:?}"),
+            Err(_) if events == all => return (events, false),
+            Err(_) => panic!("stalled after {events} of {all} events"),
+        }
+    }
+}
+
 /// What a watcher that did not read while `writes` events arrived finds in its queue:
 /// the number of events, and whether it was closed as too slow.
 async fn unread_watcher(capacity: usize, writes: usize) -> (usize, bool) {
@@ -135,36 +156,19 @@ async fn unread_watcher(capacity: usize, writes: usize) -> (usize, bool) {
     let p = Prefix::cluster("c");
     let from = s.current_revision();
     let mut idle = s.watch(&p, from, None).await.unwrap();
-    let mut reader = s.watch(&p, from, None).await.unwrap();
-    let count = tokio::spawn(async move {
-        for _ in 0..writes {
-            next_rev(&mut reader).await;
-        }
-    });
     for i in 0..writes {
         let k = key("c", &format!("k{i:06}"));
         s.put(k, Precondition::MustNotExist, enc("v".into()))
             .await
             .unwrap();
     }
-    // The reading watcher has every event: dispatch has offered each to the idle one.
-    count.await.unwrap();
-    let mut events = 0;
-    let mut closed = false;
-    loop {
-        match tokio::time::timeout(Duration::from_millis(300), idle.recv()).await {
-            Ok(Some(WatchEvent::Event(_))) => events += 1,
-            Ok(Some(WatchEvent::Closed(CloseReason::TooSlow))) => closed = true,
-            Ok(Some(WatchEvent::Progress(_))) => {}
-            Ok(other) => panic!("{other:?}"),
-            Err(_) => break,
-        }
-        if closed {
-            break;
-        }
+    // Dispatch has offered every event to the idle watcher.
+    while s.dispatched_revision() < from + writes as Revision {
+        tokio::task::yield_now().await;
     }
+    let got = drain(&mut idle, writes).await;
     s.shutdown().await.unwrap();
-    (events, closed)
+    got
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -412,33 +416,26 @@ async fn stuck_replay(capacity: usize, old: usize, live: usize) -> (usize, bool)
             .await
             .unwrap();
     }
+    // Registered once the old events were dispatched: every one of them is replayed, and
+    // only the live events below are parked.
+    let old_end = from + old as Revision;
+    while s.dispatched_revision() < old_end {
+        tokio::task::yield_now().await;
+    }
     let mut stuck = s.watch(&p, from, None).await.unwrap();
-    let mut reader = s.watch(&p, from + old as Revision, None).await.unwrap();
-    let seen = tokio::spawn(async move {
-        for _ in 0..live {
-            next_rev(&mut reader).await;
-        }
-    });
     for i in 0..live {
         let k = key("c", &format!("new{i:05}"));
         s.put(k, Precondition::MustNotExist, enc("v".into()))
             .await
             .unwrap();
     }
-    seen.await.unwrap();
-    let mut events = 0;
-    let mut closed = false;
-    loop {
-        match tokio::time::timeout(Duration::from_millis(500), stuck.recv()).await {
-            Ok(Some(WatchEvent::Event(_))) => events += 1,
-            Ok(Some(WatchEvent::Closed(CloseReason::TooSlow))) => closed = true,
-            Ok(Some(WatchEvent::Progress(_))) => {}
-            Ok(None) | Err(_) => break,
-            Ok(Some(other)) => panic!("{other:?}"),
-        }
+    // Every live event has been offered to the stuck watcher.
+    while s.dispatched_revision() < old_end + live as Revision {
+        tokio::task::yield_now().await;
     }
+    let got = drain(&mut stuck, old + live).await;
     s.shutdown().await.unwrap();
-    (events, closed)
+    got
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -136,6 +136,12 @@ impl SledStorage {
         self.shared.hub.watcher_count()
     }
 
+    /// The revision up to which watchers have been offered events, for tests.
+    #[cfg(test)]
+    pub(crate) fn dispatched_revision(&self) -> Revision {
+        self.shared.hub.dispatched()
+    }
+
     /// Number of history entries (older versions) kept, for tests of compaction.
     #[cfg(test)]
     pub(crate) fn history_entries(&self) -> usize {

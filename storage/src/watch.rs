@@ -295,6 +295,12 @@ impl Hub {
         }
     }
 
+    /// The revision up to which events have been dispatched (for tests).
+    #[cfg(test)]
+    pub(crate) fn dispatched(&self) -> Revision {
+        self.dispatched.load(Ordering::Acquire)
+    }
+
     /// Number of registered watchers.
     pub(crate) fn watcher_count(&self) -> usize {
         lock(&self.registry).len
