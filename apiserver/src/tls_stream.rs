@@ -550,6 +550,46 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn payloads_around_every_buffer_size_arrive_intact_both_ways() {
+        let (mut s, mut c, _d) = pair(&[b"http/1.1"]).await;
+        let mut sizes = Vec::new();
+        for bound in [READ_SIZE, COALESCE, MAX_WRITE, MAX_INCOMING] {
+            sizes.extend([bound - 1, bound, bound + 1]);
+        }
+        sizes.push(10 * MAX_INCOMING);
+        for (round, size) in sizes.into_iter().enumerate() {
+            let sent: Vec<u8> = (0..size).map(|i| ((i + round) % 253) as u8).collect();
+            // Client to server.
+            let writer = async {
+                c.write_all(&sent).await.unwrap();
+                c.flush().await.unwrap();
+            };
+            let reader = async {
+                let mut got = vec![0u8; size];
+                s.read_exact(&mut got).await.unwrap();
+                got
+            };
+            let ((), got) = tokio::join!(writer, reader);
+            assert!(got == sent, "{size} bytes client to server");
+            // Server to client: one write call (it may take part), then the rest.
+            let writer = async {
+                let n = s.write(&sent).await.unwrap();
+                assert!(n > 0 && n <= size.max(1));
+                s.write_all(&sent[n..]).await.unwrap();
+                s.flush().await.unwrap();
+            };
+            let reader = async {
+                let mut got = vec![0u8; size];
+                c.read_exact(&mut got).await.unwrap();
+                got
+            };
+            let ((), got) = tokio::join!(writer, reader);
+            assert!(got == sent, "{size} bytes server to client");
+        }
+        assert!(holds_no_buffers(&s), "no buffers kept after the transfers");
+    }
+
+    #[tokio::test]
     async fn the_client_leaving_is_end_of_file_with_or_without_close_notify() {
         for clean in [true, false] {
             let (mut s, mut c, _d) = pair(&[b"http/1.1"]).await;

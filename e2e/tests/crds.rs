@@ -34,7 +34,7 @@ fn testdata(rel: &str) -> String {
 }
 
 /// `kubectl apply -f testdata/<file>` then `kubectl wait --for condition=established crd/<name>`.
-fn apply_crd(kubectl: &Kubectl, file: &str, name: &str) -> Result<()> {
+pub(crate) fn apply_crd(kubectl: &Kubectl, file: &str, name: &str) -> Result<()> {
     let path = testdata(file);
     kubectl.ok(&["apply", "-f", &path])?;
     let out = kubectl.ok(&[
@@ -52,7 +52,7 @@ fn apply_crd(kubectl: &Kubectl, file: &str, name: &str) -> Result<()> {
 }
 
 /// A fresh server with the Widget CRD (`testdata/crds/widgets.yaml`) established in `root`.
-fn server_with_widgets() -> Result<KplaneServer> {
+pub(crate) fn server_with_widgets() -> Result<KplaneServer> {
     let server = KplaneServer::start()?;
     apply_crd(server.kubectl_root(), "crds/widgets.yaml", WIDGETS)?;
     Ok(server)

@@ -9,6 +9,7 @@ mod gc;
 mod kube_rs;
 mod kube_rs_crd;
 mod kubectl;
+mod large_lists;
 mod logs;
 mod shutdown;
 mod ssa;

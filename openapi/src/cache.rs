@@ -94,11 +94,77 @@ pub(crate) fn get_or_build(
     if let Some(existing) = cache.docs.get(&key).and_then(Weak::upgrade) {
         return Ok(existing);
     }
-    let doc = built;
-    cache.docs.insert(key, Arc::downgrade(&doc));
-    if cache.docs.len() >= cache.sweep_at {
-        cache.docs.retain(|_, weak| weak.strong_count() > 0);
-        cache.sweep_at = (cache.docs.len() * 2).max(MIN_SWEEP);
+    cache.remember(key, &built);
+    Ok(built)
+}
+
+impl Cache {
+    /// Remembers `doc` under `key`. Once the map reaches `sweep_at` entries, the dead ones
+    /// go and the next sweep is due at twice the live entries (at least [`MIN_SWEEP`]), so
+    /// the map stays within about twice the documents in use.
+    fn remember(&mut self, key: String, doc: &Arc<GroupVersionDoc>) {
+        self.docs.insert(key, Arc::downgrade(doc));
+        if self.docs.len() >= self.sweep_at {
+            self.docs.retain(|_, weak| weak.strong_count() > 0);
+            self.sweep_at = (self.docs.len() * 2).max(MIN_SWEEP);
+        }
     }
-    Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> Arc<GroupVersionDoc> {
+        Arc::new(GroupVersionDoc {
+            json: Arc::from(b"{}".as_slice()),
+            hash: String::new(),
+        })
+    }
+
+    #[test]
+    fn dead_documents_are_swept_once_the_map_reaches_its_bound() {
+        for dead in [MIN_SWEEP - 2, MIN_SWEEP - 1, MIN_SWEEP, 10 * MIN_SWEEP] {
+            let mut cache = Cache {
+                docs: HashMap::new(),
+                sweep_at: MIN_SWEEP,
+            };
+            let live = doc();
+            cache.remember("live".into(), &live);
+            for i in 0..dead {
+                cache.remember(format!("dead-{i}"), &doc());
+            }
+            let entries = 1 + dead;
+            if entries < MIN_SWEEP {
+                assert_eq!(cache.docs.len(), entries, "{dead} dead: no sweep yet");
+            } else {
+                // Swept when the bound was reached; only what came after it is left.
+                assert!(
+                    cache.docs.len() < MIN_SWEEP,
+                    "{dead} dead: {}",
+                    cache.docs.len()
+                );
+            }
+            assert!(cache.docs.get("live").and_then(Weak::upgrade).is_some());
+            assert_eq!(cache.sweep_at, MIN_SWEEP, "one live document");
+        }
+    }
+
+    #[test]
+    fn the_sweep_bound_follows_the_documents_in_use() {
+        let mut cache = Cache {
+            docs: HashMap::new(),
+            sweep_at: MIN_SWEEP,
+        };
+        let live: Vec<_> = (0..10 * MIN_SWEEP).map(|_| doc()).collect();
+        for (i, d) in live.iter().enumerate() {
+            cache.remember(format!("live-{i}"), d);
+        }
+        assert_eq!(
+            cache.docs.len(),
+            live.len(),
+            "live documents are never swept"
+        );
+        assert!(cache.sweep_at > live.len() && cache.sweep_at <= 2 * live.len());
+    }
 }

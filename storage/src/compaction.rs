@@ -27,7 +27,7 @@ use crate::sled_store::Shared;
 use crate::{Result, Revision};
 
 /// Event-log entries processed per chunk.
-const CHUNK: usize = 1024;
+pub(crate) const CHUNK: usize = 1024;
 
 pub(crate) struct Compactor {
     window: Duration,

@@ -20,6 +20,8 @@ mod encoding;
 pub mod error;
 pub mod key;
 mod read;
+#[cfg(test)]
+mod size_tests;
 pub mod sled_store;
 mod watch;
 mod writer;

@@ -21,7 +21,7 @@ use crate::{
 
 /// Snapshots at most this many revisions behind the current one are listed by scanning the
 /// latest values and correcting through the event-log tail; older ones merge history.
-const LATEST_SCAN_MAX_LAG: Revision = 4096;
+pub(crate) const LATEST_SCAN_MAX_LAG: Revision = 4096;
 
 /// Tuning knobs for [`SledStorage`].
 #[derive(Clone, Debug)]
@@ -134,6 +134,21 @@ impl SledStorage {
     /// Number of live watchers (for metrics and tests).
     pub fn watcher_count(&self) -> usize {
         self.shared.hub.watcher_count()
+    }
+
+    /// The revision up to which watchers have been offered events, for tests.
+    #[cfg(test)]
+    pub(crate) fn dispatched_revision(&self) -> Revision {
+        self.shared.hub.dispatched()
+    }
+
+    /// Number of history entries (older versions) kept, for tests of compaction.
+    #[cfg(test)]
+    pub(crate) fn history_entries(&self) -> usize {
+        self.shared
+            .tree
+            .scan_prefix([crate::encoding::TAG_HISTORY])
+            .count()
     }
 
     fn sender(&self) -> Result<mpsc::Sender<Request>> {

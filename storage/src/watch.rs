@@ -29,11 +29,11 @@ use crate::{CloseReason, Error, Event, Prefix, Result, Revision, WatchEvent};
 const CLOSE_NOTICE_WAIT: Duration = Duration::from_secs(1);
 
 /// Events replayed from the log per blocking read.
-const REPLAY_CHUNK: usize = 256;
+pub(crate) const REPLAY_CHUNK: usize = 256;
 
 /// While a watcher replays history, live events are buffered up to this many times its
 /// channel capacity before it is declared too slow.
-const REPLAY_BUFFER_FACTOR: usize = 8;
+pub(crate) const REPLAY_BUFFER_FACTOR: usize = 8;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -293,6 +293,12 @@ impl Hub {
             channel_capacity: channel_capacity.max(2),
             shutdown: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// The revision up to which events have been dispatched (for tests).
+    #[cfg(test)]
+    pub(crate) fn dispatched(&self) -> Revision {
+        self.dispatched.load(Ordering::Acquire)
     }
 
     /// Number of registered watchers.

@@ -21,7 +21,7 @@ use crate::sled_store::Shared;
 use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
 
 /// Upper bound on the writes committed together.
-const MAX_GROUP: usize = 8192;
+pub(crate) const MAX_GROUP: usize = 8192;
 
 pub(crate) struct WriteRequest {
     pub key: Key,

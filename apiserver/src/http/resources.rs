@@ -189,12 +189,8 @@ async fn serve(
             }
             require_verb(&rt, "list")?;
             let repr = negotiation::negotiate(&accept, true, false)?;
-            let mut page = reg.list(&target, &lp).await?;
-            if repr != negotiation::Representation::Object {
-                // Tables and metadata lists are built whole.
-                page = page.collect().await?;
-            }
-            response::list(&rt, page, repr, &topts)
+            let page = reg.list(&target, &lp).await?;
+            response::list(&rt, page, repr, &topts).await
         }
         (Method::POST, None) => {
             require_verb(&rt, "create")?;
@@ -320,7 +316,7 @@ async fn serve(
                     require_verb(&rt, "deletecollection")?;
                     let lp = ListParams::from_query(&q)?;
                     let (items, rv) = reg.delete_collection(&target, &lp, &d).await?;
-                    Ok(response::raw_list(&rt, &items, rv))
+                    Ok(response::raw_list(&rt, items, rv))
                 }
             }
         }
@@ -480,4 +476,41 @@ fn delete_params(q: &Query, ct: Option<&str>, body: &[u8]) -> ApiResult<DeletePa
     }
     d.dry_run = query::parse_dry_run(&dry, OptionsKind::Delete)?;
     Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_of(size: usize, with_length: bool) -> ApiResult<usize> {
+        let mut req = Request::builder().method(Method::POST).uri("/");
+        if with_length {
+            req = req.header(header::CONTENT_LENGTH, size);
+        }
+        let req = req.body(Body::from(vec![b' '; size])).unwrap();
+        read_body(req).await.map(|(_, b)| b.len())
+    }
+
+    #[tokio::test]
+    async fn request_bodies_are_limited_to_three_mebibytes() {
+        for (size, ok) in [
+            (MAX_BODY_BYTES - 1, true),
+            (MAX_BODY_BYTES, true),
+            (MAX_BODY_BYTES + 1, false),
+            // Past the drain limit too: refused without reading it.
+            (10 * MAX_BODY_BYTES, false),
+        ] {
+            for with_length in [true, false] {
+                match body_of(size, with_length).await {
+                    Ok(n) => assert!(ok && n == size, "{size} bytes (length {with_length})"),
+                    Err(e) => assert!(
+                        !ok && e.code() == 413,
+                        "{size} bytes (length {with_length}): {}",
+                        e.code()
+                    ),
+                }
+            }
+        }
+        const { assert!(10 * MAX_BODY_BYTES > DRAIN_LIMIT) };
+    }
 }

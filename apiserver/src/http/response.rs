@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Value};
 
 use super::negotiation::Representation;
 use super::table::{self, TableOptions};
 use crate::error::{ApiError, ApiResult};
-use crate::registry::{ListPage, ListRest, ResourceType, WatchItem, WatchSetup, WatchType};
+use crate::registry::{CompleteList, ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
 
 const JSON: &str = "application/json";
 const TABLE_CT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -90,11 +90,11 @@ fn chunk_buf() -> BytesMut {
     BytesMut::with_capacity(LIST_CHUNK + 4096)
 }
 
-/// Where a streamed list body is: the items of the current batch, the reader of the
-/// batches still to come, and the chunk being filled (`None` once the body is complete).
+/// Where a streamed list body is: the items of the current batch, the list whose batches
+/// are still to come, and the chunk being filled (`None` once the body is complete).
 struct ListBody {
     batch: std::vec::IntoIter<Bytes>,
-    rest: Option<ListRest>,
+    rest: Option<ListPage>,
     first: bool,
     buf: Option<BytesMut>,
 }
@@ -136,31 +136,39 @@ impl ListBody {
 }
 
 /// `{"apiVersion":..,"kind":..,"metadata":{..},"items":[<stored items joined by commas>]}`,
-/// built from the stored bytes without re-encoding them. A page with unread batches is sent
-/// as they are read.
+/// built from the stored bytes without re-encoding them. A list with unread batches is
+/// sent as they are read.
 fn list_body(head: String, page: ListPage) -> Body {
     let open = |buf: &mut BytesMut| {
         buf.put_slice(&head.as_bytes()[..head.len() - 1]);
         buf.put_slice(b",\"items\":[");
     };
-    let total: usize = page.items.iter().map(|i| i.len() + 1).sum::<usize>() + head.len() + 16;
-    if page.rest.is_none() && total <= LIST_CHUNK {
-        let mut buf = BytesMut::with_capacity(total);
-        open(&mut buf);
-        for (i, item) in page.items.iter().enumerate() {
-            if i > 0 {
-                buf.put_u8(b',');
+    let page = match page.into_complete() {
+        Ok(list) => {
+            let total: usize =
+                list.items.iter().map(|i| i.len() + 1).sum::<usize>() + head.len() + 16;
+            if total > LIST_CHUNK {
+                ListPage::from(list)
+            } else {
+                let mut buf = BytesMut::with_capacity(total);
+                open(&mut buf);
+                for (i, item) in list.items.iter().enumerate() {
+                    if i > 0 {
+                        buf.put_u8(b',');
+                    }
+                    buf.put_slice(item);
+                }
+                buf.put_slice(b"]}");
+                return Body::from(buf.freeze());
             }
-            buf.put_slice(item);
         }
-        buf.put_slice(b"]}");
-        return Body::from(buf.freeze());
-    }
+        Err(page) => page,
+    };
     let mut first = chunk_buf();
     open(&mut first);
     let state = ListBody {
-        batch: page.items.into_iter(),
-        rest: page.rest,
+        batch: Vec::new().into_iter(),
+        rest: Some(page),
         first: true,
         buf: Some(first),
     };
@@ -171,14 +179,15 @@ fn list_body(head: String, page: ListPage) -> Body {
     Body::from_stream(stream)
 }
 
-/// A list in the negotiated representation.
-pub fn list(
+/// A list in the negotiated representation. Objects are streamed batch by batch; Tables
+/// and metadata lists are built whole, so they read every batch first.
+pub async fn list(
     rt: &ResourceType,
     page: ListPage,
     repr: Representation,
     topts: &TableOptions,
 ) -> ApiResult<Response> {
-    let meta = list_meta(page.revision, page.continue_token.as_deref());
+    let meta = list_meta(page.revision(), page.continue_token());
     match repr {
         Representation::Object => {
             let head =
@@ -187,7 +196,8 @@ pub fn list(
             Ok(with_type(StatusCode::OK, JSON, list_body(head, page)))
         }
         Representation::Table => {
-            let objs = page
+            let list = page.collect().await?;
+            let objs = list
                 .items
                 .iter()
                 .map(|b| parse(b))
@@ -195,15 +205,16 @@ pub fn list(
             let t = table::build(
                 rt,
                 &objs,
-                &page.revision.to_string(),
-                page.continue_token.as_deref(),
+                &list.revision.to_string(),
+                list.continue_token.as_deref(),
                 topts,
                 true,
             )?;
             Ok(with_type(StatusCode::OK, TABLE_CT, t.to_string()))
         }
         Representation::PartialObjectMetadataList | Representation::PartialObjectMetadata => {
-            let items = page
+            let list: CompleteList = page.collect().await?;
+            let items = list
                 .items
                 .iter()
                 .map(|b| parse(b).map(|o| partial_metadata(&o)))
@@ -317,17 +328,14 @@ pub fn delete_success(rt: &ResourceType, name: &str, uid: &str) -> Response {
 }
 
 /// A list body built from already-encoded items (deletecollection).
-pub fn raw_list(rt: &ResourceType, items: &[Bytes], rv: u64) -> Response {
-    let page = ListPage {
-        items: items.to_vec(),
-        revision: rv,
-        continue_token: None,
-        rest: None,
-    };
-    match list(rt, page, Representation::Object, &TableOptions::default()) {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+pub fn raw_list(rt: &ResourceType, items: Vec<Bytes>, rv: u64) -> Response {
+    let head = json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": list_meta(rv, None)})
+        .to_string();
+    with_type(
+        StatusCode::OK,
+        JSON,
+        list_body(head, ListPage::from_items(items, rv)),
+    )
 }
 
 #[cfg(test)]
@@ -349,12 +357,7 @@ mod tests {
     async fn small_and_streamed_lists_are_the_same_json() {
         let head = json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}}).to_string();
         for (n, size) in [(0, 10), (3, 10), (2000, 1000)] {
-            let page = ListPage {
-                items: items(n, size),
-                revision: 7,
-                continue_token: None,
-                rest: None,
-            };
+            let page = ListPage::from_items(items(n, size), 7);
             let body = collect(list_body(head.clone(), page)).await;
             assert_eq!(
                 body.len() > LIST_CHUNK,
@@ -367,6 +370,58 @@ mod tests {
             assert!(got.iter().enumerate().all(|(i, o)| o["i"] == i));
             assert_eq!(v["metadata"]["resourceVersion"], "7");
             assert_eq!(v["kind"], "ConfigMapList");
+        }
+    }
+
+    /// `n` items whose one-piece size estimate in [`list_body`] is exactly `total`.
+    fn items_totalling(head: &str, total: usize, n: usize) -> Vec<Bytes> {
+        let budget = total - head.len() - 16;
+        let item = |k: usize, len: usize| {
+            let bare = format!("{{\"i\":{k},\"p\":\"\"}}").len();
+            Bytes::from(format!(
+                "{{\"i\":{k},\"p\":\"{}\"}}",
+                "x".repeat(len - bare)
+            ))
+        };
+        let each = budget / n - 1;
+        let mut out: Vec<Bytes> = (0..n - 1).map(|k| item(k, each)).collect();
+        let used: usize = out.iter().map(|i| i.len() + 1).sum();
+        out.push(item(n - 1, budget - used - 1));
+        out
+    }
+
+    #[tokio::test]
+    async fn list_bodies_around_the_chunk_size_are_whole_and_chunked_within_bounds() {
+        let head = json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}}).to_string();
+        for total in [LIST_CHUNK - 1, LIST_CHUNK, LIST_CHUNK + 1, 10 * LIST_CHUNK] {
+            let items = items_totalling(&head, total, 200);
+            let largest = items.iter().map(Bytes::len).max().unwrap_or(0);
+            let mut body = list_body(head.clone(), ListPage::from_items(items.clone(), 7));
+            let mut frames = Vec::new();
+            while let Some(frame) = body.frame().await {
+                frames.push(frame.unwrap().into_data().unwrap());
+            }
+            // (The one-piece test is an estimate a little above the real size.)
+            let size: usize = frames.iter().map(Bytes::len).sum();
+            if total <= LIST_CHUNK || size <= LIST_CHUNK {
+                assert_eq!(frames.len(), 1, "{total}: sent in one piece");
+            } else {
+                assert!(frames.len() > 1, "{total}: streamed");
+                for f in &frames[..frames.len() - 1] {
+                    assert!(
+                        f.len() >= LIST_CHUNK && f.len() <= LIST_CHUNK + largest + 1,
+                        "{total}: a chunk of {}",
+                        f.len()
+                    );
+                }
+            }
+            let whole: Vec<u8> = frames.concat();
+            let v: Value = serde_json::from_slice(&whole).unwrap();
+            let got = v["items"].as_array().unwrap();
+            assert_eq!(got.len(), items.len(), "{total}");
+            for (g, want) in got.iter().zip(&items) {
+                assert_eq!(*g, serde_json::from_slice::<Value>(want).unwrap());
+            }
         }
     }
 }

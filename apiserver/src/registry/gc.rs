@@ -553,6 +553,31 @@ pub async fn run(registry: Arc<Registry>) {
     }
 }
 
+/// Objects read from storage at a time while the graph is built.
+pub(super) const SCAN_PAGE: usize = 1000;
+
+/// Feeds every stored object, in every logical cluster, to the graph, `page` at a time.
+pub(super) async fn scan(
+    registry: &Registry,
+    all: &Prefix,
+    page: usize,
+) -> kplane_storage::Result<()> {
+    let mut opts = kplane_storage::ListOptions {
+        limit: Some(page),
+        ..Default::default()
+    };
+    loop {
+        let read = registry.storage.list(all, &opts, None).await?;
+        for kv in &read.items {
+            registry.gc_observe(kv, false);
+        }
+        match (read.more, read.items.last()) {
+            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+            _ => return Ok(()),
+        }
+    }
+}
+
 /// One scan-then-follow pass; returns true when it must start over.
 async fn follow(registry: &Arc<Registry>) -> bool {
     let from = registry.storage.current_revision();
@@ -561,25 +586,9 @@ async fn follow(registry: &Arc<Registry>) -> bool {
         resource: None,
         namespace: None,
     };
-    let mut opts = kplane_storage::ListOptions {
-        limit: Some(1000),
-        ..Default::default()
-    };
-    loop {
-        let page = match registry.storage.list(&all, &opts, None).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(error = %e, "garbage collector could not scan the store");
-                return false;
-            }
-        };
-        for kv in &page.items {
-            registry.gc_observe(kv, false);
-        }
-        match (page.more, page.items.last()) {
-            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
-            _ => break,
-        }
+    if let Err(e) = scan(registry, &all, SCAN_PAGE).await {
+        tracing::warn!(error = %e, "garbage collector could not scan the store");
+        return false;
     }
     tracing::info!(
         owned = registry.gc.owned_objects(),
@@ -605,6 +614,27 @@ async fn follow(registry: &Arc<Registry>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recent_uids_keep_exactly_the_newest_capacity() {
+        let cap = RecentUids::CAPACITY;
+        for n in [cap - 1, cap, cap + 1, 10 * cap] {
+            let mut r = RecentUids::default();
+            for i in 0..n {
+                r.insert("c", &i.to_string());
+            }
+            let kept = n.min(cap);
+            assert_eq!((r.order.len(), r.set.len()), (kept, kept), "after {n}");
+            assert!(
+                r.contains("c", &(n - kept).to_string()),
+                "oldest kept of {n}"
+            );
+            assert!(r.contains("c", &(n - 1).to_string()), "newest of {n}");
+            if n > cap {
+                assert!(!r.contains("c", &(n - kept - 1).to_string()), "{n}");
+            }
+        }
+    }
 
     #[test]
     fn recent_uids_forget_the_oldest_beyond_capacity() {

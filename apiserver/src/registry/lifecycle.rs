@@ -70,7 +70,7 @@ impl Registry {
 
     /// Deletes every instance of a deleted CRD, then lets the CRD go.
     /// Returns false when instances with finalizers remain.
-    async fn cleanup_crd(&self, cluster: &str, name: &str) -> ApiResult<bool> {
+    pub(super) async fn cleanup_crd(&self, cluster: &str, name: &str) -> ApiResult<bool> {
         let key = Key::new(cluster, CRD_RESOURCE, "", name);
         let Some((kv, obj)) = self.get_decoded(&key).await? else {
             return Ok(true);
@@ -99,7 +99,7 @@ impl Registry {
                 rt,
                 namespace: None,
             };
-            self.delete_collection(&t, &ListParams::default(), &Default::default())
+            self.delete_all(&t, &ListParams::default(), &Default::default())
                 .await?;
         }
         let left = self
@@ -168,7 +168,10 @@ pub async fn run_worker(
 }
 
 /// Most events one sweep deletes (the rest wait for the next sweep).
-const EVENT_SWEEP_BATCH: usize = 10_000;
+pub(super) const EVENT_SWEEP_BATCH: usize = 10_000;
+
+/// Events read from storage at a time by a sweep.
+pub(super) const EVENT_SWEEP_PAGE: usize = 1000;
 
 /// The last time an Event was written, as Kubernetes' storage TTL counts it (the TTL
 /// restarts on every update): the latest of its timestamps.
@@ -190,6 +193,18 @@ impl Registry {
     /// Deletes Events older than `ttl` in every logical cluster; at most
     /// [`EVENT_SWEEP_BATCH`] per call. Returns how many were deleted.
     pub async fn sweep_events(&self, ttl: Duration) -> ApiResult<usize> {
+        self.sweep_events_in(ttl, EVENT_SWEEP_PAGE, EVENT_SWEEP_BATCH)
+            .await
+    }
+
+    /// [`Registry::sweep_events`] reading `page` Events at a time and deleting at most
+    /// `most` (the sizes are parameters so that tests can cross them cheaply).
+    pub(super) async fn sweep_events_in(
+        &self,
+        ttl: Duration,
+        page: usize,
+        most: usize,
+    ) -> ApiResult<usize> {
         let cutoff = chrono::Utc::now()
             - chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::zero());
         let prefix = Prefix {
@@ -198,7 +213,7 @@ impl Registry {
             namespace: None,
         };
         let mut opts = kplane_storage::ListOptions {
-            limit: Some(1000),
+            limit: Some(page),
             ..Default::default()
         };
         let mut deleted = 0;
@@ -231,7 +246,7 @@ impl Registry {
                     ) => {}
                     Err(e) => return Err(ApiError::internal(e.to_string())),
                 }
-                if deleted >= EVENT_SWEEP_BATCH {
+                if deleted >= most {
                     return Ok(deleted);
                 }
             }

@@ -36,6 +36,9 @@ pub mod typed;
 mod watch;
 mod write;
 
+#[cfg(test)]
+mod size_tests;
+
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -45,7 +48,7 @@ use kplane_types::{Status, StatusReason};
 use serde_json::Value;
 
 pub use catalog::{Catalog, ResourceType, Strategy};
-pub use read::{ListPage, ListRest};
+pub use read::{CompleteList, ListPage};
 pub use watch::{WatchItem, WatchSetup, WatchType};
 pub use write::{DeleteOutcome, DeleteParams};
 

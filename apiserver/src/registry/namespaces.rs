@@ -183,7 +183,7 @@ impl Registry {
                 namespace: Some(ns.to_string()),
             };
             if let Err(e) = self
-                .delete_collection(&t, &ListParams::default(), &background)
+                .delete_all(&t, &ListParams::default(), &background)
                 .await
             {
                 report.errors.push(e.0.message.clone());

@@ -1,8 +1,10 @@
 //! The read path: get and list (with selectors, paging over a consistent snapshot, and
 //! the resourceVersion/resourceVersionMatch rules). Stored bytes are returned as they are
 //! whenever the client's version is the storage version, so a LIST does not re-encode.
-//! A list without `limit` is read in batches at one revision while its body is sent
-//! ([`ListRest`]), so its working set stays bounded however many objects it holds.
+//! A list without `limit` is read in batches at one revision as it is consumed: a
+//! [`ListPage`] hands out its items only as a whole ([`ListPage::collect`]) or batch by
+//! batch to the end ([`ListPage::next_batch`]), so a response body, a watch's initial
+//! events and a deletecollection all see every item with bounded memory.
 
 use base64::Engine;
 use bytes::Bytes;
@@ -21,39 +23,139 @@ use kplane_types::Status;
 /// list first made its cost per item grow with its length.
 pub const LIST_BATCH: usize = 500;
 
-/// One page of a list: the items read so far, and for a list without `limit` that holds
-/// more than [`LIST_BATCH`] items, the reader of the rest.
+/// A list as the registry read it: its revision, its continue token (for a `limit` page),
+/// and its items, of which only the first batch has been read yet.
+///
+/// The items are private on purpose. A list without `limit` is read [`LIST_BATCH`] items
+/// at a time, so the items read so far are not the list: the only ways to reach them are
+/// [`ListPage::collect`] (every item, in memory) and [`ListPage::next_batch`] until it
+/// returns `None` (bounded memory). A consumer cannot see the first batch alone by
+/// accident, which is how internal callers used to lose everything after item 500.
+#[must_use = "a list's items are only reached through collect() or next_batch()"]
 #[derive(Debug)]
 pub struct ListPage {
+    revision: Revision,
+    continue_token: Option<String>,
+    /// The batch read eagerly (so that its errors still become a Status), until taken.
+    first: Option<Vec<Bytes>>,
+    /// The batches still to read; `None` when `first` is everything. Boxed: most lists
+    /// have none, and the page is moved around by value.
+    rest: Option<Box<ListRest>>,
+}
+
+/// Every item of a list, read into memory ([`ListPage::collect`]).
+#[derive(Debug)]
+pub struct CompleteList {
     pub items: Vec<Bytes>,
     pub revision: Revision,
     pub continue_token: Option<String>,
-    pub rest: Option<ListRest>,
 }
 
 impl ListPage {
-    /// Reads the remaining batches into `items` (for representations that need the whole
-    /// list at once, such as Table).
-    pub async fn collect(mut self) -> ApiResult<ListPage> {
-        if let Some(mut rest) = self.rest.take() {
-            while let Some(batch) = rest.next_batch().await? {
-                self.items.extend(batch);
+    /// A list whose items are all known (the objects a deletecollection removed).
+    pub fn from_items(items: Vec<Bytes>, revision: Revision) -> ListPage {
+        ListPage {
+            revision,
+            continue_token: None,
+            first: Some(items),
+            rest: None,
+        }
+    }
+
+    /// The list's `resourceVersion`.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The continue token of a `limit` page with more items after it.
+    pub fn continue_token(&self) -> Option<&str> {
+        self.continue_token.as_deref()
+    }
+
+    /// The next batch of items, in key order; `None` once every item has been returned.
+    /// An error means the list could not be completed (its snapshot was compacted while it
+    /// was read): the consumer must not treat what it got so far as the list.
+    pub async fn next_batch(&mut self) -> ApiResult<Option<Vec<Bytes>>> {
+        if let Some(first) = self.first.take() {
+            return Ok(Some(first));
+        }
+        match self.rest.as_mut() {
+            Some(rest) => {
+                let batch = rest.next_batch().await?;
+                if batch.is_none() {
+                    self.rest = None;
+                }
+                Ok(batch)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Every item of the list, read into memory (for representations built whole, such as
+    /// Table, and for callers that need the whole set).
+    pub async fn collect(mut self) -> ApiResult<CompleteList> {
+        let mut items = Vec::new();
+        while let Some(batch) = self.next_batch().await? {
+            if items.is_empty() {
+                items = batch;
+            } else {
+                items.extend(batch);
             }
         }
-        Ok(self)
+        Ok(CompleteList {
+            items,
+            revision: self.revision,
+            continue_token: self.continue_token,
+        })
+    }
+
+    /// The complete list without a storage read when nothing is left to read; otherwise
+    /// the page itself, to be read with [`ListPage::next_batch`].
+    pub fn into_complete(self) -> Result<CompleteList, ListPage> {
+        match (self.rest.is_none(), self.first) {
+            (true, first) => Ok(CompleteList {
+                items: first.unwrap_or_default(),
+                revision: self.revision,
+                continue_token: self.continue_token,
+            }),
+            (false, first) => Err(ListPage { first, ..self }),
+        }
     }
 }
 
-/// The unread part of a list: the next batches at the list's revision, after the last key
-/// returned. Reading at the revision keeps the whole list one consistent snapshot (the same
-/// reads a client's `continue` pages make); a batch can only fail if the list takes longer
-/// than the storage's event window, and then the body is aborted, never cut short silently.
-pub struct ListRest {
+impl From<CompleteList> for ListPage {
+    fn from(c: CompleteList) -> ListPage {
+        ListPage {
+            revision: c.revision,
+            continue_token: c.continue_token,
+            first: Some(c.items),
+            rest: None,
+        }
+    }
+}
+
+/// Which state the batches after the first read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BatchReads {
+    /// The state at the list's revision: the whole list is one consistent snapshot (the
+    /// same reads a client's `continue` pages make). Fails once the revision is compacted,
+    /// i.e. when reading the list takes longer than the storage's event window.
+    AtListRevision,
+    /// The latest state after the last key returned. For work that changes the listed
+    /// objects as it goes and may outlast the event window (deleting a collection): every
+    /// object present from the start to the end of the work is returned exactly once.
+    Latest,
+}
+
+/// The unread part of a list: the next batches, after the last key returned. A batch that
+/// fails aborts the consumer (a response body is aborted, never cut short silently).
+struct ListRest {
     storage: Arc<dyn Storage>,
     rt: Arc<ResourceType>,
     prefix: Prefix,
     selection: Selection,
     revision: Revision,
+    reads: BatchReads,
     /// The last key returned; `None` once the list is complete.
     after: Option<Key>,
 }
@@ -62,6 +164,7 @@ impl std::fmt::Debug for ListRest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ListRest")
             .field("revision", &self.revision)
+            .field("reads", &self.reads)
             .field("after", &self.after)
             .finish_non_exhaustive()
     }
@@ -69,12 +172,12 @@ impl std::fmt::Debug for ListRest {
 
 impl ListRest {
     /// The next batch, or `None` once the list is complete.
-    pub async fn next_batch(&mut self) -> ApiResult<Option<Vec<Bytes>>> {
+    async fn next_batch(&mut self) -> ApiResult<Option<Vec<Bytes>>> {
         let Some(after) = self.after.take() else {
             return Ok(None);
         };
         let opts = ListOptions {
-            at_revision: Some(self.revision),
+            at_revision: (self.reads == BatchReads::AtListRevision).then_some(self.revision),
             start_after: Some(after),
             limit: Some(LIST_BATCH),
         };
@@ -240,8 +343,28 @@ impl Registry {
         Err(too_large_rv())
     }
 
-    /// Lists one page.
+    /// Lists what `p` asks for: a `limit` page with its continue token, or without
+    /// `limit` the whole list as one snapshot, read in batches as it is consumed.
     pub async fn list(&self, t: &Target, p: &ListParams) -> ApiResult<ListPage> {
+        self.list_reading(t, p, BatchReads::AtListRevision).await
+    }
+
+    /// Like [`Registry::list`] without `limit`, but every batch after the first reads the
+    /// latest state ([`BatchReads::Latest`]): for deleting a collection, which changes the
+    /// objects it lists and may take longer than the storage's event window.
+    pub(super) async fn list_to_delete(&self, t: &Target, p: &ListParams) -> ApiResult<ListPage> {
+        let mut lp = p.clone();
+        lp.limit = None;
+        lp.continue_token = None;
+        self.list_reading(t, &lp, BatchReads::Latest).await
+    }
+
+    async fn list_reading(
+        &self,
+        t: &Target,
+        p: &ListParams,
+        reads: BatchReads,
+    ) -> ApiResult<ListPage> {
         let selection = Selection::new(
             &t.rt,
             p.label_selector.as_deref(),
@@ -285,22 +408,23 @@ impl Registry {
         let (continue_token, rest) = match read.last {
             Some(after) if batched => (
                 None,
-                Some(ListRest {
+                Some(Box::new(ListRest {
                     storage: self.storage.clone(),
                     rt: t.rt.clone(),
                     prefix,
                     selection,
                     revision: read.revision,
+                    reads,
                     after: Some(after),
-                }),
+                })),
             ),
             Some(last) => (Some(encode_continue(read.revision, &last)), None),
             None => (None, None),
         };
         Ok(ListPage {
-            items: read.items,
             revision: read.revision,
             continue_token,
+            first: Some(read.items),
             rest,
         })
     }
@@ -373,8 +497,8 @@ mod tests {
         let w = WriteParams::default();
         let page = reg.list(&t, &ListParams::default()).await.unwrap();
         assert_eq!(
-            page.items.len(),
-            LIST_BATCH,
+            page.first.as_ref().map(Vec::len),
+            Some(LIST_BATCH),
             "the first batch is read eagerly"
         );
         assert!(page.rest.is_some() && page.continue_token.is_none());
@@ -412,7 +536,7 @@ mod tests {
         let n = 3 * LIST_BATCH + 7;
         let (_dir, reg, t) = with_configmaps(n, "v", |_| false).await;
         let page = reg.list(&t, &ListParams::default()).await.unwrap();
-        let rv = page.revision.to_string();
+        let rv = page.revision().to_string();
         assert!(page.rest.is_some());
         let resp = crate::http::response::list(
             &t.rt,
@@ -420,6 +544,7 @@ mod tests {
             Representation::Object,
             &TableOptions::default(),
         )
+        .await
         .unwrap();
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
@@ -465,7 +590,7 @@ mod tests {
             ..Default::default()
         };
         let page = reg.list(&t, &limited).await.unwrap();
-        assert_eq!(page.items.len(), 700);
         assert!(page.rest.is_none() && page.continue_token.is_some());
+        assert_eq!(page.collect().await.unwrap().items.len(), 700);
     }
 }

@@ -497,3 +497,37 @@ fn validate_rbac(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cau
     }
     causes
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_map_and_secret_data_are_limited_to_one_mebibyte() {
+        for (size, ok) in [
+            (MAX_DATA_BYTES - 1, true),
+            (MAX_DATA_BYTES, true),
+            (MAX_DATA_BYTES + 1, false),
+            (10 * MAX_DATA_BYTES, false),
+        ] {
+            // Two keys, so that the limit is on the sum; a ConfigMap counts its keys too
+            // (as upstream does), a Secret only its decoded values.
+            let half = size / 2;
+            let (a, b) = ("a".repeat(half), "b".repeat(size - half));
+            let cm = json!({"metadata": {"name": "c"}, "data": {"a": &a[1..], "b": &b[1..]}});
+            let too_long = |c: &Vec<Cause>| c.iter().any(|c| c.message.contains("Too long"));
+            assert_eq!(
+                !too_long(&validate_config_map(&cm, None)),
+                ok,
+                "ConfigMap of {size}"
+            );
+            let enc = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+            let secret = json!({"metadata": {"name": "s"}, "data": {"a": enc(&a), "b": enc(&b)}});
+            assert_eq!(
+                !too_long(&validate_secret(&secret, None)),
+                ok,
+                "Secret of {size}"
+            );
+        }
+    }
+}

@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::selection::Selection;
-use super::{storage_error, Registry, ResourceType, Target};
+use super::{storage_error, ListPage, Registry, ResourceType, Target};
 use crate::error::ApiResult;
 use crate::http::query::ListParams;
 
@@ -54,11 +54,34 @@ pub struct WatchItem {
 pub struct WatchSetup {
     rt: Arc<ResourceType>,
     selection: Selection,
-    initial: VecDeque<WatchItem>,
+    /// Events ready to send: the current batch of initial events, a bookmark, an error.
+    queue: VecDeque<WatchItem>,
+    /// The initial list, sent batch by batch (bounded memory however long it is).
+    initial: Option<InitialEvents>,
+    /// The storage watch to open once the initial events are sent.
+    pending: Option<PendingWatch>,
     rx: Option<WatchReceiver>,
     bookmarks: bool,
     deadline: Instant,
     shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// The initial events still to send: the list, and whether the
+/// `k8s.io/initial-events-end` bookmark follows it (`sendInitialEvents=true`).
+struct InitialEvents {
+    list: ListPage,
+    end_bookmark: bool,
+}
+
+/// Where the live events of a watch with initial events start: the storage watch is
+/// opened after the last initial event, from the list's revision, so the changes made
+/// while a long initial list is sent are replayed from the event log with back-pressure
+/// instead of filling the watcher's live queue.
+struct PendingWatch {
+    storage: Arc<dyn kplane_storage::Storage>,
+    prefix: kplane_storage::Prefix,
+    from: Revision,
+    progress: Option<Duration>,
 }
 
 impl std::fmt::Debug for WatchSetup {
@@ -88,6 +111,19 @@ fn error_item(status: &Status) -> WatchItem {
     }
 }
 
+/// The ERROR event for a storage watch that could not be opened.
+fn watch_error(e: kplane_storage::Error, rt: &ResourceType) -> WatchItem {
+    match e {
+        kplane_storage::Error::Compacted {
+            requested,
+            compacted,
+        } => error_item(&Status::expired(format!(
+            "too old resource version: {requested} ({compacted})"
+        ))),
+        other => error_item(&storage_error(other, rt, "").0),
+    }
+}
+
 impl Registry {
     /// Starts a watch.
     pub async fn watch(self: &Arc<Self>, t: &Target, p: &ListParams) -> ApiResult<WatchSetup> {
@@ -103,7 +139,9 @@ impl Registry {
         let mut setup = WatchSetup {
             rt: t.rt.clone(),
             selection,
-            initial: VecDeque::new(),
+            queue: VecDeque::new(),
+            initial: None,
+            pending: None,
             rx: None,
             bookmarks: p.allow_bookmarks,
             deadline: Instant::now() + timeout,
@@ -114,7 +152,8 @@ impl Registry {
             Some(b) => b,
             None => matches!(rv, None | Some("0")),
         };
-        let from = if send_initial {
+        let progress = p.allow_bookmarks.then_some(BOOKMARK_EVERY);
+        if send_initial {
             let mut lp = ListParams {
                 label_selector: p.label_selector.clone(),
                 field_selector: p.field_selector.clone(),
@@ -123,41 +162,33 @@ impl Registry {
             if let Some(rv) = rv.filter(|r| *r != "0") {
                 lp.resource_version = Some(rv.to_string());
             }
-            let page = self.list(t, &lp).await?;
-            for item in page.items {
-                setup.initial.push_back(WatchItem {
-                    ty: WatchType::Added,
-                    object: item,
-                });
-            }
-            if p.send_initial_events == Some(true) {
-                setup
-                    .initial
-                    .push_back(bookmark(&t.rt, page.revision, true));
-            }
-            page.revision
-        } else {
-            match rv {
-                None | Some("0") => self.storage.current_revision(),
-                Some(s) => s.parse::<Revision>().map_err(|_| {
-                    crate::error::ApiError::bad_request(format!("invalid resource version {s:?}"))
-                })?,
-            }
+            // The first batch is read here, so that its errors are the response's status.
+            let list = self.list(t, &lp).await?;
+            setup.pending = Some(PendingWatch {
+                storage: self.storage.clone(),
+                prefix: t.prefix(),
+                from: list.revision(),
+                progress,
+            });
+            setup.initial = Some(InitialEvents {
+                list,
+                end_bookmark: p.send_initial_events == Some(true),
+            });
+            return Ok(setup);
+        }
+        let from = match rv {
+            None | Some("0") => self.storage.current_revision(),
+            Some(s) => s.parse::<Revision>().map_err(|_| {
+                crate::error::ApiError::bad_request(format!("invalid resource version {s:?}"))
+            })?,
         };
         if from > self.storage.current_revision() {
             self.wait_for_revision(from).await?;
         }
-        let progress = p.allow_bookmarks.then_some(BOOKMARK_EVERY);
         match self.storage.watch(&t.prefix(), from, progress).await {
             Ok(rx) => setup.rx = Some(rx),
-            Err(kplane_storage::Error::Compacted {
-                requested,
-                compacted,
-            }) => {
-                let s = Status::expired(format!(
-                    "too old resource version: {requested} ({compacted})"
-                ));
-                setup.initial.push_back(error_item(&s));
+            Err(e @ kplane_storage::Error::Compacted { .. }) => {
+                setup.queue.push_back(watch_error(e, &t.rt));
             }
             Err(e) => return Err(storage_error(e, &t.rt, "")),
         }
@@ -168,14 +199,25 @@ impl Registry {
 impl WatchSetup {
     /// The next event to send, or `None` when the watch is over.
     pub async fn next(&mut self) -> Option<WatchItem> {
-        if let Some(item) = self.initial.pop_front() {
-            return Some(item);
-        }
         loop {
-            let rx = self.rx.as_mut()?;
+            if let Some(item) = self.queue.pop_front() {
+                return Some(item);
+            }
             if *self.shutdown.borrow() {
                 return None;
             }
+            if self.initial.is_some() {
+                self.next_initial_batch().await;
+                continue;
+            }
+            if let Some(w) = self.pending.take() {
+                match w.storage.watch(&w.prefix, w.from, w.progress).await {
+                    Ok(rx) => self.rx = Some(rx),
+                    Err(e) => self.queue.push_back(watch_error(e, &self.rt)),
+                }
+                continue;
+            }
+            let rx = self.rx.as_mut()?;
             let ev = tokio::select! {
                 ev = rx.recv() => ev,
                 _ = tokio::time::sleep_until(self.deadline) => None,
@@ -196,6 +238,35 @@ impl WatchSetup {
                     self.rx = None;
                     return None;
                 }
+            }
+        }
+    }
+
+    /// Queues the next batch of initial events; after the last one, the end bookmark.
+    /// A batch that cannot be read ends the watch with an ERROR event (the client starts
+    /// over), never with a silently shortened initial state.
+    async fn next_initial_batch(&mut self) {
+        let Some(initial) = self.initial.as_mut() else {
+            return;
+        };
+        match initial.list.next_batch().await {
+            Ok(Some(batch)) => {
+                self.queue.extend(batch.into_iter().map(|object| WatchItem {
+                    ty: WatchType::Added,
+                    object,
+                }));
+            }
+            Ok(None) => {
+                if initial.end_bookmark {
+                    let rev = initial.list.revision();
+                    self.queue.push_back(bookmark(&self.rt, rev, true));
+                }
+                self.initial = None;
+            }
+            Err(e) => {
+                self.initial = None;
+                self.pending = None;
+                self.queue.push_back(error_item(&e.0));
             }
         }
     }

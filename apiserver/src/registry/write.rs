@@ -531,35 +531,76 @@ impl Registry {
         Err(ApiError::from(Status::stale(&rt.group, &rt.plural, name)))
     }
 
-    /// Deletes every object matching the list options; returns what was deleted or marked.
+    /// Deletes every object matching the list options (`limit` and `continue` are
+    /// ignored: the whole collection goes), batch by batch; returns what was deleted or
+    /// marked. Objects created while it runs may be deleted too when their names sort
+    /// after the batch being deleted (see `Registry::list_to_delete`).
     pub async fn delete_collection(
         &self,
         t: &Target,
         p: &ListParams,
         d: &DeleteParams,
     ) -> ApiResult<(Vec<Bytes>, kplane_storage::Revision)> {
-        let mut lp = p.clone();
-        lp.limit = None;
-        lp.continue_token = None;
-        let page = self.list(t, &lp).await?;
-        let mut out = Vec::with_capacity(page.items.len());
-        for item in page.items {
-            let v: Value = serde_json::from_slice(&item).map_err(|e| corrupt(&e))?;
-            let name = meta::name_of(&v).to_string();
-            let mut target = t.clone();
-            if t.rt.namespaced && target.namespace.is_none() {
-                target.namespace = meta::meta_str(&v, "namespace").map(str::to_string);
-            }
-            match self.delete(&target, &name, d).await {
-                Ok(DeleteOutcome::Deleted(obj)) => {
-                    out.push(to_bytes(&obj).and_then(|b| super::to_api(&t.rt, b))?)
+        let mut out = Vec::new();
+        self.delete_each(t, p, d, |gone| out.push(gone)).await?;
+        Ok((out, self.storage.current_revision()))
+    }
+
+    /// [`Registry::delete_collection`] for the server's own controllers (namespace and
+    /// CRD cleanup), which need no answer: returns how many objects were deleted or
+    /// marked, without holding them all in memory.
+    pub(super) async fn delete_all(
+        &self,
+        t: &Target,
+        p: &ListParams,
+        d: &DeleteParams,
+    ) -> ApiResult<usize> {
+        let mut n = 0;
+        self.delete_each(t, p, d, |_| n += 1).await?;
+        Ok(n)
+    }
+
+    /// Deletes the collection batch by batch, handing each deleted or marked object to
+    /// `gone`.
+    async fn delete_each(
+        &self,
+        t: &Target,
+        p: &ListParams,
+        d: &DeleteParams,
+        mut gone: impl FnMut(Bytes) + Send,
+    ) -> ApiResult<()> {
+        let mut page = self.list_to_delete(t, p).await?;
+        while let Some(batch) = page.next_batch().await? {
+            for item in batch {
+                if let Some(obj) = self.delete_listed(t, &item, d).await? {
+                    gone(obj);
                 }
-                Ok(DeleteOutcome::Marked(b)) => out.push(b),
-                Err(e) if e.code() == 404 => {}
-                Err(e) => return Err(e),
             }
         }
-        Ok((out, self.storage.current_revision()))
+        Ok(())
+    }
+
+    /// Deletes one item of a listed collection; `None` when it is already gone.
+    async fn delete_listed(
+        &self,
+        t: &Target,
+        item: &[u8],
+        d: &DeleteParams,
+    ) -> ApiResult<Option<Bytes>> {
+        let v: Value = serde_json::from_slice(item).map_err(|e| corrupt(&e))?;
+        let name = meta::name_of(&v).to_string();
+        let mut target = t.clone();
+        if t.rt.namespaced && target.namespace.is_none() {
+            target.namespace = meta::meta_str(&v, "namespace").map(str::to_string);
+        }
+        match self.delete(&target, &name, d).await {
+            Ok(DeleteOutcome::Deleted(obj)) => {
+                Ok(Some(to_bytes(&obj).and_then(|b| super::to_api(&t.rt, b))?))
+            }
+            Ok(DeleteOutcome::Marked(b)) => Ok(Some(b)),
+            Err(e) if e.code() == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Refuses writes into a namespace that does not exist or is terminating.

@@ -286,3 +286,46 @@ impl ManagedFields {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` Update entries of managers `m0`.. (oldest first), each owning `data.k<i>`.
+    fn updates(n: usize) -> ManagedFields {
+        let list: Vec<Value> = (0..n)
+            .map(|i| {
+                json!({"manager": format!("m{i}"), "operation": "Update", "apiVersion": "v1",
+                       "time": format!("2024-01-01T{:02}:{:02}:00Z", i / 60, i % 60),
+                       "fieldsType": "FieldsV1",
+                       "fieldsV1": {"f:data": {format!("f:k{i}"): {}}}})
+            })
+            .collect();
+        ManagedFields::decode(&Value::Array(list)).unwrap()
+    }
+
+    #[test]
+    fn update_entries_are_capped_at_the_most_recent_managers() {
+        let max = MAX_UPDATE_MANAGERS;
+        for n in [max - 1, max, max + 1, 10 * max] {
+            let mut m = updates(n);
+            m.cap_update_managers(max);
+            let managers: Vec<&str> = m.entries.iter().map(|e| e.manager.as_str()).collect();
+            assert_eq!(managers.len(), n.min(max), "{n} managers");
+            if n <= max {
+                assert!(!managers.contains(&ANCIENT_CHANGES), "{n}: nothing merged");
+                continue;
+            }
+            // The oldest n - max + 1 are merged into one entry; the newest max - 1 stay.
+            let kept: Vec<String> = (n - max + 1..n).map(|i| format!("m{i}")).collect();
+            assert_eq!(managers[0], ANCIENT_CHANGES, "{n}");
+            assert_eq!(
+                managers[1..],
+                kept.iter().map(String::as_str).collect::<Vec<_>>()
+            );
+            let ancient = m.entries[0].fields.to_fields_v1();
+            let owned = ancient["f:data"].as_object().map_or(0, |o| o.len());
+            assert_eq!(owned, n - max + 1, "{n}: fields of the merged managers");
+        }
+    }
+}

@@ -1074,8 +1074,42 @@ mod tests {
                 "unable to parse requirement: [values[0][x]: Invalid value: \"-a\": {LABEL_VALUE}, values[1][x]: Invalid value: \"-b\": {LABEL_VALUE}]"
             )
         );
-        assert!(parse_err(&"a".repeat(MAX_SELECTOR_LENGTH + 1))
-            .starts_with("label selector is too long"));
+        for (len, too_long) in [
+            (MAX_SELECTOR_LENGTH - 1, false),
+            (MAX_SELECTOR_LENGTH, false),
+            (MAX_SELECTOR_LENGTH + 1, true),
+            (10 * MAX_SELECTOR_LENGTH, true),
+        ] {
+            // Not a valid selector either way; only the length check may say "too long".
+            let err = parse_err(&"a".repeat(len));
+            assert_eq!(
+                err.starts_with("label selector is too long"),
+                too_long,
+                "{len} bytes: {}",
+                &err[..err.len().min(80)]
+            );
+        }
+    }
+
+    #[test]
+    fn aggregated_errors_list_at_most_a_hundred() {
+        for n in [
+            MAX_LISTED_ERRORS - 1,
+            MAX_LISTED_ERRORS,
+            MAX_LISTED_ERRORS + 1,
+            10 * MAX_LISTED_ERRORS,
+        ] {
+            // Each error twice: duplicates are dropped before counting.
+            let errs: Vec<String> = (0..n)
+                .flat_map(|i| [format!("e{i}"), format!("e{i}")])
+                .collect();
+            let msg = aggregate(errs).unwrap();
+            let listed = msg
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(", ")
+                .count();
+            assert_eq!(listed, n.min(MAX_LISTED_ERRORS), "{n} distinct errors");
+        }
     }
 
     #[test]
