@@ -13,10 +13,10 @@ use crate::compaction::{self, Compactor};
 use crate::encoding::{decode_u64, key_bytes, meta_key, META_COMPACTED, META_REVISION};
 use crate::read::{self, backend, ListMode};
 use crate::watch::Hub;
-use crate::writer::{Request, WriteRequest, Writer};
+use crate::writer::{Request, WriteRequest, Writer, MAX_WRITE_GROUP};
 use crate::{
-    Encoder, Error, Filter, Key, KeyValue, ListOptions, ListResult, Precondition, Prefix, Result,
-    Revision, Storage, WatchReceiver,
+    BatchWrite, Encoder, Error, Filter, Key, KeyValue, ListOptions, ListResult, Precondition,
+    Prefix, Result, Revision, Storage, WatchReceiver,
 };
 
 /// Snapshots at most this many revisions behind the current one are listed by scanning the
@@ -168,6 +168,36 @@ impl SledStorage {
         rx.await.map_err(|_| Error::ShuttingDown)?
     }
 
+    /// Sends `writes` in chunks of at most [`MAX_WRITE_GROUP`], each committed in one group,
+    /// and waits for every reply.
+    async fn write_chunks(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        let mut pending = Vec::with_capacity(writes.len());
+        let mut chunk = Vec::new();
+        let sender = self.sender();
+        for w in writes {
+            let (reply, rx) = oneshot::channel();
+            chunk.push(WriteRequest {
+                key: w.key,
+                delete: w.delete,
+                precondition: w.precondition,
+                encode: w.encode,
+                reply,
+            });
+            pending.push(rx);
+            if chunk.len() >= MAX_WRITE_GROUP {
+                send_chunk(&sender, std::mem::take(&mut chunk));
+            }
+        }
+        if !chunk.is_empty() {
+            send_chunk(&sender, chunk);
+        }
+        let mut out = Vec::with_capacity(pending.len());
+        for rx in pending {
+            out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
+        }
+        out
+    }
+
     /// The revision to read at, validated against the retained window.
     fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
         let current = self.current_revision();
@@ -191,6 +221,14 @@ impl SledStorage {
             });
         }
         Ok(())
+    }
+}
+
+/// Queues one chunk; when the writer is gone its requests are dropped, so their callers see
+/// the writer's end as [`Error::ShuttingDown`].
+fn send_chunk(sender: &Result<mpsc::Sender<Request>>, chunk: Vec<WriteRequest>) {
+    if let Ok(tx) = sender {
+        let _ = tx.send(Request::Batch(chunk));
     }
 }
 
@@ -260,6 +298,10 @@ impl Storage for SledStorage {
         encode: Encoder,
     ) -> Result<KeyValue> {
         self.write(key, true, precondition, encode).await
+    }
+
+    async fn write_batch(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        self.write_chunks(writes).await
     }
 
     async fn watch(
