@@ -18,6 +18,7 @@ pub mod managed;
 pub mod meta;
 pub mod namespaces;
 pub mod ns_conditions;
+mod ns_purge;
 pub mod patch;
 mod read;
 pub mod selection;
