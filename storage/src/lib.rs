@@ -166,6 +166,11 @@ pub struct StorageStats {
     pub max_group: u64,
     /// Registered watchers.
     pub watchers: u64,
+    /// Bytes the backend's files take on disk (sled: its data file and blobs).
+    pub disk_bytes: u64,
+    /// Revisions below the compaction point whose history and event-log entries are not
+    /// removed yet: the compactor's backlog (0 when it is idle).
+    pub compaction_backlog: u64,
 }
 
 /// The storage interface. The server reaches storage only through this trait.

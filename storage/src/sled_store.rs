@@ -54,6 +54,8 @@ impl Default for SledStorageOptions {
 
 /// State shared by the API-facing handle, the writer thread, watch receivers and replay tasks.
 pub(crate) struct Shared {
+    /// The database (for its size on disk); all data is in `tree`.
+    pub(crate) db: sled::Db,
     pub(crate) tree: sled::Tree,
     /// Latest durable revision.
     pub(crate) current: AtomicU64,
@@ -69,6 +71,16 @@ pub(crate) struct Shared {
     pub(crate) hub: Arc<Hub>,
     /// Group-commit figures for metrics.
     pub(crate) stats: CommitCounters,
+    /// Where the compaction in progress is, for metrics.
+    pub(crate) compaction: CompactionProgress,
+}
+
+/// The compactor's position: `target` is the compaction point being applied, `done` the
+/// last event-log revision it has processed (both 0 when idle).
+#[derive(Debug, Default)]
+pub(crate) struct CompactionProgress {
+    pub(crate) target: AtomicU64,
+    pub(crate) done: AtomicU64,
 }
 
 /// Counters the writer updates after every durable group.
@@ -108,6 +120,7 @@ impl SledStorage {
         let compacted = read_meta(&tree, META_COMPACTED)?;
         let resume = compaction::unfinished(&tree, compacted)?.then_some(compacted);
         let shared = Arc::new(Shared {
+            db: db.clone(),
             tree,
             current: AtomicU64::new(current),
             applied: AtomicU64::new(current),
@@ -116,6 +129,7 @@ impl SledStorage {
             failed: AtomicBool::new(false),
             hub: Arc::new(Hub::new(current, opts.watch_channel_capacity)),
             stats: CommitCounters::default(),
+            compaction: CompactionProgress::default(),
         });
         let (tx, rx) = mpsc::channel();
         let compactor = Compactor::new(opts.event_window, opts.compaction_interval, resume);
@@ -124,7 +138,6 @@ impl SledStorage {
             .name("kplane-storage-writer".into())
             .spawn(move || writer.run())
             .map_err(|e| Error::Backend(format!("cannot start the writer thread: {e}")))?;
-        drop(db);
         Ok(Arc::new(SledStorage {
             shared,
             requests: Mutex::new(Some(tx)),
@@ -331,6 +344,13 @@ impl Storage for SledStorage {
             commit_micros: c.flush_micros.load(Ordering::Relaxed),
             max_group: c.max_group.load(Ordering::Relaxed),
             watchers: self.watcher_count() as u64,
+            disk_bytes: self.shared.db.size_on_disk().unwrap_or(0),
+            compaction_backlog: self
+                .shared
+                .compaction
+                .target
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.shared.compaction.done.load(Ordering::Relaxed)),
         }
     }
 

@@ -114,6 +114,8 @@ pub struct Registry {
     shutdown: tokio::sync::watch::Receiver<bool>,
     /// Background lifecycle work (namespace and CRD cleanup, garbage collection).
     work_queue: tokio::sync::mpsc::UnboundedSender<lifecycle::Work>,
+    /// Work items queued and not yet run (retries waiting for their delay not counted).
+    queued_work: std::sync::atomic::AtomicU64,
     /// The ownerReferences graph.
     gc: gc::Collector,
 }
@@ -144,6 +146,7 @@ impl Registry {
             root_ca_pem,
             shutdown,
             work_queue: tx,
+            queued_work: std::sync::atomic::AtomicU64::new(0),
             gc: gc::Collector::default(),
         };
         (Arc::new(r), rx)

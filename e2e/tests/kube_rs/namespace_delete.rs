@@ -10,7 +10,9 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kplane_e2e::fixtures::{configmap, create_namespace};
 use kplane_e2e::KplaneServer;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
 use kube::{Api, ResourceExt};
 
 /// Above the purge batch (256), the list batch (500) and the default watch channel (1024).
@@ -40,7 +42,10 @@ async fn namespace_of_thousands_empties_with_every_deleted_event_seen() -> Resul
     api.create(&PostParams::default(), &held).await?;
 
     let list = api.list_metadata(&ListParams::default().limit(1)).await?;
-    let rv = list.metadata.resource_version.context("list without resourceVersion")?;
+    let rv = list
+        .metadata
+        .resource_version
+        .context("list without resourceVersion")?;
     let watch = |from: String| {
         let api = api.clone();
         async move {
@@ -69,7 +74,10 @@ async fn namespace_of_thousands_empties_with_every_deleted_event_seen() -> Resul
     want.insert("kube-root-ca.crt".into());
     while deleted.len() < want.len() || !held_marked {
         let ev = match tokio::time::timeout_at(deadline, stream.next()).await {
-            Err(_) => bail!("{} of {OBJECTS} DELETED events before the timeout", deleted.len()),
+            Err(_) => bail!(
+                "{} of {OBJECTS} DELETED events before the timeout",
+                deleted.len()
+            ),
             Ok(None) if rewatches < 20 => {
                 rewatches += 1;
                 stream = watch(last_rv.to_string()).await?;
@@ -84,7 +92,10 @@ async fn namespace_of_thousands_empties_with_every_deleted_event_seen() -> Resul
             WatchEvent::Bookmark(_) => continue,
             other => bail!("unexpected event {other:?}"),
         };
-        let rv: u64 = obj.resource_version().context("no resourceVersion")?.parse()?;
+        let rv: u64 = obj
+            .resource_version()
+            .context("no resourceVersion")?
+            .parse()?;
         ensure!(rv > last_rv, "resourceVersion {rv} after {last_rv}");
         last_rv = rv;
         if obj.name_any() == "held" {
@@ -99,8 +110,14 @@ async fn namespace_of_thousands_empties_with_every_deleted_event_seen() -> Resul
             obj.name_any()
         );
     }
-    ensure!(deleted == want, "DELETED events for other objects than created");
-    eprintln!("{} DELETED events seen; the watch was re-established {rewatches} times", want.len());
+    ensure!(
+        deleted == want,
+        "DELETED events for other objects than created"
+    );
+    eprintln!(
+        "{} DELETED events seen; the watch was re-established {rewatches} times",
+        want.len()
+    );
     let ns = namespaces.get("big").await?;
     ensure!(
         ns.status.and_then(|s| s.phase).as_deref() == Some("Terminating"),
