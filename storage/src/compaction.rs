@@ -26,8 +26,13 @@ use crate::read::{backend, read_latest};
 use crate::sled_store::Shared;
 use crate::{Result, Revision};
 
-/// Event-log entries processed per chunk.
+/// Most event-log entries processed per chunk.
 const CHUNK: usize = 1024;
+
+/// A chunk also ends after this long (checked every [`TIME_CHECK_EVERY`] entries): chunks
+/// run between write groups, so this bounds the delay compaction adds to a write.
+const CHUNK_TIME: Duration = Duration::from_millis(4);
+const TIME_CHECK_EVERY: usize = 64;
 
 pub(crate) struct Compactor {
     window: Duration,
@@ -125,6 +130,8 @@ fn step(tree: &sled::Tree, target: Revision) -> Result<(bool, Revision)> {
     let mut keys: HashSet<Vec<u8>> = HashSet::new();
     let mut n = 0;
     let mut through = 0;
+    let started = Instant::now();
+    let mut out_of_time = false;
     for entry in tree.range(event_key(0)..=event_key(target)) {
         let (k, v) = entry.map_err(backend)?;
         if k.first() != Some(&TAG_EVENT) {
@@ -132,17 +139,20 @@ fn step(tree: &sled::Tree, target: Revision) -> Result<(bool, Revision)> {
         }
         through = rev_of_tagged(&k)?;
         let (_, kb) = decode_event(&v)?;
-        keys.insert(kb.to_vec());
+        if keys.insert(kb.to_vec()) {
+            compact_key(tree, kb, target, &mut batch)?;
+        }
         batch.remove(k);
         n += 1;
         if n >= CHUNK {
             break;
         }
+        if n % TIME_CHECK_EVERY == 0 && started.elapsed() >= CHUNK_TIME {
+            out_of_time = true;
+            break;
+        }
     }
-    for kb in &keys {
-        compact_key(tree, kb, target, &mut batch)?;
-    }
-    let done = n < CHUNK;
+    let done = n < CHUNK && !out_of_time;
     if done {
         for entry in tree.range(time_key(0)..=time_key(target)) {
             let (k, _) = entry.map_err(backend)?;

@@ -28,7 +28,9 @@ const LATEST_SCAN_MAX_LAG: Revision = 4096;
 pub struct SledStorageOptions {
     /// How long history and the event log are kept (watch and continue resumption window).
     pub event_window: Duration,
-    /// How often the compactor looks for work.
+    /// How often the compactor looks for work. Frequent planning keeps each compaction
+    /// small (about one interval of writes), so history stays near the window under churn
+    /// and no compaction holds the writer for long.
     pub compaction_interval: Duration,
     /// sled page cache size.
     pub cache_capacity_bytes: u64,
@@ -44,7 +46,7 @@ impl Default for SledStorageOptions {
     fn default() -> Self {
         SledStorageOptions {
             event_window: Duration::from_secs(300),
-            compaction_interval: Duration::from_secs(30),
+            compaction_interval: Duration::from_secs(1),
             cache_capacity_bytes: 64 * 1024 * 1024,
             watch_channel_capacity: 1024,
             flush_every_ms: Some(1000),
