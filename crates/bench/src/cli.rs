@@ -87,7 +87,8 @@ pub struct Opts {
     /// Leases renewed (churn scenario).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub leases: u32,
-    /// Events kept alive (churn scenario): each new Event beyond this deletes the oldest.
+    /// Events kept alive (churn scenario): each new Event beyond this deletes the oldest
+    /// (0: no Events; those writes update ConfigMaps).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub events_kept: u32,
     /// How often the churn scenario samples the write rate and the data directory's size.

@@ -138,6 +138,7 @@ impl Worker for ChurnWorker {
         let result = match self.step % 4 {
             0 | 1 => self.update_configmap().await,
             2 => self.renew_lease().await,
+            _ if self.events_kept == 0 => self.update_configmap().await,
             _ => self.event().await,
         };
         self.writes.fetch_add(1, Ordering::Relaxed);
