@@ -116,10 +116,15 @@ fn idle(text: &str) -> Option<bool> {
     (!values.is_empty()).then(|| values.iter().all(|v| *v == 0.0))
 }
 
+/// Longest wait for the background queues: on a server other clients keep writing to,
+/// compaction may never read 0 twice in a row.
+const IDLE_WAIT_MAX: Duration = Duration::from_secs(30);
+
 /// Waits until the server's background queues are idle (two readings in a row, so that
-/// work queued by the last deletes is seen). Returns false when the server shows no such
-/// figures or `/metrics` cannot be read.
+/// work queued by the last deletes is seen), at most [`IDLE_WAIT_MAX`]. Returns false when
+/// the server shows no such figures, `/metrics` cannot be read, or it did not go idle.
 pub async fn server_idle(conn: &mut Conn, deadline: Instant) -> bool {
+    let deadline = deadline.min(Instant::now() + IDLE_WAIT_MAX);
     let mut quiet = 0;
     loop {
         let Ok(body) = conn.call_ok(Method::GET, "/metrics", None).await else {
