@@ -239,6 +239,9 @@ impl Metrics {
         }
         let _ = writeln!(out, "# HELP kplane_storage_max_commit_group Largest write group so far.\n# TYPE kplane_storage_max_commit_group gauge\nkplane_storage_max_commit_group {}", st.max_group);
         let _ = writeln!(out, "# HELP kplane_storage_watchers Watchers registered with storage.\n# TYPE kplane_storage_watchers gauge\nkplane_storage_watchers {}", st.watchers);
+        let _ = writeln!(out, "# HELP kplane_storage_disk_bytes Bytes the store's files take on disk.\n# TYPE kplane_storage_disk_bytes gauge\nkplane_storage_disk_bytes {}", st.disk_bytes);
+        let _ = writeln!(out, "# HELP kplane_storage_compaction_backlog_revisions Revisions below the compaction point whose history is not removed yet (0: compaction idle).\n# TYPE kplane_storage_compaction_backlog_revisions gauge\nkplane_storage_compaction_backlog_revisions {}", st.compaction_backlog);
+        let _ = writeln!(out, "# HELP kplane_storage_retained_revisions Revisions kept for watches and continue tokens (current minus compacted revision).\n# TYPE kplane_storage_retained_revisions gauge\nkplane_storage_retained_revisions {}", storage.revision.saturating_sub(storage.compacted_revision));
         for (name, help, v) in &storage.extra {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
         }
@@ -343,8 +346,22 @@ mod tests {
         m.watcher("", "v1", "ConfigMap", 1);
         let text = m.render(&StorageFigures {
             objects: vec![("configmaps".into(), 7)],
+            revision: 120,
+            compacted_revision: 100,
+            stats: kplane_storage::StorageStats {
+                disk_bytes: 4096,
+                compaction_backlog: 7,
+                ..Default::default()
+            },
             ..Default::default()
         });
+        for line in [
+            "kplane_storage_disk_bytes 4096",
+            "kplane_storage_compaction_backlog_revisions 7",
+            "kplane_storage_retained_revisions 20",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing: {text}");
+        }
         assert!(text.contains("apiserver_request_total{code=\"201\",component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"POST\",version=\"v1\"} 2"), "{text}");
         assert!(
             text.contains("verb=\"POST\",version=\"v1\",le=\"0.005\"} 2"),

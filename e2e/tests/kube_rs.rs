@@ -5,5 +5,6 @@ mod events;
 mod gc;
 mod lease;
 mod list_watch;
+mod namespace_delete;
 mod patch;
 mod reflector;

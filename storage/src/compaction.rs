@@ -26,8 +26,13 @@ use crate::read::{backend, read_latest};
 use crate::sled_store::Shared;
 use crate::{Result, Revision};
 
-/// Event-log entries processed per chunk.
+/// Most event-log entries processed per chunk.
 pub(crate) const CHUNK: usize = 1024;
+
+/// A chunk also ends after this long (checked every [`TIME_CHECK_EVERY`] entries): chunks
+/// run between write groups, so this bounds the delay compaction adds to a write.
+const CHUNK_TIME: Duration = Duration::from_millis(4);
+const TIME_CHECK_EVERY: usize = 64;
 
 pub(crate) struct Compactor {
     window: Duration,
@@ -79,9 +84,20 @@ impl Compactor {
             }
         }
         if let Some(target) = self.target {
-            if step(&shared.tree, target)? {
+            let progress = &shared.compaction;
+            if progress.target.load(Ordering::Relaxed) != target {
+                let first = first_event(&shared.tree, target)?.unwrap_or(target + 1);
+                progress.done.store(first - 1, Ordering::Relaxed);
+                progress.target.store(target, Ordering::Relaxed);
+            }
+            let (done, through) = step(&shared.tree, target)?;
+            if done {
                 tracing::debug!(revision = target, "compaction finished");
                 self.target = None;
+                progress.target.store(0, Ordering::Relaxed);
+                progress.done.store(0, Ordering::Relaxed);
+            } else {
+                progress.done.store(through, Ordering::Relaxed);
             }
         }
         Ok(())
@@ -106,29 +122,37 @@ fn plan(tree: &sled::Tree, window: Duration) -> Result<Option<Revision>> {
     Ok(point)
 }
 
-/// Runs one chunk of compaction to `target`. Returns true when it is complete.
-fn step(tree: &sled::Tree, target: Revision) -> Result<bool> {
+/// Runs one chunk of compaction to `target`. Returns whether it is complete, and the
+/// last event-log revision this chunk processed.
+fn step(tree: &sled::Tree, target: Revision) -> Result<(bool, Revision)> {
     let mut batch = sled::Batch::default();
     batch.insert(meta_key(META_COMPACTED), &encode_u64(target));
     let mut keys: HashSet<Vec<u8>> = HashSet::new();
     let mut n = 0;
+    let mut through = 0;
+    let started = Instant::now();
+    let mut out_of_time = false;
     for entry in tree.range(event_key(0)..=event_key(target)) {
         let (k, v) = entry.map_err(backend)?;
         if k.first() != Some(&TAG_EVENT) {
             break;
         }
+        through = rev_of_tagged(&k)?;
         let (_, kb) = decode_event(&v)?;
-        keys.insert(kb.to_vec());
+        if keys.insert(kb.to_vec()) {
+            compact_key(tree, kb, target, &mut batch)?;
+        }
         batch.remove(k);
         n += 1;
         if n >= CHUNK {
             break;
         }
+        if n % TIME_CHECK_EVERY == 0 && started.elapsed() >= CHUNK_TIME {
+            out_of_time = true;
+            break;
+        }
     }
-    for kb in &keys {
-        compact_key(tree, kb, target, &mut batch)?;
-    }
-    let done = n < CHUNK;
+    let done = n < CHUNK && !out_of_time;
     if done {
         for entry in tree.range(time_key(0)..=time_key(target)) {
             let (k, _) = entry.map_err(backend)?;
@@ -136,7 +160,7 @@ fn step(tree: &sled::Tree, target: Revision) -> Result<bool> {
         }
     }
     tree.apply_batch(batch).map_err(backend)?;
-    Ok(done)
+    Ok((done, through))
 }
 
 /// Removes the history of one key that no snapshot at or after `target` can need.
@@ -176,12 +200,20 @@ fn compact_key(
     Ok(())
 }
 
-/// Whether event-log entries at or below `compacted` remain (an interrupted compaction).
-pub(crate) fn unfinished(tree: &sled::Tree, compacted: Revision) -> Result<bool> {
-    let first = tree
-        .range(event_key(0)..=event_key(compacted))
+/// The oldest event-log revision at or below `upto`, if any.
+fn first_event(tree: &sled::Tree, upto: Revision) -> Result<Option<Revision>> {
+    match tree
+        .range(event_key(0)..=event_key(upto))
         .next()
         .transpose()
-        .map_err(backend)?;
-    Ok(first.is_some())
+        .map_err(backend)?
+    {
+        Some((k, _)) if k.first() == Some(&TAG_EVENT) => Ok(Some(rev_of_tagged(&k)?.max(1))),
+        _ => Ok(None),
+    }
+}
+
+/// Whether event-log entries at or below `compacted` remain (an interrupted compaction).
+pub(crate) fn unfinished(tree: &sled::Tree, compacted: Revision) -> Result<bool> {
+    Ok(first_event(tree, compacted)?.is_some())
 }

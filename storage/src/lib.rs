@@ -33,6 +33,7 @@ use bytes::Bytes;
 pub use error::{Error, Result};
 pub use key::{Key, Prefix};
 pub use sled_store::{SledStorage, SledStorageOptions};
+pub use writer::MAX_WRITE_GROUP;
 
 /// The store-wide revision. Every object's `metadata.resourceVersion` is one of these.
 pub type Revision = u64;
@@ -63,6 +64,25 @@ pub enum Precondition {
     ModRevision(Revision),
     /// The key must exist; any revision.
     MustExist,
+}
+
+/// One write of a [`Storage::write_batch`]: a put, or a delete whose `encode` produces the
+/// tombstone (as for [`Storage::put`] and [`Storage::delete`]).
+pub struct BatchWrite {
+    pub key: Key,
+    pub delete: bool,
+    pub precondition: Precondition,
+    pub encode: Encoder,
+}
+
+impl std::fmt::Debug for BatchWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchWrite")
+            .field("key", &self.key)
+            .field("delete", &self.delete)
+            .field("precondition", &self.precondition)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Options for [`Storage::list`].
@@ -148,6 +168,11 @@ pub struct StorageStats {
     pub max_group: u64,
     /// Registered watchers.
     pub watchers: u64,
+    /// Bytes the backend's files take on disk (sled: its data file and blobs).
+    pub disk_bytes: u64,
+    /// Revisions below the compaction point whose history and event-log entries are not
+    /// removed yet: the compactor's backlog (0 when it is idle).
+    pub compaction_backlog: u64,
 }
 
 /// The storage interface. The server reaches storage only through this trait.
@@ -189,6 +214,25 @@ pub trait Storage: Send + Sync + 'static {
         precondition: Precondition,
         encode: Encoder,
     ) -> Result<KeyValue>;
+
+    /// Commits many writes together: each is checked against its own precondition and
+    /// applied in order at its own revision with its own event (exactly as the same writes
+    /// sent one by one), and the ones that succeed become durable with as few flushes as
+    /// the backend can manage (sled: one per [`MAX_WRITE_GROUP`] writes). Returns one result
+    /// per write, in order; a failed precondition or encoder fails that write only.
+    /// Callers bound the batch: watchers receive a batch's events at once, and one whose
+    /// channel cannot hold them is closed as too slow.
+    async fn write_batch(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        let mut out = Vec::with_capacity(writes.len());
+        for w in writes {
+            out.push(if w.delete {
+                self.delete(w.key, w.precondition, w.encode).await
+            } else {
+                self.put(w.key, w.precondition, w.encode).await
+            });
+        }
+        out
+    }
 
     /// Starts a watch of every change under `prefix` with revision > `from`.
     /// `from` older than the compacted revision fails with [`Error::Compacted`];

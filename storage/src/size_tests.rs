@@ -2,7 +2,7 @@
 //! value: the watch replay chunk ([`REPLAY_CHUNK`] events, or 16x that many log entries
 //! scanned), a watcher's queue (`watch_channel_capacity`), the live events parked while
 //! a watcher replays ([`REPLAY_BUFFER_FACTOR`] x its capacity), the write group
-//! ([`MAX_GROUP`]), the lag up to which a snapshot list scans the latest keyspace
+//! ([`MAX_WRITE_GROUP`]), the lag up to which a snapshot list scans the latest keyspace
 //! ([`LATEST_SCAN_MAX_LAG`]) and the compaction chunk ([`CHUNK`]).
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::compaction::CHUNK;
 use crate::sled_store::LATEST_SCAN_MAX_LAG;
 use crate::watch::{REPLAY_BUFFER_FACTOR, REPLAY_CHUNK};
-use crate::writer::MAX_GROUP;
+use crate::writer::MAX_WRITE_GROUP;
 use crate::{
     CloseReason, Encoder, Key, ListOptions, Precondition, Prefix, Revision, SledStorage,
     SledStorageOptions, Storage, WatchEvent, WatchReceiver,
@@ -202,7 +202,7 @@ async fn writes_beyond_one_group_are_all_committed_in_bounded_groups() {
     let s = open(dir.path(), SledStorageOptions::default());
     // (3x rather than 10x the bound: three full groups and a partial one already show
     // the bound held group after group; 10x took 30 s in a debug build on a busy machine.)
-    for n in [MAX_GROUP - 1, MAX_GROUP, MAX_GROUP + 1, 3 * MAX_GROUP + 1] {
+    for n in [MAX_WRITE_GROUP - 1, MAX_WRITE_GROUP, MAX_WRITE_GROUP + 1, 3 * MAX_WRITE_GROUP + 1] {
         let cluster = format!("g{n}");
         // Hold the writer in the encoder of one write while `n` more are queued, so the
         // next groups are as large as the bound allows.
@@ -259,10 +259,10 @@ async fn writes_beyond_one_group_are_all_committed_in_bounded_groups() {
         let after = s.stats();
         assert_eq!(
             after.commit_groups - before.commit_groups,
-            1 + n.div_ceil(MAX_GROUP) as u64,
+            1 + n.div_ceil(MAX_WRITE_GROUP) as u64,
             "groups for the blocker and {n} queued writes"
         );
-        assert_eq!(after.max_group as usize, n.min(MAX_GROUP));
+        assert_eq!(after.max_group as usize, n.min(MAX_WRITE_GROUP));
         let listed = s
             .list(&Prefix::cluster(&cluster), &ListOptions::default(), None)
             .await

@@ -13,10 +13,10 @@ use crate::compaction::{self, Compactor};
 use crate::encoding::{decode_u64, key_bytes, meta_key, META_COMPACTED, META_REVISION};
 use crate::read::{self, backend, ListMode};
 use crate::watch::Hub;
-use crate::writer::{Request, WriteRequest, Writer};
+use crate::writer::{Request, WriteRequest, Writer, MAX_WRITE_GROUP};
 use crate::{
-    Encoder, Error, Filter, Key, KeyValue, ListOptions, ListResult, Precondition, Prefix, Result,
-    Revision, Storage, WatchReceiver,
+    BatchWrite, Encoder, Error, Filter, Key, KeyValue, ListOptions, ListResult, Precondition,
+    Prefix, Result, Revision, Storage, WatchReceiver,
 };
 
 /// Snapshots at most this many revisions behind the current one are listed by scanning the
@@ -28,7 +28,9 @@ pub(crate) const LATEST_SCAN_MAX_LAG: Revision = 4096;
 pub struct SledStorageOptions {
     /// How long history and the event log are kept (watch and continue resumption window).
     pub event_window: Duration,
-    /// How often the compactor looks for work.
+    /// How often the compactor looks for work. Frequent planning keeps each compaction
+    /// small (about one interval of writes), so history stays near the window under churn
+    /// and no compaction holds the writer for long.
     pub compaction_interval: Duration,
     /// sled page cache size.
     pub cache_capacity_bytes: u64,
@@ -44,7 +46,7 @@ impl Default for SledStorageOptions {
     fn default() -> Self {
         SledStorageOptions {
             event_window: Duration::from_secs(300),
-            compaction_interval: Duration::from_secs(30),
+            compaction_interval: Duration::from_secs(1),
             cache_capacity_bytes: 64 * 1024 * 1024,
             watch_channel_capacity: 1024,
             flush_every_ms: Some(1000),
@@ -54,6 +56,8 @@ impl Default for SledStorageOptions {
 
 /// State shared by the API-facing handle, the writer thread, watch receivers and replay tasks.
 pub(crate) struct Shared {
+    /// The database (for its size on disk); all data is in `tree`.
+    pub(crate) db: sled::Db,
     pub(crate) tree: sled::Tree,
     /// Latest durable revision.
     pub(crate) current: AtomicU64,
@@ -69,6 +73,16 @@ pub(crate) struct Shared {
     pub(crate) hub: Arc<Hub>,
     /// Group-commit figures for metrics.
     pub(crate) stats: CommitCounters,
+    /// Where the compaction in progress is, for metrics.
+    pub(crate) compaction: CompactionProgress,
+}
+
+/// The compactor's position: `target` is the compaction point being applied, `done` the
+/// last event-log revision it has processed (both 0 when idle).
+#[derive(Debug, Default)]
+pub(crate) struct CompactionProgress {
+    pub(crate) target: AtomicU64,
+    pub(crate) done: AtomicU64,
 }
 
 /// Counters the writer updates after every durable group.
@@ -108,6 +122,7 @@ impl SledStorage {
         let compacted = read_meta(&tree, META_COMPACTED)?;
         let resume = compaction::unfinished(&tree, compacted)?.then_some(compacted);
         let shared = Arc::new(Shared {
+            db: db.clone(),
             tree,
             current: AtomicU64::new(current),
             applied: AtomicU64::new(current),
@@ -116,6 +131,7 @@ impl SledStorage {
             failed: AtomicBool::new(false),
             hub: Arc::new(Hub::new(current, opts.watch_channel_capacity)),
             stats: CommitCounters::default(),
+            compaction: CompactionProgress::default(),
         });
         let (tx, rx) = mpsc::channel();
         let compactor = Compactor::new(opts.event_window, opts.compaction_interval, resume);
@@ -124,7 +140,6 @@ impl SledStorage {
             .name("kplane-storage-writer".into())
             .spawn(move || writer.run())
             .map_err(|e| Error::Backend(format!("cannot start the writer thread: {e}")))?;
-        drop(db);
         Ok(Arc::new(SledStorage {
             shared,
             requests: Mutex::new(Some(tx)),
@@ -183,6 +198,36 @@ impl SledStorage {
         rx.await.map_err(|_| Error::ShuttingDown)?
     }
 
+    /// Sends `writes` in chunks of at most [`MAX_WRITE_GROUP`], each committed in one group,
+    /// and waits for every reply.
+    async fn write_chunks(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        let mut pending = Vec::with_capacity(writes.len());
+        let mut chunk = Vec::new();
+        let sender = self.sender();
+        for w in writes {
+            let (reply, rx) = oneshot::channel();
+            chunk.push(WriteRequest {
+                key: w.key,
+                delete: w.delete,
+                precondition: w.precondition,
+                encode: w.encode,
+                reply,
+            });
+            pending.push(rx);
+            if chunk.len() >= MAX_WRITE_GROUP {
+                send_chunk(&sender, std::mem::take(&mut chunk));
+            }
+        }
+        if !chunk.is_empty() {
+            send_chunk(&sender, chunk);
+        }
+        let mut out = Vec::with_capacity(pending.len());
+        for rx in pending {
+            out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
+        }
+        out
+    }
+
     /// The revision to read at, validated against the retained window.
     fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
         let current = self.current_revision();
@@ -206,6 +251,14 @@ impl SledStorage {
             });
         }
         Ok(())
+    }
+}
+
+/// Queues one chunk; when the writer is gone its requests are dropped, so their callers see
+/// the writer's end as [`Error::ShuttingDown`].
+fn send_chunk(sender: &Result<mpsc::Sender<Request>>, chunk: Vec<WriteRequest>) {
+    if let Ok(tx) = sender {
+        let _ = tx.send(Request::Batch(chunk));
     }
 }
 
@@ -277,6 +330,10 @@ impl Storage for SledStorage {
         self.write(key, true, precondition, encode).await
     }
 
+    async fn write_batch(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        self.write_chunks(writes).await
+    }
+
     async fn watch(
         &self,
         prefix: &Prefix,
@@ -304,6 +361,13 @@ impl Storage for SledStorage {
             commit_micros: c.flush_micros.load(Ordering::Relaxed),
             max_group: c.max_group.load(Ordering::Relaxed),
             watchers: self.watcher_count() as u64,
+            disk_bytes: self.shared.db.size_on_disk().unwrap_or(0),
+            compaction_backlog: self
+                .shared
+                .compaction
+                .target
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.shared.compaction.done.load(Ordering::Relaxed)),
         }
     }
 

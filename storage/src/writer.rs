@@ -20,8 +20,9 @@ use crate::read::read_latest;
 use crate::sled_store::Shared;
 use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
 
-/// Upper bound on the writes committed together.
-pub(crate) const MAX_GROUP: usize = 8192;
+/// Upper bound on the writes committed together (one sled batch, one flush), except that a
+/// [`crate::Storage::write_batch`] chunk is never split: a group is at most twice this.
+pub const MAX_WRITE_GROUP: usize = 8192;
 
 pub(crate) struct WriteRequest {
     pub key: Key,
@@ -33,6 +34,8 @@ pub(crate) struct WriteRequest {
 
 pub(crate) enum Request {
     Write(WriteRequest),
+    /// Writes committed in the same group (at most [`MAX_WRITE_GROUP`]).
+    Batch(Vec<WriteRequest>),
     /// Commit what is queued before this, flush, close watchers, stop.
     Shutdown(oneshot::Sender<Result<()>>),
 }
@@ -93,12 +96,13 @@ impl Writer {
                 while let Some(req) = next {
                     match req {
                         Request::Write(w) => group.push(w),
+                        Request::Batch(ws) => group.extend(ws),
                         Request::Shutdown(reply) => {
                             shutdown_reply = Some(reply);
                             break;
                         }
                     }
-                    if group.len() >= MAX_GROUP {
+                    if group.len() >= MAX_WRITE_GROUP {
                         break;
                     }
                     next = self.rx.try_recv().ok();
@@ -125,6 +129,11 @@ impl Writer {
             match req {
                 Request::Write(w) => {
                     let _ = w.reply.send(Err(Error::ShuttingDown));
+                }
+                Request::Batch(ws) => {
+                    for w in ws {
+                        let _ = w.reply.send(Err(Error::ShuttingDown));
+                    }
                 }
                 Request::Shutdown(reply) => other_shutdowns.push(reply),
             }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kplane_storage::{
-    CloseReason, Encoder, Error, EventType, Key, KeyValue, ListOptions, Precondition, Prefix,
-    Revision, SledStorage, SledStorageOptions, Storage, WatchEvent, WatchReceiver,
+    BatchWrite, CloseReason, Encoder, Error, EventType, Key, KeyValue, ListOptions, Precondition,
+    Prefix, Revision, SledStorage, SledStorageOptions, Storage, WatchEvent, WatchReceiver,
 };
 
 const RES: &str = "/configmaps";
@@ -83,6 +83,141 @@ pub async fn conformance_suite(s: Arc<dyn Storage>) {
     watch_future_from_waits(&s).await;
     watch_progress(&s).await;
     watch_drop_unregisters(&s).await;
+    write_batch_is_writes_in_order(&s).await;
+    write_batch_events_one_per_write(&s, 300).await;
+}
+
+fn bw(k: Key, delete: bool, precondition: Precondition, v: &str) -> BatchWrite {
+    BatchWrite {
+        key: k,
+        delete,
+        precondition,
+        encode: enc(v),
+    }
+}
+
+/// A batch behaves as its writes sent one by one: own preconditions, own revision, failed
+/// writes consume no revision and do not stop the others, later writes see earlier ones.
+async fn write_batch_is_writes_in_order(s: &Arc<dyn Storage>) {
+    assert!(s.write_batch(vec![]).await.is_empty());
+    let a = key("batch", "ns", "a");
+    let b = key("batch", "ns", "b");
+    let old = create(s, key("batch", "ns", "old"), "o").await;
+    let before = s.current_revision();
+    let failing = BatchWrite {
+        key: key("batch", "ns", "enc"),
+        delete: false,
+        precondition: Precondition::MustNotExist,
+        encode: Box::new(|_| Err("boom".to_string())),
+    };
+    let res = s
+        .write_batch(vec![
+            bw(a.clone(), false, Precondition::MustNotExist, "a1"),
+            bw(a.clone(), false, Precondition::MustNotExist, "dup"),
+            failing,
+            bw(a.clone(), false, Precondition::MustExist, "a2"),
+            bw(b.clone(), true, Precondition::MustExist, "nob"),
+            bw(
+                old.key.clone(),
+                true,
+                Precondition::ModRevision(old.mod_revision + 100),
+                "x",
+            ),
+            bw(
+                old.key.clone(),
+                true,
+                Precondition::ModRevision(old.mod_revision),
+                "gone",
+            ),
+            bw(b.clone(), false, Precondition::MustNotExist, "b1"),
+        ])
+        .await;
+    assert_eq!(res.len(), 8);
+    let a1 = res[0].as_ref().unwrap();
+    assert_eq!(a1.mod_revision, before + 1);
+    assert_eq!(val(a1), format!("a1@{}", before + 1));
+    assert!(matches!(res[1], Err(Error::AlreadyExists)), "{:?}", res[1]);
+    assert!(matches!(&res[2], Err(Error::Encode(m)) if m == "boom"));
+    let a2 = res[3].as_ref().unwrap();
+    assert_eq!(
+        (a2.mod_revision, a2.create_revision),
+        (before + 2, before + 1)
+    );
+    assert!(matches!(res[4], Err(Error::NotFound)), "{:?}", res[4]);
+    assert!(matches!(res[5], Err(Error::Conflict { current }) if current == old.mod_revision));
+    let gone = res[6].as_ref().unwrap();
+    assert_eq!(gone.mod_revision, before + 3);
+    assert_eq!(val(gone), format!("gone@{}", before + 3));
+    assert_eq!(res[7].as_ref().unwrap().mod_revision, before + 4);
+    assert_eq!(s.current_revision(), before + 4);
+    let names: Vec<String> = list_all(s, &Prefix::namespace("batch", RES, "ns"), None)
+        .await
+        .into_iter()
+        .map(|kv| format!("{}={}", kv.key.name, val(&kv)))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            format!("a=a2@{}", before + 2),
+            format!("b=b1@{}", before + 4)
+        ]
+    );
+}
+
+/// Creates then deletes `n` keys with two batches; a watch from before sees one event per
+/// write, in revision order, revisions one apart, and the deletes carry their tombstones.
+async fn write_batch_events_one_per_write(s: &Arc<dyn Storage>, n: usize) {
+    let cluster = format!("batchn{n}");
+    let p = Prefix::namespace(cluster.as_str(), RES, "ns");
+    let start = s.current_revision();
+    let keys: Vec<Key> = (0..n)
+        .map(|i| key(&cluster, "ns", &format!("k{i:06}")))
+        .collect();
+    let created = s
+        .write_batch(
+            keys.iter()
+                .map(|k| bw(k.clone(), false, Precondition::MustNotExist, "v"))
+                .collect(),
+        )
+        .await;
+    let created: Vec<KeyValue> = created.into_iter().map(Result::unwrap).collect();
+    let deletes = created
+        .iter()
+        .map(|kv| {
+            bw(
+                kv.key.clone(),
+                true,
+                Precondition::ModRevision(kv.mod_revision),
+                "tomb",
+            )
+        })
+        .collect();
+    let deleted: Vec<KeyValue> = s
+        .write_batch(deletes)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let revs: Vec<Revision> = created
+        .iter()
+        .chain(&deleted)
+        .map(|kv| kv.mod_revision)
+        .collect();
+    let want: Vec<Revision> = (start + 1..=start + 2 * n as Revision).collect();
+    assert_eq!(revs, want, "one revision per write, in order");
+    assert!(list_all(s, &p, None).await.is_empty());
+    assert_eq!(s.count(&p).await.unwrap(), 0);
+    let mut rx = s.watch(&p, start, None).await.unwrap();
+    for (i, want) in created.iter().chain(&deleted).enumerate() {
+        let e = next_event(&mut rx).await;
+        let ty = if i < n {
+            EventType::Added
+        } else {
+            EventType::Deleted
+        };
+        assert_eq!((e.event_type, &e.kv), (ty, want), "event {i}");
+    }
+    assert_quiet(&mut rx).await;
 }
 
 async fn crud_and_preconditions(s: &Arc<dyn Storage>) {
@@ -876,6 +1011,64 @@ async fn sled_conformance() {
     let dir = tempfile::tempdir().unwrap();
     let s = SledStorage::open(dir.path(), sled_opts()).unwrap();
     conformance_suite(s.clone()).await;
+    s.shutdown().await.unwrap();
+}
+
+/// Batches below, at and above the group size (and across two chunks) commit with one
+/// flush per chunk and still give one revision and one event per write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_write_batch_group_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), sled_opts()).unwrap();
+    let dyn_s: Arc<dyn Storage> = s.clone();
+    let max = kplane_storage::MAX_WRITE_GROUP;
+    for n in [max - 1, max, max + 1, 2 * max + 1] {
+        let groups_before = s.stats().commit_groups;
+        write_batch_events_one_per_write(&dyn_s, n).await;
+        let groups = s.stats().commit_groups - groups_before;
+        // Two batches (creates, deletes) of ceil(n / max) chunks each.
+        let chunks = n.div_ceil(max) as u64;
+        assert!(
+            groups <= 2 * chunks,
+            "{n} writes took {groups} flushes, want at most {}",
+            2 * chunks
+        );
+    }
+    s.shutdown().await.unwrap();
+}
+
+/// The figures `/metrics` shows: the store's size on disk, and a compaction backlog that
+/// is bounded by the compaction point and drains to 0 once compaction caught up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_stats_show_disk_size_and_compaction_backlog() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = SledStorageOptions {
+        event_window: Duration::from_secs(3),
+        compaction_interval: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let s = SledStorage::open(dir.path(), opts).unwrap();
+    let dyn_s: Arc<dyn Storage> = s.clone();
+    // Three compaction chunks (1024 event-log entries each) of creates and deletes.
+    write_batch_events_one_per_write(&dyn_s, 1600).await;
+    assert!(s.stats().disk_bytes > 0);
+    let written = s.current_revision();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut max_backlog = 0;
+    loop {
+        let st = s.stats();
+        assert!(st.compaction_backlog <= s.compacted_revision(), "{st:?}");
+        max_backlog = max_backlog.max(st.compaction_backlog);
+        if s.compacted_revision() >= written && st.compaction_backlog == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "compaction did not finish: {st:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    eprintln!("largest compaction backlog seen: {max_backlog}");
     s.shutdown().await.unwrap();
 }
 

@@ -293,7 +293,11 @@ async fn metrics_endpoint(state: &AppState) -> Response {
         logical_clusters: state.registry.known_clusters() as u64,
         event_window_seconds: state.event_window.as_secs(),
         stats: storage.stats(),
-        extra: vec![],
+        extra: vec![(
+            "kplane_lifecycle_queue_depth".into(),
+            "Background work items (namespace emptying, CRD cleanup, garbage collection) queued or running; retries waiting for their delay are not counted.".into(),
+            state.registry.queued_work() as f64,
+        )],
     };
     let body = state.metrics.render(&figures);
     (

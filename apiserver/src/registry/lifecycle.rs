@@ -3,6 +3,7 @@
 //! republishing `kube-root-ca.crt`. Work items are queued by
 //! the write path, retried until done, and rediscovered after a restart.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,7 +35,15 @@ pub enum Work {
 
 impl Registry {
     pub(super) fn enqueue(&self, w: Work) {
-        let _ = self.work_queue.send(w);
+        if self.work_queue.send(w).is_ok() {
+            self.queued_work.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Lifecycle work items queued or running (namespace emptying, CRD cleanup, garbage
+    /// collection); items waiting to be retried are not counted. For `/metrics`.
+    pub fn queued_work(&self) -> u64 {
+        self.queued_work.load(Ordering::Relaxed)
     }
 
     /// Queues work left unfinished by an earlier run (Terminating namespaces, deleted CRDs).
@@ -157,6 +166,7 @@ pub async fn run_worker(
                 false
             }
         };
+        registry.queued_work.fetch_sub(1, Ordering::Relaxed);
         if !done {
             let r = registry.clone();
             tokio::spawn(async move {

@@ -24,6 +24,7 @@ pub mod managed;
 pub mod meta;
 pub mod namespaces;
 pub mod ns_conditions;
+mod ns_purge;
 pub mod patch;
 mod pod_defaults;
 mod pod_template;
@@ -126,6 +127,8 @@ pub struct Registry {
     shutdown: tokio::sync::watch::Receiver<bool>,
     /// Background lifecycle work (namespace and CRD cleanup, garbage collection).
     work_queue: tokio::sync::mpsc::UnboundedSender<lifecycle::Work>,
+    /// Work items queued and not yet run (retries waiting for their delay not counted).
+    queued_work: std::sync::atomic::AtomicU64,
     /// The ownerReferences graph.
     gc: gc::Collector,
 }
@@ -156,6 +159,7 @@ impl Registry {
             root_ca_pem,
             shutdown,
             work_queue: tx,
+            queued_work: std::sync::atomic::AtomicU64::new(0),
             gc: gc::Collector::default(),
         };
         (Arc::new(r), rx)

@@ -6,6 +6,7 @@ use kplane_storage::{Key, Precondition, Prefix};
 use serde_json::{json, Value};
 
 use super::ns_conditions::{self, DeletionReport};
+use super::ns_purge::FinalizersOnly;
 use super::{meta, Registry, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::http::query::{ListParams, WriteParams};
@@ -153,22 +154,11 @@ impl Registry {
     }
 }
 
-/// The finalizers of a stored object, decoded without building a JSON tree.
-#[derive(serde::Deserialize, Default)]
-struct FinalizersOnly {
-    #[serde(default)]
-    metadata: FinalizersMeta,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct FinalizersMeta {
-    #[serde(default)]
-    finalizers: Vec<String>,
-}
-
 impl Registry {
     /// One pass of the namespace deleter: deletes every namespaced resource's content
     /// (Background propagation, as the namespace controller asks) and reports what is left.
+    /// Objects without finalizers go first, in storage batches (`ns_purge`); the rest
+    /// take the per-object path, which marks them and leaves them to their finalizers.
     async fn delete_namespace_content(&self, cluster: &str, ns: &str) -> ApiResult<DeletionReport> {
         let mut report = DeletionReport::default();
         let catalog = self.catalog_for(Some(cluster)).await?;
@@ -182,6 +172,12 @@ impl Registry {
                 rt: rt.clone(),
                 namespace: Some(ns.to_string()),
             };
+            if let Err(e) = self
+                .purge_namespace_resource(cluster, ns, &rt.storage_resource)
+                .await
+            {
+                report.errors.push(e.0.message.clone());
+            }
             if let Err(e) = self
                 .delete_all(&t, &ListParams::default(), &background)
                 .await

@@ -20,7 +20,7 @@ pub struct Opts {
     /// Context to use instead of current-context.
     #[arg(long)]
     pub context: Option<String>,
-    /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters
+    /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters, churn
     /// (comma-separated or repeated).
     #[arg(
         long,
@@ -81,6 +81,19 @@ pub struct Opts {
     /// ConfigMaps per logical cluster (clusters scenario).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub objects_per_cluster: u32,
+    /// ConfigMaps rewritten continuously (churn scenario).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub live_set: u32,
+    /// Leases renewed (churn scenario).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub leases: u32,
+    /// Events kept alive (churn scenario): each new Event beyond this deletes the oldest
+    /// (0: no Events; those writes update ConfigMaps).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub events_kept: u32,
+    /// How often the churn scenario samples the write rate and the data directory's size.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub sample_every: Duration,
     /// Timeout of one request (and of connecting).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
@@ -96,6 +109,10 @@ pub struct Opts {
     /// PID of a server on this machine: report its resident memory before/after each scenario.
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// The server's data directory (default with --server-pid: read from that process's
+    /// command line): report its disk usage before/after each scenario.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
     /// No progress line on stderr.
     #[arg(long)]
     pub no_progress: bool,

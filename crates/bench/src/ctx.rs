@@ -60,6 +60,10 @@ pub struct Ctx {
     pad: String,
     /// Namespaces this run created (deleted at the end unless --keep).
     pub created_namespaces: Mutex<Vec<Scope>>,
+    /// Namespaces deleted at the end (waited for until gone).
+    pub deleted_namespaces: Mutex<Vec<Scope>>,
+    /// Time the last scenario's cleanup took, until its objects were gone, in ms.
+    pub last_cleanup_ms: std::sync::atomic::AtomicU64,
 }
 
 impl Ctx {
@@ -110,6 +114,8 @@ impl Ctx {
             scopes,
             pad,
             created_namespaces: Mutex::new(Vec::new()),
+            deleted_namespaces: Mutex::new(Vec::new()),
+            last_cleanup_ms: std::sync::atomic::AtomicU64::new(0),
         })
     }
 

@@ -19,6 +19,7 @@ mod kubeconfig;
 mod report;
 mod runner;
 mod scenarios;
+mod settle;
 mod setup;
 mod stats;
 mod tls;
@@ -90,6 +91,34 @@ async fn run(ctx: Arc<Ctx>) -> (Vec<Report>, stats::ErrorCounts) {
         }
         reports.push(r);
     }
-    let cleanup = setup::delete_namespaces(&ctx).await;
+    let started = std::time::Instant::now();
+    let mut cleanup = setup::delete_namespaces(&ctx).await;
+    cleanup.merge(settle_after_namespaces(&ctx).await);
+    if let Some(last) = reports.last_mut() {
+        last.set(
+            "final_cleanup_s",
+            (started.elapsed().as_secs_f64() * 100.0).round() / 100.0,
+        );
+        if let Some(mib) = settle::data_dir(&ctx).and_then(|d| settle::disk_mib(&d)) {
+            last.set("server_disk_mib_final", mib);
+        }
+    }
     (reports, cleanup)
+}
+
+/// Waits until the namespaces this run deleted are gone and the server is idle.
+async fn settle_after_namespaces(ctx: &Arc<Ctx>) -> stats::ErrorCounts {
+    if ctx.opts.keep {
+        return stats::ErrorCounts::default();
+    }
+    let deleted = ctx
+        .deleted_namespaces
+        .lock()
+        .map(|v| v.clone())
+        .unwrap_or_default();
+    let deadline = std::time::Instant::now() + ctx.opts.setup_timeout;
+    let mut conn = ctx.setup_conn();
+    let errors = settle::namespaces_gone(&mut conn, &deleted, deadline).await;
+    settle::server_idle(&mut conn, deadline).await;
+    errors
 }

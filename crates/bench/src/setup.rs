@@ -208,6 +208,40 @@ pub async fn cleanup_objects(
     if ctx.opts.keep {
         return ErrorCounts::default();
     }
+    let started = Instant::now();
+    let deadline = started + ctx.opts.setup_timeout;
+    let mut conn = ctx.setup_conn();
+    let mut errors = ErrorCounts::default();
+    // Until the objects are really gone (a server may delete in the background or cut a
+    // collection short), so that the next measurement does not pay for this one.
+    let mut left = scopes.to_vec();
+    while !left.is_empty() {
+        errors.merge(delete_objects(ctx, &left, scenario).await);
+        if !errors.is_empty() {
+            break;
+        }
+        left = crate::settle::objects_left(ctx, &mut conn, &left, scenario, &mut errors).await;
+        if !left.is_empty() && Instant::now() >= deadline {
+            errors.add(
+                "timeout",
+                &format!("objects of {scenario} still present at the setup timeout"),
+            );
+            break;
+        }
+        if !left.is_empty() {
+            crate::settle::pause().await;
+        }
+    }
+    crate::settle::server_idle(&mut conn, deadline).await;
+    ctx.last_cleanup_ms.store(
+        u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
+    errors
+}
+
+/// One deletecollection per scope, or one delete per object where it is refused.
+async fn delete_objects(ctx: &Arc<Ctx>, scopes: &[Scope], scenario: &'static str) -> ErrorCounts {
     let deadline = Instant::now() + ctx.opts.setup_timeout;
     let selector = encode_query(&ctx.selector(scenario));
     let mut conn = ctx.setup_conn();
@@ -271,6 +305,9 @@ pub async fn delete_namespaces(ctx: &Arc<Ctx>) -> ErrorCounts {
         Ok(mut v) => std::mem::take(&mut *v),
         Err(_) => return ErrorCounts::default(),
     };
+    if let Ok(mut d) = ctx.deleted_namespaces.lock() {
+        d.extend(scopes.iter().cloned());
+    }
     let scopes = Arc::new(scopes);
     let next = Arc::new(AtomicUsize::new(0));
     let deadline = Instant::now() + ctx.opts.setup_timeout;

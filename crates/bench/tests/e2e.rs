@@ -317,3 +317,101 @@ fn idle_watches_report_server_memory_over_http1_and_http2() {
         }
     }
 }
+
+/// The churn scenario samples the write rate and the data directory's size (found from
+/// --server-pid), and the run returns only once its cleanup is finished inside the server:
+/// no object of the run and not its namespace are left when kplane-bench exits.
+#[test]
+fn churn_samples_disk_usage_and_the_run_ends_after_its_cleanup() {
+    let server = Server::start();
+    let kc = server.kubeconfig();
+    let pid = server.child.id().to_string();
+    let out = bench(
+        &kc,
+        &[
+            "--scenario",
+            "churn,create",
+            "--duration",
+            "2s",
+            "--sample-every",
+            "400ms",
+            "--concurrency",
+            "4",
+            "--live-set",
+            "30",
+            "--leases",
+            "6",
+            "--events-kept",
+            "10",
+            "--server-pid",
+            &pid,
+            "--json",
+            "--no-progress",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstderr:\n{stderr}\nserver log:\n{}",
+        out.status,
+        server.log()
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let churn = &reports[0];
+    assert_eq!(churn["scenario"], "churn", "{churn}");
+    assert!(churn["errors"].as_object().unwrap().is_empty(), "{churn}");
+    assert!(
+        churn["live_set_rewrites"].as_f64().unwrap() > 0.0,
+        "{churn}"
+    );
+    let samples = churn["samples"].as_array().unwrap();
+    assert!(samples.len() >= 3, "{churn}");
+    for s in samples {
+        assert!(s["writes_per_s"].as_f64().is_some(), "{s}");
+        if cfg!(target_os = "linux") {
+            assert!(s["disk_mib"].as_f64().unwrap() > 0.0, "{s}");
+        }
+    }
+    let create = &reports[1];
+    assert!(create["errors"].as_object().unwrap().is_empty(), "{create}");
+    assert!(create["cleanup_s"].as_f64().is_some(), "{create}");
+    assert!(create["final_cleanup_s"].as_f64().is_some(), "{create}");
+    if cfg!(target_os = "linux") {
+        for r in [churn, create] {
+            let d = &r["server_disk_mib"];
+            assert!(
+                d["before"].as_f64().is_some() && d["after"].as_f64().is_some(),
+                "{r}"
+            );
+        }
+    }
+    // Nothing of the run is left for the server to do.
+    let kubectl = |args: &[&str]| {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kc)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let left = kubectl(&[
+        "get",
+        "configmaps,leases,events",
+        "-A",
+        "-l",
+        "kplane-bench/run",
+        "-o",
+        "name",
+    ]);
+    assert!(left.status.success(), "{left:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&left.stdout).trim(),
+        "",
+        "objects left"
+    );
+    let ns = kubectl(&["get", "namespace", "kplane-bench"]);
+    assert!(
+        String::from_utf8_lossy(&ns.stderr).contains("NotFound"),
+        "the run's namespace is still there: {ns:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! The scenarios and what they share: selection by name, limits, turning a measured phase into
 //! a report, and the optional server memory readings (`--server-pid`).
 
+mod churn;
 mod clusters;
 mod crud;
 mod list;
@@ -33,6 +34,9 @@ pub enum Scenario {
     Mixed,
     /// Create --clusters logical clusters with --objects-per-cluster ConfigMaps each.
     Clusters,
+    /// Rewrite --live-set ConfigMaps, renew --leases Leases, create and expire Events;
+    /// samples write rate and disk usage every --sample-every.
+    Churn,
 }
 
 impl Scenario {
@@ -45,6 +49,7 @@ impl Scenario {
             Scenario::Watch => "watch",
             Scenario::Mixed => "mixed",
             Scenario::Clusters => "clusters",
+            Scenario::Churn => "churn",
         }
     }
 }
@@ -53,6 +58,10 @@ impl Scenario {
 pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {
     crate::runner::note(&format!("running {} (run id {})", s.name(), ctx.run));
     let before = rss_mib(ctx.opts.server_pid);
+    let data_dir = crate::settle::data_dir(&ctx);
+    let disk_before = data_dir.as_deref().and_then(crate::settle::disk_mib);
+    ctx.last_cleanup_ms
+        .store(0, std::sync::atomic::Ordering::Relaxed);
     let mut report = match s {
         Scenario::Create => crud::create(&ctx).await,
         Scenario::Get => crud::get(&ctx).await,
@@ -61,6 +70,7 @@ pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {
         Scenario::Watch => watch::run(&ctx).await,
         Scenario::Mixed => mixed::run(&ctx).await,
         Scenario::Clusters => clusters::run(&ctx).await,
+        Scenario::Churn => churn::run(&ctx).await,
     };
     if let Some(b) = before {
         let mut m = report
@@ -73,6 +83,16 @@ pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {
             m["after"] = json!(a);
         }
         report.set("server_rss_mib", m);
+    }
+    if let Some(b) = disk_before {
+        let after = data_dir.as_deref().and_then(crate::settle::disk_mib);
+        report.set("server_disk_mib", json!({"before": b, "after": after}));
+    }
+    let cleanup_ms = ctx
+        .last_cleanup_ms
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if cleanup_ms > 0 {
+        report.set("cleanup_s", cleanup_ms as f64 / 1000.0);
     }
     report
 }

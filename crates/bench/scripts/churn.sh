@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Disk usage and write throughput under churn (issue 11 item 6).
+#
+# Starts a fresh release `kplane serve` with a history window of WINDOW seconds, runs
+# `kplane-bench --scenario churn` for DURATION (a live set of LIVE ConfigMaps rewritten
+# continuously, LEASES Leases renewed, Events created and deleted beyond EVENTS), sampling the
+# write rate and the data directory's size every SAMPLE, then prints the bench's JSON report
+# followed by one line with the data directory's size after the cleanup and the load average.
+# With ROUNDS > 1 the churn run is repeated on the same server (the store ages).
+#
+#   crates/bench/scripts/churn.sh
+#
+# Environment: KPLANE, KPLANE_BENCH (binaries; default target/release), WINDOW (60),
+# DURATION (4m), LIVE (1000), LEASES (100), EVENTS (1000), SIZE (1024), CONC (16),
+# SAMPLE (10s), ROUNDS (1).
+set -euo pipefail
+
+dir="${CARGO_TARGET_DIR:-target}/release"
+KPLANE="${KPLANE:-$dir/kplane}"
+KPLANE_BENCH="${KPLANE_BENCH:-$dir/kplane-bench}"
+WINDOW="${WINDOW:-60}"
+DURATION="${DURATION:-4m}"
+LIVE="${LIVE:-1000}"
+LEASES="${LEASES:-100}"
+EVENTS="${EVENTS:-1000}"
+SIZE="${SIZE:-1024}"
+CONC="${CONC:-16}"
+SAMPLE="${SAMPLE:-10s}"
+ROUNDS="${ROUNDS:-1}"
+
+work="$(mktemp -d -t kplane-churn.XXXXXX)"
+pid=""
+cleanup() {
+    if [ -n "$pid" ]; then
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+data="$work/data"
+"$KPLANE" serve --data-dir "$data" --bind 127.0.0.1:0 --event-window-seconds "$WINDOW" \
+    >"$work/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+    [ -f "$data/admin.kubeconfig" ] && break
+    sleep 0.1
+done
+[ -f "$data/admin.kubeconfig" ] || { cat "$work/server.log"; exit 1; }
+for round in $(seq 1 "$ROUNDS"); do
+    echo "== round $round: churn for $DURATION, window ${WINDOW}s (server pid $pid)" >&2
+    "$KPLANE_BENCH" --kubeconfig "$data/admin.kubeconfig" --server-pid "$pid" --no-progress \
+        --json --scenario churn --duration "$DURATION" --concurrency "$CONC" --size "$SIZE" \
+        --live-set "$LIVE" --leases "$LEASES" --events-kept "$EVENTS" --sample-every "$SAMPLE"
+    echo "{\"round\": $round, \"data_dir_mib_after_cleanup\": $(du -sm "$data" | cut -f1), \"loadavg\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+done
