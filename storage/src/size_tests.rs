@@ -202,7 +202,12 @@ async fn writes_beyond_one_group_are_all_committed_in_bounded_groups() {
     let s = open(dir.path(), SledStorageOptions::default());
     // (3x rather than 10x the bound: three full groups and a partial one already show
     // the bound held group after group; 10x took 30 s in a debug build on a busy machine.)
-    for n in [MAX_WRITE_GROUP - 1, MAX_WRITE_GROUP, MAX_WRITE_GROUP + 1, 3 * MAX_WRITE_GROUP + 1] {
+    for n in [
+        MAX_WRITE_GROUP - 1,
+        MAX_WRITE_GROUP,
+        MAX_WRITE_GROUP + 1,
+        3 * MAX_WRITE_GROUP + 1,
+    ] {
         let cluster = format!("g{n}");
         // Hold the writer in the encoder of one write while `n` more are queued, so the
         // next groups are as large as the bound allows.
