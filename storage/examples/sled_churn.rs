@@ -37,6 +37,9 @@ fn main() {
     // the value size; KEYPAD lengthens every object key by that many bytes (kplane's keys
     // carry cluster, resource, namespace and name).
     let meta = env("META", 0) == 1;
+    // MTAG: the first byte of the revision meta key (default b'M', as kplane: it sorts
+    // between the latest values and the commit-time entries).
+    let mtag = env("MTAG", u64::from(b'M')) as u8;
     let val = env("VAL", 1200) as usize;
     let pad = vec![b'p'; env("KEYPAD", 0) as usize];
     // STRIDE: the distance between the keys of consecutive revisions (1: a batch updates
@@ -79,7 +82,7 @@ fn main() {
             batch.insert(key(b'E', &[rev]), okey(b'K', k, None));
         }
         if meta {
-            batch.insert(key(b'M', &[]), rev.to_be_bytes().to_vec());
+            batch.insert(key(mtag, &[]), rev.to_be_bytes().to_vec());
             batch.insert(key(b'T', &[rev]), rev.to_be_bytes().to_vec());
         }
         tree.apply_batch(batch).unwrap();
