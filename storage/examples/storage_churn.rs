@@ -33,10 +33,16 @@ async fn main() {
     let writers = env("C", 16);
     let val = env("VAL", 1700) as usize;
     let dir = std::env::var("DIR").expect("DIR: a directory for the database");
-    let opts = SledStorageOptions {
+    let mut opts = SledStorageOptions {
         event_window: Duration::from_secs(window),
         ..Default::default()
     };
+    if let Some(mb) = std::env::var("CACHE_MB")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        opts.cache_capacity_bytes = mb << 20;
+    }
     let store = SledStorage::open(dir, opts).unwrap();
     let writes = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(secs);
