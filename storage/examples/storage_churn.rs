@@ -1,7 +1,8 @@
 //! kplane's storage layer alone under churn: `C` writers each rewrite their share of
 //! `KEYS` values of `VAL` bytes through `Storage::put` (compare-and-swap on the revision
 //! read, as the API's updates do), with compaction keeping `WIN` seconds of history. Prints
-//! the write rate and sled's size on disk every 10 s for `SECS` seconds. Between
+//! the write rate and sled's size on disk every 10 s for `SECS` seconds (`CACHE_MB`: sled's
+//! page cache size). Between
 //! `sled_churn` (raw sled) and a whole server (`crates/bench/scripts/churn.sh`), to tell
 //! which layer makes the data directory grow (docs/performance.md, "Disk usage and
 //! throughput under churn").
