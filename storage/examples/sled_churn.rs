@@ -32,6 +32,32 @@ fn main() {
     let window = env("WIN", 50_000);
     let per_batch = env("B", 16);
     let keys = env("KEYS", 1000);
+    // kplane's extras, off by default: META=1 also writes, per batch, the revision meta key
+    // (`M`, one hot key) and a commit-time entry (`T rev`, removed with the history); VAL is
+    // the value size; KEYPAD lengthens every object key by that many bytes (kplane's keys
+    // carry cluster, resource, namespace and name).
+    let meta = env("META", 0) == 1;
+    // MTAG: the first byte of the revision meta key (default b'M', as kplane: it sorts
+    // between the latest values and the commit-time entries).
+    let mtag = env("MTAG", u64::from(b'M')) as u8;
+    let val = env("VAL", 1200) as usize;
+    let pad = vec![b'p'; env("KEYPAD", 0) as usize];
+    // STRIDE: the distance between the keys of consecutive revisions (1: a batch updates
+    // neighbouring keys; kplane's concurrent writers update keys spread over the key
+    // space: STRIDE=63 does that, each key still updated once per KEYS revisions).
+    let stride = env("STRIDE", 1);
+    // READ=1: kplane's reads too: the latest value before each write (its compare-and-swap)
+    // and, when compacting, a scan of each key's history up to the compaction point.
+    let read = env("READ", 0) == 1;
+    let okey = |tag: u8, k: u64, rev: Option<u64>| {
+        let mut v = vec![tag];
+        v.extend_from_slice(&pad);
+        v.extend_from_slice(&k.to_be_bytes());
+        if let Some(r) = rev {
+            v.extend_from_slice(&r.to_be_bytes());
+        }
+        v
+    };
     let dir = std::env::var("DIR").expect("DIR: a directory for the database");
     let db = sled::Config::new()
         .path(&dir)
@@ -40,26 +66,42 @@ fn main() {
         .open()
         .unwrap();
     let tree = db.open_tree("k").unwrap();
-    let value = vec![b'x'; 1200];
+    let value = vec![b'x'; val];
     let (mut rev, mut compacted) = (0u64, 0u64);
     let start = Instant::now();
     while rev < total {
         let mut batch = sled::Batch::default();
         for _ in 0..per_batch {
             rev += 1;
-            let k = rev % keys;
-            batch.insert(key(b'L', &[k]), value.clone());
-            batch.insert(key(b'H', &[k, rev]), value.clone());
-            batch.insert(key(b'E', &[rev]), k.to_be_bytes().to_vec());
+            let k = (rev * stride) % keys;
+            if read {
+                std::hint::black_box(tree.get(okey(b'L', k, None)).unwrap());
+            }
+            batch.insert(okey(b'L', k, None), value.clone());
+            batch.insert(okey(b'H', k, Some(rev)), value.clone());
+            batch.insert(key(b'E', &[rev]), okey(b'K', k, None));
+        }
+        if meta {
+            batch.insert(key(mtag, &[]), rev.to_be_bytes().to_vec());
+            batch.insert(key(b'T', &[rev]), rev.to_be_bytes().to_vec());
         }
         tree.apply_batch(batch).unwrap();
         tree.flush().unwrap();
         if rev > window && rev - window > compacted + 1024 {
             let upto = rev - window;
             let mut batch = sled::Batch::default();
+            if read {
+                for k in 0..keys.min(upto - compacted) {
+                    let range = okey(b'H', k, Some(0))..=okey(b'H', k, Some(upto));
+                    std::hint::black_box(tree.range(range).count());
+                }
+            }
             for r in compacted + 1..=upto {
-                batch.remove(key(b'H', &[r % keys, r]));
+                batch.remove(okey(b'H', (r * stride) % keys, Some(r)));
                 batch.remove(key(b'E', &[r]));
+                if meta {
+                    batch.remove(key(b'T', &[r]));
+                }
             }
             tree.apply_batch(batch).unwrap();
             compacted = upto;

@@ -6,6 +6,7 @@
 //! It knows nothing about HTTP beyond producing [`ApiError`]s.
 
 pub mod apply;
+mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;
 pub mod crd;

@@ -1,6 +1,6 @@
 //! Emptying a Terminating namespace in bulk: every object without finalizers is deleted
-//! through [`kplane_storage::Storage::write_batch`], [`PURGE_BATCH`] objects per storage
-//! batch (one flush), instead of one delete (and one flush) per object.
+//! through [`Registry::delete_stored_batch`] (`bulk_delete`), [`BULK_DELETE_BATCH`]
+//! objects per storage batch, instead of one delete (and one flush) per object.
 //!
 //! This is exactly what a Background-propagation delete of such an object does (no
 //! finalizer to add, nothing to mark): each object still gets its own revision and its own
@@ -10,16 +10,12 @@
 
 use std::time::{Duration, Instant};
 
-use kplane_storage::{BatchWrite, Error as StorageError, KeyValue, ListOptions, Prefix};
+use kplane_storage::{Error as StorageError, KeyValue, ListOptions, Prefix};
 use serde_json::Value;
 
+use super::bulk_delete::{Doomed, BULK_DELETE_BATCH};
 use super::Registry;
 use crate::error::{ApiError, ApiResult};
-
-/// Objects deleted per storage batch. Each batch's events reach every watcher of the
-/// namespace at once, so the batch stays well below the watch channel capacity (1024 by
-/// default): a watcher that keeps up is never closed by one batch.
-pub(super) const PURGE_BATCH: usize = 256;
 
 /// After each batch the purge pauses for the time the batch took divided by this (a
 /// quarter), so that other tenants' requests get the CPU and the store's writer between
@@ -62,7 +58,7 @@ impl Registry {
         let prefix = Prefix::namespace(cluster, storage_resource, ns);
         let filter = finalizer_free;
         let mut opts = ListOptions {
-            limit: Some(PURGE_BATCH),
+            limit: Some(BULK_DELETE_BATCH),
             ..Default::default()
         };
         let mut deleted = 0;
@@ -73,20 +69,19 @@ impl Registry {
                 .list(&prefix, &opts, Some(&filter))
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
-            let writes: Vec<BatchWrite> = page
+            let doomed: Vec<Doomed> = page
                 .items
                 .iter()
                 .filter_map(|kv| {
                     let obj: Value = serde_json::from_slice(&kv.value).ok()?;
-                    Some(BatchWrite {
+                    Some(Doomed {
                         key: kv.key.clone(),
-                        delete: true,
-                        precondition: kplane_storage::Precondition::ModRevision(kv.mod_revision),
-                        encode: super::write::encoder(obj),
+                        revision: kv.mod_revision,
+                        obj,
                     })
                 })
                 .collect();
-            for res in self.storage.write_batch(writes).await {
+            for res in self.delete_stored_batch(doomed).await {
                 match res {
                     Ok(_) => deleted += 1,
                     Err(StorageError::Conflict { .. } | StorageError::NotFound) => {}
@@ -107,7 +102,9 @@ impl Registry {
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use kplane_storage::{Key, Precondition, SledStorage, SledStorageOptions, Storage, WatchEvent};
+    use kplane_storage::{
+        BatchWrite, Key, Precondition, SledStorage, SledStorageOptions, Storage, WatchEvent,
+    };
     use std::sync::Arc;
 
     async fn registry(dir: &std::path::Path) -> Arc<Registry> {
@@ -141,10 +138,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn purge_deletes_every_finalizer_free_object_across_batches() {
         for n in [
-            PURGE_BATCH - 1,
-            PURGE_BATCH,
-            PURGE_BATCH + 1,
-            2 * PURGE_BATCH + 3,
+            BULK_DELETE_BATCH - 1,
+            BULK_DELETE_BATCH,
+            BULK_DELETE_BATCH + 1,
+            2 * BULK_DELETE_BATCH + 3,
         ] {
             let dir = tempfile::tempdir().unwrap();
             let reg = registry(dir.path()).await;

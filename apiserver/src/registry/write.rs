@@ -561,7 +561,8 @@ impl Registry {
     }
 
     /// Deletes the collection batch by batch, handing each deleted or marked object to
-    /// `gone`.
+    /// `gone`. Objects that go at once are deleted in storage batches when the options
+    /// allow (`bulk_delete`); the rest one by one.
     async fn delete_each(
         &self,
         t: &Target,
@@ -569,8 +570,13 @@ impl Registry {
         d: &DeleteParams,
         mut gone: impl FnMut(Bytes) + Send,
     ) -> ApiResult<()> {
+        let in_bulk = super::bulk_delete::collection_in_bulk(&t.rt, d);
         let mut page = self.list_to_delete(t, p).await?;
         while let Some(batch) = page.next_batch().await? {
+            if in_bulk {
+                self.delete_listed_in_bulk(t, batch, d, &mut gone).await?;
+                continue;
+            }
             for item in batch {
                 if let Some(obj) = self.delete_listed(t, &item, d).await? {
                     gone(obj);
@@ -581,7 +587,7 @@ impl Registry {
     }
 
     /// Deletes one item of a listed collection; `None` when it is already gone.
-    async fn delete_listed(
+    pub(super) async fn delete_listed(
         &self,
         t: &Target,
         item: &[u8],
@@ -589,10 +595,7 @@ impl Registry {
     ) -> ApiResult<Option<Bytes>> {
         let v: Value = serde_json::from_slice(item).map_err(|e| corrupt(&e))?;
         let name = meta::name_of(&v).to_string();
-        let mut target = t.clone();
-        if t.rt.namespaced && target.namespace.is_none() {
-            target.namespace = meta::meta_str(&v, "namespace").map(str::to_string);
-        }
+        let target = super::bulk_delete::item_target(t, &v);
         match self.delete(&target, &name, d).await {
             Ok(DeleteOutcome::Deleted(obj)) => {
                 Ok(Some(to_bytes(&obj).and_then(|b| super::to_api(&t.rt, b))?))
@@ -651,7 +654,7 @@ fn namespace_has_spec_finalizers(obj: &Value) -> bool {
         .is_some_and(|a| !a.is_empty())
 }
 
-fn check_delete_preconditions(
+pub(super) fn check_delete_preconditions(
     rt: &super::ResourceType,
     name: &str,
     obj: &Value,

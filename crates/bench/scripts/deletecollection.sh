@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# deletecollection speed (issue 11 item 6): how long one `DELETE .../configmaps` of a
+# namespace holding N ConfigMaps takes.
+#
+# Starts a fresh release `kplane serve`, fills namespace `big` of logical cluster
+# root:dc with N ConfigMaps of SIZE bytes (kplane-bench create --keep --count N), lets the
+# server settle, then times `kubectl delete --raw` of the namespace's configmaps
+# collection (one deletecollection request; its answer lists every deleted object) and
+# checks that none is left. Prints one JSON line per round.
+#
+#   crates/bench/scripts/deletecollection.sh [N] [ROUNDS]      (default: 20000 1)
+#
+# Environment: KPLANE, KPLANE_BENCH (binaries; default target/release), SIZE (1024),
+# SETTLE (seconds to wait after filling: 5).
+set -euo pipefail
+
+dir="${CARGO_TARGET_DIR:-target}/release"
+KPLANE="${KPLANE:-$dir/kplane}"
+KPLANE_BENCH="${KPLANE_BENCH:-$dir/kplane-bench}"
+N="${1:-20000}"
+ROUNDS="${2:-1}"
+SIZE="${SIZE:-1024}"
+SETTLE="${SETTLE:-5}"
+
+work="$(mktemp -d -t kplane-deletecollection.XXXXXX)"
+pid=""
+cleanup() {
+    if [ -n "$pid" ]; then
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+data="$work/data"
+"$KPLANE" serve --data-dir "$data" --bind 127.0.0.1:0 >"$work/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+    [ -f "$data/admin.kubeconfig" ] && break
+    sleep 0.1
+done
+[ -f "$data/admin.kubeconfig" ] || { cat "$work/server.log"; exit 1; }
+kc="$work/a.kubeconfig"
+sed 's#/clusters/root\b#/clusters/root:dc#' "$data/admin.kubeconfig" >"$kc"
+bench=("$KPLANE_BENCH" --no-progress --json --size "$SIZE" --setup-timeout 10m)
+
+for round in $(seq 1 "$ROUNDS"); do
+    echo "== round $round: filling namespace big with $N ConfigMaps" >&2
+    "${bench[@]}" --kubeconfig "$kc" --scenario create --keep --namespace big \
+        --count "$N" --duration 30m --concurrency 32 >"$work/fill.json"
+    sleep "$SETTLE"
+    start=$(date +%s.%N)
+    KUBECONFIG="$kc" kubectl delete --raw /clusters/root:dc/api/v1/namespaces/big/configmaps >"$work/answer.json"
+    end=$(date +%s.%N)
+    listed=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$work/answer.json")
+    left=$(KUBECONFIG="$kc" kubectl get configmaps -n big --no-headers 2>/dev/null | grep -vc '^kube-root-ca.crt ' || true)
+    secs=$(python3 -c "print(round($end - $start, 2))")
+    rate=$(python3 -c "print(round($listed / ($end - $start)))")
+    echo "{\"round\": $round, \"objects\": $N, \"listed_in_answer\": $listed, \"left\": $left," \
+        "\"seconds\": $secs, \"objects_per_s\": $rate," \
+        "\"loadavg\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+done
