@@ -9,6 +9,7 @@
 //!
 //! Raw JSON values (`default`, `example`, `enum` items) are left as they are.
 
+use super::json_map::{each_object, is_zero, object_at};
 use serde_json::{Map, Value};
 
 /// Fields of `CustomResourceDefinitionSpec` tagged `omitempty` (non-pointer).
@@ -86,18 +87,6 @@ const SCHEMA_LISTS: &[&str] = &["allOf", "oneOf", "anyOf"];
 /// Fields holding a schema, or a bool / array of schemas in its place.
 const SCHEMA_OR_OTHER: &[&str] = &["items", "additionalItems", "additionalProperties", "not"];
 
-/// The zero value of an `omitempty` field as `encoding/json` sees it.
-fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(m) => m.is_empty(),
-    }
-}
-
 fn drop_fields(m: &mut Map<String, Value>, omitempty: &[&str], pointers: &[&str]) {
     m.retain(|k, v| {
         if omitempty.contains(&k.as_str()) {
@@ -108,21 +97,6 @@ fn drop_fields(m: &mut Map<String, Value>, omitempty: &[&str], pointers: &[&str]
             true
         }
     });
-}
-
-fn object_at<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
-    m.get_mut(key).and_then(Value::as_object_mut)
-}
-
-fn each_object<'a>(
-    m: &'a mut Map<String, Value>,
-    key: &str,
-) -> impl Iterator<Item = &'a mut Map<String, Value>> {
-    m.get_mut(key)
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
 }
 
 /// Brings a CRD's spec to the form the v1 types encode (see the module doc).

@@ -13,12 +13,13 @@
 use kplane_types::{validation, Cause};
 use serde_json::{json, Map, Value};
 
+use super::json_map::set_default;
 use super::label_selector::{
     go_label_selector, go_string_map, has_invalid_label_value, selector_matches,
     validate_label_selector,
 };
 use super::meta;
-use super::pod_template::{self, invalid_shown, required, set_default};
+use super::pod_template::{self, invalid_shown, required};
 
 pub const CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";

@@ -19,6 +19,7 @@ mod gc_events;
 mod job;
 mod job_policies;
 mod job_status;
+mod json_map;
 mod label_selector;
 pub mod lifecycle;
 pub mod managed;

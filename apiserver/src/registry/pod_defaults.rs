@@ -4,43 +4,28 @@
 
 use serde_json::{json, Map, Value};
 
-use super::pod_template::set_default;
+use super::json_map::{each_object, object_at, set_default};
 
 /// `defaultMode` of secret, configMap, downwardAPI and projected volumes (0644).
 const DEFAULT_VOLUME_MODE: i64 = 0o644;
 /// `expirationSeconds` of a projected service account token (one hour).
 const DEFAULT_TOKEN_EXPIRATION: i64 = 3600;
 
-fn object<'a>(m: &'a mut Map<String, Value>, k: &str) -> Option<&'a mut Map<String, Value>> {
-    m.get_mut(k).and_then(Value::as_object_mut)
-}
-
-fn objects<'a>(
-    m: &'a mut Map<String, Value>,
-    k: &str,
-) -> impl Iterator<Item = &'a mut Map<String, Value>> {
-    m.get_mut(k)
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-}
-
 /// Applies the defaults to a pod spec (`spec.template.spec`).
 pub fn default_pod_spec_parts(pod: &mut Map<String, Value>) {
     for list in ["containers", "initContainers"] {
-        for c in objects(pod, list) {
+        for c in each_object(pod, list) {
             default_container_parts(c);
         }
     }
-    for v in objects(pod, "volumes") {
+    for v in each_object(pod, "volumes") {
         default_volume(v);
     }
 }
 
 fn default_container_parts(c: &mut Map<String, Value>) {
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(p) = object(c, probe) {
+        if let Some(p) = object_at(c, probe) {
             // SetDefaults_Probe
             set_default(p, "timeoutSeconds", json!(1));
             set_default(p, "periodSeconds", json!(10));
@@ -49,18 +34,18 @@ fn default_container_parts(c: &mut Map<String, Value>) {
             default_http_get(p);
         }
     }
-    if let Some(lifecycle) = object(c, "lifecycle") {
+    if let Some(lifecycle) = object_at(c, "lifecycle") {
         for hook in ["postStart", "preStop"] {
-            if let Some(h) = object(lifecycle, hook) {
+            if let Some(h) = object_at(lifecycle, hook) {
                 default_http_get(h);
             }
         }
     }
-    for env in objects(c, "env") {
+    for env in each_object(c, "env") {
         if let Some(field_ref) = env
             .get_mut("valueFrom")
             .and_then(Value::as_object_mut)
-            .and_then(|vf| object(vf, "fieldRef"))
+            .and_then(|vf| object_at(vf, "fieldRef"))
         {
             default_field_ref(field_ref);
         }
@@ -69,7 +54,7 @@ fn default_container_parts(c: &mut Map<String, Value>) {
 
 /// SetDefaults_HTTPGetAction: path `/`, scheme `HTTP`.
 fn default_http_get(handler: &mut Map<String, Value>) {
-    if let Some(get) = object(handler, "httpGet") {
+    if let Some(get) = object_at(handler, "httpGet") {
         if get
             .get("path")
             .and_then(Value::as_str)
@@ -141,28 +126,28 @@ fn default_volume(v: &mut Map<String, Value>) {
         v.insert("emptyDir".into(), json!({}));
     }
     for source in ["secret", "configMap", "downwardAPI", "projected"] {
-        if let Some(src) = object(v, source) {
+        if let Some(src) = object_at(v, source) {
             set_default(src, "defaultMode", json!(DEFAULT_VOLUME_MODE));
         }
     }
-    if let Some(host_path) = object(v, "hostPath") {
+    if let Some(host_path) = object_at(v, "hostPath") {
         set_default(host_path, "type", json!(""));
     }
-    if let Some(downward) = object(v, "downwardAPI") {
-        for item in objects(downward, "items") {
-            if let Some(field_ref) = object(item, "fieldRef") {
+    if let Some(downward) = object_at(v, "downwardAPI") {
+        for item in each_object(downward, "items") {
+            if let Some(field_ref) = object_at(item, "fieldRef") {
                 default_field_ref(field_ref);
             }
         }
     }
-    if let Some(projected) = object(v, "projected") {
-        for src in objects(projected, "sources") {
-            if let Some(token) = object(src, "serviceAccountToken") {
+    if let Some(projected) = object_at(v, "projected") {
+        for src in each_object(projected, "sources") {
+            if let Some(token) = object_at(src, "serviceAccountToken") {
                 set_default(token, "expirationSeconds", json!(DEFAULT_TOKEN_EXPIRATION));
             }
-            if let Some(downward) = object(src, "downwardAPI") {
-                for item in objects(downward, "items") {
-                    if let Some(field_ref) = object(item, "fieldRef") {
+            if let Some(downward) = object_at(src, "downwardAPI") {
+                for item in each_object(downward, "items") {
+                    if let Some(field_ref) = object_at(item, "fieldRef") {
                         default_field_ref(field_ref);
                     }
                 }

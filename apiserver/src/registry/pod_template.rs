@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 
+use super::json_map::set_default;
 use kplane_types::{validation, Cause, CauseType};
 use serde_json::{json, Map, Value};
 
@@ -52,12 +53,6 @@ fn default_container(c: &mut Map<String, Value>) {
         for p in ports.iter_mut().filter_map(Value::as_object_mut) {
             set_default(p, "protocol", json!("TCP"));
         }
-    }
-}
-
-pub(super) fn set_default(m: &mut Map<String, Value>, k: &str, v: Value) {
-    if m.get(k).is_none_or(Value::is_null) {
-        m.insert(k.into(), v);
     }
 }
 

@@ -8,6 +8,7 @@
 //! compares) is what Kubernetes would return. CRDs have their own (`crd_form`); custom
 //! resources are stored as sent.
 
+use super::json_map::is_zero;
 use serde_json::{Map, Value};
 
 use super::catalog::{ResourceType, Strategy};
@@ -26,18 +27,6 @@ pub fn canonicalize(obj: &mut Value, rt: &ResourceType) {
         Strategy::Rbac => rbac(o, &rt.kind),
         Strategy::Job => job(o),
         _ => {}
-    }
-}
-
-/// The zero value of an `omitempty` field as `encoding/json` sees it.
-fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(m) => m.is_empty(),
     }
 }
 
