@@ -15,9 +15,8 @@
 # SAMPLE (10s), ROUNDS (1).
 set -euo pipefail
 
-dir="${CARGO_TARGET_DIR:-target}/release"
-KPLANE="${KPLANE:-$dir/kplane}"
-KPLANE_BENCH="${KPLANE_BENCH:-$dir/kplane-bench}"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 WINDOW="${WINDOW:-60}"
 DURATION="${DURATION:-4m}"
 LIVE="${LIVE:-1000}"
@@ -28,26 +27,10 @@ CONC="${CONC:-16}"
 SAMPLE="${SAMPLE:-10s}"
 ROUNDS="${ROUNDS:-1}"
 
-work="$(mktemp -d -t kplane-churn.XXXXXX)"
-pid=""
-cleanup() {
-    if [ -n "$pid" ]; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+bench_init churn
 
 data="$work/data"
-"$KPLANE" serve --data-dir "$data" --bind 127.0.0.1:0 --event-window-seconds "$WINDOW" \
-    >"$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-    [ -f "$data/admin.kubeconfig" ] && break
-    sleep 0.1
-done
-[ -f "$data/admin.kubeconfig" ] || { cat "$work/server.log"; exit 1; }
+start_server "$data" --event-window-seconds "$WINDOW"
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round: churn for $DURATION, window ${WINDOW}s (server pid $pid)" >&2
     "$KPLANE_BENCH" --kubeconfig "$data/admin.kubeconfig" --server-pid "$pid" --no-progress \

@@ -14,35 +14,19 @@
 # SETTLE (seconds to wait after filling: 5).
 set -euo pipefail
 
-dir="${CARGO_TARGET_DIR:-target}/release"
-KPLANE="${KPLANE:-$dir/kplane}"
-KPLANE_BENCH="${KPLANE_BENCH:-$dir/kplane-bench}"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 N="${1:-20000}"
 ROUNDS="${2:-1}"
 SIZE="${SIZE:-1024}"
 SETTLE="${SETTLE:-5}"
 
-work="$(mktemp -d -t kplane-deletecollection.XXXXXX)"
-pid=""
-cleanup() {
-    if [ -n "$pid" ]; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+bench_init deletecollection
 
 data="$work/data"
-"$KPLANE" serve --data-dir "$data" --bind 127.0.0.1:0 >"$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-    [ -f "$data/admin.kubeconfig" ] && break
-    sleep 0.1
-done
-[ -f "$data/admin.kubeconfig" ] || { cat "$work/server.log"; exit 1; }
+start_server "$data"
 kc="$work/a.kubeconfig"
-sed 's#/clusters/root\b#/clusters/root:dc#' "$data/admin.kubeconfig" >"$kc"
+cluster_kubeconfig "$data" root:dc "$kc"
 bench=("$KPLANE_BENCH" --no-progress --json --size "$SIZE" --setup-timeout 10m)
 
 for round in $(seq 1 "$ROUNDS"); do

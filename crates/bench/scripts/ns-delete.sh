@@ -15,9 +15,8 @@
 # GET_SECS (5s), GET_CONC (2), SETTLE (seconds to wait after filling: 5).
 set -euo pipefail
 
-dir="${CARGO_TARGET_DIR:-target}/release"
-KPLANE="${KPLANE:-$dir/kplane}"
-KPLANE_BENCH="${KPLANE_BENCH:-$dir/kplane-bench}"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 N="${1:-30000}"
 ROUNDS="${2:-1}"
 SIZE="${SIZE:-1024}"
@@ -25,33 +24,18 @@ GET_SECS="${GET_SECS:-5s}"
 GET_CONC="${GET_CONC:-2}"
 SETTLE="${SETTLE:-5}"
 
-work="$(mktemp -d -t kplane-ns-delete.XXXXXX)"
-pid=""
-cleanup() {
-    if [ -n "$pid" ]; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+bench_init ns-delete
 
 p_ms() { # p_ms FILE PCT: a latency percentile (ms) from a kplane-bench JSON report
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[0]; print(r["latency_ms"][sys.argv[2]])' "$1" "$2"
 }
 
 data="$work/data"
-"$KPLANE" serve --data-dir "$data" --bind 127.0.0.1:0 >"$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-    [ -f "$data/admin.kubeconfig" ] && break
-    sleep 0.1
-done
-[ -f "$data/admin.kubeconfig" ] || { cat "$work/server.log"; exit 1; }
+start_server "$data"
 kc_a="$work/a.kubeconfig"
 kc_b="$work/b.kubeconfig"
-sed 's#/clusters/root\b#/clusters/root:nsdel#' "$data/admin.kubeconfig" >"$kc_a"
-sed 's#/clusters/root\b#/clusters/root:other#' "$data/admin.kubeconfig" >"$kc_b"
+cluster_kubeconfig "$data" root:nsdel "$kc_a"
+cluster_kubeconfig "$data" root:other "$kc_b"
 bench=("$KPLANE_BENCH" --no-progress --json --size "$SIZE" --setup-timeout 10m)
 
 for round in $(seq 1 "$ROUNDS"); do

@@ -16,45 +16,27 @@
 # limit to the hard limit, so the hard limit (`ulimit -Hn`) must be at least that.
 set -euo pipefail
 
-dir="${CARGO_TARGET_DIR:-target}/release"
-KPLANE="${KPLANE:-$dir/kplane}"
-KPLANE_BENCH="${KPLANE_BENCH:-$dir/kplane-bench}"
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 MODES="${MODES:-http1 http2}"
 HOLD="${HOLD:-10s}"
 counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(1000 10000)
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-work="$(mktemp -d -t kplane-watch-memory.XXXXXX)"
-pid=""
-cleanup() {
-    if [ -n "$pid" ]; then
-        kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+bench_init watch-memory
 
 for n in "${counts[@]}"; do
     for mode in $MODES; do
         data="$work/data-$n-$mode"
-        "$KPLANE" serve --data-dir "$data" --bind 127.0.0.1:0 >"$work/server.log" 2>&1 &
-        pid=$!
-        for _ in $(seq 1 300); do
-            [ -f "$data/admin.kubeconfig" ] && break
-            sleep 0.1
-        done
-        [ -f "$data/admin.kubeconfig" ] || { cat "$work/server.log"; exit 1; }
+        start_server "$data"
         extra=()
         [ "$mode" = http2 ] && extra=(--watch-http2)
         echo "== $n idle watches over $mode (server pid $pid, ulimit -n $(ulimit -n))" >&2
         "$KPLANE_BENCH" --kubeconfig "$data/admin.kubeconfig" --server-pid "$pid" \
             --no-progress --json --scenario watch --watchers "$n" --watch-rate 0 \
             --duration "$HOLD" --setup-timeout 5m "${extra[@]}"
-        kill -TERM "$pid"
-        wait "$pid" 2>/dev/null || true
-        pid=""
+        stop_server
         rm -rf "$data"
     done
 done
