@@ -80,7 +80,9 @@ fn main() {
     // header with the revisions, the event-log entry holds the object key, and each key gets
     // an index entry (`I`) when created.
     // (KPVAL=2: only the history keyed by the superseded revision; KPVAL=3: only the
-    // header; bisecting which of them costs the extra bytes.)
+    // header; bisecting which of them costs the extra bytes. KPVAL=4: each version stored
+    // once, under its own revision, and the latest entry only its revision: a layout that
+    // writes each value once instead of twice.)
     let kpmode = env("KPVAL", 0);
     let kpval = kpmode > 0;
     let mut last_rev = vec![0u64; keys as usize];
@@ -119,6 +121,18 @@ fn main() {
                 } else {
                     last_rev[k as usize]
                 };
+                if kpmode == 4 {
+                    // A layout kplane does not have: every version written once, under its
+                    // own revision; the latest entry holds only that revision.
+                    if prev == 0 {
+                        batch.insert(okey(b'I', k, None), vec![]);
+                    }
+                    batch.insert(okey(b'H', k, Some(rev)), rec(rev));
+                    batch.insert(okey(b'L', k, None), rev.to_be_bytes().to_vec());
+                    batch.insert(key(b'E', &[rev]), okey(b'M', k, None));
+                    last_rev[k as usize] = rev;
+                    continue;
+                }
                 if prev > 0 {
                     batch.insert(okey(b'H', k, Some(prev)), rec(prev));
                 } else {
