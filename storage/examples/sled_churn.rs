@@ -4,6 +4,12 @@
 //! sled's size on disk every 100,000 revisions, to tell sled's own space reclamation apart
 //! from kplane's (docs/performance.md, "Disk usage and throughput under churn").
 //!
+//! Caution: without `KPVAL`, every write stores the same bytes under the same latest key,
+//! and sled 0.34 skips an insert whose value equals the stored one (`Tree::insert_inner`,
+//! "short-circuit a no-op set or delete"), so the latest values are never rewritten. Use
+//! `KPVAL=1` for kplane's real pattern (see docs/performance.md, "Bisecting kplane against
+//! raw sled").
+//!
 //! ```sh
 //! DIR=/tmp/sled-churn N=1500000 WIN=300000 B=16 cargo run --release -p kplane-storage --example sled_churn
 //! ```
@@ -49,15 +55,37 @@ fn main() {
     // READ=1: kplane's reads too: the latest value before each write (its compare-and-swap)
     // and, when compacting, a scan of each key's history up to the compaction point.
     let read = env("READ", 0) == 1;
+    // KPKEY=1: object keys encoded as kplane encodes them (escaped, terminated cluster,
+    // resource, namespace and name components; the name `cm-NNNNN` in decimal) instead of
+    // KEYPAD's padding and a big-endian number.
+    let kpkey = env("KPKEY", 0) == 1;
     let okey = |tag: u8, k: u64, rev: Option<u64>| {
         let mut v = vec![tag];
-        v.extend_from_slice(&pad);
-        v.extend_from_slice(&k.to_be_bytes());
+        if kpkey {
+            for c in ["root", "/configmaps", "churn", &format!("cm-{k:05}")] {
+                v.extend_from_slice(c.as_bytes());
+                v.extend_from_slice(&[0, 1]);
+            }
+        } else {
+            v.extend_from_slice(&pad);
+            v.extend_from_slice(&k.to_be_bytes());
+        }
         if let Some(r) = rev {
             v.extend_from_slice(&r.to_be_bytes());
         }
         v
     };
+    // KPVAL=1: as kplane's writer: the history entry is keyed by the superseded value's
+    // revision and holds it (none on a key's first write), values carry a 17-byte record
+    // header with the revisions, the event-log entry holds the object key, and each key gets
+    // an index entry (`I`) when created.
+    // (KPVAL=2: only the history keyed by the superseded revision; KPVAL=3: only the
+    // header; bisecting which of them costs the extra bytes. KPVAL=4: each version stored
+    // once, under its own revision, and the latest entry only its revision: a layout that
+    // writes each value once instead of twice.)
+    let kpmode = env("KPVAL", 0);
+    let kpval = kpmode > 0;
+    let mut last_rev = vec![0u64; keys as usize];
     let dir = std::env::var("DIR").expect("DIR: a directory for the database");
     let db = sled::Config::new()
         .path(&dir)
@@ -77,9 +105,47 @@ fn main() {
             if read {
                 std::hint::black_box(tree.get(okey(b'L', k, None)).unwrap());
             }
-            batch.insert(okey(b'L', k, None), value.clone());
-            batch.insert(okey(b'H', k, Some(rev)), value.clone());
-            batch.insert(key(b'E', &[rev]), okey(b'K', k, None));
+            if kpval {
+                let rec = |r: u64| {
+                    if kpmode == 2 {
+                        return value.clone();
+                    }
+                    let mut v = vec![0u8];
+                    v.extend_from_slice(&1u64.to_be_bytes());
+                    v.extend_from_slice(&r.to_be_bytes());
+                    v.extend_from_slice(&value);
+                    v
+                };
+                let prev = if kpmode == 3 {
+                    rev
+                } else {
+                    last_rev[k as usize]
+                };
+                if kpmode == 4 {
+                    // A layout kplane does not have: every version written once, under its
+                    // own revision; the latest entry holds only that revision.
+                    if prev == 0 {
+                        batch.insert(okey(b'I', k, None), vec![]);
+                    }
+                    batch.insert(okey(b'H', k, Some(rev)), rec(rev));
+                    batch.insert(okey(b'L', k, None), rev.to_be_bytes().to_vec());
+                    batch.insert(key(b'E', &[rev]), okey(b'M', k, None));
+                    last_rev[k as usize] = rev;
+                    continue;
+                }
+                if prev > 0 {
+                    batch.insert(okey(b'H', k, Some(prev)), rec(prev));
+                } else {
+                    batch.insert(okey(b'I', k, None), vec![]);
+                }
+                batch.insert(okey(b'L', k, None), rec(rev));
+                batch.insert(key(b'E', &[rev]), okey(b'M', k, None));
+                last_rev[k as usize] = rev;
+            } else {
+                batch.insert(okey(b'L', k, None), value.clone());
+                batch.insert(okey(b'H', k, Some(rev)), value.clone());
+                batch.insert(key(b'E', &[rev]), okey(b'K', k, None));
+            }
         }
         if meta {
             batch.insert(key(mtag, &[]), rev.to_be_bytes().to_vec());

@@ -2,7 +2,10 @@
 //! `KEYS` values of `VAL` bytes through `Storage::put` (compare-and-swap on the revision
 //! read, as the API's updates do), with compaction keeping `WIN` seconds of history. Prints
 //! the write rate and sled's size on disk every 10 s for `SECS` seconds (`CACHE_MB`: sled's
-//! page cache size). Between
+//! page cache size). `N` (optional): stop after about that many writes instead, printing
+//! every `STEP` writes (default 100,000) and once at the end, so runs of a
+//! fixed write count can be compared with `sled_churn` (`WIN` far above the run's length
+//! keeps the compactor from removing anything). Between
 //! `sled_churn` (raw sled) and a whole server (`crates/bench/scripts/churn.sh`), to tell
 //! which layer makes the data directory grow (docs/performance.md, "Disk usage and
 //! throughput under churn").
@@ -17,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kplane_storage::{Key, Precondition, SledStorage, SledStorageOptions, Storage};
+use kplane_storage::{BatchWrite, Key, Precondition, SledStorage, SledStorageOptions, Storage};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -33,6 +36,8 @@ async fn main() {
     let keys = env("KEYS", 1000);
     let writers = env("C", 16);
     let val = env("VAL", 1700) as usize;
+    let limit = env("N", u64::MAX);
+    let step = env("STEP", 100_000).max(1);
     let dir = std::env::var("DIR").expect("DIR: a directory for the database");
     let mut opts = SledStorageOptions {
         event_window: Duration::from_secs(window),
@@ -44,11 +49,51 @@ async fn main() {
     {
         opts.cache_capacity_bytes = mb << 20;
     }
-    let store = SledStorage::open(dir, opts).unwrap();
+    // PLAN_SECS: how often the compactor plans (default 1 s as the server; a value above the
+    // run's length switches the compactor off entirely).
+    if let Ok(Ok(p)) = std::env::var("PLAN_SECS").map(|s| s.parse::<u64>()) {
+        opts.compaction_interval = Duration::from_secs(p);
+    }
+    let store = SledStorage::open(&dir, opts).unwrap();
     let writes = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut tasks = Vec::new();
-    for w in 0..writers {
+    // B (optional): instead of `C` writers, one task sends batches of B writes through
+    // `write_batch` (one commit group each), the i-th write to key `(i * STRIDE) % KEYS`:
+    // exactly `sled_churn`'s pattern, through kplane's writer.
+    let per_batch = env("B", 0);
+    let stride = env("STRIDE", 63);
+    if per_batch > 0 {
+        let (store, writes) = (store.clone(), writes.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut i = 0u64;
+            let mut exists = vec![false; keys as usize];
+            while Instant::now() < deadline && writes.load(Ordering::Relaxed) < limit {
+                let mut batch = Vec::new();
+                for _ in 0..per_batch {
+                    i += 1;
+                    let k = ((i * stride) % keys) as usize;
+                    let precondition = if exists[k] {
+                        Precondition::MustExist
+                    } else {
+                        Precondition::MustNotExist
+                    };
+                    exists[k] = true;
+                    batch.push(BatchWrite {
+                        key: Key::new("root", "/configmaps", "churn", format!("cm-{k:05}")),
+                        delete: false,
+                        precondition,
+                        encode: Box::new(move |_| Ok(vec![b'x'; val])),
+                    });
+                }
+                for r in store.write_batch(batch).await {
+                    r.unwrap();
+                }
+                writes.fetch_add(per_batch, Ordering::Relaxed);
+            }
+        }));
+    }
+    for w in 0..if per_batch > 0 { 0 } else { writers } {
         let (store, writes) = (store.clone(), writes.clone());
         tasks.push(tokio::spawn(async move {
             let mine: Vec<Key> = (w..keys)
@@ -56,7 +101,7 @@ async fn main() {
                 .map(|i| Key::new("root", "/configmaps", "churn", format!("cm-{i:05}")))
                 .collect();
             let mut revs = vec![None; mine.len()];
-            while Instant::now() < deadline {
+            while Instant::now() < deadline && writes.load(Ordering::Relaxed) < limit {
                 for (key, rev) in mine.iter().zip(revs.iter_mut()) {
                     let pre = match *rev {
                         Some(r) => Precondition::ModRevision(r),
@@ -74,15 +119,30 @@ async fn main() {
     }
     let start = Instant::now();
     let mut last = 0;
-    while Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_secs(10)).await;
+    let mut next_step = step;
+    let mut last_print = Instant::now();
+    while Instant::now() < deadline && tasks.iter().any(|t| !t.is_finished()) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let n = writes.load(Ordering::Relaxed);
+        let due = if limit == u64::MAX {
+            last_print.elapsed() >= Duration::from_secs(10)
+        } else {
+            n >= next_step
+        };
+        if !due {
+            continue;
+        }
+        while next_step <= n {
+            next_step += step;
+        }
+        let elapsed = last_print.elapsed().as_secs_f64();
+        last_print = Instant::now();
         let s = store.stats();
         println!(
             "{:>4.0} s  writes {n:>8}  {:>6}/s  size on disk {:>6} MiB  ({} B/write)  \
              writes per flush {:.1}  compaction backlog {}",
             start.elapsed().as_secs_f64(),
-            (n - last) / 10,
+            ((n - last) as f64 / elapsed) as u64,
             s.disk_bytes >> 20,
             s.disk_bytes / n.max(1),
             s.committed_writes as f64 / s.commit_groups.max(1) as f64,
@@ -93,5 +153,12 @@ async fn main() {
     for t in tasks {
         t.await.unwrap();
     }
+    let n = writes.load(Ordering::Relaxed);
+    let bytes = store.stats().disk_bytes;
+    println!(
+        "end: writes {n}  size on disk {} MiB  ({} B/write)",
+        bytes >> 20,
+        bytes / n.max(1)
+    );
     store.shutdown().await.unwrap();
 }
