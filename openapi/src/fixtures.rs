@@ -1,5 +1,5 @@
 //! The built-in resources kplane serves, as a ready-made [`ServedResource`] list for tests
-//! (of this crate and of its users).
+//! (of this crate and of its users), and a custom resource of the `example.com` group.
 
 use crate::{SchemaSource, ServedResource};
 
@@ -209,4 +209,23 @@ pub fn builtin_served_resources_for_tests() -> Vec<ServedResource> {
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
         ),
     ]
+}
+
+/// A namespaced custom resource `widgets.example.com` (kind `Widget`) of `version` with every
+/// verb, the given subresources and the CRD `schema`, for tests.
+pub fn widget_for_tests(
+    version: &str,
+    subresources: &[&str],
+    schema: serde_json::Value,
+) -> ServedResource {
+    ServedResource {
+        group: "example.com".to_owned(),
+        version: version.to_owned(),
+        kind: "Widget".to_owned(),
+        plural: "widgets".to_owned(),
+        namespaced: true,
+        verbs: ALL_VERBS.iter().map(|v| (*v).to_owned()).collect(),
+        subresources: subresources.iter().map(|s| (*s).to_owned()).collect(),
+        schema: SchemaSource::Custom { schema },
+    }
 }

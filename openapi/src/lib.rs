@@ -25,7 +25,7 @@ use std::sync::Arc;
 use cache::GroupVersionDoc;
 
 pub use catalog::builtin_definitions;
-pub use fixtures::builtin_served_resources_for_tests;
+pub use fixtures::{builtin_served_resources_for_tests, widget_for_tests};
 pub use v2::OpenApiV2;
 
 /// The `info.version` published in every document.

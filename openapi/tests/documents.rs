@@ -136,27 +136,7 @@ fn find_kind<'a>(doc: &'a Value, group: &str, version: &str, kind: &str) -> Opti
 }
 
 fn widget(schema: Value) -> ServedResource {
-    ServedResource {
-        group: "example.com".into(),
-        version: "v1".into(),
-        kind: "Widget".into(),
-        plural: "widgets".into(),
-        namespaced: true,
-        verbs: [
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
-        .map(String::from)
-        .to_vec(),
-        subresources: vec!["status".into(), "scale".into()],
-        schema: SchemaSource::Custom { schema },
-    }
+    kplane_openapi::widget_for_tests("v1", &["status", "scale"], schema)
 }
 
 fn widget_schema() -> Value {

@@ -6,27 +6,7 @@ use super::*;
 use crate::builtin_served_resources_for_tests;
 
 fn widget(version: &str, schema: Value) -> ServedResource {
-    ServedResource {
-        group: "example.com".into(),
-        version: version.into(),
-        kind: "Widget".into(),
-        plural: "widgets".into(),
-        namespaced: true,
-        verbs: [
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
-        .map(String::from)
-        .to_vec(),
-        subresources: vec!["status".into()],
-        schema: SchemaSource::Custom { schema },
-    }
+    crate::widget_for_tests(version, &["status"], schema)
 }
 
 fn widget_schema() -> Value {
