@@ -125,6 +125,22 @@ async fn replay_skips_long_runs_of_other_keys() {
 /// Reads `rx` until it is closed as too slow (with the notice, or ended without it) or
 /// `all` events arrived (then checks that nothing follows); returns the events read and
 /// whether it was closed.
+/// Creates `n` keys `{prefix}{i}` in cluster `c`, one write each, and waits until dispatch
+/// has offered every one of them to the watchers; returns the last revision written.
+async fn create_and_dispatch(s: &Arc<SledStorage>, prefix: &str, n: usize) -> Revision {
+    for i in 0..n {
+        let k = key("c", &format!("{prefix}{i:06}"));
+        s.put(k, Precondition::MustNotExist, enc("v".into()))
+            .await
+            .unwrap();
+    }
+    let end = s.current_revision();
+    while s.dispatched_revision() < end {
+        tokio::task::yield_now().await;
+    }
+    end
+}
+
 async fn drain(rx: &mut WatchReceiver, all: usize) -> (usize, bool) {
     let mut events = 0;
     loop {
@@ -155,16 +171,11 @@ async fn unread_watcher(capacity: usize, writes: usize) -> (usize, bool) {
     let p = Prefix::cluster("c");
     let from = s.current_revision();
     let mut idle = s.watch(&p, from, None).await.unwrap();
-    for i in 0..writes {
-        let k = key("c", &format!("k{i:06}"));
-        s.put(k, Precondition::MustNotExist, enc("v".into()))
-            .await
-            .unwrap();
-    }
     // Dispatch has offered every event to the idle watcher.
-    while s.dispatched_revision() < from + writes as Revision {
-        tokio::task::yield_now().await;
-    }
+    assert_eq!(
+        create_and_dispatch(&s, "k", writes).await,
+        from + writes as Revision
+    );
     let got = drain(&mut idle, writes).await;
     s.shutdown().await.unwrap();
     got
@@ -416,29 +427,16 @@ async fn stuck_replay(capacity: usize, old: usize, live: usize) -> (usize, bool)
     let s = open(dir.path(), opts);
     let p = Prefix::cluster("c");
     let from = s.current_revision();
-    for i in 0..old {
-        let k = key("c", &format!("old{i:05}"));
-        s.put(k, Precondition::MustNotExist, enc("v".into()))
-            .await
-            .unwrap();
-    }
     // Registered once the old events were dispatched: every one of them is replayed, and
     // only the live events below are parked.
-    let old_end = from + old as Revision;
-    while s.dispatched_revision() < old_end {
-        tokio::task::yield_now().await;
-    }
+    let old_end = create_and_dispatch(&s, "old", old).await;
+    assert_eq!(old_end, from + old as Revision);
     let mut stuck = s.watch(&p, from, None).await.unwrap();
-    for i in 0..live {
-        let k = key("c", &format!("new{i:05}"));
-        s.put(k, Precondition::MustNotExist, enc("v".into()))
-            .await
-            .unwrap();
-    }
     // Every live event has been offered to the stuck watcher.
-    while s.dispatched_revision() < old_end + live as Revision {
-        tokio::task::yield_now().await;
-    }
+    assert_eq!(
+        create_and_dispatch(&s, "new", live).await,
+        old_end + live as Revision
+    );
     let got = drain(&mut stuck, old + live).await;
     s.shutdown().await.unwrap();
     got

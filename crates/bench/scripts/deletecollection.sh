@@ -27,12 +27,10 @@ data="$work/data"
 start_server "$data"
 kc="$work/a.kubeconfig"
 cluster_kubeconfig "$data" root:dc "$kc"
-bench=("$KPLANE_BENCH" --no-progress --json --size "$SIZE" --setup-timeout 10m)
 
 for round in $(seq 1 "$ROUNDS"); do
-    echo "== round $round: filling namespace big with $N ConfigMaps" >&2
-    "${bench[@]}" --kubeconfig "$kc" --scenario create --keep --namespace big \
-        --count "$N" --duration 30m --concurrency 32 >"$work/fill.json"
+    echo "== round $round" >&2
+    fill_namespace "$kc" "$N"
     sleep "$SETTLE"
     start=$(date +%s.%N)
     KUBECONFIG="$kc" kubectl delete --raw /clusters/root:dc/api/v1/namespaces/big/configmaps >"$work/answer.json"

@@ -7,6 +7,9 @@
 #   stop_server                stops the server started last
 #   cluster_kubeconfig DATA CLUSTER OUT
 #                              writes a kubeconfig for logical cluster CLUSTER to OUT
+#   fill_namespace KUBECONFIG N
+#                              creates N ConfigMaps of $SIZE bytes in namespace `big` and keeps
+#                              them (kplane-bench's JSON report in $work/fill.json)
 
 dir="${CARGO_TARGET_DIR:-target}/release"
 KPLANE="${KPLANE:-$dir/kplane}"
@@ -42,4 +45,11 @@ start_server() {
 
 cluster_kubeconfig() {
     sed "s#/clusters/root\\b#/clusters/$2#" "$1/admin.kubeconfig" >"$3"
+}
+
+fill_namespace() {
+    echo "== filling namespace big with $2 ConfigMaps" >&2
+    "$KPLANE_BENCH" --no-progress --json --size "${SIZE:-1024}" --setup-timeout 10m \
+        --kubeconfig "$1" --scenario create --keep --namespace big \
+        --count "$2" --duration 30m --concurrency 32 >"$work/fill.json"
 }

@@ -39,9 +39,8 @@ cluster_kubeconfig "$data" root:other "$kc_b"
 bench=("$KPLANE_BENCH" --no-progress --json --size "$SIZE" --setup-timeout 10m)
 
 for round in $(seq 1 "$ROUNDS"); do
-    echo "== round $round: filling namespace big with $N ConfigMaps" >&2
-    "${bench[@]}" --kubeconfig "$kc_a" --scenario create --keep --namespace big \
-        --count "$N" --duration 30m --concurrency 32 >"$work/fill.json"
+    echo "== round $round" >&2
+    fill_namespace "$kc_a" "$N"
     sleep "$SETTLE"
     "${bench[@]}" --kubeconfig "$kc_b" --scenario get --namespace other --pool 100 --keep \
         --concurrency "$GET_CONC" --duration "$GET_SECS" >"$work/idle.json"
