@@ -3,22 +3,22 @@
 //! Layers, each with one job (see docs/architecture.md):
 //! - [`http`]: routing (including the `/clusters/<name>` prefix), authentication, content
 //!   negotiation, request decoding, response encoding. No object semantics.
-//! - [`registry`]: object semantics (metadata, per-type strategies, preconditions,
+//! - registry (`kplane-registry`): object semantics (metadata, per-type strategies, preconditions,
 //!   finalizers, namespaces, watches), over the `Storage` trait only.
 //! - storage (`kplane-storage`): revisioned, durable, watchable bytes.
 //!
 //! Embed it with [`Server::builder`]; the `kplane` binary is a thin CLI over it.
 
 mod connection;
-pub mod error;
 pub mod http;
 pub mod metrics;
-pub mod registry;
 pub mod server;
 pub mod tls;
 mod tls_stream;
 pub mod version;
-pub mod warnings;
 
 pub use server::{Server, ServerBuilder, ServerConfig, ServerError};
 pub use version::BuildInfo;
+
+/// The registry crate, re-exported for embedders and tests.
+pub use kplane_registry as registry;

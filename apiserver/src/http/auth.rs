@@ -2,11 +2,12 @@
 //! adds ServiceAccount tokens, client certificates and RBAC enforcement, the admin token
 //! written into `admin.kubeconfig` is the one credential, and it is all-powerful.
 
+use super::error::StatusResponse;
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use kplane_types::{Status, StatusReason};
 
-use crate::error::ApiError;
+use kplane_registry::error::ApiError;
 
 /// Who is making a request.
 #[derive(Clone, Debug, PartialEq, Eq)]

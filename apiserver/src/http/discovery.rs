@@ -3,6 +3,7 @@
 //! exact response Content-Type that client-go keys on). Bodies are computed once from the
 //! catalog and served from memory with an ETag.
 
+use super::error::StatusResponse;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -12,8 +13,8 @@ use sha2::{Digest, Sha256, Sha512};
 
 use super::negotiation::{wants_aggregated_discovery, MediaType};
 use super::surface::Surface;
-use crate::error::ApiError;
 use crate::registry::{Catalog, ResourceType, Strategy};
+use kplane_registry::error::ApiError;
 
 /// A precomputed body with its ETag.
 #[derive(Debug, Clone)]

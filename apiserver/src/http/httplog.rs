@@ -19,8 +19,8 @@
 //! Cost: a disabled line costs one check of the target's cached interest; the fields are
 //! computed only for a line that is written.
 //!
-//! [`ApiError`]: crate::error::ApiError
-//! [`ApiError::into_response`]: crate::error::ApiError
+//! [`ApiError`]: kplane_registry::error::ApiError
+//! [`ApiError::into_response`]: kplane_registry::error::ApiError
 
 use std::time::Instant;
 
@@ -145,8 +145,9 @@ fn latency_ms(started: Instant) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ApiError;
+    use crate::http::error::StatusResponse;
     use axum::response::IntoResponse;
+    use kplane_registry::error::ApiError;
     use std::sync::{Arc, Mutex};
     use tracing_subscriber::fmt::MakeWriter;
 

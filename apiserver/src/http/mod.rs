@@ -5,9 +5,12 @@
 
 pub mod auth;
 pub mod discovery;
+pub mod error;
 pub mod health;
 pub mod httplog;
 pub mod json;
+#[cfg(test)]
+mod list_tests;
 pub mod negotiation;
 pub mod openapi;
 pub mod query;
@@ -18,6 +21,7 @@ pub mod reviews;
 pub mod surface;
 pub mod table;
 
+use error::StatusResponse;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -26,8 +30,8 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 
-use crate::error::ApiError;
 use crate::registry::Registry;
+use kplane_registry::error::ApiError;
 use request_info::{ApiPath, ClusterScope};
 
 /// `apiserver_storage_objects` figures and when they were taken.

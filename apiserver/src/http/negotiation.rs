@@ -5,7 +5,7 @@
 use kplane_types::StatusReason;
 use serde_json::Value;
 
-use crate::error::{ApiError, ApiResult};
+use kplane_registry::error::{ApiError, ApiResult};
 
 /// Largest request body accepted (kube-apiserver's limit is 3 MiB for most requests).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;

@@ -3,13 +3,14 @@
 //! gnostic protobuf, chosen from `Accept` as kube-openapi's v2 handler does, with an entity
 //! tag and conditional requests).
 
+use super::error::StatusResponse;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::negotiation::MediaType;
 use super::query::Query;
 use super::surface::Surface;
-use crate::error::ApiError;
+use kplane_registry::error::ApiError;
 
 fn accepts_json(accept: &[MediaType]) -> bool {
     accept.iter().any(|m| {

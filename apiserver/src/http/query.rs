@@ -7,7 +7,11 @@ use std::collections::HashMap;
 use kplane_types::{Cause, Status};
 use serde_json::json;
 
-use crate::error::{ApiError, ApiResult};
+use kplane_registry::options::{field_manager_problems, list_options_invalid};
+pub use kplane_registry::options::{
+    parse_dry_run, FieldValidation, ListParams, OptionsKind, RvMatch, WriteParams,
+};
+use kplane_registry::{ApiError, ApiResult};
 
 /// Raw query pairs (last value wins, as Go's `url.Values.Get` takes the first — we keep the
 /// first to match).
@@ -58,331 +62,109 @@ impl Query {
     }
 }
 
-/// `resourceVersionMatch`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RvMatch {
-    NotOlderThan,
-    Exact,
-}
-
-/// List and watch options.
-#[derive(Clone, Debug, Default)]
-pub struct ListParams {
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
-    pub limit: Option<usize>,
-    pub continue_token: Option<String>,
-    pub resource_version: Option<String>,
-    pub rv_match: Option<RvMatch>,
-    pub watch: bool,
-    pub allow_bookmarks: bool,
-    pub send_initial_events: Option<bool>,
-    pub timeout_seconds: Option<u64>,
-}
-
-fn list_options_invalid(causes: Vec<Cause>) -> ApiError {
-    ApiError::from(Status::invalid("meta.k8s.io", "ListOptions", "", causes))
-}
-
-impl ListParams {
-    pub fn from_query(q: &Query) -> ApiResult<ListParams> {
-        let limit = match q.int("limit")? {
-            Some(n) if n > 0 => Some(n as usize),
-            _ => None,
-        };
-        let timeout_seconds = match q.int("timeoutSeconds")? {
-            Some(n) if n > 0 => Some(n as u64),
-            _ => None,
-        };
-        let rv_match = match q.get("resourceVersionMatch") {
-            None | Some("") => None,
-            Some("NotOlderThan") => Some(RvMatch::NotOlderThan),
-            Some("Exact") => Some(RvMatch::Exact),
-            Some(other) => {
-                return Err(list_options_invalid(vec![Cause::not_supported(
-                    "resourceVersionMatch",
-                    &json!(other),
-                    &["Exact", "NotOlderThan"],
-                )]))
-            }
-        };
-        if let Some(t) = q.get("timeout") {
-            parse_go_duration(t).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "invalid timeout {t:?}: must be a duration such as 32s"
-                ))
-            })?;
+/// List and watch options from the query string.
+pub fn list_params(q: &Query) -> ApiResult<ListParams> {
+    let limit = match q.int("limit")? {
+        Some(n) if n > 0 => Some(n as usize),
+        _ => None,
+    };
+    let timeout_seconds = match q.int("timeoutSeconds")? {
+        Some(n) if n > 0 => Some(n as u64),
+        _ => None,
+    };
+    let rv_match = match q.get("resourceVersionMatch") {
+        None | Some("") => None,
+        Some("NotOlderThan") => Some(RvMatch::NotOlderThan),
+        Some("Exact") => Some(RvMatch::Exact),
+        Some(other) => {
+            return Err(list_options_invalid(vec![Cause::not_supported(
+                "resourceVersionMatch",
+                &json!(other),
+                &["Exact", "NotOlderThan"],
+            )]))
         }
-        let p = ListParams {
-            label_selector: q
-                .get("labelSelector")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
-            field_selector: q
-                .get("fieldSelector")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
-            limit,
-            continue_token: q
-                .get("continue")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
-            resource_version: q
-                .get("resourceVersion")
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
-            rv_match,
-            watch: q.bool("watch")?.unwrap_or(false),
-            allow_bookmarks: q.bool("allowWatchBookmarks")?.unwrap_or(false),
-            send_initial_events: q.bool("sendInitialEvents")?,
-            timeout_seconds,
-        };
-        p.validate()?;
-        Ok(p)
+    };
+    if let Some(t) = q.get("timeout") {
+        parse_go_duration(t).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "invalid timeout {t:?}: must be a duration such as 32s"
+            ))
+        })?;
     }
-
-    /// The cross-field rules of `ValidateListOptions`.
-    fn validate(&self) -> ApiResult<()> {
-        let mut causes = Vec::new();
-        if self.watch {
-            if let Some(send) = self.send_initial_events {
-                if self.rv_match != Some(RvMatch::NotOlderThan) {
-                    causes.push(Cause::forbidden(
-                        "resourceVersionMatch",
-                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                    ));
-                }
-                if send && !self.allow_bookmarks {
-                    causes.push(Cause::forbidden(
-                        "allowWatchBookmarks",
-                        "sendInitialEvents requires setting allowWatchBookmarks to true",
-                    ));
-                }
-            } else if self.rv_match.is_some() {
-                causes.push(Cause::forbidden(
-                    "resourceVersionMatch",
-                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                ));
-            }
-        } else {
-            if self.send_initial_events.is_some() {
-                causes.push(Cause::forbidden(
-                    "sendInitialEvents",
-                    "sendInitialEvents is forbidden for list",
-                ));
-            }
-            if let Some(m) = self.rv_match {
-                if self.resource_version.is_none() {
-                    causes.push(Cause::forbidden(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                    ));
-                }
-                if self.continue_token.is_some() {
-                    causes.push(Cause::forbidden(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden when continue is provided",
-                    ));
-                }
-                if m == RvMatch::Exact && self.resource_version.as_deref() == Some("0") {
-                    causes.push(Cause::forbidden(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-                    ));
-                }
-            }
-        }
-        if causes.is_empty() {
-            Ok(())
-        } else {
-            Err(list_options_invalid(causes))
-        }
-    }
+    let p = ListParams {
+        label_selector: q
+            .get("labelSelector")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        field_selector: q
+            .get("fieldSelector")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        limit,
+        continue_token: q
+            .get("continue")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        resource_version: q
+            .get("resourceVersion")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        rv_match,
+        watch: q.bool("watch")?.unwrap_or(false),
+        allow_bookmarks: q.bool("allowWatchBookmarks")?.unwrap_or(false),
+        send_initial_events: q.bool("sendInitialEvents")?,
+        timeout_seconds,
+    };
+    p.validate()?;
+    Ok(p)
 }
 
-/// Options shared by create, update and patch.
-#[derive(Clone, Debug, Default)]
-pub struct WriteParams {
-    pub dry_run: bool,
-    pub field_manager: Option<String>,
-    pub field_validation: FieldValidation,
-    pub force: Option<bool>,
-    /// Paths of keys the request body repeated (for `fieldValidation`).
-    pub duplicates: Vec<String>,
-    /// Warnings for the response.
-    pub warnings: crate::warnings::Warnings,
-    /// The manager named by the User-Agent, for writes without `fieldManager`.
-    pub default_manager: String,
-    /// Set by server-side apply, which records its own managedFields entries.
-    pub skip_managed_fields: bool,
-    /// The subresource recorded in `Update` entries when the write reaches the object
-    /// through another path (`scale`).
-    pub managed_subresource: Option<&'static str>,
-}
-
-/// `fieldValidation`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FieldValidation {
-    Ignore,
-    #[default]
-    Warn,
-    Strict,
-}
-
-/// Which `*Options` kind a write verb validates against (for 422 messages).
-#[derive(Clone, Copy, Debug)]
-pub enum OptionsKind {
-    Create,
-    Update,
-    Patch,
-    Delete,
-}
-
-impl OptionsKind {
-    fn name(self) -> &'static str {
-        match self {
-            OptionsKind::Create => "CreateOptions",
-            OptionsKind::Update => "UpdateOptions",
-            OptionsKind::Patch => "PatchOptions",
-            OptionsKind::Delete => "DeleteOptions",
-        }
-    }
-}
-
-/// Parses `dryRun` values: only `All` is allowed (`ValidateDryRun`).
-pub fn parse_dry_run(values: &[String], kind: OptionsKind) -> ApiResult<bool> {
-    let mut dry = false;
-    for v in values {
-        if v == "All" {
-            dry = true;
-        } else {
+/// Create, update and patch options from the query string.
+pub fn write_params(q: &Query, kind: OptionsKind) -> ApiResult<WriteParams> {
+    let dry: Vec<String> = q
+        .get("dryRun")
+        .map(|s| vec![s.to_string()])
+        .unwrap_or_default();
+    let dry_run = parse_dry_run(&dry, kind)?;
+    let field_validation = match q.get("fieldValidation") {
+        None | Some("") | Some("Warn") => FieldValidation::Warn,
+        Some("Ignore") => FieldValidation::Ignore,
+        Some("Strict") => FieldValidation::Strict,
+        Some(other) => {
             return Err(ApiError::from(Status::invalid(
                 "meta.k8s.io",
                 kind.name(),
                 "",
-                vec![Cause::not_supported("dryRun", &json!(values), &["All"])],
+                vec![Cause::not_supported(
+                    "fieldValidation",
+                    &json!(other),
+                    &["Ignore", "Strict", "Warn"],
+                )],
+            )))
+        }
+    };
+    let field_manager = q
+        .get("fieldManager")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    if let Some(m) = &field_manager {
+        let causes = field_manager_problems(m);
+        if !causes.is_empty() {
+            return Err(ApiError::from(Status::invalid(
+                "meta.k8s.io",
+                kind.name(),
+                "",
+                causes,
             )));
         }
     }
-    Ok(dry)
-}
-
-impl WriteParams {
-    pub fn from_query(q: &Query, kind: OptionsKind) -> ApiResult<WriteParams> {
-        let dry: Vec<String> = q
-            .get("dryRun")
-            .map(|s| vec![s.to_string()])
-            .unwrap_or_default();
-        let dry_run = parse_dry_run(&dry, kind)?;
-        let field_validation = match q.get("fieldValidation") {
-            None | Some("") | Some("Warn") => FieldValidation::Warn,
-            Some("Ignore") => FieldValidation::Ignore,
-            Some("Strict") => FieldValidation::Strict,
-            Some(other) => {
-                return Err(ApiError::from(Status::invalid(
-                    "meta.k8s.io",
-                    kind.name(),
-                    "",
-                    vec![Cause::not_supported(
-                        "fieldValidation",
-                        &json!(other),
-                        &["Ignore", "Strict", "Warn"],
-                    )],
-                )))
-            }
-        };
-        let field_manager = q
-            .get("fieldManager")
-            .filter(|s| !s.is_empty())
-            .map(str::to_string);
-        if let Some(m) = &field_manager {
-            let causes = field_manager_problems(m);
-            if !causes.is_empty() {
-                return Err(ApiError::from(Status::invalid(
-                    "meta.k8s.io",
-                    kind.name(),
-                    "",
-                    causes,
-                )));
-            }
-        }
-        Ok(WriteParams {
-            dry_run,
-            field_manager,
-            field_validation,
-            force: q.bool("force")?,
-            ..Default::default()
-        })
-    }
-
-    /// Options of a write made by kplane's own controllers (garbage collector, namespace
-    /// bootstrap), recorded under the manager kube-controller-manager uses upstream.
-    pub fn controller() -> WriteParams {
-        WriteParams {
-            default_manager: CONTROLLER_MANAGER.to_string(),
-            ..Default::default()
-        }
-    }
-
-    /// Takes the default field manager from the request's User-Agent.
-    pub fn with_user_agent(mut self, user_agent: Option<&str>) -> Self {
-        self.default_manager = manager_from_user_agent(user_agent.unwrap_or(""));
-        self
-    }
-
-    /// The manager this write is recorded under: `fieldManager`, else the User-Agent's.
-    pub fn manager(&self) -> &str {
-        self.field_manager
-            .as_deref()
-            .unwrap_or(&self.default_manager)
-    }
-}
-
-/// The field manager of writes by the built-in controllers.
-pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
-
-/// Longest field manager name (`FieldManagerMaxLength`).
-const FIELD_MANAGER_MAX_LENGTH: usize = 128;
-
-/// Go's `unicode.IsPrint`: graphic characters and the ASCII space.
-fn is_print(c: char) -> bool {
-    c == ' ' || !(c.is_control() || c.is_whitespace() || is_format_char(c))
-}
-
-/// Unicode format characters (category Cf) clients are likely to send by accident.
-fn is_format_char(c: char) -> bool {
-    matches!(c, '\u{ad}' | '\u{600}'..='\u{605}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
-}
-
-/// `ValidateFieldManager`: at most 128 bytes, printable characters only.
-fn field_manager_problems(m: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    if m.len() > FIELD_MANAGER_MAX_LENGTH {
-        causes.push(Cause::too_long("fieldManager", FIELD_MANAGER_MAX_LENGTH));
-    }
-    for (i, c) in m.char_indices().filter(|(_, c)| !is_print(*c)) {
-        causes.push(Cause::invalid(
-            "fieldManager",
-            &json!(m),
-            &format!("invalid character U+{:04X} (at position {i})", c as u32),
-        ));
-    }
-    causes
-}
-
-/// The default manager of a request without `fieldManager` (upstream
-/// `prefixFromUserAgent`): the User-Agent up to its first `/`, unprintable characters
-/// dropped, cut to 128 bytes.
-pub fn manager_from_user_agent(ua: &str) -> String {
-    let prefix = ua.split('/').next().unwrap_or("");
-    let mut out = String::new();
-    for c in prefix.chars().filter(|c| is_print(*c)) {
-        if out.len() + c.len_utf8() > FIELD_MANAGER_MAX_LENGTH {
-            break;
-        }
-        out.push(c);
-    }
-    out
+    Ok(WriteParams {
+        dry_run,
+        field_manager,
+        field_validation,
+        force: q.bool("force")?,
+        ..Default::default()
+    })
 }
 
 /// Parses a Go duration such as `32s`, `1m30s`, `500ms`.
@@ -417,13 +199,14 @@ pub fn parse_go_duration(s: &str) -> Option<std::time::Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kplane_registry::options::manager_from_user_agent;
 
     #[test]
     fn skips_empty_pairs_like_kube_rs_sends() {
         let q = Query::parse(Some(
             "&watch=true&timeoutSeconds=290&allowWatchBookmarks=true&resourceVersion=5",
         ));
-        let p = ListParams::from_query(&q).unwrap();
+        let p = list_params(&q).unwrap();
         assert!(p.watch && p.allow_bookmarks);
         assert_eq!(p.timeout_seconds, Some(290));
         assert_eq!(p.resource_version.as_deref(), Some("5"));
@@ -432,24 +215,24 @@ mod tests {
     #[test]
     fn rv_match_rules() {
         let q = Query::parse(Some("resourceVersionMatch=Exact"));
-        assert_eq!(ListParams::from_query(&q).unwrap_err().code(), 422);
+        assert_eq!(list_params(&q).unwrap_err().code(), 422);
         let q = Query::parse(Some("resourceVersion=0&resourceVersionMatch=Exact"));
-        assert_eq!(ListParams::from_query(&q).unwrap_err().code(), 422);
+        assert_eq!(list_params(&q).unwrap_err().code(), 422);
         let q = Query::parse(Some("sendInitialEvents=true"));
-        assert_eq!(ListParams::from_query(&q).unwrap_err().code(), 422);
+        assert_eq!(list_params(&q).unwrap_err().code(), 422);
         let q = Query::parse(Some("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"));
-        assert!(ListParams::from_query(&q).is_ok());
+        assert!(list_params(&q).is_ok());
     }
 
     #[test]
     fn dry_run_only_all() {
         assert!(
-            WriteParams::from_query(&Query::parse(Some("dryRun=All")), OptionsKind::Create)
+            write_params(&Query::parse(Some("dryRun=All")), OptionsKind::Create)
                 .unwrap()
                 .dry_run
         );
         assert_eq!(
-            WriteParams::from_query(&Query::parse(Some("dryRun=Some")), OptionsKind::Create)
+            write_params(&Query::parse(Some("dryRun=Some")), OptionsKind::Create)
                 .unwrap_err()
                 .code(),
             422
@@ -478,7 +261,7 @@ mod tests {
         assert_eq!(manager_from_user_agent("my\u{7}controller"), "mycontroller");
         assert_eq!(manager_from_user_agent(&"x".repeat(300)).len(), 128);
         assert_eq!(manager_from_user_agent(""), "");
-        let w = WriteParams::from_query(&Query::parse(None), OptionsKind::Update)
+        let w = write_params(&Query::parse(None), OptionsKind::Update)
             .unwrap()
             .with_user_agent(Some("kube-rs/0.98"));
         assert_eq!(w.manager(), "kube-rs");
@@ -487,7 +270,7 @@ mod tests {
     #[test]
     fn field_manager_is_validated_like_upstream() {
         let q = Query::parse(Some("fieldManager=a%07b"));
-        let e = WriteParams::from_query(&q, OptionsKind::Create).unwrap_err();
+        let e = write_params(&q, OptionsKind::Create).unwrap_err();
         assert_eq!(e.code(), 422);
         let body = e.0.to_json().to_string();
         assert!(
@@ -496,14 +279,13 @@ mod tests {
         );
         assert!(body.contains("CreateOptions"), "{body}");
         let long = format!("fieldManager={}", "m".repeat(129));
-        let e =
-            WriteParams::from_query(&Query::parse(Some(&long)), OptionsKind::Patch).unwrap_err();
+        let e = write_params(&Query::parse(Some(&long)), OptionsKind::Patch).unwrap_err();
         let body = e.0.to_json().to_string();
         assert!(
             body.contains("Too long: may not be more than 128 bytes"),
             "{body}"
         );
         let ok = format!("fieldManager={}", "m".repeat(128));
-        assert!(WriteParams::from_query(&Query::parse(Some(&ok)), OptionsKind::Patch).is_ok());
+        assert!(write_params(&Query::parse(Some(&ok)), OptionsKind::Patch).is_ok());
     }
 }

@@ -1,6 +1,7 @@
 //! Resource handlers: map method + path shape to a verb, decode the request, call the
 //! registry, encode the answer. No object semantics live here.
 
+use super::error::StatusResponse;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -12,14 +13,14 @@ use serde_json::Value;
 
 use super::auth::UserInfo;
 use super::negotiation::{self, BodyType, MediaType, Representation, MAX_BODY_BYTES};
-use super::query::{self, ListParams, OptionsKind, Query, WriteParams};
+use super::query::{self, OptionsKind, Query, WriteParams};
 use super::request_info::ResourcePath;
 use super::response;
 use super::table::TableOptions;
 use super::{reviews, AppState};
-use crate::error::{ApiError, ApiResult};
 use crate::registry::patch::PatchType;
 use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Strategy, Target};
+use kplane_registry::error::{ApiError, ApiResult};
 
 /// Handles one resource request.
 pub async fn handle(
@@ -99,9 +100,9 @@ async fn handle_inner(
         .and_then(|c| c.deprecation_warning.clone());
     let mut result = serve(state, cluster, rp, rt, user, accept, req).await;
     if let (Ok(resp), Some(text)) = (&mut result, deprecation) {
-        let w = crate::warnings::Warnings::default();
+        let w = kplane_registry::warnings::Warnings::default();
         w.push(text);
-        w.apply(resp.headers_mut());
+        add_warnings(&w, resp.headers_mut());
     }
     result
 }
@@ -160,7 +161,7 @@ async fn serve(
 
     match (method.clone(), rp.name.as_deref()) {
         (Method::GET, name) => {
-            let mut lp = ListParams::from_query(&q)?;
+            let mut lp = super::query::list_params(&q)?;
             let topts = TableOptions::from_query(&q)?;
             if let Some(n) = name {
                 if !lp.watch {
@@ -199,7 +200,7 @@ async fn serve(
                     "POST", &rt.plural,
                 )));
             }
-            let mut w = WriteParams::from_query(&q, OptionsKind::Create)?.with_user_agent(ua);
+            let mut w = super::query::write_params(&q, OptionsKind::Create)?.with_user_agent(ua);
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -217,7 +218,7 @@ async fn serve(
         }
         (Method::PUT, Some(name)) => {
             require_verb(&rt, "update")?;
-            let mut w = WriteParams::from_query(&q, OptionsKind::Update)?.with_user_agent(ua);
+            let mut w = super::query::write_params(&q, OptionsKind::Update)?.with_user_agent(ua);
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -238,7 +239,7 @@ async fn serve(
         }
         (Method::PATCH, Some(name)) => {
             require_verb(&rt, "patch")?;
-            let w = WriteParams::from_query(&q, OptionsKind::Patch)?.with_user_agent(ua);
+            let w = super::query::write_params(&q, OptionsKind::Patch)?.with_user_agent(ua);
             if w.force.is_some() {
                 let (ct, _) = read_body_type(&req);
                 if ct != Some(BodyType::ApplyPatch) {
@@ -257,8 +258,10 @@ async fn serve(
             let (ct, body) = read_body(req).await?;
             let body_type = negotiation::body_type(ct.as_deref())?;
             if body_type == BodyType::ApplyPatch {
+                let (value, duplicates) = negotiation::parse_apply_body(&body)?;
+                let doc = kplane_registry::patch::Document { value, duplicates };
                 let (bytes, created) = reg
-                    .apply(&target, name, rp.subresource.as_deref(), &body, &w)
+                    .apply(&target, name, rp.subresource.as_deref(), doc, &w)
                     .await?;
                 let code = if created {
                     StatusCode::CREATED
@@ -280,8 +283,9 @@ async fn serve(
                     ))
                 }
             };
+            let doc = patch_document(&body)?;
             let bytes = reg
-                .patch(&target, name, rp.subresource.as_deref(), ty, &body, &w)
+                .patch(&target, name, rp.subresource.as_deref(), ty, doc, &w)
                 .await?;
             let resp = response::object(StatusCode::OK, &rt, bytes, repr, &TableOptions::default());
             with_warnings(&w, resp)
@@ -314,7 +318,7 @@ async fn serve(
                 }
                 None => {
                     require_verb(&rt, "deletecollection")?;
-                    let lp = ListParams::from_query(&q)?;
+                    let lp = super::query::list_params(&q)?;
                     let (items, rv) = reg.delete_collection(&target, &lp, &d).await?;
                     Ok(response::raw_list(&rt, items, rv))
                 }
@@ -362,7 +366,7 @@ async fn handle_scale(
     match method {
         Method::GET => Ok(json(StatusCode::OK, reg.get_scale(target, name).await?)),
         Method::PUT => {
-            let mut w = WriteParams::from_query(q, OptionsKind::Update)?.with_user_agent(ua);
+            let mut w = super::query::write_params(q, OptionsKind::Update)?.with_user_agent(ua);
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let scale = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
@@ -370,7 +374,7 @@ async fn handle_scale(
             with_warnings(&w, Ok(json(StatusCode::OK, out)))
         }
         Method::PATCH => {
-            let mut w = WriteParams::from_query(q, OptionsKind::Patch)?.with_user_agent(ua);
+            let mut w = super::query::write_params(q, OptionsKind::Patch)?.with_user_agent(ua);
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let ty = match negotiation::body_type(ct.as_deref())? {
@@ -378,7 +382,9 @@ async fn handle_scale(
                 BodyType::MergePatch => PatchType::Merge,
                 _ => return Err(cr_patch_types_only()),
             };
-            let out = reg.patch_scale(target, name, ty, &body, &w).await?;
+            let out = reg
+                .patch_scale(target, name, ty, patch_document(&body)?, &w)
+                .await?;
             with_warnings(&w, Ok(json(StatusCode::OK, out)))
         }
         m => Err(ApiError::from(kplane_types::Status::method_not_allowed(
@@ -388,12 +394,29 @@ async fn handle_scale(
     }
 }
 
+/// Decodes a JSON, merge or strategic merge patch body.
+fn patch_document(body: &[u8]) -> ApiResult<kplane_registry::patch::Document> {
+    let (value, duplicates) = super::json::parse_with_duplicates(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    Ok(kplane_registry::patch::Document { value, duplicates })
+}
+
 /// Adds the request's warnings to a successful response.
 fn with_warnings(w: &WriteParams, r: ApiResult<Response>) -> ApiResult<Response> {
     r.map(|mut resp| {
-        w.warnings.apply(resp.headers_mut());
+        add_warnings(&w.warnings, resp.headers_mut());
         resp
     })
+}
+
+/// Sends a request's warnings as `Warning: 299 - "<text>"` headers.
+pub fn add_warnings(w: &kplane_registry::warnings::Warnings, headers: &mut axum::http::HeaderMap) {
+    for text in w.texts() {
+        let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            headers.append("warning", v);
+        }
+    }
 }
 
 fn read_body_type(req: &Request<Body>) -> (Option<BodyType>, ()) {

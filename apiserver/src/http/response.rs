@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use super::negotiation::Representation;
 use super::table::{self, TableOptions};
-use crate::error::{ApiError, ApiResult};
 use crate::registry::{CompleteList, ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
+use kplane_registry::error::{ApiError, ApiResult};
 
 const JSON: &str = "application/json";
 const TABLE_CT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";

@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use super::auth::UserInfo;
 use super::AppState;
-use crate::error::{ApiError, ApiResult};
 use crate::registry::meta;
 use crate::registry::ResourceType;
+use kplane_registry::error::{ApiError, ApiResult};
 
 fn is_superuser(user: &str, groups: &[String]) -> bool {
     user == "kplane-admin" || groups.iter().any(|g| g == "system:masters")

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::SystemTime;
 
 use super::discovery::Discovery;
-use crate::error::{ApiError, ApiResult};
 use crate::registry::{Catalog, Strategy};
+use kplane_registry::error::{ApiError, ApiResult};
 
 /// Discovery and OpenAPI for one catalog.
 #[derive(Debug)]

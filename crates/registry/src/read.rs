@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::selection::Selection;
 use super::{storage_error, too_large_rv, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::{ListParams, RvMatch};
+use crate::options::{ListParams, RvMatch};
 use kplane_types::Status;
 
 /// Items read from storage at a time for a list without `limit`. A batch of 1 KiB objects
@@ -433,9 +433,9 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::query::WriteParams;
-    use crate::registry::catalog::{builtin, Catalog};
-    use crate::registry::DeleteParams;
+    use crate::catalog::{builtin, Catalog};
+    use crate::options::WriteParams;
+    use crate::DeleteParams;
     use kplane_storage::{SledStorage, SledStorageOptions};
 
     async fn registry(dir: &std::path::Path) -> (Arc<Registry>, Target) {
@@ -526,41 +526,6 @@ mod tests {
         assert!(now.contains(&("cm-99999".into(), "new".into())));
         assert!(now.contains(&("cm-00900".into(), "new".into())));
         assert!(!now.iter().any(|(name, _)| *name == last));
-    }
-
-    #[tokio::test]
-    async fn a_batched_list_is_one_json_body_with_every_item_in_order() {
-        use crate::http::negotiation::Representation;
-        use crate::http::table::TableOptions;
-        use http_body_util::BodyExt;
-        let n = 3 * LIST_BATCH + 7;
-        let (_dir, reg, t) = with_configmaps(n, "v", |_| false).await;
-        let page = reg.list(&t, &ListParams::default()).await.unwrap();
-        let rv = page.revision().to_string();
-        assert!(page.rest.is_some());
-        let resp = crate::http::response::list(
-            &t.rt,
-            page,
-            Representation::Object,
-            &TableOptions::default(),
-        )
-        .await
-        .unwrap();
-        let body = resp.into_body().collect().await.unwrap().to_bytes();
-        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(v["kind"], "ConfigMapList");
-        assert_eq!(v["metadata"]["resourceVersion"], rv.as_str());
-        assert!(v["metadata"].get("continue").is_none());
-        let items: Vec<Bytes> = v["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| Bytes::from(o.to_string()))
-            .collect();
-        let want: Vec<_> = (0..n)
-            .map(|i| (format!("cm-{i:05}"), "v".to_string()))
-            .collect();
-        assert_eq!(names_and_values(&items), want);
     }
 
     #[tokio::test]

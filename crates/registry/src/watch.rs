@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::selection::Selection;
 use super::{storage_error, ListPage, Registry, ResourceType, Target};
 use crate::error::ApiResult;
-use crate::http::query::ListParams;
+use crate::options::ListParams;
 
 /// How often an idle watch with `allowWatchBookmarks` gets a BOOKMARK.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::crd::{self, CRD_RESOURCE};
 use super::{meta, Registry, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::ListParams;
+use crate::options::ListParams;
 
 /// How often unfinished work (content with finalizers) is retried.
 const RETRY_EVERY: Duration = Duration::from_secs(2);

@@ -10,20 +10,20 @@ use serde_json::{json, Value};
 
 use super::{corrupt, meta, Registry, ResourceType, Strategy, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::WriteParams;
+use crate::options::WriteParams;
 
 /// How many times an apply is retried when the object changed underneath it.
 const APPLY_RETRIES: usize = 5;
 
 impl Registry {
-    /// Applies `body` (YAML or JSON) as `w.field_manager`. Returns the stored object and
-    /// whether it was created.
+    /// Applies `doc` (the decoded YAML or JSON apply configuration) as `w.field_manager`.
+    /// Returns the stored object and whether it was created.
     pub async fn apply(
         &self,
         t: &Target,
         name: &str,
         sub: Option<&str>,
-        body: &[u8],
+        doc: super::patch::Document,
         w: &WriteParams,
     ) -> ApiResult<(Bytes, bool)> {
         let rt = t.rt.clone();
@@ -39,7 +39,10 @@ impl Registry {
                 )],
             )));
         };
-        let (applied, duplicates) = crate::http::negotiation::parse_apply_body(body)?;
+        let super::patch::Document {
+            value: applied,
+            duplicates,
+        } = doc;
         if !applied.is_object() {
             return Err(ApiError::bad_request(
                 "the apply configuration must be an object",

@@ -14,7 +14,7 @@ use super::strategy;
 use super::typed;
 use super::{corrupt, storage_error, Registry, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::{ListParams, WriteParams};
+use crate::options::{ListParams, WriteParams};
 
 /// How many times a patch is retried on a write conflict when the client did not ask
 /// for optimistic locking.
@@ -387,11 +387,11 @@ impl Registry {
         name: &str,
         sub: Option<&str>,
         ty: PatchType,
-        body: &[u8],
+        doc: patch::Document,
         w: &WriteParams,
     ) -> ApiResult<Bytes> {
         let rt = t.rt.clone();
-        let (parsed, duplicates) = patch::parse_checked(ty, body)?;
+        let (parsed, duplicates) = patch::parse_checked(ty, doc)?;
         let mut attempt = 0;
         loop {
             attempt += 1;

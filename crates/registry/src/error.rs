@@ -1,11 +1,10 @@
-//! The HTTP-facing error: every failure leaves the server as one `metav1.Status`.
+//! The registry's error: every failure of a verb is one `metav1.Status`, which the HTTP
+//! layer sends as it is (with the status code the Status carries).
 //!
-//! Lower layers (storage, decoding, registry) have their own error types; they are mapped
-//! into [`ApiError`] once, at the registry boundary, with the resource and name the lower
-//! layer did not know.
+//! Lower layers (storage, decoding) have their own error types; they are mapped into
+//! [`ApiError`] once, at the registry boundary, with the resource and name the lower layer
+//! did not know.
 
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use kplane_types::{Status, StatusReason};
 
 /// An error answered to the client as a `metav1.Status`.
@@ -65,28 +64,5 @@ impl ApiError {
 impl From<Status> for ApiError {
     fn from(s: Status) -> Self {
         ApiError(Box::new(s))
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::to_vec(&self.0.to_json()).unwrap_or_default();
-        let code = StatusCode::from_u16(self.0.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut resp = (code, body).into_response();
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        if self.0.code >= 500 {
-            // No logging here: the request log writes it once, with the request (httplog).
-            resp.extensions_mut()
-                .insert(crate::http::httplog::ErrorCause(self.0.message.clone()));
-        }
-        if let Some(r) = self.0.retry_after {
-            if let Ok(v) = HeaderValue::from_str(&r.to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-        }
-        resp
     }
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::gc::{ObjRef, OwnerRef};
 use super::{meta, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::WriteParams;
+use crate::options::WriteParams;
 
 /// The event source (and reporting controller) of the garbage collector's Events.
 const COMPONENT: &str = "garbage-collector-controller";

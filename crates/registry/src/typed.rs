@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::{FieldValidation, WriteParams};
+use crate::options::{FieldValidation, WriteParams};
 
 fn cannot_handle(rt: &ResourceType, detail: &str) -> ApiError {
     ApiError::bad_request(format!(

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::catalog::{ResourceType, Strategy};
 use super::meta;
-use crate::http::query::WriteParams;
+use crate::options::WriteParams;
 
 /// A custom resource version's merge type information, built from its schema on first use
 /// and shared by every request after that.

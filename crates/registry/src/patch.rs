@@ -27,20 +27,35 @@ pub enum Parsed {
 /// Most operations accepted in one JSON patch (kube-apiserver's limit).
 const MAX_JSON_PATCH_OPS: usize = 10_000;
 
-pub fn parse(ty: PatchType, body: &[u8]) -> ApiResult<Parsed> {
-    parse_checked(ty, body).map(|(p, _)| p)
+/// A request body the HTTP layer decoded (JSON or YAML), with the keys it repeated (the last
+/// one wins; `fieldValidation` decides whether that is an error).
+#[derive(Clone, Debug, Default)]
+pub struct Document {
+    pub value: Value,
+    pub duplicates: Vec<String>,
 }
 
-/// [`parse`], also returning the keys merge and strategic patches repeat (the last one
-/// wins; `fieldValidation` decides whether that is an error).
-pub fn parse_checked(ty: PatchType, body: &[u8]) -> ApiResult<(Parsed, Vec<String>)> {
-    let (v, duplicates) = crate::http::json::parse_with_duplicates(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+impl Document {
+    pub fn new(value: Value) -> Self {
+        Document {
+            value,
+            duplicates: Vec::new(),
+        }
+    }
+}
+
+pub fn parse(ty: PatchType, doc: Document) -> ApiResult<Parsed> {
+    parse_checked(ty, doc).map(|(p, _)| p)
+}
+
+/// [`parse`], also returning the keys merge and strategic patches repeat (JSON patches are
+/// lists of operations: their repeated keys do not matter).
+pub fn parse_checked(ty: PatchType, doc: Document) -> ApiResult<(Parsed, Vec<String>)> {
     let duplicates = match ty {
         PatchType::Json => Vec::new(),
-        PatchType::Merge | PatchType::Strategic => duplicates,
+        PatchType::Merge | PatchType::Strategic => doc.duplicates,
     };
-    parse_value(ty, v).map(|p| (p, duplicates))
+    parse_value(ty, doc.value).map(|p| (p, duplicates))
 }
 
 fn parse_value(ty: PatchType, v: Value) -> ApiResult<Parsed> {
@@ -205,8 +220,7 @@ mod tests {
             let ops: Vec<Value> = (0..n)
                 .map(|_| json!({"op": "test", "path": "/a", "value": 1}))
                 .collect();
-            let body = serde_json::to_vec(&ops).unwrap();
-            match parse(PatchType::Json, &body) {
+            match parse(PatchType::Json, Document::new(Value::Array(ops))) {
                 Ok(_) => assert!(ok, "{n} operations accepted"),
                 Err(e) => assert!(!ok && e.code() == 413, "{n} operations: {}", e.code()),
             }

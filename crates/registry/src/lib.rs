@@ -3,7 +3,8 @@
 //! Handlers call the registry with an already-routed target (cluster, resource type,
 //! namespace) and decoded JSON; the registry applies metadata rules, per-type strategies,
 //! preconditions and conversions, and talks to storage only through [`Storage`].
-//! It knows nothing about HTTP beyond producing [`ApiError`]s.
+//! It knows nothing about HTTP: errors are [`ApiError`]s (a `metav1.Status`), options are
+//! [`options`]' plain structs, request bodies arrive decoded.
 
 pub mod apply;
 mod bulk_delete;
@@ -12,6 +13,7 @@ pub mod catalogs;
 pub mod crd;
 mod crd_form;
 pub mod custom;
+pub mod error;
 pub mod events;
 pub mod field_labels;
 pub mod gc;
@@ -27,6 +29,7 @@ pub mod meta;
 pub mod namespaces;
 pub mod ns_conditions;
 mod ns_purge;
+pub mod options;
 pub mod patch;
 mod pod_defaults;
 mod pod_template;
@@ -36,11 +39,14 @@ pub mod selection;
 mod stored_form;
 pub mod strategy;
 pub mod typed;
+pub mod warnings;
 mod watch;
 mod write;
 
 #[cfg(test)]
 mod size_tests;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -51,11 +57,11 @@ use kplane_types::{Status, StatusReason};
 use serde_json::Value;
 
 pub use catalog::{Catalog, ResourceType, Strategy};
-pub use read::{CompleteList, ListPage};
+pub use read::{CompleteList, ListPage, LIST_BATCH};
 pub use watch::{WatchItem, WatchSetup, WatchType};
 pub use write::{DeleteOutcome, DeleteParams};
 
-use crate::error::{ApiError, ApiResult};
+pub use error::{ApiError, ApiResult};
 
 /// Where a request points: one logical cluster, one resource type, maybe a namespace.
 #[derive(Clone, Debug)]

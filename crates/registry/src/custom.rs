@@ -11,7 +11,7 @@ use super::crd::{object, ScalePaths};
 use super::patch::{self, PatchType};
 use super::{corrupt, meta, Registry, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::WriteParams;
+use crate::options::WriteParams;
 
 pub(super) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
@@ -190,10 +190,10 @@ impl Registry {
         t: &Target,
         name: &str,
         ty: PatchType,
-        body: &[u8],
+        doc: patch::Document,
         w: &WriteParams,
     ) -> ApiResult<Bytes> {
-        let parsed = patch::parse(ty, body)?;
+        let parsed = patch::parse(ty, doc)?;
         let rt = t.rt.clone();
         self.write_scale(t, name, w, move |current| {
             patch::apply(&parsed, current, &rt).map_err(|msg| {

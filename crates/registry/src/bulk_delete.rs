@@ -167,7 +167,7 @@ pub(super) fn item_target(t: &Target, item: &Value) -> Target {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::query::{ListParams, WriteParams};
+    use crate::options::{ListParams, WriteParams};
     use kplane_storage::{EventType, Prefix, SledStorage, SledStorageOptions, Storage, WatchEvent};
     use serde_json::json;
     use std::sync::Arc;

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use super::lifecycle::Work;
 use super::{meta, Registry, Target};
 use crate::error::ApiResult;
-use crate::http::query::WriteParams;
+use crate::options::WriteParams;
 
 /// The ConfigMap's name in every namespace.
 pub const CONFIG_MAP_NAME: &str = "kube-root-ca.crt";

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::lifecycle::Work;
 use super::{meta, DeleteParams, Registry, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::WriteParams;
+use crate::options::WriteParams;
 
 pub const ORPHAN_FINALIZER: &str = "orphan";
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";

@@ -9,7 +9,7 @@ use super::ns_conditions::{self, DeletionReport};
 use super::ns_purge::FinalizersOnly;
 use super::{meta, Registry, Target};
 use crate::error::{ApiError, ApiResult};
-use crate::http::query::{ListParams, WriteParams};
+use crate::options::{ListParams, WriteParams};
 
 /// Namespaces every logical cluster starts with.
 pub const DEFAULT_NAMESPACES: &[&str] =

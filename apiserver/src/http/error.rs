@@ -1,0 +1,40 @@
+//! How a registry error leaves the server: the `metav1.Status` as a JSON body with the
+//! Status's code, `Retry-After` when it carries one, and, for 5xx, the cause for the request
+//! log (which writes it once, with the request: see `httplog`).
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use kplane_registry::ApiError;
+
+/// Turns an [`ApiError`] into its HTTP response (the registry crate does not know HTTP).
+pub trait StatusResponse {
+    fn into_response(self) -> Response;
+}
+
+impl StatusResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&self.0.to_json()).unwrap_or_default();
+        let code = StatusCode::from_u16(self.0.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = (code, body).into_response();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if self.0.code >= 500 {
+            // No logging here: the request log writes it once, with the request (httplog).
+            resp.extensions_mut()
+                .insert(super::httplog::ErrorCause(self.0.message.clone()));
+        }
+        if let Some(r) = self.0.retry_after {
+            if let Ok(v) = HeaderValue::from_str(&r.to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        resp
+    }
+}
+
+/// A handler's result as a response: the response, or the error's Status.
+pub fn respond(r: Result<Response, ApiError>) -> Response {
+    r.unwrap_or_else(StatusResponse::into_response)
+}

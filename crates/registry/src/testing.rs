@@ -1,0 +1,85 @@
+//! Fixtures for tests of the registry and of the layers above it (enabled by the `testing`
+//! feature): a registry over a sled store in a temporary directory, with `root` bootstrapped.
+//! Fixtures panic on failure, as the tests using them should.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+use serde_json::{json, Value};
+
+use crate::catalog::{builtin, Catalog};
+use crate::options::WriteParams;
+use crate::{Registry, Target};
+
+/// A registry, the directory of its store and the sender that keeps its workers running.
+pub struct Fixture {
+    pub _dir: tempfile::TempDir,
+    pub _shutdown: tokio::sync::watch::Sender<bool>,
+    pub reg: Arc<Registry>,
+}
+
+pub async fn fixture() -> Fixture {
+    fixture_with(SledStorageOptions::default()).await
+}
+
+pub async fn fixture_with(opts: SledStorageOptions) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = SledStorage::open(dir.path().join("db"), opts).unwrap();
+    let catalog = Arc::new(Catalog::new(builtin()));
+    let (tx, shutdown) = tokio::sync::watch::channel(false);
+    let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
+    reg.ensure_cluster("root").await.unwrap();
+    Fixture {
+        _dir: dir,
+        _shutdown: tx,
+        reg,
+    }
+}
+
+pub fn target(reg: &Registry, group: &str, plural: &str, ns: Option<&str>) -> Target {
+    let rt = reg
+        .builtin_catalog()
+        .all()
+        .iter()
+        .find(|rt| rt.group == group && rt.plural == plural)
+        .unwrap()
+        .clone();
+    Target {
+        cluster: Some("root".into()),
+        rt,
+        namespace: ns.map(str::to_string),
+    }
+}
+
+pub async fn create_namespace(reg: &Registry, name: &str) -> Target {
+    let nst = target(reg, "", "namespaces", None);
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    reg.create(&nst, ns, &WriteParams::default()).await.unwrap();
+    target(reg, "", "configmaps", Some(name))
+}
+
+/// Creates `objs` through `t`, many at a time (one group commit serves them all).
+pub async fn create_all(reg: &Registry, t: &Target, objs: Vec<Value>) {
+    let w = WriteParams::default();
+    for chunk in objs.chunks(256) {
+        let creates = chunk.iter().map(|o| reg.create(t, o.clone(), &w));
+        for r in futures::future::join_all(creates).await {
+            r.unwrap();
+        }
+    }
+}
+
+pub fn configmap(name: &str, group: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "labels": {"group": group}}, "data": {"k": "v"}})
+}
+
+/// The `metadata.name` of a stored object.
+pub fn name_of(item: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(item).unwrap();
+    v["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
