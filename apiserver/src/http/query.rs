@@ -85,7 +85,23 @@ fn list_options_invalid(causes: Vec<Cause>) -> ApiError {
 }
 
 impl ListParams {
+    /// The list or watch options of a request (a watch when `watch=true`).
     pub fn from_query(q: &Query) -> ApiResult<ListParams> {
+        let p = Self::parse(q)?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The options of a request that is a watch whatever its `watch` parameter says (the
+    /// legacy `/watch/` prefix).
+    pub fn from_query_watching(q: &Query) -> ApiResult<ListParams> {
+        let mut p = Self::parse(q)?;
+        p.watch = true;
+        p.validate()?;
+        Ok(p)
+    }
+
+    fn parse(q: &Query) -> ApiResult<ListParams> {
         let limit = match q.int("limit")? {
             Some(n) if n > 0 => Some(n as usize),
             _ => None,
@@ -137,7 +153,6 @@ impl ListParams {
             send_initial_events: q.bool("sendInitialEvents")?,
             timeout_seconds,
         };
-        p.validate()?;
         Ok(p)
     }
 
