@@ -65,7 +65,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new().fallback(dispatch).with_state(state)
 }
 
-/// Serves one request and writes its line of the request log ([`httplog`]).
+/// Serves one request and writes its line of the request log ([`httplog`]). The request's
+/// extensions carry its attributes as an `Arc<RequestInfo>` and, once authenticated, its
+/// user as an `Arc<UserInfo>`.
 async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) -> Response {
     let start = httplog::RequestStart::new(&req);
     let target = match request_info::parse(req.uri().path()) {
