@@ -84,7 +84,10 @@ pub async fn serve(
 type Connection = std::pin::Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
 
 /// The HTTP connection on an established TLS stream, with the protocol chosen by ALPN.
-/// Requests carry the client's address only while the request log would write it.
+/// Requests carry the client's address only while the request log would write it, and the
+/// client's certificate chain ([`PeerCertificates`], for authenticators) when it sent one.
+///
+/// [`PeerCertificates`]: crate::http::auth::PeerCertificates
 fn connection(
     stream: TlsStream,
     peer: SocketAddr,
@@ -93,11 +96,18 @@ fn connection(
     watcher: Watcher,
 ) -> Connection {
     let h2 = stream.alpn_protocol() == Some(b"h2".as_slice());
+    let certificates = stream
+        .peer_certificates()
+        .filter(|chain| !chain.is_empty())
+        .map(|chain| crate::http::auth::PeerCertificates(chain.into()));
     let io = TokioIo::new(stream);
     let app = tower::ServiceExt::map_request(app, move |mut req: hyper::Request<_>| {
         if crate::http::httplog::wants_peer() {
             req.extensions_mut()
                 .insert(crate::http::httplog::Peer(peer));
+        }
+        if let Some(c) = &certificates {
+            req.extensions_mut().insert(c.clone());
         }
         req
     });

@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use kplane_types::{RequestInfo, Verb};
+
 /// `apiserver_request_duration_seconds` buckets (kube-apiserver 1.32).
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
@@ -26,6 +28,41 @@ pub struct RequestLabels {
     pub subresource: String,
     /// `resource` (named object), `namespace`, `cluster` (all namespaces / cluster-scoped).
     pub scope: &'static str,
+}
+
+impl RequestLabels {
+    /// The labels of a resource request, from its attributes (`apply`: a PATCH with the
+    /// apply content type, which kube-apiserver reports as the verb `APPLY`). No logical
+    /// cluster, namespace or name goes into a label.
+    pub fn of(info: &RequestInfo, apply: bool) -> RequestLabels {
+        let verb = match info.verb {
+            Verb::Get => "GET",
+            Verb::List => "LIST",
+            Verb::Watch => "WATCH",
+            Verb::Create => "POST",
+            Verb::Update => "PUT",
+            Verb::Patch if apply => "APPLY",
+            Verb::Patch => "PATCH",
+            Verb::Delete => "DELETE",
+            Verb::DeleteCollection => "DELETECOLLECTION",
+            _ => "OTHER",
+        };
+        let scope = if info.name.is_some() {
+            "resource"
+        } else if info.namespace.is_some() {
+            "namespace"
+        } else {
+            "cluster"
+        };
+        RequestLabels {
+            verb,
+            group: info.api_group.clone(),
+            version: info.api_version.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone().unwrap_or_default(),
+            scope,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -381,5 +418,55 @@ mod tests {
             "apiserver_registered_watchers{group=\"\",kind=\"ConfigMap\",version=\"v1\"} 1"
         ));
         assert!(text.contains("apiserver_storage_objects{resource=\"configmaps\"} 7"));
+    }
+
+    #[test]
+    fn request_labels_come_from_the_request_info() {
+        use crate::http::request_info::{parse, request_info};
+        // `METHOD path[?query] [apply] => VERB scope`
+        for row in [
+            "GET /api/v1/namespaces/a/configmaps => LIST namespace",
+            "GET /api/v1/namespaces/a/configmaps?watch=true => WATCH namespace",
+            "GET /api/v1/watch/configmaps => WATCH cluster",
+            "GET /api/v1/namespaces/a/configmaps/x => GET resource",
+            "POST /api/v1/namespaces/a/configmaps => POST namespace",
+            "PUT /api/v1/namespaces/a/configmaps/x => PUT resource",
+            "PATCH /api/v1/namespaces/a/configmaps/x => PATCH resource",
+            "PATCH /api/v1/namespaces/a/configmaps/x apply => APPLY resource",
+            "DELETE /api/v1/namespaces/a/configmaps/x => DELETE resource",
+            "DELETE /api/v1/namespaces/a/configmaps => DELETECOLLECTION namespace",
+            "OPTIONS /api/v1/namespaces/a/configmaps => OTHER namespace",
+            "GET /api/v1/namespaces => LIST cluster",
+            "GET /api/v1/namespaces/a => GET resource",
+        ] {
+            let (request, want) = row.split_once(" => ").unwrap();
+            let mut words = request.split(' ');
+            let method = words.next().unwrap();
+            let uri = words.next().unwrap();
+            let apply = words.next() == Some("apply");
+            let (path, query) = match uri.split_once('?') {
+                Some((p, q)) => (p, Some(q)),
+                None => (uri, None),
+            };
+            let info = request_info(&method.parse().unwrap(), &parse(path).unwrap(), query);
+            let l = RequestLabels::of(&info, apply);
+            assert_eq!(format!("{} {}", l.verb, l.scope), want, "{row}");
+        }
+        let info = request_info(
+            &"PUT".parse().unwrap(),
+            &parse("/clusters/root:a/apis/apps/v1/namespaces/a/deployments/d/scale").unwrap(),
+            None,
+        );
+        assert_eq!(
+            RequestLabels::of(&info, false),
+            RequestLabels {
+                verb: "PUT",
+                group: "apps".into(),
+                version: "v1".into(),
+                resource: "deployments".into(),
+                subresource: "scale".into(),
+                scope: "resource",
+            }
+        );
     }
 }

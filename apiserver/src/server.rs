@@ -15,7 +15,9 @@ use tokio::net::TcpListener;
 use tower::ServiceExt;
 
 use crate::connection;
-use crate::http::{self, auth::Authenticator, AppState};
+use crate::http::auth::{AdminTokenAuthenticator, Authenticator, UnionAuthenticator};
+use crate::http::authz::{Authorizer, SuperuserAuthorizer, UnionAuthorizer};
+use crate::http::{self, AppState};
 use crate::registry::{catalog, lifecycle, Catalog, Registry};
 use crate::tls;
 
@@ -64,6 +66,8 @@ pub struct ServerConfig {
 #[derive(Debug)]
 pub struct ServerBuilder {
     config: ServerConfig,
+    authenticator: Option<Arc<dyn Authenticator>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
 }
 
 impl Default for ServerBuilder {
@@ -79,6 +83,8 @@ impl Default for ServerBuilder {
                 storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
                 build_info: crate::BuildInfo::default(),
             },
+            authenticator: None,
+            authorizer: None,
         }
     }
 }
@@ -120,9 +126,27 @@ impl ServerBuilder {
         self
     }
 
+    /// An authenticator asked after the admin token (which always authenticates, as
+    /// kube-apiserver's own loopback token does: `admin.kubeconfig` keeps working). Default:
+    /// none, so the admin token is the only credential.
+    pub fn authenticator(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
+        self.authenticator = Some(authenticator);
+        self
+    }
+
+    /// An authorizer asked after the superuser rule (the admin and `system:masters` may do
+    /// everything, as kube-apiserver always allows its privileged group first). Default:
+    /// none, so everyone else is forbidden everything.
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
     pub fn build(self) -> Server {
         Server {
             config: self.config,
+            authenticator: self.authenticator,
+            authorizer: self.authorizer,
         }
     }
 }
@@ -131,6 +155,26 @@ impl ServerBuilder {
 #[derive(Debug)]
 pub struct Server {
     config: ServerConfig,
+    authenticator: Option<Arc<dyn Authenticator>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+/// The server's authenticator chain: the admin token, then the configured one.
+fn authenticator_chain(
+    admin_token: String,
+    configured: Option<Arc<dyn Authenticator>>,
+) -> Arc<dyn Authenticator> {
+    let mut chain: Vec<Arc<dyn Authenticator>> =
+        vec![Arc::new(AdminTokenAuthenticator::new(admin_token))];
+    chain.extend(configured);
+    Arc::new(UnionAuthenticator::new(chain))
+}
+
+/// The server's authorizer chain: the superusers, then the configured one.
+fn authorizer_chain(configured: Option<Arc<dyn Authorizer>>) -> Arc<dyn Authorizer> {
+    let mut chain: Vec<Arc<dyn Authorizer>> = vec![Arc::new(SuperuserAuthorizer)];
+    chain.extend(configured);
+    Arc::new(UnionAuthorizer::new(chain))
 }
 
 fn random_token() -> String {
@@ -188,6 +232,8 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ServerError> {
         let cfg = self.config;
+        let authorizer = authorizer_chain(self.authorizer);
+        let configured_authenticator = self.authenticator;
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
         let storage_opts = SledStorageOptions {
@@ -242,7 +288,8 @@ impl Server {
         let state = Arc::new(AppState {
             registry: registry.clone(),
             surfaces,
-            auth: Authenticator::new(token.clone()),
+            authenticator: authenticator_chain(token.clone(), configured_authenticator),
+            authorizer,
             ready: false.into(),
             server_address: host.clone(),
             metrics: Arc::new(crate::metrics::Metrics::default()),

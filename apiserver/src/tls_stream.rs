@@ -112,6 +112,11 @@ impl TlsStream {
         self.conn.alpn_protocol()
     }
 
+    /// The certificate chain the client presented (none unless the server asks for one).
+    pub fn peer_certificates(&self) -> Option<&[rustls::pki_types::CertificateDer<'static>]> {
+        self.conn.peer_certificates()
+    }
+
     fn poll_handshake(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
             ready!(self.poll_send(cx))?;

@@ -1,51 +1,167 @@
-//! Authentication: bearer tokens from the `Authorization` header. Until the security issue
-//! adds ServiceAccount tokens, client certificates and RBAC enforcement, the admin token
-//! written into `admin.kubeconfig` is the one credential, and it is all-powerful.
+//! Authentication: who a request comes from. An [`Authenticator`] looks at what a request
+//! presents ([`AuthRequest`]: its headers, its bearer token, the client's certificate chain
+//! from the TLS layer) and answers with an [`AuthOutcome`]. A [`UnionAuthenticator`] asks a
+//! chain in order; the server's chain always starts with the [`AdminTokenAuthenticator`]
+//! (the token written into `admin.kubeconfig`), and `ServerBuilder::authenticator` adds
+//! one after it (client certificates, ServiceAccount tokens, OIDC, ...).
+//!
+//! A request no authenticator accepts is a 401 (anonymous requests are not served), except
+//! the public endpoints (`/version`, health), which are answered before authentication.
+
+use std::fmt;
+use std::sync::Arc;
 
 use super::error::StatusResponse;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use kplane_types::{Status, StatusReason};
+use kplane_types::request::{SYSTEM_AUTHENTICATED, SYSTEM_MASTERS};
+use kplane_types::{Status, StatusReason, UserInfo};
 
 use kplane_registry::error::ApiError;
 
-/// Who is making a request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UserInfo {
-    pub username: String,
-    pub uid: String,
-    pub groups: Vec<String>,
+/// The user the admin token authenticates as.
+pub const ADMIN_USER: &str = "kplane-admin";
+
+/// The certificate chain a TLS client presented (leaf first, DER), which the connection
+/// adds to each of its requests' extensions when there is one. kplane does not ask clients
+/// for certificates yet, so today no request carries it.
+#[derive(Clone, Debug)]
+pub struct PeerCertificates(pub Arc<[rustls::pki_types::CertificateDer<'static>]>);
+
+/// What a request presents to authenticators.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AuthRequest<'a> {
+    /// The request's headers (absent when only a token is presented: TokenReview).
+    pub headers: Option<&'a HeaderMap>,
+    /// The `Authorization: Bearer <token>` token, already extracted.
+    pub bearer_token: Option<&'a str>,
+    pub peer_certificates: Option<&'a PeerCertificates>,
 }
 
-/// Checks bearer tokens.
-#[derive(Debug)]
-pub struct Authenticator {
-    admin_token: String,
-}
-
-impl Authenticator {
-    pub fn new(admin_token: String) -> Self {
-        Authenticator { admin_token }
+impl<'a> AuthRequest<'a> {
+    /// What an HTTP request presents.
+    pub fn from_headers(
+        headers: &'a HeaderMap,
+        peer_certificates: Option<&'a PeerCertificates>,
+    ) -> Self {
+        AuthRequest {
+            headers: Some(headers),
+            bearer_token: bearer_token(headers),
+            peer_certificates,
+        }
     }
 
-    /// The user behind the request's credentials, or `None` when they are missing or wrong.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Option<UserInfo> {
-        let value = headers
-            .get(axum::http::header::AUTHORIZATION)?
-            .to_str()
-            .ok()?;
-        let token = value
+    /// A bare token (a TokenReview's `spec.token`): only token authenticators apply.
+    pub fn token(token: &'a str) -> Self {
+        AuthRequest {
+            headers: None,
+            bearer_token: Some(token),
+            peer_certificates: None,
+        }
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    Some(
+        value
             .strip_prefix("Bearer ")
             .or_else(|| value.strip_prefix("bearer "))?
-            .trim();
-        if constant_time_eq(token.as_bytes(), self.admin_token.as_bytes()) {
-            Some(UserInfo {
-                username: "kplane-admin".into(),
-                uid: String::new(),
-                groups: vec!["system:masters".into(), "system:authenticated".into()],
-            })
-        } else {
-            None
+            .trim(),
+    )
+}
+
+/// Why a credential was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AuthError(pub String);
+
+/// What an authenticator makes of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuthOutcome {
+    /// The credentials are good and belong to this user.
+    Authenticated(UserInfo),
+    /// The request carries no credential this authenticator understands.
+    NotApplicable,
+    /// The request carries a credential of this authenticator's kind, and it is bad.
+    Rejected(AuthError),
+}
+
+/// Decides who a request comes from.
+#[async_trait::async_trait]
+pub trait Authenticator: Send + Sync + fmt::Debug {
+    async fn authenticate(&self, req: &AuthRequest<'_>) -> AuthOutcome;
+}
+
+/// Asks each authenticator in turn: the first to authenticate the request wins. When none
+/// does, the rejections are combined (kube-apiserver's union authenticator), or, with none,
+/// the request is [`AuthOutcome::NotApplicable`].
+#[derive(Debug, Default)]
+pub struct UnionAuthenticator {
+    chain: Vec<Arc<dyn Authenticator>>,
+}
+
+impl UnionAuthenticator {
+    pub fn new(chain: Vec<Arc<dyn Authenticator>>) -> Self {
+        UnionAuthenticator { chain }
+    }
+}
+
+#[async_trait::async_trait]
+impl Authenticator for UnionAuthenticator {
+    async fn authenticate(&self, req: &AuthRequest<'_>) -> AuthOutcome {
+        let mut errors: Vec<String> = Vec::new();
+        for a in &self.chain {
+            match a.authenticate(req).await {
+                AuthOutcome::Authenticated(u) => return AuthOutcome::Authenticated(u),
+                AuthOutcome::NotApplicable => {}
+                AuthOutcome::Rejected(e) => errors.push(e.0),
+            }
+        }
+        match errors.len() {
+            0 => AuthOutcome::NotApplicable,
+            1 => AuthOutcome::Rejected(AuthError(errors.remove(0))),
+            _ => AuthOutcome::Rejected(AuthError(format!("[{}]", errors.join(", ")))),
+        }
+    }
+}
+
+/// The admin token (kplane's own credential, in `admin.kubeconfig`): its bearer is
+/// [`ADMIN_USER`] in `system:masters`. Any other token is not its business.
+pub struct AdminTokenAuthenticator {
+    token: String,
+}
+
+impl fmt::Debug for AdminTokenAuthenticator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AdminTokenAuthenticator")
+            .finish_non_exhaustive()
+    }
+}
+
+impl AdminTokenAuthenticator {
+    pub fn new(token: String) -> Self {
+        AdminTokenAuthenticator { token }
+    }
+}
+
+#[async_trait::async_trait]
+impl Authenticator for AdminTokenAuthenticator {
+    async fn authenticate(&self, req: &AuthRequest<'_>) -> AuthOutcome {
+        match req.bearer_token {
+            Some(t) if constant_time_eq(t.as_bytes(), self.token.as_bytes()) => {
+                AuthOutcome::Authenticated(UserInfo {
+                    username: ADMIN_USER.into(),
+                    uid: String::new(),
+                    groups: vec![SYSTEM_MASTERS.into(), SYSTEM_AUTHENTICATED.into()],
+                    extra: Default::default(),
+                })
+            }
+            _ => AuthOutcome::NotApplicable,
         }
     }
 }
@@ -57,7 +173,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// 401 `Unauthorized`, as kubectl expects it.
+/// 401 `Unauthorized`, as kubectl expects it (why is not told to the client).
 pub fn unauthorized() -> Response {
     ApiError::from(Status::new(StatusReason::Unauthorized, "Unauthorized")).into_response()
 }
@@ -66,14 +182,111 @@ pub fn unauthorized() -> Response {
 mod tests {
     use super::*;
 
-    #[test]
-    fn bearer_token_checked() {
-        let a = Authenticator::new("secret".into());
+    fn headers(auth: Option<&str>) -> HeaderMap {
         let mut h = HeaderMap::new();
-        assert!(a.authenticate(&h).is_none());
-        h.insert("authorization", "Bearer wrong".parse().unwrap());
-        assert!(a.authenticate(&h).is_none());
-        h.insert("authorization", "Bearer secret".parse().unwrap());
-        assert_eq!(a.authenticate(&h).unwrap().username, "kplane-admin");
+        if let Some(a) = auth {
+            h.insert("authorization", a.parse().unwrap());
+        }
+        h
+    }
+
+    async fn user(a: &dyn Authenticator, auth: Option<&str>) -> AuthOutcome {
+        let h = headers(auth);
+        a.authenticate(&AuthRequest::from_headers(&h, None)).await
+    }
+
+    #[tokio::test]
+    async fn bearer_token_checked() {
+        let a = AdminTokenAuthenticator::new("secret".into());
+        assert_eq!(user(&a, None).await, AuthOutcome::NotApplicable);
+        assert_eq!(
+            user(&a, Some("Bearer wrong")).await,
+            AuthOutcome::NotApplicable
+        );
+        assert_eq!(
+            user(&a, Some("Basic secret")).await,
+            AuthOutcome::NotApplicable
+        );
+        assert_eq!(
+            user(&a, Some("Bearer secre")).await,
+            AuthOutcome::NotApplicable
+        );
+        for good in ["Bearer secret", "bearer secret", "Bearer  secret "] {
+            let AuthOutcome::Authenticated(u) = user(&a, Some(good)).await else {
+                panic!("{good} not authenticated");
+            };
+            assert_eq!(u.username, ADMIN_USER);
+            assert!(u.in_group(SYSTEM_MASTERS) && u.in_group(SYSTEM_AUTHENTICATED));
+        }
+        // A bare token (TokenReview) goes through the same check.
+        let out = a.authenticate(&AuthRequest::token("secret")).await;
+        assert!(matches!(out, AuthOutcome::Authenticated(_)), "{out:?}");
+        assert_eq!(
+            a.authenticate(&AuthRequest::token("other")).await,
+            AuthOutcome::NotApplicable
+        );
+    }
+
+    /// Authenticates `token` as `user`, rejects any other token, ignores requests without.
+    #[derive(Debug)]
+    struct Fixed {
+        token: &'static str,
+        user: &'static str,
+    }
+
+    #[async_trait::async_trait]
+    impl Authenticator for Fixed {
+        async fn authenticate(&self, req: &AuthRequest<'_>) -> AuthOutcome {
+            match req.bearer_token {
+                None => AuthOutcome::NotApplicable,
+                Some(t) if t == self.token => AuthOutcome::Authenticated(UserInfo {
+                    username: self.user.into(),
+                    ..Default::default()
+                }),
+                Some(_) => AuthOutcome::Rejected(AuthError(format!("not {}", self.user))),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_chain_takes_the_first_user_and_combines_rejections() {
+        let chain = UnionAuthenticator::new(vec![
+            Arc::new(AdminTokenAuthenticator::new("admin".into())),
+            Arc::new(Fixed {
+                token: "a",
+                user: "alice",
+            }),
+            Arc::new(Fixed {
+                token: "b",
+                user: "bob",
+            }),
+        ]);
+        let name = |o: AuthOutcome| match o {
+            AuthOutcome::Authenticated(u) => u.username,
+            other => format!("{other:?}"),
+        };
+        assert_eq!(name(user(&chain, Some("Bearer admin")).await), ADMIN_USER);
+        // Alice's authenticator rejects bob's token; bob's accepts it.
+        assert_eq!(name(user(&chain, Some("Bearer a")).await), "alice");
+        assert_eq!(name(user(&chain, Some("Bearer b")).await), "bob");
+        assert_eq!(
+            user(&chain, Some("Bearer c")).await,
+            AuthOutcome::Rejected(AuthError("[not alice, not bob]".into()))
+        );
+        assert_eq!(user(&chain, None).await, AuthOutcome::NotApplicable);
+        assert_eq!(
+            UnionAuthenticator::default()
+                .authenticate(&AuthRequest::token("admin"))
+                .await,
+            AuthOutcome::NotApplicable
+        );
+        let one = UnionAuthenticator::new(vec![Arc::new(Fixed {
+            token: "a",
+            user: "alice",
+        })]);
+        assert_eq!(
+            user(&one, Some("Bearer x")).await,
+            AuthOutcome::Rejected(AuthError("not alice".into()))
+        );
     }
 }

@@ -9,7 +9,8 @@
 //! - `INFO`: a 4xx.
 //! - `DEBUG`: every other status.
 //!
-//! Fields: `cluster` (logical cluster, `*` for the wildcard), `user` (empty when the
+//! Fields: `cluster` (logical cluster, `*` for the wildcard; from the request's
+//! `RequestInfo`, or read off the path when it did not parse), `user` (empty when the
 //! request was not authenticated), `verb` (the HTTP method, as upstream), `uri` (path and
 //! query), `status`, `latency_ms` (until the response head: for a watch or a streamed list
 //! that is when the stream started), `user_agent`, `src_ip` (the client's address and port,
@@ -26,6 +27,7 @@ use std::time::Instant;
 
 use axum::http::{HeaderValue, Method, Uri};
 use axum::response::Response;
+use kplane_types::RequestInfo;
 
 /// The tracing target of the request log.
 pub const TARGET: &str = "kplane_apiserver::httplog";
@@ -74,7 +76,8 @@ impl RequestStart {
 }
 
 /// The logical cluster a path addresses, without parsing or allocating: `root` when the
-/// path has no `/clusters/<name>` prefix.
+/// path has no `/clusters/<name>` prefix. Only for a request whose path did not parse (an
+/// invalid cluster name): every other one has its cluster in its `RequestInfo`.
 pub fn cluster_of(path: &str) -> &str {
     match path.strip_prefix("/clusters/") {
         Some(after) => after.split('/').next().unwrap_or(after),
@@ -82,15 +85,17 @@ pub fn cluster_of(path: &str) -> &str {
     }
 }
 
-/// Writes the line of a finished request (at the level its status calls for, when enabled).
-pub fn log(start: &RequestStart, user: Option<&str>, resp: &Response) {
+/// Writes the line of a finished request (at the level its status calls for, when enabled):
+/// `info` is the request's attributes (absent when its path did not parse), `user` the
+/// authenticated user's name.
+pub fn log(start: &RequestStart, info: Option<&RequestInfo>, user: Option<&str>, resp: &Response) {
     let status = resp.status().as_u16();
     macro_rules! emit {
         ($level:expr, $($extra:tt)*) => {
             tracing::event!(
                 target: TARGET,
                 $level,
-                cluster = %cluster_of(start.uri.path()),
+                cluster = %info.map_or_else(|| cluster_of(start.uri.path()), |i| i.cluster.as_str()),
                 user = %user.unwrap_or(""),
                 verb = %start.method,
                 uri = %start
@@ -204,6 +209,12 @@ mod tests {
         RequestStart::new(&req)
     }
 
+    /// The attributes of the request `start` describes.
+    fn info(start: &RequestStart) -> RequestInfo {
+        let target = crate::http::request_info::parse(start.uri.path()).unwrap();
+        crate::http::request_info::request_info(&start.method, &target, start.uri.query())
+    }
+
     #[test]
     fn a_5xx_is_logged_once_with_its_cause_and_the_request() {
         // An HTTP/2 request's URI has a scheme and authority: only path and query are logged.
@@ -212,7 +223,7 @@ mod tests {
         );
         let resp = ApiError::internal("storage: disk full").into_response();
         let lines = capture(&format!("{TARGET}=error"), || {
-            log(&start, Some("kplane-admin"), &resp)
+            log(&start, Some(&info(&start)), Some("kplane-admin"), &resp)
         });
         assert_eq!(lines.len(), 1, "{lines:?}");
         let l = &lines[0];
@@ -243,7 +254,7 @@ mod tests {
                 ApiError::not_found_path().into_response(),
                 axum::http::StatusCode::OK.into_response(),
             ] {
-                for l in capture(directive, || log(&start, None, &resp)) {
+                for l in capture(directive, || log(&start, None, None, &resp)) {
                     out.push(format!("{} {}", l["level"].as_str().unwrap(), l["status"]));
                 }
             }
@@ -262,11 +273,27 @@ mod tests {
     fn a_4xx_carries_no_error_field() {
         let start = request("/api/v1/namespaces/x");
         let resp = ApiError::not_found_path().into_response();
-        let lines = capture(&format!("{TARGET}=info"), || log(&start, None, &resp));
+        let lines = capture(&format!("{TARGET}=info"), || {
+            log(&start, Some(&info(&start)), None, &resp)
+        });
         assert_eq!(lines.len(), 1);
         assert!(lines[0].get("error").is_none(), "{}", lines[0]);
         assert_eq!(lines[0]["user"], "");
         assert_eq!(lines[0]["cluster"], "root");
+    }
+
+    #[test]
+    fn the_cluster_comes_from_the_request_info_or_else_the_path() {
+        let start = request("/clusters/*/api/v1/configmaps");
+        let resp = ApiError::not_found_path().into_response();
+        let lines = capture(&format!("{TARGET}=info"), || {
+            log(&start, Some(&info(&start)), None, &resp)
+        });
+        assert_eq!(lines[0]["cluster"], "*");
+        // An invalid cluster name has no RequestInfo (the request is a 400).
+        let start = request("/clusters/Bad_Name/api");
+        let lines = capture(&format!("{TARGET}=info"), || log(&start, None, None, &resp));
+        assert_eq!(lines[0]["cluster"], "Bad_Name");
     }
 
     #[test]

@@ -1,9 +1,13 @@
 //! HTTP and routing: one fallback handler parses the path (logical cluster prefix,
-//! API group/version, resource), authenticates, and dispatches to the non-resource
-//! endpoints (version, health, discovery, OpenAPI) or to the resource handlers.
-//! [`router`] builds the whole app without a socket, so tests can drive it directly.
+//! API group/version, resource) and computes the request's attributes once
+//! ([`request_info::request_info`]: a [`RequestInfo`], put in the request's extensions),
+//! answers the public endpoints, authenticates ([`auth`]), authorizes ([`authz`]), and
+//! dispatches to the non-resource endpoints (version, health, discovery, OpenAPI, metrics)
+//! or to the resource handlers. [`router`] builds the whole app without a socket, so tests
+//! can drive it directly.
 
 pub mod auth;
+pub mod authz;
 pub mod discovery;
 pub mod error;
 pub mod health;
@@ -18,6 +22,8 @@ pub mod request_info;
 pub mod resources;
 pub mod response;
 pub mod reviews;
+#[cfg(test)]
+mod router_tests;
 pub mod surface;
 pub mod table;
 
@@ -29,10 +35,11 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use kplane_types::{RequestInfo, UserInfo};
 
 use crate::registry::Registry;
 use kplane_registry::error::ApiError;
-use request_info::{ApiPath, ClusterScope};
+use request_info::{ApiPath, ClusterScope, RequestTarget};
 
 /// `apiserver_storage_objects` figures and when they were taken.
 pub type ObjectCounts = (std::time::Instant, Vec<(String, u64)>);
@@ -42,7 +49,10 @@ pub type ObjectCounts = (std::time::Instant, Vec<(String, u64)>);
 pub struct AppState {
     pub registry: Arc<Registry>,
     pub surfaces: surface::Surfaces,
-    pub auth: auth::Authenticator,
+    /// Who a request comes from ([`auth`]).
+    pub authenticator: Arc<dyn auth::Authenticator>,
+    /// Whether they may make it ([`authz`]).
+    pub authorizer: Arc<dyn authz::Authorizer>,
     pub ready: AtomicBool,
     /// `host:port` clients use, for `serverAddressByClientCIDRs`.
     pub server_address: String,
@@ -59,28 +69,47 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new().fallback(dispatch).with_state(state)
 }
 
-/// Serves one request and writes its line of the request log ([`httplog`]).
-async fn dispatch(State(state): State<Arc<AppState>>, req: Request<Body>) -> Response {
+/// Serves one request and writes its line of the request log ([`httplog`]). The request's
+/// extensions carry its attributes as an `Arc<RequestInfo>` and, once authenticated, its
+/// user as an `Arc<UserInfo>`.
+async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) -> Response {
     let start = httplog::RequestStart::new(&req);
+    let target = match request_info::parse(req.uri().path()) {
+        Ok(t) => t,
+        Err(msg) => {
+            let resp = ApiError::bad_request(msg).into_response();
+            httplog::log(&start, None, None, &resp);
+            return resp;
+        }
+    };
+    let info = Arc::new(request_info::request_info(
+        req.method(),
+        &target,
+        req.uri().query(),
+    ));
+    req.extensions_mut().insert(info.clone());
     let mut user = None;
-    let resp = route(state, req, &start, &mut user).await;
-    httplog::log(&start, user.as_ref().map(|u| u.username.as_str()), &resp);
+    let resp = route(state, req, target, &info, &start, &mut user).await;
+    httplog::log(
+        &start,
+        Some(&info),
+        user.as_ref().map(|u| u.username.as_str()),
+        &resp,
+    );
     resp
 }
 
-/// Routes a request; `user` is set once the request is authenticated.
+/// Routes a request; `user` is set once the request is authenticated (and the user is put
+/// in the request's extensions too).
 async fn route(
     state: Arc<AppState>,
-    req: Request<Body>,
+    mut req: Request<Body>,
+    target: RequestTarget,
+    info: &RequestInfo,
     start: &httplog::RequestStart,
-    user: &mut Option<auth::UserInfo>,
+    user: &mut Option<Arc<UserInfo>>,
 ) -> Response {
-    let path = req.uri().path().to_string();
-    let target = match request_info::parse(&path) {
-        Ok(t) => t,
-        Err(msg) => return ApiError::bad_request(msg).into_response(),
-    };
-    let rest = target.rest.as_str();
+    let rest = info.path.as_str();
     // Public endpoints (`system:public-info-viewer`).
     match rest {
         "/version" | "/version/" => return health::version(&state.version),
@@ -95,26 +124,37 @@ async fn route(
         }
         _ => {}
     }
-    let user: &auth::UserInfo = match state.auth.authenticate(req.headers()) {
-        Some(u) => user.insert(u),
-        None => return auth::unauthorized(),
+    let outcome = {
+        let certs = req.extensions().get::<auth::PeerCertificates>();
+        let credentials = auth::AuthRequest::from_headers(req.headers(), certs);
+        state.authenticator.authenticate(&credentials).await
     };
+    let authenticated = match outcome {
+        auth::AuthOutcome::Authenticated(u) => Arc::new(u),
+        auth::AuthOutcome::NotApplicable => return auth::unauthorized(),
+        auth::AuthOutcome::Rejected(e) => {
+            tracing::debug!(error = %e, "authentication failed");
+            return auth::unauthorized();
+        }
+    };
+    req.extensions_mut().insert(authenticated.clone());
+    let user: &UserInfo = user.insert(authenticated);
+    if let Err(forbidden) = authz::check(state.authorizer.as_ref(), user, info).await {
+        return forbidden;
+    }
     let accept = negotiation::parse_accept(
         req.headers()
             .get(axum::http::header::ACCEPT)
             .and_then(|v| v.to_str().ok()),
     );
-    let cluster = match &target.cluster {
-        ClusterScope::One(c) => Some(c.to_string()),
-        ClusterScope::Wildcard => None,
-    };
+    let cluster = cluster_name(info);
     if rest == "/metrics" {
         return metrics_endpoint(&state).await;
     }
     if rest == "/openapi/v2" {
         return openapi_v2(&state, cluster.as_deref(), req.headers()).await;
     }
-    let Some(api) = target.api.clone() else {
+    let Some(api) = target.api else {
         if rest == "/openapi/v3" || rest.starts_with("/openapi/v3/") {
             return match surface_for(&state, cluster.as_deref()).await {
                 Ok(s) => openapi::serve_v3(&s, rest, req.uri().query(), &accept),
@@ -145,9 +185,9 @@ async fn route(
                 .headers()
                 .get(axum::http::header::CONTENT_TYPE)
                 .is_some_and(|v| v.as_bytes() == b"application/apply-patch+yaml");
-            let labels = request_labels(&rp, req.method(), req.uri().query(), apply);
+            let labels = crate::metrics::RequestLabels::of(info, apply);
             let metrics = state.metrics.clone();
-            let resp = resources::handle(state, cluster, rp, user, accept, req).await;
+            let resp = resources::handle(state, rp, info, user, accept, req).await;
             metrics.observe_request(
                 labels,
                 resp.status().as_u16(),
@@ -156,6 +196,15 @@ async fn route(
             resp
         }
         _ => ApiError::not_found_path().into_response(),
+    }
+}
+
+/// The logical cluster a request addresses, as the registry takes it (`None`: all, the
+/// wildcard).
+fn cluster_name(info: &RequestInfo) -> Option<String> {
+    match &info.cluster {
+        ClusterScope::One(c) => Some(c.to_string()),
+        ClusterScope::Wildcard => None,
     }
 }
 
@@ -204,49 +253,6 @@ async fn openapi_v2(
             tracing::error!(error = %e, "OpenAPI v2");
             axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
-    }
-}
-
-/// The metric labels of a resource request (verb as kube-apiserver reports it: a PATCH
-/// with the apply content type is `APPLY`).
-fn request_labels(
-    rp: &request_info::ResourcePath,
-    method: &axum::http::Method,
-    query: Option<&str>,
-    apply: bool,
-) -> crate::metrics::RequestLabels {
-    use axum::http::Method;
-    let watch = query::Query::parse(query)
-        .bool("watch")
-        .ok()
-        .flatten()
-        .unwrap_or(false);
-    let verb = match (method, rp.name.is_some()) {
-        (&Method::GET, _) if watch => "WATCH",
-        (&Method::GET, true) => "GET",
-        (&Method::GET, false) => "LIST",
-        (&Method::POST, _) => "POST",
-        (&Method::PUT, _) => "PUT",
-        (&Method::PATCH, _) if apply => "APPLY",
-        (&Method::PATCH, _) => "PATCH",
-        (&Method::DELETE, true) => "DELETE",
-        (&Method::DELETE, false) => "DELETECOLLECTION",
-        _ => "OTHER",
-    };
-    let scope = if rp.name.is_some() {
-        "resource"
-    } else if rp.namespace.is_some() {
-        "namespace"
-    } else {
-        "cluster"
-    };
-    crate::metrics::RequestLabels {
-        verb,
-        group: rp.group.clone(),
-        version: rp.version.clone(),
-        resource: rp.resource.clone(),
-        subresource: rp.subresource.clone().unwrap_or_default(),
-        scope,
     }
 }
 
@@ -323,14 +329,9 @@ mod tests {
         let m = crate::metrics::Metrics::default();
         for i in 0..1000 {
             let path = format!("/clusters/root:t{i}/api/v1/namespaces/default/configmaps/c{i}");
-            let Some(ApiPath::Resource(rp)) = request_info::parse(&path).unwrap().api else {
-                panic!("{path} is a resource path")
-            };
-            m.observe_request(
-                request_labels(&rp, &axum::http::Method::GET, None, false),
-                200,
-                0.001,
-            );
+            let target = request_info::parse(&path).unwrap();
+            let info = request_info::request_info(&axum::http::Method::GET, &target, None);
+            m.observe_request(crate::metrics::RequestLabels::of(&info, false), 200, 0.001);
         }
         let text = m.render(&crate::metrics::StorageFigures::default());
         let series: Vec<&str> = text

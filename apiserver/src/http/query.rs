@@ -62,8 +62,23 @@ impl Query {
     }
 }
 
-/// List and watch options from the query string.
+/// List and watch options from the query string (a watch when `watch=true`).
 pub fn list_params(q: &Query) -> ApiResult<ListParams> {
+    let p = parse_list_params(q)?;
+    p.validate()?;
+    Ok(p)
+}
+
+/// The options of a request that is a watch whatever its `watch` parameter says (the
+/// legacy `/watch/` prefix).
+pub fn list_params_watching(q: &Query) -> ApiResult<ListParams> {
+    let mut p = parse_list_params(q)?;
+    p.watch = true;
+    p.validate()?;
+    Ok(p)
+}
+
+fn parse_list_params(q: &Query) -> ApiResult<ListParams> {
     let limit = match q.int("limit")? {
         Some(n) if n > 0 => Some(n as usize),
         _ => None,
@@ -115,7 +130,6 @@ pub fn list_params(q: &Query) -> ApiResult<ListParams> {
         send_initial_events: q.bool("sendInitialEvents")?,
         timeout_seconds,
     };
-    p.validate()?;
     Ok(p)
 }
 

@@ -1,16 +1,13 @@
 //! Parses a request path into what it addresses: logical cluster, API group/version,
 //! namespace, resource, name and subresource (like kube-apiserver's RequestInfoFactory,
-//! plus kcp's `/clusters/<name>` prefix, which is stripped here and nowhere else).
+//! plus kcp's `/clusters/<name>` prefix, which is stripped here and nowhere else), and
+//! computes the request's [`RequestInfo`] (its Kubernetes verb included) once per request:
+//! [`request_info`]. Everything after reads that value (authorization, metrics, the request
+//! log, the handlers); nothing derives the verb again.
 
-use kplane_types::ClusterName;
-
-/// Which logical cluster(s) a request addresses.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClusterScope {
-    One(ClusterName),
-    /// `/clusters/*/...`: every logical cluster (list and watch only).
-    Wildcard,
-}
+use axum::http::Method;
+pub use kplane_types::ClusterScope;
+use kplane_types::{ClusterName, RequestInfo, Verb};
 
 /// What a path under `/api` or `/apis` addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +33,9 @@ pub struct ResourcePath {
     pub resource: String,
     pub name: Option<String>,
     pub subresource: Option<String>,
+    /// Addressed through the legacy `/watch/` prefix (`/api/v1/watch/namespaces/a/pods`):
+    /// the request is a watch whatever its query says.
+    pub watch_prefix: bool,
 }
 
 /// The parsed path of a request.
@@ -95,6 +95,18 @@ fn parse_api(rest: &str) -> Option<ApiPath> {
 }
 
 fn resource_path(group: &str, version: &str, tail: &[&str]) -> Option<ApiPath> {
+    // `watch` before the resource is the legacy watch prefix (a special verb upstream), as
+    // long as something follows it.
+    let (tail, watch_prefix) = match tail {
+        ["watch", rest @ ..] if !rest.is_empty() => (rest, true),
+        _ => (tail, false),
+    };
+    let mut path = plain_resource_path(group, version, tail)?;
+    path.watch_prefix = watch_prefix;
+    Some(ApiPath::Resource(path))
+}
+
+fn plain_resource_path(group: &str, version: &str, tail: &[&str]) -> Option<ResourcePath> {
     if tail.iter().any(|s| s.is_empty()) {
         return None;
     }
@@ -112,18 +124,110 @@ fn resource_path(group: &str, version: &str, tail: &[&str]) -> Option<ApiPath> {
         [r, n, s] => (r.to_string(), Some(n.to_string()), Some(s.to_string())),
         _ => return None,
     };
-    Some(ApiPath::Resource(ResourcePath {
+    Some(ResourcePath {
         group: group.to_string(),
         version: version.to_string(),
         namespace,
         resource,
         name,
         subresource,
-    }))
+        watch_prefix: false,
+    })
 }
 
 fn is_namespace_subresource(seg: &str, more: &[&str]) -> bool {
     more.is_empty() && matches!(seg, "status" | "finalize")
+}
+
+/// The request's attributes, from its method, parsed path and query, with kube-apiserver's
+/// verb rules:
+/// - a resource request's verb comes from the method: `POST` create, `GET`/`HEAD` get,
+///   `PUT` update, `PATCH` patch, `DELETE` delete (any other method: the empty verb);
+/// - a get of a collection is a `list`, or a `watch` with `watch=true` (Go's boolean
+///   spellings; the first `watch` parameter counts, as the list options read it);
+/// - the legacy `/watch/` prefix makes any request a `watch`;
+/// - a delete of a collection is a `deletecollection`;
+/// - a non-resource request's verb is the lower-cased method.
+///
+/// One deliberate difference: kplane serves `watch=true` on a named GET as a watch of that
+/// object (kube-apiserver ignores the parameter there), so its verb is `watch`, which is
+/// what the same watch through the `/watch/` prefix is upstream too.
+pub fn request_info(method: &Method, target: &RequestTarget, query: Option<&str>) -> RequestInfo {
+    let Some(ApiPath::Resource(rp)) = &target.api else {
+        return RequestInfo::non_resource(
+            target.cluster.clone(),
+            non_resource_verb(method),
+            target.rest.clone(),
+        );
+    };
+    let mut verb = if rp.watch_prefix {
+        Verb::Watch
+    } else {
+        match *method {
+            Method::POST => Verb::Create,
+            Method::GET | Method::HEAD => Verb::Get,
+            Method::PUT => Verb::Update,
+            Method::PATCH => Verb::Patch,
+            Method::DELETE => Verb::Delete,
+            _ => Verb::Other(String::new()),
+        }
+    };
+    if verb == Verb::Get {
+        verb = if watch_requested(query) {
+            Verb::Watch
+        } else if rp.name.is_none() {
+            Verb::List
+        } else {
+            Verb::Get
+        };
+    }
+    if verb == Verb::Delete && rp.name.is_none() {
+        verb = Verb::DeleteCollection;
+    }
+    // `/namespaces/<ns>` and its subresources concern namespace `<ns>` (upstream's rule:
+    // the path's namespace segment, whatever follows it).
+    let namespace = match (&rp.namespace, rp.resource.as_str(), &rp.name) {
+        (None, "namespaces", Some(name)) => Some(name.clone()),
+        (ns, _, _) => ns.clone(),
+    };
+    RequestInfo {
+        cluster: target.cluster.clone(),
+        path: target.rest.clone(),
+        verb,
+        is_resource_request: true,
+        api_group: rp.group.clone(),
+        api_version: rp.version.clone(),
+        namespace,
+        resource: rp.resource.clone(),
+        subresource: rp.subresource.clone(),
+        name: rp.name.clone(),
+    }
+}
+
+/// The lower-cased method, as a verb.
+fn non_resource_verb(method: &Method) -> Verb {
+    match *method {
+        Method::GET => Verb::Get,
+        Method::POST => Verb::Post,
+        Method::PUT => Verb::Put,
+        Method::PATCH => Verb::Patch,
+        Method::DELETE => Verb::Delete,
+        Method::HEAD => Verb::Head,
+        Method::OPTIONS => Verb::Options,
+        ref other => Verb::Other(other.as_str().to_ascii_lowercase()),
+    }
+}
+
+/// Whether the query asks for a watch: its first `watch` parameter is one of Go's `true`
+/// spellings (`ListParams` reads the same parameter the same way; a value that is not a
+/// boolean makes the request a 400 there).
+fn watch_requested(query: Option<&str>) -> bool {
+    let Some(q) = query else {
+        return false;
+    };
+    form_urlencoded::parse(q.as_bytes())
+        .find(|(k, _)| k == "watch")
+        .is_some_and(|(_, v)| matches!(&*v, "1" | "t" | "T" | "true" | "TRUE" | "True"))
 }
 
 #[cfg(test)]
@@ -172,5 +276,104 @@ mod tests {
         );
         assert!(parse("/clusters/Bad_Name/api").is_err());
         assert_eq!(parse("/apis").unwrap().api, Some(ApiPath::GroupsRoot));
+    }
+
+    /// `METHOD path[?query]` → `verb namespace resource subresource name` (`-`: none).
+    #[test]
+    fn verbs_follow_kube_apiserver() {
+        let rows = [
+            "GET /api/v1/namespaces/a/configmaps => list a configmaps - -",
+            "GET /api/v1/namespaces/a/configmaps?watch=true => watch a configmaps - -",
+            "GET /api/v1/namespaces/a/configmaps?watch=1&limit=5 => watch a configmaps - -",
+            "GET /api/v1/namespaces/a/configmaps?watch=false => list a configmaps - -",
+            "GET /api/v1/namespaces/a/configmaps?watch=0 => list a configmaps - -",
+            // The first value counts, as the list options read it.
+            "GET /api/v1/namespaces/a/configmaps?watch=0&watch=1 => list a configmaps - -",
+            "GET /api/v1/namespaces/a/configmaps?watch=maybe => list a configmaps - -",
+            "HEAD /api/v1/namespaces/a/configmaps => list a configmaps - -",
+            "GET /api/v1/namespaces/a/configmaps/x => get a configmaps - x",
+            // kplane serves a named watch (see `request_info`).
+            "GET /api/v1/namespaces/a/configmaps/x?watch=true => watch a configmaps - x",
+            "GET /api/v1/watch/namespaces/a/configmaps => watch a configmaps - -",
+            "GET /api/v1/watch/namespaces/a/configmaps/x => watch a configmaps - x",
+            "GET /apis/apps/v1/watch/deployments?watch=false => watch - deployments - -",
+            "POST /api/v1/namespaces/a/configmaps => create a configmaps - -",
+            "PUT /api/v1/namespaces/a/configmaps/x => update a configmaps - x",
+            "PATCH /api/v1/namespaces/a/configmaps/x => patch a configmaps - x",
+            "DELETE /api/v1/namespaces/a/configmaps/x => delete a configmaps - x",
+            "DELETE /api/v1/namespaces/a/configmaps => deletecollection a configmaps - -",
+            "DELETE /api/v1/configmaps => deletecollection - configmaps - -",
+            // A method without a Kubernetes verb: the empty verb.
+            "OPTIONS /api/v1/namespaces/a/configmaps =>  a configmaps - -",
+            // Subresources.
+            "GET /apis/apps/v1/namespaces/a/deployments/d/scale => get a deployments scale d",
+            "PUT /apis/batch/v1/namespaces/a/jobs/j/status => update a jobs status j",
+            "PATCH /apis/batch/v1/namespaces/a/jobs/j/status => patch a jobs status j",
+            // A namespace concerns itself; so do its subresources.
+            "GET /api/v1/namespaces => list - namespaces - -",
+            "GET /api/v1/namespaces/a => get a namespaces - a",
+            "PUT /api/v1/namespaces/a/finalize => update a namespaces finalize a",
+            "DELETE /api/v1/namespaces/a => delete a namespaces - a",
+            "POST /clusters/root:x/apis/authorization.k8s.io/v1/selfsubjectaccessreviews => create - selfsubjectaccessreviews - -",
+        ];
+        for row in rows {
+            let (request, want) = row.split_once(" => ").unwrap();
+            let (method, uri) = request.split_once(' ').unwrap();
+            let (path, query) = match uri.split_once('?') {
+                Some((p, q)) => (p, Some(q)),
+                None => (uri, None),
+            };
+            let t = parse(path).unwrap();
+            let info = request_info(&method.parse().unwrap(), &t, query);
+            assert!(info.is_resource_request, "{request}");
+            assert_eq!(info.path, t.rest, "{request}");
+            let dash = |o: &Option<String>| o.clone().unwrap_or_else(|| "-".into());
+            let got = format!(
+                "{} {} {} {} {}",
+                info.verb,
+                dash(&info.namespace),
+                info.resource,
+                dash(&info.subresource),
+                dash(&info.name)
+            );
+            assert_eq!(got, want, "{request}");
+        }
+    }
+
+    #[test]
+    fn non_resource_verbs_are_the_method() {
+        for (method, path, verb) in [
+            ("GET", "/version", "get"),
+            ("GET", "/api", "get"),
+            ("GET", "/api/v1", "get"),
+            ("GET", "/apis/apps", "get"),
+            ("GET", "/apis/apps/v1", "get"),
+            ("GET", "/openapi/v3/apis/apps/v1", "get"),
+            ("GET", "/clusters/root:a/metrics", "get"),
+            ("POST", "/metrics", "post"),
+            ("PUT", "/healthz", "put"),
+            ("DELETE", "/apis", "delete"),
+            ("HEAD", "/healthz", "head"),
+            ("OPTIONS", "/api", "options"),
+            ("TRACE", "/api", "trace"),
+        ] {
+            let t = parse(path).unwrap();
+            let info = request_info(&method.parse().unwrap(), &t, Some("watch=true"));
+            assert!(!info.is_resource_request, "{method} {path}");
+            assert_eq!(info.verb.as_str(), verb, "{method} {path}");
+            assert_eq!(info.path, t.rest, "{method} {path}");
+            assert_eq!((info.resource.as_str(), info.name), ("", None));
+        }
+        let info = request_info(&Method::GET, &parse("/clusters/*/api").unwrap(), None);
+        assert_eq!(info.cluster, ClusterScope::Wildcard);
+        assert_eq!(info.path, "/api");
+    }
+
+    #[test]
+    fn a_lone_watch_segment_is_a_resource() {
+        let r = res("/api/v1/watch");
+        assert_eq!((r.resource.as_str(), r.watch_prefix), ("watch", false));
+        let r = res("/api/v1/watch/configmaps");
+        assert_eq!((r.resource.as_str(), r.watch_prefix), ("configmaps", true));
     }
 }

@@ -1,4 +1,5 @@
-//! Resource handlers: map method + path shape to a verb, decode the request, call the
+//! Resource handlers: serve the request's verb (from its `RequestInfo`, computed once in
+//! `request_info`) on the resource its path addresses: decode the request, call the
 //! registry, encode the answer. No object semantics live here.
 
 use super::error::StatusResponse;
@@ -8,10 +9,9 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use kplane_types::StatusReason;
+use kplane_types::{RequestInfo, StatusReason, UserInfo, Verb};
 use serde_json::Value;
 
-use super::auth::UserInfo;
 use super::negotiation::{self, BodyType, MediaType, Representation, MAX_BODY_BYTES};
 use super::query::{self, OptionsKind, Query, WriteParams};
 use super::request_info::ResourcePath;
@@ -25,13 +25,13 @@ use kplane_registry::error::{ApiError, ApiResult};
 /// Handles one resource request.
 pub async fn handle(
     state: Arc<AppState>,
-    cluster: Option<String>,
     rp: ResourcePath,
+    info: &RequestInfo,
     user: &UserInfo,
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> Response {
-    match handle_inner(state, cluster, rp, user, accept, req).await {
+    match handle_inner(state, rp, info, user, accept, req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -76,13 +76,16 @@ fn too_large() -> ApiError {
 
 async fn handle_inner(
     state: Arc<AppState>,
-    cluster: Option<String>,
     rp: ResourcePath,
+    info: &RequestInfo,
     user: &UserInfo,
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
-    let catalog = state.registry.catalog_for(cluster.as_deref()).await?;
+    let catalog = state
+        .registry
+        .catalog_for(super::cluster_name(info).as_deref())
+        .await?;
     let Some(rt) = catalog.get(&rp.group, &rp.version, &rp.resource).cloned() else {
         return Err(ApiError::not_found_path());
     };
@@ -98,7 +101,7 @@ async fn handle_inner(
         .custom
         .as_ref()
         .and_then(|c| c.deprecation_warning.clone());
-    let mut result = serve(state, cluster, rp, rt, user, accept, req).await;
+    let mut result = serve(state, rp, rt, info, user, accept, req).await;
     if let (Ok(resp), Some(text)) = (&mut result, deprecation) {
         let w = kplane_registry::warnings::Warnings::default();
         w.push(text);
@@ -110,9 +113,9 @@ async fn handle_inner(
 /// Serves a request for a resolved resource type.
 async fn serve(
     state: Arc<AppState>,
-    cluster: Option<String>,
     rp: ResourcePath,
     rt: Arc<ResourceType>,
+    info: &RequestInfo,
     user: &UserInfo,
     accept: Vec<MediaType>,
     req: Request<Body>,
@@ -122,14 +125,14 @@ async fn serve(
     let ua = user_agent.as_deref();
     let method = req.method().clone();
     let target = Target {
-        cluster,
+        cluster: super::cluster_name(info),
         rt: rt.clone(),
         namespace: rp.namespace.clone(),
     };
     let reg = state.registry.clone();
 
     if rt.strategy == Strategy::Review {
-        if method != Method::POST || rp.name.is_some() {
+        if info.verb != Verb::Create || rp.name.is_some() {
             return Err(ApiError::from(kplane_types::Status::method_not_allowed(
                 method.as_str(),
                 &rt.plural,
@@ -145,7 +148,7 @@ async fn serve(
                 Err(negotiation::not_acceptable())
             }
         })?;
-        let out = reviews::create(&state, &rt, rp.namespace.as_deref(), user, obj)?;
+        let out = reviews::create(&state, &rt, info, user, obj).await?;
         return Ok((
             StatusCode::CREATED,
             [(header::CONTENT_TYPE, "application/json")],
@@ -156,44 +159,62 @@ async fn serve(
 
     if rp.subresource.as_deref() == Some("scale") {
         let name = rp.name.as_deref().unwrap_or("");
-        return handle_scale(&reg, &target, name, method, &q, &accept, req).await;
+        return handle_scale(&reg, &target, name, &info.verb, &q, &accept, req).await;
     }
 
-    match (method.clone(), rp.name.as_deref()) {
-        (Method::GET, name) => {
-            let mut lp = super::query::list_params(&q)?;
+    // Resources are served to these methods only (a HEAD, which is a `get` to authorization,
+    // is not served).
+    if !matches!(
+        method,
+        Method::GET | Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    ) {
+        return Err(ApiError::from(kplane_types::Status::method_not_allowed(
+            method.as_str(),
+            &rt.plural,
+        )));
+    }
+
+    match (&info.verb, rp.name.as_deref()) {
+        (Verb::Get, Some(n)) => {
+            // The list options are validated as for any GET.
+            super::query::list_params(&q)?;
+            let topts = TableOptions::from_query(&q)?;
+            require_verb(&rt, "get")?;
+            let repr = negotiation::negotiate(&accept, false, false)?;
+            let bytes = reg.get(&target, n).await?;
+            response::object(StatusCode::OK, &rt, bytes, repr, &topts)
+        }
+        (Verb::Watch, name) if method == Method::GET => {
+            // `watch=true` or the legacy `/watch/` prefix.
+            let mut lp = super::query::list_params_watching(&q)?;
             let topts = TableOptions::from_query(&q)?;
             if let Some(n) = name {
-                if !lp.watch {
-                    require_verb(&rt, "get")?;
-                    let repr = negotiation::negotiate(&accept, false, false)?;
-                    let bytes = reg.get(&target, n).await?;
-                    return response::object(StatusCode::OK, &rt, bytes, repr, &topts);
-                }
                 // Watch of a single object: a field selector on its name.
                 lp.field_selector = Some(match lp.field_selector.take() {
                     Some(f) => format!("{f},metadata.name={n}"),
                     None => format!("metadata.name={n}"),
                 });
             }
-            if lp.watch {
-                require_verb(&rt, "watch")?;
-                let repr = negotiation::negotiate(&accept, true, true)?;
-                let setup = reg.watch(&target, &lp).await?;
-                return Ok(response::watch(
-                    rt.clone(),
-                    setup,
-                    repr,
-                    topts,
-                    state.metrics.clone(),
-                ));
-            }
+            require_verb(&rt, "watch")?;
+            let repr = negotiation::negotiate(&accept, true, true)?;
+            let setup = reg.watch(&target, &lp).await?;
+            Ok(response::watch(
+                rt.clone(),
+                setup,
+                repr,
+                topts,
+                state.metrics.clone(),
+            ))
+        }
+        (Verb::List, None) => {
+            let lp = super::query::list_params(&q)?;
+            let topts = TableOptions::from_query(&q)?;
             require_verb(&rt, "list")?;
             let repr = negotiation::negotiate(&accept, true, false)?;
             let page = reg.list(&target, &lp).await?;
             response::list(&rt, page, repr, &topts).await
         }
-        (Method::POST, None) => {
+        (Verb::Create, None) => {
             require_verb(&rt, "create")?;
             if rt.namespaced && target.namespace.is_none() {
                 return Err(ApiError::from(kplane_types::Status::method_not_allowed(
@@ -216,7 +237,7 @@ async fn serve(
             );
             with_warnings(&w, resp)
         }
-        (Method::PUT, Some(name)) => {
+        (Verb::Update, Some(name)) => {
             require_verb(&rt, "update")?;
             let mut w = super::query::write_params(&q, OptionsKind::Update)?.with_user_agent(ua);
             let repr = negotiation::negotiate(&accept, false, false)?;
@@ -237,7 +258,7 @@ async fn serve(
                 response::object(code, &rt, bytes, repr, &TableOptions::default()),
             )
         }
-        (Method::PATCH, Some(name)) => {
+        (Verb::Patch, Some(name)) => {
             require_verb(&rt, "patch")?;
             let w = super::query::write_params(&q, OptionsKind::Patch)?.with_user_agent(ua);
             if w.force.is_some() {
@@ -290,7 +311,7 @@ async fn serve(
             let resp = response::object(StatusCode::OK, &rt, bytes, repr, &TableOptions::default());
             with_warnings(&w, resp)
         }
-        (Method::DELETE, name) => {
+        (Verb::Delete | Verb::DeleteCollection, name) => {
             let (ct, body) = read_body(req).await?;
             let d = delete_params(&q, ct.as_deref(), &body)?;
             match name {
@@ -324,8 +345,8 @@ async fn serve(
                 }
             }
         }
-        (m, _) => Err(ApiError::from(kplane_types::Status::method_not_allowed(
-            m.as_str(),
+        _ => Err(ApiError::from(kplane_types::Status::method_not_allowed(
+            method.as_str(),
             &rt.plural,
         ))),
     }
@@ -352,20 +373,24 @@ async fn handle_scale(
     reg: &Arc<crate::registry::Registry>,
     target: &Target,
     name: &str,
-    method: Method,
+    verb: &Verb,
     q: &Query,
     accept: &[MediaType],
     req: Request<Body>,
 ) -> ApiResult<Response> {
     negotiation::negotiate(accept, false, false)?;
+    let method = req.method().clone();
     let user_agent = user_agent(&req);
     let ua = user_agent.as_deref();
     let json = |code: StatusCode, b: bytes::Bytes| {
         (code, [(header::CONTENT_TYPE, "application/json")], b).into_response()
     };
-    match method {
-        Method::GET => Ok(json(StatusCode::OK, reg.get_scale(target, name).await?)),
-        Method::PUT => {
+    match verb {
+        // A scale is read whatever the `watch` parameter says (its verb is still `watch`).
+        Verb::Get | Verb::Watch if method == Method::GET => {
+            Ok(json(StatusCode::OK, reg.get_scale(target, name).await?))
+        }
+        Verb::Update => {
             let mut w = super::query::write_params(q, OptionsKind::Update)?.with_user_agent(ua);
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
@@ -373,7 +398,7 @@ async fn handle_scale(
             let out = reg.update_scale(target, name, scale, &w).await?;
             with_warnings(&w, Ok(json(StatusCode::OK, out)))
         }
-        Method::PATCH => {
+        Verb::Patch => {
             let mut w = super::query::write_params(q, OptionsKind::Patch)?.with_user_agent(ua);
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
@@ -387,8 +412,8 @@ async fn handle_scale(
                 .await?;
             with_warnings(&w, Ok(json(StatusCode::OK, out)))
         }
-        m => Err(ApiError::from(kplane_types::Status::method_not_allowed(
-            m.as_str(),
+        _ => Err(ApiError::from(kplane_types::Status::method_not_allowed(
+            method.as_str(),
             "scale",
         ))),
     }

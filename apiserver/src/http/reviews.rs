@@ -3,34 +3,39 @@
 //! SelfSubjectRulesReview (`kubectl auth can-i`), SubjectAccessReview,
 //! LocalSubjectAccessReview and TokenReview.
 //!
-//! RBAC is stored but not enforced yet (security issue): the only credential is the admin
-//! token, whose user is in `system:masters` and may do everything.
+//! Access reviews ask the server's [`Authorizer`](super::authz::Authorizer) about the
+//! attributes in their spec, in the logical cluster of the review request; TokenReview asks
+//! its [`Authenticator`](super::auth::Authenticator) about a bare token. A rules review
+//! lists everything: the only authorizer so far (the admin may do everything) keeps no
+//! rules to list.
 
 use serde_json::{json, Value};
 
-use super::auth::UserInfo;
+use kplane_types::{RequestInfo, UserInfo, Verb};
+
+use super::auth::{AuthOutcome, AuthRequest};
+use super::authz::Decision;
 use super::AppState;
 use crate::registry::meta;
 use crate::registry::ResourceType;
 use kplane_registry::error::{ApiError, ApiResult};
-
-fn is_superuser(user: &str, groups: &[String]) -> bool {
-    user == "kplane-admin" || groups.iter().any(|g| g == "system:masters")
-}
 
 fn user_info_json(u: &UserInfo) -> Value {
     let mut v = json!({"username": u.username, "groups": u.groups});
     if !u.uid.is_empty() {
         v["uid"] = json!(u.uid);
     }
+    if !u.extra.is_empty() {
+        v["extra"] = json!(u.extra);
+    }
     v
 }
 
-/// Answers a review request.
-pub fn create(
+/// Answers a review request (`request`: the review request's own attributes).
+pub async fn create(
     state: &AppState,
     rt: &ResourceType,
-    ns: Option<&str>,
+    request: &RequestInfo,
     user: &UserInfo,
     mut obj: Value,
 ) -> ApiResult<Value> {
@@ -38,9 +43,13 @@ pub fn create(
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = json!({});
     }
+    let ns = request.namespace.as_deref();
     let status = match rt.kind.as_str() {
         "SelfSubjectReview" => json!({"userInfo": user_info_json(user)}),
-        "SelfSubjectAccessReview" => access(is_superuser(&user.username, &user.groups)),
+        "SelfSubjectAccessReview" => {
+            let attrs = reviewed_attributes(&obj, request);
+            access(state.authorizer.authorize(user, &attrs).await)
+        }
         "SelfSubjectRulesReview" => {
             if obj
                 .pointer("/spec/namespace")
@@ -62,18 +71,8 @@ pub fn create(
             })
         }
         "SubjectAccessReview" | "LocalSubjectAccessReview" => {
-            let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
-            let subject = spec.get("user").and_then(Value::as_str).unwrap_or("");
-            let groups: Vec<String> = spec
-                .get("groups")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|g| g.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            if subject.is_empty() && groups.is_empty() {
+            let subject = subject(&obj);
+            if subject.username.is_empty() && subject.groups.is_empty() {
                 return Err(ApiError::from(kplane_types::Status::invalid(
                     "authorization.k8s.io",
                     &rt.kind,
@@ -97,22 +96,26 @@ pub fn create(
                     )));
                 }
             }
-            access(is_superuser(subject, &groups))
+            let attrs = reviewed_attributes(&obj, request);
+            access(state.authorizer.authorize(&subject, &attrs).await)
         }
         "TokenReview" => {
             let token = obj
                 .pointer("/spec/token")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let mut headers = axum::http::HeaderMap::new();
-            if let Ok(v) = format!("Bearer {token}").parse() {
-                headers.insert(axum::http::header::AUTHORIZATION, v);
-            }
-            match state.auth.authenticate(&headers) {
-                Some(u) => {
+            match state
+                .authenticator
+                .authenticate(&AuthRequest::token(token))
+                .await
+            {
+                AuthOutcome::Authenticated(u) => {
                     json!({"authenticated": true, "user": user_info_json(&u), "audiences": []})
                 }
-                None => json!({"authenticated": false, "error": "invalid bearer token"}),
+                AuthOutcome::NotApplicable => {
+                    json!({"authenticated": false, "error": "invalid bearer token"})
+                }
+                AuthOutcome::Rejected(e) => json!({"authenticated": false, "error": e.0}),
             }
         }
         other => return Err(ApiError::internal(format!("no review handler for {other}"))),
@@ -121,10 +124,143 @@ pub fn create(
     Ok(obj)
 }
 
-fn access(allowed: bool) -> Value {
-    if allowed {
-        json!({"allowed": true, "reason": "kplane: member of system:masters"})
+/// The subject of a (Local)SubjectAccessReview: `spec.user`, `spec.uid`, `spec.groups`,
+/// `spec.extra`.
+fn subject(obj: &Value) -> UserInfo {
+    let str_at = |p: &str| {
+        obj.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|g| g.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    UserInfo {
+        username: str_at("/spec/user"),
+        uid: str_at("/spec/uid"),
+        groups: obj.pointer("/spec/groups").map(strings).unwrap_or_default(),
+        extra: obj
+            .pointer("/spec/extra")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(v))).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// The request an access review asks about: its `spec.resourceAttributes` (a resource
+/// request) or `spec.nonResourceAttributes`, in the review request's logical cluster.
+fn reviewed_attributes(obj: &Value, request: &RequestInfo) -> RequestInfo {
+    let field = |a: &Value, k: &str| a.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let some = |s: String| (!s.is_empty()).then_some(s);
+    if let Some(a) = obj.pointer("/spec/resourceAttributes") {
+        RequestInfo {
+            cluster: request.cluster.clone(),
+            path: String::new(),
+            verb: Verb::parse(&field(a, "verb")),
+            is_resource_request: true,
+            api_group: field(a, "group"),
+            api_version: field(a, "version"),
+            namespace: some(field(a, "namespace")),
+            resource: field(a, "resource"),
+            subresource: some(field(a, "subresource")),
+            name: some(field(a, "name")),
+        }
     } else {
-        json!({"allowed": false, "reason": "kplane: RBAC is not enforced yet; only the admin user is authorized"})
+        let a = obj
+            .pointer("/spec/nonResourceAttributes")
+            .unwrap_or(&Value::Null);
+        RequestInfo::non_resource(
+            request.cluster.clone(),
+            Verb::parse(&field(a, "verb")),
+            field(a, "path"),
+        )
+    }
+}
+
+/// An access review's status for a decision.
+fn access(decision: Decision) -> Value {
+    match decision {
+        Decision::Allow(reason) => json!({"allowed": true, "reason": reason}),
+        Decision::Deny(reason) => json!({"allowed": false, "denied": true, "reason": reason}),
+        Decision::NoOpinion(reason) => json!({"allowed": false, "reason": reason}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kplane_types::{ClusterName, ClusterScope};
+
+    fn review_request() -> RequestInfo {
+        RequestInfo {
+            cluster: ClusterScope::One(ClusterName::parse("root:a").unwrap()),
+            path: "/apis/authorization.k8s.io/v1/subjectaccessreviews".into(),
+            verb: Verb::Create,
+            is_resource_request: true,
+            api_group: "authorization.k8s.io".into(),
+            api_version: "v1".into(),
+            namespace: None,
+            resource: "subjectaccessreviews".into(),
+            subresource: None,
+            name: None,
+        }
+    }
+
+    #[test]
+    fn access_reviews_ask_about_their_spec() {
+        let obj = json!({"spec": {
+            "user": "alice", "uid": "u1", "groups": ["g1", 7, "g2"],
+            "extra": {"scopes": ["a", "b"]},
+            "resourceAttributes": {
+                "verb": "deletecollection", "group": "apps", "version": "v1",
+                "resource": "deployments", "subresource": "", "namespace": "ns",
+            },
+        }});
+        let u = subject(&obj);
+        assert_eq!(
+            (u.username.as_str(), u.uid.as_str(), u.groups.len()),
+            ("alice", "u1", 2)
+        );
+        assert_eq!(u.extra["scopes"], ["a", "b"]);
+        let a = reviewed_attributes(&obj, &review_request());
+        assert!(a.is_resource_request);
+        assert_eq!(a.verb, Verb::DeleteCollection);
+        assert_eq!(
+            (a.api_group.as_str(), a.resource.as_str()),
+            ("apps", "deployments")
+        );
+        assert_eq!(
+            (a.namespace.as_deref(), a.subresource, a.name),
+            (Some("ns"), None, None)
+        );
+        assert_eq!(a.cluster, review_request().cluster);
+
+        let obj = json!({"spec": {"nonResourceAttributes": {"verb": "get", "path": "/metrics"}}});
+        let a = reviewed_attributes(&obj, &review_request());
+        assert!(!a.is_resource_request);
+        assert_eq!((a.verb, a.path.as_str()), (Verb::Get, "/metrics"));
+    }
+
+    #[test]
+    fn decisions_become_review_statuses() {
+        assert_eq!(
+            access(Decision::Allow("ok".into())),
+            json!({"allowed": true, "reason": "ok"})
+        );
+        assert_eq!(
+            access(Decision::Deny("no".into())),
+            json!({"allowed": false, "denied": true, "reason": "no"})
+        );
+        assert_eq!(
+            access(Decision::NoOpinion(String::new())),
+            json!({"allowed": false, "reason": ""})
+        );
     }
 }

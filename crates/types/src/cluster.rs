@@ -43,6 +43,30 @@ impl fmt::Display for ClusterName {
     }
 }
 
+/// Which logical cluster(s) a request addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ClusterScope {
+    One(ClusterName),
+    /// `/clusters/*/...`: every logical cluster (list and watch only).
+    Wildcard,
+}
+
+impl ClusterScope {
+    /// The cluster's name, or `*` for the wildcard.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ClusterScope::One(c) => c.as_str(),
+            ClusterScope::Wildcard => "*",
+        }
+    }
+}
+
+impl fmt::Display for ClusterScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -339,6 +339,27 @@ impl Status {
         })
     }
 
+    /// 403: `<resource>[.<group>] ["<name>"] is forbidden: <why>`, or `forbidden: <why>`
+    /// when no resource is concerned (a non-resource path).
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let msg = if group.is_empty() && resource.is_empty() {
+            format!("forbidden: {why}")
+        } else {
+            let q = Self::qualified(group, resource);
+            if name.is_empty() {
+                format!("{q} is forbidden: {why}")
+            } else {
+                format!("{q} \"{name}\" is forbidden: {why}")
+            }
+        };
+        Status::new(StatusReason::Forbidden, msg).with_details(Details {
+            name: name.into(),
+            group: group.into(),
+            kind: resource.into(),
+            ..Default::default()
+        })
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Status::new(StatusReason::BadRequest, message)
     }
@@ -462,6 +483,27 @@ mod tests {
         );
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
         assert_eq!(s["code"], 422);
+    }
+
+    #[test]
+    fn forbidden_matches_kubernetes() {
+        let s = Status::forbidden("", "configmaps", "", "User \"x\" cannot list").to_json();
+        assert_eq!(
+            s["message"],
+            "configmaps is forbidden: User \"x\" cannot list"
+        );
+        assert_eq!(s["code"], 403);
+        assert_eq!(s["reason"], "Forbidden");
+        assert_eq!(s["details"], json!({"kind": "configmaps"}));
+        let s = Status::forbidden("apps", "deployments", "d", "no").to_json();
+        assert_eq!(s["message"], "deployments.apps \"d\" is forbidden: no");
+        assert_eq!(s["details"]["name"], "d");
+        let s = Status::forbidden("", "", "", "User \"x\" cannot get path \"/metrics\"").to_json();
+        assert_eq!(
+            s["message"],
+            "forbidden: User \"x\" cannot get path \"/metrics\""
+        );
+        assert_eq!(s["details"], json!({}));
     }
 
     #[test]

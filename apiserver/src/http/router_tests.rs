@@ -1,0 +1,345 @@
+//! The request path through the whole router (no socket): authentication, then
+//! authorization of the request's attributes, then the handlers.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+use kplane_types::{RequestInfo, UserInfo, Verb};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use super::auth::{AdminTokenAuthenticator, AuthOutcome, AuthRequest, Authenticator};
+use super::authz::{Authorizer, Decision, DenyAll, SuperuserAuthorizer, UnionAuthorizer};
+use super::{router, AppState};
+use crate::registry::catalog::{builtin, Catalog};
+use crate::registry::Registry;
+
+const ADMIN: &str = "admin-token";
+
+/// `Bearer alice` is alice (not a superuser); the admin token is the admin.
+#[derive(Debug)]
+struct Tokens(AdminTokenAuthenticator);
+
+#[async_trait::async_trait]
+impl Authenticator for Tokens {
+    async fn authenticate(&self, req: &AuthRequest<'_>) -> AuthOutcome {
+        match req.bearer_token {
+            Some("alice") => AuthOutcome::Authenticated(UserInfo {
+                username: "alice".into(),
+                groups: vec!["system:authenticated".into()],
+                ..Default::default()
+            }),
+            _ => self.0.authenticate(req).await,
+        }
+    }
+}
+
+/// Records what it is asked; forbids secrets, allows the rest.
+#[derive(Debug, Default)]
+struct Recorder(Mutex<Vec<(String, RequestInfo)>>);
+
+#[async_trait::async_trait]
+impl Authorizer for Recorder {
+    async fn authorize(&self, user: &UserInfo, request: &RequestInfo) -> Decision {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.push((user.username.clone(), request.clone()));
+        }
+        if request.resource == "secrets" {
+            Decision::Deny("secrets are off limits".into())
+        } else {
+            Decision::Allow(String::new())
+        }
+    }
+}
+
+struct App {
+    _dir: tempfile::TempDir,
+    router: axum::Router,
+}
+
+async fn app(authorizer: Arc<dyn Authorizer>) -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let catalog = Arc::new(Catalog::new(builtin()));
+    let (_tx, shutdown) = tokio::sync::watch::channel(false);
+    let (registry, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
+    registry.ensure_cluster("root").await.unwrap();
+    let state = Arc::new(AppState {
+        registry,
+        surfaces: Default::default(),
+        authenticator: Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
+        authorizer,
+        ready: true.into(),
+        server_address: "127.0.0.1:6443".into(),
+        metrics: Default::default(),
+        object_counts: Default::default(),
+        event_window: std::time::Duration::from_secs(60),
+        version: "{}".into(),
+    });
+    App {
+        _dir: dir,
+        router: router(state),
+    }
+}
+
+/// Sends a request; answers its status and JSON body (`null` when not JSON).
+async fn send(
+    app: &App,
+    method: Method,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut req = Request::builder().method(method).uri(uri);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let body = match body {
+        Some(b) => {
+            req = req.header("content-type", "application/json");
+            Body::from(b.to_string())
+        }
+        None => Body::empty(),
+    };
+    let resp = app
+        .router
+        .clone()
+        .oneshot(req.body(body).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn a_deny_all_authorizer_forbids_with_kube_apiservers_message() {
+    let app = app(Arc::new(DenyAll)).await;
+    let (code, body) = send(
+        &app,
+        Method::GET,
+        "/clusters/root/api/v1/namespaces/y/configmaps",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(body["reason"], "Forbidden");
+    assert_eq!(body["code"], 403);
+    assert_eq!(
+        body["message"],
+        r#"configmaps is forbidden: User "kplane-admin" cannot list resource "configmaps" in API group "" in the namespace "y""#
+    );
+    assert_eq!(body["details"], json!({"kind": "configmaps"}));
+
+    let (code, body) = send(
+        &app,
+        Method::DELETE,
+        "/apis/apps/v1/namespaces/y/deployments/d",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body["message"],
+        r#"deployments.apps "d" is forbidden: User "kplane-admin" cannot delete resource "deployments" in API group "apps" in the namespace "y""#
+    );
+    let (code, body) = send(&app, Method::GET, "/metrics", Some(ADMIN), None).await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body["message"],
+        r#"forbidden: User "kplane-admin" cannot get path "/metrics""#
+    );
+    // Authentication comes first; public endpoints need neither.
+    let (code, _) = send(&app, Method::GET, "/api/v1/namespaces", None, None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    let (code, _) = send(&app, Method::GET, "/api/v1/namespaces", Some("nope"), None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    let (code, _) = send(&app, Method::GET, "/readyz", None, None).await;
+    assert_eq!(code, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_default_policy_allows_the_admin_only() {
+    let app = app(Arc::new(UnionAuthorizer::new(vec![Arc::new(
+        SuperuserAuthorizer,
+    )])))
+    .await;
+    let (code, body) = send(
+        &app,
+        Method::GET,
+        "/api/v1/namespaces/default/configmaps",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body["kind"], "ConfigMapList");
+    let (code, body) = send(
+        &app,
+        Method::GET,
+        "/clusters/*/api/v1/configmaps",
+        Some("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body["message"],
+        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" at the cluster scope: kplane: RBAC is not enforced yet; only the admin user is authorized"
+    );
+}
+
+#[tokio::test]
+async fn the_authorizer_sees_the_requests_attributes_and_reviews_ask_it() {
+    let recorder = Arc::new(Recorder::default());
+    let app = app(recorder.clone()).await;
+    let (code, _) = send(
+        &app,
+        Method::GET,
+        "/clusters/root/api/v1/namespaces/default/configmaps?watch=0",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, body) = send(
+        &app,
+        Method::GET,
+        "/api/v1/namespaces/default/secrets/s",
+        Some("alice"),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(r#"in the namespace "default": secrets are off limits"#),
+        "{body}"
+    );
+    let seen: Vec<(String, RequestInfo)> = recorder.0.lock().unwrap().drain(..).collect();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0].0, "kplane-admin");
+    assert_eq!(seen[0].1.verb, Verb::List);
+    assert_eq!(seen[0].1.path, "/api/v1/namespaces/default/configmaps");
+    assert_eq!(seen[1].0, "alice");
+    assert_eq!(
+        (seen[1].1.verb.clone(), seen[1].1.name.as_deref()),
+        (Verb::Get, Some("s"))
+    );
+
+    // SelfSubjectAccessReview: the reviewer's own user, the spec's attributes.
+    let ssar = |resource: &str| {
+        json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {
+                "verb": "list", "resource": resource, "namespace": "default",
+            }},
+        })
+    };
+    let uri = "/clusters/root/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let (code, body) = send(
+        &app,
+        Method::POST,
+        uri,
+        Some("alice"),
+        Some(ssar("secrets")),
+    )
+    .await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    assert_eq!(
+        body["status"],
+        json!({"allowed": false, "denied": true, "reason": "secrets are off limits"})
+    );
+    let (_, body) = send(&app, Method::POST, uri, Some("alice"), Some(ssar("pods"))).await;
+    assert_eq!(body["status"]["allowed"], true, "{body}");
+    let seen: Vec<(String, RequestInfo)> = recorder.0.lock().unwrap().drain(..).collect();
+    // Each review request is authorized itself (create selfsubjectaccessreviews), then
+    // asks about its spec for the same user.
+    let asked: Vec<(&str, &str, &str)> = seen
+        .iter()
+        .map(|(u, r)| (u.as_str(), r.verb.as_str(), r.resource.as_str()))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("alice", "create", "selfsubjectaccessreviews"),
+            ("alice", "list", "secrets"),
+            ("alice", "create", "selfsubjectaccessreviews"),
+            ("alice", "list", "pods"),
+        ]
+    );
+
+    // TokenReview goes through the authenticator.
+    let review = |token: &str| {
+        json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token},
+        })
+    };
+    let uri = "/apis/authentication.k8s.io/v1/tokenreviews";
+    let (code, body) = send(&app, Method::POST, uri, Some(ADMIN), Some(review("alice"))).await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["authenticated"], true);
+    assert_eq!(body["status"]["user"]["username"], "alice");
+    let (_, body) = send(&app, Method::POST, uri, Some(ADMIN), Some(review("bad"))).await;
+    assert_eq!(
+        body["status"],
+        json!({"authenticated": false, "error": "invalid bearer token"})
+    );
+}
+
+#[tokio::test]
+async fn legacy_watch_paths_are_watches() {
+    let app = app(Arc::new(SuperuserAuthorizer)).await;
+    // A watch answers its head at once; its body streams until the client leaves.
+    let resp = app
+        .router
+        .clone()
+        .oneshot(
+            Request::builder()
+                .uri("/api/v1/watch/namespaces/default/configmaps")
+                .header("authorization", format!("Bearer {ADMIN}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(ct.contains("watch") || ct.contains("json"), "{ct}");
+    // Only GET serves a watch.
+    let (code, body) = send(
+        &app,
+        Method::POST,
+        "/api/v1/watch/namespaces/default/configmaps",
+        Some(ADMIN),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+    // A HEAD is a `get` to authorization, but is not served.
+    let (code, _) = send(
+        &app,
+        Method::HEAD,
+        "/api/v1/namespaces/default/configmaps",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+}
