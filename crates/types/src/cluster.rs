@@ -35,6 +35,60 @@ impl ClusterName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The parent workspace's cluster (`root:acme:team-a` → `root:acme`); `None` for a
+    /// top-level name such as `root`.
+    pub fn parent(&self) -> Option<ClusterName> {
+        self.0
+            .rsplit_once(':')
+            .map(|(parent, _)| ClusterName(parent.to_string()))
+    }
+
+    /// The child cluster named `name` (`root:acme` + `team-a` → `root:acme:team-a`), or
+    /// `None` when `name` is not one DNS-1123 label or the path would be too long.
+    pub fn child(&self, name: &str) -> Option<ClusterName> {
+        if name.contains(':') {
+            return None;
+        }
+        ClusterName::parse(&format!("{}:{name}", self.0))
+    }
+
+    /// The last segment of the path (`root:acme:team-a` → `team-a`): the name of the
+    /// Workspace object that created it in its parent.
+    pub fn base_name(&self) -> &str {
+        self.0.rsplit(':').next().unwrap_or(&self.0)
+    }
+
+    /// Whether this is `root`.
+    pub fn is_root(&self) -> bool {
+        self.0 == ROOT
+    }
+
+    /// Whether `self` is `other` or one of its descendants (`root:a:b` is within `root:a`,
+    /// `root:ab` is not).
+    pub fn is_within(&self, other: &ClusterName) -> bool {
+        self.0 == other.0
+            || (self.0.starts_with(&other.0) && self.0.as_bytes().get(other.0.len()) == Some(&b':'))
+    }
+
+    /// How many segments the path has (`root` → 1).
+    pub fn depth(&self) -> usize {
+        self.0.split(':').count()
+    }
+}
+
+impl std::str::FromStr for ClusterName {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ClusterName::parse(s).ok_or_else(|| format!("invalid logical cluster name {s:?}"))
+    }
+}
+
+impl AsRef<str> for ClusterName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
 }
 
 impl fmt::Display for ClusterName {
@@ -70,6 +124,39 @@ impl fmt::Display for ClusterScope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parent_child_and_ancestry() {
+        let c = ClusterName::parse("root:acme:team-a").unwrap();
+        assert_eq!(c.parent().unwrap().as_str(), "root:acme");
+        assert_eq!(c.parent().unwrap().parent().unwrap(), ClusterName::root());
+        assert!(ClusterName::root().parent().is_none());
+        assert_eq!(c.base_name(), "team-a");
+        assert_eq!(ClusterName::root().base_name(), "root");
+        assert_eq!(c.depth(), 3);
+        assert!(ClusterName::root().is_root() && !c.is_root());
+        let acme = ClusterName::parse("root:acme").unwrap();
+        assert_eq!(acme.child("team-a").unwrap(), c);
+        assert!(acme.child("a:b").is_none(), "one segment only");
+        assert!(acme.child("Bad").is_none());
+        assert!(acme.child("").is_none());
+        let mut deep = ClusterName::parse(&format!("root:{}", "a".repeat(63))).unwrap();
+        for _ in 0..2 {
+            deep = deep.child(&"b".repeat(63)).unwrap();
+        }
+        assert_eq!(deep.as_str().len(), 4 + 3 * 64);
+        assert!(
+            deep.child(&"c".repeat(63)).is_none(),
+            "longer than 253 characters"
+        );
+        assert_eq!(deep.child(&"c".repeat(56)).unwrap().as_str().len(), 253);
+        assert!(c.is_within(&acme) && c.is_within(&c) && acme.is_within(&ClusterName::root()));
+        let acme2 = ClusterName::parse("root:acme2").unwrap();
+        assert!(!acme2.is_within(&acme), "a name prefix is not an ancestor");
+        assert!(!acme.is_within(&c));
+        assert_eq!("root:x".parse::<ClusterName>().unwrap().as_str(), "root:x");
+        assert!("root:".parse::<ClusterName>().is_err());
+    }
 
     #[test]
     fn parses_paths() {
