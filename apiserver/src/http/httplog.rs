@@ -4,7 +4,7 @@
 //! The level of the line says how it went, so a filter on the target chooses what is
 //! written (`kplane serve -v N` sets it, see the binary):
 //! - `ERROR`: a 5xx, with its cause (`error`): the message of the [`ApiError`] that became
-//!   the response, which [`ApiError::into_response`] leaves in the response's extensions as
+//!   the response, which [`StatusResponse::into_response`] leaves in the response's extensions as
 //!   an [`ErrorCause`]. This is the one place a 5xx is logged.
 //! - `INFO`: a 4xx.
 //! - `DEBUG`: every other status.
@@ -21,7 +21,7 @@
 //! computed only for a line that is written.
 //!
 //! [`ApiError`]: kplane_registry::error::ApiError
-//! [`ApiError::into_response`]: kplane_registry::error::ApiError
+//! [`StatusResponse::into_response`]: super::error::StatusResponse::into_response
 
 use std::time::Instant;
 
