@@ -15,25 +15,20 @@
 //!   (it receives [`WatchEvent::Closed`]) rather than slowing writers down.
 //! - Reads never block writers.
 
-mod compaction;
-mod encoding;
 pub mod error;
+pub mod event_log;
 pub mod key;
-mod read;
-#[cfg(test)]
-mod size_tests;
-pub mod sled_store;
-mod watch;
-mod writer;
+pub mod sled;
+pub mod watch;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub use self::sled::{SledStorage, SledStorageOptions, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
+pub use event_log::{EventLog, EventPage};
 pub use key::{Key, Prefix};
-pub use sled_store::{SledStorage, SledStorageOptions};
-pub use writer::MAX_WRITE_GROUP;
 
 /// The store-wide revision. Every object's `metadata.resourceVersion` is one of these.
 pub type Revision = u64;

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use crate::compaction::{unix_millis, Compactor};
-use crate::encoding::{
+use super::compaction::{unix_millis, Compactor};
+use super::encoding::{
     encode_event, encode_u64, event_key, history_key, index_key, index_key_bytes, key_bytes,
     latest_key, meta_key, time_key, Record, META_REVISION,
 };
-use crate::read::read_latest;
-use crate::sled_store::Shared;
+use super::read::read_latest;
+use super::Shared;
 use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
 
 /// Upper bound on the writes committed together (one sled batch, one flush), except that a

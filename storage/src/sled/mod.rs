@@ -1,6 +1,21 @@
-//! The sled-backed [`Storage`]: opening and recovering the database, the shared state of
-//! the store, and the trait implementation that routes reads to [`crate::read`], writes to
-//! the writer thread ([`crate::writer`]) and watches to the hub ([`crate::watch`]).
+//! The sled backend: opening and recovering the database, the shared state of the store,
+//! and the [`Storage`] implementation that routes reads to [`read`], writes to the writer
+//! thread ([`writer`]) and watches to the hub ([`crate::watch`]), which replays history
+//! through [`event_log`].
+//!
+//! Everything that knows sled lives in this module: the key layout ([`encoding`]), the
+//! read paths ([`read`]), the single writer ([`writer`]), compaction ([`compaction`]) and
+//! the event log the hub replays ([`event_log`]).
+
+mod compaction;
+mod encoding;
+mod event_log;
+mod read;
+#[cfg(test)]
+mod size_tests;
+mod writer;
+
+pub use writer::MAX_WRITE_GROUP;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,11 +24,13 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::compaction::{self, Compactor};
-use crate::encoding::{decode_u64, key_bytes, meta_key, META_COMPACTED, META_REVISION};
-use crate::read::{self, backend, ListMode};
+use self::compaction::Compactor;
+use self::encoding::{decode_u64, key_bytes, meta_key, META_COMPACTED, META_REVISION};
+use self::event_log::SledEventLog;
+use self::read::{backend, ListMode};
+use self::writer::{Request, WriteRequest, Writer};
+use crate::event_log::EventLog;
 use crate::watch::Hub;
-use crate::writer::{Request, WriteRequest, Writer, MAX_WRITE_GROUP};
 use crate::{
     BatchWrite, Encoder, Error, Filter, Key, KeyValue, ListOptions, ListResult, Precondition,
     Prefix, Result, Revision, Storage, WatchReceiver,
@@ -98,6 +115,8 @@ pub(crate) struct CommitCounters {
 pub struct SledStorage {
     shared: Arc<Shared>,
     requests: Mutex<Option<mpsc::Sender<Request>>>,
+    /// What the watch hub replays history from.
+    event_log: Arc<dyn EventLog>,
 }
 
 fn read_meta(tree: &sled::Tree, name: &[u8]) -> Result<Revision> {
@@ -140,9 +159,14 @@ impl SledStorage {
             .name("kplane-storage-writer".into())
             .spawn(move || writer.run())
             .map_err(|e| Error::Backend(format!("cannot start the writer thread: {e}")))?;
+        let event_log = Arc::new(SledEventLog {
+            tree: shared.tree.clone(),
+            compacted: shared.compacted.clone(),
+        });
         Ok(Arc::new(SledStorage {
             shared,
             requests: Mutex::new(Some(tx)),
+            event_log,
         }))
     }
 
@@ -162,7 +186,7 @@ impl SledStorage {
     pub(crate) fn history_entries(&self) -> usize {
         self.shared
             .tree
-            .scan_prefix([crate::encoding::TAG_HISTORY])
+            .scan_prefix([encoding::TAG_HISTORY])
             .count()
     }
 
@@ -344,13 +368,9 @@ impl Storage for SledStorage {
             return Err(Error::ShuttingDown);
         }
         self.check_not_compacted(from)?;
-        self.shared.hub.watch(
-            self.shared.tree.clone(),
-            prefix,
-            from,
-            progress_every,
-            self.shared.compacted.clone(),
-        )
+        self.shared
+            .hub
+            .watch(self.event_log.clone(), prefix, from, progress_every)
     }
 
     fn stats(&self) -> crate::StorageStats {
@@ -395,8 +415,8 @@ impl Storage for SledStorage {
 mod tests {
     use std::collections::BTreeMap;
 
+    use super::encoding::{TAG_EVENT, TAG_HISTORY, TAG_INDEX, TAG_TIME};
     use super::*;
-    use crate::encoding::{TAG_EVENT, TAG_HISTORY, TAG_INDEX, TAG_TIME};
 
     fn enc(v: &'static str) -> Encoder {
         Box::new(move |rev| Ok(format!("{v}@{rev}").into_bytes()))
