@@ -19,6 +19,8 @@ pub mod error;
 pub mod event_log;
 pub mod key;
 pub mod sled;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod watch;
 
 use std::sync::Arc;
