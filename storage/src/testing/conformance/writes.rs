@@ -8,6 +8,7 @@ use crate::{
     BatchWrite, Encoder, Error, EventType, Key, KeyValue, Precondition, Prefix, Revision, Storage,
 };
 
+/// A batch behaves as its writes sent one by one: own preconditions, own revision, failed
 /// writes consume no revision and do not stop the others, later writes see earlier ones.
 pub(super) async fn write_batch_is_writes_in_order(s: &Arc<dyn Storage>) {
     assert!(s.write_batch(vec![]).await.is_empty());
