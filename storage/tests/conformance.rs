@@ -17,8 +17,8 @@ use kplane_storage::testing::conformance::{
     write_batch_events_one_per_write, RES,
 };
 use kplane_storage::{
-    CloseReason, Error, ListOptions, Precondition, Prefix, Revision, SledStorage,
-    SledStorageOptions, Storage, WatchEvent,
+    CloseReason, Error, EventType, ListOptions, Precondition, Prefix, Revision, SledStorage,
+    SledStorageOptions, Storage, Tombstone, WatchEvent, CLUSTER_DELETE_BATCH,
 };
 
 fn sled_opts() -> SledStorageOptions {
@@ -633,5 +633,135 @@ async fn sled_many_watchers() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    s.shutdown().await.unwrap();
+}
+
+/// Creates `n` keys in `cluster`, 100 per batch; returns the last revision.
+async fn fill_cluster(s: &Arc<dyn Storage>, cluster: &str, n: usize) -> Revision {
+    let keys: Vec<_> = (0..n)
+        .map(|i| key(cluster, "ns", &format!("k{i:05}")))
+        .collect();
+    for chunk in keys.chunks(100) {
+        let writes = chunk
+            .iter()
+            .map(|k| kplane_storage::BatchWrite {
+                key: k.clone(),
+                delete: false,
+                precondition: Precondition::MustNotExist,
+                encode: enc("v"),
+            })
+            .collect();
+        for r in s.write_batch(writes).await {
+            r.unwrap();
+        }
+    }
+    s.current_revision()
+}
+
+fn raw_tombstone() -> Tombstone {
+    Arc::new(|kv: &kplane_storage::KeyValue, _| Ok(kv.value.to_vec()))
+}
+
+/// A cluster delete commits one group (one flush) per batch, each at most the batch size
+/// (itself at most [`kplane_storage::MAX_WRITE_GROUP`]), so other writes are never held
+/// behind more than one batch. Clusters below, at, above and 10x the suggested batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_cluster_delete_commits_one_group_per_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let sled = SledStorage::open(dir.path(), sled_opts()).unwrap();
+    let s: Arc<dyn Storage> = sled.clone();
+    let b = CLUSTER_DELETE_BATCH;
+    let max = kplane_storage::MAX_WRITE_GROUP;
+    for (n, batch, groups) in [
+        (b - 1, b, 1),
+        (b, b, 1),
+        (b + 1, b, 2),
+        (10 * b, b, 10),
+        (1201, 500, 3),
+        (max + 1, usize::MAX, 2),
+    ] {
+        let cluster = format!("c{n}b{batch}");
+        fill_cluster(&s, &cluster, n).await;
+        let before = sled.stats();
+        let deleted = s
+            .delete_cluster(&cluster, batch, raw_tombstone())
+            .await
+            .unwrap();
+        assert_eq!(deleted, n as u64);
+        let after = sled.stats();
+        assert_eq!(
+            after.commit_groups - before.commit_groups,
+            groups,
+            "{n} keys in batches of {batch}"
+        );
+        assert_eq!(
+            after.max_group,
+            before.max_group.max(batch.min(n).min(max) as u64),
+            "{n} keys in batches of {batch}"
+        );
+    }
+    s.shutdown().await.unwrap();
+}
+
+/// A cluster delete cut short by a shutdown (as by a crash) is finished by calling it
+/// again after a restart: every key is deleted exactly once, with one event each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_cluster_delete_resumes_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let s: Arc<dyn Storage> = SledStorage::open(dir.path(), sled_opts()).unwrap();
+    let n = 1201;
+    let start = fill_cluster(&s, "gone", n).await;
+    let p = Prefix::cluster("gone");
+    let mut rx = s.watch(&p, start, None).await.unwrap();
+    let deleting = {
+        let s = s.clone();
+        tokio::spawn(async move { s.delete_cluster("gone", 100, raw_tombstone()).await })
+    };
+    // Stop the store once the first batch is in.
+    let first = next_event(&mut rx).await;
+    assert_eq!(first.kv.mod_revision, start + 1);
+    s.shutdown().await.unwrap();
+    match deleting.await.unwrap() {
+        Ok(d) => assert_eq!(d, n as u64, "finished before the shutdown"),
+        Err(Error::ShuttingDown) => {}
+        Err(e) => panic!("{e:?}"),
+    }
+    drop(rx);
+    drop(s);
+
+    let s: Arc<dyn Storage> = open_retry(dir.path(), sled_opts());
+    let left = s.count(&p).await.unwrap();
+    assert!(left < n as u64, "the first batch is durable");
+    assert_eq!(
+        s.delete_cluster("gone", 100, raw_tombstone())
+            .await
+            .unwrap(),
+        left
+    );
+    assert_eq!(s.count(&p).await.unwrap(), 0);
+    let mut replay = s.watch(&p, start, None).await.unwrap();
+    let mut keys = std::collections::BTreeSet::new();
+    for i in 0..n {
+        let e = next_event(&mut replay).await;
+        assert_eq!(e.event_type, EventType::Deleted);
+        assert_eq!(e.kv.mod_revision, start + 1 + i as Revision);
+        keys.insert(e.kv.key.clone());
+    }
+    assert_eq!(keys.len(), n);
+    assert_quiet(&mut replay).await;
+    s.shutdown().await.unwrap();
+}
+
+/// The conformance check for scans that outlast the event window, with a short window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_scan_outlasting_the_window_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = SledStorageOptions {
+        event_window: Duration::from_millis(300),
+        compaction_interval: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let s: Arc<dyn Storage> = SledStorage::open(dir.path(), opts).unwrap();
+    conformance::scan_outlasting_the_window_fails(&s).await;
     s.shutdown().await.unwrap();
 }

@@ -7,10 +7,12 @@
 //! read paths ([`read`]), the single writer ([`writer`]), compaction ([`compaction`]) and
 //! the event log the hub replays ([`event_log`]).
 
+mod cluster_delete;
 mod compaction;
 mod encoding;
 mod event_log;
 mod read;
+mod scan;
 #[cfg(test)]
 mod size_tests;
 mod writer;
@@ -28,8 +30,10 @@ use self::compaction::Compactor;
 use self::encoding::{decode_u64, key_bytes, meta_key, META_COMPACTED, META_REVISION};
 use self::event_log::SledEventLog;
 use self::read::{backend, ListMode};
+use self::scan::SledScan;
 use self::writer::{Request, WriteRequest, Writer};
 use crate::event_log::EventLog;
+use crate::range::{RangeScan, Tombstone};
 use crate::watch::Hub;
 use crate::{
     BatchWrite, Encoder, Error, Filter, Key, KeyValue, ListOptions, ListResult, Precondition,
@@ -92,6 +96,77 @@ pub(crate) struct Shared {
     pub(crate) stats: CommitCounters,
     /// Where the compaction in progress is, for metrics.
     pub(crate) compaction: CompactionProgress,
+}
+
+impl Shared {
+    pub(crate) fn current_revision(&self) -> Revision {
+        self.current.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn compacted_revision(&self) -> Revision {
+        self.compacted.load(Ordering::Acquire)
+    }
+
+    /// The revision to read at, validated against the retained window.
+    pub(crate) fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
+        let current = self.current_revision();
+        let rev = requested.unwrap_or(current);
+        if rev > current {
+            return Err(Error::FutureRevision {
+                requested: rev,
+                current,
+            });
+        }
+        self.check_not_compacted(rev)?;
+        Ok(rev)
+    }
+
+    pub(crate) fn check_not_compacted(&self, rev: Revision) -> Result<()> {
+        let compacted = self.compacted_revision();
+        if rev < compacted {
+            return Err(Error::Compacted {
+                requested: rev,
+                compacted,
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Storage::list`]: a snapshot list at the requested (validated) revision.
+    pub(crate) async fn list(
+        &self,
+        prefix: &Prefix,
+        opts: &ListOptions,
+        filter: Option<Filter<'_>>,
+    ) -> Result<ListResult> {
+        // Read before choosing the revision: every change visible to the scan that is not
+        // at or below `applied_at_start` shows up in the event log after it.
+        let applied_at_start = self.applied.load(Ordering::Acquire);
+        let rev = self.read_revision(opts.at_revision)?;
+        let lag = self.current_revision().saturating_sub(rev);
+        let mode = if lag <= LATEST_SCAN_MAX_LAG {
+            ListMode::Latest
+        } else {
+            ListMode::History { applied_at_start }
+        };
+        let (items, more) = read::list(
+            &self.tree,
+            prefix,
+            rev,
+            mode,
+            opts.start_after.as_ref(),
+            opts.limit,
+            filter,
+        )
+        .await?;
+        // Compaction publishes its point before removing anything.
+        self.check_not_compacted(rev)?;
+        Ok(ListResult {
+            items,
+            revision: rev,
+            more,
+        })
+    }
 }
 
 /// The compactor's position: `target` is the compaction point being applied, `done` the
@@ -251,31 +326,6 @@ impl SledStorage {
         }
         out
     }
-
-    /// The revision to read at, validated against the retained window.
-    fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
-        let current = self.current_revision();
-        let rev = requested.unwrap_or(current);
-        if rev > current {
-            return Err(Error::FutureRevision {
-                requested: rev,
-                current,
-            });
-        }
-        self.check_not_compacted(rev)?;
-        Ok(rev)
-    }
-
-    fn check_not_compacted(&self, rev: Revision) -> Result<()> {
-        let compacted = self.compacted_revision();
-        if rev < compacted {
-            return Err(Error::Compacted {
-                requested: rev,
-                compacted,
-            });
-        }
-        Ok(())
-    }
 }
 
 /// Queues one chunk; when the writer is gone its requests are dropped, so their callers see
@@ -289,11 +339,11 @@ fn send_chunk(sender: &Result<mpsc::Sender<Request>>, chunk: Vec<WriteRequest>) 
 #[async_trait::async_trait]
 impl Storage for SledStorage {
     fn current_revision(&self) -> Revision {
-        self.shared.current.load(Ordering::Acquire)
+        self.shared.current_revision()
     }
 
     fn compacted_revision(&self) -> Revision {
-        self.shared.compacted.load(Ordering::Acquire)
+        self.shared.compacted_revision()
     }
 
     async fn get(&self, key: &Key) -> Result<Option<KeyValue>> {
@@ -308,33 +358,7 @@ impl Storage for SledStorage {
         opts: &ListOptions,
         filter: Option<Filter<'_>>,
     ) -> Result<ListResult> {
-        // Read before choosing the revision: every change visible to the scan that is not
-        // at or below `applied_at_start` shows up in the event log after it.
-        let applied_at_start = self.shared.applied.load(Ordering::Acquire);
-        let rev = self.read_revision(opts.at_revision)?;
-        let lag = self.current_revision().saturating_sub(rev);
-        let mode = if lag <= LATEST_SCAN_MAX_LAG {
-            ListMode::Latest
-        } else {
-            ListMode::History { applied_at_start }
-        };
-        let (items, more) = read::list(
-            &self.shared.tree,
-            prefix,
-            rev,
-            mode,
-            opts.start_after.as_ref(),
-            opts.limit,
-            filter,
-        )
-        .await?;
-        // Compaction publishes its point before removing anything.
-        self.check_not_compacted(rev)?;
-        Ok(ListResult {
-            items,
-            revision: rev,
-            more,
-        })
+        self.shared.list(prefix, opts, filter).await
     }
 
     async fn count(&self, prefix: &Prefix) -> Result<u64> {
@@ -358,6 +382,25 @@ impl Storage for SledStorage {
         self.write_chunks(writes).await
     }
 
+    async fn delete_cluster(
+        &self,
+        cluster: &str,
+        batch: usize,
+        tombstone: Tombstone,
+    ) -> Result<u64> {
+        cluster_delete::delete_cluster(self, cluster, batch, tombstone).await
+    }
+
+    async fn scan(
+        &self,
+        prefix: &Prefix,
+        at: Option<Revision>,
+        page_size: usize,
+    ) -> Result<Box<dyn RangeScan>> {
+        let scan = SledScan::start(self.shared.clone(), prefix, at, page_size)?;
+        Ok(Box::new(scan))
+    }
+
     async fn watch(
         &self,
         prefix: &Prefix,
@@ -367,7 +410,7 @@ impl Storage for SledStorage {
         if self.shared.closing.load(Ordering::Acquire) {
             return Err(Error::ShuttingDown);
         }
-        self.check_not_compacted(from)?;
+        self.shared.check_not_compacted(from)?;
         self.shared
             .hub
             .watch(self.event_log.clone(), prefix, from, progress_every)
