@@ -5,6 +5,11 @@
 //! structure it imposes is the key layout `(cluster, resource, namespace, name)` so that one
 //! logical cluster is one contiguous key range.
 //!
+//! The crate root is backend-neutral: the [`Storage`] trait and its types, keys, errors,
+//! the watch fan-out ([`watch`]) with the [`EventLog`] seam it replays history through,
+//! the whole-range operations' types ([`range`]) and, behind the `testing` feature, the
+//! conformance suite every backend must pass. [`sled`] is the one backend.
+//!
 //! Architecture invariants:
 //! - One global, strictly increasing [`Revision`] for the whole store. Every committed write
 //!   (create, update, delete) takes the next revision; object, history entry, event-log entry

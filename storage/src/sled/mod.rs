@@ -4,8 +4,9 @@
 //! through [`event_log`].
 //!
 //! Everything that knows sled lives in this module: the key layout ([`encoding`]), the
-//! read paths ([`read`]), the single writer ([`writer`]), compaction ([`compaction`]) and
-//! the event log the hub replays ([`event_log`]).
+//! read paths ([`read`]), the single writer ([`writer`]), compaction ([`compaction`]), the
+//! event log the hub replays ([`event_log`]), cluster deletes ([`cluster_delete`]) and
+//! scans at a revision ([`scan`]).
 
 mod cluster_delete;
 mod compaction;

@@ -11,6 +11,7 @@ use super::Shared;
 use crate::range::RangeScan;
 use crate::{Key, KeyValue, ListOptions, Prefix, Result, Revision};
 
+/// One scan. It holds the store's shared state (so its database stays open) until dropped.
 pub(crate) struct SledScan {
     shared: Arc<Shared>,
     prefix: Prefix,
