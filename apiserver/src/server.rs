@@ -1,4 +1,5 @@
-//! Server assembly and lifecycle: opens storage, creates certificates and the admin
+//! Server assembly and lifecycle: opens storage (sled in the data dir, or the backend
+//! given to [`ServerBuilder::storage`]), creates certificates and the admin
 //! credential, bootstraps the root logical cluster, serves HTTPS (HTTP/1.1 and HTTP/2),
 //! writes `admin.kubeconfig` once `/readyz` answers 200, and shuts down gracefully
 //! (stop accepting, end watches, finish in-flight requests, flush storage).
@@ -63,16 +64,39 @@ pub struct ServerConfig {
 }
 
 /// Builds a [`Server`].
-#[derive(Debug)]
 pub struct ServerBuilder {
     config: ServerConfig,
     authenticator: Option<Arc<dyn Authenticator>>,
     authorizer: Option<Arc<dyn Authorizer>>,
+    storage: Option<Arc<dyn Storage>>,
+}
+
+/// Shows whether a storage backend was supplied (a backend has no `Debug` of its own).
+fn debug_server(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    config: &ServerConfig,
+    storage: &Option<Arc<dyn Storage>>,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("config", config)
+        .field(
+            "storage",
+            &storage.as_ref().map_or("sled in data_dir", |_| "supplied"),
+        )
+        .finish()
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_server(f, "ServerBuilder", &self.config, &self.storage)
+    }
 }
 
 impl Default for ServerBuilder {
     fn default() -> Self {
         ServerBuilder {
+            storage: None,
             config: ServerConfig {
                 data_dir: PathBuf::from("kplane-data"),
                 bind: SocketAddr::from(([127, 0, 0, 1], 6443)),
@@ -142,21 +166,38 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves from this storage backend instead of opening sled in `<data_dir>/db` (the
+    /// default). The storage settings of this builder (`event_window`,
+    /// `storage_cache_bytes`) then do not apply: the backend was configured by whoever
+    /// opened it. The server shuts the backend down when it stops, as it does its own.
+    pub fn storage(mut self, storage: Arc<dyn Storage>) -> Self {
+        self.storage = Some(storage);
+        self
+    }
+
     pub fn build(self) -> Server {
         Server {
             config: self.config,
             authenticator: self.authenticator,
             authorizer: self.authorizer,
+            storage: self.storage,
         }
     }
 }
 
 /// A kplane API server.
-#[derive(Debug)]
 pub struct Server {
     config: ServerConfig,
     authenticator: Option<Arc<dyn Authenticator>>,
     authorizer: Option<Arc<dyn Authorizer>>,
+    /// A backend supplied with [`ServerBuilder::storage`]; sled in the data dir otherwise.
+    storage: Option<Arc<dyn Storage>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_server(f, "Server", &self.config, &self.storage)
+    }
 }
 
 /// The server's authenticator chain: the admin token, then the configured one.
@@ -231,17 +272,26 @@ impl Server {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ServerError> {
-        let cfg = self.config;
-        let authorizer = authorizer_chain(self.authorizer);
-        let configured_authenticator = self.authenticator;
+        let Server {
+            config: cfg,
+            authenticator: configured_authenticator,
+            authorizer,
+            storage,
+        } = self;
+        let authorizer = authorizer_chain(authorizer);
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
-        let storage_opts = SledStorageOptions {
-            event_window: cfg.event_window,
-            cache_capacity_bytes: cfg.storage_cache_bytes,
-            ..Default::default()
+        let storage: Arc<dyn Storage> = match storage {
+            Some(supplied) => supplied,
+            None => {
+                let storage_opts = SledStorageOptions {
+                    event_window: cfg.event_window,
+                    cache_capacity_bytes: cfg.storage_cache_bytes,
+                    ..Default::default()
+                };
+                SledStorage::open(cfg.data_dir.join("db"), storage_opts)?
+            }
         };
-        let storage: Arc<dyn Storage> = SledStorage::open(cfg.data_dir.join("db"), storage_opts)?;
         let pki = tls::load_or_create(&cfg.data_dir.join("pki"), &cfg.tls_sans)?;
         let tls_config = tls::server_config(&pki)?;
         let token = load_or_create_token(&cfg.data_dir.join("admin.token"))?;
@@ -371,5 +421,55 @@ async fn self_check_ready(app: &axum::Router) -> Result<(), ServerError> {
             "/readyz answered {}",
             resp.status()
         )))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use kplane_storage::{Error, Key, Precondition, Prefix};
+
+    /// A supplied backend is the one the server bootstraps, serves and shuts down; no sled
+    /// database is opened in the data dir.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serves_from_a_supplied_storage_backend() {
+        let data = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(elsewhere.path(), SledStorageOptions::default()).unwrap();
+        let builder = Server::builder()
+            .data_dir(data.path())
+            .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .storage(storage.clone());
+        assert!(format!("{builder:?}").contains("supplied"));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(builder.build().serve(async move {
+            let _ = stopped.await;
+        }));
+        let kubeconfig = data.path().join("admin.kubeconfig");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !kubeconfig.exists() {
+            assert!(tokio::time::Instant::now() < deadline, "server not ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // The root cluster was bootstrapped into the supplied backend.
+        let namespaces = storage
+            .count(&Prefix::resource("root", "/namespaces"))
+            .await
+            .unwrap();
+        assert!(namespaces >= 4, "{namespaces} namespaces");
+        assert!(!data.path().join("db").exists());
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
+        // Stopping the server shut the backend down.
+        let e = storage
+            .put(
+                Key::new("root", "/configmaps", "default", "late"),
+                Precondition::MustNotExist,
+                Box::new(|_| Ok(b"{}".to_vec())),
+            )
+            .await;
+        assert!(matches!(e, Err(Error::ShuttingDown)), "{e:?}");
     }
 }

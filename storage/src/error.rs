@@ -25,6 +25,10 @@ pub enum Error {
     Encode(String),
     #[error("storage is shutting down")]
     ShuttingDown,
+    /// The backend gave up waiting (for instance a database statement or lock timeout);
+    /// the operation may have been applied or not, and retrying may succeed.
+    #[error("storage operation timed out: {0}")]
+    Timeout(String),
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
     #[error("storage backend error: {0}")]

@@ -5,6 +5,11 @@
 //! structure it imposes is the key layout `(cluster, resource, namespace, name)` so that one
 //! logical cluster is one contiguous key range.
 //!
+//! The crate root is backend-neutral: the [`Storage`] trait and its types, keys, errors,
+//! the watch fan-out ([`watch`]) with the [`EventLog`] seam it replays history through,
+//! the whole-range operations' types ([`range`]) and, behind the `testing` feature, the
+//! conformance suite every backend must pass. [`sled`] is the one backend.
+//!
 //! Architecture invariants:
 //! - One global, strictly increasing [`Revision`] for the whole store. Every committed write
 //!   (create, update, delete) takes the next revision; object, history entry, event-log entry
@@ -15,25 +20,24 @@
 //!   (it receives [`WatchEvent::Closed`]) rather than slowing writers down.
 //! - Reads never block writers.
 
-mod compaction;
-mod encoding;
 pub mod error;
+pub mod event_log;
 pub mod key;
-mod read;
-#[cfg(test)]
-mod size_tests;
-pub mod sled_store;
-mod watch;
-mod writer;
+pub mod range;
+pub mod sled;
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod watch;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub use self::sled::{SledStorage, SledStorageOptions, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
+pub use event_log::{EventLog, EventPage};
 pub use key::{Key, Prefix};
-pub use sled_store::{SledStorage, SledStorageOptions};
-pub use writer::MAX_WRITE_GROUP;
+pub use range::{RangeScan, Tombstone, CLUSTER_DELETE_BATCH};
 
 /// The store-wide revision. Every object's `metadata.resourceVersion` is one of these.
 pub type Revision = u64;
@@ -233,6 +237,38 @@ pub trait Storage: Send + Sync + 'static {
         }
         out
     }
+
+    /// Deletes every key of logical cluster `cluster` (all resources and namespaces) and
+    /// returns how many it deleted. Each key is deleted as by [`Storage::delete`]: at its
+    /// own revision, with its own `Deleted` event carrying the value `tombstone` makes of
+    /// it, so watchers and snapshot reads see the deletes like any others. The keys go
+    /// in commits of at most `batch` keys (clamped to 1..=[`MAX_WRITE_GROUP`]; see
+    /// [`CLUSTER_DELETE_BATCH`]), never in one large one: other writes are committed
+    /// between the batches, and each batch is all-or-nothing. Resumable: after a crash or
+    /// an error, calling it again deletes what is left. Keys written into the cluster
+    /// while it runs may or may not be deleted (the caller stops writes first); the call
+    /// returns once a batch finds nothing left to delete.
+    async fn delete_cluster(
+        &self,
+        cluster: &str,
+        batch: usize,
+        tombstone: Tombstone,
+    ) -> Result<u64>;
+
+    /// Starts a consistent scan of every key under `prefix` at revision `at` (the current
+    /// revision when `None`), read `page_size` keys at a time (at least 1): an exporter
+    /// streams a whole logical cluster, across resources, without holding it in memory,
+    /// and every page shows the store at the same revision however it changes meanwhile.
+    /// The scan holds nothing back: if it outlasts the retained window (the revision
+    /// falls below the compaction point), its next page fails with [`Error::Compacted`].
+    /// Fails at once with [`Error::Compacted`] or [`Error::FutureRevision`] for a
+    /// revision outside the window.
+    async fn scan(
+        &self,
+        prefix: &Prefix,
+        at: Option<Revision>,
+        page_size: usize,
+    ) -> Result<Box<dyn RangeScan>>;
 
     /// Starts a watch of every change under `prefix` with revision > `from`.
     /// `from` older than the compacted revision fails with [`Error::Compacted`];

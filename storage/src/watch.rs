@@ -1,5 +1,7 @@
-//! Watch fan-out: the registry of live watchers, the dispatch of committed events to them
-//! (called by the writer once per write group), and the receiving end of a watch.
+//! Watch fan-out, shared by every backend: the registry of live watchers, the dispatch of
+//! committed events to them (called by the backend's writer once per write group), and the
+//! receiving end of a watch. History is replayed through the backend's [`EventLog`]; the
+//! hub never reads a backend's data directly.
 //!
 //! A watcher is a [`Slot`] whose bounded queue is its channel: dispatch pushes live events
 //! into it and wakes the [`WatchReceiver`], which also generates progress notifications
@@ -21,19 +23,18 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::encoding::{decode_event, decode_key, event_key, rev_of_tagged};
-use crate::read::{backend, load_event};
+use crate::event_log::EventLog;
 use crate::{CloseReason, Error, Event, Prefix, Result, Revision, WatchEvent};
 
 /// How long a closing watcher task waits for channel room to deliver its close notice.
 const CLOSE_NOTICE_WAIT: Duration = Duration::from_secs(1);
 
-/// Events replayed from the log per blocking read.
-pub(crate) const REPLAY_CHUNK: usize = 256;
+/// Events replayed from the log per [`EventLog::read`].
+pub const REPLAY_CHUNK: usize = 256;
 
 /// While a watcher replays history, live events are buffered up to this many times its
 /// channel capacity before it is declared too slow.
-pub(crate) const REPLAY_BUFFER_FACTOR: usize = 8;
+pub const REPLAY_BUFFER_FACTOR: usize = 8;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -277,7 +278,11 @@ impl Slot {
 }
 
 /// The registry of watchers plus the revision up to which events have been dispatched.
-pub(crate) struct Hub {
+///
+/// A backend owns one hub: its writer calls [`Hub::publish`] once per durable write group,
+/// its `watch` calls [`Hub::watch`] with its [`EventLog`], and its shutdown calls
+/// [`Hub::close_all`].
+pub struct Hub {
     registry: Mutex<Registry>,
     /// Every committed event with a revision at or below this has been dispatched.
     dispatched: AtomicU64,
@@ -286,7 +291,9 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    pub(crate) fn new(dispatched: Revision, channel_capacity: usize) -> Hub {
+    /// A hub with everything up to `dispatched` (the backend's current revision when it
+    /// opens) already dispatched, whose watchers' queues hold `channel_capacity` entries.
+    pub fn new(dispatched: Revision, channel_capacity: usize) -> Hub {
         Hub {
             registry: Mutex::new(Registry::default()),
             dispatched: AtomicU64::new(dispatched),
@@ -302,7 +309,7 @@ impl Hub {
     }
 
     /// Number of registered watchers.
-    pub(crate) fn watcher_count(&self) -> usize {
+    pub fn watcher_count(&self) -> usize {
         lock(&self.registry).len
     }
 
@@ -310,9 +317,10 @@ impl Hub {
         self.channel_capacity.saturating_mul(REPLAY_BUFFER_FACTOR)
     }
 
-    /// Dispatches one committed write group (events in revision order). Called by the
-    /// writer only, after the group is durable.
-    pub(crate) fn publish(&self, events: Vec<Event>, last_rev: Revision) {
+    /// Dispatches one committed write group (events in revision order; `last_rev` is the
+    /// group's last revision). Called by the backend's writer only, after the group is
+    /// durable, one group at a time and in revision order.
+    pub fn publish(&self, events: Vec<Event>, last_rev: Revision) {
         let mut reg = lock(&self.registry);
         if reg.len > 0 {
             let capacity = self.channel_capacity;
@@ -343,7 +351,7 @@ impl Hub {
     }
 
     /// Closes every watcher with `ShuttingDown` and refuses new ones.
-    pub(crate) fn close_all(&self) {
+    pub fn close_all(&self) {
         let mut reg = lock(&self.registry);
         reg.closed = true;
         let index = std::mem::take(&mut reg.index);
@@ -365,16 +373,16 @@ impl Hub {
         lock(&self.registry).remove(slot.id, &slot.prefix);
     }
 
-    /// Registers a watcher. `compacted` is read after registration to validate `from`.
-    /// A watcher with history to replay gets a task until it is live; one that starts at
-    /// the dispatched revision is live at once and needs none.
-    pub(crate) fn watch(
+    /// Registers a watcher of the changes under `prefix` after `from`. The log's
+    /// compaction point is read after registration to validate `from`. A watcher with
+    /// history to replay gets a task, which holds `log` until the watcher is live; one
+    /// that starts at the dispatched revision is live at once and needs none.
+    pub fn watch(
         self: &Arc<Self>,
-        tree: sled::Tree,
+        log: Arc<dyn EventLog>,
         prefix: &Prefix,
         from: Revision,
         progress_every: Option<Duration>,
-        compacted: Arc<AtomicU64>,
     ) -> Result<WatchReceiver> {
         let mut reg = lock(&self.registry);
         if reg.closed {
@@ -401,7 +409,7 @@ impl Hub {
         reg.insert(slot.clone());
         let snapshot = self.dispatched.load(Ordering::Acquire);
         drop(reg);
-        let compacted_now = compacted.load(Ordering::Acquire);
+        let compacted_now = log.compacted_revision();
         if from < compacted_now {
             self.unregister(&slot);
             return Err(Error::Compacted {
@@ -430,11 +438,10 @@ impl Hub {
         if !live_now {
             let task = ReplayTask {
                 hub: self.clone(),
-                tree,
+                log,
                 slot,
                 snapshot,
                 shutdown: self.shutdown.subscribe(),
-                compacted,
             };
             tokio::spawn(task.run());
         }
@@ -551,12 +558,11 @@ impl Drop for WatchReceiver {
 /// over to live delivery and ends.
 struct ReplayTask {
     hub: Arc<Hub>,
-    tree: sled::Tree,
+    log: Arc<dyn EventLog>,
     slot: Arc<Slot>,
     /// Events up to here come from the log; later ones arrive live.
     snapshot: Revision,
     shutdown: tokio::sync::watch::Receiver<bool>,
-    compacted: Arc<AtomicU64>,
 }
 
 impl Drop for ReplayTask {
@@ -650,25 +656,28 @@ impl ReplayTask {
                 return Err(Stop::Close(CloseReason::ShuttingDown));
             }
             self.check_open()?;
-            let tree = self.tree.clone();
-            let prefix = self.slot.prefix.clone();
-            let (start, end) = (pos, self.snapshot);
-            let chunk =
-                tokio::task::spawn_blocking(move || read_chunk(&tree, &prefix, start, end)).await;
-            let (events, next_pos) = match chunk {
-                Ok(Ok(c)) => c,
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "watch replay failed");
+            let page = self
+                .log
+                .read(&self.slot.prefix, pos, self.snapshot, REPLAY_CHUNK)
+                .await;
+            let (events, next_pos) = match page {
+                Ok(p) if p.through > pos && p.through <= self.snapshot => (p.events, p.through),
+                Ok(p) => {
+                    tracing::warn!(
+                        after = pos,
+                        through = p.through,
+                        "watch replay: the event log returned a page outside the range asked for"
+                    );
                     return Err(Stop::Close(CloseReason::TooSlow));
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "watch replay task failed");
+                    tracing::warn!(error = %e, "watch replay failed");
                     return Err(Stop::Close(CloseReason::TooSlow));
                 }
             };
             // Compaction publishes its revision before deleting log entries: if it is
-            // still at or below `pos`, the chunk just read was complete.
-            if self.compacted.load(Ordering::Acquire) > pos {
+            // still at or below `pos`, the page just read was complete.
+            if self.log.compacted_revision() > pos {
                 return Err(Stop::Close(CloseReason::TooSlow));
             }
             for ev in events {
@@ -708,35 +717,4 @@ impl ReplayTask {
         self.slot.readable.notify_one();
         Ok(())
     }
-}
-
-/// Reads the next logged events after `start` (up to `end`) that match `prefix`.
-/// Returns them and the revision up to which the log was examined.
-fn read_chunk(
-    tree: &sled::Tree,
-    prefix: &Prefix,
-    start: Revision,
-    end: Revision,
-) -> Result<(Vec<Event>, Revision)> {
-    let mut events = Vec::new();
-    let mut pos = start;
-    let mut scanned = 0usize;
-    let hi = end.saturating_add(1);
-    for entry in tree.range(event_key(start.saturating_add(1))..event_key(hi)) {
-        let (k, v) = entry.map_err(backend)?;
-        let rev = rev_of_tagged(&k)?;
-        let (event_type, kb) = decode_event(&v)?;
-        let (key, _) = decode_key(kb)?;
-        if prefix.contains(&key) {
-            if let Some(ev) = load_event(tree, rev, event_type, kb, key)? {
-                events.push(ev);
-            }
-        }
-        pos = rev;
-        scanned += 1;
-        if events.len() >= REPLAY_CHUNK || scanned >= REPLAY_CHUNK * 16 {
-            return Ok((events, pos));
-        }
-    }
-    Ok((events, end.max(pos)))
 }

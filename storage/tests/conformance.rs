@@ -1,990 +1,25 @@
-//! Storage conformance tests.
+//! Storage conformance for the sled backend.
 //!
-//! [`conformance_suite`] exercises any [`Storage`] through the trait only; a new backend
-//! runs it by adding one test that opens the backend and calls it. The tests after the
-//! suite cover sled-specific behaviour: compaction with a tiny window, slow watchers with a
-//! tiny channel, restart, shutdown and durability across `kill -9`.
+//! [`sled_conformance`] runs the backend-independent suite
+//! (`kplane_storage::testing::conformance`, the `testing` feature) against sled. The tests
+//! after it cover sled-specific behaviour: compaction with a tiny window, slow watchers
+//! with a tiny channel, restart, shutdown and durability across `kill -9`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kplane_storage::{
-    BatchWrite, CloseReason, Encoder, Error, EventType, Key, KeyValue, ListOptions, Precondition,
-    Prefix, Revision, SledStorage, SledStorageOptions, Storage, WatchEvent, WatchReceiver,
+use kplane_storage::testing::conformance::{
+    self, assert_quiet, create, enc, key, list_all, next_event, val,
+    write_batch_events_one_per_write, RES,
 };
-
-const RES: &str = "/configmaps";
-
-fn enc(v: &str) -> Encoder {
-    let v = v.to_string();
-    Box::new(move |rev| Ok(format!("{v}@{rev}").into_bytes()))
-}
-
-fn val(kv: &KeyValue) -> String {
-    String::from_utf8(kv.value.to_vec()).unwrap()
-}
-
-fn key(cluster: &str, ns: &str, name: &str) -> Key {
-    Key::new(cluster, RES, ns, name)
-}
-
-async fn create(s: &Arc<dyn Storage>, k: Key, v: &str) -> KeyValue {
-    s.put(k, Precondition::MustNotExist, enc(v)).await.unwrap()
-}
-
-async fn list_all(s: &Arc<dyn Storage>, p: &Prefix, at: Option<Revision>) -> Vec<KeyValue> {
-    let opts = ListOptions {
-        at_revision: at,
-        ..Default::default()
-    };
-    s.list(p, &opts, None).await.unwrap().items
-}
-
-/// Receives the next event, failing the test on timeout, close or progress noise.
-async fn next_event(rx: &mut WatchReceiver) -> Arc<kplane_storage::Event> {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
-            Ok(Some(WatchEvent::Event(e))) => return e,
-            Ok(Some(WatchEvent::Progress(_))) => continue,
-            other => panic!("expected an event, got {other:?}"),
-        }
-    }
-}
-
-/// Asserts nothing (but progress) arrives for a short while.
-async fn assert_quiet(rx: &mut WatchReceiver) {
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(200);
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Err(_) => return,
-            Ok(Some(WatchEvent::Progress(_))) => continue,
-            Ok(other) => panic!("expected nothing, got {other:?}"),
-        }
-    }
-}
-
-/// Runs every backend-independent check against `s`. Uses its own cluster names, so the
-/// store may hold other data.
-pub async fn conformance_suite(s: Arc<dyn Storage>) {
-    crud_and_preconditions(&s).await;
-    encoder_errors_consume_no_revision(&s).await;
-    concurrent_writers(&s).await;
-    list_order_prefixes_filter_limit(&s).await;
-    wildcard_cluster_list(&s).await;
-    paging_snapshot_under_writes(&s).await;
-    snapshots_match_model(&s).await;
-    watch_replay_then_live(&s).await;
-    watch_prefixes_and_prev(&s).await;
-    watch_future_from_waits(&s).await;
-    watch_progress(&s).await;
-    watch_drop_unregisters(&s).await;
-    write_batch_is_writes_in_order(&s).await;
-    write_batch_events_one_per_write(&s, 300).await;
-}
-
-fn bw(k: Key, delete: bool, precondition: Precondition, v: &str) -> BatchWrite {
-    BatchWrite {
-        key: k,
-        delete,
-        precondition,
-        encode: enc(v),
-    }
-}
-
-/// A batch behaves as its writes sent one by one: own preconditions, own revision, failed
-/// writes consume no revision and do not stop the others, later writes see earlier ones.
-async fn write_batch_is_writes_in_order(s: &Arc<dyn Storage>) {
-    assert!(s.write_batch(vec![]).await.is_empty());
-    let a = key("batch", "ns", "a");
-    let b = key("batch", "ns", "b");
-    let old = create(s, key("batch", "ns", "old"), "o").await;
-    let before = s.current_revision();
-    let failing = BatchWrite {
-        key: key("batch", "ns", "enc"),
-        delete: false,
-        precondition: Precondition::MustNotExist,
-        encode: Box::new(|_| Err("boom".to_string())),
-    };
-    let res = s
-        .write_batch(vec![
-            bw(a.clone(), false, Precondition::MustNotExist, "a1"),
-            bw(a.clone(), false, Precondition::MustNotExist, "dup"),
-            failing,
-            bw(a.clone(), false, Precondition::MustExist, "a2"),
-            bw(b.clone(), true, Precondition::MustExist, "nob"),
-            bw(
-                old.key.clone(),
-                true,
-                Precondition::ModRevision(old.mod_revision + 100),
-                "x",
-            ),
-            bw(
-                old.key.clone(),
-                true,
-                Precondition::ModRevision(old.mod_revision),
-                "gone",
-            ),
-            bw(b.clone(), false, Precondition::MustNotExist, "b1"),
-        ])
-        .await;
-    assert_eq!(res.len(), 8);
-    let a1 = res[0].as_ref().unwrap();
-    assert_eq!(a1.mod_revision, before + 1);
-    assert_eq!(val(a1), format!("a1@{}", before + 1));
-    assert!(matches!(res[1], Err(Error::AlreadyExists)), "{:?}", res[1]);
-    assert!(matches!(&res[2], Err(Error::Encode(m)) if m == "boom"));
-    let a2 = res[3].as_ref().unwrap();
-    assert_eq!(
-        (a2.mod_revision, a2.create_revision),
-        (before + 2, before + 1)
-    );
-    assert!(matches!(res[4], Err(Error::NotFound)), "{:?}", res[4]);
-    assert!(matches!(res[5], Err(Error::Conflict { current }) if current == old.mod_revision));
-    let gone = res[6].as_ref().unwrap();
-    assert_eq!(gone.mod_revision, before + 3);
-    assert_eq!(val(gone), format!("gone@{}", before + 3));
-    assert_eq!(res[7].as_ref().unwrap().mod_revision, before + 4);
-    assert_eq!(s.current_revision(), before + 4);
-    let names: Vec<String> = list_all(s, &Prefix::namespace("batch", RES, "ns"), None)
-        .await
-        .into_iter()
-        .map(|kv| format!("{}={}", kv.key.name, val(&kv)))
-        .collect();
-    assert_eq!(
-        names,
-        vec![
-            format!("a=a2@{}", before + 2),
-            format!("b=b1@{}", before + 4)
-        ]
-    );
-}
-
-/// Creates then deletes `n` keys with two batches; a watch from before sees one event per
-/// write, in revision order, revisions one apart, and the deletes carry their tombstones.
-async fn write_batch_events_one_per_write(s: &Arc<dyn Storage>, n: usize) {
-    let cluster = format!("batchn{n}");
-    let p = Prefix::namespace(cluster.as_str(), RES, "ns");
-    let start = s.current_revision();
-    let keys: Vec<Key> = (0..n)
-        .map(|i| key(&cluster, "ns", &format!("k{i:06}")))
-        .collect();
-    let created = s
-        .write_batch(
-            keys.iter()
-                .map(|k| bw(k.clone(), false, Precondition::MustNotExist, "v"))
-                .collect(),
-        )
-        .await;
-    let created: Vec<KeyValue> = created.into_iter().map(Result::unwrap).collect();
-    let deletes = created
-        .iter()
-        .map(|kv| {
-            bw(
-                kv.key.clone(),
-                true,
-                Precondition::ModRevision(kv.mod_revision),
-                "tomb",
-            )
-        })
-        .collect();
-    let deleted: Vec<KeyValue> = s
-        .write_batch(deletes)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
-    let revs: Vec<Revision> = created
-        .iter()
-        .chain(&deleted)
-        .map(|kv| kv.mod_revision)
-        .collect();
-    let want: Vec<Revision> = (start + 1..=start + 2 * n as Revision).collect();
-    assert_eq!(revs, want, "one revision per write, in order");
-    assert!(list_all(s, &p, None).await.is_empty());
-    assert_eq!(s.count(&p).await.unwrap(), 0);
-    let mut rx = s.watch(&p, start, None).await.unwrap();
-    for (i, want) in created.iter().chain(&deleted).enumerate() {
-        let e = next_event(&mut rx).await;
-        let ty = if i < n {
-            EventType::Added
-        } else {
-            EventType::Deleted
-        };
-        assert_eq!((e.event_type, &e.kv), (ty, want), "event {i}");
-    }
-    assert_quiet(&mut rx).await;
-}
-
-async fn crud_and_preconditions(s: &Arc<dyn Storage>) {
-    let k = key("crud", "ns", "a");
-    assert!(s.get(&k).await.unwrap().is_none());
-    let c = create(s, k.clone(), "v1").await;
-    assert_eq!(c.create_revision, c.mod_revision);
-    assert_eq!(val(&c), format!("v1@{}", c.mod_revision));
-    assert!(s.current_revision() >= c.mod_revision);
-    assert_eq!(s.get(&k).await.unwrap().unwrap(), c);
-
-    let e = s
-        .put(k.clone(), Precondition::MustNotExist, enc("x"))
-        .await
-        .unwrap_err();
-    assert!(matches!(e, Error::AlreadyExists), "{e:?}");
-
-    let u = s
-        .put(
-            k.clone(),
-            Precondition::ModRevision(c.mod_revision),
-            enc("v2"),
-        )
-        .await
-        .unwrap();
-    assert!(u.mod_revision > c.mod_revision);
-    assert_eq!(u.create_revision, c.create_revision);
-
-    let e = s
-        .put(
-            k.clone(),
-            Precondition::ModRevision(c.mod_revision),
-            enc("v3"),
-        )
-        .await;
-    assert!(matches!(e, Err(Error::Conflict { current }) if current == u.mod_revision));
-
-    let u2 = s
-        .put(k.clone(), Precondition::MustExist, enc("v3"))
-        .await
-        .unwrap();
-    assert_eq!(
-        val(&s.get(&k).await.unwrap().unwrap()),
-        format!("v3@{}", u2.mod_revision)
-    );
-
-    let missing = key("crud", "ns", "missing");
-    let e = s
-        .put(missing.clone(), Precondition::MustExist, enc("x"))
-        .await;
-    assert!(matches!(e, Err(Error::NotFound)));
-    let e = s
-        .put(missing.clone(), Precondition::ModRevision(1), enc("x"))
-        .await;
-    assert!(matches!(e, Err(Error::NotFound)));
-    let e = s.delete(missing, Precondition::MustExist, enc("x")).await;
-    assert!(matches!(e, Err(Error::NotFound)));
-
-    let e = s
-        .delete(
-            k.clone(),
-            Precondition::ModRevision(c.mod_revision),
-            enc("gone"),
-        )
-        .await;
-    assert!(matches!(e, Err(Error::Conflict { .. })));
-    let d = s
-        .delete(
-            k.clone(),
-            Precondition::ModRevision(u2.mod_revision),
-            enc("gone"),
-        )
-        .await
-        .unwrap();
-    assert!(d.mod_revision > u2.mod_revision);
-    assert_eq!(d.create_revision, c.create_revision);
-    assert_eq!(val(&d), format!("gone@{}", d.mod_revision));
-    assert!(s.get(&k).await.unwrap().is_none());
-
-    // Re-create starts a new life.
-    let c2 = create(s, k.clone(), "again").await;
-    assert_eq!(c2.create_revision, c2.mod_revision);
-    assert!(c2.mod_revision > d.mod_revision);
-}
-
-async fn encoder_errors_consume_no_revision(s: &Arc<dyn Storage>) {
-    let k = key("encerr", "ns", "a");
-    let a = create(s, k.clone(), "v").await;
-    let failing: Encoder = Box::new(|_| Err("boom".to_string()));
-    let e = s.put(k.clone(), Precondition::MustExist, failing).await;
-    assert!(matches!(e, Err(Error::Encode(m)) if m == "boom"));
-    let b = s
-        .put(k.clone(), Precondition::MustExist, enc("w"))
-        .await
-        .unwrap();
-    // Nobody else writes to this store concurrently in the suite.
-    assert_eq!(b.mod_revision, a.mod_revision + 1);
-    assert_eq!(s.current_revision(), b.mod_revision);
-}
-
-async fn concurrent_writers(s: &Arc<dyn Storage>) {
-    let before = s.current_revision();
-    let tasks = 32;
-    let per_task = 20;
-    let n = tasks * per_task * 2;
-    let mut watcher = s
-        .watch(&Prefix::cluster("conc"), before, None)
-        .await
-        .unwrap();
-    // Read concurrently: the channel holds fewer events than this test writes.
-    let collector = tokio::spawn(async move {
-        let mut seen = Vec::new();
-        while seen.len() < n {
-            seen.push(next_event(&mut watcher).await.kv.mod_revision);
-        }
-        seen
-    });
-    let monitor_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let monitor = {
-        let s = s.clone();
-        let stop = monitor_stop.clone();
-        tokio::spawn(async move {
-            let mut last = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let r = s.current_revision();
-                assert!(r >= last, "current_revision went backwards");
-                last = r;
-                tokio::task::yield_now().await;
-            }
-        })
-    };
-    let mut handles = Vec::new();
-    for t in 0..tasks {
-        let s = s.clone();
-        handles.push(tokio::spawn(async move {
-            let mut revs = Vec::new();
-            // Each task creates its own keys and updates one shared key with CAS retries.
-            let shared = key("conc", "ns", "shared");
-            for i in 0..per_task {
-                let kv = create(&s, key("conc", "ns", &format!("t{t}-{i}")), "x").await;
-                revs.push(kv.mod_revision);
-                loop {
-                    let pre = match s.get(&shared).await.unwrap() {
-                        Some(cur) => Precondition::ModRevision(cur.mod_revision),
-                        None => Precondition::MustNotExist,
-                    };
-                    match s.put(shared.clone(), pre, enc("s")).await {
-                        Ok(kv) => {
-                            revs.push(kv.mod_revision);
-                            break;
-                        }
-                        Err(Error::Conflict { .. } | Error::AlreadyExists) => continue,
-                        Err(e) => panic!("{e:?}"),
-                    }
-                }
-            }
-            revs
-        }));
-    }
-    let mut all = Vec::new();
-    for h in handles {
-        let revs = h.await.unwrap();
-        assert!(
-            revs.windows(2).all(|w| w[0] < w[1]),
-            "per-task revisions not increasing"
-        );
-        all.extend(revs);
-    }
-    monitor_stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    monitor.await.unwrap();
-    assert_eq!(all.len(), n);
-    let unique: HashSet<_> = all.iter().copied().collect();
-    assert_eq!(unique.len(), n, "duplicate revisions");
-    assert!(all
-        .iter()
-        .all(|r| *r > before && *r <= s.current_revision()));
-    // The watch sees every write exactly once, in revision order, with mod revisions
-    // matching the acknowledged ones.
-    let seen = collector.await.unwrap();
-    assert!(seen.windows(2).all(|w| w[0] < w[1]));
-    let seen: HashSet<_> = seen.into_iter().collect();
-    assert_eq!(seen, unique);
-    // The shared key's final value is the last acknowledged update.
-    let shared = s.get(&key("conc", "ns", "shared")).await.unwrap().unwrap();
-    assert!(unique.contains(&shared.mod_revision));
-}
-
-async fn list_order_prefixes_filter_limit(s: &Arc<dyn Storage>) {
-    // Names chosen so that naive string concatenation would mis-order or leak.
-    let cluster = "order";
-    let names = ["b", "a", "a-b", "ab", "a\u{0}", "a.b", "z", "A", "0"];
-    let namespaces = ["", "ns", "ns-x", "nsa", "n"];
-    let mut expected = Vec::new();
-    for ns in namespaces {
-        for n in names {
-            create(s, key(cluster, ns, n), "v").await;
-            expected.push(key(cluster, ns, n));
-        }
-    }
-    // Noise that must not show up: neighbouring cluster and resource names.
-    create(s, key("order-x", "ns", "a"), "v").await;
-    create(s, key("orde", "ns", "a"), "v").await;
-    create(s, Key::new(cluster, "/configmapsx", "ns", "a"), "v").await;
-    create(s, Key::new(cluster, "/configmap", "ns", "a"), "v").await;
-    expected.sort();
-
-    let got: Vec<Key> = list_all(s, &Prefix::resource(cluster, RES), None)
-        .await
-        .into_iter()
-        .map(|kv| kv.key)
-        .collect();
-    assert_eq!(got, expected);
-    assert_eq!(
-        s.count(&Prefix::resource(cluster, RES)).await.unwrap(),
-        expected.len() as u64
-    );
-
-    let ns_only: Vec<Key> = list_all(s, &Prefix::namespace(cluster, RES, "ns"), None)
-        .await
-        .into_iter()
-        .map(|kv| kv.key)
-        .collect();
-    let want: Vec<Key> = expected
-        .iter()
-        .filter(|k| k.namespace == "ns")
-        .cloned()
-        .collect();
-    assert_eq!(ns_only, want);
-    assert_eq!(
-        s.count(&Prefix::namespace(cluster, RES, "ns"))
-            .await
-            .unwrap(),
-        names.len() as u64
-    );
-
-    let whole_cluster = list_all(s, &Prefix::cluster(cluster), None).await;
-    assert_eq!(whole_cluster.len(), expected.len() + 2);
-    assert!(whole_cluster.windows(2).all(|w| w[0].key < w[1].key));
-    assert_eq!(
-        s.count(&Prefix::cluster(cluster)).await.unwrap(),
-        expected.len() as u64 + 2
-    );
-
-    // A namespace across resources (odd but legal prefix).
-    let odd = Prefix {
-        cluster: Some(cluster.into()),
-        resource: None,
-        namespace: Some("ns".into()),
-    };
-    assert_eq!(list_all(s, &odd, None).await.len(), names.len() + 2);
-
-    // Filter + limit: limit counts matching items; paging with start_after visits all.
-    let filter = |kv: &KeyValue| kv.key.name.starts_with('a');
-    let want: Vec<Key> = expected
-        .iter()
-        .filter(|k| k.name.starts_with('a'))
-        .cloned()
-        .collect();
-    let mut got = Vec::new();
-    let mut opts = ListOptions {
-        limit: Some(4),
-        ..Default::default()
-    };
-    let mut rev = None;
-    loop {
-        let r = s
-            .list(&Prefix::resource(cluster, RES), &opts, Some(&filter))
-            .await
-            .unwrap();
-        assert!(r.items.len() <= 4);
-        if let Some(rev) = rev {
-            assert_eq!(r.revision, rev);
-        }
-        rev = Some(r.revision);
-        got.extend(r.items.iter().map(|kv| kv.key.clone()));
-        if !r.more {
-            break;
-        }
-        opts.start_after = Some(r.items.last().unwrap().key.clone());
-        opts.at_revision = Some(r.revision);
-    }
-    assert_eq!(got, want);
-
-    // start_after outside the prefix (before / after it).
-    let opts = ListOptions {
-        start_after: Some(key("a", "", "")),
-        ..Default::default()
-    };
-    assert_eq!(
-        s.list(&Prefix::resource(cluster, RES), &opts, None)
-            .await
-            .unwrap()
-            .items
-            .len(),
-        expected.len()
-    );
-    let opts = ListOptions {
-        start_after: Some(key("zzz", "", "")),
-        ..Default::default()
-    };
-    let r = s
-        .list(&Prefix::resource(cluster, RES), &opts, None)
-        .await
-        .unwrap();
-    assert!(r.items.is_empty() && !r.more);
-
-    // Exact limit at the end: `more` is false.
-    let opts = ListOptions {
-        limit: Some(expected.len()),
-        ..Default::default()
-    };
-    let r = s
-        .list(&Prefix::resource(cluster, RES), &opts, None)
-        .await
-        .unwrap();
-    assert_eq!(r.items.len(), expected.len());
-    assert!(!r.more);
-    let opts = ListOptions {
-        limit: Some(expected.len() - 1),
-        ..Default::default()
-    };
-    assert!(
-        s.list(&Prefix::resource(cluster, RES), &opts, None)
-            .await
-            .unwrap()
-            .more
-    );
-
-    // Future revision.
-    let opts = ListOptions {
-        at_revision: Some(s.current_revision() + 10),
-        ..Default::default()
-    };
-    let e = s
-        .list(&Prefix::resource(cluster, RES), &opts, None)
-        .await
-        .unwrap_err();
-    assert!(matches!(e, Error::FutureRevision { .. }), "{e:?}");
-}
-
-async fn wildcard_cluster_list(s: &Arc<dyn Storage>) {
-    let res = "wild.example.com/things";
-    let mut expected = Vec::new();
-    for c in ["w1", "w2", "w10", "w\u{0}"] {
-        for ns in ["a", "b"] {
-            let k = Key::new(c, res, ns, "x");
-            create(s, k.clone(), "v").await;
-            expected.push(k);
-        }
-        create(s, Key::new(c, "other/things", "a", "x"), "v").await;
-    }
-    expected.sort();
-    let all = Prefix {
-        cluster: None,
-        resource: Some(res.into()),
-        namespace: None,
-    };
-    let got: Vec<Key> = list_all(s, &all, None)
-        .await
-        .into_iter()
-        .map(|kv| kv.key)
-        .collect();
-    assert_eq!(got, expected);
-    assert_eq!(s.count(&all).await.unwrap(), expected.len() as u64);
-    let ns_a = Prefix {
-        cluster: None,
-        resource: Some(res.into()),
-        namespace: Some("a".into()),
-    };
-    assert_eq!(list_all(s, &ns_a, None).await.len(), 4);
-
-    // Paging through the wildcard list, with a delete in between that must not show.
-    let r1 = s
-        .list(
-            &all,
-            &ListOptions {
-                limit: Some(3),
-                ..Default::default()
-            },
-            None,
-        )
-        .await
-        .unwrap();
-    assert!(r1.more);
-    let victim = expected[5].clone();
-    s.delete(victim.clone(), Precondition::MustExist, enc("d"))
-        .await
-        .unwrap();
-    let opts = ListOptions {
-        at_revision: Some(r1.revision),
-        start_after: Some(r1.items.last().unwrap().key.clone()),
-        limit: None,
-    };
-    let r2 = s.list(&all, &opts, None).await.unwrap();
-    let got: Vec<Key> = r1
-        .items
-        .iter()
-        .chain(r2.items.iter())
-        .map(|kv| kv.key.clone())
-        .collect();
-    assert_eq!(got, expected, "the snapshot still holds the deleted key");
-    let now: Vec<Key> = list_all(s, &all, None)
-        .await
-        .into_iter()
-        .map(|kv| kv.key)
-        .collect();
-    assert!(!now.contains(&victim));
-}
-
-async fn paging_snapshot_under_writes(s: &Arc<dyn Storage>) {
-    let cluster = "paging";
-    let p = Prefix::resource(cluster, RES);
-    for i in 0..200 {
-        create(s, key(cluster, "ns", &format!("k{i:03}")), "orig").await;
-    }
-    let first = s
-        .list(
-            &p,
-            &ListOptions {
-                limit: Some(10),
-                ..Default::default()
-            },
-            None,
-        )
-        .await
-        .unwrap();
-    let snap = first.revision;
-    let expected = list_all(s, &p, Some(snap)).await;
-    assert_eq!(expected.len(), 200);
-
-    let writer = {
-        let s = s.clone();
-        tokio::spawn(async move {
-            for i in 0..200 {
-                let k = key(cluster, "ns", &format!("k{:03}", (i * 7) % 200));
-                match i % 3 {
-                    0 => {
-                        let _ = s.delete(k, Precondition::MustExist, enc("del")).await;
-                    }
-                    1 => {
-                        let _ = s.put(k, Precondition::MustExist, enc("upd")).await;
-                    }
-                    _ => {
-                        let _ = s
-                            .put(
-                                key(cluster, "ns", &format!("k{i:03}x")),
-                                Precondition::MustNotExist,
-                                enc("new"),
-                            )
-                            .await;
-                    }
-                }
-            }
-        })
-    };
-    let mut got = first.items.clone();
-    let mut last = first.items.last().unwrap().key.clone();
-    loop {
-        let opts = ListOptions {
-            at_revision: Some(snap),
-            start_after: Some(last.clone()),
-            limit: Some(7),
-        };
-        let r = s.list(&p, &opts, None).await.unwrap();
-        assert_eq!(r.revision, snap);
-        got.extend(r.items.iter().cloned());
-        if !r.more {
-            break;
-        }
-        last = r.items.last().unwrap().key.clone();
-        tokio::task::yield_now().await;
-    }
-    writer.await.unwrap();
-    assert_eq!(got, expected, "paged snapshot differs from the snapshot");
-    // And once more after all writes, at the old revision (history path).
-    assert_eq!(list_all(s, &p, Some(snap)).await, expected);
-}
-
-/// Random writes on a few keys; the state at every retained revision must be exact.
-async fn snapshots_match_model(s: &Arc<dyn Storage>) {
-    let cluster = "model";
-    let p = Prefix::cluster(cluster);
-    let mut model: BTreeMap<Key, KeyValue> = BTreeMap::new();
-    let mut states: Vec<(Revision, BTreeMap<Key, KeyValue>)> = Vec::new();
-    let mut seed = 0x2545F4914F6CDD1Du64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
-    for _ in 0..300 {
-        let k = key(
-            cluster,
-            ["a", "b"][(rnd() % 2) as usize],
-            &format!("k{}", rnd() % 6),
-        );
-        let res = if let Some(cur) = model.get(&k) {
-            if rnd() % 3 == 0 {
-                s.delete(
-                    k.clone(),
-                    Precondition::ModRevision(cur.mod_revision),
-                    enc("d"),
-                )
-                .await
-            } else {
-                s.put(
-                    k.clone(),
-                    Precondition::ModRevision(cur.mod_revision),
-                    enc("u"),
-                )
-                .await
-            }
-        } else {
-            s.put(k.clone(), Precondition::MustNotExist, enc("c")).await
-        };
-        let kv = res.unwrap();
-        if model.contains_key(&k) && val(&kv).starts_with('d') {
-            model.remove(&k);
-        } else {
-            model.insert(k, kv.clone());
-        }
-        states.push((kv.mod_revision, model.clone()));
-    }
-    for (rev, state) in &states {
-        let got = list_all(s, &p, Some(*rev)).await;
-        let want: Vec<KeyValue> = state.values().cloned().collect();
-        assert_eq!(got, want, "state at {rev}");
-    }
-}
-
-async fn watch_replay_then_live(s: &Arc<dyn Storage>) {
-    let p = Prefix::resource("wrl", RES);
-    let start = s.current_revision();
-    let mut acked = Vec::new();
-    for i in 0..20 {
-        acked.push(
-            create(s, key("wrl", "ns", &format!("k{i}")), "v")
-                .await
-                .mod_revision,
-        );
-    }
-    // Writers keep going while the watch is established.
-    let writer = {
-        let s = s.clone();
-        tokio::spawn(async move {
-            let mut revs = Vec::new();
-            for i in 20..120 {
-                revs.push(
-                    create(&s, key("wrl", "ns", &format!("k{i}")), "v")
-                        .await
-                        .mod_revision,
-                );
-            }
-            revs
-        })
-    };
-    let mut rx = s.watch(&p, start, None).await.unwrap();
-    acked.extend(writer.await.unwrap());
-    let mut got = Vec::new();
-    while got.len() < acked.len() {
-        let e = next_event(&mut rx).await;
-        assert_eq!(e.event_type, EventType::Added);
-        got.push(e.kv.mod_revision);
-    }
-    assert_eq!(got, acked, "gap, duplicate or reordering");
-    assert_quiet(&mut rx).await;
-
-    // Watch from the middle.
-    let mid = acked[49];
-    let mut rx = s.watch(&p, mid, None).await.unwrap();
-    for want in &acked[50..] {
-        assert_eq!(next_event(&mut rx).await.kv.mod_revision, *want);
-    }
-    assert_quiet(&mut rx).await;
-}
-
-async fn watch_prefixes_and_prev(s: &Arc<dyn Storage>) {
-    let from = s.current_revision();
-    let mut ns_a = s
-        .watch(&Prefix::namespace("wp1", RES, "a"), from, None)
-        .await
-        .unwrap();
-    let mut res = s
-        .watch(&Prefix::resource("wp1", RES), from, None)
-        .await
-        .unwrap();
-    let mut cl = s.watch(&Prefix::cluster("wp1"), from, None).await.unwrap();
-    let wild = Prefix {
-        cluster: None,
-        resource: Some("wp.example/things".into()),
-        namespace: None,
-    };
-    let mut wild_rx = s.watch(&wild, from, None).await.unwrap();
-    let everything = Prefix {
-        cluster: None,
-        resource: None,
-        namespace: None,
-    };
-    let mut all_rx = s.watch(&everything, from, None).await.unwrap();
-
-    let a1 = create(s, key("wp1", "a", "x"), "1").await;
-    let b1 = create(s, key("wp1", "b", "x"), "1").await;
-    let ab = create(s, key("wp1", "ab", "x"), "1").await; // not in namespace "a"
-    let other = create(s, Key::new("wp1", "/secrets", "a", "x"), "1").await;
-    let w1 = create(s, Key::new("wp-c1", "wp.example/things", "a", "x"), "1").await;
-    let w2 = create(s, Key::new("wp-c2", "wp.example/things", "b", "y"), "1").await;
-    let a2 = s
-        .put(key("wp1", "a", "x"), Precondition::MustExist, enc("2"))
-        .await
-        .unwrap();
-    let a3 = s
-        .delete(key("wp1", "a", "x"), Precondition::MustExist, enc("3"))
-        .await
-        .unwrap();
-
-    let e = next_event(&mut ns_a).await;
-    assert_eq!(
-        (e.event_type, e.kv.mod_revision, e.prev.clone()),
-        (EventType::Added, a1.mod_revision, None)
-    );
-    let e = next_event(&mut ns_a).await;
-    assert_eq!(
-        (e.event_type, e.kv.mod_revision),
-        (EventType::Modified, a2.mod_revision)
-    );
-    assert_eq!(e.prev.as_deref(), Some(a1.value.as_ref()));
-    let e = next_event(&mut ns_a).await;
-    assert_eq!(
-        (e.event_type, e.kv.mod_revision),
-        (EventType::Deleted, a3.mod_revision)
-    );
-    assert_eq!(e.prev.as_deref(), Some(a2.value.as_ref()));
-    assert_eq!(val(&e.kv), format!("3@{}", a3.mod_revision));
-    assert_quiet(&mut ns_a).await;
-
-    let mut revs = Vec::new();
-    for _ in 0..5 {
-        revs.push(next_event(&mut res).await.kv.mod_revision);
-    }
-    assert_eq!(
-        revs,
-        vec![
-            a1.mod_revision,
-            b1.mod_revision,
-            ab.mod_revision,
-            a2.mod_revision,
-            a3.mod_revision
-        ]
-    );
-    assert_quiet(&mut res).await;
-
-    let mut revs = Vec::new();
-    for _ in 0..6 {
-        revs.push(next_event(&mut cl).await.kv.mod_revision);
-    }
-    assert!(revs.contains(&other.mod_revision));
-    assert_quiet(&mut cl).await;
-
-    assert_eq!(
-        next_event(&mut wild_rx).await.kv.mod_revision,
-        w1.mod_revision
-    );
-    assert_eq!(
-        next_event(&mut wild_rx).await.kv.mod_revision,
-        w2.mod_revision
-    );
-    assert_quiet(&mut wild_rx).await;
-
-    for _ in 0..8 {
-        next_event(&mut all_rx).await;
-    }
-    assert_quiet(&mut all_rx).await;
-
-    // Replayed events carry prev values too (recovered from history).
-    let mut replay = s
-        .watch(&Prefix::namespace("wp1", RES, "a"), from, None)
-        .await
-        .unwrap();
-    let e1 = next_event(&mut replay).await;
-    assert!(e1.prev.is_none());
-    let e2 = next_event(&mut replay).await;
-    assert_eq!(e2.prev.as_deref(), Some(a1.value.as_ref()));
-    let e3 = next_event(&mut replay).await;
-    assert_eq!(e3.event_type, EventType::Deleted);
-    assert_eq!(e3.prev.as_deref(), Some(a2.value.as_ref()));
-    assert_eq!(e3.kv.value, a3.value);
-}
-
-async fn watch_future_from_waits(s: &Arc<dyn Storage>) {
-    let now = s.current_revision();
-    let mut rx = s
-        .watch(
-            &Prefix::cluster("wf"),
-            now + 3,
-            Some(Duration::from_millis(20)),
-        )
-        .await
-        .unwrap();
-    // Nothing (not even progress below `from`) while the store has not reached `from`.
-    let quiet = tokio::time::timeout(Duration::from_millis(150), rx.recv()).await;
-    assert!(quiet.is_err(), "{quiet:?}");
-    let mut revs = Vec::new();
-    for i in 0..5 {
-        revs.push(
-            create(s, key("wf", "ns", &format!("k{i}")), "v")
-                .await
-                .mod_revision,
-        );
-    }
-    assert_eq!(revs[0], now + 1, "nobody else writes during the suite");
-    assert_eq!(next_event(&mut rx).await.kv.mod_revision, now + 4);
-    assert_eq!(next_event(&mut rx).await.kv.mod_revision, now + 5);
-}
-
-async fn watch_progress(s: &Arc<dyn Storage>) {
-    let now = s.current_revision();
-    let mut rx = s
-        .watch(
-            &Prefix::cluster("wprog"),
-            now,
-            Some(Duration::from_millis(30)),
-        )
-        .await
-        .unwrap();
-    // Writes elsewhere advance the progress revision.
-    let other = create(s, key("wprog-other", "ns", "x"), "v").await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        match tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .expect("no progress")
-        {
-            Some(WatchEvent::Progress(r)) if r >= other.mod_revision => break,
-            Some(WatchEvent::Progress(r)) => assert!(r >= now),
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-    let mine = create(s, key("wprog", "ns", "x"), "v").await;
-    assert_eq!(next_event(&mut rx).await.kv.mod_revision, mine.mod_revision);
-    match tokio::time::timeout_at(deadline, rx.recv())
-        .await
-        .expect("no progress")
-    {
-        Some(WatchEvent::Progress(r)) => assert!(r >= mine.mod_revision),
-        other => panic!("unexpected {other:?}"),
-    }
-}
-
-async fn watch_drop_unregisters(s: &Arc<dyn Storage>) {
-    // Many watchers dropped right away must not hold anything up.
-    for i in 0..200 {
-        let rx = s
-            .watch(
-                &Prefix::namespace("wdrop", RES, format!("n{i}")),
-                s.current_revision(),
-                None,
-            )
-            .await
-            .unwrap();
-        drop(rx);
-    }
-    create(s, key("wdrop", "n1", "x"), "v").await;
-}
-
-// ---------------------------------------------------------------------------------------
-// sled backend
+use kplane_storage::{
+    CloseReason, Error, EventType, ListOptions, Precondition, Prefix, Revision, SledStorage,
+    SledStorageOptions, Storage, Tombstone, WatchEvent, CLUSTER_DELETE_BATCH,
+};
 
 fn sled_opts() -> SledStorageOptions {
     SledStorageOptions {
@@ -1010,7 +45,7 @@ fn open_retry(path: &std::path::Path, opts: SledStorageOptions) -> Arc<SledStora
 async fn sled_conformance() {
     let dir = tempfile::tempdir().unwrap();
     let s = SledStorage::open(dir.path(), sled_opts()).unwrap();
-    conformance_suite(s.clone()).await;
+    conformance::run_all(s.clone()).await;
     s.shutdown().await.unwrap();
 }
 
@@ -1598,5 +633,135 @@ async fn sled_many_watchers() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    s.shutdown().await.unwrap();
+}
+
+/// Creates `n` keys in `cluster`, 100 per batch; returns the last revision.
+async fn fill_cluster(s: &Arc<dyn Storage>, cluster: &str, n: usize) -> Revision {
+    let keys: Vec<_> = (0..n)
+        .map(|i| key(cluster, "ns", &format!("k{i:05}")))
+        .collect();
+    for chunk in keys.chunks(100) {
+        let writes = chunk
+            .iter()
+            .map(|k| kplane_storage::BatchWrite {
+                key: k.clone(),
+                delete: false,
+                precondition: Precondition::MustNotExist,
+                encode: enc("v"),
+            })
+            .collect();
+        for r in s.write_batch(writes).await {
+            r.unwrap();
+        }
+    }
+    s.current_revision()
+}
+
+fn raw_tombstone() -> Tombstone {
+    Arc::new(|kv: &kplane_storage::KeyValue, _| Ok(kv.value.to_vec()))
+}
+
+/// A cluster delete commits one group (one flush) per batch, each at most the batch size
+/// (itself at most [`kplane_storage::MAX_WRITE_GROUP`]), so other writes are never held
+/// behind more than one batch. Clusters below, at, above and 10x the suggested batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_cluster_delete_commits_one_group_per_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let sled = SledStorage::open(dir.path(), sled_opts()).unwrap();
+    let s: Arc<dyn Storage> = sled.clone();
+    let b = CLUSTER_DELETE_BATCH;
+    let max = kplane_storage::MAX_WRITE_GROUP;
+    for (n, batch, groups) in [
+        (b - 1, b, 1),
+        (b, b, 1),
+        (b + 1, b, 2),
+        (10 * b, b, 10),
+        (1201, 500, 3),
+        (max + 1, usize::MAX, 2),
+    ] {
+        let cluster = format!("c{n}b{batch}");
+        fill_cluster(&s, &cluster, n).await;
+        let before = sled.stats();
+        let deleted = s
+            .delete_cluster(&cluster, batch, raw_tombstone())
+            .await
+            .unwrap();
+        assert_eq!(deleted, n as u64);
+        let after = sled.stats();
+        assert_eq!(
+            after.commit_groups - before.commit_groups,
+            groups,
+            "{n} keys in batches of {batch}"
+        );
+        assert_eq!(
+            after.max_group,
+            before.max_group.max(batch.min(n).min(max) as u64),
+            "{n} keys in batches of {batch}"
+        );
+    }
+    s.shutdown().await.unwrap();
+}
+
+/// A cluster delete cut short by a shutdown (as by a crash) is finished by calling it
+/// again after a restart: every key is deleted exactly once, with one event each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_cluster_delete_resumes_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let s: Arc<dyn Storage> = SledStorage::open(dir.path(), sled_opts()).unwrap();
+    let n = 1201;
+    let start = fill_cluster(&s, "gone", n).await;
+    let p = Prefix::cluster("gone");
+    let mut rx = s.watch(&p, start, None).await.unwrap();
+    let deleting = {
+        let s = s.clone();
+        tokio::spawn(async move { s.delete_cluster("gone", 100, raw_tombstone()).await })
+    };
+    // Stop the store once the first batch is in.
+    let first = next_event(&mut rx).await;
+    assert_eq!(first.kv.mod_revision, start + 1);
+    s.shutdown().await.unwrap();
+    match deleting.await.unwrap() {
+        Ok(d) => assert_eq!(d, n as u64, "finished before the shutdown"),
+        Err(Error::ShuttingDown) => {}
+        Err(e) => panic!("{e:?}"),
+    }
+    drop(rx);
+    drop(s);
+
+    let s: Arc<dyn Storage> = open_retry(dir.path(), sled_opts());
+    let left = s.count(&p).await.unwrap();
+    assert!(left < n as u64, "the first batch is durable");
+    assert_eq!(
+        s.delete_cluster("gone", 100, raw_tombstone())
+            .await
+            .unwrap(),
+        left
+    );
+    assert_eq!(s.count(&p).await.unwrap(), 0);
+    let mut replay = s.watch(&p, start, None).await.unwrap();
+    let mut keys = std::collections::BTreeSet::new();
+    for i in 0..n {
+        let e = next_event(&mut replay).await;
+        assert_eq!(e.event_type, EventType::Deleted);
+        assert_eq!(e.kv.mod_revision, start + 1 + i as Revision);
+        keys.insert(e.kv.key.clone());
+    }
+    assert_eq!(keys.len(), n);
+    assert_quiet(&mut replay).await;
+    s.shutdown().await.unwrap();
+}
+
+/// The conformance check for scans that outlast the event window, with a short window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_scan_outlasting_the_window_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = SledStorageOptions {
+        event_window: Duration::from_millis(300),
+        compaction_interval: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let s: Arc<dyn Storage> = SledStorage::open(dir.path(), opts).unwrap();
+    conformance::scan_outlasting_the_window_fails(&s).await;
     s.shutdown().await.unwrap();
 }

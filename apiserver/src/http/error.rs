@@ -38,3 +38,18 @@ impl StatusResponse for ApiError {
 pub fn respond(r: Result<Response, ApiError>) -> Response {
     r.unwrap_or_else(StatusResponse::into_response)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kplane_storage::Error as E;
+
+    #[test]
+    fn a_storage_timeout_answers_504_with_retry_after() {
+        let resp = ApiError::from(E::Timeout("statement".into())).into_response();
+        assert_eq!(resp.status(), StatusCode::GATEWAY_TIMEOUT);
+        assert_eq!(resp.headers()[header::RETRY_AFTER], "2");
+        let resp = ApiError::from(E::ShuttingDown).into_response();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+}

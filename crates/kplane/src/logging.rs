@@ -153,7 +153,7 @@ mod tests {
                 .finish(),
         );
         tracing::dispatcher::with_default(&dispatch, || {
-            assert!(tracing::enabled!(target: "kplane_storage::writer", Level::DEBUG));
+            assert!(tracing::enabled!(target: "kplane_storage::sled::writer", Level::DEBUG));
             assert!(tracing::enabled!(target: "kplane_apiserver::httplog", Level::DEBUG));
             assert!(!tracing::enabled!(target: "h2::codec", Level::DEBUG));
             assert!(!tracing::enabled!(target: "rustls::server", Level::INFO));

@@ -135,7 +135,7 @@ impl Registry {
                 Ok(_)
                 | Err(kplane_storage::Error::Conflict { .. })
                 | Err(kplane_storage::Error::NotFound) => {}
-                Err(e) => return Err(ApiError::internal(e.to_string())),
+                Err(e) => return Err(ApiError::from(e)),
             }
         }
         self.refresh_catalog(cluster).await
@@ -148,7 +148,7 @@ impl Registry {
             .storage
             .list(&prefix, &Default::default(), None)
             .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+            .map_err(ApiError::from)?;
         res.items
             .iter()
             .map(|kv| serde_json::from_slice(&kv.value).map_err(|e| corrupt(&e)))

@@ -46,7 +46,7 @@ impl Registry {
                 None,
             )
             .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+            .map_err(ApiError::from)?;
         for ns in namespaces.items.iter().map(|kv| &kv.key.name) {
             if *ns == dep.namespace {
                 continue;

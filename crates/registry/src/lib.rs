@@ -213,41 +213,17 @@ fn corrupt(e: &dyn std::fmt::Display) -> ApiError {
     ApiError::internal(format!("stored object could not be decoded: {e}"))
 }
 
-/// Maps a storage error into a Status for `rt`/`name`. This is the only place storage
-/// errors are interpreted.
+/// Maps a storage error into a Status for `rt`/`name`: the errors that name an object get
+/// its resource and name; every other one takes the one storage mapping
+/// (`From<kplane_storage::Error> for ApiError`).
 pub fn storage_error(e: kplane_storage::Error, rt: &ResourceType, name: &str) -> ApiError {
     use kplane_storage::Error as E;
     match e {
         E::NotFound => ApiError::from(Status::not_found(&rt.group, &rt.plural, name)),
         E::AlreadyExists => ApiError::from(Status::already_exists(&rt.group, &rt.plural, name)),
         E::Conflict { .. } => ApiError::from(Status::stale(&rt.group, &rt.plural, name)),
-        E::Compacted {
-            requested,
-            compacted,
-        } => ApiError::from(Status::expired(format!(
-            "too old resource version: {requested} ({compacted})"
-        ))),
-        E::FutureRevision { .. } => too_large_rv(),
-        E::ShuttingDown => ApiError::new(
-            StatusReason::ServiceUnavailable,
-            "the server is shutting down",
-        ),
-        E::Encode(m) => ApiError::internal(m),
-        other => ApiError::internal(other.to_string()),
+        other => ApiError::from(other),
     }
 }
 
-/// 504 for a resourceVersion the server has not reached (`NewTooLargeResourceVersionError`).
-pub fn too_large_rv() -> ApiError {
-    let mut s = Status::new(StatusReason::Timeout, "Too large resource version");
-    s.details = Some(kplane_types::status::Details {
-        causes: vec![kplane_types::Cause::new(
-            kplane_types::CauseType::ResourceVersionTooLarge,
-            "",
-            "Too large resource version",
-        )],
-        ..Default::default()
-    });
-    s.retry_after = Some(1);
-    ApiError::from(s)
-}
+pub use crate::error::too_large_rv;

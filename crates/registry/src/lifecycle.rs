@@ -67,7 +67,7 @@ impl Registry {
                 .storage
                 .list(&prefix, &Default::default(), None)
                 .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
+                .map_err(ApiError::from)?;
             for kv in res.items {
                 if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v)) {
                     self.enqueue(make(kv.key.cluster.clone(), kv.key.name.clone()));
@@ -115,7 +115,7 @@ impl Registry {
             .storage
             .count(&Prefix::resource(cluster, storage_resource))
             .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+            .map_err(ApiError::from)?;
         if left > 0 {
             return Ok(false);
         }
@@ -138,7 +138,7 @@ impl Registry {
                 Ok(remaining.is_empty())
             }
             Err(kplane_storage::Error::Conflict { .. }) => Ok(false),
-            Err(e) => Err(ApiError::internal(e.to_string())),
+            Err(e) => Err(ApiError::from(e)),
         }
     }
 
@@ -232,7 +232,7 @@ impl Registry {
                 .storage
                 .list(&prefix, &opts, None)
                 .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
+                .map_err(ApiError::from)?;
             for kv in &page.items {
                 let Ok(ev) = serde_json::from_slice::<Value>(&kv.value) else {
                     continue;
@@ -254,7 +254,7 @@ impl Registry {
                     Err(
                         kplane_storage::Error::Conflict { .. } | kplane_storage::Error::NotFound,
                     ) => {}
-                    Err(e) => return Err(ApiError::internal(e.to_string())),
+                    Err(e) => return Err(ApiError::from(e)),
                 }
                 if deleted >= most {
                     return Ok(deleted);

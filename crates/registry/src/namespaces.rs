@@ -92,11 +92,7 @@ impl Registry {
     pub(super) async fn finalize_namespace(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
         let nst = self.namespace_type()?;
         let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
-        let current = self
-            .storage
-            .get(&key)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let current = self.storage.get(&key).await.map_err(ApiError::from)?;
         let deleting = current.is_some_and(|kv| {
             serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v))
         });
@@ -149,7 +145,7 @@ impl Registry {
         {
             Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(true),
             Err(kplane_storage::Error::Conflict { .. }) => Ok(false),
-            Err(e) => Err(ApiError::internal(e.to_string())),
+            Err(e) => Err(ApiError::from(e)),
         }
     }
 }
@@ -192,7 +188,7 @@ impl Registry {
                     None,
                 )
                 .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
+                .map_err(ApiError::from)?;
             if left.items.is_empty() {
                 continue;
             }
@@ -253,7 +249,7 @@ impl Registry {
             Err(kplane_storage::Error::Conflict { .. } | kplane_storage::Error::NotFound) => {
                 Ok(false)
             }
-            Err(e) => Err(ApiError::internal(e.to_string())),
+            Err(e) => Err(ApiError::from(e)),
         }
     }
 }

@@ -68,7 +68,7 @@ impl Registry {
                 .storage
                 .list(&prefix, &opts, Some(&filter))
                 .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
+                .map_err(ApiError::from)?;
             let doomed: Vec<Doomed> = page
                 .items
                 .iter()
@@ -85,7 +85,7 @@ impl Registry {
                 match res {
                     Ok(_) => deleted += 1,
                     Err(StorageError::Conflict { .. } | StorageError::NotFound) => {}
-                    Err(e) => return Err(ApiError::internal(e.to_string())),
+                    Err(e) => return Err(ApiError::from(e)),
                 }
             }
             match (page.more, page.items.last()) {

@@ -319,12 +319,7 @@ impl Registry {
         &self,
         key: &kplane_storage::Key,
     ) -> ApiResult<Option<(KeyValue, serde_json::Value)>> {
-        let Some(kv) = self
-            .storage
-            .get(key)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?
-        else {
+        let Some(kv) = self.storage.get(key).await.map_err(ApiError::from)? else {
             return Ok(None);
         };
         let obj =

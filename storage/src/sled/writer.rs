@@ -1,7 +1,8 @@
 //! The single writer: a dedicated thread that assigns revisions, checks preconditions,
 //! applies each group of pending writes as one atomic sled batch, makes it durable with one
 //! flush (group commit), then replies to the callers and publishes the events to watchers.
-//! It also runs compaction chunks between groups.
+//! It also runs compaction chunks between groups, and picks the keys of each batch of a
+//! cluster delete ([`super::cluster_delete`]) at the start of a group.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -11,13 +12,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
-use crate::compaction::{unix_millis, Compactor};
-use crate::encoding::{
+use super::cluster_delete::{self, PendingBatch, RangeDelete};
+use super::compaction::{unix_millis, Compactor};
+use super::encoding::{
     encode_event, encode_u64, event_key, history_key, index_key, index_key_bytes, key_bytes,
     latest_key, meta_key, time_key, Record, META_REVISION,
 };
-use crate::read::read_latest;
-use crate::sled_store::Shared;
+use super::read::read_latest;
+use super::Shared;
 use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
 
 /// Upper bound on the writes committed together (one sled batch, one flush), except that a
@@ -36,6 +38,8 @@ pub(crate) enum Request {
     Write(WriteRequest),
     /// Writes committed in the same group (at most [`MAX_WRITE_GROUP`]).
     Batch(Vec<WriteRequest>),
+    /// One batch of a cluster delete; it starts a group, so it sees every earlier write.
+    DeleteRange(RangeDelete),
     /// Commit what is queued before this, flush, close watchers, stop.
     Shutdown(oneshot::Sender<Result<()>>),
 }
@@ -48,6 +52,8 @@ pub(crate) struct Writer {
     /// Commit times are kept monotonic even if the wall clock steps back.
     last_commit_millis: u64,
     compactor: Compactor,
+    /// A request that must start the next group (a range delete met mid-group).
+    carry: Option<Request>,
 }
 
 type Reply = (oneshot::Sender<Result<KeyValue>>, Result<KeyValue>);
@@ -79,24 +85,40 @@ impl Writer {
             rev,
             last_commit_millis: 0,
             compactor,
+            carry: None,
         }
     }
 
     pub(crate) fn run(mut self) {
         let mut shutdown_reply = None;
         loop {
-            let first = match self.rx.recv_timeout(self.compactor.wait()) {
-                Ok(req) => Some(req),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
+            let first = match self.carry.take() {
+                Some(req) => Some(req),
+                None => match self.rx.recv_timeout(self.compactor.wait()) {
+                    Ok(req) => Some(req),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                },
             };
             if let Some(first) = first {
                 let mut group = Vec::new();
+                let mut range_deletes: Vec<PendingBatch> = Vec::new();
                 let mut next = Some(first);
                 while let Some(req) = next {
                     match req {
                         Request::Write(w) => group.push(w),
                         Request::Batch(ws) => group.extend(ws),
+                        Request::DeleteRange(d) if group.is_empty() => {
+                            range_deletes.extend(cluster_delete::expand(
+                                &self.shared.tree,
+                                d,
+                                &mut group,
+                            ));
+                        }
+                        Request::DeleteRange(d) => {
+                            self.carry = Some(Request::DeleteRange(d));
+                            break;
+                        }
                         Request::Shutdown(reply) => {
                             shutdown_reply = Some(reply);
                             break;
@@ -108,6 +130,9 @@ impl Writer {
                     next = self.rx.try_recv().ok();
                 }
                 self.commit(group);
+                for batch in range_deletes {
+                    batch.finish();
+                }
                 if shutdown_reply.is_some() {
                     break;
                 }
@@ -122,10 +147,15 @@ impl Writer {
     }
 
     fn stop(self, shutdown_reply: Option<oneshot::Sender<Result<()>>>) {
-        let Writer { shared, rx, .. } = self;
+        let Writer {
+            shared, rx, carry, ..
+        } = self;
         shared.closing.store(true, Ordering::Release);
         let mut other_shutdowns = Vec::new();
-        while let Ok(req) = rx.try_recv() {
+        for req in carry
+            .into_iter()
+            .chain(std::iter::from_fn(|| rx.try_recv().ok()))
+        {
             match req {
                 Request::Write(w) => {
                     let _ = w.reply.send(Err(Error::ShuttingDown));
@@ -135,6 +165,7 @@ impl Writer {
                         let _ = w.reply.send(Err(Error::ShuttingDown));
                     }
                 }
+                Request::DeleteRange(d) => d.refuse(Error::ShuttingDown),
                 Request::Shutdown(reply) => other_shutdowns.push(reply),
             }
         }

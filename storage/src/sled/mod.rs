@@ -1,6 +1,24 @@
-//! The sled-backed [`Storage`]: opening and recovering the database, the shared state of
-//! the store, and the trait implementation that routes reads to [`crate::read`], writes to
-//! the writer thread ([`crate::writer`]) and watches to the hub ([`crate::watch`]).
+//! The sled backend: opening and recovering the database, the shared state of the store,
+//! and the [`Storage`] implementation that routes reads to [`read`], writes to the writer
+//! thread ([`writer`]) and watches to the hub ([`crate::watch`]), which replays history
+//! through [`event_log`].
+//!
+//! Everything that knows sled lives in this module: the key layout ([`encoding`]), the
+//! read paths ([`read`]), the single writer ([`writer`]), compaction ([`compaction`]), the
+//! event log the hub replays ([`event_log`]), cluster deletes ([`cluster_delete`]) and
+//! scans at a revision ([`scan`]).
+
+mod cluster_delete;
+mod compaction;
+mod encoding;
+mod event_log;
+mod read;
+mod scan;
+#[cfg(test)]
+mod size_tests;
+mod writer;
+
+pub use writer::MAX_WRITE_GROUP;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,11 +27,15 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::compaction::{self, Compactor};
-use crate::encoding::{decode_u64, key_bytes, meta_key, META_COMPACTED, META_REVISION};
-use crate::read::{self, backend, ListMode};
+use self::compaction::Compactor;
+use self::encoding::{decode_u64, key_bytes, meta_key, META_COMPACTED, META_REVISION};
+use self::event_log::SledEventLog;
+use self::read::{backend, ListMode};
+use self::scan::SledScan;
+use self::writer::{Request, WriteRequest, Writer};
+use crate::event_log::EventLog;
+use crate::range::{RangeScan, Tombstone};
 use crate::watch::Hub;
-use crate::writer::{Request, WriteRequest, Writer, MAX_WRITE_GROUP};
 use crate::{
     BatchWrite, Encoder, Error, Filter, Key, KeyValue, ListOptions, ListResult, Precondition,
     Prefix, Result, Revision, Storage, WatchReceiver,
@@ -77,6 +99,77 @@ pub(crate) struct Shared {
     pub(crate) compaction: CompactionProgress,
 }
 
+impl Shared {
+    pub(crate) fn current_revision(&self) -> Revision {
+        self.current.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn compacted_revision(&self) -> Revision {
+        self.compacted.load(Ordering::Acquire)
+    }
+
+    /// The revision to read at, validated against the retained window.
+    pub(crate) fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
+        let current = self.current_revision();
+        let rev = requested.unwrap_or(current);
+        if rev > current {
+            return Err(Error::FutureRevision {
+                requested: rev,
+                current,
+            });
+        }
+        self.check_not_compacted(rev)?;
+        Ok(rev)
+    }
+
+    pub(crate) fn check_not_compacted(&self, rev: Revision) -> Result<()> {
+        let compacted = self.compacted_revision();
+        if rev < compacted {
+            return Err(Error::Compacted {
+                requested: rev,
+                compacted,
+            });
+        }
+        Ok(())
+    }
+
+    /// [`Storage::list`]: a snapshot list at the requested (validated) revision.
+    pub(crate) async fn list(
+        &self,
+        prefix: &Prefix,
+        opts: &ListOptions,
+        filter: Option<Filter<'_>>,
+    ) -> Result<ListResult> {
+        // Read before choosing the revision: every change visible to the scan that is not
+        // at or below `applied_at_start` shows up in the event log after it.
+        let applied_at_start = self.applied.load(Ordering::Acquire);
+        let rev = self.read_revision(opts.at_revision)?;
+        let lag = self.current_revision().saturating_sub(rev);
+        let mode = if lag <= LATEST_SCAN_MAX_LAG {
+            ListMode::Latest
+        } else {
+            ListMode::History { applied_at_start }
+        };
+        let (items, more) = read::list(
+            &self.tree,
+            prefix,
+            rev,
+            mode,
+            opts.start_after.as_ref(),
+            opts.limit,
+            filter,
+        )
+        .await?;
+        // Compaction publishes its point before removing anything.
+        self.check_not_compacted(rev)?;
+        Ok(ListResult {
+            items,
+            revision: rev,
+            more,
+        })
+    }
+}
+
 /// The compactor's position: `target` is the compaction point being applied, `done` the
 /// last event-log revision it has processed (both 0 when idle).
 #[derive(Debug, Default)]
@@ -98,6 +191,8 @@ pub(crate) struct CommitCounters {
 pub struct SledStorage {
     shared: Arc<Shared>,
     requests: Mutex<Option<mpsc::Sender<Request>>>,
+    /// What the watch hub replays history from.
+    event_log: Arc<dyn EventLog>,
 }
 
 fn read_meta(tree: &sled::Tree, name: &[u8]) -> Result<Revision> {
@@ -140,9 +235,14 @@ impl SledStorage {
             .name("kplane-storage-writer".into())
             .spawn(move || writer.run())
             .map_err(|e| Error::Backend(format!("cannot start the writer thread: {e}")))?;
+        let event_log = Arc::new(SledEventLog {
+            tree: shared.tree.clone(),
+            compacted: shared.compacted.clone(),
+        });
         Ok(Arc::new(SledStorage {
             shared,
             requests: Mutex::new(Some(tx)),
+            event_log,
         }))
     }
 
@@ -162,7 +262,7 @@ impl SledStorage {
     pub(crate) fn history_entries(&self) -> usize {
         self.shared
             .tree
-            .scan_prefix([crate::encoding::TAG_HISTORY])
+            .scan_prefix([encoding::TAG_HISTORY])
             .count()
     }
 
@@ -227,31 +327,6 @@ impl SledStorage {
         }
         out
     }
-
-    /// The revision to read at, validated against the retained window.
-    fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
-        let current = self.current_revision();
-        let rev = requested.unwrap_or(current);
-        if rev > current {
-            return Err(Error::FutureRevision {
-                requested: rev,
-                current,
-            });
-        }
-        self.check_not_compacted(rev)?;
-        Ok(rev)
-    }
-
-    fn check_not_compacted(&self, rev: Revision) -> Result<()> {
-        let compacted = self.compacted_revision();
-        if rev < compacted {
-            return Err(Error::Compacted {
-                requested: rev,
-                compacted,
-            });
-        }
-        Ok(())
-    }
 }
 
 /// Queues one chunk; when the writer is gone its requests are dropped, so their callers see
@@ -265,11 +340,11 @@ fn send_chunk(sender: &Result<mpsc::Sender<Request>>, chunk: Vec<WriteRequest>) 
 #[async_trait::async_trait]
 impl Storage for SledStorage {
     fn current_revision(&self) -> Revision {
-        self.shared.current.load(Ordering::Acquire)
+        self.shared.current_revision()
     }
 
     fn compacted_revision(&self) -> Revision {
-        self.shared.compacted.load(Ordering::Acquire)
+        self.shared.compacted_revision()
     }
 
     async fn get(&self, key: &Key) -> Result<Option<KeyValue>> {
@@ -284,33 +359,7 @@ impl Storage for SledStorage {
         opts: &ListOptions,
         filter: Option<Filter<'_>>,
     ) -> Result<ListResult> {
-        // Read before choosing the revision: every change visible to the scan that is not
-        // at or below `applied_at_start` shows up in the event log after it.
-        let applied_at_start = self.shared.applied.load(Ordering::Acquire);
-        let rev = self.read_revision(opts.at_revision)?;
-        let lag = self.current_revision().saturating_sub(rev);
-        let mode = if lag <= LATEST_SCAN_MAX_LAG {
-            ListMode::Latest
-        } else {
-            ListMode::History { applied_at_start }
-        };
-        let (items, more) = read::list(
-            &self.shared.tree,
-            prefix,
-            rev,
-            mode,
-            opts.start_after.as_ref(),
-            opts.limit,
-            filter,
-        )
-        .await?;
-        // Compaction publishes its point before removing anything.
-        self.check_not_compacted(rev)?;
-        Ok(ListResult {
-            items,
-            revision: rev,
-            more,
-        })
+        self.shared.list(prefix, opts, filter).await
     }
 
     async fn count(&self, prefix: &Prefix) -> Result<u64> {
@@ -334,6 +383,25 @@ impl Storage for SledStorage {
         self.write_chunks(writes).await
     }
 
+    async fn delete_cluster(
+        &self,
+        cluster: &str,
+        batch: usize,
+        tombstone: Tombstone,
+    ) -> Result<u64> {
+        cluster_delete::delete_cluster(self, cluster, batch, tombstone).await
+    }
+
+    async fn scan(
+        &self,
+        prefix: &Prefix,
+        at: Option<Revision>,
+        page_size: usize,
+    ) -> Result<Box<dyn RangeScan>> {
+        let scan = SledScan::start(self.shared.clone(), prefix, at, page_size)?;
+        Ok(Box::new(scan))
+    }
+
     async fn watch(
         &self,
         prefix: &Prefix,
@@ -343,14 +411,10 @@ impl Storage for SledStorage {
         if self.shared.closing.load(Ordering::Acquire) {
             return Err(Error::ShuttingDown);
         }
-        self.check_not_compacted(from)?;
-        self.shared.hub.watch(
-            self.shared.tree.clone(),
-            prefix,
-            from,
-            progress_every,
-            self.shared.compacted.clone(),
-        )
+        self.shared.check_not_compacted(from)?;
+        self.shared
+            .hub
+            .watch(self.event_log.clone(), prefix, from, progress_every)
     }
 
     fn stats(&self) -> crate::StorageStats {
@@ -395,8 +459,8 @@ impl Storage for SledStorage {
 mod tests {
     use std::collections::BTreeMap;
 
+    use super::encoding::{TAG_EVENT, TAG_HISTORY, TAG_INDEX, TAG_TIME};
     use super::*;
-    use crate::encoding::{TAG_EVENT, TAG_HISTORY, TAG_INDEX, TAG_TIME};
 
     fn enc(v: &'static str) -> Encoder {
         Box::new(move |rev| Ok(format!("{v}@{rev}").into_bytes()))

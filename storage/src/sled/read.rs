@@ -1,4 +1,4 @@
-//! Read paths over the layout of [`crate::encoding`]: point reads at a revision, snapshot
+//! Read paths over the layout of [`super::encoding`]: point reads at a revision, snapshot
 //! lists, counts and loading logged events for watch replay.
 //!
 //! sled has no snapshots, and a write group becomes visible (atomically, per sled
@@ -10,7 +10,7 @@
 
 use bytes::Bytes;
 
-use crate::encoding::{
+use super::encoding::{
     decode_event, decode_index_key, decode_key, event_key, history_key, key_bytes, latest_key,
     split_history_key, tag_end, Plan, Record, TAG_EVENT, TAG_HISTORY, TAG_LATEST,
 };

@@ -17,13 +17,13 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::encoding::{
+use super::encoding::{
     decode_event, decode_key, decode_u64, encode_u64, event_key, history_key, index_key,
     index_key_bytes, meta_key, rev_of_tagged, time_key, Record, META_COMPACTED, TAG_EVENT,
     TAG_TIME,
 };
-use crate::read::{backend, read_latest};
-use crate::sled_store::Shared;
+use super::read::{backend, read_latest};
+use super::Shared;
 use crate::{Result, Revision};
 
 /// Most event-log entries processed per chunk.

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::compaction::CHUNK;
-use crate::sled_store::LATEST_SCAN_MAX_LAG;
+use super::compaction::CHUNK;
+use super::writer::MAX_WRITE_GROUP;
+use super::LATEST_SCAN_MAX_LAG;
 use crate::watch::{REPLAY_BUFFER_FACTOR, REPLAY_CHUNK};
-use crate::writer::MAX_WRITE_GROUP;
 use crate::{
     CloseReason, Encoder, Key, ListOptions, Precondition, Prefix, Revision, SledStorage,
     SledStorageOptions, Storage, WatchEvent, WatchReceiver,
