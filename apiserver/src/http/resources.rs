@@ -19,7 +19,7 @@ use super::response;
 use super::table::TableOptions;
 use super::{reviews, AppState};
 use crate::registry::patch::PatchType;
-use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Strategy, Target};
+use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Target};
 use kplane_registry::error::{ApiError, ApiResult};
 
 /// Handles one resource request.
@@ -128,7 +128,7 @@ async fn serve(
     };
     let reg = state.registry.clone();
 
-    if rt.strategy == Strategy::Review {
+    if !rt.is_stored() {
         if method != Method::POST || rp.name.is_some() {
             return Err(ApiError::from(kplane_types::Status::method_not_allowed(
                 method.as_str(),
@@ -274,7 +274,7 @@ async fn serve(
             let ty = match body_type {
                 BodyType::JsonPatch => PatchType::Json,
                 BodyType::MergePatch => PatchType::Merge,
-                BodyType::StrategicMergePatch if rt.strategy != Strategy::Custom => PatchType::Strategic,
+                BodyType::StrategicMergePatch if !rt.is_custom() => PatchType::Strategic,
                 BodyType::StrategicMergePatch => return Err(cr_patch_types_only()),
                 _ => {
                     return Err(ApiError::new(

@@ -15,7 +15,6 @@ use bytes::Bytes;
 use kplane_storage::{BatchWrite, Error as StorageError, Key, KeyValue, Precondition, Revision};
 use serde_json::Value;
 
-use super::catalog::Strategy;
 use super::write::{check_delete_preconditions, encoder, DeleteParams};
 use super::{corrupt, meta, storage_error, Registry, ResourceType, Target};
 use crate::error::ApiResult;
@@ -40,11 +39,7 @@ pub(super) fn collection_in_bulk(rt: &ResourceType, d: &DeleteParams) -> bool {
         d.propagation_policy.as_deref(),
         Some("Orphan" | "Foreground")
     );
-    let side_effects = matches!(
-        rt.strategy,
-        Strategy::Namespace | Strategy::CustomResourceDefinition | Strategy::Review
-    );
-    !d.dry_run && !marks && !side_effects
+    !d.dry_run && !marks && rt.strategy.deletes_in_bulk()
 }
 
 /// An object of a listed collection waiting for its batch: the listed item (for the
