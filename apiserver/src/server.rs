@@ -16,6 +16,7 @@ use tower::ServiceExt;
 
 use crate::connection;
 use crate::http::{self, auth::Authenticator, AppState};
+use crate::registry::admission::Admission;
 use crate::registry::{catalog, lifecycle, Catalog, Registry};
 use crate::tls;
 
@@ -64,6 +65,7 @@ pub struct ServerConfig {
 #[derive(Debug)]
 pub struct ServerBuilder {
     config: ServerConfig,
+    admission: Admission,
 }
 
 impl Default for ServerBuilder {
@@ -79,6 +81,7 @@ impl Default for ServerBuilder {
                 storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
                 build_info: crate::BuildInfo::default(),
             },
+            admission: Admission::recommended(),
         }
     }
 }
@@ -120,9 +123,16 @@ impl ServerBuilder {
         self
     }
 
+    /// The admission chain every write passes (default: [`Admission::recommended`]).
+    pub fn admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
+        self
+    }
+
     pub fn build(self) -> Server {
         Server {
             config: self.config,
+            admission: self.admission,
         }
     }
 }
@@ -131,6 +141,7 @@ impl ServerBuilder {
 #[derive(Debug)]
 pub struct Server {
     config: ServerConfig,
+    admission: Admission,
 }
 
 fn random_token() -> String {
@@ -188,6 +199,7 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ServerError> {
         let cfg = self.config;
+        let admission = self.admission;
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
         let storage_opts = SledStorageOptions {
@@ -202,11 +214,12 @@ impl Server {
 
         let catalog = Arc::new(Catalog::new(catalog::builtin()));
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        let (registry, work_queue) = Registry::new(
+        let (registry, work_queue) = Registry::with_admission(
             storage.clone(),
             catalog.clone(),
             pki.ca_pem.clone(),
             shutdown_rx,
+            admission,
         );
         let worker = tokio::spawn(lifecycle::run_worker(registry.clone(), work_queue));
         let collector = tokio::spawn(crate::registry::gc::run(registry.clone()));

@@ -156,7 +156,7 @@ async fn serve(
 
     if rp.subresource.as_deref() == Some("scale") {
         let name = rp.name.as_deref().unwrap_or("");
-        return handle_scale(&reg, &target, name, method, &q, &accept, req).await;
+        return handle_scale(&reg, &target, name, user, &q, &accept, req).await;
     }
 
     match (method.clone(), rp.name.as_deref()) {
@@ -200,7 +200,7 @@ async fn serve(
                     "POST", &rt.plural,
                 )));
             }
-            let mut w = super::query::write_params(&q, OptionsKind::Create)?.with_user_agent(ua);
+            let mut w = write_params(&q, OptionsKind::Create, ua, user)?;
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -218,7 +218,7 @@ async fn serve(
         }
         (Method::PUT, Some(name)) => {
             require_verb(&rt, "update")?;
-            let mut w = super::query::write_params(&q, OptionsKind::Update)?.with_user_agent(ua);
+            let mut w = write_params(&q, OptionsKind::Update, ua, user)?;
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -239,7 +239,7 @@ async fn serve(
         }
         (Method::PATCH, Some(name)) => {
             require_verb(&rt, "patch")?;
-            let w = super::query::write_params(&q, OptionsKind::Patch)?.with_user_agent(ua);
+            let w = write_params(&q, OptionsKind::Patch, ua, user)?;
             if w.force.is_some() {
                 let (ct, _) = read_body_type(&req);
                 if ct != Some(BodyType::ApplyPatch) {
@@ -292,7 +292,8 @@ async fn serve(
         }
         (Method::DELETE, name) => {
             let (ct, body) = read_body(req).await?;
-            let d = delete_params(&q, ct.as_deref(), &body)?;
+            let mut d = delete_params(&q, ct.as_deref(), &body)?;
+            d.user = Some(admission_user(user));
             match name {
                 Some(name) => {
                     require_verb(&rt, "delete")?;
@@ -339,6 +340,28 @@ fn cr_patch_types_only() -> ApiError {
     )
 }
 
+/// Write options from the query, with the User-Agent's default field manager and the
+/// requester (for admission).
+fn write_params(
+    q: &Query,
+    kind: OptionsKind,
+    ua: Option<&str>,
+    user: &UserInfo,
+) -> ApiResult<WriteParams> {
+    let mut w = super::query::write_params(q, kind)?.with_user_agent(ua);
+    w.user = Some(admission_user(user));
+    Ok(w)
+}
+
+/// The authenticated user as the registry's admission chain sees it.
+fn admission_user(user: &UserInfo) -> kplane_registry::admission::UserInfo {
+    kplane_registry::admission::UserInfo {
+        username: user.username.clone(),
+        uid: user.uid.clone(),
+        groups: user.groups.clone(),
+    }
+}
+
 /// The request's User-Agent (the default field manager of its writes).
 fn user_agent(req: &Request<Body>) -> Option<String> {
     req.headers()
@@ -352,12 +375,13 @@ async fn handle_scale(
     reg: &Arc<crate::registry::Registry>,
     target: &Target,
     name: &str,
-    method: Method,
+    user: &UserInfo,
     q: &Query,
     accept: &[MediaType],
     req: Request<Body>,
 ) -> ApiResult<Response> {
     negotiation::negotiate(accept, false, false)?;
+    let method = req.method().clone();
     let user_agent = user_agent(&req);
     let ua = user_agent.as_deref();
     let json = |code: StatusCode, b: bytes::Bytes| {
@@ -366,7 +390,7 @@ async fn handle_scale(
     match method {
         Method::GET => Ok(json(StatusCode::OK, reg.get_scale(target, name).await?)),
         Method::PUT => {
-            let mut w = super::query::write_params(q, OptionsKind::Update)?.with_user_agent(ua);
+            let mut w = write_params(q, OptionsKind::Update, ua, user)?;
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let scale = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
@@ -374,7 +398,7 @@ async fn handle_scale(
             with_warnings(&w, Ok(json(StatusCode::OK, out)))
         }
         Method::PATCH => {
-            let mut w = super::query::write_params(q, OptionsKind::Patch)?.with_user_agent(ua);
+            let mut w = write_params(q, OptionsKind::Patch, ua, user)?;
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let ty = match negotiation::body_type(ct.as_deref())? {

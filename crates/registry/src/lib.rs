@@ -2,11 +2,12 @@
 //!
 //! Handlers call the registry with an already-routed target (cluster, resource type,
 //! namespace) and decoded JSON; the registry applies metadata rules, the type's strategy
-//! ([`TypeStrategy`]), preconditions and conversions, and talks to storage only through
-//! [`Storage`].
+//! ([`TypeStrategy`]), the admission chain ([`admission::Admission`]), preconditions and
+//! conversions, and talks to storage only through [`Storage`].
 //! It knows nothing about HTTP: errors are [`ApiError`]s (a `metav1.Status`), options are
 //! [`options`]' plain structs, request bodies arrive decoded.
 
+pub mod admission;
 pub mod apply;
 mod bulk_delete;
 pub mod catalog;
@@ -135,6 +136,8 @@ pub struct Registry {
     queued_work: std::sync::atomic::AtomicU64,
     /// The ownerReferences graph.
     gc: gc::Collector,
+    /// The admission chain every write passes between validation and storage.
+    admission: admission::Admission,
 }
 
 impl std::fmt::Debug for Registry {
@@ -144,13 +147,33 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// Creates the registry and the receiver of its lifecycle work queue
-    /// (run it with [`lifecycle::run_worker`]).
+    /// Creates the registry, with the recommended admission chain, and the receiver of its
+    /// lifecycle work queue (run it with [`lifecycle::run_worker`]).
     pub fn new(
         storage: Arc<dyn Storage>,
         builtin: Arc<Catalog>,
         root_ca_pem: String,
         shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> (
+        Arc<Registry>,
+        tokio::sync::mpsc::UnboundedReceiver<lifecycle::Work>,
+    ) {
+        Self::with_admission(
+            storage,
+            builtin,
+            root_ca_pem,
+            shutdown,
+            admission::Admission::recommended(),
+        )
+    }
+
+    /// [`Registry::new`] with the admission chain `admission`.
+    pub fn with_admission(
+        storage: Arc<dyn Storage>,
+        builtin: Arc<Catalog>,
+        root_ca_pem: String,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+        admission: admission::Admission,
     ) -> (
         Arc<Registry>,
         tokio::sync::mpsc::UnboundedReceiver<lifecycle::Work>,
@@ -165,6 +188,7 @@ impl Registry {
             work_queue: tx,
             queued_work: std::sync::atomic::AtomicU64::new(0),
             gc: gc::Collector::default(),
+            admission,
         };
         (Arc::new(r), rx)
     }

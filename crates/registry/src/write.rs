@@ -7,6 +7,7 @@ use kplane_storage::{Encoder, KeyValue, Precondition, Revision};
 use kplane_types::{Cause, CauseType, Status, StatusReason};
 use serde_json::{json, Value};
 
+use super::admission::{Attributes, Operation};
 use super::meta;
 use super::patch::{self, PatchType};
 use super::typed;
@@ -26,6 +27,8 @@ pub struct DeleteParams {
     pub precondition_rv: Option<String>,
     pub propagation_policy: Option<String>,
     pub grace_period_seconds: Option<i64>,
+    /// The requester, for admission (`None` for the server's own deletes).
+    pub user: Option<crate::admission::UserInfo>,
 }
 
 /// What a delete did.
@@ -72,17 +75,21 @@ impl Registry {
         let cluster = t.cluster()?.to_string();
         self.ensure_cluster(&cluster).await?;
         let _crd_guard = self.crd_write_guard(&rt).await;
-        if rt.namespaced {
-            self.check_namespace_open(
-                &cluster,
-                t.namespace.as_deref().unwrap_or(""),
-                &rt,
-                &explicit_name,
-            )
-            .await?;
-        }
         default_and_canonicalize(&rt, &mut obj);
         super::managed::record_update(&rt, None, &mut obj, None, w);
+        let namespace = namespace_of(t);
+        let attrs = Attributes {
+            operation: Operation::Create,
+            resource: &rt,
+            subresource: None,
+            cluster: &cluster,
+            namespace,
+            name: &explicit_name,
+            old: None,
+            user: w.user.as_ref(),
+            dry_run: w.dry_run,
+        };
+        self.admission.admit(self, &attrs, Some(&mut obj)).await?;
         let attempts = if explicit_name.is_empty() && !generate.is_empty() {
             8
         } else {
@@ -104,6 +111,16 @@ impl Registry {
             for warning in rt.strategy.warnings(&rt, &candidate, None) {
                 w.warnings.push(warning);
             }
+            self.admission
+                .validate(
+                    self,
+                    &Attributes {
+                        name: &name,
+                        ..attrs
+                    },
+                    Some(&candidate),
+                )
+                .await?;
             if w.dry_run {
                 return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
             }
@@ -227,6 +244,20 @@ impl Registry {
             Some(v) => v,
             None => decode(current)?,
         };
+        let attrs = Attributes {
+            operation: Operation::Update,
+            resource: rt,
+            // A scale write reaches the object through the main endpoint.
+            subresource: sub.or(w.managed_subresource),
+            cluster: &cluster,
+            namespace: namespace_of(t),
+            name,
+            old: Some(&old),
+            user: w.user.as_ref(),
+            dry_run: w.dry_run,
+        };
+        let mut obj = obj;
+        self.admission.admit(self, &attrs, Some(&mut obj)).await?;
         // A server-side apply through a subresource computed the managedFields (its own
         // Apply entry among them): they replace the old object's.
         let applied_managed = match sub {
@@ -283,6 +314,7 @@ impl Registry {
                 w.warnings.push(warning);
             }
         }
+        self.admission.validate(self, &attrs, Some(&new)).await?;
         // Nothing changed: no new revision (as Kubernetes does).
         if equal_but_rv(&new, &old) {
             return super::to_api(rt, current.value.clone());
@@ -390,15 +422,6 @@ impl Registry {
         d: &DeleteParams,
     ) -> ApiResult<DeleteOutcome> {
         let rt = t.rt.clone();
-        if rt.group.is_empty()
-            && rt.plural == "namespaces"
-            && ["default", "kube-system", "kube-public"].contains(&name)
-        {
-            return Err(ApiError::from(Status::new(
-                StatusReason::Forbidden,
-                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
-            )));
-        }
         let _crd_guard = self.crd_write_guard(&rt).await;
         let cluster = t.cluster()?.to_string();
         for _ in 0..PATCH_RETRIES {
@@ -409,6 +432,18 @@ impl Registry {
             };
             let obj = decode(&current)?;
             check_delete_preconditions(&rt, name, &obj, current.mod_revision, d)?;
+            let attrs = Attributes {
+                operation: Operation::Delete,
+                resource: &rt,
+                subresource: None,
+                cluster: &cluster,
+                namespace: namespace_of(t),
+                name,
+                old: Some(&obj),
+                user: d.user.as_ref(),
+                dry_run: d.dry_run,
+            };
+            self.admission.admit_delete(self, &attrs).await?;
             let key = t.key(name)?;
             let pre = Precondition::ModRevision(current.mod_revision);
             // Orphan and Foreground deletion go through the garbage collector's finalizers.
@@ -542,46 +577,13 @@ impl Registry {
             Err(e) => Err(e),
         }
     }
+}
 
-    /// Refuses writes into a namespace that does not exist or is terminating.
-    async fn check_namespace_open(
-        &self,
-        cluster: &str,
-        ns: &str,
-        rt: &ResourceType,
-        name: &str,
-    ) -> ApiResult<()> {
-        let nst = Target {
-            cluster: Some(cluster.to_string()),
-            rt: self.namespace_type()?,
-            namespace: None,
-        };
-        let Some(kv) = self.get_stored(&nst, ns).await? else {
-            return Err(ApiError::from(Status::not_found("", "namespaces", ns)));
-        };
-        let obj = decode(&kv)?;
-        if meta::is_deleting(&obj) {
-            let mut s = Status::new(
-                StatusReason::Forbidden,
-                format!(
-                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                    rt.plural
-                ),
-            );
-            s.details = Some(kplane_types::status::Details {
-                name: name.into(),
-                group: rt.group.clone(),
-                kind: rt.plural.clone(),
-                causes: vec![Cause::new(
-                    CauseType::NamespaceTerminating,
-                    "metadata.namespace",
-                    format!("namespace {ns} is being terminated"),
-                )],
-                ..Default::default()
-            });
-            return Err(ApiError::from(s));
-        }
-        Ok(())
+/// The namespace a write goes to ("" for a cluster-scoped resource).
+fn namespace_of(t: &Target) -> &str {
+    match &t.namespace {
+        Some(ns) if t.rt.namespaced => ns,
+        _ => "",
     }
 }
 
