@@ -19,6 +19,7 @@ use crate::connection;
 use crate::http::auth::{AdminTokenAuthenticator, Authenticator, UnionAuthenticator};
 use crate::http::authz::{Authorizer, SuperuserAuthorizer, UnionAuthorizer};
 use crate::http::{self, AppState};
+use crate::registry::admission::Admission;
 use crate::registry::{catalog, lifecycle, Catalog, Registry};
 use crate::tls;
 
@@ -69,6 +70,7 @@ pub struct ServerBuilder {
     authenticator: Option<Arc<dyn Authenticator>>,
     authorizer: Option<Arc<dyn Authorizer>>,
     storage: Option<Arc<dyn Storage>>,
+    admission: Admission,
 }
 
 /// Shows whether a storage backend was supplied (a backend has no `Debug` of its own).
@@ -109,6 +111,7 @@ impl Default for ServerBuilder {
             },
             authenticator: None,
             authorizer: None,
+            admission: Admission::recommended(),
         }
     }
 }
@@ -175,12 +178,19 @@ impl ServerBuilder {
         self
     }
 
+    /// The admission chain every write passes (default: [`Admission::recommended`]).
+    pub fn admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
+        self
+    }
+
     pub fn build(self) -> Server {
         Server {
             config: self.config,
             authenticator: self.authenticator,
             authorizer: self.authorizer,
             storage: self.storage,
+            admission: self.admission,
         }
     }
 }
@@ -192,6 +202,7 @@ pub struct Server {
     authorizer: Option<Arc<dyn Authorizer>>,
     /// A backend supplied with [`ServerBuilder::storage`]; sled in the data dir otherwise.
     storage: Option<Arc<dyn Storage>>,
+    admission: Admission,
 }
 
 impl std::fmt::Debug for Server {
@@ -277,6 +288,7 @@ impl Server {
             authenticator: configured_authenticator,
             authorizer,
             storage,
+            admission,
         } = self;
         let authorizer = authorizer_chain(authorizer);
         std::fs::create_dir_all(&cfg.data_dir)
@@ -298,11 +310,12 @@ impl Server {
 
         let catalog = Arc::new(Catalog::new(catalog::builtin()));
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-        let (registry, work_queue) = Registry::new(
+        let (registry, work_queue) = Registry::with_admission(
             storage.clone(),
             catalog.clone(),
             pki.ca_pem.clone(),
             shutdown_rx,
+            admission,
         );
         let worker = tokio::spawn(lifecycle::run_worker(registry.clone(), work_queue));
         let collector = tokio::spawn(crate::registry::gc::run(registry.clone()));

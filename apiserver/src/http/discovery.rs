@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256, Sha512};
 
 use super::negotiation::{wants_aggregated_discovery, MediaType};
 use super::surface::Surface;
-use crate::registry::{Catalog, ResourceType, Strategy};
+use crate::registry::{Catalog, ResourceType};
 use kplane_registry::error::ApiError;
 
 /// A precomputed body with its ETag.
@@ -64,9 +64,7 @@ fn subresource_kind(rt: &ResourceType, sub: &str) -> (String, String, String) {
             "v1".into(),
             "TokenRequest".into(),
         ),
-        _ if rt.strategy == Strategy::Custom => {
-            (rt.group.clone(), rt.version.clone(), rt.kind.clone())
-        }
+        _ if rt.is_custom() => (rt.group.clone(), rt.version.clone(), rt.kind.clone()),
         _ => (String::new(), String::new(), rt.kind.clone()),
     }
 }
@@ -104,7 +102,7 @@ fn legacy_resource(rt: &ResourceType) -> Vec<Value> {
 /// Built-ins leave group/version empty (= the containing group-version); custom resources
 /// fill all three, as kube-apiserver does.
 fn response_kind(rt: &ResourceType) -> Value {
-    if rt.strategy == Strategy::Custom {
+    if rt.is_custom() {
         json!({"group": rt.group, "version": rt.version, "kind": rt.kind})
     } else {
         json!({"group": "", "version": "", "kind": rt.kind})

@@ -272,9 +272,7 @@ async fn metrics_endpoint(state: &AppState) -> Response {
             let mut v = Vec::new();
             let mut seen = std::collections::HashSet::new();
             for rt in state.registry.builtin_catalog().all() {
-                if rt.strategy == crate::registry::Strategy::Review
-                    || !seen.insert(rt.storage_resource.clone())
-                {
+                if !rt.is_stored() || !seen.insert(rt.storage_resource.clone()) {
                     continue;
                 }
                 let prefix = kplane_storage::Prefix {

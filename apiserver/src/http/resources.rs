@@ -19,7 +19,7 @@ use super::response;
 use super::table::TableOptions;
 use super::{reviews, AppState};
 use crate::registry::patch::PatchType;
-use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Strategy, Target};
+use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Target};
 use kplane_registry::error::{ApiError, ApiResult};
 
 /// Handles one resource request.
@@ -131,7 +131,7 @@ async fn serve(
     };
     let reg = state.registry.clone();
 
-    if rt.strategy == Strategy::Review {
+    if !rt.is_stored() {
         if info.verb != Verb::Create || rp.name.is_some() {
             return Err(ApiError::from(kplane_types::Status::method_not_allowed(
                 method.as_str(),
@@ -159,7 +159,7 @@ async fn serve(
 
     if rp.subresource.as_deref() == Some("scale") {
         let name = rp.name.as_deref().unwrap_or("");
-        return handle_scale(&reg, &target, name, &info.verb, &q, &accept, req).await;
+        return handle_scale(&reg, &target, name, (&info.verb, user), &q, &accept, req).await;
     }
 
     // Resources are served to these methods only (a HEAD, which is a `get` to authorization,
@@ -221,7 +221,7 @@ async fn serve(
                     "POST", &rt.plural,
                 )));
             }
-            let mut w = super::query::write_params(&q, OptionsKind::Create)?.with_user_agent(ua);
+            let mut w = write_params(&q, OptionsKind::Create, ua, user)?;
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -239,7 +239,7 @@ async fn serve(
         }
         (Verb::Update, Some(name)) => {
             require_verb(&rt, "update")?;
-            let mut w = super::query::write_params(&q, OptionsKind::Update)?.with_user_agent(ua);
+            let mut w = write_params(&q, OptionsKind::Update, ua, user)?;
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -260,7 +260,7 @@ async fn serve(
         }
         (Verb::Patch, Some(name)) => {
             require_verb(&rt, "patch")?;
-            let w = super::query::write_params(&q, OptionsKind::Patch)?.with_user_agent(ua);
+            let w = write_params(&q, OptionsKind::Patch, ua, user)?;
             if w.force.is_some() {
                 let (ct, _) = read_body_type(&req);
                 if ct != Some(BodyType::ApplyPatch) {
@@ -295,7 +295,7 @@ async fn serve(
             let ty = match body_type {
                 BodyType::JsonPatch => PatchType::Json,
                 BodyType::MergePatch => PatchType::Merge,
-                BodyType::StrategicMergePatch if rt.strategy != Strategy::Custom => PatchType::Strategic,
+                BodyType::StrategicMergePatch if !rt.is_custom() => PatchType::Strategic,
                 BodyType::StrategicMergePatch => return Err(cr_patch_types_only()),
                 _ => {
                     return Err(ApiError::new(
@@ -313,7 +313,8 @@ async fn serve(
         }
         (Verb::Delete | Verb::DeleteCollection, name) => {
             let (ct, body) = read_body(req).await?;
-            let d = delete_params(&q, ct.as_deref(), &body)?;
+            let mut d = delete_params(&q, ct.as_deref(), &body)?;
+            d.user = Some(user.clone());
             match name {
                 Some(name) => {
                     require_verb(&rt, "delete")?;
@@ -360,6 +361,19 @@ fn cr_patch_types_only() -> ApiError {
     )
 }
 
+/// Write options from the query, with the User-Agent's default field manager and the
+/// requester (for admission).
+fn write_params(
+    q: &Query,
+    kind: OptionsKind,
+    ua: Option<&str>,
+    user: &UserInfo,
+) -> ApiResult<WriteParams> {
+    let mut w = super::query::write_params(q, kind)?.with_user_agent(ua);
+    w.user = Some(user.clone());
+    Ok(w)
+}
+
 /// The request's User-Agent (the default field manager of its writes).
 fn user_agent(req: &Request<Body>) -> Option<String> {
     req.headers()
@@ -373,7 +387,7 @@ async fn handle_scale(
     reg: &Arc<crate::registry::Registry>,
     target: &Target,
     name: &str,
-    verb: &Verb,
+    (verb, user): (&Verb, &UserInfo),
     q: &Query,
     accept: &[MediaType],
     req: Request<Body>,
@@ -391,7 +405,7 @@ async fn handle_scale(
             Ok(json(StatusCode::OK, reg.get_scale(target, name).await?))
         }
         Verb::Update => {
-            let mut w = super::query::write_params(q, OptionsKind::Update)?.with_user_agent(ua);
+            let mut w = write_params(q, OptionsKind::Update, ua, user)?;
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let scale = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
@@ -399,7 +413,7 @@ async fn handle_scale(
             with_warnings(&w, Ok(json(StatusCode::OK, out)))
         }
         Verb::Patch => {
-            let mut w = super::query::write_params(q, OptionsKind::Patch)?.with_user_agent(ua);
+            let mut w = write_params(q, OptionsKind::Patch, ua, user)?;
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let ty = match negotiation::body_type(ct.as_deref())? {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::SystemTime;
 
 use super::discovery::Discovery;
-use crate::registry::{Catalog, Strategy};
+use crate::registry::Catalog;
 use kplane_registry::error::{ApiError, ApiResult};
 
 /// Discovery and OpenAPI for one catalog.
@@ -60,8 +60,8 @@ pub fn served_resources(catalog: &Catalog) -> Vec<kplane_openapi::ServedResource
             namespaced: rt.namespaced,
             verbs: rt.verbs.iter().map(|v| v.to_string()).collect(),
             subresources: rt.subresources.iter().map(|(s, _)| s.clone()).collect(),
-            schema: match (&rt.strategy, &rt.custom) {
-                (Strategy::Custom, Some(info)) => kplane_openapi::SchemaSource::Custom {
+            schema: match &rt.custom {
+                Some(info) => kplane_openapi::SchemaSource::Custom {
                     schema: info.raw_schema.clone(),
                 },
                 _ => kplane_openapi::SchemaSource::BuiltIn(rt.schema_name.clone()),

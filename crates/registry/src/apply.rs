@@ -8,7 +8,7 @@ use kplane_merge::Request;
 use kplane_types::{Cause, Status, StatusReason};
 use serde_json::{json, Value};
 
-use super::{corrupt, meta, Registry, ResourceType, Strategy, Target};
+use super::{corrupt, meta, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 
@@ -59,7 +59,7 @@ impl Registry {
         }
         let types = super::managed::type_info(&rt);
         let api_version = rt.api_version();
-        let reset = super::managed::reset_fields(&rt, sub);
+        let reset = rt.strategy.reset_fields(&rt, sub);
         // The merge result carries this apply's entries; the write must not add more.
         let w = &WriteParams {
             skip_managed_fields: true,
@@ -103,11 +103,7 @@ impl Registry {
                 None => self.create(t, merged, w).await.map(|b| (b, true)),
                 Some(kv) => {
                     super::typed::typed_decode(&rt, &mut merged, w, &[])?;
-                    let obj = if rt.strategy == Strategy::EventsV1Event {
-                        super::events::to_core(&merged)
-                    } else {
-                        self.to_storage(&rt, merged)
-                    };
+                    let obj = self.to_storage(&rt, merged);
                     let decoded = live.filter(|_| live_is_stored);
                     self.write_update(t, name, sub, obj, kv, decoded, w)
                         .await

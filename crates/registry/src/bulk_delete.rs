@@ -8,14 +8,15 @@
 //! an Orphan/Foreground policy (those add a finalizer), of a type whose delete has no side
 //! effect (namespaces and CRDs are marked or rechecked: never in bulk). Each object still
 //! gets its own revision and its own DELETED event carrying its last state, so watchers and
-//! the garbage collector see exactly what per-object deletes would show them. Everything
-//! else, and any object changed between its read and the batch, takes the per-object path.
+//! the garbage collector see exactly what per-object deletes would show them, and passes
+//! the admission chain before its batch as a per-object delete would. Everything else, and
+//! any object changed between its read and the batch, takes the per-object path.
 
 use bytes::Bytes;
 use kplane_storage::{BatchWrite, Error as StorageError, Key, KeyValue, Precondition, Revision};
 use serde_json::Value;
 
-use super::catalog::Strategy;
+use super::admission::{Attributes, Operation};
 use super::write::{check_delete_preconditions, encoder, DeleteParams};
 use super::{corrupt, meta, storage_error, Registry, ResourceType, Target};
 use crate::error::ApiResult;
@@ -40,11 +41,7 @@ pub(super) fn collection_in_bulk(rt: &ResourceType, d: &DeleteParams) -> bool {
         d.propagation_policy.as_deref(),
         Some("Orphan" | "Foreground")
     );
-    let side_effects = matches!(
-        rt.strategy,
-        Strategy::Namespace | Strategy::CustomResourceDefinition | Strategy::Review
-    );
-    !d.dry_run && !marks && !side_effects
+    !d.dry_run && !marks && rt.strategy.deletes_in_bulk()
 }
 
 /// An object of a listed collection waiting for its batch: the listed item (for the
@@ -89,6 +86,8 @@ impl Registry {
     ) -> ApiResult<()> {
         let mut pending = Vec::with_capacity(BULK_DELETE_BATCH);
         let mut doomed = Vec::with_capacity(BULK_DELETE_BATCH);
+        let admitted = self.admission.handles(Operation::Delete);
+        let cluster = t.cluster()?;
         for item in items {
             let v: Value = serde_json::from_slice(&item).map_err(|e| corrupt(&e))?;
             let name = meta::name_of(&v).to_string();
@@ -107,6 +106,26 @@ impl Registry {
                     gone(out);
                 }
                 continue;
+            }
+            if admitted {
+                let attrs = Attributes {
+                    operation: Operation::Delete,
+                    resource: &target.rt,
+                    subresource: None,
+                    cluster,
+                    namespace: target.namespace.as_deref().unwrap_or(""),
+                    name: &name,
+                    old: Some(&obj),
+                    user: d.user.as_ref(),
+                    dry_run: d.dry_run,
+                };
+                if let Err(e) = self.admission.admit_delete(self, &attrs).await {
+                    // As the per-object path: what was listed before it goes, then the
+                    // refusal ends the deletecollection.
+                    self.delete_pending(t, &mut pending, &mut doomed, d, gone)
+                        .await?;
+                    return Err(e);
+                }
             }
             doomed.push(Doomed {
                 key: current.key,

@@ -1,7 +1,8 @@
 //! The catalog of served resources: for each group/version/resource, the facts discovery,
-//! OpenAPI and the generic registry need (kind, scope, verbs, short names, subresources) and
-//! the per-type strategy switches Kubernetes defines (unconditional update, create on
-//! update, generation, status subresource, selectable fields).
+//! OpenAPI and the generic registry need (kind, scope, verbs, short names, subresources,
+//! selectable fields), the type's strategy (`strategies`: everything a write does that is
+//! particular to the type) and, for a type served in another form than it is stored in, its
+//! version conversion.
 //!
 //! Built-in types are listed here once; custom resources (`crd.rs`) add entries of the same
 //! shape, so one code path serves both.
@@ -9,28 +10,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Per-type behaviour that is not generic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    Namespace,
-    ConfigMap,
-    Secret,
-    ServiceAccount,
-    CoreEvent,
-    EventsV1Event,
-    Lease,
-    Rbac,
-    Job,
-    /// Create-only virtual resources (access reviews, token reviews): computed, never stored.
-    Review,
-    /// `apiextensions.k8s.io/v1` CustomResourceDefinition.
-    CustomResourceDefinition,
-    /// A custom resource served from a CRD (details in [`ResourceType::custom`]).
-    Custom,
-}
+use super::strategies::{self, Conversion, TypeStrategy};
 
 /// One served resource at one version.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ResourceType {
     pub group: String,
     pub version: String,
@@ -48,10 +31,11 @@ pub struct ResourceType {
     pub schema_name: String,
     /// The storage key resource (`"<group>/<plural>"`); two API groups may share one store.
     pub storage_resource: String,
-    pub strategy: Strategy,
-    pub allow_unconditional_update: bool,
-    pub allow_create_on_update: bool,
-    pub has_generation: bool,
+    /// Everything a write does that is particular to the type.
+    pub strategy: Arc<dyn TypeStrategy>,
+    /// How the served form is converted from and to the stored one; `None` when the type
+    /// is stored as served (reads hand out the stored bytes).
+    pub conversion: Option<Arc<dyn Conversion>>,
     /// The main endpoint keeps the stored `.status`; `/status` changes only `.status`.
     pub status_subresource: bool,
     /// Field selector labels beyond `metadata.name` / `metadata.namespace` (how each kind
@@ -59,6 +43,17 @@ pub struct ResourceType {
     pub selectable_fields: Vec<String>,
     /// What a custom resource's CRD says (schema, columns, scale); `None` for built-ins.
     pub custom: Option<Arc<super::crd::CustomInfo>>,
+}
+
+impl std::fmt::Debug for ResourceType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceType")
+            .field("group", &self.group)
+            .field("version", &self.version)
+            .field("plural", &self.plural)
+            .field("strategy", &self.strategy)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ResourceType {
@@ -76,6 +71,16 @@ impl ResourceType {
 
     pub fn has_subresource(&self, sub: &str) -> bool {
         self.subresources.iter().any(|(s, _)| s == sub)
+    }
+
+    /// Whether objects of the type are stored (create-only reviews are not).
+    pub fn is_stored(&self) -> bool {
+        self.strategy.is_stored()
+    }
+
+    /// Whether the type is a custom resource served from a CRD.
+    pub fn is_custom(&self) -> bool {
+        self.custom.is_some()
     }
 }
 
@@ -102,7 +107,7 @@ struct Spec {
     plural: &'static str,
     namespaced: bool,
     schema: &'static str,
-    strategy: Strategy,
+    strategy: Arc<dyn TypeStrategy>,
 }
 
 fn base(s: Spec) -> ResourceType {
@@ -121,9 +126,7 @@ fn base(s: Spec) -> ResourceType {
         schema_name: s.schema.into(),
         storage_resource: format!("{}/{}", s.group, s.plural),
         strategy: s.strategy,
-        allow_unconditional_update: true,
-        allow_create_on_update: false,
-        has_generation: false,
+        conversion: None,
         status_subresource: false,
         selectable_fields: vec![],
         custom: None,
@@ -148,7 +151,7 @@ fn review(
         plural,
         namespaced,
         schema: "",
-        strategy: Strategy::Review,
+        strategy: Arc::new(strategies::Review),
     });
     r.schema_name = schema;
     r.verbs = vec!["create"];
@@ -157,7 +160,7 @@ fn review(
 
 /// Every built-in resource kplane serves, in discovery order.
 pub fn builtin() -> Vec<ResourceType> {
-    use Strategy::*;
+    use strategies::*;
     let mut out = Vec::new();
 
     let mut ns = base(Spec {
@@ -167,7 +170,7 @@ pub fn builtin() -> Vec<ResourceType> {
         plural: "namespaces",
         namespaced: false,
         schema: "io.k8s.api.core.v1.Namespace",
-        strategy: Namespace,
+        strategy: Arc::new(Namespace),
     });
     ns.short_names = vec!["ns".into()];
     ns.subresources = vec![
@@ -185,7 +188,7 @@ pub fn builtin() -> Vec<ResourceType> {
         plural: "configmaps",
         namespaced: true,
         schema: "io.k8s.api.core.v1.ConfigMap",
-        strategy: ConfigMap,
+        strategy: Arc::new(ConfigMap),
     });
     cm.short_names = vec!["cm".into()];
     out.push(cm);
@@ -197,10 +200,9 @@ pub fn builtin() -> Vec<ResourceType> {
         plural: "events",
         namespaced: true,
         schema: "io.k8s.api.core.v1.Event",
-        strategy: CoreEvent,
+        strategy: Arc::new(CoreEvent),
     });
     ev.short_names = vec!["ev".into()];
-    ev.allow_create_on_update = true;
     ev.selectable_fields = strings(&[
         "involvedObject.kind",
         "involvedObject.namespace",
@@ -223,7 +225,7 @@ pub fn builtin() -> Vec<ResourceType> {
         plural: "secrets",
         namespaced: true,
         schema: "io.k8s.api.core.v1.Secret",
-        strategy: Secret,
+        strategy: Arc::new(Secret),
     });
     secret.selectable_fields = strings(&["type"]);
     out.push(secret);
@@ -235,7 +237,7 @@ pub fn builtin() -> Vec<ResourceType> {
         plural: "serviceaccounts",
         namespaced: true,
         schema: "io.k8s.api.core.v1.ServiceAccount",
-        strategy: ServiceAccount,
+        strategy: Arc::new(ServiceAccount),
     });
     sa.short_names = vec!["sa".into()];
     out.push(sa);
@@ -284,27 +286,23 @@ pub fn builtin() -> Vec<ResourceType> {
         plural: "jobs",
         namespaced: true,
         schema: "io.k8s.api.batch.v1.Job",
-        strategy: Job,
+        strategy: Arc::new(Job),
     });
     job.categories = vec!["all".into()];
     job.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
     job.status_subresource = true;
-    job.has_generation = true;
     job.selectable_fields = strings(&["status.successful"]);
     out.push(job);
 
-    let mut lease = base(Spec {
+    out.push(base(Spec {
         group: "coordination.k8s.io",
         version: "v1",
         kind: "Lease",
         plural: "leases",
         namespaced: true,
         schema: "io.k8s.api.coordination.v1.Lease",
-        strategy: Lease,
-    });
-    lease.allow_unconditional_update = false;
-    lease.allow_create_on_update = true;
-    out.push(lease);
+        strategy: Arc::new(Lease),
+    }));
 
     let mut ev2 = base(Spec {
         group: "events.k8s.io",
@@ -313,11 +311,11 @@ pub fn builtin() -> Vec<ResourceType> {
         plural: "events",
         namespaced: true,
         schema: "io.k8s.api.events.v1.Event",
-        strategy: EventsV1Event,
+        strategy: Arc::new(EventsV1Event),
     });
     ev2.short_names = vec!["ev".into()];
     ev2.storage_resource = "/events".into();
-    ev2.allow_create_on_update = true;
+    ev2.conversion = Some(Arc::new(EventsV1Conversion));
     out.push(ev2);
 
     let mut crd = base(Spec {
@@ -327,14 +325,12 @@ pub fn builtin() -> Vec<ResourceType> {
         plural: "customresourcedefinitions",
         namespaced: false,
         schema: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
-        strategy: CustomResourceDefinition,
+        strategy: Arc::new(CustomResourceDefinition),
     });
     crd.short_names = strings(&["crd", "crds"]);
     crd.categories = strings(&["api-extensions"]);
     crd.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
     crd.status_subresource = true;
-    crd.has_generation = true;
-    crd.allow_unconditional_update = false;
     out.push(crd);
 
     for (kind, plural, namespaced) in [
@@ -349,17 +345,15 @@ pub fn builtin() -> Vec<ResourceType> {
             "RoleBinding" => "io.k8s.api.rbac.v1.RoleBinding",
             _ => "io.k8s.api.rbac.v1.Role",
         };
-        let mut r = base(Spec {
+        out.push(base(Spec {
             group: "rbac.authorization.k8s.io",
             version: "v1",
             kind,
             plural,
             namespaced,
             schema,
-            strategy: Rbac,
-        });
-        r.allow_create_on_update = true;
-        out.push(r);
+            strategy: Arc::new(Rbac),
+        }));
     }
     out
 }
@@ -446,8 +440,7 @@ impl Catalog {
         let mut seen = Vec::<String>::new();
         let mut out = Vec::new();
         for t in &self.ordered {
-            if t.namespaced && t.strategy != Strategy::Review && !seen.contains(&t.storage_resource)
-            {
+            if t.namespaced && t.is_stored() && !seen.contains(&t.storage_resource) {
                 seen.push(t.storage_resource.clone());
                 out.push(t.clone());
             }

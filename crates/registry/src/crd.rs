@@ -10,7 +10,7 @@ use kplane_schema::{CompileOptions, CompiledSchema, SchemaCache};
 use kplane_types::{validation, Cause};
 use serde_json::{json, Map, Value};
 
-use super::catalog::{ResourceType, Strategy};
+use super::catalog::ResourceType;
 use super::meta;
 
 /// The process-wide cache of compiled schemas: identical schemas in any number of logical
@@ -845,10 +845,8 @@ pub fn resource_types(crd: &Value, cache: &SchemaCache) -> Vec<ResourceType> {
             subresources,
             schema_name: definition_name(&group, &version, &kind),
             storage_resource: format!("{group}/{plural}"),
-            strategy: Strategy::Custom,
-            allow_unconditional_update: false,
-            allow_create_on_update: false,
-            has_generation: true,
+            strategy: Arc::new(super::strategies::Custom),
+            conversion: Some(Arc::new(super::strategies::CustomConversion)),
             status_subresource: has_status,
             selectable_fields: v
                 .get("selectableFields")

@@ -2,11 +2,12 @@
 //! naming another one gets (upstream's field label conversion functions), the label each
 //! stands for in the stored form (events.k8s.io `regarding.*` read core `involvedObject.*`),
 //! and the value an object has for each label (upstream's `ToSelectableFields`/`GetAttrs`).
+//! Each type's strategy picks its conversion function and value reader from here.
 
 use kplane_types::fields;
 use serde_json::Value;
 
-use super::catalog::{ResourceType, Strategy};
+use super::catalog::ResourceType;
 
 /// events.k8s.io/v1 labels and the core/v1 label they read (`pkg/apis/events/v1`).
 const EVENTS_V1_LABELS: &[(&str, &str)] = &[
@@ -28,61 +29,81 @@ const EVENTS_V1_LABELS: &[(&str, &str)] = &[
 ];
 
 /// The stored-form label `label` stands for on `rt`, or the message of the 400 a request
-/// naming it gets (the text of the conversion function upstream registers for the kind).
+/// naming it gets (the text of the conversion function upstream registers for the kind;
+/// each type's strategy says which applies).
 pub fn convert(rt: &ResourceType, label: &str) -> Result<String, String> {
-    let listed = rt.selectable_fields.iter().any(|f| f == label);
-    match rt.strategy {
-        Strategy::EventsV1Event => EVENTS_V1_LABELS
-            .iter()
-            .find(|(l, _)| *l == label)
-            .map(|(_, core)| (*core).to_string())
-            .ok_or_else(|| format!("field label not supported: {label}")),
-        // Namespace accepts `metadata.name` and `status.phase` only.
-        Strategy::Namespace if label == "metadata.name" || listed => Ok(label.to_string()),
-        Strategy::CoreEvent | Strategy::Secret
-            if label == "metadata.name" || label == "metadata.namespace" || listed =>
-        {
-            Ok(label.to_string())
-        }
-        Strategy::Namespace | Strategy::CoreEvent | Strategy::Secret => {
-            Err(format!("field label not supported: {label}"))
-        }
-        Strategy::Job if label == "metadata.name" || label == "metadata.namespace" || listed => {
-            Ok(label.to_string())
-        }
-        Strategy::Job => Err(format!("field label {label:?} not supported for Job")),
-        // apiextensions' converter: `metadata.namespace` only when namespaced.
-        Strategy::Custom
-            if label == "metadata.name" || (rt.namespaced && label == "metadata.namespace") =>
-        {
-            Ok(label.to_string())
-        }
-        Strategy::Custom if listed => Ok(label.to_string()),
-        Strategy::Custom => Err(format!("field label not supported: {label}")),
-        // Kinds without a conversion function of their own get apimachinery's default.
-        _ if label == "metadata.name" || label == "metadata.namespace" => Ok(label.to_string()),
-        _ => Err(format!(
+    rt.strategy.field_label(rt, label)
+}
+
+/// apimachinery's default conversion, for kinds without a conversion function of their own.
+pub fn default_convert(label: &str) -> Result<String, String> {
+    if label == "metadata.name" || label == "metadata.namespace" {
+        Ok(label.to_string())
+    } else {
+        Err(format!(
             "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-        )),
+        ))
     }
 }
 
-/// The value of the (converted) label `label` of a stored object of a type with `strategy`.
+/// `metadata.name`, `metadata.namespace` and the type's selectable fields (core Events,
+/// Secrets).
+pub fn meta_or_listed(rt: &ResourceType, label: &str) -> Result<String, String> {
+    if label == "metadata.name" || label == "metadata.namespace" || listed(rt, label) {
+        Ok(label.to_string())
+    } else {
+        Err(format!("field label not supported: {label}"))
+    }
+}
+
+/// batch/v1 Job's conversion function.
+pub fn job_convert(rt: &ResourceType, label: &str) -> Result<String, String> {
+    if label == "metadata.name" || label == "metadata.namespace" || listed(rt, label) {
+        Ok(label.to_string())
+    } else {
+        Err(format!("field label {label:?} not supported for Job"))
+    }
+}
+
+/// events.k8s.io/v1's labels, as the core labels they read.
+pub fn events_v1_convert(label: &str) -> Result<String, String> {
+    EVENTS_V1_LABELS
+        .iter()
+        .find(|(l, _)| *l == label)
+        .map(|(_, core)| (*core).to_string())
+        .ok_or_else(|| format!("field label not supported: {label}"))
+}
+
+fn listed(rt: &ResourceType, label: &str) -> bool {
+    rt.selectable_fields.iter().any(|f| f == label)
+}
+
+/// The value of the (converted) label `label` of a stored object: the field at that path.
 /// `metadata.namespace` of a cluster-scoped object is "".
-pub fn value(strategy: Strategy, obj: &Value, label: &str) -> Option<String> {
-    match (strategy, label) {
-        (_, "metadata.namespace") => Some(fields::object_field(obj, label).unwrap_or_default()),
-        // Events: `source` is source.component, or the reporting controller without one.
-        (Strategy::CoreEvent | Strategy::EventsV1Event, "source") => {
-            fields::object_field(obj, "source.component")
-                .filter(|s| !s.is_empty())
-                .or_else(|| fields::object_field(obj, "reportingComponent"))
-        }
-        // Job `status.successful` is the succeeded count (0 when unset).
-        (Strategy::Job, "status.successful") => {
+pub fn generic_value(obj: &Value, label: &str) -> Option<String> {
+    match label {
+        "metadata.namespace" => Some(fields::object_field(obj, label).unwrap_or_default()),
+        _ => fields::object_field(obj, label),
+    }
+}
+
+/// Events: `source` is source.component, or the reporting controller without one.
+pub fn event_value(obj: &Value, label: &str) -> Option<String> {
+    match label {
+        "source" => fields::object_field(obj, "source.component")
+            .filter(|s| !s.is_empty())
+            .or_else(|| fields::object_field(obj, "reportingComponent")),
+        _ => generic_value(obj, label),
+    }
+}
+
+/// Jobs: `status.successful` is the succeeded count (0 when unset).
+pub fn job_value(obj: &Value, label: &str) -> Option<String> {
+    match label {
+        "status.successful" => {
             Some(fields::object_field(obj, "status.succeeded").unwrap_or_else(|| "0".into()))
         }
-        _ => fields::object_field(obj, label),
+        _ => generic_value(obj, label),
     }
 }
 
@@ -137,16 +158,17 @@ mod tests {
         let both = json!({"source": {"component": "kubelet"}, "reportingComponent": "ctl"});
         let only_reporting = json!({"source": {}, "reportingComponent": "ctl"});
         let neither = json!({"metadata": {"name": "e"}});
-        let s = |o: &Value| value(Strategy::CoreEvent, o, "source");
+        let s = |o: &Value| (rt("Event", "").strategy.field_values())(o, "source");
         assert_eq!(s(&both).as_deref(), Some("kubelet"));
         assert_eq!(s(&only_reporting).as_deref(), Some("ctl"));
         assert_eq!(s(&neither), None);
         assert_eq!(
-            value(Strategy::Namespace, &neither, "metadata.namespace").as_deref(),
+            (rt("Namespace", "").strategy.field_values())(&neither, "metadata.namespace")
+                .as_deref(),
             Some("")
         );
         assert_eq!(
-            value(Strategy::Job, &neither, "status.successful").as_deref(),
+            (rt("Job", "batch").strategy.field_values())(&neither, "status.successful").as_deref(),
             Some("0")
         );
     }

@@ -351,7 +351,7 @@ impl Registry {
             .all()
             .iter()
             .filter(|rt| rt.storage_resource == r.resource)
-            .min_by_key(|rt| rt.strategy == super::Strategy::EventsV1Event)
+            .min_by_key(|rt| rt.conversion.is_some())
             .cloned();
         Ok(rt.map(|rt| Target {
             cluster: Some(r.cluster.clone()),
@@ -385,11 +385,7 @@ impl Registry {
     /// Writes `obj` back through the registry (validation, finalizer semantics).
     async fn gc_update(&self, t: &Target, obj: Value) -> ApiResult<()> {
         let name = meta::name_of(&obj).to_string();
-        let obj = if t.rt.strategy == super::Strategy::EventsV1Event {
-            super::events::to_events_v1(&obj)
-        } else {
-            obj
-        };
+        let obj = self.stored_to_api(&t.rt, obj);
         match self
             .update(t, &name, None, obj, &WriteParams::controller())
             .await

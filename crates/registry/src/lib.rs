@@ -1,11 +1,13 @@
 //! The registry: Kubernetes object semantics over the storage trait.
 //!
 //! Handlers call the registry with an already-routed target (cluster, resource type,
-//! namespace) and decoded JSON; the registry applies metadata rules, per-type strategies,
-//! preconditions and conversions, and talks to storage only through [`Storage`].
+//! namespace) and decoded JSON; the registry applies metadata rules, the type's strategy
+//! ([`TypeStrategy`]), the admission chain ([`admission::Admission`]), preconditions and
+//! conversions, and talks to storage only through [`Storage`].
 //! It knows nothing about HTTP: errors are [`ApiError`]s (a `metav1.Status`), options are
 //! [`options`]' plain structs, request bodies arrive decoded.
 
+pub mod admission;
 pub mod apply;
 mod bulk_delete;
 pub mod catalog;
@@ -37,7 +39,7 @@ mod read;
 pub mod root_ca;
 pub mod selection;
 mod stored_form;
-pub mod strategy;
+pub mod strategies;
 pub mod typed;
 pub mod warnings;
 mod watch;
@@ -56,8 +58,9 @@ use kplane_storage::{Key, Prefix, Storage};
 use kplane_types::{Status, StatusReason};
 use serde_json::Value;
 
-pub use catalog::{Catalog, ResourceType, Strategy};
+pub use catalog::{Catalog, ResourceType};
 pub use read::{CompleteList, ListPage, LIST_BATCH};
+pub use strategies::{Conversion, TypeStrategy};
 pub use watch::{WatchItem, WatchSetup, WatchType};
 pub use write::{DeleteOutcome, DeleteParams};
 
@@ -108,19 +111,13 @@ impl Target {
     }
 }
 
-/// Converts a stored value to the representation of `rt`'s API version.
+/// Converts a stored value to the representation of `rt`'s API version (per item of a
+/// LIST and per watch event: a type stored as served costs one test).
 pub(crate) fn to_api(rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
-    if rt.strategy == Strategy::Custom {
-        return custom::to_api(rt, stored);
+    match &rt.conversion {
+        None => Ok(stored),
+        Some(c) => c.to_api(rt, stored),
     }
-    if rt.strategy != Strategy::EventsV1Event {
-        return Ok(stored);
-    }
-    let v: Value = serde_json::from_slice(&stored).map_err(|e| corrupt(&e))?;
-    let out = events::to_events_v1(&v);
-    serde_json::to_vec(&out)
-        .map(Bytes::from)
-        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// Object semantics for every served type.
@@ -139,6 +136,8 @@ pub struct Registry {
     queued_work: std::sync::atomic::AtomicU64,
     /// The ownerReferences graph.
     gc: gc::Collector,
+    /// The admission chain every write passes between validation and storage.
+    admission: admission::Admission,
 }
 
 impl std::fmt::Debug for Registry {
@@ -148,13 +147,33 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// Creates the registry and the receiver of its lifecycle work queue
-    /// (run it with [`lifecycle::run_worker`]).
+    /// Creates the registry, with the recommended admission chain, and the receiver of its
+    /// lifecycle work queue (run it with [`lifecycle::run_worker`]).
     pub fn new(
         storage: Arc<dyn Storage>,
         builtin: Arc<Catalog>,
         root_ca_pem: String,
         shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> (
+        Arc<Registry>,
+        tokio::sync::mpsc::UnboundedReceiver<lifecycle::Work>,
+    ) {
+        Self::with_admission(
+            storage,
+            builtin,
+            root_ca_pem,
+            shutdown,
+            admission::Admission::recommended(),
+        )
+    }
+
+    /// [`Registry::new`] with the admission chain `admission`.
+    pub fn with_admission(
+        storage: Arc<dyn Storage>,
+        builtin: Arc<Catalog>,
+        root_ca_pem: String,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+        admission: admission::Admission,
     ) -> (
         Arc<Registry>,
         tokio::sync::mpsc::UnboundedReceiver<lifecycle::Work>,
@@ -169,6 +188,7 @@ impl Registry {
             work_queue: tx,
             queued_work: std::sync::atomic::AtomicU64::new(0),
             gc: gc::Collector::default(),
+            admission,
         };
         (Arc::new(r), rx)
     }
@@ -201,10 +221,17 @@ impl Registry {
 
     /// Converts a request object of `rt`'s API version to the stored form.
     fn to_storage(&self, rt: &ResourceType, obj: Value) -> Value {
-        match rt.strategy {
-            Strategy::EventsV1Event => events::to_core(&obj),
-            Strategy::Custom => custom::to_storage(rt, obj),
-            _ => obj,
+        match &rt.conversion {
+            None => obj,
+            Some(c) => c.to_storage(rt, obj),
+        }
+    }
+
+    /// Converts a decoded stored object to `rt`'s API version.
+    fn stored_to_api(&self, rt: &ResourceType, obj: Value) -> Value {
+        match &rt.conversion {
+            None => obj,
+            Some(c) => c.to_api_value(rt, obj),
         }
     }
 }

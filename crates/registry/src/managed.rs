@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use kplane_merge::{DefaultTypeInfo, Request, TypeInfo};
 use serde_json::Value;
 
-use super::catalog::{ResourceType, Strategy};
+use super::catalog::ResourceType;
 use super::meta;
 use crate::options::WriteParams;
 
@@ -42,20 +42,6 @@ pub fn type_info(rt: &ResourceType) -> Arc<dyn TypeInfo> {
         .unwrap_or_else(|| Arc::new(DefaultTypeInfo))
 }
 
-/// Top-level fields a write through `sub` does not own (upstream `GetResetFields` /
-/// `ResetFieldsFor` of each strategy). What the object keeps is the strategy's business
-/// (`strategy::prepare_*`); these only keep the fields out of the writer's managedFields.
-pub fn reset_fields(rt: &ResourceType, sub: Option<&str>) -> &'static [&'static str] {
-    match (sub, rt.strategy) {
-        (Some("status"), Strategy::CustomResourceDefinition) => &["metadata", "spec"],
-        (Some("status"), _) => &["spec"],
-        (Some("finalize"), _) => &["status"],
-        (Some(_), _) => &[],
-        (None, _) if rt.status_subresource => &["status"],
-        (None, _) => &[],
-    }
-}
-
 /// Records the write of `new` over `old` (`None` for a create) in `new`'s managedFields.
 /// `sub` is the subresource the request went through.
 pub fn record_update(
@@ -65,7 +51,7 @@ pub fn record_update(
     sub: Option<&str>,
     w: &WriteParams,
 ) {
-    if w.skip_managed_fields || rt.strategy == Strategy::Review {
+    if w.skip_managed_fields || !rt.is_stored() {
         return;
     }
     let sub = w.managed_subresource.or(sub);
@@ -81,7 +67,7 @@ pub fn record_update(
         reset_fields: if w.managed_subresource.is_some() {
             &[]
         } else {
-            reset_fields(rt, sub)
+            rt.strategy.reset_fields(rt, sub)
         },
     };
     // The merge puts `old`'s reset fields back into `new`; on an update the strategy has

@@ -301,7 +301,7 @@ pub fn invalid_if_any(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiR
 
 /// Sets the server-owned fields of a new object.
 pub fn prepare_create(obj: &mut Value, rt: &ResourceType) -> ApiResult<()> {
-    let has_generation = rt.has_generation;
+    let has_generation = rt.strategy.has_generation();
     let meta = meta_mut(obj)?;
     for f in [
         "uid",
@@ -376,7 +376,7 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiRes
     }
     meta.remove("selfLink");
     strip_empty_meta(meta);
-    if rt.has_generation && spec_changed(new, old, rt.status_subresource) {
+    if rt.strategy.has_generation() && spec_changed(new, old, rt.status_subresource) {
         let g = old_meta
             .get("generation")
             .and_then(Value::as_i64)

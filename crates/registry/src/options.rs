@@ -112,6 +112,8 @@ pub struct WriteParams {
     /// The subresource recorded in `Update` entries when the write reaches the object
     /// through another path (`scale`).
     pub managed_subresource: Option<&'static str>,
+    /// The requester, for admission (`None` for the server's own writes).
+    pub user: Option<crate::admission::UserInfo>,
 }
 
 /// `fieldValidation`.

@@ -5,8 +5,9 @@ use kplane_types::fields::{self, FieldSelector};
 use kplane_types::labels::LabelSelector;
 use serde_json::Value;
 
-use super::catalog::{ResourceType, Strategy};
+use super::catalog::ResourceType;
 use super::field_labels;
+use super::strategies::FieldValues;
 use crate::error::{ApiError, ApiResult};
 
 /// A compiled selection. Matches everything when both selectors are absent.
@@ -14,8 +15,8 @@ use crate::error::{ApiError, ApiResult};
 pub struct Selection {
     labels: Option<LabelSelector>,
     fields: Option<FieldSelector>,
-    /// Whose field values the field selector reads (`None`: generic paths only).
-    strategy: Option<Strategy>,
+    /// How the type's objects answer field selector labels (`None`: generic paths only).
+    values: Option<FieldValues>,
 }
 
 impl Selection {
@@ -42,13 +43,13 @@ impl Selection {
         Ok(Selection {
             labels,
             fields,
-            strategy: Some(rt.strategy),
+            values: Some(rt.strategy.field_values()),
         })
     }
 
     fn field_value(&self, obj: &Value, label: &str) -> Option<String> {
-        match self.strategy {
-            Some(st) => field_labels::value(st, obj, label),
+        match self.values {
+            Some(values) => values(obj, label),
             None => fields::object_field(obj, label),
         }
     }

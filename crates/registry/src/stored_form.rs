@@ -5,29 +5,53 @@
 //! always written even when tagged `omitempty` (`source: {}`, `spec: {}`, and a zero
 //! `metav1.Time` as `null`). This module gives each built-in kind that form, field by field
 //! as its v1 type declares it, so that what clients read back (and what server-side apply
-//! compares) is what Kubernetes would return. CRDs have their own (`crd_form`); custom
-//! resources are stored as sent.
+//! compares) is what Kubernetes would return; each kind's strategy calls its function
+//! (`TypeStrategy::canonicalize`). CRDs have their own (`crd_form`); custom resources are
+//! stored as sent.
 
 use super::json_map::is_zero;
 use serde_json::{Map, Value};
 
-use super::catalog::{ResourceType, Strategy};
-
-/// Brings `obj` (in its stored form) to the form its v1 type encodes.
-pub fn canonicalize(obj: &mut Value, rt: &ResourceType) {
-    let Some(o) = obj.as_object_mut() else { return };
-    match rt.strategy {
-        Strategy::ConfigMap => drop_zero(o, &["data", "binaryData"]),
-        Strategy::Secret => drop_zero(o, &["data", "type"]),
-        Strategy::ServiceAccount => drop_zero(o, &["secrets", "imagePullSecrets"]),
-        Strategy::CoreEvent | Strategy::EventsV1Event => core_event(o),
-        Strategy::Lease => {
-            always(o, "spec", Value::Object(Map::new()));
-        }
-        Strategy::Rbac => rbac(o, &rt.kind),
-        Strategy::Job => job(o),
-        _ => {}
+/// Calls `f` on `obj`'s map (nothing for a non-object).
+fn on_object(obj: &mut Value, f: impl FnOnce(&mut Map<String, Value>)) {
+    if let Some(o) = obj.as_object_mut() {
+        f(o);
     }
+}
+
+/// core/v1 ConfigMap.
+pub fn config_map(obj: &mut Value) {
+    on_object(obj, |o| drop_zero(o, &["data", "binaryData"]));
+}
+
+/// core/v1 Secret.
+pub fn secret(obj: &mut Value) {
+    on_object(obj, |o| drop_zero(o, &["data", "type"]));
+}
+
+/// core/v1 ServiceAccount.
+pub fn service_account(obj: &mut Value) {
+    on_object(obj, |o| drop_zero(o, &["secrets", "imagePullSecrets"]));
+}
+
+/// coordination.k8s.io/v1 Lease.
+pub fn lease(obj: &mut Value) {
+    on_object(obj, |o| always(o, "spec", Value::Object(Map::new())));
+}
+
+/// core/v1 Event (the stored form of both Event APIs).
+pub fn core_event(obj: &mut Value) {
+    on_object(obj, core_event_fields);
+}
+
+/// rbac.authorization.k8s.io/v1 objects of `kind`.
+pub fn rbac(obj: &mut Value, kind: &str) {
+    on_object(obj, |o| rbac_fields(o, kind));
+}
+
+/// batch/v1 Job.
+pub fn job(obj: &mut Value) {
+    on_object(obj, job_fields);
 }
 
 /// Drops the `omitempty` fields that hold their zero value.
@@ -61,8 +85,7 @@ fn always(o: &mut Map<String, Value>, field: &str, zero: Value) {
     }
 }
 
-/// core/v1 Event (the stored form of both Event APIs).
-fn core_event(o: &mut Map<String, Value>) {
+fn core_event_fields(o: &mut Map<String, Value>) {
     drop_zero(o, &["reason", "message", "count", "type", "action"]);
     drop_null(o, &["series", "related"]);
     always(o, "involvedObject", Value::Object(Map::new()));
@@ -80,7 +103,7 @@ fn core_event(o: &mut Map<String, Value>) {
 
 /// rbac.authorization.k8s.io/v1: `rules` is always written; a subject's `apiGroup` and
 /// `namespace` are omitted when empty (a ServiceAccount's `apiGroup` defaults to "").
-fn rbac(o: &mut Map<String, Value>, kind: &str) {
+fn rbac_fields(o: &mut Map<String, Value>, kind: &str) {
     match kind {
         "Role" | "ClusterRole" => {
             always(o, "rules", Value::Null);
@@ -109,7 +132,7 @@ fn rbac(o: &mut Map<String, Value>, kind: &str) {
 /// batch/v1 Job: `status` and the pod template's `metadata` are structs, always written
 /// (a template without a creation time shows `creationTimestamp: null`); the status
 /// counters are `omitempty`.
-fn job(o: &mut Map<String, Value>) {
+fn job_fields(o: &mut Map<String, Value>) {
     always(o, "spec", Value::Object(Map::new()));
     always(o, "status", Value::Object(Map::new()));
     if let Some(Value::Object(status)) = o.get_mut("status") {
@@ -149,20 +172,20 @@ fn job(o: &mut Map<String, Value>) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use serde_json::json;
+    use super::super::catalog::{self, ResourceType};
+    use serde_json::{json, Value};
 
-    fn rt(strategy: Strategy, kind: &str) -> ResourceType {
-        let mut rt = super::super::catalog::builtin()
+    fn rt(group: &str, kind: &str) -> ResourceType {
+        catalog::builtin()
             .into_iter()
-            .find(|r| r.strategy == strategy)
-            .unwrap();
-        rt.kind = kind.to_string();
-        rt
+            .find(|r| r.group == group && r.kind == kind)
+            .unwrap()
     }
 
-    fn canonical(strategy: Strategy, kind: &str, mut obj: Value) -> Value {
-        canonicalize(&mut obj, &rt(strategy, kind));
+    /// `obj` canonicalized by the strategy of the built-in `group`/`kind`.
+    fn canonical(group: &str, kind: &str, mut obj: Value) -> Value {
+        let rt = rt(group, kind);
+        rt.strategy.canonicalize(&rt, &mut obj);
         obj
     }
 
@@ -170,7 +193,7 @@ mod tests {
     fn empty_maps_and_lists_of_omitempty_fields_go() {
         assert_eq!(
             canonical(
-                Strategy::ConfigMap,
+                "",
                 "ConfigMap",
                 json!({"data": {}, "binaryData": {}, "immutable": false})
             ),
@@ -178,7 +201,7 @@ mod tests {
         );
         assert_eq!(
             canonical(
-                Strategy::ServiceAccount,
+                "",
                 "ServiceAccount",
                 json!({"secrets": [], "imagePullSecrets": [], "automountServiceAccountToken": false})
             ),
@@ -188,28 +211,25 @@ mod tests {
 
     #[test]
     fn core_events_always_carry_their_struct_and_non_omitempty_fields() {
-        let e = canonical(
-            Strategy::CoreEvent,
-            "Event",
-            json!({"involvedObject": {"kind": "Pod"}, "reason": "R", "count": 0, "type": "", "series": null}),
-        );
-        assert_eq!(
-            e,
-            json!({"involvedObject": {"kind": "Pod"}, "reason": "R", "source": {},
-                "firstTimestamp": null, "lastTimestamp": null, "eventTime": null,
-                "reportingComponent": "", "reportingInstance": ""})
-        );
+        let obj = json!({"involvedObject": {"kind": "Pod"}, "reason": "R", "count": 0, "type": "", "series": null});
+        let want = json!({"involvedObject": {"kind": "Pod"}, "reason": "R", "source": {},
+            "firstTimestamp": null, "lastTimestamp": null, "eventTime": null,
+            "reportingComponent": "", "reportingInstance": ""});
+        assert_eq!(canonical("", "Event", obj.clone()), want);
+        // events.k8s.io Events are stored in the core form too.
+        assert_eq!(canonical("events.k8s.io", "Event", obj), want);
     }
 
     #[test]
     fn rbac_rules_are_always_written_and_subject_api_groups_omitted_when_empty() {
+        let rbac = "rbac.authorization.k8s.io";
         assert_eq!(
-            canonical(Strategy::Rbac, "Role", json!({"metadata": {}})),
+            canonical(rbac, "Role", json!({"metadata": {}})),
             json!({"metadata": {}, "rules": null})
         );
         assert_eq!(
             canonical(
-                Strategy::Rbac,
+                rbac,
                 "RoleBinding",
                 json!({"subjects": [{"kind": "ServiceAccount", "apiGroup": "", "name": "a", "namespace": "n"}]})
             ),
@@ -221,11 +241,21 @@ mod tests {
     fn jobs_show_an_empty_status_and_a_null_template_creation_time() {
         assert_eq!(
             canonical(
-                Strategy::Job,
+                "batch",
                 "Job",
                 json!({"spec": {"template": {"spec": {}}}, "status": {"active": 0, "ready": null}})
             ),
             json!({"spec": {"template": {"metadata": {"creationTimestamp": null}, "spec": {}}}, "status": {}})
         );
+    }
+
+    #[test]
+    fn leases_always_carry_a_spec_and_namespaces_are_left_as_they_are() {
+        assert_eq!(
+            canonical("coordination.k8s.io", "Lease", json!({"spec": null})),
+            json!({"spec": {}})
+        );
+        let ns = json!({"spec": {}, "status": {}});
+        assert_eq!(canonical("", "Namespace", ns.clone()), ns);
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 use serde_json::{json, Value};
 
+use crate::admission::Admission;
 use crate::catalog::{builtin, Catalog};
 use crate::options::WriteParams;
 use crate::{Registry, Target};
@@ -24,11 +25,21 @@ pub async fn fixture() -> Fixture {
 }
 
 pub async fn fixture_with(opts: SledStorageOptions) -> Fixture {
+    build(opts, Admission::recommended()).await
+}
+
+/// A fixture whose registry has the admission chain `admission`.
+pub async fn fixture_with_admission(admission: Admission) -> Fixture {
+    build(SledStorageOptions::default(), admission).await
+}
+
+async fn build(opts: SledStorageOptions, admission: Admission) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let storage: Arc<dyn Storage> = SledStorage::open(dir.path().join("db"), opts).unwrap();
     let catalog = Arc::new(Catalog::new(builtin()));
     let (tx, shutdown) = tokio::sync::watch::channel(false);
-    let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
+    let (reg, _queue) =
+        Registry::with_admission(storage, catalog, String::new(), shutdown, admission);
     reg.ensure_cluster("root").await.unwrap();
     Fixture {
         _dir: dir,

@@ -7,12 +7,11 @@ use kplane_storage::{Encoder, KeyValue, Precondition, Revision};
 use kplane_types::{Cause, CauseType, Status, StatusReason};
 use serde_json::{json, Value};
 
-use super::catalog::Strategy;
+use super::admission::{Attributes, Operation};
 use super::meta;
 use super::patch::{self, PatchType};
-use super::strategy;
 use super::typed;
-use super::{corrupt, storage_error, Registry, Target};
+use super::{corrupt, storage_error, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::options::{ListParams, WriteParams};
 
@@ -28,6 +27,8 @@ pub struct DeleteParams {
     pub precondition_rv: Option<String>,
     pub propagation_policy: Option<String>,
     pub grace_period_seconds: Option<i64>,
+    /// The requester, for admission (`None` for the server's own deletes).
+    pub user: Option<crate::admission::UserInfo>,
 }
 
 /// What a delete did.
@@ -59,7 +60,7 @@ impl Registry {
     /// Creates an object. `obj` is in the target's API version.
     pub async fn create(&self, t: &Target, mut obj: Value, w: &WriteParams) -> ApiResult<Bytes> {
         let rt = t.rt.clone();
-        if rt.strategy == Strategy::Review {
+        if !rt.is_stored() {
             return Err(ApiError::internal("reviews are not stored"));
         }
         meta::check_type(&mut obj, &rt)?;
@@ -74,17 +75,21 @@ impl Registry {
         let cluster = t.cluster()?.to_string();
         self.ensure_cluster(&cluster).await?;
         let _crd_guard = self.crd_write_guard(&rt).await;
-        if rt.namespaced {
-            self.check_namespace_open(
-                &cluster,
-                t.namespace.as_deref().unwrap_or(""),
-                &rt,
-                &explicit_name,
-            )
-            .await?;
-        }
-        strategy::default(&mut obj, &rt);
+        default_and_canonicalize(&rt, &mut obj);
         super::managed::record_update(&rt, None, &mut obj, None, w);
+        let namespace = namespace_of(t);
+        let attrs = Attributes {
+            operation: Operation::Create,
+            resource: &rt,
+            subresource: None,
+            cluster: &cluster,
+            namespace,
+            name: &explicit_name,
+            old: None,
+            user: w.user.as_ref(),
+            dry_run: w.dry_run,
+        };
+        self.admission.admit(self, &attrs, Some(&mut obj)).await?;
         let attempts = if explicit_name.is_empty() && !generate.is_empty() {
             8
         } else {
@@ -97,14 +102,25 @@ impl Registry {
                 meta::meta_mut(&mut candidate)?.insert("name".into(), json!(name));
             }
             meta::prepare_create(&mut candidate, &rt)?;
-            strategy::prepare_create(&mut candidate, &rt);
-            self.controller_status(&rt, &cluster, &mut candidate)
+            rt.strategy.prepare_for_create(&rt, &mut candidate);
+            rt.strategy
+                .controller_status(self, &cluster, &mut candidate)
                 .await?;
             let name = meta::name_of(&candidate).to_string();
-            meta::invalid_if_any(&rt, &name, strategy::validate(&candidate, None, &rt))?;
-            for warning in strategy::warnings(&candidate, None, &rt) {
+            meta::invalid_if_any(&rt, &name, validate(&rt, &candidate, None))?;
+            for warning in rt.strategy.warnings(&rt, &candidate, None) {
                 w.warnings.push(warning);
             }
+            self.admission
+                .validate(
+                    self,
+                    &Attributes {
+                        name: &name,
+                        ..attrs
+                    },
+                    Some(&candidate),
+                )
+                .await?;
             if w.dry_run {
                 return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
             }
@@ -115,10 +131,7 @@ impl Registry {
                 .await
             {
                 Ok(kv) => {
-                    if rt.strategy == Strategy::Namespace {
-                        self.bootstrap_namespace(&cluster, &name).await;
-                    }
-                    self.after_write(&rt, &cluster, &name, false).await?;
+                    rt.strategy.after_create(self, &cluster, &name).await?;
                     return super::to_api(&rt, kv.value);
                 }
                 Err(kplane_storage::Error::AlreadyExists) if attempt + 1 < attempts => continue,
@@ -163,15 +176,13 @@ impl Registry {
         }
         let body_rv = meta::body_resource_version(&obj)?;
         let Some(current) = self.get_stored(t, name).await? else {
-            if rt.allow_create_on_update && sub.is_none() {
+            if rt.strategy.allow_create_on_update() && sub.is_none() {
                 if body_rv.is_some() {
                     return Err(ApiError::from(Status::not_found(
                         &rt.group, &rt.plural, name,
                     )));
                 }
-                let created = self
-                    .create(t, self.storage_to_api_form(&rt, obj), w)
-                    .await?;
+                let created = self.create(t, self.stored_to_api(&rt, obj), w).await?;
                 return Ok((created, true));
             }
             return Err(ApiError::from(Status::not_found(
@@ -182,7 +193,7 @@ impl Registry {
             Some(rv) if rv != current.mod_revision => {
                 return Err(ApiError::from(Status::stale(&rt.group, &rt.plural, name)))
             }
-            None if !rt.allow_unconditional_update => {
+            None if !rt.strategy.allow_unconditional_update() => {
                 return Err(ApiError::from(Status::invalid(
                     &rt.group,
                     &rt.kind,
@@ -202,73 +213,14 @@ impl Registry {
         Ok((out, false))
     }
 
-    fn storage_to_api_form(&self, rt: &super::ResourceType, mut obj: Value) -> Value {
-        match rt.strategy {
-            Strategy::EventsV1Event => super::events::to_events_v1(&obj),
-            Strategy::Custom => {
-                obj["apiVersion"] = json!(rt.api_version());
-                obj
-            }
-            _ => obj,
-        }
-    }
-
-    /// CRD writes are serialised so that name-conflict checks see each other.
-    async fn crd_write_guard(
-        &self,
-        rt: &super::ResourceType,
-    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        if rt.strategy == Strategy::CustomResourceDefinition {
+    /// Writes of a type whose strategy asks for it (CRDs) are serialised, so that
+    /// name-conflict checks see each other.
+    async fn crd_write_guard(&self, rt: &ResourceType) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        if rt.strategy.serialize_writes() {
             Some(self.catalogs.crd_write.lock().await)
         } else {
             None
         }
-    }
-
-    /// The status controllers would write, computed in the same write (CRDs).
-    async fn controller_status(
-        &self,
-        rt: &super::ResourceType,
-        cluster: &str,
-        obj: &mut Value,
-    ) -> ApiResult<()> {
-        if rt.strategy == Strategy::CustomResourceDefinition {
-            let others = self.cluster_crds(cluster).await?;
-            obj["status"] = super::crd::compute_status(obj, &others);
-        }
-        Ok(())
-    }
-
-    /// What follows a committed write: catalog refresh after CRD changes, lifecycle work
-    /// for objects being deleted.
-    async fn after_write(
-        &self,
-        rt: &super::ResourceType,
-        cluster: &str,
-        name: &str,
-        deleting: bool,
-    ) -> ApiResult<()> {
-        use super::lifecycle::Work;
-        match rt.strategy {
-            Strategy::CustomResourceDefinition => {
-                self.refresh_catalog(cluster).await?;
-                self.gc_kinds_changed(cluster);
-                if deleting {
-                    self.enqueue(Work::CrdCleanup {
-                        cluster: cluster.into(),
-                        name: name.into(),
-                    });
-                }
-            }
-            Strategy::Namespace if deleting => {
-                self.enqueue(Work::Namespace {
-                    cluster: cluster.into(),
-                    name: name.into(),
-                });
-            }
-            _ => {}
-        }
-        Ok(())
     }
 
     /// Applies the update rules against `current` and commits with a CAS on its revision.
@@ -292,6 +244,20 @@ impl Registry {
             Some(v) => v,
             None => decode(current)?,
         };
+        let attrs = Attributes {
+            operation: Operation::Update,
+            resource: rt,
+            // A scale write reaches the object through the main endpoint.
+            subresource: sub.or(w.managed_subresource),
+            cluster: &cluster,
+            namespace: namespace_of(t),
+            name,
+            old: Some(&old),
+            user: w.user.as_ref(),
+            dry_run: w.dry_run,
+        };
+        let mut obj = obj;
+        self.admission.admit(self, &attrs, Some(&mut obj)).await?;
         // A server-side apply through a subresource computed the managedFields (its own
         // Apply entry among them): they replace the old object's.
         let applied_managed = match sub {
@@ -301,23 +267,26 @@ impl Registry {
         let mut new = match sub {
             None => {
                 let mut n = obj;
-                strategy::default(&mut n, rt);
-                strategy::prepare_update(&mut n, &old, rt);
+                default_and_canonicalize(rt, &mut n);
+                rt.strategy.prepare_for_update(rt, &mut n, &old);
                 n
             }
-            Some("status") => strategy::prepare_status_update(obj, &old, rt),
-            Some("finalize") => strategy::prepare_finalize_update(obj, &old),
-            Some(other) => return Err(ApiError::not_found_sub(other)),
+            Some(sub) => {
+                let mut n = rt
+                    .strategy
+                    .prepare_for_subresource_update(rt, sub, obj, &old)?;
+                rt.strategy.canonicalize(rt, &mut n);
+                n
+            }
         };
-        if sub.is_some() {
-            super::stored_form::canonicalize(&mut new, rt);
-        }
         if let (Some(mf), Ok(m)) = (applied_managed, meta::meta_mut(&mut new)) {
             m.insert("managedFields".into(), mf);
         }
         meta::prepare_update(&mut new, &old, rt)?;
         super::managed::record_update(rt, Some(&old), &mut new, sub, w);
-        self.controller_status(rt, &cluster, &mut new).await?;
+        rt.strategy
+            .controller_status(self, &cluster, &mut new)
+            .await?;
         if meta::is_deleting(&old) {
             let added: Vec<String> = meta::finalizers(&new)
                 .into_iter()
@@ -335,16 +304,17 @@ impl Registry {
                 )));
             }
         }
-        let mut causes = strategy::validate(&new, Some(&old), rt);
+        let mut causes = validate(rt, &new, Some(&old));
         if sub == Some("status") {
-            causes.extend(strategy::validate_status_update(&new, rt));
+            causes.extend(rt.strategy.validate_status_update(rt, &new));
         }
         meta::invalid_if_any(rt, name, causes)?;
         if sub.is_none() {
-            for warning in strategy::warnings(&new, Some(&old), rt) {
+            for warning in rt.strategy.warnings(rt, &new, Some(&old)) {
                 w.warnings.push(warning);
             }
         }
+        self.admission.validate(self, &attrs, Some(&new)).await?;
         // Nothing changed: no new revision (as Kubernetes does).
         if equal_but_rv(&new, &old) {
             return super::to_api(rt, current.value.clone());
@@ -362,7 +332,7 @@ impl Registry {
         // The last finalizer of a deleting object removed: the object goes.
         let gone = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
-            && !(rt.strategy == Strategy::Namespace && namespace_has_spec_finalizers(&new));
+            && !rt.strategy.holds_deletion(&new);
         let deleting = meta::is_deleting(&new);
         let kv = if gone {
             self.storage.delete(key, pre, encoder(new)).await
@@ -371,11 +341,11 @@ impl Registry {
         }
         .map_err(|e| storage_error(e, rt, name))?;
         if gone {
-            if rt.strategy == Strategy::CustomResourceDefinition {
-                self.recheck_crd_names(&cluster).await?;
-            }
+            rt.strategy.after_delete(self, &cluster, name).await?;
         } else {
-            self.after_write(rt, &cluster, name, deleting).await?;
+            rt.strategy
+                .after_update(self, &cluster, name, deleting)
+                .await?;
         }
         super::to_api(rt, kv.value)
     }
@@ -452,14 +422,6 @@ impl Registry {
         d: &DeleteParams,
     ) -> ApiResult<DeleteOutcome> {
         let rt = t.rt.clone();
-        if rt.strategy == Strategy::Namespace
-            && ["default", "kube-system", "kube-public"].contains(&name)
-        {
-            return Err(ApiError::from(Status::new(
-                StatusReason::Forbidden,
-                format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
-            )));
-        }
         let _crd_guard = self.crd_write_guard(&rt).await;
         let cluster = t.cluster()?.to_string();
         for _ in 0..PATCH_RETRIES {
@@ -470,18 +432,30 @@ impl Registry {
             };
             let obj = decode(&current)?;
             check_delete_preconditions(&rt, name, &obj, current.mod_revision, d)?;
+            let attrs = Attributes {
+                operation: Operation::Delete,
+                resource: &rt,
+                subresource: None,
+                cluster: &cluster,
+                namespace: namespace_of(t),
+                name,
+                old: Some(&obj),
+                user: d.user.as_ref(),
+                dry_run: d.dry_run,
+            };
+            self.admission.admit_delete(self, &attrs).await?;
             let key = t.key(name)?;
             let pre = Precondition::ModRevision(current.mod_revision);
             // Orphan and Foreground deletion go through the garbage collector's finalizers.
-            let gc_finalizer = match (d.propagation_policy.as_deref(), rt.strategy) {
-                (_, Strategy::Namespace | Strategy::CustomResourceDefinition) => None,
-                (Some("Orphan"), _) => Some(super::gc::ORPHAN_FINALIZER),
-                (Some("Foreground"), _) => Some(super::gc::FOREGROUND_FINALIZER),
+            let gc_finalizer = match d.propagation_policy.as_deref() {
+                _ if !rt.strategy.delete_propagates() => None,
+                Some("Orphan") => Some(super::gc::ORPHAN_FINALIZER),
+                Some("Foreground") => Some(super::gc::FOREGROUND_FINALIZER),
                 _ => None,
             };
             let needs_mark = !meta::finalizers(&obj).is_empty()
                 || gc_finalizer.is_some()
-                || (rt.strategy == Strategy::Namespace && namespace_has_spec_finalizers(&obj));
+                || rt.strategy.holds_deletion(&obj);
             if needs_mark {
                 if meta::is_deleting(&obj) {
                     return Ok(DeleteOutcome::Marked(super::to_api(&rt, current.value)?));
@@ -498,16 +472,16 @@ impl Registry {
                 }
                 m.insert("deletionTimestamp".into(), json!(meta::now_time()));
                 m.insert("deletionGracePeriodSeconds".into(), json!(0));
-                if rt.strategy == Strategy::Namespace {
-                    marked["status"]["phase"] = json!("Terminating");
-                }
-                self.controller_status(&rt, &cluster, &mut marked).await?;
+                rt.strategy.prepare_for_delete(&rt, &mut marked);
+                rt.strategy
+                    .controller_status(self, &cluster, &mut marked)
+                    .await?;
                 if d.dry_run {
                     return Ok(DeleteOutcome::Marked(to_bytes(&marked)?));
                 }
                 match self.storage.put(key, pre, encoder(marked)).await {
                     Ok(kv) => {
-                        self.after_write(&rt, &cluster, name, true).await?;
+                        rt.strategy.after_update(self, &cluster, name, true).await?;
                         return Ok(DeleteOutcome::Marked(super::to_api(&rt, kv.value)?));
                     }
                     Err(kplane_storage::Error::Conflict { .. }) => continue,
@@ -519,9 +493,7 @@ impl Registry {
             }
             match self.storage.delete(key, pre, encoder(obj)).await {
                 Ok(kv) => {
-                    if rt.strategy == Strategy::CustomResourceDefinition {
-                        self.recheck_crd_names(&cluster).await?;
-                    }
+                    rt.strategy.after_delete(self, &cluster, name).await?;
                     return Ok(DeleteOutcome::Deleted(decode(&kv)?));
                 }
                 Err(kplane_storage::Error::Conflict { .. }) => continue,
@@ -605,53 +577,28 @@ impl Registry {
             Err(e) => Err(e),
         }
     }
+}
 
-    /// Refuses writes into a namespace that does not exist or is terminating.
-    async fn check_namespace_open(
-        &self,
-        cluster: &str,
-        ns: &str,
-        rt: &super::ResourceType,
-        name: &str,
-    ) -> ApiResult<()> {
-        let nst = Target {
-            cluster: Some(cluster.to_string()),
-            rt: self.namespace_type()?,
-            namespace: None,
-        };
-        let Some(kv) = self.get_stored(&nst, ns).await? else {
-            return Err(ApiError::from(Status::not_found("", "namespaces", ns)));
-        };
-        let obj = decode(&kv)?;
-        if meta::is_deleting(&obj) {
-            let mut s = Status::new(
-                StatusReason::Forbidden,
-                format!(
-                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                    rt.plural
-                ),
-            );
-            s.details = Some(kplane_types::status::Details {
-                name: name.into(),
-                group: rt.group.clone(),
-                kind: rt.plural.clone(),
-                causes: vec![Cause::new(
-                    CauseType::NamespaceTerminating,
-                    "metadata.namespace",
-                    format!("namespace {ns} is being terminated"),
-                )],
-                ..Default::default()
-            });
-            return Err(ApiError::from(s));
-        }
-        Ok(())
+/// The namespace a write goes to ("" for a cluster-scoped resource).
+fn namespace_of(t: &Target) -> &str {
+    match &t.namespace {
+        Some(ns) if t.rt.namespaced => ns,
+        _ => "",
     }
 }
 
-fn namespace_has_spec_finalizers(obj: &Value) -> bool {
-    obj.pointer("/spec/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
+/// The type's defaulting, then its stored form (on create and on a main-endpoint update).
+fn default_and_canonicalize(rt: &ResourceType, obj: &mut Value) {
+    rt.strategy.default(rt, obj);
+    rt.strategy.canonicalize(rt, obj);
+}
+
+/// Validation on create (`old` None) and update: the generic ObjectMeta rules with the
+/// type's name rule, then the type's own.
+fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = meta::validate_object_meta(obj, rt.strategy.name_rule());
+    causes.extend(rt.strategy.validate(rt, obj, old));
+    causes
 }
 
 pub(super) fn check_delete_preconditions(

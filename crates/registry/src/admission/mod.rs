@@ -1,0 +1,225 @@
+//! The admission chain, as kube-apiserver's: after a write request is decoded and before
+//! it is stored, mutating plugins may change the object and validating plugins may refuse
+//! it. The order within a write follows upstream's handlers and `registry.Store`:
+//!
+//! 1. defaulting and the writer's managedFields entry,
+//! 2. **mutating admission** (`MutatingAdmission::admit`, in chain order),
+//! 3. the type's strategy (`PrepareForCreate`/`PrepareForUpdate`), generic metadata rules
+//!    and validation, so that whatever a mutating plugin did is validated,
+//! 4. **validating admission** (`ValidatingAdmission::validate`, in chain order) on the
+//!    object exactly as it would be stored,
+//! 5. dry-run returns here; otherwise storage.
+//!
+//! A delete (and each object of a deletecollection) runs both phases on the stored object
+//! after its preconditions are checked, before it is marked or removed. Create, update,
+//! patch and server-side apply all reach storage through the same create and update steps,
+//! so they all pass the chain; a retried write (a generated name taken, a conflict) passes
+//! it again. Dry-run requests run the chain (plugins see `Attributes::dry_run`) and store
+//! nothing.
+//!
+//! The chain is part of the [`Registry`] (`Registry::with_admission`, chosen by the server
+//! builder); [`Admission::recommended`] is the default: the plugins whose checks the write
+//! path has always made ([`NamespaceLifecycle`]).
+
+mod namespace_lifecycle;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Arc;
+
+use kplane_types::{Status, StatusReason};
+use serde_json::Value;
+
+use super::catalog::ResourceType;
+use super::Registry;
+use crate::error::{ApiError, ApiResult};
+
+pub use namespace_lifecycle::NamespaceLifecycle;
+
+/// The operation being admitted (`admission.Operation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+impl Operation {
+    /// The name upstream gives it (`CREATE`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// Who is making a request, as authenticated (`user.Info`).
+pub use kplane_types::UserInfo;
+
+/// What a plugin is asked to admit (`admission.Attributes`). The object itself is passed
+/// next to it: mutable to mutating plugins, read-only to validating ones, absent on delete.
+#[derive(Clone, Copy, Debug)]
+pub struct Attributes<'a> {
+    pub operation: Operation,
+    /// The resource the request went through (group, version, plural, kind, scope).
+    pub resource: &'a ResourceType,
+    pub subresource: Option<&'a str>,
+    /// The logical cluster.
+    pub cluster: &'a str,
+    /// The namespace ("" for a cluster-scoped resource).
+    pub namespace: &'a str,
+    /// The object's name ("" on a create that generates it).
+    pub name: &'a str,
+    /// The stored object, on update and delete (in its stored form).
+    pub old: Option<&'a Value>,
+    /// The requester, when the write came from a request (controllers' writes have none).
+    pub user: Option<&'a UserInfo>,
+    pub dry_run: bool,
+}
+
+/// A plugin of the mutating phase (`admission.MutationInterface`).
+#[async_trait::async_trait]
+pub trait MutatingAdmission: Send + Sync + fmt::Debug {
+    /// The plugin's name (for logs and messages).
+    fn name(&self) -> &'static str;
+
+    /// Whether the plugin takes part in `op` (`admission.Handler.Handles`).
+    fn handles(&self, op: Operation) -> bool;
+
+    /// Admits `obj` (in its stored form; `None` on delete), changing it if the plugin's
+    /// policy says so, or refuses the request. `reg` reads cluster state.
+    async fn admit(
+        &self,
+        reg: &Registry,
+        a: &Attributes<'_>,
+        obj: Option<&mut Value>,
+    ) -> ApiResult<()>;
+}
+
+/// A plugin of the validating phase (`admission.ValidationInterface`).
+#[async_trait::async_trait]
+pub trait ValidatingAdmission: Send + Sync + fmt::Debug {
+    /// The plugin's name (for logs and messages).
+    fn name(&self) -> &'static str;
+
+    /// Whether the plugin takes part in `op`.
+    fn handles(&self, op: Operation) -> bool;
+
+    /// Accepts `obj` as it would be stored (`None` on delete) or refuses the request.
+    async fn validate(
+        &self,
+        reg: &Registry,
+        a: &Attributes<'_>,
+        obj: Option<&Value>,
+    ) -> ApiResult<()>;
+}
+
+/// The admission chain: mutating plugins, then validating plugins, each in order.
+#[derive(Clone, Debug, Default)]
+pub struct Admission {
+    mutating: Vec<Arc<dyn MutatingAdmission>>,
+    validating: Vec<Arc<dyn ValidatingAdmission>>,
+}
+
+impl Admission {
+    /// A chain without plugins: every write is admitted as it is.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The default chain: [`NamespaceLifecycle`].
+    pub fn recommended() -> Self {
+        Self::none().with_mutating(Arc::new(NamespaceLifecycle))
+    }
+
+    /// Appends a mutating plugin.
+    pub fn with_mutating(mut self, plugin: Arc<dyn MutatingAdmission>) -> Self {
+        self.mutating.push(plugin);
+        self
+    }
+
+    /// Appends a validating plugin.
+    pub fn with_validating(mut self, plugin: Arc<dyn ValidatingAdmission>) -> Self {
+        self.validating.push(plugin);
+        self
+    }
+
+    /// The plugins' names, mutating first, in order.
+    pub fn plugin_names(&self) -> Vec<&'static str> {
+        let m = self.mutating.iter().map(|p| p.name());
+        m.chain(self.validating.iter().map(|p| p.name())).collect()
+    }
+
+    /// Whether any plugin takes part in `op` (a deletecollection skips the per-object
+    /// calls when none does).
+    pub fn handles(&self, op: Operation) -> bool {
+        self.mutating.iter().any(|p| p.handles(op)) || self.validating.iter().any(|p| p.handles(op))
+    }
+
+    /// The mutating phase.
+    pub async fn admit(
+        &self,
+        reg: &Registry,
+        a: &Attributes<'_>,
+        mut obj: Option<&mut Value>,
+    ) -> ApiResult<()> {
+        for p in self.mutating.iter().filter(|p| p.handles(a.operation)) {
+            p.admit(reg, a, obj.as_deref_mut()).await?;
+        }
+        Ok(())
+    }
+
+    /// The validating phase.
+    pub async fn validate(
+        &self,
+        reg: &Registry,
+        a: &Attributes<'_>,
+        obj: Option<&Value>,
+    ) -> ApiResult<()> {
+        for p in self.validating.iter().filter(|p| p.handles(a.operation)) {
+            p.validate(reg, a, obj).await?;
+        }
+        Ok(())
+    }
+
+    /// Both phases, for a delete (no object to change).
+    pub async fn admit_delete(&self, reg: &Registry, a: &Attributes<'_>) -> ApiResult<()> {
+        self.admit(reg, a, None).await?;
+        self.validate(reg, a, None).await
+    }
+}
+
+/// A plugin's refusal as upstream's `errors.NewForbidden`: 403, reason `Forbidden`,
+/// `<resource> "<name>" is forbidden: <why>`, with the resource in the details.
+pub fn forbidden(a: &Attributes<'_>, why: &str) -> ApiError {
+    let rt = a.resource;
+    let resource = if rt.group.is_empty() {
+        rt.plural.clone()
+    } else {
+        format!("{}.{}", rt.plural, rt.group)
+    };
+    let mut s = Status::new(
+        StatusReason::Forbidden,
+        format!("{resource} \"{}\" is forbidden: {why}", a.name),
+    );
+    s.details = Some(kplane_types::status::Details {
+        name: a.name.to_string(),
+        group: rt.group.clone(),
+        kind: rt.plural.clone(),
+        ..Default::default()
+    });
+    ApiError::from(s)
+}
+
+impl Registry {
+    /// The admission chain every write passes.
+    pub fn admission(&self) -> &Admission {
+        &self.admission
+    }
+}

@@ -1,0 +1,117 @@
+//! apiextensions.k8s.io/v1 CustomResourceDefinition: the rules are in the crate's `crd`
+//! module (defaults and stored form, validation, the cleanup finalizer, the controllers'
+//! status); this is how they plug into the write path. CRD writes are serialised (name
+//! conflicts), carry the status the naming and establishing controllers would write, and
+//! change the cluster's catalog; a deleted CRD's instances are removed in the background.
+
+use kplane_types::Cause;
+use serde_json::Value;
+
+use super::super::catalog::ResourceType;
+use super::super::crd;
+use super::super::lifecycle::Work;
+use super::super::Registry;
+use super::{default_reset_fields, with_field_from, TypeStrategy};
+use crate::error::{ApiError, ApiResult};
+
+#[derive(Debug)]
+pub struct CustomResourceDefinition;
+
+#[async_trait::async_trait]
+impl TypeStrategy for CustomResourceDefinition {
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
+    fn has_generation(&self) -> bool {
+        true
+    }
+
+    /// Defaults, then the CRD's stored form (`crd_form`).
+    fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        crd::default_crd(obj);
+    }
+
+    fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value) {
+        crd::add_cleanup_finalizer(obj);
+    }
+
+    fn validate(&self, _rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        crd::validate_crd(obj, old, crd::schema_cache())
+    }
+
+    /// `/status` takes the request's metadata and status and keeps the stored spec (in
+    /// 1.32 the status strategy's metadata reset is a no-op, kubernetes/kubernetes#137681).
+    fn prepare_for_subresource_update(
+        &self,
+        _rt: &ResourceType,
+        sub: &str,
+        new: Value,
+        old: &Value,
+    ) -> ApiResult<Value> {
+        match sub {
+            "status" => Ok(with_field_from(new, old, "spec")),
+            other => Err(ApiError::not_found_sub(other)),
+        }
+    }
+
+    fn reset_fields(&self, rt: &ResourceType, sub: Option<&str>) -> &'static [&'static str] {
+        match sub {
+            Some("status") => &["metadata", "spec"],
+            _ => default_reset_fields(rt, sub),
+        }
+    }
+
+    /// Instances go with the CRD (its cleanup finalizer), not through the collector.
+    fn delete_propagates(&self) -> bool {
+        false
+    }
+
+    fn deletes_in_bulk(&self) -> bool {
+        false
+    }
+
+    fn serialize_writes(&self) -> bool {
+        true
+    }
+
+    async fn controller_status(
+        &self,
+        reg: &Registry,
+        cluster: &str,
+        obj: &mut Value,
+    ) -> ApiResult<()> {
+        let others = reg.cluster_crds(cluster).await?;
+        obj["status"] = crd::compute_status(obj, &others);
+        Ok(())
+    }
+
+    async fn after_create(&self, reg: &Registry, cluster: &str, name: &str) -> ApiResult<()> {
+        self.after_update(reg, cluster, name, false).await
+    }
+
+    /// The catalog follows the CRDs; the collector re-examines owners of kinds it could
+    /// not resolve; a CRD being deleted has its instances removed.
+    async fn after_update(
+        &self,
+        reg: &Registry,
+        cluster: &str,
+        name: &str,
+        deleting: bool,
+    ) -> ApiResult<()> {
+        reg.refresh_catalog(cluster).await?;
+        reg.gc_kinds_changed(cluster);
+        if deleting {
+            reg.enqueue(Work::CrdCleanup {
+                cluster: cluster.into(),
+                name: name.into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// CRDs refused for a name conflict with the deleted one may be acceptable now.
+    async fn after_delete(&self, reg: &Registry, cluster: &str, _name: &str) -> ApiResult<()> {
+        reg.recheck_crd_names(cluster).await
+    }
+}

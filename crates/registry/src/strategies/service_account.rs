@@ -1,0 +1,17 @@
+//! core/v1 ServiceAccount: only its stored form is particular.
+
+use serde_json::Value;
+
+use super::super::catalog::ResourceType;
+use super::super::stored_form;
+use super::TypeStrategy;
+
+#[derive(Debug)]
+pub struct ServiceAccount;
+
+#[async_trait::async_trait]
+impl TypeStrategy for ServiceAccount {
+    fn canonicalize(&self, _rt: &ResourceType, obj: &mut Value) {
+        stored_form::service_account(obj);
+    }
+}
