@@ -18,7 +18,7 @@ use crate::connection;
 use crate::http::auth::{AdminTokenAuthenticator, Authenticator, UnionAuthenticator};
 use crate::http::authz::{Authorizer, SuperuserAuthorizer, UnionAuthorizer};
 use crate::http::{self, AppState};
-use crate::registry::{catalog, lifecycle, Catalog, Registry};
+use crate::registry::{catalog, controllers, Catalog, Registry};
 use crate::tls;
 
 /// Errors that stop the server from starting or stopping cleanly.
@@ -254,10 +254,10 @@ impl Server {
             pki.ca_pem.clone(),
             shutdown_rx,
         );
-        let worker = tokio::spawn(lifecycle::run_worker(registry.clone(), work_queue));
-        let collector = tokio::spawn(crate::registry::gc::run(registry.clone()));
-        let root_ca = tokio::spawn(crate::registry::root_ca::run(registry.clone()));
-        let sweeper = tokio::spawn(lifecycle::run_event_sweeper(
+        let worker = tokio::spawn(controllers::run_worker(registry.clone(), work_queue));
+        let collector = tokio::spawn(controllers::gc::run(registry.clone()));
+        let root_ca = tokio::spawn(controllers::root_ca::run(registry.clone()));
+        let sweeper = tokio::spawn(controllers::run_event_sweeper(
             registry.clone(),
             cfg.event_ttl,
         ));

@@ -10,31 +10,26 @@ pub mod apply;
 mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;
+pub mod controllers;
 pub mod crd;
 mod crd_form;
 pub mod custom;
 pub mod error;
 pub mod events;
 pub mod field_labels;
-pub mod gc;
-mod gc_events;
 mod job;
 mod job_policies;
 mod job_status;
 mod json_map;
 mod label_selector;
-pub mod lifecycle;
 pub mod managed;
 pub mod meta;
 pub mod namespaces;
-pub mod ns_conditions;
-mod ns_purge;
 pub mod options;
 pub mod patch;
 mod pod_defaults;
 mod pod_template;
 mod read;
-pub mod root_ca;
 pub mod selection;
 mod stored_form;
 pub mod strategy;
@@ -134,11 +129,11 @@ pub struct Registry {
     /// Flips to true when the server shuts down; long-running watches end.
     shutdown: tokio::sync::watch::Receiver<bool>,
     /// Background lifecycle work (namespace and CRD cleanup, garbage collection).
-    work_queue: tokio::sync::mpsc::UnboundedSender<lifecycle::Work>,
+    work_queue: tokio::sync::mpsc::UnboundedSender<controllers::Work>,
     /// Work items queued and not yet run (retries waiting for their delay not counted).
     queued_work: std::sync::atomic::AtomicU64,
     /// The ownerReferences graph.
-    gc: gc::Collector,
+    gc: controllers::gc::Collector,
 }
 
 impl std::fmt::Debug for Registry {
@@ -149,7 +144,7 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     /// Creates the registry and the receiver of its lifecycle work queue
-    /// (run it with [`lifecycle::run_worker`]).
+    /// (run it with [`controllers::run_worker`]).
     pub fn new(
         storage: Arc<dyn Storage>,
         builtin: Arc<Catalog>,
@@ -157,7 +152,7 @@ impl Registry {
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> (
         Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<lifecycle::Work>,
+        tokio::sync::mpsc::UnboundedReceiver<controllers::Work>,
     ) {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let r = Registry {
@@ -168,7 +163,7 @@ impl Registry {
             shutdown,
             work_queue: tx,
             queued_work: std::sync::atomic::AtomicU64::new(0),
-            gc: gc::Collector::default(),
+            gc: controllers::gc::Collector::default(),
         };
         (Arc::new(r), rx)
     }

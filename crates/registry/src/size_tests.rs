@@ -279,7 +279,7 @@ fn event(name: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound() {
-    use super::lifecycle::{EVENT_SWEEP_BATCH, EVENT_SWEEP_PAGE};
+    use super::controllers::{EVENT_SWEEP_BATCH, EVENT_SWEEP_PAGE};
     let f = fixture().await;
     let reg = &f.reg;
     let t = target(reg, "", "events", Some("default"));
@@ -320,7 +320,7 @@ async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_garbage_collector_scan_sees_every_owned_object_across_its_page() {
-    use super::gc::{scan, SCAN_PAGE};
+    use super::controllers::gc::{scan, SCAN_PAGE};
     let f = fixture().await;
     let reg = &f.reg;
     let t = create_namespace(reg, "owned").await;

@@ -248,7 +248,7 @@ impl Registry {
         name: &str,
         deleting: bool,
     ) -> ApiResult<()> {
-        use super::lifecycle::Work;
+        use super::controllers::Work;
         match rt.strategy {
             Strategy::CustomResourceDefinition => {
                 self.refresh_catalog(cluster).await?;
@@ -475,8 +475,8 @@ impl Registry {
             // Orphan and Foreground deletion go through the garbage collector's finalizers.
             let gc_finalizer = match (d.propagation_policy.as_deref(), rt.strategy) {
                 (_, Strategy::Namespace | Strategy::CustomResourceDefinition) => None,
-                (Some("Orphan"), _) => Some(super::gc::ORPHAN_FINALIZER),
-                (Some("Foreground"), _) => Some(super::gc::FOREGROUND_FINALIZER),
+                (Some("Orphan"), _) => Some(super::controllers::gc::ORPHAN_FINALIZER),
+                (Some("Foreground"), _) => Some(super::controllers::gc::FOREGROUND_FINALIZER),
                 _ => None,
             };
             let needs_mark = !meta::finalizers(&obj).is_empty()

@@ -10,9 +10,9 @@ use kplane_storage::Prefix;
 use serde_json::{json, Value};
 
 use super::gc::{ObjRef, OwnerRef};
-use super::{meta, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
+use crate::{meta, Registry, ResourceType, Target};
 
 /// The event source (and reporting controller) of the garbage collector's Events.
 const COMPONENT: &str = "garbage-collector-controller";

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use kplane_storage::{EventType, Prefix, Revision, WatchEvent};
 use serde_json::{json, Map, Value};
 
-use super::lifecycle::Work;
-use super::{meta, Registry, Target};
+use super::Work;
 use crate::error::ApiResult;
 use crate::options::WriteParams;
+use crate::{meta, Registry, Target};
 
 /// The ConfigMap's name in every namespace.
 pub const CONFIG_MAP_NAME: &str = "kube-root-ca.crt";
@@ -120,7 +120,7 @@ impl Registry {
                 Err(e) => Err(e),
             };
         };
-        let cm: Value = serde_json::from_slice(&kv.value).map_err(|e| super::corrupt(&e))?;
+        let cm: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
         if is_published(&cm, &self.root_ca_pem) {
             return Ok(true);
         }
@@ -283,14 +283,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> =
             SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-        let catalog = Arc::new(super::super::Catalog::new(super::super::catalog::builtin()));
+        let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage.clone(), catalog, "PEM".into(), shutdown);
         for c in ["root", "root:b"] {
             reg.ensure_cluster(c).await.unwrap();
         }
         let key = |c: &str, ns: &str| Key::new(c, CONFIG_MAPS, ns, CONFIG_MAP_NAME);
-        let raw = |v: Value| super::super::write::encoder(v);
+        let raw = |v: Value| crate::write::encoder(v);
         storage
             .delete(
                 key("root", "default"),
@@ -337,7 +337,7 @@ mod tests {
 
         reg.sync_all_namespaces().await;
         for c in ["root", "root:b"] {
-            for ns in super::super::namespaces::DEFAULT_NAMESPACES {
+            for ns in crate::namespaces::DEFAULT_NAMESPACES {
                 let cm = stored_root_ca(&reg, c, ns).await;
                 if (c, *ns) == ("root:b", "kube-public") {
                     assert!(cm.is_none(), "a Terminating namespace got a new ConfigMap");

@@ -17,10 +17,10 @@ use kplane_storage::{EventType, KeyValue, Prefix, WatchEvent};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::lifecycle::Work;
-use super::{meta, DeleteParams, Registry, Target};
+use super::Work;
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
+use crate::{meta, DeleteParams, Registry, Target};
 
 pub const ORPHAN_FINALIZER: &str = "orphan";
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
@@ -334,7 +334,7 @@ impl Registry {
     pub(super) async fn stored_head(
         &self,
         cluster: &str,
-        rt: &super::ResourceType,
+        rt: &crate::ResourceType,
         namespace: &str,
         name: &str,
     ) -> ApiResult<Option<HeadMeta>> {
@@ -355,7 +355,7 @@ impl Registry {
             .all()
             .iter()
             .filter(|rt| rt.storage_resource == r.resource)
-            .min_by_key(|rt| rt.strategy == super::Strategy::EventsV1Event)
+            .min_by_key(|rt| rt.strategy == crate::Strategy::EventsV1Event)
             .cloned();
         Ok(rt.map(|rt| Target {
             cluster: Some(r.cluster.clone()),
@@ -384,7 +384,7 @@ impl Registry {
 
     /// The kinds served in `cluster` changed (a CRD was written): dependents whose owner
     /// kinds could not be resolved are examined again.
-    pub(super) fn gc_kinds_changed(&self, cluster: &str) {
+    pub(crate) fn gc_kinds_changed(&self, cluster: &str) {
         for r in self.gc.take_unresolved(cluster) {
             self.enqueue(Work::GcDependent(r));
         }
@@ -393,8 +393,8 @@ impl Registry {
     /// Writes `obj` back through the registry (validation, finalizer semantics).
     async fn gc_update(&self, t: &Target, obj: Value) -> ApiResult<()> {
         let name = meta::name_of(&obj).to_string();
-        let obj = if t.rt.strategy == super::Strategy::EventsV1Event {
-            super::events::to_events_v1(&obj)
+        let obj = if t.rt.strategy == crate::Strategy::EventsV1Event {
+            crate::events::to_events_v1(&obj)
         } else {
             obj
         };
@@ -554,10 +554,10 @@ pub async fn run(registry: Arc<Registry>) {
 }
 
 /// Objects read from storage at a time while the graph is built.
-pub(super) const SCAN_PAGE: usize = 1000;
+pub(crate) const SCAN_PAGE: usize = 1000;
 
 /// Feeds every stored object, in every logical cluster, to the graph, `page` at a time.
-pub(super) async fn scan(
+pub(crate) async fn scan(
     registry: &Registry,
     all: &Prefix,
     page: usize,

@@ -3,6 +3,13 @@
 //! republishing `kube-root-ca.crt`. Work items are queued by
 //! the write path, retried until done, and rediscovered after a restart.
 
+pub mod gc;
+mod gc_events;
+mod namespace;
+pub mod ns_conditions;
+mod ns_purge;
+pub mod root_ca;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,10 +17,10 @@ use std::time::Duration;
 use kplane_storage::{Key, Precondition, Prefix};
 use serde_json::Value;
 
-use super::crd::{self, CRD_RESOURCE};
-use super::{meta, Registry, Target};
+use crate::crd::{self, CRD_RESOURCE};
 use crate::error::{ApiError, ApiResult};
 use crate::options::ListParams;
+use crate::{meta, Registry, Target};
 
 /// How often unfinished work (content with finalizers) is retried.
 const RETRY_EVERY: Duration = Duration::from_secs(2);
@@ -26,9 +33,9 @@ pub enum Work {
     /// Delete every custom resource of a deleted CRD, then drop its cleanup finalizer.
     CrdCleanup { cluster: String, name: String },
     /// Collect an object whose owners may be gone (or are deleted in the foreground).
-    GcDependent(super::gc::ObjRef),
+    GcDependent(gc::ObjRef),
     /// Honour an owner's `orphan` / `foregroundDeletion` finalizer.
-    GcOwner(super::gc::ObjRef),
+    GcOwner(gc::ObjRef),
     /// Recreate or republish a namespace's `kube-root-ca.crt` (`root_ca`).
     RootCa { cluster: String, namespace: String },
 }
@@ -121,7 +128,7 @@ impl Registry {
         }
         let gone = crd::without_cleanup_finalizer(&obj);
         let remaining = meta::finalizers(&gone);
-        let enc = super::write::encoder(gone);
+        let enc = crate::write::encoder(gone);
         let pre = Precondition::ModRevision(kv.mod_revision);
         let res = if remaining.is_empty() {
             self.storage.delete(key, pre, enc).await
@@ -240,7 +247,7 @@ impl Registry {
                 if event_last_written(&ev).is_none_or(|t| t >= cutoff) {
                     continue;
                 }
-                let enc = super::write::encoder(ev);
+                let enc = crate::write::encoder(ev);
                 match self
                     .storage
                     .delete(
