@@ -254,25 +254,13 @@ impl Server {
             pki.ca_pem.clone(),
             shutdown_rx,
         );
-        let worker = tokio::spawn(controllers::run_worker(registry.clone(), work_queue));
-        let collector = tokio::spawn(controllers::gc::run(registry.clone()));
-        let root_ca = tokio::spawn(controllers::root_ca::run(registry.clone()));
-        let sweeper = tokio::spawn(controllers::run_event_sweeper(
-            registry.clone(),
-            cfg.event_ttl,
-        ));
+        // The controllers, their shared informer and the resumption of unfinished
+        // namespace/CRD deletions run in the background.
+        let controllers = controllers::start(&registry, work_queue, cfg.event_ttl);
         registry
             .ensure_cluster(kplane_types::cluster::ROOT)
             .await
             .map_err(|e| ServerError::Startup(e.0.to_string()))?;
-        // Unfinished namespace/CRD deletions resume in the background: a store with many
-        // logical clusters must not delay readiness.
-        let resume = registry.clone();
-        tokio::spawn(async move {
-            if let Err(e) = resume.resume_pending_work().await {
-                tracing::warn!(error = %e.0, "could not resume pending lifecycle work");
-            }
-        });
         let surfaces = http::surface::Surfaces::default();
         // Build the built-in surface now so a broken schema fails start-up, not a request.
         surfaces
@@ -343,10 +331,7 @@ impl Server {
         {
             tracing::warn!("in-flight requests did not finish within the grace period");
         }
-        worker.abort();
-        collector.abort();
-        root_ca.abort();
-        sweeper.abort();
+        controllers.stop();
         storage.shutdown().await?;
         tracing::info!("storage flushed; bye");
         Ok(())

@@ -128,12 +128,8 @@ pub struct Registry {
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
     shutdown: tokio::sync::watch::Receiver<bool>,
-    /// Background lifecycle work (namespace and CRD cleanup, garbage collection).
-    work_queue: tokio::sync::mpsc::UnboundedSender<controllers::Work>,
-    /// Work items queued and not yet run (retries waiting for their delay not counted).
-    queued_work: std::sync::atomic::AtomicU64,
-    /// The ownerReferences graph.
-    gc: controllers::gc::Collector,
+    /// The controllers' work queue and the garbage collector's graph.
+    controllers: controllers::Shared,
 }
 
 impl std::fmt::Debug for Registry {
@@ -143,8 +139,8 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// Creates the registry and the receiver of its lifecycle work queue
-    /// (run it with [`controllers::run_worker`]).
+    /// Creates the registry and the receiver of its controllers' work queue (run them with
+    /// [`controllers::start`]).
     pub fn new(
         storage: Arc<dyn Storage>,
         builtin: Arc<Catalog>,
@@ -154,16 +150,14 @@ impl Registry {
         Arc<Registry>,
         tokio::sync::mpsc::UnboundedReceiver<controllers::Work>,
     ) {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (controllers, rx) = controllers::Shared::new();
         let r = Registry {
             storage,
             catalogs: catalogs::Catalogs::new(builtin),
             bootstrapped: Mutex::new(HashSet::new()),
             root_ca_pem,
             shutdown,
-            work_queue: tx,
-            queued_work: std::sync::atomic::AtomicU64::new(0),
-            gc: controllers::gc::Collector::default(),
+            controllers,
         };
         (Arc::new(r), rx)
     }

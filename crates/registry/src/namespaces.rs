@@ -78,11 +78,26 @@ impl Registry {
                 rt,
                 namespace: Some(ns.to_string()),
             };
+            let name = crate::meta::name_of(&obj).to_string();
             match Box::pin(self.create(&t, obj, &WriteParams::controller())).await {
                 Ok(_) => {}
                 Err(e) if e.code() == 409 => {}
                 Err(e) => {
-                    tracing::warn!(cluster, namespace = ns, error = %e.0, "namespace bootstrap failed")
+                    super::controllers::write_failed(
+                        "namespace-bootstrap",
+                        cluster,
+                        &t.rt,
+                        ns,
+                        &name,
+                        &e,
+                    );
+                    if plural == "configmaps" {
+                        // The root-CA publisher makes it later.
+                        self.enqueue(super::controllers::Work::RootCa {
+                            cluster: cluster.to_string(),
+                            namespace: ns.to_string(),
+                        });
+                    }
                 }
             }
         }

@@ -372,6 +372,8 @@ impl Registry {
         .map_err(|e| storage_error(e, rt, name))?;
         if gone {
             if rt.strategy == Strategy::CustomResourceDefinition {
+                // The recheck rewrites other CRDs, each under the lock.
+                drop(_crd_guard);
                 self.recheck_crd_names(&cluster).await?;
             }
         } else {
@@ -520,6 +522,8 @@ impl Registry {
             match self.storage.delete(key, pre, encoder(obj)).await {
                 Ok(kv) => {
                     if rt.strategy == Strategy::CustomResourceDefinition {
+                        // The recheck rewrites other CRDs, each under the lock.
+                        drop(_crd_guard);
                         self.recheck_crd_names(&cluster).await?;
                     }
                     return Ok(DeleteOutcome::Deleted(decode(&kv)?));

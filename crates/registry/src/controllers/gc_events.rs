@@ -59,10 +59,20 @@ impl Registry {
         Ok(false)
     }
 
-    /// Records the `OwnerRefInvalidNamespace` Warning on the dependent `obj`.
+    /// Records the `OwnerRefInvalidNamespace` Warning on the dependent `obj`. Like
+    /// upstream's event recorder, a failure is logged and not retried.
     pub(super) async fn report_invalid_namespace(&self, dep: &ObjRef, obj: &Value, o: &OwnerRef) {
         if let Err(e) = self.try_report_invalid_namespace(dep, obj, o).await {
-            tracing::debug!(?dep, error = %e.0, "could not record OwnerRefInvalidNamespace");
+            tracing::warn!(
+                controller = COMPONENT,
+                cluster = dep.cluster,
+                resource = dep.resource,
+                namespace = dep.namespace,
+                name = dep.name,
+                code = e.code(),
+                error = %e.0.message,
+                "could not record an OwnerRefInvalidNamespace event"
+            );
         }
     }
 

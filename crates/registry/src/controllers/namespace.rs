@@ -1,16 +1,22 @@
 //! The namespace controller (kube-controller-manager's namespace deleter): empties a
 //! Terminating namespace — content without finalizers in bulk (`ns_purge`), the rest
 //! through the per-object delete path — records what blocks it in the namespace's
-//! conditions (`ns_conditions`), then drops the `kubernetes` finalizer, which removes it.
+//! conditions (`ns_conditions`, written through `/status`), then drops the `kubernetes`
+//! finalizer through `/finalize`, which removes it. Both writes are recorded under
+//! kube-controller-manager's field manager, with the resourceVersion read as precondition.
 
-use kplane_storage::{Key, Precondition, Prefix};
+use kplane_storage::{Key, Prefix};
 use serde_json::Value;
 
 use super::ns_conditions::{self, DeletionReport};
 use super::ns_purge::FinalizersOnly;
+use super::write_failed;
 use crate::error::{ApiError, ApiResult};
-use crate::options::ListParams;
+use crate::options::{ListParams, WriteParams};
 use crate::{meta, Registry, Target};
+
+/// The controller's name in logs.
+const CONTROLLER: &str = "namespace-controller";
 
 impl Registry {
     /// Deletes everything in a Terminating namespace, then the namespace itself.
@@ -40,7 +46,7 @@ impl Registry {
         }
         // Drop the `kubernetes` finalizer; the update removes the namespace when no
         // metadata finalizers remain.
-        let Some((kv, mut obj)) = self.get_decoded(&key).await? else {
+        let Some((_, mut obj)) = self.get_decoded(&key).await? else {
             return Ok(true);
         };
         if let Some(f) = obj
@@ -58,25 +64,26 @@ impl Registry {
                 spec.remove("finalizers");
             }
         }
-        let spec_left = obj.pointer("/spec/finalizers").is_some();
-        if spec_left || !meta::finalizers(&obj).is_empty() {
-            // Another party's finalizer: write the change and wait for them.
-            let enc = crate::write::encoder(obj);
-            let _ = self
-                .storage
-                .put(key, Precondition::ModRevision(kv.mod_revision), enc)
-                .await;
-            return Ok(false);
-        }
-        let enc = crate::write::encoder(obj);
+        // Another party's finalizer (in spec or metadata) keeps the namespace: the update
+        // records the change and the work waits for them.
+        let waiting =
+            obj.pointer("/spec/finalizers").is_some() || !meta::finalizers(&obj).is_empty();
+        let t = Target {
+            cluster: Some(cluster.to_string()),
+            rt: nst,
+            namespace: None,
+        };
+        // `obj` carries the resourceVersion it was read at: the update's precondition.
         match self
-            .storage
-            .delete(key, Precondition::ModRevision(kv.mod_revision), enc)
+            .update(&t, ns, Some("finalize"), obj, &WriteParams::controller())
             .await
         {
-            Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(true),
-            Err(kplane_storage::Error::Conflict { .. }) => Ok(false),
-            Err(e) => Err(ApiError::internal(e.to_string())),
+            Ok(_) => Ok(!waiting),
+            Err(e) if e.code() == 404 => Ok(true),
+            Err(e) => {
+                write_failed(CONTROLLER, cluster, &t.rt, "", ns, &e);
+                Ok(false)
+            }
         }
     }
 }
@@ -103,12 +110,14 @@ impl Registry {
                 .purge_namespace_resource(cluster, ns, &rt.storage_resource)
                 .await
             {
+                write_failed(CONTROLLER, cluster, &rt, ns, "", &e);
                 report.errors.push(e.0.message.clone());
             }
             if let Err(e) = self
                 .delete_all(&t, &ListParams::default(), &background)
                 .await
             {
+                write_failed(CONTROLLER, cluster, &rt, ns, "", &e);
                 report.errors.push(e.0.message.clone());
             }
             let left = self
@@ -155,7 +164,7 @@ impl Registry {
     }
 
     /// Writes the deletion conditions into the namespace's status when they changed.
-    /// Returns false when the namespace changed underneath (retry later).
+    /// Returns false when the write failed (retry later).
     async fn record_deletion_conditions(
         &self,
         cluster: &str,
@@ -164,23 +173,28 @@ impl Registry {
     ) -> ApiResult<bool> {
         let nst = self.namespace_type()?;
         let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
-        let Some((kv, mut obj)) = self.get_decoded(&key).await? else {
+        let Some((_, mut obj)) = self.get_decoded(&key).await? else {
             return Ok(true);
         };
         if !ns_conditions::apply(&mut obj, report, &meta::now_time()) {
             return Ok(true);
         }
-        let enc = crate::write::encoder(obj);
+        let t = Target {
+            cluster: Some(cluster.to_string()),
+            rt: nst,
+            namespace: None,
+        };
         match self
-            .storage
-            .put(key, Precondition::ModRevision(kv.mod_revision), enc)
+            .update(&t, ns, Some("status"), obj, &WriteParams::controller())
             .await
         {
             Ok(_) => Ok(true),
-            Err(kplane_storage::Error::Conflict { .. } | kplane_storage::Error::NotFound) => {
+            // Gone meanwhile: the next pass finds nothing to do.
+            Err(e) if e.code() == 404 => Ok(false),
+            Err(e) => {
+                write_failed(CONTROLLER, cluster, &t.rt, "", ns, &e);
                 Ok(false)
             }
-            Err(e) => Err(ApiError::internal(e.to_string())),
         }
     }
 }
