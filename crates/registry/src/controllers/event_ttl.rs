@@ -1,7 +1,7 @@
 //! The Event TTL: Events expire `--event-ttl` after they were last written, as
 //! kube-apiserver's storage lease does. A sweeper reads every logical cluster's Events a
 //! page at a time and deletes the expired ones through the registry's bulk delete of
-//! already-read objects (`bulk_delete`): a storage batch per [`BULK_DELETE_BATCH`], each
+//! already-read objects (`bulk_delete`): a storage batch per `BULK_DELETE_BATCH`, each
 //! Event its own revision and DELETED event, and an Event changed since it was read stays.
 //! Like a lease expiry (and unlike an API delete), finalizers do not hold an expired Event.
 
@@ -43,7 +43,7 @@ fn event_last_written(ev: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
 
 impl Registry {
     /// Deletes Events older than `ttl` in every logical cluster; at most
-    /// [`EVENT_SWEEP_BATCH`] per call. Returns how many were deleted.
+    /// `EVENT_SWEEP_BATCH` per call. Returns how many were deleted.
     pub async fn sweep_events(&self, ttl: Duration) -> ApiResult<usize> {
         self.sweep_events_in(ttl, EVENT_SWEEP_PAGE, EVENT_SWEEP_BATCH)
             .await

@@ -7,7 +7,7 @@
 //!   (in the foreground themselves, so chains cascade), then the owner goes.
 //!
 //! The graph holds only objects that have owners (memory is proportional to owned objects,
-//! not to all objects). It is fed by the shared informer ([`GraphFeed`]): rebuilt from its
+//! not to all objects). It is fed by the shared informer (`GraphFeed`): rebuilt from its
 //! scan at start-up (and after it fell behind) and then kept current from its watch, so a
 //! cascade interrupted by a restart finishes. Owner work waits until the graph is built.
 //! Every write (dropping owner references and finalizers, deleting dependents, the

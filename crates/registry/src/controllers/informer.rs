@@ -7,7 +7,7 @@
 //! answers.)
 //!
 //! A pass reads the current revision `R`, tells every handler a resync begins
-//! ([`InformerHandler::on_resync`]), replays every stored object as of `R` ([`SCAN_PAGE`]
+//! ([`InformerHandler::on_resync`]), replays every stored object as of `R` (`SCAN_PAGE`
 //! objects per read, all at revision `R`: one consistent snapshot), tells them the replay
 //! ended ([`InformerHandler::on_synced`]) and then delivers every change after `R`, in
 //! revision order, from a watch starting at `R`. So each change reaches each handler once:

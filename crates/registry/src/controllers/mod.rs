@@ -1,12 +1,12 @@
 //! The server's own controllers: the background work kube-controller-manager (and the
 //! controllers inside kube-apiserver) would do, written as clients of the registry.
 //!
-//! - [`namespace`] (with `ns_purge` and [`ns_conditions`]): empties a Terminating
+//! - `namespace` (with `ns_purge` and [`ns_conditions`]): empties a Terminating
 //!   namespace, reports what blocks it, then removes it;
-//! - [`crd_cleanup`]: deletes the custom resources of a deleted CRD, then lets it go;
+//! - `crd_cleanup`: deletes the custom resources of a deleted CRD, then lets it go;
 //! - [`gc`] (with `gc_events`): garbage collection by `ownerReferences`;
 //! - [`root_ca`]: keeps `kube-root-ca.crt` in every namespace;
-//! - [`event_ttl`]: removes Events older than the Event TTL;
+//! - `event_ttl`: removes Events older than the Event TTL;
 //! - [`informer`]: one scan-then-watch of the whole store, fanned out to the controllers
 //!   that follow every change (the garbage collector's graph, the root-CA publisher).
 //!
@@ -16,7 +16,7 @@
 //! (`bulk_delete`), so that managedFields, the after-write hooks (and admission and audit)
 //! apply to their writes as to any client's. Writes carry the field manager upstream's
 //! controller would ([`WriteParams::controller`], [`WriteParams::controller_named`]). A
-//! failed write is logged with the object's coordinates ([`write_failed`]) and its work item
+//! failed write is logged with the object's coordinates (`write_failed`) and its work item
 //! retried.
 //!
 //! Work items are queued by the write path and by the informer's handlers and run one at a
@@ -29,12 +29,12 @@
 //! [`WriteParams::controller`]: crate::options::WriteParams::controller
 //! [`WriteParams::controller_named`]: crate::options::WriteParams::controller_named
 
-pub mod crd_cleanup;
-pub mod event_ttl;
+mod crd_cleanup;
+pub(crate) mod event_ttl;
 pub mod gc;
 mod gc_events;
 pub mod informer;
-pub mod namespace;
+mod namespace;
 pub mod ns_conditions;
 mod ns_purge;
 pub mod root_ca;

@@ -3,9 +3,9 @@
 //! with the serving CA under `ca.crt` and a `kubernetes.io/description` annotation.
 //!
 //! The ConfigMap is made with its namespace (`namespaces`). The publisher is a handler of
-//! the shared informer ([`Publisher`]): every namespace is synced each time the informer
+//! the shared informer (`Publisher`): every namespace is synced each time the informer
 //! (re)starts from a scan — at start-up, and after it fell behind or its revision was
-//! compacted — on a task of its own ([`run_syncer`]); afterwards each change of a
+//! compacted — on a task of its own (`run_syncer`); afterwards each change of a
 //! `kube-root-ca.crt` the informer delivers queues a sync ([`Work::RootCa`]) when the
 //! ConfigMap was deleted or changed away from that content; the sync recreates it, or puts
 //! back `data` and the annotation, keeping everything else (labels, other annotations,
@@ -205,7 +205,7 @@ fn needs_sync(kv: &KeyValue, deleted: bool, pem: &str) -> bool {
     deleted || serde_json::from_slice::<Value>(&kv.value).map_or(true, |v| !is_published(&v, pem))
 }
 
-/// The publisher's [`InformerHandler`]: a resync asks [`run_syncer`] to sync every
+/// The publisher's [`InformerHandler`]: a resync asks `run_syncer` to sync every
 /// namespace; each later change of a `kube-root-ca.crt` that needs it queues a sync.
 pub(crate) struct Publisher {
     registry: Arc<Registry>,
