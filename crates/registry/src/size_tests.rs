@@ -3,7 +3,8 @@
 //! `limit` in every representation, the initial events of a watch, deletecollection,
 //! namespace deletion and CRD instance cleanup (when a list's first batch was a public
 //! field, the internal consumers saw only it). The Event sweeper's page and per-sweep
-//! bound, and the page of the informer's scan (which builds the garbage collector's graph).
+//! bound (and the storage batch it deletes in), and the page of the informer's scan
+//! (which builds the garbage collector's graph).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -292,6 +293,9 @@ async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound
         .map(|n| (page, usize::MAX, n))
         .collect();
     cases.extend([most - 1, most, most + 1, 10 * most].map(|n| (page, most, n)));
+    // Around the storage batch expired Events are deleted in.
+    let bulk = super::bulk_delete::BULK_DELETE_BATCH;
+    cases.extend([bulk - 1, bulk, bulk + 1].map(|n| (EVENT_SWEEP_PAGE, usize::MAX, n)));
     // The real sizes, one page and one more event.
     cases.push((EVENT_SWEEP_PAGE, EVENT_SWEEP_BATCH, EVENT_SWEEP_PAGE + 1));
     for (round, (page, most, n)) in cases.into_iter().enumerate() {

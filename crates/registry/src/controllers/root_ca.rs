@@ -125,6 +125,8 @@ impl Registry {
                 Ok(_) => Ok(true),
                 // The namespace went away or began terminating meanwhile.
                 Err(e) if e.code() == 404 || e.code() == 403 => Ok(true),
+                // Made meanwhile (by the namespace's bootstrap): look at it again.
+                Err(e) if e.code() == 409 => Ok(false),
                 Err(e) => {
                     write_failed(CONTROLLER, cluster, &t.rt, ns, CONFIG_MAP_NAME, &e);
                     Ok(false)
