@@ -7,7 +7,7 @@
 //!
 //! Run: `cargo run --release -p kplane-apiserver --example gc_graph_memory`
 
-use kplane_apiserver::registry::gc::{Graph, ObjRef};
+use kplane_apiserver::registry::controllers::gc::{Graph, ObjRef};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

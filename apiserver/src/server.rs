@@ -20,7 +20,7 @@ use crate::http::auth::{AdminTokenAuthenticator, Authenticator, UnionAuthenticat
 use crate::http::authz::{Authorizer, SuperuserAuthorizer, UnionAuthorizer};
 use crate::http::{self, AppState};
 use crate::registry::admission::Admission;
-use crate::registry::{catalog, lifecycle, Catalog, Registry};
+use crate::registry::{catalog, controllers, Catalog, Registry};
 use crate::tls;
 
 /// Errors that stop the server from starting or stopping cleanly.
@@ -317,25 +317,13 @@ impl Server {
             shutdown_rx,
             admission,
         );
-        let worker = tokio::spawn(lifecycle::run_worker(registry.clone(), work_queue));
-        let collector = tokio::spawn(crate::registry::gc::run(registry.clone()));
-        let root_ca = tokio::spawn(crate::registry::root_ca::run(registry.clone()));
-        let sweeper = tokio::spawn(lifecycle::run_event_sweeper(
-            registry.clone(),
-            cfg.event_ttl,
-        ));
+        // The controllers, their shared informer and the resumption of unfinished
+        // namespace/CRD deletions run in the background.
+        let controllers = controllers::start(&registry, work_queue, cfg.event_ttl);
         registry
             .ensure_cluster(kplane_types::cluster::ROOT)
             .await
             .map_err(|e| ServerError::Startup(e.0.to_string()))?;
-        // Unfinished namespace/CRD deletions resume in the background: a store with many
-        // logical clusters must not delay readiness.
-        let resume = registry.clone();
-        tokio::spawn(async move {
-            if let Err(e) = resume.resume_pending_work().await {
-                tracing::warn!(error = %e.0, "could not resume pending lifecycle work");
-            }
-        });
         let surfaces = http::surface::Surfaces::default();
         // Build the built-in surface now so a broken schema fails start-up, not a request.
         surfaces
@@ -406,10 +394,7 @@ impl Server {
         {
             tracing::warn!("in-flight requests did not finish within the grace period");
         }
-        worker.abort();
-        collector.abort();
-        root_ca.abort();
-        sweeper.abort();
+        controllers.stop();
         storage.shutdown().await?;
         tracing::info!("storage flushed; bye");
         Ok(())

@@ -17,6 +17,7 @@ use super::catalog::{Catalog, ResourceType};
 use super::crd::{self, CRD_RESOURCE};
 use super::{corrupt, meta, Registry};
 use crate::error::{ApiError, ApiResult};
+use crate::options::{WriteParams, APISERVER_MANAGER};
 
 /// The catalogs of all logical clusters.
 #[derive(Debug)]
@@ -110,32 +111,44 @@ impl Registry {
 
     /// After a CRD is gone, CRDs refused for a name conflict may be acceptable now: recompute
     /// their status (the naming controller re-queues the whole group) and refresh the catalog.
+    /// Each CRD is rewritten through its `/status` (the write computes the status) under
+    /// kube-apiserver's field manager, as upstream's naming controller does. Called without
+    /// the CRD write lock held: each rewrite takes it.
     pub(super) async fn recheck_crd_names(&self, cluster: &str) -> ApiResult<()> {
         let crds = self.cluster_crds(cluster).await?;
+        let crd_type = self
+            .builtin_catalog()
+            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .cloned()
+            .ok_or_else(|| ApiError::internal("customresourcedefinitions are not registered"))?;
+        let t = super::Target {
+            cluster: Some(cluster.to_string()),
+            rt: crd_type,
+            namespace: None,
+        };
+        let w = WriteParams::controller_named(APISERVER_MANAGER);
         for c in crds
             .iter()
             .filter(|c| !crd::is_established(c) && !meta::is_deleting(c))
         {
-            let mut updated = c.clone();
-            updated["status"] = crd::compute_status(c, &crds);
-            if updated == *c {
+            if crd::compute_status(c, &crds) == c.get("status").cloned().unwrap_or_default() {
                 continue;
             }
-            let key = kplane_storage::Key::new(cluster, CRD_RESOURCE, "", meta::name_of(c));
-            let Some(rv) = meta::meta_str(c, "resourceVersion").and_then(|r| r.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            let enc = super::write::encoder(updated);
-            match self
-                .storage
-                .put(key, kplane_storage::Precondition::ModRevision(rv), enc)
-                .await
-            {
-                Ok(_)
-                | Err(kplane_storage::Error::Conflict { .. })
-                | Err(kplane_storage::Error::NotFound) => {}
-                Err(e) => return Err(ApiError::from(e)),
+            let name = meta::name_of(c);
+            // `c` carries the resourceVersion it was read at: the update's precondition.
+            // Boxed: the update may remove a CRD, which rechecks names again.
+            match Box::pin(self.update(&t, name, Some("status"), c.clone(), &w)).await {
+                Ok(_) => {}
+                // Gone meanwhile: nothing to recompute.
+                Err(e) if e.code() == 404 => {}
+                Err(e) => super::controllers::write_failed(
+                    "crd-naming-controller",
+                    cluster,
+                    &t.rt,
+                    "",
+                    name,
+                    &e,
+                ),
             }
         }
         self.refresh_catalog(cluster).await

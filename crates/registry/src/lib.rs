@@ -12,31 +12,26 @@ pub mod apply;
 mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;
+pub mod controllers;
 pub mod crd;
 mod crd_form;
 pub mod custom;
 pub mod error;
 pub mod events;
 pub mod field_labels;
-pub mod gc;
-mod gc_events;
 mod job;
 mod job_policies;
 mod job_status;
 mod json_map;
 mod label_selector;
-pub mod lifecycle;
 pub mod managed;
 pub mod meta;
 pub mod namespaces;
-pub mod ns_conditions;
-mod ns_purge;
 pub mod options;
 pub mod patch;
 mod pod_defaults;
 mod pod_template;
 mod read;
-pub mod root_ca;
 pub mod selection;
 mod stored_form;
 pub mod strategies;
@@ -130,12 +125,8 @@ pub struct Registry {
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
     shutdown: tokio::sync::watch::Receiver<bool>,
-    /// Background lifecycle work (namespace and CRD cleanup, garbage collection).
-    work_queue: tokio::sync::mpsc::UnboundedSender<lifecycle::Work>,
-    /// Work items queued and not yet run (retries waiting for their delay not counted).
-    queued_work: std::sync::atomic::AtomicU64,
-    /// The ownerReferences graph.
-    gc: gc::Collector,
+    /// The controllers' work queue and the garbage collector's graph.
+    controllers: controllers::Shared,
     /// The admission chain every write passes between validation and storage.
     admission: admission::Admission,
 }
@@ -148,7 +139,7 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     /// Creates the registry, with the recommended admission chain, and the receiver of its
-    /// lifecycle work queue (run it with [`lifecycle::run_worker`]).
+    /// controllers' work queue (run them with [`controllers::start`]).
     pub fn new(
         storage: Arc<dyn Storage>,
         builtin: Arc<Catalog>,
@@ -156,7 +147,7 @@ impl Registry {
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> (
         Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<lifecycle::Work>,
+        tokio::sync::mpsc::UnboundedReceiver<controllers::Work>,
     ) {
         Self::with_admission(
             storage,
@@ -176,18 +167,16 @@ impl Registry {
         admission: admission::Admission,
     ) -> (
         Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<lifecycle::Work>,
+        tokio::sync::mpsc::UnboundedReceiver<controllers::Work>,
     ) {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (controllers, rx) = controllers::Shared::new();
         let r = Registry {
             storage,
             catalogs: catalogs::Catalogs::new(builtin),
             bootstrapped: Mutex::new(HashSet::new()),
             root_ca_pem,
             shutdown,
-            work_queue: tx,
-            queued_work: std::sync::atomic::AtomicU64::new(0),
-            gc: gc::Collector::default(),
+            controllers,
             admission,
         };
         (Arc::new(r), rx)

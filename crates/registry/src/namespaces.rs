@@ -1,15 +1,14 @@
-//! Namespace lifecycle: the default namespaces of a new logical cluster, the per-namespace
-//! bootstrap objects (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), and emptying
-//! a Terminating namespace before removing it (driven by `lifecycle`).
+//! Namespace bootstrap, part of the registry's own write path: the default namespaces of a
+//! new logical cluster (on its first write) and the objects every new namespace starts with
+//! (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), created in the same request.
+//! Emptying and removing a Terminating namespace is a controller's job
+//! (`controllers::namespace`).
 
-use kplane_storage::{Key, Precondition, Prefix};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::ns_conditions::{self, DeletionReport};
-use super::ns_purge::FinalizersOnly;
-use super::{meta, Registry, Target};
-use crate::error::{ApiError, ApiResult};
-use crate::options::{ListParams, WriteParams};
+use super::{Registry, Target};
+use crate::error::ApiResult;
+use crate::options::WriteParams;
 
 /// Namespaces every logical cluster starts with.
 pub const DEFAULT_NAMESPACES: &[&str] =
@@ -65,7 +64,10 @@ impl Registry {
                 "serviceaccounts",
                 json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}),
             ),
-            ("configmaps", super::root_ca::desired(ns, &self.root_ca_pem)),
+            (
+                "configmaps",
+                super::controllers::root_ca::desired(ns, &self.root_ca_pem),
+            ),
         ];
         for (plural, obj) in objs {
             let Some(rt) = self.builtin_catalog().get("", "v1", plural).cloned() else {
@@ -76,180 +78,28 @@ impl Registry {
                 rt,
                 namespace: Some(ns.to_string()),
             };
+            let name = crate::meta::name_of(&obj).to_string();
             match Box::pin(self.create(&t, obj, &WriteParams::controller())).await {
                 Ok(_) => {}
                 Err(e) if e.code() == 409 => {}
                 Err(e) => {
-                    tracing::warn!(cluster, namespace = ns, error = %e.0, "namespace bootstrap failed")
+                    super::controllers::write_failed(
+                        "namespace-bootstrap",
+                        cluster,
+                        &t.rt,
+                        ns,
+                        &name,
+                        &e,
+                    );
+                    if plural == "configmaps" {
+                        // The root-CA publisher makes it later.
+                        self.enqueue(super::controllers::Work::RootCa {
+                            cluster: cluster.to_string(),
+                            namespace: ns.to_string(),
+                        });
+                    }
                 }
             }
-        }
-    }
-
-    /// Deletes everything in a Terminating namespace, then the namespace itself.
-    /// While content remains (objects with finalizers), the namespace keeps the
-    /// namespace controller's conditions saying what blocks it; returns false to retry.
-    pub(super) async fn finalize_namespace(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
-        let nst = self.namespace_type()?;
-        let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
-        let current = self.storage.get(&key).await.map_err(ApiError::from)?;
-        let deleting = current.is_some_and(|kv| {
-            serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v))
-        });
-        if !deleting {
-            return Ok(true);
-        }
-        let report = self.delete_namespace_content(cluster, ns).await?;
-        if !self
-            .record_deletion_conditions(cluster, ns, &report)
-            .await?
-            || !report.is_clean()
-        {
-            return Ok(false);
-        }
-        // Drop the `kubernetes` finalizer; the update removes the namespace when no
-        // metadata finalizers remain.
-        let Some((kv, mut obj)) = self.get_decoded(&key).await? else {
-            return Ok(true);
-        };
-        if let Some(f) = obj
-            .pointer_mut("/spec/finalizers")
-            .and_then(Value::as_array_mut)
-        {
-            f.retain(|x| x != "kubernetes");
-        }
-        if obj
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.is_empty())
-        {
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.remove("finalizers");
-            }
-        }
-        let spec_left = obj.pointer("/spec/finalizers").is_some();
-        if spec_left || !meta::finalizers(&obj).is_empty() {
-            // Another party's finalizer: write the change and wait for them.
-            let enc = super::write::encoder(obj);
-            let _ = self
-                .storage
-                .put(key, Precondition::ModRevision(kv.mod_revision), enc)
-                .await;
-            return Ok(false);
-        }
-        let enc = super::write::encoder(obj);
-        match self
-            .storage
-            .delete(key, Precondition::ModRevision(kv.mod_revision), enc)
-            .await
-        {
-            Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(true),
-            Err(kplane_storage::Error::Conflict { .. }) => Ok(false),
-            Err(e) => Err(ApiError::from(e)),
-        }
-    }
-}
-
-impl Registry {
-    /// One pass of the namespace deleter: deletes every namespaced resource's content
-    /// (Background propagation, as the namespace controller asks) and reports what is left.
-    /// Objects without finalizers go first, in storage batches (`ns_purge`); the rest
-    /// take the per-object path, which marks them and leaves them to their finalizers.
-    async fn delete_namespace_content(&self, cluster: &str, ns: &str) -> ApiResult<DeletionReport> {
-        let mut report = DeletionReport::default();
-        let catalog = self.catalog_for(Some(cluster)).await?;
-        let background = super::DeleteParams {
-            propagation_policy: Some("Background".into()),
-            ..Default::default()
-        };
-        for rt in catalog.namespaced_storage() {
-            let t = Target {
-                cluster: Some(cluster.to_string()),
-                rt: rt.clone(),
-                namespace: Some(ns.to_string()),
-            };
-            if let Err(e) = self
-                .purge_namespace_resource(cluster, ns, &rt.storage_resource)
-                .await
-            {
-                report.errors.push(e.0.message.clone());
-            }
-            if let Err(e) = self
-                .delete_all(&t, &ListParams::default(), &background)
-                .await
-            {
-                report.errors.push(e.0.message.clone());
-            }
-            let left = self
-                .storage
-                .list(
-                    &Prefix::namespace(cluster, rt.storage_resource.clone(), ns),
-                    &Default::default(),
-                    None,
-                )
-                .await
-                .map_err(ApiError::from)?;
-            if left.items.is_empty() {
-                continue;
-            }
-            let fins: Vec<String> = left
-                .items
-                .iter()
-                .flat_map(|kv| {
-                    serde_json::from_slice::<FinalizersOnly>(&kv.value)
-                        .map(|o| o.metadata.finalizers)
-                        .unwrap_or_default()
-                })
-                .collect();
-            if fins.is_empty() {
-                report.errors.push(format!(
-                    "unexpected items still remain in namespace: {ns} for gvr: {}/{}, Resource={}",
-                    rt.group, rt.version, rt.plural
-                ));
-            }
-            // Every served group/resource over this storage counts, as discovery lists them.
-            let mut served: Vec<(&str, &str)> = catalog
-                .all()
-                .iter()
-                .filter(|s| s.namespaced && s.storage_resource == rt.storage_resource)
-                .map(|s| (s.plural.as_str(), s.group.as_str()))
-                .collect();
-            served.sort_unstable();
-            served.dedup();
-            for (plural, group) in served {
-                report.add_remaining(plural, group, left.items.len(), &fins);
-            }
-        }
-        Ok(report)
-    }
-
-    /// Writes the deletion conditions into the namespace's status when they changed.
-    /// Returns false when the namespace changed underneath (retry later).
-    async fn record_deletion_conditions(
-        &self,
-        cluster: &str,
-        ns: &str,
-        report: &DeletionReport,
-    ) -> ApiResult<bool> {
-        let nst = self.namespace_type()?;
-        let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
-        let Some((kv, mut obj)) = self.get_decoded(&key).await? else {
-            return Ok(true);
-        };
-        if !ns_conditions::apply(&mut obj, report, &meta::now_time()) {
-            return Ok(true);
-        }
-        let enc = super::write::encoder(obj);
-        match self
-            .storage
-            .put(key, Precondition::ModRevision(kv.mod_revision), enc)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(kplane_storage::Error::Conflict { .. } | kplane_storage::Error::NotFound) => {
-                Ok(false)
-            }
-            Err(e) => Err(ApiError::from(e)),
         }
     }
 }

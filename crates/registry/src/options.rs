@@ -165,10 +165,17 @@ pub fn parse_dry_run(values: &[String], kind: OptionsKind) -> ApiResult<bool> {
 
 impl WriteParams {
     /// Options of a write made by kplane's own controllers (garbage collector, namespace
-    /// bootstrap), recorded under the manager kube-controller-manager uses upstream.
+    /// controller, root-CA publisher, namespace bootstrap), recorded under the manager
+    /// kube-controller-manager uses upstream.
     pub fn controller() -> WriteParams {
+        WriteParams::controller_named(CONTROLLER_MANAGER)
+    }
+
+    /// Options of a controller write recorded under `manager` (e.g. [`APISERVER_MANAGER`]
+    /// for the controllers kube-apiserver runs itself).
+    pub fn controller_named(manager: &str) -> WriteParams {
         WriteParams {
-            default_manager: CONTROLLER_MANAGER.to_string(),
+            default_manager: manager.to_string(),
             ..Default::default()
         }
     }
@@ -189,6 +196,11 @@ impl WriteParams {
 
 /// The field manager of writes by the built-in controllers.
 pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
+/// The field manager of writes by the controllers kube-apiserver runs itself (the
+/// apiextensions-apiserver's CRD finalizer and naming controller, which write through its
+/// loopback client).
+pub const APISERVER_MANAGER: &str = "kube-apiserver";
 
 /// Longest field manager name (`FieldManagerMaxLength`).
 const FIELD_MANAGER_MAX_LENGTH: usize = 128;

@@ -3,7 +3,8 @@
 //! `limit` in every representation, the initial events of a watch, deletecollection,
 //! namespace deletion and CRD instance cleanup (when a list's first batch was a public
 //! field, the internal consumers saw only it). The Event sweeper's page and per-sweep
-//! bound, and the page of the garbage collector's start-up scan.
+//! bound (and the storage batch it deletes in), and the page of the informer's scan
+//! (which builds the garbage collector's graph).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -279,7 +280,7 @@ fn event(name: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound() {
-    use super::lifecycle::{EVENT_SWEEP_BATCH, EVENT_SWEEP_PAGE};
+    use super::controllers::event_ttl::{EVENT_SWEEP_BATCH, EVENT_SWEEP_PAGE};
     let f = fixture().await;
     let reg = &f.reg;
     let t = target(reg, "", "events", Some("default"));
@@ -292,6 +293,9 @@ async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound
         .map(|n| (page, usize::MAX, n))
         .collect();
     cases.extend([most - 1, most, most + 1, 10 * most].map(|n| (page, most, n)));
+    // Around the storage batch expired Events are deleted in.
+    let bulk = super::bulk_delete::BULK_DELETE_BATCH;
+    cases.extend([bulk - 1, bulk, bulk + 1].map(|n| (EVENT_SWEEP_PAGE, usize::MAX, n)));
     // The real sizes, one page and one more event.
     cases.push((EVENT_SWEEP_PAGE, EVENT_SWEEP_BATCH, EVENT_SWEEP_PAGE + 1));
     for (round, (page, most, n)) in cases.into_iter().enumerate() {
@@ -319,8 +323,9 @@ async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_garbage_collector_scan_sees_every_owned_object_across_its_page() {
-    use super::gc::{scan, SCAN_PAGE};
+async fn the_informer_scan_feeds_every_owned_object_to_the_collector_across_its_page() {
+    use super::controllers::gc::GraphFeed;
+    use super::controllers::informer::{scan, InformerHandler, SCAN_PAGE};
     let f = fixture().await;
     let reg = &f.reg;
     let t = create_namespace(reg, "owned").await;
@@ -341,13 +346,25 @@ async fn the_garbage_collector_scan_sees_every_owned_object_across_its_page() {
     };
     let total = usize::try_from(stored(reg, &all).await).unwrap();
     assert!(total > n);
+    let at = reg.storage.current_revision();
     for page in [total - 1, total, total + 1, total.div_ceil(10), SCAN_PAGE] {
         // A fresh collector over the same store.
         let catalog = Arc::new(Catalog::new(builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (fresh, _queue) = Registry::new(reg.storage.clone(), catalog, String::new(), shutdown);
-        scan(&fresh, &all, page).await.unwrap();
-        assert_eq!(fresh.gc.owned_objects(), n, "scan in pages of {page}");
+        let feed: Arc<dyn InformerHandler> = Arc::new(GraphFeed::new(fresh.clone()));
+        feed.on_resync();
+        let replayed = scan(&*reg.storage, std::slice::from_ref(&feed), page, at)
+            .await
+            .unwrap();
+        feed.on_synced();
+        assert_eq!(replayed, total, "scan in pages of {page}");
+        assert_eq!(
+            fresh.controllers.gc.owned_objects(),
+            n,
+            "scan in pages of {page}"
+        );
+        assert!(fresh.controllers.gc.synced());
     }
 }
 

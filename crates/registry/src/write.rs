@@ -341,6 +341,8 @@ impl Registry {
         }
         .map_err(|e| storage_error(e, rt, name))?;
         if gone {
+            // The hook may rewrite other CRDs (name recheck), each under the lock.
+            drop(_crd_guard);
             rt.strategy.after_delete(self, &cluster, name).await?;
         } else {
             rt.strategy
@@ -449,8 +451,8 @@ impl Registry {
             // Orphan and Foreground deletion go through the garbage collector's finalizers.
             let gc_finalizer = match d.propagation_policy.as_deref() {
                 _ if !rt.strategy.delete_propagates() => None,
-                Some("Orphan") => Some(super::gc::ORPHAN_FINALIZER),
-                Some("Foreground") => Some(super::gc::FOREGROUND_FINALIZER),
+                Some("Orphan") => Some(super::controllers::gc::ORPHAN_FINALIZER),
+                Some("Foreground") => Some(super::controllers::gc::FOREGROUND_FINALIZER),
                 _ => None,
             };
             let needs_mark = !meta::finalizers(&obj).is_empty()
@@ -493,6 +495,8 @@ impl Registry {
             }
             match self.storage.delete(key, pre, encoder(obj)).await {
                 Ok(kv) => {
+                    // The hook may rewrite other CRDs (name recheck), each under the lock.
+                    drop(_crd_guard);
                     rt.strategy.after_delete(self, &cluster, name).await?;
                     return Ok(DeleteOutcome::Deleted(decode(&kv)?));
                 }

@@ -8,8 +8,8 @@ use kplane_types::Cause;
 use serde_json::Value;
 
 use super::super::catalog::ResourceType;
+use super::super::controllers::Work;
 use super::super::crd;
-use super::super::lifecycle::Work;
 use super::super::Registry;
 use super::{default_reset_fields, with_field_from, TypeStrategy};
 use crate::error::{ApiError, ApiResult};

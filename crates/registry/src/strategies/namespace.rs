@@ -7,7 +7,7 @@ use kplane_types::Cause;
 use serde_json::{json, Value};
 
 use super::super::catalog::ResourceType;
-use super::super::lifecycle::Work;
+use super::super::controllers::Work;
 use super::super::meta::{self, NameRule};
 use super::super::Registry;
 use super::{keep_stored_status, with_field_from, TypeStrategy};

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use kplane_storage::{Error as StorageError, KeyValue, ListOptions, Prefix};
 use serde_json::Value;
 
-use super::bulk_delete::{Doomed, BULK_DELETE_BATCH};
-use super::Registry;
+use crate::bulk_delete::{Doomed, BULK_DELETE_BATCH};
 use crate::error::{ApiError, ApiResult};
+use crate::Registry;
 
 /// After each batch the purge pauses for the time the batch took divided by this (a
 /// quarter), so that other tenants' requests get the CPU and the store's writer between
@@ -110,7 +110,7 @@ mod tests {
     async fn registry(dir: &std::path::Path) -> Arc<Registry> {
         let storage: Arc<dyn Storage> =
             SledStorage::open(dir.join("db"), SledStorageOptions::default()).unwrap();
-        let catalog = Arc::new(super::super::Catalog::new(super::super::catalog::builtin()));
+        let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
         reg

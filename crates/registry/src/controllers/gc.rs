@@ -7,43 +7,34 @@
 //!   (in the foreground themselves, so chains cascade), then the owner goes.
 //!
 //! The graph holds only objects that have owners (memory is proportional to owned objects,
-//! not to all objects). It is rebuilt at start-up from one scan of the store and then kept
-//! current from the storage event stream, so a cascade interrupted by a restart finishes.
+//! not to all objects). It is fed by the shared informer (`GraphFeed`): rebuilt from its
+//! scan at start-up (and after it fell behind) and then kept current from its watch, so a
+//! cascade interrupted by a restart finishes. Owner work waits until the graph is built.
+//! Every write (dropping owner references and finalizers, deleting dependents, the
+//! `OwnerRefInvalidNamespace` Event) goes through the registry's verbs under
+//! kube-controller-manager's field manager; a failed one is logged and its item retried.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use kplane_storage::{EventType, KeyValue, Prefix, WatchEvent};
+use kplane_storage::KeyValue;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::lifecycle::Work;
-use super::{meta, DeleteParams, Registry, Target};
+use super::informer::InformerHandler;
+use super::{write_failed, Work};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
+use crate::{meta, DeleteParams, Registry, Target};
+
+pub use super::ObjRef;
+
+/// The controller's name in logs.
+const CONTROLLER: &str = "garbage-collector";
 
 pub const ORPHAN_FINALIZER: &str = "orphan";
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
-
-/// One stored object: cluster, storage resource, namespace, name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ObjRef {
-    pub cluster: String,
-    pub resource: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-impl ObjRef {
-    fn of(kv: &KeyValue) -> ObjRef {
-        ObjRef {
-            cluster: kv.key.cluster.clone(),
-            resource: kv.key.resource.clone(),
-            namespace: kv.key.namespace.clone(),
-            name: kv.key.name.clone(),
-        }
-    }
-}
 
 /// Owner uid (within a cluster) → its dependents, and the reverse.
 #[derive(Debug, Default)]
@@ -89,6 +80,12 @@ impl Graph {
             .unwrap_or_default()
     }
 
+    /// Forgets everything (a fresh scan follows).
+    fn clear(&mut self) {
+        self.dependents.clear();
+        self.owners_of.clear();
+    }
+
     /// Objects with owners (for metrics and tests).
     pub fn len(&self) -> usize {
         self.owners_of.len()
@@ -112,6 +109,8 @@ pub struct Collector {
     /// namespaces (the `OwnerRefInvalidNamespace` check), which would cost reads per
     /// dependent.
     deleted_owners: Mutex<RecentUids>,
+    /// Whether the graph holds every owned object (the informer's replay ended).
+    synced: AtomicBool,
 }
 
 /// A bounded set of `(cluster, uid)`: the oldest entries leave first.
@@ -146,6 +145,24 @@ impl RecentUids {
 impl Collector {
     pub fn owned_objects(&self) -> usize {
         self.graph.lock().map(|g| g.len()).unwrap_or(0)
+    }
+
+    /// Whether the graph is complete (owner work needs every dependent).
+    pub fn synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// A fresh scan begins: the graph is rebuilt from it, so that owners deleted while
+    /// events were missed are noticed (each owned object is examined again).
+    fn reset(&self) {
+        self.synced.store(false, Ordering::Release);
+        if let Ok(mut g) = self.graph.lock() {
+            g.clear();
+        }
+    }
+
+    fn mark_synced(&self) {
+        self.synced.store(true, Ordering::Release);
     }
 
     fn remember_deleted_owner(&self, cluster: &str, uid: &str) {
@@ -251,14 +268,16 @@ impl Registry {
         if deleted {
             let m = head(&kv.value);
             let dependents = {
-                let Ok(mut g) = self.gc.graph.lock() else {
+                let Ok(mut g) = self.controllers.gc.graph.lock() else {
                     return;
                 };
                 g.set_owners(&r, vec![]);
                 g.dependents_of(&r.cluster, &m.uid)
             };
             if !dependents.is_empty() {
-                self.gc.remember_deleted_owner(&r.cluster, &m.uid);
+                self.controllers
+                    .gc
+                    .remember_deleted_owner(&r.cluster, &m.uid);
             }
             for d in dependents {
                 self.enqueue(Work::GcDependent(d));
@@ -266,7 +285,7 @@ impl Registry {
             return;
         }
         if !mentions_owners && !mentions_finalizers {
-            if let Ok(mut g) = self.gc.graph.lock() {
+            if let Ok(mut g) = self.controllers.gc.graph.lock() {
                 g.set_owners(&r, vec![]);
             }
             return;
@@ -274,6 +293,7 @@ impl Registry {
         let m = head(&kv.value);
         let uids: Vec<String> = m.owner_references.iter().map(|o| o.uid.clone()).collect();
         let changed = self
+            .controllers
             .gc
             .graph
             .lock()
@@ -322,7 +342,7 @@ impl Registry {
             });
         if state == OwnerState::Absent
             && rt.namespaced
-            && !self.gc.was_deleted_owner(&dep.cluster, &o.uid)
+            && !self.controllers.gc.was_deleted_owner(&dep.cluster, &o.uid)
             && self.owner_elsewhere(dep, &rt, o).await?
         {
             self.report_invalid_namespace(dep, obj, o).await;
@@ -334,7 +354,7 @@ impl Registry {
     pub(super) async fn stored_head(
         &self,
         cluster: &str,
-        rt: &super::ResourceType,
+        rt: &crate::ResourceType,
         namespace: &str,
         name: &str,
     ) -> ApiResult<Option<HeadMeta>> {
@@ -376,24 +396,40 @@ impl Registry {
 
     /// The kinds served in `cluster` changed (a CRD was written): dependents whose owner
     /// kinds could not be resolved are examined again.
-    pub(super) fn gc_kinds_changed(&self, cluster: &str) {
-        for r in self.gc.take_unresolved(cluster) {
+    pub(crate) fn gc_kinds_changed(&self, cluster: &str) {
+        for r in self.controllers.gc.take_unresolved(cluster) {
             self.enqueue(Work::GcDependent(r));
         }
     }
 
-    /// Writes `obj` back through the registry (validation, finalizer semantics).
-    async fn gc_update(&self, t: &Target, obj: Value) -> ApiResult<()> {
+    /// Writes `obj` back through the registry (validation, finalizer semantics), with the
+    /// resourceVersion it was read at as precondition. Returns false when the write failed
+    /// (logged; the caller's item is retried); an object gone meanwhile needs no write.
+    async fn gc_update(&self, t: &Target, obj: Value) -> bool {
         let name = meta::name_of(&obj).to_string();
         let obj = self.stored_to_api(&t.rt, obj);
         match self
             .update(t, &name, None, obj, &WriteParams::controller())
             .await
         {
-            Ok(_) => Ok(()),
-            Err(e) if e.code() == 404 || e.is_conflict() => Ok(()),
-            Err(e) => Err(e),
+            Ok(_) => true,
+            Err(e) if e.code() == 404 => true,
+            Err(e) => {
+                self.gc_write_failed(t, &name, &e);
+                false
+            }
         }
+    }
+
+    fn gc_write_failed(&self, t: &Target, name: &str, e: &ApiError) {
+        write_failed(
+            CONTROLLER,
+            t.cluster.as_deref().unwrap_or(""),
+            &t.rt,
+            t.namespace.as_deref().unwrap_or(""),
+            name,
+            e,
+        );
     }
 
     /// Deletes a dependent whose owners are gone, removes dangling references when some
@@ -420,7 +456,7 @@ impl Registry {
                 OwnerState::Present { foreground: false } => solid += 1,
                 // Unresolvable references stop the collector here, whatever the others say.
                 OwnerState::UnknownKind => {
-                    self.gc.park_unresolved(r);
+                    self.controllers.gc.park_unresolved(r);
                     return Ok(true);
                 }
                 OwnerState::NamespacedOwnerOfClusterScoped => return Ok(true),
@@ -436,14 +472,19 @@ impl Registry {
                         !dangling.iter().chain(&waiting).any(|u| u == uid)
                     });
                 }
-                self.gc_update(&t, updated).await?;
+                return Ok(self.gc_update(&t, updated).await);
             }
             return Ok(true);
         }
         if m.deletion_timestamp.is_some() {
             return Ok(true);
         }
+        if !waiting.is_empty() && !self.controllers.gc.synced() {
+            // Whether to cascade in the foreground depends on the whole graph.
+            return Ok(false);
+        }
         let has_dependents = self
+            .controllers
             .gc
             .graph
             .lock()
@@ -463,8 +504,10 @@ impl Registry {
         match self.delete(&t, &r.name, &d).await {
             Ok(_) => Ok(true),
             Err(e) if e.code() == 404 => Ok(true),
-            Err(e) if e.is_conflict() => Ok(false),
-            Err(e) => Err(e),
+            Err(e) => {
+                self.gc_write_failed(&t, &r.name, &e);
+                Ok(false)
+            }
         }
     }
 
@@ -479,9 +522,14 @@ impl Registry {
         if !meta::is_deleting(&obj) {
             return Ok(true);
         }
+        if !self.controllers.gc.synced() {
+            // Orphaning or waiting for dependents needs every dependent in the graph.
+            return Ok(false);
+        }
         let uid = meta::meta_str(&obj, "uid").unwrap_or("").to_string();
         let fins = meta::finalizers(&obj);
         let deps = self
+            .controllers
             .gc
             .graph
             .lock()
@@ -497,7 +545,10 @@ impl Registry {
                 if let Some(Value::Array(refs)) = dep.pointer_mut("/metadata/ownerReferences") {
                     refs.retain(|o| o.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
                 }
-                self.gc_update(&dt, dep).await?;
+                if !self.gc_update(&dt, dep).await {
+                    // The finalizer stays until every dependent is orphaned.
+                    return Ok(false);
+                }
             }
             remove.push(ORPHAN_FINALIZER);
         }
@@ -524,8 +575,7 @@ impl Registry {
         if let Some(Value::Array(f)) = updated.pointer_mut("/metadata/finalizers") {
             f.retain(|x| !remove.iter().any(|r| x == r));
         }
-        self.gc_update(&t, updated).await?;
-        Ok(true)
+        Ok(self.gc_update(&t, updated).await)
     }
 }
 
@@ -533,70 +583,29 @@ fn memchr_contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
 }
 
-/// Builds the graph from the store, then follows the event stream. Runs until shutdown;
-/// rebuilds from a fresh scan if it falls behind the stream.
-pub async fn run(registry: Arc<Registry>) {
-    while follow(&registry).await {
-        tracing::warn!("garbage collector fell behind the event stream; rebuilding its graph");
+/// The collector's [`InformerHandler`]: feeds every stored object and change to the graph.
+pub(crate) struct GraphFeed(Arc<Registry>);
+
+impl GraphFeed {
+    pub(crate) fn new(registry: Arc<Registry>) -> GraphFeed {
+        GraphFeed(registry)
     }
 }
 
-/// Objects read from storage at a time while the graph is built.
-pub(super) const SCAN_PAGE: usize = 1000;
+impl InformerHandler for GraphFeed {
+    fn on_resync(&self) {
+        self.0.controllers.gc.reset();
+    }
 
-/// Feeds every stored object, in every logical cluster, to the graph, `page` at a time.
-pub(super) async fn scan(
-    registry: &Registry,
-    all: &Prefix,
-    page: usize,
-) -> kplane_storage::Result<()> {
-    let mut opts = kplane_storage::ListOptions {
-        limit: Some(page),
-        ..Default::default()
-    };
-    loop {
-        let read = registry.storage.list(all, &opts, None).await?;
-        for kv in &read.items {
-            registry.gc_observe(kv, false);
-        }
-        match (read.more, read.items.last()) {
-            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
-            _ => return Ok(()),
-        }
+    fn on_object(&self, kv: &KeyValue, deleted: bool, _replay: bool) {
+        self.0.gc_observe(kv, deleted);
     }
-}
 
-/// One scan-then-follow pass; returns true when it must start over.
-async fn follow(registry: &Arc<Registry>) -> bool {
-    let from = registry.storage.current_revision();
-    let all = Prefix {
-        cluster: None,
-        resource: None,
-        namespace: None,
-    };
-    if let Err(e) = scan(registry, &all, SCAN_PAGE).await {
-        tracing::warn!(error = %e, "garbage collector could not scan the store");
-        return false;
+    fn on_synced(&self) {
+        let gc = &self.0.controllers.gc;
+        gc.mark_synced();
+        tracing::info!(owned = gc.owned_objects(), "garbage collector graph built");
     }
-    tracing::info!(
-        owned = registry.gc.owned_objects(),
-        "garbage collector graph built"
-    );
-    let mut rx = match registry.storage.watch(&all, from, None).await {
-        Ok(rx) => rx,
-        Err(e) => {
-            tracing::warn!(error = %e, "garbage collector could not watch the store");
-            return false;
-        }
-    };
-    while let Some(ev) = rx.recv().await {
-        match ev {
-            WatchEvent::Event(e) => registry.gc_observe(&e.kv, e.event_type == EventType::Deleted),
-            WatchEvent::Progress(_) => {}
-            WatchEvent::Closed(reason) => return reason == kplane_storage::CloseReason::TooSlow,
-        }
-    }
-    false
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use kplane_storage::Prefix;
 use serde_json::{json, Value};
 
 use super::gc::{ObjRef, OwnerRef};
-use super::{meta, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
+use crate::{meta, Registry, ResourceType, Target};
 
 /// The event source (and reporting controller) of the garbage collector's Events.
 const COMPONENT: &str = "garbage-collector-controller";
@@ -59,10 +59,20 @@ impl Registry {
         Ok(false)
     }
 
-    /// Records the `OwnerRefInvalidNamespace` Warning on the dependent `obj`.
+    /// Records the `OwnerRefInvalidNamespace` Warning on the dependent `obj`. Like
+    /// upstream's event recorder, a failure is logged and not retried.
     pub(super) async fn report_invalid_namespace(&self, dep: &ObjRef, obj: &Value, o: &OwnerRef) {
         if let Err(e) = self.try_report_invalid_namespace(dep, obj, o).await {
-            tracing::debug!(?dep, error = %e.0, "could not record OwnerRefInvalidNamespace");
+            tracing::warn!(
+                controller = COMPONENT,
+                cluster = dep.cluster,
+                resource = dep.resource,
+                namespace = dep.namespace,
+                name = dep.name,
+                code = e.code(),
+                error = %e.0.message,
+                "could not record an OwnerRefInvalidNamespace event"
+            );
         }
     }
 

@@ -2,23 +2,29 @@
 //! every active namespace of every logical cluster holds a `kube-root-ca.crt` ConfigMap
 //! with the serving CA under `ca.crt` and a `kubernetes.io/description` annotation.
 //!
-//! The ConfigMap is made with its namespace (`namespaces`), and every namespace is synced
-//! once when the server starts. Afterwards one watch over the ConfigMaps of all logical
-//! clusters queues a sync (lifecycle [`Work::RootCa`]) when a `kube-root-ca.crt` is
-//! deleted or changed away from that content; the sync recreates it,
-//! or puts back `data` and the annotation, keeping everything else (labels, other
-//! annotations, `binaryData`), as upstream does. Nothing polls: an untouched namespace
-//! costs nothing. Namespaces that are Terminating or gone are left alone.
+//! The ConfigMap is made with its namespace (`namespaces`). The publisher is a handler of
+//! the shared informer (`Publisher`): every namespace is synced each time the informer
+//! (re)starts from a scan — at start-up, and after it fell behind or its revision was
+//! compacted — on a task of its own (`run_syncer`); afterwards each change of a
+//! `kube-root-ca.crt` the informer delivers queues a sync ([`Work::RootCa`]) when the
+//! ConfigMap was deleted or changed away from that content; the sync recreates it, or puts
+//! back `data` and the annotation, keeping everything else (labels, other annotations,
+//! `binaryData`), as upstream does. Nothing polls: an untouched namespace costs nothing.
+//! Namespaces that are Terminating or gone are left alone. Writes go through the
+//! registry's create and update (with the resourceVersion read) under
+//! kube-controller-manager's field manager; a failed one is logged and retried.
 
 use std::sync::Arc;
 
-use kplane_storage::{EventType, Prefix, Revision, WatchEvent};
+use kplane_storage::{KeyValue, Prefix};
 use serde_json::{json, Map, Value};
+use tokio::sync::Notify;
 
-use super::lifecycle::Work;
-use super::{meta, Registry, Target};
+use super::informer::InformerHandler;
+use super::{write_failed, Work};
 use crate::error::ApiResult;
 use crate::options::WriteParams;
+use crate::{meta, Registry, Target};
 
 /// The ConfigMap's name in every namespace.
 pub const CONFIG_MAP_NAME: &str = "kube-root-ca.crt";
@@ -28,6 +34,9 @@ pub const DATA_KEY: &str = "ca.crt";
 pub const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
 /// Its value (upstream's text, so tools that compare it see the same).
 pub const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+/// The controller's name in logs.
+const CONTROLLER: &str = "root-ca-cert-publisher";
 
 /// Storage resource of ConfigMaps and Namespaces.
 const CONFIG_MAPS: &str = "/configmaps";
@@ -114,13 +123,17 @@ impl Registry {
         let Some(kv) = self.get_stored(&t, CONFIG_MAP_NAME).await? else {
             return match self.create(&t, desired(ns, &self.root_ca_pem), &w).await {
                 Ok(_) => Ok(true),
-                Err(e) if e.code() == 409 => Ok(false),
                 // The namespace went away or began terminating meanwhile.
                 Err(e) if e.code() == 404 || e.code() == 403 => Ok(true),
-                Err(e) => Err(e),
+                // Made meanwhile (by the namespace's bootstrap): look at it again.
+                Err(e) if e.code() == 409 => Ok(false),
+                Err(e) => {
+                    write_failed(CONTROLLER, cluster, &t.rt, ns, CONFIG_MAP_NAME, &e);
+                    Ok(false)
+                }
             };
         };
-        let cm: Value = serde_json::from_slice(&kv.value).map_err(|e| super::corrupt(&e))?;
+        let cm: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
         if is_published(&cm, &self.root_ca_pem) {
             return Ok(true);
         }
@@ -129,20 +142,21 @@ impl Registry {
             .insert("resourceVersion".into(), json!(kv.mod_revision.to_string()));
         match self.update(&t, CONFIG_MAP_NAME, None, fixed, &w).await {
             Ok(_) => Ok(true),
-            Err(e) if e.code() == 409 || e.code() == 404 => Ok(false),
-            // An `immutable: true` copy cannot be put back; retrying would not help.
-            Err(e) if e.code() == 422 => {
-                tracing::warn!(cluster, namespace = ns, error = %e.0, "kube-root-ca.crt cannot be republished");
-                Ok(true)
+            // Deleted meanwhile: the next sync recreates it.
+            Err(e) if e.code() == 404 => Ok(false),
+            Err(e) => {
+                write_failed(CONTROLLER, cluster, &t.rt, ns, CONFIG_MAP_NAME, &e);
+                // An `immutable: true` copy cannot be put back; retrying would not help.
+                Ok(e.code() == 422)
             }
-            Err(e) => Err(e),
         }
     }
 
     /// Syncs every namespace of every logical cluster, one at a time, as upstream's
     /// publisher does when its informers start: at start-up (stores written before the
-    /// publisher, or a crash between a namespace and its ConfigMap) and after the watch
-    /// lost events it cannot replay. Inline, so a large store queues nothing.
+    /// publisher, or a crash between a namespace and its ConfigMap) and after the informer
+    /// lost events it cannot replay. Inline, so a large store queues nothing but the syncs
+    /// that must be retried.
     async fn sync_all_namespaces(&self) {
         let prefix = Prefix {
             cluster: None,
@@ -163,12 +177,17 @@ impl Registry {
             };
             for kv in &page.items {
                 let (cluster, ns) = (&kv.key.cluster, &kv.key.name);
+                let retry = Work::RootCa {
+                    cluster: cluster.clone(),
+                    namespace: ns.clone(),
+                };
                 match self.sync_root_ca(cluster, ns).await {
                     Ok(true) => {}
-                    // A concurrent write: the watch brings it back if it needs more.
-                    Ok(false) => {}
+                    // A failed write (logged): retried through the queue.
+                    Ok(false) => self.enqueue(retry),
                     Err(e) => {
-                        tracing::warn!(cluster, namespace = ns, error = %e.0, "kube-root-ca.crt sync failed")
+                        tracing::warn!(cluster, namespace = ns, error = %e.0.message, "kube-root-ca.crt sync failed");
+                        self.enqueue(retry);
                     }
                 }
             }
@@ -181,55 +200,52 @@ impl Registry {
 }
 
 /// Whether a change of the ConfigMap at `kv` calls for a sync.
-fn needs_sync(ev: &kplane_storage::Event, pem: &str) -> bool {
-    if ev.kv.key.name != CONFIG_MAP_NAME {
+fn needs_sync(kv: &KeyValue, deleted: bool, pem: &str) -> bool {
+    if kv.key.resource != CONFIG_MAPS || kv.key.name != CONFIG_MAP_NAME {
         return false;
     }
-    ev.event_type == EventType::Deleted
-        || serde_json::from_slice::<Value>(&ev.kv.value).map_or(true, |v| !is_published(&v, pem))
+    deleted || serde_json::from_slice::<Value>(&kv.value).map_or(true, |v| !is_published(&v, pem))
 }
 
-/// Syncs every namespace once, then follows every ConfigMap change of the store and
-/// queues the syncs it calls for. Runs until the store shuts down; a watch that fell
-/// behind resumes from its last revision, or, when that is compacted away, syncs every
-/// namespace again.
-pub async fn run(registry: Arc<Registry>) {
-    let prefix = Prefix {
-        cluster: None,
-        resource: Some(CONFIG_MAPS.into()),
-        namespace: None,
-    };
-    let mut from: Revision = registry.storage.current_revision();
-    registry.sync_all_namespaces().await;
-    loop {
-        let mut rx = match registry.storage.watch(&prefix, from, None).await {
-            Ok(rx) => rx,
-            Err(kplane_storage::Error::Compacted { .. }) => {
-                from = registry.storage.current_revision();
-                registry.sync_all_namespaces().await;
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "root CA publisher could not watch config maps");
-                return;
-            }
-        };
-        loop {
-            match rx.recv().await {
-                Some(WatchEvent::Event(e)) => {
-                    from = e.kv.mod_revision;
-                    if needs_sync(&e, &registry.root_ca_pem) {
-                        registry.enqueue(Work::RootCa {
-                            cluster: e.kv.key.cluster.clone(),
-                            namespace: e.kv.key.namespace.clone(),
-                        });
-                    }
-                }
-                Some(WatchEvent::Progress(_)) => {}
-                Some(WatchEvent::Closed(kplane_storage::CloseReason::TooSlow)) => break,
-                Some(WatchEvent::Closed(_)) | None => return,
-            }
+/// The publisher's [`InformerHandler`]: a resync asks `run_syncer` to sync every
+/// namespace; each later change of a `kube-root-ca.crt` that needs it queues a sync.
+pub(crate) struct Publisher {
+    registry: Arc<Registry>,
+    resync: Arc<Notify>,
+}
+
+/// The publisher and the task that syncs every namespace when it asks (run it).
+pub(crate) fn publisher(
+    registry: Arc<Registry>,
+) -> (Publisher, impl std::future::Future<Output = ()> + Send) {
+    let resync = Arc::new(Notify::new());
+    let syncer = run_syncer(registry.clone(), resync.clone());
+    (Publisher { registry, resync }, syncer)
+}
+
+impl InformerHandler for Publisher {
+    fn on_resync(&self) {
+        // One stored permit: requests made while a sync runs are served by one more sync.
+        self.resync.notify_one();
+    }
+
+    fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
+        // The replay is covered by the sync of every namespace the resync started.
+        if !replay && needs_sync(kv, deleted, &self.registry.root_ca_pem) {
+            self.registry.enqueue(Work::RootCa {
+                cluster: kv.key.cluster.clone(),
+                namespace: kv.key.namespace.clone(),
+            });
         }
+    }
+}
+
+/// Syncs every namespace each time the publisher asks (the informer started a scan after
+/// reading its revision, so changes after the sync began reach the publisher as events).
+pub(crate) async fn run_syncer(registry: Arc<Registry>, resync: Arc<Notify>) {
+    loop {
+        resync.notified().await;
+        registry.sync_all_namespaces().await;
     }
 }
 
@@ -283,14 +299,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> =
             SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-        let catalog = Arc::new(super::super::Catalog::new(super::super::catalog::builtin()));
+        let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage.clone(), catalog, "PEM".into(), shutdown);
         for c in ["root", "root:b"] {
             reg.ensure_cluster(c).await.unwrap();
         }
         let key = |c: &str, ns: &str| Key::new(c, CONFIG_MAPS, ns, CONFIG_MAP_NAME);
-        let raw = |v: Value| super::super::write::encoder(v);
+        let raw = |v: Value| crate::write::encoder(v);
         storage
             .delete(
                 key("root", "default"),
@@ -337,7 +353,7 @@ mod tests {
 
         reg.sync_all_namespaces().await;
         for c in ["root", "root:b"] {
-            for ns in super::super::namespaces::DEFAULT_NAMESPACES {
+            for ns in crate::namespaces::DEFAULT_NAMESPACES {
                 let cm = stored_root_ca(&reg, c, ns).await;
                 if (c, *ns) == ("root:b", "kube-public") {
                     assert!(cm.is_none(), "a Terminating namespace got a new ConfigMap");

@@ -1,0 +1,443 @@
+//! One shared, informer-like view of the whole store: a scan of every logical cluster
+//! followed by one wildcard storage watch, fanned out to every registered
+//! [`InformerHandler`]. The garbage collector's graph and the root-CA publisher are
+//! handlers; the RBAC cache (next) will be another. The process therefore holds one
+//! wildcard watch and does one start-up scan, however many controllers follow the store.
+//! (Catalogs are not a handler: the CRD write path rebuilds them synchronously, before it
+//! answers.)
+//!
+//! A pass reads the current revision `R`, tells every handler a resync begins
+//! ([`InformerHandler::on_resync`]), replays every stored object as of `R` (`SCAN_PAGE`
+//! objects per read, all at revision `R`: one consistent snapshot), tells them the replay
+//! ended ([`InformerHandler::on_synced`]) and then delivers every change after `R`, in
+//! revision order, from a watch starting at `R`. So each change reaches each handler once:
+//! in the snapshot when it is at or before `R`, as an event when it is after. When the
+//! watch closes because the informer fell behind, or `R` was compacted away (a scan that
+//! outlived the event window), the next pass starts from a fresh scan; when the store shuts
+//! down, the informer ends.
+//!
+//! Handlers run inline on the informer's task and must be quick (they update a map or
+//! queue work): a slow handler holds up every other and, at worst, closes the watch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kplane_storage::{CloseReason, Error as StorageError, EventType, KeyValue, Prefix, Revision};
+use kplane_storage::{ListOptions, Storage, WatchEvent};
+
+/// Objects read from storage at a time by the scan.
+pub(crate) const SCAN_PAGE: usize = 1000;
+
+/// How long the informer waits before a new pass after the store failed (not after it fell
+/// behind: that pass starts at once).
+const FAILURE_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Something that follows every object of the store.
+pub trait InformerHandler: Send + Sync {
+    /// A fresh scan begins: what the handler knows may be stale (changes were missed), and
+    /// every stored object follows with `replay` set, then [`InformerHandler::on_synced`].
+    fn on_resync(&self);
+
+    /// One object: from the scan (`replay`, never `deleted`) or a change after it (`deleted`
+    /// for a DELETED event, whose `kv` is the object's last state).
+    fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool);
+
+    /// The replay ended; live changes follow.
+    fn on_synced(&self) {}
+}
+
+/// What ended a pass.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    /// Start over from a fresh scan (after `backoff`).
+    Rescan { backoff: Option<Duration> },
+    /// The store is shutting down.
+    Stop,
+}
+
+/// The shared scan-then-watch of every logical cluster.
+pub struct Informer {
+    storage: Arc<dyn Storage>,
+    handlers: Vec<Arc<dyn InformerHandler>>,
+    page: usize,
+}
+
+impl Informer {
+    pub fn new(storage: Arc<dyn Storage>) -> Informer {
+        Informer {
+            storage,
+            handlers: Vec::new(),
+            page: SCAN_PAGE,
+        }
+    }
+
+    /// Registers a handler (before [`Informer::run`]).
+    pub fn with(mut self, handler: Arc<dyn InformerHandler>) -> Informer {
+        self.handlers.push(handler);
+        self
+    }
+
+    /// Reads `page` objects at a time instead of [`SCAN_PAGE`] (tests cross the page).
+    #[cfg(test)]
+    pub(crate) fn page(mut self, page: usize) -> Informer {
+        self.page = page;
+        self
+    }
+
+    /// Runs passes until the store shuts down.
+    pub async fn run(self) {
+        loop {
+            match self.pass().await {
+                Next::Stop => return,
+                Next::Rescan { backoff } => {
+                    if let Some(d) = backoff {
+                        tokio::time::sleep(d).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One scan, then the watch until it ends.
+    async fn pass(&self) -> Next {
+        let from = self.storage.current_revision();
+        for h in &self.handlers {
+            h.on_resync();
+        }
+        match scan(&*self.storage, &self.handlers, self.page, from).await {
+            Ok(n) => tracing::debug!(objects = n, revision = from, "informer replayed the store"),
+            Err(e) => return after_failure(e, "scan"),
+        }
+        for h in &self.handlers {
+            h.on_synced();
+        }
+        let all = Prefix {
+            cluster: None,
+            resource: None,
+            namespace: None,
+        };
+        let mut rx = match self.storage.watch(&all, from, None).await {
+            Ok(rx) => rx,
+            Err(e) => return after_failure(e, "watch"),
+        };
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                WatchEvent::Event(e) => {
+                    let deleted = e.event_type == EventType::Deleted;
+                    for h in &self.handlers {
+                        h.on_object(&e.kv, deleted, false);
+                    }
+                }
+                WatchEvent::Progress(_) => {}
+                WatchEvent::Closed(CloseReason::TooSlow) => {
+                    tracing::warn!("informer fell behind the event stream; rescanning the store");
+                    return Next::Rescan { backoff: None };
+                }
+                WatchEvent::Closed(CloseReason::ShuttingDown) => return Next::Stop,
+            }
+        }
+        Next::Stop
+    }
+}
+
+/// What follows a failed scan or watch.
+fn after_failure(e: StorageError, what: &str) -> Next {
+    match e {
+        StorageError::ShuttingDown => Next::Stop,
+        StorageError::Compacted { .. } => {
+            tracing::warn!(error = %e, "informer {what} outlived the event window; rescanning the store");
+            Next::Rescan { backoff: None }
+        }
+        e => {
+            tracing::warn!(error = %e, "informer {what} failed; rescanning the store");
+            Next::Rescan {
+                backoff: Some(FAILURE_BACKOFF),
+            }
+        }
+    }
+}
+
+/// Replays every stored object as of revision `at` to `handlers`, `page` objects per read.
+/// Returns how many objects there were.
+pub(crate) async fn scan(
+    storage: &dyn Storage,
+    handlers: &[Arc<dyn InformerHandler>],
+    page: usize,
+    at: Revision,
+) -> kplane_storage::Result<usize> {
+    let all = Prefix {
+        cluster: None,
+        resource: None,
+        namespace: None,
+    };
+    let mut opts = ListOptions {
+        at_revision: Some(at),
+        limit: Some(page),
+        ..Default::default()
+    };
+    let mut n = 0;
+    loop {
+        let read = storage.list(&all, &opts, None).await?;
+        for kv in &read.items {
+            for h in handlers {
+                h.on_object(kv, false, true);
+            }
+        }
+        n += read.items.len();
+        match (read.more, read.items.last()) {
+            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+            _ => return Ok(n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kplane_storage::{Key, Precondition, SledStorage, SledStorageOptions};
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    /// What a handler saw, in order.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    enum Seen {
+        Resync,
+        Synced,
+        Object {
+            name: String,
+            rev: Revision,
+            deleted: bool,
+            replay: bool,
+        },
+    }
+
+    /// Records everything; while `gate` is locked by the test, every delivery waits on it.
+    struct Recorder {
+        seen: Mutex<Vec<Seen>>,
+        gate: Arc<Mutex<()>>,
+    }
+
+    impl Recorder {
+        fn new(gate: Arc<Mutex<()>>) -> Arc<Recorder> {
+            Arc::new(Recorder {
+                seen: Mutex::new(Vec::new()),
+                gate,
+            })
+        }
+
+        fn seen(&self) -> Vec<Seen> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    impl InformerHandler for Recorder {
+        fn on_resync(&self) {
+            self.seen.lock().unwrap().push(Seen::Resync);
+        }
+
+        fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
+            drop(self.gate.lock().unwrap());
+            self.seen.lock().unwrap().push(Seen::Object {
+                name: kv.key.name.clone(),
+                rev: kv.mod_revision,
+                deleted,
+                replay,
+            });
+        }
+
+        fn on_synced(&self) {
+            self.seen.lock().unwrap().push(Seen::Synced);
+        }
+    }
+
+    async fn put(s: &Arc<dyn Storage>, name: &str, pre: Precondition) -> Revision {
+        s.put(
+            Key::new("root", "/configmaps", "ns", name),
+            pre,
+            Box::new(|_| Ok(b"{}".to_vec())),
+        )
+        .await
+        .unwrap()
+        .mod_revision
+    }
+
+    /// Waits until `f` holds for the first recorder's deliveries.
+    async fn until(r: &Recorder, f: impl Fn(&[Seen]) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !f(&r.seen()) {
+            assert!(tokio::time::Instant::now() < deadline, "{:?}", r.seen());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Every handler sees the same deliveries: a replay of the store (each object once, at
+    /// the pass's revision), then each later change once in revision order; after the
+    /// watch is closed as too slow, a resync and a fresh replay that, with the changes
+    /// after it, is exactly the store's content, no change delivered twice.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+    // The gate is a std mutex on purpose: handlers are synchronous, and holding it across
+    // the writes below is what stalls them.
+    #[allow(clippy::await_holding_lock)]
+    async fn each_change_reaches_every_handler_once_across_a_rescan() {
+        let dir = tempfile::tempdir().unwrap();
+        let capacity = 16;
+        let storage: Arc<dyn Storage> = SledStorage::open(
+            dir.path().join("db"),
+            SledStorageOptions {
+                watch_channel_capacity: capacity,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // Before the informer: three objects, one updated (the replay has its latest state).
+        for name in ["a", "b", "c"] {
+            put(&storage, name, Precondition::MustNotExist).await;
+        }
+        put(&storage, "b", Precondition::MustExist).await;
+        let gate = Arc::new(Mutex::new(()));
+        let (r1, r2) = (Recorder::new(gate.clone()), Recorder::new(gate.clone()));
+        // A page of 2 crosses the page boundary of the scan.
+        let informer = Informer::new(storage.clone())
+            .page(2)
+            .with(r1.clone())
+            .with(r2.clone());
+        let task = tokio::spawn(informer.run());
+        until(&r1, |s| s.contains(&Seen::Synced)).await;
+        // Live changes: an update, a create and a delete.
+        put(&storage, "a", Precondition::MustExist).await;
+        put(&storage, "d", Precondition::MustNotExist).await;
+        storage
+            .delete(
+                Key::new("root", "/configmaps", "ns", "c"),
+                Precondition::MustExist,
+                Box::new(|_| Ok(b"{}".to_vec())),
+            )
+            .await
+            .unwrap();
+        // Resync, a, b, c, Synced, then the three changes.
+        until(&r1, |s| s.len() == 8).await;
+        // Hold the handlers while more changes than the watch channel holds are written.
+        let held = gate.lock().unwrap();
+        put(&storage, "e", Precondition::MustNotExist).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for i in 0..3 * capacity {
+            put(&storage, &format!("f-{i:03}"), Precondition::MustNotExist).await;
+        }
+        drop(held);
+        until(&r1, |s| {
+            s.iter().filter(|x| **x == Seen::Synced).count() == 2
+        })
+        .await;
+        let after_rescan = put(&storage, "g", Precondition::MustNotExist).await;
+        until(&r1, |s| {
+            s.last()
+                .is_some_and(|x| matches!(x, Seen::Object { rev, .. } if *rev == after_rescan))
+        })
+        .await;
+        task.abort();
+
+        let seen = r1.seen();
+        assert_eq!(seen, r2.seen(), "every handler sees the same deliveries");
+        // Split into passes at each resync.
+        let passes: Vec<&[Seen]> = seen
+            .split(|x| *x == Seen::Resync)
+            .filter(|p| !p.is_empty())
+            .collect();
+        assert_eq!(passes.len(), 2, "{seen:?}");
+        // The store's content as the deliveries describe it, rebuilt from the last replay.
+        let mut content: BTreeMap<String, Revision> = BTreeMap::new();
+        for (i, pass) in passes.iter().enumerate() {
+            let synced = pass.iter().position(|x| *x == Seen::Synced).unwrap();
+            let (replay, live) = pass.split_at(synced);
+            let mut replayed: Vec<(&str, Revision)> = Vec::new();
+            for x in replay {
+                let Seen::Object {
+                    name,
+                    rev,
+                    deleted,
+                    replay,
+                } = x
+                else {
+                    panic!("{x:?} in a replay");
+                };
+                assert!(*replay && !*deleted);
+                replayed.push((name, *rev));
+            }
+            let names: Vec<&str> = replayed.iter().map(|(n, _)| *n).collect();
+            let mut sorted = names.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(names, sorted, "pass {i}: each object once, in key order");
+            content = replayed.iter().map(|(n, r)| (n.to_string(), *r)).collect();
+            let newest_replayed = replayed.iter().map(|(_, r)| *r).max().unwrap_or(0);
+            let mut last = newest_replayed;
+            for x in &live[1..] {
+                let Seen::Object {
+                    name,
+                    rev,
+                    deleted,
+                    replay,
+                } = x
+                else {
+                    panic!("{x:?} after the replay");
+                };
+                assert!(!*replay);
+                assert!(
+                    *rev > last,
+                    "pass {i}: {x:?} after revision {last}: delivered twice or out of order"
+                );
+                last = *rev;
+                if *deleted {
+                    content.remove(name);
+                } else {
+                    content.insert(name.clone(), *rev);
+                }
+            }
+        }
+        let stored: BTreeMap<String, Revision> = storage
+            .list(
+                &Prefix::resource("root", "/configmaps"),
+                &Default::default(),
+                None,
+            )
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|kv| (kv.key.name, kv.mod_revision))
+            .collect();
+        assert_eq!(
+            content, stored,
+            "the last replay plus later changes is the store"
+        );
+        assert!(content.contains_key("g") && content.contains_key("f-000"));
+        storage.shutdown().await.unwrap();
+    }
+
+    /// A scan reads one snapshot: writes after its revision are not replayed, whatever the
+    /// page size, and every object is replayed exactly once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_scan_is_one_snapshot_in_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        for i in 0..10 {
+            put(&storage, &format!("o-{i:02}"), Precondition::MustNotExist).await;
+        }
+        let at = storage.current_revision();
+        put(&storage, "o-00", Precondition::MustExist).await;
+        put(&storage, "o-99", Precondition::MustNotExist).await;
+        for page in [1, 3, 9, 10, 11] {
+            let r = Recorder::new(Arc::new(Mutex::new(())));
+            let handlers: Vec<Arc<dyn InformerHandler>> = vec![r.clone()];
+            let n = scan(&*storage, &handlers, page, at).await.unwrap();
+            assert_eq!(n, 10, "page {page}");
+            let seen = r.seen();
+            assert_eq!(seen.len(), 10);
+            assert!(seen
+                .iter()
+                .all(|x| matches!(x, Seen::Object { rev, .. } if *rev <= at)));
+        }
+        storage.shutdown().await.unwrap();
+    }
+}

@@ -1,0 +1,486 @@
+//! The server's own controllers: the background work kube-controller-manager (and the
+//! controllers inside kube-apiserver) would do, written as clients of the registry.
+//!
+//! - `namespace` (with `ns_purge` and [`ns_conditions`]): empties a Terminating
+//!   namespace, reports what blocks it, then removes it;
+//! - `crd_cleanup`: deletes the custom resources of a deleted CRD, then lets it go;
+//! - [`gc`] (with `gc_events`): garbage collection by `ownerReferences`;
+//! - [`root_ca`]: keeps `kube-root-ca.crt` in every namespace;
+//! - `event_ttl`: removes Events older than the Event TTL;
+//! - [`informer`]: one scan-then-watch of the whole store, fanned out to the controllers
+//!   that follow every change (the garbage collector's graph, the root-CA publisher).
+//!
+//! Controllers read storage directly (reads have no side effects) but write only through
+//! the registry: `create`, `update` (with the resourceVersion they read as precondition),
+//! `delete`, deletecollection's path, and its bulk delete of already-read objects
+//! (`bulk_delete`), so that managedFields, the after-write hooks (and admission and audit)
+//! apply to their writes as to any client's. Writes carry the field manager upstream's
+//! controller would ([`WriteParams::controller`], [`WriteParams::controller_named`]). A
+//! failed write is logged with the object's coordinates (`write_failed`) and its work item
+//! retried.
+//!
+//! Work items are queued by the write path and by the informer's handlers and run one at a
+//! time by [`run_worker`]. As in client-go's work queue, an item queued again before it
+//! runs runs once, and an unfinished item waits [`RETRY_EVERY`] in a delay set where
+//! further retries of it merge, so each item is at most once queued and once delayed.
+//! Work left unfinished by an earlier run is found again at start-up
+//! ([`Registry::resume_pending_work`]). [`start`] runs them all.
+//!
+//! [`WriteParams::controller`]: crate::options::WriteParams::controller
+//! [`WriteParams::controller_named`]: crate::options::WriteParams::controller_named
+
+mod crd_cleanup;
+pub(crate) mod event_ttl;
+pub mod gc;
+mod gc_events;
+pub mod informer;
+mod namespace;
+pub mod ns_conditions;
+mod ns_purge;
+pub mod root_ca;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use kplane_storage::{KeyValue, Prefix};
+use serde_json::Value;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
+
+use crate::crd::CRD_RESOURCE;
+use crate::error::{ApiError, ApiResult};
+use crate::{meta, Registry, ResourceType};
+
+/// How long an unfinished work item (content with finalizers, a failed write) waits before
+/// it runs again.
+pub const RETRY_EVERY: Duration = Duration::from_secs(2);
+
+/// One stored object: cluster, storage resource, namespace, name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjRef {
+    pub cluster: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjRef {
+    pub fn of(kv: &KeyValue) -> ObjRef {
+        ObjRef {
+            cluster: kv.key.cluster.clone(),
+            resource: kv.key.resource.clone(),
+            namespace: kv.key.namespace.clone(),
+            name: kv.key.name.clone(),
+        }
+    }
+}
+
+/// One unit of controller work.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Work {
+    /// Empty and then remove a Terminating namespace.
+    Namespace { cluster: String, name: String },
+    /// Delete every custom resource of a deleted CRD, then drop its cleanup finalizer.
+    CrdCleanup { cluster: String, name: String },
+    /// Collect an object whose owners may be gone (or are deleted in the foreground).
+    GcDependent(ObjRef),
+    /// Honour an owner's `orphan` / `foregroundDeletion` finalizer.
+    GcOwner(ObjRef),
+    /// Recreate or republish a namespace's `kube-root-ca.crt` (`root_ca`).
+    RootCa { cluster: String, namespace: String },
+}
+
+/// Items waiting: queued to run, or delayed before a retry.
+#[derive(Debug, Default)]
+struct Waiting {
+    queued: HashSet<Work>,
+    delayed: HashSet<Work>,
+}
+
+/// The controllers' state inside the registry: the work queue and the collector's graph.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    queue: UnboundedSender<Work>,
+    waiting: Mutex<Waiting>,
+    /// Items queued or running (delayed ones not counted), for `/metrics`.
+    queued: AtomicU64,
+    pub(crate) gc: gc::Collector,
+}
+
+impl Shared {
+    /// The state and the receiving end of its work queue (for [`run_worker`]).
+    pub(crate) fn new() -> (Shared, UnboundedReceiver<Work>) {
+        let (queue, rx) = tokio::sync::mpsc::unbounded_channel();
+        let shared = Shared {
+            queue,
+            waiting: Mutex::new(Waiting::default()),
+            queued: AtomicU64::new(0),
+            gc: gc::Collector::default(),
+        };
+        (shared, rx)
+    }
+
+    fn waiting(&self) -> MutexGuard<'_, Waiting> {
+        // Nothing panics while holding it; a poisoned set is still a valid set.
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Registry {
+    /// Queues `w` unless it is queued already (then it runs once, seeing the latest state).
+    pub(crate) fn enqueue(&self, w: Work) {
+        let c = &self.controllers;
+        let mut waiting = c.waiting();
+        if waiting.queued.contains(&w) {
+            return;
+        }
+        if c.queue.send(w.clone()).is_ok() {
+            waiting.queued.insert(w);
+            c.queued.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Queues `w` again after [`RETRY_EVERY`], unless a retry of it is already waiting.
+    fn retry_later(self: &Arc<Self>, w: Work) {
+        if !self.controllers.waiting().delayed.insert(w.clone()) {
+            return;
+        }
+        let r = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(RETRY_EVERY).await;
+            r.controllers.waiting().delayed.remove(&w);
+            r.enqueue(w);
+        });
+    }
+
+    /// Controller work items queued or running (namespace emptying, CRD cleanup, garbage
+    /// collection, root-CA syncs); items waiting to be retried are not counted. For
+    /// `/metrics`.
+    pub fn queued_work(&self) -> u64 {
+        self.controllers.queued.load(Ordering::Relaxed)
+    }
+
+    /// Queues work left unfinished by an earlier run (Terminating namespaces, deleted CRDs).
+    pub async fn resume_pending_work(&self) -> ApiResult<()> {
+        for (resource, make) in [
+            (
+                "/namespaces",
+                (|cluster, name| Work::Namespace { cluster, name }) as fn(String, String) -> Work,
+            ),
+            (CRD_RESOURCE, |cluster, name| Work::CrdCleanup {
+                cluster,
+                name,
+            }),
+        ] {
+            let prefix = Prefix {
+                cluster: None,
+                resource: Some(resource.into()),
+                namespace: None,
+            };
+            let res = self
+                .storage
+                .list(&prefix, &Default::default(), None)
+                .await
+                .map_err(ApiError::from)?;
+            for kv in res.items {
+                if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v)) {
+                    self.enqueue(make(kv.key.cluster.clone(), kv.key.name.clone()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one item; `Ok(false)` when it must run again later.
+    async fn run_one(&self, w: &Work) -> ApiResult<bool> {
+        match w {
+            Work::Namespace { cluster, name } => self.finalize_namespace(cluster, name).await,
+            Work::CrdCleanup { cluster, name } => self.cleanup_crd(cluster, name).await,
+            Work::GcDependent(r) => self.gc_dependent(r).await,
+            Work::GcOwner(r) => self.gc_owner(r).await,
+            Work::RootCa { cluster, namespace } => self.sync_root_ca(cluster, namespace).await,
+        }
+    }
+}
+
+/// Runs controller work until the queue closes; unfinished items are retried.
+pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Work>) {
+    while let Some(work) = queue.recv().await {
+        // From here on, queueing it again runs it again (it may change while it runs).
+        registry.controllers.waiting().queued.remove(&work);
+        let done = match registry.run_one(&work).await {
+            Ok(done) => done,
+            Err(e) => {
+                tracing::warn!(?work, code = e.code(), error = %e.0.message, "controller work failed; retrying");
+                false
+            }
+        };
+        registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
+        if !done {
+            registry.retry_later(work);
+        }
+    }
+}
+
+/// Logs a controller write that failed, with the object's coordinates and the Status
+/// message (`controller` names the writer, as upstream's controller names).
+pub(crate) fn write_failed(
+    controller: &str,
+    cluster: &str,
+    rt: &ResourceType,
+    namespace: &str,
+    name: &str,
+    e: &ApiError,
+) {
+    let resource = if rt.group.is_empty() {
+        rt.plural.clone()
+    } else {
+        format!("{}.{}", rt.plural, rt.group)
+    };
+    tracing::warn!(
+        controller,
+        cluster,
+        resource,
+        namespace,
+        name,
+        code = e.code(),
+        error = %e.0.message,
+        "controller write failed"
+    );
+}
+
+/// The background tasks of the controllers; dropping it (or [`Controllers::stop`]) stops
+/// them.
+#[derive(Debug)]
+pub struct Controllers {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Controllers {
+    /// Stops every controller task (work in progress is abandoned; it resumes on the next
+    /// start from what is stored).
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Controllers {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Starts the controllers over `registry`: the worker of its queue (`queue`, from
+/// [`Registry::new`]), the shared informer feeding the garbage collector and the root-CA
+/// publisher, the Event sweeper for `event_ttl`, and the resumption of unfinished work.
+pub fn start(
+    registry: &Arc<Registry>,
+    queue: UnboundedReceiver<Work>,
+    event_ttl: Duration,
+) -> Controllers {
+    let (publisher, syncer) = root_ca::publisher(registry.clone());
+    let informer = informer::Informer::new(registry.storage().clone())
+        .with(Arc::new(gc::GraphFeed::new(registry.clone())))
+        .with(Arc::new(publisher));
+    let resume = registry.clone();
+    let tasks = vec![
+        tokio::spawn(run_worker(registry.clone(), queue)),
+        tokio::spawn(informer.run()),
+        tokio::spawn(syncer),
+        tokio::spawn(event_ttl::run(registry.clone(), event_ttl)),
+        // In the background: a store with many logical clusters must not delay readiness.
+        tokio::spawn(async move {
+            if let Err(e) = resume.resume_pending_work().await {
+                tracing::warn!(error = %e.0.message, "could not resume pending controller work");
+            }
+        }),
+    ];
+    Controllers { tasks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{builtin, Catalog};
+    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+
+    fn ns(name: &str) -> Work {
+        Work::Namespace {
+            cluster: "root".into(),
+            name: name.into(),
+        }
+    }
+
+    /// An item queued twice before it runs is queued once; retries of one item merge while
+    /// one waits, and a waiting retry is queued when its delay is over.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn queued_and_delayed_items_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, mut queue) = Registry::new(storage, catalog, String::new(), shutdown);
+        reg.enqueue(ns("a"));
+        reg.enqueue(ns("a"));
+        reg.enqueue(ns("b"));
+        assert_eq!(reg.queued_work(), 2);
+        reg.retry_later(ns("c"));
+        reg.retry_later(ns("c"));
+        assert_eq!(reg.controllers.waiting().delayed.len(), 1);
+        assert_eq!(reg.queued_work(), 2, "delayed items are not counted");
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            let w = tokio::time::timeout(RETRY_EVERY * 5, queue.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            got.push(w);
+        }
+        assert_eq!(got, [ns("a"), ns("b"), ns("c")]);
+        assert!(reg.controllers.waiting().delayed.is_empty());
+        assert!(queue.try_recv().is_err(), "each item was queued once");
+    }
+
+    /// Log lines written while a test runs on the current thread.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Captured {
+        fn lines_with(&self, needles: &[&str]) -> Vec<String> {
+            let text = String::from_utf8_lossy(&self.0.lock().unwrap()).to_string();
+            text.lines()
+                .filter(|l| needles.iter().all(|n| l.contains(n)))
+                .map(str::to_string)
+                .collect()
+        }
+    }
+
+    /// A controller write that conflicts (the garbage collector drops a dangling owner
+    /// reference from an object whose stored resourceVersion it cannot match) is logged with
+    /// the object's coordinates and the Status message, and its item is retried through the
+    /// queue until the write goes through.
+    #[tokio::test]
+    async fn a_conflicting_controller_write_is_logged_and_retried() {
+        use crate::testing::{create_namespace, target};
+        use kplane_storage::{Key, Precondition};
+        use serde_json::json;
+
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        // Current-thread runtime: every task of the test logs to this subscriber.
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, queue) = Registry::new(storage.clone(), catalog, String::new(), shutdown);
+        reg.ensure_cluster("root").await.unwrap();
+        let t = create_namespace(&reg, "d").await;
+        let w = crate::options::WriteParams::default();
+        let owner = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}});
+        let owner: Value =
+            serde_json::from_slice(&reg.create(&t, owner, &w).await.unwrap()).unwrap();
+        let refs = json!([
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+             "uid": owner["metadata"]["uid"]},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "no-such-uid"},
+        ]);
+        let dep = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "dep", "ownerReferences": refs}});
+        let dep: Value = serde_json::from_slice(&reg.create(&t, dep, &w).await.unwrap()).unwrap();
+        // The stored body names a resourceVersion that is not the object's: every update
+        // made from what the collector reads conflicts.
+        let key = Key::new("root", "/configmaps", "d", "dep");
+        let mut stale = dep.clone();
+        stale["metadata"]["resourceVersion"] = json!("1");
+        let bytes = serde_json::to_vec(&stale).unwrap();
+        storage
+            .put(
+                key.clone(),
+                Precondition::MustExist,
+                Box::new(move |_| Ok(bytes)),
+            )
+            .await
+            .unwrap();
+
+        let worker = tokio::spawn(run_worker(reg.clone(), queue));
+        let dep_ref = ObjRef {
+            cluster: "root".into(),
+            resource: "/configmaps".into(),
+            namespace: "d".into(),
+            name: "dep".into(),
+        };
+        reg.enqueue(Work::GcDependent(dep_ref));
+        let failed = || {
+            logs.lines_with(&[
+                "controller write failed",
+                "garbage-collector",
+                "root",
+                "configmaps",
+                "\"d\"",
+                "\"dep\"",
+                "409",
+                "the object has been modified",
+            ])
+        };
+        let deadline = tokio::time::Instant::now() + RETRY_EVERY * 5;
+        while failed().len() < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "not retried: {:?}",
+                failed()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Repaired: the next retry's write goes through and drops the dangling reference.
+        let kv = storage.get(&key).await.unwrap().unwrap();
+        storage
+            .put(
+                key.clone(),
+                Precondition::ModRevision(kv.mod_revision),
+                crate::write::encoder(dep),
+            )
+            .await
+            .unwrap();
+        let target_dep = target(&reg, "", "configmaps", Some("d"));
+        loop {
+            let kv = reg.get_stored(&target_dep, "dep").await.unwrap().unwrap();
+            let v: Value = serde_json::from_slice(&kv.value).unwrap();
+            if v["metadata"]["ownerReferences"].as_array().map(Vec::len) == Some(1) {
+                assert_eq!(v["metadata"]["ownerReferences"][0]["name"], "owner");
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline + RETRY_EVERY * 2,
+                "{v}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        worker.abort();
+        storage.shutdown().await.unwrap();
+    }
+}
