@@ -321,7 +321,7 @@ impl Server {
         // namespace/CRD deletions run in the background.
         let controllers = controllers::start(&registry, work_queue, cfg.event_ttl);
         registry
-            .ensure_cluster(kplane_types::cluster::ROOT)
+            .ensure_cluster(&kplane_types::ClusterName::root())
             .await
             .map_err(|e| ServerError::Startup(e.0.to_string()))?;
         let surfaces = http::surface::Surfaces::default();

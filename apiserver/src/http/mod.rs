@@ -147,16 +147,16 @@ async fn route(
             .get(axum::http::header::ACCEPT)
             .and_then(|v| v.to_str().ok()),
     );
-    let cluster = cluster_name(info);
+    let cluster = &info.cluster;
     if rest == "/metrics" {
         return metrics_endpoint(&state).await;
     }
     if rest == "/openapi/v2" {
-        return openapi_v2(&state, cluster.as_deref(), req.headers()).await;
+        return openapi_v2(&state, cluster, req.headers()).await;
     }
     let Some(api) = target.api else {
         if rest == "/openapi/v3" || rest.starts_with("/openapi/v3/") {
-            return match surface_for(&state, cluster.as_deref()).await {
+            return match surface_for(&state, cluster).await {
                 Ok(s) => openapi::serve_v3(&s, rest, req.uri().query(), &accept),
                 Err(e) => e.into_response(),
             };
@@ -165,7 +165,7 @@ async fn route(
     };
     let discovery_surface = match &api {
         ApiPath::Resource(_) => None,
-        _ => match surface_for(&state, cluster.as_deref()).await {
+        _ => match surface_for(&state, cluster).await {
             Ok(s) => Some(s),
             Err(e) => return e.into_response(),
         },
@@ -199,19 +199,10 @@ async fn route(
     }
 }
 
-/// The logical cluster a request addresses, as the registry takes it (`None`: all, the
-/// wildcard).
-fn cluster_name(info: &RequestInfo) -> Option<String> {
-    match &info.cluster {
-        ClusterScope::One(c) => Some(c.to_string()),
-        ClusterScope::Wildcard => None,
-    }
-}
-
 /// Discovery and OpenAPI of the catalog serving `cluster`.
 async fn surface_for(
     state: &AppState,
-    cluster: Option<&str>,
+    cluster: &ClusterScope,
 ) -> Result<Arc<surface::Surface>, ApiError> {
     let catalog = state.registry.catalog_for(cluster).await?;
     state.surfaces.for_catalog(&catalog)
@@ -221,7 +212,7 @@ async fn surface_for(
 /// distinct catalog) off the async workers.
 async fn openapi_v2(
     state: &AppState,
-    cluster: Option<&str>,
+    cluster: &ClusterScope,
     headers: &axum::http::HeaderMap,
 ) -> Response {
     let Some(format) = openapi::v2_format(headers) else {

@@ -82,10 +82,7 @@ async fn handle_inner(
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
-    let catalog = state
-        .registry
-        .catalog_for(super::cluster_name(info).as_deref())
-        .await?;
+    let catalog = state.registry.catalog_for(&info.cluster).await?;
     let Some(rt) = catalog.get(&rp.group, &rp.version, &rp.resource).cloned() else {
         return Err(ApiError::not_found_path());
     };
@@ -125,7 +122,7 @@ async fn serve(
     let ua = user_agent.as_deref();
     let method = req.method().clone();
     let target = Target {
-        cluster: super::cluster_name(info),
+        cluster: info.cluster.clone(),
         rt: rt.clone(),
         namespace: rp.namespace.clone(),
     };

@@ -66,7 +66,10 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
     let catalog = Arc::new(Catalog::new(builtin()));
     let (_tx, shutdown) = tokio::sync::watch::channel(false);
     let (registry, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
-    registry.ensure_cluster("root").await.unwrap();
+    registry
+        .ensure_cluster(&kplane_types::ClusterName::root())
+        .await
+        .unwrap();
     let state = Arc::new(AppState {
         registry,
         surfaces: Default::default(),

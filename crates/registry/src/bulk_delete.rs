@@ -208,7 +208,9 @@ mod tests {
         let catalog = Arc::new(super::super::Catalog::new(super::super::catalog::builtin()));
         let (tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
-        reg.ensure_cluster("root").await.unwrap();
+        reg.ensure_cluster(&kplane_types::ClusterName::root())
+            .await
+            .unwrap();
         let find = |plural: &str| {
             reg.builtin_catalog()
                 .all()
@@ -219,14 +221,14 @@ mod tests {
         };
         let w = WriteParams::default();
         let nst = Target {
-            cluster: Some("root".into()),
+            cluster: kplane_types::ClusterScope::One(kplane_types::ClusterName::root()),
             rt: find("namespaces"),
             namespace: None,
         };
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}});
         reg.create(&nst, ns, &w).await.unwrap();
         let t = Target {
-            cluster: Some("root".into()),
+            cluster: kplane_types::ClusterScope::One(kplane_types::ClusterName::root()),
             rt: find("configmaps"),
             namespace: Some("doomed".into()),
         };

@@ -6,6 +6,7 @@
 //! OpenAPI documents and compiled schemas), so 10,000 tenants running the same operator
 //! cost one catalog, not 10,000. A cluster without CRDs uses the built-in catalog.
 
+use kplane_types::{ClusterName, ClusterScope};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
@@ -23,7 +24,7 @@ use crate::options::{WriteParams, APISERVER_MANAGER};
 #[derive(Debug)]
 pub struct Catalogs {
     builtin: Arc<Catalog>,
-    by_cluster: RwLock<HashMap<String, Arc<Catalog>>>,
+    by_cluster: RwLock<HashMap<ClusterName, Arc<Catalog>>>,
     by_fingerprint: Mutex<HashMap<String, Weak<Catalog>>>,
     /// Serialises CRD writes per process so name-conflict checks see each other.
     pub(super) crd_write: tokio::sync::Mutex<()>,
@@ -52,13 +53,13 @@ impl Catalogs {
             + 1
     }
 
-    fn cached(&self, cluster: &str) -> Option<Arc<Catalog>> {
+    fn cached(&self, cluster: &ClusterName) -> Option<Arc<Catalog>> {
         self.by_cluster.read().ok()?.get(cluster).cloned()
     }
 
-    fn store(&self, cluster: &str, c: Arc<Catalog>) {
+    fn store(&self, cluster: &ClusterName, c: Arc<Catalog>) {
         if let Ok(mut m) = self.by_cluster.write() {
-            m.insert(cluster.to_string(), c);
+            m.insert(cluster.clone(), c);
         }
     }
 
@@ -89,11 +90,16 @@ fn serving_content(crd: &Value) -> Value {
 }
 
 impl Registry {
-    /// The catalog serving `cluster` (`None`: the wildcard, which serves built-ins only).
-    pub async fn catalog_for(&self, cluster: Option<&str>) -> ApiResult<Arc<Catalog>> {
-        let Some(cluster) = cluster else {
-            return Ok(self.catalogs.builtin().clone());
-        };
+    /// The catalog serving `scope` (the wildcard serves built-ins only).
+    pub async fn catalog_for(&self, scope: &ClusterScope) -> ApiResult<Arc<Catalog>> {
+        match scope {
+            ClusterScope::One(cluster) => self.cluster_catalog(cluster).await,
+            ClusterScope::Wildcard => Ok(self.catalogs.builtin().clone()),
+        }
+    }
+
+    /// The catalog serving one logical cluster: built-ins and its established CRDs.
+    pub async fn cluster_catalog(&self, cluster: &ClusterName) -> ApiResult<Arc<Catalog>> {
         if let Some(c) = self.catalogs.cached(cluster) {
             return Ok(c);
         }
@@ -103,7 +109,7 @@ impl Registry {
     }
 
     /// Rebuilds a cluster's catalog from its CRDs (after a CRD write).
-    pub(super) async fn refresh_catalog(&self, cluster: &str) -> ApiResult<()> {
+    pub(super) async fn refresh_catalog(&self, cluster: &ClusterName) -> ApiResult<()> {
         let c = self.load_catalog(cluster).await?;
         self.catalogs.store(cluster, c);
         Ok(())
@@ -114,7 +120,7 @@ impl Registry {
     /// Each CRD is rewritten through its `/status` (the write computes the status) under
     /// kube-apiserver's field manager, as upstream's naming controller does. Called without
     /// the CRD write lock held: each rewrite takes it.
-    pub(super) async fn recheck_crd_names(&self, cluster: &str) -> ApiResult<()> {
+    pub(super) async fn recheck_crd_names(&self, cluster: &ClusterName) -> ApiResult<()> {
         let crds = self.cluster_crds(cluster).await?;
         let crd_type = self
             .builtin_catalog()
@@ -122,7 +128,7 @@ impl Registry {
             .cloned()
             .ok_or_else(|| ApiError::internal("customresourcedefinitions are not registered"))?;
         let t = super::Target {
-            cluster: Some(cluster.to_string()),
+            cluster: ClusterScope::One(cluster.clone()),
             rt: crd_type,
             namespace: None,
         };
@@ -143,7 +149,7 @@ impl Registry {
                 Err(e) if e.code() == 404 => {}
                 Err(e) => super::controllers::write_failed(
                     "crd-naming-controller",
-                    cluster,
+                    cluster.as_str(),
                     &t.rt,
                     "",
                     name,
@@ -155,7 +161,7 @@ impl Registry {
     }
 
     /// Every CRD object of a cluster.
-    pub(super) async fn cluster_crds(&self, cluster: &str) -> ApiResult<Vec<Value>> {
+    pub(super) async fn cluster_crds(&self, cluster: &ClusterName) -> ApiResult<Vec<Value>> {
         let prefix = Prefix::resource(cluster, CRD_RESOURCE);
         let res = self
             .storage
@@ -168,7 +174,7 @@ impl Registry {
             .collect()
     }
 
-    async fn load_catalog(&self, cluster: &str) -> ApiResult<Arc<Catalog>> {
+    async fn load_catalog(&self, cluster: &ClusterName) -> ApiResult<Arc<Catalog>> {
         let mut crds = self.cluster_crds(cluster).await?;
         crds.retain(crd::is_established);
         if crds.is_empty() {

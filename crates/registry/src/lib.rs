@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use kplane_storage::{Key, Prefix, Storage};
-use kplane_types::{Status, StatusReason};
+use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
 use serde_json::Value;
 
 pub use catalog::{Catalog, ResourceType};
@@ -61,28 +61,39 @@ pub use write::{DeleteOutcome, DeleteParams};
 
 pub use error::{ApiError, ApiResult};
 
-/// Where a request points: one logical cluster, one resource type, maybe a namespace.
+/// Where a request points: one logical cluster (or every one, for list and watch), one
+/// resource type, maybe a namespace.
 #[derive(Clone, Debug)]
 pub struct Target {
-    /// `None` for the `*` wildcard (list and watch only).
-    pub cluster: Option<String>,
+    pub cluster: ClusterScope,
     pub rt: Arc<ResourceType>,
     pub namespace: Option<String>,
 }
 
 impl Target {
-    fn cluster(&self) -> ApiResult<&str> {
-        self.cluster.as_deref().ok_or_else(|| {
-            ApiError::new(
+    /// A target in one logical cluster.
+    pub fn new(cluster: &ClusterName, rt: Arc<ResourceType>, namespace: Option<String>) -> Self {
+        Target {
+            cluster: ClusterScope::One(cluster.clone()),
+            rt,
+            namespace,
+        }
+    }
+
+    /// The one logical cluster addressed; 405 for the `*` wildcard.
+    fn cluster(&self) -> ApiResult<&ClusterName> {
+        match &self.cluster {
+            ClusterScope::One(c) => Ok(c),
+            ClusterScope::Wildcard => Err(ApiError::new(
                 StatusReason::MethodNotAllowed,
                 "only list and watch are supported across all logical clusters",
-            )
-        })
+            )),
+        }
     }
 
     fn key(&self, name: &str) -> ApiResult<Key> {
         Ok(Key::new(
-            self.cluster()?,
+            self.cluster()?.as_str(),
             self.rt.storage_resource.clone(),
             if self.rt.namespaced {
                 self.namespace.clone().unwrap_or_default()
@@ -95,7 +106,10 @@ impl Target {
 
     fn prefix(&self) -> Prefix {
         Prefix {
-            cluster: self.cluster.clone(),
+            cluster: match &self.cluster {
+                ClusterScope::One(c) => Some(c.as_str().to_string()),
+                ClusterScope::Wildcard => None,
+            },
             resource: Some(self.rt.storage_resource.clone()),
             namespace: if self.rt.namespaced {
                 self.namespace.clone()
@@ -120,7 +134,7 @@ pub struct Registry {
     storage: Arc<dyn Storage>,
     catalogs: catalogs::Catalogs,
     /// Logical clusters whose default namespaces exist.
-    bootstrapped: Mutex<HashSet<String>>,
+    bootstrapped: Mutex<HashSet<ClusterName>>,
     /// The CA published in every namespace's `kube-root-ca.crt`.
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.

@@ -4,6 +4,7 @@
 //! Emptying and removing a Terminating namespace is a controller's job
 //! (`controllers::namespace`).
 
+use kplane_types::{ClusterName, ClusterScope};
 use serde_json::json;
 
 use super::{Registry, Target};
@@ -16,7 +17,7 @@ pub const DEFAULT_NAMESPACES: &[&str] =
 
 impl Registry {
     /// Creates a logical cluster's default namespaces on its first write.
-    pub async fn ensure_cluster(&self, cluster: &str) -> ApiResult<()> {
+    pub async fn ensure_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
         if self
             .bootstrapped
             .lock()
@@ -27,7 +28,7 @@ impl Registry {
         }
         let nst = self.namespace_type()?;
         let target = Target {
-            cluster: Some(cluster.to_string()),
+            cluster: ClusterScope::One(cluster.clone()),
             rt: nst,
             namespace: None,
         };
@@ -37,7 +38,7 @@ impl Registry {
                     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
                 if let Ok(mut set) = self.bootstrapped.lock() {
                     // Mark first so the namespace create below does not recurse.
-                    set.insert(cluster.to_string());
+                    set.insert(cluster.clone());
                 }
                 match Box::pin(self.create(&target, obj, &WriteParams::controller())).await {
                     Ok(_) => {}
@@ -52,13 +53,13 @@ impl Registry {
             }
         }
         if let Ok(mut set) = self.bootstrapped.lock() {
-            set.insert(cluster.to_string());
+            set.insert(cluster.clone());
         }
         Ok(())
     }
 
     /// Creates the `default` ServiceAccount and `kube-root-ca.crt` ConfigMap of a namespace.
-    pub(super) async fn bootstrap_namespace(&self, cluster: &str, ns: &str) {
+    pub(super) async fn bootstrap_namespace(&self, cluster: &ClusterName, ns: &str) {
         let objs = [
             (
                 "serviceaccounts",
@@ -74,7 +75,7 @@ impl Registry {
                 continue;
             };
             let t = Target {
-                cluster: Some(cluster.to_string()),
+                cluster: ClusterScope::One(cluster.clone()),
                 rt,
                 namespace: Some(ns.to_string()),
             };
@@ -85,7 +86,7 @@ impl Registry {
                 Err(e) => {
                     super::controllers::write_failed(
                         "namespace-bootstrap",
-                        cluster,
+                        cluster.as_str(),
                         &t.rt,
                         ns,
                         &name,
@@ -94,7 +95,7 @@ impl Registry {
                     if plural == "configmaps" {
                         // The root-CA publisher makes it later.
                         self.enqueue(super::controllers::Work::RootCa {
-                            cluster: cluster.to_string(),
+                            cluster: cluster.clone(),
                             namespace: ns.to_string(),
                         });
                     }

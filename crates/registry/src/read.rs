@@ -439,10 +439,12 @@ mod tests {
         let catalog = Arc::new(Catalog::new(builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog.clone(), String::new(), shutdown);
-        reg.ensure_cluster("root").await.unwrap();
+        reg.ensure_cluster(&kplane_types::ClusterName::root())
+            .await
+            .unwrap();
         let rt = catalog.get("", "v1", "configmaps").unwrap().clone();
         let target = Target {
-            cluster: Some("root".into()),
+            cluster: kplane_types::ClusterScope::One(kplane_types::ClusterName::root()),
             rt,
             namespace: Some("default".into()),
         };

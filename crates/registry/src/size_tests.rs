@@ -201,7 +201,10 @@ async fn a_namespace_over_the_batch_size_is_emptied_in_one_pass() {
         .unwrap();
     assert!(matches!(marked, DeleteOutcome::Marked(_)));
     // One pass of the namespace deleter empties it and removes it.
-    assert!(reg.finalize_namespace("root", "big").await.unwrap());
+    assert!(reg
+        .finalize_namespace(&kplane_types::ClusterName::root(), "big")
+        .await
+        .unwrap());
     let prefix = Prefix::namespace("root", t.rt.storage_resource.clone(), "big");
     assert_eq!(stored(reg, &prefix).await, 0);
     assert!(reg.get_stored(&nst, "big").await.unwrap().is_none());
@@ -235,10 +238,13 @@ async fn a_crd_with_instances_over_the_batch_size_is_cleaned_up_in_one_pass() {
     reg.create(&crds, widget_crd(), &WriteParams::default())
         .await
         .unwrap();
-    let catalog = reg.catalog_for(Some("root")).await.unwrap();
+    let catalog = reg
+        .cluster_catalog(&kplane_types::ClusterName::root())
+        .await
+        .unwrap();
     let rt = catalog.get("example.com", "v1", "widgets").unwrap().clone();
     let widgets = Target {
-        cluster: Some("root".into()),
+        cluster: kplane_types::ClusterScope::One(kplane_types::ClusterName::root()),
         rt: rt.clone(),
         namespace: Some("default".into()),
     };
@@ -259,7 +265,7 @@ async fn a_crd_with_instances_over_the_batch_size_is_cleaned_up_in_one_pass() {
     assert!(matches!(marked, DeleteOutcome::Marked(_)));
     // One pass of the CRD cleanup deletes every instance and lets the CRD go.
     assert!(reg
-        .cleanup_crd("root", "widgets.example.com")
+        .cleanup_crd(&kplane_types::ClusterName::root(), "widgets.example.com")
         .await
         .unwrap());
     assert_eq!(stored(reg, &prefix).await, 0);

@@ -40,7 +40,9 @@ async fn build(opts: SledStorageOptions, admission: Admission) -> Fixture {
     let (tx, shutdown) = tokio::sync::watch::channel(false);
     let (reg, _queue) =
         Registry::with_admission(storage, catalog, String::new(), shutdown, admission);
-    reg.ensure_cluster("root").await.unwrap();
+    reg.ensure_cluster(&kplane_types::ClusterName::root())
+        .await
+        .unwrap();
     Fixture {
         _dir: dir,
         _shutdown: tx,
@@ -57,7 +59,7 @@ pub fn target(reg: &Registry, group: &str, plural: &str, ns: Option<&str>) -> Ta
         .unwrap()
         .clone();
     Target {
-        cluster: Some("root".into()),
+        cluster: kplane_types::ClusterScope::One(kplane_types::ClusterName::root()),
         rt,
         namespace: ns.map(str::to_string),
     }

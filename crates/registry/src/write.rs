@@ -72,7 +72,7 @@ impl Registry {
             .unwrap_or("")
             .to_string();
         let explicit_name = meta::name_of(&obj).to_string();
-        let cluster = t.cluster()?.to_string();
+        let cluster = t.cluster()?.clone();
         self.ensure_cluster(&cluster).await?;
         let _crd_guard = self.crd_write_guard(&rt).await;
         default_and_canonicalize(&rt, &mut obj);
@@ -238,7 +238,7 @@ impl Registry {
         w: &WriteParams,
     ) -> ApiResult<Bytes> {
         let rt = &t.rt;
-        let cluster = t.cluster()?.to_string();
+        let cluster = t.cluster()?.clone();
         let _crd_guard = self.crd_write_guard(rt).await;
         let old = match decoded {
             Some(v) => v,
@@ -425,7 +425,7 @@ impl Registry {
     ) -> ApiResult<DeleteOutcome> {
         let rt = t.rt.clone();
         let _crd_guard = self.crd_write_guard(&rt).await;
-        let cluster = t.cluster()?.to_string();
+        let cluster = t.cluster()?.clone();
         for _ in 0..PATCH_RETRIES {
             let Some(current) = self.get_stored(t, name).await? else {
                 return Err(ApiError::from(Status::not_found(

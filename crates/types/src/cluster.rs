@@ -85,6 +85,19 @@ impl std::str::FromStr for ClusterName {
     }
 }
 
+/// For storage keys and prefixes, which take the cluster as a string.
+impl From<&ClusterName> for String {
+    fn from(c: &ClusterName) -> String {
+        c.0.clone()
+    }
+}
+
+impl From<ClusterName> for String {
+    fn from(c: ClusterName) -> String {
+        c.0
+    }
+}
+
 impl AsRef<str> for ClusterName {
     fn as_ref(&self) -> &str {
         &self.0
@@ -106,6 +119,14 @@ pub enum ClusterScope {
 }
 
 impl ClusterScope {
+    /// The one cluster addressed, `None` for the wildcard.
+    pub fn one(&self) -> Option<&ClusterName> {
+        match self {
+            ClusterScope::One(c) => Some(c),
+            ClusterScope::Wildcard => None,
+        }
+    }
+
     /// The cluster's name, or `*` for the wildcard.
     pub fn as_str(&self) -> &str {
         match self {

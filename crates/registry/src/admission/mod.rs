@@ -29,7 +29,7 @@ mod tests;
 use std::fmt;
 use std::sync::Arc;
 
-use kplane_types::{Status, StatusReason};
+use kplane_types::{ClusterName, Status, StatusReason};
 use serde_json::Value;
 
 use super::catalog::ResourceType;
@@ -71,7 +71,7 @@ pub struct Attributes<'a> {
     pub resource: &'a ResourceType,
     pub subresource: Option<&'a str>,
     /// The logical cluster.
-    pub cluster: &'a str,
+    pub cluster: &'a ClusterName,
     /// The namespace ("" for a cluster-scoped resource).
     pub namespace: &'a str,
     /// The object's name ("" on a create that generates it).

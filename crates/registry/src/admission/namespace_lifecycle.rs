@@ -52,7 +52,7 @@ impl MutatingAdmission for NamespaceLifecycle {
             return Ok(());
         }
         let nst = Target {
-            cluster: Some(a.cluster.to_string()),
+            cluster: kplane_types::ClusterScope::One(a.cluster.clone()),
             rt: reg.namespace_type()?,
             namespace: None,
         };

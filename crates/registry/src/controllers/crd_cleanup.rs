@@ -6,6 +6,7 @@
 //! the cluster's other CRDs).
 
 use kplane_storage::{Key, Prefix};
+use kplane_types::{ClusterName, ClusterScope};
 use serde_json::Value;
 
 use super::write_failed;
@@ -20,7 +21,7 @@ const CONTROLLER: &str = "crd-finalizer";
 impl Registry {
     /// Deletes every instance of a deleted CRD, then drops its cleanup finalizer.
     /// Returns false (retry) while instances remain or the write failed.
-    pub(crate) async fn cleanup_crd(&self, cluster: &str, name: &str) -> ApiResult<bool> {
+    pub(crate) async fn cleanup_crd(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
         let key = Key::new(cluster, CRD_RESOURCE, "", name);
         let Some((_, obj)) = self.get_decoded(&key).await? else {
             return Ok(true);
@@ -28,7 +29,7 @@ impl Registry {
         if !meta::is_deleting(&obj) {
             return Ok(true);
         }
-        let catalog = self.catalog_for(Some(cluster)).await?;
+        let catalog = self.cluster_catalog(cluster).await?;
         let group = obj
             .pointer("/spec/group")
             .and_then(Value::as_str)
@@ -45,7 +46,7 @@ impl Registry {
             .cloned();
         if let Some(rt) = rt {
             let t = Target {
-                cluster: Some(cluster.to_string()),
+                cluster: ClusterScope::One(cluster.clone()),
                 rt,
                 namespace: None,
             };
@@ -73,7 +74,7 @@ impl Registry {
             .cloned()
             .ok_or_else(|| ApiError::internal("customresourcedefinitions are not registered"))?;
         let t = Target {
-            cluster: Some(cluster.to_string()),
+            cluster: ClusterScope::One(cluster.clone()),
             rt: crd_type,
             namespace: None,
         };
@@ -92,7 +93,7 @@ impl Registry {
             Ok(_) => Ok(true),
             Err(e) if e.code() == 404 => Ok(true),
             Err(e) => {
-                write_failed(CONTROLLER, cluster, &t.rt, "", name, &e);
+                write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
                 Ok(false)
             }
         }

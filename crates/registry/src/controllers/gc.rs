@@ -14,6 +14,7 @@
 //! `OwnerRefInvalidNamespace` Event) goes through the registry's verbs under
 //! kube-controller-manager's field manager; a failed one is logged and its item retried.
 
+use kplane_types::{ClusterName, ClusterScope};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,7 +40,7 @@ pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
 /// Owner uid (within a cluster) → its dependents, and the reverse.
 #[derive(Debug, Default)]
 pub struct Graph {
-    dependents: HashMap<(String, String), HashSet<ObjRef>>,
+    dependents: HashMap<(ClusterName, String), HashSet<ObjRef>>,
     owners_of: HashMap<ObjRef, Vec<String>>,
 }
 
@@ -73,9 +74,9 @@ impl Graph {
     }
 
     /// The dependents of the owner with `uid` in `cluster`.
-    pub fn dependents_of(&self, cluster: &str, uid: &str) -> Vec<ObjRef> {
+    pub fn dependents_of(&self, cluster: &ClusterName, uid: &str) -> Vec<ObjRef> {
         self.dependents
-            .get(&(cluster.to_string(), uid.to_string()))
+            .get(&(cluster.clone(), uid.to_string()))
             .map(|s| s.iter().cloned().collect())
             .unwrap_or_default()
     }
@@ -124,7 +125,7 @@ impl RecentUids {
     /// Enough for every owner of a large cascade; a forgotten one only costs the check.
     const CAPACITY: usize = 65_536;
 
-    fn insert(&mut self, cluster: &str, uid: &str) {
+    fn insert(&mut self, cluster: &ClusterName, uid: &str) {
         let k = (cluster.to_string(), uid.to_string());
         if !self.set.insert(k.clone()) {
             return;
@@ -137,7 +138,7 @@ impl RecentUids {
         }
     }
 
-    fn contains(&self, cluster: &str, uid: &str) -> bool {
+    fn contains(&self, cluster: &ClusterName, uid: &str) -> bool {
         self.set.contains(&(cluster.to_string(), uid.to_string()))
     }
 }
@@ -165,13 +166,13 @@ impl Collector {
         self.synced.store(true, Ordering::Release);
     }
 
-    fn remember_deleted_owner(&self, cluster: &str, uid: &str) {
+    fn remember_deleted_owner(&self, cluster: &ClusterName, uid: &str) {
         if let Ok(mut d) = self.deleted_owners.lock() {
             d.insert(cluster, uid);
         }
     }
 
-    fn was_deleted_owner(&self, cluster: &str, uid: &str) -> bool {
+    fn was_deleted_owner(&self, cluster: &ClusterName, uid: &str) -> bool {
         self.deleted_owners
             .lock()
             .map(|d| d.contains(cluster, uid))
@@ -185,12 +186,12 @@ impl Collector {
     }
 
     /// Takes the parked dependents of `cluster`.
-    fn take_unresolved(&self, cluster: &str) -> Vec<ObjRef> {
+    fn take_unresolved(&self, cluster: &ClusterName) -> Vec<ObjRef> {
         let Ok(mut u) = self.unresolved.lock() else {
             return Vec::new();
         };
         let (mine, rest): (HashSet<ObjRef>, HashSet<ObjRef>) =
-            u.drain().partition(|r| r.cluster == cluster);
+            u.drain().partition(|r| r.cluster == *cluster);
         *u = rest;
         mine.into_iter().collect()
     }
@@ -264,7 +265,9 @@ impl Registry {
     fn gc_observe(&self, kv: &KeyValue, deleted: bool) {
         let mentions_owners = memchr_contains(&kv.value, b"ownerReferences");
         let mentions_finalizers = memchr_contains(&kv.value, b"finalizers");
-        let r = ObjRef::of(kv);
+        let Some(r) = ObjRef::of(kv) else {
+            return;
+        };
         if deleted {
             let m = head(&kv.value);
             let dependents = {
@@ -312,7 +315,7 @@ impl Registry {
     /// reported with an `OwnerRefInvalidNamespace` Warning, as Kubernetes does.
     async fn owner_state(&self, dep: &ObjRef, obj: &Value, o: &OwnerRef) -> ApiResult<OwnerState> {
         let group = o.api_version.split_once('/').map(|(g, _)| g).unwrap_or("");
-        let catalog = self.catalog_for(Some(&dep.cluster)).await?;
+        let catalog = self.cluster_catalog(&dep.cluster).await?;
         let Some(rt) = catalog
             .all()
             .iter()
@@ -353,7 +356,7 @@ impl Registry {
     /// The collector's view of the stored object `name` of `rt` in `namespace`.
     pub(super) async fn stored_head(
         &self,
-        cluster: &str,
+        cluster: &ClusterName,
         rt: &crate::ResourceType,
         namespace: &str,
         name: &str,
@@ -365,7 +368,7 @@ impl Registry {
 
     /// A registry target for a stored object.
     async fn gc_target(&self, r: &ObjRef) -> ApiResult<Option<Target>> {
-        let catalog = self.catalog_for(Some(&r.cluster)).await?;
+        let catalog = self.cluster_catalog(&r.cluster).await?;
         // Prefer the type whose API version is the storage form (core Events over events.k8s.io).
         let rt = catalog
             .all()
@@ -374,7 +377,7 @@ impl Registry {
             .min_by_key(|rt| rt.conversion.is_some())
             .cloned();
         Ok(rt.map(|rt| Target {
-            cluster: Some(r.cluster.clone()),
+            cluster: ClusterScope::One(r.cluster.clone()),
             namespace: rt.namespaced.then(|| r.namespace.clone()),
             rt,
         }))
@@ -396,7 +399,7 @@ impl Registry {
 
     /// The kinds served in `cluster` changed (a CRD was written): dependents whose owner
     /// kinds could not be resolved are examined again.
-    pub(crate) fn gc_kinds_changed(&self, cluster: &str) {
+    pub(crate) fn gc_kinds_changed(&self, cluster: &ClusterName) {
         for r in self.controllers.gc.take_unresolved(cluster) {
             self.enqueue(Work::GcDependent(r));
         }
@@ -424,7 +427,7 @@ impl Registry {
     fn gc_write_failed(&self, t: &Target, name: &str, e: &ApiError) {
         write_failed(
             CONTROLLER,
-            t.cluster.as_deref().unwrap_or(""),
+            t.cluster.as_str(),
             &t.rt,
             t.namespace.as_deref().unwrap_or(""),
             name,
@@ -612,23 +615,27 @@ impl InformerHandler for GraphFeed {
 mod tests {
     use super::*;
 
+    fn cn(s: &str) -> ClusterName {
+        ClusterName::parse(s).unwrap()
+    }
+
     #[test]
     fn recent_uids_keep_exactly_the_newest_capacity() {
         let cap = RecentUids::CAPACITY;
         for n in [cap - 1, cap, cap + 1, 10 * cap] {
             let mut r = RecentUids::default();
             for i in 0..n {
-                r.insert("c", &i.to_string());
+                r.insert(&cn("c"), &i.to_string());
             }
             let kept = n.min(cap);
             assert_eq!((r.order.len(), r.set.len()), (kept, kept), "after {n}");
             assert!(
-                r.contains("c", &(n - kept).to_string()),
+                r.contains(&cn("c"), &(n - kept).to_string()),
                 "oldest kept of {n}"
             );
-            assert!(r.contains("c", &(n - 1).to_string()), "newest of {n}");
+            assert!(r.contains(&cn("c"), &(n - 1).to_string()), "newest of {n}");
             if n > cap {
-                assert!(!r.contains("c", &(n - kept - 1).to_string()), "{n}");
+                assert!(!r.contains(&cn("c"), &(n - kept - 1).to_string()), "{n}");
             }
         }
     }
@@ -636,22 +643,25 @@ mod tests {
     #[test]
     fn recent_uids_forget_the_oldest_beyond_capacity() {
         let mut r = RecentUids::default();
-        r.insert("c", "first");
-        r.insert("c", "first");
+        r.insert(&cn("c"), "first");
+        r.insert(&cn("c"), "first");
         assert_eq!(r.order.len(), 1, "a repeated uid is kept once");
         for i in 0..RecentUids::CAPACITY {
-            r.insert("c", &i.to_string());
+            r.insert(&cn("c"), &i.to_string());
         }
-        assert!(!r.contains("c", "first"), "the oldest entry must go");
-        assert!(r.contains("c", &(RecentUids::CAPACITY - 1).to_string()));
-        assert!(!r.contains("other", "0"), "uids are per logical cluster");
+        assert!(!r.contains(&cn("c"), "first"), "the oldest entry must go");
+        assert!(r.contains(&cn("c"), &(RecentUids::CAPACITY - 1).to_string()));
+        assert!(
+            !r.contains(&cn("other"), "0"),
+            "uids are per logical cluster"
+        );
         assert_eq!(r.order.len(), RecentUids::CAPACITY);
         assert_eq!(r.set.len(), RecentUids::CAPACITY);
     }
 
     fn r(name: &str) -> ObjRef {
         ObjRef {
-            cluster: "root".into(),
+            cluster: ClusterName::root(),
             resource: "/configmaps".into(),
             namespace: "d".into(),
             name: name.into(),
@@ -663,12 +673,12 @@ mod tests {
         let mut g = Graph::default();
         assert!(g.set_owners(&r("b"), vec!["u1".into()]));
         assert!(!g.set_owners(&r("b"), vec!["u1".into()]));
-        assert_eq!(g.dependents_of("root", "u1"), vec![r("b")]);
+        assert_eq!(g.dependents_of(&cn("root"), "u1"), vec![r("b")]);
         assert!(g.set_owners(&r("b"), vec!["u2".into()]));
-        assert!(g.dependents_of("root", "u1").is_empty());
-        assert_eq!(g.dependents_of("root", "u2"), vec![r("b")]);
+        assert!(g.dependents_of(&cn("root"), "u1").is_empty());
+        assert_eq!(g.dependents_of(&cn("root"), "u2"), vec![r("b")]);
         assert!(
-            g.dependents_of("other", "u2").is_empty(),
+            g.dependents_of(&cn("other"), "u2").is_empty(),
             "clusters never mix"
         );
         g.set_owners(&r("b"), vec![]);

@@ -7,6 +7,7 @@
 //! actually found elsewhere; a reference to nothing at all is simply an absent owner.
 
 use kplane_storage::Prefix;
+use kplane_types::ClusterScope;
 use serde_json::{json, Value};
 
 use super::gc::{ObjRef, OwnerRef};
@@ -65,7 +66,7 @@ impl Registry {
         if let Err(e) = self.try_report_invalid_namespace(dep, obj, o).await {
             tracing::warn!(
                 controller = COMPONENT,
-                cluster = dep.cluster,
+                cluster = %dep.cluster,
                 resource = dep.resource,
                 namespace = dep.namespace,
                 name = dep.name,
@@ -82,7 +83,7 @@ impl Registry {
         obj: &Value,
         o: &OwnerRef,
     ) -> ApiResult<()> {
-        let catalog = self.catalog_for(Some(&dep.cluster)).await?;
+        let catalog = self.cluster_catalog(&dep.cluster).await?;
         let Some(rt) = catalog.get("", "v1", "events").cloned() else {
             return Ok(());
         };
@@ -122,7 +123,7 @@ impl Registry {
             "reportingInstance": "",
         });
         let t = Target {
-            cluster: Some(dep.cluster.clone()),
+            cluster: ClusterScope::One(dep.cluster.clone()),
             rt,
             namespace: Some(event_ns.to_string()),
         };

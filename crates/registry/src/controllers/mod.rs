@@ -39,6 +39,7 @@ pub mod ns_conditions;
 mod ns_purge;
 pub mod root_ca;
 
+use kplane_types::ClusterName;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -60,20 +61,21 @@ pub const RETRY_EVERY: Duration = Duration::from_secs(2);
 /// One stored object: cluster, storage resource, namespace, name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ObjRef {
-    pub cluster: String,
+    pub cluster: ClusterName,
     pub resource: String,
     pub namespace: String,
     pub name: String,
 }
 
 impl ObjRef {
-    pub fn of(kv: &KeyValue) -> ObjRef {
-        ObjRef {
-            cluster: kv.key.cluster.clone(),
+    /// The object stored at `kv` (`None` for a key with a damaged cluster name).
+    pub fn of(kv: &KeyValue) -> Option<ObjRef> {
+        Some(ObjRef {
+            cluster: stored_cluster(&kv.key)?,
             resource: kv.key.resource.clone(),
             namespace: kv.key.namespace.clone(),
             name: kv.key.name.clone(),
-        }
+        })
     }
 }
 
@@ -81,15 +83,18 @@ impl ObjRef {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Work {
     /// Empty and then remove a Terminating namespace.
-    Namespace { cluster: String, name: String },
+    Namespace { cluster: ClusterName, name: String },
     /// Delete every custom resource of a deleted CRD, then drop its cleanup finalizer.
-    CrdCleanup { cluster: String, name: String },
+    CrdCleanup { cluster: ClusterName, name: String },
     /// Collect an object whose owners may be gone (or are deleted in the foreground).
     GcDependent(ObjRef),
     /// Honour an owner's `orphan` / `foregroundDeletion` finalizer.
     GcOwner(ObjRef),
     /// Recreate or republish a namespace's `kube-root-ca.crt` (`root_ca`).
-    RootCa { cluster: String, namespace: String },
+    RootCa {
+        cluster: ClusterName,
+        namespace: String,
+    },
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
@@ -169,7 +174,8 @@ impl Registry {
         for (resource, make) in [
             (
                 "/namespaces",
-                (|cluster, name| Work::Namespace { cluster, name }) as fn(String, String) -> Work,
+                (|cluster, name| Work::Namespace { cluster, name })
+                    as fn(ClusterName, String) -> Work,
             ),
             (CRD_RESOURCE, |cluster, name| Work::CrdCleanup {
                 cluster,
@@ -187,8 +193,11 @@ impl Registry {
                 .await
                 .map_err(ApiError::from)?;
             for kv in res.items {
+                let Some(cluster) = stored_cluster(&kv.key) else {
+                    continue;
+                };
                 if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v)) {
-                    self.enqueue(make(kv.key.cluster.clone(), kv.key.name.clone()));
+                    self.enqueue(make(cluster, kv.key.name.clone()));
                 }
             }
         }
@@ -224,6 +233,16 @@ pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Wo
             registry.retry_later(work);
         }
     }
+}
+
+/// The logical cluster of a key read from storage. Keys are written only for validated
+/// names, so `None` means a damaged key: it is logged and skipped.
+pub(crate) fn stored_cluster(key: &kplane_storage::Key) -> Option<ClusterName> {
+    let c = ClusterName::parse(&key.cluster);
+    if c.is_none() {
+        tracing::warn!(cluster = %key.cluster, name = %key.name, "stored key with an invalid logical cluster name; skipped");
+    }
+    c
 }
 
 /// Logs a controller write that failed, with the object's coordinates and the Status
@@ -312,7 +331,7 @@ mod tests {
 
     fn ns(name: &str) -> Work {
         Work::Namespace {
-            cluster: "root".into(),
+            cluster: kplane_types::ClusterName::root(),
             name: name.into(),
         }
     }
@@ -398,7 +417,9 @@ mod tests {
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, queue) = Registry::new(storage.clone(), catalog, String::new(), shutdown);
-        reg.ensure_cluster("root").await.unwrap();
+        reg.ensure_cluster(&kplane_types::ClusterName::root())
+            .await
+            .unwrap();
         let t = create_namespace(&reg, "d").await;
         let w = crate::options::WriteParams::default();
         let owner = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}});
@@ -429,7 +450,7 @@ mod tests {
 
         let worker = tokio::spawn(run_worker(reg.clone(), queue));
         let dep_ref = ObjRef {
-            cluster: "root".into(),
+            cluster: ClusterName::root(),
             resource: "/configmaps".into(),
             namespace: "d".into(),
             name: "dep".into(),

@@ -6,6 +6,7 @@
 //! kube-controller-manager's field manager, with the resourceVersion read as precondition.
 
 use kplane_storage::{Key, Prefix};
+use kplane_types::{ClusterName, ClusterScope};
 use serde_json::Value;
 
 use super::ns_conditions::{self, DeletionReport};
@@ -22,7 +23,11 @@ impl Registry {
     /// Deletes everything in a Terminating namespace, then the namespace itself.
     /// While content remains (objects with finalizers), the namespace keeps the
     /// namespace controller's conditions saying what blocks it; returns false to retry.
-    pub(crate) async fn finalize_namespace(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
+    pub(crate) async fn finalize_namespace(
+        &self,
+        cluster: &ClusterName,
+        ns: &str,
+    ) -> ApiResult<bool> {
         let nst = self.namespace_type()?;
         let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
         let current = self.storage.get(&key).await.map_err(ApiError::from)?;
@@ -65,7 +70,7 @@ impl Registry {
         let waiting =
             obj.pointer("/spec/finalizers").is_some() || !meta::finalizers(&obj).is_empty();
         let t = Target {
-            cluster: Some(cluster.to_string()),
+            cluster: ClusterScope::One(cluster.clone()),
             rt: nst,
             namespace: None,
         };
@@ -77,7 +82,7 @@ impl Registry {
             Ok(_) => Ok(!waiting),
             Err(e) if e.code() == 404 => Ok(true),
             Err(e) => {
-                write_failed(CONTROLLER, cluster, &t.rt, "", ns, &e);
+                write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", ns, &e);
                 Ok(false)
             }
         }
@@ -89,16 +94,20 @@ impl Registry {
     /// (Background propagation, as the namespace controller asks) and reports what is left.
     /// Objects without finalizers go first, in storage batches (`ns_purge`); the rest
     /// take the per-object path, which marks them and leaves them to their finalizers.
-    async fn delete_namespace_content(&self, cluster: &str, ns: &str) -> ApiResult<DeletionReport> {
+    async fn delete_namespace_content(
+        &self,
+        cluster: &ClusterName,
+        ns: &str,
+    ) -> ApiResult<DeletionReport> {
         let mut report = DeletionReport::default();
-        let catalog = self.catalog_for(Some(cluster)).await?;
+        let catalog = self.cluster_catalog(cluster).await?;
         let background = crate::DeleteParams {
             propagation_policy: Some("Background".into()),
             ..Default::default()
         };
         for rt in catalog.namespaced_storage() {
             let t = Target {
-                cluster: Some(cluster.to_string()),
+                cluster: ClusterScope::One(cluster.clone()),
                 rt: rt.clone(),
                 namespace: Some(ns.to_string()),
             };
@@ -106,14 +115,14 @@ impl Registry {
                 .purge_namespace_resource(cluster, ns, &rt.storage_resource)
                 .await
             {
-                write_failed(CONTROLLER, cluster, &rt, ns, "", &e);
+                write_failed(CONTROLLER, cluster.as_str(), &rt, ns, "", &e);
                 report.errors.push(e.0.message.clone());
             }
             if let Err(e) = self
                 .delete_all(&t, &ListParams::default(), &background)
                 .await
             {
-                write_failed(CONTROLLER, cluster, &rt, ns, "", &e);
+                write_failed(CONTROLLER, cluster.as_str(), &rt, ns, "", &e);
                 report.errors.push(e.0.message.clone());
             }
             let left = self
@@ -163,7 +172,7 @@ impl Registry {
     /// Returns false when the write failed (retry later).
     async fn record_deletion_conditions(
         &self,
-        cluster: &str,
+        cluster: &ClusterName,
         ns: &str,
         report: &DeletionReport,
     ) -> ApiResult<bool> {
@@ -176,7 +185,7 @@ impl Registry {
             return Ok(true);
         }
         let t = Target {
-            cluster: Some(cluster.to_string()),
+            cluster: ClusterScope::One(cluster.clone()),
             rt: nst,
             namespace: None,
         };
@@ -188,7 +197,7 @@ impl Registry {
             // Gone meanwhile: the next pass finds nothing to do.
             Err(e) if e.code() == 404 => Ok(false),
             Err(e) => {
-                write_failed(CONTROLLER, cluster, &t.rt, "", ns, &e);
+                write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", ns, &e);
                 Ok(false)
             }
         }

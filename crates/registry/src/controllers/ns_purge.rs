@@ -8,6 +8,7 @@
 //! it sees any delete. Objects with finalizers (their own, `orphan`, `foregroundDeletion`)
 //! are left to the ordinary per-object path, which marks them and waits.
 
+use kplane_types::ClusterName;
 use std::time::{Duration, Instant};
 
 use kplane_storage::{Error as StorageError, KeyValue, ListOptions, Prefix};
@@ -51,7 +52,7 @@ impl Registry {
     /// or removed meanwhile are skipped (the namespace worker's next pass sees them).
     pub(super) async fn purge_namespace_resource(
         &self,
-        cluster: &str,
+        cluster: &ClusterName,
         ns: &str,
         storage_resource: &str,
     ) -> ApiResult<usize> {
@@ -159,7 +160,11 @@ mod tests {
             let prefix = Prefix::namespace("root", "/configmaps", "doomed");
             let mut rx = reg.storage.watch(&prefix, from, None).await.unwrap();
             let deleted = reg
-                .purge_namespace_resource("root", "doomed", "/configmaps")
+                .purge_namespace_resource(
+                    &kplane_types::ClusterName::root(),
+                    "doomed",
+                    "/configmaps",
+                )
                 .await
                 .unwrap();
             assert_eq!(deleted, n, "n = {n}");

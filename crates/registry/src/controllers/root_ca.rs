@@ -14,6 +14,7 @@
 //! registry's create and update (with the resourceVersion read) under
 //! kube-controller-manager's field manager; a failed one is logged and retried.
 
+use kplane_types::{ClusterName, ClusterScope};
 use std::sync::Arc;
 
 use kplane_storage::{KeyValue, Prefix};
@@ -89,20 +90,20 @@ fn republished(mut cm: Value, pem: &str) -> Value {
 }
 
 impl Registry {
-    fn config_map_target(&self, cluster: &str, ns: &str) -> Option<Target> {
+    fn config_map_target(&self, cluster: &ClusterName, ns: &str) -> Option<Target> {
         let rt = self
             .builtin_catalog()
             .get("", "v1", "configmaps")
             .cloned()?;
         Some(Target {
-            cluster: Some(cluster.to_string()),
+            cluster: ClusterScope::One(cluster.clone()),
             rt,
             namespace: Some(ns.to_string()),
         })
     }
 
     /// Whether `ns` exists in `cluster` and is Active (not being deleted).
-    async fn namespace_active(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
+    async fn namespace_active(&self, cluster: &ClusterName, ns: &str) -> ApiResult<bool> {
         let key = kplane_storage::Key::new(cluster, NAMESPACES, "", ns);
         Ok(self.get_decoded(&key).await?.is_some_and(|(_, v)| {
             !meta::is_deleting(&v)
@@ -112,7 +113,7 @@ impl Registry {
 
     /// Makes `kube-root-ca.crt` in `cluster`/`ns` what the publisher publishes.
     /// Returns false to be retried (a concurrent write won the race).
-    pub(super) async fn sync_root_ca(&self, cluster: &str, ns: &str) -> ApiResult<bool> {
+    pub(super) async fn sync_root_ca(&self, cluster: &ClusterName, ns: &str) -> ApiResult<bool> {
         if !self.namespace_active(cluster, ns).await? {
             return Ok(true);
         }
@@ -128,7 +129,7 @@ impl Registry {
                 // Made meanwhile (by the namespace's bootstrap): look at it again.
                 Err(e) if e.code() == 409 => Ok(false),
                 Err(e) => {
-                    write_failed(CONTROLLER, cluster, &t.rt, ns, CONFIG_MAP_NAME, &e);
+                    write_failed(CONTROLLER, cluster.as_str(), &t.rt, ns, CONFIG_MAP_NAME, &e);
                     Ok(false)
                 }
             };
@@ -145,7 +146,7 @@ impl Registry {
             // Deleted meanwhile: the next sync recreates it.
             Err(e) if e.code() == 404 => Ok(false),
             Err(e) => {
-                write_failed(CONTROLLER, cluster, &t.rt, ns, CONFIG_MAP_NAME, &e);
+                write_failed(CONTROLLER, cluster.as_str(), &t.rt, ns, CONFIG_MAP_NAME, &e);
                 // An `immutable: true` copy cannot be put back; retrying would not help.
                 Ok(e.code() == 422)
             }
@@ -176,7 +177,10 @@ impl Registry {
                 }
             };
             for kv in &page.items {
-                let (cluster, ns) = (&kv.key.cluster, &kv.key.name);
+                let Some(cluster) = super::stored_cluster(&kv.key) else {
+                    continue;
+                };
+                let (cluster, ns) = (&cluster, &kv.key.name);
                 let retry = Work::RootCa {
                     cluster: cluster.clone(),
                     namespace: ns.clone(),
@@ -186,7 +190,7 @@ impl Registry {
                     // A failed write (logged): retried through the queue.
                     Ok(false) => self.enqueue(retry),
                     Err(e) => {
-                        tracing::warn!(cluster, namespace = ns, error = %e.0.message, "kube-root-ca.crt sync failed");
+                        tracing::warn!(cluster = %cluster, namespace = ns, error = %e.0.message, "kube-root-ca.crt sync failed");
                         self.enqueue(retry);
                     }
                 }
@@ -232,8 +236,11 @@ impl InformerHandler for Publisher {
     fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
         // The replay is covered by the sync of every namespace the resync started.
         if !replay && needs_sync(kv, deleted, &self.registry.root_ca_pem) {
+            let Some(cluster) = super::stored_cluster(&kv.key) else {
+                return;
+            };
             self.registry.enqueue(Work::RootCa {
-                cluster: kv.key.cluster.clone(),
+                cluster,
                 namespace: kv.key.namespace.clone(),
             });
         }
@@ -285,7 +292,7 @@ mod tests {
         assert!(is_published(&other_desc, pem));
     }
 
-    async fn stored_root_ca(reg: &Registry, cluster: &str, ns: &str) -> Option<Value> {
+    async fn stored_root_ca(reg: &Registry, cluster: &ClusterName, ns: &str) -> Option<Value> {
         let key = kplane_storage::Key::new(cluster, CONFIG_MAPS, ns, CONFIG_MAP_NAME);
         reg.get_decoded(&key).await.unwrap().map(|(_, v)| v)
     }
@@ -303,7 +310,9 @@ mod tests {
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage.clone(), catalog, "PEM".into(), shutdown);
         for c in ["root", "root:b"] {
-            reg.ensure_cluster(c).await.unwrap();
+            reg.ensure_cluster(&kplane_types::ClusterName::parse(c).unwrap())
+                .await
+                .unwrap();
         }
         let key = |c: &str, ns: &str| Key::new(c, CONFIG_MAPS, ns, CONFIG_MAP_NAME);
         let raw = |v: Value| crate::write::encoder(v);
@@ -354,7 +363,8 @@ mod tests {
         reg.sync_all_namespaces().await;
         for c in ["root", "root:b"] {
             for ns in crate::namespaces::DEFAULT_NAMESPACES {
-                let cm = stored_root_ca(&reg, c, ns).await;
+                let cm =
+                    stored_root_ca(&reg, &kplane_types::ClusterName::parse(c).unwrap(), ns).await;
                 if (c, *ns) == ("root:b", "kube-public") {
                     assert!(cm.is_none(), "a Terminating namespace got a new ConfigMap");
                     continue;
@@ -363,7 +373,9 @@ mod tests {
                 assert!(is_published(&cm, "PEM"), "{c}/{ns}: {cm}");
             }
         }
-        let fixed = stored_root_ca(&reg, "root", "kube-system").await.unwrap();
+        let fixed = stored_root_ca(&reg, &kplane_types::ClusterName::root(), "kube-system")
+            .await
+            .unwrap();
         assert_eq!(fixed["metadata"]["labels"], json!({"keep": "me"}));
     }
 

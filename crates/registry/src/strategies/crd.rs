@@ -5,6 +5,7 @@
 //! change the cluster's catalog; a deleted CRD's instances are removed in the background.
 
 use kplane_types::Cause;
+use kplane_types::ClusterName;
 use serde_json::Value;
 
 use super::super::catalog::ResourceType;
@@ -78,7 +79,7 @@ impl TypeStrategy for CustomResourceDefinition {
     async fn controller_status(
         &self,
         reg: &Registry,
-        cluster: &str,
+        cluster: &ClusterName,
         obj: &mut Value,
     ) -> ApiResult<()> {
         let others = reg.cluster_crds(cluster).await?;
@@ -86,7 +87,12 @@ impl TypeStrategy for CustomResourceDefinition {
         Ok(())
     }
 
-    async fn after_create(&self, reg: &Registry, cluster: &str, name: &str) -> ApiResult<()> {
+    async fn after_create(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+    ) -> ApiResult<()> {
         self.after_update(reg, cluster, name, false).await
     }
 
@@ -95,7 +101,7 @@ impl TypeStrategy for CustomResourceDefinition {
     async fn after_update(
         &self,
         reg: &Registry,
-        cluster: &str,
+        cluster: &ClusterName,
         name: &str,
         deleting: bool,
     ) -> ApiResult<()> {
@@ -103,7 +109,7 @@ impl TypeStrategy for CustomResourceDefinition {
         reg.gc_kinds_changed(cluster);
         if deleting {
             reg.enqueue(Work::CrdCleanup {
-                cluster: cluster.into(),
+                cluster: cluster.clone(),
                 name: name.into(),
             });
         }
@@ -111,7 +117,12 @@ impl TypeStrategy for CustomResourceDefinition {
     }
 
     /// CRDs refused for a name conflict with the deleted one may be acceptable now.
-    async fn after_delete(&self, reg: &Registry, cluster: &str, _name: &str) -> ApiResult<()> {
+    async fn after_delete(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
         reg.recheck_crd_names(cluster).await
     }
 }

@@ -27,6 +27,7 @@ mod review;
 mod secret;
 mod service_account;
 
+use kplane_types::ClusterName;
 use std::fmt;
 
 use bytes::Bytes;
@@ -199,14 +200,19 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
     async fn controller_status(
         &self,
         _reg: &Registry,
-        _cluster: &str,
+        _cluster: &ClusterName,
         _obj: &mut Value,
     ) -> ApiResult<()> {
         Ok(())
     }
 
     /// After a create is committed.
-    async fn after_create(&self, _reg: &Registry, _cluster: &str, _name: &str) -> ApiResult<()> {
+    async fn after_create(
+        &self,
+        _reg: &Registry,
+        _cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
         Ok(())
     }
 
@@ -215,7 +221,7 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
     async fn after_update(
         &self,
         _reg: &Registry,
-        _cluster: &str,
+        _cluster: &ClusterName,
         _name: &str,
         _deleting: bool,
     ) -> ApiResult<()> {
@@ -223,7 +229,12 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
     }
 
     /// After the object is gone from storage.
-    async fn after_delete(&self, _reg: &Registry, _cluster: &str, _name: &str) -> ApiResult<()> {
+    async fn after_delete(
+        &self,
+        _reg: &Registry,
+        _cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
         Ok(())
     }
 }

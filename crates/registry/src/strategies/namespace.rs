@@ -4,6 +4,7 @@
 //! and the namespace controller's work once a namespace is being deleted.
 
 use kplane_types::Cause;
+use kplane_types::ClusterName;
 use serde_json::{json, Value};
 
 use super::super::catalog::ResourceType;
@@ -130,7 +131,12 @@ impl TypeStrategy for Namespace {
     }
 
     /// A new namespace gets its `default` ServiceAccount and `kube-root-ca.crt`.
-    async fn after_create(&self, reg: &Registry, cluster: &str, name: &str) -> ApiResult<()> {
+    async fn after_create(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+    ) -> ApiResult<()> {
         reg.bootstrap_namespace(cluster, name).await;
         Ok(())
     }
@@ -139,13 +145,13 @@ impl TypeStrategy for Namespace {
     async fn after_update(
         &self,
         reg: &Registry,
-        cluster: &str,
+        cluster: &ClusterName,
         name: &str,
         deleting: bool,
     ) -> ApiResult<()> {
         if deleting {
             reg.enqueue(Work::Namespace {
-                cluster: cluster.into(),
+                cluster: cluster.clone(),
                 name: name.into(),
             });
         }
