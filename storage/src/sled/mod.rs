@@ -19,6 +19,8 @@ mod cluster_delete;
 mod compaction;
 mod encoding;
 mod event_log;
+#[cfg(test)]
+mod layout_tests;
 mod log;
 mod migrate;
 mod read;
