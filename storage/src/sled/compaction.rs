@@ -1,45 +1,57 @@
-//! Compaction of history, event log and commit times older than the event window.
+//! Compaction: dropping the oldest log generation once all of it is older than the event
+//! window, and starting generations ([`super::log`]).
 //!
-//! The compaction point `C` is the newest revision committed at least `event_window` ago
-//! (commit times are logged per write group). Compacting to `C` keeps the state at `C`
-//! exact: per key, the newest version at or below `C` survives unless the latest value or a
-//! tombstone supersedes it; every older version, tombstones at or below `C` and event-log
-//! entries at or below `C` go. Only keys written after the previous compaction point can
-//! have newly removable history, and exactly those keys appear in the event-log entries
-//! being removed, so compaction never scans all history.
+//! The compaction point `C` moves in steps: when the last commit logged in the oldest
+//! generation is at least `event_window` old, `C` becomes the last revision of that
+//! generation (the next generation's first revision minus one) and the generation's tree
+//! is dropped as a whole. The state at `C` stays exact: before the drop, every key's newest
+//! version in the dropped generation that a reader at or above `C` may still need (it is
+//! neither a tombstone nor the key's latest value) is copied into the next generation,
+//! and the writer copies a latest value at or below `C` into the log when it supersedes
+//! it ([`super::writer`]). Keys whose last version in the dropped generation is a tombstone
+//! and that have no later version lose their wildcard index entry.
 //!
 //! Compaction runs in the writer thread, in bounded chunks between write groups, so it is
-//! serialized with writes. `C` is published (and persisted in the first chunk) before
-//! anything is removed, so readers and watchers that check the compacted revision after
-//! reading know whether they might have missed data.
+//! serialized with writes. `C` is published (and persisted) before anything is copied or
+//! dropped, so readers and watchers that check the compacted revision after reading know
+//! whether they might have missed data.
 
-use std::collections::HashSet;
+use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::encoding::{
-    decode_event, decode_key, decode_u64, encode_u64, event_key, history_key, index_key,
-    index_key_bytes, meta_key, rev_of_tagged, time_key, Record, META_COMPACTED, TAG_EVENT,
-    TAG_TIME,
+    decode_key, encode_u64, index_key, index_key_bytes, meta_key, split_xref_key, version_key,
+    xref_key, META_COMPACTED, TAG_XREF,
 };
+use super::log::{Generation, Log, GENERATIONS};
 use super::read::{backend, read_latest};
 use super::Shared;
 use crate::{Result, Revision};
 
-/// Most event-log entries processed per chunk.
+/// Most per-key index entries of the dropped generation examined per chunk.
 pub(crate) const CHUNK: usize = 1024;
 
-/// A chunk also ends after this long (checked every [`TIME_CHECK_EVERY`] entries): chunks
-/// run between write groups, so this bounds the delay compaction adds to a write.
+/// A chunk also ends after this long (checked after each key): chunks run between write
+/// groups, so this bounds the delay compaction adds to a write.
 const CHUNK_TIME: Duration = Duration::from_millis(4);
-const TIME_CHECK_EVERY: usize = 64;
+
+/// A generation drop in progress.
+struct Job {
+    /// The first revision of the generation being dropped.
+    first: Revision,
+    /// The compaction point it moves to.
+    target: Revision,
+    /// The last per-key index key whose key is fully handled.
+    cursor: Option<Vec<u8>>,
+}
 
 pub(crate) struct Compactor {
     window: Duration,
+    gen_len: Duration,
     interval: Duration,
     next_plan: Instant,
-    /// A compaction in progress (its point is already published).
-    target: Option<Revision>,
+    job: Option<Job>,
 }
 
 pub(crate) fn unix_millis() -> u64 {
@@ -48,172 +60,208 @@ pub(crate) fn unix_millis() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The length of one generation for an event window.
+pub(crate) fn generation_length(window: Duration) -> Duration {
+    (window / GENERATIONS).max(Duration::from_millis(1))
+}
+
 impl Compactor {
-    /// `resume`: a compaction point that was published before a restart and may not have
-    /// been fully applied.
-    pub(crate) fn new(window: Duration, interval: Duration, resume: Option<Revision>) -> Self {
+    /// `log` and `compacted` as found at start-up: a drop whose compaction point was
+    /// published before a restart is resumed.
+    pub(crate) fn new(
+        window: Duration,
+        interval: Duration,
+        log: &Log,
+        compacted: Revision,
+    ) -> Self {
         let interval = interval.max(Duration::from_millis(1));
+        let gens = log.generations();
+        let job = match gens.as_slice() {
+            [old, next, ..] if compacted >= next.first.saturating_sub(1) => Some(Job {
+                first: old.first,
+                target: next.first.saturating_sub(1),
+                cursor: None,
+            }),
+            _ => None,
+        };
         Compactor {
             window,
+            gen_len: generation_length(window),
             interval,
             next_plan: Instant::now() + interval,
-            target: resume,
+            job,
         }
     }
 
     /// How long the writer may sleep before compaction needs it.
     pub(crate) fn wait(&self) -> Duration {
-        if self.target.is_some() {
+        if self.job.is_some() {
             Duration::ZERO
         } else {
             self.next_plan.saturating_duration_since(Instant::now())
         }
     }
 
-    /// Plans a compaction when due and runs one chunk of the compaction in progress.
+    /// Whether the writer should start a new generation before committing revisions
+    /// after `last` (the last committed revision) into `current`.
+    pub(crate) fn rotation_due(&self, current: &Generation, last: Revision) -> bool {
+        last >= current.first && current.started.elapsed() >= self.gen_len
+    }
+
+    /// Starts generations on time when idle, plans a drop when due and runs one chunk of
+    /// the drop in progress.
     pub(crate) fn run_due(&mut self, shared: &Shared) -> Result<()> {
-        if self.target.is_none() && Instant::now() >= self.next_plan {
+        if self.job.is_none() && Instant::now() >= self.next_plan {
             self.next_plan = Instant::now() + self.interval;
-            let compacted = shared.compacted.load(Ordering::Acquire);
-            if let Some(point) = plan(&shared.tree, self.window)? {
-                if point > compacted {
-                    // Publish first: readers re-check it after reading.
-                    shared.compacted.store(point, Ordering::Release);
-                    self.target = Some(point);
-                }
+            let last = shared.current_revision();
+            if self.rotation_due(&shared.log.current(), last) {
+                shared.log.rotate(last + 1)?;
             }
+            self.plan(shared)?;
         }
-        if let Some(target) = self.target {
-            let progress = &shared.compaction;
-            if progress.target.load(Ordering::Relaxed) != target {
-                let first = first_event(&shared.tree, target)?.unwrap_or(target + 1);
-                progress.done.store(first - 1, Ordering::Relaxed);
-                progress.target.store(target, Ordering::Relaxed);
-            }
-            let (done, through) = step(&shared.tree, target)?;
-            if done {
-                tracing::debug!(revision = target, "compaction finished");
-                self.target = None;
-                progress.target.store(0, Ordering::Relaxed);
-                progress.done.store(0, Ordering::Relaxed);
-            } else {
-                progress.done.store(through, Ordering::Relaxed);
-            }
+        let Some(job) = &mut self.job else {
+            return Ok(());
+        };
+        let progress = &shared.compaction;
+        progress.target.store(job.target, Ordering::Relaxed);
+        progress
+            .done
+            .store(job.first.saturating_sub(1), Ordering::Relaxed);
+        if step(shared, job)? {
+            // The copies must be durable before the generation goes.
+            shared.log.db.flush().map_err(backend)?;
+            shared.log.drop_oldest()?;
+            tracing::debug!(revision = job.target, "compaction finished");
+            self.job = None;
+            progress.target.store(0, Ordering::Relaxed);
+            progress.done.store(0, Ordering::Relaxed);
         }
+        Ok(())
+    }
+
+    /// Publishes the drop of the oldest generation when all of it is out of the window.
+    fn plan(&mut self, shared: &Shared) -> Result<()> {
+        let gens = shared.log.generations();
+        let [old, next, ..] = gens.as_slice() else {
+            return Ok(());
+        };
+        let window_ms = u64::try_from(self.window.as_millis()).unwrap_or(u64::MAX);
+        let cutoff = unix_millis().saturating_sub(window_ms);
+        if Log::last_commit_millis(old)?.is_some_and(|t| t > cutoff) {
+            return Ok(());
+        }
+        let target = next.first.saturating_sub(1);
+        if target > shared.compacted_revision() {
+            // Publish first: readers re-check it after reading.
+            shared.compacted.store(target, Ordering::Release);
+            shared
+                .latest
+                .insert(meta_key(META_COMPACTED), &encode_u64(target))
+                .map_err(backend)?;
+        }
+        self.job = Some(Job {
+            first: old.first,
+            target,
+            cursor: None,
+        });
         Ok(())
     }
 }
 
-/// The newest revision whose write group committed at least `window` ago.
-fn plan(tree: &sled::Tree, window: Duration) -> Result<Option<Revision>> {
-    let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
-    let cutoff = unix_millis().saturating_sub(window_ms);
-    let mut point = None;
-    for entry in tree.range(time_key(0)..=time_key(Revision::MAX)) {
-        let (k, v) = entry.map_err(backend)?;
-        if k.first() != Some(&TAG_TIME) {
-            break;
-        }
-        if decode_u64(&v)? > cutoff {
-            break;
-        }
-        point = Some(rev_of_tagged(&k)?);
-    }
-    Ok(point)
-}
-
-/// Runs one chunk of compaction to `target`. Returns whether it is complete, and the
-/// last event-log revision this chunk processed.
-fn step(tree: &sled::Tree, target: Revision) -> Result<(bool, Revision)> {
-    let mut batch = sled::Batch::default();
-    batch.insert(meta_key(META_COMPACTED), &encode_u64(target));
-    let mut keys: HashSet<Vec<u8>> = HashSet::new();
-    let mut n = 0;
-    let mut through = 0;
-    let started = Instant::now();
-    let mut out_of_time = false;
-    for entry in tree.range(event_key(0)..=event_key(target)) {
-        let (k, v) = entry.map_err(backend)?;
-        if k.first() != Some(&TAG_EVENT) {
-            break;
-        }
-        through = rev_of_tagged(&k)?;
-        let (_, kb) = decode_event(&v)?;
-        if keys.insert(kb.to_vec()) {
-            compact_key(tree, kb, target, &mut batch)?;
-        }
-        batch.remove(k);
-        n += 1;
-        if n >= CHUNK {
-            break;
-        }
-        if n % TIME_CHECK_EVERY == 0 && started.elapsed() >= CHUNK_TIME {
-            out_of_time = true;
-            break;
-        }
-    }
-    let done = n < CHUNK && !out_of_time;
-    if done {
-        for entry in tree.range(time_key(0)..=time_key(target)) {
-            let (k, _) = entry.map_err(backend)?;
-            batch.remove(k);
-        }
-    }
-    tree.apply_batch(batch).map_err(backend)?;
-    Ok((done, through))
-}
-
-/// Removes the history of one key that no snapshot at or after `target` can need.
-fn compact_key(
-    tree: &sled::Tree,
-    kb: &[u8],
-    target: Revision,
-    batch: &mut sled::Batch,
-) -> Result<()> {
-    let latest_mod = read_latest(tree, kb)?.map(|r| r.mod_revision);
-    let mut old = Vec::new();
-    for entry in tree.range(history_key(kb, 0)..=history_key(kb, target)) {
-        let (k, v) = entry.map_err(backend)?;
-        old.push((k, Record::raw_is_tombstone(&v)));
-    }
-    let keep_newest = latest_mod.is_none_or(|m| m > target)
-        && old.last().is_some_and(|(_, tombstone)| !tombstone);
-    let remove = if keep_newest {
-        old.len() - 1
-    } else {
-        old.len()
+/// Runs one chunk of the drop: handles the keys of the oldest generation after the cursor.
+/// Returns whether every key is handled.
+fn step(shared: &Shared, job: &mut Job) -> Result<bool> {
+    let gens = shared.log.generations();
+    let [old, next, later @ ..] = gens.as_slice() else {
+        return Ok(true);
     };
-    for (k, _) in &old[..remove] {
-        batch.remove(k.clone());
+    if old.first != job.first {
+        return Ok(true);
     }
-    if latest_mod.is_none() && remove == old.len() {
-        let newer = tree
-            .range(history_key(kb, target.saturating_add(1))..=history_key(kb, Revision::MAX))
+    let lo = match &job.cursor {
+        Some(c) => Bound::Excluded(c.clone()),
+        None => Bound::Included(vec![TAG_XREF]),
+    };
+    let hi = Bound::Excluded(vec![TAG_XREF + 1]);
+    let mut carry = sled::Batch::default();
+    let mut unindex = sled::Batch::default();
+    let started = Instant::now();
+    // The key being read and its newest version in this generation so far.
+    let mut pending: Option<(Vec<u8>, Revision, bool)> = None;
+    let mut done = true;
+    for (n, entry) in old.tree.range((lo, hi)).enumerate() {
+        let (k, v) = entry.map_err(backend)?;
+        let (kb, rev) = split_xref_key(&k)?;
+        let tombstone = v.first() == Some(&1);
+        match &mut pending {
+            Some((p, r, t)) if p.as_slice() == kb => {
+                *r = rev;
+                *t = tombstone;
+            }
+            _ => {
+                if let Some((p, r, t)) = pending.take() {
+                    handle_key(shared, old, next, later, &p, r, t, &mut carry, &mut unindex)?;
+                    job.cursor = Some(xref_key(&p, Revision::MAX));
+                    if n >= CHUNK || started.elapsed() >= CHUNK_TIME {
+                        done = false;
+                        break;
+                    }
+                }
+                pending = Some((kb.to_vec(), rev, tombstone));
+            }
+        }
+    }
+    if done {
+        if let Some((p, r, t)) = pending.take() {
+            handle_key(shared, old, next, later, &p, r, t, &mut carry, &mut unindex)?;
+        }
+    }
+    next.tree.apply_batch(carry).map_err(backend)?;
+    shared.latest.apply_batch(unindex).map_err(backend)?;
+    Ok(done)
+}
+
+/// Decides what one key of the dropped generation needs: `rev` is its newest version there.
+#[allow(clippy::too_many_arguments)]
+fn handle_key(
+    shared: &Shared,
+    old: &Generation,
+    next: &Generation,
+    later: &[Generation],
+    kb: &[u8],
+    rev: Revision,
+    tombstone: bool,
+    carry: &mut sled::Batch,
+    unindex: &mut sled::Batch,
+) -> Result<()> {
+    let latest = read_latest(&shared.latest, kb)?;
+    if !tombstone {
+        if latest.is_some_and(|r| r.mod_revision == rev) {
+            // Still the latest value: the writer logs it again when it supersedes it.
+            return Ok(());
+        }
+        // Superseded or deleted after the compaction point: readers between need it.
+        if let Some(raw) = old.tree.get(version_key(rev)).map_err(backend)? {
+            carry.insert(version_key(rev), raw);
+            carry.insert(xref_key(kb, rev), &[0u8]);
+        }
+        return Ok(());
+    }
+    if latest.is_some() {
+        return Ok(());
+    }
+    for gen in std::iter::once(next).chain(later) {
+        let newer = gen
+            .tree
+            .range(xref_key(kb, 0)..=xref_key(kb, Revision::MAX))
             .next()
             .transpose()
             .map_err(backend)?;
-        if newer.is_none() {
-            let (key, _) = decode_key(kb)?;
-            batch.remove(index_key(&index_key_bytes(&key)));
+        if newer.is_some() {
+            return Ok(());
         }
     }
+    let (key, _) = decode_key(kb)?;
+    unindex.remove(index_key(&index_key_bytes(&key)));
     Ok(())
-}
-
-/// The oldest event-log revision at or below `upto`, if any.
-fn first_event(tree: &sled::Tree, upto: Revision) -> Result<Option<Revision>> {
-    match tree
-        .range(event_key(0)..=event_key(upto))
-        .next()
-        .transpose()
-        .map_err(backend)?
-    {
-        Some((k, _)) if k.first() == Some(&TAG_EVENT) => Ok(Some(rev_of_tagged(&k)?.max(1))),
-        _ => Ok(None),
-    }
-}
-
-/// Whether event-log entries at or below `compacted` remain (an interrupted compaction).
-pub(crate) fn unfinished(tree: &sled::Tree, compacted: Revision) -> Result<bool> {
-    Ok(first_event(tree, compacted)?.is_some())
 }

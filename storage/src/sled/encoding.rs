@@ -1,17 +1,23 @@
-//! The on-disk layout: how keys, records and log entries are encoded into the single sled
-//! tree the store uses.
+//! The on-disk layout: how keys, records and log entries are encoded into the two sled
+//! databases of the store (see [`super::log`] for how the log database is split into
+//! generation trees).
 //!
-//! Everything lives in one tree so that one write group is one atomic `Batch`. The first
-//! byte of every tree key says which keyspace it belongs to:
+//! The first byte of every tree key says which keyspace it belongs to. The *latest*
+//! database (one tree) holds what the hot read paths need:
 //!
 //! | tag | tree key                                   | value                                 |
 //! |-----|--------------------------------------------|---------------------------------------|
 //! | `L` | `key`                                      | latest live [`Record`]                |
-//! | `H` | `key ++ be64(rev)`                         | superseded version or tombstone       |
-//! | `E` | `be64(rev)`                                | event type byte `++ key`              |
-//! | `T` | `be64(last rev of a write group)`          | `be64(unix millis of the commit)`     |
-//! | `I` | `index key` (resource first)               | empty: every key that has L or H data |
+//! | `I` | `index key` (resource first)               | empty: every key with L or log data   |
 //! | `M` | meta name                                  | meta value (`rev`, `compacted`)       |
+//!
+//! The *log* database holds the history, every version once, in generation trees:
+//!
+//! | tag | tree key                                   | value                                 |
+//! |-----|--------------------------------------------|---------------------------------------|
+//! | `V` | `be64(rev)`                                | event type byte `++ key ++` [`Record`]|
+//! | `X` | `key ++ be64(rev)`                         | 1 byte: whether `rev` is a tombstone  |
+//! | `T` | `be64(last rev of a write group)`          | `be64(unix millis of the commit)`     |
 //!
 //! `key` is `cluster, resource, namespace, name`, each component escaped (`0x00` becomes
 //! `0x00 0xFF`) and terminated by `0x00 0x01`. This encoding is self-delimiting (no component
@@ -28,11 +34,11 @@ use bytes::Bytes;
 use crate::{Error, EventType, Key, KeyValue, Prefix, Result, Revision};
 
 pub(crate) const TAG_LATEST: u8 = b'L';
-pub(crate) const TAG_HISTORY: u8 = b'H';
-pub(crate) const TAG_EVENT: u8 = b'E';
-pub(crate) const TAG_TIME: u8 = b'T';
 pub(crate) const TAG_INDEX: u8 = b'I';
 pub(crate) const TAG_META: u8 = b'M';
+pub(crate) const TAG_VERSION: u8 = b'V';
+pub(crate) const TAG_XREF: u8 = b'X';
+pub(crate) const TAG_TIME: u8 = b'T';
 
 pub(crate) const META_REVISION: &[u8] = b"rev";
 pub(crate) const META_COMPACTED: &[u8] = b"compacted";
@@ -144,18 +150,20 @@ pub(crate) fn latest_key(kb: &[u8]) -> Vec<u8> {
     tagged(TAG_LATEST, kb)
 }
 
-pub(crate) fn history_key(kb: &[u8], rev: Revision) -> Vec<u8> {
-    let mut out = tagged(TAG_HISTORY, kb);
-    out.extend_from_slice(&rev.to_be_bytes());
-    out
-}
-
 pub(crate) fn index_key(ikb: &[u8]) -> Vec<u8> {
     tagged(TAG_INDEX, ikb)
 }
 
-pub(crate) fn event_key(rev: Revision) -> Vec<u8> {
-    tagged(TAG_EVENT, &rev.to_be_bytes())
+/// Log key of the version written at `rev`.
+pub(crate) fn version_key(rev: Revision) -> Vec<u8> {
+    tagged(TAG_VERSION, &rev.to_be_bytes())
+}
+
+/// Log per-key index entry of the version of `kb` written at `rev`.
+pub(crate) fn xref_key(kb: &[u8], rev: Revision) -> Vec<u8> {
+    let mut out = tagged(TAG_XREF, kb);
+    out.extend_from_slice(&rev.to_be_bytes());
+    out
 }
 
 pub(crate) fn time_key(rev: Revision) -> Vec<u8> {
@@ -164,11 +172,6 @@ pub(crate) fn time_key(rev: Revision) -> Vec<u8> {
 
 pub(crate) fn meta_key(name: &[u8]) -> Vec<u8> {
     tagged(TAG_META, name)
-}
-
-/// The first tree key after every key of keyspace `tag`.
-pub(crate) fn tag_end(tag: u8) -> Vec<u8> {
-    vec![tag + 1]
 }
 
 pub(crate) fn encode_u64(v: u64) -> [u8; 8] {
@@ -182,16 +185,16 @@ pub(crate) fn decode_u64(buf: &[u8]) -> Result<u64> {
     Ok(u64::from_be_bytes(arr))
 }
 
-/// Splits a history tree key (`H key rev`) into the encoded key and the revision.
-pub(crate) fn split_history_key(tree_key: &[u8]) -> Result<(&[u8], Revision)> {
-    if tree_key.len() < 1 + REV_LEN || tree_key[0] != TAG_HISTORY {
-        return Err(Error::Corrupt("bad history key".into()));
+/// Splits a log index key (`X key rev`) into the encoded key and the revision.
+pub(crate) fn split_xref_key(tree_key: &[u8]) -> Result<(&[u8], Revision)> {
+    if tree_key.len() < 1 + REV_LEN || tree_key[0] != TAG_XREF {
+        return Err(Error::Corrupt("bad log index key".into()));
     }
     let split = tree_key.len() - REV_LEN;
     Ok((&tree_key[1..split], decode_u64(&tree_key[split..])?))
 }
 
-/// The revision of an event-log or commit-time tree key.
+/// The revision of a log version or commit-time tree key.
 pub(crate) fn rev_of_tagged(tree_key: &[u8]) -> Result<Revision> {
     tree_key
         .get(1..)
@@ -240,11 +243,6 @@ impl Record {
         })
     }
 
-    /// Whether a raw record is a tombstone, without decoding it.
-    pub(crate) fn raw_is_tombstone(raw: &[u8]) -> bool {
-        raw.first() == Some(&1)
-    }
-
     pub(crate) fn into_kv(self, key: Key) -> KeyValue {
         KeyValue {
             key,
@@ -263,22 +261,54 @@ fn event_type_byte(t: EventType) -> u8 {
     }
 }
 
-/// Event-log value: type byte followed by the encoded key.
-pub(crate) fn encode_event(t: EventType, kb: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(kb.len() + 1);
+fn decode_event_type(b: Option<&u8>) -> Result<EventType> {
+    match b {
+        Some(b'A') => Ok(EventType::Added),
+        Some(b'M') => Ok(EventType::Modified),
+        Some(b'D') => Ok(EventType::Deleted),
+        _ => Err(Error::Corrupt("bad event type".into())),
+    }
+}
+
+/// Log version value: event type byte, the encoded key, the record.
+pub(crate) fn encode_version(t: EventType, kb: &[u8], record: &Record) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + kb.len() + RECORD_HEADER + record.value.len());
     out.push(event_type_byte(t));
     out.extend_from_slice(kb);
+    out.extend_from_slice(&record.encode());
     out
 }
 
-pub(crate) fn decode_event(raw: &[u8]) -> Result<(EventType, &[u8])> {
-    let t = match raw.first() {
-        Some(b'A') => EventType::Added,
-        Some(b'M') => EventType::Modified,
-        Some(b'D') => EventType::Deleted,
-        _ => return Err(Error::Corrupt("bad event type".into())),
-    };
-    Ok((t, &raw[1..]))
+/// A decoded log version: what happened, to which key (also encoded), and the record.
+pub(crate) struct Version {
+    pub event_type: EventType,
+    pub key: Key,
+    pub kb: Vec<u8>,
+    pub record: Record,
+}
+
+/// Decodes a log version value (the record's value is not copied).
+pub(crate) fn decode_version(raw: sled::IVec) -> Result<Version> {
+    let event_type = decode_event_type(raw.first())?;
+    let body = raw.get(1..).unwrap_or_default();
+    let (key, rest) = decode_key(body)?;
+    let key_len = body.len() - rest.len();
+    let kb = body[..key_len].to_vec();
+    let record = Record::decode(raw.subslice(1 + key_len, raw.len() - 1 - key_len))?;
+    Ok(Version {
+        event_type,
+        key,
+        kb,
+        record,
+    })
+}
+
+/// The event type and encoded key of a log version value, without decoding the record.
+pub(crate) fn peek_version(raw: &[u8]) -> Result<(EventType, &[u8])> {
+    let event_type = decode_event_type(raw.first())?;
+    let body = raw.get(1..).unwrap_or_default();
+    let (_, rest) = decode_key(body)?;
+    Ok((event_type, &body[..body.len() - rest.len()]))
 }
 
 /// A range of tree keys, usable with `sled::Tree::range`.
@@ -287,7 +317,7 @@ pub(crate) type TreeRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 /// Which keyspace serves a prefix, and the encoded prefix inside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Plan {
-    /// Cluster-first keyspace (`L`/`H`); `bytes` is the encoded key prefix (possibly
+    /// Cluster-first keyspace (`L`/`X`); `bytes` is the encoded key prefix (possibly
     /// empty: every cluster). Keys must still be checked with [`Prefix::contains`] when the
     /// prefix has components that could not be encoded (e.g. a namespace without resource).
     Keys { bytes: Vec<u8> },
@@ -332,7 +362,7 @@ impl Plan {
         }
     }
 
-    /// The tree range to scan in keyspace `tag` (`L` or `H`; ignored for the index plan)
+    /// The tree range to scan in keyspace `tag` (`L` or `X`; ignored for the index plan)
     /// holding keys of this prefix strictly after `start_after`. `None` if empty.
     pub(crate) fn range(&self, tag: u8, start_after: Option<&Key>) -> Option<TreeRange> {
         let (tag, prefix) = self.tag_and_bytes(tag);
@@ -341,7 +371,7 @@ impl Plan {
         let mut lo = Bound::Included(lo_prefix.clone());
         if let Some(after) = start_after {
             let mut after_key = tagged(tag, &self.order_bytes(after));
-            if tag == TAG_HISTORY {
+            if tag == TAG_XREF {
                 // Skip every version of `after` itself.
                 after_key.extend_from_slice(&[0xFF; REV_LEN]);
             }
@@ -450,14 +480,33 @@ mod tests {
             value: Bytes::from_static(b"hello"),
         };
         let raw = sled::IVec::from(r.encode());
-        assert!(Record::raw_is_tombstone(&raw));
         assert_eq!(Record::decode(raw).unwrap(), r);
     }
 
     #[test]
-    fn history_key_split() {
+    fn xref_key_split() {
         let kb = key_bytes(&k("c", "r", "n", "x"));
-        let hk = history_key(&kb, 42);
-        assert_eq!(split_history_key(&hk).unwrap(), (&kb[..], 42));
+        let xk = xref_key(&kb, 42);
+        assert_eq!(split_xref_key(&xk).unwrap(), (&kb[..], 42));
+    }
+
+    #[test]
+    fn version_roundtrip() {
+        let key = k("c\0", "r", "n", "x");
+        let kb = key_bytes(&key);
+        let r = Record {
+            tombstone: false,
+            create_revision: 2,
+            mod_revision: 5,
+            value: Bytes::from_static(b"v\0v"),
+        };
+        let raw = encode_version(EventType::Modified, &kb, &r);
+        let (t, peeked) = peek_version(&raw).unwrap();
+        assert_eq!((t, peeked), (EventType::Modified, &kb[..]));
+        let v = decode_version(sled::IVec::from(raw)).unwrap();
+        assert_eq!(
+            (v.event_type, v.key, v.kb, v.record),
+            (EventType::Modified, key, kb, r)
+        );
     }
 }

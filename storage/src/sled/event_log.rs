@@ -1,21 +1,21 @@
-//! The sled backend's [`EventLog`]: reads the `E` keyspace (one entry per revision) and
-//! rebuilds each event's value and previous value from the latest and history keyspaces.
+//! The sled backend's [`EventLog`]: one scan of the log's versions by revision (values
+//! inline); the previous value of a change is looked up in the log's per-key index.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::encoding::{decode_event, decode_key, event_key, rev_of_tagged};
-use super::read::{backend, load_event};
+use super::encoding::{decode_key, decode_version, peek_version};
+use super::log::Log;
 use crate::event_log::{EventLog, EventPage};
-use crate::{Error, Prefix, Result, Revision};
+use crate::{Error, Event, EventType, Prefix, Result, Revision};
 
 /// A page also ends after this many times `max_events` log entries examined, so a watcher
 /// of a quiet prefix does not hold a blocking thread for a long run of other changes.
 pub(crate) const SCAN_FACTOR: usize = 16;
 
-/// The event log of one sled tree.
+/// The event log of the log database.
 pub(crate) struct SledEventLog {
-    pub(crate) tree: sled::Tree,
+    pub(crate) log: Arc<Log>,
     pub(crate) compacted: Arc<AtomicU64>,
 }
 
@@ -28,9 +28,9 @@ impl EventLog for SledEventLog {
         upto: Revision,
         max_events: usize,
     ) -> Result<EventPage> {
-        let tree = self.tree.clone();
+        let log = self.log.clone();
         let prefix = prefix.clone();
-        tokio::task::spawn_blocking(move || read_page(&tree, &prefix, after, upto, max_events))
+        tokio::task::spawn_blocking(move || read_page(&log, &prefix, after, upto, max_events))
             .await
             .map_err(|e| Error::Backend(format!("event log read failed: {e}")))?
     }
@@ -42,7 +42,7 @@ impl EventLog for SledEventLog {
 
 /// Reads the logged events after `after` (up to `upto`) that match `prefix`.
 fn read_page(
-    tree: &sled::Tree,
+    log: &Log,
     prefix: &Prefix,
     after: Revision,
     upto: Revision,
@@ -52,16 +52,23 @@ fn read_page(
     let mut events = Vec::new();
     let mut through = after;
     let mut scanned = 0usize;
-    let hi = upto.saturating_add(1);
-    for entry in tree.range(event_key(after.saturating_add(1))..event_key(hi)) {
-        let (k, v) = entry.map_err(backend)?;
-        let rev = rev_of_tagged(&k)?;
-        let (event_type, kb) = decode_event(&v)?;
+    for entry in log.entries(after, upto) {
+        let (rev, raw) = entry?;
+        let (_, kb) = peek_version(&raw)?;
         let (key, _) = decode_key(kb)?;
         if prefix.contains(&key) {
-            if let Some(ev) = load_event(tree, rev, event_type, kb, key)? {
-                events.push(ev);
-            }
+            let v = decode_version(raw)?;
+            let prev = match v.event_type {
+                EventType::Added => None,
+                _ => log
+                    .version_at(&v.kb, rev.saturating_sub(1))?
+                    .map(|r| r.value),
+            };
+            events.push(Event {
+                event_type: v.event_type,
+                kv: v.record.into_kv(v.key),
+                prev,
+            });
         }
         through = rev;
         scanned += 1;

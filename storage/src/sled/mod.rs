@@ -1,18 +1,30 @@
-//! The sled backend: opening and recovering the database, the shared state of the store,
-//! and the [`Storage`] implementation that routes reads to [`read`], writes to the writer
-//! thread ([`writer`]) and watches to the hub ([`crate::watch`]), which replays history
-//! through [`event_log`].
+//! The sled backend: opening the store, the shared state of the store, and the
+//! [`Storage`] implementation that routes reads to [`read`], writes to the writer thread
+//! ([`writer`]) and watches to the hub ([`crate::watch`]), which replays history through
+//! [`event_log`].
+//!
+//! The data directory holds two sled databases, both with 16 MiB segments: `latest/` (the
+//! latest value of every key, the wildcard index and the meta entries) and `log/` (every
+//! version once, by revision, in generation trees: [`log`]). Separating the short-lived
+//! latest values from the history, large segments and dropping whole generations are what
+//! keeps sled's files bounded under churn (docs/performance.md).
 //!
 //! Everything that knows sled lives in this module: the key layout ([`encoding`]), the
-//! read paths ([`read`]), the single writer ([`writer`]), compaction ([`compaction`]), the
-//! event log the hub replays ([`event_log`]), cluster deletes ([`cluster_delete`]) and
-//! scans at a revision ([`scan`]).
+//! log's generations ([`log`]), the read paths ([`read`]), the single writer ([`writer`]),
+//! compaction ([`compaction`]), the event log the hub replays ([`event_log`]), cluster
+//! deletes ([`cluster_delete`]), scans at a revision ([`scan`]), crash recovery
+//! ([`recovery`]) and the conversion of the older single-database format ([`migrate`]).
 
 mod cluster_delete;
 mod compaction;
 mod encoding;
 mod event_log;
+#[cfg(test)]
+mod layout_tests;
+mod log;
+mod migrate;
 mod read;
+mod recovery;
 mod scan;
 #[cfg(test)]
 mod size_tests;
@@ -30,6 +42,7 @@ use tokio::sync::oneshot;
 use self::compaction::Compactor;
 use self::encoding::{decode_u64, key_bytes, meta_key, META_COMPACTED, META_REVISION};
 use self::event_log::SledEventLog;
+use self::log::Log;
 use self::read::{backend, ListMode};
 use self::scan::SledScan;
 use self::writer::{Request, WriteRequest, Writer};
@@ -76,11 +89,20 @@ impl Default for SledStorageOptions {
     }
 }
 
+/// sled's segment size for both databases: the largest sled 0.34 accepts. Large segments
+/// are what keeps the log's files near its live size (docs/performance.md).
+pub(crate) const SEGMENT_SIZE: usize = 16 * 1024 * 1024;
+
+/// The tree of the latest database that holds its data.
+const LATEST_TREE: &str = "kplane";
+
 /// State shared by the API-facing handle, the writer thread, watch receivers and replay tasks.
 pub(crate) struct Shared {
-    /// The database (for its size on disk); all data is in `tree`.
-    pub(crate) db: sled::Db,
-    pub(crate) tree: sled::Tree,
+    /// The latest database (for its size on disk); its data is in `latest`.
+    pub(crate) latest_db: sled::Db,
+    pub(crate) latest: sled::Tree,
+    /// The log database and its generations.
+    pub(crate) log: Arc<Log>,
     /// Latest durable revision.
     pub(crate) current: AtomicU64,
     /// Every batch up to this revision is fully visible to readers (durable or not);
@@ -97,6 +119,10 @@ pub(crate) struct Shared {
     pub(crate) stats: CommitCounters,
     /// Where the compaction in progress is, for metrics.
     pub(crate) compaction: CompactionProgress,
+    /// Test hook: the writer commits to the log but skips the latest database (a crash
+    /// between the two batches).
+    #[cfg(test)]
+    pub(crate) skip_latest: AtomicBool,
 }
 
 impl Shared {
@@ -151,7 +177,8 @@ impl Shared {
             ListMode::History { applied_at_start }
         };
         let (items, more) = read::list(
-            &self.tree,
+            &self.latest,
+            &self.log,
             prefix,
             rev,
             mode,
@@ -187,7 +214,7 @@ pub(crate) struct CommitCounters {
     pub(crate) max_group: AtomicU64,
 }
 
-/// A [`Storage`] on top of one sled database.
+/// A [`Storage`] on top of two sled databases (latest values and the log).
 pub struct SledStorage {
     shared: Arc<Shared>,
     requests: Mutex<Option<mpsc::Sender<Request>>>,
@@ -201,24 +228,47 @@ fn read_meta(tree: &sled::Tree, name: &[u8]) -> Result<Revision> {
         .map_or(Ok(0), |v| decode_u64(&v))
 }
 
+/// Opens one of the store's sled databases.
+pub(crate) fn open_db(path: &Path, opts: &SledStorageOptions, cache: u64) -> Result<sled::Db> {
+    sled::Config::new()
+        .path(path)
+        .cache_capacity(cache)
+        .segment_size(SEGMENT_SIZE)
+        .flush_every_ms(opts.flush_every_ms)
+        .mode(sled::Mode::HighThroughput)
+        .open()
+        .map_err(backend)
+}
+
 impl SledStorage {
     /// Opens (or creates) the store in directory `path` and starts its writer thread.
+    /// A data directory in the older single-database format is converted first.
     /// Blocking (recovery reads the log); call it before serving or via `spawn_blocking`.
     pub fn open(path: impl AsRef<Path>, opts: SledStorageOptions) -> Result<Arc<SledStorage>> {
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(opts.cache_capacity_bytes)
-            .flush_every_ms(opts.flush_every_ms)
-            .mode(sled::Mode::HighThroughput)
-            .open()
-            .map_err(backend)?;
-        let tree = db.open_tree("kplane").map_err(backend)?;
-        let current = read_meta(&tree, META_REVISION)?;
-        let compacted = read_meta(&tree, META_COMPACTED)?;
-        let resume = compaction::unfinished(&tree, compacted)?.then_some(compacted);
+        let dir = path.as_ref();
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Backend(format!("cannot create {}: {e}", dir.display())))?;
+        migrate::migrate_if_needed(dir, &opts)?;
+        // The latest values are the hot read path: most of the cache goes to them.
+        let latest_cache = opts.cache_capacity_bytes / 4 * 3;
+        let latest_db = open_db(&dir.join(migrate::LATEST_DIR), &opts, latest_cache)?;
+        let latest = latest_db.open_tree(LATEST_TREE).map_err(backend)?;
+        let latest_rev = read_meta(&latest, META_REVISION)?;
+        let log_db = open_db(
+            &dir.join(migrate::LOG_DIR),
+            &opts,
+            opts.cache_capacity_bytes - latest_cache,
+        )?;
+        let log = Arc::new(Log::open(log_db, latest_rev + 1)?);
+        let current = recovery::replay(&latest, &log, latest_rev)?;
+        let oldest = log.generations().first().map_or(1, |g| g.first);
+        let compacted = read_meta(&latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
+        let compactor =
+            Compactor::new(opts.event_window, opts.compaction_interval, &log, compacted);
         let shared = Arc::new(Shared {
-            db: db.clone(),
-            tree,
+            latest_db,
+            latest,
+            log,
             current: AtomicU64::new(current),
             applied: AtomicU64::new(current),
             compacted: Arc::new(AtomicU64::new(compacted)),
@@ -227,16 +277,17 @@ impl SledStorage {
             hub: Arc::new(Hub::new(current, opts.watch_channel_capacity)),
             stats: CommitCounters::default(),
             compaction: CompactionProgress::default(),
+            #[cfg(test)]
+            skip_latest: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel();
-        let compactor = Compactor::new(opts.event_window, opts.compaction_interval, resume);
         let writer = Writer::new(shared.clone(), rx, current, compactor);
         std::thread::Builder::new()
             .name("kplane-storage-writer".into())
             .spawn(move || writer.run())
             .map_err(|e| Error::Backend(format!("cannot start the writer thread: {e}")))?;
         let event_log = Arc::new(SledEventLog {
-            tree: shared.tree.clone(),
+            log: shared.log.clone(),
             compacted: shared.compacted.clone(),
         });
         Ok(Arc::new(SledStorage {
@@ -257,12 +308,19 @@ impl SledStorage {
         self.shared.hub.dispatched()
     }
 
-    /// Number of history entries (older versions) kept, for tests of compaction.
+    /// Number of log versions at or below the compaction point still kept (copies that
+    /// readers need, or a generation not yet dropped), for tests of compaction.
     #[cfg(test)]
     pub(crate) fn history_entries(&self) -> usize {
+        let compacted = self.compacted_revision();
         self.shared
-            .tree
-            .scan_prefix([encoding::TAG_HISTORY])
+            .log
+            .generations()
+            .iter()
+            .flat_map(|g| {
+                g.tree
+                    .range(encoding::version_key(0)..=encoding::version_key(compacted))
+            })
             .count()
     }
 
@@ -349,7 +407,7 @@ impl Storage for SledStorage {
 
     async fn get(&self, key: &Key) -> Result<Option<KeyValue>> {
         let rev = self.current_revision();
-        let rec = read::version_at(&self.shared.tree, &key_bytes(key), rev)?;
+        let rec = read::version_at(&self.shared.latest, &self.shared.log, &key_bytes(key), rev)?;
         Ok(rec.map(|r| r.into_kv(key.clone())))
     }
 
@@ -363,7 +421,7 @@ impl Storage for SledStorage {
     }
 
     async fn count(&self, prefix: &Prefix) -> Result<u64> {
-        read::count(&self.shared.tree, prefix, self.current_revision()).await
+        read::count(&self.shared.latest, prefix, self.current_revision()).await
     }
 
     async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue> {
@@ -425,7 +483,8 @@ impl Storage for SledStorage {
             commit_micros: c.flush_micros.load(Ordering::Relaxed),
             max_group: c.max_group.load(Ordering::Relaxed),
             watchers: self.watcher_count() as u64,
-            disk_bytes: self.shared.db.size_on_disk().unwrap_or(0),
+            disk_bytes: self.shared.latest_db.size_on_disk().unwrap_or(0)
+                + self.shared.log.db.size_on_disk().unwrap_or(0),
             compaction_backlog: self
                 .shared
                 .compaction
@@ -459,7 +518,7 @@ impl Storage for SledStorage {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::encoding::{TAG_EVENT, TAG_HISTORY, TAG_INDEX, TAG_TIME};
+    use super::encoding::{TAG_INDEX, TAG_TIME, TAG_VERSION, TAG_XREF};
     use super::*;
 
     fn enc(v: &'static str) -> Encoder {
@@ -567,7 +626,8 @@ mod tests {
         loop {
             let after = out.last().map(|kv| kv.key.clone());
             let (items, more) = read::list(
-                &s.shared.tree,
+                &s.shared.latest,
+                &s.shared.log,
                 prefix,
                 rev,
                 mode,
@@ -628,8 +688,19 @@ mod tests {
         panic!("cannot reopen");
     }
 
-    fn count_tag(s: &SledStorage, tag: u8) -> usize {
-        s.shared.tree.scan_prefix([tag]).count()
+    /// Entries of keyspace `tag` in the latest database.
+    fn count_latest(s: &SledStorage, tag: u8) -> usize {
+        s.shared.latest.scan_prefix([tag]).count()
+    }
+
+    /// Entries of keyspace `tag` in all log generations.
+    fn count_log(s: &SledStorage, tag: u8) -> usize {
+        s.shared
+            .log
+            .generations()
+            .iter()
+            .map(|g| g.tree.scan_prefix([tag]).count())
+            .sum()
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -652,7 +723,7 @@ mod tests {
         let s = SledStorage::open(dir.path(), opts).unwrap();
         let old = random_ops(&s, 200, 11).await;
         let old_last = s.current_revision();
-        assert!(count_tag(&s, TAG_HISTORY) > 0);
+        assert!(count_log(&s, TAG_VERSION) > 0);
         tokio::time::sleep(Duration::from_millis(500)).await;
         let new = random_ops(&s, 100, 13).await;
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -715,10 +786,11 @@ mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(count_tag(&s, TAG_HISTORY), 0);
-        assert_eq!(count_tag(&s, TAG_EVENT), 1);
-        assert_eq!(count_tag(&s, TAG_TIME), 1);
-        assert_eq!(count_tag(&s, TAG_INDEX) as u64, live);
+        assert_eq!(s.history_entries(), 0);
+        assert_eq!(count_log(&s, TAG_VERSION), 1);
+        assert_eq!(count_log(&s, TAG_XREF), 1);
+        assert_eq!(count_log(&s, TAG_TIME), 1);
+        assert_eq!(count_latest(&s, TAG_INDEX) as u64, live);
         s.shutdown().await.unwrap();
     }
 }

@@ -1,20 +1,20 @@
 //! Read paths over the layout of [`super::encoding`]: point reads at a revision, snapshot
-//! lists, counts and loading logged events for watch replay.
+//! lists and counts.
 //!
-//! sled has no snapshots, and a write group becomes visible (atomically, per sled
-//! operation) before it is durable. Reads therefore never trust a scan blindly: every
-//! value is checked against the requested revision `R` and, when the latest value is newer
-//! than `R`, the exact version at `R` is looked up in history ([`version_at`]). Keys that a
-//! concurrent write removed from the latest keyspace while a scan was running are found
-//! again through the event log (the "correction" step of [`list`]).
-
-use bytes::Bytes;
+//! GET and LIST at the current revision read the latest database only. sled has no
+//! snapshots, and the latest database is written after the log (the log's flush is the
+//! commit), so reads never trust a scan blindly: every value is checked against the
+//! requested revision `R` and, when the latest value is newer than `R`, the exact version
+//! at `R` is looked up in the log's per-key index ([`version_at`]). Keys that were deleted
+//! after `R` (or while a scan was running) are found again through the log's versions after
+//! `R` (the "correction" step of [`list`]).
 
 use super::encoding::{
-    decode_event, decode_index_key, decode_key, event_key, history_key, key_bytes, latest_key,
-    split_history_key, tag_end, Plan, Record, TAG_EVENT, TAG_HISTORY, TAG_LATEST,
+    decode_index_key, decode_key, key_bytes, latest_key, peek_version, split_xref_key, Plan,
+    Record, TAG_LATEST, TAG_XREF,
 };
-use crate::{Error, Event, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
+use super::log::Log;
+use crate::{Error, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
 
 /// How many scanned entries between cooperative yields to the async runtime.
 const YIELD_EVERY: usize = 1024;
@@ -33,79 +33,20 @@ pub(crate) fn read_latest(tree: &sled::Tree, kb: &[u8]) -> Result<Option<Record>
 
 /// The exact value of an encoded key at revision `rev` (`None`: absent at `rev`).
 ///
-/// Correct under concurrent writes: a version that stops being the latest is moved to
-/// history in the same atomic batch, and history entries above the compaction point are
-/// never removed.
-pub(crate) fn version_at(tree: &sled::Tree, kb: &[u8], rev: Revision) -> Result<Option<Record>> {
-    if let Some(latest) = read_latest(tree, kb)? {
-        if latest.mod_revision <= rev {
-            return Ok(Some(latest));
-        }
-    }
-    let newest = tree
-        .range(history_key(kb, 0)..=history_key(kb, rev))
-        .next_back()
-        .transpose()
-        .map_err(backend)?;
-    match newest {
-        Some((_, raw)) => {
-            let rec = Record::decode(raw)?;
-            Ok((!rec.tombstone).then_some(rec))
-        }
-        None => Ok(None),
-    }
-}
-
-/// The value a key had just before revision `rev`, if it existed then and is still
-/// retained.
-pub(crate) fn value_before(tree: &sled::Tree, kb: &[u8], rev: Revision) -> Result<Option<Bytes>> {
-    let newest = tree
-        .range(history_key(kb, 0)..history_key(kb, rev))
-        .next_back()
-        .transpose()
-        .map_err(backend)?;
-    match newest {
-        Some((_, raw)) => {
-            let rec = Record::decode(raw)?;
-            Ok((!rec.tombstone).then_some(rec.value))
-        }
-        None => Ok(None),
-    }
-}
-
-/// Rebuilds the event committed at `rev` for `key` (already decoded by the caller).
-/// `None` when its data is gone (compacted concurrently).
-pub(crate) fn load_event(
-    tree: &sled::Tree,
-    rev: Revision,
-    event_type: EventType,
+/// Correct under concurrent writes: the log is written before the latest value, and every
+/// version a reader at or above the compaction point may need stays in the log.
+pub(crate) fn version_at(
+    latest: &sled::Tree,
+    log: &Log,
     kb: &[u8],
-    key: Key,
-) -> Result<Option<Event>> {
-    let mut rec = None;
-    if event_type != EventType::Deleted {
-        rec = read_latest(tree, kb)?.filter(|r| r.mod_revision == rev);
+    rev: Revision,
+) -> Result<Option<Record>> {
+    if let Some(rec) = read_latest(latest, kb)? {
+        if rec.mod_revision <= rev {
+            return Ok(Some(rec));
+        }
     }
-    if rec.is_none() {
-        rec = tree
-            .get(history_key(kb, rev))
-            .map_err(backend)?
-            .map(Record::decode)
-            .transpose()?;
-    }
-    let Some(rec) = rec else {
-        return Ok(None);
-    };
-    let prev = if event_type == EventType::Added {
-        None
-    } else {
-        value_before(tree, kb, rev)?
-    };
-    Ok(Some(Event {
-        event_type,
-        kv: rec.into_kv(key),
-        prev,
-    }))
+    log.version_at(kb, rev)
 }
 
 /// Which algorithm [`list`] uses.
@@ -114,8 +55,8 @@ pub(crate) enum ListMode {
     /// Scan the latest keyspace; fix up keys changed after `R` through the event log
     /// tail `(R, now]`. Cheap when `R` is recent.
     Latest,
-    /// Merge-scan latest and history keyspaces (every key that existed at any retained
-    /// revision); fix up keys deleted while scanning through the event log after
+    /// Merge-scan the latest keyspace and the log's per-key index (every key that existed
+    /// at any retained revision); fix up keys deleted while scanning through the event log after
     /// `applied_at_start` (every batch up to it was fully visible when the scan started).
     /// Used for older snapshots.
     History { applied_at_start: Revision },
@@ -186,7 +127,8 @@ impl<'a> Collector<'a> {
 /// The caller validated `rev` against the compacted and current revisions.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn list(
-    tree: &sled::Tree,
+    latest: &sled::Tree,
+    log: &Log,
     prefix: &Prefix,
     rev: Revision,
     mode: ListMode,
@@ -198,28 +140,29 @@ pub(crate) async fn list(
     let mut out = Collector::new(limit, filter);
     let correction_from = match (&plan, mode) {
         (Plan::Index { .. }, _) => {
-            scan_index(tree, &plan, prefix, rev, start_after, &mut out).await?;
+            scan_index(latest, log, &plan, prefix, rev, start_after, &mut out).await?;
             // The index keeps keys until compaction has removed all their history, so
             // a concurrent delete cannot hide a key from this scan: no correction needed.
             None
         }
         (Plan::Keys { .. }, ListMode::Latest) => {
-            scan_latest(tree, &plan, prefix, rev, start_after, &mut out).await?;
+            scan_latest(latest, log, &plan, prefix, rev, start_after, &mut out).await?;
             Some(rev)
         }
         (Plan::Keys { .. }, ListMode::History { applied_at_start }) => {
-            scan_history(tree, &plan, prefix, rev, start_after, &mut out).await?;
+            scan_history(latest, log, &plan, prefix, rev, start_after, &mut out).await?;
             Some(applied_at_start)
         }
     };
     if let Some(from) = correction_from {
-        correct(tree, prefix, rev, from, start_after, &mut out).await?;
+        correct(latest, log, prefix, rev, from, start_after, &mut out).await?;
     }
     Ok(out.finish())
 }
 
 async fn scan_latest(
-    tree: &sled::Tree,
+    latest: &sled::Tree,
+    log: &Log,
     plan: &Plan,
     prefix: &Prefix,
     rev: Revision,
@@ -229,7 +172,7 @@ async fn scan_latest(
     let Some(range) = plan.range(TAG_LATEST, start_after) else {
         return Ok(());
     };
-    for entry in tree.range(range) {
+    for entry in latest.range(range) {
         let (k, v) = entry.map_err(backend)?;
         if out.full() {
             out.more = true;
@@ -247,7 +190,7 @@ async fn scan_latest(
         let rec = if rec.mod_revision <= rev {
             Some(rec)
         } else {
-            version_at(tree, kb, rev)?
+            log.version_at(kb, rev)?
         };
         if let Some(rec) = rec {
             out.offer(rec.into_kv(key));
@@ -256,35 +199,73 @@ async fn scan_latest(
     Ok(())
 }
 
+/// One sorted source of encoded keys for [`scan_history`]: the latest keyspace (with each
+/// key's latest record) or one generation's per-key index (each key once).
+struct KeySource {
+    iter: sled::Iter,
+    xref: bool,
+    head: Option<(Vec<u8>, Option<sled::IVec>)>,
+}
+
+impl KeySource {
+    fn new(iter: sled::Iter, xref: bool) -> Result<KeySource> {
+        let mut s = KeySource {
+            iter,
+            xref,
+            head: None,
+        };
+        s.advance()?;
+        Ok(s)
+    }
+
+    /// Moves to the next key (skipping further index entries of the current one).
+    fn advance(&mut self) -> Result<()> {
+        let prev = self.head.take().map(|(kb, _)| kb);
+        loop {
+            let (k, v) = match self.iter.next() {
+                None | Some(Err(sled::Error::CollectionNotFound(_))) => return Ok(()),
+                Some(Err(e)) => return Err(backend(e)),
+                Some(Ok(entry)) => entry,
+            };
+            if self.xref {
+                let (kb, _) = split_xref_key(&k)?;
+                if prev.as_deref() == Some(kb) {
+                    continue;
+                }
+                self.head = Some((kb.to_vec(), None));
+            } else {
+                self.head = Some((k[1..].to_vec(), Some(v)));
+            }
+            return Ok(());
+        }
+    }
+}
+
 async fn scan_history(
-    tree: &sled::Tree,
+    latest: &sled::Tree,
+    log: &Log,
     plan: &Plan,
     prefix: &Prefix,
     rev: Revision,
     start_after: Option<&Key>,
     out: &mut Collector<'_>,
 ) -> Result<()> {
-    let (Some(l_range), Some(h_range)) = (
+    let (Some(l_range), Some(x_range)) = (
         plan.range(TAG_LATEST, start_after),
-        plan.range(TAG_HISTORY, start_after),
+        plan.range(TAG_XREF, start_after),
     ) else {
         return Ok(());
     };
-    let mut l_iter = tree.range(l_range);
-    let mut h_iter = tree.range(h_range);
-    let mut l_next = l_iter.next().transpose().map_err(backend)?;
-    let mut h_next = h_iter.next().transpose().map_err(backend)?;
-    loop {
-        let h_kb = match &h_next {
-            Some((hk, _)) => Some(split_history_key(hk)?.0),
-            None => None,
-        };
-        let take_latest = match (&l_next, h_kb) {
-            (None, None) => break,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some((lk, _)), Some(h)) => &lk[1..] <= h,
-        };
+    let mut sources = vec![KeySource::new(latest.range(l_range), false)?];
+    for gen in log.generations() {
+        sources.push(KeySource::new(gen.tree.range(x_range.clone()), true)?);
+    }
+    while let Some(kb) = sources
+        .iter()
+        .filter_map(|s| s.head.as_ref().map(|(kb, _)| kb))
+        .min()
+        .cloned()
+    {
         if out.full() {
             out.more = true;
             break;
@@ -292,31 +273,22 @@ async fn scan_history(
         if out.tick() {
             tokio::task::yield_now().await;
         }
-        let (kb, latest) = if take_latest {
-            match l_next.take() {
-                Some((lk, lv)) => {
-                    l_next = l_iter.next().transpose().map_err(backend)?;
-                    (lk[1..].to_vec(), Some(lv))
+        let mut latest_value = None;
+        for s in &mut sources {
+            if s.head.as_ref().is_some_and(|(h, _)| *h == kb) {
+                if let Some((_, Some(v))) = &s.head {
+                    latest_value = Some(v.clone());
                 }
-                None => break,
+                s.advance()?;
             }
-        } else {
-            (h_kb.map(<[u8]>::to_vec).unwrap_or_default(), None)
-        };
-        // Skip every history entry of this key.
-        while let Some((hk, _)) = &h_next {
-            if split_history_key(hk)?.0 != kb.as_slice() {
-                break;
-            }
-            h_next = h_iter.next().transpose().map_err(backend)?;
         }
         let (key, _) = decode_key(&kb)?;
         if !prefix.contains(&key) {
             continue;
         }
-        let rec = match latest.map(Record::decode).transpose()? {
+        let rec = match latest_value.map(Record::decode).transpose()? {
             Some(rec) if rec.mod_revision <= rev => Some(rec),
-            _ => version_at(tree, &kb, rev)?,
+            _ => version_at(latest, log, &kb, rev)?,
         };
         if let Some(rec) = rec {
             out.offer(rec.into_kv(key));
@@ -326,7 +298,8 @@ async fn scan_history(
 }
 
 async fn scan_index(
-    tree: &sled::Tree,
+    latest: &sled::Tree,
+    log: &Log,
     plan: &Plan,
     prefix: &Prefix,
     rev: Revision,
@@ -336,7 +309,7 @@ async fn scan_index(
     let Some(range) = plan.range(TAG_LATEST, start_after) else {
         return Ok(());
     };
-    for entry in tree.range(range) {
+    for entry in latest.range(range) {
         let (k, _) = entry.map_err(backend)?;
         if out.full() {
             out.more = true;
@@ -349,7 +322,7 @@ async fn scan_index(
         if !prefix.contains(&key) {
             continue;
         }
-        if let Some(rec) = version_at(tree, &key_bytes(&key), rev)? {
+        if let Some(rec) = version_at(latest, log, &key_bytes(&key), rev)? {
             out.offer(rec.into_kv(key));
         }
     }
@@ -359,7 +332,8 @@ async fn scan_index(
 /// Adds the keys a scan can miss: keys removed from the latest keyspace by a write after
 /// `from` (deletes racing with the scan). Every value added is exact at `rev`.
 async fn correct(
-    tree: &sled::Tree,
+    latest: &sled::Tree,
+    log: &Log,
     prefix: &Prefix,
     rev: Revision,
     from: Revision,
@@ -369,12 +343,12 @@ async fn correct(
     let bound = out.bound();
     let mut extra: Vec<KeyValue> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for entry in tree.range(event_key(from.saturating_add(1))..tag_end(TAG_EVENT)) {
-        let (_, v) = entry.map_err(backend)?;
+    for entry in log.entries(from, Revision::MAX) {
+        let (_, v) = entry?;
         if out.tick() {
             tokio::task::yield_now().await;
         }
-        let (event_type, kb) = decode_event(&v)?;
+        let (event_type, kb) = peek_version(&v)?;
         if event_type != EventType::Deleted {
             // Only deletes remove a key from the latest keyspace.
             continue;
@@ -389,7 +363,7 @@ async fn correct(
         if out.items.binary_search_by(|kv| kv.key.cmp(&key)).is_ok() || !seen.insert(key.clone()) {
             continue;
         }
-        if let Some(rec) = version_at(tree, kb, rev)? {
+        if let Some(rec) = version_at(latest, log, kb, rev)? {
             let kv = rec.into_kv(key);
             if out.accepts(&kv) {
                 extra.push(kv);

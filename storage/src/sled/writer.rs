@@ -1,6 +1,8 @@
-//! The single writer: a dedicated thread that assigns revisions, checks preconditions,
-//! applies each group of pending writes as one atomic sled batch, makes it durable with one
-//! flush (group commit), then replies to the callers and publishes the events to watchers.
+//! The single writer: a dedicated thread that assigns revisions, checks preconditions and
+//! commits each group of pending writes: one atomic batch into the current log generation,
+//! made durable with one flush (the commit point, group commit), then one batch into the
+//! latest database (flushed in the background: after a crash it is replayed from the log),
+//! then replies to the callers and publishes the events to watchers.
 //! It also runs compaction chunks between groups, and picks the keys of each batch of a
 //! cluster delete ([`super::cluster_delete`]) at the start of a group.
 
@@ -15,9 +17,10 @@ use tokio::sync::oneshot;
 use super::cluster_delete::{self, PendingBatch, RangeDelete};
 use super::compaction::{unix_millis, Compactor};
 use super::encoding::{
-    encode_event, encode_u64, event_key, history_key, index_key, index_key_bytes, key_bytes,
-    latest_key, meta_key, time_key, Record, META_REVISION,
+    encode_u64, encode_version, index_key, index_key_bytes, key_bytes, latest_key, meta_key,
+    version_key, xref_key, Record, META_REVISION,
 };
+use super::log::log_commit_time;
 use super::read::read_latest;
 use super::Shared;
 use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
@@ -110,7 +113,7 @@ impl Writer {
                         Request::Batch(ws) => group.extend(ws),
                         Request::DeleteRange(d) if group.is_empty() => {
                             range_deletes.extend(cluster_delete::expand(
-                                &self.shared.tree,
+                                &self.shared.latest,
                                 d,
                                 &mut group,
                             ));
@@ -170,8 +173,10 @@ impl Writer {
             }
         }
         let result = shared
-            .tree
+            .log
+            .db
             .flush()
+            .and_then(|_| shared.latest.flush())
             .map(|_| ())
             .map_err(|e| Error::Backend(e.to_string()));
         shared.hub.close_all();
@@ -197,9 +202,11 @@ impl Writer {
             }
             return;
         }
-        let tree = &self.shared.tree;
+        let latest = &self.shared.latest;
+        let compacted = self.shared.compacted_revision();
         let mut overlay: HashMap<Vec<u8>, Option<Record>> = HashMap::new();
-        let mut batch = sled::Batch::default();
+        let mut log_batch = sled::Batch::default();
+        let mut latest_batch = sled::Batch::default();
         let mut rev = self.rev;
         let mut replies: Vec<Reply> = Vec::with_capacity(group.len());
         let mut events = Vec::new();
@@ -207,7 +214,7 @@ impl Writer {
             let kb = key_bytes(&req.key);
             let current = match overlay.get(&kb) {
                 Some(c) => c.clone(),
-                None => match read_latest(tree, &kb) {
+                None => match read_latest(latest, &kb) {
                     Ok(c) => c,
                     Err(e) => {
                         replies.push((req.reply, Err(e)));
@@ -240,19 +247,27 @@ impl Writer {
                 (Some(_), false) => EventType::Modified,
                 (None, false) => EventType::Added,
             };
-            if let Some(cur) = &current {
-                batch.insert(history_key(&kb, cur.mod_revision), cur.encode());
+            if let Some(cur) = current.as_ref().filter(|c| c.mod_revision <= compacted) {
+                // The superseded value may be in no retained generation any more: log it
+                // again so reads between the compaction point and now still find it.
+                let t = if cur.create_revision == cur.mod_revision {
+                    EventType::Added
+                } else {
+                    EventType::Modified
+                };
+                log_batch.insert(version_key(cur.mod_revision), encode_version(t, &kb, cur));
+                log_batch.insert(xref_key(&kb, cur.mod_revision), &[0u8]);
             }
+            log_batch.insert(version_key(next), encode_version(event_type, &kb, &record));
+            log_batch.insert(xref_key(&kb, next), &[u8::from(req.delete)]);
             if req.delete {
-                batch.remove(latest_key(&kb));
-                batch.insert(history_key(&kb, next), record.encode());
+                latest_batch.remove(latest_key(&kb));
             } else {
-                batch.insert(latest_key(&kb), record.encode());
+                latest_batch.insert(latest_key(&kb), record.encode());
                 if current.is_none() {
-                    batch.insert(index_key(&index_key_bytes(&req.key)), &[]);
+                    latest_batch.insert(index_key(&index_key_bytes(&req.key)), &[]);
                 }
             }
-            batch.insert(event_key(next), encode_event(event_type, &kb));
             overlay.insert(kb, (!req.delete).then(|| record.clone()));
             let kv = record.into_kv(req.key);
             events.push(Event {
@@ -263,16 +278,12 @@ impl Writer {
             replies.push((req.reply, Ok(kv)));
         }
         if rev > self.rev {
-            batch.insert(meta_key(META_REVISION), &encode_u64(rev));
+            latest_batch.insert(meta_key(META_REVISION), &encode_u64(rev));
             self.last_commit_millis = self.last_commit_millis.max(unix_millis());
-            batch.insert(time_key(rev), &encode_u64(self.last_commit_millis));
+            log_commit_time(&mut log_batch, rev, self.last_commit_millis);
             let writes = replies.len() as u64;
             let flush_started = std::time::Instant::now();
-            let durable = tree.apply_batch(batch).and_then(|()| {
-                // Every batch up to `rev` is now fully visible (not yet durable).
-                self.shared.applied.store(rev, Ordering::Release);
-                tree.flush().map(|_| ())
-            });
+            let durable = self.log_group(log_batch);
             let stats = &self.shared.stats;
             stats.groups.fetch_add(1, Ordering::Relaxed);
             stats.writes.fetch_add(writes, Ordering::Relaxed);
@@ -289,7 +300,14 @@ impl Writer {
                 }
                 return;
             }
+            // Committed. A failure from here on is repaired from the log at the next start.
+            if let Err(e) = self.apply_latest(latest_batch) {
+                tracing::error!(error = %e, "latest values not updated; storage stops accepting writes");
+                self.shared.failed.store(true, Ordering::Release);
+            }
             self.rev = rev;
+            // Every batch up to `rev` is now durable and visible.
+            self.shared.applied.store(rev, Ordering::Release);
             self.shared.current.store(rev, Ordering::Release);
         }
         for (reply, result) in replies {
@@ -298,6 +316,30 @@ impl Writer {
         if !events.is_empty() {
             self.shared.hub.publish(events, rev);
         }
+    }
+}
+
+impl Writer {
+    /// Writes one group's log batch into the current generation (starting a new one when
+    /// due) and flushes the log: the commit point.
+    fn log_group(&self, batch: sled::Batch) -> sled::Result<()> {
+        let log = &self.shared.log;
+        let mut gen = log.current();
+        if self.compactor.rotation_due(&gen, self.rev) {
+            gen = log
+                .rotate(self.rev + 1)
+                .map_err(|e| sled::Error::Unsupported(e.to_string()))?;
+        }
+        gen.tree.apply_batch(batch)?;
+        log.db.flush().map(|_| ())
+    }
+
+    fn apply_latest(&self, batch: sled::Batch) -> sled::Result<()> {
+        #[cfg(test)]
+        if self.shared.skip_latest.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.shared.latest.apply_batch(batch)
     }
 }
 
