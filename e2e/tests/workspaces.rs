@@ -64,6 +64,14 @@ fn a_workspace_is_created_waited_for_listed_written_into_and_deleted_with_kubect
         .collect();
     assert_eq!(&row[..3], ["x", "Ready", url.as_str()], "{table}");
 
+    let described = server.kubectl_ok(&["describe", "ws", "x"])?;
+    for want in ["Name:", "Ready", url.as_str(), "LogicalClusterReady"] {
+        ensure!(
+            described.contains(want),
+            "describe lacks {want}: {described}"
+        );
+    }
+
     // The child cluster serves writes; its default namespaces exist.
     let child = server.kubectl_for("root:x")?;
     child.ok(&["get", "namespace", "default"])?;
