@@ -336,6 +336,8 @@ impl Server {
             .local_addr()
             .map_err(io_err("reading the bound address"))?;
         let host = client_host(&local);
+        // Workspace URLs name the address clients reach this server at.
+        registry.set_external_url(format!("https://{host}"));
         let state = Arc::new(AppState {
             registry: registry.clone(),
             surfaces,

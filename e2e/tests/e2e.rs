@@ -13,3 +13,4 @@ mod large_lists;
 mod logs;
 mod shutdown;
 mod ssa;
+mod workspaces;

@@ -3,9 +3,10 @@
 //! The type list names the `k8s-openapi` resource types (extracted from the crate's
 //! `Resource`/`ListableResource` implementations for the enabled Kubernetes version); their
 //! schemas, and every schema they reference, come from the crate's `schemars` implementations.
-//! Nothing here describes a schema by hand: the few corrections applied afterwards
-//! (see [`crate::convert`]) only reshape what `k8s-openapi` emits into the form the upstream
-//! API server publishes.
+//! Nothing here describes a schema by hand (kplane's own kinds, which `k8s-openapi` does not
+//! have, are declared in [`crate::kplane_kinds`] and added at the end): the few corrections
+//! applied afterwards (see [`crate::convert`]) only reshape what `k8s-openapi` emits into
+//! the form the upstream API server publishes.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -248,6 +249,7 @@ fn generate() -> BTreeMap<String, Value> {
         let list = list_definition(&type_meta, name, kind, gvk);
         defs.insert(format!("{name}List"), list);
     }
+    crate::kplane_kinds::add(&mut defs, &type_meta);
     defs
 }
 

@@ -4,8 +4,10 @@
 //! document per group-version (`api/v1`, `apis/batch/v1`, ...) plus the root index that
 //! `GET /openapi/v3` returns. Schemas of built-in kinds are generated from the `k8s-openapi`
 //! crate ([`builtin_definitions`]); custom resources bring their CRD structural schema
-//! ([`SchemaSource::Custom`]). Documents are serialized once, with sorted keys, and addressed
-//! by the uppercase hex SHA-512 of their bytes, as kubectl caches them by that hash.
+//! ([`SchemaSource::Custom`]); kplane's own kinds (the Workspace) are declared by hand in
+//! [`kplane_kinds`] in the same shape as the generated ones. Documents are serialized
+//! once, with sorted keys, and addressed by the uppercase hex SHA-512 of their bytes, as
+//! kubectl caches them by that hash.
 
 mod cache;
 mod canonical;
@@ -14,6 +16,7 @@ mod convert;
 mod custom;
 mod document;
 mod fixtures;
+pub mod kplane_kinds;
 mod paths;
 pub mod typed;
 pub mod v2;

@@ -147,6 +147,16 @@ const JOB_COLUMNS: &[Column] = &[
     wide("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
 ];
 
+const WORKSPACE_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Phase", "Initializing, Ready, Terminating or Failed."),
+    col(
+        "URL",
+        "The full URL of the workspace's logical cluster on this server.",
+    ),
+    AGE,
+];
+
 /// The kinds with a dedicated printer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Printer {
@@ -160,6 +170,7 @@ enum Printer {
     RoleBinding,
     ClusterRoleBinding,
     Job,
+    Workspace,
     Default,
 }
 
@@ -175,6 +186,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Printer::ClusterRoleBinding,
         ("batch", "Job") => Printer::Job,
+        ("tenancy.kplane.io", "Workspace") => Printer::Workspace,
         _ => Printer::Default,
     }
 }
@@ -197,6 +209,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::RoleBinding => ROLE_BINDING_COLUMNS,
         Printer::ClusterRoleBinding => CLUSTER_ROLE_BINDING_COLUMNS,
         Printer::Job => JOB_COLUMNS,
+        Printer::Workspace => WORKSPACE_COLUMNS,
         Printer::Default => DEFAULT_COLUMNS,
     }
 }
@@ -290,6 +303,12 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         ],
         Printer::RoleBinding | Printer::ClusterRoleBinding => role_binding_cells(obj, now),
         Printer::Job => job_cells(obj, now),
+        Printer::Workspace => vec![
+            name(obj),
+            s(str_at(obj, &["status", "phase"])),
+            s(str_at(obj, &["status", "URL"])),
+            age(obj, now),
+        ],
         Printer::Default => vec![name(obj), json!(created_at(obj))],
     }
 }
@@ -838,6 +857,26 @@ mod tests {
         assert_eq!(
             cells("coordination.k8s.io", "Lease", &lease, now())[1],
             json!("")
+        );
+    }
+
+    #[test]
+    fn workspaces() {
+        let ws = json!({"metadata": {"name": "acme", "creationTimestamp": ago(90)},
+                        "status": {"phase": "Ready", "URL": "https://h:1/clusters/root:acme"}});
+        let cols: Vec<_> = columns("tenancy.kplane.io", "Workspace")
+            .iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(cols, ["Name", "Phase", "URL", "Age"]);
+        assert_eq!(
+            cells("tenancy.kplane.io", "Workspace", &ws, now()),
+            vec![
+                json!("acme"),
+                json!("Ready"),
+                json!("https://h:1/clusters/root:acme"),
+                json!("90s")
+            ]
         );
     }
 

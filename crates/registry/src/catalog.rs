@@ -355,6 +355,20 @@ pub fn builtin() -> Vec<ResourceType> {
             strategy: Arc::new(Rbac),
         }));
     }
+
+    let mut ws = base(Spec {
+        group: workspace::TENANCY_GROUP,
+        version: "v1alpha1",
+        kind: "Workspace",
+        plural: "workspaces",
+        namespaced: false,
+        schema: kplane_openapi::kplane_kinds::WORKSPACE,
+        strategy: Arc::new(Workspace),
+    });
+    ws.short_names = vec!["ws".into()];
+    ws.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+    ws.status_subresource = true;
+    out.push(ws);
     out
 }
 

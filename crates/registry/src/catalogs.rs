@@ -57,6 +57,13 @@ impl Catalogs {
         self.by_cluster.read().ok()?.get(cluster).cloned()
     }
 
+    /// Forgets a deleted cluster's catalog (the next use loads it again).
+    pub(crate) fn forget(&self, cluster: &ClusterName) {
+        if let Ok(mut m) = self.by_cluster.write() {
+            m.remove(cluster);
+        }
+    }
+
     fn store(&self, cluster: &ClusterName, c: Arc<Catalog>) {
         if let Ok(mut m) = self.by_cluster.write() {
             m.insert(cluster.clone(), c);

@@ -143,6 +143,11 @@ pub struct Registry {
     controllers: controllers::Shared,
     /// The admission chain every write passes between validation and storage.
     admission: admission::Admission,
+    /// The base URL clients reach the server at, for Workspace URLs.
+    external_url: std::sync::OnceLock<String>,
+    /// Logical clusters whose Workspace is being deleted: writes into them (and their
+    /// descendants) are refused.
+    terminating: Mutex<HashSet<ClusterName>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -192,6 +197,8 @@ impl Registry {
             shutdown,
             controllers,
             admission,
+            external_url: std::sync::OnceLock::new(),
+            terminating: Mutex::new(HashSet::new()),
         };
         (Arc::new(r), rx)
     }

@@ -73,6 +73,7 @@ impl Registry {
             .to_string();
         let explicit_name = meta::name_of(&obj).to_string();
         let cluster = t.cluster()?.clone();
+        self.refuse_if_terminating(&cluster)?;
         self.ensure_cluster(&cluster).await?;
         let _crd_guard = self.crd_write_guard(&rt).await;
         default_and_canonicalize(&rt, &mut obj);
@@ -239,6 +240,7 @@ impl Registry {
     ) -> ApiResult<Bytes> {
         let rt = &t.rt;
         let cluster = t.cluster()?.clone();
+        self.refuse_if_terminating(&cluster)?;
         let _crd_guard = self.crd_write_guard(rt).await;
         let old = match decoded {
             Some(v) => v,
@@ -426,6 +428,7 @@ impl Registry {
         let rt = t.rt.clone();
         let _crd_guard = self.crd_write_guard(&rt).await;
         let cluster = t.cluster()?.clone();
+        self.refuse_if_terminating(&cluster)?;
         for _ in 0..PATCH_RETRIES {
             let Some(current) = self.get_stored(t, name).await? else {
                 return Err(ApiError::from(Status::not_found(

@@ -7,6 +7,8 @@
 //! - [`gc`] (with `gc_events`): garbage collection by `ownerReferences`;
 //! - [`root_ca`]: keeps `kube-root-ca.crt` in every namespace;
 //! - `event_ttl`: removes Events older than the Event TTL;
+//! - `workspace`: bootstraps a Workspace's logical cluster and reports it Ready, and
+//!   deletes the cluster (with its descendants) when the Workspace is deleted;
 //! - [`informer`]: one scan-then-watch of the whole store, fanned out to the controllers
 //!   that follow every change (the garbage collector's graph, the root-CA publisher).
 //!
@@ -38,6 +40,7 @@ mod namespace;
 pub mod ns_conditions;
 mod ns_purge;
 pub mod root_ca;
+mod workspace;
 
 use kplane_types::ClusterName;
 use std::collections::HashSet;
@@ -52,6 +55,7 @@ use tokio::task::JoinHandle;
 
 use crate::crd::CRD_RESOURCE;
 use crate::error::{ApiError, ApiResult};
+use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::{meta, Registry, ResourceType};
 
 /// How long an unfinished work item (content with finalizers, a failed write) waits before
@@ -95,6 +99,9 @@ pub enum Work {
         cluster: ClusterName,
         namespace: String,
     },
+    /// Bootstrap a Workspace's logical cluster and report it Ready, or delete the cluster
+    /// of a Terminating one (`workspace`).
+    Workspace { cluster: ClusterName, name: String },
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
@@ -169,18 +176,29 @@ impl Registry {
         self.controllers.queued.load(Ordering::Relaxed)
     }
 
-    /// Queues work left unfinished by an earlier run (Terminating namespaces, deleted CRDs).
+    /// Queues work left unfinished by an earlier run: Terminating namespaces, deleted CRDs,
+    /// and Workspaces being deleted or not yet Ready.
     pub async fn resume_pending_work(&self) -> ApiResult<()> {
-        for (resource, make) in [
+        type Make = fn(ClusterName, String) -> Work;
+        type Pending = fn(&Value) -> bool;
+        let workspace_pending: Pending =
+            |v| meta::is_deleting(v) || v.pointer("/status/phase") != Some(&"Ready".into());
+        for (resource, make, pending) in [
             (
                 "/namespaces",
-                (|cluster, name| Work::Namespace { cluster, name })
-                    as fn(ClusterName, String) -> Work,
+                (|cluster, name| Work::Namespace { cluster, name }) as Make,
+                meta::is_deleting as Pending,
             ),
-            (CRD_RESOURCE, |cluster, name| Work::CrdCleanup {
-                cluster,
-                name,
-            }),
+            (
+                CRD_RESOURCE,
+                |cluster, name| Work::CrdCleanup { cluster, name },
+                meta::is_deleting,
+            ),
+            (
+                WORKSPACE_RESOURCE,
+                |cluster, name| Work::Workspace { cluster, name },
+                workspace_pending,
+            ),
         ] {
             let prefix = Prefix {
                 cluster: None,
@@ -196,7 +214,7 @@ impl Registry {
                 let Some(cluster) = stored_cluster(&kv.key) else {
                     continue;
                 };
-                if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v)) {
+                if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| pending(&v)) {
                     self.enqueue(make(cluster, kv.key.name.clone()));
                 }
             }
@@ -212,6 +230,7 @@ impl Registry {
             Work::GcDependent(r) => self.gc_dependent(r).await,
             Work::GcOwner(r) => self.gc_owner(r).await,
             Work::RootCa { cluster, namespace } => self.sync_root_ca(cluster, namespace).await,
+            Work::Workspace { cluster, name } => self.sync_workspace(cluster, name).await,
         }
     }
 }

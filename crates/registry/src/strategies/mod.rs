@@ -26,6 +26,7 @@ mod rbac;
 mod review;
 mod secret;
 mod service_account;
+pub mod workspace;
 
 use kplane_types::ClusterName;
 use std::fmt;
@@ -52,6 +53,7 @@ pub use rbac::Rbac;
 pub use review::Review;
 pub use secret::Secret;
 pub use service_account::ServiceAccount;
+pub use workspace::Workspace;
 
 /// How a field selector reads the value of a (converted) label from a stored object. A
 /// plain function, chosen once per request ([`TypeStrategy::field_values`]): it runs per

@@ -1,0 +1,604 @@
+//! The workspace controller: brings the logical cluster of a Workspace into being and takes
+//! it away again.
+//!
+//! - A new Workspace NAME in cluster P: the child cluster `P:NAME` is bootstrapped
+//!   ([`Registry::ensure_cluster`]), then the Workspace's `/status` turns Ready with the
+//!   child's URL (the server's external base URL + `/clusters/P:NAME`) and a `Ready`
+//!   condition. Until the server knows its URL the item waits.
+//! - A Workspace marked for deletion (Terminating): writes into the child and its
+//!   descendants are refused, the key ranges of the descendants (deepest first, found
+//!   through the Workspace objects each cluster holds) and then of the child are deleted
+//!   with [`kplane_storage::Storage::delete_cluster`] in bounded batches, each key with its
+//!   own `Deleted` event whose value is the object's last state at the delete's
+//!   resourceVersion; the clusters' catalogs and bootstrapped marks are forgotten, and the
+//!   `tenancy.kplane.io/workspace` finalizer is dropped, which removes the Workspace when
+//!   no other finalizer holds it.
+//!
+//! Deletion is resumable: a descendant's Workspace object lives in its parent's key range,
+//! which is deleted only after that descendant is gone, so a rerun (after an error or a
+//! restart, where [`Registry::resume_pending_work`] queues every deleting Workspace again)
+//! finds exactly the clusters that still hold keys.
+
+use std::sync::Arc;
+
+use kplane_storage::{Key, Prefix, Tombstone, CLUSTER_DELETE_BATCH};
+use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
+use serde_json::{json, Value};
+
+use super::write_failed;
+use crate::error::{ApiError, ApiResult};
+use crate::options::WriteParams;
+use crate::strategies::workspace::{
+    ready_condition, TENANCY_GROUP, WORKSPACE_FINALIZER, WORKSPACE_RESOURCE,
+};
+use crate::{meta, Registry, ResourceType, Target};
+
+/// The controller's name in logs and its field manager.
+const CONTROLLER: &str = "kplane-workspace-controller";
+
+impl Registry {
+    /// Sets the base URL clients reach this server at (`https://host:port`), from which
+    /// Workspace URLs are made. Only the first call counts.
+    pub fn set_external_url(&self, url: impl Into<String>) {
+        let _ = self
+            .external_url
+            .set(url.into().trim_end_matches('/').to_string());
+    }
+
+    /// The base URL set by [`Registry::set_external_url`].
+    pub fn external_url(&self) -> Option<&str> {
+        self.external_url.get().map(String::as_str)
+    }
+
+    /// 403 for a write into a logical cluster that is being deleted (or lies within one).
+    pub(crate) fn refuse_if_terminating(&self, cluster: &ClusterName) -> ApiResult<()> {
+        let set = self
+            .terminating
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if set.is_empty() {
+            return Ok(());
+        }
+        match set.iter().find(|t| cluster.is_within(t)) {
+            None => Ok(()),
+            Some(t) => Err(ApiError::from(Status::new(
+                StatusReason::Forbidden,
+                format!(
+                    "unable to write to logical cluster \"{cluster}\" because workspace \"{t}\" is being deleted"
+                ),
+            ))),
+        }
+    }
+
+    fn workspace_type(&self) -> ApiResult<Arc<ResourceType>> {
+        self.builtin_catalog()
+            .get(TENANCY_GROUP, "v1alpha1", "workspaces")
+            .cloned()
+            .ok_or_else(|| ApiError::internal("workspaces are not registered"))
+    }
+
+    /// Brings Workspace `name` of `cluster` to what it should be; `Ok(false)` to retry.
+    pub(crate) async fn sync_workspace(
+        &self,
+        cluster: &ClusterName,
+        name: &str,
+    ) -> ApiResult<bool> {
+        let key = Key::new(cluster, WORKSPACE_RESOURCE, "", name);
+        let Some((_, obj)) = self.get_decoded(&key).await? else {
+            return Ok(true);
+        };
+        let Some(child) = cluster.child(name) else {
+            // Refused at create; a stored one is damaged.
+            tracing::warn!(%cluster, name, "workspace with an invalid child path; skipped");
+            return Ok(true);
+        };
+        let t = Target {
+            cluster: ClusterScope::One(cluster.clone()),
+            rt: self.workspace_type()?,
+            namespace: None,
+        };
+        if meta::is_deleting(&obj) {
+            return self.delete_workspace_cluster(&t, name, &child, obj).await;
+        }
+        let Some(base) = self.external_url() else {
+            return Ok(false);
+        };
+        let url = format!("{base}/clusters/{child}");
+        self.ensure_cluster(&child).await?;
+        let status = obj.get("status").cloned().unwrap_or(Value::Null);
+        let ready = status
+            .pointer("/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            });
+        if status["phase"] == "Ready" && status["URL"] == url.as_str() && ready {
+            return Ok(true);
+        }
+        let mut next = obj;
+        let mut conditions: Vec<Value> = status
+            .pointer("/conditions")
+            .and_then(Value::as_array)
+            .map(|c| c.iter().filter(|c| c["type"] != "Ready").cloned().collect())
+            .unwrap_or_default();
+        conditions.push(ready_condition(
+            "True",
+            "LogicalClusterReady",
+            &format!("the logical cluster {child} is ready"),
+        ));
+        next["status"] = json!({"phase": "Ready", "URL": url, "conditions": conditions});
+        // `next` carries the resourceVersion it was read at: the update's precondition.
+        let w = WriteParams::controller_named(CONTROLLER);
+        match self.update(&t, name, Some("status"), next, &w).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == 404 => Ok(true),
+            Err(e) => {
+                write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
+                Ok(false)
+            }
+        }
+    }
+
+    /// Deletes the child cluster of a Terminating Workspace and its descendants, then
+    /// drops the workspace finalizer.
+    async fn delete_workspace_cluster(
+        &self,
+        t: &Target,
+        name: &str,
+        child: &ClusterName,
+        obj: Value,
+    ) -> ApiResult<bool> {
+        if !meta::finalizers(&obj)
+            .iter()
+            .any(|f| f == WORKSPACE_FINALIZER)
+        {
+            // Already done: the Workspace waits for other parties' finalizers only.
+            return Ok(true);
+        }
+        self.set_terminating(child, true);
+        for c in self.subtree(child).await? {
+            self.storage
+                .delete_cluster(c.as_str(), CLUSTER_DELETE_BATCH, last_state_tombstone())
+                .await
+                .map_err(ApiError::from)?;
+            self.forget_cluster(&c);
+        }
+        let mut next = obj;
+        if let Some(Value::Array(fins)) = next.pointer_mut("/metadata/finalizers") {
+            fins.retain(|f| f != WORKSPACE_FINALIZER);
+        }
+        let w = WriteParams::controller_named(CONTROLLER);
+        let cluster = t.cluster()?;
+        match self.update(t, name, None, next, &w).await {
+            Ok(_) => {}
+            Err(e) if e.code() == 404 => {}
+            Err(e) => {
+                write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
+                return Ok(false);
+            }
+        }
+        self.set_terminating(child, false);
+        Ok(true)
+    }
+
+    /// `root` and every descendant that still holds keys, deepest first, `root` last:
+    /// children are found through the Workspace objects of each cluster, and through the
+    /// clusters this process bootstrapped (created on a first write, without a Workspace).
+    async fn subtree(&self, root: &ClusterName) -> ApiResult<Vec<ClusterName>> {
+        let mut found = vec![root.clone()];
+        if let Ok(set) = self.bootstrapped.lock() {
+            found.extend(
+                set.iter()
+                    .filter(|c| c.is_within(root) && *c != root)
+                    .cloned(),
+            );
+        }
+        let mut i = 0;
+        while i < found.len() {
+            let c = found[i].clone();
+            i += 1;
+            let res = self
+                .storage
+                .list(
+                    &Prefix::resource(&c, WORKSPACE_RESOURCE),
+                    &Default::default(),
+                    None,
+                )
+                .await
+                .map_err(ApiError::from)?;
+            for kv in res.items {
+                if let Some(grandchild) = c.child(&kv.key.name) {
+                    if !found.contains(&grandchild) {
+                        found.push(grandchild);
+                    }
+                }
+            }
+        }
+        // Deepest first; `root` (the shallowest) last.
+        found.sort_by(|a, b| b.depth().cmp(&a.depth()).then_with(|| a.cmp(b)));
+        Ok(found)
+    }
+
+    fn set_terminating(&self, cluster: &ClusterName, on: bool) {
+        let mut set = self
+            .terminating
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if on {
+            set.insert(cluster.clone());
+        } else {
+            set.remove(cluster);
+        }
+    }
+
+    /// Drops what the process remembers of a deleted logical cluster, so that its name
+    /// starts afresh when it is used again.
+    fn forget_cluster(&self, cluster: &ClusterName) {
+        if let Ok(mut set) = self.bootstrapped.lock() {
+            set.remove(cluster);
+        }
+        self.catalogs.forget(cluster);
+    }
+}
+
+/// The tombstone of a range delete, as the write path's delete makes it: the object's last
+/// state with the delete's resourceVersion. A value that does not decode is passed on as
+/// stored (it is still deleted).
+fn last_state_tombstone() -> Tombstone {
+    Arc::new(|kv, rev| {
+        let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
+            return Ok(kv.value.to_vec());
+        };
+        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert("resourceVersion".into(), Value::String(rev.to_string()));
+        }
+        serde_json::to_vec(&obj).map_err(|e| e.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+
+    use super::super::run_worker;
+    use super::*;
+    use crate::catalog::{builtin, Catalog};
+    use crate::options::WriteParams;
+    use crate::DeleteParams;
+
+    const URL: &str = "https://kplane.test:6443";
+
+    fn name(s: &str) -> ClusterName {
+        ClusterName::parse(s).unwrap()
+    }
+
+    /// A registry over `storage` whose worker runs (when `worker`), with `root` bootstrapped.
+    async fn registry(
+        storage: Arc<dyn Storage>,
+        worker: bool,
+    ) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
+        let (tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, queue) = Registry::new(storage, catalog, String::new(), shutdown);
+        reg.set_external_url(URL);
+        reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+        if worker {
+            tokio::spawn(run_worker(reg.clone(), queue));
+        }
+        (reg, tx)
+    }
+
+    fn open(dir: &tempfile::TempDir) -> Arc<dyn Storage> {
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap()
+    }
+
+    fn target(
+        reg: &Registry,
+        cluster: &str,
+        group: &str,
+        plural: &str,
+        ns: Option<&str>,
+    ) -> Target {
+        let rt = reg
+            .builtin_catalog()
+            .all()
+            .iter()
+            .find(|rt| rt.group == group && rt.plural == plural)
+            .unwrap()
+            .clone();
+        Target::new(&name(cluster), rt, ns.map(str::to_string))
+    }
+
+    fn workspaces(reg: &Registry, cluster: &str) -> Target {
+        target(reg, cluster, "tenancy.kplane.io", "workspaces", None)
+    }
+
+    async fn create_ws(reg: &Registry, cluster: &str, ws: &str) -> Value {
+        let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                         "metadata": {"name": ws}});
+        let out = reg
+            .create(&workspaces(reg, cluster), obj, &WriteParams::default())
+            .await
+            .unwrap();
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    async fn get_ws(reg: &Registry, cluster: &str, ws: &str) -> Option<Value> {
+        match reg.get(&workspaces(reg, cluster), ws).await {
+            Ok(b) => Some(serde_json::from_slice(&b).unwrap()),
+            Err(e) if e.code() == 404 => None,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    /// Waits until `check` holds (or fails after 10 s).
+    async fn eventually<F, Fut>(what: &str, mut check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !check().await {
+            assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn wait_ready(reg: &Registry, cluster: &str, ws: &str) -> Value {
+        eventually("workspace ready", || async {
+            get_ws(reg, cluster, ws)
+                .await
+                .is_some_and(|w| w["status"]["phase"] == "Ready")
+        })
+        .await;
+        get_ws(reg, cluster, ws).await.unwrap()
+    }
+
+    async fn keys(reg: &Registry, cluster: &str) -> u64 {
+        reg.storage()
+            .count(&Prefix::cluster(cluster))
+            .await
+            .unwrap()
+    }
+
+    async fn create_cm(reg: &Registry, cluster: &str, cm: &str) -> ApiResult<Bytes> {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm}});
+        reg.create(
+            &target(reg, cluster, "", "configmaps", Some("default")),
+            obj,
+            &WriteParams::default(),
+        )
+        .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_new_workspace_bootstraps_its_child_and_turns_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), true).await;
+        let created = create_ws(&reg, "root", "acme").await;
+        assert_eq!(created["status"]["phase"], "Initializing");
+        assert_eq!(
+            created["metadata"]["finalizers"],
+            json!([WORKSPACE_FINALIZER])
+        );
+        assert_eq!(created["status"]["conditions"][0]["status"], "False");
+        let ws = wait_ready(&reg, "root", "acme").await;
+        assert_eq!(ws["status"]["URL"], format!("{URL}/clusters/root:acme"));
+        let cond = &ws["status"]["conditions"][0];
+        assert_eq!(
+            (&cond["type"], &cond["status"]),
+            (&json!("Ready"), &json!("True"))
+        );
+        assert_eq!(cond["reason"], "LogicalClusterReady");
+        // The child has its default namespaces.
+        let ns = target(&reg, "root:acme", "", "namespaces", None);
+        for n in crate::namespaces::DEFAULT_NAMESPACES {
+            reg.get(&ns, n).await.unwrap();
+        }
+        // Nested: a workspace inside the child.
+        create_ws(&reg, "root:acme", "team-a").await;
+        let nested = wait_ready(&reg, "root:acme", "team-a").await;
+        assert_eq!(
+            nested["status"]["URL"],
+            format!("{URL}/clusters/root:acme:team-a")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_name_that_is_no_label_or_makes_too_long_a_path_is_invalid() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), false).await;
+        for bad in ["Acme", "a.b", "a_b", "-a"] {
+            let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                             "metadata": {"name": bad}});
+            let e = reg
+                .create(&workspaces(&reg, "root"), obj, &WriteParams::default())
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 422, "{bad}");
+            let s = &e.0;
+            assert_eq!(s.reason, StatusReason::Invalid, "{bad}");
+            let d = s.details.as_ref().unwrap();
+            assert_eq!(d.kind, "Workspace");
+            assert_eq!(d.group, "tenancy.kplane.io");
+            assert_eq!(d.name, bad);
+            assert_eq!(d.causes[0].field, "metadata.name");
+        }
+        // root:<63>:<63>:<63> is 196 characters; a 63-character child would make 260.
+        let seg = "a".repeat(63);
+        let parent = format!("root:{seg}:{seg}:{seg}");
+        let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                         "metadata": {"name": seg}});
+        let e = reg
+            .create(&workspaces(&reg, &parent), obj, &WriteParams::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), 422);
+        let d = e.0.details.as_ref().unwrap();
+        assert_eq!(d.causes[0].field, "metadata.name");
+        assert!(e.0.message.contains("253 characters"), "{}", e.0.message);
+        // A shorter name fits.
+        create_ws(&reg, &parent, &"b".repeat(56)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deleting_a_workspace_empties_its_cluster_and_descendants_and_the_name_is_reusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), true).await;
+        create_ws(&reg, "root", "acme").await;
+        wait_ready(&reg, "root", "acme").await;
+        create_ws(&reg, "root:acme", "team-a").await;
+        wait_ready(&reg, "root:acme", "team-a").await;
+        create_ws(&reg, "root:acme:team-a", "deep").await;
+        wait_ready(&reg, "root:acme:team-a", "deep").await;
+        create_cm(&reg, "root:acme", "x").await.unwrap();
+        create_cm(&reg, "root:acme:team-a", "y").await.unwrap();
+        create_cm(&reg, "root:acme:team-a:deep", "z").await.unwrap();
+        // A descendant created by a first write, without a Workspace.
+        create_cm(&reg, "root:acme:adhoc", "w").await.unwrap();
+        // A sibling that must survive.
+        create_ws(&reg, "root", "other").await;
+        wait_ready(&reg, "root", "other").await;
+        create_cm(&reg, "root:other", "x").await.unwrap();
+        let other_keys = keys(&reg, "root:other").await;
+
+        let out = reg
+            .delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
+            .await
+            .unwrap();
+        match out {
+            crate::DeleteOutcome::Marked(b) => {
+                let v: Value = serde_json::from_slice(&b).unwrap();
+                assert_eq!(v["status"]["phase"], "Terminating");
+                assert!(v["metadata"]["deletionTimestamp"].is_string());
+            }
+            other => panic!("not marked: {other:?}"),
+        }
+        eventually("workspace gone", || async {
+            get_ws(&reg, "root", "acme").await.is_none()
+        })
+        .await;
+        for c in [
+            "root:acme",
+            "root:acme:team-a",
+            "root:acme:team-a:deep",
+            "root:acme:adhoc",
+        ] {
+            assert_eq!(keys(&reg, c).await, 0, "{c} not empty");
+        }
+        assert_eq!(keys(&reg, "root:other").await, other_keys);
+        assert!(get_ws(&reg, "root", "other").await.is_some());
+
+        // The name is reusable and the new cluster starts empty (but bootstrapped).
+        create_ws(&reg, "root", "acme").await;
+        wait_ready(&reg, "root", "acme").await;
+        let cms = target(&reg, "root:acme", "", "configmaps", Some("default"));
+        assert_eq!(reg.get(&cms, "x").await.unwrap_err().code(), 404);
+        assert!(get_ws(&reg, "root:acme", "team-a").await.is_none());
+        reg.get(
+            &target(&reg, "root:acme", "", "namespaces", None),
+            "default",
+        )
+        .await
+        .unwrap();
+        create_cm(&reg, "root:acme", "x").await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn writes_into_a_terminating_cluster_and_its_descendants_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), false).await;
+        create_cm(&reg, "root:acme:team-a", "before").await.unwrap();
+        reg.set_terminating(&name("root:acme"), true);
+        for c in ["root:acme", "root:acme:team-a"] {
+            let e = create_cm(&reg, c, "after").await.unwrap_err();
+            assert_eq!(e.code(), 403, "{c}");
+            assert!(e.0.message.contains("being deleted"), "{}", e.0.message);
+        }
+        let e = reg
+            .delete(
+                &target(&reg, "root:acme:team-a", "", "configmaps", Some("default")),
+                "before",
+                &DeleteParams::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), 403);
+        // A sibling with the same prefix is not within it.
+        create_cm(&reg, "root:acmex", "ok").await.unwrap();
+        reg.set_terminating(&name("root:acme"), false);
+        create_cm(&reg, "root:acme", "after").await.unwrap();
+    }
+
+    /// A Workspace marked for deletion while no controller ran is deleted by the next run
+    /// (`resume_pending_work`), as after a restart.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deletion_resumes_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        {
+            let (reg, _tx) = registry(storage.clone(), false).await;
+            create_ws(&reg, "root", "acme").await;
+            reg.ensure_cluster(&name("root:acme")).await.unwrap();
+            create_cm(&reg, "root:acme", "x").await.unwrap();
+            reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
+                .await
+                .unwrap();
+            let ws = get_ws(&reg, "root", "acme").await.unwrap();
+            assert_eq!(ws["status"]["phase"], "Terminating");
+        }
+        let (reg, _tx) = registry(storage, true).await;
+        assert!(keys(&reg, "root:acme").await > 0);
+        reg.resume_pending_work().await.unwrap();
+        eventually("workspace gone", || async {
+            get_ws(&reg, "root", "acme").await.is_none()
+        })
+        .await;
+        assert_eq!(keys(&reg, "root:acme").await, 0);
+    }
+
+    /// Range deletes carry each object's last state at the delete's resourceVersion.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watchers_see_each_deleted_object_at_its_delete_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), true).await;
+        create_ws(&reg, "root", "acme").await;
+        wait_ready(&reg, "root", "acme").await;
+        create_cm(&reg, "root:acme", "x").await.unwrap();
+        let from = reg.storage().current_revision();
+        let mut w = reg
+            .storage()
+            .watch(&Prefix::resource("root:acme", "/configmaps"), from, None)
+            .await
+            .unwrap();
+        reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
+            .await
+            .unwrap();
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            let ev = tokio::time::timeout(Duration::from_secs(10), w.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            let kplane_storage::WatchEvent::Event(ev) = ev else {
+                continue;
+            };
+            if ev.event_type == kplane_storage::EventType::Deleted {
+                let kv = &ev.kv;
+                let v: Value = serde_json::from_slice(&kv.value).unwrap();
+                assert_eq!(
+                    v["metadata"]["resourceVersion"],
+                    kv.mod_revision.to_string(),
+                    "{v}"
+                );
+                seen.push(v["metadata"]["name"].as_str().unwrap().to_string());
+            }
+        }
+        seen.sort();
+        assert_eq!(seen, ["kube-root-ca.crt", "x"]);
+    }
+}

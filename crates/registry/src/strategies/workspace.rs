@@ -1,0 +1,149 @@
+//! tenancy.kplane.io/v1alpha1 Workspace: a cluster-scoped object whose name is one segment
+//! of a logical cluster path. A Workspace NAME in logical cluster P stands for the child
+//! cluster `P:NAME`: it starts Initializing with the `tenancy.kplane.io/workspace`
+//! finalizer, turns Terminating when marked for deletion, and the workspace controller
+//! (`controllers::workspace`) bootstraps the child, reports it Ready, and deletes the
+//! child's key range (and its descendants') before it drops the finalizer.
+
+use kplane_types::{Cause, ClusterName, Status};
+use serde_json::{json, Value};
+
+use super::super::catalog::ResourceType;
+use super::super::controllers::Work;
+use super::super::meta::{self, NameRule};
+use super::super::Registry;
+use super::TypeStrategy;
+use crate::error::{ApiError, ApiResult};
+
+/// The group of the tenancy API.
+pub const TENANCY_GROUP: &str = "tenancy.kplane.io";
+/// The storage resource of Workspaces.
+pub const WORKSPACE_RESOURCE: &str = "tenancy.kplane.io/workspaces";
+/// Holds a deleted Workspace until its logical cluster (and every descendant) is gone.
+pub const WORKSPACE_FINALIZER: &str = "tenancy.kplane.io/workspace";
+/// The phases a Workspace reports.
+pub const PHASES: &[&str] = &["Initializing", "Ready", "Terminating", "Failed"];
+
+#[derive(Debug)]
+pub struct Workspace;
+
+#[async_trait::async_trait]
+impl TypeStrategy for Workspace {
+    /// A workspace name is one segment of a logical cluster path.
+    fn name_rule(&self) -> NameRule {
+        NameRule::Dns1123Label
+    }
+
+    fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value) {
+        if let Ok(m) = meta::meta_mut(obj) {
+            let fins = m.entry("finalizers").or_insert_with(|| json!([]));
+            if !fins.is_array() {
+                *fins = json!([]);
+            }
+            if let Value::Array(a) = fins {
+                if !a.iter().any(|f| f == WORKSPACE_FINALIZER) {
+                    a.push(json!(WORKSPACE_FINALIZER));
+                }
+            }
+        }
+        obj["status"] = json!({
+            "phase": "Initializing",
+            "conditions": [ready_condition(
+                "False",
+                "Initializing",
+                "the logical cluster is being created",
+            )],
+        });
+    }
+
+    /// `status.phase`, when set, is one of [`PHASES`].
+    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value) -> Vec<Cause> {
+        match obj.pointer("/status/phase") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(p)) if PHASES.contains(&p.as_str()) => Vec::new(),
+            Some(other) => vec![Cause::not_supported("status.phase", other, PHASES)],
+        }
+    }
+
+    fn prepare_for_delete(&self, _rt: &ResourceType, marked: &mut Value) {
+        if !marked.get("status").is_some_and(Value::is_object) {
+            marked["status"] = json!({});
+        }
+        marked["status"]["phase"] = json!("Terminating");
+    }
+
+    fn deletes_in_bulk(&self) -> bool {
+        false
+    }
+
+    /// The child path (`<cluster>:<name>`) must be a valid logical cluster name: at most
+    /// 253 characters. (A name that is not a DNS-1123 label is refused by the name rule.)
+    async fn controller_status(
+        &self,
+        _reg: &Registry,
+        cluster: &ClusterName,
+        obj: &mut Value,
+    ) -> ApiResult<()> {
+        let name = meta::name_of(obj);
+        if meta::is_deleting(obj)
+            || !kplane_types::validation::is_dns1123_label(name).is_empty()
+            || cluster.child(name).is_some()
+        {
+            return Ok(());
+        }
+        let most = 253usize.saturating_sub(cluster.as_str().len() + 1);
+        let cause = Cause::invalid(
+            "metadata.name",
+            &json!(name),
+            &format!(
+                "must be no more than {most} characters: the logical cluster path \"{cluster}:{name}\" would be longer than 253 characters"
+            ),
+        );
+        Err(ApiError::from(Status::invalid(
+            TENANCY_GROUP,
+            "Workspace",
+            name,
+            vec![cause],
+        )))
+    }
+
+    async fn after_create(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+    ) -> ApiResult<()> {
+        reg.enqueue(Work::Workspace {
+            cluster: cluster.clone(),
+            name: name.into(),
+        });
+        Ok(())
+    }
+
+    async fn after_update(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+        deleting: bool,
+    ) -> ApiResult<()> {
+        if deleting {
+            reg.enqueue(Work::Workspace {
+                cluster: cluster.clone(),
+                name: name.into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The `Ready` condition with `status` ("True"/"False"), `reason` and `message`.
+pub(crate) fn ready_condition(status: &str, reason: &str, message: &str) -> Value {
+    json!({
+        "type": "Ready",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": meta::now_time(),
+    })
+}

@@ -1,0 +1,112 @@
+//! The definitions of kplane's own built-in kinds (today the `tenancy.kplane.io/v1alpha1`
+//! Workspace), which `k8s-openapi` cannot provide. They are declared here by hand, in the
+//! shape the generated definitions have (`$ref`s to the shared ObjectMeta and Condition
+//! definitions, `x-kubernetes-group-version-kind`, a `<Kind>List` definition), and added to
+//! [`crate::builtin_definitions`], so that OpenAPI v2/v3, typed decoding (pruning) and
+//! server-side apply treat them exactly like the Kubernetes built-ins.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::catalog::{add_gvk, list_definition, Gvk, TypeMeta};
+use crate::convert::schema_ref;
+
+/// The definition name of the Workspace kind.
+pub const WORKSPACE: &str = "io.kplane.tenancy.v1alpha1.Workspace";
+const CONDITION: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition";
+
+/// Adds the kplane kinds (and their lists) to `defs`.
+pub(crate) fn add(defs: &mut BTreeMap<String, Value>, type_meta: &TypeMeta) {
+    let gvk = Gvk::new("tenancy.kplane.io", "v1alpha1", "Workspace");
+    let mut ws = workspace(type_meta);
+    add_gvk(&mut ws, &gvk);
+    defs.insert(WORKSPACE.into(), ws);
+    let list_gvk = Gvk::new("tenancy.kplane.io", "v1alpha1", "WorkspaceList");
+    defs.insert(
+        format!("{WORKSPACE}List"),
+        list_definition(type_meta, WORKSPACE, "Workspace", &list_gvk),
+    );
+}
+
+fn workspace(type_meta: &TypeMeta) -> Value {
+    json!({
+        "description": "Workspace is a logical cluster nested in the one the object lives in: a Workspace NAME in logical cluster PARENT creates the logical cluster PARENT:NAME, served under /clusters/PARENT:NAME.",
+        "type": "object",
+        "properties": {
+            "apiVersion": type_meta.api_version,
+            "kind": type_meta.kind,
+            "metadata": type_meta.object_meta,
+            "spec": {
+                "description": "What the workspace should be.",
+                "type": "object",
+                "properties": {
+                    "template": {
+                        "description": "The name of a WorkspaceTemplate to initialise the workspace from.",
+                        "type": "string",
+                    },
+                },
+            },
+            "status": {
+                "description": "What the workspace is, as its controller last observed it.",
+                "type": "object",
+                "properties": {
+                    "phase": {
+                        "description": "Initializing, Ready, Terminating or Failed.",
+                        "type": "string",
+                    },
+                    "URL": {
+                        "description": "The full URL of the workspace's logical cluster on this server.",
+                        "type": "string",
+                    },
+                    "conditions": {
+                        "description": "The workspace's current conditions (Ready).",
+                        "type": "array",
+                        "items": {"allOf": [{"$ref": schema_ref(CONDITION)}], "default": {}},
+                        "x-kubernetes-list-map-keys": ["type"],
+                        "x-kubernetes-list-type": "map",
+                    },
+                },
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin_definitions;
+
+    fn refs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        ("$ref", Value::String(r)) => out.push(r.clone()),
+                        _ => refs(x, out),
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_workspace_and_its_list_are_defined_and_every_reference_resolves() {
+        let defs = builtin_definitions();
+        for name in [WORKSPACE.to_string(), format!("{WORKSPACE}List")] {
+            let def = defs.get(&name).expect(&name);
+            let mut found = Vec::new();
+            refs(def, &mut found);
+            assert!(!found.is_empty(), "{name}");
+            for r in found {
+                let target = r.trim_start_matches("#/components/schemas/");
+                assert!(defs.contains_key(target), "{name}: {r} does not resolve");
+            }
+        }
+        let gvk = &defs[WORKSPACE]["x-kubernetes-group-version-kind"][0];
+        assert_eq!(gvk["group"], "tenancy.kplane.io");
+        assert_eq!(gvk["kind"], "Workspace");
+    }
+}
