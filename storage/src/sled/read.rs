@@ -160,14 +160,16 @@ pub(crate) async fn list(
     Ok(out.finish())
 }
 
-async fn scan_latest(
+/// Walks the latest keyspace from `start_after` (stopping when `out` is full), offering
+/// what `resolve` makes of each entry: its key, and its state at the list's revision (`None`
+/// when it has none there or lies outside the prefix, which `resolve` checks before reading
+/// any record).
+async fn scan_keyspace(
     latest: &sled::Tree,
-    log: &Log,
     plan: &Plan,
-    prefix: &Prefix,
-    rev: Revision,
     start_after: Option<&Key>,
     out: &mut Collector<'_>,
+    resolve: impl Fn(&[u8], sled::IVec) -> Result<(Key, Option<Record>)>,
 ) -> Result<()> {
     let Some(range) = plan.range(TAG_LATEST, start_after) else {
         return Ok(());
@@ -181,10 +183,28 @@ async fn scan_latest(
         if out.tick() {
             tokio::task::yield_now().await;
         }
-        let kb = &k[1..];
+        let (key, rec) = resolve(&k[1..], v)?;
+        if let Some(rec) = rec {
+            out.offer(rec.into_kv(key));
+        }
+    }
+    Ok(())
+}
+
+/// The latest records, or their versions at `rev` when they changed since.
+async fn scan_latest(
+    latest: &sled::Tree,
+    log: &Log,
+    plan: &Plan,
+    prefix: &Prefix,
+    rev: Revision,
+    start_after: Option<&Key>,
+    out: &mut Collector<'_>,
+) -> Result<()> {
+    scan_keyspace(latest, plan, start_after, out, |kb, v| {
         let (key, _) = decode_key(kb)?;
         if !prefix.contains(&key) {
-            continue;
+            return Ok((key, None));
         }
         let rec = Record::decode(v)?;
         let rec = if rec.mod_revision <= rev {
@@ -192,11 +212,9 @@ async fn scan_latest(
         } else {
             log.version_at(kb, rev)?
         };
-        if let Some(rec) = rec {
-            out.offer(rec.into_kv(key));
-        }
-    }
-    Ok(())
+        Ok((key, rec))
+    })
+    .await
 }
 
 /// One sorted source of encoded keys for [`scan_history`]: the latest keyspace (with each
@@ -297,6 +315,7 @@ async fn scan_history(
     Ok(())
 }
 
+/// The wildcard index's keys, each with its version at `rev`.
 async fn scan_index(
     latest: &sled::Tree,
     log: &Log,
@@ -306,27 +325,15 @@ async fn scan_index(
     start_after: Option<&Key>,
     out: &mut Collector<'_>,
 ) -> Result<()> {
-    let Some(range) = plan.range(TAG_LATEST, start_after) else {
-        return Ok(());
-    };
-    for entry in latest.range(range) {
-        let (k, _) = entry.map_err(backend)?;
-        if out.full() {
-            out.more = true;
-            break;
-        }
-        if out.tick() {
-            tokio::task::yield_now().await;
-        }
-        let key = decode_index_key(&k[1..])?;
+    scan_keyspace(latest, plan, start_after, out, |kb, _| {
+        let key = decode_index_key(kb)?;
         if !prefix.contains(&key) {
-            continue;
+            return Ok((key, None));
         }
-        if let Some(rec) = version_at(latest, log, &key_bytes(&key), rev)? {
-            out.offer(rec.into_kv(key));
-        }
-    }
-    Ok(())
+        let rec = version_at(latest, log, &key_bytes(&key), rev)?;
+        Ok((key, rec))
+    })
+    .await
 }
 
 /// Adds the keys a scan can miss: keys removed from the latest keyspace by a write after
