@@ -110,12 +110,7 @@ async fn sled_stats_show_disk_size_and_compaction_backlog() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_compaction() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = SledStorageOptions {
-        event_window: Duration::from_millis(300),
-        compaction_interval: Duration::from_millis(20),
-        ..Default::default()
-    };
-    let s: Arc<dyn Storage> = SledStorage::open(dir.path(), opts).unwrap();
+    let s = open_short_window(dir.path());
     let p = Prefix::cluster("c");
     let k1 = key("c", "ns", "k1");
     let k2 = key("c", "ns", "k2");
@@ -211,6 +206,16 @@ async fn sled_compaction() {
 }
 
 /// A store whose watch queues hold only `capacity` entries (to make watchers slow).
+/// A store whose event window (300 ms) passes within a test, compacted every 20 ms.
+fn open_short_window(dir: &std::path::Path) -> Arc<dyn Storage> {
+    let opts = SledStorageOptions {
+        event_window: Duration::from_millis(300),
+        compaction_interval: Duration::from_millis(20),
+        ..Default::default()
+    };
+    SledStorage::open(dir, opts).unwrap()
+}
+
 fn open_with_watch_capacity(dir: &std::path::Path, capacity: usize) -> Arc<SledStorage> {
     let opts = SledStorageOptions {
         watch_channel_capacity: capacity,
@@ -760,12 +765,7 @@ async fn sled_cluster_delete_resumes_after_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_scan_outlasting_the_window_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = SledStorageOptions {
-        event_window: Duration::from_millis(300),
-        compaction_interval: Duration::from_millis(20),
-        ..Default::default()
-    };
-    let s: Arc<dyn Storage> = SledStorage::open(dir.path(), opts).unwrap();
+    let s = open_short_window(dir.path());
     conformance::scan_outlasting_the_window_fails(&s).await;
     s.shutdown().await.unwrap();
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::compaction::CHUNK;
+use super::event_log::SCAN_FACTOR;
 use super::writer::MAX_WRITE_GROUP;
 use super::LATEST_SCAN_MAX_LAG;
 use crate::watch::{REPLAY_BUFFER_FACTOR, REPLAY_CHUNK};
@@ -97,10 +98,11 @@ async fn replay_is_complete_across_the_replay_chunk() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_skips_long_runs_of_other_keys() {
-    // A replay chunk also ends after 16 x REPLAY_CHUNK log entries scanned without a match.
+    // A replay chunk also ends after SCAN_FACTOR x REPLAY_CHUNK log entries scanned without a
+    // match.
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path(), SledStorageOptions::default());
-    let scan = 16 * REPLAY_CHUNK;
+    let scan = SCAN_FACTOR * REPLAY_CHUNK;
     let from = s.current_revision();
     let mut want = Vec::new();
     // (3x rather than 10x past the bound: each entry is a durable write, and 10x took
