@@ -22,12 +22,16 @@ use kplane_registry::error::ApiError;
 /// An authorizer's answer, with its reason (shown by access reviews and 403s).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    Allow(String),
-    Deny(String),
+    Allow(Reason),
+    Deny(Reason),
     /// Neither allowed nor denied: the next authorizer decides; at the end of the chain
     /// the request is forbidden.
-    NoOpinion(String),
+    NoOpinion(Reason),
 }
+
+/// Why an authorizer decided as it did (a fixed text in the common case, so that allowing a
+/// request allocates nothing).
+pub type Reason = std::borrow::Cow<'static, str>;
 
 /// Decides whether a user may make a request.
 #[async_trait::async_trait]
@@ -51,7 +55,7 @@ impl UnionAuthorizer {
 #[async_trait::async_trait]
 impl Authorizer for UnionAuthorizer {
     async fn authorize(&self, user: &UserInfo, request: &RequestInfo) -> Decision {
-        let mut reasons: Vec<String> = Vec::new();
+        let mut reasons: Vec<Reason> = Vec::new();
         for a in &self.chain {
             match a.authorize(user, request).await {
                 Decision::NoOpinion(r) => {
@@ -62,7 +66,11 @@ impl Authorizer for UnionAuthorizer {
                 decided => return decided,
             }
         }
-        Decision::NoOpinion(reasons.join("\n"))
+        Decision::NoOpinion(match reasons.len() {
+            0 => Reason::Borrowed(""),
+            1 => reasons.swap_remove(0),
+            _ => reasons.join("\n").into(),
+        })
     }
 }
 
@@ -77,7 +85,7 @@ impl Authorizer for SuperuserAuthorizer {
         if user.in_group(SYSTEM_MASTERS) {
             Decision::Allow("kplane: member of system:masters".into())
         } else if user.username == ADMIN_USER {
-            Decision::Allow(format!("kplane: the {ADMIN_USER} user"))
+            Decision::Allow("kplane: the kplane-admin user".into())
         } else {
             Decision::NoOpinion(
                 "kplane: RBAC is not enforced yet; only the admin user is authorized".into(),
@@ -93,7 +101,7 @@ pub struct DenyAll;
 #[async_trait::async_trait]
 impl Authorizer for DenyAll {
     async fn authorize(&self, _user: &UserInfo, _request: &RequestInfo) -> Decision {
-        Decision::Deny(String::new())
+        Decision::Deny(Reason::Borrowed(""))
     }
 }
 
@@ -219,7 +227,7 @@ mod tests {
         let alice = user("alice", &[SYSTEM_AUTHENTICATED]);
         let admin = user(ADMIN_USER, &[SYSTEM_MASTERS, SYSTEM_AUTHENTICATED]);
         let req = configmaps(Verb::Create, Some("a"), None);
-        let no = |r: &str| Arc::new(Fixed(Decision::NoOpinion(r.into())));
+        let no = |r: &'static str| Arc::new(Fixed(Decision::NoOpinion(r.into())));
         let chain = UnionAuthorizer::new(vec![
             Arc::new(SuperuserAuthorizer),
             no("first"),
@@ -241,7 +249,7 @@ mod tests {
         );
         assert_eq!(
             UnionAuthorizer::default().authorize(&admin, &req).await,
-            Decision::NoOpinion(String::new())
+            Decision::NoOpinion("".into())
         );
     }
 

@@ -259,7 +259,7 @@ mod tests {
             json!({"allowed": false, "denied": true, "reason": "no"})
         );
         assert_eq!(
-            access(Decision::NoOpinion(String::new())),
+            access(Decision::NoOpinion("".into())),
             json!({"allowed": false, "reason": ""})
         );
     }

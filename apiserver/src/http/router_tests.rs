@@ -49,7 +49,7 @@ impl Authorizer for Recorder {
         if request.resource == "secrets" {
             Decision::Deny("secrets are off limits".into())
         } else {
-            Decision::Allow(String::new())
+            Decision::Allow("".into())
         }
     }
 }
