@@ -94,9 +94,9 @@ fn main() -> anyhow::Result<()> {
     let args = match cli.command {
         Command::Serve(args) => args,
         Command::Completion { shell } => {
-            let mut command = Cli::command();
-            clap_complete::generate(shell, &mut command, "kplane", &mut std::io::stdout());
-            return Ok(());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "kplane", &mut script);
+            exit_on_error(client::out(&String::from_utf8_lossy(&script)));
         }
         Command::Ws(args) => exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_ws(args)))),
         Command::Kubeconfig(args) => {

@@ -96,10 +96,14 @@ impl Session {
             .await?
             .get(path.name())
             .await?
-            .ok_or_else(|| anyhow!("workspace {path:?} not found"))?;
+            .ok_or_else(|| anyhow!("workspace {:?} not found", path.as_str()))?;
         match phase(&ws) {
             "Ready" => Ok(()),
-            other => bail!("workspace {path:?} is not ready (phase {other:?}){}", reason(&ws)),
+            other => bail!(
+                "workspace {:?} is not ready (phase {other:?}){}",
+                path.as_str(),
+                reason(&ws)
+            ),
         }
     }
 }
@@ -235,8 +239,11 @@ impl WsClient {
             kube::Error::Api(s) => {
                 anyhow!("the server refused: {} ({} {})", s.message, s.code, s.reason)
             }
-            kube::Error::HyperError(_) | kube::Error::Service(_) => {
-                anyhow!("cannot reach the server at {}: {}", self.url, chain(&e))
+            kube::Error::HyperError(inner) => {
+                anyhow!("cannot reach the server at {}: {}", self.url, chain(&inner))
+            }
+            kube::Error::Service(inner) => {
+                anyhow!("cannot reach the server at {}: {}", self.url, chain(inner.as_ref()))
             }
             other => anyhow!("talking to {}: {}", self.url, chain(&other)),
         }

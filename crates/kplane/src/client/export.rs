@@ -10,8 +10,9 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use super::api::Session;
+use super::kubeconfig;
 use super::path::{self, WsPath};
-use super::ClientFlags;
+use super::{out, ClientFlags};
 
 /// Prints the kubeconfig for `target` (resolved as `kplane ws use` resolves it).
 pub async fn run(flags: &ClientFlags, target: &str) -> Result<()> {
@@ -20,8 +21,7 @@ pub async fn run(flags: &ClientFlags, target: &str) -> Result<()> {
     let path = path::resolve(target, &session.current, previous.as_ref())?;
     session.check_ready(&path).await?;
     let doc = build(&session, &path)?;
-    print!("{}", serde_saphyr::to_string(&doc).context("writing YAML")?);
-    Ok(())
+    out(&kubeconfig::to_yaml(&doc).context("writing YAML")?)
 }
 
 /// The kubeconfig document: one cluster and one context named after the path, and the

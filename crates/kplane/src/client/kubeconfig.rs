@@ -324,7 +324,7 @@ impl Kubeconfigs {
     /// Writes every file [`Self::set_server`] changed.
     pub fn save(&mut self) -> Result<()> {
         for file in self.files.iter_mut().filter(|f| f.dirty) {
-            let text = serde_saphyr::to_string(&file.doc).map_err(|e| KubeconfigError::Write {
+            let text = to_yaml(&file.doc).map_err(|e| KubeconfigError::Write {
                 path: file.path.clone(),
                 source: std::io::Error::other(e.to_string()),
             })?;
@@ -435,6 +435,18 @@ impl Kubeconfigs {
         }
         Some(Value::Object(body))
     }
+}
+
+/// A kubeconfig document as YAML: plain scalars (no folded blocks for long base64 data),
+/// keys in the documents' order, ending with a newline.
+pub fn to_yaml(doc: &Value) -> Result<String, serde_saphyr::ser::Error> {
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.prefer_block_scalars = false;
+    let mut text = serde_saphyr::to_string_with_options(doc, options)?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// A YAML kubeconfig as a JSON value; an empty file is an empty config.
@@ -576,7 +588,8 @@ x-unknown: kept
         assert_eq!(exts.len(), 1);
         assert_eq!(k.previous_workspace("kplane").as_deref(), Some("root:a"));
         // The rewritten document reads back the same, through YAML.
-        let yaml = serde_saphyr::to_string(&k.files[0].doc).unwrap();
+        let yaml = to_yaml(&k.files[0].doc).unwrap();
+        assert!(yaml.ends_with("\n") && !yaml.contains(">-"), "{yaml}");
         let again = one(&yaml);
         assert_eq!(again.files[0].doc, k.files[0].doc);
         assert_eq!(again.context(None).unwrap().server, "https://127.0.0.1:6443/clusters/root:b");

@@ -145,6 +145,18 @@ pub fn plugin_argv(args: Vec<OsString>) -> (Option<&'static str>, Vec<OsString>)
     }
 }
 
+/// Writes `text` to stdout; a closed pipe (`kplane ws list | head -1`) is not an error.
+pub fn out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("writing to stdout"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `90`, `90s`, `5m`, `1h`.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {

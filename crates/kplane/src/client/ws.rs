@@ -11,15 +11,14 @@ use serde_json::Value;
 
 use super::api::{phase, Session};
 use super::path::{self, WsPath};
-use super::{ClientFlags, WsCommand};
+use super::{out, ClientFlags, WsCommand};
 
 /// Runs one `kplane ws` command.
 pub async fn run(flags: &ClientFlags, command: Option<WsCommand>) -> Result<()> {
     let session = Session::load(flags)?;
     match command.unwrap_or(WsCommand::Current) {
         WsCommand::Current => {
-            println!("{}", current_line(&session.current));
-            Ok(())
+            out(&format!("{}\n", current_line(&session.current)))
         }
         WsCommand::Use { target } => use_workspace(session, &target).await,
         WsCommand::Create {
@@ -75,8 +74,7 @@ async fn use_workspace(mut session: Session, target: &str) -> Result<()> {
             .set_server(&session.context.name, &server, Some(&previous))?;
         session.kubeconfigs.save()?;
     }
-    println!("{}", current_line(&path));
-    Ok(())
+    out(&format!("{}\n", current_line(&path)))
 }
 
 async fn create(
@@ -92,10 +90,10 @@ async fn create(
     session.check_ready(parent).await?;
     let client = session.client(parent).await?;
     client.create(name, template).await?;
-    println!("Workspace {:?} created.", full.as_str());
+    out(&format!("Workspace {:?} created.\n", full.as_str()))?;
     if wait {
         client.wait_ready(name, timeout).await?;
-        println!("Workspace {:?} is ready.", full.as_str());
+        out(&format!("Workspace {:?} is ready.\n", full.as_str()))?;
     }
     Ok(())
 }
@@ -109,15 +107,13 @@ async fn delete(session: &Session, name: &str, wait: bool, timeout: Duration) ->
     if wait {
         client.wait_deleted(name, timeout).await?;
     }
-    println!("Workspace {:?} deleted.", full.as_str());
-    Ok(())
+    out(&format!("Workspace {:?} deleted.\n", full.as_str()))
 }
 
 async fn list(session: &Session, tree: bool, chunk: u32) -> Result<()> {
     if tree {
         let node = collect(session, session.current.clone(), "Ready".to_owned(), chunk).await?;
-        print!("{}", render_tree(&node));
-        return Ok(());
+        return out(&render_tree(&node));
     }
     let items = session.client(&session.current).await?.list_all(chunk).await?;
     if items.is_empty() {
@@ -136,8 +132,7 @@ async fn list(session: &Session, tree: bool, chunk: u32) -> Result<()> {
             age.as_str().unwrap_or("<unknown>").to_owned(),
         ]);
     }
-    print!("{}", render_table(&rows));
-    Ok(())
+    out(&render_table(&rows))
 }
 
 /// Columns separated by three spaces, as kubectl's tab writer pads them.
