@@ -41,7 +41,11 @@ impl Run {
 
     /// A clean failure: exit 1, `error: ...` on stderr containing `want`, no panic.
     fn fails_with(self, want: &str) -> Result<()> {
-        ensure!(self.code == Some(1), "exit {:?}, want 1: {self:?}", self.code);
+        ensure!(
+            self.code == Some(1),
+            "exit {:?}, want 1: {self:?}",
+            self.code
+        );
         ensure!(
             self.stderr.starts_with("error: ") && self.stderr.contains(want),
             "stderr lacks {want:?}: {}",
@@ -73,7 +77,9 @@ impl Shell {
 
     /// A shell with no kubeconfig file yet.
     fn empty() -> Result<Self> {
-        let dir = tempfile::Builder::new().prefix("kplane-ws-cli-").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("kplane-ws-cli-")
+            .tempdir()?;
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin)?;
         let kplane = kplane_bin()?;
@@ -189,15 +195,29 @@ fn nested_workspaces_are_created_listed_as_a_tree_and_entered_and_left() -> Resu
     // --parent relative to the current workspace.
     sh.kplane(&["ws", "create", "team-b", "--parent", "acme", "--wait"])?
         .ok()?;
-    sh.kplane(&["ws", "create", "dev", "--parent", "root:acme:team-a", "--wait"])?
-        .ok()?;
+    sh.kplane(&[
+        "ws",
+        "create",
+        "dev",
+        "--parent",
+        "root:acme:team-a",
+        "--wait",
+    ])?
+    .ok()?;
 
     let table = sh.kplane(&["ws", "list"])?.ok()?;
-    let lines: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    let lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
     assert_eq!(lines.len(), 2, "{table}");
     assert_eq!(lines[0], ["NAME", "PHASE", "URL", "AGE"], "{table}");
     let acme_url = format!("{base}/clusters/root:acme");
-    assert_eq!(&lines[1][..3], ["acme", "Ready", acme_url.as_str()], "{table}");
+    assert_eq!(
+        &lines[1][..3],
+        ["acme", "Ready", acme_url.as_str()],
+        "{table}"
+    );
 
     let tree = sh.kplane(&["ws", "list", "--tree"])?.ok()?;
     assert_eq!(
@@ -217,7 +237,10 @@ fn nested_workspaces_are_created_listed_as_a_tree_and_entered_and_left() -> Resu
     // Pages of one: every workspace is still listed.
     let paged = sh.kplane(&["ws", "list", "--chunk-size", "1"])?.ok()?;
     assert_eq!(paged.lines().count(), 3, "{paged}");
-    assert!(paged.contains("team-a") && paged.contains("team-b"), "{paged}");
+    assert!(
+        paged.contains("team-a") && paged.contains("team-b"),
+        "{paged}"
+    );
 
     sh.use_ws(&["ws", "use", "team-a"], "root:acme:team-a")?;
     assert_eq!(sh.server()?, format!("{base}/clusters/root:acme:team-a"));
@@ -271,11 +294,26 @@ fn kubectl_ws_works_as_a_plugin_and_an_exported_kubeconfig_works_with_kubectl() 
     std::fs::write(&file, &exported)?;
     let file = file.to_string_lossy().into_owned();
     let created = sh
-        .kubectl(&["--kubeconfig", &file, "create", "configmap", "hello", "--from-literal=k=v"])?
+        .kubectl(&[
+            "--kubeconfig",
+            &file,
+            "create",
+            "configmap",
+            "hello",
+            "--from-literal=k=v",
+        ])?
         .ok()?;
     assert_eq!(created, "configmap/hello created\n");
     let value = sh
-        .kubectl(&["--kubeconfig", &file, "get", "configmap", "hello", "-o", "jsonpath={.data.k}"])?
+        .kubectl(&[
+            "--kubeconfig",
+            &file,
+            "get",
+            "configmap",
+            "hello",
+            "-o",
+            "jsonpath={.data.k}",
+        ])?
         .ok()?;
     assert_eq!(value, "v");
     // It landed in root:acme and nowhere else.
@@ -286,7 +324,10 @@ fn kubectl_ws_works_as_a_plugin_and_an_exported_kubeconfig_works_with_kubectl() 
     ensure!(!in_root.success(), "root sees root:acme's ConfigMap");
     // Self-contained: no file references, the context named after the workspace.
     assert!(!exported.contains("certificate-authority:"), "{exported}");
-    assert!(exported.contains("current-context: root:acme"), "{exported}");
+    assert!(
+        exported.contains("current-context: root:acme"),
+        "{exported}"
+    );
     sh.kplane(&["kubeconfig", "root:nope"])?
         .fails_with("workspace \"root:nope\" not found")?;
     Ok(())
@@ -318,14 +359,14 @@ fn mistakes_fail_with_a_clear_message() -> Result<()> {
 
     // The server refuses: its message is shown.
     sh.kplane(&["ws", "create", "x", "--wait"])?.ok()?;
-    sh.kplane(&["ws", "create", "x"])?.fails_with("already exists")?;
+    sh.kplane(&["ws", "create", "x"])?
+        .fails_with("already exists")?;
 
     // No kubeconfig at all.
     let bare = Shell::empty()?;
     let mut cmd = bare.command("kplane", &["ws", "current"]);
     cmd.env_remove("KUBECONFIG");
-    run(cmd, &bare.dir.path().join("out"))?
-        .fails_with("no kubeconfig: ")?;
+    run(cmd, &bare.dir.path().join("out"))?.fails_with("no kubeconfig: ")?;
     bare.kplane(&["ws", "list"])?
         .fails_with("none of the files in KUBECONFIG exists")?;
 
@@ -365,11 +406,15 @@ fn waiting_for_a_workspace_that_fails_reports_the_reason() -> Result<()> {
     )?;
     let seen = fake.stop();
     ensure!(
-        seen.iter().any(|r| r.starts_with("POST /clusters/root/apis/tenancy.kplane.io/v1alpha1/workspaces")),
+        seen.iter().any(
+            |r| r.starts_with("POST /clusters/root/apis/tenancy.kplane.io/v1alpha1/workspaces")
+        ),
         "{seen:?}"
     );
     ensure!(
-        seen.iter().any(|r| r.starts_with("GET /clusters/root/apis/tenancy.kplane.io/v1alpha1/workspaces/x")),
+        seen.iter()
+            .any(|r| r
+                .starts_with("GET /clusters/root/apis/tenancy.kplane.io/v1alpha1/workspaces/x")),
         "{seen:?}"
     );
     Ok(())
@@ -462,7 +507,10 @@ fn answer(stream: TcpStream) -> Result<String> {
         })
     };
     let (code, body) = if request_line.starts_with("POST ") {
-        ("201 Created", workspace("Initializing", serde_json::json!([])))
+        (
+            "201 Created",
+            workspace("Initializing", serde_json::json!([])),
+        )
     } else if request_line.contains("/workspaces/x") {
         let failed = serde_json::json!([{"type": "Ready", "status": "False",
             "reason": "TemplateFailed", "message": "applying ConfigMap default/x: invalid"}]);

@@ -98,7 +98,9 @@ fn main() -> anyhow::Result<()> {
             clap_complete::generate(shell, &mut Cli::command(), "kplane", &mut script);
             exit_on_error(client::out(&String::from_utf8_lossy(&script)));
         }
-        Command::Ws(args) => exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_ws(args)))),
+        Command::Ws(args) => {
+            exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_ws(args))))
+        }
         Command::Kubeconfig(args) => {
             exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_kubeconfig(args))))
         }

@@ -34,7 +34,8 @@ impl Session {
     pub fn load(flags: &ClientFlags) -> Result<Self> {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let env = std::env::var_os("KUBECONFIG");
-        let paths = kubeconfig::locate(flags.kubeconfig.as_deref(), env.as_deref(), home.as_deref())?;
+        let paths =
+            kubeconfig::locate(flags.kubeconfig.as_deref(), env.as_deref(), home.as_deref())?;
         let kubeconfigs = Kubeconfigs::load(&paths)?;
         let context = kubeconfigs.context(flags.context.as_deref())?;
         let (base, current) = path::split_server_url(&context.server).with_context(|| {
@@ -56,9 +57,8 @@ impl Session {
         self.kubeconfigs
             .previous_workspace(&self.context.name)
             .map(|p| {
-                WsPath::parse(&p).with_context(|| {
-                    format!("the previous workspace kept in the kubeconfig is invalid")
-                })
+                WsPath::parse(&p)
+                    .context("the previous workspace kept in the kubeconfig is invalid")
             })
             .transpose()
     }
@@ -133,12 +133,20 @@ impl WsClient {
     }
 
     /// One page of at most `limit` Workspaces, and the token of the next.
-    pub async fn list(&self, limit: u32, token: Option<String>) -> Result<(Vec<Value>, Option<String>)> {
+    pub async fn list(
+        &self,
+        limit: u32,
+        token: Option<String>,
+    ) -> Result<(Vec<Value>, Option<String>)> {
         let mut params = ListParams::default().limit(limit);
         params.continue_token = token;
         let list = self.api.list(&params).await.map_err(|e| self.explain(e))?;
         let next = list.metadata.continue_.filter(|c| !c.is_empty());
-        let items = list.items.into_iter().map(to_value).collect::<Result<_>>()?;
+        let items = list
+            .items
+            .into_iter()
+            .map(to_value)
+            .collect::<Result<_>>()?;
         Ok((items, next))
     }
 
@@ -237,13 +245,22 @@ impl WsClient {
     fn explain(&self, e: kube::Error) -> anyhow::Error {
         match e {
             kube::Error::Api(s) => {
-                anyhow!("the server refused: {} ({} {})", s.message, s.code, s.reason)
+                anyhow!(
+                    "the server refused: {} ({} {})",
+                    s.message,
+                    s.code,
+                    s.reason
+                )
             }
             kube::Error::HyperError(inner) => {
                 anyhow!("cannot reach the server at {}: {}", self.url, chain(&inner))
             }
             kube::Error::Service(inner) => {
-                anyhow!("cannot reach the server at {}: {}", self.url, chain(inner.as_ref()))
+                anyhow!(
+                    "cannot reach the server at {}: {}",
+                    self.url,
+                    chain(inner.as_ref())
+                )
             }
             other => anyhow!("talking to {}: {}", self.url, chain(&other)),
         }
@@ -271,7 +288,9 @@ fn to_value(obj: DynamicObject) -> Result<Value> {
 
 /// `status.phase`, `""` when unset.
 pub fn phase(ws: &Value) -> &str {
-    ws.pointer("/status/phase").and_then(Value::as_str).unwrap_or("")
+    ws.pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// `: <reason>: <message>` of the Ready condition, when it says something.
@@ -307,7 +326,10 @@ mod tests {
              "message": "applying ConfigMap x: invalid"},
         ]}});
         assert_eq!(phase(&ws), "Failed");
-        assert_eq!(reason(&ws), ": TemplateFailed: applying ConfigMap x: invalid");
+        assert_eq!(
+            reason(&ws),
+            ": TemplateFailed: applying ConfigMap x: invalid"
+        );
         assert_eq!(reason(&json!({})), "");
         assert_eq!(phase(&json!({})), "");
     }

@@ -30,14 +30,27 @@ fn build(session: &Session, path: &WsPath) -> Result<Value> {
     let (cluster, user) = session.kubeconfigs.cluster_and_user(&session.context);
     let mut cluster = cluster.as_object().cloned().unwrap_or_default();
     cluster.remove("extensions");
-    cluster.insert("server".into(), json!(path::server_url(&session.base, path)));
-    inline(&mut cluster, "certificate-authority", "certificate-authority-data", true)?;
+    cluster.insert(
+        "server".into(),
+        json!(path::server_url(&session.base, path)),
+    );
+    inline(
+        &mut cluster,
+        "certificate-authority",
+        "certificate-authority-data",
+        true,
+    )?;
     let mut context = Map::new();
     context.insert("cluster".into(), json!(path.as_str()));
     let mut users = Vec::new();
     if let Some((name, user)) = user {
         let mut user = user.as_object().cloned().unwrap_or_default();
-        inline(&mut user, "client-certificate", "client-certificate-data", true)?;
+        inline(
+            &mut user,
+            "client-certificate",
+            "client-certificate-data",
+            true,
+        )?;
         inline(&mut user, "client-key", "client-key-data", true)?;
         inline(&mut user, "tokenFile", "token", false)?;
         context.insert("user".into(), json!(name));
@@ -59,14 +72,22 @@ fn build(session: &Session, path: &WsPath) -> Result<Value> {
 /// Replaces the file reference `file_key` (an absolute path by now) with its content
 /// under `data_key`: base64 for certificates and keys, the text itself for a token.
 /// Data already inline wins, as it does for kubectl.
-fn inline(body: &mut Map<String, Value>, file_key: &str, data_key: &str, base64: bool) -> Result<()> {
+fn inline(
+    body: &mut Map<String, Value>,
+    file_key: &str,
+    data_key: &str,
+    base64: bool,
+) -> Result<()> {
     let Some(file) = body.remove(file_key) else {
         return Ok(());
     };
     let Some(file) = file.as_str().filter(|f| !f.is_empty()) else {
         return Ok(());
     };
-    if body.get(data_key).is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+    if body
+        .get(data_key)
+        .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+    {
         return Ok(());
     }
     let bytes = std::fs::read(Path::new(file))
@@ -96,7 +117,13 @@ mod tests {
             "tokenFile": token.to_str().unwrap(),
         }))
         .unwrap();
-        inline(&mut body, "certificate-authority", "certificate-authority-data", true).unwrap();
+        inline(
+            &mut body,
+            "certificate-authority",
+            "certificate-authority-data",
+            true,
+        )
+        .unwrap();
         inline(&mut body, "tokenFile", "token", false).unwrap();
         assert_eq!(
             Value::Object(body),
@@ -108,8 +135,17 @@ mod tests {
             "certificate-authority-data": "QUJD",
         }))
         .unwrap();
-        inline(&mut kept, "certificate-authority", "certificate-authority-data", true).unwrap();
-        assert_eq!(Value::Object(kept), json!({"certificate-authority-data": "QUJD"}));
+        inline(
+            &mut kept,
+            "certificate-authority",
+            "certificate-authority-data",
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            Value::Object(kept),
+            json!({"certificate-authority-data": "QUJD"})
+        );
 
         let mut missing: Map<String, Value> =
             serde_json::from_value(json!({"client-key": "/does/not/exist"})).unwrap();

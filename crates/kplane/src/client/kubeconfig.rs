@@ -243,14 +243,19 @@ impl Kubeconfigs {
     /// The context's cluster entry is rewritten in place when no other context uses it;
     /// when others do, the context gets a copy of its own (named after the context) so
     /// the other contexts keep their server. Files changed are marked for [`Self::save`].
-    pub fn set_server(&mut self, context: &str, server: &str, previous: Option<&str>) -> Result<()> {
+    pub fn set_server(
+        &mut self,
+        context: &str,
+        server: &str,
+        previous: Option<&str>,
+    ) -> Result<()> {
         let info = self.context(Some(context))?;
-        let (ctx_file, ctx_idx) = self
-            .locate_entry(Section::Contexts, context)
-            .ok_or_else(|| KubeconfigError::UnknownContext {
-                name: context.to_owned(),
-                files: display_paths(&self.paths()),
-            })?;
+        let (ctx_file, ctx_idx) =
+            self.locate_entry(Section::Contexts, context)
+                .ok_or_else(|| KubeconfigError::UnknownContext {
+                    name: context.to_owned(),
+                    files: display_paths(&self.paths()),
+                })?;
         let (cl_file, cl_idx) = self
             .locate_entry(Section::Clusters, &info.cluster)
             .ok_or_else(|| KubeconfigError::UnknownCluster {
@@ -260,9 +265,9 @@ impl Kubeconfigs {
         if self.shared(&info.cluster, context) {
             let mut body = self.files[cl_file].doc[Section::Clusters.key()][cl_idx]
                 [Section::Clusters.body()]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
             let from_dir = parent_dir(&self.files[cl_file].path);
             if from_dir != parent_dir(&self.files[ctx_file].path) {
                 absolutize(&mut body, "certificate-authority", &from_dir);
@@ -271,7 +276,9 @@ impl Kubeconfigs {
             let name = self.free_cluster_name(context);
             let doc = &mut self.files[ctx_file].doc;
             if let Some(root) = doc.as_object_mut() {
-                let list = root.entry(Section::Clusters.key()).or_insert_with(|| json!([]));
+                let list = root
+                    .entry(Section::Clusters.key())
+                    .or_insert_with(|| json!([]));
                 if !list.is_array() {
                     *list = json!([]);
                 }
@@ -286,7 +293,10 @@ impl Kubeconfigs {
                 .insert("server".to_owned(), json!(server));
         }
         if let Some(previous) = previous {
-            set_previous(self.body_mut(Section::Contexts, ctx_file, ctx_idx)?, previous);
+            set_previous(
+                self.body_mut(Section::Contexts, ctx_file, ctx_idx)?,
+                previous,
+            );
         }
         Ok(())
     }
@@ -294,7 +304,12 @@ impl Kubeconfigs {
     /// The body (`cluster:`, `context:` or `user:` mapping) of entry `ei` of file `fi`,
     /// marking the file changed. A missing body is created; one that is not a mapping is
     /// an error rather than something to overwrite.
-    fn body_mut(&mut self, section: Section, fi: usize, ei: usize) -> Result<&mut Map<String, Value>> {
+    fn body_mut(
+        &mut self,
+        section: Section,
+        fi: usize,
+        ei: usize,
+    ) -> Result<&mut Map<String, Value>> {
         let file = &mut self.files[fi];
         let malformed = |path: &Path| KubeconfigError::Parse {
             path: path.to_path_buf(),
@@ -563,28 +578,44 @@ x-unknown: kept
         assert_eq!(info.user.as_deref(), Some("admin"));
         assert_eq!(info.server, "https://127.0.0.1:6443/clusters/root");
         let err = k.context(Some("nope")).unwrap_err();
-        assert!(matches!(err, KubeconfigError::UnknownContext { .. }), "{err}");
+        assert!(
+            matches!(err, KubeconfigError::UnknownContext { .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("\"nope\" not found"), "{err}");
     }
 
     #[test]
     fn an_unshared_cluster_is_rewritten_in_place_and_unknown_fields_survive() {
         let mut k = one(ADMIN);
-        k.set_server("kplane", "https://127.0.0.1:6443/clusters/root:a", Some("root"))
-            .unwrap();
+        k.set_server(
+            "kplane",
+            "https://127.0.0.1:6443/clusters/root:a",
+            Some("root"),
+        )
+        .unwrap();
         let doc = &k.files[0].doc;
         assert_eq!(doc["clusters"].as_array().unwrap().len(), 1);
         assert_eq!(
             doc["clusters"][0]["cluster"]["server"],
             "https://127.0.0.1:6443/clusters/root:a"
         );
-        assert_eq!(doc["clusters"][0]["cluster"]["certificate-authority"], "ca.crt");
+        assert_eq!(
+            doc["clusters"][0]["cluster"]["certificate-authority"],
+            "ca.crt"
+        );
         assert_eq!(doc["x-unknown"], "kept");
         assert_eq!(k.previous_workspace("kplane").as_deref(), Some("root"));
         // A second use replaces the extension rather than adding one.
-        k.set_server("kplane", "https://127.0.0.1:6443/clusters/root:b", Some("root:a"))
+        k.set_server(
+            "kplane",
+            "https://127.0.0.1:6443/clusters/root:b",
+            Some("root:a"),
+        )
+        .unwrap();
+        let exts = k.files[0].doc["contexts"][0]["context"]["extensions"]
+            .as_array()
             .unwrap();
-        let exts = k.files[0].doc["contexts"][0]["context"]["extensions"].as_array().unwrap();
         assert_eq!(exts.len(), 1);
         assert_eq!(k.previous_workspace("kplane").as_deref(), Some("root:a"));
         // The rewritten document reads back the same, through YAML.
@@ -592,7 +623,10 @@ x-unknown: kept
         assert!(yaml.ends_with("\n") && !yaml.contains(">-"), "{yaml}");
         let again = one(&yaml);
         assert_eq!(again.files[0].doc, k.files[0].doc);
-        assert_eq!(again.context(None).unwrap().server, "https://127.0.0.1:6443/clusters/root:b");
+        assert_eq!(
+            again.context(None).unwrap().server,
+            "https://127.0.0.1:6443/clusters/root:b"
+        );
     }
 
     #[test]
@@ -624,7 +658,10 @@ x-unknown: kept
         assert_eq!(k.previous_workspace("kplane"), None);
         // The copy keeps the CA reference; the next move rewrites the copy in place.
         let doc = &k.files[0].doc;
-        assert_eq!(doc["clusters"][1]["cluster"]["certificate-authority"], "ca.crt");
+        assert_eq!(
+            doc["clusters"][1]["cluster"]["certificate-authority"],
+            "ca.crt"
+        );
         k.set_server("kplane", "https://127.0.0.1:6443/clusters/root:b", None)
             .unwrap();
         assert_eq!(k.files[0].doc["clusters"].as_array().unwrap().len(), 2);
@@ -673,7 +710,12 @@ users:
         assert_eq!(typed.current_context.as_deref(), Some("dev"));
         let shared = typed.clusters.iter().find(|c| c.name == "shared").unwrap();
         assert_eq!(
-            shared.cluster.as_ref().unwrap().certificate_authority.as_deref(),
+            shared
+                .cluster
+                .as_ref()
+                .unwrap()
+                .certificate_authority
+                .as_deref(),
             Some("/two/ca.pem"),
             "relative paths resolve against the file that holds them"
         );
@@ -682,13 +724,22 @@ users:
     #[test]
     fn with_multiple_files_each_change_goes_to_the_file_defining_the_entry() {
         let mut k = multi();
-        k.set_server("dev", "https://h:1/clusters/root:x", Some("root")).unwrap();
+        k.set_server("dev", "https://h:1/clusters/root:x", Some("root"))
+            .unwrap();
         assert!(k.files[0].dirty && k.files[1].dirty && !k.files[2].dirty);
         // The cluster is rewritten in b; the previous workspace is kept on the context in a.
-        assert_eq!(k.files[1].doc["clusters"][0]["cluster"]["server"], "https://h:1/clusters/root:x");
-        assert_eq!(k.files[2].doc["clusters"][0]["cluster"]["server"], "https://shadowed");
+        assert_eq!(
+            k.files[1].doc["clusters"][0]["cluster"]["server"],
+            "https://h:1/clusters/root:x"
+        );
+        assert_eq!(
+            k.files[2].doc["clusters"][0]["cluster"]["server"],
+            "https://shadowed"
+        );
         assert!(k.files[0].doc["contexts"][0]["context"]["extensions"].is_array());
-        assert!(k.files[1].doc["contexts"][0]["context"].get("extensions").is_none());
+        assert!(k.files[1].doc["contexts"][0]["context"]
+            .get("extensions")
+            .is_none());
         assert_eq!(k.previous_workspace("dev").as_deref(), Some("root"));
     }
 
@@ -710,13 +761,17 @@ contexts:
             (PathBuf::from("/two/b"), b.to_owned()),
         ])
         .unwrap();
-        k.set_server("dev", "https://h:1/clusters/root:x", None).unwrap();
+        k.set_server("dev", "https://h:1/clusters/root:x", None)
+            .unwrap();
         assert!(!k.files[1].dirty, "the shared entry is left alone");
         let copy = &k.files[0].doc["clusters"][0];
         assert_eq!(copy["name"], "dev");
         assert_eq!(copy["cluster"]["server"], "https://h:1/clusters/root:x");
         assert_eq!(copy["cluster"]["certificate-authority"], "/two/ca.pem");
-        assert_eq!(k.context(Some("prod")).unwrap().server, "https://h:1/clusters/root");
+        assert_eq!(
+            k.context(Some("prod")).unwrap().server,
+            "https://h:1/clusters/root"
+        );
     }
 
     #[test]
@@ -727,15 +782,28 @@ contexts:
         fs::write(&a, ADMIN).unwrap();
         fs::write(&b, ADMIN).unwrap();
         let missing = dir.path().join("missing");
-        assert_eq!(locate(Some(&a), Some(b.as_os_str()), None).unwrap(), vec![a.clone()]);
+        assert_eq!(
+            locate(Some(&a), Some(b.as_os_str()), None).unwrap(),
+            vec![a.clone()]
+        );
         let err = locate(Some(&missing), None, None).unwrap_err();
         assert!(err.to_string().contains("does not exist"), "{err}");
         let env = std::env::join_paths([&missing, &b, &a]).unwrap();
-        assert_eq!(locate(None, Some(&env), None).unwrap(), vec![b.clone(), a.clone()]);
+        assert_eq!(
+            locate(None, Some(&env), None).unwrap(),
+            vec![b.clone(), a.clone()]
+        );
         let err = locate(None, Some(missing.as_os_str()), None).unwrap_err();
-        assert!(err.to_string().starts_with("no kubeconfig: none of the files"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("no kubeconfig: none of the files"),
+            "{err}"
+        );
         let err = locate(None, None, Some(dir.path())).unwrap_err();
-        assert!(err.to_string().contains(".kube/config does not exist"), "{err}");
+        assert!(
+            err.to_string().contains(".kube/config does not exist"),
+            "{err}"
+        );
         fs::create_dir(dir.path().join(".kube")).unwrap();
         fs::write(dir.path().join(".kube/config"), ADMIN).unwrap();
         assert_eq!(
@@ -754,24 +822,41 @@ contexts:
         fs::set_permissions(&real, fs::Permissions::from_mode(0o600)).unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
         let mut k = Kubeconfigs::load(std::slice::from_ref(&link)).unwrap();
-        k.set_server("kplane", "https://127.0.0.1:6443/clusters/root:z", Some("root"))
-            .unwrap();
+        k.set_server(
+            "kplane",
+            "https://127.0.0.1:6443/clusters/root:z",
+            Some("root"),
+        )
+        .unwrap();
         k.save().unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         let mode = fs::metadata(&real).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let again = Kubeconfigs::load(&[real]).unwrap();
-        assert_eq!(again.context(None).unwrap().server, "https://127.0.0.1:6443/clusters/root:z");
+        assert_eq!(
+            again.context(None).unwrap().server,
+            "https://127.0.0.1:6443/clusters/root:z"
+        );
         assert_eq!(again.previous_workspace("kplane").as_deref(), Some("root"));
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp file left");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no temp file left"
+        );
     }
 
     #[test]
     fn empty_and_invalid_files() {
         let k = one("");
-        assert!(matches!(k.context(None), Err(KubeconfigError::NoCurrentContext)));
-        let err = Kubeconfigs::from_texts(vec![(PathBuf::from("/x"), "- a\n- b\n".into())])
-            .unwrap_err();
+        assert!(matches!(
+            k.context(None),
+            Err(KubeconfigError::NoCurrentContext)
+        ));
+        let err =
+            Kubeconfigs::from_texts(vec![(PathBuf::from("/x"), "- a\n- b\n".into())]).unwrap_err();
         assert!(err.to_string().contains("not a valid kubeconfig"), "{err}");
     }
 }

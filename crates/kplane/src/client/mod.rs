@@ -132,15 +132,23 @@ pub fn plugin_argv(args: Vec<OsString>) -> (Option<&'static str>, Vec<OsString>)
     match invoked.as_deref() {
         Some("kubectl-ws") => (
             Some("kubectl"),
-            ["kubectl", "ws"].map(OsString::from).into_iter().chain(rest).collect(),
+            ["kubectl", "ws"]
+                .map(OsString::from)
+                .into_iter()
+                .chain(rest)
+                .collect(),
         ),
         Some("kubectl-kplane") => (
             Some("kubectl kplane"),
-            std::iter::once(OsString::from("kubectl kplane")).chain(rest).collect(),
+            std::iter::once(OsString::from("kubectl kplane"))
+                .chain(rest)
+                .collect(),
         ),
         _ => (
             None,
-            std::iter::once(OsString::from("kplane")).chain(rest).collect(),
+            std::iter::once(OsString::from("kplane"))
+                .chain(rest)
+                .collect(),
         ),
     }
 }
@@ -149,7 +157,10 @@ pub fn plugin_argv(args: Vec<OsString>) -> (Option<&'static str>, Vec<OsString>)
 pub fn out(text: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(anyhow::Error::new(e).context("writing to stdout"))
         }

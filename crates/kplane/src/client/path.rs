@@ -20,7 +20,9 @@ pub enum PathError {
     Invalid(String, &'static str),
     #[error("the current workspace is {0:?}, which has no parent")]
     AboveRoot(String),
-    #[error("there is no previous workspace to go back to (no `kplane ws use` in this context yet)")]
+    #[error(
+        "there is no previous workspace to go back to (no `kplane ws use` in this context yet)"
+    )]
     NoPrevious,
 }
 
@@ -227,7 +229,10 @@ mod tests {
     #[test]
     fn server_urls_split_into_base_and_path() {
         let (base, path) = split_server_url("https://127.0.0.1:6443/clusters/root:acme").unwrap();
-        assert_eq!((base.as_str(), path.as_str()), ("https://127.0.0.1:6443", "root:acme"));
+        assert_eq!(
+            (base.as_str(), path.as_str()),
+            ("https://127.0.0.1:6443", "root:acme")
+        );
         let (base, path) = split_server_url("https://h/prefix/clusters/root/").unwrap();
         assert_eq!((base.as_str(), path.as_str()), ("https://h/prefix", "root"));
         let (base, path) = split_server_url("https://h:1").unwrap();

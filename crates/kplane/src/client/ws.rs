@@ -17,9 +17,7 @@ use super::{out, ClientFlags, WsCommand};
 pub async fn run(flags: &ClientFlags, command: Option<WsCommand>) -> Result<()> {
     let session = Session::load(flags)?;
     match command.unwrap_or(WsCommand::Current) {
-        WsCommand::Current => {
-            out(&format!("{}\n", current_line(&session.current)))
-        }
+        WsCommand::Current => out(&format!("{}\n", current_line(&session.current))),
         WsCommand::Use { target } => use_workspace(session, &target).await,
         WsCommand::Create {
             name,
@@ -33,7 +31,15 @@ pub async fn run(flags: &ClientFlags, command: Option<WsCommand>) -> Result<()> 
                 Some(p) => resolve(&session, &p)?,
                 None => session.current.clone(),
             };
-            create(&session, &parent, &name, template.as_deref(), wait || enter, timeout).await?;
+            create(
+                &session,
+                &parent,
+                &name,
+                template.as_deref(),
+                wait || enter,
+                timeout,
+            )
+            .await?;
             if enter {
                 let target = parent.join(&name)?;
                 return use_workspace(session, target.as_str()).await;
@@ -58,7 +64,11 @@ fn current_line(path: &WsPath) -> String {
 /// `~` reaches us expanded by the shell: `$HOME` itself means home too.
 fn resolve(session: &Session, target: &str) -> Result<WsPath> {
     let home = std::env::var("HOME").ok().filter(|h| !h.is_empty());
-    let target = if home.as_deref() == Some(target) { "~" } else { target };
+    let target = if home.as_deref() == Some(target) {
+        "~"
+    } else {
+        target
+    };
     let previous = session.previous()?;
     Ok(path::resolve(target, &session.current, previous.as_ref())?)
 }
@@ -115,7 +125,11 @@ async fn list(session: &Session, tree: bool, chunk: u32) -> Result<()> {
         let node = collect(session, session.current.clone(), "Ready".to_owned(), chunk).await?;
         return out(&render_tree(&node));
     }
-    let items = session.client(&session.current).await?.list_all(chunk).await?;
+    let items = session
+        .client(&session.current)
+        .await?
+        .list_all(chunk)
+        .await?;
     if items.is_empty() {
         eprintln!("No workspaces found in {:?}.", session.current.as_str());
         return Ok(());
@@ -123,7 +137,12 @@ async fn list(session: &Session, tree: bool, chunk: u32) -> Result<()> {
     let now = chrono::Utc::now();
     let mut rows = vec![["NAME", "PHASE", "URL", "AGE"].map(String::from).to_vec()];
     for ws in &items {
-        let text = |p: &str| ws.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned();
+        let text = |p: &str| {
+            ws.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
         let age = kplane_printers::age_cell(ws, now);
         rows.push(vec![
             text("/metadata/name"),
@@ -139,7 +158,13 @@ async fn list(session: &Session, tree: bool, chunk: u32) -> Result<()> {
 fn render_table(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for row in rows {
@@ -176,7 +201,10 @@ fn collect(
         let items = session.client(&path).await?.list_all(chunk).await?;
         let mut children = Vec::with_capacity(items.len());
         for ws in &items {
-            let name = ws.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            let name = ws
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let child_phase = phase(ws).to_owned();
             if child_phase == "Ready" {
                 let child = path.join(name)?;
@@ -209,7 +237,11 @@ fn render_tree(root: &Node) -> String {
 fn draw_children(children: &[Node], prefix: &str, out: &mut String) {
     for (i, child) in children.iter().enumerate() {
         let last = i + 1 == children.len();
-        let (branch, next) = if last { ("└── ", "    ") } else { ("├── ", "│   ") };
+        let (branch, next) = if last {
+            ("└── ", "    ")
+        } else {
+            ("├── ", "│   ")
+        };
         out.push_str(&format!("{prefix}{branch}{}\n", label(child)));
         draw_children(&child.children, &format!("{prefix}{next}"), out);
     }
@@ -219,7 +251,15 @@ fn label(node: &Node) -> String {
     if node.phase == "Ready" {
         node.name.clone()
     } else {
-        format!("{} ({})", node.name, if node.phase.is_empty() { "no phase" } else { &node.phase })
+        format!(
+            "{} ({})",
+            node.name,
+            if node.phase.is_empty() {
+                "no phase"
+            } else {
+                &node.phase
+            }
+        )
     }
 }
 
