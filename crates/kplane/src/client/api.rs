@@ -126,8 +126,10 @@ pub struct WsClient {
 impl WsClient {
     /// Workspace `name`, `None` when there is none.
     pub async fn get(&self, name: &str) -> Result<Option<Value>> {
-        match self.api.get_opt(name).await {
-            Ok(ws) => ws.map(to_value).transpose(),
+        // Any 404 (also "this logical cluster does not exist") means there is none.
+        match self.api.get(name).await {
+            Ok(ws) => to_value(ws).map(Some),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
             Err(e) => Err(self.explain(e)),
         }
     }
