@@ -6,8 +6,10 @@ BIND ?= 127.0.0.1:6443
 ARGS ?=
 # Where cargo puts binaries (honours CARGO_TARGET_DIR).
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
+# `make install` puts kplane and its kubectl plugin names into $(PREFIX)/bin.
+PREFIX ?= $(HOME)/.local
 
-.PHONY: run test build build-release lint fmt bench clean
+.PHONY: run test build build-release install lint fmt bench clean
 
 ## Build (release) and start the server with data in ./kplane-data.
 run: build-release
@@ -20,6 +22,15 @@ build-release:
 
 build:
 	$(CARGO) build -p kplane
+
+## Install the release binary as $(PREFIX)/bin/kplane, with the kubectl plugins
+## kubectl-ws and kubectl-kplane as symlinks to it (`kubectl ws use root:acme`).
+install: build-release
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(TARGET_DIR)/release/kplane $(DESTDIR)$(PREFIX)/bin/kplane
+	ln -sf kplane $(DESTDIR)$(PREFIX)/bin/kubectl-ws
+	ln -sf kplane $(DESTDIR)$(PREFIX)/bin/kubectl-kplane
+	@echo "kplane: installed into $(PREFIX)/bin (it must be on PATH for kubectl to find the plugins)"
 
 ## Every test: unit, integration and end-to-end (e2e starts the real binary and drives it
 ## with kubectl and kube-rs). One build of the binary is shared by all e2e tests.

@@ -13,13 +13,15 @@
 //! directory holding `kplane-data/admin.kubeconfig` (a copy of the server's, so
 //! `export KUBECONFIG=$PWD/kplane-data/admin.kubeconfig` works as written) and `docs`, a link
 //! to the repository's docs/ (so `kubectl apply -f docs/examples/...` works). `KUBECONFIG`
-//! is set to that copy and `HOME` to the scratch directory.
+//! is set to that copy and `HOME` to the scratch directory. `PATH` starts with `bin/`,
+//! holding `kplane` and the kubectl plugin names `kubectl-ws` and `kubectl-kplane` as
+//! links to the binary under test, as `make install` lays them out.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context as _, Result};
-use kplane_e2e::KplaneServer;
+use kplane_e2e::{kplane_bin, KplaneServer};
 
 /// A runnable block: where it starts and its text.
 #[derive(Debug, PartialEq)]
@@ -92,6 +94,17 @@ fn run_file(file: &Path, blocks: &[Block]) -> Result<()> {
     let kubeconfig = dir.join("kplane-data/admin.kubeconfig");
     std::fs::copy(server.kubeconfig(), &kubeconfig).context("copying the kubeconfig")?;
     std::os::unix::fs::symlink(repo_root().join("docs"), dir.join("docs"))?;
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin)?;
+    let kplane = kplane_bin()?;
+    for name in ["kplane", "kubectl-ws", "kubectl-kplane"] {
+        std::os::unix::fs::symlink(&kplane, bin.join(name))?;
+    }
+    let mut path = std::ffi::OsString::from(bin.as_os_str());
+    if let Some(rest) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(rest);
+    }
 
     let mut script = String::from("set -euo pipefail\n");
     for b in blocks {
@@ -105,6 +118,7 @@ fn run_file(file: &Path, blocks: &[Block]) -> Result<()> {
         .current_dir(dir)
         .env("KUBECONFIG", &kubeconfig)
         .env("HOME", dir)
+        .env("PATH", path)
         .output()
         .context("running bash")?;
     if !out.status.success() {

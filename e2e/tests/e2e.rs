@@ -14,3 +14,4 @@ mod logs;
 mod shutdown;
 mod ssa;
 mod workspaces;
+mod ws_cli;

@@ -1,9 +1,15 @@
 //! `kplane`: the command-line front end of the kplane API server.
 //!
 //! `kplane serve --data-dir DIR --bind HOST:PORT` starts the server and writes
-//! `DIR/admin.kubeconfig` once it is ready. All behaviour lives in `kplane-apiserver`;
-//! this binary only parses flags, sets up logging (see [`logging`]) and handles signals.
+//! `DIR/admin.kubeconfig` once it is ready. All server behaviour lives in
+//! `kplane-apiserver`; for it this binary only parses flags, sets up logging (see
+//! [`logging`]) and handles signals.
+//!
+//! The client commands (`kplane ws ...`, `kplane kubeconfig PATH`) live in [`client`];
+//! `kplane completion SHELL` prints a shell completion script. Invoked as `kubectl-ws` or
+//! `kubectl-kplane` (symlinks that `make install` creates), the binary is a kubectl plugin.
 
+mod client;
 mod logging;
 
 use std::net::SocketAddr;
@@ -16,7 +22,7 @@ use anyhow::Context;
 /// malloc/free at about a quarter of the server's CPU (see docs/performance.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -33,6 +39,15 @@ struct Cli {
 enum Command {
     /// Run the API server.
     Serve(ServeArgs),
+    /// Workspaces: create, list, delete, use (also `kubectl ws`).
+    Ws(client::WsArgs),
+    /// Print a self-contained kubeconfig for one workspace (logical cluster).
+    Kubeconfig(client::KubeconfigArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -67,17 +82,56 @@ struct ServeArgs {
 }
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    match &cli.command {
-        Command::Serve(args) => logging::init(args.verbosity, args.log_format)?,
+    let (plugin_name, argv) = client::plugin_argv(std::env::args_os().collect());
+    let mut command = Cli::command();
+    if let Some(name) = plugin_name {
+        command = command.bin_name(name);
     }
+    let cli = match Cli::from_arg_matches(&command.get_matches_from(argv)) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let args = match cli.command {
+        Command::Serve(args) => args,
+        Command::Completion { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "kplane", &mut script);
+            exit_on_error(client::out(&String::from_utf8_lossy(&script)));
+        }
+        Command::Ws(args) => {
+            exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_ws(args))))
+        }
+        Command::Kubeconfig(args) => {
+            exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_kubeconfig(args))))
+        }
+    };
+    logging::init(args.verbosity, args.log_format)?;
     raise_open_file_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    match cli.command {
-        Command::Serve(args) => runtime.block_on(serve(args)),
+    runtime.block_on(serve(args))
+}
+
+/// A small runtime for one client command.
+fn client_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// Ends a client command: exit 0, or the error on one line and exit 1 (no backtrace).
+fn exit_on_error(result: anyhow::Result<()>) -> ! {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    match result {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(1)
+        }
     }
 }
 
