@@ -56,6 +56,33 @@ impl TypeStrategy for Workspace {
         });
     }
 
+    /// `spec.template`, when set, is a template's name, and it cannot change: the template
+    /// is applied once, when the logical cluster is created.
+    fn validate(&self, _rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        let template = obj.pointer("/spec/template");
+        match template {
+            None | Some(Value::Null) => {}
+            Some(Value::String(t)) => {
+                for msg in kplane_types::validation::is_dns1123_subdomain(t) {
+                    causes.push(Cause::invalid("spec.template", &json!(t), &msg));
+                }
+            }
+            Some(other) => causes.push(Cause::invalid("spec.template", other, "must be a string")),
+        }
+        if let Some(old) = old {
+            let before = old.pointer("/spec/template").filter(|v| !v.is_null());
+            if before != template.filter(|v| !v.is_null()) {
+                causes.push(Cause::invalid(
+                    "spec.template",
+                    template.unwrap_or(&Value::Null),
+                    "field is immutable",
+                ));
+            }
+        }
+        causes
+    }
+
     /// `status.phase`, when set, is one of [`PHASES`].
     fn validate_status_update(&self, _rt: &ResourceType, obj: &Value) -> Vec<Cause> {
         match obj.pointer("/status/phase") {
