@@ -154,8 +154,8 @@ mod tests {
         assert_eq!(gvk["kind"], "Workspace");
         let gvk = &defs[WORKSPACE_TEMPLATE]["x-kubernetes-group-version-kind"][0];
         assert_eq!(gvk["kind"], "WorkspaceTemplate");
-        let items = &defs[WORKSPACE_TEMPLATE]["properties"]["spec"]["properties"]["manifests"]
-            ["items"];
+        let items =
+            &defs[WORKSPACE_TEMPLATE]["properties"]["spec"]["properties"]["manifests"]["items"];
         assert_eq!(items["x-kubernetes-embedded-resource"], true);
         assert_eq!(items["x-kubernetes-preserve-unknown-fields"], true);
     }
