@@ -104,6 +104,20 @@ fn a_template_installs_a_crd_and_its_resource_before_the_workspace_is_ready() ->
     ensure!(rows.len() == 2, "{table}");
     assert_eq!(rows[0], ["NAME", "MANIFESTS", "AGE"], "{table}");
     assert_eq!(&rows[1][..2], ["operator", "4"], "{table}");
+    // OpenAPI v3 describes it; client-side apply of a change works too.
+    let out = server.kubectl_ok(&["explain", "workspacetemplate.spec.manifests"])?;
+    ensure!(out.contains("[]Object"), "{out}");
+    let extra = "  - apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: extra\n";
+    for body in [
+        BROKEN.replace("broken", "client-side"),
+        BROKEN.replace("broken", "client-side") + extra,
+    ] {
+        let out = server.kubectl_stdin(&["apply", "-f", "-"], &body)?;
+        ensure!(out.success(), "client-side apply: {}", out.stderr);
+    }
+    let out = server.kubectl_ok(&["get", "wstpl", "client-side", "--no-headers"])?;
+    let cols: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(&cols[..2], ["client-side", "3"], "{out}");
     let described = server.kubectl_ok(&["describe", "workspacetemplate", "operator"])?;
     ensure!(
         described.contains("ClusterDeployment") && described.contains("hive-config"),

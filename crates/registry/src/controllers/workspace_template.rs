@@ -103,8 +103,13 @@ impl Registry {
                 .template_type(child, group, version, kind, defined_earlier)
                 .await?
             else {
+                let why = if defined_earlier {
+                    format!(" (its CustomResourceDefinition earlier in the template was not Established within {}s)", CRD_WAIT.as_secs())
+                } else {
+                    String::new()
+                };
                 return fail(format!(
-                    "the server does not serve kind \"{kind}\" in version \"{api_version}\" in logical cluster \"{child}\""
+                    "the server does not serve kind \"{kind}\" in version \"{api_version}\" in logical cluster \"{child}\"{why}"
                 ));
             };
             if !rt.is_stored() || !rt.has_verb("patch") {
