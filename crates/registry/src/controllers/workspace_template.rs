@@ -8,7 +8,9 @@
 //!   under the field manager `kplane-template`, forced: a rerun (after a retry or a
 //!   restart) applies the same configuration again and changes nothing, and fields that
 //!   tenants later set under other managers are not taken back beyond the template's own.
-//!   Namespaced manifests without a namespace go to `default`, as kubectl's do.
+//!   Namespaced manifests without a namespace go to `default`, as kubectl's do; metadata
+//!   only the server sets (`resourceVersion`, `uid`, `managedFields`, ...) is dropped, so a
+//!   manifest copied from `kubectl get -o yaml` applies.
 //! - A custom resource whose CRD came earlier in the same template waits (at most
 //!   [`CRD_WAIT`]) until that CRD is Established and its type is in the child's catalog.
 //! - A template that is not found, or a manifest the server refuses, is a
@@ -40,6 +42,19 @@ pub const TEMPLATE_MANAGER: &str = "kplane-template";
 /// served in the new cluster.
 pub(crate) const CRD_WAIT: Duration = Duration::from_secs(10);
 const CRD_POLL: Duration = Duration::from_millis(50);
+/// Metadata a manifest copied from a live object may carry but a configuration does not:
+/// dropped before applying (a `resourceVersion` or `uid` would be a precondition that no
+/// new cluster can meet).
+const SERVER_SET_METADATA: &[&str] = &[
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
 
 /// Why a Workspace's template could not be applied; the Workspace turns Failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,6 +131,11 @@ impl Registry {
                 return fail(format!("kind \"{kind}\" cannot be applied"));
             }
             let mut doc = m.clone();
+            if let Ok(md) = meta::meta_mut(&mut doc) {
+                for f in SERVER_SET_METADATA {
+                    md.remove(*f);
+                }
+            }
             let namespace = if rt.namespaced {
                 let ns = meta::meta_str(m, "namespace")
                     .filter(|n| !n.is_empty())
@@ -627,6 +647,32 @@ mod tests {
         assert_eq!(ws["status"]["phase"], "Failed");
         let msg = ws["status"]["conditions"][0]["message"].as_str().unwrap();
         assert!(msg.contains("data[not a key!]"), "{msg}");
+    }
+
+    /// A manifest copied from a live object (resourceVersion, uid, managedFields) applies.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn server_set_metadata_of_a_manifest_is_dropped() {
+        let f = setup().await;
+        let reg = &f.reg;
+        let mut copied = cm("copied", None);
+        copied["metadata"]["resourceVersion"] = json!("999");
+        copied["metadata"]["uid"] = json!("0c6c9d0e-0000-4000-8000-000000000000");
+        copied["metadata"]["creationTimestamp"] = json!("2020-01-01T00:00:00Z");
+        copied["metadata"]["managedFields"] =
+            json!([{"manager": "someone", "operation": "Update", "apiVersion": "v1"}]);
+        create_template(reg, "root", "copied", vec![copied]).await;
+        let ws = create_ws(reg, "root", "acme", Some("copied")).await;
+        assert_eq!(ws["status"]["phase"], "Ready", "{ws}");
+        let cms = target(reg, "root:acme", "", "configmaps", Some("default")).await;
+        let obj = get(reg, &cms, "copied").await.unwrap();
+        assert_ne!(
+            obj["metadata"]["uid"],
+            "0c6c9d0e-0000-4000-8000-000000000000"
+        );
+        assert_eq!(
+            obj["metadata"]["managedFields"][0]["manager"],
+            TEMPLATE_MANAGER
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
