@@ -649,6 +649,30 @@ mod tests {
         assert!(msg.contains("data[not a key!]"), "{msg}");
     }
 
+    /// A custom resource whose CRD (earlier in the template) never becomes Established
+    /// fails after the bounded wait, saying so.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_custom_resource_of_a_crd_that_is_not_established_fails_after_the_wait() {
+        let f = setup().await;
+        let reg = &f.reg;
+        let mut conflicting = widget_crd();
+        conflicting["metadata"]["name"] = json!("things.example.com");
+        conflicting["spec"]["names"] = json!({"plural": "things", "singular": "widget",
+                                              "kind": "Thing", "listKind": "ThingList"});
+        let thing = json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                           "metadata": {"name": "t"}});
+        create_template(reg, "root", "clash", vec![widget_crd(), conflicting, thing]).await;
+        let ws = create_ws(reg, "root", "acme", Some("clash")).await;
+        assert_eq!(ws["status"]["phase"], "Failed", "{ws}");
+        let msg = ws["status"]["conditions"][0]["message"].as_str().unwrap();
+        assert!(
+            msg.contains("spec.manifests[2]")
+                && msg.contains("does not serve kind \"Thing\"")
+                && msg.contains("was not Established within"),
+            "{msg}"
+        );
+    }
+
     /// A manifest copied from a live object (resourceVersion, uid, managedFields) applies.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn server_set_metadata_of_a_manifest_is_dropped() {
