@@ -1,9 +1,10 @@
 //! The definitions of kplane's own built-in kinds (the `tenancy.kplane.io/v1alpha1`
-//! Workspace and WorkspaceTemplate), which `k8s-openapi` cannot provide. They are declared here by hand, in the
-//! shape the generated definitions have (`$ref`s to the shared ObjectMeta and Condition
-//! definitions, `x-kubernetes-group-version-kind`, a `<Kind>List` definition), and added to
-//! [`crate::builtin_definitions`], so that OpenAPI v2/v3, typed decoding (pruning) and
-//! server-side apply treat them exactly like the Kubernetes built-ins.
+//! Workspace and WorkspaceTemplate), which `k8s-openapi` cannot provide. They are declared
+//! here by hand, in the shape the generated definitions have (`$ref`s to the shared
+//! ObjectMeta and Condition definitions, `x-kubernetes-group-version-kind`, a `<Kind>List`
+//! definition), and added to [`crate::builtin_definitions`], so that OpenAPI v2/v3, typed
+//! decoding (pruning) and server-side apply treat them exactly like the Kubernetes
+//! built-ins. A template's manifests are embedded resources whose unknown fields are kept.
 
 use std::collections::BTreeMap;
 

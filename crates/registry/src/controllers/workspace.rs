@@ -4,8 +4,9 @@
 //! - A new Workspace NAME in cluster P: the child cluster `P:NAME` is bootstrapped
 //!   ([`Registry::ensure_cluster`]), its template (`spec.template`) applied
 //!   (`workspace_template`; a failure turns it Failed for good), then the Workspace's
-//!   `/status` turns Ready with the child's URL (the server's external base URL + `/clusters/P:NAME`) and a `Ready`
-//!   condition. Until the server knows its URL the item waits.
+//!   `/status` turns Ready with the child's URL (the server's external base URL +
+//!   `/clusters/P:NAME`) and a `Ready` condition. Until the server knows its URL the item
+//!   waits.
 //! - A Workspace marked for deletion (Terminating): writes into the child and its
 //!   descendants are refused, the key ranges of the descendants (deepest first, found
 //!   through the Workspace objects each cluster holds) and then of the child are deleted

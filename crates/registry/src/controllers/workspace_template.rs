@@ -223,7 +223,13 @@ impl Registry {
         failure: TemplateFailure,
     ) -> ApiResult<bool> {
         let cluster = t.cluster()?;
-        tracing::warn!(%cluster, name, reason = failure.reason, message = %failure.message, "workspace failed");
+        tracing::warn!(
+            %cluster,
+            name,
+            reason = failure.reason,
+            message = %failure.message,
+            "workspace failed"
+        );
         let mut next = ws;
         let mut conditions: Vec<Value> = next
             .pointer("/status/conditions")
