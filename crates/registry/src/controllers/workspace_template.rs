@@ -95,77 +95,87 @@ impl Registry {
             .map(Vec::as_slice)
             .unwrap_or_default();
         for (i, m) in manifests.iter().enumerate() {
-            let fail = |why: String| {
-                Ok(Some(TemplateFailure {
+            if let Some(why) = self.apply_manifest(child, m, &manifests[..i]).await? {
+                return Ok(Some(TemplateFailure {
                     reason: "TemplateApplyFailed",
                     message: format!(
                         "{} of WorkspaceTemplate \"{name}\" (logical cluster \"{found_in}\"): {why}",
                         describe(i, m)
                     ),
-                }))
-            };
-            let api_version = m.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-            let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
-            let Some(obj_name) = meta::meta_str(m, "name").filter(|n| !n.is_empty()) else {
-                return fail("metadata.name: Required value".into());
-            };
-            let (group, version) = match api_version.split_once('/') {
-                Some((g, v)) => (g, v),
-                None => ("", api_version),
-            };
-            let defined_earlier = crd_defines(&manifests[..i], group, kind);
-            let Some(rt) = self
-                .template_type(child, group, version, kind, defined_earlier)
-                .await?
-            else {
-                let why = if defined_earlier {
-                    format!(" (its CustomResourceDefinition earlier in the template was not Established within {}s)", CRD_WAIT.as_secs())
-                } else {
-                    String::new()
-                };
-                return fail(format!(
-                    "the server does not serve kind \"{kind}\" in version \"{api_version}\" in logical cluster \"{child}\"{why}"
-                ));
-            };
-            if !rt.is_stored() || !rt.has_verb("patch") {
-                return fail(format!("kind \"{kind}\" cannot be applied"));
-            }
-            let mut doc = m.clone();
-            if let Ok(md) = meta::meta_mut(&mut doc) {
-                for f in SERVER_SET_METADATA {
-                    md.remove(*f);
-                }
-            }
-            let namespace = if rt.namespaced {
-                let ns = meta::meta_str(m, "namespace")
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or("default")
-                    .to_string();
-                if let Ok(md) = meta::meta_mut(&mut doc) {
-                    md.insert("namespace".into(), json!(ns));
-                }
-                Some(ns)
-            } else {
-                if let Ok(md) = meta::meta_mut(&mut doc) {
-                    md.remove("namespace");
-                }
-                None
-            };
-            let w = WriteParams {
-                field_manager: Some(TEMPLATE_MANAGER.into()),
-                default_manager: TEMPLATE_MANAGER.into(),
-                force: Some(true),
-                field_validation: FieldValidation::Strict,
-                ..Default::default()
-            };
-            let t = Target::new(child, rt, namespace);
-            match self.apply(&t, obj_name, None, Document::new(doc), &w).await {
-                Ok(_) => {}
-                Err(e) if matches!(e.code(), 409 | 429 | 503 | 504) => return Err(e),
-                Err(e) => return fail(e.0.message),
+                }));
             }
         }
         Ok(None)
+    }
+
+    /// Applies manifest `m` (which follows `earlier` in its template) into `child`.
+    /// `Ok(Some(why))` when the server refuses it for good.
+    async fn apply_manifest(
+        &self,
+        child: &ClusterName,
+        m: &Value,
+        earlier: &[Value],
+    ) -> ApiResult<Option<String>> {
+        let api_version = m.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
+        let Some(obj_name) = meta::meta_str(m, "name").filter(|n| !n.is_empty()) else {
+            return Ok(Some("metadata.name: Required value".into()));
+        };
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", api_version),
+        };
+        let defined_earlier = crd_defines(earlier, group, kind);
+        let Some(rt) = self
+            .template_type(child, group, version, kind, defined_earlier)
+            .await?
+        else {
+            let why = if defined_earlier {
+                format!(
+                    " (its CustomResourceDefinition earlier in the template was not \
+                     Established within {}s)",
+                    CRD_WAIT.as_secs()
+                )
+            } else {
+                String::new()
+            };
+            return Ok(Some(format!(
+                "the server does not serve kind \"{kind}\" in version \"{api_version}\" \
+                 in logical cluster \"{child}\"{why}"
+            )));
+        };
+        if !rt.is_stored() || !rt.has_verb("patch") {
+            return Ok(Some(format!("kind \"{kind}\" cannot be applied")));
+        }
+        let mut doc = m.clone();
+        let namespace = rt.namespaced.then(|| {
+            meta::meta_str(m, "namespace")
+                .filter(|n| !n.is_empty())
+                .unwrap_or("default")
+                .to_string()
+        });
+        if let Ok(md) = meta::meta_mut(&mut doc) {
+            for f in SERVER_SET_METADATA {
+                md.remove(*f);
+            }
+            match &namespace {
+                Some(ns) => md.insert("namespace".into(), json!(ns)),
+                None => md.remove("namespace"),
+            };
+        }
+        let w = WriteParams {
+            field_manager: Some(TEMPLATE_MANAGER.into()),
+            default_manager: TEMPLATE_MANAGER.into(),
+            force: Some(true),
+            field_validation: FieldValidation::Strict,
+            ..Default::default()
+        };
+        let t = Target::new(child, rt, namespace);
+        match self.apply(&t, obj_name, None, Document::new(doc), &w).await {
+            Ok(_) => Ok(None),
+            Err(e) if matches!(e.code(), 409 | 429 | 503 | 504) => Err(e),
+            Err(e) => Ok(Some(e.0.message)),
+        }
     }
 
     /// The WorkspaceTemplate `name` seen from `cluster`: its own, else the nearest
