@@ -224,7 +224,7 @@ fn a_template_installs_a_crd_and_its_resource_before_the_workspace_is_ready() ->
 
 #[test]
 fn a_template_that_cannot_be_applied_leaves_the_workspace_failed() -> Result<()> {
-    let server = KplaneServer::start()?;
+    let mut server = KplaneServer::start()?;
     // Manifests must name what they are.
     let invalid = BROKEN.replace("      name: fine\n", "      labels: {a: b}\n");
     let out = server.kubectl_stdin(&["create", "-f", "-"], &invalid)?;
@@ -274,8 +274,35 @@ fn a_template_that_cannot_be_applied_leaves_the_workspace_failed() -> Result<()>
     let cols: Vec<&str> = table.split_whitespace().collect();
     assert_eq!(&cols[..2], ["bad", "Failed"], "{table}");
 
+    // It stays Failed across a restart (nothing retries it), even once its template exists.
+    let fixed = BROKEN
+        .replace("broken", "no-such")
+        .replace("      namespace: missing\n", "");
+    let out = server.kubectl_stdin(&["create", "-f", "-"], &fixed)?;
+    ensure!(out.success(), "{}", out.stderr);
+    server.restart()?;
+    // The controller runs again (a workspace created now from the fixed template turns
+    // Ready). Resumed work is queued in the background, so whether it has run yet is not
+    // certain here: the registry test of a missing template checks that deterministically.
+    let out = server.kubectl_stdin(&["create", "-f", "-"], &workspace("later", "no-such"))?;
+    ensure!(out.success(), "{}", out.stderr);
+    server.kubectl_ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Ready",
+        "workspace/later",
+        "--timeout=60s",
+    ])?;
+    for (ws, before) in [("bad", &bad), ("lost", &lost)] {
+        let after = json(&server.kubectl_ok(&["get", "ws", ws, "-o", "json"])?)?;
+        assert_eq!(after["status"]["phase"], "Failed", "{after}");
+        assert_eq!(
+            after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+            "{after}"
+        );
+    }
+
     // A Failed workspace is deleted like any other.
-    let out = server.kubectl_ok(&["delete", "ws", "bad", "lost", "--timeout=60s"])?;
+    let out = server.kubectl_ok(&["delete", "ws", "bad", "lost", "later", "--timeout=60s"])?;
     ensure!(out.contains("deleted"), "{out}");
     let out = server.kubectl(&["get", "ws", "bad"])?;
     ensure!(
