@@ -13,5 +13,6 @@ mod large_lists;
 mod logs;
 mod shutdown;
 mod ssa;
+mod templates;
 mod workspaces;
 mod ws_cli;

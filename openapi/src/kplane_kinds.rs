@@ -1,9 +1,10 @@
-//! The definitions of kplane's own built-in kinds (today the `tenancy.kplane.io/v1alpha1`
-//! Workspace), which `k8s-openapi` cannot provide. They are declared here by hand, in the
-//! shape the generated definitions have (`$ref`s to the shared ObjectMeta and Condition
-//! definitions, `x-kubernetes-group-version-kind`, a `<Kind>List` definition), and added to
-//! [`crate::builtin_definitions`], so that OpenAPI v2/v3, typed decoding (pruning) and
-//! server-side apply treat them exactly like the Kubernetes built-ins.
+//! The definitions of kplane's own built-in kinds (the `tenancy.kplane.io/v1alpha1`
+//! Workspace and WorkspaceTemplate), which `k8s-openapi` cannot provide. They are declared
+//! here by hand, in the shape the generated definitions have (`$ref`s to the shared
+//! ObjectMeta and Condition definitions, `x-kubernetes-group-version-kind`, a `<Kind>List`
+//! definition), and added to [`crate::builtin_definitions`], so that OpenAPI v2/v3, typed
+//! decoding (pruning) and server-side apply treat them exactly like the Kubernetes
+//! built-ins. A template's manifests are embedded resources whose unknown fields are kept.
 
 use std::collections::BTreeMap;
 
@@ -14,19 +15,58 @@ use crate::convert::schema_ref;
 
 /// The definition name of the Workspace kind.
 pub const WORKSPACE: &str = "io.kplane.tenancy.v1alpha1.Workspace";
+/// The definition name of the WorkspaceTemplate kind.
+pub const WORKSPACE_TEMPLATE: &str = "io.kplane.tenancy.v1alpha1.WorkspaceTemplate";
 const CONDITION: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition";
 
 /// Adds the kplane kinds (and their lists) to `defs`.
 pub(crate) fn add(defs: &mut BTreeMap<String, Value>, type_meta: &TypeMeta) {
-    let gvk = Gvk::new("tenancy.kplane.io", "v1alpha1", "Workspace");
-    let mut ws = workspace(type_meta);
-    add_gvk(&mut ws, &gvk);
-    defs.insert(WORKSPACE.into(), ws);
-    let list_gvk = Gvk::new("tenancy.kplane.io", "v1alpha1", "WorkspaceList");
-    defs.insert(
-        format!("{WORKSPACE}List"),
-        list_definition(type_meta, WORKSPACE, "Workspace", &list_gvk),
-    );
+    for (name, kind, def) in [
+        (WORKSPACE, "Workspace", workspace(type_meta)),
+        (
+            WORKSPACE_TEMPLATE,
+            "WorkspaceTemplate",
+            workspace_template(type_meta),
+        ),
+    ] {
+        let mut def = def;
+        add_gvk(&mut def, &Gvk::new("tenancy.kplane.io", "v1alpha1", kind));
+        defs.insert(name.into(), def);
+        let list_kind = format!("{kind}List");
+        let list_gvk = Gvk::new("tenancy.kplane.io", "v1alpha1", &list_kind);
+        defs.insert(
+            format!("{name}List"),
+            list_definition(type_meta, name, kind, &list_gvk),
+        );
+    }
+}
+
+fn workspace_template(type_meta: &TypeMeta) -> Value {
+    json!({
+        "description": "WorkspaceTemplate is a named, ordered list of manifests applied (server-side apply, field manager kplane-template) into the logical cluster of every Workspace that names it in spec.template, before the Workspace turns Ready.",
+        "type": "object",
+        "properties": {
+            "apiVersion": type_meta.api_version,
+            "kind": type_meta.kind,
+            "metadata": type_meta.object_meta,
+            "spec": {
+                "description": "What the template installs.",
+                "type": "object",
+                "properties": {
+                    "manifests": {
+                        "description": "The objects to apply, in order: each a full object with apiVersion, kind and metadata.name (and metadata.namespace for a namespaced kind, default \"default\"). A custom resource may follow the CustomResourceDefinition that defines it.",
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "x-kubernetes-embedded-resource": true,
+                            "x-kubernetes-preserve-unknown-fields": true,
+                        },
+                        "x-kubernetes-list-type": "atomic",
+                    },
+                },
+            },
+        },
+    })
 }
 
 fn workspace(type_meta: &TypeMeta) -> Value {
@@ -95,7 +135,12 @@ mod tests {
     #[test]
     fn the_workspace_and_its_list_are_defined_and_every_reference_resolves() {
         let defs = builtin_definitions();
-        for name in [WORKSPACE.to_string(), format!("{WORKSPACE}List")] {
+        for name in [
+            WORKSPACE.to_string(),
+            format!("{WORKSPACE}List"),
+            WORKSPACE_TEMPLATE.to_string(),
+            format!("{WORKSPACE_TEMPLATE}List"),
+        ] {
             let def = defs.get(&name).expect(&name);
             let mut found = Vec::new();
             refs(def, &mut found);
@@ -108,5 +153,26 @@ mod tests {
         let gvk = &defs[WORKSPACE]["x-kubernetes-group-version-kind"][0];
         assert_eq!(gvk["group"], "tenancy.kplane.io");
         assert_eq!(gvk["kind"], "Workspace");
+        let gvk = &defs[WORKSPACE_TEMPLATE]["x-kubernetes-group-version-kind"][0];
+        assert_eq!(gvk["kind"], "WorkspaceTemplate");
+        let items =
+            &defs[WORKSPACE_TEMPLATE]["properties"]["spec"]["properties"]["manifests"]["items"];
+        assert_eq!(items["x-kubernetes-embedded-resource"], true);
+        assert_eq!(items["x-kubernetes-preserve-unknown-fields"], true);
+    }
+
+    /// Manifests keep every field (typed decoding prunes nothing inside them).
+    #[test]
+    fn template_manifests_are_not_pruned() {
+        let mut obj = serde_json::json!({
+            "apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "WorkspaceTemplate",
+            "metadata": {"name": "t"},
+            "spec": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": "c"}, "data": {"k": "v"}}],
+                     "bogus": 1},
+        });
+        let report = crate::typed::prune_and_check(WORKSPACE_TEMPLATE, &mut obj);
+        assert_eq!(report.unknown, ["spec.bogus"]);
+        assert_eq!(obj["spec"]["manifests"][0]["data"]["k"], "v");
     }
 }

@@ -157,6 +157,18 @@ const WORKSPACE_COLUMNS: &[Column] = &[
     AGE,
 ];
 
+const WORKSPACE_TEMPLATE_COLUMNS: &[Column] = &[
+    name_col(0),
+    Column {
+        name: "Manifests",
+        type_: "integer",
+        format: "",
+        description: "The number of manifests the template applies.",
+        priority: 0,
+    },
+    AGE,
+];
+
 /// The kinds with a dedicated printer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Printer {
@@ -171,6 +183,7 @@ enum Printer {
     ClusterRoleBinding,
     Job,
     Workspace,
+    WorkspaceTemplate,
     Default,
 }
 
@@ -187,6 +200,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Printer::ClusterRoleBinding,
         ("batch", "Job") => Printer::Job,
         ("tenancy.kplane.io", "Workspace") => Printer::Workspace,
+        ("tenancy.kplane.io", "WorkspaceTemplate") => Printer::WorkspaceTemplate,
         _ => Printer::Default,
     }
 }
@@ -210,6 +224,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::ClusterRoleBinding => CLUSTER_ROLE_BINDING_COLUMNS,
         Printer::Job => JOB_COLUMNS,
         Printer::Workspace => WORKSPACE_COLUMNS,
+        Printer::WorkspaceTemplate => WORKSPACE_TEMPLATE_COLUMNS,
         Printer::Default => DEFAULT_COLUMNS,
     }
 }
@@ -307,6 +322,11 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
             name(obj),
             s(str_at(obj, &["status", "phase"])),
             s(str_at(obj, &["status", "URL"])),
+            age(obj, now),
+        ],
+        Printer::WorkspaceTemplate => vec![
+            name(obj),
+            json!(list_len(obj, &["spec", "manifests"])),
             age(obj, now),
         ],
         Printer::Default => vec![name(obj), json!(created_at(obj))],
@@ -877,6 +897,26 @@ mod tests {
                 json!("https://h:1/clusters/root:acme"),
                 json!("90s")
             ]
+        );
+    }
+
+    #[test]
+    fn workspace_templates() {
+        let t = json!({"metadata": {"name": "base", "creationTimestamp": ago(90)},
+                       "spec": {"manifests": [{}, {}, {}]}});
+        let cols: Vec<_> = columns("tenancy.kplane.io", "WorkspaceTemplate")
+            .iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(cols, ["Name", "Manifests", "Age"]);
+        assert_eq!(
+            cells("tenancy.kplane.io", "WorkspaceTemplate", &t, now()),
+            vec![json!("base"), json!(3), json!("90s")]
+        );
+        let empty = json!({"metadata": {"name": "e", "creationTimestamp": ago(90)}});
+        assert_eq!(
+            cells("tenancy.kplane.io", "WorkspaceTemplate", &empty, now())[1],
+            json!(0)
         );
     }
 

@@ -369,6 +369,18 @@ pub fn builtin() -> Vec<ResourceType> {
     ws.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
     ws.status_subresource = true;
     out.push(ws);
+
+    let mut tpl = base(Spec {
+        group: workspace::TENANCY_GROUP,
+        version: "v1alpha1",
+        kind: "WorkspaceTemplate",
+        plural: "workspacetemplates",
+        namespaced: false,
+        schema: kplane_openapi::kplane_kinds::WORKSPACE_TEMPLATE,
+        strategy: Arc::new(WorkspaceTemplate),
+    });
+    tpl.short_names = vec!["wstpl".into()];
+    out.push(tpl);
     out
 }
 

@@ -7,8 +7,9 @@
 //! - [`gc`] (with `gc_events`): garbage collection by `ownerReferences`;
 //! - [`root_ca`]: keeps `kube-root-ca.crt` in every namespace;
 //! - `event_ttl`: removes Events older than the Event TTL;
-//! - `workspace`: bootstraps a Workspace's logical cluster and reports it Ready, and
-//!   deletes the cluster (with its descendants) when the Workspace is deleted;
+//! - `workspace`: bootstraps a Workspace's logical cluster (applying its template with
+//!   [`workspace_template`]) and reports it Ready (or Failed), and deletes the cluster
+//!   (with its descendants) when the Workspace is deleted;
 //! - [`informer`]: one scan-then-watch of the whole store, fanned out to the controllers
 //!   that follow every change (the garbage collector's graph, the root-CA publisher).
 //!
@@ -41,6 +42,7 @@ pub mod ns_conditions;
 mod ns_purge;
 pub mod root_ca;
 mod workspace;
+pub mod workspace_template;
 
 use kplane_types::ClusterName;
 use std::collections::HashSet;

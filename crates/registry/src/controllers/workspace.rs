@@ -2,9 +2,11 @@
 //! it away again.
 //!
 //! - A new Workspace NAME in cluster P: the child cluster `P:NAME` is bootstrapped
-//!   ([`Registry::ensure_cluster`]), then the Workspace's `/status` turns Ready with the
-//!   child's URL (the server's external base URL + `/clusters/P:NAME`) and a `Ready`
-//!   condition. Until the server knows its URL the item waits.
+//!   ([`Registry::ensure_cluster`]), its template (`spec.template`) applied
+//!   (`workspace_template`; a failure turns it Failed for good), then the Workspace's
+//!   `/status` turns Ready with the child's URL (the server's external base URL +
+//!   `/clusters/P:NAME`) and a `Ready` condition. Until the server knows its URL the item
+//!   waits.
 //! - A Workspace marked for deletion (Terminating): writes into the child and its
 //!   descendants are refused, the key ranges of the descendants (deepest first, found
 //!   through the Workspace objects each cluster holds) and then of the child are deleted
@@ -34,7 +36,7 @@ use crate::strategies::workspace::{
 use crate::{meta, Registry, ResourceType, Target};
 
 /// The controller's name in logs and its field manager.
-const CONTROLLER: &str = "kplane-workspace-controller";
+pub(super) const CONTROLLER: &str = "kplane-workspace-controller";
 
 impl Registry {
     /// Sets the base URL clients reach this server at (`https://host:port`), from which
@@ -100,6 +102,10 @@ impl Registry {
         if meta::is_deleting(&obj) {
             return self.delete_workspace_cluster(&t, name, &child, obj).await;
         }
+        if obj.pointer("/status/phase") == Some(&json!("Failed")) {
+            // Failed for good (its template did not apply): only deletion changes it.
+            return Ok(true);
+        }
         let Some(base) = self.external_url() else {
             return Ok(false);
         };
@@ -115,6 +121,9 @@ impl Registry {
             });
         if status["phase"] == "Ready" && status["URL"] == url.as_str() && ready {
             return Ok(true);
+        }
+        if let Some(failure) = self.apply_workspace_template(cluster, &child, &obj).await? {
+            return self.report_workspace_failed(&t, name, obj, failure).await;
         }
         let mut next = obj;
         let mut conditions: Vec<Value> = status

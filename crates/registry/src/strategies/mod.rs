@@ -27,6 +27,7 @@ mod review;
 mod secret;
 mod service_account;
 pub mod workspace;
+pub mod workspace_template;
 
 use kplane_types::ClusterName;
 use std::fmt;
@@ -54,6 +55,7 @@ pub use review::Review;
 pub use secret::Secret;
 pub use service_account::ServiceAccount;
 pub use workspace::Workspace;
+pub use workspace_template::WorkspaceTemplate;
 
 /// How a field selector reads the value of a (converted) label from a stored object. A
 /// plain function, chosen once per request ([`TypeStrategy::field_values`]): it runs per

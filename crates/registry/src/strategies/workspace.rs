@@ -56,6 +56,33 @@ impl TypeStrategy for Workspace {
         });
     }
 
+    /// `spec.template`, when set, is a template's name, and it cannot change: the template
+    /// is applied once, when the logical cluster is created.
+    fn validate(&self, _rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        let template = obj.pointer("/spec/template");
+        match template {
+            None | Some(Value::Null) => {}
+            Some(Value::String(t)) => {
+                for msg in kplane_types::validation::is_dns1123_subdomain(t) {
+                    causes.push(Cause::invalid("spec.template", &json!(t), &msg));
+                }
+            }
+            Some(other) => causes.push(Cause::invalid("spec.template", other, "must be a string")),
+        }
+        if let Some(old) = old {
+            let before = old.pointer("/spec/template").filter(|v| !v.is_null());
+            if before != template.filter(|v| !v.is_null()) {
+                causes.push(Cause::invalid(
+                    "spec.template",
+                    template.unwrap_or(&Value::Null),
+                    "field is immutable",
+                ));
+            }
+        }
+        causes
+    }
+
     /// `status.phase`, when set, is one of [`PHASES`].
     fn validate_status_update(&self, _rt: &ResourceType, obj: &Value) -> Vec<Cause> {
         match obj.pointer("/status/phase") {
@@ -146,4 +173,49 @@ pub(crate) fn ready_condition(status: &str, reason: &str, message: &str) -> Valu
         "message": message,
         "lastTransitionTime": meta::now_time(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::builtin;
+
+    #[test]
+    fn the_template_is_a_name_and_cannot_change() {
+        let all = builtin();
+        let rt = all.iter().find(|r| r.plural == "workspaces").unwrap();
+        let ws = |t: Value| json!({"metadata": {"name": "a"}, "spec": {"template": t}});
+        let rendered = |obj: &Value, old: Option<&Value>| -> Vec<String> {
+            Workspace
+                .validate(rt, obj, old)
+                .iter()
+                .map(Cause::render)
+                .collect()
+        };
+        assert!(rendered(&ws(json!("base")), None).is_empty());
+        assert!(rendered(&json!({"metadata": {"name": "a"}}), None).is_empty());
+        assert_eq!(
+            rendered(&ws(json!("Not_A_Name")), None)[0],
+            "spec.template: Invalid value: \"Not_A_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+        );
+        assert_eq!(
+            rendered(&ws(json!(1)), None),
+            ["spec.template: Invalid value: 1: must be a string"]
+        );
+        let old = ws(json!("base"));
+        assert!(rendered(&ws(json!("base")), Some(&old)).is_empty());
+        assert_eq!(
+            rendered(&ws(json!("other")), Some(&old)),
+            ["spec.template: Invalid value: \"other\": field is immutable"]
+        );
+        assert_eq!(
+            rendered(&json!({"metadata": {"name": "a"}}), Some(&old)),
+            ["spec.template: Invalid value: null: field is immutable"]
+        );
+        let none = json!({"metadata": {"name": "a"}});
+        assert_eq!(
+            rendered(&ws(json!("late")), Some(&none)),
+            ["spec.template: Invalid value: \"late\": field is immutable"]
+        );
+    }
 }
