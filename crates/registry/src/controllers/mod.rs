@@ -216,9 +216,19 @@ impl Registry {
                 let Some(cluster) = stored_cluster(&kv.key) else {
                     continue;
                 };
-                if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| pending(&v)) {
-                    self.enqueue(make(cluster, kv.key.name.clone()));
+                let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
+                    continue;
+                };
+                if !pending(&v) {
+                    continue;
                 }
+                // A deleting Workspace's cluster refuses writes before its work item runs.
+                if resource == WORKSPACE_RESOURCE && meta::is_deleting(&v) {
+                    if let Some(child) = cluster.child(&kv.key.name) {
+                        self.set_terminating(&child, true);
+                    }
+                }
+                self.enqueue(make(cluster, kv.key.name.clone()));
             }
         }
         Ok(())

@@ -8,8 +8,10 @@
 //!   `/clusters/P:NAME`) and a `Ready` condition. Until the server knows its URL the item
 //!   waits.
 //! - A Workspace marked for deletion (Terminating): writes into the child and its
-//!   descendants are refused, the key ranges of the descendants (deepest first, found
-//!   through the Workspace objects each cluster holds) and then of the child are deleted
+//!   descendants are refused from the delete on until the Workspace object is gone (also
+//!   while other finalizers hold it after the cluster was emptied), the key ranges of the
+//!   descendants (deepest first, found through the Workspace objects each cluster holds)
+//!   and then of the child are deleted
 //!   with [`kplane_storage::Storage::delete_cluster`] in bounded batches, each key with its
 //!   own `Deleted` event whose value is the object's last state at the delete's
 //!   resourceVersion; the clusters' catalogs and bootstrapped marks are forgotten, and the
@@ -158,6 +160,9 @@ impl Registry {
         child: &ClusterName,
         obj: Value,
     ) -> ApiResult<bool> {
+        // Writes stay refused until the Workspace object is gone (`after_delete`), also
+        // while other parties' finalizers hold it after the cluster was emptied.
+        self.set_terminating(child, true);
         if !meta::finalizers(&obj)
             .iter()
             .any(|f| f == WORKSPACE_FINALIZER)
@@ -165,7 +170,6 @@ impl Registry {
             // Already done: the Workspace waits for other parties' finalizers only.
             return Ok(true);
         }
-        self.set_terminating(child, true);
         for c in self.subtree(child).await? {
             self.storage
                 .delete_cluster(c.as_str(), CLUSTER_DELETE_BATCH, last_state_tombstone())
@@ -187,7 +191,6 @@ impl Registry {
                 return Ok(false);
             }
         }
-        self.set_terminating(child, false);
         Ok(true)
     }
 
@@ -229,7 +232,9 @@ impl Registry {
         Ok(found)
     }
 
-    fn set_terminating(&self, cluster: &ClusterName, on: bool) {
+    /// Marks (or unmarks) `cluster` and everything within it as being deleted: writes into
+    /// them are refused ([`Registry::refuse_if_terminating`]).
+    pub(crate) fn set_terminating(&self, cluster: &ClusterName, on: bool) {
         let mut set = self
             .terminating
             .lock()
@@ -541,6 +546,70 @@ mod tests {
         create_cm(&reg, "root:acmex", "ok").await.unwrap();
         reg.set_terminating(&name("root:acme"), false);
         create_cm(&reg, "root:acme", "after").await.unwrap();
+    }
+
+    /// The refusal starts with the delete itself, before the controller runs.
+    #[tokio::test]
+    async fn writes_are_refused_as_soon_as_the_workspace_is_marked_for_deletion() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), false).await;
+        create_ws(&reg, "root", "acme").await;
+        reg.ensure_cluster(&name("root:acme")).await.unwrap();
+        create_cm(&reg, "root:acme", "before").await.unwrap();
+        reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
+            .await
+            .unwrap();
+        let e = create_cm(&reg, "root:acme", "after").await.unwrap_err();
+        assert_eq!(e.code(), 403);
+        assert_eq!(
+            e.0.message,
+            "unable to write to logical cluster \"root:acme\" because workspace \"root:acme\" is being deleted"
+        );
+    }
+
+    /// Another party's finalizer holds the Workspace after its cluster was emptied: writes
+    /// into the cluster stay refused (nothing may land in it again) until the Workspace is
+    /// gone; then the name starts afresh.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_workspace_held_by_another_finalizer_keeps_refusing_writes_until_it_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), true).await;
+        let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                         "metadata": {"name": "acme", "finalizers": ["example.com/hold"]}});
+        reg.create(&workspaces(&reg, "root"), obj, &WriteParams::default())
+            .await
+            .unwrap();
+        wait_ready(&reg, "root", "acme").await;
+        create_cm(&reg, "root:acme", "x").await.unwrap();
+        reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
+            .await
+            .unwrap();
+        eventually("the controller's finalizer dropped", || async {
+            get_ws(&reg, "root", "acme")
+                .await
+                .is_some_and(|w| w["metadata"]["finalizers"] == json!(["example.com/hold"]))
+        })
+        .await;
+        assert_eq!(keys(&reg, "root:acme").await, 0);
+        let e = create_cm(&reg, "root:acme", "late").await.unwrap_err();
+        assert_eq!(e.code(), 403, "{:?}", e.0.message);
+        assert_eq!(keys(&reg, "root:acme").await, 0);
+
+        let mut held = get_ws(&reg, "root", "acme").await.unwrap();
+        held["metadata"]["finalizers"] = json!([]);
+        reg.update(
+            &workspaces(&reg, "root"),
+            "acme",
+            None,
+            held,
+            &WriteParams::default(),
+        )
+        .await
+        .unwrap();
+        assert!(get_ws(&reg, "root", "acme").await.is_none());
+        create_ws(&reg, "root", "acme").await;
+        wait_ready(&reg, "root", "acme").await;
+        create_cm(&reg, "root:acme", "x").await.unwrap();
     }
 
     /// A Workspace marked for deletion while no controller ran is deleted by the next run

@@ -155,10 +155,28 @@ impl TypeStrategy for Workspace {
         deleting: bool,
     ) -> ApiResult<()> {
         if deleting {
+            // Refused from the moment the deletion is committed, not when the controller
+            // gets to it (its queue may be busy with other work).
+            if let Some(child) = cluster.child(name) {
+                reg.set_terminating(&child, true);
+            }
             reg.enqueue(Work::Workspace {
                 cluster: cluster.clone(),
                 name: name.into(),
             });
+        }
+        Ok(())
+    }
+
+    /// The Workspace is gone (its last finalizer removed): its name may be used again.
+    async fn after_delete(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+    ) -> ApiResult<()> {
+        if let Some(child) = cluster.child(name) {
+            reg.set_terminating(&child, false);
         }
         Ok(())
     }
