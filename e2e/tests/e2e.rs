@@ -14,5 +14,6 @@ mod logs;
 mod shutdown;
 mod ssa;
 mod templates;
+mod workspace_lifecycle;
 mod workspaces;
 mod ws_cli;
