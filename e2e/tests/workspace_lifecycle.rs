@@ -457,16 +457,17 @@ fn a_finalizer_holds_a_deleted_workspace_after_its_cluster_is_emptied_until_it_i
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cols[..2], ["held", "Terminating"], "{row}");
     // Nothing lands in the emptied cluster while the Workspace is held.
-    let out = child.run(&["create", "configmap", "late"])?;
+    let late = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}}"#;
+    let out = child.run_stdin(&["create", "-f", "-"], late)?;
     ensure!(
         !out.success(),
         "a write into the held workspace was accepted"
     );
     ensure!(
         out.stderr.contains("Error from server (Forbidden)")
-            && out
-                .stderr
-                .contains("because workspace \"root:held\" is being deleted"),
+            && out.stderr.contains(
+                "unable to write to logical cluster \"root:held\" because workspace \"root:held\" is being deleted"
+            ),
         "{}",
         out.stderr
     );
@@ -490,7 +491,9 @@ fn a_finalizer_holds_a_deleted_workspace_after_its_cluster_is_emptied_until_it_i
     // A new Workspace of the name gets a fresh, empty cluster that takes writes.
     create_workspace(root, "held", &[])?;
     starts_empty(&child)?;
-    child.ok(&["create", "configmap", "late"])?;
+    child
+        .ok(&["create", "configmap", "late"])
+        .context("a write into the new workspace")?;
     Ok(())
 }
 
