@@ -217,3 +217,300 @@ fn union(builtin: &Catalog, crds: &[Value], fingerprint: String) -> Catalog {
     types.extend(custom.into_iter().map(Arc::new));
     Catalog::from_arcs(types, fingerprint)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::options::{ListParams, WriteParams};
+    use crate::testing::{create_all, fixture, target};
+    use crate::{Target, WatchType, LIST_BATCH};
+    use serde_json::json;
+
+    fn name(c: &str) -> ClusterName {
+        ClusterName::parse(c).unwrap()
+    }
+
+    fn widget_crd(kind: &str) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": kind,
+                          "listKind": format!("{kind}List")},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}]
+            }
+        })
+    }
+
+    /// (cluster annotation, name) of each item; `None` when not annotated.
+    fn marks(items: &[Bytes]) -> Vec<(Option<String>, String)> {
+        items
+            .iter()
+            .map(|b| {
+                let v: Value = serde_json::from_slice(b).unwrap();
+                let c = v["metadata"]["annotations"][CLUSTER_ANNOTATION]
+                    .as_str()
+                    .map(str::to_string);
+                (c, v["metadata"]["name"].as_str().unwrap().to_string())
+            })
+            .collect()
+    }
+
+    /// The next `n` events of `w`, all ADDED, as [`marks`].
+    async fn next(n: usize, w: &mut crate::WatchSetup) -> Vec<(Option<String>, String)> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let item = w.next().await.unwrap();
+            assert_eq!(item.ty, WatchType::Added);
+            out.push(item.object);
+        }
+        marks(&out)
+    }
+
+    fn scoped(t: &Target, cluster: ClusterScope) -> Target {
+        Target {
+            cluster,
+            ..t.clone()
+        }
+    }
+
+    #[test]
+    fn annotate_adds_to_existing_or_missing_annotations() {
+        for (obj, others) in [
+            (json!({"metadata": {"name": "a"}}), 0),
+            (json!({"metadata": {"name": "a", "annotations": {"x": "y"}}}), 1),
+            (json!({"metadata": {"name": "a", "annotations": null}}), 0),
+            (json!({"kind": "X"}), 0),
+        ] {
+            let out = annotate(obj.to_string().as_bytes(), "root:a").unwrap();
+            let v: Value = serde_json::from_slice(&out).unwrap();
+            let ann = v["metadata"]["annotations"].as_object().unwrap();
+            assert_eq!(ann[CLUSTER_ANNOTATION], "root:a");
+            assert_eq!(ann.len(), others + 1, "{obj}");
+        }
+        assert!(annotate(b"[1]", "root").is_err());
+        assert!(annotate(b"{\"metadata\": 1}", "root").is_err());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lists_span_clusters_annotated_and_subtrees_stop_at_their_root() {
+        let f = fixture().await;
+        let reg = &f.reg;
+        let cm = target(reg, "", "configmaps", Some("default"));
+        // Each cluster holds more than a list batch together with the others.
+        let clusters = ["root", "root:a", "root:a:x", "root:ab", "root:a-b"];
+        let per = LIST_BATCH / 3 + 1;
+        for c in clusters {
+            reg.ensure_cluster(&name(c)).await.unwrap();
+            let objs = (0..per)
+                .map(|i| crate::testing::configmap(&format!("cm-{i:04}"), "g"))
+                .collect();
+            create_all(reg, &scoped(&cm, ClusterScope::One(name(c))), objs).await;
+        }
+        let root_ca = |items: &[Bytes]| {
+            marks(items)
+                .into_iter()
+                .filter(|(_, n)| n.starts_with("cm-"))
+                .collect::<Vec<_>>()
+        };
+        let want = |cs: &[&str]| {
+            let mut w: Vec<(Option<String>, String)> = Vec::new();
+            for c in cs {
+                for i in 0..per {
+                    w.push((Some(c.to_string()), format!("cm-{i:04}")));
+                }
+            }
+            w
+        };
+        // Key order: cluster, then namespace and name.
+        let mut all = clusters.to_vec();
+        all.sort();
+        let wild = scoped(&cm, ClusterScope::Wildcard);
+        let page = reg.list(&wild, &ListParams::default()).await.unwrap();
+        let items = page.collect().await.unwrap().items;
+        assert!(items.len() > LIST_BATCH);
+        assert_eq!(root_ca(&items), want(&all));
+
+        let sub = scoped(&cm, ClusterScope::subtree(name("root:a")));
+        let items = reg
+            .list(&sub, &ListParams::default())
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(root_ca(&items), want(&["root:a", "root:a:x"]));
+
+        // Pages of a limit with continue tokens give the same list, across clusters.
+        let mut got = Vec::new();
+        let mut p = ListParams {
+            limit: Some(per - 3),
+            ..Default::default()
+        };
+        loop {
+            let page = reg.list(&sub, &p).await.unwrap();
+            let token = page.continue_token().map(str::to_string);
+            got.extend(page.collect().await.unwrap().items);
+            match token {
+                Some(t) => p.continue_token = Some(t),
+                None => break,
+            }
+        }
+        assert_eq!(root_ca(&got), want(&["root:a", "root:a:x"]));
+
+        // One cluster's list is not annotated.
+        let one = scoped(&cm, ClusterScope::One(name("root:a")));
+        let items = reg
+            .list(&one, &ListParams::default())
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(items.len(), per + 1, "the ConfigMaps and kube-root-ca.crt");
+        assert!(marks(&items).iter().all(|(c, _)| c.is_none()));
+
+        // Only list and watch: other verbs are 405.
+        for t in [&wild, &sub] {
+            let e = reg.get(t, "cm-0000").await.unwrap_err();
+            assert_eq!(e.code(), 405);
+            let e = reg
+                .create(t, crate::testing::configmap("n", "g"), &WriteParams::default())
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 405);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watches_annotate_and_filter_by_subtree() {
+        let f = fixture().await;
+        let reg = &f.reg;
+        let cm = target(reg, "", "configmaps", Some("default"));
+        for c in ["root:w", "root:w:x", "root:wx"] {
+            reg.ensure_cluster(&name(c)).await.unwrap();
+        }
+        let now = ListParams {
+            resource_version: Some(reg.storage.current_revision().to_string()),
+            ..Default::default()
+        };
+        let mut wild = reg
+            .watch(&scoped(&cm, ClusterScope::Wildcard), &now)
+            .await
+            .unwrap();
+        let mut sub = reg
+            .watch(&scoped(&cm, ClusterScope::subtree(name("root:w"))), &now)
+            .await
+            .unwrap();
+        for c in ["root:wx", "root:w:x", "root", "root:w"] {
+            let t = scoped(&cm, ClusterScope::One(name(c)));
+            reg.create(&t, crate::testing::configmap("e", "g"), &WriteParams::default())
+                .await
+                .unwrap();
+        }
+        let e = |c: &str| (Some(c.to_string()), "e".to_string());
+        assert_eq!(
+            next(4, &mut wild).await,
+            vec![e("root:wx"), e("root:w:x"), e("root"), e("root:w")]
+        );
+        assert_eq!(next(2, &mut sub).await, vec![e("root:w:x"), e("root:w")]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn custom_resources_are_served_where_any_cluster_has_the_crd() {
+        let f = fixture().await;
+        let reg = &f.reg;
+        let crds = target(reg, "apiextensions.k8s.io", "customresourcedefinitions", None);
+        for c in ["root:c1", "root:c2", "root:c3"] {
+            reg.ensure_cluster(&name(c)).await.unwrap();
+        }
+        let has = |c: &Arc<Catalog>| c.get("example.com", "v1", "widgets").cloned();
+        assert!(has(&reg.catalog_for(&ClusterScope::Wildcard).await.unwrap()).is_none());
+        for (c, kind) in [("root:c1", "Widget"), ("root:c2", "Gadget")] {
+            let t = scoped(&crds, ClusterScope::One(name(c)));
+            reg.create(&t, widget_crd(kind), &WriteParams::default())
+                .await
+                .unwrap();
+        }
+        let wild = reg.catalog_for(&ClusterScope::Wildcard).await.unwrap();
+        let rt = has(&wild).expect("served across clusters");
+        assert_eq!(rt.kind, "Widget", "the first cluster in key order decides");
+        assert!(rt.conversion.is_none());
+        assert!(has(
+            &reg.catalog_for(&ClusterScope::subtree(name("root:c2")))
+                .await
+                .unwrap()
+        )
+        .is_some());
+        assert!(has(
+            &reg.catalog_for(&ClusterScope::subtree(name("root:c3")))
+                .await
+                .unwrap()
+        )
+        .is_none());
+        assert_eq!(reg.catalogs.multi.cached(), 3);
+
+        for c in ["root:c1", "root:c2"] {
+            let cat = reg.cluster_catalog(&name(c)).await.unwrap();
+            let t = Target::new(&name(c), has(&cat).unwrap(), Some("default".into()));
+            let kind = &t.rt.kind;
+            let obj = json!({"apiVersion": "example.com/v1", "kind": kind,
+                             "metadata": {"name": format!("in-{}", name(c).base_name())}});
+            reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+        }
+        let wt = Target {
+            cluster: ClusterScope::Wildcard,
+            rt,
+            namespace: None,
+        };
+        let items = reg
+            .list(&wt, &ListParams::default())
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(
+            marks(&items),
+            vec![
+                (Some("root:c1".into()), "in-c1".into()),
+                (Some("root:c2".into()), "in-c2".into())
+            ]
+        );
+        // As stored in each cluster: the second keeps its own kind.
+        let kinds: Vec<String> = items
+            .iter()
+            .map(|b| serde_json::from_slice::<Value>(b).unwrap()["kind"].to_string())
+            .collect();
+        assert_eq!(kinds, ["\"Widget\"", "\"Gadget\""]);
+
+        // A CRD change anywhere drops the cached multi-cluster catalogs.
+        let t = scoped(&crds, ClusterScope::One(name("root:c3")));
+        reg.create(&t, widget_crd("Widget"), &WriteParams::default())
+            .await
+            .unwrap();
+        assert_eq!(reg.catalogs.multi.cached(), 0);
+        assert!(has(
+            &reg.catalog_for(&ClusterScope::subtree(name("root:c3")))
+                .await
+                .unwrap()
+        )
+        .is_some());
+        // Gone from every cluster: no longer served across them.
+        for c in ["root:c1", "root:c2", "root:c3"] {
+            let t = scoped(&crds, ClusterScope::One(name(c)));
+            reg.delete(&t, "widgets.example.com", &crate::DeleteParams::default())
+                .await
+                .unwrap();
+            assert!(reg.cleanup_crd(&name(c), "widgets.example.com").await.unwrap());
+        }
+        assert!(has(&reg.catalog_for(&ClusterScope::Wildcard).await.unwrap()).is_none());
+    }
+}
