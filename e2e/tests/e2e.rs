@@ -13,4 +13,5 @@ mod large_lists;
 mod logs;
 mod shutdown;
 mod ssa;
+mod wildcard;
 mod workspaces;
