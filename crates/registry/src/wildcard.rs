@@ -513,4 +513,127 @@ mod tests {
         }
         assert!(has(&reg.catalog_for(&ClusterScope::Wildcard).await.unwrap()).is_none());
     }
+
+    /// One resourceVersion orders every cluster: a multi-cluster watch from a list's
+    /// revision gets later writes of any cluster in order, a continue token spans clusters,
+    /// and both are 410 once compaction passes them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn revisions_are_global_and_expire_past_the_window() {
+        use std::time::Duration;
+        let f = crate::testing::fixture_with(kplane_storage::SledStorageOptions {
+            event_window: Duration::from_millis(300),
+            compaction_interval: Duration::from_millis(20),
+            ..Default::default()
+        })
+        .await;
+        let reg = &f.reg;
+        let cm = target(reg, "", "configmaps", Some("default"));
+        for c in ["root:g1", "root:g2"] {
+            reg.ensure_cluster(&name(c)).await.unwrap();
+            let t = scoped(&cm, ClusterScope::One(name(c)));
+            let objs = (0..3)
+                .map(|i| crate::testing::configmap(&format!("cm-{i}"), "g"))
+                .collect();
+            create_all(reg, &t, objs).await;
+        }
+        for scope in [ClusterScope::Wildcard, ClusterScope::subtree(name("root"))] {
+            let t = scoped(&cm, scope.clone());
+            let first = reg
+                .list(
+                    &t,
+                    &ListParams {
+                        limit: Some(1),
+                        label_selector: Some("group=g".into()),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap();
+            let token = first.continue_token().unwrap().to_string();
+            let rv = first.revision();
+            let rest = reg
+                .list(
+                    &t,
+                    &ListParams {
+                        continue_token: Some(token.clone()),
+                        label_selector: Some("group=g".into()),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap()
+                .collect()
+                .await
+                .unwrap();
+            let whole = reg
+                .list(
+                    &t,
+                    &ListParams {
+                        label_selector: Some("group=g".into()),
+                        resource_version: Some(rv.to_string()),
+                        rv_match: Some(crate::options::RvMatch::Exact),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap()
+                .collect()
+                .await
+                .unwrap()
+                .items;
+            assert!(whole.len() >= 6);
+            assert_eq!(
+                marks(&rest.items),
+                marks(&whole[1..]),
+                "{scope}: the rest, across clusters"
+            );
+            assert_eq!(rest.revision, rv);
+
+            // A watch from the list's revision sees later writes of both clusters in order.
+            let from = ListParams {
+                resource_version: Some(rv.to_string()),
+                ..Default::default()
+            };
+            let mut w = reg.watch(&t, &from).await.unwrap();
+            for c in ["root:g2", "root:g1"] {
+                let one = scoped(&cm, ClusterScope::One(name(c)));
+                let n = format!("late-{}", scope.as_str().len());
+                reg.create(&one, crate::testing::configmap(&n, "g"), &WriteParams::default())
+                    .await
+                    .unwrap();
+            }
+            let got = next(2, &mut w).await;
+            let clusters: Vec<_> = got.into_iter().map(|(c, _)| c.unwrap()).collect();
+            assert_eq!(clusters, ["root:g2", "root:g1"]);
+
+            // Past the window: both are 410.
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            let t1 = scoped(&cm, ClusterScope::One(name("root:g1")));
+            let n = format!("later-{}", scope.as_str().len());
+            reg.create(&t1, crate::testing::configmap(&n, "g"), &WriteParams::default())
+                .await
+                .unwrap();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            while reg.storage.compacted_revision() <= rv {
+                assert!(tokio::time::Instant::now() < deadline, "no compaction");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let e = reg
+                .list(
+                    &t,
+                    &ListParams {
+                        continue_token: Some(token),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 410, "{scope}");
+            let mut w = reg.watch(&t, &from).await.unwrap();
+            let item = w.next().await.unwrap();
+            assert_eq!(item.ty, WatchType::Error);
+            let status: Value = serde_json::from_slice(&item.object).unwrap();
+            assert_eq!(status["code"], 410, "{scope}");
+        }
+    }
 }
