@@ -133,7 +133,11 @@ async fn a_kube_rs_watcher_over_every_cluster_sees_each_object_once_across_a_res
     };
     assert_eq!(
         got,
-        marks(&[("root:a", "before"), ("root:b", "before"), ("root:c", "before")])
+        marks(&[
+            ("root:a", "before"),
+            ("root:b", "before"),
+            ("root:c", "before")
+        ])
     );
     // Every item carries the annotation, also the ones the server writes itself.
     let everything = api.list(&ListParams::default()).await?;
@@ -173,7 +177,11 @@ async fn a_kube_rs_watcher_over_every_cluster_sees_each_object_once_across_a_res
     let mut seen = BTreeMap::new();
     let mut inits = 0;
     let mut errors = Vec::new();
-    let mut want = marks(&[("root:a", "before"), ("root:b", "before"), ("root:c", "before")]);
+    let mut want = marks(&[
+        ("root:a", "before"),
+        ("root:b", "before"),
+        ("root:c", "before"),
+    ]);
     collect(&mut rx, &mut seen, &mut inits, &mut errors, &want).await?;
 
     for c in clusters {
@@ -325,7 +333,12 @@ async fn a_subtree_wildcard_lists_and_watches_one_workspace_and_its_descendants(
     workspaces(&server, "root", &["acme", "acme-b", "acmex"])?;
     workspaces(&server, "root:acme", &["team-a", "team-b"])?;
     workspaces(&server, "root:acme:team-a", &["deep"])?;
-    let inside = ["root:acme", "root:acme:team-a", "root:acme:team-b", "root:acme:team-a:deep"];
+    let inside = [
+        "root:acme",
+        "root:acme:team-a",
+        "root:acme:team-b",
+        "root:acme:team-a:deep",
+    ];
     let outside = ["root", "root:acme-b", "root:acmex"];
     for c in inside.iter().chain(&outside) {
         create_configmap(&server, c, "one").await?;
@@ -359,17 +372,29 @@ async fn a_subtree_wildcard_lists_and_watches_one_workspace_and_its_descendants(
     got.sort();
     assert_eq!(
         got,
-        marks(&[("root:acme:team-a", "one"), ("root:acme:team-a:deep", "one")])
+        marks(&[
+            ("root:acme:team-a", "one"),
+            ("root:acme:team-a:deep", "one")
+        ])
     );
     let in_default: Api<ConfigMap> = Api::namespaced(sub.clone(), "default");
     assert_eq!(in_default.list(&lp).await?.items.len(), inside.len());
 
     // The watch sees writes inside the subtree only.
-    let mut stream = watcher::watcher(api.clone(), watcher::Config::default().labels("wildcard-e2e=yes"))
-        .applied_objects()
-        .boxed();
+    let mut stream = watcher::watcher(
+        api.clone(),
+        watcher::Config::default().labels("wildcard-e2e=yes"),
+    )
+    .applied_objects()
+    .boxed();
     let mut seen = Vec::new();
-    for c in ["root:acmex", "root:acme-b", "root", "root:acme:team-b", "root:acme"] {
+    for c in [
+        "root:acmex",
+        "root:acme-b",
+        "root",
+        "root:acme:team-b",
+        "root:acme",
+    ] {
         create_configmap(&server, c, "two").await?;
     }
     tokio::time::timeout(TIMEOUT, async {

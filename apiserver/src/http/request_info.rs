@@ -306,7 +306,11 @@ mod tests {
             parse("/clusters/%2A/api/v1/configmaps").unwrap().cluster,
             ClusterScope::Wildcard
         );
-        for bad in ["/clusters/root%2/api", "/clusters/root%/api", "/clusters/root%41/api"] {
+        for bad in [
+            "/clusters/root%2/api",
+            "/clusters/root%/api",
+            "/clusters/root%41/api",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(parse("/apis").unwrap().api, Some(ApiPath::GroupsRoot));

@@ -75,7 +75,11 @@ impl Catalogs {
     }
 
     /// The shared catalog for this content, building it at most once while it is alive.
-    pub(crate) fn intern(&self, fingerprint: String, build: impl FnOnce() -> Catalog) -> Arc<Catalog> {
+    pub(crate) fn intern(
+        &self,
+        fingerprint: String,
+        build: impl FnOnce() -> Catalog,
+    ) -> Arc<Catalog> {
         let Ok(mut m) = self.by_fingerprint.lock() else {
             return Arc::new(build());
         };

@@ -185,9 +185,9 @@ impl Registry {
             return Ok(builtin);
         }
         let fingerprint = format!("multi:{}", hex::encode(h.finalize()));
-        Ok(self
-            .catalogs
-            .intern(fingerprint.clone(), move || union(&builtin, &distinct, fingerprint)))
+        Ok(self.catalogs.intern(fingerprint.clone(), move || {
+            union(&builtin, &distinct, fingerprint)
+        }))
     }
 }
 
@@ -282,7 +282,10 @@ mod tests {
     fn annotate_adds_to_existing_or_missing_annotations() {
         for (obj, others) in [
             (json!({"metadata": {"name": "a"}}), 0),
-            (json!({"metadata": {"name": "a", "annotations": {"x": "y"}}}), 1),
+            (
+                json!({"metadata": {"name": "a", "annotations": {"x": "y"}}}),
+                1,
+            ),
             (json!({"metadata": {"name": "a", "annotations": null}}), 0),
             (json!({"kind": "X"}), 0),
         ] {
@@ -381,7 +384,11 @@ mod tests {
             let e = reg.get(t, "cm-0000").await.unwrap_err();
             assert_eq!(e.code(), 405);
             let e = reg
-                .create(t, crate::testing::configmap("n", "g"), &WriteParams::default())
+                .create(
+                    t,
+                    crate::testing::configmap("n", "g"),
+                    &WriteParams::default(),
+                )
                 .await
                 .unwrap_err();
             assert_eq!(e.code(), 405);
@@ -410,9 +417,13 @@ mod tests {
             .unwrap();
         for c in ["root:wx", "root:w:x", "root", "root:w"] {
             let t = scoped(&cm, ClusterScope::One(name(c)));
-            reg.create(&t, crate::testing::configmap("e", "g"), &WriteParams::default())
-                .await
-                .unwrap();
+            reg.create(
+                &t,
+                crate::testing::configmap("e", "g"),
+                &WriteParams::default(),
+            )
+            .await
+            .unwrap();
         }
         let e = |c: &str| (Some(c.to_string()), "e".to_string());
         assert_eq!(
@@ -426,7 +437,12 @@ mod tests {
     async fn custom_resources_are_served_where_any_cluster_has_the_crd() {
         let f = fixture().await;
         let reg = &f.reg;
-        let crds = target(reg, "apiextensions.k8s.io", "customresourcedefinitions", None);
+        let crds = target(
+            reg,
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None,
+        );
         for c in ["root:c1", "root:c2", "root:c3"] {
             reg.ensure_cluster(&name(c)).await.unwrap();
         }
@@ -442,17 +458,15 @@ mod tests {
         let rt = has(&wild).expect("served across clusters");
         assert_eq!(rt.kind, "Widget", "the first cluster in key order decides");
         assert!(rt.conversion.is_none());
-        assert!(has(
-            &reg.catalog_for(&ClusterScope::subtree(name("root:c2")))
-                .await
-                .unwrap()
-        )
+        assert!(has(&reg
+            .catalog_for(&ClusterScope::subtree(name("root:c2")))
+            .await
+            .unwrap())
         .is_some());
-        assert!(has(
-            &reg.catalog_for(&ClusterScope::subtree(name("root:c3")))
-                .await
-                .unwrap()
-        )
+        assert!(has(&reg
+            .catalog_for(&ClusterScope::subtree(name("root:c3")))
+            .await
+            .unwrap())
         .is_none());
         assert_eq!(reg.catalogs.multi.cached(), 3);
 
@@ -497,11 +511,10 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(reg.catalogs.multi.cached(), 0);
-        assert!(has(
-            &reg.catalog_for(&ClusterScope::subtree(name("root:c3")))
-                .await
-                .unwrap()
-        )
+        assert!(has(&reg
+            .catalog_for(&ClusterScope::subtree(name("root:c3")))
+            .await
+            .unwrap())
         .is_some());
         // Gone from every cluster: no longer served across them.
         for c in ["root:c1", "root:c2", "root:c3"] {
@@ -509,7 +522,10 @@ mod tests {
             reg.delete(&t, "widgets.example.com", &crate::DeleteParams::default())
                 .await
                 .unwrap();
-            assert!(reg.cleanup_crd(&name(c), "widgets.example.com").await.unwrap());
+            assert!(reg
+                .cleanup_crd(&name(c), "widgets.example.com")
+                .await
+                .unwrap());
         }
         assert!(has(&reg.catalog_for(&ClusterScope::Wildcard).await.unwrap()).is_none());
     }
@@ -598,9 +614,13 @@ mod tests {
             for c in ["root:g2", "root:g1"] {
                 let one = scoped(&cm, ClusterScope::One(name(c)));
                 let n = format!("late-{}", scope.as_str().len());
-                reg.create(&one, crate::testing::configmap(&n, "g"), &WriteParams::default())
-                    .await
-                    .unwrap();
+                reg.create(
+                    &one,
+                    crate::testing::configmap(&n, "g"),
+                    &WriteParams::default(),
+                )
+                .await
+                .unwrap();
             }
             let got = next(2, &mut w).await;
             let clusters: Vec<_> = got.into_iter().map(|(c, _)| c.unwrap()).collect();
@@ -610,9 +630,13 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(400)).await;
             let t1 = scoped(&cm, ClusterScope::One(name("root:g1")));
             let n = format!("later-{}", scope.as_str().len());
-            reg.create(&t1, crate::testing::configmap(&n, "g"), &WriteParams::default())
-                .await
-                .unwrap();
+            reg.create(
+                &t1,
+                crate::testing::configmap(&n, "g"),
+                &WriteParams::default(),
+            )
+            .await
+            .unwrap();
             let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
             while reg.storage.compacted_revision() <= rv {
                 assert!(tokio::time::Instant::now() < deadline, "no compaction");

@@ -119,7 +119,10 @@ pub enum ClusterScope {
     /// `/clusters/root:acme:*/...`: `root` (here `root:acme`) and every cluster below it
     /// (list and watch only). `pattern` is the path segment as written (`root:acme:*`);
     /// build it with [`ClusterScope::subtree`].
-    Subtree { root: ClusterName, pattern: String },
+    Subtree {
+        root: ClusterName,
+        pattern: String,
+    },
 }
 
 impl ClusterScope {
@@ -213,7 +216,10 @@ mod tests {
         let acme = ClusterName::parse("root:acme").unwrap();
         let s = ClusterScope::parse("root:acme:*").unwrap();
         assert_eq!(s, ClusterScope::subtree(acme.clone()));
-        assert_eq!((s.as_str(), s.to_string()), ("root:acme:*", "root:acme:*".into()));
+        assert_eq!(
+            (s.as_str(), s.to_string()),
+            ("root:acme:*", "root:acme:*".into())
+        );
         assert!(s.one().is_none() && s.is_multi());
         assert_eq!(
             ClusterScope::parse("root:acme"),
@@ -224,7 +230,9 @@ mod tests {
             ClusterScope::parse("root:*"),
             Some(ClusterScope::subtree(ClusterName::root()))
         );
-        for bad in [":*", "root:*:*", "root*", "root:a*", "*:root", "**", "root:", ""] {
+        for bad in [
+            ":*", "root:*:*", "root*", "root:a*", "*:root", "**", "root:", "",
+        ] {
             assert_eq!(ClusterScope::parse(bad), None, "{bad}");
         }
     }

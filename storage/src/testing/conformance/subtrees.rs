@@ -112,7 +112,10 @@ pub(super) async fn subtree_list_paging_and_siblings(s: &Arc<dyn Storage>) {
         .filter(|k| k.cluster.starts_with("st:a"))
         .cloned()
         .collect();
-    assert_eq!(paged(s, &subtree("st:a", Some(RES), None), None, 3, None).await, st_a);
+    assert_eq!(
+        paged(s, &subtree("st:a", Some(RES), None), None, 3, None).await,
+        st_a
+    );
     let everything = list_all(s, &subtree("st", None, None), None).await;
     assert_eq!(everything.len(), want.len() + inside.len());
     assert!(everything
@@ -179,8 +182,7 @@ pub(super) async fn subtree_watch_filters(s: &Arc<dyn Storage>) {
     ] {
         let kv = create(s, Key::new(cluster, resource, namespace, "x"), "v").await;
         let within = |root: &str| {
-            cluster == root
-                || (cluster.starts_with(root) && cluster.as_bytes()[root.len()] == b':')
+            cluster == root || (cluster.starts_with(root) && cluster.as_bytes()[root.len()] == b':')
         };
         if within("wst") && resource == RES {
             in_tree.push(kv.mod_revision);
@@ -242,6 +244,9 @@ pub(super) async fn subtree_watch_filters(s: &Arc<dyn Storage>) {
     // Dropping a subtree watcher unregisters it; the others keep receiving.
     drop(tree);
     let kv = create(s, key("wst:a", "n1", "late"), "v").await;
-    assert_eq!(next_event(&mut below).await.kv.mod_revision, kv.mod_revision);
+    assert_eq!(
+        next_event(&mut below).await.kv.mod_revision,
+        kv.mod_revision
+    );
     assert_eq!(next_event(&mut ns).await.kv.mod_revision, kv.mod_revision);
 }
