@@ -448,6 +448,25 @@ async fn encoded_wildcards_and_discovery() -> Result<()> {
             "{path}"
         );
     }
+    // Table rows' objects and PartialObjectMetadata carry the annotation too.
+    let mut req = kube::core::Request::new("/clusters/*/api/v1/configmaps").list(&lp)?;
+    req.headers_mut().insert(
+        "accept",
+        "application/json;as=Table;v=v1;g=meta.k8s.io".parse()?,
+    );
+    let table: serde_json::Value = bare.request(req).await?;
+    assert_eq!(table["kind"], "Table", "{table}");
+    let rows = table["rows"].as_array().context("rows")?;
+    assert_eq!(rows.len(), 1, "{table}");
+    assert_eq!(
+        rows[0]["object"]["metadata"]["annotations"][CLUSTER_ANNOTATION], "root:p",
+        "{table}"
+    );
+    let meta: Api<ConfigMap> = Api::all(server.client_for("root:p:*").await?);
+    let listed = meta.list_metadata(&lp).await?;
+    let got: Vec<_> = listed.items.iter().map(mark).collect();
+    assert_eq!(got, marks(&[("root:p", "enc")]));
+
     // Discovery under the wildcard serves the built-ins.
     let wild = server.client_for("*").await?;
     let core = wild.list_core_api_resources("v1").await?;

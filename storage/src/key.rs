@@ -121,3 +121,31 @@ impl Prefix {
             && self.namespace.as_ref().is_none_or(|n| *n == key.namespace)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subtrees_hold_their_root_and_descendants_only() {
+        let s = Clusters::Subtree("root:acme".into());
+        for inside in ["root:acme", "root:acme:a", "root:acme:a:b"] {
+            assert!(s.contains(inside), "{inside}");
+        }
+        for outside in [
+            "root",
+            "root:acm",
+            "root:acmex",
+            "root:acme-b",
+            "root:acme0",
+            "",
+        ] {
+            assert!(!s.contains(outside), "{outside}");
+        }
+        assert!(Clusters::All.contains("x"));
+        assert!(Clusters::One("a".into()).contains("a"));
+        assert!(!Clusters::One("a".into()).contains("a:b"));
+        assert_eq!(Clusters::One("a".into()).one(), Some("a"));
+        assert_eq!(s.one(), None);
+    }
+}
