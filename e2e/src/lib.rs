@@ -167,7 +167,8 @@ impl KplaneServer {
         Ok(server)
     }
 
-    /// Stops the server if it runs (gracefully) and starts it again on the same data directory.
+    /// Stops the server if it runs (gracefully) and starts it again on the same data directory
+    /// and port, so clients made before the restart (a kube-rs watcher) reach it again.
     pub fn restart(&mut self) -> Result<()> {
         if self.child.is_some() {
             self.stop()?;
@@ -190,13 +191,18 @@ impl KplaneServer {
             .open(&self.log_path)
             .context("opening the server log")?;
         writeln!(log, "==== kplane-e2e: start #{} ====", self.starts)?;
+        // A restart binds the port of the previous start.
+        let bind = match self.endpoint.base_url.rsplit_once(':') {
+            Some((_, port)) if !port.is_empty() => format!("127.0.0.1:{port}"),
+            _ => "127.0.0.1:0".to_string(),
+        };
         let mut command = Command::new(&self.bin);
         command
             .arg("serve")
             .arg("--data-dir")
             .arg(&self.data_dir)
             .arg("--bind")
-            .arg("127.0.0.1:0")
+            .arg(&bind)
             .args(&self.args)
             .env("NO_COLOR", "1")
             .env_remove("KPLANE_DATA_DIR")

@@ -14,5 +14,6 @@ mod logs;
 mod shutdown;
 mod ssa;
 mod templates;
+mod wildcard;
 mod workspaces;
 mod ws_cli;

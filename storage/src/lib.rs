@@ -36,7 +36,7 @@ use bytes::Bytes;
 pub use self::sled::{SledStorage, SledStorageOptions, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
 pub use event_log::{EventLog, EventPage};
-pub use key::{Key, Prefix};
+pub use key::{Clusters, Key, Prefix};
 pub use range::{RangeScan, Tombstone, CLUSTER_DELETE_BATCH};
 
 /// The store-wide revision. Every object's `metadata.resourceVersion` is one of these.

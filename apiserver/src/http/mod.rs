@@ -267,7 +267,7 @@ async fn metrics_endpoint(state: &AppState) -> Response {
                     continue;
                 }
                 let prefix = kplane_storage::Prefix {
-                    cluster: None,
+                    cluster: kplane_storage::Clusters::All,
                     resource: Some(rt.storage_resource.clone()),
                     namespace: None,
                 };

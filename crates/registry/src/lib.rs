@@ -38,6 +38,7 @@ pub mod strategies;
 pub mod typed;
 pub mod warnings;
 mod watch;
+pub mod wildcard;
 mod write;
 
 #[cfg(test)]
@@ -49,7 +50,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use kplane_storage::{Key, Prefix, Storage};
+use kplane_storage::{Clusters, Key, Prefix, Storage};
 use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
 use serde_json::Value;
 
@@ -80,13 +81,17 @@ impl Target {
         }
     }
 
-    /// The one logical cluster addressed; 405 for the `*` wildcard.
+    /// The one logical cluster addressed; 405 for the `*` wildcard and subtrees.
     fn cluster(&self) -> ApiResult<&ClusterName> {
         match &self.cluster {
             ClusterScope::One(c) => Ok(c),
             ClusterScope::Wildcard => Err(ApiError::new(
                 StatusReason::MethodNotAllowed,
                 "only list and watch are supported across all logical clusters",
+            )),
+            ClusterScope::Subtree { pattern, .. } => Err(ApiError::new(
+                StatusReason::MethodNotAllowed,
+                format!("only list and watch are supported across the logical clusters {pattern}"),
             )),
         }
     }
@@ -107,8 +112,9 @@ impl Target {
     fn prefix(&self) -> Prefix {
         Prefix {
             cluster: match &self.cluster {
-                ClusterScope::One(c) => Some(c.as_str().to_string()),
-                ClusterScope::Wildcard => None,
+                ClusterScope::One(c) => Clusters::One(c.as_str().to_string()),
+                ClusterScope::Wildcard => Clusters::All,
+                ClusterScope::Subtree { root, .. } => Clusters::Subtree(root.as_str().to_string()),
             },
             resource: Some(self.rt.storage_resource.clone()),
             namespace: if self.rt.namespaced {

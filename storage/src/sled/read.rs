@@ -14,7 +14,7 @@ use super::encoding::{
     Record, TAG_LATEST, TAG_XREF,
 };
 use super::log::Log;
-use crate::{Error, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
+use crate::{Clusters, Error, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
 
 /// How many scanned entries between cooperative yields to the async runtime.
 const YIELD_EVERY: usize = 1024;
@@ -171,21 +171,20 @@ async fn scan_keyspace(
     out: &mut Collector<'_>,
     resolve: impl Fn(&[u8], sled::IVec) -> Result<(Key, Option<Record>)>,
 ) -> Result<()> {
-    let Some(range) = plan.range(TAG_LATEST, start_after) else {
-        return Ok(());
-    };
-    for entry in latest.range(range) {
-        let (k, v) = entry.map_err(backend)?;
-        if out.full() {
-            out.more = true;
-            break;
-        }
-        if out.tick() {
-            tokio::task::yield_now().await;
-        }
-        let (key, rec) = resolve(&k[1..], v)?;
-        if let Some(rec) = rec {
-            out.offer(rec.into_kv(key));
+    for range in plan.ranges(TAG_LATEST, start_after) {
+        for entry in latest.range(range) {
+            let (k, v) = entry.map_err(backend)?;
+            if out.full() {
+                out.more = true;
+                return Ok(());
+            }
+            if out.tick() {
+                tokio::task::yield_now().await;
+            }
+            let (key, rec) = resolve(&k[1..], v)?;
+            if let Some(rec) = rec {
+                out.offer(rec.into_kv(key));
+            }
         }
     }
     Ok(())
@@ -395,15 +394,17 @@ async fn correct(
 /// not-yet-durable write is not counted).
 pub(crate) async fn count(tree: &sled::Tree, prefix: &Prefix, rev: Revision) -> Result<u64> {
     let plan = Plan::for_prefix(prefix);
-    let Some(range) = plan.range(TAG_LATEST, None) else {
-        return Ok(0);
-    };
     let exact_range = matches!(&plan, Plan::Keys { .. })
         && (prefix.namespace.is_none() || prefix.resource.is_some())
-        && (prefix.resource.is_none() || prefix.cluster.is_some());
+        && match prefix.cluster {
+            Clusters::One(_) => true,
+            Clusters::All => prefix.resource.is_none(),
+            Clusters::Subtree(_) => false,
+        };
     let mut n = 0u64;
     let mut scanned = 0usize;
-    for entry in tree.range(range) {
+    let ranges = plan.ranges(TAG_LATEST, None);
+    for entry in ranges.into_iter().flat_map(|range| tree.range(range)) {
         let (k, v) = entry.map_err(backend)?;
         scanned += 1;
         if scanned >= YIELD_EVERY {

@@ -203,7 +203,7 @@ impl Registry {
             ),
         ] {
             let prefix = Prefix {
-                cluster: None,
+                cluster: kplane_storage::Clusters::All,
                 resource: Some(resource.into()),
                 namespace: None,
             };
