@@ -1,7 +1,8 @@
 //! tenancy.kplane.io/v1alpha1 Workspace: a cluster-scoped object whose name is one segment
 //! of a logical cluster path. A Workspace NAME in logical cluster P stands for the child
 //! cluster `P:NAME`: it starts Initializing with the `tenancy.kplane.io/workspace`
-//! finalizer, turns Terminating when marked for deletion, and the workspace controller
+//! finalizer, turns Terminating when marked for deletion (from that write on, writes into
+//! the child are refused, `clusters.rs`), and the workspace controller
 //! (`controllers::workspace`) bootstraps the child, reports it Ready, and deletes the
 //! child's key range (and its descendants') before it drops the finalizer.
 
@@ -128,10 +129,28 @@ impl TypeStrategy for Workspace {
         deleting: bool,
     ) -> ApiResult<()> {
         if deleting {
+            // From the marking write on, nothing new is written into the child.
+            if let Some(child) = cluster.child(name) {
+                reg.set_terminating(&child, true);
+            }
             reg.enqueue(Work::Workspace {
                 cluster: cluster.clone(),
                 name: name.into(),
             });
+        }
+        Ok(())
+    }
+
+    /// The Workspace is gone (its child's key range went before it): the child's name may
+    /// be used again.
+    async fn after_delete(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+    ) -> ApiResult<()> {
+        if let Some(child) = cluster.child(name) {
+            reg.set_terminating(&child, false);
         }
         Ok(())
     }
