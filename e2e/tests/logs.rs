@@ -82,6 +82,7 @@ fn v3_writes_a_text_line_per_request_with_its_fields_and_no_colour() -> Result<(
 #[test]
 fn json_lines_parse_and_carry_the_request_fields() -> Result<()> {
     let server = KplaneServer::start_with(options().arg("--v=3").arg("--log-format=json"))?;
+    server.create_workspace("root:acme")?;
     let acme = server.kubectl_for("root:acme")?;
     acme.run(&["create", "namespace", "team-a"])?;
     let missing = acme.run(&["get", "configmap", "nope", "-n", "team-a"])?;
