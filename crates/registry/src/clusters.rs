@@ -26,12 +26,11 @@ use std::sync::{Mutex, PoisonError, RwLock};
 
 use kplane_storage::{Key, ListOptions, Prefix};
 use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
-use serde_json::Value;
 
 use crate::controllers::stored_cluster;
 use crate::error::{ApiError, ApiResult};
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
-use crate::{meta, Registry};
+use crate::Registry;
 
 /// How many cluster names (and stored Workspaces) one start-up read brings in.
 pub(crate) const LOAD_PAGE: usize = 1024;
@@ -139,8 +138,8 @@ impl Registry {
             };
             let res = self.storage.list(&prefix, &opts, None).await?;
             for kv in &res.items {
-                let deleting =
-                    serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v));
+                let deleting = serde_json::from_slice::<Deleting>(&kv.value)
+                    .is_ok_and(|d| d.metadata.deletion_timestamp.is_some());
                 let child = stored_cluster(&kv.key).and_then(|c| c.child(&kv.key.name));
                 if let (true, Some(child)) = (deleting, child) {
                     self.set_terminating(&child, true);
@@ -240,6 +239,19 @@ impl Registry {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What start-up reads of a stored Workspace: whether it carries a deletionTimestamp
+/// (everything else is skipped, not decoded).
+#[derive(serde::Deserialize)]
+struct Deleting {
+    metadata: DeletingMeta,
+}
+
+#[derive(serde::Deserialize)]
+struct DeletingMeta {
+    #[serde(rename = "deletionTimestamp")]
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
 }
 
 /// The 404 of a request into a logical cluster that does not exist.
@@ -370,6 +382,55 @@ mod tests {
         reg.set_auto_create_clusters(false);
         reg.check_cluster(&nope).unwrap();
         assert!(reg.cluster_exists(&name("root:nope")));
+    }
+
+    /// The children of stored Workspaces that carry a deletionTimestamp are terminating
+    /// after a restart (loaded in pages below, at, above and ten times their number);
+    /// those of other Workspaces are not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn terminating_marks_are_loaded_from_stored_workspaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        let deleting = ["root:a", "root:b", "root:b:x", "root:c"];
+        {
+            let (reg, _tx) = registry(storage.clone());
+            reg.set_auto_create_clusters(true);
+            let rt = reg
+                .builtin_catalog()
+                .get("tenancy.kplane.io", "v1alpha1", "workspaces")
+                .unwrap()
+                .clone();
+            let target = |path: &str| {
+                let child = name(path);
+                let t = Target::new(&child.parent().unwrap(), rt.clone(), None);
+                (child, t)
+            };
+            for path in deleting.iter().chain(&["root:kept"]) {
+                let (child, t) = target(path);
+                let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1",
+                                 "kind": "Workspace", "metadata": {"name": child.base_name()}});
+                reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+            }
+            // Deepest first: a terminating cluster takes no more writes.
+            for path in deleting.iter().rev() {
+                let (child, t) = target(path);
+                reg.delete(&t, child.base_name(), &Default::default())
+                    .await
+                    .unwrap();
+                assert!(reg.is_terminating(&child), "{child}");
+            }
+        }
+        let n = deleting.len();
+        for page in [1, n - 1, n, n + 1, 10 * n] {
+            let (reg, _tx) = registry(storage.clone());
+            reg.load_cluster_state_paged(page).await.unwrap();
+            for c in deleting {
+                assert!(reg.is_terminating(&name(c)), "{c}, page {page}");
+            }
+            assert!(!reg.is_terminating(&name("root:kept")), "page {page}");
+            let e = reg.refuse_if_terminating(&name("root:b:x:y")).unwrap_err();
+            assert_eq!(e.code(), 403);
+        }
     }
 
     /// Terminating marks cover descendants, not siblings with the same prefix.

@@ -599,6 +599,33 @@ mod tests {
             .unwrap();
     }
 
+    /// A `/status` write to a Workspace being deleted cannot report it Ready.
+    #[tokio::test]
+    async fn a_deleting_workspace_stays_terminating() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), false).await;
+        create_ws(&reg, "root", "acme").await;
+        reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
+            .await
+            .unwrap();
+        let mut ws = get_ws(&reg, "root", "acme").await.unwrap();
+        ws["status"]["phase"] = json!("Ready");
+        let out = reg
+            .update(
+                &workspaces(&reg, "root"),
+                "acme",
+                Some("status"),
+                ws,
+                &WriteParams::default(),
+            )
+            .await
+            .unwrap();
+        let out: Value = serde_json::from_slice(&out.0).unwrap();
+        assert_eq!(out["status"]["phase"], "Terminating", "{out}");
+        let ws = get_ws(&reg, "root", "acme").await.unwrap();
+        assert_eq!(ws["status"]["phase"], "Terminating", "{ws}");
+    }
+
     /// Range deletes carry each object's last state at the delete's resourceVersion.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn watchers_see_each_deleted_object_at_its_delete_revision() {

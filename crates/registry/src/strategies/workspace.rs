@@ -13,7 +13,7 @@ use super::super::catalog::ResourceType;
 use super::super::controllers::Work;
 use super::super::meta::{self, NameRule};
 use super::super::Registry;
-use super::TypeStrategy;
+use super::{with_field_from, TypeStrategy};
 use crate::error::{ApiError, ApiResult};
 
 /// The group of the tenancy API.
@@ -63,6 +63,27 @@ impl TypeStrategy for Workspace {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(p)) if PHASES.contains(&p.as_str()) => Vec::new(),
             Some(other) => vec![Cause::not_supported("status.phase", other, PHASES)],
+        }
+    }
+
+    /// `/status` takes the request's status, except that a Workspace being deleted stays
+    /// `Terminating`: a deleted workspace is never reported Ready again.
+    fn prepare_for_subresource_update(
+        &self,
+        rt: &ResourceType,
+        sub: &str,
+        new: Value,
+        old: &Value,
+    ) -> ApiResult<Value> {
+        match sub {
+            "status" => {
+                let mut next = with_field_from(old.clone(), &new, "status");
+                if meta::is_deleting(old) {
+                    self.prepare_for_delete(rt, &mut next);
+                }
+                Ok(next)
+            }
+            other => Err(ApiError::not_found_sub(other)),
         }
     }
 
