@@ -2,8 +2,9 @@
 //! API group/version, resource) and computes the request's attributes once
 //! ([`request_info::request_info`]: a [`RequestInfo`], put in the request's extensions),
 //! answers the public endpoints, authenticates ([`auth`]), authorizes ([`authz`]), asks the
-//! registry whether the logical cluster exists (404 otherwise), and dispatches to the non-resource endpoints (version, health, discovery, OpenAPI, metrics)
-//! or to the resource handlers. [`router`] builds the whole app without a socket, so tests
+//! registry whether the logical cluster exists (404 otherwise), and dispatches to the
+//! non-resource endpoints (version, health, discovery, OpenAPI, metrics) or to the resource
+//! handlers. [`router`] builds the whole app without a socket, so tests
 //! can drive it directly.
 
 pub mod auth;

@@ -1,6 +1,7 @@
 //! Namespace bootstrap, part of the registry's own write path: the default namespaces of a
-//! new logical cluster (when it is created: see `clusters.rs`) and the objects every new namespace starts with
-//! (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), created in the same request.
+//! new logical cluster (when it is created: see `clusters.rs`) and the objects every new
+//! namespace starts with (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), created
+//! in the same request.
 //! Emptying and removing a Terminating namespace is a controller's job
 //! (`controllers::namespace`).
 

@@ -1,19 +1,20 @@
 //! The workspace controller: brings the logical cluster of a Workspace into being and takes
 //! it away again.
 //!
-//! - A new Workspace NAME in cluster P: the child cluster `P:NAME` is bootstrapped
-//!   (its default namespaces; from then on it exists, see `clusters.rs`), then the Workspace's `/status` turns Ready with the
-//!   child's URL (the server's external base URL + `/clusters/P:NAME`) and a `Ready`
-//!   condition. Until the server knows its URL the item waits.
+//! - A new Workspace NAME in cluster P: the child cluster `P:NAME` is bootstrapped (its
+//!   default namespaces; from then on it exists, see `clusters.rs`), then the Workspace's
+//!   `/status` turns Ready with the child's URL (the server's external base URL +
+//!   `/clusters/P:NAME`) and a `Ready` condition. Until the server knows its URL the item
+//!   waits.
 //! - A Workspace marked for deletion (Terminating): writes into the child and its
-//!   descendants are refused (from the marking write on: the strategy's hook), the key ranges of the descendants (deepest first, found
-//!   through the Workspace objects each cluster holds) and then of the child are deleted
-//!   with [`kplane_storage::Storage::delete_cluster`] in bounded batches, each key with its
-//!   own `Deleted` event whose value is the object's last state at the delete's
+//!   descendants are refused (from the marking write on: the strategy's hook), the key
+//!   ranges of the descendants (deepest first, found through the Workspace objects each
+//!   cluster holds) and then of the child are deleted with
+//!   [`kplane_storage::Storage::delete_cluster`] in bounded batches, each key with its own
+//!   `Deleted` event whose value is the object's last state at the delete's
 //!   resourceVersion; the clusters are forgotten (they no longer exist: 404) with their
-//!   catalogs, and the
-//!   `tenancy.kplane.io/workspace` finalizer is dropped, which removes the Workspace when
-//!   no other finalizer holds it.
+//!   catalogs, and the `tenancy.kplane.io/workspace` finalizer is dropped, which removes
+//!   the Workspace when no other finalizer holds it.
 //!
 //! Deletion is resumable: a descendant's Workspace object lives in its parent's key range,
 //! which is deleted only after that descendant is gone, so a rerun (after an error or a
