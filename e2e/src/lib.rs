@@ -393,6 +393,37 @@ impl KplaneServer {
         ))
     }
 
+    /// Creates logical cluster `path` (e.g. `root:acme:team-a`) as users do: applies a
+    /// Workspace named after its last segment in its parent (which must exist) and waits
+    /// until it is Ready.
+    pub fn create_workspace(&self, path: &str) -> Result<()> {
+        let Some((parent, name)) = path.rsplit_once(':') else {
+            bail!("{path} has no parent workspace");
+        };
+        let kubectl = self.kubectl_for(parent)?;
+        let manifest = format!(
+            "apiVersion: tenancy.kplane.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n"
+        );
+        let out = kubectl.run_stdin(&["apply", "-f", "-"], &manifest)?;
+        if !out.success() {
+            bail!("creating workspace {path}: {}", out.stderr);
+        }
+        kubectl
+            .ok(&[
+                "wait",
+                "--for=jsonpath={.status.phase}=Ready",
+                &format!("workspace/{name}"),
+                "--timeout=30s",
+            ])
+            .with_context(|| format!("waiting for workspace {path}"))?;
+        Ok(())
+    }
+
+    /// [`KplaneServer::create_workspace`] for each path, in order (parents first).
+    pub fn create_workspaces(&self, paths: &[&str]) -> Result<()> {
+        paths.iter().try_for_each(|p| self.create_workspace(p))
+    }
+
     /// A kube-rs client from `admin.kubeconfig`.
     pub async fn client(&self) -> Result<kube::Client> {
         let kubeconfig = Kubeconfig::read_from(self.kubeconfig()).context("reading kubeconfig")?;

@@ -12,6 +12,7 @@ pub mod apply;
 mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;
+pub mod clusters;
 pub mod controllers;
 pub mod crd;
 mod crd_form;
@@ -46,8 +47,7 @@ mod size_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use kplane_storage::{Clusters, Key, Prefix, Storage};
@@ -139,8 +139,8 @@ pub(crate) fn to_api(rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
 pub struct Registry {
     storage: Arc<dyn Storage>,
     catalogs: catalogs::Catalogs,
-    /// Logical clusters whose default namespaces exist.
-    bootstrapped: Mutex<HashSet<ClusterName>>,
+    /// Which logical clusters exist and which are terminating (`clusters.rs`).
+    clusters: clusters::ClusterState,
     /// The CA published in every namespace's `kube-root-ca.crt`.
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
@@ -151,9 +151,6 @@ pub struct Registry {
     admission: admission::Admission,
     /// The base URL clients reach the server at, for Workspace URLs.
     external_url: std::sync::OnceLock<String>,
-    /// Logical clusters whose Workspace is being deleted: writes into them (and their
-    /// descendants) are refused.
-    terminating: Mutex<HashSet<ClusterName>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -198,13 +195,12 @@ impl Registry {
         let r = Registry {
             storage,
             catalogs: catalogs::Catalogs::new(builtin),
-            bootstrapped: Mutex::new(HashSet::new()),
+            clusters: clusters::ClusterState::default(),
             root_ca_pem,
             shutdown,
             controllers,
             admission,
             external_url: std::sync::OnceLock::new(),
-            terminating: Mutex::new(HashSet::new()),
         };
         (Arc::new(r), rx)
     }
@@ -217,11 +213,6 @@ impl Registry {
     /// Distinct catalogs alive (clusters with identical CRDs share one).
     pub fn distinct_catalogs(&self) -> usize {
         self.catalogs.distinct()
-    }
-
-    /// Logical clusters bootstrapped since start.
-    pub fn known_clusters(&self) -> usize {
-        self.bootstrapped.lock().map(|s| s.len()).unwrap_or(0)
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {

@@ -108,6 +108,23 @@ pub(crate) fn index_key_bytes(key: &Key) -> Vec<u8> {
     out
 }
 
+/// The first tree key of keyspace `tag` after every key of `cluster` (and before the keys
+/// of any cluster sorting after it): the cluster's component with its terminator
+/// `0x00 0x01` raised to `0x00 0x02`, which no escaped component can contain.
+pub(crate) fn after_cluster(tag: u8, cluster: &str) -> Vec<u8> {
+    let mut out = vec![tag];
+    push_component(&mut out, cluster);
+    if let Some(last) = out.last_mut() {
+        *last = 2;
+    }
+    out
+}
+
+/// The cluster (first component) of a cluster-first encoded key.
+pub(crate) fn decode_cluster(buf: &[u8]) -> Result<String> {
+    read_component(buf).map(|(c, _)| c)
+}
+
 /// Decodes a cluster-first key; returns it and the remaining bytes.
 pub(crate) fn decode_key(buf: &[u8]) -> Result<(Key, &[u8])> {
     let (cluster, rest) = read_component(buf)?;

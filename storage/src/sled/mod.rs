@@ -450,6 +450,10 @@ impl Storage for SledStorage {
         cluster_delete::delete_cluster(self, cluster, batch, tombstone).await
     }
 
+    async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        read::clusters(&self.shared.latest, start_after, limit).await
+    }
+
     async fn scan(
         &self,
         prefix: &Prefix,

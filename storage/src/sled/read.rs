@@ -10,8 +10,8 @@
 //! `R` (the "correction" step of [`list`]).
 
 use super::encoding::{
-    decode_index_key, decode_key, key_bytes, latest_key, peek_version, split_xref_key, Plan,
-    Record, TAG_LATEST, TAG_XREF,
+    after_cluster, decode_cluster, decode_index_key, decode_key, key_bytes, latest_key,
+    peek_version, split_xref_key, Plan, Record, TAG_LATEST, TAG_XREF,
 };
 use super::log::Log;
 use crate::{Clusters, Error, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
@@ -431,4 +431,34 @@ pub(crate) async fn count(tree: &sled::Tree, prefix: &Prefix, rev: Revision) -> 
         }
     }
     Ok(n)
+}
+
+/// The logical clusters holding live keys in the latest keyspace, after `start_after`, at
+/// most `limit`: a skip-scan that reads the first key at or after a bound, takes its
+/// cluster, and seeks past that cluster's last possible key, so each cluster costs one
+/// seek however many keys it holds.
+pub(crate) async fn clusters(
+    tree: &sled::Tree,
+    start_after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<String>> {
+    let end = vec![TAG_LATEST + 1];
+    let mut from = match start_after {
+        Some(c) => after_cluster(TAG_LATEST, c),
+        None => vec![TAG_LATEST],
+    };
+    let mut out = Vec::new();
+    while out.len() < limit.max(1) {
+        let Some(entry) = tree.range(from.clone()..end.clone()).next() else {
+            break;
+        };
+        let (k, _) = entry.map_err(backend)?;
+        let cluster = decode_cluster(k.get(1..).unwrap_or_default())?;
+        from = after_cluster(TAG_LATEST, &cluster);
+        out.push(cluster);
+        if out.len() % YIELD_EVERY == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    Ok(out)
 }

@@ -60,6 +60,7 @@ pub async fn run_all(s: Arc<dyn Storage>) {
     ranges::delete_cluster_in_batches(&s, 3, 256).await;
     ranges::delete_cluster_errors_and_resumes(&s).await;
     ranges::scan_is_consistent_across_pages(&s).await;
+    ranges::clusters_lists_clusters_with_keys(&s).await;
 }
 
 /// The resource the checks store their keys under.
