@@ -238,7 +238,7 @@ impl Metrics {
             ),
             (
                 "kplane_logical_clusters",
-                "Logical clusters that have been written to since start.",
+                "Logical clusters that exist.",
                 storage.logical_clusters as f64,
             ),
             (

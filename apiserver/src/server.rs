@@ -62,6 +62,9 @@ pub struct ServerConfig {
     pub storage_cache_bytes: u64,
     /// What `/version` reports about this build.
     pub build_info: crate::BuildInfo,
+    /// Development and testing only: unknown logical clusters answer, and the first write
+    /// into one bootstraps it (`Registry::set_auto_create_clusters`).
+    pub auto_create_clusters: bool,
 }
 
 /// Builds a [`Server`].
@@ -108,6 +111,7 @@ impl Default for ServerBuilder {
                 event_ttl: Duration::from_secs(3600),
                 storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
                 build_info: crate::BuildInfo::default(),
+                auto_create_clusters: false,
             },
             authenticator: None,
             authorizer: None,
@@ -150,6 +154,14 @@ impl ServerBuilder {
     /// The build facts `/version` reports (the `kplane` binary records them at build time).
     pub fn build_info(mut self, info: crate::BuildInfo) -> Self {
         self.config.build_info = info;
+        self
+    }
+
+    /// Development and testing only: every logical cluster answers and the first write into
+    /// an unknown one creates it, as kplane did before Workspaces (default: off, so a
+    /// request into a cluster no Workspace created is a 404).
+    pub fn auto_create_clusters(mut self, on: bool) -> Self {
+        self.config.auto_create_clusters = on;
         self
     }
 
@@ -317,6 +329,13 @@ impl Server {
             shutdown_rx,
             admission,
         );
+        registry.set_auto_create_clusters(cfg.auto_create_clusters);
+        // Which logical clusters exist and which are terminating, before anything is served
+        // or any controller runs.
+        registry
+            .load_cluster_state()
+            .await
+            .map_err(|e| ServerError::Startup(e.0.to_string()))?;
         // The controllers, their shared informer and the resumption of unfinished
         // namespace/CRD deletions run in the background.
         let controllers = controllers::start(&registry, work_queue, cfg.event_ttl);

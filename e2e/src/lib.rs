@@ -167,7 +167,8 @@ impl KplaneServer {
         Ok(server)
     }
 
-    /// Stops the server if it runs (gracefully) and starts it again on the same data directory.
+    /// Stops the server if it runs (gracefully) and starts it again on the same data directory
+    /// and port, so clients made before the restart (a kube-rs watcher) reach it again.
     pub fn restart(&mut self) -> Result<()> {
         if self.child.is_some() {
             self.stop()?;
@@ -190,13 +191,18 @@ impl KplaneServer {
             .open(&self.log_path)
             .context("opening the server log")?;
         writeln!(log, "==== kplane-e2e: start #{} ====", self.starts)?;
+        // A restart binds the port of the previous start.
+        let bind = match self.endpoint.base_url.rsplit_once(':') {
+            Some((_, port)) if !port.is_empty() => format!("127.0.0.1:{port}"),
+            _ => "127.0.0.1:0".to_string(),
+        };
         let mut command = Command::new(&self.bin);
         command
             .arg("serve")
             .arg("--data-dir")
             .arg(&self.data_dir)
             .arg("--bind")
-            .arg("127.0.0.1:0")
+            .arg(&bind)
             .args(&self.args)
             .env("NO_COLOR", "1")
             .env_remove("KPLANE_DATA_DIR")
@@ -385,6 +391,37 @@ impl KplaneServer {
             self.scratch.join("home"),
             self.scratch.join("kubectl-cache").join(sanitize(cluster)),
         ))
+    }
+
+    /// Creates logical cluster `path` (e.g. `root:acme:team-a`) as users do: applies a
+    /// Workspace named after its last segment in its parent (which must exist) and waits
+    /// until it is Ready.
+    pub fn create_workspace(&self, path: &str) -> Result<()> {
+        let Some((parent, name)) = path.rsplit_once(':') else {
+            bail!("{path} has no parent workspace");
+        };
+        let kubectl = self.kubectl_for(parent)?;
+        let manifest = format!(
+            "apiVersion: tenancy.kplane.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n"
+        );
+        let out = kubectl.run_stdin(&["apply", "-f", "-"], &manifest)?;
+        if !out.success() {
+            bail!("creating workspace {path}: {}", out.stderr);
+        }
+        kubectl
+            .ok(&[
+                "wait",
+                "--for=jsonpath={.status.phase}=Ready",
+                &format!("workspace/{name}"),
+                "--timeout=30s",
+            ])
+            .with_context(|| format!("waiting for workspace {path}"))?;
+        Ok(())
+    }
+
+    /// [`KplaneServer::create_workspace`] for each path, in order (parents first).
+    pub fn create_workspaces(&self, paths: &[&str]) -> Result<()> {
+        paths.iter().try_for_each(|p| self.create_workspace(p))
     }
 
     /// A kube-rs client from `admin.kubeconfig`.

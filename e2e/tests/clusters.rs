@@ -30,12 +30,12 @@ async fn cm_names(client: &Client) -> Result<BTreeSet<String>> {
 #[tokio::test]
 async fn objects_in_one_logical_cluster_are_invisible_in_another() -> Result<()> {
     let server = KplaneServer::start()?;
+    server.create_workspaces(&["root:a", "root:b"])?;
     let a = server.client_for("root:a").await?;
     let b = server.client_for("root:b").await?;
     let cms_a: Api<ConfigMap> = Api::namespaced(a.clone(), "default");
     let cms_b: Api<ConfigMap> = Api::namespaced(b.clone(), "default");
 
-    // The first write brings each cluster into being.
     cms_a
         .create(
             &PostParams::default(),
@@ -119,6 +119,7 @@ async fn objects_in_one_logical_cluster_are_invisible_in_another() -> Result<()>
 #[tokio::test]
 async fn each_logical_cluster_gets_its_own_default_namespaces() -> Result<()> {
     let server = KplaneServer::start()?;
+    server.create_workspaces(&["root:a", "root:b"])?;
     let a = server.client_for("root:a").await?;
     let b = server.client_for("root:b").await?;
     create_namespace(&a, "team-a").await?;
@@ -205,11 +206,12 @@ async fn invalid_logical_cluster_name_is_bad_request() -> Result<()> {
             Err(e) => assert_eq!(error_code(&e), Some(400), "cluster name {name:?}: {e}"),
         }
     }
-    // A valid but never-written cluster is not a client error.
+    // A valid name of a cluster that does not exist is not a client error: it is a 404.
     let request = kube::core::Request::new("/clusters/root:fresh/api/v1/namespaces")
         .list(&ListParams::default())?;
-    if let Err(e) = bare.request_text(request).await {
-        ensure!(error_code(&e) != Some(400), "valid name rejected: {e}");
+    match bare.request_text(request).await {
+        Ok(body) => bail!("a cluster that does not exist answered: {body}"),
+        Err(e) => assert_eq!(error_code(&e), Some(404), "{e}"),
     }
     Ok(())
 }

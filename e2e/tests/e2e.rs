@@ -14,6 +14,7 @@ mod logs;
 mod shutdown;
 mod ssa;
 mod templates;
+mod wildcard;
 mod workspace_lifecycle;
 mod workspaces;
 mod ws_cli;

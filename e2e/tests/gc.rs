@@ -188,6 +188,7 @@ fn owner_references_are_validated() -> Result<()> {
 #[test]
 fn collection_never_crosses_logical_clusters() -> Result<()> {
     let server = KplaneServer::start()?;
+    server.create_workspace("root:other")?;
     let other = server.kubectl_for("root:other")?;
     server.kubectl_ok(&["create", "configmap", "owner"])?;
     let owner_uid = uid(&server, "configmap", "owner")?;

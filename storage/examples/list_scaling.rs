@@ -48,7 +48,7 @@ async fn main() {
             t.await.unwrap();
         }
         let prefix = Prefix {
-            cluster: Some("c".into()),
+            cluster: kplane_storage::Clusters::One("c".into()),
             resource: Some("/configmaps".into()),
             namespace: Some("big".into()),
         };

@@ -36,7 +36,7 @@ use bytes::Bytes;
 pub use self::sled::{SledStorage, SledStorageOptions, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
 pub use event_log::{EventLog, EventPage};
-pub use key::{Key, Prefix};
+pub use key::{Clusters, Key, Prefix};
 pub use range::{RangeScan, Tombstone, CLUSTER_DELETE_BATCH};
 
 /// The store-wide revision. Every object's `metadata.resourceVersion` is one of these.
@@ -254,6 +254,13 @@ pub trait Storage: Send + Sync + 'static {
         batch: usize,
         tombstone: Tombstone,
     ) -> Result<u64>;
+
+    /// The logical clusters that hold at least one key at the latest state, in key order:
+    /// at most `limit` (at least 1) names strictly after `start_after` (from the first when
+    /// `None`). A cluster whose keys were all deleted is not listed. Callers page through
+    /// them (e.g. to load which clusters exist at start-up); sled seeks once per cluster,
+    /// whatever the number of keys each holds.
+    async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>>;
 
     /// Starts a consistent scan of every key under `prefix` at revision `at` (the current
     /// revision when `None`), read `page_size` keys at a time (at least 1): an exporter

@@ -12,7 +12,10 @@
 //!
 //! Watchers are indexed by `(cluster, resource, namespace)`, each level either a concrete
 //! value or a wildcard, so dispatching one event visits only the buckets that can match
-//! it (at most 8), never the full watcher list. The writer never blocks on a watcher: a
+//! it (at most 8), never the full watcher list. Watchers of a cluster subtree
+//! ([`Clusters::Subtree`]) have their own index by root cluster, looked up once per
+//! ancestor of the event's cluster (`root`, `root:acme`, `root:acme:team-a` for an event in
+//! `root:acme:team-a`), and only while such watchers exist. The writer never blocks on a watcher: a
 //! watcher whose queue is (nearly) full gets [`CloseReason::TooSlow`] in the last free
 //! slot and is dropped.
 
@@ -24,7 +27,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::event_log::EventLog;
-use crate::{CloseReason, Error, Event, Prefix, Result, Revision, WatchEvent};
+use crate::{CloseReason, Clusters, Error, Event, Prefix, Result, Revision, WatchEvent};
 
 /// How long a closing watcher task waits for channel room to deliver its close notice.
 const CLOSE_NOTICE_WAIT: Duration = Duration::from_secs(1);
@@ -97,24 +100,51 @@ type ClusterLevel = Level<ResourceLevel>;
 #[derive(Default)]
 struct Registry {
     index: ClusterLevel,
+    /// Watchers of a subtree, by the subtree's root cluster.
+    subtrees: HashMap<String, ResourceLevel>,
     next_id: u64,
     len: usize,
     closed: bool,
 }
 
+/// The clusters whose subtree contains `cluster`: its ancestors and itself.
+fn subtree_roots(cluster: &str) -> impl Iterator<Item = &str> {
+    cluster
+        .match_indices(':')
+        .map(|(i, _)| &cluster[..i])
+        .chain(std::iter::once(cluster))
+}
+
 impl Registry {
     fn insert(&mut self, slot: Arc<Slot>) {
         let p = &slot.prefix;
-        self.index
-            .entry(p.cluster.as_ref())
-            .entry(p.resource.as_ref())
+        let res = match &p.cluster {
+            Clusters::All => self.index.entry(None),
+            Clusters::One(c) => self.index.entry(Some(c)),
+            Clusters::Subtree(c) => self.subtrees.entry(c.clone()).or_default(),
+        };
+        res.entry(p.resource.as_ref())
             .entry(p.namespace.as_ref())
             .insert(slot.id, slot.clone());
         self.len += 1;
     }
 
+    /// The resource levels that can hold watchers of events in `cluster`.
+    fn matching<'a>(&'a self, cluster: &'a str) -> impl Iterator<Item = &'a ResourceLevel> {
+        let subtrees = (!self.subtrees.is_empty())
+            .then(|| subtree_roots(cluster).filter_map(|root| self.subtrees.get(root)))
+            .into_iter()
+            .flatten();
+        self.index.matching(cluster).chain(subtrees)
+    }
+
     fn remove(&mut self, id: u64, p: &Prefix) {
-        let Some(res) = self.index.get_mut(p.cluster.as_ref()) else {
+        let res = match &p.cluster {
+            Clusters::All => self.index.get_mut(None),
+            Clusters::One(c) => self.index.get_mut(Some(c)),
+            Clusters::Subtree(c) => self.subtrees.get_mut(c),
+        };
+        let Some(res) = res else {
             return;
         };
         let Some(ns) = res.get_mut(p.resource.as_ref()) else {
@@ -133,7 +163,13 @@ impl Registry {
             res.remove(p.resource.as_ref());
         }
         if res.is_empty() {
-            self.index.remove(p.cluster.as_ref());
+            match &p.cluster {
+                Clusters::All => self.index.remove(None),
+                Clusters::One(c) => self.index.remove(Some(c)),
+                Clusters::Subtree(c) => {
+                    self.subtrees.remove(c);
+                }
+            }
         }
     }
 }
@@ -329,7 +365,7 @@ impl Hub {
             for ev in events {
                 let ev = Arc::new(ev);
                 let key = &ev.kv.key;
-                for res in reg.index.matching(&key.cluster) {
+                for res in reg.matching(&key.cluster) {
                     for ns in res.matching(&key.resource) {
                         for bucket in ns.matching(&key.namespace) {
                             for slot in bucket.values() {
@@ -355,9 +391,11 @@ impl Hub {
         let mut reg = lock(&self.registry);
         reg.closed = true;
         let index = std::mem::take(&mut reg.index);
+        let subtrees = std::mem::take(&mut reg.subtrees);
         reg.len = 0;
         drop(reg);
-        for res in index.any.iter().chain(index.named.values()) {
+        let levels = index.any.iter().chain(index.named.values());
+        for res in levels.chain(subtrees.values()) {
             for ns in res.any.iter().chain(res.named.values()) {
                 for bucket in ns.any.iter().chain(ns.named.values()) {
                     for slot in bucket.values() {

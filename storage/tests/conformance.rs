@@ -190,7 +190,7 @@ async fn sled_compaction() {
     assert_eq!(s.get(&k1).await.unwrap().unwrap(), v3);
     assert_eq!(list_all(&s, &p, None).await.len(), 2);
     let wild = Prefix {
-        cluster: None,
+        cluster: kplane_storage::Clusters::All,
         resource: Some(RES.into()),
         namespace: None,
     };
@@ -599,7 +599,7 @@ async fn sled_many_watchers() {
         );
     }
     let wild = Prefix {
-        cluster: None,
+        cluster: kplane_storage::Clusters::All,
         resource: Some(RES.into()),
         namespace: None,
     };

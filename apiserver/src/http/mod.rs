@@ -1,9 +1,10 @@
 //! HTTP and routing: one fallback handler parses the path (logical cluster prefix,
 //! API group/version, resource) and computes the request's attributes once
 //! ([`request_info::request_info`]: a [`RequestInfo`], put in the request's extensions),
-//! answers the public endpoints, authenticates ([`auth`]), authorizes ([`authz`]), and
-//! dispatches to the non-resource endpoints (version, health, discovery, OpenAPI, metrics)
-//! or to the resource handlers. [`router`] builds the whole app without a socket, so tests
+//! answers the public endpoints, authenticates ([`auth`]), authorizes ([`authz`]), asks the
+//! registry whether the logical cluster exists (404 otherwise), and dispatches to the
+//! non-resource endpoints (version, health, discovery, OpenAPI, metrics) or to the resource
+//! handlers. [`router`] builds the whole app without a socket, so tests
 //! can drive it directly.
 
 pub mod auth;
@@ -142,6 +143,11 @@ async fn route(
     if let Err(forbidden) = authz::check(state.authorizer.as_ref(), user, info).await {
         return forbidden;
     }
+    // The one existence check of the request's logical cluster (404 when it does not
+    // exist), after authorization so that neither 401 nor 403 tells whether it does.
+    if let Err(e) = state.registry.check_cluster(&info.cluster) {
+        return e.into_response();
+    }
     let accept = negotiation::parse_accept(
         req.headers()
             .get(axum::http::header::ACCEPT)
@@ -267,7 +273,7 @@ async fn metrics_endpoint(state: &AppState) -> Response {
                     continue;
                 }
                 let prefix = kplane_storage::Prefix {
-                    cluster: None,
+                    cluster: kplane_storage::Clusters::All,
                     resource: Some(rt.storage_resource.clone()),
                     namespace: None,
                 };

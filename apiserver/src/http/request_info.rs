@@ -55,20 +55,37 @@ pub fn parse(path: &str) -> Result<RequestTarget, String> {
                 Some(i) => (&after[..i], &after[i..]),
                 None => (after, "/"),
             };
-            let scope = if name == "*" {
-                ClusterScope::Wildcard
-            } else {
-                ClusterScope::One(
-                    ClusterName::parse(name)
-                        .ok_or_else(|| format!("invalid logical cluster name {name:?}"))?,
-                )
-            };
+            let scope = ClusterScope::parse(&decode_cluster_segment(name))
+                .ok_or_else(|| format!("invalid logical cluster name {name:?}"))?;
             (scope, rest.to_string())
         }
         None => (ClusterScope::One(ClusterName::root()), path.to_string()),
     };
     let api = parse_api(&rest);
     Ok(RequestTarget { cluster, rest, api })
+}
+
+/// The cluster segment with the percent-escapes a client may send for `*` and `:`
+/// (`root%3Aacme%3A%2A` is `root:acme:*`) decoded; nothing else in it is ever escaped.
+fn decode_cluster_segment(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.contains('%') {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let esc = rest.get(i..i + 3).unwrap_or(&rest[i..]);
+        match esc.to_ascii_uppercase().as_str() {
+            "%2A" => out.push('*'),
+            "%3A" => out.push(':'),
+            // Left as is: the name then fails validation.
+            _ => out.push_str(esc),
+        }
+        rest = &rest[i + esc.len()..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 fn parse_api(rest: &str) -> Option<ApiPath> {
@@ -275,6 +292,27 @@ mod tests {
             ClusterScope::Wildcard
         );
         assert!(parse("/clusters/Bad_Name/api").is_err());
+        let acme = ClusterName::parse("root:acme").unwrap();
+        for path in [
+            "/clusters/root:acme:*/api/v1/configmaps",
+            "/clusters/root%3Aacme%3A%2A/api/v1/configmaps",
+            "/clusters/root:acme:%2a/api/v1/configmaps",
+        ] {
+            let t = parse(path).unwrap();
+            assert_eq!(t.cluster, ClusterScope::subtree(acme.clone()), "{path}");
+            assert_eq!(t.rest, "/api/v1/configmaps");
+        }
+        assert_eq!(
+            parse("/clusters/%2A/api/v1/configmaps").unwrap().cluster,
+            ClusterScope::Wildcard
+        );
+        for bad in [
+            "/clusters/root%2/api",
+            "/clusters/root%/api",
+            "/clusters/root%41/api",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
         assert_eq!(parse("/apis").unwrap().api, Some(ApiPath::GroupsRoot));
     }
 

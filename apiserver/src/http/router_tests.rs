@@ -57,6 +57,7 @@ impl Authorizer for Recorder {
 struct App {
     _dir: tempfile::TempDir,
     router: axum::Router,
+    registry: Arc<Registry>,
 }
 
 async fn app(authorizer: Arc<dyn Authorizer>) -> App {
@@ -71,7 +72,7 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
         .await
         .unwrap();
     let state = Arc::new(AppState {
-        registry,
+        registry: registry.clone(),
         surfaces: Default::default(),
         authenticator: Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
         authorizer,
@@ -85,6 +86,7 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
     App {
         _dir: dir,
         router: router(state),
+        registry,
     }
 }
 
@@ -345,4 +347,110 @@ async fn legacy_watch_paths_are_watches() {
     )
     .await;
     assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+/// A logical cluster that does not exist is a 404 Status on every path and verb (resources,
+/// discovery, OpenAPI), after authentication and authorization; the wildcard and `root`
+/// are unaffected; development mode serves it.
+#[tokio::test]
+async fn unknown_logical_clusters_are_404_on_every_path() {
+    let app = app(Arc::new(UnionAuthorizer::new(vec![Arc::new(
+        SuperuserAuthorizer,
+    )])))
+    .await;
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    let ns = "/clusters/root:nope/api/v1/namespaces/default/configmaps";
+    let named = format!("{ns}/c");
+    let requests: Vec<(Method, String, Option<Value>)> = vec![
+        (Method::GET, ns.into(), None),
+        (Method::GET, format!("{ns}?watch=1"), None),
+        (Method::GET, named.clone(), None),
+        (Method::POST, ns.into(), Some(cm.clone())),
+        (Method::PUT, named.clone(), Some(cm.clone())),
+        (Method::PATCH, named.clone(), Some(json!({}))),
+        (Method::DELETE, named.clone(), None),
+        (Method::DELETE, ns.into(), None),
+        (
+            Method::GET,
+            "/clusters/root:nope/api/v1/configmaps".into(),
+            None,
+        ),
+        (Method::GET, "/clusters/root:nope/api".into(), None),
+        (Method::GET, "/clusters/root:nope/api/v1".into(), None),
+        (Method::GET, "/clusters/root:nope/apis".into(), None),
+        (Method::GET, "/clusters/root:nope/apis/apps/v1".into(), None),
+        (Method::GET, "/clusters/root:nope/openapi/v2".into(), None),
+        (Method::GET, "/clusters/root:nope/openapi/v3".into(), None),
+        (
+            Method::GET,
+            "/clusters/root:nope/openapi/v3/api/v1".into(),
+            None,
+        ),
+        (
+            Method::POST,
+            "/clusters/root:nope/apis/authorization.k8s.io/v1/selfsubjectaccessreviews".into(),
+            Some(
+                json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                        "spec": {"resourceAttributes": {"verb": "list", "resource": "pods"}}}),
+            ),
+        ),
+    ];
+    for (method, uri, body) in &requests {
+        let (code, status) = send(&app, method.clone(), uri, Some(ADMIN), body.clone()).await;
+        assert_eq!(code, StatusCode::NOT_FOUND, "{method} {uri}: {status}");
+        assert_eq!(status["kind"], "Status", "{method} {uri}");
+        assert_eq!(status["status"], "Failure");
+        assert_eq!(status["reason"], "NotFound");
+        assert_eq!(status["code"], 404);
+        assert_eq!(
+            status["message"], "logical cluster \"root:nope\" does not exist",
+            "{method} {uri}"
+        );
+    }
+    // Nothing was written into it.
+    let keys = app
+        .registry
+        .storage()
+        .count(&kplane_storage::Prefix::cluster("root:nope"))
+        .await
+        .unwrap();
+    assert_eq!(keys, 0);
+    // Who may not ask learns nothing about existence.
+    let (code, _) = send(&app, Method::GET, ns, None, None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    let (code, _) = send(&app, Method::GET, ns, Some("alice"), None).await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    // `root`, with and without the prefix, and the wildcard answer.
+    for uri in [
+        "/clusters/root/api/v1/namespaces/default/configmaps",
+        "/api/v1/namespaces/default/configmaps",
+        "/clusters/*/api/v1/configmaps",
+        "/clusters/root/api",
+    ] {
+        let (code, body) = send(&app, Method::GET, uri, Some(ADMIN), None).await;
+        assert_eq!(code, StatusCode::OK, "{uri}: {body}");
+    }
+    // A cluster that exists answers.
+    let acme = kplane_types::ClusterName::parse("root:acme").unwrap();
+    app.registry.ensure_cluster(&acme).await.unwrap();
+    let (code, body) = send(
+        &app,
+        Method::POST,
+        "/clusters/root:acme/api/v1/namespaces/default/configmaps",
+        Some(ADMIN),
+        Some(cm.clone()),
+    )
+    .await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+
+    // Development mode: the unknown cluster answers, and its first write creates it.
+    app.registry.set_auto_create_clusters(true);
+    let (code, body) = send(&app, Method::GET, ns, Some(ADMIN), None).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body["items"], json!([]));
+    let (code, body) = send(&app, Method::POST, ns, Some(ADMIN), Some(cm)).await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    app.registry.set_auto_create_clusters(false);
+    let (code, body) = send(&app, Method::GET, &named, Some(ADMIN), None).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
 }

@@ -76,6 +76,10 @@ struct ServeArgs {
     /// debug lines. Dependencies only log warnings unless RUST_LOG names them.
     #[arg(short = 'v', long = "v", value_name = "N", default_value_t = 0)]
     verbosity: u8,
+    /// Development and testing only: serve every logical cluster, creating one on its first
+    /// write, instead of answering 404 for clusters no Workspace created.
+    #[arg(long)]
+    auto_create_clusters: bool,
     /// Log format on stderr: `text`, or `json` (one object per line) for log shippers.
     #[arg(long, value_enum, default_value = "text")]
     log_format: logging::LogFormat,
@@ -147,6 +151,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .event_ttl(Duration::from_secs(args.event_ttl_seconds.max(1)))
         .storage_cache_bytes(args.storage_cache_mb.max(1) * 1024 * 1024)
         .build_info(build_info())
+        .auto_create_clusters(args.auto_create_clusters)
         .build();
     server
         .serve(shutdown_signal())

@@ -28,6 +28,8 @@ pub struct Catalogs {
     by_fingerprint: Mutex<HashMap<String, Weak<Catalog>>>,
     /// Serialises CRD writes per process so name-conflict checks see each other.
     pub(super) crd_write: tokio::sync::Mutex<()>,
+    /// The catalogs of `/clusters/*` and of subtrees, dropped when any cluster's CRDs change.
+    pub(crate) multi: crate::wildcard::MultiCatalogs,
 }
 
 impl Catalogs {
@@ -37,6 +39,7 @@ impl Catalogs {
             by_cluster: RwLock::new(HashMap::new()),
             by_fingerprint: Mutex::new(HashMap::new()),
             crd_write: tokio::sync::Mutex::new(()),
+            multi: Default::default(),
         }
     }
 
@@ -62,6 +65,7 @@ impl Catalogs {
         if let Ok(mut m) = self.by_cluster.write() {
             m.remove(cluster);
         }
+        self.multi.invalidate();
     }
 
     fn store(&self, cluster: &ClusterName, c: Arc<Catalog>) {
@@ -71,7 +75,11 @@ impl Catalogs {
     }
 
     /// The shared catalog for this content, building it at most once while it is alive.
-    fn intern(&self, fingerprint: String, build: impl FnOnce() -> Catalog) -> Arc<Catalog> {
+    pub(crate) fn intern(
+        &self,
+        fingerprint: String,
+        build: impl FnOnce() -> Catalog,
+    ) -> Arc<Catalog> {
         let Ok(mut m) = self.by_fingerprint.lock() else {
             return Arc::new(build());
         };
@@ -86,7 +94,7 @@ impl Catalogs {
 }
 
 /// The part of a CRD that decides what it serves.
-fn serving_content(crd: &Value) -> Value {
+pub(crate) fn serving_content(crd: &Value) -> Value {
     json!({
         "name": meta::name_of(crd),
         "spec": crd.get("spec"),
@@ -97,11 +105,15 @@ fn serving_content(crd: &Value) -> Value {
 }
 
 impl Registry {
-    /// The catalog serving `scope` (the wildcard serves built-ins only).
+    /// The catalog serving `scope`: one cluster's, or for the wildcard and subtrees the
+    /// built-ins plus the custom resource types of their clusters' CRDs
+    /// ([`crate::wildcard`]).
     pub async fn catalog_for(&self, scope: &ClusterScope) -> ApiResult<Arc<Catalog>> {
         match scope {
             ClusterScope::One(cluster) => self.cluster_catalog(cluster).await,
-            ClusterScope::Wildcard => Ok(self.catalogs.builtin().clone()),
+            ClusterScope::Wildcard | ClusterScope::Subtree { .. } => {
+                self.multi_cluster_catalog(scope).await
+            }
         }
     }
 
@@ -119,6 +131,7 @@ impl Registry {
     pub(super) async fn refresh_catalog(&self, cluster: &ClusterName) -> ApiResult<()> {
         let c = self.load_catalog(cluster).await?;
         self.catalogs.store(cluster, c);
+        self.catalogs.multi.invalidate();
         Ok(())
     }
 

@@ -12,6 +12,7 @@ pub mod apply;
 mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;
+pub mod clusters;
 pub mod controllers;
 pub mod crd;
 mod crd_form;
@@ -38,6 +39,7 @@ pub mod strategies;
 pub mod typed;
 pub mod warnings;
 mod watch;
+pub mod wildcard;
 mod write;
 
 #[cfg(test)]
@@ -45,11 +47,10 @@ mod size_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use kplane_storage::{Key, Prefix, Storage};
+use kplane_storage::{Clusters, Key, Prefix, Storage};
 use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
 use serde_json::Value;
 
@@ -80,13 +81,17 @@ impl Target {
         }
     }
 
-    /// The one logical cluster addressed; 405 for the `*` wildcard.
+    /// The one logical cluster addressed; 405 for the `*` wildcard and subtrees.
     fn cluster(&self) -> ApiResult<&ClusterName> {
         match &self.cluster {
             ClusterScope::One(c) => Ok(c),
             ClusterScope::Wildcard => Err(ApiError::new(
                 StatusReason::MethodNotAllowed,
                 "only list and watch are supported across all logical clusters",
+            )),
+            ClusterScope::Subtree { pattern, .. } => Err(ApiError::new(
+                StatusReason::MethodNotAllowed,
+                format!("only list and watch are supported across the logical clusters {pattern}"),
             )),
         }
     }
@@ -107,8 +112,9 @@ impl Target {
     fn prefix(&self) -> Prefix {
         Prefix {
             cluster: match &self.cluster {
-                ClusterScope::One(c) => Some(c.as_str().to_string()),
-                ClusterScope::Wildcard => None,
+                ClusterScope::One(c) => Clusters::One(c.as_str().to_string()),
+                ClusterScope::Wildcard => Clusters::All,
+                ClusterScope::Subtree { root, .. } => Clusters::Subtree(root.as_str().to_string()),
             },
             resource: Some(self.rt.storage_resource.clone()),
             namespace: if self.rt.namespaced {
@@ -133,8 +139,8 @@ pub(crate) fn to_api(rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
 pub struct Registry {
     storage: Arc<dyn Storage>,
     catalogs: catalogs::Catalogs,
-    /// Logical clusters whose default namespaces exist.
-    bootstrapped: Mutex<HashSet<ClusterName>>,
+    /// Which logical clusters exist and which are terminating (`clusters.rs`).
+    clusters: clusters::ClusterState,
     /// The CA published in every namespace's `kube-root-ca.crt`.
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
@@ -145,9 +151,6 @@ pub struct Registry {
     admission: admission::Admission,
     /// The base URL clients reach the server at, for Workspace URLs.
     external_url: std::sync::OnceLock<String>,
-    /// Logical clusters whose Workspace is being deleted: writes into them (and their
-    /// descendants) are refused.
-    terminating: Mutex<HashSet<ClusterName>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -192,13 +195,12 @@ impl Registry {
         let r = Registry {
             storage,
             catalogs: catalogs::Catalogs::new(builtin),
-            bootstrapped: Mutex::new(HashSet::new()),
+            clusters: clusters::ClusterState::default(),
             root_ca_pem,
             shutdown,
             controllers,
             admission,
             external_url: std::sync::OnceLock::new(),
-            terminating: Mutex::new(HashSet::new()),
         };
         (Arc::new(r), rx)
     }
@@ -211,11 +213,6 @@ impl Registry {
     /// Distinct catalogs alive (clusters with identical CRDs share one).
     pub fn distinct_catalogs(&self) -> usize {
         self.catalogs.distinct()
-    }
-
-    /// Logical clusters bootstrapped since start.
-    pub fn known_clusters(&self) -> usize {
-        self.bootstrapped.lock().map(|s| s.len()).unwrap_or(0)
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {

@@ -1,6 +1,7 @@
 //! Namespace bootstrap, part of the registry's own write path: the default namespaces of a
-//! new logical cluster (on its first write) and the objects every new namespace starts with
-//! (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), created in the same request.
+//! new logical cluster (when it is created: see `clusters.rs`) and the objects every new
+//! namespace starts with (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), created
+//! in the same request.
 //! Emptying and removing a Terminating namespace is a controller's job
 //! (`controllers::namespace`).
 
@@ -16,44 +17,47 @@ pub const DEFAULT_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 impl Registry {
-    /// Creates a logical cluster's default namespaces on its first write.
+    /// Bootstraps logical cluster `cluster` unless it is known to exist: the server's
+    /// `root` at start-up, and (in development mode only) a cluster on its first write.
     pub async fn ensure_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
-        if self
-            .bootstrapped
-            .lock()
-            .map(|s| s.contains(cluster))
-            .unwrap_or(false)
-        {
+        if self.is_marked(cluster) {
             return Ok(());
         }
+        self.bootstrap_cluster(cluster).await
+    }
+
+    /// Creates whichever of `cluster`'s default namespaces are missing; from then on the
+    /// cluster exists (`clusters.rs`). Refused (403) while the cluster is terminating; on
+    /// an error a cluster that did not exist before is forgotten again.
+    pub(crate) async fn bootstrap_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
+        self.refuse_if_terminating(cluster)?;
         let nst = self.namespace_type()?;
         let target = Target {
             cluster: ClusterScope::One(cluster.clone()),
             rt: nst,
             namespace: None,
         };
+        // Marked first, so that the namespace creates below find the cluster existing.
+        let new = self.mark_cluster(cluster);
         for ns in DEFAULT_NAMESPACES {
-            if self.get_stored(&target, ns).await?.is_none() {
-                let obj =
-                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                if let Ok(mut set) = self.bootstrapped.lock() {
-                    // Mark first so the namespace create below does not recurse.
-                    set.insert(cluster.clone());
-                }
-                match Box::pin(self.create(&target, obj, &WriteParams::controller())).await {
-                    Ok(_) => {}
-                    Err(e) if e.code() == 409 => {}
-                    Err(e) => {
-                        if let Ok(mut set) = self.bootstrapped.lock() {
-                            set.remove(cluster);
-                        }
-                        return Err(e);
+            let created = match self.get_stored(&target, ns).await {
+                Ok(Some(_)) => Ok(()),
+                Ok(None) => {
+                    let obj =
+                        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+                    match Box::pin(self.create(&target, obj, &WriteParams::controller())).await {
+                        Err(e) if e.code() == 409 => Ok(()),
+                        other => other.map(|_| ()),
                     }
                 }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = created {
+                if new {
+                    self.unmark_cluster(cluster);
+                }
+                return Err(e);
             }
-        }
-        if let Ok(mut set) = self.bootstrapped.lock() {
-            set.insert(cluster.clone());
         }
         Ok(())
     }

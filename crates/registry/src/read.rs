@@ -225,10 +225,19 @@ async fn read_page(
         (true, Some(last)) => Some(last.key.clone()),
         _ => None,
     };
+    // Objects of a multi-cluster list name their cluster; one cluster's are sent as read.
+    let annotate = prefix.cluster.one().is_none();
     let items = res
         .items
         .into_iter()
-        .map(|kv| super::to_api(rt, kv.value))
+        .map(|kv| {
+            let obj = super::to_api(rt, kv.value)?;
+            if annotate {
+                crate::wildcard::annotate(&obj, &kv.key.cluster)
+            } else {
+                Ok(obj)
+            }
+        })
         .collect::<ApiResult<Vec<_>>>()?;
     Ok(Read {
         items,

@@ -346,7 +346,7 @@ async fn the_informer_scan_feeds_every_owned_object_to_the_collector_across_its_
         .collect();
     create_all(reg, &t, objs).await;
     let all = Prefix {
-        cluster: None,
+        cluster: kplane_storage::Clusters::All,
         resource: None,
         namespace: None,
     };

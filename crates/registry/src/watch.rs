@@ -54,6 +54,8 @@ pub struct WatchItem {
 pub struct WatchSetup {
     rt: Arc<ResourceType>,
     selection: Selection,
+    /// A multi-cluster watch: each object gets the `kplane.io/cluster` annotation.
+    annotate: bool,
     /// Events ready to send: the current batch of initial events, a bookmark, an error.
     queue: VecDeque<WatchItem>,
     /// The initial list, sent batch by batch (bounded memory however long it is).
@@ -139,6 +141,7 @@ impl Registry {
         let mut setup = WatchSetup {
             rt: t.rt.clone(),
             selection,
+            annotate: t.cluster.is_multi(),
             queue: VecDeque::new(),
             initial: None,
             pending: None,
@@ -288,6 +291,11 @@ impl WatchSetup {
             },
         }?;
         let object = super::to_api(&self.rt, e.kv.value.clone()).ok()?;
+        let object = if self.annotate {
+            crate::wildcard::annotate(&object, &e.kv.key.cluster).ok()?
+        } else {
+            object
+        };
         Some(WatchItem { ty, object })
     }
 }

@@ -74,7 +74,11 @@ impl Registry {
         let explicit_name = meta::name_of(&obj).to_string();
         let cluster = t.cluster()?.clone();
         self.refuse_if_terminating(&cluster)?;
-        self.ensure_cluster(&cluster).await?;
+        if self.auto_create_clusters() {
+            self.ensure_cluster(&cluster).await?;
+        } else {
+            self.require_cluster(&cluster)?;
+        }
         let _crd_guard = self.crd_write_guard(&rt).await;
         default_and_canonicalize(&rt, &mut obj);
         super::managed::record_update(&rt, None, &mut obj, None, w);

@@ -116,22 +116,53 @@ pub enum ClusterScope {
     One(ClusterName),
     /// `/clusters/*/...`: every logical cluster (list and watch only).
     Wildcard,
+    /// `/clusters/root:acme:*/...`: `root` (here `root:acme`) and every cluster below it
+    /// (list and watch only). `pattern` is the path segment as written (`root:acme:*`);
+    /// build it with [`ClusterScope::subtree`].
+    Subtree {
+        root: ClusterName,
+        pattern: String,
+    },
 }
 
 impl ClusterScope {
-    /// The one cluster addressed, `None` for the wildcard.
-    pub fn one(&self) -> Option<&ClusterName> {
-        match self {
-            ClusterScope::One(c) => Some(c),
-            ClusterScope::Wildcard => None,
+    /// The subtree of `root`: `root` and its descendants.
+    pub fn subtree(root: ClusterName) -> ClusterScope {
+        let pattern = format!("{root}:*");
+        ClusterScope::Subtree { root, pattern }
+    }
+
+    /// Parses a `/clusters/<segment>`: a cluster name, `*`, or `<name>:*`.
+    pub fn parse(segment: &str) -> Option<ClusterScope> {
+        if segment == "*" {
+            return Some(ClusterScope::Wildcard);
+        }
+        match segment.strip_suffix(":*") {
+            Some(root) => ClusterName::parse(root).map(ClusterScope::subtree),
+            None => ClusterName::parse(segment).map(ClusterScope::One),
         }
     }
 
-    /// The cluster's name, or `*` for the wildcard.
+    /// The one cluster addressed, `None` for the wildcard and subtrees.
+    pub fn one(&self) -> Option<&ClusterName> {
+        match self {
+            ClusterScope::One(c) => Some(c),
+            ClusterScope::Wildcard | ClusterScope::Subtree { .. } => None,
+        }
+    }
+
+    /// Whether this addresses more than one cluster (the wildcard or a subtree): list and
+    /// watch only, each object annotated with its cluster.
+    pub fn is_multi(&self) -> bool {
+        self.one().is_none()
+    }
+
+    /// The cluster's name, `*` for the wildcard, `<root>:*` for a subtree.
     pub fn as_str(&self) -> &str {
         match self {
             ClusterScope::One(c) => c.as_str(),
             ClusterScope::Wildcard => "*",
+            ClusterScope::Subtree { pattern, .. } => pattern,
         }
     }
 }
@@ -177,6 +208,33 @@ mod tests {
         assert!(!acme.is_within(&c));
         assert_eq!("root:x".parse::<ClusterName>().unwrap().as_str(), "root:x");
         assert!("root:".parse::<ClusterName>().is_err());
+    }
+
+    #[test]
+    fn parses_scopes() {
+        assert_eq!(ClusterScope::parse("*"), Some(ClusterScope::Wildcard));
+        let acme = ClusterName::parse("root:acme").unwrap();
+        let s = ClusterScope::parse("root:acme:*").unwrap();
+        assert_eq!(s, ClusterScope::subtree(acme.clone()));
+        assert_eq!(
+            (s.as_str(), s.to_string()),
+            ("root:acme:*", "root:acme:*".into())
+        );
+        assert!(s.one().is_none() && s.is_multi());
+        assert_eq!(
+            ClusterScope::parse("root:acme"),
+            Some(ClusterScope::One(acme.clone()))
+        );
+        assert!(!ClusterScope::parse("root:acme").unwrap().is_multi());
+        assert_eq!(
+            ClusterScope::parse("root:*"),
+            Some(ClusterScope::subtree(ClusterName::root()))
+        );
+        for bad in [
+            ":*", "root:*:*", "root*", "root:a*", "*:root", "**", "root:", "",
+        ] {
+            assert_eq!(ClusterScope::parse(bad), None, "{bad}");
+        }
     }
 
     #[test]

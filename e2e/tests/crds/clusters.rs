@@ -37,6 +37,7 @@ fn example_resources(kubectl: &Kubectl) -> Result<Vec<String>> {
 #[test]
 fn crds_are_per_logical_cluster() -> Result<()> {
     let server = KplaneServer::start()?;
+    server.create_workspaces(&["root:a", "root:b", "root:c"])?;
     let a = server.kubectl_for("root:a")?;
     let b = server.kubectl_for("root:b")?;
     let c = server.kubectl_for("root:c")?;

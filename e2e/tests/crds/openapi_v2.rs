@@ -266,6 +266,7 @@ fn v3_paths(k: &Kubectl, cluster: &str) -> Result<Vec<String>> {
 #[test]
 fn openapi_v2_document_encodings_etag_crd_versions_and_clusters() -> Result<()> {
     let server = KplaneServer::start()?;
+    server.create_workspaces(&["root:a", "root:b"])?;
     let a = server.kubectl_for("root:a")?;
     let crd = |versions: String| -> Result<()> {
         a.ok_stdin(&["apply", "-f", "-"], &things_crd(&versions))?;

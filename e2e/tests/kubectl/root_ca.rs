@@ -72,7 +72,8 @@ fn root_ca_is_recreated_when_deleted_and_reverted_when_edited() -> Result<()> {
     ])?;
     wait_published(root, "pub", &ca, "the description to be put back")?;
 
-    // Another logical cluster (created on first use) is published the same way.
+    // Another logical cluster (a workspace) is published the same way.
+    server.create_workspace("root:other")?;
     let other = server.kubectl_for("root:other")?;
     other.ok(&["create", "namespace", "elsewhere"])?;
     wait_published(&other, "elsewhere", &ca, "kube-root-ca.crt in root:other")?;

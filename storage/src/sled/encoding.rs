@@ -31,7 +31,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use crate::{Error, EventType, Key, KeyValue, Prefix, Result, Revision};
+use crate::{Clusters, Error, EventType, Key, KeyValue, Prefix, Result, Revision};
 
 pub(crate) const TAG_LATEST: u8 = b'L';
 pub(crate) const TAG_INDEX: u8 = b'I';
@@ -106,6 +106,23 @@ pub(crate) fn index_key_bytes(key: &Key) -> Vec<u8> {
     push_component(&mut out, &key.namespace);
     push_component(&mut out, &key.name);
     out
+}
+
+/// The first tree key of keyspace `tag` after every key of `cluster` (and before the keys
+/// of any cluster sorting after it): the cluster's component with its terminator
+/// `0x00 0x01` raised to `0x00 0x02`, which no escaped component can contain.
+pub(crate) fn after_cluster(tag: u8, cluster: &str) -> Vec<u8> {
+    let mut out = vec![tag];
+    push_component(&mut out, cluster);
+    if let Some(last) = out.last_mut() {
+        *last = 2;
+    }
+    out
+}
+
+/// The cluster (first component) of a cluster-first encoded key.
+pub(crate) fn decode_cluster(buf: &[u8]) -> Result<String> {
+    read_component(buf).map(|(c, _)| c)
 }
 
 /// Decodes a cluster-first key; returns it and the remaining bytes.
@@ -314,22 +331,27 @@ pub(crate) fn peek_version(raw: &[u8]) -> Result<(EventType, &[u8])> {
 /// A range of tree keys, usable with `sled::Tree::range`.
 pub(crate) type TreeRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
-/// Which keyspace serves a prefix, and the encoded prefix inside it.
+/// Which keyspace serves a prefix, and the encoded prefix (or prefixes) inside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Plan {
     /// Cluster-first keyspace (`L`/`X`); `bytes` is the encoded key prefix (possibly
     /// empty: every cluster). Keys must still be checked with [`Prefix::contains`] when the
-    /// prefix has components that could not be encoded (e.g. a namespace without resource).
+    /// prefix has components that could not be encoded (e.g. a namespace without resource,
+    /// or a subtree, whose clusters share the raw bytes of its root's name).
     Keys { bytes: Vec<u8> },
-    /// The resource-first wildcard index (`I`); `bytes` is the encoded resource.
-    Index { bytes: Vec<u8> },
+    /// The resource-first wildcard index (`I`); each of `prefixes` (ascending, disjoint)
+    /// starts with the encoded resource: the resource alone for every cluster, or for a
+    /// subtree the exact root cluster (`resource, root`) and then its descendants (the
+    /// raw bytes `root:`), which sort after it. Siblings sharing the root's name as a
+    /// prefix (`root:acme-b`, `root:acmex`) lie in neither range.
+    Index { prefixes: Vec<Vec<u8>> },
 }
 
 impl Plan {
     pub(crate) fn for_prefix(prefix: &Prefix) -> Plan {
         let mut bytes = Vec::new();
         match (&prefix.cluster, &prefix.resource) {
-            (Some(c), resource) => {
+            (Clusters::One(c), resource) => {
                 push_component(&mut bytes, c);
                 if let Some(r) = resource {
                     push_component(&mut bytes, r);
@@ -339,18 +361,25 @@ impl Plan {
                 }
                 Plan::Keys { bytes }
             }
-            (None, Some(r)) => {
+            (Clusters::All, Some(r)) => {
                 push_component(&mut bytes, r);
-                Plan::Index { bytes }
+                Plan::Index {
+                    prefixes: vec![bytes],
+                }
             }
-            (None, None) => Plan::Keys { bytes },
-        }
-    }
-
-    fn tag_and_bytes(&self, tag_for_keys: u8) -> (u8, &[u8]) {
-        match self {
-            Plan::Keys { bytes } => (tag_for_keys, bytes),
-            Plan::Index { bytes } => (TAG_INDEX, bytes),
+            (Clusters::Subtree(c), Some(r)) => {
+                push_component(&mut bytes, r);
+                let mut exact = bytes.clone();
+                push_component(&mut exact, c);
+                let mut below = bytes;
+                below.extend_from_slice(escaped(c).as_slice());
+                below.push(b':');
+                Plan::Index {
+                    prefixes: vec![exact, below],
+                }
+            }
+            (Clusters::Subtree(c), None) => Plan::Keys { bytes: escaped(c) },
+            (Clusters::All, None) => Plan::Keys { bytes },
         }
     }
 
@@ -362,28 +391,54 @@ impl Plan {
         }
     }
 
-    /// The tree range to scan in keyspace `tag` (`L` or `X`; ignored for the index plan)
-    /// holding keys of this prefix strictly after `start_after`. `None` if empty.
-    pub(crate) fn range(&self, tag: u8, start_after: Option<&Key>) -> Option<TreeRange> {
-        let (tag, prefix) = self.tag_and_bytes(tag);
-        let lo_prefix = tagged(tag, prefix);
-        let hi = prefix_end(&lo_prefix);
-        let mut lo = Bound::Included(lo_prefix.clone());
-        if let Some(after) = start_after {
+    /// The tree ranges to scan, in order, in keyspace `tag` (`L` or `X`; ignored for the
+    /// index plan) holding keys of this prefix strictly after `start_after`. A keys plan has
+    /// at most one.
+    pub(crate) fn ranges(&self, tag: u8, start_after: Option<&Key>) -> Vec<TreeRange> {
+        let (tag, prefixes): (u8, &[Vec<u8>]) = match self {
+            Plan::Keys { bytes } => (tag, std::slice::from_ref(bytes)),
+            Plan::Index { prefixes } => (TAG_INDEX, prefixes),
+        };
+        let after_key = start_after.map(|after| {
             let mut after_key = tagged(tag, &self.order_bytes(after));
             if tag == TAG_XREF {
                 // Skip every version of `after` itself.
                 after_key.extend_from_slice(&[0xFF; REV_LEN]);
             }
-            if after_key >= lo_prefix {
-                if after_key >= hi {
-                    return None;
+            after_key
+        });
+        prefixes
+            .iter()
+            .filter_map(|prefix| {
+                let lo_prefix = tagged(tag, prefix);
+                let hi = prefix_end(&lo_prefix);
+                let mut lo = Bound::Included(lo_prefix.clone());
+                if let Some(after_key) = &after_key {
+                    if *after_key >= lo_prefix {
+                        if *after_key >= hi {
+                            return None;
+                        }
+                        lo = Bound::Excluded(after_key.clone());
+                    }
                 }
-                lo = Bound::Excluded(after_key);
-            }
-        }
-        Some((lo, Bound::Excluded(hi)))
+                Some((lo, Bound::Excluded(hi)))
+            })
+            .collect()
     }
+
+    /// The one range of a keys plan (see [`Plan::ranges`]); `None` if empty.
+    pub(crate) fn range(&self, tag: u8, start_after: Option<&Key>) -> Option<TreeRange> {
+        debug_assert!(matches!(self, Plan::Keys { .. }));
+        self.ranges(tag, start_after).into_iter().next()
+    }
+}
+
+/// A key component's escaped bytes, without the terminator.
+fn escaped(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() + 2);
+    push_component(&mut out, s);
+    out.truncate(out.len() - 2);
+    out
 }
 
 /// The smallest byte string greater than every string starting with `prefix`.

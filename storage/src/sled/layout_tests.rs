@@ -74,7 +74,7 @@ fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
 
 fn wildcard() -> Prefix {
     Prefix {
-        cluster: None,
+        cluster: crate::Clusters::All,
         resource: Some(RES.into()),
         namespace: None,
     }

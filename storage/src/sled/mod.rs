@@ -450,6 +450,10 @@ impl Storage for SledStorage {
         cluster_delete::delete_cluster(self, cluster, batch, tombstone).await
     }
 
+    async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        read::clusters(&self.shared.latest, start_after, limit).await
+    }
+
     async fn scan(
         &self,
         prefix: &Prefix,
@@ -540,7 +544,7 @@ mod tests {
         let mut model: Model = s
             .list(
                 &Prefix {
-                    cluster: None,
+                    cluster: crate::Clusters::All,
                     resource: None,
                     namespace: None,
                 },
@@ -556,7 +560,7 @@ mod tests {
         let mut states = Vec::new();
         for _ in 0..ops {
             let k = Key::new(
-                ["c1", "c2", "c10"][(rnd() % 3) as usize],
+                ["c1", "c2", "c10", "c1:x", "c1:x:y", "c1-b"][(rnd() % 6) as usize],
                 ["/pods", "/configmaps"][(rnd() % 2) as usize],
                 ["a", "b"][(rnd() % 2) as usize],
                 format!("k{}", rnd() % 5),
@@ -589,7 +593,7 @@ mod tests {
     fn prefixes() -> Vec<Prefix> {
         vec![
             Prefix {
-                cluster: None,
+                cluster: crate::Clusters::All,
                 resource: None,
                 namespace: None,
             },
@@ -597,19 +601,35 @@ mod tests {
             Prefix::resource("c1", "/pods"),
             Prefix::namespace("c10", "/configmaps", "a"),
             Prefix {
-                cluster: None,
+                cluster: crate::Clusters::All,
                 resource: Some("/pods".into()),
                 namespace: None,
             },
             Prefix {
-                cluster: None,
+                cluster: crate::Clusters::All,
                 resource: Some("/configmaps".into()),
                 namespace: Some("b".into()),
             },
             Prefix {
-                cluster: Some("c2".into()),
+                cluster: crate::Clusters::One("c2".into()),
                 resource: None,
                 namespace: Some("a".into()),
+            },
+            // Subtrees: `c1` holds `c1:x` and `c1:x:y`, not `c10` or `c1-b`.
+            Prefix {
+                cluster: crate::Clusters::Subtree("c1".into()),
+                resource: Some("/pods".into()),
+                namespace: None,
+            },
+            Prefix {
+                cluster: crate::Clusters::Subtree("c1:x".into()),
+                resource: Some("/configmaps".into()),
+                namespace: Some("b".into()),
+            },
+            Prefix {
+                cluster: crate::Clusters::Subtree("c1".into()),
+                resource: None,
+                namespace: None,
             },
         ]
     }
@@ -780,7 +800,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let live = s
             .count(&Prefix {
-                cluster: None,
+                cluster: crate::Clusters::All,
                 resource: None,
                 namespace: None,
             })

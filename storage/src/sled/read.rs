@@ -10,11 +10,11 @@
 //! `R` (the "correction" step of [`list`]).
 
 use super::encoding::{
-    decode_index_key, decode_key, key_bytes, latest_key, peek_version, split_xref_key, Plan,
-    Record, TAG_LATEST, TAG_XREF,
+    after_cluster, decode_cluster, decode_index_key, decode_key, key_bytes, latest_key,
+    peek_version, split_xref_key, Plan, Record, TAG_LATEST, TAG_XREF,
 };
 use super::log::Log;
-use crate::{Error, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
+use crate::{Clusters, Error, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
 
 /// How many scanned entries between cooperative yields to the async runtime.
 const YIELD_EVERY: usize = 1024;
@@ -171,21 +171,20 @@ async fn scan_keyspace(
     out: &mut Collector<'_>,
     resolve: impl Fn(&[u8], sled::IVec) -> Result<(Key, Option<Record>)>,
 ) -> Result<()> {
-    let Some(range) = plan.range(TAG_LATEST, start_after) else {
-        return Ok(());
-    };
-    for entry in latest.range(range) {
-        let (k, v) = entry.map_err(backend)?;
-        if out.full() {
-            out.more = true;
-            break;
-        }
-        if out.tick() {
-            tokio::task::yield_now().await;
-        }
-        let (key, rec) = resolve(&k[1..], v)?;
-        if let Some(rec) = rec {
-            out.offer(rec.into_kv(key));
+    for range in plan.ranges(TAG_LATEST, start_after) {
+        for entry in latest.range(range) {
+            let (k, v) = entry.map_err(backend)?;
+            if out.full() {
+                out.more = true;
+                return Ok(());
+            }
+            if out.tick() {
+                tokio::task::yield_now().await;
+            }
+            let (key, rec) = resolve(&k[1..], v)?;
+            if let Some(rec) = rec {
+                out.offer(rec.into_kv(key));
+            }
         }
     }
     Ok(())
@@ -395,15 +394,17 @@ async fn correct(
 /// not-yet-durable write is not counted).
 pub(crate) async fn count(tree: &sled::Tree, prefix: &Prefix, rev: Revision) -> Result<u64> {
     let plan = Plan::for_prefix(prefix);
-    let Some(range) = plan.range(TAG_LATEST, None) else {
-        return Ok(0);
-    };
     let exact_range = matches!(&plan, Plan::Keys { .. })
         && (prefix.namespace.is_none() || prefix.resource.is_some())
-        && (prefix.resource.is_none() || prefix.cluster.is_some());
+        && match prefix.cluster {
+            Clusters::One(_) => true,
+            Clusters::All => prefix.resource.is_none(),
+            Clusters::Subtree(_) => false,
+        };
     let mut n = 0u64;
     let mut scanned = 0usize;
-    for entry in tree.range(range) {
+    let ranges = plan.ranges(TAG_LATEST, None);
+    for entry in ranges.into_iter().flat_map(|range| tree.range(range)) {
         let (k, v) = entry.map_err(backend)?;
         scanned += 1;
         if scanned >= YIELD_EVERY {
@@ -430,4 +431,34 @@ pub(crate) async fn count(tree: &sled::Tree, prefix: &Prefix, rev: Revision) -> 
         }
     }
     Ok(n)
+}
+
+/// The logical clusters holding live keys in the latest keyspace, after `start_after`, at
+/// most `limit`: a skip-scan that reads the first key at or after a bound, takes its
+/// cluster, and seeks past that cluster's last possible key, so each cluster costs one
+/// seek however many keys it holds.
+pub(crate) async fn clusters(
+    tree: &sled::Tree,
+    start_after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<String>> {
+    let end = vec![TAG_LATEST + 1];
+    let mut from = match start_after {
+        Some(c) => after_cluster(TAG_LATEST, c),
+        None => vec![TAG_LATEST],
+    };
+    let mut out = Vec::new();
+    while out.len() < limit.max(1) {
+        let Some(entry) = tree.range(from.clone()..end.clone()).next() else {
+            break;
+        };
+        let (k, _) = entry.map_err(backend)?;
+        let cluster = decode_cluster(k.get(1..).unwrap_or_default())?;
+        from = after_cluster(TAG_LATEST, &cluster);
+        out.push(cluster);
+        if out.len() % YIELD_EVERY == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    Ok(out)
 }

@@ -60,7 +60,7 @@ impl Registry {
         let cutoff = chrono::Utc::now()
             - chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::zero());
         let prefix = Prefix {
-            cluster: None,
+            cluster: kplane_storage::Clusters::All,
             resource: Some("/events".into()),
             namespace: None,
         };

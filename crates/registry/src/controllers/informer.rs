@@ -112,7 +112,7 @@ impl Informer {
             h.on_synced();
         }
         let all = Prefix {
-            cluster: None,
+            cluster: kplane_storage::Clusters::All,
             resource: None,
             namespace: None,
         };
@@ -166,7 +166,7 @@ pub(crate) async fn scan(
     at: Revision,
 ) -> kplane_storage::Result<usize> {
     let all = Prefix {
-        cluster: None,
+        cluster: kplane_storage::Clusters::All,
         resource: None,
         namespace: None,
     };

@@ -203,7 +203,7 @@ impl Registry {
             ),
         ] {
             let prefix = Prefix {
-                cluster: None,
+                cluster: kplane_storage::Clusters::All,
                 resource: Some(resource.into()),
                 namespace: None,
             };
@@ -216,19 +216,9 @@ impl Registry {
                 let Some(cluster) = stored_cluster(&kv.key) else {
                     continue;
                 };
-                let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
-                    continue;
-                };
-                if !pending(&v) {
-                    continue;
+                if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| pending(&v)) {
+                    self.enqueue(make(cluster, kv.key.name.clone()));
                 }
-                // A deleting Workspace's cluster refuses writes before its work item runs.
-                if resource == WORKSPACE_RESOURCE && meta::is_deleting(&v) {
-                    if let Some(child) = cluster.child(&kv.key.name) {
-                        self.set_terminating(&child, true);
-                    }
-                }
-                self.enqueue(make(cluster, kv.key.name.clone()));
             }
         }
         Ok(())

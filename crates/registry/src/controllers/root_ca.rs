@@ -160,7 +160,7 @@ impl Registry {
     /// that must be retried.
     async fn sync_all_namespaces(&self) {
         let prefix = Prefix {
-            cluster: None,
+            cluster: kplane_storage::Clusters::All,
             resource: Some(NAMESPACES.into()),
             namespace: None,
         };

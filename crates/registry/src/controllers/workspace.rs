@@ -1,22 +1,22 @@
 //! The workspace controller: brings the logical cluster of a Workspace into being and takes
 //! it away again.
 //!
-//! - A new Workspace NAME in cluster P: the child cluster `P:NAME` is bootstrapped
-//!   ([`Registry::ensure_cluster`]), its template (`spec.template`) applied
-//!   (`workspace_template`; a failure turns it Failed for good), then the Workspace's
+//! - A new Workspace NAME in cluster P: the child cluster `P:NAME` is bootstrapped (its
+//!   default namespaces; from then on it exists, see `clusters.rs`), its template
+//!   (`spec.template`) applied (`workspace_template`; a failure turns it Failed for good),
+//!   then the Workspace's
 //!   `/status` turns Ready with the child's URL (the server's external base URL +
 //!   `/clusters/P:NAME`) and a `Ready` condition. Until the server knows its URL the item
 //!   waits.
 //! - A Workspace marked for deletion (Terminating): writes into the child and its
-//!   descendants are refused from the delete on until the Workspace object is gone (also
-//!   while other finalizers hold it after the cluster was emptied), the key ranges of the
-//!   descendants (deepest first, found through the Workspace objects each cluster holds)
-//!   and then of the child are deleted
-//!   with [`kplane_storage::Storage::delete_cluster`] in bounded batches, each key with its
-//!   own `Deleted` event whose value is the object's last state at the delete's
-//!   resourceVersion; the clusters' catalogs and bootstrapped marks are forgotten, and the
-//!   `tenancy.kplane.io/workspace` finalizer is dropped, which removes the Workspace when
-//!   no other finalizer holds it.
+//!   descendants are refused (from the marking write on: the strategy's hook), the key
+//!   ranges of the descendants (deepest first, found through the Workspace objects each
+//!   cluster holds) and then of the child are deleted with
+//!   [`kplane_storage::Storage::delete_cluster`] in bounded batches, each key with its own
+//!   `Deleted` event whose value is the object's last state at the delete's
+//!   resourceVersion; the clusters are forgotten (they no longer exist: 404) with their
+//!   catalogs, and the `tenancy.kplane.io/workspace` finalizer is dropped, which removes
+//!   the Workspace when no other finalizer holds it.
 //!
 //! Deletion is resumable: a descendant's Workspace object lives in its parent's key range,
 //! which is deleted only after that descendant is gone, so a rerun (after an error or a
@@ -26,7 +26,7 @@
 use std::sync::Arc;
 
 use kplane_storage::{Key, Prefix, Tombstone, CLUSTER_DELETE_BATCH};
-use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
+use kplane_types::{ClusterName, ClusterScope};
 use serde_json::{json, Value};
 
 use super::write_failed;
@@ -52,26 +52,6 @@ impl Registry {
     /// The base URL set by [`Registry::set_external_url`].
     pub fn external_url(&self) -> Option<&str> {
         self.external_url.get().map(String::as_str)
-    }
-
-    /// 403 for a write into a logical cluster that is being deleted (or lies within one).
-    pub(crate) fn refuse_if_terminating(&self, cluster: &ClusterName) -> ApiResult<()> {
-        let set = self
-            .terminating
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if set.is_empty() {
-            return Ok(());
-        }
-        match set.iter().find(|t| cluster.is_within(t)) {
-            None => Ok(()),
-            Some(t) => Err(ApiError::from(Status::new(
-                StatusReason::Forbidden,
-                format!(
-                    "unable to write to logical cluster \"{cluster}\" because workspace \"{t}\" is being deleted"
-                ),
-            ))),
-        }
     }
 
     fn workspace_type(&self) -> ApiResult<Arc<ResourceType>> {
@@ -112,7 +92,7 @@ impl Registry {
             return Ok(false);
         };
         let url = format!("{base}/clusters/{child}");
-        self.ensure_cluster(&child).await?;
+        self.bootstrap_cluster(&child).await?;
         let status = obj.get("status").cloned().unwrap_or(Value::Null);
         let ready = status
             .pointer("/conditions")
@@ -160,9 +140,6 @@ impl Registry {
         child: &ClusterName,
         obj: Value,
     ) -> ApiResult<bool> {
-        // Writes stay refused until the Workspace object is gone (`after_delete`), also
-        // while other parties' finalizers hold it after the cluster was emptied.
-        self.set_terminating(child, true);
         if !meta::finalizers(&obj)
             .iter()
             .any(|f| f == WORKSPACE_FINALIZER)
@@ -170,12 +147,19 @@ impl Registry {
             // Already done: the Workspace waits for other parties' finalizers only.
             return Ok(true);
         }
+        self.set_terminating(child, true);
         for c in self.subtree(child).await? {
             self.storage
                 .delete_cluster(c.as_str(), CLUSTER_DELETE_BATCH, last_state_tombstone())
                 .await
                 .map_err(ApiError::from)?;
             self.forget_cluster(&c);
+            if c != *child {
+                // Its Workspace object went with its parent's keys, without a hook. The
+                // child's own mark stays until its Workspace is gone (the strategy's
+                // `after_delete`).
+                self.set_terminating(&c, false);
+            }
         }
         let mut next = obj;
         if let Some(Value::Array(fins)) = next.pointer_mut("/metadata/finalizers") {
@@ -196,16 +180,10 @@ impl Registry {
 
     /// `root` and every descendant that still holds keys, deepest first, `root` last:
     /// children are found through the Workspace objects of each cluster, and through the
-    /// clusters this process bootstrapped (created on a first write, without a Workspace).
+    /// clusters known to exist (also those created on a first write, without a Workspace).
     async fn subtree(&self, root: &ClusterName) -> ApiResult<Vec<ClusterName>> {
         let mut found = vec![root.clone()];
-        if let Ok(set) = self.bootstrapped.lock() {
-            found.extend(
-                set.iter()
-                    .filter(|c| c.is_within(root) && *c != root)
-                    .cloned(),
-            );
-        }
+        found.extend(self.existing_descendants(root));
         let mut i = 0;
         while i < found.len() {
             let c = found[i].clone();
@@ -232,26 +210,10 @@ impl Registry {
         Ok(found)
     }
 
-    /// Marks (or unmarks) `cluster` and everything within it as being deleted: writes into
-    /// them are refused ([`Registry::refuse_if_terminating`]).
-    pub(crate) fn set_terminating(&self, cluster: &ClusterName, on: bool) {
-        let mut set = self
-            .terminating
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if on {
-            set.insert(cluster.clone());
-        } else {
-            set.remove(cluster);
-        }
-    }
-
-    /// Drops what the process remembers of a deleted logical cluster, so that its name
-    /// starts afresh when it is used again.
+    /// Drops what the process remembers of a deleted logical cluster: from now on it does
+    /// not exist, and its name starts afresh when it is used again.
     fn forget_cluster(&self, cluster: &ClusterName) {
-        if let Ok(mut set) = self.bootstrapped.lock() {
-            set.remove(cluster);
-        }
+        self.unmark_cluster(cluster);
         self.catalogs.forget(cluster);
     }
 }
@@ -278,6 +240,8 @@ mod tests {
     use bytes::Bytes;
     use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 
+    use kplane_types::StatusReason;
+
     use super::super::run_worker;
     use super::*;
     use crate::catalog::{builtin, Catalog};
@@ -290,7 +254,8 @@ mod tests {
         ClusterName::parse(s).unwrap()
     }
 
-    /// A registry over `storage` whose worker runs (when `worker`), with `root` bootstrapped.
+    /// A registry over `storage` whose worker runs (when `worker`), started as the server
+    /// starts one: the cluster state loaded from storage, `root` bootstrapped.
     async fn registry(
         storage: Arc<dyn Storage>,
         worker: bool,
@@ -299,6 +264,7 @@ mod tests {
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, queue) = Registry::new(storage, catalog, String::new(), shutdown);
         reg.set_external_url(URL);
+        reg.load_cluster_state().await.unwrap();
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
         if worker {
             tokio::spawn(run_worker(reg.clone(), queue));
@@ -426,6 +392,8 @@ mod tests {
     async fn a_name_that_is_no_label_or_makes_too_long_a_path_is_invalid() {
         let dir = tempfile::tempdir().unwrap();
         let (reg, _tx) = registry(open(&dir), false).await;
+        // Workspaces in deep clusters no Workspace created.
+        reg.set_auto_create_clusters(true);
         for bad in ["Acme", "a.b", "a_b", "-a"] {
             let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
                              "metadata": {"name": bad}});
@@ -463,6 +431,8 @@ mod tests {
     async fn deleting_a_workspace_empties_its_cluster_and_descendants_and_the_name_is_reusable() {
         let dir = tempfile::tempdir().unwrap();
         let (reg, _tx) = registry(open(&dir), true).await;
+        // For the descendant created by a first write (as older kplane versions did).
+        reg.set_auto_create_clusters(true);
         create_ws(&reg, "root", "acme").await;
         wait_ready(&reg, "root", "acme").await;
         create_ws(&reg, "root:acme", "team-a").await;
@@ -526,6 +496,7 @@ mod tests {
     async fn writes_into_a_terminating_cluster_and_its_descendants_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (reg, _tx) = registry(open(&dir), false).await;
+        reg.set_auto_create_clusters(true);
         create_cm(&reg, "root:acme:team-a", "before").await.unwrap();
         reg.set_terminating(&name("root:acme"), true);
         for c in ["root:acme", "root:acme:team-a"] {
@@ -548,72 +519,10 @@ mod tests {
         create_cm(&reg, "root:acme", "after").await.unwrap();
     }
 
-    /// The refusal starts with the delete itself, before the controller runs.
-    #[tokio::test]
-    async fn writes_are_refused_as_soon_as_the_workspace_is_marked_for_deletion() {
-        let dir = tempfile::tempdir().unwrap();
-        let (reg, _tx) = registry(open(&dir), false).await;
-        create_ws(&reg, "root", "acme").await;
-        reg.ensure_cluster(&name("root:acme")).await.unwrap();
-        create_cm(&reg, "root:acme", "before").await.unwrap();
-        reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
-            .await
-            .unwrap();
-        let e = create_cm(&reg, "root:acme", "after").await.unwrap_err();
-        assert_eq!(e.code(), 403);
-        assert_eq!(
-            e.0.message,
-            "unable to write to logical cluster \"root:acme\" because workspace \"root:acme\" is being deleted"
-        );
-    }
-
-    /// Another party's finalizer holds the Workspace after its cluster was emptied: writes
-    /// into the cluster stay refused (nothing may land in it again) until the Workspace is
-    /// gone; then the name starts afresh.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_workspace_held_by_another_finalizer_keeps_refusing_writes_until_it_is_gone() {
-        let dir = tempfile::tempdir().unwrap();
-        let (reg, _tx) = registry(open(&dir), true).await;
-        let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
-                         "metadata": {"name": "acme", "finalizers": ["example.com/hold"]}});
-        reg.create(&workspaces(&reg, "root"), obj, &WriteParams::default())
-            .await
-            .unwrap();
-        wait_ready(&reg, "root", "acme").await;
-        create_cm(&reg, "root:acme", "x").await.unwrap();
-        reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
-            .await
-            .unwrap();
-        eventually("the controller's finalizer dropped", || async {
-            get_ws(&reg, "root", "acme")
-                .await
-                .is_some_and(|w| w["metadata"]["finalizers"] == json!(["example.com/hold"]))
-        })
-        .await;
-        assert_eq!(keys(&reg, "root:acme").await, 0);
-        let e = create_cm(&reg, "root:acme", "late").await.unwrap_err();
-        assert_eq!(e.code(), 403, "{:?}", e.0.message);
-        assert_eq!(keys(&reg, "root:acme").await, 0);
-
-        let mut held = get_ws(&reg, "root", "acme").await.unwrap();
-        held["metadata"]["finalizers"] = json!([]);
-        reg.update(
-            &workspaces(&reg, "root"),
-            "acme",
-            None,
-            held,
-            &WriteParams::default(),
-        )
-        .await
-        .unwrap();
-        assert!(get_ws(&reg, "root", "acme").await.is_none());
-        create_ws(&reg, "root", "acme").await;
-        wait_ready(&reg, "root", "acme").await;
-        create_cm(&reg, "root:acme", "x").await.unwrap();
-    }
-
-    /// A Workspace marked for deletion while no controller ran is deleted by the next run
-    /// (`resume_pending_work`), as after a restart.
+    /// A Workspace marked for deletion while no controller ran: its cluster refuses writes
+    /// from the delete on, also after a restart (before any controller runs), and the next
+    /// run (`resume_pending_work`) deletes it; it is never reported Ready, and afterwards
+    /// the cluster does not exist.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn deletion_resumes_after_a_restart() {
         let dir = tempfile::tempdir().unwrap();
@@ -621,22 +530,110 @@ mod tests {
         {
             let (reg, _tx) = registry(storage.clone(), false).await;
             create_ws(&reg, "root", "acme").await;
-            reg.ensure_cluster(&name("root:acme")).await.unwrap();
+            reg.bootstrap_cluster(&name("root:acme")).await.unwrap();
             create_cm(&reg, "root:acme", "x").await.unwrap();
             reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
                 .await
                 .unwrap();
             let ws = get_ws(&reg, "root", "acme").await.unwrap();
             assert_eq!(ws["status"]["phase"], "Terminating");
+            // At once, without the controller.
+            let e = create_cm(&reg, "root:acme", "y").await.unwrap_err();
+            assert_eq!(e.code(), 403, "{e:?}");
         }
-        let (reg, _tx) = registry(storage, true).await;
+        // The restart: nothing ran the deletion yet.
+        let (reg, _tx) = registry(storage.clone(), false).await;
         assert!(keys(&reg, "root:acme").await > 0);
+        assert!(reg.cluster_exists(&name("root:acme")));
+        let e = create_cm(&reg, "root:acme", "y").await.unwrap_err();
+        assert_eq!(e.code(), 403, "{e:?}");
+        assert!(e.0.message.contains("being deleted"), "{}", e.0.message);
+        drop(reg);
+
+        let (reg, _tx) = registry(storage, true).await;
         reg.resume_pending_work().await.unwrap();
+        eventually("workspace gone", || async {
+            match get_ws(&reg, "root", "acme").await {
+                None => true,
+                Some(ws) => {
+                    assert_ne!(ws["status"]["phase"], "Ready", "{ws}");
+                    false
+                }
+            }
+        })
+        .await;
+        assert_eq!(keys(&reg, "root:acme").await, 0);
+        let scope = ClusterScope::One(name("root:acme"));
+        let e = reg.check_cluster(&scope).unwrap_err();
+        assert_eq!(e.code(), 404);
+        assert_eq!(e.0.message, "logical cluster \"root:acme\" does not exist");
+        // Writes into it are 404 (not 403) now, and the name can be used again.
+        assert_eq!(
+            create_cm(&reg, "root:acme", "y").await.unwrap_err().code(),
+            404
+        );
+        assert!(!reg.is_terminating(&name("root:acme")));
+        create_ws(&reg, "root", "acme").await;
+        wait_ready(&reg, "root", "acme").await;
+        create_cm(&reg, "root:acme", "y").await.unwrap();
+    }
+
+    /// A deleted workspace's cluster (and a descendant's) is a 404 once its deletion
+    /// finishes; other clusters keep existing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_deleted_workspace_cluster_stops_existing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), true).await;
+        for (parent, ws) in [("root", "acme"), ("root:acme", "team-a"), ("root", "other")] {
+            create_ws(&reg, parent, ws).await;
+            wait_ready(&reg, parent, ws).await;
+        }
+        for c in ["root:acme", "root:acme:team-a", "root:other"] {
+            assert!(reg.cluster_exists(&name(c)), "{c}");
+        }
+        reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
+            .await
+            .unwrap();
         eventually("workspace gone", || async {
             get_ws(&reg, "root", "acme").await.is_none()
         })
         .await;
-        assert_eq!(keys(&reg, "root:acme").await, 0);
+        for c in ["root:acme", "root:acme:team-a"] {
+            assert!(!reg.cluster_exists(&name(c)), "{c}");
+            let scope = ClusterScope::One(name(c));
+            assert_eq!(reg.check_cluster(&scope).unwrap_err().code(), 404, "{c}");
+            assert!(!reg.is_terminating(&name(c)), "{c}");
+        }
+        assert!(reg.cluster_exists(&name("root:other")));
+        reg.check_cluster(&ClusterScope::One(name("root:other")))
+            .unwrap();
+    }
+
+    /// A `/status` write to a Workspace being deleted cannot report it Ready.
+    #[tokio::test]
+    async fn a_deleting_workspace_stays_terminating() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), false).await;
+        create_ws(&reg, "root", "acme").await;
+        reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
+            .await
+            .unwrap();
+        let mut ws = get_ws(&reg, "root", "acme").await.unwrap();
+        ws["status"]["phase"] = json!("Ready");
+        let out = reg
+            .update(
+                &workspaces(&reg, "root"),
+                "acme",
+                Some("status"),
+                ws,
+                &WriteParams::default(),
+            )
+            .await
+            .unwrap();
+        let out: Value = serde_json::from_slice(&out.0).unwrap();
+        assert_eq!(out["status"]["phase"], "Terminating", "{out}");
+        let ws = get_ws(&reg, "root", "acme").await.unwrap();
+        assert_eq!(ws["status"]["phase"], "Terminating", "{ws}");
     }
 
     /// Range deletes carry each object's last state at the delete's resourceVersion.

@@ -1,7 +1,8 @@
 //! tenancy.kplane.io/v1alpha1 Workspace: a cluster-scoped object whose name is one segment
 //! of a logical cluster path. A Workspace NAME in logical cluster P stands for the child
 //! cluster `P:NAME`: it starts Initializing with the `tenancy.kplane.io/workspace`
-//! finalizer, turns Terminating when marked for deletion, and the workspace controller
+//! finalizer, turns Terminating when marked for deletion (from that write on, writes into
+//! the child are refused, `clusters.rs`), and the workspace controller
 //! (`controllers::workspace`) bootstraps the child, reports it Ready, and deletes the
 //! child's key range (and its descendants') before it drops the finalizer.
 
@@ -12,7 +13,7 @@ use super::super::catalog::ResourceType;
 use super::super::controllers::Work;
 use super::super::meta::{self, NameRule};
 use super::super::Registry;
-use super::TypeStrategy;
+use super::{with_field_from, TypeStrategy};
 use crate::error::{ApiError, ApiResult};
 
 /// The group of the tenancy API.
@@ -92,6 +93,27 @@ impl TypeStrategy for Workspace {
         }
     }
 
+    /// `/status` takes the request's status, except that a Workspace being deleted stays
+    /// `Terminating`: a deleted workspace is never reported Ready again.
+    fn prepare_for_subresource_update(
+        &self,
+        rt: &ResourceType,
+        sub: &str,
+        new: Value,
+        old: &Value,
+    ) -> ApiResult<Value> {
+        match sub {
+            "status" => {
+                let mut next = with_field_from(old.clone(), &new, "status");
+                if meta::is_deleting(old) {
+                    self.prepare_for_delete(rt, &mut next);
+                }
+                Ok(next)
+            }
+            other => Err(ApiError::not_found_sub(other)),
+        }
+    }
+
     fn prepare_for_delete(&self, _rt: &ResourceType, marked: &mut Value) {
         if !marked.get("status").is_some_and(Value::is_object) {
             marked["status"] = json!({});
@@ -155,8 +177,7 @@ impl TypeStrategy for Workspace {
         deleting: bool,
     ) -> ApiResult<()> {
         if deleting {
-            // Refused from the moment the deletion is committed, not when the controller
-            // gets to it (its queue may be busy with other work).
+            // From the marking write on, nothing new is written into the child.
             if let Some(child) = cluster.child(name) {
                 reg.set_terminating(&child, true);
             }
@@ -168,7 +189,8 @@ impl TypeStrategy for Workspace {
         Ok(())
     }
 
-    /// The Workspace is gone (its last finalizer removed): its name may be used again.
+    /// The Workspace is gone (its child's key range went before it): the child's name may
+    /// be used again.
     async fn after_delete(
         &self,
         reg: &Registry,

@@ -65,7 +65,7 @@ pub(super) async fn list_order_prefixes_filter_limit(s: &Arc<dyn Storage>) {
 
     // A namespace across resources (odd but legal prefix).
     let odd = Prefix {
-        cluster: Some(cluster.into()),
+        cluster: crate::Clusters::One(cluster.into()),
         resource: None,
         namespace: Some("ns".into()),
     };
@@ -173,7 +173,7 @@ pub(super) async fn wildcard_cluster_list(s: &Arc<dyn Storage>) {
     }
     expected.sort();
     let all = Prefix {
-        cluster: None,
+        cluster: crate::Clusters::All,
         resource: Some(res.into()),
         namespace: None,
     };
@@ -185,7 +185,7 @@ pub(super) async fn wildcard_cluster_list(s: &Arc<dyn Storage>) {
     assert_eq!(got, expected);
     assert_eq!(s.count(&all).await.unwrap(), expected.len() as u64);
     let ns_a = Prefix {
-        cluster: None,
+        cluster: crate::Clusters::All,
         resource: Some(res.into()),
         namespace: Some("a".into()),
     };

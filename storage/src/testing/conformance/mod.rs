@@ -22,6 +22,7 @@
 
 mod lists;
 mod ranges;
+mod subtrees;
 mod watches;
 mod writes;
 
@@ -43,6 +44,7 @@ pub async fn run_all(s: Arc<dyn Storage>) {
     writes::concurrent_writers(&s).await;
     lists::list_order_prefixes_filter_limit(&s).await;
     lists::wildcard_cluster_list(&s).await;
+    subtrees::subtree_list_paging_and_siblings(&s).await;
     lists::paging_snapshot_under_writes(&s).await;
     lists::snapshots_match_model(&s).await;
     watches::watch_replay_then_live(&s).await;
@@ -50,6 +52,7 @@ pub async fn run_all(s: Arc<dyn Storage>) {
     watches::watch_future_from_waits(&s).await;
     watches::watch_progress(&s).await;
     watches::watch_drop_unregisters(&s).await;
+    subtrees::subtree_watch_filters(&s).await;
     writes::write_batch_is_writes_in_order(&s).await;
     writes::write_batch_events_one_per_write(&s, 300).await;
     ranges::delete_cluster_in_batches(&s, 1201, 256).await;
@@ -57,6 +60,7 @@ pub async fn run_all(s: Arc<dyn Storage>) {
     ranges::delete_cluster_in_batches(&s, 3, 256).await;
     ranges::delete_cluster_errors_and_resumes(&s).await;
     ranges::scan_is_consistent_across_pages(&s).await;
+    ranges::clusters_lists_clusters_with_keys(&s).await;
 }
 
 /// The resource the checks store their keys under.

@@ -1,5 +1,6 @@
 //! Conformance checks of whole-range operations: deleting a logical cluster in batches
-//! ([`Storage::delete_cluster`]) and scanning a prefix at one revision ([`Storage::scan`]).
+//! ([`Storage::delete_cluster`]), scanning a prefix at one revision ([`Storage::scan`]) and
+//! listing the logical clusters that hold keys ([`Storage::clusters`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -384,4 +385,83 @@ pub async fn scan_outlasting_the_window_fails(s: &Arc<dyn Storage>) {
     // At the current revision it works again.
     let mut scan = s.scan(&p, None, 5).await.unwrap();
     assert_eq!(read_scan(&mut scan, 5).await.len(), 20);
+}
+
+/// Every cluster [`Storage::clusters`] lists whose name starts with `prefix`, read in pages
+/// of `limit`.
+async fn clusters_paged(s: &Arc<dyn Storage>, prefix: &str, limit: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = s.clusters(after.as_deref(), limit).await.unwrap();
+        assert!(
+            page.len() <= limit.max(1),
+            "page of {} > {limit}",
+            page.len()
+        );
+        let Some(last) = page.last().cloned() else {
+            break;
+        };
+        out.extend(page.into_iter().filter(|c| c.starts_with(prefix)));
+        after = Some(last);
+    }
+    out
+}
+
+/// [`Storage::clusters`] lists each cluster holding keys once, in key order, in pages below,
+/// at and above the number of clusters; bordering names (children, longer names, an escaped
+/// byte) are distinct clusters; a cluster whose keys are deleted (one by one or with
+/// [`Storage::delete_cluster`]) is no longer listed; `start_after` need not be a cluster.
+pub(super) async fn clusters_lists_clusters_with_keys(s: &Arc<dyn Storage>) {
+    let p = "lc-";
+    let mut names: Vec<String> = vec![
+        "lc-a".into(),
+        "lc-a:b".into(),
+        "lc-a:b:c".into(),
+        "lc-a-x".into(),
+        "lc-a\u{0}".into(),
+        "lc-ab".into(),
+        "lc-b".into(),
+    ];
+    for (i, c) in names.iter().enumerate() {
+        // Different shapes: one key, keys in several resources and namespaces.
+        for j in 0..=i {
+            create(s, key(c, &format!("ns{j}"), "k"), "v").await;
+            create(
+                s,
+                Key::new(c.as_str(), "apps/deployments", "", format!("d{j}")),
+                "v",
+            )
+            .await;
+        }
+    }
+    names.sort();
+    let n = names.len();
+    for limit in [1, 2, n - 1, n, n + 1, 10 * n] {
+        assert_eq!(clusters_paged(s, p, limit).await, names, "limit {limit}");
+    }
+    // `start_after` between two clusters, and past the last one.
+    let page = s.clusters(Some("lc-a:b:"), 2).await.unwrap();
+    assert_eq!(page, ["lc-a:b:c", "lc-ab"]);
+    let tail = s.clusters(Some("lc-b"), 10 * n).await.unwrap();
+    assert!(tail.iter().all(|c| c.as_str() > "lc-b"), "{tail:?}");
+
+    // Deleting the one key of `lc-a` removes it; the others stay.
+    s.delete(key("lc-a", "ns0", "k"), Precondition::MustExist, enc("x"))
+        .await
+        .unwrap();
+    s.delete(
+        Key::new("lc-a", "apps/deployments", "", "d0"),
+        Precondition::MustExist,
+        enc("x"),
+    )
+    .await
+    .unwrap();
+    names.retain(|c| c != "lc-a");
+    assert_eq!(clusters_paged(s, p, 2).await, names);
+    // A range delete removes `lc-a:b`, not its child.
+    s.delete_cluster("lc-a:b", 256, tombstone()).await.unwrap();
+    names.retain(|c| c != "lc-a:b");
+    assert_eq!(clusters_paged(s, p, 3).await, names);
+    assert!(names.contains(&"lc-a:b:c".to_string()));
 }

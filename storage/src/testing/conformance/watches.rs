@@ -65,13 +65,13 @@ pub(super) async fn watch_prefixes_and_prev(s: &Arc<dyn Storage>) {
         .unwrap();
     let mut cl = s.watch(&Prefix::cluster("wp1"), from, None).await.unwrap();
     let wild = Prefix {
-        cluster: None,
+        cluster: crate::Clusters::All,
         resource: Some("wp.example/things".into()),
         namespace: None,
     };
     let mut wild_rx = s.watch(&wild, from, None).await.unwrap();
     let everything = Prefix {
-        cluster: None,
+        cluster: crate::Clusters::All,
         resource: None,
         namespace: None,
     };

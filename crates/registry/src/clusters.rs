@@ -1,0 +1,471 @@
+//! Which logical clusters exist, and which are being deleted.
+//!
+//! `root` always exists. Any other logical cluster exists from the moment it is bootstrapped
+//! (the workspace controller creates its default namespaces for a Workspace's child, see
+//! `namespaces.rs`) until the workspace controller has deleted its key range. Every
+//! bootstrapped cluster holds keys (its default namespaces) and deletion removes them all,
+//! so "exists" is "holds at least one key": [`Registry::load_cluster_state`] reads the set
+//! from storage ([`kplane_storage::Storage::clusters`]) once at start-up, which also covers
+//! clusters that older kplane versions created on a first write. After that the set
+//! changes only in memory: marked on bootstrap, forgotten when a deletion finishes. One
+//! entry costs its name and a B-tree slot (tens of bytes), so 100,000 clusters are cheap.
+//!
+//! A request into a cluster that does not exist is a 404 ([`Registry::check_cluster`], which
+//! the HTTP layer asks once per request). The development flag
+//! [`Registry::set_auto_create_clusters`] restores the older behaviour: every cluster
+//! answers, and the first write into an unknown one bootstraps it.
+//!
+//! A cluster whose Workspace carries a deletionTimestamp is *terminating*: writes into it
+//! and its descendants are refused from the marking write on (the Workspace strategy's
+//! hooks set and clear the mark), and the marks are rebuilt at start-up from the stored
+//! Workspaces, so a restart never reopens a terminating cluster for writes.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
+
+use kplane_storage::{Clusters, Key, ListOptions, Prefix};
+use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
+
+use crate::controllers::stored_cluster;
+use crate::error::{ApiError, ApiResult};
+use crate::strategies::workspace::WORKSPACE_RESOURCE;
+use crate::Registry;
+
+/// How many cluster names (and stored Workspaces) one start-up read brings in.
+pub(crate) const LOAD_PAGE: usize = 1024;
+
+/// The registry's view of the logical clusters.
+#[derive(Debug, Default)]
+pub(crate) struct ClusterState {
+    /// Clusters that exist (besides `root`, which always does), in name order, so that a
+    /// cluster's descendants are one range.
+    existing: RwLock<BTreeSet<ClusterName>>,
+    /// Clusters whose Workspace is being deleted.
+    terminating: Mutex<HashSet<ClusterName>>,
+    /// Development mode: unknown clusters answer, and a first write bootstraps them.
+    auto_create: AtomicBool,
+}
+
+impl Registry {
+    /// Development and testing only: every logical cluster answers, and the first write
+    /// into an unknown one bootstraps it (`kplane serve --auto-create-clusters`). Off by
+    /// default: clusters are created through Workspaces.
+    pub fn set_auto_create_clusters(&self, on: bool) {
+        self.clusters.auto_create.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether [`Registry::set_auto_create_clusters`] turned development mode on.
+    pub fn auto_create_clusters(&self) -> bool {
+        self.clusters.auto_create.load(Ordering::Relaxed)
+    }
+
+    /// Whether logical cluster `cluster` exists (`root` always does).
+    pub fn cluster_exists(&self, cluster: &ClusterName) -> bool {
+        cluster.is_root() || self.is_marked(cluster)
+    }
+
+    /// The one existence check of a request: 404 for a logical cluster that does not exist
+    /// (never created, or deleted); a subtree (`root:acme:*`) needs its root. The `*`
+    /// wildcard always passes, so does everything in development mode
+    /// ([`Registry::set_auto_create_clusters`]).
+    pub fn check_cluster(&self, scope: &ClusterScope) -> ApiResult<()> {
+        if self.auto_create_clusters() {
+            return Ok(());
+        }
+        match scope {
+            ClusterScope::One(cluster) => self.require_cluster(cluster),
+            // `root:acme:*` needs `root:acme`; the `*` wildcard always answers.
+            ClusterScope::Subtree { root, .. } => self.require_cluster(root),
+            ClusterScope::Wildcard => Ok(()),
+        }
+    }
+
+    /// 404 unless `cluster` exists.
+    pub(crate) fn require_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
+        if self.cluster_exists(cluster) {
+            Ok(())
+        } else {
+            Err(no_such_cluster(cluster))
+        }
+    }
+
+    /// Logical clusters that exist besides `root` (`root` too once it is bootstrapped).
+    pub fn known_clusters(&self) -> usize {
+        self.existing_read().len()
+    }
+
+    /// Loads which logical clusters exist (those holding keys) and which are terminating
+    /// (the children of stored Workspaces with a deletionTimestamp) from storage. The server
+    /// calls it once at start-up, before it serves and before the controllers run.
+    pub async fn load_cluster_state(&self) -> ApiResult<()> {
+        self.load_cluster_state_paged(LOAD_PAGE).await
+    }
+
+    pub(crate) async fn load_cluster_state_paged(&self, page: usize) -> ApiResult<()> {
+        let mut after: Option<String> = None;
+        loop {
+            let names = self.storage.clusters(after.as_deref(), page).await?;
+            let Some(last) = names.last().cloned() else {
+                break;
+            };
+            let mut set = self.existing_write();
+            for n in &names {
+                match ClusterName::parse(n) {
+                    Some(c) => {
+                        set.insert(c);
+                    }
+                    None => {
+                        tracing::warn!(cluster = %n, "stored keys of an invalid logical cluster name; skipped")
+                    }
+                }
+            }
+            drop(set);
+            after = Some(last);
+        }
+        self.load_terminating(page).await
+    }
+
+    /// Marks the child of every stored Workspace that carries a deletionTimestamp.
+    async fn load_terminating(&self, page: usize) -> ApiResult<()> {
+        let prefix = Prefix {
+            cluster: Clusters::All,
+            resource: Some(WORKSPACE_RESOURCE.into()),
+            namespace: None,
+        };
+        let mut start_after: Option<Key> = None;
+        loop {
+            let opts = ListOptions {
+                start_after: start_after.take(),
+                limit: Some(page.max(1)),
+                ..Default::default()
+            };
+            let res = self.storage.list(&prefix, &opts, None).await?;
+            for kv in &res.items {
+                let deleting = serde_json::from_slice::<Deleting>(&kv.value)
+                    .is_ok_and(|d| d.metadata.deletion_timestamp.is_some());
+                let child = stored_cluster(&kv.key).and_then(|c| c.child(&kv.key.name));
+                if let (true, Some(child)) = (deleting, child) {
+                    self.set_terminating(&child, true);
+                }
+            }
+            match res.items.last() {
+                Some(last) if res.more => start_after = Some(last.key.clone()),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Records that `cluster` exists; `true` when it was not recorded before.
+    pub(crate) fn mark_cluster(&self, cluster: &ClusterName) -> bool {
+        self.existing_write().insert(cluster.clone())
+    }
+
+    /// Whether `cluster` was bootstrapped (or found holding keys at start-up).
+    pub(crate) fn is_marked(&self, cluster: &ClusterName) -> bool {
+        self.existing_read().contains(cluster)
+    }
+
+    /// Forgets that `cluster` exists (its key range is gone).
+    pub(crate) fn unmark_cluster(&self, cluster: &ClusterName) {
+        self.existing_write().remove(cluster);
+    }
+
+    /// The existing clusters strictly within `root` (its descendants), in name order.
+    pub(crate) fn existing_descendants(&self, root: &ClusterName) -> Vec<ClusterName> {
+        let set = self.existing_read();
+        set.range(root.clone()..)
+            .take_while(|c| c.as_str().starts_with(root.as_str()))
+            .filter(|c| *c != root && c.is_within(root))
+            .cloned()
+            .collect()
+    }
+
+    /// 403 for a write into a logical cluster that is being deleted (or lies within one).
+    pub(crate) fn refuse_if_terminating(&self, cluster: &ClusterName) -> ApiResult<()> {
+        let set = self
+            .clusters
+            .terminating
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if set.is_empty() {
+            return Ok(());
+        }
+        // The cluster and its ancestors: a few lookups, however many clusters terminate.
+        let mut next = Some(cluster.clone());
+        while let Some(c) = next {
+            if set.contains(&c) {
+                return Err(ApiError::from(Status::new(
+                    StatusReason::Forbidden,
+                    format!(
+                        "unable to write to logical cluster \"{cluster}\" because workspace \"{c}\" is being deleted"
+                    ),
+                )));
+            }
+            next = c.parent();
+        }
+        Ok(())
+    }
+
+    /// Marks (or unmarks) `cluster` as terminating.
+    pub(crate) fn set_terminating(&self, cluster: &ClusterName, on: bool) {
+        let mut set = self
+            .clusters
+            .terminating
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if on {
+            set.insert(cluster.clone());
+        } else {
+            set.remove(cluster);
+        }
+    }
+
+    /// Whether `cluster` itself is marked terminating.
+    pub fn is_terminating(&self, cluster: &ClusterName) -> bool {
+        self.clusters
+            .terminating
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(cluster)
+    }
+
+    fn existing_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeSet<ClusterName>> {
+        self.clusters
+            .existing
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn existing_write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeSet<ClusterName>> {
+        self.clusters
+            .existing
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What start-up reads of a stored Workspace: whether it carries a deletionTimestamp
+/// (everything else is skipped, not decoded).
+#[derive(serde::Deserialize)]
+struct Deleting {
+    metadata: DeletingMeta,
+}
+
+#[derive(serde::Deserialize)]
+struct DeletingMeta {
+    #[serde(rename = "deletionTimestamp")]
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+/// The 404 of a request into a logical cluster that does not exist.
+pub fn no_such_cluster(cluster: &ClusterName) -> ApiError {
+    ApiError::from(Status::new(
+        StatusReason::NotFound,
+        format!("logical cluster \"{cluster}\" does not exist"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalog::{builtin, Catalog};
+    use crate::options::WriteParams;
+    use crate::Target;
+
+    fn name(s: &str) -> ClusterName {
+        ClusterName::parse(s).unwrap()
+    }
+
+    /// A registry over `storage` (nothing loaded, nothing bootstrapped).
+    fn registry(storage: Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
+        let (tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
+        (reg, tx)
+    }
+
+    fn configmaps(reg: &Registry, cluster: &str) -> Target {
+        let rt = reg
+            .builtin_catalog()
+            .get("", "v1", "configmaps")
+            .unwrap()
+            .clone();
+        Target::new(&name(cluster), rt, Some("default".into()))
+    }
+
+    async fn create_cm(reg: &Registry, cluster: &str) -> ApiResult<bytes::Bytes> {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        reg.create(&configmaps(reg, cluster), obj, &WriteParams::default())
+            .await
+    }
+
+    fn open(dir: &tempfile::TempDir) -> Arc<dyn Storage> {
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap()
+    }
+
+    /// Clusters created by first writes (as older versions did, here in development mode)
+    /// exist after a restart: the set is loaded from storage, in pages below, at, above and
+    /// ten times the number of clusters.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn existence_is_loaded_from_storage_at_start_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        let clusters = ["root", "root:a", "root:a:b", "root:a-b", "root:b", "legacy"];
+        {
+            let (reg, _tx) = registry(storage.clone());
+            reg.set_auto_create_clusters(true);
+            for c in clusters {
+                create_cm(&reg, c).await.unwrap();
+            }
+        }
+        let n = clusters.len();
+        for page in [1, n - 1, n, n + 1, 10 * n] {
+            let (reg, _tx) = registry(storage.clone());
+            assert!(!reg.cluster_exists(&name("root:a")));
+            reg.load_cluster_state_paged(page).await.unwrap();
+            for c in clusters {
+                assert!(reg.cluster_exists(&name(c)), "{c}, page {page}");
+                reg.check_cluster(&ClusterScope::One(name(c))).unwrap();
+            }
+            assert_eq!(reg.known_clusters(), n, "page {page}");
+            for c in ["root:c", "root:a:b:c", "root:a:"]
+                .iter()
+                .filter_map(|c| ClusterName::parse(c))
+            {
+                assert!(!reg.cluster_exists(&c), "{c}");
+            }
+            assert_eq!(
+                reg.existing_descendants(&name("root:a")),
+                [name("root:a:b")],
+                "page {page}"
+            );
+        }
+    }
+
+    /// Without the development flag a request into an unknown cluster is a 404 with a
+    /// Status naming it, and a write there creates nothing; `root` and the wildcard always
+    /// pass. With the flag, everything passes and the first write bootstraps the cluster.
+    #[tokio::test]
+    async fn unknown_clusters_are_404_unless_the_development_flag_is_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        let (reg, _tx) = registry(storage.clone());
+        reg.load_cluster_state().await.unwrap();
+        reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+        assert!(!reg.auto_create_clusters());
+        let nope = ClusterScope::One(name("root:nope"));
+        let e = reg.check_cluster(&nope).unwrap_err();
+        assert_eq!(e.code(), 404);
+        assert_eq!(e.0.reason, StatusReason::NotFound);
+        assert_eq!(e.0.message, "logical cluster \"root:nope\" does not exist");
+        reg.check_cluster(&ClusterScope::One(ClusterName::root()))
+            .unwrap();
+        reg.check_cluster(&ClusterScope::Wildcard).unwrap();
+        // A subtree needs its root: `root:*` answers, `root:nope:*` is the 404 of root:nope.
+        reg.check_cluster(&ClusterScope::subtree(ClusterName::root()))
+            .unwrap();
+        let e = reg
+            .check_cluster(&ClusterScope::subtree(name("root:nope")))
+            .unwrap_err();
+        assert_eq!(e.code(), 404);
+        assert_eq!(e.0.message, "logical cluster \"root:nope\" does not exist");
+
+        let e = create_cm(&reg, "root:nope").await.unwrap_err();
+        assert_eq!(e.code(), 404);
+        assert_eq!(e.0.message, "logical cluster \"root:nope\" does not exist");
+        let count = |c: &'static str| {
+            let s = storage.clone();
+            async move { s.count(&Prefix::cluster(c)).await.unwrap() }
+        };
+        assert_eq!(count("root:nope").await, 0);
+        create_cm(&reg, "root").await.unwrap();
+
+        reg.set_auto_create_clusters(true);
+        reg.check_cluster(&nope).unwrap();
+        create_cm(&reg, "root:nope").await.unwrap();
+        // The default namespaces and the ConfigMap.
+        assert!(count("root:nope").await > 1);
+        reg.set_auto_create_clusters(false);
+        reg.check_cluster(&nope).unwrap();
+        reg.check_cluster(&ClusterScope::subtree(name("root:nope")))
+            .unwrap();
+        assert!(reg.cluster_exists(&name("root:nope")));
+    }
+
+    /// The children of stored Workspaces that carry a deletionTimestamp are terminating
+    /// after a restart (loaded in pages below, at, above and ten times their number);
+    /// those of other Workspaces are not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn terminating_marks_are_loaded_from_stored_workspaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        let deleting = ["root:a", "root:b", "root:b:x", "root:c"];
+        {
+            let (reg, _tx) = registry(storage.clone());
+            reg.set_auto_create_clusters(true);
+            let rt = reg
+                .builtin_catalog()
+                .get("tenancy.kplane.io", "v1alpha1", "workspaces")
+                .unwrap()
+                .clone();
+            let target = |path: &str| {
+                let child = name(path);
+                let t = Target::new(&child.parent().unwrap(), rt.clone(), None);
+                (child, t)
+            };
+            for path in deleting.iter().chain(&["root:kept"]) {
+                let (child, t) = target(path);
+                let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1",
+                                 "kind": "Workspace", "metadata": {"name": child.base_name()}});
+                reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+            }
+            // Deepest first: a terminating cluster takes no more writes.
+            for path in deleting.iter().rev() {
+                let (child, t) = target(path);
+                reg.delete(&t, child.base_name(), &Default::default())
+                    .await
+                    .unwrap();
+                assert!(reg.is_terminating(&child), "{child}");
+            }
+        }
+        let n = deleting.len();
+        for page in [1, n - 1, n, n + 1, 10 * n] {
+            let (reg, _tx) = registry(storage.clone());
+            reg.load_cluster_state_paged(page).await.unwrap();
+            for c in deleting {
+                assert!(reg.is_terminating(&name(c)), "{c}, page {page}");
+            }
+            assert!(!reg.is_terminating(&name("root:kept")), "page {page}");
+            let e = reg.refuse_if_terminating(&name("root:b:x:y")).unwrap_err();
+            assert_eq!(e.code(), 403);
+        }
+    }
+
+    /// Terminating marks cover descendants, not siblings with the same prefix.
+    #[tokio::test]
+    async fn a_terminating_mark_covers_the_cluster_and_its_descendants() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir));
+        reg.set_terminating(&name("root:a"), true);
+        for c in ["root:a", "root:a:b", "root:a:b:c"] {
+            let e = reg.refuse_if_terminating(&name(c)).unwrap_err();
+            assert_eq!(e.code(), 403, "{c}");
+            assert!(
+                e.0.message.contains("workspace \"root:a\""),
+                "{}",
+                e.0.message
+            );
+        }
+        for c in ["root", "root:ab", "root:a-b", "root:b:a"] {
+            reg.refuse_if_terminating(&name(c)).unwrap();
+        }
+        reg.set_terminating(&name("root:a"), false);
+        reg.refuse_if_terminating(&name("root:a:b")).unwrap();
+    }
+}
