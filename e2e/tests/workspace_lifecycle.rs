@@ -7,7 +7,9 @@
 //! Reused rather than repeated: `clusters.rs` covers get/list/watch isolation of differently
 //! named ConfigMaps and per-cluster default namespaces; `crds/clusters.rs` covers
 //! discovery/OpenAPI isolation of different CRDs, one CRD name with two schemas, and that
-//! deleting one cluster's CRD leaves the other's objects listed.
+//! deleting one cluster's CRD leaves the other's objects listed; `workspaces.rs` covers a
+//! held deleted workspace's cluster being 404 across a restart. Here: a finalizer given at
+//! creation, the controller's own finalizer going while it stays, and the release.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,7 +20,7 @@ use anyhow::{bail, ensure, Context as _, Result};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kplane_e2e::fixtures::{configmap, create_namespace, error_code};
-use kplane_e2e::{poll_until, KplaneServer, Kubectl};
+use kplane_e2e::{poll_until, KplaneServer, Kubectl, KubectlOutput};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
     PostParams, WatchEvent, WatchParams,
@@ -55,7 +57,11 @@ fn workspace_manifest(name: &str, finalizers: &[&str]) -> String {
 
 /// Creates Workspace `name` (with extra `finalizers`) through `kubectl` and waits until it is
 /// Ready.
-fn create_workspace(kubectl: &Kubectl, name: &str, finalizers: &[&str]) -> Result<()> {
+fn create_workspace_with_finalizers(
+    kubectl: &Kubectl,
+    name: &str,
+    finalizers: &[&str],
+) -> Result<()> {
     let out = kubectl.ok_stdin(
         &["create", "-f", "-"],
         &workspace_manifest(name, finalizers),
@@ -248,24 +254,17 @@ fn starts_empty(kubectl: &Kubectl) -> Result<()> {
     Ok(())
 }
 
-/// The emptied cluster of a Terminating workspace lists nothing. (A server that reports such
-/// a cluster as not existing answers 404 instead; that is empty too.)
-fn emptied(kubectl: &Kubectl) -> Result<()> {
-    for args in [
-        &["get", "namespaces", "-o", "name"][..],
-        &["get", "configmaps", "-A", "-o", "name"][..],
-    ] {
-        let out = kubectl.run(args)?;
-        if out.success() {
-            ensure!(
-                out.stdout.trim().is_empty(),
-                "{args:?} lists {}",
-                out.stdout
-            );
-        } else {
-            ensure!(out.stderr.contains("NotFound"), "{args:?}: {}", out.stderr);
-        }
-    }
+/// `out` is kubectl's failure on logical cluster `cluster`, which no longer exists.
+fn no_such_cluster(out: &KubectlOutput, cluster: &str) -> Result<()> {
+    ensure!(
+        !out.success()
+            && out
+                .stderr
+                .contains(&format!("logical cluster \"{cluster}\" does not exist")),
+        "{} {}",
+        out.stdout,
+        out.stderr
+    );
     Ok(())
 }
 
@@ -274,8 +273,7 @@ async fn deleting_a_workspace_with_10000_objects_keeps_its_sibling_serving_and_i
 {
     let server = KplaneServer::start()?;
     let root = server.kubectl_root();
-    create_workspace(root, "big", &[])?;
-    create_workspace(root, "sibling", &[])?;
+    server.create_workspaces(&["root:big", "root:sibling"])?;
     let big = server.client_for("root:big").await?;
     let sibling = server.client_for("root:sibling").await?;
 
@@ -407,10 +405,10 @@ async fn deleting_a_workspace_with_10000_objects_keeps_its_sibling_serving_and_i
         cm1.data.and_then(|d| d.get("last").cloned()),
         Some((loops - 1).to_string())
     );
-    create_workspace(&server.kubectl_for("root:sibling")?, "still-served", &[])?;
+    server.create_workspace("root:sibling:still-served")?;
 
     // The name can be used again and the new cluster starts empty.
-    create_workspace(root, "big", &[])?;
+    server.create_workspace("root:big")?;
     starts_empty(&server.kubectl_for("root:big")?)?;
     let err = in_big.get("cm-0").await.err().context("cm-0 came back")?;
     assert_eq!(error_code(&err), Some(404));
@@ -423,7 +421,7 @@ fn a_finalizer_holds_a_deleted_workspace_after_its_cluster_is_emptied_until_it_i
     const HOLD: &str = "example.com/hold";
     let server = KplaneServer::start()?;
     let root = server.kubectl_root();
-    create_workspace(root, "held", &[HOLD])?;
+    create_workspace_with_finalizers(root, "held", &[HOLD])?;
     let ws = kubectl_json(root, &["get", "ws", "held"])?;
     assert_eq!(
         ws["metadata"]["finalizers"],
@@ -449,28 +447,21 @@ fn a_finalizer_holds_a_deleted_workspace_after_its_cluster_is_emptied_until_it_i
             Ok(ws["metadata"]["finalizers"] == json!([HOLD]))
         },
     )?;
-    emptied(&child)?;
+    // The emptied cluster no longer exists: nothing can be read or written there.
+    let out = child.run(&["get", "namespaces"])?;
+    ensure!(
+        !out.success() && out.stderr.contains("(NotFound)"),
+        "{} {}",
+        out.stdout,
+        out.stderr
+    );
+    no_such_cluster(&child.run(&["create", "configmap", "late"])?, "root:held")?;
     let ws = kubectl_json(root, &["get", "ws", "held"])?;
     assert_eq!(ws["status"]["phase"], "Terminating", "{ws}");
     ensure!(ws["metadata"]["deletionTimestamp"].is_string(), "{ws}");
     let row = root.ok(&["get", "ws", "held", "--no-headers"])?;
     let cols: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cols[..2], ["held", "Terminating"], "{row}");
-    // Nothing lands in the emptied cluster while the Workspace is held.
-    let late = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}}"#;
-    let out = child.run_stdin(&["create", "-f", "-"], late)?;
-    ensure!(
-        !out.success(),
-        "a write into the held workspace was accepted"
-    );
-    ensure!(
-        out.stderr.contains("Error from server (Forbidden)")
-            && out.stderr.contains(
-                "unable to write to logical cluster \"root:held\" because workspace \"root:held\" is being deleted"
-            ),
-        "{}",
-        out.stderr
-    );
 
     // Removing the finalizer lets it go.
     root.ok(&[
@@ -489,7 +480,7 @@ fn a_finalizer_holds_a_deleted_workspace_after_its_cluster_is_emptied_until_it_i
         out.stderr
     );
     // A new Workspace of the name gets a fresh, empty cluster that takes writes.
-    create_workspace(root, "held", &[])?;
+    server.create_workspace("root:held")?;
     starts_empty(&child)?;
     child
         .ok(&["create", "configmap", "late"])
@@ -513,9 +504,7 @@ fn widget_resources(kubectl: &Kubectl) -> Result<Vec<String>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identically_named_objects_and_crds_of_two_workspaces_never_meet() -> Result<()> {
     let server = KplaneServer::start()?;
-    let root = server.kubectl_root();
-    create_workspace(root, "a", &[])?;
-    create_workspace(root, "b", &[])?;
+    server.create_workspaces(&["root:a", "root:b"])?;
     let (ka, kb) = (server.kubectl_for("root:a")?, server.kubectl_for("root:b")?);
     for (k, owner, color) in [(&ka, "a", "red"), (&kb, "b", "blue")] {
         k.ok(&["create", "namespace", "shop"])?;
