@@ -272,7 +272,6 @@ fn no_such_cluster(out: &KubectlOutput, cluster: &str) -> Result<()> {
 async fn deleting_a_workspace_with_10000_objects_keeps_its_sibling_serving_and_intact() -> Result<()>
 {
     let server = KplaneServer::start()?;
-    let root = server.kubectl_root();
     server.create_workspaces(&["root:big", "root:sibling"])?;
     let big = server.client_for("root:big").await?;
     let sibling = server.client_for("root:sibling").await?;
