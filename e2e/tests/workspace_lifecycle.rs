@@ -138,8 +138,8 @@ async fn list_paged(api: &Api<ConfigMap>) -> Result<Vec<String>> {
     }
 }
 
-/// `err` is the 403 refusing a write into the Terminating workspace `ws`.
-fn is_terminating_refusal(err: &kube::Error, cluster: &str) -> Result<()> {
+/// `err` is the 403 refusing a write into `cluster`, whose Workspace is Terminating.
+fn check_terminating_refusal(err: &kube::Error, cluster: &str) -> Result<()> {
     let kube::Error::Api(status) = err else {
         bail!("not an API error: {err}");
     };
@@ -340,13 +340,13 @@ async fn deleting_a_workspace_with_10000_objects_keeps_its_sibling_serving_and_i
         .await
         .err()
         .context("a create in the Terminating workspace was accepted")?;
-    is_terminating_refusal(&err, "root:big")?;
+    check_terminating_refusal(&err, "root:big")?;
     let err = in_big
         .delete("cm-0", &DeleteParams::default())
         .await
         .err()
         .context("a delete in the Terminating workspace was accepted")?;
-    is_terminating_refusal(&err, "root:big")?;
+    check_terminating_refusal(&err, "root:big")?;
 
     let events = tokio::time::timeout(DELETION, watch)
         .await
