@@ -15,5 +15,6 @@ mod shutdown;
 mod ssa;
 mod templates;
 mod wildcard;
+mod workspace_lifecycle;
 mod workspaces;
 mod ws_cli;

@@ -384,6 +384,26 @@ fn mistakes_fail_with_a_clear_message() -> Result<()> {
     Ok(())
 }
 
+/// `--wait` on a real server: a Workspace whose template does not exist turns Failed with
+/// the reason `TemplateNotFound`, and `kplane ws create --wait` reports it.
+#[test]
+fn waiting_for_a_workspace_whose_template_is_missing_fails_with_template_not_found() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let sh = Shell::new(&server)?;
+    let run = sh.kplane(&["ws", "create", "x", "--template", "missing", "--wait"])?;
+    ensure!(run.stdout == "Workspace \"root:x\" created.\n", "{run:?}");
+    run.fails_with(
+        "workspace \"root:x\" failed: TemplateNotFound: WorkspaceTemplate \"missing\" was not \
+         found in logical cluster \"root\" or any of its ancestors",
+    )?;
+    // The server keeps it Failed (not half-Ready), as kubectl shows.
+    let phase = sh
+        .kubectl(&["get", "ws", "x", "-o", "jsonpath={.status.phase}"])?
+        .ok()?;
+    assert_eq!(phase, "Failed");
+    Ok(())
+}
+
 /// `--wait` on a workspace that turns Failed: a stand-in server (plain HTTP) that accepts
 /// the Workspace and then reports it Failed, as a failing template leaves it.
 #[test]
