@@ -53,10 +53,10 @@ for round in $(seq 1 "$ROUNDS"); do
     start_server "$data"
     kc="$data/admin.kubeconfig"
     common=("$KPLANE_BENCH" --kubeconfig "$kc" --server-pid "$pid" --no-progress --json
-        --concurrency "$CONC" --workspaces "$N" --duration 30m --setup-timeout 30m)
+        --concurrency "$CONC" --workspaces "$N" --setup-timeout 30m)
     case "$MODE" in
     create)
-        "${common[@]}" --scenario workspaces --keep >"$work/out.json"
+        "${common[@]}" --scenario workspaces --duration 30m --keep >"$work/out.json"
         stop_server
         ready_after_start "$data"
         rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
@@ -81,6 +81,9 @@ for round in $(seq 1 "$ROUNDS"); do
             "\"tenant_get_idle_ms\": $(field "$work/out.json" 'r.get("tenant_get_idle_latency_ms")')," \
             "\"tenant_get_during_ms\": $(field "$work/out.json" 'r.get("tenant_get_during_latency_ms")')," \
             "\"tenant_p99_ratio\": $(field "$work/out.json" 'r.get("tenant_p99_ratio")')," \
+            "\"delete_requests_s\": $(field "$work/out.json" 'r.get("delete_requests_s")')," \
+            "\"tenant_get_p99_ms_during_requests\": $(field "$work/out.json" 'r.get("tenant_get_during_requests_latency_ms", {}).get("p99")')," \
+            "\"tenant_get_p99_ms_background\": $(field "$work/out.json" 'r.get("tenant_get_during_background_latency_ms", {}).get("p99")')," \
             "\"setup_s\": $(field "$work/out.json" 'r.get("setup_s")')," \
             "\"reported_ready_after_delete\": $(field "$work/out.json" 'r.get("deleted_workspaces_reported_ready")')," \
             "\"clusters_not_empty\": $(field "$work/out.json" 'r.get("clusters_not_empty")')," \

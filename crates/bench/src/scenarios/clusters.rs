@@ -217,7 +217,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     let names: Vec<String> = workspaces.lock().map(|v| v.clone()).unwrap_or_default();
     if !ctx.opts.keep && !names.is_empty() {
         let started = std::time::Instant::now();
-        let (_, _, errors) = ws::delete_all(ctx, &watch, Arc::new(names)).await;
+        let errors = ws::delete_all(ctx, &watch, Arc::new(names)).await.errors;
         add_errors(&mut report, errors, "cleanup ");
         let ms = started.elapsed().as_millis() as u64;
         ctx.last_cleanup_ms.store(ms.max(1), Ordering::Relaxed);

@@ -123,7 +123,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         if setup_failed {
             left.extend(names.iter().cloned());
         }
-        let (_, _, errors) = ws::delete_all(ctx, &watch, Arc::new(left)).await;
+        let errors = ws::delete_all(ctx, &watch, Arc::new(left)).await.errors;
         add_errors(&mut report, errors, "cleanup ");
         let ms = started.elapsed().as_millis() as u64;
         ctx.last_cleanup_ms.store(ms.max(1), Ordering::Relaxed);
@@ -171,33 +171,66 @@ async fn measure(
         names.len()
     ));
     let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
     let tenant_loop = {
         let (stop, mut conn, path) = (stop.clone(), ctx.conn(), get_path.to_string());
         let deadline = Instant::now() + ctx.opts.setup_timeout;
         tokio::spawn(async move {
-            let mut samples = Samples::default();
+            let mut samples = Vec::new();
             let mut errors = ErrorCounts::default();
             let started = Instant::now();
             while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
                 let t0 = Instant::now();
                 match conn.call_ok(Method::GET, &path, None).await {
-                    Ok(_) => samples.record(t0.elapsed()),
+                    Ok(_) => samples.push((t0, t0.elapsed())),
                     Err(f) => errors.add(&f.key(), &f.message()),
                 }
             }
             (samples, errors, started.elapsed().as_secs_f64())
         })
     };
-    let (seconds, per_workspace, errors) = ws::delete_all(ctx, watch, names.clone()).await;
+    let deleted = ws::delete_all(ctx, watch, names.clone()).await;
+    let (seconds, per_workspace, errors) = (deleted.seconds, deleted.per_workspace, deleted.errors);
     stop.store(true, Ordering::Relaxed);
     let (during_samples, during_errors, during_secs) = match tenant_loop.await {
         Ok(r) => r,
         Err(e) => {
             let mut errors = ErrorCounts::default();
             errors.add("panic", &e.to_string());
-            (Samples::default(), errors, 0.0)
+            (Vec::new(), errors, 0.0)
         }
     };
+    // The tenant's GETs while the DELETE requests were served, and afterwards (the
+    // server's background deletion alone).
+    let (mut in_requests, mut in_background) = (Samples::default(), Samples::default());
+    let mut during_all = Samples::default();
+    for (t0, d) in during_samples {
+        during_all.record(d);
+        if t0 < deleted.requests_done {
+            in_requests.record(d);
+        } else {
+            in_background.record(d);
+        }
+    }
+    let during_samples = during_all;
+    report.set(
+        "delete_requests_s",
+        (deleted
+            .requests_done
+            .saturating_duration_since(started)
+            .as_secs_f64()
+            * 1000.0)
+            .round()
+            / 1000.0,
+    );
+    report.set(
+        "tenant_get_during_requests_latency_ms",
+        in_requests.summary().to_json(),
+    );
+    report.set(
+        "tenant_get_during_background_latency_ms",
+        in_background.summary().to_json(),
+    );
     report.ops = per_workspace.len() as u64;
     report.seconds = seconds.max(1e-6);
     report.latency = per_workspace.summary();

@@ -21,20 +21,21 @@ use crate::stats::ErrorCounts;
 
 const SCENARIO: &str = "workspaces";
 
+/// The next Workspace number of this process: a scenario repeated in one run (to measure
+/// memory at growing sizes) creates new Workspaces.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
 struct CreateWorker {
     ctx: Arc<Ctx>,
     conn: Conn,
     watch: Arc<WsWatch>,
-    next: Arc<AtomicU64>,
     created: Arc<Mutex<Vec<String>>>,
     missed: ErrorCounts,
 }
 
 impl Worker for CreateWorker {
     async fn op(&mut self, _measuring: bool) -> Result<(), Failure> {
-        let name = self
-            .ctx
-            .name("w", self.next.fetch_add(1, Ordering::Relaxed));
+        let name = self.ctx.name("w", NEXT.fetch_add(1, Ordering::Relaxed));
         let r = ws::create_ready(
             &self.ctx,
             &mut self.conn,
@@ -79,13 +80,11 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     let rss_before = rss_kib(ctx.opts.server_pid);
     crate::runner::note(&format!("workspaces: creating {n} workspaces"));
     let created = Arc::new(Mutex::new(Vec::new()));
-    let next = Arc::new(AtomicU64::new(0));
     let workers = (0..ctx.opts.concurrency)
         .map(|_| CreateWorker {
             ctx: ctx.clone(),
             conn: ctx.conn(),
             watch: watch.clone(),
-            next: next.clone(),
             created: created.clone(),
             missed: ErrorCounts::default(),
         })
@@ -126,7 +125,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
 
     if !ctx.opts.keep && !names.is_empty() {
         let started = Instant::now();
-        let (_, _, errors) = ws::delete_all(ctx, &watch, Arc::new(names)).await;
+        let errors = ws::delete_all(ctx, &watch, Arc::new(names)).await.errors;
         add_errors(&mut report, errors, "cleanup ");
         let ms = started.elapsed().as_millis() as u64;
         ctx.last_cleanup_ms.store(ms.max(1), Ordering::Relaxed);

@@ -363,15 +363,22 @@ pub async fn create_all(
     join_errors(handles).await
 }
 
+/// What [`delete_all`] measured.
+pub struct Deleted {
+    /// From the first DELETE until the last Workspace was gone.
+    pub seconds: f64,
+    /// When every DELETE request had been answered (the rest is the server's background
+    /// work).
+    pub requests_done: Instant,
+    /// Each Workspace's time from its DELETE until it was gone.
+    pub per_workspace: Samples,
+    pub errors: ErrorCounts,
+}
+
 /// Deletes the Workspaces `names` with `--concurrency` clients (requests only; the server
 /// deletes their clusters in the background), then waits until every one is gone, within
-/// the setup timeout. Returns the time from the first DELETE until the last was gone, each
-/// Workspace's time from its DELETE until it was gone, and the failures.
-pub async fn delete_all(
-    ctx: &Arc<Ctx>,
-    watch: &Arc<WsWatch>,
-    names: Arc<Vec<String>>,
-) -> (f64, Samples, ErrorCounts) {
+/// the setup timeout.
+pub async fn delete_all(ctx: &Arc<Ctx>, watch: &Arc<WsWatch>, names: Arc<Vec<String>>) -> Deleted {
     let start = Instant::now();
     let deadline = start + ctx.opts.setup_timeout;
     let next = Arc::new(AtomicUsize::new(0));
@@ -416,6 +423,7 @@ pub async fn delete_all(
         }));
     }
     let mut errors = join_errors(handles).await;
+    let requests_done = Instant::now();
     let pending = pending
         .lock()
         .map(|mut p| std::mem::take(&mut *p))
@@ -451,7 +459,12 @@ pub async fn delete_all(
             samples.record(at.saturating_duration_since(sent));
         }
     }
-    ((last - start).as_secs_f64(), samples, errors)
+    Deleted {
+        seconds: (last - start).as_secs_f64(),
+        requests_done,
+        per_workspace: samples,
+        errors,
+    }
 }
 
 /// The Workspaces behind `--cluster-spread`'s clusters (`kb-<run>-s<i>`).
@@ -492,7 +505,9 @@ impl SpreadWorkspaces {
         let mut errors = if ctx.opts.keep {
             ErrorCounts::default()
         } else {
-            delete_all(ctx, &self.watch, self.names.clone()).await.2
+            delete_all(ctx, &self.watch, self.names.clone())
+                .await
+                .errors
         };
         errors.merge(self.watch.stop().await);
         errors

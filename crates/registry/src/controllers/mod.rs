@@ -121,6 +121,8 @@ pub(crate) struct Shared {
     /// Items queued or running (delayed ones not counted), for `/metrics`.
     queued: AtomicU64,
     pub(crate) gc: gc::Collector,
+    /// Workspace deletions running at once ([`pool::WORKSPACE_DELETIONS`]).
+    deletions: tokio::sync::Semaphore,
 }
 
 impl Shared {
@@ -132,6 +134,7 @@ impl Shared {
             waiting: Mutex::new(Waiting::default()),
             queued: AtomicU64::new(0),
             gc: gc::Collector::default(),
+            deletions: tokio::sync::Semaphore::new(pool::WORKSPACE_DELETIONS),
         };
         (shared, rx)
     }

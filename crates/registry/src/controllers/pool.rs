@@ -3,6 +3,10 @@
 //! at once (their writes share the storage's group commits), and a long deletion never holds
 //! up the other controllers' items, nor they it.
 //!
+//! Deletions are throttled apart from that bound ([`Registry::paced_deletion`]): at most
+//! [`WORKSPACE_DELETIONS`] run at once, and each is followed by a pause proportional to
+//! its time, so that mass deletion leaves the cores to other tenants' requests.
+//!
 //! An item never runs twice at the same time: one queued again while it runs is run once
 //! more after it finishes (it may have changed meanwhile), one queued again while it waits
 //! for a free slot is merged. Items wait in arrival order; the pool's tasks live in a
@@ -11,6 +15,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinSet;
@@ -20,6 +25,26 @@ use crate::Registry;
 
 /// Workspace items run at once (bootstrap or deletion).
 pub const WORKSPACE_WORKERS: usize = 64;
+
+/// Workspace deletions (a child cluster and its descendants) run at once.
+pub const WORKSPACE_DELETIONS: usize = 2;
+/// After a deletion its slot stays idle for the deletion's time divided by this.
+const PAUSE_DIVISOR: u32 = 2;
+/// Longest pause after one deletion.
+const MAX_PAUSE: Duration = Duration::from_millis(50);
+
+impl Registry {
+    /// Runs the deletion `f` in one of the [`WORKSPACE_DELETIONS`] slots, then keeps the slot
+    /// idle for a part of the time it took (at most [`MAX_PAUSE`]).
+    pub(crate) async fn paced_deletion<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        // The semaphore is never closed; without a permit the deletion still runs.
+        let _permit = self.controllers.deletions.acquire().await.ok();
+        let started = Instant::now();
+        let out = f.await;
+        tokio::time::sleep((started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE)).await;
+        out
+    }
+}
 
 /// Pool state: items waiting for a slot and items running.
 #[derive(Default)]

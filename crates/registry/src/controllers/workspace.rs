@@ -98,7 +98,9 @@ impl Registry {
             namespace: None,
         };
         if meta::is_deleting(&obj) {
-            return self.delete_workspace_cluster(&t, name, &child, obj).await;
+            return self
+                .paced_deletion(self.delete_workspace_cluster(&t, name, &child, obj))
+                .await;
         }
         let Some(base) = self.external_url() else {
             return Ok(false);
