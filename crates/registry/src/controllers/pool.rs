@@ -136,7 +136,12 @@ pub(super) async fn run_pool(registry: Arc<Registry>, mut items: UnboundedReceiv
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::{builtin, Catalog};
+    use crate::options::WriteParams;
+    use crate::{DeleteParams, Target};
+    use kplane_storage::{Prefix, SledStorage, SledStorageOptions, Storage};
     use kplane_types::ClusterName;
+    use serde_json::{json, Value};
 
     fn ws(name: &str) -> Work {
         Work::Workspace {
@@ -166,5 +171,91 @@ mod tests {
         assert!(!s.finished(&ws("c")));
         assert_eq!(s.next(0, 2), None);
         assert!(s.known.is_empty() && s.running.is_empty() && s.again.is_empty());
+    }
+
+    /// More Workspaces than the pool runs at once all turn Ready, and more deletions than
+    /// run at once all finish, each cluster emptied; meanwhile the controllers' own worker
+    /// keeps serving other items (a Terminating namespace goes away).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn more_workspaces_than_slots_are_created_and_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, queue) = Registry::new(storage, catalog, String::new(), shutdown);
+        reg.set_external_url("https://kplane.test");
+        reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+        let worker = tokio::spawn(super::super::run_worker(reg.clone(), queue));
+        let rt = reg
+            .builtin_catalog()
+            .get("tenancy.kplane.io", "v1alpha1", "workspaces")
+            .cloned()
+            .unwrap();
+        let t = Target::new(&ClusterName::root(), rt, None);
+        let n = WORKSPACE_WORKERS + 6;
+        let names: Vec<String> = (0..n).map(|i| format!("w{i}")).collect();
+        for name in &names {
+            let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                             "metadata": {"name": name}});
+            reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+        }
+        let phase = |reg: Arc<Registry>, t: Target, name: String| async move {
+            match reg.get(&t, &name).await {
+                Ok(b) => serde_json::from_slice::<Value>(&b).unwrap()["status"]["phase"]
+                    .as_str()
+                    .map(str::to_string),
+                Err(e) if e.code() == 404 => None,
+                Err(e) => panic!("{e:?}"),
+            }
+        };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        for name in &names {
+            while phase(reg.clone(), t.clone(), name.clone()).await.as_deref() != Some("Ready") {
+                assert!(tokio::time::Instant::now() < deadline, "{name} not Ready");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        for name in &names {
+            reg.delete(&t, name, &DeleteParams::default())
+                .await
+                .unwrap();
+        }
+        // The other controllers are not held up: a namespace deletion completes meanwhile.
+        let ns = crate::testing::target(&reg, "", "namespaces", None);
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}});
+        reg.create(&ns, obj, &WriteParams::default()).await.unwrap();
+        reg.delete(&ns, "x", &DeleteParams::default())
+            .await
+            .unwrap();
+        while reg.get(&ns, "x").await.is_ok() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "namespace not deleted"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        for name in &names {
+            while phase(reg.clone(), t.clone(), name.clone()).await.is_some() {
+                assert!(tokio::time::Instant::now() < deadline, "{name} not gone");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            let keys = reg
+                .storage()
+                .count(&Prefix::cluster(format!("root:{name}")))
+                .await
+                .unwrap();
+            assert_eq!(keys, 0, "{name}");
+        }
+        // Every item was counted out (the last ones just after their writes).
+        while reg.queued_work() != 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{}",
+                reg.queued_work()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        worker.abort();
     }
 }
