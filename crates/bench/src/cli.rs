@@ -20,8 +20,8 @@ pub struct Opts {
     /// Context to use instead of current-context.
     #[arg(long)]
     pub context: Option<String>,
-    /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters, churn
-    /// (comma-separated or repeated).
+    /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters, churn,
+    /// workspaces, workspace-delete (comma-separated or repeated).
     #[arg(
         long,
         value_delimiter = ',',
@@ -78,7 +78,10 @@ pub struct Opts {
     /// Logical clusters to create (clusters scenario).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub clusters: u32,
-    /// ConfigMaps per logical cluster (clusters scenario).
+    /// Workspaces to create (workspaces) or delete (workspace-delete).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub workspaces: u32,
+    /// ConfigMaps per logical cluster (clusters and workspace-delete scenarios).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub objects_per_cluster: u32,
     /// ConfigMaps rewritten continuously (churn scenario).

@@ -79,6 +79,15 @@ fn start(opts: Opts) -> anyhow::Result<ExitCode> {
 
 async fn run(ctx: Arc<Ctx>) -> (Vec<Report>, stats::ErrorCounts) {
     let mut reports = Vec::new();
+    // `--cluster-spread`: each spread cluster is made through a Workspace first.
+    let spread = if ctx.opts.cluster_spread > 1 {
+        match scenarios::ws::SpreadWorkspaces::create(&ctx).await {
+            Ok(s) => Some(s),
+            Err(errors) => return (reports, errors),
+        }
+    } else {
+        None
+    };
     for s in ctx.opts.scenario.clone() {
         let r = scenarios::run(ctx.clone(), s).await;
         if !r.errors.is_empty() {
@@ -94,6 +103,9 @@ async fn run(ctx: Arc<Ctx>) -> (Vec<Report>, stats::ErrorCounts) {
     let started = std::time::Instant::now();
     let mut cleanup = setup::delete_namespaces(&ctx).await;
     cleanup.merge(settle_after_namespaces(&ctx).await);
+    if let Some(s) = spread {
+        cleanup.merge(s.delete(&ctx).await);
+    }
     if let Some(last) = reports.last_mut() {
         last.set(
             "final_cleanup_s",

@@ -415,3 +415,109 @@ fn churn_samples_disk_usage_and_the_run_ends_after_its_cleanup() {
         "the run's namespace is still there: {ns:?}"
     );
 }
+
+/// The workspace scenarios: creations to Ready with the server's memory per Workspace, and
+/// deletion of Workspaces holding more objects than one range-delete batch (256 keys) while
+/// another tenant is served; nothing of the run is left afterwards. `--cluster-spread`
+/// makes its clusters through Workspaces too.
+#[test]
+fn workspace_scenarios_create_to_ready_and_delete_while_a_tenant_is_served() {
+    let server = Server::start();
+    let kc = server.kubeconfig();
+    let pid = server.child.id().to_string();
+    let out = bench(
+        &kc,
+        &[
+            "--scenario",
+            "workspaces,workspace-delete",
+            "--workspaces",
+            "6",
+            "--objects-per-cluster",
+            "260",
+            "--concurrency",
+            "4",
+            "--duration",
+            "1s",
+            "--server-pid",
+            &pid,
+            "--json",
+            "--no-progress",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstderr:\n{stderr}\nstdout:\n{}\nserver log:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        server.log()
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let create = &reports[0];
+    assert_eq!(create["scenario"], "workspaces", "{create}");
+    assert!(create["errors"].as_object().unwrap().is_empty(), "{create}");
+    assert_eq!(create["ops"], 6, "{create}");
+    assert_eq!(create["complete"], true, "{create}");
+    assert!(
+        create["creations_to_ready_per_second"].as_f64().unwrap() > 0.0,
+        "{create}"
+    );
+    check_latency(&create["latency_ms"], "workspaces");
+    if cfg!(target_os = "linux") {
+        assert!(
+            create["server_rss_bytes_per_workspace"].is_f64(),
+            "{create}"
+        );
+    }
+    assert!(create["cleanup_s"].as_f64().is_some(), "{create}");
+
+    let del = &reports[1];
+    assert_eq!(del["scenario"], "workspace-delete", "{del}");
+    assert!(del["errors"].as_object().unwrap().is_empty(), "{del}");
+    assert_eq!(del["ops"], 6, "{del}");
+    assert_eq!(del["complete"], true, "{del}");
+    assert_eq!(del["clusters_not_empty"], 0, "{del}");
+    assert_eq!(del["deleted_workspaces_reported_ready"], 0, "{del}");
+    check_latency(&del["latency_ms"], "workspace deletion");
+    check_latency(&del["tenant_get_idle_latency_ms"], "tenant idle");
+    check_latency(&del["tenant_get_during_latency_ms"], "tenant during");
+    assert!(del["tenant_p99_ratio"].as_f64().unwrap() > 0.0, "{del}");
+
+    // Nothing of the run is left: no Workspace, no ConfigMap in any cluster.
+    let kubectl = |args: &[&str]| {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kc)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let left = kubectl(&["get", "workspaces", "-l", "kplane-bench/run", "-o", "name"]);
+    assert!(left.status.success(), "{left:?}");
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "", "left");
+
+    // --cluster-spread: the spread clusters are Workspaces, removed at the end.
+    let out = bench(
+        &kc,
+        &[
+            "--scenario",
+            "create",
+            "--cluster-spread",
+            "3",
+            "--duration",
+            "500ms",
+            "--concurrency",
+            "3",
+            "--json",
+            "--no-progress",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "stderr:\n{}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        server.log()
+    );
+    let left = kubectl(&["get", "workspaces", "-l", "kplane-bench/run", "-o", "name"]);
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "", "left");
+}

@@ -3,8 +3,10 @@
 //! per-cluster cost), then lists the ConfigMaps of every created cluster once.
 //!
 //! Logical clusters are kcp-style: the kubeconfig's server URL must end in
-//! `/clusters/<name>`; cluster `i` is `<name>:kb-<run>-<i>` and comes into being on its first
-//! write. Servers without logical clusters get an `unsupported` error.
+//! `/clusters/<name>`; cluster `i` is `<name>:kb-<run>-<i>`, made by creating the Workspace
+//! `kb-<run>-<i>` in `<name>` and waiting until it is Ready (part of the operation), then
+//! written to. Servers without logical clusters get an `unsupported` error. The Workspaces
+//! (and with them everything in their clusters) are deleted at the end unless `--keep`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,18 +14,23 @@ use std::sync::{Arc, Mutex};
 use hyper::Method;
 use serde_json::json;
 
+use super::ws::{self, WsWatch};
 use super::{add_errors, fill, progress, rss_mib};
 use crate::client::{status_failure, Conn, Failure};
 use crate::ctx::{Ctx, Scope};
 use crate::report::{Report, Row};
 use crate::runner::{drive, Limits, Worker};
-use crate::setup::remember_namespace;
+use crate::stats::ErrorCounts;
 
 struct PopulateWorker {
     ctx: Arc<Ctx>,
     conn: Conn,
+    watch: Arc<WsWatch>,
     next: Arc<AtomicU64>,
     created: Arc<Mutex<Vec<Scope>>>,
+    /// Workspaces created (deleted at the end).
+    workspaces: Arc<Mutex<Vec<String>>>,
+    missed: ErrorCounts,
 }
 
 impl PopulateWorker {
@@ -37,8 +44,8 @@ impl PopulateWorker {
             .call(Method::POST, &scope.namespaces(), Some(body.into()))
             .await?;
         match r.status {
-            200..=299 => remember_namespace(&self.ctx, scope),
-            409 => {}
+            // The namespace goes with its Workspace.
+            200..=299 | 409 => {}
             s => return Err(status_failure(s, &r.body)),
         }
         for j in 0..u64::from(self.ctx.opts.objects_per_cluster) {
@@ -66,6 +73,21 @@ impl Worker for PopulateWorker {
             prefix,
             namespace: self.ctx.opts.namespace.clone(),
         };
+        let r = ws::create_ready(
+            &self.ctx,
+            &mut self.conn,
+            &self.watch,
+            &child,
+            "clusters",
+            &mut self.missed,
+        )
+        .await;
+        if !matches!(r, Err(Failure::Status(..))) {
+            if let Ok(mut v) = self.workspaces.lock() {
+                v.push(child);
+            }
+        }
+        r?;
         self.populate(&scope).await?;
         if let Ok(mut v) = self.created.lock() {
             v.push(scope);
@@ -106,19 +128,32 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         );
         return report;
     }
+    let watch = match WsWatch::start(ctx).await {
+        Ok(w) => Arc::new(w),
+        Err(f) => {
+            report
+                .errors
+                .add(&f.key(), &format!("watching workspaces: {f}"));
+            return report;
+        }
+    };
     let rss_before = rss_mib(ctx.opts.server_pid);
     crate::runner::note(&format!(
         "clusters: creating {n} logical clusters with {} objects each",
         ctx.opts.objects_per_cluster
     ));
     let created = Arc::new(Mutex::new(Vec::new()));
+    let workspaces = Arc::new(Mutex::new(Vec::new()));
     let next = Arc::new(AtomicU64::new(0));
     let workers = (0..ctx.opts.concurrency)
         .map(|_| PopulateWorker {
             ctx: ctx.clone(),
             conn: ctx.conn(),
+            watch: watch.clone(),
             next: next.clone(),
             created: created.clone(),
+            workspaces: workspaces.clone(),
+            missed: ErrorCounts::default(),
         })
         .collect();
     // One operation per cluster: the count is the number of clusters, there is no warm-up.
@@ -128,7 +163,9 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         count: Some(n),
     };
     let phase = drive("clusters", progress(ctx), workers, lim).await;
-    fill(&mut report, phase);
+    for w in fill(&mut report, phase) {
+        report.errors.merge(w.missed);
+    }
     let scopes: Vec<Scope> = created.lock().map(|v| v.clone()).unwrap_or_default();
     let made = scopes.len() as u64;
     report.set("clusters_created", made);
@@ -176,5 +213,16 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         report.rows.push(row);
         add_errors(&mut report, phase.errors, "list ");
     }
+
+    let names: Vec<String> = workspaces.lock().map(|v| v.clone()).unwrap_or_default();
+    if !ctx.opts.keep && !names.is_empty() {
+        let started = std::time::Instant::now();
+        let errors = ws::delete_all(ctx, &watch, Arc::new(names)).await.errors;
+        add_errors(&mut report, errors, "cleanup ");
+        let ms = started.elapsed().as_millis() as u64;
+        ctx.last_cleanup_ms.store(ms.max(1), Ordering::Relaxed);
+    }
+    let errors = watch.stop().await;
+    add_errors(&mut report, errors, "");
     report
 }

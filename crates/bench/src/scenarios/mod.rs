@@ -7,6 +7,9 @@ mod crud;
 mod list;
 mod mixed;
 mod watch;
+mod workspace_delete;
+mod workspaces;
+pub mod ws;
 
 use std::sync::Arc;
 
@@ -32,8 +35,14 @@ pub enum Scenario {
     Watch,
     /// A controller-like mix of get, list, update, create, delete with a few watchers.
     Mixed,
-    /// Create --clusters logical clusters with --objects-per-cluster ConfigMaps each.
+    /// Create --clusters logical clusters (each through a Workspace) with
+    /// --objects-per-cluster ConfigMaps each.
     Clusters,
+    /// Create --workspaces Workspaces, each until Ready (creations/s, memory per Workspace).
+    Workspaces,
+    /// Delete --workspaces Workspaces holding --objects-per-cluster ConfigMaps each while
+    /// another tenant's GETs run (time until all gone, the tenant's p99 idle vs during).
+    WorkspaceDelete,
     /// Rewrite --live-set ConfigMaps, renew --leases Leases, create and expire Events;
     /// samples write rate and disk usage every --sample-every.
     Churn,
@@ -50,6 +59,8 @@ impl Scenario {
             Scenario::Mixed => "mixed",
             Scenario::Clusters => "clusters",
             Scenario::Churn => "churn",
+            Scenario::Workspaces => "workspaces",
+            Scenario::WorkspaceDelete => "workspace-delete",
         }
     }
 }
@@ -71,6 +82,8 @@ pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {
         Scenario::Mixed => mixed::run(&ctx).await,
         Scenario::Clusters => clusters::run(&ctx).await,
         Scenario::Churn => churn::run(&ctx).await,
+        Scenario::Workspaces => workspaces::run(&ctx).await,
+        Scenario::WorkspaceDelete => workspace_delete::run(&ctx).await,
     };
     if let Some(b) = before {
         let mut m = report
@@ -124,10 +137,15 @@ fn add_errors(report: &mut Report, errors: ErrorCounts, prefix: &str) {
     report.errors.merge_prefixed(errors, prefix);
 }
 
-/// Resident memory of `pid` in MiB, from `/proc/<pid>/status` (Linux only).
-pub fn rss_mib(pid: Option<u32>) -> Option<f64> {
+/// Resident memory of `pid` in KiB, from `/proc/<pid>/status` (Linux only).
+pub fn rss_kib(pid: Option<u32>) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{}/status", pid?)).ok()?;
     let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resident memory of `pid` in MiB, from `/proc/<pid>/status` (Linux only).
+pub fn rss_mib(pid: Option<u32>) -> Option<f64> {
+    let kib = rss_kib(pid)? as f64;
     Some((kib / 1024.0 * 10.0).round() / 10.0)
 }

@@ -23,7 +23,8 @@
 //! retried.
 //!
 //! Work items are queued by the write path and by the informer's handlers and run one at a
-//! time by [`run_worker`]. As in client-go's work queue, an item queued again before it
+//! time by [`run_worker`], except Workspace items, which run on a bounded concurrent pool
+//! (`pool`) beside it. As in client-go's work queue, an item queued again before it
 //! runs runs once, and an unfinished item waits [`RETRY_EVERY`] in a delay set where
 //! further retries of it merge, so each item is at most once queued and once delayed.
 //! Work left unfinished by an earlier run is found again at start-up
@@ -40,6 +41,7 @@ pub mod informer;
 mod namespace;
 pub mod ns_conditions;
 mod ns_purge;
+mod pool;
 pub mod root_ca;
 mod workspace;
 pub mod workspace_template;
@@ -121,6 +123,8 @@ pub(crate) struct Shared {
     /// Items queued or running (delayed ones not counted), for `/metrics`.
     queued: AtomicU64,
     pub(crate) gc: gc::Collector,
+    /// Workspace deletions running at once ([`pool::WORKSPACE_DELETIONS`]).
+    deletions: tokio::sync::Semaphore,
 }
 
 impl Shared {
@@ -132,6 +136,7 @@ impl Shared {
             waiting: Mutex::new(Waiting::default()),
             queued: AtomicU64::new(0),
             gc: gc::Collector::default(),
+            deletions: tokio::sync::Semaphore::new(pool::WORKSPACE_DELETIONS),
         };
         (shared, rx)
     }
@@ -237,23 +242,45 @@ impl Registry {
     }
 }
 
-/// Runs controller work until the queue closes; unfinished items are retried.
-pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Work>) {
-    while let Some(work) = queue.recv().await {
-        // From here on, queueing it again runs it again (it may change while it runs).
-        registry.controllers.waiting().queued.remove(&work);
-        let done = match registry.run_one(&work).await {
+impl Registry {
+    /// Runs one item, logging a failure; `false` when it must run again later.
+    async fn run_logged(&self, work: &Work) -> bool {
+        match self.run_one(work).await {
             Ok(done) => done,
             Err(e) => {
                 tracing::warn!(?work, code = e.code(), error = %e.0.message, "controller work failed; retrying");
                 false
             }
-        };
-        registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
-        if !done {
-            registry.retry_later(work);
         }
     }
+}
+
+/// Runs controller work until the queue closes; unfinished items are retried. Workspace
+/// items go to their own bounded concurrent pool ([`pool`]), run in this same task; every
+/// other item runs here, one at a time.
+pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Work>) {
+    let (to_pool, pool_items) = tokio::sync::mpsc::unbounded_channel();
+    let workspaces = pool::run_pool(registry.clone(), pool_items);
+    let others = async move {
+        while let Some(work) = queue.recv().await {
+            // From here on, queueing it again runs it again (it may change while it runs).
+            registry.controllers.waiting().queued.remove(&work);
+            if matches!(work, Work::Workspace { .. }) {
+                if let Err(e) = to_pool.send(work) {
+                    // The pool ends only after this loop: not reached; counted as done.
+                    tracing::warn!(work = ?e.0, "workspace pool gone; item dropped");
+                    registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
+                }
+                continue;
+            }
+            let done = registry.run_logged(&work).await;
+            registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
+            if !done {
+                registry.retry_later(work);
+            }
+        }
+    };
+    tokio::join!(others, workspaces);
 }
 
 /// The logical cluster of a key read from storage. Keys are written only for validated

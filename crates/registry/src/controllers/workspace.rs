@@ -82,7 +82,9 @@ impl Registry {
             namespace: None,
         };
         if meta::is_deleting(&obj) {
-            return self.delete_workspace_cluster(&t, name, &child, obj).await;
+            return self
+                .paced_deletion(self.delete_workspace_cluster(&t, name, &child, obj))
+                .await;
         }
         if obj.pointer("/status/phase") == Some(&json!("Failed")) {
             // Failed for good (its template did not apply): only deletion changes it.

@@ -1,0 +1,261 @@
+//! The bounded concurrent pool that runs Workspace work items beside the controllers'
+//! one-at-a-time worker: up to [`WORKSPACE_WORKERS`] Workspaces are bootstrapped or deleted
+//! at once (their writes share the storage's group commits), and a long deletion never holds
+//! up the other controllers' items, nor they it.
+//!
+//! Deletions are throttled apart from that bound ([`Registry::paced_deletion`]): at most
+//! [`WORKSPACE_DELETIONS`] run at once, and each is followed by a pause proportional to
+//! its time, so that mass deletion leaves the cores to other tenants' requests.
+//!
+//! An item never runs twice at the same time: one queued again while it runs is run once
+//! more after it finishes (it may have changed meanwhile), one queued again while it waits
+//! for a free slot is merged. Items wait in arrival order; the pool's tasks live in a
+//! `JoinSet` owned by the worker's future, so stopping the controllers stops them too.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinSet;
+
+use super::Work;
+use crate::Registry;
+
+/// Workspace items run at once (bootstrap or deletion).
+pub const WORKSPACE_WORKERS: usize = 64;
+
+/// Workspace deletions (a child cluster and its descendants) run at once.
+pub const WORKSPACE_DELETIONS: usize = 2;
+/// After a deletion its slot stays idle for the deletion's time divided by this.
+const PAUSE_DIVISOR: u32 = 2;
+/// Longest pause after one deletion.
+const MAX_PAUSE: Duration = Duration::from_millis(50);
+
+impl Registry {
+    /// Runs the deletion `f` in one of the [`WORKSPACE_DELETIONS`] slots, then keeps the slot
+    /// idle for a part of the time it took (at most [`MAX_PAUSE`]).
+    pub(crate) async fn paced_deletion<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        // The semaphore is never closed; without a permit the deletion still runs.
+        let _permit = self.controllers.deletions.acquire().await.ok();
+        let started = Instant::now();
+        let out = f.await;
+        tokio::time::sleep((started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE)).await;
+        out
+    }
+}
+
+/// Pool state: items waiting for a slot and items running.
+#[derive(Default)]
+struct Slots {
+    waiting: VecDeque<Work>,
+    /// Waiting or running (each item at most once).
+    known: HashSet<Work>,
+    running: HashSet<Work>,
+    /// Running items queued again meanwhile: run once more when they finish.
+    again: HashSet<Work>,
+}
+
+impl Slots {
+    /// Takes in an item from the queue; `false` when it merged into one already known (the
+    /// caller then counts it as done).
+    fn submit(&mut self, w: Work) -> bool {
+        if self.running.contains(&w) {
+            return self.again.insert(w);
+        }
+        if !self.known.insert(w.clone()) {
+            return false;
+        }
+        self.waiting.push_back(w);
+        true
+    }
+
+    /// The next item to start, if a slot is free.
+    fn next(&mut self, running: usize, limit: usize) -> Option<Work> {
+        if running >= limit {
+            return None;
+        }
+        let w = self.waiting.pop_front()?;
+        self.running.insert(w.clone());
+        Some(w)
+    }
+
+    /// An item finished; returns whether it must run again at once.
+    fn finished(&mut self, w: &Work) -> bool {
+        self.running.remove(w);
+        self.known.remove(w);
+        if self.again.remove(w) {
+            self.known.insert(w.clone());
+            self.waiting.push_back(w.clone());
+            return true;
+        }
+        false
+    }
+}
+
+/// Runs the Workspace items sent on `items` until that channel closes and every started
+/// item has finished.
+pub(super) async fn run_pool(registry: Arc<Registry>, mut items: UnboundedReceiver<Work>) {
+    let mut slots = Slots::default();
+    let mut tasks: JoinSet<(Work, bool)> = JoinSet::new();
+    let mut open = true;
+    loop {
+        while let Some(w) = slots.next(tasks.len(), WORKSPACE_WORKERS) {
+            let r = registry.clone();
+            tasks.spawn(async move {
+                let done = r.run_logged(&w).await;
+                (w, done)
+            });
+        }
+        tokio::select! {
+            w = items.recv(), if open => match w {
+                Some(w) => {
+                    if !slots.submit(w) {
+                        registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+                None => open = false,
+            },
+            Some(res) = tasks.join_next(), if !tasks.is_empty() => {
+                let Ok((w, done)) = res else {
+                    // A panicked item: its slot is free; it is found again on the next start.
+                    tracing::warn!("a workspace work item panicked");
+                    continue;
+                };
+                registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
+                if !slots.finished(&w) && !done {
+                    registry.retry_later(w);
+                }
+            },
+            else => break,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{builtin, Catalog};
+    use crate::options::WriteParams;
+    use crate::{DeleteParams, Target};
+    use kplane_storage::{Prefix, SledStorage, SledStorageOptions, Storage};
+    use kplane_types::ClusterName;
+    use serde_json::{json, Value};
+
+    fn ws(name: &str) -> Work {
+        Work::Workspace {
+            cluster: ClusterName::root(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn an_item_never_runs_twice_at_once_and_slots_are_bounded() {
+        let mut s = Slots::default();
+        assert!(s.submit(ws("a")));
+        assert!(!s.submit(ws("a")), "merged while waiting");
+        assert!(s.submit(ws("b")));
+        assert!(s.submit(ws("c")));
+        assert_eq!(s.next(0, 2), Some(ws("a")));
+        assert_eq!(s.next(1, 2), Some(ws("b")));
+        assert_eq!(s.next(2, 2), None, "no free slot");
+        // Queued again while running: runs once more afterwards, merged when repeated.
+        assert!(s.submit(ws("a")));
+        assert!(!s.submit(ws("a")));
+        assert!(s.finished(&ws("a")));
+        assert_eq!(s.next(1, 2), Some(ws("c")));
+        assert!(!s.finished(&ws("b")));
+        assert_eq!(s.next(1, 2), Some(ws("a")));
+        assert!(!s.finished(&ws("a")));
+        assert!(!s.finished(&ws("c")));
+        assert_eq!(s.next(0, 2), None);
+        assert!(s.known.is_empty() && s.running.is_empty() && s.again.is_empty());
+    }
+
+    /// More Workspaces than the pool runs at once all turn Ready, and more deletions than
+    /// run at once all finish, each cluster emptied; meanwhile the controllers' own worker
+    /// keeps serving other items (a Terminating namespace goes away).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn more_workspaces_than_slots_are_created_and_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, queue) = Registry::new(storage, catalog, String::new(), shutdown);
+        reg.set_external_url("https://kplane.test");
+        reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+        let worker = tokio::spawn(super::super::run_worker(reg.clone(), queue));
+        let rt = reg
+            .builtin_catalog()
+            .get("tenancy.kplane.io", "v1alpha1", "workspaces")
+            .cloned()
+            .unwrap();
+        let t = Target::new(&ClusterName::root(), rt, None);
+        let n = WORKSPACE_WORKERS + 6;
+        let names: Vec<String> = (0..n).map(|i| format!("w{i}")).collect();
+        for name in &names {
+            let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                             "metadata": {"name": name}});
+            reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+        }
+        let phase = |reg: Arc<Registry>, t: Target, name: String| async move {
+            match reg.get(&t, &name).await {
+                Ok(b) => serde_json::from_slice::<Value>(&b).unwrap()["status"]["phase"]
+                    .as_str()
+                    .map(str::to_string),
+                Err(e) if e.code() == 404 => None,
+                Err(e) => panic!("{e:?}"),
+            }
+        };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        for name in &names {
+            while phase(reg.clone(), t.clone(), name.clone()).await.as_deref() != Some("Ready") {
+                assert!(tokio::time::Instant::now() < deadline, "{name} not Ready");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+        for name in &names {
+            reg.delete(&t, name, &DeleteParams::default())
+                .await
+                .unwrap();
+        }
+        // The other controllers are not held up: a namespace deletion completes meanwhile.
+        let ns = crate::testing::target(&reg, "", "namespaces", None);
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}});
+        reg.create(&ns, obj, &WriteParams::default()).await.unwrap();
+        reg.delete(&ns, "x", &DeleteParams::default())
+            .await
+            .unwrap();
+        while reg.get(&ns, "x").await.is_ok() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "namespace not deleted"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        for name in &names {
+            while phase(reg.clone(), t.clone(), name.clone()).await.is_some() {
+                assert!(tokio::time::Instant::now() < deadline, "{name} not gone");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            let keys = reg
+                .storage()
+                .count(&Prefix::cluster(format!("root:{name}")))
+                .await
+                .unwrap();
+            assert_eq!(keys, 0, "{name}");
+        }
+        // Every item was counted out (the last ones just after their writes).
+        while reg.queued_work() != 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{}",
+                reg.queued_work()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        worker.abort();
+    }
+}
