@@ -135,7 +135,9 @@ impl Admission {
 
     /// The default chain: [`NamespaceLifecycle`].
     pub fn recommended() -> Self {
-        Self::none().with_mutating(Arc::new(NamespaceLifecycle))
+        Self::none()
+            .with_mutating(Arc::new(NamespaceLifecycle))
+            .with_mutating(Arc::new(crate::rbac::owner::WorkspaceOwner))
     }
 
     /// Appends a mutating plugin.
