@@ -375,3 +375,9 @@ static DEFAULTS: LazyLock<Arc<Layer>> = LazyLock::new(|| {
 pub fn layer() -> &'static Arc<Layer> {
     &DEFAULTS
 }
+
+/// How many rules `system:aggregate-to-view` has (tests).
+#[cfg(test)]
+pub fn layer_view_rules() -> usize {
+    view_rules().len()
+}
