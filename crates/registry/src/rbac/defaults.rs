@@ -113,7 +113,10 @@ fn view_rules() -> Vec<Rule> {
         Rule::resource(
             READ,
             &["autoscaling"],
-            &["horizontalpodautoscalers", "horizontalpodautoscalers/status"],
+            &[
+                "horizontalpodautoscalers",
+                "horizontalpodautoscalers/status",
+            ],
         ),
         Rule::resource(
             READ,

@@ -124,10 +124,26 @@ fn fixture() -> Layer {
             "deployer",
             json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]),
         ),
-        crb("alice-cm", "cm-reader", json!([{"kind": "User", "name": "alice"}])),
-        crb("devs-named", "named", json!([{"kind": "Group", "name": "devs"}])),
-        crb("scalers", "scaler", json!([{"kind": "User", "name": "scaler"}])),
-        crb("status", "status-writer", json!([{"kind": "User", "name": "st"}])),
+        crb(
+            "alice-cm",
+            "cm-reader",
+            json!([{"kind": "User", "name": "alice"}]),
+        ),
+        crb(
+            "devs-named",
+            "named",
+            json!([{"kind": "Group", "name": "devs"}]),
+        ),
+        crb(
+            "scalers",
+            "scaler",
+            json!([{"kind": "User", "name": "scaler"}]),
+        ),
+        crb(
+            "status",
+            "status-writer",
+            json!([{"kind": "User", "name": "st"}]),
+        ),
         crb("urls", "urls", json!([{"kind": "Group", "name": "ops"}])),
         crb(
             "sa-apps",
@@ -139,7 +155,11 @@ fn fixture() -> Layer {
             "apps-all",
             json!([{"kind": "ServiceAccount", "name": "ghost"}]),
         ),
-        crb("missing", "no-such-role", json!([{"kind": "User", "name": "mallory"}])),
+        crb(
+            "missing",
+            "no-such-role",
+            json!([{"kind": "User", "name": "mallory"}]),
+        ),
         rb(
             "team",
             "deployers",
@@ -193,7 +213,10 @@ fn decision_table() {
     let scaler = user("scaler", &[]);
     let st = user("st", &[]);
     let ops = user("o", &["ops"]);
-    let robot = user("system:serviceaccount:ci:robot", &["system:serviceaccounts"]);
+    let robot = user(
+        "system:serviceaccount:ci:robot",
+        &["system:serviceaccounts"],
+    );
     let robot_other_ns = user("system:serviceaccount:cd:robot", &[]);
     let ghost = user("system:serviceaccount::ghost", &[]);
     let bob = user("bob", &[]);
@@ -364,7 +387,11 @@ fn stored_objects_take_the_place_of_defaults_and_join_aggregation() {
     // A stored ClusterRole named like a default replaces it.
     let l = layer(&[
         cluster_role("system:discovery", json!([])),
-        crb("x", "system:discovery", json!([{"kind": "User", "name": "u"}])),
+        crb(
+            "x",
+            "system:discovery",
+            json!([{"kind": "User", "name": "u"}]),
+        ),
     ]);
     assert!(!allowed(&l, &authn, &discovery));
     // A labelled ClusterRole joins view, edit and admin.
@@ -430,11 +457,16 @@ fn rules_for_lists_every_granted_rule() {
     let (rules, errors) = p.rules_for(&bob, Some("team"));
     assert!(errors.is_empty());
     assert!(rules.iter().any(|r| r.resources == ["deployments"]));
-    assert!(rules.iter().any(|r| r.non_resource_urls.contains(&"/api".to_string())));
+    assert!(rules
+        .iter()
+        .any(|r| r.non_resource_urls.contains(&"/api".to_string())));
     let (rules, _) = p.rules_for(&bob, Some("other"));
     assert!(!rules.iter().any(|r| r.resources == ["deployments"]));
     let (_, errors) = p.rules_for(&user("dan", &[]), Some("team"));
-    assert_eq!(errors, [r#"role.rbac.authorization.k8s.io "gone" not found"#]);
+    assert_eq!(
+        errors,
+        [r#"role.rbac.authorization.k8s.io "gone" not found"#]
+    );
 }
 
 #[test]
@@ -494,11 +526,18 @@ mod with_registry {
         let alice = user("alice", &["system:authenticated"]);
         let get = req("get", "", "configmaps", "default", "x");
         let allowed = |v: Verdict| matches!(v, Verdict::Allow(_));
-        assert!(!allowed(reg.rbac_authorize(&alice, &in_cluster(&a, get.clone())).await));
-        assert!(!allowed(reg.rbac_authorize(&alice, &in_cluster(&b, get.clone())).await));
+        assert!(!allowed(
+            reg.rbac_authorize(&alice, &in_cluster(&a, get.clone()))
+                .await
+        ));
+        assert!(!allowed(
+            reg.rbac_authorize(&alice, &in_cluster(&b, get.clone()))
+                .await
+        ));
         let builds = reg.rbac_cache().builds();
         for _ in 0..3 {
-            reg.rbac_authorize(&alice, &in_cluster(&a, get.clone())).await;
+            reg.rbac_authorize(&alice, &in_cluster(&a, get.clone()))
+                .await;
         }
         assert_eq!(reg.rbac_cache().builds(), builds, "served from the cache");
         // Role and binding in a (same names as nothing in b).
@@ -512,15 +551,29 @@ mod with_registry {
         .unwrap();
         reg.create(
             &target(&reg, &a, "rolebindings", Some("default")),
-            rb("default", "rb", "Role", "r", json!([{"kind": "User", "name": "alice"}])),
+            rb(
+                "default",
+                "rb",
+                "Role",
+                "r",
+                json!([{"kind": "User", "name": "alice"}]),
+            ),
             &w,
         )
         .await
         .unwrap();
-        assert!(allowed(reg.rbac_authorize(&alice, &in_cluster(&a, get.clone())).await));
+        assert!(allowed(
+            reg.rbac_authorize(&alice, &in_cluster(&a, get.clone()))
+                .await
+        ));
         let other = req("get", "", "configmaps", "default", "y");
-        assert!(!allowed(reg.rbac_authorize(&alice, &in_cluster(&a, other)).await));
-        assert!(!allowed(reg.rbac_authorize(&alice, &in_cluster(&b, get.clone())).await));
+        assert!(!allowed(
+            reg.rbac_authorize(&alice, &in_cluster(&a, other)).await
+        ));
+        assert!(!allowed(
+            reg.rbac_authorize(&alice, &in_cluster(&b, get.clone()))
+                .await
+        ));
         // Deleting the role takes the grant away at once.
         reg.delete(
             &target(&reg, &a, "roles", Some("default")),
@@ -529,7 +582,9 @@ mod with_registry {
         )
         .await
         .unwrap();
-        let v = reg.rbac_authorize(&alice, &in_cluster(&a, get.clone())).await;
+        let v = reg
+            .rbac_authorize(&alice, &in_cluster(&a, get.clone()))
+            .await;
         assert_eq!(
             v,
             Verdict::NoOpinion(r#"RBAC: role.rbac.authorization.k8s.io "r" not found"#.into())
@@ -538,15 +593,25 @@ mod with_registry {
         for i in 0..1200 {
             reg.create(
                 &target(&reg, &b, "clusterrolebindings", None),
-                crb(&format!("b{i}"), "view", json!([{"kind": "User", "name": format!("user-{i}")}])),
+                crb(
+                    &format!("b{i}"),
+                    "view",
+                    json!([{"kind": "User", "name": format!("user-{i}")}]),
+                ),
                 &w,
             )
             .await
             .unwrap();
         }
         let list = req("list", "", "configmaps", "", "");
-        assert!(allowed(reg.rbac_authorize(&user("user-1199", &[]), &in_cluster(&b, list.clone())).await));
-        assert!(!allowed(reg.rbac_authorize(&user("user-1200", &[]), &in_cluster(&b, list)).await));
+        assert!(allowed(
+            reg.rbac_authorize(&user("user-1199", &[]), &in_cluster(&b, list.clone()))
+                .await
+        ));
+        assert!(!allowed(
+            reg.rbac_authorize(&user("user-1200", &[]), &in_cluster(&b, list))
+                .await
+        ));
     }
 
     #[tokio::test]
@@ -564,7 +629,13 @@ mod with_registry {
         .unwrap();
         reg.create(
             &target(&reg, &root, "rolebindings", Some("default")),
-            rb("default", "ns-view", "ClusterRole", "view", json!([{"kind": "User", "name": "dave"}])),
+            rb(
+                "default",
+                "ns-view",
+                "ClusterRole",
+                "view",
+                json!([{"kind": "User", "name": "dave"}]),
+            ),
             &w,
         )
         .await
@@ -572,17 +643,30 @@ mod with_registry {
         let mut list = req("list", "", "configmaps", "", "");
         list.cluster = ClusterScope::Wildcard;
         let allowed = |v: Verdict| matches!(v, Verdict::Allow(_));
-        assert!(allowed(reg.rbac_authorize(&user("carol", &[]), &list).await));
-        assert!(!allowed(reg.rbac_authorize(&user("dave", &[]), &list).await));
+        assert!(allowed(
+            reg.rbac_authorize(&user("carol", &[]), &list).await
+        ));
+        assert!(!allowed(
+            reg.rbac_authorize(&user("dave", &[]), &list).await
+        ));
         let mut in_ns = list.clone();
         in_ns.namespace = Some("default".into());
-        assert!(!allowed(reg.rbac_authorize(&user("dave", &[]), &in_ns).await));
+        assert!(!allowed(
+            reg.rbac_authorize(&user("dave", &[]), &in_ns).await
+        ));
         let mut bound = user("carol", &[]);
-        bound.extra.insert(BOUND_CLUSTER_EXTRA.into(), vec!["root".into()]);
-        assert!(matches!(reg.rbac_authorize(&bound, &list).await, Verdict::Deny(_)));
+        bound
+            .extra
+            .insert(BOUND_CLUSTER_EXTRA.into(), vec!["root".into()]);
+        assert!(matches!(
+            reg.rbac_authorize(&bound, &list).await,
+            Verdict::Deny(_)
+        ));
         let mut sub = list.clone();
         sub.cluster = ClusterScope::subtree(ClusterName::parse("root:a").unwrap());
-        assert!(!allowed(reg.rbac_authorize(&user("carol", &[]), &sub).await));
+        assert!(!allowed(
+            reg.rbac_authorize(&user("carol", &[]), &sub).await
+        ));
     }
 
     #[tokio::test]
@@ -603,7 +687,10 @@ mod with_registry {
         let ws = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
             "metadata": {"name": "team", "annotations": {owner::OWNER_ANNOTATION: "forged"}}});
         let out: Value = serde_json::from_slice(&reg.create(&t, ws, &w).await.unwrap()).unwrap();
-        assert_eq!(out["metadata"]["annotations"][owner::OWNER_ANNOTATION], "erin");
+        assert_eq!(
+            out["metadata"]["annotations"][owner::OWNER_ANNOTATION],
+            "erin"
+        );
         let mut next = out.clone();
         next["metadata"]["annotations"][owner::OWNER_ANNOTATION] = json!("mallory");
         let w2 = WriteParams {
@@ -612,15 +699,31 @@ mod with_registry {
         };
         let (stored, _) = reg.update(&t, "team", None, next, &w2).await.unwrap();
         let stored: Value = serde_json::from_slice(&stored).unwrap();
-        assert_eq!(stored["metadata"]["annotations"][owner::OWNER_ANNOTATION], "erin");
+        assert_eq!(
+            stored["metadata"]["annotations"][owner::OWNER_ANNOTATION],
+            "erin"
+        );
         // The controller's binding makes erin cluster-admin of root:team.
         let child = ClusterName::parse("root:team").unwrap();
-        reg.bind_workspace_owner(&child, &stored, "test").await.unwrap();
-        reg.bind_workspace_owner(&child, &stored, "test").await.unwrap();
+        reg.bind_workspace_owner(&child, &stored, "test")
+            .await
+            .unwrap();
+        reg.bind_workspace_owner(&child, &stored, "test")
+            .await
+            .unwrap();
         let del = in_cluster(&child, req("delete", "", "namespaces", "", "x"));
-        assert!(matches!(reg.rbac_authorize(&user("erin", &[]), &del).await, Verdict::Allow(_)));
-        assert!(!matches!(reg.rbac_authorize(&user("mallory", &[]), &del).await, Verdict::Allow(_)));
+        assert!(matches!(
+            reg.rbac_authorize(&user("erin", &[]), &del).await,
+            Verdict::Allow(_)
+        ));
+        assert!(!matches!(
+            reg.rbac_authorize(&user("mallory", &[]), &del).await,
+            Verdict::Allow(_)
+        ));
         let root_del = req("delete", "", "namespaces", "", "x");
-        assert!(!matches!(reg.rbac_authorize(&user("erin", &[]), &root_del).await, Verdict::Allow(_)));
+        assert!(!matches!(
+            reg.rbac_authorize(&user("erin", &[]), &root_del).await,
+            Verdict::Allow(_)
+        ));
     }
 }
