@@ -17,7 +17,7 @@ use tower::ServiceExt;
 
 use crate::connection;
 use crate::http::auth::{AdminTokenAuthenticator, Authenticator, UnionAuthenticator};
-use crate::http::authz::{Authorizer, SuperuserAuthorizer, UnionAuthorizer};
+use crate::http::authz::{Authorizer, RbacAuthorizer, SuperuserAuthorizer, UnionAuthorizer};
 use crate::http::{self, AppState};
 use crate::registry::admission::Admission;
 use crate::registry::{catalog, controllers, Catalog, Registry};
@@ -174,8 +174,8 @@ impl ServerBuilder {
     }
 
     /// An authorizer asked after the superuser rule (the admin and `system:masters` may do
-    /// everything, as kube-apiserver always allows its privileged group first). Default:
-    /// none, so everyone else is forbidden everything.
+    /// everything, as kube-apiserver always allows its privileged group first) and RBAC.
+    /// Default: none, so what RBAC does not allow is forbidden.
     pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
         self.authorizer = Some(authorizer);
         self
@@ -234,9 +234,15 @@ fn authenticator_chain(
     Arc::new(UnionAuthenticator::new(chain))
 }
 
-/// The server's authorizer chain: the superusers, then the configured one.
-fn authorizer_chain(configured: Option<Arc<dyn Authorizer>>) -> Arc<dyn Authorizer> {
-    let mut chain: Vec<Arc<dyn Authorizer>> = vec![Arc::new(SuperuserAuthorizer)];
+/// The server's authorizer chain: the superusers, RBAC, then the configured one.
+fn authorizer_chain(
+    configured: Option<Arc<dyn Authorizer>>,
+    registry: &Arc<Registry>,
+) -> Arc<dyn Authorizer> {
+    let mut chain: Vec<Arc<dyn Authorizer>> = vec![
+        Arc::new(SuperuserAuthorizer),
+        Arc::new(RbacAuthorizer::new(registry.clone())),
+    ];
     chain.extend(configured);
     Arc::new(UnionAuthorizer::new(chain))
 }
@@ -302,7 +308,6 @@ impl Server {
             storage,
             admission,
         } = self;
-        let authorizer = authorizer_chain(authorizer);
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
         let storage: Arc<dyn Storage> = match storage {
@@ -330,6 +335,7 @@ impl Server {
             admission,
         );
         registry.set_auto_create_clusters(cfg.auto_create_clusters);
+        let authorizer = authorizer_chain(authorizer, &registry);
         // Which logical clusters exist and which are terminating, before anything is served
         // or any controller runs.
         registry

@@ -3,7 +3,11 @@
 //! [`Decision`] (kube-apiserver's authorizer decisions). A [`UnionAuthorizer`] asks a chain
 //! in order; the server's chain always starts with the [`SuperuserAuthorizer`] (the admin
 //! and `system:masters` may do everything, as kube-apiserver always allows its privileged
-//! group first), and `ServerBuilder::authorizer` adds one after it (RBAC, next).
+//! group first), then the [`RbacAuthorizer`] (each logical cluster's RBAC objects, see
+//! `kplane_registry::rbac`), then whatever `ServerBuilder::authorizer` adds.
+//!
+//! Authorizers also list what they allow a user ([`Authorizer::rules_for`]), for
+//! SelfSubjectRulesReview (`kubectl auth can-i --list`).
 //!
 //! A request the chain does not allow (denied, or no opinion from anyone) is a 403 with
 //! kube-apiserver's message ([`forbidden`]).
@@ -18,6 +22,9 @@ use kplane_types::{RequestInfo, Status, UserInfo};
 
 use super::auth::ADMIN_USER;
 use kplane_registry::error::ApiError;
+use kplane_registry::rbac::{Rule, Verdict};
+use kplane_registry::Registry;
+use kplane_types::ClusterScope;
 
 /// An authorizer's answer, with its reason (shown by access reviews and 403s).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,10 +40,33 @@ pub enum Decision {
 /// request allocates nothing).
 pub type Reason = std::borrow::Cow<'static, str>;
 
+/// What an authorizer allows a user in one namespace (upstream's `RuleResolver`): the
+/// rules, the errors met, and whether the list may miss something.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleSet {
+    pub rules: Vec<Rule>,
+    pub errors: Vec<String>,
+    pub incomplete: bool,
+}
+
 /// Decides whether a user may make a request.
 #[async_trait::async_trait]
 pub trait Authorizer: Send + Sync + fmt::Debug {
     async fn authorize(&self, user: &UserInfo, request: &RequestInfo) -> Decision;
+
+    /// The rules this authorizer allows `user` in `namespace` of `cluster`; an authorizer
+    /// that cannot list them answers an incomplete, empty set.
+    async fn rules_for(
+        &self,
+        _user: &UserInfo,
+        _cluster: &ClusterScope,
+        _namespace: &str,
+    ) -> RuleSet {
+        RuleSet {
+            incomplete: true,
+            ..Default::default()
+        }
+    }
 }
 
 /// Asks each authorizer in turn: the first `Allow` or `Deny` decides. When every one has no
@@ -72,6 +102,21 @@ impl Authorizer for UnionAuthorizer {
             _ => reasons.join("\n").into(),
         })
     }
+
+    async fn rules_for(&self, user: &UserInfo, cluster: &ClusterScope, namespace: &str) -> RuleSet {
+        let mut all = RuleSet::default();
+        for a in &self.chain {
+            let s = a.rules_for(user, cluster, namespace).await;
+            for r in s.rules {
+                if !all.rules.contains(&r) {
+                    all.rules.push(r);
+                }
+            }
+            all.errors.extend(s.errors);
+            all.incomplete |= s.incomplete;
+        }
+        all
+    }
 }
 
 /// kplane's policy until RBAC: the admin user and members of `system:masters` may do
@@ -87,9 +132,59 @@ impl Authorizer for SuperuserAuthorizer {
         } else if user.username == ADMIN_USER {
             Decision::Allow("kplane: the kplane-admin user".into())
         } else {
-            Decision::NoOpinion(
-                "kplane: RBAC is not enforced yet; only the admin user is authorized".into(),
-            )
+            Decision::NoOpinion(Reason::Borrowed(""))
+        }
+    }
+
+    async fn rules_for(&self, user: &UserInfo, _: &ClusterScope, _: &str) -> RuleSet {
+        let mut s = RuleSet::default();
+        if user.in_group(SYSTEM_MASTERS) || user.username == ADMIN_USER {
+            s.rules = vec![
+                Rule::resource(&["*"], &["*"], &["*"]),
+                Rule::urls(&["*"], &["*"]),
+            ];
+        }
+        s
+    }
+}
+
+/// RBAC per logical cluster (`kplane_registry::rbac`): a request is allowed when a rule
+/// bound to the user in the request's logical cluster allows it; a credential bound to
+/// another logical cluster is denied.
+#[derive(Debug)]
+pub struct RbacAuthorizer {
+    registry: Arc<Registry>,
+}
+
+impl RbacAuthorizer {
+    pub fn new(registry: Arc<Registry>) -> Self {
+        RbacAuthorizer { registry }
+    }
+}
+
+#[async_trait::async_trait]
+impl Authorizer for RbacAuthorizer {
+    async fn authorize(&self, user: &UserInfo, request: &RequestInfo) -> Decision {
+        match self.registry.rbac_authorize(user, request).await {
+            Verdict::Allow(r) => Decision::Allow(r.into()),
+            Verdict::NoOpinion(r) => Decision::NoOpinion(r.into()),
+            Verdict::Deny(r) => Decision::Deny(r.into()),
+        }
+    }
+
+    async fn rules_for(&self, user: &UserInfo, cluster: &ClusterScope, namespace: &str) -> RuleSet {
+        let ns = Some(namespace).filter(|n| !n.is_empty());
+        match self.registry.rbac_rules(cluster, user, ns).await {
+            Ok((rules, errors)) => RuleSet {
+                incomplete: !errors.is_empty(),
+                rules,
+                errors,
+            },
+            Err(e) => RuleSet {
+                rules: Vec::new(),
+                errors: vec![e.0.message],
+                incomplete: true,
+            },
         }
     }
 }
@@ -102,6 +197,10 @@ pub struct DenyAll;
 impl Authorizer for DenyAll {
     async fn authorize(&self, _user: &UserInfo, _request: &RequestInfo) -> Decision {
         Decision::Deny(Reason::Borrowed(""))
+    }
+
+    async fn rules_for(&self, _: &UserInfo, _: &ClusterScope, _: &str) -> RuleSet {
+        RuleSet::default()
     }
 }
 

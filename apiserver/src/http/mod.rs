@@ -19,6 +19,8 @@ mod list_tests;
 pub mod negotiation;
 pub mod openapi;
 pub mod query;
+#[cfg(test)]
+mod rbac_tests;
 pub mod request_info;
 pub mod resources;
 pub mod response;

@@ -6,8 +6,7 @@
 //! Access reviews ask the server's [`Authorizer`](super::authz::Authorizer) about the
 //! attributes in their spec, in the logical cluster of the review request; TokenReview asks
 //! its [`Authenticator`](super::auth::Authenticator) about a bare token. A rules review
-//! lists everything: the only authorizer so far (the admin may do everything) keeps no
-//! rules to list.
+//! lists what the same authorizer chain allows (`Authorizer::rules_for`).
 
 use serde_json::{json, Value};
 
@@ -51,12 +50,12 @@ pub async fn create(
             access(state.authorizer.authorize(user, &attrs).await)
         }
         "SelfSubjectRulesReview" => {
-            if obj
+            let namespace = obj
                 .pointer("/spec/namespace")
                 .and_then(Value::as_str)
                 .unwrap_or("")
-                .is_empty()
-            {
+                .to_string();
+            if namespace.is_empty() {
                 return Err(ApiError::from(kplane_types::Status::invalid(
                     "authorization.k8s.io",
                     "SelfSubjectRulesReview",
@@ -64,11 +63,11 @@ pub async fn create(
                     vec![kplane_types::Cause::required("spec.namespace")],
                 )));
             }
-            json!({
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                "incomplete": false,
-            })
+            let set = state
+                .authorizer
+                .rules_for(user, &request.cluster, &namespace)
+                .await;
+            rules_review(&set)
         }
         "SubjectAccessReview" | "LocalSubjectAccessReview" => {
             let subject = subject(&obj);
@@ -182,6 +181,36 @@ fn reviewed_attributes(obj: &Value, request: &RequestInfo) -> RequestInfo {
             field(a, "path"),
         )
     }
+}
+
+/// A SelfSubjectRulesReview's status (upstream's conversion of policy rules: a rule's
+/// resources become a resource rule, its URLs a non-resource rule).
+fn rules_review(set: &super::authz::RuleSet) -> Value {
+    let mut resource_rules = Vec::new();
+    let mut non_resource_rules = Vec::new();
+    for r in &set.rules {
+        if !r.resources.is_empty() {
+            let mut v =
+                json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources});
+            if !r.resource_names.is_empty() {
+                v["resourceNames"] = json!(r.resource_names);
+            }
+            resource_rules.push(v);
+        }
+        if !r.non_resource_urls.is_empty() {
+            non_resource_rules
+                .push(json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}));
+        }
+    }
+    let mut status = json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": set.incomplete,
+    });
+    if !set.errors.is_empty() {
+        status["evaluationError"] = json!(set.errors.join(", "));
+    }
+    status
 }
 
 /// An access review's status for a decision.

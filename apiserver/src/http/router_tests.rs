@@ -201,7 +201,7 @@ async fn the_default_policy_allows_the_admin_only() {
     assert_eq!(code, StatusCode::FORBIDDEN);
     assert_eq!(
         body["message"],
-        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" at the cluster scope: kplane: RBAC is not enforced yet; only the admin user is authorized"
+        "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" at the cluster scope"
     );
 }
 

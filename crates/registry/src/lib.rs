@@ -32,6 +32,7 @@ pub mod options;
 pub mod patch;
 mod pod_defaults;
 mod pod_template;
+pub mod rbac;
 mod read;
 pub mod selection;
 mod stored_form;
@@ -151,6 +152,8 @@ pub struct Registry {
     admission: admission::Admission,
     /// The base URL clients reach the server at, for Workspace URLs.
     external_url: std::sync::OnceLock<String>,
+    /// Compiled RBAC objects per logical cluster (`rbac::cache`).
+    rbac: Arc<rbac::cache::Cache>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -201,6 +204,7 @@ impl Registry {
             controllers,
             admission,
             external_url: std::sync::OnceLock::new(),
+            rbac: Arc::default(),
         };
         (Arc::new(r), rx)
     }

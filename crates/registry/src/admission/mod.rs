@@ -19,7 +19,8 @@
 //!
 //! The chain is part of the [`Registry`] (`Registry::with_admission`, chosen by the server
 //! builder); [`Admission::recommended`] is the default: the plugins whose checks the write
-//! path has always made ([`NamespaceLifecycle`]).
+//! path has always made ([`NamespaceLifecycle`]) and the recording of a Workspace's creator
+//! (`crate::rbac::owner::WorkspaceOwner`).
 
 mod namespace_lifecycle;
 
@@ -133,9 +134,12 @@ impl Admission {
         Self::default()
     }
 
-    /// The default chain: [`NamespaceLifecycle`].
+    /// The default chain: [`NamespaceLifecycle`], then `WorkspaceOwner` (a Workspace's
+    /// creator, `rbac::owner`).
     pub fn recommended() -> Self {
-        Self::none().with_mutating(Arc::new(NamespaceLifecycle))
+        Self::none()
+            .with_mutating(Arc::new(NamespaceLifecycle))
+            .with_mutating(Arc::new(crate::rbac::owner::WorkspaceOwner))
     }
 
     /// Appends a mutating plugin.

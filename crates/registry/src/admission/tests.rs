@@ -477,7 +477,10 @@ async fn subresource_writes_name_their_subresource() {
 async fn namespace_lifecycle_guards_new_content_and_the_default_namespaces() {
     let f = testing::fixture().await;
     let reg = &f.reg;
-    assert_eq!(reg.admission().plugin_names(), ["NamespaceLifecycle"]);
+    assert_eq!(
+        reg.admission().plugin_names(),
+        ["NamespaceLifecycle", "WorkspaceOwner"]
+    );
     let w = WriteParams::default();
 
     // Nothing is created in a namespace that does not exist.

@@ -354,7 +354,10 @@ pub fn start(
     let (publisher, syncer) = root_ca::publisher(registry.clone());
     let informer = informer::Informer::new(registry.storage().clone())
         .with(Arc::new(gc::GraphFeed::new(registry.clone())))
-        .with(Arc::new(publisher));
+        .with(Arc::new(publisher))
+        .with(Arc::new(crate::rbac::cache::Invalidator(
+            registry.rbac_cache().clone(),
+        )));
     let resume = registry.clone();
     let tasks = vec![
         tokio::spawn(run_worker(registry.clone(), queue)),

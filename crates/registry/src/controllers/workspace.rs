@@ -106,6 +106,7 @@ impl Registry {
         if status["phase"] == "Ready" && status["URL"] == url.as_str() && ready {
             return Ok(true);
         }
+        self.bind_workspace_owner(&child, &obj, CONTROLLER).await?;
         if let Some(failure) = self.apply_workspace_template(cluster, &child, &obj).await? {
             return self.report_workspace_failed(&t, name, obj, failure).await;
         }

@@ -2,13 +2,15 @@
 //! (one strategy; `rt.kind` tells them apart): created on update, path-segment names,
 //! subject defaults, the roleRef rules (required, immutable) and rule validation.
 
-use kplane_types::Cause;
+use kplane_types::{Cause, ClusterName};
 use serde_json::{json, Value};
 
 use super::super::catalog::ResourceType;
 use super::super::meta::NameRule;
 use super::super::stored_form;
 use super::TypeStrategy;
+use crate::error::ApiResult;
+use crate::Registry;
 
 #[derive(Debug)]
 pub struct Rbac;
@@ -33,6 +35,28 @@ impl TypeStrategy for Rbac {
 
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         validate_rbac(obj, old, rt)
+    }
+
+    /// The cluster's compiled RBAC policy is stale once the write is committed.
+    async fn after_create(&self, reg: &Registry, cluster: &ClusterName, _: &str) -> ApiResult<()> {
+        reg.rbac_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
+
+    async fn after_update(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _: &str,
+        _: bool,
+    ) -> ApiResult<()> {
+        reg.rbac_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
+
+    async fn after_delete(&self, reg: &Registry, cluster: &ClusterName, _: &str) -> ApiResult<()> {
+        reg.rbac_cache().invalidate(cluster.as_str());
+        Ok(())
     }
 }
 

@@ -1,0 +1,113 @@
+//! The per-logical-cluster cache of compiled RBAC [`Layer`]s.
+//!
+//! A cluster's layer is built the first time a request of that cluster is authorized (one
+//! consistent read of its four RBAC resources) and then served from memory: the hot path
+//! takes a read lock and clones an `Arc`. A cluster that stores no RBAC object shares one
+//! empty layer, so a cluster costs one map entry. The map holds at most [`MAX_CLUSTERS`]
+//! entries; past that it is emptied and refills on demand (memory stays bounded).
+//!
+//! Invalidation: every write of a Role, ClusterRole, RoleBinding or ClusterRoleBinding
+//! drops its cluster's entry, synchronously from the RBAC strategy's after-write hooks
+//! (a client sees its own binding at once) and from the shared informer for every path
+//! that bypasses them (bulk deletes, a workspace's cluster deletion). A generation counter
+//! keeps a build that raced with a write from storing what it read before the write.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, RwLock};
+
+use kplane_storage::KeyValue;
+
+use super::policy::Layer;
+use super::RBAC_RESOURCES;
+use crate::controllers::informer::InformerHandler;
+
+/// The most logical clusters whose layers are kept.
+pub const MAX_CLUSTERS: usize = 65_536;
+
+static EMPTY: LazyLock<Arc<Layer>> = LazyLock::new(|| Arc::new(Layer::default()));
+
+/// Compiled layers by logical cluster name.
+#[derive(Debug, Default)]
+pub struct Cache {
+    layers: RwLock<HashMap<String, Arc<Layer>>>,
+    generation: AtomicU64,
+    builds: AtomicU64,
+}
+
+impl Cache {
+    /// The cached layer of `cluster`.
+    pub fn get(&self, cluster: &str) -> Option<Arc<Layer>> {
+        let layers = self.layers.read().unwrap_or_else(|e| e.into_inner());
+        layers.get(cluster).cloned()
+    }
+
+    /// The generation to pass to [`Cache::insert`] for a build starting now.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Caches the layer built from what was read after `generation` was taken, unless an
+    /// invalidation came in between; returns the layer to use (empty ones shared).
+    pub fn insert(&self, cluster: &str, layer: Layer, generation: u64) -> Arc<Layer> {
+        self.builds.fetch_add(1, Ordering::Relaxed);
+        let layer = if layer.is_empty() {
+            EMPTY.clone()
+        } else {
+            Arc::new(layer)
+        };
+        let mut layers = self.layers.write().unwrap_or_else(|e| e.into_inner());
+        if self.generation.load(Ordering::Acquire) == generation {
+            if layers.len() >= MAX_CLUSTERS {
+                layers.clear();
+            }
+            layers.insert(cluster.to_string(), layer.clone());
+        }
+        layer
+    }
+
+    /// Forgets `cluster`'s layer (one of its RBAC objects changed).
+    pub fn invalidate(&self, cluster: &str) {
+        let mut layers = self.layers.write().unwrap_or_else(|e| e.into_inner());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        layers.remove(cluster);
+    }
+
+    /// Forgets every layer.
+    pub fn clear(&self) {
+        let mut layers = self.layers.write().unwrap_or_else(|e| e.into_inner());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        layers.clear();
+    }
+
+    /// Layers built from storage so far (tests, metrics).
+    pub fn builds(&self) -> u64 {
+        self.builds.load(Ordering::Relaxed)
+    }
+
+    /// Logical clusters with a cached layer.
+    pub fn len(&self) -> usize {
+        self.layers.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether no layer is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Invalidates from the shared informer: any RBAC object's change (whatever wrote it).
+#[derive(Debug)]
+pub struct Invalidator(pub Arc<Cache>);
+
+impl InformerHandler for Invalidator {
+    fn on_resync(&self) {
+        self.0.clear();
+    }
+
+    fn on_object(&self, kv: &KeyValue, _deleted: bool, replay: bool) {
+        if !replay && RBAC_RESOURCES.contains(&kv.key.resource.as_str()) {
+            self.0.invalidate(&kv.key.cluster);
+        }
+    }
+}
