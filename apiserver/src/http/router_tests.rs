@@ -76,6 +76,7 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
         surfaces: Default::default(),
         authenticator: Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
         authorizer,
+        anonymous: true,
         ready: true.into(),
         server_address: "127.0.0.1:6443".into(),
         metrics: Default::default(),
