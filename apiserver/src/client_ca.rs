@@ -128,7 +128,9 @@ fn from_bundle(pem: &str) -> Result<ClientCa, TlsError> {
             .map_err(|e| TlsError::Pem(format!("client CA: {e}")))?;
     }
     if roots.is_empty() {
-        return Err(TlsError::Pem("the client CA bundle holds no certificate".into()));
+        return Err(TlsError::Pem(
+            "the client CA bundle holds no certificate".into(),
+        ));
     }
     Ok(ClientCa {
         bundle_pem: pem.to_string(),
@@ -220,8 +222,7 @@ fn with_subject(
     key: &impl rcgen::SigningKey,
 ) -> Result<Vec<u8>, TlsError> {
     let bad = |what: &str| TlsError::Pem(format!("re-subjecting a certificate: {what}"));
-    let (_, parsed) =
-        x509_parser::parse_x509_certificate(cert).map_err(|e| bad(&e.to_string()))?;
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert).map_err(|e| bad(&e.to_string()))?;
     let tbs: &[u8] = parsed.tbs_certificate.as_ref();
     let old_subject = parsed.tbs_certificate.subject.as_raw();
     let offset_in = |outer: &[u8], inner: &[u8]| {
@@ -235,7 +236,10 @@ fn with_subject(
         Some(b) => 2 + usize::from(b & 0x7f),
         None => return Err(bad("empty TBS")),
     };
-    let mut content = tbs.get(header..at).ok_or_else(|| bad("TBS header"))?.to_vec();
+    let mut content = tbs
+        .get(header..at)
+        .ok_or_else(|| bad("TBS header"))?
+        .to_vec();
     content.extend_from_slice(subject);
     content.extend_from_slice(&tbs[at + old_subject.len()..]);
     let new_tbs = der_element(0x30, &content);

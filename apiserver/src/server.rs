@@ -15,14 +15,14 @@ use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
-use crate::connection;
 use crate::client_ca;
+use crate::connection;
 use crate::http::auth::{
     AdminTokenAuthenticator, AuthenticatedGroupAdder, Authenticator, UnionAuthenticator,
 };
+use crate::http::authz::{Authorizer, SuperuserAuthorizer, UnionAuthorizer};
 use crate::http::token_file::TokenFileAuthenticator;
 use crate::http::x509::X509Authenticator;
-use crate::http::authz::{Authorizer, SuperuserAuthorizer, UnionAuthorizer};
 use crate::http::{self, AppState};
 use crate::registry::admission::Admission;
 use crate::registry::{catalog, controllers, Catalog, Registry};

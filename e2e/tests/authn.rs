@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{ensure, Context as _, Result};
-use kplane_e2e::{base64_encode, kplane_bin, Kubectl, KplaneServer, ServerOptions};
+use kplane_e2e::{base64_encode, kplane_bin, KplaneServer, Kubectl, ServerOptions};
 use serde_json::{json, Value};
 
 /// kube-apiserver's body of a 401.
@@ -57,7 +57,10 @@ fn issue(data_dir: &Path, user: &str, groups: &[&str], out: &Path) -> Result<(Pa
         "kplane certs issue: {}",
         String::from_utf8_lossy(&run.stderr)
     );
-    Ok((out.join(format!("{user}.crt")), out.join(format!("{user}.key"))))
+    Ok((
+        out.join(format!("{user}.crt")),
+        out.join(format!("{user}.key")),
+    ))
 }
 
 /// A kubectl whose kubeconfig has the server's URL and CA and the given `user` entry.
@@ -74,7 +77,11 @@ fn kubectl_as(server: &KplaneServer, dir: &Path, name: &str, user: Value) -> Res
     });
     let path = dir.join(format!("{name}.kubeconfig"));
     std::fs::write(&path, kubeconfig.to_string())?;
-    Ok(Kubectl::new(path, dir.join("home"), dir.join("cache").join(name)))
+    Ok(Kubectl::new(
+        path,
+        dir.join("home"),
+        dir.join("cache").join(name),
+    ))
 }
 
 fn cert_user(crt: &Path, key: &Path) -> Value {
@@ -191,7 +198,12 @@ fn certificates_tokens_and_impersonation() -> Result<()> {
     let url = format!("{}/api/v1/namespaces", server.base_url());
     let (code, body) = curl(
         &url,
-        &["--cert", crt.to_str().unwrap_or(""), "--key", key.to_str().unwrap_or("")],
+        &[
+            "--cert",
+            crt.to_str().unwrap_or(""),
+            "--key",
+            key.to_str().unwrap_or(""),
+        ],
     )?;
     ensure!(code == 401, "{code}: {body}");
     ensure!(
@@ -202,7 +214,12 @@ fn certificates_tokens_and_impersonation() -> Result<()> {
     // admin.kubeconfig's client certificate alone authenticates the admin.
     let admin_crt = server.data_dir().join("pki/admin.crt");
     let admin_key = server.data_dir().join("pki/admin.key");
-    let admin = kubectl_as(&server, dir.path(), "admin-cert", cert_user(&admin_crt, &admin_key))?;
+    let admin = kubectl_as(
+        &server,
+        dir.path(),
+        "admin-cert",
+        cert_user(&admin_crt, &admin_key),
+    )?;
     let me = whoami(&admin, &[])?;
     ensure!(me["username"] == "kplane-admin", "{me}");
     ensure!(me["groups"][0] == "system:masters", "{me}");
@@ -229,7 +246,12 @@ fn certificates_tokens_and_impersonation() -> Result<()> {
                       "groups": ["dev", "ops", "system:authenticated"]}),
         "{review}"
     );
-    let unknown = kubectl_as(&server, dir.path(), "unknown", json!({"token": "tok-nobody"}))?;
+    let unknown = kubectl_as(
+        &server,
+        dir.path(),
+        "unknown",
+        json!({"token": "tok-nobody"}),
+    )?;
     let err = fails(&unknown, &["get", "--raw", "/api/v1/namespaces"])?;
     ensure!(err.contains("Unauthorized"), "{err}");
 
@@ -240,7 +262,10 @@ fn certificates_tokens_and_impersonation() -> Result<()> {
         err.contains(r#"namespaces is forbidden: User "alice" cannot list resource "namespaces" in API group "" at the cluster scope"#),
         "{err}"
     );
-    let err = fails(&alice, &["get", "--raw", "/api/v1/namespaces", "--as", "bob"])?;
+    let err = fails(
+        &alice,
+        &["get", "--raw", "/api/v1/namespaces", "--as", "bob"],
+    )?;
     ensure!(
         err.contains(r#"users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope"#),
         "{err}"
@@ -249,7 +274,16 @@ fn certificates_tokens_and_impersonation() -> Result<()> {
     // The admin (system:masters) may impersonate anyone; the request then is theirs.
     let me = whoami(
         server.kubectl_root(),
-        &["--as", "bob", "--as-group", "system:masters", "--as-group", "qa", "--as-uid", "u-7"],
+        &[
+            "--as",
+            "bob",
+            "--as-group",
+            "system:masters",
+            "--as-group",
+            "qa",
+            "--as-uid",
+            "u-7",
+        ],
     )?;
     ensure!(
         me == json!({"username": "bob", "uid": "u-7",
@@ -258,7 +292,12 @@ fn certificates_tokens_and_impersonation() -> Result<()> {
     );
     let me = whoami(
         server.kubectl_root(),
-        &["--as", "system:serviceaccount:default:robot", "--as-group", "system:masters"],
+        &[
+            "--as",
+            "system:serviceaccount:default:robot",
+            "--as-group",
+            "system:masters",
+        ],
     )?;
     ensure!(
         me["username"] == "system:serviceaccount:default:robot",

@@ -121,8 +121,7 @@ impl Authenticator for AuthenticatedGroupAdder {
         match self.0.authenticate(req).await {
             AuthOutcome::Authenticated(mut u) => {
                 let marked = u.username == SYSTEM_ANONYMOUS
-                    || u
-                        .groups
+                    || u.groups
                         .iter()
                         .any(|g| g == SYSTEM_AUTHENTICATED || g == SYSTEM_UNAUTHENTICATED);
                 if !marked {
@@ -387,7 +386,15 @@ mod tests {
         ] {
             assert!(is_public_path(p), "{p}");
         }
-        for p in ["/", "/api", "/apis", "/metrics", "/openapi/v2", "/healthzx", "/version/x"] {
+        for p in [
+            "/",
+            "/api",
+            "/apis",
+            "/metrics",
+            "/openapi/v2",
+            "/healthzx",
+            "/version/x",
+        ] {
             assert!(!is_public_path(p), "{p}");
         }
     }

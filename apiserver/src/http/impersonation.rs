@@ -410,13 +410,9 @@ mod tests {
     #[tokio::test]
     async fn each_attribute_is_authorized_with_upstream_messages() {
         let alice = user("alice", &[SYSTEM_AUTHENTICATED]);
-        let resp = run(
-            &SuperuserAuthorizer,
-            &alice,
-            &[("impersonate-user", "bob")],
-        )
-        .await
-        .unwrap_err();
+        let resp = run(&SuperuserAuthorizer, &alice, &[("impersonate-user", "bob")])
+            .await
+            .unwrap_err();
         let (code, msg) = message(resp).await;
         assert_eq!(code, 403);
         assert!(
@@ -451,14 +447,10 @@ mod tests {
         }
         // system:masters may impersonate anyone.
         let admin = user("root", &[SYSTEM_MASTERS]);
-        let u = run(
-            &SuperuserAuthorizer,
-            &admin,
-            &[("impersonate-user", "bob")],
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let u = run(&SuperuserAuthorizer, &admin, &[("impersonate-user", "bob")])
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(u.username, "bob");
     }
 
@@ -468,10 +460,7 @@ mod tests {
         let resp = run(
             &Picky,
             &alice,
-            &[
-                ("impersonate-group", "admins"),
-                ("impersonate-uid", "u<1>"),
-            ],
+            &[("impersonate-group", "admins"), ("impersonate-uid", "u<1>")],
         )
         .await
         .unwrap_err();

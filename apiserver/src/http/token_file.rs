@@ -127,12 +127,20 @@ fn csv_records(text: &str) -> Result<Vec<Vec<String>>, String> {
                             }
                             field.push(c);
                         }
-                        None => return Err(format!("line {line}: extraneous or missing \" in quoted-field")),
+                        None => {
+                            return Err(format!(
+                                "line {line}: extraneous or missing \" in quoted-field"
+                            ))
+                        }
                     }
                 }
                 match chars.peek() {
                     None | Some(',') | Some('\n') | Some('\r') => {}
-                    Some(_) => return Err(format!("line {line}: extraneous or missing \" in quoted-field")),
+                    Some(_) => {
+                        return Err(format!(
+                            "line {line}: extraneous or missing \" in quoted-field"
+                        ))
+                    }
                 }
             }
             '"' => return Err(format!("line {line}: bare \" in non-quoted-field")),
@@ -169,7 +177,8 @@ mod tests {
 
     #[test]
     fn csv_as_go_reads_it() {
-        let r = csv_records("a,b,c\n\n\"x,y\",\"say \"\"hi\"\"\",\r\nlast,\"multi\nline\"").unwrap();
+        let r =
+            csv_records("a,b,c\n\n\"x,y\",\"say \"\"hi\"\"\",\r\nlast,\"multi\nline\"").unwrap();
         assert_eq!(
             r,
             vec![

@@ -51,9 +51,7 @@ fn issue(args: IssueArgs) -> anyhow::Result<()> {
     let pki = args.data_dir.join("pki");
     let ca = kplane_apiserver::client_ca::load_or_create(&pki)
         .with_context(|| format!("loading the client CA in {}", pki.display()))?;
-    let signer = ca
-        .signer
-        .context("the client CA has no key to sign with")?;
+    let signer = ca.signer.context("the client CA has no key to sign with")?;
     let cert = kplane_apiserver::client_ca::issue(
         &signer,
         &args.user,
