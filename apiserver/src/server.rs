@@ -15,9 +15,14 @@ use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
+use crate::client_ca;
 use crate::connection;
-use crate::http::auth::{AdminTokenAuthenticator, Authenticator, UnionAuthenticator};
+use crate::http::auth::{
+    AdminTokenAuthenticator, AuthenticatedGroupAdder, Authenticator, UnionAuthenticator,
+};
 use crate::http::authz::{Authorizer, RbacAuthorizer, SuperuserAuthorizer, UnionAuthorizer};
+use crate::http::token_file::TokenFileAuthenticator;
+use crate::http::x509::X509Authenticator;
 use crate::http::{self, AppState};
 use crate::registry::admission::Admission;
 use crate::registry::{catalog, controllers, Catalog, Registry};
@@ -65,6 +70,15 @@ pub struct ServerConfig {
     /// Development and testing only: unknown logical clusters answer, and the first write
     /// into one bootstraps it (`Registry::set_auto_create_clusters`).
     pub auto_create_clusters: bool,
+    /// The client CA bundle (`--client-ca-file`); default: the CA kplane creates in
+    /// `<data_dir>/pki/client-ca.{crt,key}` on first start, which also issues the admin's
+    /// client certificate.
+    pub client_ca_file: Option<PathBuf>,
+    /// A static token file (`--token-auth-file`).
+    pub token_auth_file: Option<PathBuf>,
+    /// Whether requests without credentials reach the public endpoints
+    /// (`--anonymous-auth`, default true).
+    pub anonymous_auth: bool,
 }
 
 /// Builds a [`Server`].
@@ -112,6 +126,9 @@ impl Default for ServerBuilder {
                 storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
                 build_info: crate::BuildInfo::default(),
                 auto_create_clusters: false,
+                client_ca_file: None,
+                token_auth_file: None,
+                anonymous_auth: true,
             },
             authenticator: None,
             authorizer: None,
@@ -162,6 +179,28 @@ impl ServerBuilder {
     /// request into a cluster no Workspace created is a 404).
     pub fn auto_create_clusters(mut self, on: bool) -> Self {
         self.config.auto_create_clusters = on;
+        self
+    }
+
+    /// Trusts the client CA bundle in `path` instead of the CA kplane manages in the data
+    /// directory (kube-apiserver's `--client-ca-file`). kplane then issues no admin client
+    /// certificate: `admin.kubeconfig` holds the token only.
+    pub fn client_ca_file(mut self, path: Option<PathBuf>) -> Self {
+        self.config.client_ca_file = path;
+        self
+    }
+
+    /// Authenticates the bearer tokens of a static token file (kube-apiserver's
+    /// `--token-auth-file`: CSV `token,user,uid[,"group1,group2"]`), read at start-up.
+    pub fn token_auth_file(mut self, path: Option<PathBuf>) -> Self {
+        self.config.token_auth_file = path;
+        self
+    }
+
+    /// Whether requests without credentials reach the public endpoints (health, `/version`,
+    /// OIDC discovery) as `system:anonymous` (default: true). Off, they are a 401 too.
+    pub fn anonymous_auth(mut self, on: bool) -> Self {
+        self.config.anonymous_auth = on;
         self
     }
 
@@ -223,15 +262,27 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// The server's authenticator chain: the admin token, then the configured one.
+/// The server's authenticator chain: the admin token, client certificates, the token
+/// file, then the configured one; every user it accepts joins `system:authenticated`.
 fn authenticator_chain(
+    cfg: &ServerConfig,
     admin_token: String,
+    client_ca: &client_ca::ClientCa,
     configured: Option<Arc<dyn Authenticator>>,
-) -> Arc<dyn Authenticator> {
-    let mut chain: Vec<Arc<dyn Authenticator>> =
-        vec![Arc::new(AdminTokenAuthenticator::new(admin_token))];
+) -> Result<Arc<dyn Authenticator>, ServerError> {
+    let mut chain: Vec<Arc<dyn Authenticator>> = vec![
+        Arc::new(AdminTokenAuthenticator::new(admin_token)),
+        Arc::new(X509Authenticator::new(client_ca).map_err(tls::TlsError::from)?),
+    ];
+    if let Some(path) = &cfg.token_auth_file {
+        let tokens = TokenFileAuthenticator::from_file(path)
+            .map_err(|e| ServerError::Startup(e.to_string()))?;
+        chain.push(Arc::new(tokens));
+    }
     chain.extend(configured);
-    Arc::new(UnionAuthenticator::new(chain))
+    Ok(Arc::new(AuthenticatedGroupAdder(Arc::new(
+        UnionAuthenticator::new(chain),
+    ))))
 }
 
 /// The server's authorizer chain: the superusers, RBAC, then the configured one.
@@ -284,10 +335,25 @@ fn client_host(addr: &SocketAddr) -> String {
     }
 }
 
-fn kubeconfig(server: &str, ca_pem: &str, token: &str) -> String {
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem.as_bytes());
+/// The admin kubeconfig: the admin token and, when kplane manages the client CA, the
+/// admin's client certificate too (either authenticates the admin).
+fn kubeconfig(
+    server: &str,
+    ca_pem: &str,
+    token: &str,
+    client_cert: Option<&client_ca::IssuedCert>,
+) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    let ca = b64(ca_pem);
+    let cert = client_cert.map_or(String::new(), |c| {
+        format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(&c.cert_pem),
+            b64(&c.key_pem)
+        )
+    });
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kplane\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: kplane-admin\n  user:\n    token: {token}\ncontexts:\n- name: kplane\n  context:\n    cluster: kplane\n    user: kplane-admin\ncurrent-context: kplane\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kplane\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: kplane-admin\n  user:\n    token: {token}\n{cert}contexts:\n- name: kplane\n  context:\n    cluster: kplane\n    user: kplane-admin\ncurrent-context: kplane\n"
     )
 }
 
@@ -321,9 +387,20 @@ impl Server {
                 SledStorage::open(cfg.data_dir.join("db"), storage_opts)?
             }
         };
-        let pki = tls::load_or_create(&cfg.data_dir.join("pki"), &cfg.tls_sans)?;
-        let tls_config = tls::server_config(&pki)?;
+        let pki_dir = cfg.data_dir.join("pki");
+        let pki = tls::load_or_create(&pki_dir, &cfg.tls_sans)?;
+        let client_ca = match &cfg.client_ca_file {
+            Some(path) => client_ca::load_bundle(path)?,
+            None => client_ca::load_or_create(&pki_dir)?,
+        };
+        let admin_cert = match &client_ca.signer {
+            Some(signer) => Some(client_ca::issue_admin(signer, &pki_dir)?),
+            None => None,
+        };
+        let tls_config = tls::server_config(&pki, Some(&client_ca))?;
         let token = load_or_create_token(&cfg.data_dir.join("admin.token"))?;
+        let authenticator =
+            authenticator_chain(&cfg, token.clone(), &client_ca, configured_authenticator)?;
 
         let catalog = Arc::new(Catalog::new(catalog::builtin()));
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
@@ -366,8 +443,9 @@ impl Server {
         let state = Arc::new(AppState {
             registry: registry.clone(),
             surfaces,
-            authenticator: authenticator_chain(token.clone(), configured_authenticator),
+            authenticator,
             authorizer,
+            anonymous: cfg.anonymous_auth,
             ready: false.into(),
             server_address: host.clone(),
             metrics: Arc::new(crate::metrics::Metrics::default()),
@@ -380,11 +458,12 @@ impl Server {
         let protocols = Arc::new(connection::Protocols::default());
 
         state.ready.store(true, Ordering::Release);
-        self_check_ready(&app).await?;
+        self_check_ready(&app, &token).await?;
         let kc = kubeconfig(
             &format!("https://{host}/clusters/root"),
             &pki.ca_pem,
             &token,
+            admin_cert.as_ref(),
         );
         write_atomic(&cfg.data_dir.join("admin.kubeconfig"), kc.as_bytes())?;
         tracing::info!(address = %local, kubeconfig = %cfg.data_dir.join("admin.kubeconfig").display(), "kplane is ready");
@@ -429,9 +508,10 @@ impl Server {
 }
 
 /// Asks the app's own `/readyz` (without a socket) before announcing readiness.
-async fn self_check_ready(app: &axum::Router) -> Result<(), ServerError> {
+async fn self_check_ready(app: &axum::Router, token: &str) -> Result<(), ServerError> {
     let req = axum::http::Request::builder()
         .uri("/readyz")
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
         .body(axum::body::Body::empty())
         .map_err(|e| ServerError::Startup(e.to_string()))?;
     let resp = app

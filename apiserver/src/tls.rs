@@ -48,7 +48,7 @@ fn ca_params() -> Result<CertificateParams, rcgen::Error> {
     Ok(p)
 }
 
-fn read(path: &Path) -> Result<Option<String>, TlsError> {
+pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, TlsError> {
     match std::fs::read_to_string(path) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -59,7 +59,7 @@ fn read(path: &Path) -> Result<Option<String>, TlsError> {
     }
 }
 
-fn write_private(path: &Path, contents: &str) -> Result<(), TlsError> {
+pub(crate) fn write_private(path: &Path, contents: &str) -> Result<(), TlsError> {
     let io = |e| TlsError::Io {
         path: path.display().to_string(),
         source: e,
@@ -82,7 +82,7 @@ pub fn load_or_create(dir: &Path, sans: &[String]) -> Result<Pki, TlsError> {
     })?;
     let ca_cert_path = dir.join("ca.crt");
     let ca_key_path = dir.join("ca.key");
-    let (ca_pem, ca_key) = match (read(&ca_cert_path)?, read(&ca_key_path)?) {
+    let (ca_pem, ca_key) = match (read_optional(&ca_cert_path)?, read_optional(&ca_key_path)?) {
         (Some(cert), Some(key)) => (cert, KeyPair::from_pem(&key)?),
         _ => {
             let key = KeyPair::generate()?;
@@ -122,8 +122,13 @@ pub fn load_or_create(dir: &Path, sans: &[String]) -> Result<Pki, TlsError> {
     })
 }
 
-/// A rustls server configuration for the serving certificate (ALPN h2, http/1.1).
-pub fn server_config(pki: &Pki) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+/// A rustls server configuration for the serving certificate (ALPN h2, http/1.1). With a
+/// client CA, clients are asked for a certificate (none is required; see
+/// [`crate::client_ca::RequestClientCert`]).
+pub fn server_config(
+    pki: &Pki,
+    client_ca: Option<&crate::client_ca::ClientCa>,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let certs: Vec<_> = rustls_pemfile::certs(&mut pki.serving_cert_pem.as_bytes())
         .collect::<Result<_, _>>()
         .map_err(|e| TlsError::Pem(e.to_string()))?;
@@ -131,10 +136,15 @@ pub fn server_config(pki: &Pki) -> Result<Arc<rustls::ServerConfig>, TlsError> {
         .map_err(|e| TlsError::Pem(e.to_string()))?
         .ok_or_else(|| TlsError::Pem("no private key found".into()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_ca {
+        Some(ca) => builder.with_client_cert_verifier(Arc::new(
+            crate::client_ca::RequestClientCert::new(ca, &provider),
+        )),
+        None => builder.with_no_client_auth(),
+    };
+    let mut cfg = builder.with_single_cert(certs, key)?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }

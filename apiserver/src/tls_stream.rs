@@ -456,7 +456,7 @@ mod tests {
     /// A server config from a fresh PKI, and a client config that trusts its CA.
     fn configs(dir: &std::path::Path) -> (Arc<ServerConfig>, Arc<rustls::ClientConfig>) {
         let pki = crate::tls::load_or_create(dir, &[]).unwrap();
-        let server = crate::tls::server_config(&pki).unwrap();
+        let server = crate::tls::server_config(&pki, None).unwrap();
         let mut roots = rustls::RootCertStore::empty();
         for cert in rustls_pemfile::certs(&mut pki.ca_pem.as_bytes()) {
             roots.add(cert.unwrap()).unwrap();

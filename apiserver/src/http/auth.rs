@@ -3,10 +3,14 @@
 //! from the TLS layer) and answers with an [`AuthOutcome`]. A [`UnionAuthenticator`] asks a
 //! chain in order; the server's chain always starts with the [`AdminTokenAuthenticator`]
 //! (the token written into `admin.kubeconfig`), and `ServerBuilder::authenticator` adds
-//! one after it (client certificates, ServiceAccount tokens, OIDC, ...).
+//! one after it; `kplane serve` adds the client-certificate authenticator (`x509`) and the
+//! static token file (`token_file`). The whole chain is wrapped in the
+//! [`AuthenticatedGroupAdder`] (every authenticated user is in `system:authenticated`).
 //!
-//! A request no authenticator accepts is a 401 (anonymous requests are not served), except
-//! the public endpoints (`/version`, health), which are answered before authentication.
+//! A request that presents no credential is anonymous ([`anonymous_user`]) and reaches only
+//! the public endpoints ([`is_public_path`]: health, `/version`, OIDC discovery); anywhere
+//! else it is a 401, as is a presented credential that no authenticator accepts (no
+//! fallback to anonymous), as kube-apiserver answers.
 
 use std::fmt;
 use std::sync::Arc;
@@ -14,7 +18,9 @@ use std::sync::Arc;
 use super::error::StatusResponse;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use kplane_types::request::{SYSTEM_AUTHENTICATED, SYSTEM_MASTERS};
+use kplane_types::request::{
+    SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_MASTERS, SYSTEM_UNAUTHENTICATED,
+};
 use kplane_types::{Status, StatusReason, UserInfo};
 
 use kplane_registry::error::ApiError;
@@ -23,8 +29,8 @@ use kplane_registry::error::ApiError;
 pub const ADMIN_USER: &str = "kplane-admin";
 
 /// The certificate chain a TLS client presented (leaf first, DER), which the connection
-/// adds to each of its requests' extensions when there is one. kplane does not ask clients
-/// for certificates yet, so today no request carries it.
+/// adds to each of its requests' extensions when there is one (the TLS layer asks for one,
+/// see `client_ca::RequestClientCert`, and the X.509 authenticator judges it).
 #[derive(Clone, Debug)]
 pub struct PeerCertificates(pub Arc<[rustls::pki_types::CertificateDer<'static>]>);
 
@@ -67,12 +73,65 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .get(axum::http::header::AUTHORIZATION)?
         .to_str()
         .ok()?;
-    Some(
-        value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))?
-            .trim(),
-    )
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?
+        .trim();
+    // An empty token is no token (upstream's bearer-token authenticator).
+    (!token.is_empty()).then_some(token)
+}
+
+/// The paths a request without credentials may reach (after any `/clusters/<name>`
+/// prefix): health, `/version` (`system:public-info-viewer`) and the OIDC discovery
+/// documents of ServiceAccount token issuers. Authorization does not apply to them.
+pub fn is_public_path(path: &str) -> bool {
+    matches!(
+        path,
+        "/version"
+            | "/version/"
+            | "/healthz"
+            | "/livez"
+            | "/readyz"
+            | "/.well-known/openid-configuration"
+            | "/openid/v1/jwks"
+    ) || path.starts_with("/healthz/")
+        || path.starts_with("/livez/")
+        || path.starts_with("/readyz/")
+}
+
+/// The user of a request without credentials (kube-apiserver's anonymous authenticator).
+pub fn anonymous_user() -> UserInfo {
+    UserInfo {
+        username: SYSTEM_ANONYMOUS.into(),
+        uid: String::new(),
+        groups: vec![SYSTEM_UNAUTHENTICATED.into()],
+        extra: Default::default(),
+    }
+}
+
+/// Adds `system:authenticated` to every user the inner authenticator accepts, unless the
+/// user is `system:anonymous` or already in `system:authenticated` or
+/// `system:unauthenticated` (kube-apiserver's authenticated group adder).
+#[derive(Debug)]
+pub struct AuthenticatedGroupAdder(pub Arc<dyn Authenticator>);
+
+#[async_trait::async_trait]
+impl Authenticator for AuthenticatedGroupAdder {
+    async fn authenticate(&self, req: &AuthRequest<'_>) -> AuthOutcome {
+        match self.0.authenticate(req).await {
+            AuthOutcome::Authenticated(mut u) => {
+                let marked = u.username == SYSTEM_ANONYMOUS
+                    || u.groups
+                        .iter()
+                        .any(|g| g == SYSTEM_AUTHENTICATED || g == SYSTEM_UNAUTHENTICATED);
+                if !marked {
+                    u.groups.push(SYSTEM_AUTHENTICATED.into());
+                }
+                AuthOutcome::Authenticated(u)
+            }
+            other => other,
+        }
+    }
 }
 
 /// Why a credential was refused.
@@ -211,6 +270,7 @@ mod tests {
             user(&a, Some("Bearer secre")).await,
             AuthOutcome::NotApplicable
         );
+        assert_eq!(user(&a, Some("Bearer  ")).await, AuthOutcome::NotApplicable);
         for good in ["Bearer secret", "bearer secret", "Bearer  secret "] {
             let AuthOutcome::Authenticated(u) = user(&a, Some(good)).await else {
                 panic!("{good} not authenticated");
@@ -288,5 +348,54 @@ mod tests {
             user(&one, Some("Bearer x")).await,
             AuthOutcome::Rejected(AuthError("not alice".into()))
         );
+    }
+
+    #[tokio::test]
+    async fn authenticated_users_join_system_authenticated_once() {
+        let adder = AuthenticatedGroupAdder(Arc::new(Fixed {
+            token: "a",
+            user: "alice",
+        }));
+        let AuthOutcome::Authenticated(u) = adder.authenticate(&AuthRequest::token("a")).await
+        else {
+            panic!("not authenticated");
+        };
+        assert_eq!(u.groups, [SYSTEM_AUTHENTICATED]);
+        let admin = AuthenticatedGroupAdder(Arc::new(AdminTokenAuthenticator::new("t".into())));
+        let AuthOutcome::Authenticated(u) = admin.authenticate(&AuthRequest::token("t")).await
+        else {
+            panic!("not authenticated");
+        };
+        assert_eq!(u.groups, [SYSTEM_MASTERS, SYSTEM_AUTHENTICATED]);
+        assert_eq!(
+            adder.authenticate(&AuthRequest::token("b")).await,
+            AuthOutcome::Rejected(AuthError("not alice".into()))
+        );
+        assert_eq!(anonymous_user().groups, [SYSTEM_UNAUTHENTICATED]);
+    }
+
+    #[test]
+    fn public_paths() {
+        for p in [
+            "/healthz",
+            "/livez/ping",
+            "/readyz",
+            "/version",
+            "/.well-known/openid-configuration",
+            "/openid/v1/jwks",
+        ] {
+            assert!(is_public_path(p), "{p}");
+        }
+        for p in [
+            "/",
+            "/api",
+            "/apis",
+            "/metrics",
+            "/openapi/v2",
+            "/healthzx",
+            "/version/x",
+        ] {
+            assert!(!is_public_path(p), "{p}");
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! HTTP and routing: one fallback handler parses the path (logical cluster prefix,
 //! API group/version, resource) and computes the request's attributes once
 //! ([`request_info::request_info`]: a [`RequestInfo`], put in the request's extensions),
-//! answers the public endpoints, authenticates ([`auth`]), authorizes ([`authz`]), asks the
-//! registry whether the logical cluster exists (404 otherwise), and dispatches to the
+//! authenticates ([`auth`]: anonymous requests reach only the public endpoints), applies
+//! impersonation ([`impersonation`]), answers the public endpoints, authorizes ([`authz`]),
+//! asks the registry whether the logical cluster exists (404 otherwise), and dispatches to the
 //! non-resource endpoints (version, health, discovery, OpenAPI, metrics) or to the resource
 //! handlers. [`router`] builds the whole app without a socket, so tests
 //! can drive it directly.
@@ -13,6 +14,7 @@ pub mod discovery;
 pub mod error;
 pub mod health;
 pub mod httplog;
+pub mod impersonation;
 pub mod json;
 #[cfg(test)]
 mod list_tests;
@@ -29,6 +31,8 @@ pub mod reviews;
 mod router_tests;
 pub mod surface;
 pub mod table;
+pub mod token_file;
+pub mod x509;
 
 use error::StatusResponse;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +60,9 @@ pub struct AppState {
     pub authenticator: Arc<dyn auth::Authenticator>,
     /// Whether they may make it ([`authz`]).
     pub authorizer: Arc<dyn authz::Authorizer>,
+    /// Whether requests without credentials reach the public endpoints
+    /// (`--anonymous-auth`); when not, they are a 401 everywhere.
+    pub anonymous: bool,
     pub ready: AtomicBool,
     /// `host:port` clients use, for `serverAddressByClientCIDRs`.
     pub server_address: String,
@@ -113,7 +120,34 @@ async fn route(
     user: &mut Option<Arc<UserInfo>>,
 ) -> Response {
     let rest = info.path.as_str();
-    // Public endpoints (`system:public-info-viewer`).
+    let certs = req.extensions().get::<auth::PeerCertificates>();
+    let authenticated = match authenticate(&state, req.headers(), certs, rest).await {
+        Ok(u) => Arc::new(u),
+        Err(resp) => return resp,
+    };
+    let acting = match impersonation::impersonate(
+        state.authorizer.as_ref(),
+        req.headers(),
+        info,
+        &authenticated,
+        req.uri()
+            .path_and_query()
+            .map_or(req.uri().path(), |p| p.as_str()),
+    )
+    .await
+    {
+        Ok(None) => authenticated,
+        Ok(Some(impersonated)) => {
+            tracing::debug!(user = %authenticated.username, as_user = %impersonated.username, "impersonating");
+            req.extensions_mut()
+                .insert(impersonation::Impersonator(authenticated));
+            Arc::new(impersonated)
+        }
+        Err(resp) => return resp,
+    };
+    req.extensions_mut().insert(acting.clone());
+    let user: &UserInfo = user.insert(acting);
+    // Public endpoints (`system:public-info-viewer`): no authorization.
     match rest {
         "/version" | "/version/" => return health::version(&state.version),
         "/healthz" | "/livez" | "/readyz" => {
@@ -127,23 +161,11 @@ async fn route(
         }
         _ => {}
     }
-    let outcome = {
-        let certs = req.extensions().get::<auth::PeerCertificates>();
-        let credentials = auth::AuthRequest::from_headers(req.headers(), certs);
-        state.authenticator.authenticate(&credentials).await
-    };
-    let authenticated = match outcome {
-        auth::AuthOutcome::Authenticated(u) => Arc::new(u),
-        auth::AuthOutcome::NotApplicable => return auth::unauthorized(),
-        auth::AuthOutcome::Rejected(e) => {
-            tracing::debug!(error = %e, "authentication failed");
-            return auth::unauthorized();
+    // The OIDC discovery documents are public too; everything else is authorized.
+    if !auth::is_public_path(rest) {
+        if let Err(forbidden) = authz::check(state.authorizer.as_ref(), user, info).await {
+            return forbidden;
         }
-    };
-    req.extensions_mut().insert(authenticated.clone());
-    let user: &UserInfo = user.insert(authenticated);
-    if let Err(forbidden) = authz::check(state.authorizer.as_ref(), user, info).await {
-        return forbidden;
     }
     // The one existence check of the request's logical cluster (404 when it does not
     // exist), after authorization so that neither 401 nor 403 tells whether it does.
@@ -204,6 +226,34 @@ async fn route(
             resp
         }
         _ => ApiError::not_found_path().into_response(),
+    }
+}
+
+/// Who a request comes from: the user its credentials name, or `system:anonymous` for a
+/// request without any on a public path (when anonymous requests are enabled). Anything
+/// else is kube-apiserver's 401.
+async fn authenticate(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    certs: Option<&auth::PeerCertificates>,
+    path: &str,
+) -> Result<UserInfo, Response> {
+    let credentials = auth::AuthRequest::from_headers(headers, certs);
+    match state.authenticator.authenticate(&credentials).await {
+        auth::AuthOutcome::Authenticated(u) => Ok(u),
+        auth::AuthOutcome::Rejected(e) => {
+            tracing::debug!(error = %e, "authentication failed");
+            Err(auth::unauthorized())
+        }
+        // A presented token nobody knows is upstream's "invalid bearer token".
+        auth::AuthOutcome::NotApplicable if credentials.bearer_token.is_some() => {
+            tracing::debug!("authentication failed: invalid bearer token");
+            Err(auth::unauthorized())
+        }
+        auth::AuthOutcome::NotApplicable if state.anonymous && auth::is_public_path(path) => {
+            Ok(auth::anonymous_user())
+        }
+        auth::AuthOutcome::NotApplicable => Err(auth::unauthorized()),
     }
 }
 

@@ -90,6 +90,7 @@ async fn app() -> App {
         object_counts: Default::default(),
         event_window: std::time::Duration::from_secs(60),
         version: "{}".into(),
+        anonymous: true,
     });
     App {
         _dir: dir,

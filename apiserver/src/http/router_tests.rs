@@ -76,6 +76,7 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
         surfaces: Default::default(),
         authenticator: Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
         authorizer,
+        anonymous: true,
         ready: true.into(),
         server_address: "127.0.0.1:6443".into(),
         metrics: Default::default(),
@@ -453,4 +454,82 @@ async fn unknown_logical_clusters_are_404_on_every_path() {
     app.registry.set_auto_create_clusters(false);
     let (code, body) = send(&app, Method::GET, &named, Some(ADMIN), None).await;
     assert_eq!(code, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn anonymous_requests_and_impersonation_through_the_router() {
+    let recorder = Arc::new(Recorder::default());
+    let app = app(recorder.clone()).await;
+    // Without credentials: the public endpoints only; they are not authorized.
+    let (code, body) = send(&app, Method::GET, "/clusters/root/api", None, None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+    let (code, _) = send(&app, Method::GET, "/clusters/root/livez", None, None).await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, _) = send(&app, Method::GET, "/version", None, None).await;
+    assert_eq!(code, StatusCode::OK);
+    // An unknown token is refused even where anonymous requests are served.
+    let (code, _) = send(&app, Method::GET, "/healthz", Some("nope"), None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    assert!(recorder.0.lock().unwrap().is_empty());
+
+    // Alice impersonates bob: `impersonate` is asked for alice, the request for bob.
+    let req = Request::builder()
+        .uri("/clusters/root/api/v1/namespaces/default/configmaps")
+        .header("authorization", "Bearer alice")
+        .header("impersonate-user", "bob")
+        .header("impersonate-group", "qa")
+        .body(Body::empty())
+        .unwrap();
+    let resp = app.router.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let seen: Vec<(String, RequestInfo)> = recorder.0.lock().unwrap().drain(..).collect();
+    let asked: Vec<(&str, &str, &str)> = seen
+        .iter()
+        .map(|(u, r)| (u.as_str(), r.verb.as_str(), r.resource.as_str()))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("alice", "impersonate", "users"),
+            ("alice", "impersonate", "groups"),
+            ("bob", "list", "configmaps"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn without_anonymous_requests_every_path_needs_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let catalog = Arc::new(Catalog::new(builtin()));
+    let (_tx, shutdown) = tokio::sync::watch::channel(false);
+    let (registry, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
+    let state = Arc::new(AppState {
+        registry,
+        surfaces: Default::default(),
+        authenticator: Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
+        authorizer: Arc::new(SuperuserAuthorizer),
+        anonymous: false,
+        ready: true.into(),
+        server_address: "127.0.0.1:6443".into(),
+        metrics: Default::default(),
+        object_counts: Default::default(),
+        event_window: std::time::Duration::from_secs(60),
+        version: "{}".into(),
+    });
+    let app = App {
+        _dir: dir,
+        router: router(state.clone()),
+        registry: state.registry.clone(),
+    };
+    let (code, _) = send(&app, Method::GET, "/healthz", None, None).await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    let (code, _) = send(&app, Method::GET, "/healthz", Some(ADMIN), None).await;
+    assert_eq!(code, StatusCode::OK);
 }

@@ -9,6 +9,7 @@
 //! `kplane completion SHELL` prints a shell completion script. Invoked as `kubectl-ws` or
 //! `kubectl-kplane` (symlinks that `make install` creates), the binary is a kubectl plugin.
 
+mod certs;
 mod client;
 mod logging;
 
@@ -43,6 +44,9 @@ enum Command {
     Ws(client::WsArgs),
     /// Print a self-contained kubeconfig for one workspace (logical cluster).
     Kubeconfig(client::KubeconfigArgs),
+    /// Client certificates: issue one signed by the server's client CA.
+    #[command(subcommand)]
+    Certs(certs::CertsCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completion {
         #[arg(value_enum)]
@@ -80,6 +84,19 @@ struct ServeArgs {
     /// write, instead of answering 404 for clusters no Workspace created.
     #[arg(long)]
     auto_create_clusters: bool,
+    /// A PEM bundle of CAs whose client certificates authenticate (CN = user, O = groups).
+    /// Default: the client CA kplane creates in `<data-dir>/pki` on first start, which also
+    /// signs the admin's client certificate in admin.kubeconfig.
+    #[arg(long, value_name = "FILE")]
+    client_ca_file: Option<PathBuf>,
+    /// A static token file: CSV lines `token,user,uid[,"group1,group2"]`, read at start-up.
+    #[arg(long, value_name = "FILE")]
+    token_auth_file: Option<PathBuf>,
+    /// Let requests without credentials reach the public endpoints (health, /version, OIDC
+    /// discovery) as system:anonymous; with false they are a 401 like everything else.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL",
+        num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+    anonymous_auth: bool,
     /// Log format on stderr: `text`, or `json` (one object per line) for log shippers.
     #[arg(long, value_enum, default_value = "text")]
     log_format: logging::LogFormat,
@@ -105,6 +122,7 @@ fn main() -> anyhow::Result<()> {
         Command::Ws(args) => {
             exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_ws(args))))
         }
+        Command::Certs(command) => exit_on_error(certs::run(command)),
         Command::Kubeconfig(args) => {
             exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_kubeconfig(args))))
         }
@@ -152,6 +170,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .storage_cache_bytes(args.storage_cache_mb.max(1) * 1024 * 1024)
         .build_info(build_info())
         .auto_create_clusters(args.auto_create_clusters)
+        .client_ca_file(args.client_ca_file)
+        .token_auth_file(args.token_auth_file)
+        .anonymous_auth(args.anonymous_auth)
         .build();
     server
         .serve(shutdown_signal())

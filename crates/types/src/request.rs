@@ -15,6 +15,12 @@ pub const SYSTEM_MASTERS: &str = "system:masters";
 /// The group every authenticated user is in.
 pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
 
+/// The user of a request without credentials (kube-apiserver's `user.Anonymous`).
+pub const SYSTEM_ANONYMOUS: &str = "system:anonymous";
+
+/// The group of requests without credentials (kube-apiserver's `user.AllUnauthenticated`).
+pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
+
 /// Who is making a request (`authentication.k8s.io/v1` `UserInfo`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserInfo {
