@@ -65,6 +65,8 @@ pub struct ServerConfig {
     /// Development and testing only: unknown logical clusters answer, and the first write
     /// into one bootstraps it (`Registry::set_auto_create_clusters`).
     pub auto_create_clusters: bool,
+    /// ServiceAccount token keys, issuer and audiences.
+    pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
 }
 
 /// Builds a [`Server`].
@@ -112,6 +114,7 @@ impl Default for ServerBuilder {
                 storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
                 build_info: crate::BuildInfo::default(),
                 auto_create_clusters: false,
+                service_accounts: Default::default(),
             },
             authenticator: None,
             authorizer: None,
@@ -162,6 +165,14 @@ impl ServerBuilder {
     /// request into a cluster no Workspace created is a 404).
     pub fn auto_create_clusters(mut self, on: bool) -> Self {
         self.config.auto_create_clusters = on;
+        self
+    }
+
+    /// ServiceAccount token settings: the signing key (default: `<data_dir>/pki/sa.key`,
+    /// created on first start), more verification keys, the issuer base URL (default: the
+    /// URL the server is reached at) and the API audiences (default: each cluster's issuer).
+    pub fn service_accounts(mut self, config: crate::serviceaccount::ServiceAccountConfig) -> Self {
+        self.config.service_accounts = config;
         self
     }
 
@@ -223,13 +234,17 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// The server's authenticator chain: the admin token, then the configured one.
+/// The server's authenticator chain: the admin token, ServiceAccount tokens, then the
+/// configured one.
 fn authenticator_chain(
     admin_token: String,
+    service_accounts: Arc<dyn Authenticator>,
     configured: Option<Arc<dyn Authenticator>>,
 ) -> Arc<dyn Authenticator> {
-    let mut chain: Vec<Arc<dyn Authenticator>> =
-        vec![Arc::new(AdminTokenAuthenticator::new(admin_token))];
+    let mut chain: Vec<Arc<dyn Authenticator>> = vec![
+        Arc::new(AdminTokenAuthenticator::new(admin_token)),
+        service_accounts,
+    ];
     chain.extend(configured);
     Arc::new(UnionAuthenticator::new(chain))
 }
@@ -319,6 +334,13 @@ impl Server {
         let pki = tls::load_or_create(&cfg.data_dir.join("pki"), &cfg.tls_sans)?;
         let tls_config = tls::server_config(&pki)?;
         let token = load_or_create_token(&cfg.data_dir.join("admin.token"))?;
+        let sa_keys = Arc::new(
+            crate::serviceaccount::keys::load(
+                &cfg.service_accounts.keys,
+                &cfg.data_dir.join("pki").join("sa.key"),
+            )
+            .map_err(|e| ServerError::Startup(format!("service account keys: {e}")))?,
+        );
 
         let catalog = Arc::new(Catalog::new(catalog::builtin()));
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
@@ -357,10 +379,29 @@ impl Server {
         let host = client_host(&local);
         // Workspace URLs name the address clients reach this server at.
         registry.set_external_url(format!("https://{host}"));
+        let sa_tokens = Arc::new(crate::serviceaccount::Tokens::new(
+            sa_keys,
+            cfg.service_accounts
+                .issuer
+                .as_deref()
+                .unwrap_or(&format!("https://{host}")),
+            cfg.service_accounts.api_audiences.clone(),
+        ));
+        let sa_lookup = crate::serviceaccount::ServiceAccountLookup::new(storage.clone());
+        sa_lookup.start();
+        let sa_authenticator = Arc::new(crate::serviceaccount::ServiceAccountAuthenticator::new(
+            sa_tokens.clone(),
+            sa_lookup,
+            storage.clone(),
+        ));
         let state = Arc::new(AppState {
             registry: registry.clone(),
             surfaces,
-            authenticator: authenticator_chain(token.clone(), configured_authenticator),
+            authenticator: authenticator_chain(
+                token.clone(),
+                sa_authenticator,
+                configured_authenticator,
+            ),
             authorizer,
             ready: false.into(),
             server_address: host.clone(),
@@ -368,6 +409,10 @@ impl Server {
             object_counts: std::sync::Mutex::new(None),
             event_window: cfg.event_window,
             version: cfg.build_info.to_json(),
+            service_accounts: Some(Arc::new(crate::serviceaccount::ServiceAccounts {
+                tokens: sa_tokens,
+                max_token_expiration_seconds: cfg.service_accounts.max_token_expiration_seconds,
+            })),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -82,6 +82,7 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
         object_counts: Default::default(),
         event_window: std::time::Duration::from_secs(60),
         version: "{}".into(),
+        service_accounts: None,
     });
     App {
         _dir: dir,

@@ -521,6 +521,9 @@ mod tests {
         };
         let listed = keys::verification_keys_from_pem(&public, "rsa.pub").unwrap();
         assert_eq!(listed[0].kid, t.keys().signing.kid);
+        // The same id as `openssl pkey -pubin -outform DER | sha256 | base64url` gives:
+        // the SubjectPublicKeyInfo is encoded as Go's MarshalPKIXPublicKey encodes it.
+        assert_eq!(listed[0].kid, "6DQAAeOMlT_IdO3ZyBKuZ3MS4f1bd6_d111bn666f8s");
         let verifier_only = Tokens::new(
             Arc::new(keys::KeySet::new(ec_keys().signing, listed)),
             BASE,
