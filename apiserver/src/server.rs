@@ -249,9 +249,13 @@ fn authenticator_chain(
     Arc::new(UnionAuthenticator::new(chain))
 }
 
-/// The server's authorizer chain: the superusers, then the configured one.
+/// The server's authorizer chain: the superusers, the self reviews every authenticated user
+/// may make (`system:basic-user`), then the configured one.
 fn authorizer_chain(configured: Option<Arc<dyn Authorizer>>) -> Arc<dyn Authorizer> {
-    let mut chain: Vec<Arc<dyn Authorizer>> = vec![Arc::new(SuperuserAuthorizer)];
+    let mut chain: Vec<Arc<dyn Authorizer>> = vec![
+        Arc::new(SuperuserAuthorizer),
+        Arc::new(crate::http::self_review_authz::SelfReviewAuthorizer),
+    ];
     chain.extend(configured);
     Arc::new(UnionAuthorizer::new(chain))
 }

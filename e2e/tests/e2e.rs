@@ -11,6 +11,7 @@ mod kube_rs_crd;
 mod kubectl;
 mod large_lists;
 mod logs;
+mod sa_tokens;
 mod shutdown;
 mod ssa;
 mod templates;

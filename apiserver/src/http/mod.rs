@@ -26,6 +26,7 @@ pub mod response;
 pub mod reviews;
 #[cfg(test)]
 mod router_tests;
+pub mod self_review_authz;
 pub mod surface;
 pub mod table;
 pub mod token_request;

@@ -85,7 +85,10 @@ pub async fn create(
         return Err(ApiError::not_found_path());
     };
     let Some(cluster) = sa.cluster.one().cloned() else {
-        return Err(ApiError::from(Status::method_not_allowed("POST", "serviceaccounts")));
+        return Err(ApiError::from(Status::method_not_allowed(
+            "POST",
+            "serviceaccounts",
+        )));
     };
     let namespace = sa.namespace.clone().unwrap_or_default();
     if !req.is_object() {
@@ -169,9 +172,8 @@ pub async fn create(
     let (token, exp) = tokens
         .issue(&grant, now.timestamp())
         .map_err(|e| ApiError::internal(e.0))?;
-    let rfc3339 = |t: chrono::DateTime<chrono::Utc>| {
-        t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-    };
+    let rfc3339 =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let expires = chrono::DateTime::from_timestamp(exp, 0).unwrap_or(now);
     let mut spec_out = json!({"audiences": audiences, "expirationSeconds": expiration_seconds});
     if let Some(r) = spec.get("boundObjectRef").filter(|r| !r.is_null()) {
@@ -255,7 +257,10 @@ mod tests {
     #[test]
     fn expiration_defaults_and_bounds() {
         assert_eq!(expiration(&json!({})).unwrap(), 3600);
-        assert_eq!(expiration(&json!({"expirationSeconds": null})).unwrap(), 3600);
+        assert_eq!(
+            expiration(&json!({"expirationSeconds": null})).unwrap(),
+            3600
+        );
         assert_eq!(expiration(&json!({"expirationSeconds": 600})).unwrap(), 600);
         let e = expiration(&json!({"expirationSeconds": 60})).unwrap_err();
         assert_eq!(
@@ -264,8 +269,20 @@ mod tests {
         );
         assert_eq!(e.0.code, 422);
         let e = expiration(&json!({"expirationSeconds": (1i64 << 32) + 1})).unwrap_err();
-        assert!(e.0.message.ends_with("may not specify a duration larger than 2^32 seconds"));
-        assert_eq!(expiration(&json!({"expirationSeconds": 1i64 << 32})).unwrap(), 1 << 32);
-        assert_eq!(expiration(&json!({"expirationSeconds": "1h"})).unwrap_err().0.code, 400);
+        assert!(e
+            .0
+            .message
+            .ends_with("may not specify a duration larger than 2^32 seconds"));
+        assert_eq!(
+            expiration(&json!({"expirationSeconds": 1i64 << 32})).unwrap(),
+            1 << 32
+        );
+        assert_eq!(
+            expiration(&json!({"expirationSeconds": "1h"}))
+                .unwrap_err()
+                .0
+                .code,
+            400
+        );
     }
 }

@@ -192,7 +192,11 @@ mod tests {
         assert_eq!(u.uid, "u-7");
         assert_eq!(
             u.groups,
-            ["system:serviceaccounts", "system:serviceaccounts:ci", "system:authenticated"]
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:ci",
+                "system:authenticated"
+            ]
         );
         assert_eq!(u.extra[CLUSTER_EXTRA], ["root:acme"]);
         assert!(u.extra[CREDENTIAL_ID_EXTRA][0].starts_with("JTI="));
@@ -221,7 +225,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             a.authenticate(&AuthRequest::token(&token)).await,
-            AuthOutcome::Rejected(AuthError("service account token has been invalidated".into()))
+            AuthOutcome::Rejected(AuthError(
+                "service account token has been invalidated".into()
+            ))
         );
         s.shutdown().await.unwrap();
     }

@@ -63,10 +63,9 @@ impl VerificationKey {
         let kid = b64url(&Sha256::digest(&spki));
         let (alg, decoding) = match &params {
             PublicParams::Ec(point) => (Algorithm::ES256, DecodingKey::from_ec_der(point)),
-            PublicParams::Rsa { n, e } => (
-                Algorithm::RS256,
-                DecodingKey::from_rsa_raw_components(n, e),
-            ),
+            PublicParams::Rsa { n, e } => {
+                (Algorithm::RS256, DecodingKey::from_rsa_raw_components(n, e))
+            }
         };
         Ok(VerificationKey {
             alg,
@@ -244,8 +243,7 @@ fn private_key(block: &Block, what: &str) -> Result<Option<SigningKey>, KeyError
     let rng = ring::rand::SystemRandom::new();
     let (encoding, params) = match block {
         Block::Pkcs8(der) => {
-            if let Ok(kp) = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der, &rng)
-            {
+            if let Ok(kp) = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der, &rng) {
                 (
                     EncodingKey::from_ec_der(der),
                     PublicParams::Ec(kp.public_key().as_ref().to_vec()),
@@ -474,7 +472,10 @@ pub(crate) mod tests {
     /// A P-256 key set for tests.
     pub(crate) fn ec_keys() -> KeySet {
         let pem = generate_ec_pem().unwrap();
-        KeySet::new(signing_key_from_pem(pem.as_bytes(), "test").unwrap(), vec![])
+        KeySet::new(
+            signing_key_from_pem(pem.as_bytes(), "test").unwrap(),
+            vec![],
+        )
     }
 
     #[test]
@@ -488,7 +489,10 @@ pub(crate) mod tests {
         assert_eq!(a.verifying.len(), 1);
         let jwks = a.jwks();
         let k = &jwks["keys"][0];
-        assert_eq!((k["kty"].as_str(), k["alg"].as_str()), (Some("EC"), Some("ES256")));
+        assert_eq!(
+            (k["kty"].as_str(), k["alg"].as_str()),
+            (Some("EC"), Some("ES256"))
+        );
         assert_eq!(k["kid"], json!(a.signing.kid));
         // The kid is the base64url SHA-256 of the SPKI (43 characters, no padding).
         assert_eq!(a.signing.kid.len(), 43);

@@ -179,9 +179,10 @@ mod tests {
     use kplane_storage::{Precondition, SledStorage, SledStorageOptions};
 
     async fn put(s: &Arc<dyn Storage>, cluster: &str, name: &str, uid: &str, p: Precondition) {
-        let body = serde_json::json!({"metadata": {"name": name, "namespace": "default", "uid": uid}})
-            .to_string()
-            .into_bytes();
+        let body =
+            serde_json::json!({"metadata": {"name": name, "namespace": "default", "uid": uid}})
+                .to_string()
+                .into_bytes();
         s.put(
             Key::new(cluster, SERVICE_ACCOUNTS, "default", name),
             p,
@@ -218,7 +219,10 @@ mod tests {
         assert!(l.watching.load(Ordering::Acquire));
         put(&s, "root:a", "sa", "u1", Precondition::MustNotExist).await;
         settle(&l, 2).await;
-        assert_eq!(l.uid("root:a", "default", "sa").await.unwrap().as_deref(), Some("u1"));
+        assert_eq!(
+            l.uid("root:a", "default", "sa").await.unwrap().as_deref(),
+            Some("u1")
+        );
         // Cached now; same name in another cluster is another ServiceAccount.
         assert_eq!(l.cache.read().unwrap().entries.len(), 1);
         assert_eq!(l.uid("root:b", "default", "sa").await.unwrap(), None);
@@ -226,7 +230,10 @@ mod tests {
         let epoch = l.cache.read().unwrap().epoch;
         put(&s, "root:a", "sa", "u2", Precondition::MustExist).await;
         settle(&l, epoch + 1).await;
-        assert_eq!(l.uid("root:a", "default", "sa").await.unwrap().as_deref(), Some("u2"));
+        assert_eq!(
+            l.uid("root:a", "default", "sa").await.unwrap().as_deref(),
+            Some("u2")
+        );
         // Deleted.
         let epoch = l.cache.read().unwrap().epoch;
         s.delete(
@@ -243,7 +250,10 @@ mod tests {
 
     #[test]
     fn terminating_accounts_are_gone() {
-        assert_eq!(live_uid(br#"{"metadata":{"uid":"u"}}"#).as_deref(), Some("u"));
+        assert_eq!(
+            live_uid(br#"{"metadata":{"uid":"u"}}"#).as_deref(),
+            Some("u")
+        );
         assert_eq!(
             live_uid(br#"{"metadata":{"uid":"u","deletionTimestamp":"2024-01-01T00:00:00Z"}}"#),
             None

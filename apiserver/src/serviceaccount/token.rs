@@ -148,10 +148,7 @@ impl Tokens {
         let exp = now.saturating_add(grant.expiration_seconds);
         let claims = Claims {
             iss: self.issuer(&cluster),
-            sub: format!(
-                "system:serviceaccount:{}:{}",
-                grant.namespace, grant.name
-            ),
+            sub: format!("system:serviceaccount:{}:{}", grant.namespace, grant.name),
             aud: grant.audiences.clone(),
             exp,
             iat: now,
@@ -201,10 +198,7 @@ impl Tokens {
             Err(e) => return Checked::Invalid(format!("invalid token header: {e}")),
         };
         if !matches!(header.alg, Algorithm::ES256 | Algorithm::RS256) {
-            return Checked::Invalid(format!(
-                "unsupported signing algorithm {:?}",
-                header.alg
-            ));
+            return Checked::Invalid(format!("unsupported signing algorithm {:?}", header.alg));
         }
         let mut last = String::from("no key to verify the token with");
         let mut claims = None;
@@ -278,8 +272,7 @@ impl Tokens {
 fn unverified_issuer(token: &str) -> Option<String> {
     use base64::Engine;
     let mut parts = token.split('.');
-    let (_, payload, _, None) = (parts.next()?, parts.next()?, parts.next()?, parts.next())
-    else {
+    let (_, payload, _, None) = (parts.next()?, parts.next()?, parts.next()?, parts.next()) else {
         return None;
     };
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -355,8 +348,14 @@ mod tests {
         let p = payload(&token);
         assert_eq!(p["iss"], "https://127.0.0.1:6443/clusters/root:acme");
         assert_eq!(p["sub"], "system:serviceaccount:default:builder");
-        assert_eq!(p["aud"], serde_json::json!([format!("{BASE}/clusters/root:acme")]));
-        assert_eq!((p["iat"].as_i64(), p["nbf"].as_i64()), (Some(NOW), Some(NOW)));
+        assert_eq!(
+            p["aud"],
+            serde_json::json!([format!("{BASE}/clusters/root:acme")])
+        );
+        assert_eq!(
+            (p["iat"].as_i64(), p["nbf"].as_i64()),
+            (Some(NOW), Some(NOW))
+        );
         assert_eq!(p["exp"].as_i64(), Some(NOW + 3600));
         assert_eq!(
             p["kubernetes.io"],
@@ -510,7 +509,10 @@ mod tests {
         let (token, _) = t.issue(&grant("root"), NOW).unwrap();
         valid(t.check(&token, NOW));
         let jwk = &t.keys().jwks()["keys"][0];
-        assert_eq!((jwk["kty"].as_str(), jwk["e"].as_str()), (Some("RSA"), Some("AQAB")));
+        assert_eq!(
+            (jwk["kty"].as_str(), jwk["e"].as_str()),
+            (Some("RSA"), Some("AQAB"))
+        );
         assert_eq!(t.keys().algorithms(), ["RS256"]);
         // The public key file describes the same key (same kid), and verifies alone.
         let Ok(public) = std::fs::read(concat!(
