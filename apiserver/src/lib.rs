@@ -14,6 +14,7 @@ mod connection;
 pub mod http;
 pub mod metrics;
 pub mod server;
+pub mod serviceaccount;
 pub mod tls;
 mod tls_stream;
 pub mod version;

@@ -79,6 +79,8 @@ pub struct ServerConfig {
     /// Whether requests without credentials reach the public endpoints
     /// (`--anonymous-auth`, default true).
     pub anonymous_auth: bool,
+    /// ServiceAccount token keys, issuer and audiences.
+    pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
 }
 
 /// Builds a [`Server`].
@@ -129,6 +131,7 @@ impl Default for ServerBuilder {
                 client_ca_file: None,
                 token_auth_file: None,
                 anonymous_auth: true,
+                service_accounts: Default::default(),
             },
             authenticator: None,
             authorizer: None,
@@ -204,6 +207,14 @@ impl ServerBuilder {
         self
     }
 
+    /// ServiceAccount token settings: the signing key (default: `<data_dir>/pki/sa.key`,
+    /// created on first start), more verification keys, the issuer base URL (default: the
+    /// URL the server is reached at) and the API audiences (default: each cluster's issuer).
+    pub fn service_accounts(mut self, config: crate::serviceaccount::ServiceAccountConfig) -> Self {
+        self.config.service_accounts = config;
+        self
+    }
+
     /// An authenticator asked after the admin token (which always authenticates, as
     /// kube-apiserver's own loopback token does: `admin.kubeconfig` keeps working). Default:
     /// none, so the admin token is the only credential.
@@ -262,16 +273,19 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// The server's authenticator chain: the admin token, client certificates, the token
-/// file, then the configured one; every user it accepts joins `system:authenticated`.
+/// The server's authenticator chain: the admin token, ServiceAccount tokens, client
+/// certificates, the token file, then the configured one; every user it accepts joins
+/// `system:authenticated`.
 fn authenticator_chain(
     cfg: &ServerConfig,
     admin_token: String,
+    service_accounts: Arc<dyn Authenticator>,
     client_ca: &client_ca::ClientCa,
     configured: Option<Arc<dyn Authenticator>>,
 ) -> Result<Arc<dyn Authenticator>, ServerError> {
     let mut chain: Vec<Arc<dyn Authenticator>> = vec![
         Arc::new(AdminTokenAuthenticator::new(admin_token)),
+        service_accounts,
         Arc::new(X509Authenticator::new(client_ca).map_err(tls::TlsError::from)?),
     ];
     if let Some(path) = &cfg.token_auth_file {
@@ -285,13 +299,16 @@ fn authenticator_chain(
     ))))
 }
 
-/// The server's authorizer chain: the superusers, RBAC, then the configured one.
+/// The server's authorizer chain: the superusers, the self reviews every authenticated user
+/// may make (`system:basic-user`, also granted by RBAC's defaults), RBAC, then the
+/// configured one.
 fn authorizer_chain(
     configured: Option<Arc<dyn Authorizer>>,
     registry: &Arc<Registry>,
 ) -> Arc<dyn Authorizer> {
     let mut chain: Vec<Arc<dyn Authorizer>> = vec![
         Arc::new(SuperuserAuthorizer),
+        Arc::new(crate::http::self_review_authz::SelfReviewAuthorizer),
         Arc::new(RbacAuthorizer::new(registry.clone())),
     ];
     chain.extend(configured);
@@ -399,8 +416,13 @@ impl Server {
         };
         let tls_config = tls::server_config(&pki, Some(&client_ca))?;
         let token = load_or_create_token(&cfg.data_dir.join("admin.token"))?;
-        let authenticator =
-            authenticator_chain(&cfg, token.clone(), &client_ca, configured_authenticator)?;
+        let sa_keys = Arc::new(
+            crate::serviceaccount::keys::load(
+                &cfg.service_accounts.keys,
+                &cfg.data_dir.join("pki").join("sa.key"),
+            )
+            .map_err(|e| ServerError::Startup(format!("service account keys: {e}")))?,
+        );
 
         let catalog = Arc::new(Catalog::new(catalog::builtin()));
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
@@ -440,6 +462,28 @@ impl Server {
         let host = client_host(&local);
         // Workspace URLs name the address clients reach this server at.
         registry.set_external_url(format!("https://{host}"));
+        let sa_tokens = Arc::new(crate::serviceaccount::Tokens::new(
+            sa_keys,
+            cfg.service_accounts
+                .issuer
+                .as_deref()
+                .unwrap_or(&format!("https://{host}")),
+            cfg.service_accounts.api_audiences.clone(),
+        ));
+        let sa_lookup = crate::serviceaccount::ServiceAccountLookup::new(storage.clone());
+        sa_lookup.start();
+        let sa_authenticator = Arc::new(crate::serviceaccount::ServiceAccountAuthenticator::new(
+            sa_tokens.clone(),
+            sa_lookup,
+            storage.clone(),
+        ));
+        let authenticator = authenticator_chain(
+            &cfg,
+            token.clone(),
+            sa_authenticator,
+            &client_ca,
+            configured_authenticator,
+        )?;
         let state = Arc::new(AppState {
             registry: registry.clone(),
             surfaces,
@@ -452,6 +496,10 @@ impl Server {
             object_counts: std::sync::Mutex::new(None),
             event_window: cfg.event_window,
             version: cfg.build_info.to_json(),
+            service_accounts: Some(Arc::new(crate::serviceaccount::ServiceAccounts {
+                tokens: sa_tokens,
+                max_token_expiration_seconds: cfg.service_accounts.max_token_expiration_seconds,
+            })),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();

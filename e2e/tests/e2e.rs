@@ -13,6 +13,7 @@ mod kubectl;
 mod large_lists;
 mod logs;
 mod rbac;
+mod sa_tokens;
 mod shutdown;
 mod ssa;
 mod templates;

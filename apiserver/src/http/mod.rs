@@ -19,6 +19,7 @@ pub mod json;
 #[cfg(test)]
 mod list_tests;
 pub mod negotiation;
+pub mod oidc_discovery;
 pub mod openapi;
 pub mod query;
 #[cfg(test)]
@@ -29,9 +30,11 @@ pub mod response;
 pub mod reviews;
 #[cfg(test)]
 mod router_tests;
+pub mod self_review_authz;
 pub mod surface;
 pub mod table;
 pub mod token_file;
+pub mod token_request;
 pub mod x509;
 
 use error::StatusResponse;
@@ -72,6 +75,8 @@ pub struct AppState {
     pub event_window: std::time::Duration,
     /// The `/version` body (`crate::version`).
     pub version: String,
+    /// ServiceAccount tokens (the `token` subresource, issuer discovery); `None`: not served.
+    pub service_accounts: Option<Arc<crate::serviceaccount::ServiceAccounts>>,
 }
 
 /// The application router.
@@ -166,6 +171,11 @@ async fn route(
         if let Err(forbidden) = authz::check(state.authorizer.as_ref(), user, info).await {
             return forbidden;
         }
+    }
+    // ServiceAccount issuer discovery: the same answer for every cluster name, so it is
+    // served before (and tells nothing about) the existence check.
+    if oidc_discovery::is_discovery_path(rest) {
+        return oidc_discovery::serve(&state, info);
     }
     // The one existence check of the request's logical cluster (404 when it does not
     // exist), after authorization so that neither 401 nor 403 tells whether it does.

@@ -91,6 +91,7 @@ async fn app() -> App {
         event_window: std::time::Duration::from_secs(60),
         version: "{}".into(),
         anonymous: true,
+        service_accounts: None,
     });
     App {
         _dir: dir,

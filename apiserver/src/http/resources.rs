@@ -154,6 +154,34 @@ async fn serve(
             .into_response());
     }
 
+    if rp.subresource.as_deref() == Some("token") {
+        let name = rp.name.as_deref().unwrap_or("");
+        if method != Method::POST {
+            return Err(ApiError::from(kplane_types::Status::method_not_allowed(
+                method.as_str(),
+                "serviceaccounts/token",
+            )));
+        }
+        negotiation::negotiate(&accept, false, false).and_then(|r| {
+            if r == Representation::Object {
+                Ok(())
+            } else {
+                Err(negotiation::not_acceptable())
+            }
+        })?;
+        let (ct, body) = read_body(req).await?;
+        let obj = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
+        let (out, warnings) = super::token_request::create(&state, &target, name, obj).await?;
+        let mut resp = (
+            StatusCode::CREATED,
+            [(header::CONTENT_TYPE, "application/json")],
+            out.to_string(),
+        )
+            .into_response();
+        add_warnings(&warnings, resp.headers_mut());
+        return Ok(resp);
+    }
+
     if rp.subresource.as_deref() == Some("scale") {
         let name = rp.name.as_deref().unwrap_or("");
         return handle_scale(&reg, &target, name, (&info.verb, user), &q, &accept, req).await;

@@ -83,6 +83,7 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
         object_counts: Default::default(),
         event_window: std::time::Duration::from_secs(60),
         version: "{}".into(),
+        service_accounts: None,
     });
     App {
         _dir: dir,
@@ -522,6 +523,7 @@ async fn without_anonymous_requests_every_path_needs_credentials() {
         object_counts: Default::default(),
         event_window: std::time::Duration::from_secs(60),
         version: "{}".into(),
+        service_accounts: None,
     });
     let app = App {
         _dir: dir,

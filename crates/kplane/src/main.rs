@@ -100,6 +100,55 @@ struct ServeArgs {
     /// Log format on stderr: `text`, or `json` (one object per line) for log shippers.
     #[arg(long, value_enum, default_value = "text")]
     log_format: logging::LogFormat,
+    /// PEM private key (PKCS#8 EC P-256 or RSA, or PKCS#1 RSA) that signs ServiceAccount
+    /// tokens. Default: DATA_DIR/pki/sa.key, created (P-256) on first start.
+    #[arg(long, value_name = "PATH")]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// PEM file of more keys that verify ServiceAccount tokens (public keys or private keys
+    /// whose public half is used), e.g. the previous signing key during a rotation.
+    /// Repeatable.
+    #[arg(long, value_name = "PATH")]
+    service_account_key_file: Vec<PathBuf>,
+    /// Base URL of the ServiceAccount token issuers: a logical cluster's tokens are issued
+    /// by `<URL>/clusters/<path>`. Default: `https://<the address the server listens on>`.
+    #[arg(long, value_name = "URL")]
+    service_account_issuer: Option<String>,
+    /// Audiences the API accepts in ServiceAccount tokens (comma-separated, repeatable).
+    /// Default: the issuer of the token's logical cluster.
+    #[arg(long, value_name = "AUDIENCES", value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// The longest lifetime of a requested ServiceAccount token (a Go duration such as
+    /// `24h` or `90m`); longer requests are shortened with a warning. Default: no limit.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    service_account_max_token_expiration: Option<Duration>,
+}
+
+/// A Go-style duration: one or more `<number><unit>` with units `h`, `m`, `s`.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {s:?} (e.g. 24h, 90m, 3600s)");
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(bad()),
+        };
+        total = total
+            .checked_add(n.checked_mul(unit).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
+        number.clear();
+    }
+    if !number.is_empty() || total == 0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -173,6 +222,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .client_ca_file(args.client_ca_file)
         .token_auth_file(args.token_auth_file)
         .anonymous_auth(args.anonymous_auth)
+        .service_accounts(kplane_apiserver::serviceaccount::ServiceAccountConfig {
+            keys: kplane_apiserver::serviceaccount::KeySources {
+                signing_key_file: args.service_account_signing_key_file,
+                key_files: args.service_account_key_file,
+            },
+            issuer: args.service_account_issuer,
+            api_audiences: args.api_audiences,
+            max_token_expiration_seconds: args
+                .service_account_max_token_expiration
+                .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        })
         .build();
     server
         .serve(shutdown_signal())
@@ -237,5 +297,20 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = term => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86400)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("600s"), Ok(Duration::from_secs(600)));
+        for bad in ["", "10", "5d", "h", "0s", "1.5h"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -240,6 +240,8 @@ pub fn builtin() -> Vec<ResourceType> {
         strategy: Arc::new(ServiceAccount),
     });
     sa.short_names = vec!["sa".into()];
+    // TokenRequest (`kubectl create token`), served by the HTTP layer, which holds the keys.
+    sa.subresources = vec![("token".into(), vec!["create"])];
     out.push(sa);
 
     out.push(review(

@@ -1,0 +1,234 @@
+//! The ServiceAccount token authenticator: a bearer token issued by this server (its `iss`
+//! is one of this server's per-cluster issuers) is checked ([`Tokens::check`]: signature,
+//! times, audience), then its ServiceAccount must still exist with the same uid
+//! ([`ServiceAccountLookup`], cached) and a Secret it is bound to must too. The user is
+//! `system:serviceaccount:<ns>:<name>` in `system:serviceaccounts`,
+//! `system:serviceaccounts:<ns>` and `system:authenticated`, with the ServiceAccount's uid,
+//! the credential id `JTI=<jti>` and the logical cluster in
+//! [`CLUSTER_EXTRA`](super::CLUSTER_EXTRA). Any other token is not its business; a token of
+//! this server that fails a check is rejected (401).
+
+use std::sync::Arc;
+
+use kplane_storage::{Key, Storage};
+use kplane_types::request::SYSTEM_AUTHENTICATED;
+use kplane_types::UserInfo;
+
+use super::lookup::ServiceAccountLookup;
+use super::token::{Checked, Claims, Tokens};
+use super::{CLUSTER_EXTRA, CREDENTIAL_ID_EXTRA};
+use crate::http::auth::{AuthError, AuthOutcome, AuthRequest, Authenticator};
+
+/// Authenticates ServiceAccount tokens (see the module doc).
+pub struct ServiceAccountAuthenticator {
+    tokens: Arc<Tokens>,
+    lookup: Arc<ServiceAccountLookup>,
+    storage: Arc<dyn Storage>,
+}
+
+impl std::fmt::Debug for ServiceAccountAuthenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceAccountAuthenticator")
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServiceAccountAuthenticator {
+    pub fn new(
+        tokens: Arc<Tokens>,
+        lookup: Arc<ServiceAccountLookup>,
+        storage: Arc<dyn Storage>,
+    ) -> Self {
+        ServiceAccountAuthenticator {
+            tokens,
+            lookup,
+            storage,
+        }
+    }
+
+    /// Whether what the token is bound to still exists.
+    async fn still_bound(&self, cluster: &str, claims: &Claims) -> Result<(), String> {
+        let k = &claims.kubernetes;
+        let sa = &k.serviceaccount;
+        match self.lookup.uid(cluster, &k.namespace, &sa.name).await {
+            Ok(Some(uid)) if uid == sa.uid => {}
+            Ok(Some(uid)) => {
+                return Err(format!(
+                    "service account UID ({uid}) does not match claim ({})",
+                    sa.uid
+                ))
+            }
+            Ok(None) => return Err("service account token has been invalidated".into()),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading a ServiceAccount for its token");
+                return Err("service account token could not be validated".into());
+            }
+        }
+        if let Some(secret) = &k.secret {
+            let key = Key::new(cluster, "/secrets", &k.namespace, &secret.name);
+            let uid = match self.storage.get(&key).await {
+                Ok(Some(kv)) => serde_json::from_slice::<serde_json::Value>(&kv.value)
+                    .ok()
+                    .and_then(|v| {
+                        v.pointer("/metadata/uid")
+                            .and_then(|u| u.as_str())
+                            .map(str::to_string)
+                    }),
+                Ok(None) => None,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading a Secret for its token");
+                    return Err("service account token could not be validated".into());
+                }
+            };
+            match uid {
+                Some(uid) if uid == secret.uid => {}
+                Some(uid) => {
+                    return Err(format!(
+                        "secret UID ({uid}) does not match service account secret ref claim ({})",
+                        secret.uid
+                    ))
+                }
+                None => return Err("service account token has been invalidated".into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The user a valid token of `cluster` stands for.
+pub fn user_info(claims: &Claims, cluster: &str) -> UserInfo {
+    let k = &claims.kubernetes;
+    let mut extra = std::collections::BTreeMap::new();
+    extra.insert(CLUSTER_EXTRA.to_string(), vec![cluster.to_string()]);
+    if !claims.jti.is_empty() {
+        extra.insert(
+            CREDENTIAL_ID_EXTRA.to_string(),
+            vec![format!("JTI={}", claims.jti)],
+        );
+    }
+    UserInfo {
+        username: format!(
+            "system:serviceaccount:{}:{}",
+            k.namespace, k.serviceaccount.name
+        ),
+        uid: k.serviceaccount.uid.clone(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{}", k.namespace),
+            SYSTEM_AUTHENTICATED.into(),
+        ],
+        extra,
+    }
+}
+
+#[async_trait::async_trait]
+impl Authenticator for ServiceAccountAuthenticator {
+    async fn authenticate(&self, req: &AuthRequest<'_>) -> AuthOutcome {
+        let Some(token) = req.bearer_token else {
+            return AuthOutcome::NotApplicable;
+        };
+        let now = chrono::Utc::now().timestamp();
+        match self.tokens.check(token, now) {
+            Checked::NotMine => AuthOutcome::NotApplicable,
+            Checked::Invalid(msg) => AuthOutcome::Rejected(AuthError(msg)),
+            Checked::Valid(claims, cluster) => {
+                match self.still_bound(cluster.as_str(), &claims).await {
+                    Ok(()) => AuthOutcome::Authenticated(user_info(&claims, cluster.as_str())),
+                    Err(msg) => AuthOutcome::Rejected(AuthError(msg)),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::serviceaccount::keys::tests::ec_keys;
+    use crate::serviceaccount::token::Grant;
+    use kplane_storage::{Precondition, SledStorage, SledStorageOptions};
+
+    const BASE: &str = "https://kplane.test";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tokens_authenticate_until_their_account_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s: Arc<dyn Storage> =
+            SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+        let sa = serde_json::json!({"metadata": {"name": "bot", "namespace": "ci", "uid": "u-7"}});
+        s.put(
+            Key::new("root:acme", "/serviceaccounts", "ci", "bot"),
+            Precondition::MustNotExist,
+            Box::new(move |_| Ok(sa.to_string().into_bytes())),
+        )
+        .await
+        .unwrap();
+        let tokens = Arc::new(Tokens::new(Arc::new(ec_keys()), BASE, vec![]));
+        // No watch started: every lookup reads storage.
+        let a = ServiceAccountAuthenticator::new(
+            tokens.clone(),
+            ServiceAccountLookup::new(s.clone()),
+            s.clone(),
+        );
+        let now = chrono::Utc::now().timestamp();
+        let cluster = kplane_types::ClusterName::parse("root:acme").unwrap();
+        let grant = Grant {
+            cluster: Some(cluster.clone()),
+            namespace: "ci".into(),
+            name: "bot".into(),
+            uid: "u-7".into(),
+            audiences: tokens.api_audiences(&cluster),
+            expiration_seconds: 600,
+            secret: None,
+        };
+        let (token, _) = tokens.issue(&grant, now).unwrap();
+        let AuthOutcome::Authenticated(u) = a.authenticate(&AuthRequest::token(&token)).await
+        else {
+            panic!("not authenticated");
+        };
+        assert_eq!(u.username, "system:serviceaccount:ci:bot");
+        assert_eq!(u.uid, "u-7");
+        assert_eq!(
+            u.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:ci",
+                "system:authenticated"
+            ]
+        );
+        assert_eq!(u.extra[CLUSTER_EXTRA], ["root:acme"]);
+        assert!(u.extra[CREDENTIAL_ID_EXTRA][0].starts_with("JTI="));
+        // A token for an older incarnation (another uid) is refused.
+        let mut stale = grant.clone();
+        stale.uid = "u-old".into();
+        let (old, _) = tokens.issue(&stale, now).unwrap();
+        assert_eq!(
+            a.authenticate(&AuthRequest::token(&old)).await,
+            AuthOutcome::Rejected(AuthError(
+                "service account UID (u-7) does not match claim (u-old)".into()
+            ))
+        );
+        // Other tokens are another authenticator's business.
+        assert_eq!(
+            a.authenticate(&AuthRequest::token("admin")).await,
+            AuthOutcome::NotApplicable
+        );
+        // Deleted: refused.
+        s.delete(
+            Key::new("root:acme", "/serviceaccounts", "ci", "bot"),
+            Precondition::MustExist,
+            Box::new(|_| Ok(b"{}".to_vec())),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            a.authenticate(&AuthRequest::token(&token)).await,
+            AuthOutcome::Rejected(AuthError(
+                "service account token has been invalidated".into()
+            ))
+        );
+        s.shutdown().await.unwrap();
+    }
+}
