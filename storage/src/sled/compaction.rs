@@ -24,7 +24,7 @@ use super::encoding::{
     decode_key, encode_u64, index_key, index_key_bytes, meta_key, split_xref_key, version_key,
     xref_key, META_COMPACTED, TAG_XREF,
 };
-use super::log::{Generation, Log, GENERATIONS};
+use super::log::{Generation, Log, SizedBatch, GENERATIONS};
 use super::read::{backend, read_latest};
 use super::Shared;
 use crate::{Result, Revision};
@@ -154,10 +154,14 @@ impl Compactor {
         if target > shared.compacted_revision() {
             // Publish first: readers re-check it after reading.
             shared.compacted.store(target, Ordering::Release);
-            shared
+            let mk = meta_key(META_COMPACTED);
+            let prev = shared
                 .latest
-                .insert(meta_key(META_COMPACTED), &encode_u64(target))
+                .insert(&mk, &encode_u64(target))
                 .map_err(backend)?;
+            if prev.is_none() {
+                shared.add_latest_bytes((mk.len() + 8) as i64);
+            }
         }
         self.job = Some(Job {
             first: old.first,
@@ -183,8 +187,8 @@ fn step(shared: &Shared, job: &mut Job) -> Result<bool> {
         None => Bound::Included(vec![TAG_XREF]),
     };
     let hi = Bound::Excluded(vec![TAG_XREF + 1]);
-    let mut carry = sled::Batch::default();
-    let mut unindex = sled::Batch::default();
+    let mut carry = SizedBatch::default();
+    let mut unindex = Unindex::default();
     let started = Instant::now();
     // The key being read and its newest version in this generation so far.
     let mut pending: Option<(Vec<u8>, Revision, bool)> = None;
@@ -216,9 +220,18 @@ fn step(shared: &Shared, job: &mut Job) -> Result<bool> {
             handle_key(shared, old, next, later, &p, r, t, &mut carry, &mut unindex)?;
         }
     }
-    next.tree.apply_batch(carry).map_err(backend)?;
-    shared.latest.apply_batch(unindex).map_err(backend)?;
+    next.tree.apply_batch(carry.batch).map_err(backend)?;
+    next.add_bytes(carry.bytes);
+    shared.latest.apply_batch(unindex.batch).map_err(backend)?;
+    shared.add_latest_bytes(-unindex.bytes);
     Ok(done)
+}
+
+/// Index entries removed from the latest database, with their logical bytes.
+#[derive(Default)]
+struct Unindex {
+    batch: sled::Batch,
+    bytes: i64,
 }
 
 /// Decides what one key of the dropped generation needs: `rev` is its newest version there.
@@ -231,8 +244,8 @@ fn handle_key(
     kb: &[u8],
     rev: Revision,
     tombstone: bool,
-    carry: &mut sled::Batch,
-    unindex: &mut sled::Batch,
+    carry: &mut SizedBatch,
+    unindex: &mut Unindex,
 ) -> Result<()> {
     let latest = read_latest(&shared.latest, kb)?;
     if !tombstone {
@@ -262,6 +275,10 @@ fn handle_key(
         }
     }
     let (key, _) = decode_key(kb)?;
-    unindex.remove(index_key(&index_key_bytes(&key)));
+    let ik = index_key(&index_key_bytes(&key));
+    if shared.latest.contains_key(&ik).map_err(backend)? {
+        unindex.bytes += ik.len() as i64;
+    }
+    unindex.batch.remove(ik);
     Ok(())
 }

@@ -213,6 +213,11 @@ pub(crate) struct Record {
 const RECORD_HEADER: usize = 1 + 2 * REV_LEN;
 
 impl Record {
+    /// The length of [`Record::encode`]'s output.
+    pub(crate) fn encoded_len(&self) -> usize {
+        RECORD_HEADER + self.value.len()
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(RECORD_HEADER + self.value.len());
         out.push(u8::from(self.tombstone));

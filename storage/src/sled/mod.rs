@@ -119,6 +119,10 @@ pub(crate) struct Shared {
     pub(crate) stats: CommitCounters,
     /// Where the compaction in progress is, for metrics.
     pub(crate) compaction: CompactionProgress,
+    /// Logical bytes of the latest database's tree (keys and values), for metrics.
+    pub(crate) latest_bytes: AtomicU64,
+    /// The event window, for the window's logical size in metrics.
+    pub(crate) event_window: Duration,
     /// Test hook: the writer commits to the log but skips the latest database (a crash
     /// between the two batches).
     #[cfg(test)]
@@ -132,6 +136,13 @@ impl Shared {
 
     pub(crate) fn compacted_revision(&self) -> Revision {
         self.compacted.load(Ordering::Acquire)
+    }
+
+    /// Applies a change of the latest database's logical size (writer thread only).
+    pub(crate) fn add_latest_bytes(&self, delta: i64) {
+        let now = self.latest_bytes.load(Ordering::Relaxed);
+        let next = now.saturating_add_signed(delta);
+        self.latest_bytes.store(next, Ordering::Relaxed);
     }
 
     /// The revision to read at, validated against the retained window.
@@ -265,6 +276,7 @@ impl SledStorage {
         let compacted = read_meta(&latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
         let compactor =
             Compactor::new(opts.event_window, opts.compaction_interval, &log, compacted);
+        let latest_bytes = log::tree_bytes(&latest)?;
         let shared = Arc::new(Shared {
             latest_db,
             latest,
@@ -277,6 +289,8 @@ impl SledStorage {
             hub: Arc::new(Hub::new(current, opts.watch_channel_capacity)),
             stats: CommitCounters::default(),
             compaction: CompactionProgress::default(),
+            latest_bytes: AtomicU64::new(latest_bytes),
+            event_window: opts.event_window,
             #[cfg(test)]
             skip_latest: AtomicBool::new(false),
         });
@@ -485,6 +499,13 @@ impl Storage for SledStorage {
             watchers: self.watcher_count() as u64,
             disk_bytes: self.shared.latest_db.size_on_disk().unwrap_or(0)
                 + self.shared.log.db.size_on_disk().unwrap_or(0),
+            log_disk_bytes: self.shared.log.db.size_on_disk().unwrap_or(0),
+            latest_logical_bytes: self.shared.latest_bytes.load(Ordering::Relaxed),
+            log_logical_bytes: self.shared.log.logical_bytes(),
+            window_logical_bytes: self.shared.log.window_bytes(
+                compaction::unix_millis(),
+                u64::try_from(self.shared.event_window.as_millis()).unwrap_or(u64::MAX),
+            ),
             compaction_backlog: self
                 .shared
                 .compaction

@@ -6,7 +6,7 @@
 //! It also runs compaction chunks between groups, and picks the keys of each batch of a
 //! cluster delete ([`super::cluster_delete`]) at the start of a group.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use super::encoding::{
     encode_u64, encode_version, index_key, index_key_bytes, key_bytes, latest_key, meta_key,
     version_key, xref_key, Record, META_REVISION,
 };
-use super::log::log_commit_time;
+use super::log::{log_commit_time, SizedBatch};
 use super::read::read_latest;
 use super::Shared;
 use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
@@ -205,8 +205,12 @@ impl Writer {
         let latest = &self.shared.latest;
         let compacted = self.shared.compacted_revision();
         let mut overlay: HashMap<Vec<u8>, Option<Record>> = HashMap::new();
-        let mut log_batch = sled::Batch::default();
+        let mut log_batch = SizedBatch::default();
         let mut latest_batch = sled::Batch::default();
+        // Change of the latest database's logical size, and the index entries this group
+        // adds (an index entry may outlive its key's delete and be reused).
+        let mut latest_delta: i64 = 0;
+        let mut indexed: HashSet<Vec<u8>> = HashSet::new();
         let mut rev = self.rev;
         let mut replies: Vec<Reply> = Vec::with_capacity(group.len());
         let mut events = Vec::new();
@@ -260,12 +264,22 @@ impl Writer {
             }
             log_batch.insert(version_key(next), encode_version(event_type, &kb, &record));
             log_batch.insert(xref_key(&kb, next), &[u8::from(req.delete)]);
+            let lk = latest_key(&kb);
+            if let Some(cur) = &current {
+                latest_delta -= (lk.len() + cur.encoded_len()) as i64;
+            }
             if req.delete {
-                latest_batch.remove(latest_key(&kb));
+                latest_batch.remove(lk);
             } else {
-                latest_batch.insert(latest_key(&kb), record.encode());
+                latest_delta += (lk.len() + record.encoded_len()) as i64;
+                latest_batch.insert(lk, record.encode());
                 if current.is_none() {
-                    latest_batch.insert(index_key(&index_key_bytes(&req.key)), &[]);
+                    let ik = index_key(&index_key_bytes(&req.key));
+                    if !indexed.contains(&ik) && !latest.contains_key(&ik).unwrap_or(true) {
+                        latest_delta += ik.len() as i64;
+                    }
+                    latest_batch.insert(ik.clone(), &[]);
+                    indexed.insert(ik);
                 }
             }
             overlay.insert(kb, (!req.delete).then(|| record.clone()));
@@ -278,11 +292,16 @@ impl Writer {
             replies.push((req.reply, Ok(kv)));
         }
         if rev > self.rev {
-            latest_batch.insert(meta_key(META_REVISION), &encode_u64(rev));
+            let mk = meta_key(META_REVISION);
+            if self.rev == 0 && !latest.contains_key(&mk).unwrap_or(true) {
+                latest_delta += (mk.len() + 8) as i64;
+            }
+            latest_batch.insert(mk, &encode_u64(rev));
             self.last_commit_millis = self.last_commit_millis.max(unix_millis());
             log_commit_time(&mut log_batch, rev, self.last_commit_millis);
             let writes = replies.len() as u64;
             let flush_started = std::time::Instant::now();
+            let log_bytes = log_batch.bytes;
             let durable = self.log_group(log_batch);
             let stats = &self.shared.stats;
             stats.groups.fetch_add(1, Ordering::Relaxed);
@@ -301,6 +320,10 @@ impl Writer {
                 return;
             }
             // Committed. A failure from here on is repaired from the log at the next start.
+            self.shared
+                .log
+                .note_commit(self.last_commit_millis, log_bytes);
+            self.shared.add_latest_bytes(latest_delta);
             if let Err(e) = self.apply_latest(latest_batch) {
                 tracing::error!(error = %e, "latest values not updated; storage stops accepting writes");
                 self.shared.failed.store(true, Ordering::Release);
@@ -322,7 +345,7 @@ impl Writer {
 impl Writer {
     /// Writes one group's log batch into the current generation (starting a new one when
     /// due) and flushes the log: the commit point.
-    fn log_group(&self, batch: sled::Batch) -> sled::Result<()> {
+    fn log_group(&self, batch: SizedBatch) -> sled::Result<()> {
         let log = &self.shared.log;
         let mut gen = log.current();
         if self.compactor.rotation_due(&gen, self.rev) {
@@ -330,7 +353,8 @@ impl Writer {
                 .rotate(self.rev + 1)
                 .map_err(|e| sled::Error::Unsupported(e.to_string()))?;
         }
-        gen.tree.apply_batch(batch)?;
+        gen.tree.apply_batch(batch.batch)?;
+        gen.add_bytes(batch.bytes);
         log.db.flush().map(|_| ())
     }
 
