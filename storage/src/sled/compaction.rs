@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::encoding::{
     decode_key, encode_u64, index_key, index_key_bytes, meta_key, split_xref_key, version_key,
-    xref_key, META_COMPACTED, TAG_XREF,
+    version_logical_len, xref_key, META_COMPACTED, TAG_XREF,
 };
 use super::log::{Generation, Log, SizedBatch, GENERATIONS};
 use super::read::{backend, read_latest};
@@ -255,7 +255,8 @@ fn handle_key(
         }
         // Superseded or deleted after the compaction point: readers between need it.
         if let Some(raw) = old.tree.get(version_key(rev)).map_err(backend)? {
-            carry.insert(version_key(rev), raw);
+            let logical = version_logical_len(&raw)?;
+            carry.insert_logical(version_key(rev), raw, logical);
             carry.insert(xref_key(kb, rev), &[0u8]);
         }
         return Ok(());

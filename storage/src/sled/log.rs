@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use super::encoding::{
     decode_u64, decode_version, encode_u64, rev_of_tagged, split_xref_key, time_key, version_key,
-    xref_key, Record,
+    version_logical_len, xref_key, Record, TAG_VERSION,
 };
 use super::read::backend;
 use crate::{Result, Revision};
@@ -77,12 +77,18 @@ pub(crate) struct Log {
     recent: Mutex<VecDeque<(u64, u64)>>,
 }
 
-/// The logical size of a tree: the bytes of its keys and values.
+/// The logical size of a tree: the bytes of its keys and values (log versions counted
+/// with their records uncompressed).
 pub(crate) fn tree_bytes(tree: &sled::Tree) -> Result<u64> {
     let mut total = 0u64;
     for entry in tree.iter() {
         let (k, v) = entry.map_err(backend)?;
-        total += (k.len() + v.len()) as u64;
+        let v_len = if k.first() == Some(&TAG_VERSION) {
+            version_logical_len(&v)?
+        } else {
+            v.len()
+        };
+        total += (k.len() + v_len) as u64;
     }
     Ok(total)
 }
@@ -96,8 +102,14 @@ pub(crate) struct SizedBatch {
 
 impl SizedBatch {
     pub(crate) fn insert(&mut self, k: impl AsRef<[u8]>, v: impl AsRef<[u8]>) {
+        let v_len = v.as_ref().len();
+        self.insert_logical(k, v, v_len);
+    }
+
+    /// Inserts a value whose logical length is `v_len` (a compressed log version).
+    pub(crate) fn insert_logical(&mut self, k: impl AsRef<[u8]>, v: impl AsRef<[u8]>, v_len: usize) {
         let (k, v) = (k.as_ref(), v.as_ref());
-        self.bytes += (k.len() + v.len()) as u64;
+        self.bytes += (k.len() + v_len) as u64;
         self.batch.insert(k, v);
     }
 }

@@ -17,6 +17,7 @@
 
 mod cluster_delete;
 mod compaction;
+mod compress;
 mod encoding;
 mod event_log;
 #[cfg(test)]
@@ -75,6 +76,9 @@ pub struct SledStorageOptions {
     /// sled's own background flush interval. Commits are flushed (fsync) regardless; this
     /// only drives sled's background log maintenance.
     pub flush_every_ms: Option<u64>,
+    /// Compress the records kept in the log (history) with zstd. Existing records are read
+    /// in either form whatever this says.
+    pub compress_history: bool,
 }
 
 impl Default for SledStorageOptions {
@@ -85,6 +89,7 @@ impl Default for SledStorageOptions {
             cache_capacity_bytes: 64 * 1024 * 1024,
             watch_channel_capacity: 1024,
             flush_every_ms: Some(1000),
+            compress_history: true,
         }
     }
 }
@@ -295,7 +300,8 @@ impl SledStorage {
             skip_latest: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel();
-        let writer = Writer::new(shared.clone(), rx, current, compactor);
+        let compressor = compress::Compressor::new(opts.compress_history);
+        let writer = Writer::new(shared.clone(), rx, current, compactor, compressor);
         std::thread::Builder::new()
             .name("kplane-storage-writer".into())
             .spawn(move || writer.run())

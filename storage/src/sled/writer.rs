@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 
 use super::cluster_delete::{self, PendingBatch, RangeDelete};
 use super::compaction::{unix_millis, Compactor};
+use super::compress::Compressor;
 use super::encoding::{
     encode_u64, encode_version, index_key, index_key_bytes, key_bytes, latest_key, meta_key,
     version_key, xref_key, Record, META_REVISION,
@@ -57,6 +58,8 @@ pub(crate) struct Writer {
     compactor: Compactor,
     /// A request that must start the next group (a range delete met mid-group).
     carry: Option<Request>,
+    /// Compresses the records logged.
+    compressor: Compressor,
 }
 
 type Reply = (oneshot::Sender<Result<KeyValue>>, Result<KeyValue>);
@@ -81,6 +84,7 @@ impl Writer {
         rx: Receiver<Request>,
         rev: Revision,
         compactor: Compactor,
+        compressor: Compressor,
     ) -> Writer {
         Writer {
             shared,
@@ -89,6 +93,7 @@ impl Writer {
             last_commit_millis: 0,
             compactor,
             carry: None,
+            compressor,
         }
     }
 
@@ -259,10 +264,12 @@ impl Writer {
                 } else {
                     EventType::Modified
                 };
-                log_batch.insert(version_key(cur.mod_revision), encode_version(t, &kb, cur));
+                let (v, logical) = encode_version(t, &kb, cur, &mut self.compressor);
+                log_batch.insert_logical(version_key(cur.mod_revision), v, logical);
                 log_batch.insert(xref_key(&kb, cur.mod_revision), &[0u8]);
             }
-            log_batch.insert(version_key(next), encode_version(event_type, &kb, &record));
+            let (v, logical) = encode_version(event_type, &kb, &record, &mut self.compressor);
+            log_batch.insert_logical(version_key(next), v, logical);
             log_batch.insert(xref_key(&kb, next), &[u8::from(req.delete)]);
             let lk = latest_key(&kb);
             if let Some(cur) = &current {
