@@ -11,6 +11,10 @@
 //! directory over the live data plus the window's history (the issue's target: at most 3),
 //! `disk_per_retained` over everything the store keeps.
 //!
+//! The ConfigMaps' data and the Events' messages (`--size` bytes) are random base64 text,
+//! new at every write, so a store that compresses its data is measured on padding that
+//! compresses no better than real binary data in base64 (not on a repeated character).
+//!
 //! Each client owns a disjoint share of the ConfigMaps and Leases (updates carry the
 //! resourceVersion it last wrote, as a controller's do, so there are no conflicts by design)
 //! and its own Events. One operation is one write: of every four, two update a ConfigMap,
@@ -56,6 +60,8 @@ struct ChurnWorker {
     step: u64,
     writes: Arc<AtomicU64>,
     updates: u64,
+    /// Generates the random padding of this client's writes.
+    rng: u64,
 }
 
 impl ChurnWorker {
@@ -86,8 +92,9 @@ impl ChurnWorker {
         let (ctx, scope) = (&self.ctx, &self.scope);
         let obj = &mut self.configmaps[i];
         let name = obj.name.clone();
+        let pad = random_text(ctx.opts.size as usize, &mut self.rng);
         Self::rewrite(&mut self.conn, obj, |rv| {
-            ctx.update_body(scope, &name, SCENARIO, rv, n)
+            configmap_body(&ctx.run, scope, &name, rv, n, &pad)
         })
         .await?;
         self.updates += 1;
@@ -114,13 +121,8 @@ impl ChurnWorker {
             .configmaps
             .first()
             .map_or_else(|| name.clone(), |o| o.name.clone());
-        let body = event_body(
-            &self.ctx.run,
-            &self.scope,
-            &name,
-            &involved,
-            self.ctx.opts.size,
-        );
+        let message = random_text(self.ctx.opts.size as usize, &mut self.rng);
+        let body = event_body(&self.ctx.run, &self.scope, &name, &involved, &message);
         self.conn
             .call_ok(Method::POST, &events_path(&self.scope), Some(body))
             .await?;
@@ -189,8 +191,40 @@ fn lease_body(run: &str, scope: &Scope, name: &str, rv: Option<&str>) -> Bytes {
     Bytes::from(v.to_string())
 }
 
-/// A core v1 Event about ConfigMap `involved`, with a message of about `size` bytes.
-fn event_body(run: &str, scope: &Scope, name: &str, involved: &str, size: u32) -> Bytes {
+/// `len` random base64 characters: padding that compresses no better than base64-encoded
+/// binary data does (6 bits per character), so a store that compresses cannot look better
+/// on it than on real data. Different at every call (`state`: the caller's generator).
+fn random_text(len: usize, state: &mut u64) -> String {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    (0..len)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            char::from(B64[(*state >> 58) as usize])
+        })
+        .collect()
+}
+
+/// A ConfigMap of this scenario rewritten with resourceVersion `rv`, its data value
+/// `pad` (random, see [`random_text`]).
+fn configmap_body(run: &str, scope: &Scope, name: &str, rv: &str, n: u64, pad: &str) -> Bytes {
+    let v = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": scope.namespace,
+            "resourceVersion": rv,
+            "labels": labels(run),
+        },
+        "data": {"n": n.to_string(), "v": pad},
+    });
+    Bytes::from(v.to_string())
+}
+
+/// A core v1 Event about ConfigMap `involved`, with `message`.
+fn event_body(run: &str, scope: &Scope, name: &str, involved: &str, message: &str) -> Bytes {
     let now = micro_time(std::time::SystemTime::now());
     let seconds = now.split('.').next().unwrap_or_default().to_string() + "Z";
     let v = json!({
@@ -199,7 +233,7 @@ fn event_body(run: &str, scope: &Scope, name: &str, involved: &str, size: u32) -
         "metadata": {"name": name, "namespace": scope.namespace, "labels": labels(run)},
         "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": involved, "namespace": scope.namespace},
         "reason": "Churn",
-        "message": "m".repeat(size as usize),
+        "message": message,
         "type": "Normal",
         "source": {"component": "kplane-bench"},
         "firstTimestamp": seconds,
@@ -431,6 +465,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
                 step: id,
                 writes: writes.clone(),
                 updates: 0,
+                rng: 0x9E37_79B9_7F4A_7C15 ^ (id + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
             }
         })
         .collect();
@@ -532,6 +567,34 @@ mod tests {
         assert_eq!(r.extra["disk_mib_last_quarter"], json!(65.0));
         assert_eq!(r.extra["disk_mib_max"], json!(70.0));
         assert!(r.extra.get("disk_per_window_max_second_half").is_none());
+    }
+
+    #[test]
+    fn padding_is_random_base64_and_new_each_time() {
+        let mut state = 12345u64;
+        let a = random_text(1024, &mut state);
+        let b = random_text(1024, &mut state);
+        assert_eq!((a.len(), b.len()), (1024, 1024));
+        assert_ne!(a, b);
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'+' || c == b'/'));
+        // All 64 characters show up about equally often: 6 bits of entropy per character.
+        let mut counts = [0usize; 256];
+        for c in a.bytes().chain(b.bytes()) {
+            counts[c as usize] += 1;
+        }
+        let used: Vec<usize> = counts.into_iter().filter(|n| *n > 0).collect();
+        assert_eq!(used.len(), 64);
+        assert!(used.iter().all(|n| (10..=60).contains(n)), "{used:?}");
+        let scope = Scope {
+            prefix: String::new(),
+            namespace: "ns".into(),
+        };
+        let body = configmap_body("r", &scope, "cm", "7", 3, &a);
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["data"]["v"], json!(a));
+        assert_eq!(v["metadata"]["resourceVersion"], "7");
     }
 
     #[test]
