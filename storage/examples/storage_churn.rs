@@ -2,7 +2,8 @@
 //! `KEYS` values of `VAL` bytes through `Storage::put` (compare-and-swap on the revision
 //! read, as the API's updates do), with compaction keeping `WIN` seconds of history. Prints
 //! the write rate and sled's size on disk every 10 s for `SECS` seconds (`CACHE_MB`: sled's
-//! page cache size; `RANDOM=1`: values of random base64 characters instead of `x`s, for
+//! page cache size; `GENS`: generation trees per window, default 6; `COMPRESS=0`: history
+//! uncompressed; `RANDOM=1`: values of random base64 characters instead of `x`s, for
 //! measuring compression honestly). Each line is followed by the databases' sizes on disk
 //! against the logical sizes the store reports (`StorageStats`). `N` (optional): stop after about that many writes instead, printing
 //! every `STEP` writes (default 100,000) and once at the end, so runs of a
@@ -92,6 +93,12 @@ async fn main() {
     }
     // PLAN_SECS: how often the compactor plans (default 1 s as the server; a value above the
     // run's length switches the compactor off entirely).
+    // GENS: generation trees per window (default 6, as the server).
+    if let Ok(Ok(g)) = std::env::var("GENS").map(|s| s.parse::<u32>()) {
+        opts.generations = g;
+    }
+    // COMPRESS=0: keep history uncompressed.
+    opts.compress_history = env("COMPRESS", 1) == 1;
     if let Ok(Ok(p)) = std::env::var("PLAN_SECS").map(|s| s.parse::<u64>()) {
         opts.compaction_interval = Duration::from_secs(p);
     }

@@ -24,7 +24,7 @@ use super::encoding::{
     decode_key, encode_u64, index_key, index_key_bytes, meta_key, split_xref_key, version_key,
     version_logical_len, xref_key, META_COMPACTED, TAG_XREF,
 };
-use super::log::{Generation, Log, SizedBatch, GENERATIONS};
+use super::log::{Generation, Log, SizedBatch};
 use super::read::{backend, read_latest};
 use super::Shared;
 use crate::{Result, Revision};
@@ -60,9 +60,10 @@ pub(crate) fn unix_millis() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The length of one generation for an event window.
-pub(crate) fn generation_length(window: Duration) -> Duration {
-    (window / GENERATIONS).max(Duration::from_millis(1))
+/// The length of one generation for an event window split into `generations`
+/// ([`super::log::GENERATIONS`] unless configured).
+pub(crate) fn generation_length(window: Duration, generations: u32) -> Duration {
+    (window / generations.max(1)).max(Duration::from_millis(1))
 }
 
 impl Compactor {
@@ -71,6 +72,7 @@ impl Compactor {
     pub(crate) fn new(
         window: Duration,
         interval: Duration,
+        generations: u32,
         log: &Log,
         compacted: Revision,
     ) -> Self {
@@ -86,7 +88,7 @@ impl Compactor {
         };
         Compactor {
             window,
-            gen_len: generation_length(window),
+            gen_len: generation_length(window, generations),
             interval,
             next_plan: Instant::now() + interval,
             job,

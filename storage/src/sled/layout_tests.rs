@@ -300,19 +300,26 @@ async fn an_interrupted_conversion_is_retried_or_finished() {
 fn generation_length_is_a_sixth_of_the_window() {
     assert_eq!(GENERATIONS, 6);
     assert_eq!(
-        generation_length(Duration::from_secs(300)),
+        generation_length(Duration::from_secs(300), GENERATIONS),
         Duration::from_secs(50)
     );
     assert_eq!(
-        generation_length(Duration::from_millis(6)),
+        generation_length(Duration::from_millis(6), GENERATIONS),
         Duration::from_millis(1)
     );
     // Never below 1 ms, so a tiny window does not start a generation per write.
     assert_eq!(
-        generation_length(Duration::from_millis(5)),
+        generation_length(Duration::from_millis(5), GENERATIONS),
         Duration::from_millis(1)
     );
-    assert_eq!(generation_length(Duration::ZERO), Duration::from_millis(1));
+    assert_eq!(
+        generation_length(Duration::ZERO, GENERATIONS),
+        Duration::from_millis(1)
+    );
+    assert_eq!(
+        generation_length(Duration::from_secs(300), 20),
+        Duration::from_secs(15)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

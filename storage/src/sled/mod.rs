@@ -79,6 +79,9 @@ pub struct SledStorageOptions {
     /// Compress the records kept in the log (history) with zstd. Existing records are read
     /// in either form whatever this says.
     pub compress_history: bool,
+    /// Generation trees the log keeps per event window: history is kept for between one
+    /// window and one window plus a generation (default [`log::GENERATIONS`]).
+    pub generations: u32,
 }
 
 impl Default for SledStorageOptions {
@@ -90,6 +93,7 @@ impl Default for SledStorageOptions {
             watch_channel_capacity: 1024,
             flush_every_ms: Some(1000),
             compress_history: true,
+            generations: log::GENERATIONS,
         }
     }
 }
@@ -280,7 +284,13 @@ impl SledStorage {
         let oldest = log.generations().first().map_or(1, |g| g.first);
         let compacted = read_meta(&latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
         let compactor =
-            Compactor::new(opts.event_window, opts.compaction_interval, &log, compacted);
+            Compactor::new(
+                opts.event_window,
+                opts.compaction_interval,
+                opts.generations,
+                &log,
+                compacted,
+            );
         let latest_bytes = log::tree_bytes(&latest)?;
         let shared = Arc::new(Shared {
             latest_db,
