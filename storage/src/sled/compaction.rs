@@ -259,7 +259,7 @@ fn handle_key(
         if let Some(raw) = old.tree.get(version_key(rev)).map_err(backend)? {
             let logical = version_logical_len(&raw)?;
             carry.insert_logical(version_key(rev), raw, logical);
-            carry.insert(xref_key(kb, rev), &[0u8]);
+            carry.insert(xref_key(kb, rev), [0u8]);
         }
         return Ok(());
     }

@@ -103,8 +103,8 @@ mod tests {
     #[test]
     fn round_trip_and_when_not_to_compress() {
         let mut c = Compressor::new(true);
-        let text: Vec<u8> = b"{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"xxxxxxxxxxxxxxxx\"}}"
-            .repeat(20);
+        let text: Vec<u8> =
+            b"{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"xxxxxxxxxxxxxxxx\"}}".repeat(20);
         let stored = c.compress(&text).unwrap();
         assert!(stored.len() < text.len() / 4, "{}", stored.len());
         assert_eq!(original_len(&stored).unwrap(), text.len());

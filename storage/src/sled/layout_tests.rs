@@ -618,7 +618,10 @@ async fn history_written_with_and_without_compression_reads_back_exactly() {
         })
         .sum();
     // Half the versions were written uncompressed; the other half shrink ~10x.
-    assert!(stored < log * 7 / 10, "stored {stored} of {log} logical bytes");
+    assert!(
+        stored < log * 7 / 10,
+        "stored {stored} of {log} logical bytes"
+    );
     // Every version, read at its revision and replayed by a watch from the start.
     for (rev, name, v) in &written {
         let got = list_at(&s, &Prefix::cluster("c"), Some(*rev)).await;

@@ -107,7 +107,12 @@ impl SizedBatch {
     }
 
     /// Inserts a value whose logical length is `v_len` (a compressed log version).
-    pub(crate) fn insert_logical(&mut self, k: impl AsRef<[u8]>, v: impl AsRef<[u8]>, v_len: usize) {
+    pub(crate) fn insert_logical(
+        &mut self,
+        k: impl AsRef<[u8]>,
+        v: impl AsRef<[u8]>,
+        v_len: usize,
+    ) {
         let (k, v) = (k.as_ref(), v.as_ref());
         self.bytes += (k.len() + v_len) as u64;
         self.batch.insert(k, v);

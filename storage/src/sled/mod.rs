@@ -283,14 +283,13 @@ impl SledStorage {
         let current = recovery::replay(&latest, &log, latest_rev)?;
         let oldest = log.generations().first().map_or(1, |g| g.first);
         let compacted = read_meta(&latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
-        let compactor =
-            Compactor::new(
-                opts.event_window,
-                opts.compaction_interval,
-                opts.generations,
-                &log,
-                compacted,
-            );
+        let compactor = Compactor::new(
+            opts.event_window,
+            opts.compaction_interval,
+            opts.generations,
+            &log,
+            compacted,
+        );
         let latest_bytes = log::tree_bytes(&latest)?;
         let shared = Arc::new(Shared {
             latest_db,

@@ -266,11 +266,11 @@ impl Writer {
                 };
                 let (v, logical) = encode_version(t, &kb, cur, &mut self.compressor);
                 log_batch.insert_logical(version_key(cur.mod_revision), v, logical);
-                log_batch.insert(xref_key(&kb, cur.mod_revision), &[0u8]);
+                log_batch.insert(xref_key(&kb, cur.mod_revision), [0u8]);
             }
             let (v, logical) = encode_version(event_type, &kb, &record, &mut self.compressor);
             log_batch.insert_logical(version_key(next), v, logical);
-            log_batch.insert(xref_key(&kb, next), &[u8::from(req.delete)]);
+            log_batch.insert(xref_key(&kb, next), [u8::from(req.delete)]);
             let lk = latest_key(&kb);
             if let Some(cur) = &current {
                 latest_delta -= (lk.len() + cur.encoded_len()) as i64;
