@@ -375,7 +375,16 @@ fn churn_samples_disk_usage_and_the_run_ends_after_its_cleanup() {
         assert!(s["writes_per_s"].as_f64().is_some(), "{s}");
         if cfg!(target_os = "linux") {
             assert!(s["disk_mib"].as_f64().unwrap() > 0.0, "{s}");
+            // kplane's split layout, and the store's logical sizes from /metrics.
+            assert!(s["log_disk_mib"].as_f64().unwrap() > 0.0, "{s}");
+            assert!(s["latest_disk_mib"].as_f64().unwrap() > 0.0, "{s}");
+            assert!(s["disk_per_window"].as_f64().unwrap() > 0.0, "{s}");
         }
+        assert!(s["latest_logical_mib"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(
+            s["log_logical_mib"].as_f64().unwrap() >= s["window_logical_mib"].as_f64().unwrap(),
+            "{s}"
+        );
     }
     let create = &reports[1];
     assert!(create["errors"].as_object().unwrap().is_empty(), "{create}");
