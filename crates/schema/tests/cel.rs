@@ -237,13 +237,9 @@ fn runtime_cost_is_bounded() {
     );
     let s = compile(&v, PREFIX, &opts).unwrap();
     let big: Vec<i64> = (0..200).collect();
-    let start = std::time::Instant::now();
+    // 200^3 evaluations would take minutes; the error below says the per-call limit cut the
+    // rule short (no wall-clock bound: tests never time the machine).
     let errs = errors(&s, &json!({"spec": {"l": big}}));
-    assert!(
-        start.elapsed() < std::time::Duration::from_secs(20),
-        "{:?}",
-        start.elapsed()
-    );
     assert_eq!(errs, vec!["spec: Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))"]);
     // and the per-request budget stops many cheap-but-numerous evaluations
     let opts = CompileOptions {
