@@ -13,6 +13,7 @@ mod kubectl;
 mod large_lists;
 mod logs;
 mod rbac;
+mod rbac_users;
 mod sa_tokens;
 mod shutdown;
 mod ssa;
