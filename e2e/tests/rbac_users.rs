@@ -191,9 +191,9 @@ fn token_users_get_what_their_workspaces_bindings_grant() -> Result<()> {
         &[
             "get",
             "--raw",
-            "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=5",
+            "/clusters/root:a/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=5",
         ],
-        "Forbidden",
+        &forbidden_cm("alice", "watch", None),
     )?;
 
     // (b) can-i agrees with enforcement.
@@ -229,6 +229,7 @@ fn token_users_get_what_their_workspaces_bindings_grant() -> Result<()> {
     // (e) /clusters/* needs a cluster-wide grant in root.
     server.kubectl_stdin(&["apply", "-f", "-"], &crb("carol-view", "view", "carol"))?;
     admin_a.ok_stdin(&["apply", "-f", "-"], &crb("dave-view", "view", "dave"))?;
+    // (`get --raw` takes an absolute path: the kubeconfig's /clusters/... is not used.)
     let carol = token_user(&server, dir.path(), "carol", "root")?;
     let all = carol.ok(&["get", "--raw", "/clusters/*/api/v1/configmaps"])?;
     let all: Value = serde_json::from_str(&all)?;
@@ -350,10 +351,15 @@ fn service_account_tokens_and_certificate_groups() -> Result<()> {
     sa_a.ok(&["get", "cm"])?;
     ensure!(can_i(&sa_a, &["list", "cm"])? == "yes");
     ensure!(can_i(&sa_a, &["create", "cm"])? == "no");
+    // (kubectl's discovery is refused too, so the requests are raw.)
     let sa_b = kubectl_with(&server, dir.path(), "sa", "root:b", sa.clone())?;
     forbidden(
         &sa_b,
-        &["get", "cm", "one"],
+        &[
+            "get",
+            "--raw",
+            "/clusters/root:b/api/v1/namespaces/default/configmaps/one",
+        ],
         &forbidden_cm("system:serviceaccount:default:reader", "get", Some("one")),
     )?;
     forbidden(
@@ -374,6 +380,7 @@ fn service_account_tokens_and_certificate_groups() -> Result<()> {
         &["get", "--raw", "/clusters/*/api/v1/configmaps"],
         "is forbidden",
     )?;
+    ensure!(can_i(&sa_a, &["list", "cm"])? == "yes");
 
     // (h) a client certificate user bound through its group (O).
     let certs = dir.path().join("certs");
