@@ -203,8 +203,9 @@ fn token_users_get_what_their_workspaces_bindings_grant() -> Result<()> {
     ensure!(can_i(&alice, &["watch", "cm"])? == "no");
     let list = alice.ok(&["auth", "can-i", "--list", "-n", "default"])?;
     ensure!(
-        list.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
-            == ["configmaps", "[]", "[one]", "[get]"]),
+        list.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["configmaps", "[]", "[one]", "[get]"]),
         "{list}"
     );
 
@@ -496,7 +497,10 @@ fn escalation_is_refused_unless_granted() -> Result<()> {
         "[{\"op\":\"add\",\"path\":\"/rules/0/verbs/-\",\"value\":\"escalate\"}]",
     ])?;
     ensure!(
-        !out.success() && out.stderr.contains("is attempting to grant RBAC permissions not currently held"),
+        !out.success()
+            && out
+                .stderr
+                .contains("is attempting to grant RBAC permissions not currently held"),
         "{} {}",
         out.stdout,
         out.stderr
