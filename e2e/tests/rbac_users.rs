@@ -459,14 +459,15 @@ fn escalation_is_refused_unless_granted() -> Result<()> {
     ])?;
     // More than edit: refused with upstream's message.
     let more = "roles.rbac.authorization.k8s.io \"quota-writer\" is forbidden: user \"frank\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"resourcequotas\"], Verbs:[\"create\" \"delete\"]}";
-    let create = [
-        "create",
-        "role",
-        "quota-writer",
-        "--verb=create,delete",
-        "--resource=resourcequotas",
-    ];
-    forbidden(&frank, &create, more)?;
+    // (kplane serves no resourcequotas, so the Role comes as YAML, not `create role`.)
+    let quota_writer = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: quota-writer\nrules:\n- apiGroups: [\"\"]\n  resources: [resourcequotas]\n  verbs: [create, delete]\n";
+    let out = frank.run_stdin(&["create", "-f", "-"], quota_writer)?;
+    ensure!(
+        !out.success() && out.stderr.contains(more),
+        "{} {}",
+        out.stdout,
+        out.stderr
+    );
     // Binding a role frank does not hold (admin has RBAC rights edit lacks): refused.
     forbidden(
         &frank,
@@ -541,7 +542,7 @@ fn escalation_is_refused_unless_granted() -> Result<()> {
         "--clusterrole=admin-binder",
         "--user=frank",
     ])?;
-    frank.ok(&create)?;
+    frank.ok_stdin(&["create", "-f", "-"], quota_writer)?;
     frank.ok(&[
         "create",
         "rolebinding",
