@@ -277,6 +277,9 @@ impl Metrics {
         let _ = writeln!(out, "# HELP kplane_storage_max_commit_group Largest write group so far.\n# TYPE kplane_storage_max_commit_group gauge\nkplane_storage_max_commit_group {}", st.max_group);
         let _ = writeln!(out, "# HELP kplane_storage_watchers Watchers registered with storage.\n# TYPE kplane_storage_watchers gauge\nkplane_storage_watchers {}", st.watchers);
         let _ = writeln!(out, "# HELP kplane_storage_disk_bytes Bytes the store's files take on disk.\n# TYPE kplane_storage_disk_bytes gauge\nkplane_storage_disk_bytes {}", st.disk_bytes);
+        let _ = writeln!(out, "# HELP kplane_storage_db_disk_bytes Bytes on disk per database of the store (latest values, log of history).\n# TYPE kplane_storage_db_disk_bytes gauge\nkplane_storage_db_disk_bytes{{db=\"latest\"}} {}\nkplane_storage_db_disk_bytes{{db=\"log\"}} {}", st.disk_bytes.saturating_sub(st.log_disk_bytes), st.log_disk_bytes);
+        let _ = writeln!(out, "# HELP kplane_storage_logical_bytes Bytes of the keys and values the store holds, before space amplification: latest values with their index, and the retained history (the event window plus what is kept beyond it until compaction).\n# TYPE kplane_storage_logical_bytes gauge\nkplane_storage_logical_bytes{{db=\"latest\"}} {}\nkplane_storage_logical_bytes{{db=\"log\"}} {}", st.latest_logical_bytes, st.log_logical_bytes);
+        let _ = writeln!(out, "# HELP kplane_storage_window_logical_bytes Bytes of the history committed within the last event window (since the server started): the watch window part of the retained history.\n# TYPE kplane_storage_window_logical_bytes gauge\nkplane_storage_window_logical_bytes {}", st.window_logical_bytes);
         let _ = writeln!(out, "# HELP kplane_storage_compaction_backlog_revisions Revisions below the compaction point whose history is not removed yet (0: compaction idle).\n# TYPE kplane_storage_compaction_backlog_revisions gauge\nkplane_storage_compaction_backlog_revisions {}", st.compaction_backlog);
         let _ = writeln!(out, "# HELP kplane_storage_retained_revisions Revisions kept for watches and continue tokens (current minus compacted revision).\n# TYPE kplane_storage_retained_revisions gauge\nkplane_storage_retained_revisions {}", storage.revision.saturating_sub(storage.compacted_revision));
         for (name, help, v) in &storage.extra {
@@ -387,6 +390,10 @@ mod tests {
             compacted_revision: 100,
             stats: kplane_storage::StorageStats {
                 disk_bytes: 4096,
+                log_disk_bytes: 1024,
+                latest_logical_bytes: 300,
+                log_logical_bytes: 900,
+                window_logical_bytes: 800,
                 compaction_backlog: 7,
                 ..Default::default()
             },
@@ -394,6 +401,11 @@ mod tests {
         });
         for line in [
             "kplane_storage_disk_bytes 4096",
+            "kplane_storage_db_disk_bytes{db=\"latest\"} 3072",
+            "kplane_storage_db_disk_bytes{db=\"log\"} 1024",
+            "kplane_storage_logical_bytes{db=\"latest\"} 300",
+            "kplane_storage_logical_bytes{db=\"log\"} 900",
+            "kplane_storage_window_logical_bytes 800",
             "kplane_storage_compaction_backlog_revisions 7",
             "kplane_storage_retained_revisions 20",
         ] {

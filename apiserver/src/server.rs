@@ -65,6 +65,8 @@ pub struct ServerConfig {
     pub event_ttl: Duration,
     /// Size of the storage page cache (sled), in bytes.
     pub storage_cache_bytes: u64,
+    /// Whether storage compresses the history it keeps (zstd).
+    pub storage_compress_history: bool,
     /// What `/version` reports about this build.
     pub build_info: crate::BuildInfo,
     /// Development and testing only: unknown logical clusters answer, and the first write
@@ -126,6 +128,7 @@ impl Default for ServerBuilder {
                 shutdown_grace: Duration::from_secs(30),
                 event_ttl: Duration::from_secs(3600),
                 storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
+                storage_compress_history: true,
                 build_info: crate::BuildInfo::default(),
                 auto_create_clusters: false,
                 client_ca_file: None,
@@ -168,6 +171,11 @@ impl ServerBuilder {
 
     pub fn storage_cache_bytes(mut self, bytes: u64) -> Self {
         self.config.storage_cache_bytes = bytes;
+        self
+    }
+
+    pub fn storage_compress_history(mut self, on: bool) -> Self {
+        self.config.storage_compress_history = on;
         self
     }
 
@@ -399,6 +407,7 @@ impl Server {
                 let storage_opts = SledStorageOptions {
                     event_window: cfg.event_window,
                     cache_capacity_bytes: cfg.storage_cache_bytes,
+                    compress_history: cfg.storage_compress_history,
                     ..Default::default()
                 };
                 SledStorage::open(cfg.data_dir.join("db"), storage_opts)?

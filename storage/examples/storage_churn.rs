@@ -2,7 +2,10 @@
 //! `KEYS` values of `VAL` bytes through `Storage::put` (compare-and-swap on the revision
 //! read, as the API's updates do), with compaction keeping `WIN` seconds of history. Prints
 //! the write rate and sled's size on disk every 10 s for `SECS` seconds (`CACHE_MB`: sled's
-//! page cache size). `N` (optional): stop after about that many writes instead, printing
+//! page cache size; `GENS`: generation trees per window, default 6; `COMPRESS=0`: history
+//! uncompressed; `RANDOM=1`: values of random base64 characters instead of `x`s, for
+//! measuring compression honestly). Each line is followed by the databases' sizes on disk
+//! against the logical sizes the store reports (`StorageStats`). `N` (optional): stop after about that many writes instead, printing
 //! every `STEP` writes (default 100,000) and once at the end, so runs of a
 //! fixed write count can be compared with `sled_churn` (`WIN` far above the run's length
 //! keeps the compactor from removing anything). Between
@@ -29,6 +32,44 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The databases' sizes on disk against the logical sizes the store reports: `disk/window`
+/// is the data directory over the live data plus the window's history (the target is at
+/// most 3), `disk/retained` over everything the store keeps.
+fn logical(s: &kplane_storage::StorageStats) -> String {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let latest_disk = s.disk_bytes.saturating_sub(s.log_disk_bytes);
+    format!(
+        "disk latest {:.0} MiB log {:.0} MiB  logical latest {:.1} MiB log {:.1} MiB \
+         window {:.1} MiB  disk/window {:.2}  disk/retained {:.2}  log disk/log logical {:.2}",
+        mib(latest_disk),
+        mib(s.log_disk_bytes),
+        mib(s.latest_logical_bytes),
+        mib(s.log_logical_bytes),
+        mib(s.window_logical_bytes),
+        s.disk_bytes as f64 / (s.latest_logical_bytes + s.window_logical_bytes).max(1) as f64,
+        s.disk_bytes as f64 / (s.latest_logical_bytes + s.log_logical_bytes).max(1) as f64,
+        s.log_disk_bytes as f64 / s.log_logical_bytes.max(1) as f64,
+    )
+}
+
+/// A value of `len` bytes: `x` repeated, or with `RANDOM=1` random base64 characters
+/// (incompressible but for the 6 bits per byte of the alphabet), different per call.
+fn value(len: usize, random: bool, seed: u64) -> Vec<u8> {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if !random {
+        return vec![b'x'; len];
+    }
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            B64[(x % 64) as usize]
+        })
+        .collect()
+}
+
 #[tokio::main]
 async fn main() {
     let secs = env("SECS", 120);
@@ -39,6 +80,7 @@ async fn main() {
     let limit = env("N", u64::MAX);
     let step = env("STEP", 100_000).max(1);
     let dir = std::env::var("DIR").expect("DIR: a directory for the database");
+    let random = env("RANDOM", 0) == 1;
     let mut opts = SledStorageOptions {
         event_window: Duration::from_secs(window),
         ..Default::default()
@@ -51,6 +93,12 @@ async fn main() {
     }
     // PLAN_SECS: how often the compactor plans (default 1 s as the server; a value above the
     // run's length switches the compactor off entirely).
+    // GENS: generation trees per window (default 6, as the server).
+    if let Ok(Ok(g)) = std::env::var("GENS").map(|s| s.parse::<u32>()) {
+        opts.generations = g;
+    }
+    // COMPRESS=0: keep history uncompressed.
+    opts.compress_history = env("COMPRESS", 1) == 1;
     if let Ok(Ok(p)) = std::env::var("PLAN_SECS").map(|s| s.parse::<u64>()) {
         opts.compaction_interval = Duration::from_secs(p);
     }
@@ -83,7 +131,7 @@ async fn main() {
                         key: Key::new("root", "/configmaps", "churn", format!("cm-{k:05}")),
                         delete: false,
                         precondition,
-                        encode: Box::new(move |_| Ok(vec![b'x'; val])),
+                        encode: Box::new(move |rev| Ok(value(val, random, rev))),
                     });
                 }
                 for r in store.write_batch(batch).await {
@@ -108,7 +156,11 @@ async fn main() {
                         None => Precondition::MustNotExist,
                     };
                     let kv = store
-                        .put(key.clone(), pre, Box::new(move |_| Ok(vec![b'x'; val])))
+                        .put(
+                            key.clone(),
+                            pre,
+                            Box::new(move |rev| Ok(value(val, random, rev))),
+                        )
                         .await
                         .unwrap();
                     *rev = Some(kv.mod_revision);
@@ -148,17 +200,20 @@ async fn main() {
             s.committed_writes as f64 / s.commit_groups.max(1) as f64,
             s.compaction_backlog
         );
+        println!("       {}", logical(&s));
         last = n;
     }
     for t in tasks {
         t.await.unwrap();
     }
     let n = writes.load(Ordering::Relaxed);
-    let bytes = store.stats().disk_bytes;
+    let s = store.stats();
+    let bytes = s.disk_bytes;
     println!(
         "end: writes {n}  size on disk {} MiB  ({} B/write)",
         bytes >> 20,
         bytes / n.max(1)
     );
+    println!("       {}", logical(&s));
     store.shutdown().await.unwrap();
 }

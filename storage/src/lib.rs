@@ -174,6 +174,18 @@ pub struct StorageStats {
     pub watchers: u64,
     /// Bytes the backend's files take on disk (sled: its data file and blobs).
     pub disk_bytes: u64,
+    /// The part of `disk_bytes` that holds history (sled: the log database).
+    pub log_disk_bytes: u64,
+    /// Logical size of the latest values and their index: the bytes of the keys and values
+    /// stored, before the backend's space amplification.
+    pub latest_logical_bytes: u64,
+    /// Logical size of the retained history (every version kept for watches and reads at
+    /// older revisions, with its per-key index and commit times): the event window plus
+    /// whatever the backend keeps beyond it until it compacts.
+    pub log_logical_bytes: u64,
+    /// Logical size of the history committed within the last event window (since the
+    /// process started): the "watch window" part of `log_logical_bytes`.
+    pub window_logical_bytes: u64,
     /// Revisions below the compaction point whose history and event-log entries are not
     /// removed yet: the compactor's backlog (0 when it is idle).
     pub compaction_backlog: u64,

@@ -12,7 +12,7 @@
 #
 # Environment: KPLANE, KPLANE_BENCH (binaries; default target/release), WINDOW (60),
 # DURATION (4m), LIVE (1000), LEASES (100), EVENTS (1000), SIZE (1024), CONC (16),
-# SAMPLE (10s), ROUNDS (1).
+# SAMPLE (10s), ROUNDS (1), COMPRESS (true: the server's --storage-compress-history).
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -26,11 +26,12 @@ SIZE="${SIZE:-1024}"
 CONC="${CONC:-16}"
 SAMPLE="${SAMPLE:-10s}"
 ROUNDS="${ROUNDS:-1}"
+COMPRESS="${COMPRESS:-true}"
 
 bench_init churn
 
 data="$work/data"
-start_server "$data" --event-window-seconds "$WINDOW"
+start_server "$data" --event-window-seconds "$WINDOW" --storage-compress-history="$COMPRESS"
 for round in $(seq 1 "$ROUNDS"); do
     echo "== round $round: churn for $DURATION, window ${WINDOW}s (server pid $pid)" >&2
     "$KPLANE_BENCH" --kubeconfig "$data/admin.kubeconfig" --server-pid "$pid" --no-progress \

@@ -225,11 +225,16 @@ fn every_scenario_reports_complete_error_free_json() {
     assert_eq!(clusters["ops"], 8, "{clusters}");
     check_latency(&clusters["list_latency_ms"], "clusters list");
 
-    // Failures are counted under their status code and fail the run.
+    // Failures are counted under their status code and fail the run. The bad kubeconfig
+    // keeps only a wrong token: the admin's client certificate would authenticate alone.
     let bad = server.dir.path().join("bad.kubeconfig");
     let text = std::fs::read_to_string(&kc).unwrap();
     let text: String = text
         .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            !l.starts_with("client-certificate") && !l.starts_with("client-key")
+        })
         .map(|l| {
             if l.trim_start().starts_with("token:") {
                 "    token: wrong-token".to_string()
@@ -370,7 +375,16 @@ fn churn_samples_disk_usage_and_the_run_ends_after_its_cleanup() {
         assert!(s["writes_per_s"].as_f64().is_some(), "{s}");
         if cfg!(target_os = "linux") {
             assert!(s["disk_mib"].as_f64().unwrap() > 0.0, "{s}");
+            // kplane's split layout, and the store's logical sizes from /metrics.
+            assert!(s["log_disk_mib"].as_f64().unwrap() > 0.0, "{s}");
+            assert!(s["latest_disk_mib"].as_f64().unwrap() > 0.0, "{s}");
+            assert!(s["disk_per_window"].as_f64().unwrap() > 0.0, "{s}");
         }
+        assert!(s["latest_logical_mib"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(
+            s["log_logical_mib"].as_f64().unwrap() >= s["window_logical_mib"].as_f64().unwrap(),
+            "{s}"
+        );
     }
     let create = &reports[1];
     assert!(create["errors"].as_object().unwrap().is_empty(), "{create}");

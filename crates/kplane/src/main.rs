@@ -75,6 +75,10 @@ struct ServeArgs {
     /// back from the data files (see docs/performance.md).
     #[arg(long, default_value_t = 64)]
     storage_cache_mb: u64,
+    /// Compress the history storage keeps for the event window (zstd; the latest values
+    /// are never compressed). `=false` trades disk for a little less CPU per write.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    storage_compress_history: bool,
     /// Log verbosity, as kube-apiserver's `-v`: 0 start-up, shutdown, warnings and every
     /// 5xx with its cause; 2 adds a line per 4xx request; 3 a line per request; 5 kplane's
     /// debug lines. Dependencies only log warnings unless RUST_LOG names them.
@@ -217,6 +221,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .event_window(Duration::from_secs(args.event_window_seconds))
         .event_ttl(Duration::from_secs(args.event_ttl_seconds.max(1)))
         .storage_cache_bytes(args.storage_cache_mb.max(1) * 1024 * 1024)
+        .storage_compress_history(args.storage_compress_history)
         .build_info(build_info())
         .auto_create_clusters(args.auto_create_clusters)
         .client_ca_file(args.client_ca_file)

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use super::encoding::{
     decode_key, encode_u64, index_key, index_key_bytes, meta_key, split_xref_key, version_key,
-    xref_key, META_COMPACTED, TAG_XREF,
+    version_logical_len, xref_key, META_COMPACTED, TAG_XREF,
 };
-use super::log::{Generation, Log, GENERATIONS};
+use super::log::{Generation, Log, SizedBatch};
 use super::read::{backend, read_latest};
 use super::Shared;
 use crate::{Result, Revision};
@@ -60,9 +60,10 @@ pub(crate) fn unix_millis() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The length of one generation for an event window.
-pub(crate) fn generation_length(window: Duration) -> Duration {
-    (window / GENERATIONS).max(Duration::from_millis(1))
+/// The length of one generation for an event window split into `generations`
+/// ([`super::log::GENERATIONS`] unless configured).
+pub(crate) fn generation_length(window: Duration, generations: u32) -> Duration {
+    (window / generations.max(1)).max(Duration::from_millis(1))
 }
 
 impl Compactor {
@@ -71,6 +72,7 @@ impl Compactor {
     pub(crate) fn new(
         window: Duration,
         interval: Duration,
+        generations: u32,
         log: &Log,
         compacted: Revision,
     ) -> Self {
@@ -86,7 +88,7 @@ impl Compactor {
         };
         Compactor {
             window,
-            gen_len: generation_length(window),
+            gen_len: generation_length(window, generations),
             interval,
             next_plan: Instant::now() + interval,
             job,
@@ -154,10 +156,14 @@ impl Compactor {
         if target > shared.compacted_revision() {
             // Publish first: readers re-check it after reading.
             shared.compacted.store(target, Ordering::Release);
-            shared
+            let mk = meta_key(META_COMPACTED);
+            let prev = shared
                 .latest
-                .insert(meta_key(META_COMPACTED), &encode_u64(target))
+                .insert(&mk, &encode_u64(target))
                 .map_err(backend)?;
+            if prev.is_none() {
+                shared.add_latest_bytes((mk.len() + 8) as i64);
+            }
         }
         self.job = Some(Job {
             first: old.first,
@@ -183,8 +189,8 @@ fn step(shared: &Shared, job: &mut Job) -> Result<bool> {
         None => Bound::Included(vec![TAG_XREF]),
     };
     let hi = Bound::Excluded(vec![TAG_XREF + 1]);
-    let mut carry = sled::Batch::default();
-    let mut unindex = sled::Batch::default();
+    let mut carry = SizedBatch::default();
+    let mut unindex = Unindex::default();
     let started = Instant::now();
     // The key being read and its newest version in this generation so far.
     let mut pending: Option<(Vec<u8>, Revision, bool)> = None;
@@ -216,9 +222,18 @@ fn step(shared: &Shared, job: &mut Job) -> Result<bool> {
             handle_key(shared, old, next, later, &p, r, t, &mut carry, &mut unindex)?;
         }
     }
-    next.tree.apply_batch(carry).map_err(backend)?;
-    shared.latest.apply_batch(unindex).map_err(backend)?;
+    next.tree.apply_batch(carry.batch).map_err(backend)?;
+    next.add_bytes(carry.bytes);
+    shared.latest.apply_batch(unindex.batch).map_err(backend)?;
+    shared.add_latest_bytes(-unindex.bytes);
     Ok(done)
+}
+
+/// Index entries removed from the latest database, with their logical bytes.
+#[derive(Default)]
+struct Unindex {
+    batch: sled::Batch,
+    bytes: i64,
 }
 
 /// Decides what one key of the dropped generation needs: `rev` is its newest version there.
@@ -231,8 +246,8 @@ fn handle_key(
     kb: &[u8],
     rev: Revision,
     tombstone: bool,
-    carry: &mut sled::Batch,
-    unindex: &mut sled::Batch,
+    carry: &mut SizedBatch,
+    unindex: &mut Unindex,
 ) -> Result<()> {
     let latest = read_latest(&shared.latest, kb)?;
     if !tombstone {
@@ -242,8 +257,9 @@ fn handle_key(
         }
         // Superseded or deleted after the compaction point: readers between need it.
         if let Some(raw) = old.tree.get(version_key(rev)).map_err(backend)? {
-            carry.insert(version_key(rev), raw);
-            carry.insert(xref_key(kb, rev), &[0u8]);
+            let logical = version_logical_len(&raw)?;
+            carry.insert_logical(version_key(rev), raw, logical);
+            carry.insert(xref_key(kb, rev), [0u8]);
         }
         return Ok(());
     }
@@ -262,6 +278,10 @@ fn handle_key(
         }
     }
     let (key, _) = decode_key(kb)?;
-    unindex.remove(index_key(&index_key_bytes(&key)));
+    let ik = index_key(&index_key_bytes(&key));
+    if shared.latest.contains_key(&ik).map_err(backend)? {
+        unindex.bytes += ik.len() as i64;
+    }
+    unindex.batch.remove(ik);
     Ok(())
 }

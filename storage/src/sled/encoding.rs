@@ -19,6 +19,10 @@
 //! | `X` | `key ++ be64(rev)`                         | 1 byte: whether `rev` is a tombstone  |
 //! | `T` | `be64(last rev of a write group)`          | `be64(unix millis of the commit)`     |
 //!
+//! A `V` value's event type byte is `A`, `M` or `D` when the record follows as it is, and
+//! `a`, `m` or `d` when it follows compressed ([`super::compress`]); data directories
+//! written before compression hold only the first form.
+//!
 //! `key` is `cluster, resource, namespace, name`, each component escaped (`0x00` becomes
 //! `0x00 0xFF`) and terminated by `0x00 0x01`. This encoding is self-delimiting (no component
 //! can spill into the next slot) and order preserving: the byte order of encoded keys is
@@ -31,6 +35,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
+use super::compress::{decompress, original_len, Compressor};
 use crate::{Clusters, Error, EventType, Key, KeyValue, Prefix, Result, Revision};
 
 pub(crate) const TAG_LATEST: u8 = b'L';
@@ -230,6 +235,11 @@ pub(crate) struct Record {
 const RECORD_HEADER: usize = 1 + 2 * REV_LEN;
 
 impl Record {
+    /// The length of [`Record::encode`]'s output.
+    pub(crate) fn encoded_len(&self) -> usize {
+        RECORD_HEADER + self.value.len()
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(RECORD_HEADER + self.value.len());
         out.push(u8::from(self.tombstone));
@@ -278,22 +288,50 @@ fn event_type_byte(t: EventType) -> u8 {
     }
 }
 
-fn decode_event_type(b: Option<&u8>) -> Result<EventType> {
+/// The event type of a log version's first byte, and whether its record is compressed
+/// (lower case: `be32(length) ++ zstd frame`, [`super::compress`]; upper case: as is).
+fn decode_event_type(b: Option<&u8>) -> Result<(EventType, bool)> {
     match b {
-        Some(b'A') => Ok(EventType::Added),
-        Some(b'M') => Ok(EventType::Modified),
-        Some(b'D') => Ok(EventType::Deleted),
+        Some(b'A') => Ok((EventType::Added, false)),
+        Some(b'M') => Ok((EventType::Modified, false)),
+        Some(b'D') => Ok((EventType::Deleted, false)),
+        Some(b'a') => Ok((EventType::Added, true)),
+        Some(b'm') => Ok((EventType::Modified, true)),
+        Some(b'd') => Ok((EventType::Deleted, true)),
         _ => Err(Error::Corrupt("bad event type".into())),
     }
 }
 
-/// Log version value: event type byte, the encoded key, the record.
-pub(crate) fn encode_version(t: EventType, kb: &[u8], record: &Record) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + kb.len() + RECORD_HEADER + record.value.len());
-    out.push(event_type_byte(t));
+/// Log version value: event type byte, the encoded key, the record (compressed when
+/// `compressor` makes it shorter). Returns it with its logical length (the length with the
+/// record uncompressed).
+pub(crate) fn encode_version(
+    t: EventType,
+    kb: &[u8],
+    record: &Record,
+    compressor: &mut Compressor,
+) -> (Vec<u8>, usize) {
+    let encoded = record.encode();
+    let logical = 1 + kb.len() + encoded.len();
+    let (type_byte, body) = match compressor.compress(&encoded) {
+        Some(c) => (event_type_byte(t).to_ascii_lowercase(), c),
+        None => (event_type_byte(t), encoded),
+    };
+    let mut out = Vec::with_capacity(1 + kb.len() + body.len());
+    out.push(type_byte);
     out.extend_from_slice(kb);
-    out.extend_from_slice(&record.encode());
-    out
+    out.extend_from_slice(&body);
+    (out, logical)
+}
+
+/// The logical length of a stored log version value (its record uncompressed).
+pub(crate) fn version_logical_len(raw: &[u8]) -> Result<usize> {
+    let (_, compressed) = decode_event_type(raw.first())?;
+    if !compressed {
+        return Ok(raw.len());
+    }
+    let (_, kb) = peek_version(raw)?;
+    Ok(1 + kb.len() + original_len(&raw[1 + kb.len()..])?)
 }
 
 /// A decoded log version: what happened, to which key (also encoded), and the record.
@@ -306,12 +344,16 @@ pub(crate) struct Version {
 
 /// Decodes a log version value (the record's value is not copied).
 pub(crate) fn decode_version(raw: sled::IVec) -> Result<Version> {
-    let event_type = decode_event_type(raw.first())?;
+    let (event_type, compressed) = decode_event_type(raw.first())?;
     let body = raw.get(1..).unwrap_or_default();
     let (key, rest) = decode_key(body)?;
     let key_len = body.len() - rest.len();
     let kb = body[..key_len].to_vec();
-    let record = Record::decode(raw.subslice(1 + key_len, raw.len() - 1 - key_len))?;
+    let record = if compressed {
+        Record::decode(sled::IVec::from(decompress(rest)?))?
+    } else {
+        Record::decode(raw.subslice(1 + key_len, raw.len() - 1 - key_len))?
+    };
     Ok(Version {
         event_type,
         key,
@@ -322,7 +364,7 @@ pub(crate) fn decode_version(raw: sled::IVec) -> Result<Version> {
 
 /// The event type and encoded key of a log version value, without decoding the record.
 pub(crate) fn peek_version(raw: &[u8]) -> Result<(EventType, &[u8])> {
-    let event_type = decode_event_type(raw.first())?;
+    let (event_type, _) = decode_event_type(raw.first())?;
     let body = raw.get(1..).unwrap_or_default();
     let (_, rest) = decode_key(body)?;
     Ok((event_type, &body[..body.len() - rest.len()]))
@@ -549,19 +591,32 @@ mod tests {
     fn version_roundtrip() {
         let key = k("c\0", "r", "n", "x");
         let kb = key_bytes(&key);
-        let r = Record {
-            tombstone: false,
-            create_revision: 2,
-            mod_revision: 5,
-            value: Bytes::from_static(b"v\0v"),
-        };
-        let raw = encode_version(EventType::Modified, &kb, &r);
-        let (t, peeked) = peek_version(&raw).unwrap();
-        assert_eq!((t, peeked), (EventType::Modified, &kb[..]));
-        let v = decode_version(sled::IVec::from(raw)).unwrap();
-        assert_eq!(
-            (v.event_type, v.key, v.kb, v.record),
-            (EventType::Modified, key, kb, r)
-        );
+        // A short record (stored as is) and a compressible one (stored compressed), with
+        // compression on and off: every form decodes to the same version.
+        for value in [b"v\0v".to_vec(), b"{\"a\":\"vvvvvvvv\"}".repeat(40)] {
+            let r = Record {
+                tombstone: false,
+                create_revision: 2,
+                mod_revision: 5,
+                value: Bytes::from(value),
+            };
+            let logical = 1 + kb.len() + r.encoded_len();
+            for enabled in [false, true] {
+                let mut c = Compressor::new(enabled);
+                let (raw, len) = encode_version(EventType::Modified, &kb, &r, &mut c);
+                assert_eq!(len, logical);
+                assert_eq!(version_logical_len(&raw).unwrap(), logical);
+                let compressed = raw.len() < logical;
+                assert_eq!(compressed, enabled && r.value.len() > 100, "{enabled}");
+                assert_eq!(raw[0], if compressed { b'm' } else { b'M' });
+                let (t, peeked) = peek_version(&raw).unwrap();
+                assert_eq!((t, peeked), (EventType::Modified, &kb[..]));
+                let v = decode_version(sled::IVec::from(raw)).unwrap();
+                assert_eq!(
+                    (v.event_type, v.key, v.kb, v.record),
+                    (EventType::Modified, key.clone(), kb.clone(), r.clone())
+                );
+            }
+        }
     }
 }

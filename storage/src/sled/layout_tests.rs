@@ -300,19 +300,26 @@ async fn an_interrupted_conversion_is_retried_or_finished() {
 fn generation_length_is_a_sixth_of_the_window() {
     assert_eq!(GENERATIONS, 6);
     assert_eq!(
-        generation_length(Duration::from_secs(300)),
+        generation_length(Duration::from_secs(300), GENERATIONS),
         Duration::from_secs(50)
     );
     assert_eq!(
-        generation_length(Duration::from_millis(6)),
+        generation_length(Duration::from_millis(6), GENERATIONS),
         Duration::from_millis(1)
     );
     // Never below 1 ms, so a tiny window does not start a generation per write.
     assert_eq!(
-        generation_length(Duration::from_millis(5)),
+        generation_length(Duration::from_millis(5), GENERATIONS),
         Duration::from_millis(1)
     );
-    assert_eq!(generation_length(Duration::ZERO), Duration::from_millis(1));
+    assert_eq!(
+        generation_length(Duration::ZERO, GENERATIONS),
+        Duration::from_millis(1)
+    );
+    assert_eq!(
+        generation_length(Duration::from_secs(300), 20),
+        Duration::from_secs(15)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -450,6 +457,187 @@ async fn versions_from_a_dropped_generation_stay_readable_while_needed() {
         assert_eq!(
             (e.event_type, e.prev.as_deref()),
             (t, Some(prev.as_bytes()))
+        );
+    }
+    s.shutdown().await.unwrap();
+}
+
+/// The logical sizes the store reports, against a scan of its trees.
+fn scanned_bytes(s: &SledStorage) -> (u64, u64) {
+    let latest = super::log::tree_bytes(&s.shared.latest).unwrap();
+    let log = s
+        .shared
+        .log
+        .generations()
+        .iter()
+        .map(|g| super::log::tree_bytes(&g.tree).unwrap())
+        .sum();
+    (latest, log)
+}
+
+fn reported_bytes(s: &SledStorage) -> (u64, u64) {
+    let st = s.stats();
+    (st.latest_logical_bytes, st.log_logical_bytes)
+}
+
+/// Creates, updates, deletes and recreates keys `0..n` (values of ~`len` bytes).
+async fn mixed_writes(s: &SledStorage, n: usize, len: usize, round: usize) {
+    let pad = "p".repeat(len);
+    for i in 0..n {
+        let k = key(&format!("k{i}"));
+        let exists = s.get(&k).await.unwrap().is_some();
+        let pre = if exists {
+            Precondition::MustExist
+        } else {
+            Precondition::MustNotExist
+        };
+        s.put(k.clone(), pre, enc(&format!("{round}-{i}-{pad}")))
+            .await
+            .unwrap();
+        // Every third key is deleted (and recreated next round, reusing its index entry);
+        // every seventh stays deleted after the first round.
+        if i % 3 == 0 || (i % 7 == 0 && round > 0) {
+            s.delete(k, Precondition::MustExist, enc("gone"))
+                .await
+                .unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logical_sizes_match_the_trees_without_and_with_compaction() {
+    // Without compaction: every byte logged is in the window and retained.
+    let dir = tempfile::tempdir().unwrap();
+    let long = SledStorageOptions {
+        event_window: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    let s = SledStorage::open(dir.path(), long.clone()).unwrap();
+    for round in 0..3 {
+        mixed_writes(&s, 40, 200, round).await;
+    }
+    let (latest, log) = scanned_bytes(&s);
+    assert!(latest > 0 && log > latest, "{latest} {log}");
+    assert_eq!(reported_bytes(&s), (latest, log));
+    assert_eq!(s.stats().window_logical_bytes, log);
+    s.shutdown().await.unwrap();
+    drop(s);
+    // Reopened: counted from the trees; the window only counts this process's commits.
+    let s = reopen(dir.path(), long);
+    assert_eq!(reported_bytes(&s), (latest, log));
+    assert_eq!(s.stats().window_logical_bytes, 0);
+    s.shutdown().await.unwrap();
+    drop(s);
+
+    // With generations dropped (copies carried, index entries of deleted keys removed).
+    let dir = tempfile::tempdir().unwrap();
+    let window = Duration::from_millis(600);
+    let short = SledStorageOptions {
+        event_window: window,
+        compaction_interval: Duration::from_millis(10),
+        ..Default::default()
+    };
+    let s = SledStorage::open(dir.path(), short).unwrap();
+    let started = std::time::Instant::now();
+    let mut round = 0;
+    while started.elapsed() < window * 3 {
+        mixed_writes(&s, 30, 100, round).await;
+        round += 1;
+    }
+    let last = s.current_revision();
+    // Quiet until every generation but the newest is dropped and compaction is idle.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        tokio::time::sleep(window).await;
+        let idle = s.stats().compaction_backlog == 0;
+        if idle && s.shared.log.generations().len() <= 2 && s.compacted_revision() >= last {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "compaction did not settle"
+        );
+    }
+    assert!(s.compacted_revision() > 0);
+    let (latest, log) = scanned_bytes(&s);
+    assert_eq!(reported_bytes(&s), (latest, log));
+    // Nothing was committed within the last window (counted in 100 ms buckets).
+    tokio::time::sleep(window + Duration::from_millis(200)).await;
+    assert_eq!(s.stats().window_logical_bytes, 0);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_written_with_and_without_compression_reads_back_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = |compress_history| SledStorageOptions {
+        event_window: Duration::from_secs(3600),
+        compress_history,
+        ..Default::default()
+    };
+    let body = |i: usize| format!("{{\"data\":{{\"k\":\"{}\"}},\"n\":{i}}}", "x".repeat(300));
+    // History of a store that did not compress (as before compression existed), then of
+    // the same store compressing, over the same keys.
+    let mut written = Vec::new();
+    for (phase, compress) in [(0, false), (1, true)] {
+        let s = reopen(dir.path(), opts(compress));
+        for i in 0..60 {
+            let k = key(&format!("k{}", i % 7));
+            let exists = s.get(&k).await.unwrap().is_some();
+            let pre = if exists {
+                Precondition::MustExist
+            } else {
+                Precondition::MustNotExist
+            };
+            let v = body(phase * 100 + i);
+            let kv = s.put(k.clone(), pre, enc(&v)).await.unwrap();
+            written.push((kv.mod_revision, k.name.clone(), v));
+            if i % 11 == 10 {
+                let kv = s
+                    .delete(k.clone(), Precondition::MustExist, enc("gone"))
+                    .await
+                    .unwrap();
+                written.push((kv.mod_revision, k.name.clone(), "gone".into()));
+            }
+        }
+        s.shutdown().await.unwrap();
+    }
+    let s = reopen(dir.path(), opts(true));
+    // Logical sizes count compressed records at their full length.
+    let (latest, log) = scanned_bytes(&s);
+    assert_eq!(reported_bytes(&s), (latest, log));
+    let stored: u64 = s
+        .shared
+        .log
+        .generations()
+        .iter()
+        .flat_map(|g| g.tree.iter())
+        .map(|e| {
+            let (k, v) = e.unwrap();
+            (k.len() + v.len()) as u64
+        })
+        .sum();
+    // Half the versions were written uncompressed; the other half shrink ~10x.
+    assert!(
+        stored < log * 7 / 10,
+        "stored {stored} of {log} logical bytes"
+    );
+    // Every version, read at its revision and replayed by a watch from the start.
+    for (rev, name, v) in &written {
+        let got = list_at(&s, &Prefix::cluster("c"), Some(*rev)).await;
+        let kv = got.iter().find(|kv| &kv.key.name == name);
+        if v == "gone" {
+            assert!(kv.is_none(), "{name}@{rev}");
+        } else {
+            assert_eq!(kv.unwrap().value, v.as_bytes(), "{name}@{rev}");
+        }
+    }
+    let mut rx = s.watch(&Prefix::cluster("c"), 0, None).await.unwrap();
+    for (rev, name, v) in &written {
+        let e = next_event(&mut rx).await;
+        assert_eq!(
+            (e.kv.mod_revision, &e.kv.key.name, e.kv.value.as_ref()),
+            (*rev, name, v.as_bytes())
         );
     }
     s.shutdown().await.unwrap();

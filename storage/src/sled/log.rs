@@ -13,13 +13,20 @@
 //! Readers take a snapshot of the generation list; a tree dropped under a reader reads as
 //! empty: whatever a reader at or above the new compaction point needs from it was copied
 //! to the next generation before the drop.
+//!
+//! The log also accounts for its logical size (the bytes of its entries' keys and values,
+//! what sled's files hold before amplification), per generation and for the commits of the
+//! last event window ([`Log::logical_bytes`], [`Log::window_bytes`]), so the data
+//! directory's size can be compared with what it holds.
 
-use std::sync::RwLock;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use super::encoding::{
     decode_u64, decode_version, encode_u64, rev_of_tagged, split_xref_key, time_key, version_key,
-    xref_key, Record,
+    version_logical_len, xref_key, Record, TAG_VERSION,
 };
 use super::read::backend;
 use crate::{Result, Revision};
@@ -38,12 +45,78 @@ pub(crate) struct Generation {
     pub tree: sled::Tree,
     /// When this process started the generation (or opened it).
     pub started: Instant,
+    /// Logical bytes of the tree's entries (keys and values).
+    pub bytes: Arc<AtomicU64>,
 }
+
+impl Generation {
+    fn new(first: Revision, tree: sled::Tree, bytes: u64) -> Generation {
+        Generation {
+            first,
+            tree,
+            started: Instant::now(),
+            bytes: Arc::new(AtomicU64::new(bytes)),
+        }
+    }
+
+    /// Counts `bytes` more logical bytes written into this generation.
+    pub(crate) fn add_bytes(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// Granularity of the window accounting: commits within one bucket are summed.
+const WINDOW_BUCKET_MS: u64 = 100;
 
 /// The log database and its generations, oldest first.
 pub(crate) struct Log {
     pub(crate) db: sled::Db,
     gens: RwLock<Vec<Generation>>,
+    /// Logical bytes logged per commit-time bucket, oldest first (this process's commits
+    /// only; older buckets are pruned by [`Log::window_bytes`]).
+    recent: Mutex<VecDeque<(u64, u64)>>,
+}
+
+/// The logical size of a tree: the bytes of its keys and values (log versions counted
+/// with their records uncompressed).
+pub(crate) fn tree_bytes(tree: &sled::Tree) -> Result<u64> {
+    let mut total = 0u64;
+    for entry in tree.iter() {
+        let (k, v) = entry.map_err(backend)?;
+        let v_len = if k.first() == Some(&TAG_VERSION) {
+            version_logical_len(&v)?
+        } else {
+            v.len()
+        };
+        total += (k.len() + v_len) as u64;
+    }
+    Ok(total)
+}
+
+/// A batch under construction with the logical bytes it writes.
+#[derive(Default)]
+pub(crate) struct SizedBatch {
+    pub(crate) batch: sled::Batch,
+    pub(crate) bytes: u64,
+}
+
+impl SizedBatch {
+    pub(crate) fn insert(&mut self, k: impl AsRef<[u8]>, v: impl AsRef<[u8]>) {
+        let v_len = v.as_ref().len();
+        self.insert_logical(k, v, v_len);
+    }
+
+    /// Inserts a value whose logical length is `v_len` (a compressed log version).
+    pub(crate) fn insert_logical(
+        &mut self,
+        k: impl AsRef<[u8]>,
+        v: impl AsRef<[u8]>,
+        v_len: usize,
+    ) {
+        let (k, v) = (k.as_ref(), v.as_ref());
+        self.bytes += (k.len() + v_len) as u64;
+        self.batch.insert(k, v);
+    }
 }
 
 fn gen_name(first: Revision) -> Vec<u8> {
@@ -74,25 +147,54 @@ impl Log {
                 continue;
             };
             let tree = db.open_tree(&name).map_err(backend)?;
-            gens.push(Generation {
-                first,
-                tree,
-                started: Instant::now(),
-            });
+            let bytes = tree_bytes(&tree)?;
+            gens.push(Generation::new(first, tree, bytes));
         }
         gens.sort_by_key(|g| g.first);
         if gens.is_empty() {
             let tree = db.open_tree(gen_name(next)).map_err(backend)?;
-            gens.push(Generation {
-                first: next,
-                tree,
-                started: Instant::now(),
-            });
+            gens.push(Generation::new(next, tree, 0));
         }
         Ok(Log {
             db,
             gens: RwLock::new(gens),
+            recent: Mutex::new(VecDeque::new()),
         })
+    }
+
+    /// Logical bytes of every retained generation.
+    pub(crate) fn logical_bytes(&self) -> u64 {
+        self.generations()
+            .iter()
+            .map(|g| g.bytes.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Records `bytes` logged by a commit at `millis` (writer thread).
+    pub(crate) fn note_commit(&self, millis: u64, bytes: u64) {
+        let bucket = millis / WINDOW_BUCKET_MS;
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match recent.back_mut() {
+            Some((b, n)) if *b == bucket => *n += bytes,
+            _ => recent.push_back((bucket, bytes)),
+        }
+    }
+
+    /// Logical bytes logged by this process's commits of the last `window_ms`
+    /// milliseconds before `now_ms` (to within one 100 ms bucket); drops older buckets.
+    pub(crate) fn window_bytes(&self, now_ms: u64, window_ms: u64) -> u64 {
+        let oldest = now_ms.saturating_sub(window_ms) / WINDOW_BUCKET_MS;
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while recent.front().is_some_and(|(b, _)| *b < oldest) {
+            recent.pop_front();
+        }
+        recent.iter().map(|(_, n)| n).sum()
     }
 
     /// The generations, oldest first.
@@ -117,11 +219,8 @@ impl Log {
     /// Starts a new generation whose first revision is `first` (writer thread only).
     pub(crate) fn rotate(&self, first: Revision) -> Result<Generation> {
         let tree = self.db.open_tree(gen_name(first)).map_err(backend)?;
-        let gen = Generation {
-            first,
-            tree,
-            started: Instant::now(),
-        };
+        let bytes = tree_bytes(&tree)?;
+        let gen = Generation::new(first, tree, bytes);
         self.gens
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -260,6 +359,6 @@ impl Iterator for LogIter {
 }
 
 /// Appends the commit time of the group ending at `rev` to `batch`.
-pub(crate) fn log_commit_time(batch: &mut sled::Batch, rev: Revision, millis: u64) {
-    batch.insert(time_key(rev), &encode_u64(millis));
+pub(crate) fn log_commit_time(batch: &mut SizedBatch, rev: Revision, millis: u64) {
+    batch.insert(time_key(rev), encode_u64(millis));
 }

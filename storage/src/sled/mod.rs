@@ -17,6 +17,7 @@
 
 mod cluster_delete;
 mod compaction;
+mod compress;
 mod encoding;
 mod event_log;
 #[cfg(test)]
@@ -75,6 +76,12 @@ pub struct SledStorageOptions {
     /// sled's own background flush interval. Commits are flushed (fsync) regardless; this
     /// only drives sled's background log maintenance.
     pub flush_every_ms: Option<u64>,
+    /// Compress the records kept in the log (history) with zstd. Existing records are read
+    /// in either form whatever this says.
+    pub compress_history: bool,
+    /// Generation trees the log keeps per event window: history is kept for between one
+    /// window and one window plus a generation (default [`log::GENERATIONS`]).
+    pub generations: u32,
 }
 
 impl Default for SledStorageOptions {
@@ -85,6 +92,8 @@ impl Default for SledStorageOptions {
             cache_capacity_bytes: 64 * 1024 * 1024,
             watch_channel_capacity: 1024,
             flush_every_ms: Some(1000),
+            compress_history: true,
+            generations: log::GENERATIONS,
         }
     }
 }
@@ -119,6 +128,10 @@ pub(crate) struct Shared {
     pub(crate) stats: CommitCounters,
     /// Where the compaction in progress is, for metrics.
     pub(crate) compaction: CompactionProgress,
+    /// Logical bytes of the latest database's tree (keys and values), for metrics.
+    pub(crate) latest_bytes: AtomicU64,
+    /// The event window, for the window's logical size in metrics.
+    pub(crate) event_window: Duration,
     /// Test hook: the writer commits to the log but skips the latest database (a crash
     /// between the two batches).
     #[cfg(test)]
@@ -132,6 +145,13 @@ impl Shared {
 
     pub(crate) fn compacted_revision(&self) -> Revision {
         self.compacted.load(Ordering::Acquire)
+    }
+
+    /// Applies a change of the latest database's logical size (writer thread only).
+    pub(crate) fn add_latest_bytes(&self, delta: i64) {
+        let now = self.latest_bytes.load(Ordering::Relaxed);
+        let next = now.saturating_add_signed(delta);
+        self.latest_bytes.store(next, Ordering::Relaxed);
     }
 
     /// The revision to read at, validated against the retained window.
@@ -263,8 +283,14 @@ impl SledStorage {
         let current = recovery::replay(&latest, &log, latest_rev)?;
         let oldest = log.generations().first().map_or(1, |g| g.first);
         let compacted = read_meta(&latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
-        let compactor =
-            Compactor::new(opts.event_window, opts.compaction_interval, &log, compacted);
+        let compactor = Compactor::new(
+            opts.event_window,
+            opts.compaction_interval,
+            opts.generations,
+            &log,
+            compacted,
+        );
+        let latest_bytes = log::tree_bytes(&latest)?;
         let shared = Arc::new(Shared {
             latest_db,
             latest,
@@ -277,11 +303,14 @@ impl SledStorage {
             hub: Arc::new(Hub::new(current, opts.watch_channel_capacity)),
             stats: CommitCounters::default(),
             compaction: CompactionProgress::default(),
+            latest_bytes: AtomicU64::new(latest_bytes),
+            event_window: opts.event_window,
             #[cfg(test)]
             skip_latest: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel();
-        let writer = Writer::new(shared.clone(), rx, current, compactor);
+        let compressor = compress::Compressor::new(opts.compress_history);
+        let writer = Writer::new(shared.clone(), rx, current, compactor, compressor);
         std::thread::Builder::new()
             .name("kplane-storage-writer".into())
             .spawn(move || writer.run())
@@ -489,6 +518,13 @@ impl Storage for SledStorage {
             watchers: self.watcher_count() as u64,
             disk_bytes: self.shared.latest_db.size_on_disk().unwrap_or(0)
                 + self.shared.log.db.size_on_disk().unwrap_or(0),
+            log_disk_bytes: self.shared.log.db.size_on_disk().unwrap_or(0),
+            latest_logical_bytes: self.shared.latest_bytes.load(Ordering::Relaxed),
+            log_logical_bytes: self.shared.log.logical_bytes(),
+            window_logical_bytes: self.shared.log.window_bytes(
+                compaction::unix_millis(),
+                u64::try_from(self.shared.event_window.as_millis()).unwrap_or(u64::MAX),
+            ),
             compaction_backlog: self
                 .shared
                 .compaction

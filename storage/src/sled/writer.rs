@@ -6,7 +6,7 @@
 //! It also runs compaction chunks between groups, and picks the keys of each batch of a
 //! cluster delete ([`super::cluster_delete`]) at the start of a group.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -16,11 +16,12 @@ use tokio::sync::oneshot;
 
 use super::cluster_delete::{self, PendingBatch, RangeDelete};
 use super::compaction::{unix_millis, Compactor};
+use super::compress::Compressor;
 use super::encoding::{
     encode_u64, encode_version, index_key, index_key_bytes, key_bytes, latest_key, meta_key,
     version_key, xref_key, Record, META_REVISION,
 };
-use super::log::log_commit_time;
+use super::log::{log_commit_time, SizedBatch};
 use super::read::read_latest;
 use super::Shared;
 use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
@@ -57,6 +58,8 @@ pub(crate) struct Writer {
     compactor: Compactor,
     /// A request that must start the next group (a range delete met mid-group).
     carry: Option<Request>,
+    /// Compresses the records logged.
+    compressor: Compressor,
 }
 
 type Reply = (oneshot::Sender<Result<KeyValue>>, Result<KeyValue>);
@@ -81,6 +84,7 @@ impl Writer {
         rx: Receiver<Request>,
         rev: Revision,
         compactor: Compactor,
+        compressor: Compressor,
     ) -> Writer {
         Writer {
             shared,
@@ -89,6 +93,7 @@ impl Writer {
             last_commit_millis: 0,
             compactor,
             carry: None,
+            compressor,
         }
     }
 
@@ -205,8 +210,12 @@ impl Writer {
         let latest = &self.shared.latest;
         let compacted = self.shared.compacted_revision();
         let mut overlay: HashMap<Vec<u8>, Option<Record>> = HashMap::new();
-        let mut log_batch = sled::Batch::default();
+        let mut log_batch = SizedBatch::default();
         let mut latest_batch = sled::Batch::default();
+        // Change of the latest database's logical size, and the index entries this group
+        // adds (an index entry may outlive its key's delete and be reused).
+        let mut latest_delta: i64 = 0;
+        let mut indexed: HashSet<Vec<u8>> = HashSet::new();
         let mut rev = self.rev;
         let mut replies: Vec<Reply> = Vec::with_capacity(group.len());
         let mut events = Vec::new();
@@ -255,17 +264,29 @@ impl Writer {
                 } else {
                     EventType::Modified
                 };
-                log_batch.insert(version_key(cur.mod_revision), encode_version(t, &kb, cur));
-                log_batch.insert(xref_key(&kb, cur.mod_revision), &[0u8]);
+                let (v, logical) = encode_version(t, &kb, cur, &mut self.compressor);
+                log_batch.insert_logical(version_key(cur.mod_revision), v, logical);
+                log_batch.insert(xref_key(&kb, cur.mod_revision), [0u8]);
             }
-            log_batch.insert(version_key(next), encode_version(event_type, &kb, &record));
-            log_batch.insert(xref_key(&kb, next), &[u8::from(req.delete)]);
+            let (v, logical) = encode_version(event_type, &kb, &record, &mut self.compressor);
+            log_batch.insert_logical(version_key(next), v, logical);
+            log_batch.insert(xref_key(&kb, next), [u8::from(req.delete)]);
+            let lk = latest_key(&kb);
+            if let Some(cur) = &current {
+                latest_delta -= (lk.len() + cur.encoded_len()) as i64;
+            }
             if req.delete {
-                latest_batch.remove(latest_key(&kb));
+                latest_batch.remove(lk);
             } else {
-                latest_batch.insert(latest_key(&kb), record.encode());
+                latest_delta += (lk.len() + record.encoded_len()) as i64;
+                latest_batch.insert(lk, record.encode());
                 if current.is_none() {
-                    latest_batch.insert(index_key(&index_key_bytes(&req.key)), &[]);
+                    let ik = index_key(&index_key_bytes(&req.key));
+                    if !indexed.contains(&ik) && !latest.contains_key(&ik).unwrap_or(true) {
+                        latest_delta += ik.len() as i64;
+                    }
+                    latest_batch.insert(ik.clone(), &[]);
+                    indexed.insert(ik);
                 }
             }
             overlay.insert(kb, (!req.delete).then(|| record.clone()));
@@ -278,11 +299,16 @@ impl Writer {
             replies.push((req.reply, Ok(kv)));
         }
         if rev > self.rev {
-            latest_batch.insert(meta_key(META_REVISION), &encode_u64(rev));
+            let mk = meta_key(META_REVISION);
+            if self.rev == 0 && !latest.contains_key(&mk).unwrap_or(true) {
+                latest_delta += (mk.len() + 8) as i64;
+            }
+            latest_batch.insert(mk, &encode_u64(rev));
             self.last_commit_millis = self.last_commit_millis.max(unix_millis());
             log_commit_time(&mut log_batch, rev, self.last_commit_millis);
             let writes = replies.len() as u64;
             let flush_started = std::time::Instant::now();
+            let log_bytes = log_batch.bytes;
             let durable = self.log_group(log_batch);
             let stats = &self.shared.stats;
             stats.groups.fetch_add(1, Ordering::Relaxed);
@@ -301,6 +327,10 @@ impl Writer {
                 return;
             }
             // Committed. A failure from here on is repaired from the log at the next start.
+            self.shared
+                .log
+                .note_commit(self.last_commit_millis, log_bytes);
+            self.shared.add_latest_bytes(latest_delta);
             if let Err(e) = self.apply_latest(latest_batch) {
                 tracing::error!(error = %e, "latest values not updated; storage stops accepting writes");
                 self.shared.failed.store(true, Ordering::Release);
@@ -322,7 +352,7 @@ impl Writer {
 impl Writer {
     /// Writes one group's log batch into the current generation (starting a new one when
     /// due) and flushes the log: the commit point.
-    fn log_group(&self, batch: sled::Batch) -> sled::Result<()> {
+    fn log_group(&self, batch: SizedBatch) -> sled::Result<()> {
         let log = &self.shared.log;
         let mut gen = log.current();
         if self.compactor.rotation_due(&gen, self.rev) {
@@ -330,7 +360,8 @@ impl Writer {
                 .rotate(self.rev + 1)
                 .map_err(|e| sled::Error::Unsupported(e.to_string()))?;
         }
-        gen.tree.apply_batch(batch)?;
+        gen.tree.apply_batch(batch.batch)?;
+        gen.add_bytes(batch.bytes);
         log.db.flush().map(|_| ())
     }
 

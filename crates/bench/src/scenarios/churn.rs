@@ -2,8 +2,18 @@
 //! ConfigMaps rewritten continuously, `--leases` Leases renewed, and Events created and
 //! deleted once `--events-kept` newer ones exist (as the server's TTL expires them). Every
 //! `--sample-every` it samples the write rate and the size of the server's data directory
-//! (`--data-dir` or `--server-pid`), so the report shows whether disk usage reaches a
-//! plateau and whether throughput holds as the store ages.
+//! (`--data-dir` or `--server-pid`; with kplane's split layout also its `latest/` and `log/`
+//! parts), so the report shows whether disk usage reaches a plateau and whether throughput
+//! holds as the store ages. From kplane's `/metrics` each sample also takes the logical size
+//! of what the store holds (`kplane_storage_logical_bytes`: the latest values and the
+//! retained history; `kplane_storage_window_logical_bytes`: the history of the last event
+//! window) and prints the ratios of the data directory to them: `disk_per_window` is the
+//! directory over the live data plus the window's history (the issue's target: at most 3),
+//! `disk_per_retained` over everything the store keeps.
+//!
+//! The ConfigMaps' data and the Events' messages (`--size` bytes) are random base64 text,
+//! new at every write, so a store that compresses its data is measured on padding that
+//! compresses no better than real binary data in base64 (not on a repeated character).
 //!
 //! Each client owns a disjoint share of the ConfigMaps and Leases (updates carry the
 //! resourceVersion it last wrote, as a controller's do, so there are no conflicts by design)
@@ -50,6 +60,8 @@ struct ChurnWorker {
     step: u64,
     writes: Arc<AtomicU64>,
     updates: u64,
+    /// Generates the random padding of this client's writes.
+    rng: u64,
 }
 
 impl ChurnWorker {
@@ -80,8 +92,9 @@ impl ChurnWorker {
         let (ctx, scope) = (&self.ctx, &self.scope);
         let obj = &mut self.configmaps[i];
         let name = obj.name.clone();
+        let pad = random_text(ctx.opts.size as usize, &mut self.rng);
         Self::rewrite(&mut self.conn, obj, |rv| {
-            ctx.update_body(scope, &name, SCENARIO, rv, n)
+            configmap_body(&ctx.run, scope, &name, rv, n, &pad)
         })
         .await?;
         self.updates += 1;
@@ -108,13 +121,8 @@ impl ChurnWorker {
             .configmaps
             .first()
             .map_or_else(|| name.clone(), |o| o.name.clone());
-        let body = event_body(
-            &self.ctx.run,
-            &self.scope,
-            &name,
-            &involved,
-            self.ctx.opts.size,
-        );
+        let message = random_text(self.ctx.opts.size as usize, &mut self.rng);
+        let body = event_body(&self.ctx.run, &self.scope, &name, &involved, &message);
         self.conn
             .call_ok(Method::POST, &events_path(&self.scope), Some(body))
             .await?;
@@ -183,8 +191,40 @@ fn lease_body(run: &str, scope: &Scope, name: &str, rv: Option<&str>) -> Bytes {
     Bytes::from(v.to_string())
 }
 
-/// A core v1 Event about ConfigMap `involved`, with a message of about `size` bytes.
-fn event_body(run: &str, scope: &Scope, name: &str, involved: &str, size: u32) -> Bytes {
+/// `len` random base64 characters: padding that compresses no better than base64-encoded
+/// binary data does (6 bits per character), so a store that compresses cannot look better
+/// on it than on real data. Different at every call (`state`: the caller's generator).
+fn random_text(len: usize, state: &mut u64) -> String {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    (0..len)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            char::from(B64[(*state >> 58) as usize])
+        })
+        .collect()
+}
+
+/// A ConfigMap of this scenario rewritten with resourceVersion `rv`, its data value
+/// `pad` (random, see [`random_text`]).
+fn configmap_body(run: &str, scope: &Scope, name: &str, rv: &str, n: u64, pad: &str) -> Bytes {
+    let v = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": scope.namespace,
+            "resourceVersion": rv,
+            "labels": labels(run),
+        },
+        "data": {"n": n.to_string(), "v": pad},
+    });
+    Bytes::from(v.to_string())
+}
+
+/// A core v1 Event about ConfigMap `involved`, with `message`.
+fn event_body(run: &str, scope: &Scope, name: &str, involved: &str, message: &str) -> Bytes {
     let now = micro_time(std::time::SystemTime::now());
     let seconds = now.split('.').next().unwrap_or_default().to_string() + "Z";
     let v = json!({
@@ -193,7 +233,7 @@ fn event_body(run: &str, scope: &Scope, name: &str, involved: &str, size: u32) -
         "metadata": {"name": name, "namespace": scope.namespace, "labels": labels(run)},
         "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": involved, "namespace": scope.namespace},
         "reason": "Churn",
-        "message": "m".repeat(size as usize),
+        "message": message,
         "type": "Normal",
         "source": {"component": "kplane-bench"},
         "firstTimestamp": seconds,
@@ -272,6 +312,48 @@ async fn cleanup_leases_and_events(ctx: &Arc<Ctx>, scope: &Scope) -> ErrorCounts
     errors
 }
 
+/// The value of one series (`name` or `name{labels}`) in a Prometheus text exposition.
+fn series(text: &str, name: &str) -> Option<f64> {
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == name).then(|| v.trim().parse().ok())?
+    })
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+/// The store's logical sizes from kplane's `/metrics`, and the data directory's ratios to
+/// them, added to `sample` (nothing when the server does not expose them).
+fn add_logical(sample: &mut Value, metrics: &str, disk_mib: Option<f64>) {
+    let get = |name: &str| series(metrics, name).map(|b| b / MIB);
+    let (Some(latest), Some(log), Some(window)) = (
+        get("kplane_storage_logical_bytes{db=\"latest\"}"),
+        get("kplane_storage_logical_bytes{db=\"log\"}"),
+        get("kplane_storage_window_logical_bytes"),
+    ) else {
+        return;
+    };
+    sample["latest_logical_mib"] = json!(round1(latest));
+    sample["log_logical_mib"] = json!(round1(log));
+    sample["window_logical_mib"] = json!(round1(window));
+    if let Some(disk) = disk_mib {
+        if latest + window > 0.0 {
+            sample["disk_per_window"] = json!(round2(disk / (latest + window)));
+        }
+        if latest + log > 0.0 {
+            sample["disk_per_retained"] = json!(round2(disk / (latest + log)));
+        }
+    }
+}
+
 /// Samples the write rate and the data directory's size every `every` until `stop`.
 fn start_sampler(
     ctx: &Arc<Ctx>,
@@ -280,6 +362,7 @@ fn start_sampler(
 ) -> tokio::task::JoinHandle<Vec<Value>> {
     let every = ctx.opts.sample_every.max(Duration::from_millis(100));
     let dir = crate::settle::data_dir(ctx);
+    let mut conn = ctx.setup_conn();
     // Bounded: sampling ends with the phase, which is bounded by --duration (<= 7 days).
     let max_samples = (ctx.opts.warmup + ctx.opts.duration).as_secs_f64() / every.as_secs_f64();
     let max_samples = max_samples.ceil() as usize + 2;
@@ -297,11 +380,24 @@ fn start_sampler(
             let rate = (w - last.1) as f64 / (now - last.0).as_secs_f64().max(1e-3);
             last = (now, w);
             let disk = dir.as_deref().and_then(crate::settle::disk_mib);
-            samples.push(json!({
+            let mut sample = json!({
                 "t_s": (now - start).as_secs_f64().round(),
                 "writes_per_s": rate.round(),
                 "disk_mib": disk,
-            }));
+            });
+            // kplane's split layout: the latest values and the log of history.
+            for part in ["latest", "log"] {
+                if let Some(mib) = dir
+                    .as_deref()
+                    .and_then(|d| crate::settle::disk_mib(&d.join("db").join(part)))
+                {
+                    sample[format!("{part}_disk_mib")] = json!(mib);
+                }
+            }
+            if let Ok(body) = conn.call_ok(Method::GET, "/metrics", None).await {
+                add_logical(&mut sample, &String::from_utf8_lossy(&body), disk);
+            }
+            samples.push(sample);
         }
         samples
     })
@@ -369,6 +465,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
                 step: id,
                 writes: writes.clone(),
                 updates: 0,
+                rng: 0x9E37_79B9_7F4A_7C15 ^ (id + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
             }
         })
         .collect();
@@ -426,6 +523,19 @@ fn summarize(report: &mut Report, samples: &[Value]) {
     if let Some(m) = max {
         report.set("disk_mib_max", m);
     }
+    // The ratio once the window has filled: the second half of the run.
+    let second_half = &samples[samples.len() / 2..];
+    let ratios: Vec<f64> = second_half
+        .iter()
+        .filter_map(|x| x["disk_per_window"].as_f64())
+        .collect();
+    if let Some(max) = ratios.iter().copied().reduce(f64::max) {
+        report.set("disk_per_window_max_second_half", max);
+        report.set(
+            "disk_per_window_mean_second_half",
+            round2(ratios.iter().sum::<f64>() / ratios.len() as f64),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -456,5 +566,61 @@ mod tests {
         assert_eq!(r.extra["writes_per_s_last_quarter"], json!(107.0));
         assert_eq!(r.extra["disk_mib_last_quarter"], json!(65.0));
         assert_eq!(r.extra["disk_mib_max"], json!(70.0));
+        assert!(r.extra.get("disk_per_window_max_second_half").is_none());
+    }
+
+    #[test]
+    fn padding_is_random_base64_and_new_each_time() {
+        let mut state = 12345u64;
+        let a = random_text(1024, &mut state);
+        let b = random_text(1024, &mut state);
+        assert_eq!((a.len(), b.len()), (1024, 1024));
+        assert_ne!(a, b);
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'+' || c == b'/'));
+        // All 64 characters show up about equally often: 6 bits of entropy per character.
+        let mut counts = [0usize; 256];
+        for c in a.bytes().chain(b.bytes()) {
+            counts[c as usize] += 1;
+        }
+        let used: Vec<usize> = counts.into_iter().filter(|n| *n > 0).collect();
+        assert_eq!(used.len(), 64);
+        assert!(used.iter().all(|n| (10..=60).contains(n)), "{used:?}");
+        let scope = Scope {
+            prefix: String::new(),
+            namespace: "ns".into(),
+        };
+        let body = configmap_body("r", &scope, "cm", "7", 3, &a);
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["data"]["v"], json!(a));
+        assert_eq!(v["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn ratios_come_from_the_logical_sizes() {
+        let metrics = "# HELP x\nkplane_storage_logical_bytes{db=\"latest\"} 1048576\n\
+            kplane_storage_logical_bytes{db=\"log\"} 5242880\n\
+            kplane_storage_window_logical_bytes 3145728\n";
+        let mut s = json!({"disk_mib": 12.0});
+        add_logical(&mut s, metrics, Some(12.0));
+        assert_eq!(s["latest_logical_mib"], json!(1.0));
+        assert_eq!(s["log_logical_mib"], json!(5.0));
+        assert_eq!(s["window_logical_mib"], json!(3.0));
+        assert_eq!(s["disk_per_window"], json!(3.0));
+        assert_eq!(s["disk_per_retained"], json!(2.0));
+        // A server without the figures (kube-apiserver) adds nothing.
+        let mut s = json!({"disk_mib": 12.0});
+        add_logical(&mut s, "kplane_storage_disk_bytes 5\n", Some(12.0));
+        assert!(s.get("disk_per_window").is_none());
+
+        let samples: Vec<Value> = [4.0, 9.0, 3.5, 2.5]
+            .iter()
+            .map(|r| json!({"writes_per_s": 1, "disk_mib": 1, "disk_per_window": r}))
+            .collect();
+        let mut r = Report::new("churn");
+        summarize(&mut r, &samples);
+        assert_eq!(r.extra["disk_per_window_max_second_half"], json!(3.5));
+        assert_eq!(r.extra["disk_per_window_mean_second_half"], json!(3.0));
     }
 }
