@@ -67,6 +67,11 @@ impl Auditor {
         Ok(Auditor::new(policy, sink))
     }
 
+    /// Stops auditing and waits until the queued events are written.
+    pub fn close(self) {
+        self.sink.close();
+    }
+
     /// Starts the trail of a request that just arrived.
     pub fn begin<B>(self: &Arc<Self>, req: &Request<B>, peer: Option<std::net::IpAddr>) -> Trail {
         let uri = req

@@ -2,7 +2,8 @@
 //! stages a request is recorded at. Rules are tried in order and the first that matches
 //! decides, as kube-apiserver's policy checker does; a request no rule matches is not
 //! recorded (level `None`). The policy's own `omitStages` are added to every rule's, and a
-//! rule's `omitManagedFields` overrides the policy's.
+//! rule's `omitManagedFields` overrides the policy's. Unknown fields are ignored, as
+//! kube-apiserver's (non-strict) decoding of the file does.
 
 use serde::Deserialize;
 
@@ -51,7 +52,7 @@ impl Stage {
 
 /// A group's resources in a rule (`GroupResources`).
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct GroupResources {
     #[serde(default)]
     pub group: String,
@@ -63,7 +64,7 @@ pub struct GroupResources {
 
 /// One rule (`PolicyRule`).
 #[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Rule {
     pub level: Level,
     #[serde(default)]

@@ -44,6 +44,7 @@ pub struct Counters {
 pub struct Sink {
     tx: SyncSender<Event>,
     pub counters: Arc<Counters>,
+    writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Sink {
@@ -61,10 +62,35 @@ impl Sink {
         let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
         let counters = Arc::new(Counters::default());
         let c = counters.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("audit-log".into())
             .spawn(move || write_loop(&rx, out, &c))?;
-        Ok(Sink { tx, counters })
+        Ok(Sink {
+            tx,
+            counters,
+            writer: Some(writer),
+        })
+    }
+
+    /// A sink whose queue nobody drains (tests of a full queue): the receiver is returned.
+    #[cfg(test)]
+    pub fn undrained(capacity: usize) -> (Sink, Receiver<Event>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(capacity);
+        let sink = Sink {
+            tx,
+            counters: Arc::default(),
+            writer: None,
+        };
+        (sink, rx)
+    }
+
+    /// Stops taking events and waits until the writer has written the queued ones.
+    pub fn close(self) {
+        let Sink { tx, writer, .. } = self;
+        drop(tx);
+        if let Some(w) = writer {
+            let _ = w.join();
+        }
     }
 
     /// Queues an event without waiting; a full queue drops it (counted as an error).
@@ -99,7 +125,7 @@ impl Output {
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Output::Stdout => Ok(()),
-            Output::File(f) => f.file.flush(),
+            Output::File(f) => f.flush(),
         }
     }
 }
