@@ -43,22 +43,23 @@ fn policy_rules_match_as_upstream() {
     use Level::*;
     let alice = Some(user("alice", &["devs", "system:authenticated"]));
     let bob = Some(user("bob", &["system:authenticated"]));
+    let anon: Option<UserInfo> = Option::None;
     let get = Method::GET;
     let post = Method::POST;
     #[rustfmt::skip]
     let cases: Vec<(&str, Option<UserInfo>, &Method, &str, Level)> = vec![
         // An empty rule matches everything, unauthenticated requests too.
         ("- level: Metadata", alice.clone(), &get, "/api/v1/pods", Metadata),
-        ("- level: Metadata", None, &get, "/version", Metadata),
+        ("- level: Metadata", anon.clone(), &get, "/version", Metadata),
         // No matching rule: None.
         ("- level: Metadata\n  users: [carol]", alice.clone(), &get, "/api/v1/pods", None),
         // users / userGroups.
         ("- level: Request\n  users: [alice]", alice.clone(), &get, "/api/v1/pods", Request),
         ("- level: Request\n  users: [alice]", bob.clone(), &get, "/api/v1/pods", None),
-        ("- level: Request\n  users: [alice]", None, &get, "/api/v1/pods", None),
+        ("- level: Request\n  users: [alice]", anon.clone(), &get, "/api/v1/pods", None),
         ("- level: Request\n  userGroups: [devs]", alice.clone(), &get, "/api/v1/pods", Request),
         ("- level: Request\n  userGroups: [devs]", bob.clone(), &get, "/api/v1/pods", None),
-        ("- level: Request\n  userGroups: [system:unauthenticated]", None, &get, "/version", None),
+        ("- level: Request\n  userGroups: [system:unauthenticated]", anon.clone(), &get, "/version", None),
         // verbs: Kubernetes verbs, not HTTP methods.
         ("- level: Metadata\n  verbs: [list]", alice.clone(), &get, "/api/v1/namespaces/a/pods", Metadata),
         ("- level: Metadata\n  verbs: [get]", alice.clone(), &get, "/api/v1/namespaces/a/pods", None),
