@@ -22,7 +22,12 @@ rules:
 ";
 
 /// A kubectl authenticating with `token`.
-fn kubectl_with_token(server: &KplaneServer, dir: &Path, name: &str, token: &str) -> Result<Kubectl> {
+fn kubectl_with_token(
+    server: &KplaneServer,
+    dir: &Path,
+    name: &str,
+    token: &str,
+) -> Result<Kubectl> {
     let kubeconfig = json!({
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": "kplane", "cluster": {
@@ -81,10 +86,21 @@ fn a_metadata_policy_writes_one_line_per_request() -> Result<()> {
     let alice = kubectl_with_token(&server, dir.path(), "alice", "tok-alice")?;
     let quiet = kubectl_with_token(&server, dir.path(), "quiet", "tok-quiet")?;
 
-    alice.ok(&["create", "configmap", "c1", "-n", "default", "--from-literal=a=b"])?;
+    alice.ok(&[
+        "create",
+        "configmap",
+        "c1",
+        "-n",
+        "default",
+        "--from-literal=a=b",
+    ])?;
     alice.ok(&["get", "configmap", "c1", "-n", "default", "-o", "name"])?;
     let out = alice.run(&["get", "configmap", "c1", "-n", "default", "--as", "bob"])?;
-    ensure!(!out.success(), "bob may not read configmaps: {}", out.stdout);
+    ensure!(
+        !out.success(),
+        "bob may not read configmaps: {}",
+        out.stdout
+    );
     quiet.ok(&["get", "configmap", "c1", "-n", "default", "-o", "name"])?;
     quiet.ok(&["label", "configmap", "c1", "-n", "default", "q=1"])?;
     // The last request: once its line is written, every earlier one's is.
@@ -100,14 +116,26 @@ fn a_metadata_policy_writes_one_line_per_request() -> Result<()> {
     // Every line is a ResponseComplete (RequestReceived is omitted), one per audit ID.
     let mut ids = std::collections::HashSet::new();
     for e in &all {
-        ensure!(e["kind"] == "Event" && e["apiVersion"] == "audit.k8s.io/v1", "{e}");
+        ensure!(
+            e["kind"] == "Event" && e["apiVersion"] == "audit.k8s.io/v1",
+            "{e}"
+        );
         ensure!(e["level"] == "Metadata", "{e}");
         ensure!(e["stage"] == "ResponseComplete", "{e}");
-        ensure!(ids.insert(e["auditID"].as_str().unwrap_or("").to_string()), "{e}");
+        ensure!(
+            ids.insert(e["auditID"].as_str().unwrap_or("").to_string()),
+            "{e}"
+        );
         ensure!(e["annotations"]["kplane.io/cluster"] == "root", "{e}");
-        ensure!(e.get("requestObject").is_none() && e.get("responseObject").is_none(), "{e}");
+        ensure!(
+            e.get("requestObject").is_none() && e.get("responseObject").is_none(),
+            "{e}"
+        );
         // The None rules: nothing from `quiet`, no health checks.
-        ensure!(e["user"]["username"] != "quiet", "a silenced user was audited: {e}");
+        ensure!(
+            e["user"]["username"] != "quiet",
+            "a silenced user was audited: {e}"
+        );
         let uri = e["requestURI"].as_str().unwrap_or("");
         ensure!(!uri.contains("/readyz") && !uri.contains("/healthz"), "{e}");
     }
@@ -124,38 +152,65 @@ fn a_metadata_policy_writes_one_line_per_request() -> Result<()> {
             == json!({"resource": "configmaps", "namespace": "default", "name": "c1", "apiVersion": "v1"}),
         "{get}"
     );
-    ensure!(get["responseStatus"] == json!({"metadata": {}, "code": 200}), "{get}");
-    ensure!(get["annotations"]["authorization.k8s.io/decision"] == "allow", "{get}");
     ensure!(
-        get["userAgent"].as_str().is_some_and(|a| a.starts_with("kubectl")),
+        get["responseStatus"] == json!({"metadata": {}, "code": 200}),
+        "{get}"
+    );
+    ensure!(
+        get["annotations"]["authorization.k8s.io/decision"] == "allow",
+        "{get}"
+    );
+    ensure!(
+        get["userAgent"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("kubectl")),
         "{get}"
     );
     ensure!(get["sourceIPs"] == json!(["127.0.0.1"]), "{get}");
     ensure!(
-        get["requestURI"]
-            .as_str()
-            .is_some_and(|u| u.starts_with("/clusters/root/api/v1/namespaces/default/configmaps/c1")),
+        get["requestURI"].as_str().is_some_and(
+            |u| u.starts_with("/clusters/root/api/v1/namespaces/default/configmaps/c1")
+        ),
         "{get}"
     );
 
     let as_bob = c1[1];
-    ensure!(as_bob["user"]["username"] == "alice", "the real user: {as_bob}");
+    ensure!(
+        as_bob["user"]["username"] == "alice",
+        "the real user: {as_bob}"
+    );
     ensure!(as_bob["impersonatedUser"]["username"] == "bob", "{as_bob}");
     ensure!(as_bob["responseStatus"]["code"] == 403, "{as_bob}");
-    ensure!(as_bob["responseStatus"]["reason"] == "Forbidden", "{as_bob}");
-    ensure!(as_bob["annotations"]["authorization.k8s.io/decision"] == "forbid", "{as_bob}");
+    ensure!(
+        as_bob["responseStatus"]["reason"] == "Forbidden",
+        "{as_bob}"
+    );
+    ensure!(
+        as_bob["annotations"]["authorization.k8s.io/decision"] == "forbid",
+        "{as_bob}"
+    );
 
     let creates: Vec<&Value> = all
         .iter()
         .filter(|e| e["verb"] == "create" && e["objectRef"]["resource"] == "configmaps")
         .collect();
     ensure!(creates.len() == 1, "{creates:#?}");
-    ensure!(creates[0]["responseStatus"]["code"] == 201, "{}", creates[0]);
+    ensure!(
+        creates[0]["responseStatus"]["code"] == 201,
+        "{}",
+        creates[0]
+    );
     ensure!(creates[0]["user"]["username"] == "alice", "{}", creates[0]);
 
     let marker = about(&all, "marker");
-    ensure!(marker.len() == 1 && marker[0]["responseStatus"]["code"] == 404, "{marker:#?}");
-    ensure!(marker[0]["responseStatus"]["reason"] == "NotFound", "{marker:#?}");
+    ensure!(
+        marker.len() == 1 && marker[0]["responseStatus"]["code"] == 404,
+        "{marker:#?}"
+    );
+    ensure!(
+        marker[0]["responseStatus"]["reason"] == "NotFound",
+        "{marker:#?}"
+    );
 
     // The admin's /metrics counts the events.
     let metrics = server.kubectl_ok(&["get", "--raw", "/metrics"])?;

@@ -209,7 +209,11 @@ impl Trail {
             return;
         }
         if let Ok(mut v) = serde_json::from_slice::<Value>(body) {
-            if self.decision.as_ref().is_some_and(|d| d.omit_managed_fields) {
+            if self
+                .decision
+                .as_ref()
+                .is_some_and(|d| d.omit_managed_fields)
+            {
                 event::strip_managed_fields(&mut v);
             }
             self.request_object = Some(v);
@@ -261,7 +265,11 @@ impl Trail {
             match axum::body::to_bytes(body, MAX_OBJECT_BYTES).await {
                 Ok(bytes) => {
                     if let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) {
-                        if self.decision.as_ref().is_some_and(|d| d.omit_managed_fields) {
+                        if self
+                            .decision
+                            .as_ref()
+                            .is_some_and(|d| d.omit_managed_fields)
+                        {
                             event::strip_managed_fields(&mut v);
                         }
                         response_object = Some(v);

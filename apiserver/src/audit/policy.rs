@@ -221,7 +221,7 @@ fn validate_rule(r: &Rule) -> Result<(), String> {
 fn rule_matches(r: &Rule, attrs: &Attributes<'_>) -> bool {
     if !r.users.is_empty() {
         match attrs.user {
-            Some(u) if r.users.iter().any(|x| *x == u.username) => {}
+            Some(u) if r.users.contains(&u.username) => {}
             _ => return false,
         }
     }
@@ -239,8 +239,7 @@ fn rule_matches(r: &Rule, attrs: &Attributes<'_>) -> bool {
     }
     if !r.non_resource_urls.is_empty() {
         return !attrs.request.is_resource_request
-            && r
-                .non_resource_urls
+            && r.non_resource_urls
                 .iter()
                 .any(|spec| path_matches(&attrs.request.path, spec));
     }

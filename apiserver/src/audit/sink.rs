@@ -228,12 +228,12 @@ impl RotatingFile {
     /// Removes the backups beyond `max_backups` (oldest first) and older than `max_age`.
     fn remove_old_backups(&self, now: chrono::DateTime<chrono::Utc>) {
         let mut backups = list_backups(&self.path);
-        backups.sort_by(|a, b| b.0.cmp(&a.0)); // newest first
+        backups.sort_by_key(|b| std::cmp::Reverse(b.0)); // newest first
         for (i, (at, path)) in backups.iter().enumerate() {
             let too_many = self.max_backups > 0 && i >= self.max_backups;
-            let too_old = self.max_age.is_some_and(|age| {
-                (now - *at).to_std().is_ok_and(|elapsed| elapsed > age)
-            });
+            let too_old = self
+                .max_age
+                .is_some_and(|age| (now - *at).to_std().is_ok_and(|elapsed| elapsed > age));
             if too_many || too_old {
                 if let Err(e) = std::fs::remove_file(path) {
                     tracing::warn!(error = %e, file = %path.display(), "audit log: removing an old file");

@@ -15,7 +15,9 @@ use super::*;
 use crate::http::request_info;
 
 fn info(method: &Method, uri: &str) -> RequestInfo {
-    let (path, query) = uri.split_once('?').map_or((uri, None), |(p, q)| (p, Some(q)));
+    let (path, query) = uri
+        .split_once('?')
+        .map_or((uri, None), |(p, q)| (p, Some(q)));
     let target = request_info::parse(path).unwrap();
     request_info::request_info(method, &target, query)
 }
@@ -171,8 +173,10 @@ fn invalid_policies_are_refused() {
         assert!(e.contains(want), "{text:?}: {e}");
     }
     // JSON is YAML too; unknown fields are ignored as upstream's decoder does.
-    Policy::parse(r#"{"apiVersion":"audit.k8s.io/v1","kind":"Policy","rules":[{"level":"None","extra":1}]}"#)
-        .unwrap();
+    Policy::parse(
+        r#"{"apiVersion":"audit.k8s.io/v1","kind":"Policy","rules":[{"level":"None","extra":1}]}"#,
+    )
+    .unwrap();
 }
 
 fn auditor_to(dir: &std::path::Path, rules: &str) -> Arc<Auditor> {
@@ -221,7 +225,11 @@ async fn a_metadata_event_has_upstreams_shape() {
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[0]["stage"], "RequestReceived");
     assert!(events[0].get("responseStatus").is_none());
-    assert!(events[0].get("annotations").unwrap().get(DECISION_ANNOTATION).is_none());
+    assert!(events[0]
+        .get("annotations")
+        .unwrap()
+        .get(DECISION_ANNOTATION)
+        .is_none());
     let mut e = events[1].clone();
     for k in ["requestReceivedTimestamp", "stageTimestamp"] {
         let ts = e[k].as_str().unwrap().to_string();
@@ -277,7 +285,8 @@ async fn failures_unauthenticated_requests_and_request_objects() {
     // A silenced user writes nothing.
     let mut t = auditor.begin(&request(uri), None);
     t.authenticated(&user("quiet", &[]), &ri);
-    t.finish(&ri, axum::response::IntoResponse::into_response("")).await;
+    t.finish(&ri, axum::response::IntoResponse::into_response(""))
+        .await;
     // A create at RequestResponse records both objects, managed fields included.
     let uri = "/api/v1/namespaces/default/configmaps";
     let ri = info(&Method::POST, uri);
@@ -292,8 +301,14 @@ async fn failures_unauthenticated_requests_and_request_objects() {
         .body(Body::from(body.to_string()))
         .unwrap();
     let req = keep_request_body(&mut t, req).await;
-    let echoed = axum::body::to_bytes(req.into_body(), 1 << 20).await.unwrap();
-    assert_eq!(echoed, body.to_string().as_bytes(), "the handler gets the same body");
+    let echoed = axum::body::to_bytes(req.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(
+        echoed,
+        body.to_string().as_bytes(),
+        "the handler gets the same body"
+    );
     let mut resp = axum::response::IntoResponse::into_response(
         json!({"kind": "ConfigMap", "metadata": {"name": "c", "uid": "u"}}).to_string(),
     );
@@ -302,7 +317,9 @@ async fn failures_unauthenticated_requests_and_request_objects() {
         HeaderValue::from_static("application/json"),
     );
     let resp = t.finish(&ri, resp).await;
-    let sent = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+    let sent = axum::body::to_bytes(resp.into_body(), 1 << 20)
+        .await
+        .unwrap();
     assert!(String::from_utf8_lossy(&sent).contains("\"uid\":\"u\""));
 
     let events = close_and_read(auditor, dir.path());
@@ -332,7 +349,10 @@ async fn failures_unauthenticated_requests_and_request_objects() {
 #[tokio::test]
 async fn a_watch_writes_response_started_then_complete_when_its_body_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let auditor = auditor_to(dir.path(), "- level: Metadata\n  omitStages: [RequestReceived]");
+    let auditor = auditor_to(
+        dir.path(),
+        "- level: Metadata\n  omitStages: [RequestReceived]",
+    );
     let uri = "/api/v1/namespaces/default/configmaps?watch=true";
     let ri = info(&Method::GET, uri);
     let mut t = auditor.begin(&request(uri), None);
@@ -343,7 +363,10 @@ async fn a_watch_writes_response_started_then_complete_when_its_body_ends() {
     let body = axum::body::to_bytes(resp.into_body(), 1024).await.unwrap();
     assert_eq!(&body[..], b"{}");
     let events = close_and_read(auditor, dir.path());
-    let stages: Vec<&str> = events.iter().map(|e| e["stage"].as_str().unwrap()).collect();
+    let stages: Vec<&str> = events
+        .iter()
+        .map(|e| e["stage"].as_str().unwrap())
+        .collect();
     assert_eq!(stages, ["ResponseStarted", "ResponseComplete"]);
     assert_eq!(events[0]["auditID"], events[1]["auditID"]);
 }
@@ -360,7 +383,10 @@ fn a_full_queue_drops_and_counts() {
     }
     let mut text = String::new();
     auditor.render_metrics(&mut text);
-    assert!(text.contains("\napiserver_audit_event_total 250\n"), "{text}");
+    assert!(
+        text.contains("\napiserver_audit_event_total 250\n"),
+        "{text}"
+    );
     assert!(
         text.contains("\napiserver_audit_error_total{plugin=\"log\"} 150\n"),
         "{text}"
@@ -402,7 +428,11 @@ fn the_log_rotates_like_lumberjack() {
     assert!(!old.exists(), "the backup older than maxage was removed");
     for n in names.iter().filter(|n| n.starts_with("audit-")) {
         // audit-2026-11-24T08-00-00.000.log
-        let time = n.strip_prefix("audit-").unwrap().strip_suffix(".log").unwrap();
+        let time = n
+            .strip_prefix("audit-")
+            .unwrap()
+            .strip_suffix(".log")
+            .unwrap();
         assert!(
             chrono::NaiveDateTime::parse_from_str(time, "%Y-%m-%dT%H-%M-%S%.3f").is_ok(),
             "{n}"
