@@ -141,8 +141,11 @@ fn a_metadata_policy_writes_one_line_per_request() -> Result<()> {
     }
 
     let c1 = about(&all, "c1");
-    ensure!(c1.len() == 2, "the get as alice and as bob: {c1:#?}");
-    let get = c1[0];
+    ensure!(
+        c1.len() == 3,
+        "the create, the get as alice and as bob: {c1:#?}"
+    );
+    let get = c1[1];
     ensure!(get["verb"] == "get", "{get}");
     ensure!(get["user"]["username"] == "alice", "{get}");
     ensure!(get["user"]["uid"] == "uid-alice", "{get}");
@@ -174,7 +177,7 @@ fn a_metadata_policy_writes_one_line_per_request() -> Result<()> {
         "{get}"
     );
 
-    let as_bob = c1[1];
+    let as_bob = c1[2];
     ensure!(
         as_bob["user"]["username"] == "alice",
         "the real user: {as_bob}"
@@ -201,6 +204,14 @@ fn a_metadata_policy_writes_one_line_per_request() -> Result<()> {
         creates[0]
     );
     ensure!(creates[0]["user"]["username"] == "alice", "{}", creates[0]);
+    // The created object's name completes the objectRef (the URL has none).
+    ensure!(creates[0] == c1[0], "{}", creates[0]);
+    ensure!(
+        creates[0]["objectRef"]
+            == json!({"resource": "configmaps", "namespace": "default", "name": "c1", "apiVersion": "v1"}),
+        "{}",
+        creates[0]
+    );
 
     let marker = about(&all, "marker");
     ensure!(

@@ -42,11 +42,29 @@ pub struct ObjectRef {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub api_group: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub api_version: String,
     #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub subresource: String,
+}
+
+/// The fields of a request object's metadata that complete an `objectRef`.
+#[derive(Clone, Debug, Default, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub uid: String,
+    #[serde(default)]
+    pub resource_version: String,
 }
 
 impl ObjectRef {
@@ -56,10 +74,27 @@ impl ObjectRef {
             resource: r.resource.clone(),
             namespace: r.namespace.clone().unwrap_or_default(),
             name: r.name.clone().unwrap_or_default(),
+            uid: String::new(),
             api_group: r.api_group.clone(),
             api_version: r.api_version.clone(),
+            resource_version: String::new(),
             subresource: r.subresource.clone().unwrap_or_default(),
         })
+    }
+
+    /// Fills the fields the URL did not give from the request's object (upstream's
+    /// `LogRequestObject`).
+    pub fn complete(&mut self, m: &ObjectMeta) {
+        for (field, value) in [
+            (&mut self.namespace, &m.namespace),
+            (&mut self.name, &m.name),
+            (&mut self.uid, &m.uid),
+            (&mut self.resource_version, &m.resource_version),
+        ] {
+            if field.is_empty() {
+                field.clone_from(value);
+            }
+        }
     }
 }
 

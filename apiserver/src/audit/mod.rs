@@ -95,6 +95,7 @@ impl Auditor {
             impersonated: None,
             annotations: BTreeMap::new(),
             request_object: None,
+            object_meta: None,
         }
     }
 
@@ -155,6 +156,8 @@ pub struct Trail {
     impersonated: Option<User>,
     annotations: BTreeMap<String, String>,
     request_object: Option<Value>,
+    /// The metadata of the request's object (create, update), completing `objectRef`.
+    object_meta: Option<event::ObjectMeta>,
 }
 
 impl Trail {
@@ -198,26 +201,34 @@ impl Trail {
             .insert(REASON_ANNOTATION.into(), reason.to_string());
     }
 
-    /// Whether the request's body should be kept (`Request` level or above).
-    pub fn wants_request_object(&self) -> bool {
-        self.level() >= Level::Request
+    /// Whether the request's body should be read: at `Request` level and above for
+    /// `requestObject`; at `Metadata` for a create or update, whose object completes the
+    /// `objectRef` (name, namespace, uid, resourceVersion), as upstream.
+    pub fn wants_request_body(&self, info: &RequestInfo) -> bool {
+        match self.level() {
+            Level::None => false,
+            Level::Metadata => matches!(info.verb, Verb::Create | Verb::Update),
+            Level::Request | Level::RequestResponse => true,
+        }
     }
 
-    /// Keeps the request's body (a JSON object) for `requestObject`.
-    pub fn request_body(&mut self, body: &[u8], is_json: bool) {
-        if !is_json || body.is_empty() || body.len() > MAX_OBJECT_BYTES {
+    /// Takes the request's object (its body, decoded): its metadata completes `objectRef`
+    /// and, at `Request` level and above, it is the `requestObject`.
+    pub fn request_object(&mut self, mut v: Value) {
+        self.object_meta = v
+            .get("metadata")
+            .and_then(|m| serde_json::from_value(m.clone()).ok());
+        if self.level() < Level::Request {
             return;
         }
-        if let Ok(mut v) = serde_json::from_slice::<Value>(body) {
-            if self
-                .decision
-                .as_ref()
-                .is_some_and(|d| d.omit_managed_fields)
-            {
-                event::strip_managed_fields(&mut v);
-            }
-            self.request_object = Some(v);
+        if self
+            .decision
+            .as_ref()
+            .is_some_and(|d| d.omit_managed_fields)
+        {
+            event::strip_managed_fields(&mut v);
         }
+        self.request_object = Some(v);
     }
 
     /// The response is ready: writes `ResponseComplete`, or for a long-running request
@@ -317,7 +328,14 @@ impl Trail {
             impersonated_user: self.impersonated.clone(),
             source_ips: self.source_ips.clone(),
             user_agent: self.user_agent.clone(),
-            object_ref: ObjectRef::of(info),
+            object_ref: ObjectRef::of(info).map(|mut r| {
+                if stage != Stage::RequestReceived {
+                    if let Some(m) = &self.object_meta {
+                        r.complete(m);
+                    }
+                }
+                r
+            }),
             response_status: status,
             // The body is read after RequestReceived, as upstream decodes it.
             request_object: (level >= Level::Request && stage != Stage::RequestReceived)
@@ -362,15 +380,27 @@ pub async fn keep_request_body(trail: &mut Trail, req: Request<Body>) -> Request
     if !declared.is_some_and(|n| n > 0 && n <= MAX_OBJECT_BYTES) {
         return req;
     }
-    let json = req
+    let content_type = req
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("json"));
+        .unwrap_or("");
+    let protobuf = content_type.starts_with("application/vnd.kubernetes.protobuf");
+    let json = content_type.contains("json");
+    if !json && !protobuf {
+        return req;
+    }
     let (parts, body) = req.into_parts();
     match axum::body::to_bytes(body, MAX_OBJECT_BYTES).await {
         Ok(bytes) => {
-            trail.request_body(&bytes, json);
+            let object = if protobuf {
+                kplane_protobuf::decode(&bytes).ok()
+            } else {
+                serde_json::from_slice::<Value>(&bytes).ok()
+            };
+            if let Some(v) = object {
+                trail.request_object(v);
+            }
             Request::from_parts(parts, Body::from(bytes))
         }
         // The body broke off: the handler sees an empty one and refuses it.

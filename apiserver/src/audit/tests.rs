@@ -342,6 +342,7 @@ async fn failures_unauthenticated_requests_and_request_objects() {
     assert_eq!(e["annotations"]["kplane.io/cluster"], "root");
     let e = &events[2];
     assert_eq!(e["verb"], "create");
+    assert_eq!(e["objectRef"]["name"], "c", "completed from the body");
     assert_eq!(e["requestObject"], body);
     assert_eq!(e["responseObject"]["metadata"]["uid"], "u");
 }

@@ -195,7 +195,7 @@ async fn route(
             return forbidden;
         }
     }
-    if let Some(t) = trail.as_mut().filter(|t| t.wants_request_object()) {
+    if let Some(t) = trail.as_mut().filter(|t| t.wants_request_body(info)) {
         req = crate::audit::keep_request_body(t, req).await;
     }
     // ServiceAccount issuer discovery: the same answer for every cluster name, so it is
