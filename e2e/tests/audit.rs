@@ -236,3 +236,79 @@ fn a_metadata_policy_writes_one_line_per_request() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn request_response_level_and_a_watchs_two_stages() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n\
+         - level: RequestResponse\n  resources: [{group: '', resources: [configmaps]}]\n  omitStages: [RequestReceived]\n",
+    )?;
+    let log = dir.path().join("audit.log");
+    let server = KplaneServer::start_with(
+        ServerOptions::default()
+            .arg("--audit-policy-file")
+            .arg(&policy)
+            .arg("--audit-log-path")
+            .arg(&log)
+            .arg("--audit-log-maxsize=1"),
+    )?;
+    // kubectl sends the ConfigMap as Protobuf: the event records it as JSON.
+    server.kubectl_ok(&[
+        "create",
+        "configmap",
+        "rr",
+        "-n",
+        "default",
+        "--from-literal=k=v",
+    ])?;
+    // A watch the server ends after a second.
+    server.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
+    ])?;
+    let done = |events: &[Value]| {
+        events
+            .iter()
+            .any(|e| e["verb"] == "watch" && e["stage"] == "ResponseComplete")
+    };
+    poll_until(
+        std::time::Duration::from_secs(30),
+        "the watch's ResponseComplete",
+        || Ok(done(&events(&log)?)),
+    )?;
+    let all = events(&log)?;
+    let create = all
+        .iter()
+        .find(|e| e["verb"] == "create")
+        .context("the create's event")?;
+    ensure!(create["level"] == "RequestResponse", "{create}");
+    ensure!(create["objectRef"]["name"] == "rr", "{create}");
+    ensure!(
+        create["requestObject"]["data"] == json!({"k": "v"}),
+        "{create}"
+    );
+    ensure!(
+        create["responseObject"]["metadata"]["name"] == "rr",
+        "{create}"
+    );
+    ensure!(
+        create["responseObject"]["metadata"]["uid"].is_string(),
+        "{create}"
+    );
+    let watch: Vec<&Value> = all.iter().filter(|e| e["verb"] == "watch").collect();
+    let stages: Vec<&str> = watch.iter().filter_map(|e| e["stage"].as_str()).collect();
+    ensure!(
+        stages == ["ResponseStarted", "ResponseComplete"],
+        "{watch:#?}"
+    );
+    ensure!(watch[0]["auditID"] == watch[1]["auditID"], "{watch:#?}");
+    ensure!(
+        watch.iter().all(|e| e.get("responseObject").is_none()),
+        "{watch:#?}"
+    );
+    Ok(())
+}
