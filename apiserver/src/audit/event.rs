@@ -139,6 +139,9 @@ impl ResponseStatus {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
+    /// About how many bytes the event takes while queued (not written).
+    #[serde(skip)]
+    pub weight: usize,
     pub kind: &'static str,
     pub api_version: &'static str,
     pub level: &'static str,

@@ -36,6 +36,10 @@ pub const CLUSTER_ANNOTATION: &str = "kplane.io/cluster";
 pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
 pub const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
 
+/// What an event without objects counts for against the queue's byte bound (an estimate
+/// of its size).
+const EVENT_WEIGHT: usize = 1024;
+
 /// The largest request or response body copied into an event (larger ones are left out).
 const MAX_OBJECT_BYTES: usize = super::http::negotiation::MAX_BODY_BYTES;
 
@@ -96,6 +100,7 @@ impl Auditor {
             annotations: BTreeMap::new(),
             request_object: None,
             object_meta: None,
+            request_bytes: 0,
         }
     }
 
@@ -158,6 +163,8 @@ pub struct Trail {
     request_object: Option<Value>,
     /// The metadata of the request's object (create, update), completing `objectRef`.
     object_meta: Option<event::ObjectMeta>,
+    /// The size of the request's body, when it is recorded.
+    request_bytes: usize,
 }
 
 impl Trail {
@@ -212,9 +219,10 @@ impl Trail {
         }
     }
 
-    /// Takes the request's object (its body, decoded): its metadata completes `objectRef`
-    /// and, at `Request` level and above, it is the `requestObject`.
-    pub fn request_object(&mut self, mut v: Value) {
+    /// Takes the request's object (its body of `bytes` bytes, decoded): its metadata
+    /// completes `objectRef` and, at `Request` level and above, it is the `requestObject`.
+    pub fn request_object(&mut self, mut v: Value, bytes: usize) {
+        self.request_bytes = bytes;
         self.object_meta = v
             .get("metadata")
             .and_then(|m| serde_json::from_value(m.clone()).ok());
@@ -283,7 +291,7 @@ impl Trail {
                         {
                             event::strip_managed_fields(&mut v);
                         }
-                        response_object = Some(v);
+                        response_object = Some((v, bytes.len()));
                     }
                     resp = Response::from_parts(parts, Body::from(bytes));
                 }
@@ -307,7 +315,7 @@ impl Trail {
         stage: Stage,
         info: &RequestInfo,
         status: Option<ResponseStatus>,
-        response_object: Option<Value>,
+        response_object: Option<(Value, usize)>,
     ) {
         let Some(d) = &self.decision else { return };
         if !d.records(stage) {
@@ -316,7 +324,16 @@ impl Trail {
         let level = d.level;
         let mut annotations = self.annotations.clone();
         annotations.insert(CLUSTER_ANNOTATION.into(), info.cluster.as_str().to_string());
+        let with_request = level >= Level::Request && stage != Stage::RequestReceived;
+        let with_response = level >= Level::RequestResponse;
+        let weight = EVENT_WEIGHT
+            + if with_request { self.request_bytes } else { 0 }
+            + match &response_object {
+                Some((_, n)) if with_response => *n,
+                _ => 0,
+            };
         let event = Event {
+            weight,
             kind: "Event",
             api_version: "audit.k8s.io/v1",
             level: level.as_str(),
@@ -338,14 +355,8 @@ impl Trail {
             }),
             response_status: status,
             // The body is read after RequestReceived, as upstream decodes it.
-            request_object: (level >= Level::Request && stage != Stage::RequestReceived)
-                .then(|| self.request_object.clone())
-                .flatten(),
-            response_object: if level >= Level::RequestResponse {
-                response_object
-            } else {
-                None
-            },
+            request_object: with_request.then(|| self.request_object.clone()).flatten(),
+            response_object: response_object.filter(|_| with_response).map(|(v, _)| v),
             request_received_timestamp: event::timestamp(self.received),
             stage_timestamp: event::timestamp(chrono::Utc::now()),
             annotations,
@@ -399,7 +410,7 @@ pub async fn keep_request_body(trail: &mut Trail, req: Request<Body>) -> Request
                 serde_json::from_slice::<Value>(&bytes).ok()
             };
             if let Some(v) = object {
-                trail.request_object(v);
+                trail.request_object(v, bytes.len());
             }
             Request::from_parts(parts, Body::from(bytes))
         }

@@ -17,6 +17,10 @@ use super::event::Event;
 /// Events waiting for the writer at most; more are dropped.
 pub const QUEUE_CAPACITY: usize = 10_000;
 
+/// The bytes queued events may take at most (by their `weight`: request and response
+/// objects can be megabytes); more are dropped.
+pub const QUEUE_BYTES: usize = 64 * 1024 * 1024;
+
 /// The audit log settings (`--audit-log-*`).
 #[derive(Clone, Debug, Default)]
 pub struct LogConfig {
@@ -37,6 +41,8 @@ pub struct Counters {
     pub events: AtomicU64,
     /// Events dropped (queue full) or not written (I/O error).
     pub errors: AtomicU64,
+    /// The weight of the events in the queue.
+    pub queued_bytes: std::sync::atomic::AtomicUsize,
 }
 
 /// The sending end; dropping it lets the writer finish the queue and stop.
@@ -93,13 +99,23 @@ impl Sink {
         }
     }
 
-    /// Queues an event without waiting; a full queue drops it (counted as an error).
+    /// Queues an event without waiting; a full queue (by count or by bytes) drops it,
+    /// counted as an error.
     pub fn send(&self, event: Event) {
-        self.counters.events.fetch_add(1, Ordering::Relaxed);
+        let c = &self.counters;
+        c.events.fetch_add(1, Ordering::Relaxed);
+        let weight = event.weight;
+        let before = c.queued_bytes.fetch_add(weight, Ordering::Relaxed);
+        if before.saturating_add(weight) > QUEUE_BYTES {
+            c.queued_bytes.fetch_sub(weight, Ordering::Relaxed);
+            c.errors.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         match self.tx.try_send(event) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.counters.errors.fetch_add(1, Ordering::Relaxed);
+                c.queued_bytes.fetch_sub(weight, Ordering::Relaxed);
+                c.errors.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -135,6 +151,9 @@ fn write_loop(rx: &Receiver<Event>, mut out: Output, counters: &Counters) {
     while let Ok(first) = rx.recv() {
         let mut next = Some(first);
         while let Some(ev) = next {
+            counters
+                .queued_bytes
+                .fetch_sub(ev.weight, Ordering::Relaxed);
             let written = serde_json::to_vec(&ev)
                 .map_err(std::io::Error::other)
                 .and_then(|mut line| {

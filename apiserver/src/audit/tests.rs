@@ -451,3 +451,37 @@ fn the_log_rotates_like_lumberjack() {
         std::path::Path::new("/var/log/audit-2026-11-24T08-00-00.000.log")
     );
 }
+
+#[test]
+fn the_queue_is_bounded_by_bytes_too() {
+    let (sink, rx) = Sink::undrained(1000);
+    let event = |weight: usize| event::Event {
+        weight,
+        kind: "Event",
+        api_version: "audit.k8s.io/v1",
+        level: "RequestResponse",
+        audit_id: String::new(),
+        stage: "ResponseComplete",
+        request_uri: String::new(),
+        verb: String::new(),
+        user: Default::default(),
+        impersonated_user: None,
+        source_ips: vec![],
+        user_agent: String::new(),
+        object_ref: None,
+        response_status: None,
+        request_object: None,
+        response_object: None,
+        request_received_timestamp: String::new(),
+        stage_timestamp: String::new(),
+        annotations: Default::default(),
+    };
+    let big = sink::QUEUE_BYTES / 2 + 1;
+    sink.send(event(big));
+    sink.send(event(big));
+    sink.send(event(1024));
+    let c = &sink.counters;
+    assert_eq!(c.events.load(std::sync::atomic::Ordering::Relaxed), 3);
+    assert_eq!(c.errors.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(rx.try_iter().count(), 2);
+}
