@@ -240,8 +240,8 @@ impl Trail {
     }
 
     /// The response is ready: writes `ResponseComplete`, or for a long-running request
-    /// `ResponseStarted` now and `ResponseComplete` when its body ends. `info` is absent for
-    /// a request whose path did not parse; `authenticated` is false for a 401.
+    /// `ResponseStarted` now and `ResponseComplete` when its body ends; a request that was
+    /// never authenticated (a 401) gets one `ResponseStarted`. Adds the `Audit-Id` header.
     pub async fn finish(mut self, info: &RequestInfo, mut resp: Response) -> Response {
         if let Ok(v) = HeaderValue::from_str(&self.id) {
             resp.headers_mut().insert("audit-id", v);
