@@ -83,6 +83,15 @@ pub struct ServerConfig {
     pub anonymous_auth: bool,
     /// ServiceAccount token keys, issuer and audiences.
     pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
+    /// The audit log (`--audit-policy-file`, `--audit-log-*`); none: no audit.
+    pub audit: Option<AuditConfig>,
+}
+
+/// The audit policy file and the log the events go to.
+#[derive(Clone, Debug)]
+pub struct AuditConfig {
+    pub policy_file: PathBuf,
+    pub log: crate::audit::sink::LogConfig,
 }
 
 /// Builds a [`Server`].
@@ -135,6 +144,7 @@ impl Default for ServerBuilder {
                 token_auth_file: None,
                 anonymous_auth: true,
                 service_accounts: Default::default(),
+                audit: None,
             },
             authenticator: None,
             authorizer: None,
@@ -220,6 +230,13 @@ impl ServerBuilder {
     /// URL the server is reached at) and the API audiences (default: each cluster's issuer).
     pub fn service_accounts(mut self, config: crate::serviceaccount::ServiceAccountConfig) -> Self {
         self.config.service_accounts = config;
+        self
+    }
+
+    /// Writes an audit log of the requests the policy file selects (kube-apiserver's
+    /// `--audit-policy-file` and `--audit-log-*`). Default: none, no audit.
+    pub fn audit(mut self, audit: Option<AuditConfig>) -> Self {
+        self.config.audit = audit;
         self
     }
 
@@ -401,6 +418,13 @@ impl Server {
         } = self;
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
+        let audit = match &cfg.audit {
+            Some(a) => Some(Arc::new(
+                crate::audit::Auditor::from_files(&a.policy_file, a.log.clone())
+                    .map_err(ServerError::Startup)?,
+            )),
+            None => None,
+        };
         let storage: Arc<dyn Storage> = match storage {
             Some(supplied) => supplied,
             None => {
@@ -509,10 +533,13 @@ impl Server {
                 tokens: sa_tokens,
                 max_token_expiration_seconds: cfg.service_accounts.max_token_expiration_seconds,
             })),
+            audit: audit.clone(),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let protocols = Arc::new(connection::Protocols::default());
+        let mut protocols = connection::Protocols::default();
+        protocols.always_peer = audit.is_some();
+        let protocols = Arc::new(protocols);
 
         state.ready.store(true, Ordering::Release);
         self_check_ready(&app, &token).await?;

@@ -1,6 +1,7 @@
 //! End-to-end tests: every test starts its own `kplane serve` (see `kplane_e2e::KplaneServer`)
 //! and drives it with real clients, kubectl and kube-rs. This file only declares modules.
 
+mod audit;
 mod authn;
 mod clusters;
 mod crash;

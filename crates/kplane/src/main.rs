@@ -125,6 +125,23 @@ struct ServeArgs {
     /// `24h` or `90m`); longer requests are shortened with a warning. Default: no limit.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     service_account_max_token_expiration: Option<Duration>,
+    /// An audit.k8s.io/v1 Policy file choosing which requests are audited and how much of
+    /// them is recorded. Without it nothing is audited.
+    #[arg(long, value_name = "FILE")]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events are written as JSON lines; `-` is stdout. Without it nothing is
+    /// audited.
+    #[arg(long, value_name = "PATH")]
+    audit_log_path: Option<PathBuf>,
+    /// Rotate the audit log when it reaches this many megabytes (0: 100).
+    #[arg(long, value_name = "MB", default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// Keep at most this many rotated audit log files (0: all).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Remove rotated audit log files older than this many days (0: never).
+    #[arg(long, value_name = "DAYS", default_value_t = 0)]
+    audit_log_maxage: u64,
 }
 
 /// A Go-style duration: one or more `<number><unit>` with units `h`, `m`, `s`.
@@ -238,12 +255,50 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .service_account_max_token_expiration
                 .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         })
+        .audit(audit_config(
+            args.audit_policy_file,
+            args.audit_log_path,
+            args.audit_log_maxsize,
+            args.audit_log_maxbackup,
+            args.audit_log_maxage,
+        ))
         .build();
     server
         .serve(shutdown_signal())
         .await
         .context("kplane server failed")?;
     Ok(())
+}
+
+/// The audit settings: a policy and a log path audit, either alone does nothing (as
+/// kube-apiserver, which warns about a policy without a backend).
+fn audit_config(
+    policy_file: Option<PathBuf>,
+    path: Option<PathBuf>,
+    max_size_mb: u64,
+    max_backups: usize,
+    max_age_days: u64,
+) -> Option<kplane_apiserver::server::AuditConfig> {
+    match (policy_file, path) {
+        (Some(policy_file), Some(path)) => Some(kplane_apiserver::server::AuditConfig {
+            policy_file,
+            log: kplane_apiserver::audit::sink::LogConfig {
+                path,
+                max_size_mb,
+                max_backups,
+                max_age_days,
+            },
+        }),
+        (Some(_), None) => {
+            tracing::warn!("--audit-policy-file without --audit-log-path: nothing is audited");
+            None
+        }
+        (None, Some(_)) => {
+            tracing::warn!("--audit-log-path without --audit-policy-file: nothing is audited");
+            None
+        }
+        (None, None) => None,
+    }
 }
 
 /// This build, as `build.rs` recorded it, for `/version`.
