@@ -81,6 +81,8 @@ pub struct ServerConfig {
     pub anonymous_auth: bool,
     /// ServiceAccount token keys, issuer and audiences.
     pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
+    /// OIDC ID tokens (`--oidc-*`); `None`: off.
+    pub oidc: Option<crate::serviceaccount::OidcConfig>,
 }
 
 /// Builds a [`Server`].
@@ -132,6 +134,7 @@ impl Default for ServerBuilder {
                 token_auth_file: None,
                 anonymous_auth: true,
                 service_accounts: Default::default(),
+                oidc: None,
             },
             authenticator: None,
             authorizer: None,
@@ -215,6 +218,12 @@ impl ServerBuilder {
         self
     }
 
+    /// OIDC ID tokens of one issuer (`--oidc-*`), checked after the token file.
+    pub fn oidc(mut self, config: Option<crate::serviceaccount::OidcConfig>) -> Self {
+        self.config.oidc = config;
+        self
+    }
+
     /// An authenticator asked after the admin token (which always authenticates, as
     /// kube-apiserver's own loopback token does: `admin.kubeconfig` keeps working). Default:
     /// none, so the admin token is the only credential.
@@ -274,7 +283,7 @@ impl std::fmt::Debug for Server {
 }
 
 /// The server's authenticator chain: the admin token, ServiceAccount tokens, client
-/// certificates, the token file, then the configured one; every user it accepts joins
+/// certificates, the token file, OIDC, then the configured one; every user it accepts joins
 /// `system:authenticated`.
 fn authenticator_chain(
     cfg: &ServerConfig,
@@ -292,6 +301,11 @@ fn authenticator_chain(
         let tokens = TokenFileAuthenticator::from_file(path)
             .map_err(|e| ServerError::Startup(e.to_string()))?;
         chain.push(Arc::new(tokens));
+    }
+    if let Some(oidc) = &cfg.oidc {
+        let oidc = crate::serviceaccount::OidcAuthenticator::new(oidc.clone())
+            .map_err(|e| ServerError::Startup(e.to_string()))?;
+        chain.push(Arc::new(oidc));
     }
     chain.extend(configured);
     Ok(Arc::new(AuthenticatedGroupAdder(Arc::new(
