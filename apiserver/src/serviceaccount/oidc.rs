@@ -103,7 +103,10 @@ impl OidcAuthenticator {
     /// Checks verified `claims` at `now` (Unix seconds): the user, or why not.
     pub fn check(&self, claims: &Map<String, Value>, now: i64) -> Result<UserInfo, String> {
         let cfg = &self.cfg;
-        let iss = claims.get("iss").and_then(Value::as_str).unwrap_or_default();
+        let iss = claims
+            .get("iss")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if iss != cfg.issuer_url {
             return Err(format!(
                 "oidc: id token issued by a different provider, expected {:?} got {iss:?}",
@@ -159,9 +162,7 @@ impl OidcAuthenticator {
             match claims.get("email_verified") {
                 None | Some(Value::Bool(true)) => {}
                 Some(Value::Bool(false)) => return Err("oidc: email not verified".into()),
-                Some(_) => {
-                    return Err("oidc: parse 'email_verified' claim: not a boolean".into())
-                }
+                Some(_) => return Err("oidc: parse 'email_verified' claim: not a boolean".into()),
             }
         }
         let mut groups = Vec::new();
@@ -317,7 +318,10 @@ mod tests {
         assert_eq!(u.groups, ["oidc:dev", "oidc:ops"]);
         let t = sign(&keys, &claims(json!({"email_verified": false})));
         assert_eq!(auth(&a, &t).await.unwrap_err(), "oidc: email not verified");
-        let t = sign(&keys, &claims(json!({"email_verified": true, "groups": "one"})));
+        let t = sign(
+            &keys,
+            &claims(json!({"email_verified": true, "groups": "one"})),
+        );
         assert_eq!(auth(&a, &t).await.unwrap().groups, ["oidc:one"]);
 
         let (a, keys, _d) = setup(|c| c.username_prefix = Some("-".into()));

@@ -66,8 +66,8 @@ impl ProviderKeys {
             let pem = std::fs::read(path)
                 .map_err(|e| KeyError(format!("--oidc-ca-file {}: {e}", path.display())))?;
             for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert
-                    .map_err(|e| KeyError(format!("--oidc-ca-file {}: {e}", path.display())))?;
+                let cert =
+                    cert.map_err(|e| KeyError(format!("--oidc-ca-file {}: {e}", path.display())))?;
                 roots
                     .add(cert)
                     .map_err(|e| KeyError(format!("--oidc-ca-file {}: {e}", path.display())))?;
@@ -149,7 +149,10 @@ impl Remote {
         let url = format!("{}/.well-known/openid-configuration", self.issuer);
         let doc: Value = serde_json::from_slice(&self.get(&url).await?)
             .map_err(|e| format!("{url}: not JSON: {e}"))?;
-        let issuer = doc.get("issuer").and_then(Value::as_str).unwrap_or_default();
+        let issuer = doc
+            .get("issuer")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if issuer.trim_end_matches('/') != self.issuer {
             return Err(format!(
                 "oidc: issuer did not match the issuer returned by provider, expected {:?} got {issuer:?}",
@@ -178,7 +181,10 @@ impl Remote {
             return Err(fail(&"only https URLs are fetched"));
         }
         let host = uri.host().ok_or_else(|| fail(&"no host"))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let port = uri.port_u16().unwrap_or(443);
         let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
             .await
