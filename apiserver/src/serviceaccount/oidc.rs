@@ -128,14 +128,15 @@ impl OidcAuthenticator {
                 go_quoted(&aud)
             ));
         }
-        let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
+        // A missing `exp` is the zero time, long expired (go-oidc).
+        let exp = numeric_date(claims, "exp")?.unwrap_or(i64::MIN);
         if now > exp {
             return Err(format!(
                 "oidc: token is expired (Token Expiry: {})",
                 rfc3339(exp)
             ));
         }
-        if let Some(nbf) = claims.get("nbf").and_then(Value::as_i64) {
+        if let Some(nbf) = numeric_date(claims, "nbf")? {
             if now + NBF_LEEWAY_SECONDS < nbf {
                 return Err(format!(
                     "oidc: current time {} before the nbf (not before) time: {}",
@@ -194,6 +195,21 @@ impl OidcAuthenticator {
             groups,
             extra: Default::default(),
         })
+    }
+}
+
+/// A NumericDate claim (seconds, possibly fractional): `None` when absent, an error when it
+/// is not a number (never a skipped check).
+fn numeric_date(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, String> {
+    match claims.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Ok(Some(i)),
+            // Saturating: a float far out of range is clamped, not wrapped.
+            (None, Some(f)) => Ok(Some(f as i64)),
+            (None, None) => Err(format!("oidc: malformed claims: {name:?} is not a number")),
+        },
+        Some(_) => Err(format!("oidc: malformed claims: {name:?} is not a number")),
     }
 }
 
@@ -351,6 +367,16 @@ mod tests {
             .starts_with("oidc: token is expired"));
         let t = sign(&keys, &claims(json!({"nbf": now + 3600})));
         assert!(auth(&a, &t).await.unwrap_err().contains("before the nbf"));
+        let t = sign(&keys, &claims(json!({"nbf": "tomorrow"})));
+        assert!(auth(&a, &t).await.unwrap_err().contains("malformed claims"));
+        let mut no_exp = claims(json!({}));
+        no_exp.as_object_mut().unwrap().remove("exp");
+        assert!(auth(&a, &sign(&keys, &no_exp))
+            .await
+            .unwrap_err()
+            .starts_with("oidc: token is expired"));
+        let t = sign(&keys, &claims(json!({"exp": (now + 600) as f64 + 0.5})));
+        assert!(auth(&a, &t).await.is_ok());
         let t = sign(&keys, &claims(json!({"sub": 7})));
         assert!(auth(&a, &t).await.unwrap_err().contains("not a string"));
         // Signed by another key.
