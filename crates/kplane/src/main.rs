@@ -39,7 +39,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the API server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Workspaces: create, list, delete, use (also `kubectl ws`).
     Ws(client::WsArgs),
     /// Print a self-contained kubeconfig for one workspace (logical cluster).
@@ -188,7 +188,7 @@ fn main() -> anyhow::Result<()> {
         Err(e) => e.exit(),
     };
     let args = match cli.command {
-        Command::Serve(args) => args,
+        Command::Serve(args) => *args,
         Command::Completion { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "kplane", &mut script);
