@@ -40,6 +40,8 @@ pub struct Remote {
     issuer: String,
     tls: Arc<rustls::ClientConfig>,
     cached: RwLock<Keys>,
+    /// [`REFETCH_INTERVAL`] (tests shorten it).
+    refetch_interval: Duration,
     /// When the last fetch started; held while fetching so concurrent misses fetch once.
     last_fetch: tokio::sync::Mutex<Option<Instant>>,
 }
@@ -95,6 +97,7 @@ impl ProviderKeys {
             issuer: cfg.issuer_url.trim_end_matches('/').to_string(),
             tls: Arc::new(tls),
             cached: RwLock::new(Arc::new(Vec::new())),
+            refetch_interval: REFETCH_INTERVAL,
             last_fetch: tokio::sync::Mutex::new(None),
         }))
     }
@@ -132,7 +135,7 @@ impl Remote {
         if has(&keys) {
             return Ok(keys);
         }
-        if last.is_some_and(|t| t.elapsed() < REFETCH_INTERVAL) {
+        if last.is_some_and(|t| t.elapsed() < self.refetch_interval) {
             return Ok(keys);
         }
         *last = Some(Instant::now());
@@ -242,6 +245,106 @@ mod tests {
         assert_eq!(parsed[0].jwk(), keys.signing.public.jwk());
         assert!(keys_from_jwks(br#"{"keys": []}"#).is_err());
         assert!(keys_from_jwks(b"nope").is_err());
+    }
+
+    /// A provider on loopback HTTPS (its certificate from a CA written to `dir/ca.crt`):
+    /// the discovery document names `<base>/keys`, which serves `jwks`; fetches counted.
+    async fn provider(
+        dir: &std::path::Path,
+        jwks: Arc<std::sync::Mutex<Value>>,
+        fetches: Arc<std::sync::atomic::AtomicUsize>,
+    ) -> String {
+        use hyper::service::service_fn;
+        let pki = crate::tls::load_or_create(dir, &[]).unwrap();
+        let tls = crate::tls::server_config(&pki, None).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!(
+            "https://127.0.0.1:{}",
+            listener.local_addr().unwrap().port()
+        );
+        let issuer = base.clone();
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let tls = tokio_rustls::TlsAcceptor::from(tls.clone());
+                let (jwks, fetches, issuer) = (jwks.clone(), fetches.clone(), issuer.clone());
+                tokio::spawn(async move {
+                    let Ok(stream) = tls.accept(tcp).await else {
+                        return;
+                    };
+                    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let body = match req.uri().path() {
+                            "/.well-known/openid-configuration" => serde_json::json!({
+                                "issuer": issuer, "jwks_uri": format!("{issuer}/keys")}),
+                            _ => jwks.lock().unwrap().clone(),
+                        };
+                        let resp = hyper::Response::new(http_body_util::Full::new(Bytes::from(
+                            body.to_string(),
+                        )));
+                        async move { Ok::<_, std::convert::Infallible>(resp) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        base
+    }
+
+    /// Keys are fetched from the issuer's discovery document over HTTPS (trusting
+    /// `--oidc-ca-file`), cached, refetched for an unknown `kid`, but not again within the
+    /// refetch interval.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keys_are_fetched_cached_and_refetched_for_unknown_kids() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (ec_keys(), ec_keys());
+        let jwks = Arc::new(std::sync::Mutex::new(a.jwks()));
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let base = provider(dir.path(), jwks.clone(), fetches.clone()).await;
+        let cfg = OidcConfig {
+            issuer_url: base,
+            client_id: "x".into(),
+            ca_file: Some(dir.path().join("ca.crt")),
+            ..Default::default()
+        };
+        let mut keys = ProviderKeys::new(&cfg).unwrap();
+        let got = keys.for_kid(Some(&a.signing.kid)).await.unwrap();
+        assert_eq!(got[0].kid, a.signing.kid);
+        assert_eq!(fetches.load(SeqCst), 2, "discovery and JWKS");
+        keys.for_kid(Some(&a.signing.kid)).await.unwrap();
+        assert_eq!(fetches.load(SeqCst), 2, "cached");
+
+        // The provider rotates to b: a token of b makes one refetch.
+        *jwks.lock().unwrap() = b.jwks();
+        let ProviderKeys::Remote(r) = &mut keys else {
+            panic!("not fetched");
+        };
+        r.refetch_interval = Duration::ZERO;
+        let got = keys.for_kid(Some(&b.signing.kid)).await.unwrap();
+        assert_eq!(got[0].kid, b.signing.kid);
+        assert_eq!(fetches.load(SeqCst), 4);
+
+        // Unknown kids within the interval: no fetch.
+        let ProviderKeys::Remote(r) = &mut keys else {
+            panic!("not fetched");
+        };
+        r.refetch_interval = Duration::from_secs(3600);
+        for _ in 0..3 {
+            let got = keys.for_kid(Some("made-up")).await.unwrap();
+            assert_eq!(got[0].kid, b.signing.kid);
+        }
+        assert_eq!(fetches.load(SeqCst), 4);
+
+        // Without the CA, the provider's certificate is not trusted.
+        let untrusted = ProviderKeys::new(&OidcConfig {
+            ca_file: None,
+            ..cfg.clone()
+        })
+        .unwrap();
+        assert!(untrusted.for_kid(None).await.is_err());
     }
 
     #[tokio::test]
