@@ -83,6 +83,8 @@ pub struct ServerConfig {
     pub anonymous_auth: bool,
     /// ServiceAccount token keys, issuer and audiences.
     pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
+    /// OIDC ID tokens (`--oidc-*`); `None`: off.
+    pub oidc: Option<crate::serviceaccount::OidcConfig>,
     /// The audit log (`--audit-policy-file`, `--audit-log-*`); none: no audit.
     pub audit: Option<AuditConfig>,
 }
@@ -145,6 +147,7 @@ impl Default for ServerBuilder {
                 anonymous_auth: true,
                 service_accounts: Default::default(),
                 audit: None,
+                oidc: None,
             },
             authenticator: None,
             authorizer: None,
@@ -240,6 +243,12 @@ impl ServerBuilder {
         self
     }
 
+    /// OIDC ID tokens of one issuer (`--oidc-*`), checked after the token file.
+    pub fn oidc(mut self, config: Option<crate::serviceaccount::OidcConfig>) -> Self {
+        self.config.oidc = config;
+        self
+    }
+
     /// An authenticator asked after the admin token (which always authenticates, as
     /// kube-apiserver's own loopback token does: `admin.kubeconfig` keeps working). Default:
     /// none, so the admin token is the only credential.
@@ -299,7 +308,7 @@ impl std::fmt::Debug for Server {
 }
 
 /// The server's authenticator chain: the admin token, ServiceAccount tokens, client
-/// certificates, the token file, then the configured one; every user it accepts joins
+/// certificates, the token file, OIDC, then the configured one; every user it accepts joins
 /// `system:authenticated`.
 fn authenticator_chain(
     cfg: &ServerConfig,
@@ -317,6 +326,11 @@ fn authenticator_chain(
         let tokens = TokenFileAuthenticator::from_file(path)
             .map_err(|e| ServerError::Startup(e.to_string()))?;
         chain.push(Arc::new(tokens));
+    }
+    if let Some(oidc) = &cfg.oidc {
+        let oidc = crate::serviceaccount::OidcAuthenticator::new(oidc.clone())
+            .map_err(|e| ServerError::Startup(e.to_string()))?;
+        chain.push(Arc::new(oidc));
     }
     chain.extend(configured);
     Ok(Arc::new(AuthenticatedGroupAdder(Arc::new(

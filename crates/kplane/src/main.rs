@@ -39,7 +39,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the API server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Workspaces: create, list, delete, use (also `kubectl ws`).
     Ws(client::WsArgs),
     /// Print a self-contained kubeconfig for one workspace (logical cluster).
@@ -142,6 +142,32 @@ struct ServeArgs {
     /// Remove rotated audit log files older than this many days (0: never).
     #[arg(long, value_name = "DAYS", default_value_t = 0)]
     audit_log_maxage: u64,
+    /// OIDC: the issuer whose ID tokens authenticate (https; must equal their `iss`).
+    #[arg(long, value_name = "URL")]
+    oidc_issuer_url: Option<String>,
+    /// OIDC: the client id ID tokens must carry in `aud`.
+    #[arg(long, value_name = "ID")]
+    oidc_client_id: Option<String>,
+    /// OIDC: the claim naming the user (default `sub`). Claims other than `email` are
+    /// prefixed with the issuer URL and `#` unless --oidc-username-prefix is set.
+    #[arg(long, value_name = "CLAIM")]
+    oidc_username_claim: Option<String>,
+    /// OIDC: prefix of user names (`-` for none).
+    #[arg(long, value_name = "PREFIX", allow_hyphen_values = true)]
+    oidc_username_prefix: Option<String>,
+    /// OIDC: the claim listing the user's groups (a string or a list of strings).
+    #[arg(long, value_name = "CLAIM")]
+    oidc_groups_claim: Option<String>,
+    /// OIDC: prefix of group names.
+    #[arg(long, value_name = "PREFIX")]
+    oidc_groups_prefix: Option<String>,
+    /// OIDC: PEM CAs the issuer's HTTPS certificate must chain to (default: system roots).
+    #[arg(long, value_name = "FILE")]
+    oidc_ca_file: Option<PathBuf>,
+    /// OIDC (kplane extension): the provider's JWKS from a file instead of fetching it from
+    /// the issuer's discovery document.
+    #[arg(long, value_name = "FILE")]
+    oidc_jwks_file: Option<PathBuf>,
 }
 
 /// A Go-style duration: one or more `<number><unit>` with units `h`, `m`, `s`.
@@ -183,7 +209,7 @@ fn main() -> anyhow::Result<()> {
         Err(e) => e.exit(),
     };
     let args = match cli.command {
-        Command::Serve(args) => args,
+        Command::Serve(args) => *args,
         Command::Completion { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "kplane", &mut script);
@@ -231,6 +257,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.event_window_seconds == 0 {
         anyhow::bail!("--event-window-seconds must be at least 1");
     }
+    let oidc = match args.oidc_issuer_url {
+        Some(issuer_url) => Some(kplane_apiserver::serviceaccount::OidcConfig {
+            issuer_url,
+            client_id: args.oidc_client_id.unwrap_or_default(),
+            username_claim: args.oidc_username_claim,
+            username_prefix: args.oidc_username_prefix,
+            groups_claim: args.oidc_groups_claim,
+            groups_prefix: args.oidc_groups_prefix,
+            ca_file: args.oidc_ca_file,
+            jwks_file: args.oidc_jwks_file,
+        }),
+        None if args.oidc_client_id.is_some() || args.oidc_jwks_file.is_some() => {
+            anyhow::bail!("the --oidc-* flags need --oidc-issuer-url")
+        }
+        None => None,
+    };
     let server = kplane_apiserver::Server::builder()
         .data_dir(args.data_dir)
         .bind(args.bind)
@@ -262,6 +304,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             args.audit_log_maxbackup,
             args.audit_log_maxage,
         ))
+        .oidc(oidc)
         .build();
     server
         .serve(shutdown_signal())
