@@ -35,6 +35,9 @@ const MAX_CONCURRENT_STREAMS: u32 = 1000;
 pub struct Protocols {
     http1: http1::Builder,
     http2: http2::Builder<TokioExecutor>,
+    /// Every request carries the client's address (the audit log records it), not only
+    /// while the request log would write it.
+    pub always_peer: bool,
 }
 
 impl Default for Protocols {
@@ -42,7 +45,11 @@ impl Default for Protocols {
         let http1 = http1::Builder::new();
         let mut http2 = http2::Builder::new(TokioExecutor::new());
         http2.max_concurrent_streams(MAX_CONCURRENT_STREAMS);
-        Protocols { http1, http2 }
+        Protocols {
+            http1,
+            http2,
+            always_peer: false,
+        }
     }
 }
 
@@ -101,8 +108,9 @@ fn connection(
         .filter(|chain| !chain.is_empty())
         .map(|chain| crate::http::auth::PeerCertificates(chain.into()));
     let io = TokioIo::new(stream);
+    let always_peer = protocols.always_peer;
     let app = tower::ServiceExt::map_request(app, move |mut req: hyper::Request<_>| {
-        if crate::http::httplog::wants_peer() {
+        if always_peer || crate::http::httplog::wants_peer() {
             req.extensions_mut()
                 .insert(crate::http::httplog::Peer(peer));
         }

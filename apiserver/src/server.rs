@@ -83,6 +83,17 @@ pub struct ServerConfig {
     pub anonymous_auth: bool,
     /// ServiceAccount token keys, issuer and audiences.
     pub service_accounts: crate::serviceaccount::ServiceAccountConfig,
+    /// OIDC ID tokens (`--oidc-*`); `None`: off.
+    pub oidc: Option<crate::serviceaccount::OidcConfig>,
+    /// The audit log (`--audit-policy-file`, `--audit-log-*`); none: no audit.
+    pub audit: Option<AuditConfig>,
+}
+
+/// The audit policy file and the log the events go to.
+#[derive(Clone, Debug)]
+pub struct AuditConfig {
+    pub policy_file: PathBuf,
+    pub log: crate::audit::sink::LogConfig,
 }
 
 /// Builds a [`Server`].
@@ -135,6 +146,8 @@ impl Default for ServerBuilder {
                 token_auth_file: None,
                 anonymous_auth: true,
                 service_accounts: Default::default(),
+                audit: None,
+                oidc: None,
             },
             authenticator: None,
             authorizer: None,
@@ -223,6 +236,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Writes an audit log of the requests the policy file selects (kube-apiserver's
+    /// `--audit-policy-file` and `--audit-log-*`). Default: none, no audit.
+    pub fn audit(mut self, audit: Option<AuditConfig>) -> Self {
+        self.config.audit = audit;
+        self
+    }
+
+    /// OIDC ID tokens of one issuer (`--oidc-*`), checked after the token file.
+    pub fn oidc(mut self, config: Option<crate::serviceaccount::OidcConfig>) -> Self {
+        self.config.oidc = config;
+        self
+    }
+
     /// An authenticator asked after the admin token (which always authenticates, as
     /// kube-apiserver's own loopback token does: `admin.kubeconfig` keeps working). Default:
     /// none, so the admin token is the only credential.
@@ -282,7 +308,7 @@ impl std::fmt::Debug for Server {
 }
 
 /// The server's authenticator chain: the admin token, ServiceAccount tokens, client
-/// certificates, the token file, then the configured one; every user it accepts joins
+/// certificates, the token file, OIDC, then the configured one; every user it accepts joins
 /// `system:authenticated`.
 fn authenticator_chain(
     cfg: &ServerConfig,
@@ -300,6 +326,11 @@ fn authenticator_chain(
         let tokens = TokenFileAuthenticator::from_file(path)
             .map_err(|e| ServerError::Startup(e.to_string()))?;
         chain.push(Arc::new(tokens));
+    }
+    if let Some(oidc) = &cfg.oidc {
+        let oidc = crate::serviceaccount::OidcAuthenticator::new(oidc.clone())
+            .map_err(|e| ServerError::Startup(e.to_string()))?;
+        chain.push(Arc::new(oidc));
     }
     chain.extend(configured);
     Ok(Arc::new(AuthenticatedGroupAdder(Arc::new(
@@ -401,6 +432,13 @@ impl Server {
         } = self;
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
+        let audit = match &cfg.audit {
+            Some(a) => Some(Arc::new(
+                crate::audit::Auditor::from_files(&a.policy_file, a.log.clone())
+                    .map_err(ServerError::Startup)?,
+            )),
+            None => None,
+        };
         let storage: Arc<dyn Storage> = match storage {
             Some(supplied) => supplied,
             None => {
@@ -509,10 +547,13 @@ impl Server {
                 tokens: sa_tokens,
                 max_token_expiration_seconds: cfg.service_accounts.max_token_expiration_seconds,
             })),
+            audit: audit.clone(),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let protocols = Arc::new(connection::Protocols::default());
+        let mut protocols = connection::Protocols::default();
+        protocols.always_peer = audit.is_some();
+        let protocols = Arc::new(protocols);
 
         state.ready.store(true, Ordering::Release);
         self_check_ready(&app, &token).await?;

@@ -1,6 +1,7 @@
 //! End-to-end tests: every test starts its own `kplane serve` (see `kplane_e2e::KplaneServer`)
 //! and drives it with real clients, kubectl and kube-rs. This file only declares modules.
 
+mod audit;
 mod authn;
 mod clusters;
 mod crash;
@@ -12,7 +13,10 @@ mod kube_rs_crd;
 mod kubectl;
 mod large_lists;
 mod logs;
+mod oidc;
 mod rbac;
+mod rbac_aggregation;
+mod rbac_users;
 mod sa_tokens;
 mod shutdown;
 mod ssa;

@@ -210,10 +210,24 @@ pub async fn check(
     user: &UserInfo,
     request: &RequestInfo,
 ) -> Result<(), Response> {
+    decide(authorizer, user, request)
+        .await
+        .map(|_| ())
+        .map_err(|(_, resp)| resp)
+}
+
+/// Checks a request: the reason it is allowed, or the reason it is not and the 403 to send
+/// (the audit log records the reason either way).
+pub async fn decide(
+    authorizer: &dyn Authorizer,
+    user: &UserInfo,
+    request: &RequestInfo,
+) -> Result<Reason, (Reason, Response)> {
     match authorizer.authorize(user, request).await {
-        Decision::Allow(_) => Ok(()),
+        Decision::Allow(reason) => Ok(reason),
         Decision::Deny(reason) | Decision::NoOpinion(reason) => {
-            Err(ApiError::from(forbidden(user, request, &reason)).into_response())
+            let resp = ApiError::from(forbidden(user, request, &reason)).into_response();
+            Err((reason, resp))
         }
     }
 }

@@ -1,6 +1,7 @@
 //! How a registry error leaves the server: the `metav1.Status` as a JSON body with the
 //! Status's code, `Retry-After` when it carries one, and, for 5xx, the cause for the request
-//! log (which writes it once, with the request: see `httplog`).
+//! log (which writes it once, with the request: see `httplog`) and the Status for the audit
+//! log.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -13,13 +14,17 @@ pub trait StatusResponse {
 
 impl StatusResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::to_vec(&self.0.to_json()).unwrap_or_default();
+        let status = self.0.to_json();
+        let body = serde_json::to_vec(&status).unwrap_or_default();
         let code = StatusCode::from_u16(self.0.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = (code, body).into_response();
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        // The audit log's `responseStatus` (a few fields of it; only errors carry one).
+        resp.extensions_mut()
+            .insert(crate::audit::ErrorStatus(std::sync::Arc::new(status)));
         if self.0.code >= 500 {
             // No logging here: the request log writes it once, with the request (httplog).
             resp.extensions_mut()

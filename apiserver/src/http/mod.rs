@@ -77,6 +77,8 @@ pub struct AppState {
     pub version: String,
     /// ServiceAccount tokens (the `token` subresource, issuer discovery); `None`: not served.
     pub service_accounts: Option<Arc<crate::serviceaccount::ServiceAccounts>>,
+    /// The audit log; `None`: no audit.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
 }
 
 /// The application router.
@@ -84,9 +86,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new().fallback(dispatch).with_state(state)
 }
 
-/// Serves one request and writes its line of the request log ([`httplog`]). The request's
-/// extensions carry its attributes as an `Arc<RequestInfo>` and, once authenticated, its
-/// user as an `Arc<UserInfo>`.
+/// Serves one request and writes its line of the request log ([`httplog`]) and its audit
+/// events ([`crate::audit`]). The request's extensions carry its attributes as an
+/// `Arc<RequestInfo>` and, once authenticated, its user as an `Arc<UserInfo>`.
 async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) -> Response {
     let start = httplog::RequestStart::new(&req);
     let target = match request_info::parse(req.uri().path()) {
@@ -104,7 +106,13 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
     ));
     req.extensions_mut().insert(info.clone());
     let mut user = None;
-    let resp = route(state, req, target, &info, &start, &mut user).await;
+    let peer = req.extensions().get::<httplog::Peer>().map(|p| p.0.ip());
+    let mut trail = state.audit.as_ref().map(|a| a.begin(&req, peer));
+    let resp = route(state, req, target, &info, &start, &mut user, &mut trail).await;
+    let resp = match trail {
+        Some(t) => t.finish(&info, resp).await,
+        None => resp,
+    };
     httplog::log(
         &start,
         Some(&info),
@@ -115,7 +123,8 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
 }
 
 /// Routes a request; `user` is set once the request is authenticated (and the user is put
-/// in the request's extensions too).
+/// in the request's extensions too); the audit `trail`, when auditing, learns who the user
+/// is, whom they impersonate and what authorization decided.
 async fn route(
     state: Arc<AppState>,
     mut req: Request<Body>,
@@ -123,6 +132,7 @@ async fn route(
     info: &RequestInfo,
     start: &httplog::RequestStart,
     user: &mut Option<Arc<UserInfo>>,
+    trail: &mut Option<crate::audit::Trail>,
 ) -> Response {
     let rest = info.path.as_str();
     let certs = req.extensions().get::<auth::PeerCertificates>();
@@ -130,6 +140,9 @@ async fn route(
         Ok(u) => Arc::new(u),
         Err(resp) => return resp,
     };
+    if let Some(t) = trail.as_mut() {
+        t.authenticated(&authenticated, info);
+    }
     let acting = match impersonation::impersonate(
         state.authorizer.as_ref(),
         req.headers(),
@@ -144,6 +157,9 @@ async fn route(
         Ok(None) => authenticated,
         Ok(Some(impersonated)) => {
             tracing::debug!(user = %authenticated.username, as_user = %impersonated.username, "impersonating");
+            if let Some(t) = trail.as_mut() {
+                t.impersonating(&impersonated);
+            }
             req.extensions_mut()
                 .insert(impersonation::Impersonator(authenticated));
             Arc::new(impersonated)
@@ -168,9 +184,19 @@ async fn route(
     }
     // The OIDC discovery documents are public too; everything else is authorized.
     if !auth::is_public_path(rest) {
-        if let Err(forbidden) = authz::check(state.authorizer.as_ref(), user, info).await {
+        let decided = authz::decide(state.authorizer.as_ref(), user, info).await;
+        if let Some(t) = trail.as_mut() {
+            match &decided {
+                Ok(reason) => t.authorized(true, reason),
+                Err((reason, _)) => t.authorized(false, reason),
+            }
+        }
+        if let Err((_, forbidden)) = decided {
             return forbidden;
         }
+    }
+    if let Some(t) = trail.as_mut().filter(|t| t.wants_request_body(info)) {
+        req = crate::audit::keep_request_body(t, req).await;
     }
     // ServiceAccount issuer discovery: the same answer for every cluster name, so it is
     // served before (and tells nothing about) the existence check.
@@ -366,7 +392,10 @@ async fn metrics_endpoint(state: &AppState) -> Response {
             state.registry.queued_work() as f64,
         )],
     };
-    let body = state.metrics.render(&figures);
+    let mut body = state.metrics.render(&figures);
+    if let Some(a) = &state.audit {
+        a.render_metrics(&mut body);
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -92,6 +92,7 @@ async fn app() -> App {
         version: "{}".into(),
         anonymous: true,
         service_accounts: None,
+        audit: None,
     });
     App {
         _dir: dir,

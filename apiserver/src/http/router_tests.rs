@@ -84,6 +84,7 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
         event_window: std::time::Duration::from_secs(60),
         version: "{}".into(),
         service_accounts: None,
+        audit: None,
     });
     App {
         _dir: dir,
@@ -524,6 +525,7 @@ async fn without_anonymous_requests_every_path_needs_credentials() {
         event_window: std::time::Duration::from_secs(60),
         version: "{}".into(),
         service_accounts: None,
+        audit: None,
     });
     let app = App {
         _dir: dir,

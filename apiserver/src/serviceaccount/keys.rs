@@ -75,6 +75,64 @@ impl VerificationKey {
         })
     }
 
+    /// A key of a JSON Web Key Set (an OIDC provider's): EC P-256 (`ES256`) or RSA
+    /// (`RS256`); the JWK's `kid` names it when it has one. Keys for anything but
+    /// signatures (`use` other than `sig`) or of another algorithm are refused.
+    pub fn from_jwk(jwk: &Value) -> Result<VerificationKey, KeyError> {
+        let field = |name: &str| -> Result<Vec<u8>, KeyError> {
+            let v = jwk
+                .get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| err(format!("JWK without {name:?}")))?;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(v.trim_end_matches('='))
+                .map_err(|e| err(format!("JWK {name:?} is not base64url: {e}")))
+        };
+        if let Some(u) = jwk.get("use").and_then(Value::as_str) {
+            if u != "sig" {
+                return Err(err(format!("JWK for {u:?}, not signatures")));
+            }
+        }
+        let alg = jwk.get("alg").and_then(Value::as_str);
+        let params = match jwk.get("kty").and_then(Value::as_str) {
+            Some("EC") => {
+                if jwk.get("crv").and_then(Value::as_str) != Some("P-256")
+                    || !matches!(alg, None | Some("ES256"))
+                {
+                    return Err(err("EC JWK that is not P-256 / ES256"));
+                }
+                let (x, y) = (field("x")?, field("y")?);
+                if x.len() != 32 || y.len() != 32 {
+                    return Err(err("EC JWK with coordinates of the wrong size"));
+                }
+                let mut point = vec![4u8];
+                point.extend_from_slice(&x);
+                point.extend_from_slice(&y);
+                PublicParams::Ec(point)
+            }
+            Some("RSA") => {
+                if !matches!(alg, None | Some("RS256")) {
+                    return Err(err(format!("RSA JWK for {alg:?}, not RS256")));
+                }
+                let strip = |mut b: Vec<u8>| {
+                    let zeros = b.iter().take_while(|x| **x == 0).count();
+                    b.drain(..zeros);
+                    b
+                };
+                PublicParams::Rsa {
+                    n: strip(field("n")?),
+                    e: strip(field("e")?),
+                }
+            }
+            other => return Err(err(format!("JWK of unsupported key type {other:?}"))),
+        };
+        let mut key = VerificationKey::new(params)?;
+        if let Some(kid) = jwk.get("kid").and_then(Value::as_str) {
+            key.kid = kid.to_string();
+        }
+        Ok(key)
+    }
+
     /// The key as a JSON Web Key, as kube-apiserver's `/openid/v1/jwks` lists it.
     pub fn jwk(&self) -> Value {
         match &self.params {
@@ -157,6 +215,28 @@ impl KeySet {
         }
         out
     }
+}
+
+/// The usable keys of a JWKS document (`{"keys": [...]}`); keys of other types or
+/// algorithms are skipped, as OIDC clients do. No usable key at all is an error.
+pub fn keys_from_jwks(doc: &[u8]) -> Result<Vec<VerificationKey>, KeyError> {
+    let v: Value =
+        serde_json::from_slice(doc).map_err(|e| err(format!("JWKS is not JSON: {e}")))?;
+    let list = v
+        .get("keys")
+        .and_then(Value::as_array)
+        .ok_or_else(|| err("JWKS without a \"keys\" list"))?;
+    let mut out = Vec::new();
+    for jwk in list {
+        match VerificationKey::from_jwk(jwk) {
+            Ok(k) => out.push(k),
+            Err(e) => tracing::debug!(error = %e, "skipping a JWK"),
+        }
+    }
+    if out.is_empty() {
+        return Err(err("JWKS has no usable ES256 or RS256 signing key"));
+    }
+    Ok(out)
 }
 
 fn b64url(bytes: &[u8]) -> String {

@@ -1,13 +1,16 @@
 //! ServiceAccount tokens: the keys they are signed and verified with ([`keys`]), their
 //! claims and checks ([`token`]), the ServiceAccount uid cache that makes deleting a
 //! ServiceAccount revoke its tokens ([`lookup`]), and the token authenticator
-//! ([`authenticator`]). The HTTP side (`http/token_request.rs`: the `token` subresource of
+//! ([`authenticator`]). OIDC ID tokens ([`oidc`], keys in [`oidc_keys`]) share the
+//! signature check ([`token::verify_signature`]). The HTTP side (`http/token_request.rs`: the `token` subresource of
 //! serviceaccounts; `http/oidc_discovery.rs`: `/.well-known/openid-configuration` and
 //! `/openid/v1/jwks`) uses [`ServiceAccounts`], which the server builds at start-up.
 
 pub mod authenticator;
 pub mod keys;
 pub mod lookup;
+pub mod oidc;
+pub mod oidc_keys;
 pub mod token;
 
 use std::sync::Arc;
@@ -15,6 +18,7 @@ use std::sync::Arc;
 pub use authenticator::ServiceAccountAuthenticator;
 pub use keys::{KeySet, KeySources};
 pub use lookup::ServiceAccountLookup;
+pub use oidc::{OidcAuthenticator, OidcConfig};
 pub use token::Tokens;
 
 /// The extra a ServiceAccount user carries: the logical cluster its token is bound to.

@@ -39,7 +39,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the API server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Workspaces: create, list, delete, use (also `kubectl ws`).
     Ws(client::WsArgs),
     /// Print a self-contained kubeconfig for one workspace (logical cluster).
@@ -125,6 +125,49 @@ struct ServeArgs {
     /// `24h` or `90m`); longer requests are shortened with a warning. Default: no limit.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     service_account_max_token_expiration: Option<Duration>,
+    /// An audit.k8s.io/v1 Policy file choosing which requests are audited and how much of
+    /// them is recorded. Without it nothing is audited.
+    #[arg(long, value_name = "FILE")]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events are written as JSON lines; `-` is stdout. Without it nothing is
+    /// audited.
+    #[arg(long, value_name = "PATH")]
+    audit_log_path: Option<PathBuf>,
+    /// Rotate the audit log when it reaches this many megabytes (0: 100).
+    #[arg(long, value_name = "MB", default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// Keep at most this many rotated audit log files (0: all).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Remove rotated audit log files older than this many days (0: never).
+    #[arg(long, value_name = "DAYS", default_value_t = 0)]
+    audit_log_maxage: u64,
+    /// OIDC: the issuer whose ID tokens authenticate (https; must equal their `iss`).
+    #[arg(long, value_name = "URL")]
+    oidc_issuer_url: Option<String>,
+    /// OIDC: the client id ID tokens must carry in `aud`.
+    #[arg(long, value_name = "ID")]
+    oidc_client_id: Option<String>,
+    /// OIDC: the claim naming the user (default `sub`). Claims other than `email` are
+    /// prefixed with the issuer URL and `#` unless --oidc-username-prefix is set.
+    #[arg(long, value_name = "CLAIM")]
+    oidc_username_claim: Option<String>,
+    /// OIDC: prefix of user names (`-` for none).
+    #[arg(long, value_name = "PREFIX", allow_hyphen_values = true)]
+    oidc_username_prefix: Option<String>,
+    /// OIDC: the claim listing the user's groups (a string or a list of strings).
+    #[arg(long, value_name = "CLAIM")]
+    oidc_groups_claim: Option<String>,
+    /// OIDC: prefix of group names.
+    #[arg(long, value_name = "PREFIX")]
+    oidc_groups_prefix: Option<String>,
+    /// OIDC: PEM CAs the issuer's HTTPS certificate must chain to (default: system roots).
+    #[arg(long, value_name = "FILE")]
+    oidc_ca_file: Option<PathBuf>,
+    /// OIDC (kplane extension): the provider's JWKS from a file instead of fetching it from
+    /// the issuer's discovery document.
+    #[arg(long, value_name = "FILE")]
+    oidc_jwks_file: Option<PathBuf>,
 }
 
 /// A Go-style duration: one or more `<number><unit>` with units `h`, `m`, `s`.
@@ -166,7 +209,7 @@ fn main() -> anyhow::Result<()> {
         Err(e) => e.exit(),
     };
     let args = match cli.command {
-        Command::Serve(args) => args,
+        Command::Serve(args) => *args,
         Command::Completion { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "kplane", &mut script);
@@ -214,6 +257,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.event_window_seconds == 0 {
         anyhow::bail!("--event-window-seconds must be at least 1");
     }
+    let oidc = match args.oidc_issuer_url {
+        Some(issuer_url) => Some(kplane_apiserver::serviceaccount::OidcConfig {
+            issuer_url,
+            client_id: args.oidc_client_id.unwrap_or_default(),
+            username_claim: args.oidc_username_claim,
+            username_prefix: args.oidc_username_prefix,
+            groups_claim: args.oidc_groups_claim,
+            groups_prefix: args.oidc_groups_prefix,
+            ca_file: args.oidc_ca_file,
+            jwks_file: args.oidc_jwks_file,
+        }),
+        None if args.oidc_client_id.is_some() || args.oidc_jwks_file.is_some() => {
+            anyhow::bail!("the --oidc-* flags need --oidc-issuer-url")
+        }
+        None => None,
+    };
     let server = kplane_apiserver::Server::builder()
         .data_dir(args.data_dir)
         .bind(args.bind)
@@ -238,12 +297,51 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .service_account_max_token_expiration
                 .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         })
+        .audit(audit_config(
+            args.audit_policy_file,
+            args.audit_log_path,
+            args.audit_log_maxsize,
+            args.audit_log_maxbackup,
+            args.audit_log_maxage,
+        ))
+        .oidc(oidc)
         .build();
     server
         .serve(shutdown_signal())
         .await
         .context("kplane server failed")?;
     Ok(())
+}
+
+/// The audit settings: a policy and a log path audit, either alone does nothing (as
+/// kube-apiserver, which warns about a policy without a backend).
+fn audit_config(
+    policy_file: Option<PathBuf>,
+    path: Option<PathBuf>,
+    max_size_mb: u64,
+    max_backups: usize,
+    max_age_days: u64,
+) -> Option<kplane_apiserver::server::AuditConfig> {
+    match (policy_file, path) {
+        (Some(policy_file), Some(path)) => Some(kplane_apiserver::server::AuditConfig {
+            policy_file,
+            log: kplane_apiserver::audit::sink::LogConfig {
+                path,
+                max_size_mb,
+                max_backups,
+                max_age_days,
+            },
+        }),
+        (Some(_), None) => {
+            tracing::warn!("--audit-policy-file without --audit-log-path: nothing is audited");
+            None
+        }
+        (None, Some(_)) => {
+            tracing::warn!("--audit-log-path without --audit-policy-file: nothing is audited");
+            None
+        }
+        (None, None) => None,
+    }
 }
 
 /// This build, as `build.rs` recorded it, for `/version`.

@@ -19,10 +19,11 @@
 //!
 //! The chain is part of the [`Registry`] (`Registry::with_admission`, chosen by the server
 //! builder); [`Admission::recommended`] is the default: the plugins whose checks the write
-//! path has always made ([`NamespaceLifecycle`]) and the recording of a Workspace's creator
-//! (`crate::rbac::owner::WorkspaceOwner`).
+//! path has always made ([`NamespaceLifecycle`]), the recording of a Workspace's creator
+//! (`crate::rbac::owner::WorkspaceOwner`) and RBAC's escalation checks ([`RbacEscalation`]).
 
 mod namespace_lifecycle;
+mod rbac_escalation;
 
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ use super::Registry;
 use crate::error::{ApiError, ApiResult};
 
 pub use namespace_lifecycle::NamespaceLifecycle;
+pub use rbac_escalation::RbacEscalation;
 
 /// The operation being admitted (`admission.Operation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,11 +137,13 @@ impl Admission {
     }
 
     /// The default chain: [`NamespaceLifecycle`], then `WorkspaceOwner` (a Workspace's
-    /// creator, `rbac::owner`).
+    /// creator, `rbac::owner`), then the validating [`RbacEscalation`] (RBAC's escalation
+    /// and bind checks).
     pub fn recommended() -> Self {
         Self::none()
             .with_mutating(Arc::new(NamespaceLifecycle))
             .with_mutating(Arc::new(crate::rbac::owner::WorkspaceOwner))
+            .with_validating(Arc::new(RbacEscalation))
     }
 
     /// Appends a mutating plugin.

@@ -10,6 +10,7 @@
 //! - `workspace`: bootstraps a Workspace's logical cluster (applying its template with
 //!   [`workspace_template`]) and reports it Ready (or Failed), and deletes the cluster
 //!   (with its descendants) when the Workspace is deleted;
+//! - [`cr_aggregation`]: writes the rules of aggregated ClusterRoles (`aggregationRule`);
 //! - [`informer`]: one scan-then-watch of the whole store, fanned out to the controllers
 //!   that follow every change (the garbage collector's graph, the root-CA publisher).
 //!
@@ -33,6 +34,7 @@
 //! [`WriteParams::controller`]: crate::options::WriteParams::controller
 //! [`WriteParams::controller_named`]: crate::options::WriteParams::controller_named
 
+pub mod cr_aggregation;
 mod crd_cleanup;
 pub(crate) mod event_ttl;
 pub mod gc;
@@ -106,6 +108,8 @@ pub enum Work {
     /// Bootstrap a Workspace's logical cluster and report it Ready, or delete the cluster
     /// of a Terminating one (`workspace`).
     Workspace { cluster: ClusterName, name: String },
+    /// Write the rules of the aggregated ClusterRoles of a cluster (`cr_aggregation`).
+    ClusterRoleAggregation { cluster: ClusterName },
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
@@ -238,6 +242,9 @@ impl Registry {
             Work::GcOwner(r) => self.gc_owner(r).await,
             Work::RootCa { cluster, namespace } => self.sync_root_ca(cluster, namespace).await,
             Work::Workspace { cluster, name } => self.sync_workspace(cluster, name).await,
+            Work::ClusterRoleAggregation { cluster } => {
+                self.sync_cluster_role_aggregation(cluster).await
+            }
         }
     }
 }
@@ -344,8 +351,9 @@ impl Drop for Controllers {
 }
 
 /// Starts the controllers over `registry`: the worker of its queue (`queue`, from
-/// [`Registry::new`]), the shared informer feeding the garbage collector and the root-CA
-/// publisher, the Event sweeper for `event_ttl`, and the resumption of unfinished work.
+/// [`Registry::new`]), the shared informer feeding the garbage collector, the root-CA
+/// publisher, the RBAC cache and the ClusterRole aggregation controller, the Event sweeper
+/// for `event_ttl`, and the resumption of unfinished work.
 pub fn start(
     registry: &Arc<Registry>,
     queue: UnboundedReceiver<Work>,
@@ -357,7 +365,9 @@ pub fn start(
         .with(Arc::new(publisher))
         .with(Arc::new(crate::rbac::cache::Invalidator(
             registry.rbac_cache().clone(),
-        )));
+        )))
+        // After the invalidator: a sync it queues compiles the changed roles.
+        .with(Arc::new(cr_aggregation::Feed(registry.clone())));
     let resume = registry.clone();
     let tasks = vec![
         tokio::spawn(run_worker(registry.clone(), queue)),

@@ -6,6 +6,7 @@
 //! - [`policy`]: a cluster's compiled objects, indexed by subject, and their evaluation
 //!   (`authorize`, the rules of a SelfSubjectRulesReview);
 //! - [`cache`]: compiled layers per cluster, built lazily, invalidated by RBAC writes;
+//! - [`covers`]: whether held rules cover granted ones (the escalation check's core);
 //! - [`owner`]: a Workspace's creator recorded at create and bound as `cluster-admin` of
 //!   the new workspace.
 //!
@@ -20,6 +21,7 @@
 //! [`Registry::rbac_authorize`] and [`Registry::rbac_rules`].
 
 pub mod cache;
+pub mod covers;
 pub mod defaults;
 pub mod owner;
 pub mod policy;
@@ -145,6 +147,24 @@ impl Registry {
             .authorize(user, request, cluster_wide_only),
             Err(e) => Verdict::NoOpinion(format!("RBAC: {}", e.0.message)),
         }
+    }
+
+    /// The rules of the role a binding in `cluster` refers to (`kind` `Role` or
+    /// `ClusterRole`; a Role in `namespace`): `Err(text)` when it does not exist.
+    pub async fn rbac_role_ref_rules(
+        &self,
+        cluster: &ClusterName,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> ApiResult<Result<Vec<Rule>, String>> {
+        let layer = self.rbac_layer(cluster).await?;
+        Ok(Policy {
+            cluster: &layer,
+            defaults: defaults::layer(),
+        }
+        .role_ref_rules(kind, name, namespace)
+        .map(<[Rule]>::to_vec))
     }
 
     /// The rules RBAC grants `user` in `namespace` of `cluster`, and the errors met (roles

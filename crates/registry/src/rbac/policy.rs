@@ -402,6 +402,30 @@ impl<'a> Policy<'a> {
     pub fn cluster_role_rules(&self, name: &str) -> Option<&'a [Rule]> {
         self.cluster_role(name)
     }
+
+    /// The rules a binding's `roleRef` of `kind` (`Role` or `ClusterRole`) and `name`
+    /// refers to, in `namespace` for a Role (`GetRoleReferenceRules`); the error is
+    /// upstream's text for a missing role.
+    pub fn role_ref_rules(
+        &self,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<&'a [Rule], String> {
+        match (kind, namespace) {
+            ("Role", Some(ns)) => self
+                .cluster
+                .roles
+                .get(ns)
+                .and_then(|m| m.get(name))
+                .map(|r| &r.rules[..])
+                .ok_or_else(|| format!("roles.rbac.authorization.k8s.io {name:?} not found")),
+            ("ClusterRole", _) => self.cluster_role(name).ok_or_else(|| {
+                format!("clusterroles.rbac.authorization.k8s.io {name:?} not found")
+            }),
+            _ => Err(format!("unsupported role reference kind: {kind:?}")),
+        }
+    }
 }
 
 /// Upstream's description of the binding that allowed a request.

@@ -726,4 +726,204 @@ mod with_registry {
             Verdict::Allow(_)
         ));
     }
+
+    /// The escalation and bind checks (admission `RbacEscalation`), as upstream's
+    /// policybased storage: what a writer may put into roles and bindings.
+    #[tokio::test]
+    async fn roles_and_bindings_grant_only_what_their_writer_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = registry(&dir).await;
+        let a = ClusterName::parse("root:a").unwrap();
+        let admin = WriteParams::default();
+        let bob_groups = ["system:authenticated"];
+        let as_user = |u: UserInfo| WriteParams {
+            user: Some(u),
+            ..Default::default()
+        };
+        let bob = as_user(user("bob", &bob_groups));
+        let roles = target(&reg, &a, "roles", Some("default"));
+        let rbs = target(&reg, &a, "rolebindings", Some("default"));
+        let crs = target(&reg, &a, "clusterroles", None);
+        let crbs = target(&reg, &a, "clusterrolebindings", None);
+        let cm_rw =
+            json!([{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]}]);
+        reg.create(&crs, cluster_role("cm-rw", cm_rw.clone()), &admin)
+            .await
+            .unwrap();
+        reg.create(
+            &rbs,
+            rb(
+                "default",
+                "bob",
+                "ClusterRole",
+                "cm-rw",
+                json!([{"kind": "User", "name": "bob"}]),
+            ),
+            &admin,
+        )
+        .await
+        .unwrap();
+        let secrets = json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["secrets"]}]);
+        let refused = |e: crate::error::ApiError, want: &str| {
+            assert_eq!(e.0.code, 403, "{}", e.0.message);
+            assert_eq!(e.0.message, want);
+        };
+        let not_held = "user \"bob\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n";
+
+        // Roles: within what bob holds in default, yes; more, no.
+        reg.create(&roles, role("default", "ok", cm_rw.clone()), &bob)
+            .await
+            .unwrap();
+        let e = reg
+            .create(&roles, role("default", "x", secrets.clone()), &bob)
+            .await
+            .unwrap_err();
+        refused(e, &format!("roles.rbac.authorization.k8s.io \"x\" is forbidden: {not_held}{{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}}"));
+        // In another namespace bob holds nothing; cluster-wide neither.
+        let other = target(&reg, &a, "roles", Some("kube-public"));
+        let e = reg
+            .create(&other, role("kube-public", "ok", cm_rw.clone()), &bob)
+            .await
+            .unwrap_err();
+        assert!(
+            e.0.message.contains("Verbs:[\"get\" \"list\"]"),
+            "{}",
+            e.0.message
+        );
+        let e = reg
+            .create(&crs, cluster_role("c", cm_rw.clone()), &bob)
+            .await
+            .unwrap_err();
+        assert!(
+            e.0.message.starts_with(
+                "clusterroles.rbac.authorization.k8s.io \"c\" is forbidden: user \"bob\""
+            ),
+            "{}",
+            e.0.message
+        );
+        // An update that grows a role is checked; a label-only one within bob's rights passes.
+        let stored: Value = serde_json::from_slice(&reg.get(&roles, "ok").await.unwrap()).unwrap();
+        let mut grown = stored.clone();
+        grown["rules"] = secrets.clone();
+        assert_eq!(
+            reg.update(&roles, "ok", None, grown, &bob)
+                .await
+                .unwrap_err()
+                .0
+                .code,
+            403
+        );
+        let mut labelled = stored.clone();
+        labelled["metadata"]["labels"] = json!({"x": "y"});
+        reg.update(&roles, "ok", None, labelled, &bob)
+            .await
+            .unwrap();
+
+        // Bindings: to a role bob holds, yes; to one he does not, or a missing one, no.
+        let to = |name: &str, kind: &str, role: &str| {
+            rb(
+                "default",
+                name,
+                kind,
+                role,
+                json!([{"kind": "User", "name": "carol"}]),
+            )
+        };
+        reg.create(&rbs, to("b1", "Role", "ok"), &bob)
+            .await
+            .unwrap();
+        let e = reg
+            .create(&rbs, to("b2", "ClusterRole", "admin"), &bob)
+            .await
+            .unwrap_err();
+        assert!(
+            e.0.message.starts_with(&format!(
+                "rolebindings.rbac.authorization.k8s.io \"b2\" is forbidden: {not_held}"
+            )),
+            "{}",
+            e.0.message
+        );
+        let e = reg
+            .create(&rbs, to("b3", "ClusterRole", "nope"), &bob)
+            .await
+            .unwrap_err();
+        refused(e, "rolebindings.rbac.authorization.k8s.io \"b3\" is forbidden: clusterroles.rbac.authorization.k8s.io \"nope\" not found");
+        let e = reg
+            .create(
+                &crbs,
+                crb("c1", "cm-rw", json!([{"kind": "User", "name": "carol"}])),
+                &bob,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.0.code, 403);
+
+        // `escalate` on roles and `bind` on the admin ClusterRole lift the checks.
+        reg.create(
+            &crs,
+            cluster_role("powers", json!([
+                {"verbs": ["escalate"], "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"]},
+                {"verbs": ["bind"], "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["admin"]},
+            ])),
+            &admin,
+        )
+        .await
+        .unwrap();
+        reg.create(
+            &rbs,
+            rb(
+                "default",
+                "bob-powers",
+                "ClusterRole",
+                "powers",
+                json!([{"kind": "User", "name": "bob"}]),
+            ),
+            &admin,
+        )
+        .await
+        .unwrap();
+        reg.create(&roles, role("default", "x", secrets.clone()), &bob)
+            .await
+            .unwrap();
+        reg.create(&rbs, to("b2", "ClusterRole", "admin"), &bob)
+            .await
+            .unwrap();
+        // bind on admin only: view is still checked.
+        let e = reg
+            .create(&rbs, to("b4", "ClusterRole", "view"), &bob)
+            .await
+            .unwrap_err();
+        assert_eq!(e.0.code, 403);
+        // ClusterRoles are still checked (escalate was granted on roles only).
+        assert_eq!(
+            reg.create(&crs, cluster_role("c", cm_rw.clone()), &bob)
+                .await
+                .unwrap_err()
+                .0
+                .code,
+            403
+        );
+
+        // system:masters skip the checks, an aggregationRule needs every permission.
+        let masters = as_user(user("root", &["system:masters"]));
+        reg.create(&crs, cluster_role("c", secrets.clone()), &masters)
+            .await
+            .unwrap();
+        let wide = json!([{"verbs": ["*"], "apiGroups": [""], "resources": ["*"]}]);
+        reg.create(&crs, cluster_role("wide", wide), &admin)
+            .await
+            .unwrap();
+        reg.create(
+            &crbs,
+            crb("dan", "wide", json!([{"kind": "User", "name": "dan"}])),
+            &admin,
+        )
+        .await
+        .unwrap();
+        let mut agg = cluster_role("agg", json!([]));
+        agg["aggregationRule"] = json!({"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]});
+        let dan = as_user(user("dan", &[]));
+        let e = reg.create(&crs, agg, &dan).await.unwrap_err();
+        refused(e, "clusterroles.rbac.authorization.k8s.io \"agg\" is forbidden: must have cluster-admin privileges to use the aggregationRule");
+    }
 }
