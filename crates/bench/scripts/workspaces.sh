@@ -5,6 +5,7 @@
 #
 #   crates/bench/scripts/workspaces.sh create N [ROUNDS]   kplane-bench --scenario workspaces
 #   crates/bench/scripts/workspaces.sh delete N [ROUNDS]   kplane-bench --scenario workspace-delete
+#   crates/bench/scripts/workspaces.sh wildcard N [ROUNDS] kplane-bench --scenario wildcard-watch
 #
 # create: N Workspaces with CONC clients (default 32), kept (--keep) so that the server's
 #   resident memory is read with all N Ready (`server_rss_bytes_per_workspace`); then the
@@ -12,9 +13,13 @@
 #   200 of /readyz is measured (`restart_ready_s`, RSS after it).
 # delete: N Workspaces with OBJECTS ConfigMaps each (default 10), deleted with CONC clients
 #   while one client GETs another tenant's ConfigMap (idle for GET_SECS first).
+# wildcard: N Workspaces (CONC clients), then one watch on /clusters/* and one on the subtree
+#   /clusters/root:* while CONC clients make WRITES ConfigMaps spread over the N clusters;
+#   every write must arrive once per watch, in resourceVersion order, with its cluster
+#   annotation. Kept (--keep): the data directory is removed with the round instead.
 #
 # Environment: KPLANE, KPLANE_BENCH (binaries; default target/release), CONC (32),
-# OBJECTS (10), GET_SECS (5s).
+# OBJECTS (10), GET_SECS (5s), WRITES (20000).
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -25,6 +30,7 @@ ROUNDS="${3:-1}"
 CONC="${CONC:-32}"
 OBJECTS="${OBJECTS:-10}"
 GET_SECS="${GET_SECS:-5s}"
+WRITES="${WRITES:-20000}"
 
 bench_init workspaces
 
@@ -90,8 +96,21 @@ for round in $(seq 1 "$ROUNDS"); do
             "\"errors\": $(field "$work/out.json" 'r["errors"]')," \
             "\"loadavg\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
         ;;
+    wildcard)
+        "${common[@]}" --scenario wildcard-watch --count "$WRITES" --duration 30m \
+            --keep >"$work/out.json"
+        stop_server
+        echo "{\"round\": $round, \"workspaces\": $N, \"writes\": $(field "$work/out.json" 'r.get("writes")'),"
+        python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[0]
+keys=["workspaces_created","setup_s","setup_creations_per_second","seconds","throughput","clusters_written"]
+for w in ["all","subtree"]:
+    keys+=[w+"_"+k for k in ["deliveries","duplicates","missed","out_of_order","wrong_rv","wrong_cluster","events","resumed","delivery_latency_ms"]]
+print(json.dumps({k: r.get(k) for k in keys})[1:-1] + ",")' "$work/out.json"
+        echo "\"errors\": $(field "$work/out.json" 'r["errors"]')," \
+            "\"loadavg\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+        ;;
     *)
-        echo "unknown mode $MODE (create or delete)" >&2
+        echo "unknown mode $MODE (create, delete or wildcard)" >&2
         exit 2
         ;;
     esac

@@ -21,7 +21,7 @@ pub struct Opts {
     #[arg(long)]
     pub context: Option<String>,
     /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters, churn,
-    /// workspaces, workspace-delete (comma-separated or repeated).
+    /// workspaces, workspace-delete, wildcard-watch (comma-separated or repeated).
     #[arg(
         long,
         value_delimiter = ',',
@@ -78,7 +78,7 @@ pub struct Opts {
     /// Logical clusters to create (clusters scenario).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub clusters: u32,
-    /// Workspaces to create (workspaces) or delete (workspace-delete).
+    /// Workspaces to create (workspaces, wildcard-watch) or delete (workspace-delete).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub workspaces: u32,
     /// ConfigMaps per logical cluster (clusters and workspace-delete scenarios).

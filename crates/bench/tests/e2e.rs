@@ -535,3 +535,81 @@ fn workspace_scenarios_create_to_ready_and_delete_while_a_tenant_is_served() {
     let left = kubectl(&["get", "workspaces", "-l", "kplane-bench/run", "-o", "name"]);
     assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "", "left");
 }
+
+/// wildcard-watch at a small size: more writes than Workspaces (several per cluster), both
+/// watches (`/clusters/*` and the subtree) see every write once, in order, with the right
+/// cluster; a second run with --keep reuses the Workspaces instead of creating them.
+#[test]
+fn wildcard_watch_delivers_each_write_once_in_order() {
+    let server = Server::start();
+    let kc = server.kubeconfig();
+    let run = |keep: bool| {
+        let mut args = vec![
+            "--scenario",
+            "wildcard-watch",
+            "--workspaces",
+            "5",
+            "--count",
+            "300",
+            "--duration",
+            "60s",
+            "--concurrency",
+            "4",
+            "--size",
+            "16",
+            "--json",
+            "--no-progress",
+        ];
+        if keep {
+            args.push("--keep");
+        }
+        let out = bench(&kc, &args);
+        assert!(
+            out.status.success(),
+            "exit {:?}\nstderr:\n{}\nstdout:\n{}\nserver log:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout),
+            server.log()
+        );
+        let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+        reports[0].clone()
+    };
+    let first = run(true);
+    assert_eq!(first["scenario"], "wildcard-watch", "{first}");
+    assert!(first["errors"].as_object().unwrap().is_empty(), "{first}");
+    assert_eq!(first["workspaces_created"], 5, "{first}");
+    assert_eq!(first["writes"], 300, "{first}");
+    for w in ["all", "subtree"] {
+        assert_eq!(first[format!("{w}_deliveries")], 300, "{w}: {first}");
+        for k in [
+            "missed",
+            "duplicates",
+            "out_of_order",
+            "wrong_rv",
+            "wrong_cluster",
+        ] {
+            assert_eq!(first[format!("{w}_{k}")], 0, "{w}_{k}: {first}");
+        }
+        assert!(
+            first[format!("{w}_events")].as_u64().unwrap() >= 300,
+            "{first}"
+        );
+        check_latency(&first[format!("{w}_delivery_latency_ms")], w);
+    }
+    // Kept: the next run reuses them, then deletes them (no --keep).
+    let second = run(false);
+    assert!(second["errors"].as_object().unwrap().is_empty(), "{second}");
+    assert_eq!(second["workspaces_reused"], 5, "{second}");
+    assert_eq!(second["workspaces_created"], 0, "{second}");
+    assert_eq!(second["all_deliveries"], 300, "{second}");
+    assert!(second["cleanup_s"].as_f64().is_some(), "{second}");
+    let left = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args(["get", "workspaces", "-o", "name"])
+        .output()
+        .unwrap();
+    assert!(left.status.success(), "{left:?}");
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "", "left");
+}

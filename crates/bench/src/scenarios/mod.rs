@@ -7,6 +7,7 @@ mod crud;
 mod list;
 mod mixed;
 mod watch;
+mod wildcard_watch;
 mod workspace_delete;
 mod workspaces;
 pub mod ws;
@@ -46,6 +47,10 @@ pub enum Scenario {
     /// Rewrite --live-set ConfigMaps, renew --leases Leases, create and expire Events;
     /// samples write rate and disk usage every --sample-every.
     Churn,
+    /// One watch on `/clusters/*` and one on a subtree while --concurrency clients write
+    /// ConfigMaps spread over --workspaces Workspaces: each write delivered once, in
+    /// resourceVersion order, with its cluster annotation.
+    WildcardWatch,
 }
 
 impl Scenario {
@@ -61,6 +66,7 @@ impl Scenario {
             Scenario::Churn => "churn",
             Scenario::Workspaces => "workspaces",
             Scenario::WorkspaceDelete => "workspace-delete",
+            Scenario::WildcardWatch => "wildcard-watch",
         }
     }
 }
@@ -84,6 +90,7 @@ pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {
         Scenario::Churn => churn::run(&ctx).await,
         Scenario::Workspaces => workspaces::run(&ctx).await,
         Scenario::WorkspaceDelete => workspace_delete::run(&ctx).await,
+        Scenario::WildcardWatch => wildcard_watch::run(&ctx).await,
     };
     if let Some(b) = before {
         let mut m = report
