@@ -7,23 +7,43 @@
 //! the credential id `JTI=<jti>` and the logical cluster in
 //! [`CLUSTER_EXTRA`](super::CLUSTER_EXTRA). Any other token is not its business; a token of
 //! this server that fails a check is rejected (401).
+//!
+//! A verified token's claims are kept for [`VERIFIED_TTL_SECONDS`] (never past its expiry),
+//! keyed by the token's SHA-256, so a client's requests do not pay a signature check each
+//! (kube-apiserver caches token authentications for 10 s likewise). The ServiceAccount
+//! check runs on every request, so deleting it still revokes at once.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use kplane_storage::{Key, Storage};
 use kplane_types::request::SYSTEM_AUTHENTICATED;
 use kplane_types::UserInfo;
 
 use super::lookup::ServiceAccountLookup;
-use super::token::{Checked, Claims, Tokens};
+use super::token::{Checked, Claims, Tokens, LEEWAY_SECONDS};
 use super::{CLUSTER_EXTRA, CREDENTIAL_ID_EXTRA};
 use crate::http::auth::{AuthError, AuthOutcome, AuthRequest, Authenticator};
+
+/// How long a verified token's claims are reused without checking its signature again.
+pub const VERIFIED_TTL_SECONDS: i64 = 10;
+
+/// At most this many verified tokens are remembered; beyond it the cache starts afresh.
+pub const VERIFIED_CACHE_ENTRIES: usize = 4096;
+
+/// A verified token: its claims, its cluster, and until when (unix seconds) they count.
+struct Verified {
+    claims: Arc<Claims>,
+    cluster: kplane_types::ClusterName,
+    until: i64,
+}
 
 /// Authenticates ServiceAccount tokens (see the module doc).
 pub struct ServiceAccountAuthenticator {
     tokens: Arc<Tokens>,
     lookup: Arc<ServiceAccountLookup>,
     storage: Arc<dyn Storage>,
+    verified: Mutex<HashMap<[u8; 32], Verified>>,
 }
 
 impl std::fmt::Debug for ServiceAccountAuthenticator {
@@ -44,7 +64,38 @@ impl ServiceAccountAuthenticator {
             tokens,
             lookup,
             storage,
+            verified: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The token's claims and cluster: from the cache while they count, else checked.
+    fn check(&self, token: &str, now: i64) -> Checked {
+        let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+        let mut key = [0u8; 32];
+        key.copy_from_slice(digest.as_ref());
+        {
+            let cache = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(v) = cache.get(&key).filter(|v| now <= v.until) {
+                return Checked::Valid(Box::new((*v.claims).clone()), v.cluster.clone());
+            }
+        }
+        let checked = self.tokens.check(token, now);
+        if let Checked::Valid(claims, cluster) = &checked {
+            let until = (now + VERIFIED_TTL_SECONDS).min(claims.exp + LEEWAY_SECONDS);
+            let mut cache = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
+            if cache.len() >= VERIFIED_CACHE_ENTRIES {
+                cache.clear();
+            }
+            cache.insert(
+                key,
+                Verified {
+                    claims: Arc::new((**claims).clone()),
+                    cluster: cluster.clone(),
+                    until,
+                },
+            );
+        }
+        checked
     }
 
     /// Whether what the token is bound to still exists.
@@ -129,7 +180,7 @@ impl Authenticator for ServiceAccountAuthenticator {
             return AuthOutcome::NotApplicable;
         };
         let now = chrono::Utc::now().timestamp();
-        match self.tokens.check(token, now) {
+        match self.check(token, now) {
             Checked::NotMine => AuthOutcome::NotApplicable,
             Checked::Invalid(msg) => AuthOutcome::Rejected(AuthError(msg)),
             Checked::Valid(claims, cluster) => {
@@ -230,5 +281,49 @@ mod tests {
             ))
         );
         s.shutdown().await.unwrap();
+    }
+
+    /// A verified token is reused for at most VERIFIED_TTL_SECONDS and never past its
+    /// expiry (an expired token is checked again and refused); the cache stays bounded
+    /// above VERIFIED_CACHE_ENTRIES distinct tokens.
+    #[test]
+    fn verified_tokens_are_reused_briefly_and_the_cache_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let s: Arc<dyn Storage> =
+            SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+        let tokens = Arc::new(Tokens::new(Arc::new(ec_keys()), BASE, vec![]));
+        let a = ServiceAccountAuthenticator::new(
+            tokens.clone(),
+            ServiceAccountLookup::new(s.clone()),
+            s,
+        );
+        let now = chrono::Utc::now().timestamp();
+        let cluster = kplane_types::ClusterName::parse("root:acme").unwrap();
+        let grant = |name: String| Grant {
+            cluster: Some(cluster.clone()),
+            namespace: "ci".into(),
+            name,
+            uid: "u-7".into(),
+            audiences: tokens.api_audiences(&cluster),
+            expiration_seconds: 600,
+            secret: None,
+        };
+        let (token, _) = tokens.issue(&grant("bot".into()), now).unwrap();
+        assert!(matches!(a.check(&token, now), Checked::Valid(..)));
+        assert_eq!(a.verified.lock().unwrap().len(), 1);
+        assert!(matches!(
+            a.check(&token, now + VERIFIED_TTL_SECONDS),
+            Checked::Valid(..)
+        ));
+        // Past its expiry the cached entry does not count: the full check refuses it.
+        assert!(matches!(
+            a.check(&token, now + 600 + LEEWAY_SECONDS + 1),
+            Checked::Invalid(_)
+        ));
+        for i in 0..VERIFIED_CACHE_ENTRIES + 10 {
+            let (t, _) = tokens.issue(&grant(format!("bot-{i}")), now).unwrap();
+            assert!(matches!(a.check(&t, now), Checked::Valid(..)));
+            assert!(a.verified.lock().unwrap().len() <= VERIFIED_CACHE_ENTRIES);
+        }
     }
 }

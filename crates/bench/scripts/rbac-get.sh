@@ -42,7 +42,7 @@ run() {
     "$KPLANE_BENCH" --kubeconfig "$1" --server-pid "$pid" --no-progress --json --size 1024 \
         --scenario get --namespace kb --concurrency "$CONCURRENCY" --duration "$DURATION" \
         >"$work/$2.json"
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], r["throughput"], "ops/s p99", r["latency_ms"]["p99"], "ms errors", r["errors"])' "$work/$2.json" "$2"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r=[x for x in (r if isinstance(r, list) else [r]) if x.get("scenario")=="get"][0]; print(sys.argv[2], r["throughput"], "ops/s p99", r["latency_ms"]["p99"], "ms errors", r["errors"])' "$work/$2.json" "$2"
 }
 for r in $(seq 1 "$rounds"); do
     run "$admin" "admin-$r"
