@@ -40,6 +40,8 @@ pub struct ServiceAccountLookup {
     cache: RwLock<Cache>,
     /// Whether the watch is live (only then are entries kept).
     watching: AtomicBool,
+    /// The most entries kept ([`MAX_ENTRIES`]; smaller in tests).
+    max_entries: usize,
 }
 
 impl std::fmt::Debug for ServiceAccountLookup {
@@ -56,6 +58,7 @@ impl ServiceAccountLookup {
             storage,
             cache: RwLock::new(Cache::default()),
             watching: AtomicBool::new(false),
+            max_entries: MAX_ENTRIES,
         })
     }
 
@@ -90,7 +93,7 @@ impl ServiceAccountLookup {
         if let Some(uid) = &uid {
             let mut c = self.cache.write().map_err(|_| poisoned())?;
             if c.epoch == epoch && self.watching.load(Ordering::Acquire) {
-                if c.entries.len() >= MAX_ENTRIES {
+                if c.entries.len() >= self.max_entries {
                     c.entries.clear();
                 }
                 c.entries.insert(key, uid.clone());
@@ -190,6 +193,44 @@ mod tests {
         )
         .await
         .unwrap();
+    }
+
+    /// Past its bound (here 3, so that the test can go ten times over it) the map starts
+    /// over instead of growing, and every answer stays right.
+    #[tokio::test]
+    async fn the_map_stays_within_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let s: Arc<dyn Storage> =
+            SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+        let l = ServiceAccountLookup {
+            storage: s.clone(),
+            cache: RwLock::new(Cache::default()),
+            watching: AtomicBool::new(true),
+            max_entries: 3,
+        };
+        for i in 0..31 {
+            put(
+                &s,
+                "root",
+                &format!("sa-{i}"),
+                &format!("u-{i}"),
+                Precondition::MustNotExist,
+            )
+            .await;
+        }
+        for round in 0..2 {
+            for i in 0..31 {
+                let uid = l.uid("root", "default", &format!("sa-{i}")).await.unwrap();
+                assert_eq!(
+                    uid.as_deref(),
+                    Some(format!("u-{i}").as_str()),
+                    "{round}/{i}"
+                );
+                assert!(l.cache.read().unwrap().entries.len() <= 3);
+            }
+        }
+        assert_eq!(l.uid("root", "default", "nope").await.unwrap(), None);
+        s.shutdown().await.unwrap();
     }
 
     /// Waits until the cache has seen every change up to now (its epoch moved past them).
