@@ -121,21 +121,8 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     report.set("objects_per_cluster", ctx.opts.objects_per_cluster);
     report.set("concurrency", ctx.opts.concurrency);
     report.set("size", ctx.opts.size);
-    if ctx.endpoint.server.logical_cluster().is_none() {
-        report.errors.add(
-            "unsupported",
-            "the clusters scenario needs a server URL ending in /clusters/<name> (kcp-style)",
-        );
+    let Some(watch) = super::ws::start_for(ctx, &mut report, "clusters").await else {
         return report;
-    }
-    let watch = match WsWatch::start(ctx).await {
-        Ok(w) => Arc::new(w),
-        Err(f) => {
-            report
-                .errors
-                .add(&f.key(), &format!("watching workspaces: {f}"));
-            return report;
-        }
     };
     let rss_before = rss_mib(ctx.opts.server_pid);
     crate::runner::note(&format!(

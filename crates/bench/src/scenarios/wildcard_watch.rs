@@ -391,14 +391,8 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         );
         return report;
     };
-    let wsw = match WsWatch::start(ctx).await {
-        Ok(w) => Arc::new(w),
-        Err(f) => {
-            report
-                .errors
-                .add(&f.key(), &format!("watching workspaces: {f}"));
-            return report;
-        }
+    let Some(wsw) = WsWatch::start_reported(ctx, &mut report).await else {
+        return report;
     };
 
     // Setup: the N Workspaces (reused if Ready from an earlier run with --keep).

@@ -60,21 +60,8 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     report.set("workspaces", n);
     report.set("objects_per_workspace", m);
     report.set("concurrency", ctx.opts.concurrency);
-    if ctx.endpoint.server.logical_cluster().is_none() {
-        report.errors.add(
-            "unsupported",
-            "the workspace-delete scenario needs a server URL ending in /clusters/<name> (kcp-style)",
-        );
+    let Some(watch) = super::ws::start_for(ctx, &mut report, "workspace-delete").await else {
         return report;
-    }
-    let watch = match WsWatch::start(ctx).await {
-        Ok(w) => Arc::new(w),
-        Err(f) => {
-            report
-                .errors
-                .add(&f.key(), &format!("watching workspaces: {f}"));
-            return report;
-        }
     };
     let tenant = ctx.name("tenant", 0);
     let names: Arc<Vec<String>> = Arc::new((0..n as u64).map(|i| ctx.name("d", i)).collect());

@@ -61,21 +61,8 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     let n = u64::from(ctx.opts.workspaces);
     report.set("workspaces_requested", n);
     report.set("concurrency", ctx.opts.concurrency);
-    if ctx.endpoint.server.logical_cluster().is_none() {
-        report.errors.add(
-            "unsupported",
-            "the workspaces scenario needs a server URL ending in /clusters/<name> (kcp-style)",
-        );
+    let Some(watch) = super::ws::start_for(ctx, &mut report, "workspaces").await else {
         return report;
-    }
-    let watch = match WsWatch::start(ctx).await {
-        Ok(w) => Arc::new(w),
-        Err(f) => {
-            report
-                .errors
-                .add(&f.key(), &format!("watching workspaces: {f}"));
-            return report;
-        }
     };
     let rss_before = rss_kib(ctx.opts.server_pid);
     crate::runner::note(&format!("workspaces: creating {n} workspaces"));

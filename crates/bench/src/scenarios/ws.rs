@@ -22,6 +22,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::client::{Failure, Reply};
 use crate::ctx::{Ctx, Scope, RUN_LABEL, SCENARIO_LABEL};
+use crate::report::Report;
 use crate::setup::join_errors;
 use crate::stats::{ErrorCounts, Samples};
 
@@ -67,6 +68,26 @@ struct State {
     last_rv: String,
 }
 
+/// What every workspace scenario starts with: a kubeconfig whose server URL names a
+/// logical cluster (kcp-style), and one watch on that cluster's Workspaces. `None`, with the
+/// error counted in `report`, when either is missing.
+pub async fn start_for(
+    ctx: &Arc<Ctx>,
+    report: &mut Report,
+    scenario: &str,
+) -> Option<Arc<WsWatch>> {
+    if ctx.endpoint.server.logical_cluster().is_none() {
+        report.errors.add(
+            "unsupported",
+            &format!(
+                "the {scenario} scenario needs a server URL ending in /clusters/<name> (kcp-style)"
+            ),
+        );
+        return None;
+    }
+    WsWatch::start_reported(ctx, report).await
+}
+
 /// One watch on the Workspaces of the kubeconfig's cluster.
 pub struct WsWatch {
     state: Arc<Mutex<State>>,
@@ -75,6 +96,19 @@ pub struct WsWatch {
 }
 
 impl WsWatch {
+    /// [`WsWatch::start`], a failure counted in `report` (`None` then).
+    pub async fn start_reported(ctx: &Arc<Ctx>, report: &mut Report) -> Option<Arc<WsWatch>> {
+        match WsWatch::start(ctx).await {
+            Ok(w) => Some(Arc::new(w)),
+            Err(f) => {
+                report
+                    .errors
+                    .add(&f.key(), &format!("watching workspaces: {f}"));
+                None
+            }
+        }
+    }
+
     /// Lists once for a resourceVersion and starts watching from it.
     pub async fn start(ctx: &Arc<Ctx>) -> Result<WsWatch, Failure> {
         let mut conn = ctx.setup_conn();
