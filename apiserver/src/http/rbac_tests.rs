@@ -4,19 +4,14 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use kplane_registry::rbac::BOUND_CLUSTER_EXTRA;
-use kplane_storage::{SledStorage, SledStorageOptions, Storage};
-use kplane_types::{ClusterName, UserInfo};
+use kplane_types::UserInfo;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 use super::auth::{AdminTokenAuthenticator, AuthOutcome, AuthRequest, Authenticator};
-use super::authz::{Authorizer, RbacAuthorizer, SuperuserAuthorizer, UnionAuthorizer};
-use super::{router, AppState};
-use crate::registry::catalog::{builtin, Catalog};
-use crate::registry::Registry;
+use super::authz::{RbacAuthorizer, SuperuserAuthorizer, UnionAuthorizer};
+use super::router_tests::{app_with, App};
 
 const ADMIN: &str = "admin-token";
 
@@ -57,49 +52,22 @@ impl Authenticator for Users {
     }
 }
 
-struct App {
-    _dir: tempfile::TempDir,
-    router: axum::Router,
-}
-
 async fn app() -> App {
-    let dir = tempfile::tempdir().unwrap();
-    let storage: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-    let catalog = Arc::new(Catalog::new(builtin()));
-    let (_tx, shutdown) = tokio::sync::watch::channel(false);
-    let (registry, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
-    for c in ["root", "root:a", "root:b"] {
-        registry
-            .ensure_cluster(&ClusterName::parse(c).unwrap())
-            .await
-            .unwrap();
-    }
-    let authorizer: Arc<dyn Authorizer> = Arc::new(UnionAuthorizer::new(vec![
-        Arc::new(SuperuserAuthorizer),
-        Arc::new(RbacAuthorizer::new(registry.clone())),
-    ]));
-    let state = Arc::new(AppState {
-        registry: registry.clone(),
-        surfaces: Default::default(),
-        authenticator: Arc::new(Users(AdminTokenAuthenticator::new(ADMIN.into()))),
-        authorizer,
-        ready: true.into(),
-        server_address: "127.0.0.1:6443".into(),
-        metrics: Default::default(),
-        object_counts: Default::default(),
-        event_window: std::time::Duration::from_secs(60),
-        version: "{}".into(),
-        anonymous: true,
-        service_accounts: None,
-        audit: None,
-    });
-    App {
-        _dir: dir,
-        router: router(state),
-    }
+    app_with(
+        Arc::new(Users(AdminTokenAuthenticator::new(ADMIN.into()))),
+        |registry| {
+            Arc::new(UnionAuthorizer::new(vec![
+                Arc::new(SuperuserAuthorizer),
+                Arc::new(RbacAuthorizer::new(registry.clone())),
+            ]))
+        },
+        true,
+        &["root", "root:a", "root:b"],
+    )
+    .await
 }
 
+/// Sends a request with `token` as its bearer.
 async fn send(
     app: &App,
     method: Method,
@@ -107,31 +75,7 @@ async fn send(
     token: &str,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("authorization", format!("Bearer {token}"));
-    let body = match body {
-        Some(b) => {
-            req = req.header("content-type", "application/json");
-            Body::from(b.to_string())
-        }
-        None => Body::empty(),
-    };
-    let resp = app
-        .router
-        .clone()
-        .oneshot(req.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    super::router_tests::send(app, method, uri, Some(token), body).await
 }
 
 async fn admin_post(app: &App, uri: &str, body: Value) {

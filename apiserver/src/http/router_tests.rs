@@ -54,29 +54,48 @@ impl Authorizer for Recorder {
     }
 }
 
-struct App {
+pub(super) struct App {
     _dir: tempfile::TempDir,
-    router: axum::Router,
-    registry: Arc<Registry>,
+    pub(super) router: axum::Router,
+    pub(super) registry: Arc<Registry>,
 }
 
 async fn app(authorizer: Arc<dyn Authorizer>) -> App {
+    app_with(
+        Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
+        |_| authorizer,
+        true,
+        &["root"],
+    )
+    .await
+}
+
+/// A router over a fresh store with `clusters` bootstrapped, the given authenticator, the
+/// authorizer made for its registry, and anonymous requests allowed or not.
+pub(super) async fn app_with(
+    authenticator: Arc<dyn Authenticator>,
+    authorizer: impl FnOnce(&Arc<Registry>) -> Arc<dyn Authorizer>,
+    anonymous: bool,
+    clusters: &[&str],
+) -> App {
     let dir = tempfile::tempdir().unwrap();
     let storage: Arc<dyn Storage> =
         SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
     let catalog = Arc::new(Catalog::new(builtin()));
     let (_tx, shutdown) = tokio::sync::watch::channel(false);
     let (registry, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
-    registry
-        .ensure_cluster(&kplane_types::ClusterName::root())
-        .await
-        .unwrap();
+    for c in clusters {
+        registry
+            .ensure_cluster(&kplane_types::ClusterName::parse(c).unwrap())
+            .await
+            .unwrap();
+    }
     let state = Arc::new(AppState {
         registry: registry.clone(),
         surfaces: Default::default(),
-        authenticator: Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
-        authorizer,
-        anonymous: true,
+        authenticator,
+        authorizer: authorizer(&registry),
+        anonymous,
         ready: true.into(),
         server_address: "127.0.0.1:6443".into(),
         metrics: Default::default(),
@@ -94,7 +113,7 @@ async fn app(authorizer: Arc<dyn Authorizer>) -> App {
 }
 
 /// Sends a request; answers its status and JSON body (`null` when not JSON).
-async fn send(
+pub(super) async fn send(
     app: &App,
     method: Method,
     uri: &str,
@@ -506,32 +525,13 @@ async fn anonymous_requests_and_impersonation_through_the_router() {
 
 #[tokio::test]
 async fn without_anonymous_requests_every_path_needs_credentials() {
-    let dir = tempfile::tempdir().unwrap();
-    let storage: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-    let catalog = Arc::new(Catalog::new(builtin()));
-    let (_tx, shutdown) = tokio::sync::watch::channel(false);
-    let (registry, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
-    let state = Arc::new(AppState {
-        registry,
-        surfaces: Default::default(),
-        authenticator: Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
-        authorizer: Arc::new(SuperuserAuthorizer),
-        anonymous: false,
-        ready: true.into(),
-        server_address: "127.0.0.1:6443".into(),
-        metrics: Default::default(),
-        object_counts: Default::default(),
-        event_window: std::time::Duration::from_secs(60),
-        version: "{}".into(),
-        service_accounts: None,
-        audit: None,
-    });
-    let app = App {
-        _dir: dir,
-        router: router(state.clone()),
-        registry: state.registry.clone(),
-    };
+    let app = app_with(
+        Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
+        |_| Arc::new(SuperuserAuthorizer),
+        false,
+        &[],
+    )
+    .await;
     let (code, _) = send(&app, Method::GET, "/healthz", None, None).await;
     assert_eq!(code, StatusCode::UNAUTHORIZED);
     let (code, _) = send(&app, Method::GET, "/healthz", Some(ADMIN), None).await;
