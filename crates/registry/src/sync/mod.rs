@@ -1,0 +1,251 @@
+//! The object rules of the sync endpoint (`/services/sync/<cluster>/<target>/...`, issue
+//! 15), without HTTP: which SyncTarget a request is for and what its spec says
+//! ([`TargetRef`], [`TargetSpec`]), whether an object is assigned to the target (the
+//! annotation `sync.kplane.io/target: <cluster>/<target>`), whether a Secret, ConfigMap or
+//! ServiceAccount is referenced by an assigned object ([`refs`]), and what the endpoint's
+//! identity may write ([`SyncerScope`], an admission plugin). Lists and watches of the
+//! assigned objects are ordinary ones with `ListParams::annotation` set
+//! ([`TargetRef::list_filter`]).
+
+pub mod refs;
+mod scope;
+
+pub use scope::{finalizer_only_change, SyncerScope};
+
+use std::sync::Arc;
+
+use kplane_types::{ClusterName, ClusterScope, Status, UserInfo};
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::options::ListParams;
+use crate::{Registry, ResourceType, Target};
+
+/// The annotation naming the target an object is assigned to (`<cluster>/<target>`).
+pub const TARGET_ANNOTATION: &str = "sync.kplane.io/target";
+/// The syncer's finalizer on a synced object.
+pub const SYNCER_FINALIZER: &str = "sync.kplane.io/syncer";
+/// The API group of SyncTargets.
+pub const SYNC_GROUP: &str = "sync.kplane.io";
+/// The version of SyncTargets.
+pub const SYNC_VERSION: &str = "v1alpha1";
+/// The resource (plural) of SyncTargets.
+pub const SYNC_TARGETS: &str = "synctargets";
+/// The verb a user needs on `synctargets/<name>` to use the target's endpoint.
+pub const SYNC_VERB: &str = "sync";
+/// The prefix of the endpoint's internal identity (`<prefix><cluster>/<target>`).
+pub const SYNCER_USER_PREFIX: &str = "system:kplane:syncer:";
+/// The name of a target's leader-election Lease (in `kube-system` of its cluster).
+pub fn lease_name(target: &str) -> String {
+    format!("kplane-syncer-{target}")
+}
+
+/// One SyncTarget: its logical cluster and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetRef {
+    pub cluster: ClusterName,
+    pub name: String,
+}
+
+impl TargetRef {
+    /// `<cluster>/<name>`: the annotation value of the objects assigned to it.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.cluster, self.name)
+    }
+
+    /// The identity the endpoint serves its requests as, once its own checks passed.
+    pub fn user(&self) -> UserInfo {
+        UserInfo {
+            username: format!("{SYNCER_USER_PREFIX}{}", self.id()),
+            uid: String::new(),
+            groups: vec![kplane_types::request::SYSTEM_AUTHENTICATED.to_string()],
+            extra: Default::default(),
+        }
+    }
+
+    /// The target id of an endpoint identity ([`TargetRef::user`]); `None` for any other user.
+    pub fn id_of_user(user: &UserInfo) -> Option<&str> {
+        user.username.strip_prefix(SYNCER_USER_PREFIX)
+    }
+
+    /// The list/watch restriction to the objects assigned to this target.
+    pub fn list_filter(&self, p: &mut ListParams) {
+        p.annotation = Some((TARGET_ANNOTATION.to_string(), self.id()));
+    }
+
+    /// Whether `obj` is assigned to this target.
+    pub fn assigns(&self, obj: &Value) -> bool {
+        obj.pointer("/metadata/annotations")
+            .and_then(|a| a.get(TARGET_ANNOTATION))
+            .and_then(Value::as_str)
+            .is_some_and(|v| v == self.id())
+    }
+}
+
+/// A synced resource: group, version, resource (plural).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncedResource {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+}
+
+/// What the endpoint needs of a SyncTarget's spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetSpec {
+    /// `spec.resources` (default: batch/v1 jobs).
+    pub resources: Vec<SyncedResource>,
+    /// `spec.includeDescendants`.
+    pub include_descendants: bool,
+}
+
+impl TargetSpec {
+    /// Reads a SyncTarget object, with the contract's defaults for absent fields.
+    pub fn from_object(obj: &Value) -> TargetSpec {
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let resources = obj
+            .pointer("/spec/resources")
+            .and_then(Value::as_array)
+            .filter(|a| !a.is_empty())
+            .map(|a| {
+                a.iter()
+                    .map(|r| SyncedResource {
+                        group: s(r, "group"),
+                        version: s(r, "version"),
+                        resource: s(r, "resource"),
+                    })
+                    .collect()
+            })
+            .unwrap_or_else(|| {
+                vec![SyncedResource {
+                    group: "batch".into(),
+                    version: "v1".into(),
+                    resource: "jobs".into(),
+                }]
+            });
+        TargetSpec {
+            resources,
+            include_descendants: obj
+                .pointer("/spec/includeDescendants")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        }
+    }
+
+    /// Whether (group, version, resource) is one of the synced resources.
+    pub fn syncs(&self, group: &str, version: &str, resource: &str) -> bool {
+        self.resources
+            .iter()
+            .any(|r| r.group == group && r.version == version && r.resource == resource)
+    }
+
+    /// Whether objects of `cluster` can be assigned to a target in `target_cluster`.
+    pub fn covers(&self, target_cluster: &ClusterName, cluster: &ClusterName) -> bool {
+        if self.include_descendants {
+            cluster.is_within(target_cluster)
+        } else {
+            cluster == target_cluster
+        }
+    }
+
+    /// The clusters a list or watch of the assigned objects reads: the target's subtree.
+    /// (Without `includeDescendants` only the target's own cluster holds assigned objects;
+    /// the subtree scope is what gives every item the `kplane.io/cluster` annotation, and
+    /// the annotation filter keeps exactly the assigned ones.)
+    pub fn list_scope(&self, target_cluster: &ClusterName) -> ClusterScope {
+        ClusterScope::subtree(target_cluster.clone())
+    }
+}
+
+impl Registry {
+    /// The SyncTarget type, when served.
+    fn sync_target_type(&self) -> ApiResult<Arc<ResourceType>> {
+        self.builtin_catalog()
+            .get(SYNC_GROUP, SYNC_VERSION, SYNC_TARGETS)
+            .cloned()
+            .ok_or_else(ApiError::not_found_path)
+    }
+
+    /// Reads the SyncTarget `t` (404 when it does not exist, or SyncTargets are not served).
+    pub async fn sync_target(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
+        let rt = self.sync_target_type()?;
+        let target = Target::new(&t.cluster, rt, None);
+        let bytes = self.get(&target, &t.name).await?;
+        let obj: Value = serde_json::from_slice(&bytes).map_err(|e| super::corrupt(&e))?;
+        Ok(TargetSpec::from_object(&obj))
+    }
+
+    /// Checks that object `name` of `target` (one cluster) is assigned to `t`; the
+    /// object's ordinary 404 otherwise (the endpoint tells nothing about other objects).
+    pub async fn sync_check_assigned(
+        &self,
+        target: &Target,
+        name: &str,
+        t: &TargetRef,
+    ) -> ApiResult<()> {
+        let not_found =
+            || ApiError::from(Status::not_found(&target.rt.group, &target.rt.plural, name));
+        let Some(kv) = self.get_stored(target, name).await? else {
+            return Err(not_found());
+        };
+        let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| super::corrupt(&e))?;
+        if t.assigns(&obj) {
+            Ok(())
+        } else {
+            Err(not_found())
+        }
+    }
+
+    /// Checks that `name` of `kind` in `cluster`/`namespace` is referenced by the pod
+    /// template of an object assigned to `t` in that namespace (of any resource in
+    /// `spec`); its ordinary 404 otherwise. Reads the namespace's assigned objects in
+    /// batches (an annotation-filtered list), stopping at the first that refers to it.
+    pub async fn sync_check_referenced(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+        kind: refs::RefKind,
+        name: &str,
+        t: &TargetRef,
+        spec: &TargetSpec,
+    ) -> ApiResult<()> {
+        let plural = match kind {
+            refs::RefKind::Secret => "secrets",
+            refs::RefKind::ConfigMap => "configmaps",
+            refs::RefKind::ServiceAccount => "serviceaccounts",
+        };
+        let not_found = || ApiError::from(Status::not_found("", plural, name));
+        if !spec.covers(&t.cluster, cluster) {
+            return Err(not_found());
+        }
+        let catalog = self
+            .catalog_for(&ClusterScope::One(cluster.clone()))
+            .await?;
+        for r in &spec.resources {
+            let Some(rt) = catalog.get(&r.group, &r.version, &r.resource).cloned() else {
+                continue;
+            };
+            if !rt.namespaced {
+                continue;
+            }
+            let target = Target::new(cluster, rt, Some(namespace.to_string()));
+            let mut p = ListParams::default();
+            t.list_filter(&mut p);
+            let mut page = self.list(&target, &p).await?;
+            while let Some(batch) = page.next_batch().await? {
+                for item in batch {
+                    let Ok(obj) = serde_json::from_slice::<Value>(&item) else {
+                        continue;
+                    };
+                    if refs::of_object(&obj).contains(kind, name) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Err(not_found())
+    }
+}
+
+#[cfg(test)]
+mod tests;
