@@ -100,7 +100,7 @@ fn classify(
             Allowed::AssignedCollection,
         );
     }
-    let covered = one.is_some_and(|c| spec.covers(&t.cluster, c));
+    let covered = one.is_some_and(|c| rules::covers(spec, &t.cluster, c));
     if synced
         && covered
         && rp.namespace.is_some()
@@ -291,7 +291,7 @@ async fn checked(
     let mut info = info.clone();
     match allowed {
         Allowed::AssignedCollection => {
-            info.cluster = spec.list_scope(&t.cluster);
+            info.cluster = rules::list_scope(&t.cluster);
             req.extensions_mut().insert(AnnotationFilter(
                 rules::TARGET_ANNOTATION.to_string(),
                 t.id(),
@@ -443,8 +443,8 @@ mod tests {
 
     #[test]
     fn only_the_allowlist_is_served() {
-        let spec = TargetSpec::from_object(&json!({"spec": {}}));
-        let desc = TargetSpec::from_object(&json!({"spec": {"includeDescendants": true}}));
+        let spec = TargetSpec::of(&json!({"spec": {}}));
+        let desc = TargetSpec::of(&json!({"spec": {"includeDescendants": true}}));
         let g = Method::GET;
         use Allowed::*;
         let jobs = "/clusters/*/apis/batch/v1/jobs";

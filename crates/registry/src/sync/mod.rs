@@ -21,12 +21,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::options::ListParams;
 use crate::{Registry, ResourceType, Target};
 
-/// The annotation naming the target an object is assigned to (`<cluster>/<target>`).
-pub const TARGET_ANNOTATION: &str = "sync.kplane.io/target";
-/// The syncer's finalizer on a synced object.
-pub const SYNCER_FINALIZER: &str = "sync.kplane.io/syncer";
-/// The API group of SyncTargets.
-pub const SYNC_GROUP: &str = "sync.kplane.io";
+pub use crate::strategies::sync_target::{
+    SyncedResource, TargetSpec, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION,
+};
 /// The version of SyncTargets.
 pub const SYNC_VERSION: &str = "v1alpha1";
 /// The resource (plural) of SyncTargets.
@@ -82,79 +79,22 @@ impl TargetRef {
     }
 }
 
-/// A synced resource: group, version, resource (plural).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SyncedResource {
-    pub group: String,
-    pub version: String,
-    pub resource: String,
+/// Whether objects of `cluster` can be assigned to `spec`'s target in `target_cluster`:
+/// its own cluster, and with `includeDescendants` the clusters below it.
+pub fn covers(spec: &TargetSpec, target_cluster: &ClusterName, cluster: &ClusterName) -> bool {
+    if spec.include_descendants {
+        cluster.is_within(target_cluster)
+    } else {
+        cluster == target_cluster
+    }
 }
 
-/// What the endpoint needs of a SyncTarget's spec.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TargetSpec {
-    /// `spec.resources` (default: batch/v1 jobs).
-    pub resources: Vec<SyncedResource>,
-    /// `spec.includeDescendants`.
-    pub include_descendants: bool,
-}
-
-impl TargetSpec {
-    /// Reads a SyncTarget object, with the contract's defaults for absent fields.
-    pub fn from_object(obj: &Value) -> TargetSpec {
-        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let resources = obj
-            .pointer("/spec/resources")
-            .and_then(Value::as_array)
-            .filter(|a| !a.is_empty())
-            .map(|a| {
-                a.iter()
-                    .map(|r| SyncedResource {
-                        group: s(r, "group"),
-                        version: s(r, "version"),
-                        resource: s(r, "resource"),
-                    })
-                    .collect()
-            })
-            .unwrap_or_else(|| {
-                vec![SyncedResource {
-                    group: "batch".into(),
-                    version: "v1".into(),
-                    resource: "jobs".into(),
-                }]
-            });
-        TargetSpec {
-            resources,
-            include_descendants: obj
-                .pointer("/spec/includeDescendants")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        }
-    }
-
-    /// Whether (group, version, resource) is one of the synced resources.
-    pub fn syncs(&self, group: &str, version: &str, resource: &str) -> bool {
-        self.resources
-            .iter()
-            .any(|r| r.group == group && r.version == version && r.resource == resource)
-    }
-
-    /// Whether objects of `cluster` can be assigned to a target in `target_cluster`.
-    pub fn covers(&self, target_cluster: &ClusterName, cluster: &ClusterName) -> bool {
-        if self.include_descendants {
-            cluster.is_within(target_cluster)
-        } else {
-            cluster == target_cluster
-        }
-    }
-
-    /// The clusters a list or watch of the assigned objects reads: the target's subtree.
-    /// (Without `includeDescendants` only the target's own cluster holds assigned objects;
-    /// the subtree scope is what gives every item the `kplane.io/cluster` annotation, and
-    /// the annotation filter keeps exactly the assigned ones.)
-    pub fn list_scope(&self, target_cluster: &ClusterName) -> ClusterScope {
-        ClusterScope::subtree(target_cluster.clone())
-    }
+/// The clusters a list or watch of a target's assigned objects reads: the target cluster's
+/// subtree. (Without `includeDescendants` only the target's own cluster holds assigned
+/// objects; the subtree scope is what gives every item the `kplane.io/cluster`
+/// annotation, and the annotation filter keeps exactly the assigned ones.)
+pub fn list_scope(target_cluster: &ClusterName) -> ClusterScope {
+    ClusterScope::subtree(target_cluster.clone())
 }
 
 impl Registry {
@@ -172,7 +112,7 @@ impl Registry {
         let target = Target::new(&t.cluster, rt, None);
         let bytes = self.get(&target, &t.name).await?;
         let obj: Value = serde_json::from_slice(&bytes).map_err(|e| super::corrupt(&e))?;
-        Ok(TargetSpec::from_object(&obj))
+        Ok(TargetSpec::of(&obj))
     }
 
     /// Checks that object `name` of `target` (one cluster) is assigned to `t`; the
@@ -215,7 +155,7 @@ impl Registry {
             refs::RefKind::ServiceAccount => "serviceaccounts",
         };
         let not_found = || ApiError::from(Status::not_found("", plural, name));
-        if !spec.covers(&t.cluster, cluster) {
+        if !covers(spec, &t.cluster, cluster) {
             return Err(not_found());
         }
         let catalog = self

@@ -74,7 +74,7 @@ async fn lists_serve_only_assigned_objects_and_page_past_the_batch_size() {
     assert!(all.items.iter().all(|i| name_of(i).starts_with('a')));
     // Pages of 500 over the subtree scope, each item naming its cluster.
     let scope = Target {
-        cluster: TargetSpec::from_object(&json!({})).list_scope(&ClusterName::root()),
+        cluster: list_scope(&ClusterName::root()),
         rt: cms.rt.clone(),
         namespace: None,
     };
@@ -232,7 +232,7 @@ async fn assigned_and_referenced_checks() {
         assert_eq!(e.code(), 404, "{name}");
         assert_eq!(e.0.message, format!("jobs.batch \"{name}\" not found"));
     }
-    let spec = TargetSpec::from_object(&json!({"spec": {}}));
+    let spec = TargetSpec::of(&json!({"spec": {}}));
     let root = ClusterName::root();
     let check = |ns: &'static str, kind, name: &'static str| {
         let (spec, t, root) = (spec.clone(), t.clone(), root.clone());
@@ -255,7 +255,7 @@ async fn assigned_and_referenced_checks() {
         assert_eq!(e.code(), 404, "{ns} {kind:?} {name}");
     }
     // A target whose resources do not include Jobs refers to nothing.
-    let none = TargetSpec::from_object(
+    let none = TargetSpec::of(
         &json!({"spec": {"resources": [{"group": "apps", "version": "v1", "resource": "deployments"}]}}),
     );
     let e = reg
@@ -393,18 +393,18 @@ async fn the_syncer_identity_may_only_move_its_finalizer_and_write_status() {
 
 #[test]
 fn target_spec_defaults_and_scope() {
-    let s = TargetSpec::from_object(&json!({"spec": {}}));
+    let s = TargetSpec::of(&json!({"spec": {}}));
     assert!(s.syncs("batch", "v1", "jobs"));
     assert!(!s.syncs("apps", "v1", "deployments"));
     assert!(!s.include_descendants);
     let root = ClusterName::root();
     let acme = ClusterName::parse("root:acme").unwrap();
-    assert!(s.covers(&root, &root));
-    assert!(!s.covers(&root, &acme));
-    let d = TargetSpec::from_object(&json!({"spec": {"includeDescendants": true,
+    assert!(covers(&s, &root, &root));
+    assert!(!covers(&s, &root, &acme));
+    let d = TargetSpec::of(&json!({"spec": {"includeDescendants": true,
         "resources": [{"group": "apps", "version": "v1", "resource": "deployments"}]}}));
-    assert!(d.covers(&root, &acme));
-    assert!(!d.covers(&acme, &root));
+    assert!(covers(&d, &root, &acme));
+    assert!(!covers(&d, &acme, &root));
     assert!(d.syncs("apps", "v1", "deployments"));
     assert!(!d.syncs("batch", "v1", "jobs"));
     assert_eq!(east().id(), "root/east");
