@@ -33,6 +33,8 @@ mod router_tests;
 pub mod self_review_authz;
 pub mod surface;
 pub mod sync_endpoint;
+#[cfg(test)]
+mod sync_tests;
 pub mod table;
 pub mod token_file;
 pub mod token_request;
