@@ -482,6 +482,7 @@ async fn namespace_lifecycle_guards_new_content_and_the_default_namespaces() {
         [
             "NamespaceLifecycle",
             "WorkspaceOwner",
+            "SyncAssignment",
             "RBACEscalation",
             "SyncerScope"
         ]
