@@ -127,8 +127,9 @@ async fn a_granted_service_account_syncs_through_the_endpoint_with_kube_rs() -> 
     );
     let rv = list.metadata.resource_version.clone().context("list rv")?;
 
-    // Watch resumed from the list: a Job created after it arrives.
-    acme.ok_stdin(&["apply", "-f", "-"], &job_manifest("a2", ""))?;
+    // Watch resumed from the list: a Job created after it (by plain `kubectl create job`,
+    // assigned to east by the SyncAssignment admission) arrives.
+    acme.ok(&["create", "job", "a2", "--image=busybox"])?;
     let mut events = jobs
         .watch(&WatchParams::default().timeout(20), &rv)
         .await?
@@ -137,7 +138,12 @@ async fn a_granted_service_account_syncs_through_the_endpoint_with_kube_rs() -> 
         .await
         .context("no watch event")??;
     match first {
-        Some(WatchEvent::Added(j)) => ensure!(j.name_any() == "a2", "{j:?}"),
+        Some(WatchEvent::Added(j)) => ensure!(
+            j.name_any() == "a2"
+                && j.annotations().get("sync.kplane.io/target").map(String::as_str)
+                    == Some("root:acme/east"),
+            "{j:?}"
+        ),
         other => anyhow::bail!("unexpected first event {other:?}"),
     }
 
