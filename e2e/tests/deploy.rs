@@ -3,7 +3,8 @@
 //! objects it promises, consistent with itself (arguments, mounts, probe ports, bindings,
 //! namespaces) and with the host RBAC the syncer needs; and the syncer's RBAC in kplane
 //! (docs/deploy/kplane-rbac) applies to a real kplane, where the kubeconfig made by
-//! docs/deploy/syncer-kubeconfig.sh is allowed `sync` on its SyncTarget and nothing else.
+//! docs/deploy/syncer-kubeconfig.sh is allowed `sync` on its SyncTarget (as `kubectl auth
+//! can-i` shows, with the SyncTarget kind served) and nothing else.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -623,7 +624,15 @@ fn kplane_rbac_applies_and_the_syncer_kubeconfig_may_sync_only_its_target() -> R
         "{whoami}"
     );
 
-    // `sync` on its own target, nothing else.
+    // `sync` on its own target, nothing else; kubectl knows the verb's resource.
+    acme.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: sync.kplane.io/v1alpha1\nkind: SyncTarget\nmetadata:\n  name: east\n",
+    )?;
+    let can = syncer.ok(&["auth", "can-i", "sync", "synctargets/east"])?;
+    ensure!(can.trim() == "yes", "{can}");
+    let can = syncer.run(&["auth", "can-i", "sync", "synctargets/west"])?;
+    ensure!(!can.success() && can.stdout.trim() == "no", "{can:?}");
     ensure!(
         self_review(&syncer, sync_attrs("east"))?,
         "sync east denied"
