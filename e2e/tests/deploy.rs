@@ -502,14 +502,14 @@ fn syncer_cluster_overlay_creates_host_namespaces() -> Result<()> {
             );
         }
     }
-    for verb in ["get", "list", "watch", "create"] {
+    // Host namespaces are created per (cluster, namespace) and deleted on drain.
+    for verb in ["get", "list", "watch", "create", "delete"] {
         ensure!(
             allows(&role["rules"], "", "namespaces", verb),
             "namespaces {verb}"
         );
     }
     ensure!(!allows(&role["rules"], "", "pods", "create"));
-    ensure!(!allows(&role["rules"], "", "namespaces", "delete"));
     Ok(())
 }
 
