@@ -1,7 +1,9 @@
 //! The deployment manifests of docs/deploy/ (see docs/deploy/README.md): every kustomize
 //! base and overlay renders with the real `kubectl kustomize` (no server needed) into the
 //! objects it promises, consistent with itself (arguments, mounts, probe ports, bindings,
-//! namespaces) and with the host RBAC the syncer needs; and the syncer's RBAC in kplane
+//! namespaces) and with the host RBAC the syncer needs; kplane starts with the StatefulSet's
+//! arguments (probes answer without credentials, the certificate names the Service, tokens
+//! carry the Service's issuer); and the syncer's RBAC in kplane
 //! (docs/deploy/kplane-rbac) applies to a real kplane, where the kubeconfig made by
 //! docs/deploy/syncer-kubeconfig.sh is allowed `sync` on its SyncTarget (as `kubectl auth
 //! can-i` shows, with the SyncTarget kind served) and nothing else.
@@ -11,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, ensure, Context as _, Result};
-use kplane_e2e::{KplaneServer, Kubectl};
+use kplane_e2e::{KplaneServer, Kubectl, ServerOptions};
 use serde_json::{json, Value};
 
 /// Every kustomization under docs/deploy/.
@@ -376,6 +378,88 @@ fn kplane_is_a_statefulset_with_a_volume_probes_and_a_service() -> Result<()> {
     ensure!(!objects
         .iter()
         .any(|o| o["kind"].as_str().is_some_and(|k| k.contains("Role"))));
+    Ok(())
+}
+
+/// `curl -sS -o /dev/null -w %{http_code} <args>`: the status code, or `None` when curl
+/// fails (e.g. the certificate does not verify).
+fn curl_code(args: &[&str]) -> Result<Option<u16>> {
+    let out = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}"])
+        .args(args)
+        .output()
+        .context("running curl")?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    Ok(Some(String::from_utf8_lossy(&out.stdout).trim().parse()?))
+}
+
+#[test]
+fn kplane_serves_with_the_statefulsets_arguments() -> Result<()> {
+    let objects = Offline::new()?.render("kplane")?;
+    let sts = find(&objects, "StatefulSet")?;
+    let args = sts["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .context("no args")?;
+    // The harness gives `serve --data-dir D --bind 127.0.0.1:0` itself; the rest as the
+    // kubelet passes them, with the pod's namespace expanded.
+    let mut options = ServerOptions::default();
+    for arg in args.iter().skip(1).filter_map(Value::as_str) {
+        if !arg.starts_with("--data-dir=") && !arg.starts_with("--bind=") {
+            options = options.arg(arg.replace("$(POD_NAMESPACE)", "kplane"));
+        }
+    }
+    let server = KplaneServer::start_with(options)?;
+    let port = server.base_url().rsplit(':').next().context("no port")?;
+
+    // The probes: no credentials, and the kubelet does not verify the certificate.
+    for path in ["/livez", "/readyz"] {
+        let url = format!("{}{path}", server.base_url());
+        ensure!(curl_code(&["-k", &url])? == Some(200), "{path}");
+    }
+    // The serving certificate names the Service, in the pod's namespace.
+    let scratch = tempfile::Builder::new()
+        .prefix("kplane-deploy-")
+        .tempdir()?;
+    let ca = scratch.path().join("ca.crt");
+    std::fs::write(&ca, server.ca_pem()?)?;
+    let ca = ca.to_str().context("non-UTF-8 path")?;
+    for (host, verifies) in [
+        ("kplane", true),
+        ("kplane.kplane", true),
+        ("kplane.kplane.svc", true),
+        ("kplane.kplane.svc.cluster.local", true),
+        ("kplane.other.svc", false),
+    ] {
+        let resolve = format!("{host}:{port}:127.0.0.1");
+        let url = format!("https://{host}:{port}/readyz");
+        let code = curl_code(&["--cacert", ca, "--resolve", &resolve, &url])?;
+        ensure!(code.is_some() == verifies, "{host}: {code:?}");
+    }
+    // ServiceAccount tokens are issued by the Service's URL, and authenticate.
+    let discovery: Value = serde_json::from_str(&server.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/.well-known/openid-configuration",
+    ])?)?;
+    ensure!(
+        discovery["issuer"] == "https://kplane.kplane.svc:6443/clusters/root",
+        "{discovery}"
+    );
+    let token = server.kubectl_ok(&["create", "token", "default", "-n", "default"])?;
+    let whoami = server.kubectl_ok(&[
+        "--token",
+        token.trim(),
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ])?;
+    ensure!(
+        whoami == "system:serviceaccount:default:default",
+        "{whoami}"
+    );
     Ok(())
 }
 
