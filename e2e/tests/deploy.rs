@@ -460,6 +460,45 @@ fn kplane_serves_with_the_statefulsets_arguments() -> Result<()> {
         whoami == "system:serviceaccount:default:default",
         "{whoami}"
     );
+
+    // The admin kubeconfig published as docs/deploy/README.md says: `kplane kubeconfig`
+    // as `kubectl exec` runs it (no HOME, no KUBECONFIG), the Service's URL, no client
+    // certificate; the token alone authenticates the admin.
+    let published = scratch.path().join("in-cluster.kubeconfig");
+    let out = Command::new(kplane_e2e::kplane_bin()?)
+        .args(["kubeconfig", "root", "--kubeconfig"])
+        .arg(server.kubeconfig())
+        .env_clear()
+        .output()?;
+    ensure!(
+        out.status.success(),
+        "kplane kubeconfig: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&published, &out.stdout)?;
+    let k = Kubectl::new(
+        published.clone(),
+        scratch.path().into(),
+        scratch.path().join("cache"),
+    );
+    let service_url = format!("https://kplane.kplane.svc:{port}/clusters/root");
+    k.ok(&["config", "set-cluster", "root", "--server", &service_url])?;
+    for field in ["client-certificate-data", "client-key-data"] {
+        k.ok(&["config", "unset", &format!("users.kplane-admin.{field}")])?;
+    }
+    let text = std::fs::read_to_string(&published)?;
+    ensure!(!text.contains("client-"), "{text}");
+    let whoami = k.ok(&[
+        "--server",
+        &format!("{}/clusters/root", server.base_url()),
+        "--tls-server-name",
+        "kplane.kplane.svc",
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ])?;
+    ensure!(whoami == "kplane-admin", "{whoami}");
     Ok(())
 }
 
