@@ -1,7 +1,8 @@
 //! The deployment manifests of docs/deploy/ (see docs/deploy/README.md): every kustomize
 //! base and overlay renders with the real `kubectl kustomize` (no server needed) into the
 //! objects it promises, consistent with itself (arguments, mounts, probe ports, bindings,
-//! namespaces) and with the host RBAC the syncer needs; kplane starts with the StatefulSet's
+//! namespaces) and with the host RBAC the syncer needs, which a kplane server standing in
+//! for the host enforces as intended; kplane starts with the StatefulSet's
 //! arguments (probes answer without credentials, the certificate names the Service, tokens
 //! carry the Service's issuer); and the syncer's RBAC in kplane
 //! (docs/deploy/kplane-rbac) applies to a real kplane, where the kubeconfig made by
@@ -633,6 +634,82 @@ fn syncer_cluster_overlay_creates_host_namespaces() -> Result<()> {
         );
     }
     ensure!(!allows(&role["rules"], "", "pods", "create"));
+    Ok(())
+}
+
+/// `kubectl auth can-i VERB RESOURCE --as <the syncer's ServiceAccount> <extra>` on `host`.
+fn syncer_can(host: &KplaneServer, verb: &str, resource: &str, extra: &[&str]) -> Result<bool> {
+    let mut args = vec![
+        "auth",
+        "can-i",
+        verb,
+        resource,
+        "--as",
+        "system:serviceaccount:kplane-syncer:kplane-syncer",
+    ];
+    args.extend(extra);
+    let out = host.kubectl(&args)?;
+    match out.stdout.trim() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => bail!("kubectl {}: {out:?}", args.join(" ")),
+    }
+}
+
+/// The overlays' RBAC under a real authorizer: a kplane server stands in for the host (as
+/// in the syncer's tests) and gets every rendered object but the Deployment (kplane does
+/// not serve apps/v1); the syncer's ServiceAccount may then do exactly what it needs.
+#[test]
+fn syncer_host_rbac_on_a_stand_in_host() -> Result<()> {
+    let offline = Offline::new()?;
+    for (overlay, cluster_wide) in [("syncer/namespaced", false), ("syncer/cluster", true)] {
+        let host = KplaneServer::start()?;
+        let items: Vec<Value> = offline
+            .render(overlay)?
+            .into_iter()
+            .filter(|o| o["kind"] != "Deployment")
+            .collect();
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        let out = host
+            .kubectl_root()
+            .ok_stdin(&["apply", "-f", "-"], &list.to_string())?;
+        ensure!(out.lines().count() == items.len(), "{overlay}: {out}");
+        host.kubectl_ok(&["create", "namespace", "elsewhere"])?;
+
+        for (_, resource) in SYNCER_NAMESPACED {
+            for verb in SYNCER_VERBS {
+                ensure!(
+                    syncer_can(&host, verb, resource, &["-n", "kplane-syncer"])?,
+                    "{overlay}: {verb} {resource} in its namespace"
+                );
+                ensure!(
+                    syncer_can(&host, verb, resource, &["-n", "elsewhere"])? == cluster_wide,
+                    "{overlay}: {verb} {resource} in another namespace"
+                );
+            }
+        }
+        for verb in ["create", "delete", "list"] {
+            ensure!(
+                syncer_can(&host, verb, "namespaces", &[])? == cluster_wide,
+                "{overlay}: {verb} namespaces"
+            );
+        }
+        // Nothing else: no pods, no RBAC, not the host Job controller's status.
+        let ns = ["-n", "kplane-syncer"];
+        ensure!(
+            !syncer_can(&host, "create", "pods", &ns)?,
+            "{overlay}: pods"
+        );
+        ensure!(
+            !syncer_can(&host, "create", "roles", &ns)?,
+            "{overlay}: roles"
+        );
+        let status = ["-n", "kplane-syncer", "--subresource", "status"];
+        ensure!(
+            !syncer_can(&host, "update", "jobs", &status)?,
+            "{overlay}: jobs/status"
+        );
+    }
     Ok(())
 }
 
