@@ -21,16 +21,16 @@ use serde_json::json;
 const TARGET: &str = "root:acme";
 const ENDPOINT: &str = "/services/sync/root:acme/east";
 
-/// The grant docs/sync.md shows ("The sync endpoint"), for the ServiceAccount `syncer`.
+/// The grant docs/sync.md shows ("The sync endpoint"), word for word.
 const GRANT: &str = r#"apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: kplane-syncer-east
 rules:
-- apiGroups: ["sync.kplane.io"]
-  resources: ["synctargets"]
-  resourceNames: ["east"]
-  verbs: ["sync"]
+- apiGroups: [sync.kplane.io]
+  resources: [synctargets]
+  resourceNames: [east]
+  verbs: [sync]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -42,8 +42,8 @@ roleRef:
   name: kplane-syncer-east
 subjects:
 - kind: ServiceAccount
-  name: syncer
-  namespace: default
+  name: kplane-syncer-east
+  namespace: kube-system
 "#;
 
 fn job_manifest(name: &str, extra_pod: &str) -> String {
@@ -75,7 +75,13 @@ async fn a_granted_service_account_syncs_through_the_endpoint_with_kube_rs() -> 
         &["apply", "-f", "-"],
         "apiVersion: sync.kplane.io/v1alpha1\nkind: SyncTarget\nmetadata:\n  name: east\nspec:\n  includeDescendants: true\n",
     )?;
-    acme.ok(&["create", "serviceaccount", "syncer"])?;
+    acme.ok(&[
+        "-n",
+        "kube-system",
+        "create",
+        "serviceaccount",
+        "kplane-syncer-east",
+    ])?;
     acme.ok_stdin(&["apply", "-f", "-"], GRANT)?;
     acme.ok(&["create", "secret", "generic", "creds", "--from-literal=k=v"])?;
     acme.ok(&[
@@ -99,7 +105,15 @@ async fn a_granted_service_account_syncs_through_the_endpoint_with_kube_rs() -> 
         .kubectl_for("root:other")?
         .ok(&["create", "job", "o1", "--image=busybox"])?;
     let token = acme
-        .ok(&["create", "token", "syncer", "--duration", "10m"])?
+        .ok(&[
+            "-n",
+            "kube-system",
+            "create",
+            "token",
+            "kplane-syncer-east",
+            "--duration",
+            "10m",
+        ])?
         .trim()
         .to_string();
 
@@ -140,7 +154,9 @@ async fn a_granted_service_account_syncs_through_the_endpoint_with_kube_rs() -> 
     match first {
         Some(WatchEvent::Added(j)) => ensure!(
             j.name_any() == "a2"
-                && j.annotations().get("sync.kplane.io/target").map(String::as_str)
+                && j.annotations()
+                    .get("sync.kplane.io/target")
+                    .map(String::as_str)
                     == Some("root:acme/east"),
             "{j:?}"
         ),

@@ -331,7 +331,19 @@ async fn checked(
             .and_then(|v| v.to_str().ok()),
     );
     let identity = t.user();
-    Ok(resources::handle(state.clone(), rp, &info, &identity, accept, req).await)
+    let started = std::time::Instant::now();
+    let apply = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/apply-patch+yaml");
+    let labels = crate::metrics::RequestLabels::of(&info, apply);
+    let resp = resources::handle(state.clone(), rp, &info, &identity, accept, req).await;
+    state.metrics.observe_request(
+        labels,
+        resp.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    Ok(resp)
 }
 
 /// The one cluster and resource type of an object request.
