@@ -7,6 +7,7 @@
 //! assigned objects are ordinary ones with `ListParams::annotation` set
 //! ([`TargetRef::list_filter`]).
 
+pub mod ref_index;
 pub mod refs;
 mod scope;
 
@@ -98,6 +99,11 @@ pub fn list_scope(target_cluster: &ClusterName) -> ClusterScope {
 }
 
 impl Registry {
+    /// The index of what assigned objects refer to (fed by the informer).
+    pub fn sync_ref_index(&self) -> &Arc<ref_index::RefIndex> {
+        &self.sync_refs
+    }
+
     /// The SyncTarget type, when served.
     fn sync_target_type(&self) -> ApiResult<Arc<ResourceType>> {
         self.builtin_catalog()
@@ -138,8 +144,9 @@ impl Registry {
 
     /// Checks that `name` of `kind` in `cluster`/`namespace` is referenced by the pod
     /// template of an object assigned to `t` in that namespace (of any resource in
-    /// `spec`); its ordinary 404 otherwise. Reads the namespace's assigned objects in
-    /// batches (an annotation-filtered list), stopping at the first that refers to it.
+    /// `spec`); its ordinary 404 otherwise. Asks the informer-fed index first
+    /// ([`ref_index`]); on a miss reads the namespace's assigned objects in batches (an
+    /// annotation-filtered list), stopping at the first that refers to it.
     pub async fn sync_check_referenced(
         &self,
         cluster: &ClusterName,
@@ -158,16 +165,29 @@ impl Registry {
         if !covers(spec, &t.cluster, cluster) {
             return Err(not_found());
         }
+        let id = t.id();
         let catalog = self
             .catalog_for(&ClusterScope::One(cluster.clone()))
             .await?;
-        for r in &spec.resources {
-            let Some(rt) = catalog.get(&r.group, &r.version, &r.resource).cloned() else {
-                continue;
-            };
-            if !rt.namespaced {
-                continue;
-            }
+        let types: Vec<Arc<ResourceType>> = spec
+            .resources
+            .iter()
+            .filter_map(|r| catalog.get(&r.group, &r.version, &r.resource).cloned())
+            .filter(|rt| rt.namespaced)
+            .collect();
+        let indexed = |rt: &ResourceType| {
+            let group = (
+                id.as_str(),
+                cluster.as_str(),
+                namespace,
+                rt.storage_resource.as_str(),
+            );
+            self.sync_refs.contains(group, kind, name)
+        };
+        if types.iter().any(|rt| indexed(rt)) {
+            return Ok(());
+        }
+        for rt in types {
             let target = Target::new(cluster, rt, Some(namespace.to_string()));
             let mut p = ListParams::default();
             t.list_filter(&mut p);

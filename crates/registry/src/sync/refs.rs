@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 /// The kinds of object a pod template refers to by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RefKind {
     Secret,
     ConfigMap,
@@ -40,6 +40,23 @@ pub struct References {
 }
 
 impl References {
+    /// Every reference, with its kind.
+    pub fn all(&self) -> impl Iterator<Item = (RefKind, &str)> {
+        self.secrets
+            .iter()
+            .map(|n| (RefKind::Secret, n.as_str()))
+            .chain(
+                self.config_maps
+                    .iter()
+                    .map(|n| (RefKind::ConfigMap, n.as_str())),
+            )
+            .chain(
+                self.service_accounts
+                    .iter()
+                    .map(|n| (RefKind::ServiceAccount, n.as_str())),
+            )
+    }
+
     /// Whether `name` of `kind` is among them.
     pub fn contains(&self, kind: RefKind, name: &str) -> bool {
         match kind {

@@ -254,6 +254,24 @@ async fn assigned_and_referenced_checks() {
         let e = check(ns, kind, name).await.unwrap_err();
         assert_eq!(e.code(), 404, "{ns} {kind:?} {name}");
     }
+    // Every answer above came from reading the Jobs: no informer feeds the index here.
+    assert_eq!(reg.sync_ref_index().hits(), 0);
+    // Fed with the stored Jobs (as the informer does), the index answers the hits; the
+    // misses still read the Jobs and still say 404.
+    let stored = reg
+        .storage()
+        .list(&jobs.prefix(), &Default::default(), None)
+        .await
+        .unwrap();
+    for kv in &stored.items {
+        reg.sync_ref_index().observe(kv, false);
+    }
+    check("d", RefKind::Secret, "creds").await.unwrap();
+    check("d", RefKind::ServiceAccount, "runner").await.unwrap();
+    assert_eq!(reg.sync_ref_index().hits(), 2);
+    let e = check("d", RefKind::Secret, "theirs").await.unwrap_err();
+    assert_eq!(e.code(), 404);
+    assert_eq!(reg.sync_ref_index().hits(), 2);
     // A target whose resources do not include Jobs refers to nothing.
     let none = TargetSpec::of(
         &json!({"spec": {"resources": [{"group": "apps", "version": "v1", "resource": "deployments"}]}}),
