@@ -2,10 +2,12 @@
 //! 15), without HTTP: which SyncTarget a request is for and what its spec says
 //! ([`TargetRef`], [`TargetSpec`]), whether an object is assigned to the target (the
 //! annotation `sync.kplane.io/target: <cluster>/<target>`), whether a Secret, ConfigMap or
-//! ServiceAccount is referenced by an assigned object ([`refs`]), and what the endpoint's
-//! identity may write ([`SyncerScope`], an admission plugin). Lists and watches of the
-//! assigned objects are ordinary ones with `ListParams::annotation` set
-//! ([`TargetRef::list_filter`]).
+//! ServiceAccount is referenced by an assigned object ([`refs`], answered from an
+//! informer-fed index, [`ref_index`], or failing that by reading the assigned objects), and
+//! what the endpoint's identity may write ([`SyncerScope`], an admission plugin). Lists and
+//! watches of the assigned objects are ordinary ones with `ListParams::annotation` set
+//! ([`TargetRef::list_filter`]). The SyncTarget's spec and the names shared with the
+//! SyncTarget type come from `strategies::sync_target`.
 
 pub mod ref_index;
 pub mod refs;
@@ -25,6 +27,7 @@ use crate::{Registry, ResourceType, Target};
 pub use crate::strategies::sync_target::{
     SyncedResource, TargetSpec, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION,
 };
+
 /// The version of SyncTargets.
 pub const SYNC_VERSION: &str = "v1alpha1";
 /// The resource (plural) of SyncTargets.
