@@ -158,6 +158,35 @@ spec:
         &job.replace("root:other/west", "root:acme/east"),
     )?;
     ensure!(out.success(), "{}", out.stderr);
+    // Applying a manifest without the annotation again (server-side and client-side)
+    // keeps the assignment: the applier does not own what admission set.
+    let plain = job.replace("elsewhere", "applied").replace(
+        "  annotations: {sync.kplane.io/target: root:other/west}\n",
+        "",
+    );
+    for (apply, second) in [
+        (
+            &["--as=alice", "apply", "--server-side", "-f", "-"][..],
+            "ssa",
+        ),
+        (&["--as=alice", "apply", "-f", "-"][..], "csa"),
+    ] {
+        let manifest = plain.replace("applied", &format!("applied-{second}"));
+        for labels in ["", "  labels: {round: two}\n"] {
+            let body = manifest.replace(
+                &format!("  name: applied-{second}\n"),
+                &format!("  name: applied-{second}\n{labels}"),
+            );
+            let out = acme.run_stdin(apply, &body)?;
+            ensure!(out.success(), "{second}: {}", out.stderr);
+        }
+        let got = json(&acme.ok(&["get", "job", &format!("applied-{second}"), "-o", "json"])?)?;
+        assert_eq!(got["metadata"]["labels"]["round"], "two", "{got}");
+        assert_eq!(
+            got["metadata"]["annotations"]["sync.kplane.io/target"], "root:acme/east",
+            "{got}"
+        );
+    }
 
     // Deleting the target: it is held by its drain finalizer and takes no new Jobs.
     acme.ok(&["delete", "synctarget", "east", "--wait=false"])?;
