@@ -275,6 +275,40 @@ mod tests {
     }
 
     #[test]
+    fn the_informer_invalidates_on_live_sync_target_changes_only() {
+        let cache = Arc::new(Cache::default());
+        let inv = Invalidator(cache.clone());
+        let fill = || {
+            let g = cache.generation();
+            cache.insert("root:a", vec![applicable("root:a", "east", false)], g);
+            cache.insert("root:a:b", vec![], g);
+        };
+        let kv = |resource: &str, obj: Value| KeyValue {
+            key: kplane_storage::Key::new("root:a", resource, "", "east"),
+            value: serde_json::to_vec(&obj).unwrap().into(),
+            create_revision: 1,
+            mod_revision: 2,
+        };
+        let same = json!({"metadata": {"name": "east"}, "status": {"syncedObjects": 9}});
+        let changed = json!({"metadata": {"name": "east"}, "spec": {"includeDescendants": true}});
+        fill();
+        // Other resources, replays and unchanged targets leave the entries.
+        inv.on_object(&kv("batch/jobs", changed.clone()), false, false);
+        inv.on_object(&kv(SYNC_TARGET_RESOURCE, changed.clone()), false, true);
+        inv.on_object(&kv(SYNC_TARGET_RESOURCE, same.clone()), false, false);
+        assert_eq!(cache.len(), 2);
+        // A changed target drops the subtree; so does a deleted one, and a resync.
+        inv.on_object(&kv(SYNC_TARGET_RESOURCE, changed), false, false);
+        assert!(cache.is_empty());
+        fill();
+        inv.on_object(&kv(SYNC_TARGET_RESOURCE, same), true, false);
+        assert!(cache.is_empty());
+        fill();
+        inv.on_resync();
+        assert!(cache.is_empty());
+    }
+
+    #[test]
     fn only_changes_the_assignment_reads_invalidate() {
         let c = Cache::default();
         let g = c.generation();
