@@ -107,6 +107,34 @@ fn kubectl_create_job_is_assigned_to_the_clusters_sync_target() -> Result<()> {
     ])?;
     let table = rows(&acme.ok(&["get", "synctargets", "--no-headers"])?);
     assert_eq!(table[0][..3], ["east", "True", "2"], "{table:?}");
+    // Conditions are a map keyed by type: another manager's condition joins Ready.
+    let drained = r#"apiVersion: sync.kplane.io/v1alpha1
+kind: SyncTarget
+metadata: {name: east}
+status:
+  conditions:
+  - {type: Drained, status: "False", reason: NotDeleted, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}
+"#;
+    let out = acme.run_stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--subresource=status",
+            "--field-manager=sync-controller",
+            "-f",
+            "-",
+        ],
+        drained,
+    )?;
+    ensure!(out.success(), "{}", out.stderr);
+    let types = acme.ok(&[
+        "get",
+        "synctarget",
+        "east",
+        "-o",
+        "jsonpath={.status.conditions[*].type}",
+    ])?;
+    assert_eq!(types.trim(), "Ready Drained");
 
     // An ordinary user (cluster-admin through RBAC, not system:masters) may neither move
     // a Job to another target nor name one that does not apply.
