@@ -13,7 +13,7 @@ pub mod ref_index;
 pub mod refs;
 mod scope;
 
-pub use scope::{finalizer_only_change, SyncerScope};
+pub use scope::{finalizer_only_change, status_only_change, SyncerScope};
 
 use std::sync::Arc;
 

@@ -8,8 +8,8 @@
 //! - update of any other object: the stored object must be assigned to the identity's
 //!   target (annotation `sync.kplane.io/target`), and through the main resource the
 //!   change may only add or remove the finalizer `sync.kplane.io/syncer`
-//!   ([`finalizer_only_change`]); through `/status` the type's status strategy already
-//!   keeps everything but the status;
+//!   ([`finalizer_only_change`]), through `/status` only the status
+//!   ([`status_only_change`]; the type's status strategy already keeps most of the rest);
 //! - delete: never.
 
 use kplane_types::{Cause, Status};
@@ -42,51 +42,72 @@ fn finalizers(obj: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+/// The first field in which `new` differs from `old` (`spec`, `metadata.labels`, ...),
+/// leaving out the top-level fields `skip` and the metadata fields `skip_meta`.
+fn first_change(old: &Value, new: &Value, skip: &[&str], skip_meta: &[&str]) -> Option<String> {
+    let empty = serde_json::Map::new();
+    let fields = |v: &Value, at: &str| -> Vec<String> {
+        v.pointer(at)
+            .and_then(Value::as_object)
+            .unwrap_or(&empty)
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let mut keys = fields(old, "");
+    keys.extend(fields(new, ""));
+    keys.sort();
+    keys.dedup();
+    for k in keys.iter().filter(|k| !skip.contains(&k.as_str())) {
+        if k != "metadata" {
+            if old.get(k) != new.get(k) {
+                return Some(k.clone());
+            }
+            continue;
+        }
+        let mut meta = fields(old, "/metadata");
+        meta.extend(fields(new, "/metadata"));
+        meta.sort();
+        meta.dedup();
+        for mk in meta.iter().filter(|k| !skip_meta.contains(&k.as_str())) {
+            let at = |v: &'_ Value| v.get("metadata").and_then(|m| m.get(mk)).cloned();
+            if at(old) != at(new) {
+                return Some(format!("metadata.{mk}"));
+            }
+        }
+    }
+    None
+}
+
 /// Checks that `new` differs from `old` only in the finalizer `sync.kplane.io/syncer`
 /// (added or removed) and in the fields the server maintains; otherwise names the first
 /// field that changed (`spec`, `metadata.labels`, `metadata.finalizers`, ...).
 pub fn finalizer_only_change(old: &Value, new: &Value) -> Result<(), String> {
-    let (fo, fn_) = (finalizers(old), finalizers(new));
-    let others = |f: &[&str]| -> Vec<String> {
-        f.iter()
-            .filter(|n| **n != SYNCER_FINALIZER)
-            .map(|s| s.to_string())
+    let others = |v: &Value| -> Vec<String> {
+        finalizers(v)
+            .into_iter()
+            .filter(|n| *n != SYNCER_FINALIZER)
+            .map(str::to_string)
             .collect()
     };
-    if others(&fo) != others(&fn_) {
+    if others(old) != others(new) {
         return Err("metadata.finalizers".into());
     }
-    let empty = serde_json::Map::new();
-    let obj = |v: &Value| v.as_object().cloned().unwrap_or_default();
-    let (o, n) = (obj(old), obj(new));
-    let mut keys: Vec<&String> = o.keys().chain(n.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    for k in keys {
-        if k == "metadata" {
-            let meta = |m: &serde_json::Map<String, Value>| {
-                m.get("metadata")
-                    .and_then(Value::as_object)
-                    .unwrap_or(&empty)
-                    .clone()
-            };
-            let (mo, mn) = (meta(&o), meta(&n));
-            let mut mkeys: Vec<&String> = mo.keys().chain(mn.keys()).collect();
-            mkeys.sort();
-            mkeys.dedup();
-            for mk in mkeys {
-                if mk == "finalizers" || SERVER_METADATA.contains(&mk.as_str()) {
-                    continue;
-                }
-                if mo.get(mk) != mn.get(mk) {
-                    return Err(format!("metadata.{mk}"));
-                }
-            }
-        } else if o.get(k) != n.get(k) {
-            return Err(k.clone());
-        }
+    let mut skip_meta = SERVER_METADATA.to_vec();
+    skip_meta.push("finalizers");
+    match first_change(old, new, &[], &skip_meta) {
+        None => Ok(()),
+        Some(field) => Err(field),
     }
-    Ok(())
+}
+
+/// Checks that `new` differs from `old` only in `status` and in the fields the server
+/// maintains (what a write through `/status` may change); otherwise names the field.
+pub fn status_only_change(old: &Value, new: &Value) -> Result<(), String> {
+    match first_change(old, new, &["status"], &SERVER_METADATA) {
+        None => Ok(()),
+        Some(field) => Err(field),
+    }
 }
 
 #[async_trait::async_trait]
@@ -125,11 +146,18 @@ impl ValidatingAdmission for SyncerScope {
                         &format!("the object is not assigned to the sync target {id}"),
                     ));
                 }
-                if a.subresource.is_some() {
-                    return Ok(());
-                }
                 let new = obj.unwrap_or(&Value::Null);
-                match finalizer_only_change(old, new) {
+                let (checked, what) = match a.subresource {
+                    None => (
+                        finalizer_only_change(old, new),
+                        format!("only the finalizer {SYNCER_FINALIZER} may be added or removed, and the status written through /status"),
+                    ),
+                    Some(_) => (
+                        status_only_change(old, new),
+                        "only the status may be written through /status".to_string(),
+                    ),
+                };
+                match checked {
                     Ok(()) => Ok(()),
                     Err(field) => Err(ApiError::from(Status::invalid(
                         &a.resource.group,
@@ -137,9 +165,7 @@ impl ValidatingAdmission for SyncerScope {
                         a.name,
                         vec![Cause::forbidden(
                             field,
-                            &format!(
-                                "may not be changed through the sync endpoint: only the finalizer {SYNCER_FINALIZER} may be added or removed, and the status written through /status"
-                            ),
+                            &format!("may not be changed through the sync endpoint: {what}"),
                         )],
                     ))),
                 }
@@ -208,5 +234,29 @@ mod tests {
         let mut gone = old.clone();
         gone.as_object_mut().unwrap().remove("spec");
         assert_eq!(finalizer_only_change(&old, &gone).unwrap_err(), "spec");
+    }
+
+    #[test]
+    fn only_the_status_may_change_through_status() {
+        let old = job(&[SYNCER_FINALIZER]);
+        let mut st = old.clone();
+        st["status"] = json!({"succeeded": 1});
+        st["metadata"]["resourceVersion"] = json!("9");
+        assert_eq!(status_only_change(&old, &st), Ok(()));
+        let mut an = st.clone();
+        an["metadata"]["annotations"] = json!({});
+        assert_eq!(
+            status_only_change(&old, &an).unwrap_err(),
+            "metadata.annotations"
+        );
+        let mut f = st.clone();
+        f["metadata"]["finalizers"] = json!([]);
+        assert_eq!(
+            status_only_change(&old, &f).unwrap_err(),
+            "metadata.finalizers"
+        );
+        let mut sp = st;
+        sp["spec"]["suspend"] = json!(true);
+        assert_eq!(status_only_change(&old, &sp).unwrap_err(), "spec");
     }
 }
