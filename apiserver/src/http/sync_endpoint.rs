@@ -261,6 +261,9 @@ async fn serve(
     if let Err((_, forbidden)) = decided {
         return forbidden;
     }
+    if let Some(tr) = trail.as_mut().filter(|tr| tr.wants_request_body(info)) {
+        req = crate::audit::keep_request_body(tr, req).await;
+    }
     match checked(state, req, t, api, info).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
