@@ -33,7 +33,8 @@ install: build-release
 	@echo "kplane: installed into $(PREFIX)/bin (it must be on PATH for kubectl to find the plugins)"
 
 ## Every test: unit, integration and end-to-end (e2e starts the real binary and drives it
-## with kubectl and kube-rs). One build of the binary is shared by all e2e tests.
+## with kubectl, kube-rs and the Python client). One build of the binary is shared by all
+## e2e tests.
 test: build
 	$(CARGO) fmt --all -- --check
 	KPLANE_BIN=$(abspath $(TARGET_DIR)/debug/kplane) $(CARGO) test --workspace --lib --bins --tests -- --test-threads=2
