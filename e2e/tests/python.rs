@@ -1,8 +1,9 @@
 //! The official Python client (`kubernetes` on PyPI, pinned in `.ci/run`) against the real
 //! binary: the scripts under `e2e/testdata/python/` load a kubeconfig for a logical cluster
 //! and exercise typed CRUD (ConfigMaps, a CRD and its custom objects, a Job), list paging
-//! with `_continue`, watches, the DynamicClient with server-side apply, and authentication
-//! and authorization (anonymous 401, a ServiceAccount token confined to its cluster).
+//! with `_continue`, watches (also once history expired: 410), the DynamicClient with
+//! server-side apply, and authentication and authorization (anonymous 401, a ServiceAccount
+//! token confined to its cluster).
 //!
 //! Each script exits non-zero with a message on the first mismatch; this module passes the
 //! server's addresses and credentials through environment variables and fails with the
@@ -14,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context as _, Result};
-use kplane_e2e::KplaneServer;
+use kplane_e2e::{KplaneServer, ServerOptions};
 
 /// The client version `.ci/run` installs (Kubernetes 1.32's).
 const PYTHON_CLIENT: &str = "kubernetes==32.0.1";
@@ -155,6 +156,16 @@ fn python_client_paging_and_watches() -> Result<()> {
     absent_from_root(&server, "py-paging")?;
     absent_from_root(&server, "py-watch")?;
     Ok(())
+}
+
+#[test]
+fn python_client_after_history_expired() -> Result<()> {
+    require_python_client()?;
+    // History of one second: the script writes until an old resourceVersion is gone.
+    let server =
+        KplaneServer::start_with(ServerOptions::default().arg("--event-window-seconds=1"))?;
+    server.create_workspace("root:acme")?;
+    run_script("expiry.py", &cluster_env(&server, "root:acme")?)
 }
 
 #[test]
