@@ -30,13 +30,14 @@ fn scripts_dir() -> PathBuf {
 
 /// Fails (with the install command) unless `python3` imports the `kubernetes` package.
 fn require_python_client() -> Result<String> {
-    let install = format!(
-        "install it with `python3 -m pip install --quiet {PYTHON_CLIENT}` (.ci/run does)"
-    );
+    let install =
+        format!("install it with `python3 -m pip install --quiet {PYTHON_CLIENT}` (.ci/run does)");
     let out = Command::new("python3")
         .args(["-c", "import kubernetes; print(kubernetes.__version__)"])
         .output()
-        .with_context(|| format!("running python3 (is it on PATH?); the Python client e2e tests need python3 and the official client: {install}"))?;
+        .with_context(|| {
+            format!("running python3 (is it on PATH?) for the Python client tests; {install}")
+        })?;
     if !out.status.success() {
         bail!(
             "the official Python Kubernetes client is not importable by python3: {install}\n{}",
@@ -94,7 +95,8 @@ fn run_script(script: &str, env: &[(&str, OsString)]) -> Result<()> {
         ),
         Some(status) => ensure!(
             status.success() && stdout.trim_end().ends_with("ok"),
-            "{script} (Python client {version}) failed ({status})\nstdout:\n{stdout}\nstderr:\n{stderr}"
+            "{script} (Python client {version}) failed ({status})\n\
+             stdout:\n{stdout}\nstderr:\n{stderr}"
         ),
     }
     Ok(())

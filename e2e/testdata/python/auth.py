@@ -72,6 +72,16 @@ def main():
         one = client.CoreV1Api(admin_own).read_namespaced_config_map("one", "default")
         check_eq(one.data, {"cluster": own}, "admin reads the ConfigMap of its cluster")
 
+    # The admin on the wildcard endpoint sees both clusters' ConfigMap.
+    admin_kubeconfig["clusters"][0]["cluster"]["server"] = f"{base}/clusters/*"
+    c = client.Configuration()
+    config.load_kube_config_from_dict(admin_kubeconfig, client_configuration=c)
+    with client.ApiClient(c) as admin_all:
+        everywhere = client.CoreV1Api(admin_all).list_config_map_for_all_namespaces(
+            field_selector="metadata.name=one")
+        check_eq(sorted(cm.data["cluster"] for cm in everywhere.items), sorted([own, other]),
+                 "the admin's ConfigMaps named one on /clusters/*")
+
     # Anonymous: public paths answer, everything else is 401 with a Status.
     with kubeconfig_client(f"{base}/clusters/{own}", {}) as anonymous:
         version = client.VersionApi(anonymous).get_code()

@@ -1,11 +1,11 @@
 """CRUD with the typed APIs of the official Python client against one logical cluster:
 ConfigMaps (CoreV1Api), a CRD (ApiextensionsV1Api) and its objects (CustomObjectsApi,
-including the status subresource), and a Job (BatchV1Api). Errors must be ApiExceptions
-with kube-apiserver's Status bodies."""
+including the status subresource and a watch), a Job (BatchV1Api) and
+`utils.create_from_yaml`. Errors must be ApiExceptions with kube-apiserver's Status bodies."""
 
 import time
 
-from kubernetes import client, watch
+from kubernetes import client, utils, watch
 from kplane_check import api_client, check, check_eq, env, expect_api_error, fail
 
 NS = "py-crud"
@@ -188,6 +188,22 @@ def job(api):
     batch.delete_namespaced_job("once", NS, propagation_policy="Background")
 
 
+def from_yaml(api):
+    """`kubernetes.utils.create_from_yaml`, which picks the typed API of each document."""
+    docs = [
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "from-yaml", "namespace": NS}, "data": {"x": "y"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "from-yaml", "namespace": NS},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]},
+    ]
+    utils.create_from_yaml(api, yaml_objects=docs)
+    check_eq(client.CoreV1Api(api).read_namespaced_config_map("from-yaml", NS).data,
+             {"x": "y"}, "ConfigMap from YAML")
+    role = client.RbacAuthorizationV1Api(api).read_namespaced_role("from-yaml", NS)
+    check_eq(role.rules[0].verbs, ["get"], "Role from YAML")
+
+
 def main():
     env("KPLANE_CLUSTER")
     with api_client() as api:
@@ -196,6 +212,7 @@ def main():
         configmaps(api)
         crd_and_custom_objects(api)
         job(api)
+        from_yaml(api)
     print("ok")
 
 

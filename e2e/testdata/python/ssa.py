@@ -2,9 +2,11 @@
 every group-version, CRUD through discovered resources, and server-side apply
 (`server_side_apply`, an `application/apply-patch+yaml` PATCH): create, update by the same
 field manager, a conflict with another manager (409 Conflict with upstream's message and
-causes), `force_conflicts` taking the field over, and managedFields as upstream records them."""
+causes), `force_conflicts` taking the field over, and managedFields as upstream records them;
+a CRD created through it, applies to its objects and a dynamic watch."""
 
 import json
+import time
 
 from kubernetes import client, dynamic
 from kubernetes.client.rest import ApiException
@@ -22,6 +24,55 @@ def apply_body(data):
 def managers(obj):
     return {e["manager"]: (e["operation"], sorted(e["fieldsV1"].get("f:data", {})))
             for e in obj["metadata"].get("managedFields", [])}
+
+
+def custom_resources(dyn):
+    """A CRD created through the dynamic client is found by its (re-)discovery; applies of
+    two managers to a `set` list merge; the dynamic watch sees the object."""
+    crds = dyn.resources.get(api_version="apiextensions.k8s.io/v1",
+                             kind="CustomResourceDefinition")
+    spec_schema = {"type": "object", "properties": {
+        "n": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"},
+                 "x-kubernetes-list-type": "set"}}}
+    dyn.create(crds, body={
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.org"},
+        "spec": {"group": "example.org", "scope": "Namespaced",
+                 "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "properties": {"spec": spec_schema}}}}]}})
+    deadline = time.monotonic() + 30
+    while True:
+        crd = dyn.get(crds, name="gizmos.example.org").to_dict()
+        if any(c["type"] == "Established" and c["status"] == "True"
+               for c in crd.get("status", {}).get("conditions") or []):
+            break
+        check(time.monotonic() < deadline, f"CRD not Established: {crd.get('status')}")
+        time.sleep(0.05)
+    # Not in the cached discovery: the client refreshes it once and finds the kind.
+    gizmos = dyn.resources.get(api_version="example.org/v1", kind="Gizmo")
+    check(gizmos.namespaced, "Gizmo is not namespaced in discovery")
+
+    def gizmo(spec):
+        return {"apiVersion": "example.org/v1", "kind": "Gizmo",
+                "metadata": {"name": "g1", "namespace": NS}, "spec": spec}
+
+    dyn.server_side_apply(gizmos, body=gizmo({"n": 1, "tags": ["a"]}), field_manager="m1")
+    merged = dyn.server_side_apply(gizmos, body=gizmo({"tags": ["b"]}),
+                                   field_manager="m2").to_dict()
+    check_eq(merged["spec"], {"n": 1, "tags": ["a", "b"]}, "set list applied by two managers")
+    check_eq(sorted(e["manager"] for e in merged["metadata"]["managedFields"]), ["m1", "m2"],
+             "managers of the custom object")
+
+    seen = []
+    for event in dyn.watch(gizmos, namespace=NS, timeout=60):
+        seen.append((event["type"], event["object"].metadata.name))
+        break
+    check_eq(seen, [("ADDED", "g1")], "dynamic watch of the custom object")
+    dyn.delete(gizmos, name="g1", namespace=NS)
 
 
 def main():
@@ -83,6 +134,8 @@ def main():
                             content_type="application/merge-patch+json",
                             field_manager="py-patch").to_dict()
         check_eq(managers(patched)["py-patch"], ("Update", ["f:d"]), "Update entry")
+
+        custom_resources(dyn)
 
         # Get, list and delete through the dynamic client.
         got = dyn.get(cms, name="applied", namespace=NS)
