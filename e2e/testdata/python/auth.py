@@ -7,7 +7,8 @@
   KPLANE_OWN_CLUSTER, KPLANE_OTHER_CLUSTER  two logical clusters (the other has `one` too)
 
 Anonymous requests are 401 with a Status (public paths answer); the admin kubeconfig works
-as written and pointed at a logical cluster; the ServiceAccount token, in a kubeconfig of
+as written, pointed at a logical cluster, with its client certificate alone and on
+`/clusters/*`; the ServiceAccount token, in a kubeconfig of
 its own, reads its cluster, is refused writes there and everything in the other cluster and
 on `/clusters/*` with kube-apiserver's 403 messages; a tampered token is 401."""
 
@@ -71,6 +72,20 @@ def main():
     with client.ApiClient(c) as admin_own:
         one = client.CoreV1Api(admin_own).read_namespaced_config_map("one", "default")
         check_eq(one.data, {"cluster": own}, "admin reads the ConfigMap of its cluster")
+
+    # The admin kubeconfig's client certificate alone: the same user, groups from O.
+    del admin_kubeconfig["users"][0]["user"]["token"]
+    c = client.Configuration()
+    config.load_kube_config_from_dict(admin_kubeconfig, client_configuration=c)
+    with client.ApiClient(c) as admin_cert:
+        review = client.AuthenticationV1Api(admin_cert).create_self_subject_review(
+            client.V1SelfSubjectReview())
+        user = review.status.user_info
+        check_eq(user.username, "kplane-admin", "client certificate user")
+        check_eq(user.groups, ["system:masters", "system:authenticated"],
+                 "client certificate groups")
+        one = client.CoreV1Api(admin_cert).read_namespaced_config_map("one", "default")
+        check_eq(one.data, {"cluster": own}, "admin by certificate reads its cluster")
 
     # The admin on the wildcard endpoint sees both clusters' ConfigMap.
     admin_kubeconfig["clusters"][0]["cluster"]["server"] = f"{base}/clusters/*"

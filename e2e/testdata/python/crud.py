@@ -51,6 +51,18 @@ def configmaps(api):
     patched = v1.patch_namespaced_config_map("one", NS, {"data": {"added": "yes"}})
     check_eq(patched.data, {"k": "v2", "added": "yes"}, "patched data")
 
+    # A list body is sent as a JSON patch.
+    patched = v1.patch_namespaced_config_map(
+        "one", NS, [{"op": "add", "path": "/data/json", "value": "patch"}])
+    check_eq(patched.data, {"k": "v2", "added": "yes", "json": "patch"}, "JSON-patched data")
+
+    # dry_run: the answer of a create, nothing stored.
+    dry = v1.create_namespaced_config_map(
+        NS, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="dry")), dry_run="All")
+    check_eq(dry.metadata.name, "dry", "dry-run create answer")
+    expect_api_error(lambda: v1.read_namespaced_config_map("dry", NS), 404, "NotFound",
+                     'configmaps "dry" not found', "read after a dry-run create")
+
     listed = v1.list_namespaced_config_map(NS, label_selector="app=py")
     check_eq([c.metadata.name for c in listed.items], ["one"], "list by label")
     check(listed.metadata.resource_version, "list has no resourceVersion")
