@@ -8,15 +8,17 @@
 
 Anonymous requests are 401 with a Status (public paths answer); the admin kubeconfig works
 as written, pointed at a logical cluster, with its client certificate alone and on
-`/clusters/*`; the ServiceAccount token, in a kubeconfig of
-its own, reads its cluster, is refused writes there and everything in the other cluster and
-on `/clusters/*` with kube-apiserver's 403 messages; a tampered token is 401."""
+`/clusters/*`; the ServiceAccount token, in a kubeconfig of its own, reads its cluster, is
+refused writes there and everything in the other cluster and on `/clusters/*` with
+kube-apiserver's 403 messages; a tampered token is 401, and so is the token once its
+ServiceAccount is deleted."""
 
 import base64
+import time
 
 import yaml
-
 from kubernetes import client, config
+from kubernetes.client.rest import ApiException
 from kplane_check import check, check_eq, env, expect_api_error
 
 SA_USER = "system:serviceaccount:default:reader"
@@ -146,6 +148,26 @@ def main():
     with kubeconfig_client(f"{base}/clusters/{own}", {"token": tampered}) as bad:
         expect_api_error(lambda: client.CoreV1Api(bad).list_namespaced_config_map("default"),
                          401, "Unauthorized", "Unauthorized", "tampered token")
+    # Deleting the ServiceAccount revokes the token (the server's cache follows a watch:
+    # allow it to catch up, bounded).
+    c = client.Configuration()
+    admin_kubeconfig["clusters"][0]["cluster"]["server"] = f"{base}/clusters/{own}"
+    config.load_kube_config_from_dict(admin_kubeconfig, client_configuration=c)
+    with client.ApiClient(c) as admin_own:
+        client.CoreV1Api(admin_own).delete_namespaced_service_account("reader", "default")
+    with kubeconfig_client(f"{base}/clusters/{own}", {"token": token}) as revoked:
+        v1 = client.CoreV1Api(revoked)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                v1.read_namespaced_config_map("one", "default")
+            except ApiException as e:
+                check_eq(e.status, 401, "status of a revoked token")
+                break
+            check(time.monotonic() < deadline, "the deleted ServiceAccount's token still works")
+            time.sleep(0.05)
+        expect_api_error(lambda: v1.list_namespaced_config_map("default"), 401,
+                         "Unauthorized", "Unauthorized", "revoked token")
     print("ok")
 
 
