@@ -1,6 +1,6 @@
 """CRUD with the typed APIs of the official Python client against one logical cluster:
 ConfigMaps (CoreV1Api), a CRD (ApiextensionsV1Api) and its objects (CustomObjectsApi,
-including the status subresource and a watch), a Job (BatchV1Api) and
+including the status and scale subresources and a watch), a Job (BatchV1Api) and
 `utils.create_from_yaml`. Errors must be ApiExceptions with kube-apiserver's Status bodies."""
 
 import time
@@ -90,7 +90,8 @@ def crd_and_custom_objects(api):
                             "color": client.V1JSONSchemaProps(type="string")}),
             "status": client.V1JSONSchemaProps(
                 type="object",
-                properties={"ready": client.V1JSONSchemaProps(type="boolean")}),
+                properties={"ready": client.V1JSONSchemaProps(type="boolean"),
+                            "replicas": client.V1JSONSchemaProps(type="integer")}),
         })
     crd = client.V1CustomResourceDefinition(
         metadata=client.V1ObjectMeta(name=f"{PLURAL}.{GROUP}"),
@@ -102,7 +103,11 @@ def crd_and_custom_objects(api):
             versions=[client.V1CustomResourceDefinitionVersion(
                 name="v1", served=True, storage=True,
                 schema=client.V1CustomResourceValidation(open_apiv3_schema=schema),
-                subresources=client.V1CustomResourceSubresources(status={}))]))
+                subresources=client.V1CustomResourceSubresources(
+                    status={},
+                    scale=client.V1CustomResourceSubresourceScale(
+                        spec_replicas_path=".spec.size",
+                        status_replicas_path=".status.replicas")))]))
     ext.create_custom_resource_definition(crd)
     deadline = time.monotonic() + 30
     while True:
@@ -157,6 +162,16 @@ def crd_and_custom_objects(api):
     patched = co.patch_namespaced_custom_object_status(GROUP, "v1", NS, PLURAL, "w1",
                                                        {"status": {"ready": False}})
     check_eq(patched["status"], {"ready": False}, "patched status")
+
+    # The scale subresource: an autoscaling/v1 Scale over .spec.size.
+    scale = co.get_namespaced_custom_object_scale(GROUP, "v1", NS, PLURAL, "w1")
+    check_eq((scale["apiVersion"], scale["kind"]), ("autoscaling/v1", "Scale"), "scale kind")
+    check_eq(scale["spec"], {"replicas": 4}, "scale spec")
+    scaled = co.patch_namespaced_custom_object_scale(GROUP, "v1", NS, PLURAL, "w1",
+                                                     {"spec": {"replicas": 6}})
+    check_eq(scaled["spec"], {"replicas": 6}, "patched scale")
+    check_eq(co.get_namespaced_custom_object(GROUP, "v1", NS, PLURAL, "w1")["spec"]["size"], 6,
+             "size after scaling")
 
     listed = co.list_namespaced_custom_object(GROUP, "v1", NS, PLURAL)
     check_eq(listed["kind"], "WidgetList", "custom list kind")
