@@ -22,6 +22,7 @@ mod rbac_users;
 mod sa_tokens;
 mod shutdown;
 mod ssa;
+mod sync_target;
 mod templates;
 mod wildcard;
 mod workspace_lifecycle;
