@@ -1,0 +1,154 @@
+//! `ttlSecondsAfterFinished` for Jobs, as kube-controller-manager's ttl-after-finished
+//! controller: a Job with the field set that has finished (a Complete or Failed condition
+//! with status True) is deleted, with `propagationPolicy: Foreground` and its uid as
+//! precondition, once the TTL has passed since it finished (the condition's
+//! `lastTransitionTime`; for Complete without one, `status.completionTime`). A Job whose
+//! finish time is unknown, or that is already being deleted, is left alone.
+//!
+//! Fed by the shared informer ([`Feed`]): every change of a Job sets or clears its
+//! deadline in the controllers' timers (`timers`); when it comes, [`Work::JobTtl`] reads
+//! the Job again and deletes it if it still expired (a Job changed meanwhile may have a
+//! later deadline, or none). Nothing polls the Jobs.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use kplane_storage::{Key, KeyValue};
+use serde_json::Value;
+
+use super::informer::InformerHandler;
+use super::timers::instant_at;
+use super::{write_failed, ObjRef, Work};
+use crate::error::ApiResult;
+use crate::write::DeleteParams;
+use crate::{meta, Registry, Target};
+
+/// The controller's name (logs, and its internal user).
+pub const CONTROLLER: &str = "ttl-after-finished-controller";
+
+/// The internal user the controller deletes as.
+pub const USER: &str = "system:kplane:ttl-after-finished-controller";
+
+/// The stored form of batch/v1 Jobs.
+pub(crate) const JOBS: &str = "batch/jobs";
+
+fn time_at(v: &Value, pointer: &str) -> Option<DateTime<Utc>> {
+    let s = v.pointer(pointer)?.as_str()?;
+    Some(DateTime::parse_from_rfc3339(s).ok()?.with_timezone(&Utc))
+}
+
+/// When a finished Job finished (upstream's `jobFinishTime`); `None` when it has not, or
+/// the time is not recorded.
+pub(crate) fn finish_time(job: &Value) -> Option<DateTime<Utc>> {
+    let conds = job.pointer("/status/conditions")?.as_array()?;
+    let c = conds.iter().find(|c| {
+        matches!(
+            c.get("type").and_then(Value::as_str),
+            Some("Complete" | "Failed")
+        ) && c.get("status").and_then(Value::as_str) == Some("True")
+    })?;
+    time_at(c, "/lastTransitionTime").or_else(|| {
+        (c.get("type").and_then(Value::as_str) == Some("Complete"))
+            .then(|| time_at(job, "/status/completionTime"))
+            .flatten()
+    })
+}
+
+/// When the Job expires: finished plus `ttlSecondsAfterFinished`; `None` when it does not
+/// (no TTL, not finished, or already being deleted).
+pub(crate) fn expires_at(job: &Value) -> Option<DateTime<Utc>> {
+    let ttl = job.pointer("/spec/ttlSecondsAfterFinished")?.as_i64()?;
+    if ttl < 0 || meta::is_deleting(job) {
+        return None;
+    }
+    Some(finish_time(job)? + chrono::Duration::seconds(ttl))
+}
+
+impl Registry {
+    /// Deletes the Job of `r` if it expired; reschedules it when not yet.
+    pub(super) async fn job_ttl(&self, r: &ObjRef) -> ApiResult<bool> {
+        let key = Key::new(
+            r.cluster.as_str(),
+            JOBS,
+            r.namespace.as_str(),
+            r.name.as_str(),
+        );
+        let Some(kv) = self.storage.get(&key).await? else {
+            return Ok(true);
+        };
+        let Ok(job) = serde_json::from_slice::<Value>(&kv.value) else {
+            return Ok(true);
+        };
+        let Some(at) = expires_at(&job) else {
+            return Ok(true);
+        };
+        if at > Utc::now() {
+            self.controllers
+                .timers
+                .schedule(Work::JobTtl(r.clone()), instant_at(at));
+            return Ok(true);
+        }
+        let Some(rt) = self.builtin_catalog().get("batch", "v1", "jobs").cloned() else {
+            return Ok(true);
+        };
+        let t = Target::new(&r.cluster, rt.clone(), Some(r.namespace.clone()));
+        let d = DeleteParams {
+            precondition_uid: meta::meta_str(&job, "uid").map(str::to_string),
+            propagation_policy: Some("Foreground".into()),
+            user: Some(kplane_types::UserInfo {
+                username: USER.into(),
+                groups: vec!["system:authenticated".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        match self.delete(&t, &r.name, &d).await {
+            Ok(_) => {
+                tracing::info!(cluster = %r.cluster.as_str(), namespace = %r.namespace, name = %r.name, "finished Job deleted after its ttlSecondsAfterFinished");
+                Ok(true)
+            }
+            // Gone, or another Job of the name (uid precondition): nothing to do.
+            Err(e) if e.code() == 404 || e.code() == 409 => Ok(true),
+            Err(e) => {
+                write_failed(
+                    CONTROLLER,
+                    r.cluster.as_str(),
+                    &rt,
+                    &r.namespace,
+                    &r.name,
+                    &e,
+                );
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// The controller's [`InformerHandler`]: sets or clears each Job's deadline.
+pub(crate) struct Feed(pub(crate) Arc<Registry>);
+
+impl InformerHandler for Feed {
+    fn on_resync(&self) {}
+
+    fn on_object(&self, kv: &KeyValue, deleted: bool, _replay: bool) {
+        if kv.key.resource != JOBS {
+            return;
+        }
+        let Some(r) = ObjRef::of(kv) else {
+            return;
+        };
+        let work = Work::JobTtl(r);
+        let timers = &self.0.controllers.timers;
+        let at = if deleted {
+            None
+        } else {
+            serde_json::from_slice::<Value>(&kv.value)
+                .ok()
+                .and_then(|v| expires_at(&v))
+        };
+        match at {
+            Some(at) => timers.schedule(work, instant_at(at)),
+            None => timers.cancel(&work),
+        }
+    }
+}

@@ -1,0 +1,944 @@
+//! The SyncTarget controller (issue 15): kplane's side of a target's health, of assigning
+//! objects that the `SyncAssignment` admission plugin could not, and of draining a deleted
+//! target. Assignment and names follow the shared rule in [`crate::sync_assignment`].
+//!
+//! - Health ([`Work::SyncTarget`]): the syncer writes `status.lastHeartbeatTime` and
+//!   Ready=True with every heartbeat. Until the first one, Ready is Unknown `NoHeartbeat`;
+//!   when `spec.heartbeatTimeoutSeconds` pass without one (counted from the last
+//!   heartbeat, or from the target's creation when there was none), Ready turns False
+//!   `HeartbeatTimeout` and every object assigned to the target gets the condition
+//!   Synced=False `SyncerHeartbeatTimeout`: its status is stale. Each target has one
+//!   deadline in the controllers' timers (`timers`), moved by every heartbeat; nothing
+//!   polls the targets.
+//! - Drain (also [`Work::SyncTarget`]): a target being deleted keeps its
+//!   `sync.kplane.io/drain` finalizer until its syncer reported Drained=True, or it has
+//!   no live syncer (the heartbeat timed out or never came). Then every assigned object
+//!   gets Synced=False `SyncTargetDeleted` and loses the assignment annotation and the
+//!   `sync.kplane.io/syncer` finalizer, and the drain finalizer is removed.
+//! - Assignment ([`Work::SyncAssign`], [`Work::SyncAssignNamespace`]): when a target
+//!   appears or its spec changes, the unassigned objects in its scope are assigned by the
+//!   rule (annotation plus syncer finalizer); when a namespace's labels change so that a
+//!   target's selector matches, the unassigned objects of that namespace.
+//!
+//! Objects are read `PAGE` at a time and one run writes at most `WRITE_BATCH` of them,
+//! then queues itself again behind other work. Writes go through the registry verbs as
+//! the internal user [`USER`], with the resourceVersion read as precondition; a conflict
+//! leaves the item to be retried.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use kplane_storage::{Clusters, Key, KeyValue, ListOptions, Prefix};
+use kplane_types::{ClusterName, UserInfo};
+use serde_json::{json, Map, Value};
+
+use super::informer::InformerHandler;
+use super::timers::instant_at;
+use super::{stored_cluster, write_failed, Work};
+use crate::error::{ApiError, ApiResult};
+use crate::options::WriteParams;
+use crate::sync_assignment::{
+    applies, assigned_to, candidate_clusters, first_applicable, includes_descendants,
+    synced_resources, target_ref, SyncedResource, DRAIN_FINALIZER, SYNCED_CONDITION,
+    SYNCER_FINALIZER, SYNC_GROUP, SYNC_TARGETS, SYNC_TARGET_RESOURCE, SYNC_VERSION,
+    TARGET_ANNOTATION,
+};
+use crate::{meta, Registry, ResourceType, Target};
+
+/// The internal user the controller writes as (privileged for the assignment annotation).
+pub const USER: &str = "system:kplane:sync-target-controller";
+
+/// The field manager of its writes.
+pub const FIELD_MANAGER: &str = "kplane-sync-target-controller";
+
+/// Objects read from storage at a time.
+pub(crate) const PAGE: usize = 500;
+
+/// Most objects one run writes before it queues itself again.
+pub(crate) const WRITE_BATCH: usize = 500;
+
+/// `spec.heartbeatTimeoutSeconds` when absent.
+const DEFAULT_TIMEOUT_SECONDS: i64 = 30;
+
+/// How long after a deadline the timer fires, so that it is past (times have seconds).
+const SLACK: Duration = Duration::from_millis(20);
+
+/// The stored form of namespaces.
+const NAMESPACES: &str = "/namespaces";
+
+/// What the heartbeat says at some time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Health {
+    /// The last heartbeat is recent enough until `until`.
+    Fresh { until: DateTime<Utc> },
+    /// No heartbeat yet; the first is due by `until` (creation plus the timeout).
+    Awaiting { until: DateTime<Utc> },
+    /// Overdue: the last heartbeat (`None`: there was none since `since`).
+    TimedOut {
+        last: Option<DateTime<Utc>>,
+        since: DateTime<Utc>,
+    },
+}
+
+fn time_at(v: &Value, pointer: &str) -> Option<DateTime<Utc>> {
+    let s = v.pointer(pointer)?.as_str()?;
+    Some(DateTime::parse_from_rfc3339(s).ok()?.with_timezone(&Utc))
+}
+
+/// `spec.heartbeatTimeoutSeconds` (default 30, at least 1).
+pub(crate) fn heartbeat_timeout(target: &Value) -> chrono::Duration {
+    let secs = target
+        .pointer("/spec/heartbeatTimeoutSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+        .max(1);
+    chrono::Duration::seconds(secs)
+}
+
+/// The target's health at `now`.
+pub(crate) fn health(target: &Value, now: DateTime<Utc>) -> Health {
+    let timeout = heartbeat_timeout(target);
+    match time_at(target, "/status/lastHeartbeatTime") {
+        Some(last) if now - last > timeout => Health::TimedOut {
+            last: Some(last),
+            since: last,
+        },
+        Some(last) => Health::Fresh {
+            until: last + timeout,
+        },
+        None => {
+            let created = time_at(target, "/metadata/creationTimestamp").unwrap_or(now);
+            if now - created > timeout {
+                Health::TimedOut {
+                    last: None,
+                    since: created,
+                }
+            } else {
+                Health::Awaiting {
+                    until: created + timeout,
+                }
+            }
+        }
+    }
+}
+
+/// A condition wanted on an object: type, status, reason, message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Cond {
+    pub ty: &'static str,
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The Ready condition kplane writes for `health` (`None` while heartbeats are fresh: the
+/// syncer writes Ready=True itself).
+pub(crate) fn wanted_ready(health: &Health, timeout: chrono::Duration) -> Option<Cond> {
+    let secs = timeout.num_seconds();
+    match health {
+        Health::Fresh { .. } => None,
+        Health::Awaiting { .. } => Some(Cond {
+            ty: "Ready",
+            status: "Unknown",
+            reason: "NoHeartbeat",
+            message: "no heartbeat from a syncer yet".into(),
+        }),
+        Health::TimedOut { last: Some(t), .. } => Some(Cond {
+            ty: "Ready",
+            status: "False",
+            reason: "HeartbeatTimeout",
+            message: format!(
+                "no heartbeat for more than {secs}s: last heartbeat at {}",
+                rfc3339(*t)
+            ),
+        }),
+        Health::TimedOut { last: None, since } => Some(Cond {
+            ty: "Ready",
+            status: "False",
+            reason: "HeartbeatTimeout",
+            message: format!(
+                "no heartbeat within {secs}s of the SyncTarget's creation at {}",
+                rfc3339(*since)
+            ),
+        }),
+    }
+}
+
+/// The Synced condition of an object whose target's heartbeat timed out.
+pub(crate) fn stale_condition(target: &str, health: &Health) -> Cond {
+    let message = match health {
+        Health::TimedOut { last: Some(t), .. } => {
+            format!(
+                "status is stale: SyncTarget {target} last heartbeat at {}",
+                rfc3339(*t)
+            )
+        }
+        Health::TimedOut { last: None, since } => format!(
+            "status is stale: SyncTarget {target} has had no heartbeat since its creation at {}",
+            rfc3339(*since)
+        ),
+        _ => format!("status is stale: SyncTarget {target} is not heartbeating"),
+    };
+    Cond {
+        ty: SYNCED_CONDITION,
+        status: "False",
+        reason: "SyncerHeartbeatTimeout",
+        message,
+    }
+}
+
+/// The Synced condition of an object released by a deleted target.
+pub(crate) fn deleted_condition(target: &str) -> Cond {
+    Cond {
+        ty: SYNCED_CONDITION,
+        status: "False",
+        reason: "SyncTargetDeleted",
+        message: format!("SyncTarget {target} was deleted; the object is no longer synced"),
+    }
+}
+
+/// The condition of `ty` in `status.conditions`.
+fn condition<'a>(obj: &'a Value, ty: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+}
+
+/// Whether the condition of `want.ty` has `want`'s status and reason.
+fn has_condition(obj: &Value, want: &Cond) -> bool {
+    condition(obj, want.ty).is_some_and(|c| {
+        c.get("status").and_then(Value::as_str) == Some(want.status)
+            && c.get("reason").and_then(Value::as_str) == Some(want.reason)
+    })
+}
+
+/// Sets `want` in `status.conditions` (the transition time kept when the status stays);
+/// `probe` adds `lastProbeTime` as the Job conditions have it.
+pub(crate) fn set_condition(obj: &mut Value, want: &Cond, now: &str, probe: bool) {
+    let Some(o) = obj.as_object_mut() else {
+        return;
+    };
+    let status = o.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let Some(status) = status.as_object_mut() else {
+        return;
+    };
+    let conds = status.entry("conditions").or_insert_with(|| json!([]));
+    if !conds.is_array() {
+        *conds = json!([]);
+    }
+    let Some(conds) = conds.as_array_mut() else {
+        return;
+    };
+    let old = conds
+        .iter()
+        .position(|c| c.get("type").and_then(Value::as_str) == Some(want.ty));
+    let transition = old
+        .map(|i| &conds[i])
+        .filter(|c| c.get("status").and_then(Value::as_str) == Some(want.status))
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(now));
+    let mut c = json!({
+        "type": want.ty,
+        "status": want.status,
+        "reason": want.reason,
+        "message": want.message,
+        "lastTransitionTime": transition,
+    });
+    if probe {
+        c["lastProbeTime"] = json!(now);
+    }
+    match old {
+        Some(i) => conds[i] = c,
+        None => conds.push(c),
+    }
+}
+
+/// Whether the syncer reported the target drained (Drained=True).
+fn drained(target: &Value) -> bool {
+    condition(target, "Drained").is_some_and(|c| c.get("status") == Some(&json!("True")))
+}
+
+/// What the controller has to do for a target at some time.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Ready differs from what kplane writes in this state.
+    pub ready: Option<Cond>,
+    /// Being deleted with nothing left to wait for: release its objects.
+    pub drain: bool,
+    /// The heartbeat timed out: mark its objects stale.
+    pub stale: bool,
+    /// When to look again (the heartbeat deadline).
+    pub recheck: Option<DateTime<Utc>>,
+}
+
+/// The plan for `target` at `now`.
+pub(crate) fn plan(target: &Value, now: DateTime<Utc>) -> Plan {
+    let h = health(target, now);
+    let ready = wanted_ready(&h, heartbeat_timeout(target)).filter(|c| !has_condition(target, c));
+    let deleting = meta::is_deleting(target);
+    let holds = meta::finalizers(target)
+        .iter()
+        .any(|f| f == DRAIN_FINALIZER);
+    let live = matches!(h, Health::Fresh { .. });
+    let drain = deleting && holds && (drained(target) || !live);
+    let recheck = match h {
+        Health::Fresh { until } | Health::Awaiting { until } => Some(until),
+        Health::TimedOut { .. } => None,
+    };
+    Plan {
+        ready,
+        drain,
+        stale: !deleting && matches!(h, Health::TimedOut { .. }),
+        recheck,
+    }
+}
+
+/// The internal identity of the controller's writes.
+fn user() -> UserInfo {
+    UserInfo {
+        username: USER.into(),
+        groups: vec!["system:authenticated".into()],
+        ..Default::default()
+    }
+}
+
+fn write_params() -> WriteParams {
+    WriteParams {
+        user: Some(user()),
+        ..WriteParams::controller_named(FIELD_MANAGER)
+    }
+}
+
+/// What one pass over a target's assigned objects ended with.
+enum Pass {
+    /// Every object was handled.
+    Done,
+    /// The write batch is used up: more remain.
+    More,
+    /// A write failed (logged): retry later.
+    Failed,
+}
+
+/// What to do with each assigned object.
+enum Act {
+    MarkStale(Cond),
+    Release(Cond),
+}
+
+/// The storage resource of a synced resource (built-ins as the catalog stores them,
+/// custom resources as `<group>/<plural>`).
+fn storage_resource(reg: &Registry, r: &SyncedResource) -> String {
+    reg.builtin_catalog()
+        .get(&r.group, &r.version, &r.resource)
+        .map(|rt| rt.storage_resource.clone())
+        .unwrap_or_else(|| format!("{}/{}", r.group, r.resource))
+}
+
+/// Caches of one assignment run: the SyncTargets and namespace labels it read.
+#[derive(Default)]
+struct AssignCtx {
+    targets: HashMap<ClusterName, Vec<(String, Value)>>,
+    labels: HashMap<(ClusterName, String), Map<String, Value>>,
+    writes: usize,
+    failed: bool,
+}
+
+impl Registry {
+    fn sync_target_rt(&self) -> Option<Arc<ResourceType>> {
+        self.builtin_catalog()
+            .get(SYNC_GROUP, SYNC_VERSION, SYNC_TARGETS)
+            .cloned()
+    }
+
+    async fn read_json(&self, key: &Key) -> ApiResult<Option<(KeyValue, Value)>> {
+        let Some(kv) = self.storage.get(key).await? else {
+            return Ok(None);
+        };
+        match serde_json::from_slice::<Value>(&kv.value) {
+            Ok(v) => Ok(Some((kv, v))),
+            Err(e) => Err(ApiError::internal(format!(
+                "stored object {key:?} does not decode: {e}"
+            ))),
+        }
+    }
+
+    /// The resource type serving `r` in `cluster` (custom resources from its catalog).
+    async fn synced_rt(
+        &self,
+        cluster: &ClusterName,
+        r: &SyncedResource,
+    ) -> Option<Arc<ResourceType>> {
+        if let Some(rt) = self
+            .builtin_catalog()
+            .get(&r.group, &r.version, &r.resource)
+        {
+            return Some(rt.clone());
+        }
+        let catalog = self.cluster_catalog(cluster).await.ok()?;
+        catalog.get(&r.group, &r.version, &r.resource).cloned()
+    }
+
+    /// Health and drain of one SyncTarget (see the module doc); `false` to be retried.
+    pub(super) async fn sync_target(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
+        let work = Work::SyncTarget {
+            cluster: cluster.clone(),
+            name: name.to_string(),
+        };
+        let Some(rt) = self.sync_target_rt() else {
+            return Ok(true);
+        };
+        let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
+        let Some((kv, mut target)) = self.read_json(&key).await? else {
+            self.controllers.timers.cancel(&work);
+            return Ok(true);
+        };
+        let now = Utc::now();
+        let p = plan(&target, now);
+        let t = Target::new(cluster, rt.clone(), None);
+        let w = write_params();
+        let mut rv = kv.mod_revision;
+        if let Some(cond) = &p.ready {
+            set_condition(&mut target, cond, &meta::now_time(), false);
+            meta::meta_mut(&mut target)?.insert("resourceVersion".into(), json!(rv.to_string()));
+            match self.update(&t, name, Some("status"), target, &w).await {
+                Ok((bytes, _)) => {
+                    target = serde_json::from_slice(&bytes)
+                        .map_err(|e| ApiError::internal(e.to_string()))?;
+                    rv = meta::meta_str(&target, "resourceVersion")
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(rv);
+                }
+                Err(e) if e.code() == 404 => return Ok(true),
+                Err(e) => {
+                    write_failed(FIELD_MANAGER, cluster.as_str(), &rt, "", name, &e);
+                    return Ok(false);
+                }
+            }
+        }
+        if let Some(at) = p.recheck {
+            self.controllers
+                .timers
+                .schedule(work.clone(), instant_at(at) + SLACK);
+        }
+        let me = target_ref(cluster, name);
+        let act = if p.drain {
+            Act::Release(deleted_condition(&me))
+        } else if p.stale {
+            Act::MarkStale(stale_condition(&me, &health(&target, now)))
+        } else {
+            return Ok(true);
+        };
+        let drain = matches!(act, Act::Release(_));
+        match self.each_assigned(cluster, &target, &me, &act).await? {
+            Pass::Failed => return Ok(false),
+            Pass::More => {
+                self.enqueue(work);
+                return Ok(true);
+            }
+            Pass::Done => {}
+        }
+        if !drain {
+            return Ok(true);
+        }
+        // Every object released: the target may go.
+        if let Some(f) = target
+            .pointer_mut("/metadata/finalizers")
+            .and_then(Value::as_array_mut)
+        {
+            f.retain(|x| x != DRAIN_FINALIZER);
+        }
+        meta::meta_mut(&mut target)?.insert("resourceVersion".into(), json!(rv.to_string()));
+        match self.update(&t, name, None, target, &w).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == 404 => Ok(true),
+            Err(e) => {
+                write_failed(FIELD_MANAGER, cluster.as_str(), &rt, "", name, &e);
+                Ok(false)
+            }
+        }
+    }
+
+    /// Applies `act` to every object assigned to `me` (the target `target` of `cluster`),
+    /// at most [`WRITE_BATCH`] writes.
+    async fn each_assigned(
+        &self,
+        cluster: &ClusterName,
+        target: &Value,
+        me: &str,
+        act: &Act,
+    ) -> ApiResult<Pass> {
+        let scope = if includes_descendants(target) {
+            Clusters::Subtree(cluster.as_str().to_string())
+        } else {
+            Clusters::One(cluster.as_str().to_string())
+        };
+        let mut writes = 0;
+        let mut failed = false;
+        for r in synced_resources(target) {
+            let prefix = Prefix {
+                cluster: scope.clone(),
+                resource: Some(storage_resource(self, &r)),
+                namespace: None,
+            };
+            let mut opts = ListOptions {
+                limit: Some(PAGE),
+                ..Default::default()
+            };
+            loop {
+                let read = self.storage.list(&prefix, &opts, None).await?;
+                for kv in &read.items {
+                    let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) else {
+                        continue;
+                    };
+                    if assigned_to(&obj) != Some(me) {
+                        continue;
+                    }
+                    let Some(oc) = stored_cluster(&kv.key) else {
+                        continue;
+                    };
+                    let Some(rt) = self.synced_rt(&oc, &r).await else {
+                        continue;
+                    };
+                    match self.act_on(&oc, &rt, kv, obj, act).await {
+                        Ok(n) => writes += n,
+                        Err(()) => failed = true,
+                    }
+                    if writes >= WRITE_BATCH {
+                        return Ok(Pass::More);
+                    }
+                }
+                match (read.more, read.items.last()) {
+                    (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+                    _ => break,
+                }
+            }
+        }
+        Ok(if failed { Pass::Failed } else { Pass::Done })
+    }
+
+    /// One assigned object: its condition, and for a release the annotation and finalizer.
+    /// Returns how many writes it made; `Err` when one failed (logged).
+    async fn act_on(
+        &self,
+        cluster: &ClusterName,
+        rt: &Arc<ResourceType>,
+        kv: &KeyValue,
+        mut obj: Value,
+        act: &Act,
+    ) -> Result<usize, ()> {
+        let (ns, name) = (kv.key.namespace.as_str(), kv.key.name.as_str());
+        let t = Target::new(
+            cluster,
+            rt.clone(),
+            (!ns.is_empty()).then(|| ns.to_string()),
+        );
+        let w = write_params();
+        let failed = |e: &ApiError| write_failed(FIELD_MANAGER, cluster.as_str(), rt, ns, name, e);
+        let cond = match act {
+            Act::MarkStale(c) | Act::Release(c) => c,
+        };
+        let mut rv = kv.mod_revision;
+        let mut writes = 0;
+        if !has_condition(&obj, cond) {
+            let sub = rt.status_subresource.then_some("status");
+            set_condition(&mut obj, cond, &meta::now_time(), true);
+            set_rv(&mut obj, rv);
+            match self.update(&t, name, sub, obj, &w).await {
+                Ok((bytes, _)) => {
+                    writes += 1;
+                    obj = serde_json::from_slice(&bytes).map_err(|_| ())?;
+                    rv = meta::meta_str(&obj, "resourceVersion")
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(rv);
+                }
+                Err(e) if e.code() == 404 => return Ok(writes),
+                Err(e) => {
+                    failed(&e);
+                    return Err(());
+                }
+            }
+        }
+        if matches!(act, Act::MarkStale(_)) {
+            return Ok(writes);
+        }
+        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            if let Some(a) = m.get_mut("annotations").and_then(Value::as_object_mut) {
+                a.remove(TARGET_ANNOTATION);
+            }
+            if let Some(f) = m.get_mut("finalizers").and_then(Value::as_array_mut) {
+                f.retain(|x| x != SYNCER_FINALIZER);
+            }
+        }
+        set_rv(&mut obj, rv);
+        match self.update(&t, name, None, obj, &w).await {
+            Ok(_) => Ok(writes + 1),
+            Err(e) if e.code() == 404 => Ok(writes),
+            Err(e) => {
+                failed(&e);
+                Err(())
+            }
+        }
+    }
+
+    /// Assigns the unassigned objects in the scope of SyncTarget `name` of `cluster`.
+    pub(super) async fn sync_assign(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
+        let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
+        let Some((_, target)) = self.read_json(&key).await? else {
+            return Ok(true);
+        };
+        if meta::is_deleting(&target) {
+            return Ok(true);
+        }
+        let scope = if includes_descendants(&target) {
+            Clusters::Subtree(cluster.as_str().to_string())
+        } else {
+            Clusters::One(cluster.as_str().to_string())
+        };
+        let mut ctx = AssignCtx::default();
+        for r in synced_resources(&target) {
+            if !self.assign_in(scope.clone(), None, &r, &mut ctx).await? {
+                self.enqueue(Work::SyncAssign {
+                    cluster: cluster.clone(),
+                    name: name.to_string(),
+                });
+                return Ok(true);
+            }
+        }
+        Ok(!ctx.failed)
+    }
+
+    /// Assigns the unassigned objects of namespace `namespace` of `cluster`.
+    pub(super) async fn sync_assign_namespace(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+    ) -> ApiResult<bool> {
+        let mut ctx = AssignCtx::default();
+        let labels = self.ns_labels(&mut ctx, cluster, namespace).await?;
+        let mut resources = Vec::new();
+        for c in candidate_clusters(cluster) {
+            for (_, t) in self.targets_of(&mut ctx, &c).await? {
+                for r in synced_resources(&t) {
+                    if !resources.contains(&r) && applies(&t, &c, cluster, &r, &labels) {
+                        resources.push(r);
+                    }
+                }
+            }
+        }
+        for r in resources {
+            let scope = Clusters::One(cluster.as_str().to_string());
+            if !self.assign_in(scope, Some(namespace), &r, &mut ctx).await? {
+                self.enqueue(Work::SyncAssignNamespace {
+                    cluster: cluster.clone(),
+                    namespace: namespace.to_string(),
+                });
+                return Ok(true);
+            }
+        }
+        Ok(!ctx.failed)
+    }
+
+    /// The SyncTargets of `cluster` in name order (read once per run).
+    async fn targets_of(
+        &self,
+        ctx: &mut AssignCtx,
+        cluster: &ClusterName,
+    ) -> ApiResult<Vec<(String, Value)>> {
+        if let Some(t) = ctx.targets.get(cluster) {
+            return Ok(t.clone());
+        }
+        let read = self
+            .storage
+            .list(
+                &Prefix::resource(cluster.as_str(), SYNC_TARGET_RESOURCE),
+                &Default::default(),
+                None,
+            )
+            .await?;
+        let list: Vec<(String, Value)> = read
+            .items
+            .iter()
+            .filter_map(|kv| Some((kv.key.name.clone(), serde_json::from_slice(&kv.value).ok()?)))
+            .collect();
+        ctx.targets.insert(cluster.clone(), list.clone());
+        Ok(list)
+    }
+
+    /// The labels of namespace `ns` of `cluster` (empty for cluster-scoped objects).
+    async fn ns_labels(
+        &self,
+        ctx: &mut AssignCtx,
+        cluster: &ClusterName,
+        ns: &str,
+    ) -> ApiResult<Map<String, Value>> {
+        if ns.is_empty() {
+            return Ok(Map::new());
+        }
+        let k = (cluster.clone(), ns.to_string());
+        if let Some(l) = ctx.labels.get(&k) {
+            return Ok(l.clone());
+        }
+        let key = Key::new(cluster.as_str(), NAMESPACES, "", ns);
+        let labels = self
+            .read_json(&key)
+            .await?
+            .and_then(|(_, v)| {
+                v.pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .cloned()
+            })
+            .unwrap_or_default();
+        ctx.labels.insert(k, labels.clone());
+        Ok(labels)
+    }
+
+    /// Assigns the unassigned objects of `r` in `scope` (one namespace or all); `false`
+    /// when the write batch is used up.
+    async fn assign_in(
+        &self,
+        scope: Clusters,
+        namespace: Option<&str>,
+        r: &SyncedResource,
+        ctx: &mut AssignCtx,
+    ) -> ApiResult<bool> {
+        let prefix = Prefix {
+            cluster: scope,
+            resource: Some(storage_resource(self, r)),
+            namespace: namespace.map(str::to_string),
+        };
+        let mut opts = ListOptions {
+            limit: Some(PAGE),
+            ..Default::default()
+        };
+        let w = write_params();
+        loop {
+            let read = self.storage.list(&prefix, &opts, None).await?;
+            for kv in &read.items {
+                let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
+                    continue;
+                };
+                if assigned_to(&obj).is_some() || meta::is_deleting(&obj) {
+                    continue;
+                }
+                let Some(oc) = stored_cluster(&kv.key) else {
+                    continue;
+                };
+                let labels = self.ns_labels(ctx, &oc, &kv.key.namespace).await?;
+                let mut by_cluster: BTreeMap<ClusterName, Vec<(String, Value)>> = BTreeMap::new();
+                for c in candidate_clusters(&oc) {
+                    let list = self.targets_of(ctx, &c).await?;
+                    by_cluster.insert(c, list);
+                }
+                let Some(want) = first_applicable(&oc, r, &labels, |c| {
+                    by_cluster
+                        .get(c)
+                        .into_iter()
+                        .flatten()
+                        .map(|(n, v)| (n.as_str(), v))
+                }) else {
+                    continue;
+                };
+                let Some(rt) = self.synced_rt(&oc, r).await else {
+                    continue;
+                };
+                let m = meta::meta_mut(&mut obj)?;
+                let annotations = m.entry("annotations").or_insert_with(|| json!({}));
+                if !annotations.is_object() {
+                    *annotations = json!({});
+                }
+                if let Some(a) = annotations.as_object_mut() {
+                    a.insert(TARGET_ANNOTATION.into(), json!(want));
+                }
+                let fins = m.entry("finalizers").or_insert_with(|| json!([]));
+                if !fins.is_array() {
+                    *fins = json!([]);
+                }
+                if let Some(f) = fins.as_array_mut() {
+                    if !f.iter().any(|x| x == SYNCER_FINALIZER) {
+                        f.push(json!(SYNCER_FINALIZER));
+                    }
+                }
+                set_rv(&mut obj, kv.mod_revision);
+                let ns = kv.key.namespace.as_str();
+                let t = Target::new(&oc, rt.clone(), (!ns.is_empty()).then(|| ns.to_string()));
+                match self.update(&t, &kv.key.name, None, obj, &w).await {
+                    Ok(_) => ctx.writes += 1,
+                    Err(e) if e.code() == 404 => {}
+                    Err(e) => {
+                        write_failed(FIELD_MANAGER, oc.as_str(), &rt, ns, &kv.key.name, &e);
+                        ctx.failed = true;
+                    }
+                }
+                if ctx.writes >= WRITE_BATCH {
+                    return Ok(false);
+                }
+            }
+            match (read.more, read.items.last()) {
+                (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+                _ => return Ok(true),
+            }
+        }
+    }
+}
+
+fn set_rv(obj: &mut Value, rv: u64) {
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.insert("resourceVersion".into(), json!(rv.to_string()));
+    }
+}
+
+/// What the feed remembers of a SyncTarget.
+#[derive(Clone, Debug)]
+struct Known {
+    spec: Value,
+    deleting: bool,
+}
+
+/// The controller's [`InformerHandler`]: follows SyncTargets (queueing health and
+/// assignment work, moving heartbeat deadlines) and namespaces (queueing the assignment of
+/// a namespace a target's selector now matches).
+pub(crate) struct Feed {
+    registry: Arc<Registry>,
+    known: Mutex<HashMap<ClusterName, BTreeMap<String, Known>>>,
+}
+
+impl Feed {
+    pub(crate) fn new(registry: Arc<Registry>) -> Feed {
+        Feed {
+            registry,
+            known: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn known(&self) -> MutexGuard<'_, HashMap<ClusterName, BTreeMap<String, Known>>> {
+        self.known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn on_target(
+        &self,
+        cluster: ClusterName,
+        name: &str,
+        kv: &KeyValue,
+        deleted: bool,
+        replay: bool,
+    ) {
+        let work = Work::SyncTarget {
+            cluster: cluster.clone(),
+            name: name.to_string(),
+        };
+        let reg = &self.registry;
+        if deleted {
+            reg.controllers.timers.cancel(&work);
+            let mut known = self.known();
+            if let Some(m) = known.get_mut(&cluster) {
+                m.remove(name);
+                if m.is_empty() {
+                    known.remove(&cluster);
+                }
+            }
+            return;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
+            return;
+        };
+        let p = plan(&v, Utc::now());
+        if p.ready.is_some() || p.drain || (replay && p.stale) {
+            reg.enqueue(work.clone());
+        }
+        match p.recheck {
+            Some(at) => reg
+                .controllers
+                .timers
+                .schedule(work, instant_at(at) + SLACK),
+            None => reg.controllers.timers.cancel(&work),
+        }
+        let now = Known {
+            spec: v.get("spec").cloned().unwrap_or(Value::Null),
+            deleting: meta::is_deleting(&v),
+        };
+        let changed = {
+            let mut known = self.known();
+            let m = known.entry(cluster.clone()).or_default();
+            let changed = m.get(name).is_none_or(|k| k.spec != now.spec);
+            m.insert(name.to_string(), now.clone());
+            changed
+        };
+        if changed && !now.deleting {
+            reg.enqueue(Work::SyncAssign {
+                cluster,
+                name: name.to_string(),
+            });
+        }
+    }
+
+    fn on_namespace(&self, cluster: ClusterName, name: &str, kv: &KeyValue) {
+        let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
+            return;
+        };
+        if meta::is_deleting(&v) {
+            return;
+        }
+        let empty = Map::new();
+        let labels = v
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let selects = {
+            let known = self.known();
+            candidate_clusters(&cluster).iter().any(|c| {
+                known.get(c).into_iter().flatten().any(|(_, k)| {
+                    let t = json!({"spec": k.spec});
+                    // Only a selector can start matching an existing namespace.
+                    !k.deleting
+                        && k.spec
+                            .get("namespaceSelector")
+                            .is_some_and(|s| !s.is_null())
+                        && (*c == cluster || includes_descendants(&t))
+                        && crate::label_selector::selector_matches(
+                            &k.spec["namespaceSelector"],
+                            labels,
+                        ) == Some(true)
+                })
+            })
+        };
+        if selects {
+            self.registry.enqueue(Work::SyncAssignNamespace {
+                cluster,
+                namespace: name.to_string(),
+            });
+        }
+    }
+}
+
+impl InformerHandler for Feed {
+    fn on_resync(&self) {
+        self.known().clear();
+    }
+
+    fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
+        let resource = kv.key.resource.as_str();
+        if resource != SYNC_TARGET_RESOURCE && (resource != NAMESPACES || replay || deleted) {
+            return;
+        }
+        let Some(cluster) = stored_cluster(&kv.key) else {
+            return;
+        };
+        if resource == SYNC_TARGET_RESOURCE {
+            self.on_target(cluster, &kv.key.name, kv, deleted, replay);
+        } else {
+            self.on_namespace(cluster, &kv.key.name, kv);
+        }
+    }
+}
