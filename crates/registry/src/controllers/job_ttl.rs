@@ -152,3 +152,58 @@ impl InformerHandler for Feed {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_finished_job_expires_its_ttl_after_it_finished() {
+        let job = |ttl: Value, conds: Value| {
+            json!({"metadata": {"name": "j", "uid": "u"}, "spec": {"ttlSecondsAfterFinished": ttl},
+                   "status": {"completionTime": "2026-01-01T00:00:05Z", "conditions": conds}})
+        };
+        let complete = json!([{"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+                              {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:04Z"}]);
+        let t = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        assert_eq!(
+            expires_at(&job(json!(10), complete.clone())),
+            Some(t("2026-01-01T00:00:14Z"))
+        );
+        assert_eq!(
+            expires_at(&job(json!(0), complete.clone())),
+            Some(t("2026-01-01T00:00:04Z"))
+        );
+        // Complete without a transition time: the completion time.
+        let bare = json!([{"type": "Complete", "status": "True"}]);
+        assert_eq!(
+            expires_at(&job(json!(1), bare)),
+            Some(t("2026-01-01T00:00:06Z"))
+        );
+        let failed = json!([{"type": "Failed", "status": "True", "lastTransitionTime": "2026-01-01T00:01:00Z"}]);
+        assert_eq!(
+            expires_at(&job(json!(1), failed)),
+            Some(t("2026-01-01T00:01:01Z"))
+        );
+        // Failed without a time, not finished, no TTL, being deleted: never.
+        assert_eq!(
+            expires_at(&job(
+                json!(1),
+                json!([{"type": "Failed", "status": "True"}])
+            )),
+            None
+        );
+        assert_eq!(
+            expires_at(&job(
+                json!(1),
+                json!([{"type": "Complete", "status": "False", "lastTransitionTime": "2026-01-01T00:00:04Z"}])
+            )),
+            None
+        );
+        assert_eq!(expires_at(&job(Value::Null, complete.clone())), None);
+        let mut deleting = job(json!(1), complete);
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:09Z");
+        assert_eq!(expires_at(&deleting), None);
+    }
+}

@@ -942,3 +942,157 @@ impl InformerHandler for Feed {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn target(status: Value) -> Value {
+        json!({"metadata": {"name": "east", "creationTimestamp": "2026-01-01T00:00:00Z",
+                            "finalizers": [DRAIN_FINALIZER]},
+               "spec": {"heartbeatTimeoutSeconds": 2}, "status": status})
+    }
+
+    /// Before the first heartbeat Ready is Unknown, for one timeout after creation; then
+    /// False. A heartbeat is fresh for one timeout, then overdue.
+    #[test]
+    fn health_follows_the_heartbeat() {
+        let t = target(json!({}));
+        let created = at("2026-01-01T00:00:00Z");
+        let s = chrono::Duration::seconds(1);
+        assert_eq!(
+            health(&t, created + s),
+            Health::Awaiting {
+                until: created + s * 2
+            }
+        );
+        assert_eq!(
+            health(&t, created + s * 2),
+            Health::Awaiting {
+                until: created + s * 2
+            }
+        );
+        let late = health(&t, created + s * 3);
+        assert_eq!(
+            late,
+            Health::TimedOut {
+                last: None,
+                since: created
+            }
+        );
+        let p = plan(&t, created + s);
+        assert_eq!(p.ready.as_ref().unwrap().reason, "NoHeartbeat");
+        assert_eq!(p.recheck, Some(created + s * 2));
+        assert!(!p.stale && !p.drain);
+        let p = plan(&t, created + s * 3);
+        assert_eq!(p.ready.as_ref().unwrap().status, "False");
+        assert!(p.stale && p.recheck.is_none());
+
+        let beat = at("2026-01-01T01:00:00Z");
+        let t = target(json!({"lastHeartbeatTime": "2026-01-01T01:00:00Z",
+            "conditions": [{"type": "Ready", "status": "True", "reason": "HeartbeatReceived"}]}));
+        let p = plan(&t, beat + s);
+        assert_eq!(
+            p,
+            Plan {
+                ready: None,
+                drain: false,
+                stale: false,
+                recheck: Some(beat + s * 2)
+            }
+        );
+        let p = plan(&t, beat + s * 3);
+        let ready = p.ready.unwrap();
+        assert_eq!((ready.status, ready.reason), ("False", "HeartbeatTimeout"));
+        assert!(
+            ready.message.contains("2026-01-01T01:00:00Z"),
+            "{}",
+            ready.message
+        );
+        assert!(p.stale);
+        // Already written: nothing more to write, still stale.
+        let mut written = t.clone();
+        set_condition(
+            &mut written,
+            &wanted_ready(&health(&t, beat + s * 3), chrono::Duration::seconds(2)).unwrap(),
+            "2026-01-01T01:00:03Z",
+            false,
+        );
+        let p = plan(&written, beat + s * 3);
+        assert!(p.ready.is_none() && p.stale);
+        let stale = stale_condition("root/east", &health(&t, beat + s * 3));
+        assert_eq!(
+            stale.message,
+            "status is stale: SyncTarget root/east last heartbeat at 2026-01-01T01:00:00Z"
+        );
+    }
+
+    /// A target being deleted drains once its syncer reported Drained, or when it has no
+    /// live syncer; a live one is waited for until its heartbeat deadline.
+    #[test]
+    fn a_deleted_target_drains_without_a_live_syncer() {
+        let beat = at("2026-01-01T01:00:00Z");
+        let s = chrono::Duration::seconds(1);
+        let mut t = target(json!({"lastHeartbeatTime": "2026-01-01T01:00:00Z"}));
+        t["metadata"]["deletionTimestamp"] = json!("2026-01-01T01:00:00Z");
+        let p = plan(&t, beat + s);
+        assert!(!p.drain && !p.stale);
+        assert_eq!(p.recheck, Some(beat + s * 2));
+        assert!(plan(&t, beat + s * 3).drain);
+        assert!(
+            !plan(&t, beat + s * 3).stale,
+            "a deleted target drains instead"
+        );
+        t["status"]["conditions"] = json!([{"type": "Drained", "status": "True"}]);
+        assert!(plan(&t, beat + s).drain);
+        // Never heartbeated: drains at once.
+        let mut never = target(json!({}));
+        never["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:01Z");
+        assert!(plan(&never, at("2026-01-01T00:00:01Z")).drain);
+        // Without its finalizer there is nothing to hold.
+        never["metadata"]["finalizers"] = json!([]);
+        assert!(!plan(&never, at("2026-01-01T00:00:01Z")).drain);
+    }
+
+    #[test]
+    fn set_condition_keeps_the_transition_time_while_the_status_stays() {
+        let mut job = json!({"status": {"conditions": [
+            {"type": "Complete", "status": "True"},
+            {"type": "Synced", "status": "True", "reason": "Synced", "lastTransitionTime": "t0"}]}});
+        let c = stale_condition(
+            "root/east",
+            &Health::TimedOut {
+                last: None,
+                since: at("2026-01-01T00:00:00Z"),
+            },
+        );
+        set_condition(&mut job, &c, "t1", true);
+        let synced = &job["status"]["conditions"][1];
+        assert_eq!(synced["status"], "False");
+        assert_eq!(synced["lastTransitionTime"], "t1");
+        assert_eq!(synced["lastProbeTime"], "t1");
+        assert!(has_condition(&job, &c));
+        let d = deleted_condition("root/east");
+        assert!(!has_condition(&job, &d));
+        set_condition(&mut job, &d, "t2", true);
+        let synced = &job["status"]["conditions"][1];
+        assert_eq!(
+            (
+                synced["reason"].as_str(),
+                synced["lastTransitionTime"].as_str()
+            ),
+            (Some("SyncTargetDeleted"), Some("t1"))
+        );
+        assert_eq!(job["status"]["conditions"].as_array().unwrap().len(), 2);
+        let mut bare = json!({});
+        set_condition(&mut bare, &d, "t3", false);
+        assert_eq!(bare["status"]["conditions"][0]["type"], "Synced");
+        assert!(bare["status"]["conditions"][0]
+            .get("lastProbeTime")
+            .is_none());
+    }
+}
