@@ -9,29 +9,21 @@
 //! resource) in `spec.resources` (default: batch/v1 jobs), whose `spec.namespaceSelector`
 //! (absent: every namespace) matches the labels of the object's namespace, and that are not
 //! being deleted. The first one wins; an object is assigned to at most one target.
-//! Also the names the sync path shares: annotation, finalizers, condition types.
+//! The names the sync path shares (annotation, finalizers) are the SyncTarget strategy's,
+//! re-exported here with the condition type objects get.
 
 use kplane_types::ClusterName;
 use serde_json::{Map, Value};
 
-use crate::label_selector::selector_matches;
-use crate::meta;
+pub use crate::strategies::sync_target::{
+    SyncedResource, TargetSpec, DRAIN_FINALIZER, SYNCER_FINALIZER, SYNC_GROUP,
+    SYNC_TARGET_RESOURCE, TARGET_ANNOTATION,
+};
 
-/// The storage resource of SyncTargets (`sync.kplane.io/v1alpha1`, cluster-scoped).
-pub const SYNC_TARGET_RESOURCE: &str = "sync.kplane.io/synctargets";
-/// The API group of SyncTargets.
-pub const SYNC_GROUP: &str = "sync.kplane.io";
 /// The served version of SyncTargets.
 pub const SYNC_VERSION: &str = "v1alpha1";
 /// The plural of SyncTargets.
 pub const SYNC_TARGETS: &str = "synctargets";
-/// The annotation naming the target an object is assigned to: `<cluster>/<target>`.
-pub const TARGET_ANNOTATION: &str = "sync.kplane.io/target";
-/// The finalizer on an assigned object, released when its host copy is gone (or its
-/// target is drained).
-pub const SYNCER_FINALIZER: &str = "sync.kplane.io/syncer";
-/// The finalizer on a SyncTarget, released once its objects are drained.
-pub const DRAIN_FINALIZER: &str = "sync.kplane.io/drain";
 /// The condition type on an assigned object's status saying whether it is synced.
 pub const SYNCED_CONDITION: &str = "Synced";
 
@@ -56,47 +48,14 @@ pub fn assigned_to(obj: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-/// One synced resource of a target's `spec.resources`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SyncedResource {
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-}
-
 /// `spec.resources` of a SyncTarget, defaulted to batch/v1 jobs when absent or empty.
 pub fn synced_resources(target: &Value) -> Vec<SyncedResource> {
-    let listed: Vec<SyncedResource> = target
-        .pointer("/spec/resources")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|r| {
-            let s = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
-            Some(SyncedResource {
-                group: s("group").unwrap_or_default(),
-                version: s("version")?,
-                resource: s("resource")?,
-            })
-        })
-        .collect();
-    if listed.is_empty() {
-        vec![SyncedResource {
-            group: "batch".into(),
-            version: "v1".into(),
-            resource: "jobs".into(),
-        }]
-    } else {
-        listed
-    }
+    TargetSpec::of(target).resources
 }
 
 /// Whether the SyncTarget sends descendant workspaces' objects too.
 pub fn includes_descendants(target: &Value) -> bool {
-    target
-        .pointer("/spec/includeDescendants")
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
+    TargetSpec::of(target).include_descendants
 }
 
 /// Whether `target` (stored in `target_cluster`) applies to an object of `resource` in
@@ -109,22 +68,17 @@ pub fn applies(
     resource: &SyncedResource,
     ns_labels: &Map<String, Value>,
 ) -> bool {
-    if meta::is_deleting(target) {
+    let spec = TargetSpec::of(target);
+    if spec.deleting {
         return false;
     }
     if target_cluster != object_cluster
-        && !(object_cluster.is_within(target_cluster) && includes_descendants(target))
+        && !(object_cluster.is_within(target_cluster) && spec.include_descendants)
     {
         return false;
     }
-    if !synced_resources(target).contains(resource) {
-        return false;
-    }
-    match target.pointer("/spec/namespaceSelector") {
-        None | Some(Value::Null) => true,
-        // A selector that does not convert selects nothing.
-        Some(sel) => selector_matches(sel, ns_labels).unwrap_or(false),
-    }
+    spec.syncs(&resource.group, &resource.version, &resource.resource)
+        && spec.selects_namespace(ns_labels)
 }
 
 /// The clusters whose SyncTargets may apply to an object of `cluster`, nearest first: the

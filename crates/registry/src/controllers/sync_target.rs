@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use kplane_storage::{Clusters, Key, KeyValue, ListOptions, Prefix};
 use kplane_types::{ClusterName, UserInfo};
 use serde_json::{json, Map, Value};
@@ -97,27 +97,32 @@ pub(crate) fn heartbeat_timeout(target: &Value) -> chrono::Duration {
     chrono::Duration::seconds(secs)
 }
 
-/// The target's health at `now`.
+/// The target's health at `now`. Times are written in whole seconds (the syncer's
+/// heartbeat, the creation time): a heartbeat is overdue when `now`, in whole seconds,
+/// is more than the timeout after it, so it is never judged older than it is.
 pub(crate) fn health(target: &Value, now: DateTime<Utc>) -> Health {
     let timeout = heartbeat_timeout(target);
+    let now = now.trunc_subsecs(0);
+    // The first whole second at which a time `t` is overdue.
+    let overdue = |t: DateTime<Utc>| t + timeout + chrono::Duration::seconds(1);
     match time_at(target, "/status/lastHeartbeatTime") {
-        Some(last) if now - last > timeout => Health::TimedOut {
+        Some(last) if now >= overdue(last) => Health::TimedOut {
             last: Some(last),
             since: last,
         },
         Some(last) => Health::Fresh {
-            until: last + timeout,
+            until: overdue(last),
         },
         None => {
             let created = time_at(target, "/metadata/creationTimestamp").unwrap_or(now);
-            if now - created > timeout {
+            if now >= overdue(created) {
                 Health::TimedOut {
                     last: None,
                     since: created,
                 }
             } else {
                 Health::Awaiting {
-                    until: created + timeout,
+                    until: overdue(created),
                 }
             }
         }
@@ -964,18 +969,13 @@ mod tests {
         let t = target(json!({}));
         let created = at("2026-01-01T00:00:00Z");
         let s = chrono::Duration::seconds(1);
-        assert_eq!(
-            health(&t, created + s),
-            Health::Awaiting {
-                until: created + s * 2
-            }
-        );
-        assert_eq!(
-            health(&t, created + s * 2),
-            Health::Awaiting {
-                until: created + s * 2
-            }
-        );
+        let ms = chrono::Duration::milliseconds(1);
+        let awaiting = Health::Awaiting {
+            until: created + s * 3,
+        };
+        assert_eq!(health(&t, created + s), awaiting);
+        // Whole seconds: 2.999 s after a time written as ...:00 may be 2 s after it.
+        assert_eq!(health(&t, created + s * 3 - ms), awaiting);
         let late = health(&t, created + s * 3);
         assert_eq!(
             late,
@@ -984,10 +984,17 @@ mod tests {
                 since: created
             }
         );
-        let p = plan(&t, created + s);
-        assert_eq!(p.ready.as_ref().unwrap().reason, "NoHeartbeat");
-        assert_eq!(p.recheck, Some(created + s * 2));
+        let created_form = target(json!({"conditions": [
+            {"type": "Ready", "status": "Unknown", "reason": "NoHeartbeat"}]}));
+        let p = plan(&created_form, created + s);
+        assert_eq!(p.ready, None, "Unknown NoHeartbeat is written on create");
+        assert_eq!(p.recheck, Some(created + s * 3));
         assert!(!p.stale && !p.drain);
+        let p = plan(
+            &json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}}),
+            created + s,
+        );
+        assert_eq!(p.ready.as_ref().unwrap().reason, "NoHeartbeat");
         let p = plan(&t, created + s * 3);
         assert_eq!(p.ready.as_ref().unwrap().status, "False");
         assert!(p.stale && p.recheck.is_none());
@@ -1002,7 +1009,7 @@ mod tests {
                 ready: None,
                 drain: false,
                 stale: false,
-                recheck: Some(beat + s * 2)
+                recheck: Some(beat + s * 3)
             }
         );
         let p = plan(&t, beat + s * 3);
@@ -1041,7 +1048,7 @@ mod tests {
         t["metadata"]["deletionTimestamp"] = json!("2026-01-01T01:00:00Z");
         let p = plan(&t, beat + s);
         assert!(!p.drain && !p.stale);
-        assert_eq!(p.recheck, Some(beat + s * 2));
+        assert_eq!(p.recheck, Some(beat + s * 3));
         assert!(plan(&t, beat + s * 3).drain);
         assert!(
             !plan(&t, beat + s * 3).stale,
@@ -1094,5 +1101,350 @@ mod tests {
         assert!(bare["status"]["conditions"][0]
             .get("lastProbeTime")
             .is_none());
+    }
+
+    use crate::catalog::{builtin, Catalog};
+    use crate::testing::{create_all, target as target_of};
+    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_types::ClusterScope;
+
+    /// A registry with its controllers running; dropping it stops them.
+    struct Running {
+        reg: Arc<Registry>,
+        storage: Arc<dyn Storage>,
+        _controllers: super::super::Controllers,
+        _shutdown: tokio::sync::watch::Sender<bool>,
+        _dir: tempfile::TempDir,
+    }
+
+    async fn running() -> Running {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (tx, shutdown) = tokio::sync::watch::channel(false);
+        let (reg, queue) = Registry::with_admission(
+            storage.clone(),
+            catalog,
+            String::new(),
+            shutdown,
+            crate::admission::Admission::recommended(),
+        );
+        reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+        let controllers = super::super::start(&reg, queue, Duration::from_secs(3600));
+        Running {
+            reg,
+            storage,
+            _controllers: controllers,
+            _shutdown: tx,
+            _dir: dir,
+        }
+    }
+
+    fn job(name: &str) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+               "spec": {"template": {"spec": {"restartPolicy": "Never",
+                   "containers": [{"name": "c", "image": "busybox"}]}}}})
+    }
+
+    fn sync_target_t(reg: &Registry, cluster: &ClusterName) -> Target {
+        let rt = reg
+            .builtin_catalog()
+            .get(SYNC_GROUP, SYNC_VERSION, SYNC_TARGETS)
+            .unwrap()
+            .clone();
+        Target::new(cluster, rt, None)
+    }
+
+    fn in_cluster(mut t: Target, cluster: &ClusterName) -> Target {
+        t.cluster = ClusterScope::One(cluster.clone());
+        t
+    }
+
+    async fn create_ns(reg: &Registry, cluster: &ClusterName, name: &str, labels: Value) {
+        let t = in_cluster(target_of(reg, "", "namespaces", None), cluster);
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": name, "labels": labels}});
+        reg.create(&t, ns, &WriteParams::default()).await.unwrap();
+    }
+
+    /// Every stored Job of `cluster`/`ns`, decoded.
+    async fn jobs_of(reg: &Registry, cluster: &ClusterName, ns: &str) -> Vec<Value> {
+        let prefix = Prefix {
+            cluster: Clusters::One(cluster.as_str().into()),
+            resource: Some("batch/jobs".into()),
+            namespace: Some(ns.into()),
+        };
+        reg.storage
+            .list(&prefix, &Default::default(), None)
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|kv| serde_json::from_slice(&kv.value).unwrap())
+            .collect()
+    }
+
+    async fn stored_target(reg: &Registry, cluster: &ClusterName, name: &str) -> Option<Value> {
+        let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
+        reg.read_json(&key).await.unwrap().map(|(_, v)| v)
+    }
+
+    /// Polls `f` until it holds (30 s at most: a hung controller fails the test).
+    async fn until<F, Fut>(what: &str, mut f: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !f().await {
+            assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn synced_reason(job: &Value) -> Option<&str> {
+        condition(job, SYNCED_CONDITION)
+            .filter(|c| c["status"] == "False")
+            .and_then(|c| c["reason"].as_str())
+    }
+
+    fn holds_syncer(job: &Value) -> bool {
+        meta::finalizers(job).iter().any(|f| f == SYNCER_FINALIZER)
+    }
+
+    /// 1,201 Jobs (more than a page and a write batch) that predate their SyncTarget are
+    /// assigned to it; without a heartbeat its Ready turns False and every Job gets
+    /// Synced=False SyncerHeartbeatTimeout; a heartbeat makes it Ready again (and kplane
+    /// leaves it so); deleted while the syncer is live, it waits for the heartbeat to time
+    /// out, then every Job gets Synced=False SyncTargetDeleted and loses the annotation and
+    /// the syncer finalizer, and the target goes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_target_assigns_times_out_and_drains_its_jobs() {
+        let r = running().await;
+        let reg = &r.reg;
+        let root = ClusterName::root();
+        create_ns(reg, &root, "d", json!({})).await;
+        let jobs_t = target_of(reg, "batch", "jobs", Some("d"));
+        let n = 1201;
+        assert!(n > PAGE && n > WRITE_BATCH);
+        create_all(
+            reg,
+            &jobs_t,
+            (0..n).map(|i| job(&format!("j-{i:04}"))).collect(),
+        )
+        .await;
+        let w = WriteParams::default();
+        let st = sync_target_t(reg, &root);
+        let east = json!({"apiVersion": "sync.kplane.io/v1alpha1", "kind": "SyncTarget",
+                          "metadata": {"name": "east"}, "spec": {"heartbeatTimeoutSeconds": 1}});
+        reg.create(&st, east, &w).await.unwrap();
+        until("every Job assigned", || async {
+            jobs_of(reg, &root, "d")
+                .await
+                .iter()
+                .all(|j| assigned_to(j) == Some("root/east") && holds_syncer(j))
+        })
+        .await;
+        until("Ready=False and every Job stale", || async {
+            let t = stored_target(reg, &root, "east").await.unwrap();
+            let ready = condition(&t, "Ready").cloned().unwrap_or_default();
+            ready["status"] == "False"
+                && ready["reason"] == "HeartbeatTimeout"
+                && jobs_of(reg, &root, "d")
+                    .await
+                    .iter()
+                    .all(|j| synced_reason(j) == Some("SyncerHeartbeatTimeout"))
+        })
+        .await;
+        let j = &jobs_of(reg, &root, "d").await[0];
+        let msg = condition(j, SYNCED_CONDITION).unwrap()["message"]
+            .as_str()
+            .unwrap();
+        assert!(
+            msg.starts_with("status is stale: SyncTarget root/east has had no heartbeat"),
+            "{msg}"
+        );
+
+        // A heartbeat (as the syncer writes it): Ready=True, which kplane leaves alone
+        // while it is fresh. Kept fresh by a writer until the target is deleted.
+        let beat = |reg: Arc<Registry>| async move {
+            let st = sync_target_t(&reg, &ClusterName::root());
+            let mut t = stored_target(&reg, &ClusterName::root(), "east")
+                .await
+                .unwrap();
+            let now = meta::now_time();
+            t["status"]["lastHeartbeatTime"] = json!(now);
+            t["status"]["conditions"] = json!([{"type": "Ready", "status": "True",
+                "reason": "HeartbeatReceived", "message": "", "lastTransitionTime": now}]);
+            let _ = reg
+                .update(&st, "east", Some("status"), t, &WriteParams::default())
+                .await;
+        };
+        // Two seconds while heartbeats must keep it fresh on a busy machine.
+        reg.patch(
+            &st,
+            "east",
+            None,
+            crate::patch::PatchType::Merge,
+            crate::patch::Document::new(json!({"spec": {"heartbeatTimeoutSeconds": 2}})),
+            &w,
+        )
+        .await
+        .unwrap();
+        beat(reg.clone()).await;
+        let ready = condition(&stored_target(reg, &root, "east").await.unwrap(), "Ready")
+            .unwrap()
+            .clone();
+        assert_eq!(ready["status"], "True", "{ready}");
+        let beating = {
+            let reg = reg.clone();
+            tokio::spawn(async move {
+                loop {
+                    beat(reg.clone()).await;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let ready = condition(&stored_target(reg, &root, "east").await.unwrap(), "Ready")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            ready["status"], "True",
+            "fresh heartbeats keep it Ready: {ready}"
+        );
+
+        // Deleted with a live syncer: held until the syncer stops.
+        reg.delete(&st, "east", &Default::default()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(stored_target(reg, &root, "east").await.is_some());
+        assert!(jobs_of(reg, &root, "d")
+            .await
+            .iter()
+            .all(|j| assigned_to(j).is_some()));
+        beating.abort();
+        until("the target drained and gone", || async {
+            stored_target(reg, &root, "east").await.is_none()
+        })
+        .await;
+        let jobs = jobs_of(reg, &root, "d").await;
+        assert_eq!(jobs.len(), n);
+        for j in &jobs {
+            assert_eq!(assigned_to(j), None, "{j}");
+            assert!(!holds_syncer(j), "{j}");
+            assert_eq!(synced_reason(j), Some("SyncTargetDeleted"), "{j}");
+        }
+        r.storage.shutdown().await.unwrap();
+    }
+
+    /// The rule decides among targets: a namespace selector, the nearest cluster, a
+    /// parent's target that includes descendants. An unassigned Job is assigned when its
+    /// namespace's labels change so that a selector matches; a target without a syncer
+    /// deleted at once releases its Jobs (and a Job being deleted is let go).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn assignment_follows_selectors_scopes_and_namespace_labels() {
+        let r = running().await;
+        let reg = &r.reg;
+        let w = WriteParams::default();
+        let root = ClusterName::root();
+        let child = ClusterName::parse("root:team").unwrap();
+        reg.ensure_cluster(&child).await.unwrap();
+        create_ns(reg, &root, "gpu", json!({"gpu": "yes"})).await;
+        create_ns(reg, &root, "plain", json!({})).await;
+        create_ns(reg, &child, "c", json!({})).await;
+        let jobs_in = |cluster: &ClusterName, ns: &str| {
+            in_cluster(target_of(reg, "batch", "jobs", Some(ns)), cluster)
+        };
+        for (cluster, ns) in [(&root, "gpu"), (&root, "plain"), (&child, "c")] {
+            reg.create(&jobs_in(cluster, ns), job("j"), &w)
+                .await
+                .unwrap();
+        }
+        let st = |c: &ClusterName| sync_target_t(reg, c);
+        let spec = |name: &str, spec: Value| {
+            json!({"apiVersion": "sync.kplane.io/v1alpha1", "kind": "SyncTarget",
+                   "metadata": {"name": name}, "spec": spec})
+        };
+        reg.create(
+            &st(&root),
+            spec(
+                "gpus",
+                json!({"namespaceSelector": {"matchLabels": {"gpu": "yes"}}}),
+            ),
+            &w,
+        )
+        .await
+        .unwrap();
+        reg.create(&st(&root), spec("wide", json!({"includeDescendants": true, "namespaceSelector": {"matchLabels": {"team": "x"}}})), &w)
+            .await
+            .unwrap();
+        let one = |cluster: ClusterName, ns: &'static str| {
+            let reg = reg.clone();
+            async move { jobs_of(&reg, &cluster, ns).await.remove(0) }
+        };
+        until("the gpu Job assigned", || async {
+            assigned_to(&one(root.clone(), "gpu").await) == Some("root/gpus")
+        })
+        .await;
+        assert_eq!(assigned_to(&one(root.clone(), "plain").await), None);
+        assert_eq!(assigned_to(&one(child.clone(), "c").await), None);
+
+        // Labels that now match: the child's namespace goes to the parent's wide target.
+        let nst = in_cluster(target_of(reg, "", "namespaces", None), &child);
+        reg.patch(
+            &nst,
+            "c",
+            None,
+            crate::patch::PatchType::Merge,
+            crate::patch::Document::new(json!({"metadata": {"labels": {"team": "x"}}})),
+            &w,
+        )
+        .await
+        .unwrap();
+        until(
+            "the child's Job assigned to the parent's target",
+            || async { assigned_to(&one(child.clone(), "c").await) == Some("root/wide") },
+        )
+        .await;
+        // An unassigned Job, then a target of the child itself: the new target is the
+        // nearest for it; the Job already assigned stays where it is.
+        reg.create(&jobs_in(&child, "c"), job("k"), &w)
+            .await
+            .unwrap();
+        reg.create(&st(&child), spec("near", json!({})), &w)
+            .await
+            .unwrap();
+        until("the new Job assigned to the nearest target", || async {
+            jobs_of(reg, &child, "c")
+                .await
+                .iter()
+                .any(|j| j["metadata"]["name"] == "k" && assigned_to(j) == Some("root:team/near"))
+        })
+        .await;
+        assert_eq!(
+            assigned_to(&one(child.clone(), "c").await),
+            Some("root/wide")
+        );
+
+        // A Job being deleted waits for the syncer's finalizer; deleting its target
+        // (never heartbeated) releases it, and it goes.
+        let gpu_jobs = jobs_in(&root, "gpu");
+        reg.delete(&gpu_jobs, "j", &Default::default())
+            .await
+            .unwrap();
+        assert!(!jobs_of(reg, &root, "gpu").await.is_empty());
+        reg.delete(&st(&root), "gpus", &Default::default())
+            .await
+            .unwrap();
+        until("the released Job gone", || async {
+            jobs_of(reg, &root, "gpu").await.is_empty()
+        })
+        .await;
+        until("the target gone", || async {
+            stored_target(reg, &root, "gpus").await.is_none()
+        })
+        .await;
+        r.storage.shutdown().await.unwrap();
     }
 }
