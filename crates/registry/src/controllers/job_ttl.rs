@@ -206,4 +206,68 @@ mod tests {
         deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:09Z");
         assert_eq!(expires_at(&deleting), None);
     }
+
+    /// A Job whose TTL passed after it completed is deleted (in the foreground: the
+    /// garbage collector lets it go); one with a long TTL and one not finished stay.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn finished_jobs_go_after_their_ttl() {
+        use crate::catalog::{builtin, Catalog};
+        use crate::options::WriteParams;
+        use crate::testing::{create_namespace, target};
+        use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+        use std::time::Duration;
+
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, queue) = Registry::new(storage.clone(), catalog, String::new(), shutdown);
+        reg.ensure_cluster(&kplane_types::ClusterName::root())
+            .await
+            .unwrap();
+        let controllers = super::super::start(&reg, queue, Duration::from_secs(3600));
+        create_namespace(&reg, "d").await;
+        let t = target(&reg, "batch", "jobs", Some("d"));
+        let w = WriteParams::default();
+        for (name, ttl) in [("short", 1), ("long", 3600), ("running", 0)] {
+            let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": name},
+                "spec": {"ttlSecondsAfterFinished": ttl, "template": {"spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}});
+            reg.create(&t, job, &w).await.unwrap();
+        }
+        let now = meta::now_time();
+        for name in ["short", "long"] {
+            let kv = reg.get_stored(&t, name).await.unwrap().unwrap();
+            let mut job: Value = serde_json::from_slice(&kv.value).unwrap();
+            job["status"] = json!({"startTime": now, "completionTime": now, "succeeded": 1,
+                "conditions": [
+                    {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
+                    {"type": "Complete", "status": "True", "lastTransitionTime": now}]});
+            reg.update(&t, name, Some("status"), job, &w).await.unwrap();
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while reg.get_stored(&t, "short").await.unwrap().is_some() {
+            assert!(tokio::time::Instant::now() < deadline, "never deleted");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(reg.get_stored(&t, "long").await.unwrap().is_some());
+        assert!(reg.get_stored(&t, "running").await.unwrap().is_some());
+        let long = Work::JobTtl(ObjRef {
+            cluster: kplane_types::ClusterName::root(),
+            resource: JOBS.into(),
+            namespace: "d".into(),
+            name: "long".into(),
+        });
+        assert!(reg.controllers.timers.deadline(&long).is_some());
+        // Deleted otherwise: its deadline goes.
+        reg.delete(&t, "long", &Default::default()).await.unwrap();
+        while reg.controllers.timers.deadline(&long).is_some() {
+            assert!(tokio::time::Instant::now() < deadline, "deadline kept");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop(controllers);
+        storage.shutdown().await.unwrap();
+    }
 }
