@@ -20,6 +20,7 @@ mod rbac_users;
 mod sa_tokens;
 mod shutdown;
 mod ssa;
+mod sync_controllers;
 mod templates;
 mod wildcard;
 mod workspace_lifecycle;
