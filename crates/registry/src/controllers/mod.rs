@@ -380,9 +380,9 @@ impl Drop for Controllers {
 
 /// Starts the controllers over `registry`: the worker of its queue (`queue`, from
 /// [`Registry::new`]), the shared informer feeding the garbage collector, the root-CA
-/// publisher, the RBAC cache, the ClusterRole aggregation controller, the SyncTarget and
-/// Job TTL controllers (with the task of their timers), the Event sweeper for `event_ttl`,
-/// and the resumption of unfinished work.
+/// publisher, the RBAC and SyncTarget caches, the ClusterRole aggregation controller, the
+/// SyncTarget and Job TTL controllers (with the task of their timers), the Event sweeper
+/// for `event_ttl`, and the resumption of unfinished work.
 pub fn start(
     registry: &Arc<Registry>,
     queue: UnboundedReceiver<Work>,
@@ -394,6 +394,9 @@ pub fn start(
         .with(Arc::new(publisher))
         .with(Arc::new(crate::rbac::cache::Invalidator(
             registry.rbac_cache().clone(),
+        )))
+        .with(Arc::new(crate::sync_targets::Invalidator(
+            registry.sync_target_cache().clone(),
         )))
         // After the invalidator: a sync it queues compiles the changed roles.
         .with(Arc::new(cr_aggregation::Feed(registry.clone())))

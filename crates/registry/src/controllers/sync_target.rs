@@ -41,7 +41,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 use crate::sync_assignment::{
     applies, assigned_to, candidate_clusters, first_applicable, includes_descendants,
-    synced_resources, target_ref, SyncedResource, DRAIN_FINALIZER, SYNCED_CONDITION,
+    synced_resources, target_ref, SyncedResource, TargetSpec, DRAIN_FINALIZER, SYNCED_CONDITION,
     SYNCER_FINALIZER, SYNC_GROUP, SYNC_TARGETS, SYNC_TARGET_RESOURCE, SYNC_VERSION,
     TARGET_ANNOTATION,
 };
@@ -349,10 +349,9 @@ fn storage_resource(reg: &Registry, r: &SyncedResource) -> String {
         .unwrap_or_else(|| format!("{}/{}", r.group, r.resource))
 }
 
-/// Caches of one assignment run: the SyncTargets and namespace labels it read.
+/// What one assignment run read (namespace labels) and did.
 #[derive(Default)]
 struct AssignCtx {
-    targets: HashMap<ClusterName, Vec<(String, Value)>>,
     labels: HashMap<(ClusterName, String), Map<String, Value>>,
     writes: usize,
     failed: bool,
@@ -630,13 +629,11 @@ impl Registry {
     ) -> ApiResult<bool> {
         let mut ctx = AssignCtx::default();
         let labels = self.ns_labels(&mut ctx, cluster, namespace).await?;
-        let mut resources = Vec::new();
-        for c in candidate_clusters(cluster) {
-            for (_, t) in self.targets_of(&mut ctx, &c).await? {
-                for r in synced_resources(&t) {
-                    if !resources.contains(&r) && applies(&t, &c, cluster, &r, &labels) {
-                        resources.push(r);
-                    }
+        let mut resources: Vec<SyncedResource> = Vec::new();
+        for t in self.effective_sync_targets(cluster).await?.iter() {
+            for r in &t.spec.resources {
+                if !resources.contains(r) && applies(t, &r.group, &r.resource, true, &labels) {
+                    resources.push(r.clone());
                 }
             }
         }
@@ -651,32 +648,6 @@ impl Registry {
             }
         }
         Ok(!ctx.failed)
-    }
-
-    /// The SyncTargets of `cluster` in name order (read once per run).
-    async fn targets_of(
-        &self,
-        ctx: &mut AssignCtx,
-        cluster: &ClusterName,
-    ) -> ApiResult<Vec<(String, Value)>> {
-        if let Some(t) = ctx.targets.get(cluster) {
-            return Ok(t.clone());
-        }
-        let read = self
-            .storage
-            .list(
-                &Prefix::resource(cluster.as_str(), SYNC_TARGET_RESOURCE),
-                &Default::default(),
-                None,
-            )
-            .await?;
-        let list: Vec<(String, Value)> = read
-            .items
-            .iter()
-            .filter_map(|kv| Some((kv.key.name.clone(), serde_json::from_slice(&kv.value).ok()?)))
-            .collect();
-        ctx.targets.insert(cluster.clone(), list.clone());
-        Ok(list)
     }
 
     /// The labels of namespace `ns` of `cluster` (empty for cluster-scoped objects).
@@ -738,22 +709,18 @@ impl Registry {
                 let Some(oc) = stored_cluster(&kv.key) else {
                     continue;
                 };
-                let labels = self.ns_labels(ctx, &oc, &kv.key.namespace).await?;
-                let mut by_cluster: BTreeMap<ClusterName, Vec<(String, Value)>> = BTreeMap::new();
-                for c in candidate_clusters(&oc) {
-                    let list = self.targets_of(ctx, &c).await?;
-                    by_cluster.insert(c, list);
-                }
-                let Some(want) = first_applicable(&oc, r, &labels, |c| {
-                    by_cluster
-                        .get(c)
-                        .into_iter()
-                        .flatten()
-                        .map(|(n, v)| (n.as_str(), v))
-                }) else {
+                let Some(rt) = self.synced_rt(&oc, r).await else {
                     continue;
                 };
-                let Some(rt) = self.synced_rt(&oc, r).await else {
+                let effective = self.effective_sync_targets(&oc).await?;
+                if effective.is_empty() {
+                    continue;
+                }
+                let labels = self.ns_labels(ctx, &oc, &kv.key.namespace).await?;
+                let Some(want) =
+                    first_applicable(&effective, &rt.group, &rt.plural, rt.namespaced, &labels)
+                        .map(|t| t.reference())
+                else {
                     continue;
                 };
                 let m = meta::meta_mut(&mut obj)?;
@@ -805,7 +772,7 @@ fn set_rv(obj: &mut Value, rv: u64) {
 /// What the feed remembers of a SyncTarget.
 #[derive(Clone, Debug)]
 struct Known {
-    spec: Value,
+    spec: TargetSpec,
     deleting: bool,
 }
 
@@ -870,7 +837,7 @@ impl Feed {
             None => reg.controllers.timers.cancel(&work),
         }
         let now = Known {
-            spec: v.get("spec").cloned().unwrap_or(Value::Null),
+            spec: TargetSpec::of(&v),
             deleting: meta::is_deleting(&v),
         };
         let changed = {
@@ -904,17 +871,11 @@ impl Feed {
             let known = self.known();
             candidate_clusters(&cluster).iter().any(|c| {
                 known.get(c).into_iter().flatten().any(|(_, k)| {
-                    let t = json!({"spec": k.spec});
                     // Only a selector can start matching an existing namespace.
                     !k.deleting
-                        && k.spec
-                            .get("namespaceSelector")
-                            .is_some_and(|s| !s.is_null())
-                        && (*c == cluster || includes_descendants(&t))
-                        && crate::label_selector::selector_matches(
-                            &k.spec["namespaceSelector"],
-                            labels,
-                        ) == Some(true)
+                        && k.spec.namespace_selector.is_some()
+                        && (*c == cluster || k.spec.include_descendants)
+                        && k.spec.selects_namespace(labels)
                 })
             })
         };
@@ -1407,19 +1368,19 @@ mod tests {
             || async { assigned_to(&one(child.clone(), "c").await) == Some("root/wide") },
         )
         .await;
-        // An unassigned Job, then a target of the child itself: the new target is the
-        // nearest for it; the Job already assigned stays where it is.
-        reg.create(&jobs_in(&child, "c"), job("k"), &w)
+        // An unassigned Job (its namespace matches no selector), then a target of the
+        // child itself: the new target is the nearest for it; the Job already assigned
+        // stays where it is.
+        create_ns(reg, &child, "c2", json!({})).await;
+        reg.create(&jobs_in(&child, "c2"), job("k"), &w)
             .await
             .unwrap();
+        assert_eq!(assigned_to(&one(child.clone(), "c2").await), None);
         reg.create(&st(&child), spec("near", json!({})), &w)
             .await
             .unwrap();
-        until("the new Job assigned to the nearest target", || async {
-            jobs_of(reg, &child, "c")
-                .await
-                .iter()
-                .any(|j| j["metadata"]["name"] == "k" && assigned_to(j) == Some("root:team/near"))
+        until("the Job assigned to the nearest target", || async {
+            assigned_to(&one(child.clone(), "c2").await) == Some("root:team/near")
         })
         .await;
         assert_eq!(

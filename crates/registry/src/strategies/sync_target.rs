@@ -8,13 +8,15 @@
 //! admission plugin's business (`admission::sync_assignment`), which reads the spec
 //! through [`TargetSpec`].
 
-use kplane_types::Cause;
+use kplane_types::{Cause, ClusterName};
 use serde_json::{json, Value};
 
 use super::super::catalog::ResourceType;
 use super::super::label_selector;
 use super::super::meta::{self, NameRule};
+use super::super::Registry;
 use super::TypeStrategy;
+use crate::error::ApiResult;
 
 /// The group of the sync API.
 pub const SYNC_GROUP: &str = "sync.kplane.io";
@@ -112,6 +114,39 @@ impl TypeStrategy for SyncTarget {
     fn deletes_in_bulk(&self) -> bool {
         false
     }
+
+    /// The assignment cache sees a new target at once.
+    async fn after_create(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
+        reg.sync_target_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
+
+    /// ... and a changed or deleted one (heartbeats leave it as it is).
+    async fn after_update(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+        _deleting: bool,
+    ) -> ApiResult<()> {
+        reg.sync_target_written(cluster, name).await;
+        Ok(())
+    }
+
+    async fn after_delete(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
+        reg.sync_target_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
 }
 
 /// One synced resource: (group, version, resource); group `""` is the core group.
@@ -177,6 +212,14 @@ impl TargetSpec {
         self.resources
             .iter()
             .any(|r| r.group == group && r.version == version && r.resource == resource)
+    }
+
+    /// Whether the target syncs `group/resource` in any version (an object created
+    /// through another version of a synced resource is the same object).
+    pub fn syncs_resource(&self, group: &str, resource: &str) -> bool {
+        self.resources
+            .iter()
+            .any(|r| r.group == group && r.resource == resource)
     }
 
     /// Whether the namespace with `labels` is selected (an unconvertible selector selects
