@@ -6,6 +6,7 @@ mod authn;
 mod clusters;
 mod crash;
 mod crds;
+mod deploy;
 mod docs;
 mod gc;
 mod kube_rs;
