@@ -22,6 +22,7 @@ mod sa_tokens;
 mod shutdown;
 mod ssa;
 mod sync_controllers;
+mod sync_target;
 mod templates;
 mod wildcard;
 mod workspace_lifecycle;
