@@ -338,7 +338,7 @@ pub(crate) fn validate_status(obj: &Value) -> Vec<Cause> {
         return causes;
     };
     if let Some(n) = status.get("syncedObjects").filter(|v| !v.is_null()) {
-        if !n.as_i64().is_some_and(|n| n >= 0) {
+        if n.as_i64().is_none_or(|n| n < 0) {
             causes.push(Cause::invalid(
                 "status.syncedObjects",
                 n,
