@@ -289,7 +289,12 @@ pub(crate) struct Plan {
 /// The plan for `target` at `now`.
 pub(crate) fn plan(target: &Value, now: DateTime<Utc>) -> Plan {
     let h = health(target, now);
-    let ready = wanted_ready(&h, heartbeat_timeout(target)).filter(|c| !has_condition(target, c));
+    // Before the first heartbeat is due, a Ready condition someone wrote stays (the
+    // strategy writes Unknown on create; kplane only fills it in when it is missing).
+    let awaiting = matches!(h, Health::Awaiting { .. });
+    let ready = wanted_ready(&h, heartbeat_timeout(target)).filter(|c| {
+        !has_condition(target, c) && !(awaiting && condition(target, "Ready").is_some())
+    });
     let deleting = meta::is_deleting(target);
     let holds = meta::finalizers(target)
         .iter()
@@ -951,6 +956,13 @@ mod tests {
         assert_eq!(p.ready, None, "Unknown NoHeartbeat is written on create");
         assert_eq!(p.recheck, Some(created + s * 3));
         assert!(!p.stale && !p.drain);
+        let claimed = target(json!({"conditions": [
+            {"type": "Ready", "status": "True", "reason": "HeartbeatReceived"}]}));
+        assert_eq!(plan(&claimed, created + s).ready, None);
+        assert_eq!(
+            plan(&claimed, created + s * 3).ready.unwrap().status,
+            "False"
+        );
         let p = plan(
             &json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}}),
             created + s,
