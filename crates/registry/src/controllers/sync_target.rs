@@ -1423,4 +1423,46 @@ mod tests {
         .await;
         r.storage.shutdown().await.unwrap();
     }
+
+    /// A target that includes descendants assigns the Jobs that predate it in a
+    /// grandchild workspace, marks them stale and drains them there.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_target_over_descendants_reaches_their_jobs() {
+        let r = running().await;
+        let reg = &r.reg;
+        let w = WriteParams::default();
+        let root = ClusterName::root();
+        let deep = ClusterName::parse("root:x:y").unwrap();
+        let sibling = ClusterName::parse("root:z").unwrap();
+        for c in [&ClusterName::parse("root:x").unwrap(), &deep, &sibling] {
+            reg.ensure_cluster(c).await.unwrap();
+            create_ns(reg, c, "d", json!({})).await;
+            let t = in_cluster(target_of(reg, "batch", "jobs", Some("d")), c);
+            reg.create(&t, job("j"), &w).await.unwrap();
+        }
+        let st = sync_target_t(reg, &ClusterName::parse("root:x").unwrap());
+        let all = json!({"apiVersion": "sync.kplane.io/v1alpha1", "kind": "SyncTarget",
+            "metadata": {"name": "all"},
+            "spec": {"includeDescendants": true, "heartbeatTimeoutSeconds": 1}});
+        reg.create(&st, all, &w).await.unwrap();
+        until("the grandchild's Job stale", || async {
+            let j = jobs_of(reg, &deep, "d").await.remove(0);
+            assigned_to(&j) == Some("root:x/all")
+                && synced_reason(&j) == Some("SyncerHeartbeatTimeout")
+        })
+        .await;
+        // Outside the subtree: untouched.
+        let other = jobs_of(reg, &sibling, "d").await.remove(0);
+        assert_eq!(assigned_to(&other), None);
+        assert!(jobs_of(reg, &root, "d").await.is_empty());
+        reg.delete(&st, "all", &Default::default()).await.unwrap();
+        until("the grandchild's Job released", || async {
+            let j = jobs_of(reg, &deep, "d").await.remove(0);
+            assigned_to(&j).is_none()
+                && !holds_syncer(&j)
+                && synced_reason(&j) == Some("SyncTargetDeleted")
+        })
+        .await;
+        r.storage.shutdown().await.unwrap();
+    }
 }
