@@ -112,6 +112,34 @@ fn kubectl_create_job_is_assigned_to_the_clusters_sync_target() -> Result<()> {
     ])?;
     let table = rows(&acme.ok(&["get", "synctargets", "--no-headers"])?);
     assert_eq!(table[0][..3], ["east", "True", "2"], "{table:?}");
+    // Conditions are a map keyed by type: another manager's condition joins Ready.
+    let drained = r#"apiVersion: sync.kplane.io/v1alpha1
+kind: SyncTarget
+metadata: {name: east}
+status:
+  conditions:
+  - {type: Drained, status: "False", reason: NotDeleted, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}
+"#;
+    let out = acme.run_stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--subresource=status",
+            "--field-manager=sync-controller",
+            "-f",
+            "-",
+        ],
+        drained,
+    )?;
+    ensure!(out.success(), "{}", out.stderr);
+    let types = acme.ok(&[
+        "get",
+        "synctarget",
+        "east",
+        "-o",
+        "jsonpath={.status.conditions[*].type}",
+    ])?;
+    assert_eq!(types.trim(), "Ready Drained");
 
     // An ordinary user (cluster-admin through RBAC, not system:masters) may neither move
     // a Job to another target nor name one that does not apply.
@@ -163,6 +191,35 @@ spec:
         &job.replace("root:other/west", "root:acme/east"),
     )?;
     ensure!(out.success(), "{}", out.stderr);
+    // Applying a manifest without the annotation again (server-side and client-side)
+    // keeps the assignment: the applier does not own what admission set.
+    let plain = job.replace("elsewhere", "applied").replace(
+        "  annotations: {sync.kplane.io/target: root:other/west}\n",
+        "",
+    );
+    for (apply, second) in [
+        (
+            &["--as=alice", "apply", "--server-side", "-f", "-"][..],
+            "ssa",
+        ),
+        (&["--as=alice", "apply", "-f", "-"][..], "csa"),
+    ] {
+        let manifest = plain.replace("applied", &format!("applied-{second}"));
+        for labels in ["", "  labels: {round: two}\n"] {
+            let body = manifest.replace(
+                &format!("  name: applied-{second}\n"),
+                &format!("  name: applied-{second}\n{labels}"),
+            );
+            let out = acme.run_stdin(apply, &body)?;
+            ensure!(out.success(), "{second}: {}", out.stderr);
+        }
+        let got = json(&acme.ok(&["get", "job", &format!("applied-{second}"), "-o", "json"])?)?;
+        assert_eq!(got["metadata"]["labels"]["round"], "two", "{got}");
+        assert_eq!(
+            got["metadata"]["annotations"]["sync.kplane.io/target"], "root:acme/east",
+            "{got}"
+        );
+    }
 
     // Deleting the target: it is held by its drain finalizer while its syncer heartbeats
     // (30 s by default) and takes no new Jobs.

@@ -46,8 +46,10 @@ impl Applicable {
     }
 }
 
-/// A cluster's effective SyncTargets, nearest cluster first (see the module doc).
-pub type Effective = Arc<[Applicable]>;
+/// A cluster's effective SyncTargets, nearest cluster first (see the module doc). The
+/// targets are shared: an ancestor's target is one allocation however many clusters
+/// below it hold it.
+pub type Effective = Arc<[Arc<Applicable>]>;
 
 static EMPTY: LazyLock<Effective> = LazyLock::new(|| Arc::from(Vec::new()));
 
@@ -73,7 +75,7 @@ impl Cache {
 
     /// Caches the entry built from what was read after `generation` was taken, unless an
     /// invalidation came in between; returns the entry to use (empty ones shared).
-    pub fn insert(&self, cluster: &str, list: Vec<Applicable>, generation: u64) -> Effective {
+    pub fn insert(&self, cluster: &str, list: Vec<Arc<Applicable>>, generation: u64) -> Effective {
         self.builds.fetch_add(1, Ordering::Relaxed);
         let list = if list.is_empty() {
             EMPTY.clone()
@@ -202,7 +204,7 @@ impl Registry {
     }
 
     /// `cluster`'s own SyncTargets, by name.
-    async fn own_sync_targets(&self, cluster: &ClusterName) -> ApiResult<Vec<Applicable>> {
+    async fn own_sync_targets(&self, cluster: &ClusterName) -> ApiResult<Vec<Arc<Applicable>>> {
         let prefix = Prefix::resource(cluster.as_str(), SYNC_TARGET_RESOURCE);
         let res = self
             .storage
@@ -212,9 +214,11 @@ impl Registry {
             .items
             .iter()
             .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
-            .map(|obj| Applicable {
-                cluster: cluster.clone(),
-                spec: TargetSpec::of(&obj),
+            .map(|obj| {
+                Arc::new(Applicable {
+                    cluster: cluster.clone(),
+                    spec: TargetSpec::of(&obj),
+                })
             })
             .collect())
     }
@@ -239,12 +243,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn applicable(cluster: &str, name: &str, descendants: bool) -> Applicable {
-        Applicable {
+    fn applicable(cluster: &str, name: &str, descendants: bool) -> Arc<Applicable> {
+        Arc::new(Applicable {
             cluster: ClusterName::parse(cluster).unwrap(),
             spec: TargetSpec::of(&json!({"metadata": {"name": name},
                                          "spec": {"includeDescendants": descendants}})),
-        }
+        })
     }
 
     #[test]
@@ -272,6 +276,40 @@ mod tests {
         let e = c.insert("root", vec![applicable("root", "t", false)], g);
         assert_eq!(e.len(), 1);
         assert!(c.get("root").is_none());
+    }
+
+    #[test]
+    fn the_informer_invalidates_on_live_sync_target_changes_only() {
+        let cache = Arc::new(Cache::default());
+        let inv = Invalidator(cache.clone());
+        let fill = || {
+            let g = cache.generation();
+            cache.insert("root:a", vec![applicable("root:a", "east", false)], g);
+            cache.insert("root:a:b", vec![], g);
+        };
+        let kv = |resource: &str, obj: Value| KeyValue {
+            key: kplane_storage::Key::new("root:a", resource, "", "east"),
+            value: serde_json::to_vec(&obj).unwrap().into(),
+            create_revision: 1,
+            mod_revision: 2,
+        };
+        let same = json!({"metadata": {"name": "east"}, "status": {"syncedObjects": 9}});
+        let changed = json!({"metadata": {"name": "east"}, "spec": {"includeDescendants": true}});
+        fill();
+        // Other resources, replays and unchanged targets leave the entries.
+        inv.on_object(&kv("batch/jobs", changed.clone()), false, false);
+        inv.on_object(&kv(SYNC_TARGET_RESOURCE, changed.clone()), false, true);
+        inv.on_object(&kv(SYNC_TARGET_RESOURCE, same.clone()), false, false);
+        assert_eq!(cache.len(), 2);
+        // A changed target drops the subtree; so does a deleted one, and a resync.
+        inv.on_object(&kv(SYNC_TARGET_RESOURCE, changed), false, false);
+        assert!(cache.is_empty());
+        fill();
+        inv.on_object(&kv(SYNC_TARGET_RESOURCE, same), true, false);
+        assert!(cache.is_empty());
+        fill();
+        inv.on_resync();
+        assert!(cache.is_empty());
     }
 
     #[test]

@@ -103,6 +103,7 @@ async fn assign(reg: &Registry, a: &Attributes<'_>, obj: &mut Value) -> ApiResul
     let rt = a.resource;
     let candidates: Vec<&Applicable> = effective
         .iter()
+        .map(|t| &**t)
         .filter(|t| !t.spec.deleting && t.spec.syncs_resource(&rt.group, &rt.plural))
         .collect();
     let labels = if rt.namespaced

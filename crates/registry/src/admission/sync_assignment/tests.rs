@@ -437,6 +437,12 @@ async fn a_cluster_without_targets_is_read_once_and_heartbeats_keep_the_cache() 
     let (a, _) = create_job(reg, "root:acme:team", "default", "j2").await;
     assert_eq!(a.as_deref(), Some("root:acme/east"));
     let builds = cache.builds();
+    // The child holds the parent's target itself, not a copy.
+    let (parent, child) = (
+        cache.get("root:acme").unwrap(),
+        cache.get("root:acme:team").unwrap(),
+    );
+    assert!(std::sync::Arc::ptr_eq(&parent[0], &child[0]));
 
     // A heartbeat through /status leaves the cache as it is.
     let st = in_cluster(reg, "root:acme", "sync.kplane.io", "synctargets", None);
