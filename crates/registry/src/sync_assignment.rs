@@ -11,6 +11,8 @@
 //! at most one target. The names the sync path shares (annotation, finalizers) are the
 //! SyncTarget strategy's, re-exported here with the condition type objects get.
 
+use std::borrow::Borrow;
+
 use kplane_types::ClusterName;
 use serde_json::{Map, Value};
 
@@ -78,8 +80,8 @@ pub fn applies(
 
 /// The target an object of `group`/`plural` whose namespace has `ns_labels` goes to:
 /// the first of `effective` (a cluster's effective SyncTargets) that applies.
-pub fn first_applicable<'a>(
-    effective: &'a [Applicable],
+pub fn first_applicable<'a, T: Borrow<Applicable>>(
+    effective: &'a [T],
     group: &str,
     plural: &str,
     namespaced: bool,
@@ -87,6 +89,7 @@ pub fn first_applicable<'a>(
 ) -> Option<&'a Applicable> {
     effective
         .iter()
+        .map(Borrow::borrow)
         .find(|t| applies(t, group, plural, namespaced, ns_labels))
 }
 

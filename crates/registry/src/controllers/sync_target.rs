@@ -292,9 +292,9 @@ pub(crate) fn plan(target: &Value, now: DateTime<Utc>) -> Plan {
     // Before the first heartbeat is due, a Ready condition someone wrote stays (the
     // strategy writes Unknown on create; kplane only fills it in when it is missing).
     let awaiting = matches!(h, Health::Awaiting { .. });
-    let ready = wanted_ready(&h, heartbeat_timeout(target)).filter(|c| {
-        !has_condition(target, c) && !(awaiting && condition(target, "Ready").is_some())
-    });
+    let kept = awaiting && condition(target, "Ready").is_some();
+    let ready =
+        wanted_ready(&h, heartbeat_timeout(target)).filter(|c| !kept && !has_condition(target, c));
     let deleting = meta::is_deleting(target);
     let holds = meta::finalizers(target)
         .iter()
