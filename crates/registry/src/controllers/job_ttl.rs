@@ -139,7 +139,9 @@ impl InformerHandler for Feed {
         };
         let work = Work::JobTtl(r);
         let timers = &self.0.controllers.timers;
-        let at = if deleted {
+        // Most Jobs have no TTL: those are not decoded.
+        let at = if deleted || memchr::memmem::find(&kv.value, b"ttlSecondsAfterFinished").is_none()
+        {
             None
         } else {
             serde_json::from_slice::<Value>(&kv.value)

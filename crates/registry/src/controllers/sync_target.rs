@@ -7,7 +7,8 @@
 //!   when `spec.heartbeatTimeoutSeconds` pass without one (counted from the last
 //!   heartbeat, or from the target's creation when there was none), Ready turns False
 //!   `HeartbeatTimeout` and every object assigned to the target gets the condition
-//!   Synced=False `SyncerHeartbeatTimeout`: its status is stale. Each target has one
+//!   Synced=False `SyncerHeartbeatTimeout`: its status is stale (so does an object
+//!   assigned to it later, while the heartbeat is still overdue). Each target has one
 //!   deadline in the controllers' timers (`timers`), moved by every heartbeat; nothing
 //!   polls the targets.
 //! - Drain (also [`Work::SyncTarget`]): a target being deleted keeps its
@@ -25,7 +26,7 @@
 //! the internal user [`USER`], with the resourceVersion read as precondition; a conflict
 //! leaves the item to be retried.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -175,6 +176,9 @@ pub(crate) fn wanted_ready(health: &Health, timeout: chrono::Duration) -> Option
     }
 }
 
+/// The reason of the Synced condition of an object whose target's heartbeat timed out.
+const STALE_REASON: &str = "SyncerHeartbeatTimeout";
+
 /// The Synced condition of an object whose target's heartbeat timed out.
 pub(crate) fn stale_condition(target: &str, health: &Health) -> Cond {
     let message = match health {
@@ -193,7 +197,7 @@ pub(crate) fn stale_condition(target: &str, health: &Health) -> Cond {
     Cond {
         ty: SYNCED_CONDITION,
         status: "False",
-        reason: "SyncerHeartbeatTimeout",
+        reason: STALE_REASON,
         message,
     }
 }
@@ -214,6 +218,11 @@ fn condition<'a>(obj: &'a Value, ty: &str) -> Option<&'a Value> {
         .as_array()?
         .iter()
         .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+}
+
+/// The reason of the condition of `ty`.
+fn condition_reason<'a>(obj: &'a Value, ty: &str) -> Option<&'a str> {
+    condition(obj, ty)?.get("reason")?.as_str()
 }
 
 /// Whether the condition of `want.ty` has `want`'s status and reason.
@@ -787,6 +796,9 @@ struct Known {
 pub(crate) struct Feed {
     registry: Arc<Registry>,
     known: Mutex<HashMap<ClusterName, BTreeMap<String, Known>>>,
+    /// The targets whose heartbeat timed out (annotation values): an object assigned to
+    /// one later (created during the outage) is marked stale too.
+    stale: Mutex<HashSet<String>>,
 }
 
 impl Feed {
@@ -794,6 +806,40 @@ impl Feed {
         Feed {
             registry,
             known: Mutex::new(HashMap::new()),
+            stale: Mutex::new(HashSet::new()),
+        }
+    }
+
+    fn stale(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.stale
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// An object assigned to a target whose heartbeat timed out, without the stale
+    /// condition yet: queues the target's marking (which skips the objects already marked).
+    fn on_assigned(&self, kv: &KeyValue) {
+        if self.stale().is_empty()
+            || memchr::memmem::find(&kv.value, TARGET_ANNOTATION.as_bytes()).is_none()
+        {
+            return;
+        }
+        let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) else {
+            return;
+        };
+        let Some(to) = assigned_to(&obj) else {
+            return;
+        };
+        if !self.stale().contains(to)
+            || condition_reason(&obj, SYNCED_CONDITION) == Some(STALE_REASON)
+        {
+            return;
+        }
+        if let Some((cluster, name)) = crate::sync_assignment::parse_target_ref(to) {
+            self.registry.enqueue(Work::SyncTarget {
+                cluster,
+                name: name.to_string(),
+            });
         }
     }
 
@@ -816,8 +862,10 @@ impl Feed {
             name: name.to_string(),
         };
         let reg = &self.registry;
+        let me = target_ref(&cluster, name);
         if deleted {
             reg.controllers.timers.cancel(&work);
+            self.stale().remove(&me);
             let mut known = self.known();
             if let Some(m) = known.get_mut(&cluster) {
                 m.remove(name);
@@ -831,6 +879,11 @@ impl Feed {
             return;
         };
         let p = plan(&v, Utc::now());
+        if p.stale {
+            self.stale().insert(me);
+        } else {
+            self.stale().remove(&me);
+        }
         if p.ready.is_some() || p.drain || (replay && p.stale) {
             reg.enqueue(work.clone());
         }
@@ -896,10 +949,15 @@ impl Feed {
 impl InformerHandler for Feed {
     fn on_resync(&self) {
         self.known().clear();
+        self.stale().clear();
     }
 
     fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
         let resource = kv.key.resource.as_str();
+        if !replay && !deleted && resource != SYNC_TARGET_RESOURCE && resource != NAMESPACES {
+            self.on_assigned(kv);
+            return;
+        }
         if resource != SYNC_TARGET_RESOURCE && (resource != NAMESPACES || replay || deleted) {
             return;
         }
@@ -1242,6 +1300,16 @@ mod tests {
             "{msg}"
         );
 
+        // A Job created during the outage (assigned by admission) is marked too.
+        reg.create(&jobs_t, job("during"), &w).await.unwrap();
+        until("the new Job stale", || async {
+            let j = reg.get_stored(&jobs_t, "during").await.unwrap().unwrap();
+            let j: Value = serde_json::from_slice(&j.value).unwrap();
+            assigned_to(&j) == Some("root/east")
+                && synced_reason(&j) == Some("SyncerHeartbeatTimeout")
+        })
+        .await;
+
         // A heartbeat (as the syncer writes it): Ready=True, which kplane leaves alone
         // while it is fresh. Kept fresh by a writer until the target is deleted.
         let beat = |reg: Arc<Registry>| async move {
@@ -1305,7 +1373,7 @@ mod tests {
         })
         .await;
         let jobs = jobs_of(reg, &root, "d").await;
-        assert_eq!(jobs.len(), n);
+        assert_eq!(jobs.len(), n + 1);
         for j in &jobs {
             assert_eq!(assigned_to(j), None, "{j}");
             assert!(!holds_syncer(j), "{j}");
