@@ -150,6 +150,9 @@ pub(crate) struct Shared {
     deletions: tokio::sync::Semaphore,
     /// Deadlines of work that waits for time to pass (`timers`).
     pub(crate) timers: timers::Timers,
+    /// SyncTargets that went without being drained, with their last state, until their
+    /// objects are released (`sync_target`).
+    pub(crate) gone_targets: Mutex<std::collections::HashMap<(ClusterName, String), Value>>,
 }
 
 impl Shared {
@@ -163,6 +166,7 @@ impl Shared {
             gc: gc::Collector::default(),
             deletions: tokio::sync::Semaphore::new(pool::WORKSPACE_DELETIONS),
             timers: timers::Timers::default(),
+            gone_targets: Mutex::default(),
         };
         (shared, rx)
     }

@@ -15,7 +15,9 @@
 //!   `sync.kplane.io/drain` finalizer until its syncer reported Drained=True, or it has
 //!   no live syncer (the heartbeat timed out or never came). Then every assigned object
 //!   gets Synced=False `SyncTargetDeleted` and loses the assignment annotation and the
-//!   `sync.kplane.io/syncer` finalizer, and the drain finalizer is removed.
+//!   `sync.kplane.io/syncer` finalizer, and the drain finalizer is removed. A target that
+//!   goes without it (the finalizer removed by hand) has its objects released the same
+//!   way, by its last state (kept in `gone_targets` until they are).
 //! - Assignment ([`Work::SyncAssign`], [`Work::SyncAssignNamespace`]): when a target
 //!   appears or its spec changes, the unassigned objects in its scope are assigned by the
 //!   rule (annotation plus syncer finalizer); when a namespace's labels change so that a
@@ -418,7 +420,7 @@ impl Registry {
         let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
         let Some((kv, mut target)) = self.read_json(&key).await? else {
             self.controllers.timers.cancel(&work);
-            return Ok(true);
+            return self.release_orphans(cluster, name).await;
         };
         let now = Utc::now();
         let p = plan(&target, now);
@@ -482,6 +484,34 @@ impl Registry {
             Err(e) => {
                 write_failed(FIELD_MANAGER, cluster.as_str(), &rt, "", name, &e);
                 Ok(false)
+            }
+        }
+    }
+
+    /// Releases the objects still assigned to a SyncTarget that went without being drained
+    /// (its drain finalizer removed by hand, say), as a drain would, by its last state.
+    async fn release_orphans(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
+        let k = (cluster.clone(), name.to_string());
+        let last = gone_targets(self).get(&k).cloned();
+        let Some(last) = last else {
+            return Ok(true);
+        };
+        let me = target_ref(cluster, name);
+        match self
+            .each_assigned(cluster, &last, &me, &Act::Release(deleted_condition(&me)))
+            .await?
+        {
+            Pass::Failed => Ok(false),
+            Pass::More => {
+                self.enqueue(Work::SyncTarget {
+                    cluster: cluster.clone(),
+                    name: name.to_string(),
+                });
+                Ok(true)
+            }
+            Pass::Done => {
+                gone_targets(self).remove(&k);
+                Ok(true)
             }
         }
     }
@@ -777,6 +807,14 @@ impl Registry {
     }
 }
 
+/// The targets gone without a drain (see [`Registry::release_orphans`]).
+fn gone_targets(reg: &Registry) -> MutexGuard<'_, HashMap<(ClusterName, String), Value>> {
+    reg.controllers
+        .gone_targets
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn set_rv(obj: &mut Value, rv: u64) {
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         m.insert("resourceVersion".into(), json!(rv.to_string()));
@@ -866,6 +904,12 @@ impl Feed {
         if deleted {
             reg.controllers.timers.cancel(&work);
             self.stale().remove(&me);
+            // Whatever is still assigned to it is released by its last state (nothing,
+            // after a drain).
+            if let Ok(last) = serde_json::from_slice::<Value>(&kv.value) {
+                gone_targets(reg).insert((cluster.clone(), name.to_string()), last);
+                reg.enqueue(work.clone());
+            }
             let mut known = self.known();
             if let Some(m) = known.get_mut(&cluster) {
                 m.remove(name);
@@ -878,6 +922,8 @@ impl Feed {
         let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
             return;
         };
+        // There again (created anew): its objects are its own.
+        gone_targets(reg).remove(&(cluster.clone(), name.to_string()));
         let p = plan(&v, Utc::now());
         if p.stale {
             self.stale().insert(me);
@@ -1529,6 +1575,51 @@ mod tests {
             assigned_to(&j).is_none()
                 && !holds_syncer(&j)
                 && synced_reason(&j) == Some("SyncTargetDeleted")
+        })
+        .await;
+        r.storage.shutdown().await.unwrap();
+    }
+
+    /// A SyncTarget that goes without its drain (the finalizer removed by hand) still has
+    /// its objects released, by its last state.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn objects_of_a_target_gone_without_a_drain_are_released() {
+        let r = running().await;
+        let reg = &r.reg;
+        let w = WriteParams::default();
+        let root = ClusterName::root();
+        create_ns(reg, &root, "d", json!({})).await;
+        let st = sync_target_t(reg, &root);
+        let east = json!({"apiVersion": "sync.kplane.io/v1alpha1", "kind": "SyncTarget",
+                          "metadata": {"name": "east"}});
+        reg.create(&st, east, &w).await.unwrap();
+        let jobs_t = target_of(reg, "batch", "jobs", Some("d"));
+        reg.create(&jobs_t, job("j"), &w).await.unwrap();
+        assert_eq!(
+            assigned_to(&jobs_of(reg, &root, "d").await[0]),
+            Some("root/east")
+        );
+        reg.patch(
+            &st,
+            "east",
+            None,
+            crate::patch::PatchType::Merge,
+            crate::patch::Document::new(json!({"metadata": {"finalizers": null}})),
+            &w,
+        )
+        .await
+        .unwrap();
+        reg.delete(&st, "east", &Default::default()).await.unwrap();
+        assert!(stored_target(reg, &root, "east").await.is_none());
+        until("the Job released", || async {
+            let j = jobs_of(reg, &root, "d").await.remove(0);
+            assigned_to(&j).is_none()
+                && !holds_syncer(&j)
+                && synced_reason(&j) == Some("SyncTargetDeleted")
+        })
+        .await;
+        until("nothing left to release", || async {
+            gone_targets(reg).is_empty()
         })
         .await;
         r.storage.shutdown().await.unwrap();
