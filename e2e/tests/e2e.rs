@@ -23,6 +23,7 @@ mod rbac_users;
 mod sa_tokens;
 mod shutdown;
 mod ssa;
+mod sync_controllers;
 mod sync_target;
 mod templates;
 mod wildcard;

@@ -37,6 +37,7 @@ mod read;
 pub mod selection;
 mod stored_form;
 pub mod strategies;
+pub mod sync_assignment;
 pub mod sync_targets;
 pub mod typed;
 pub mod warnings;
