@@ -103,7 +103,12 @@ fn kubectl_create_job_is_assigned_to_the_clusters_sync_target() -> Result<()> {
         "--subresource=status",
         "--type=merge",
         "-p",
-        r#"{"status":{"syncedObjects":2,"syncerVersion":"kplane test","conditions":[{"type":"Ready","status":"True","reason":"HeartbeatReceived","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#,
+        // With its time: a heartbeat without one is none (the sync controller drains a
+        // target that never had a heartbeat at once, instead of holding it).
+        &format!(
+            r#"{{"status":{{"lastHeartbeatTime":"{now}","syncedObjects":2,"syncerVersion":"kplane test","conditions":[{{"type":"Ready","status":"True","reason":"HeartbeatReceived","message":"ok","lastTransitionTime":"{now}"}}]}}}}"#,
+            now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ")
+        ),
     ])?;
     let table = rows(&acme.ok(&["get", "synctargets", "--no-headers"])?);
     assert_eq!(table[0][..3], ["east", "True", "2"], "{table:?}");
@@ -216,7 +221,8 @@ spec:
         );
     }
 
-    // Deleting the target: it is held by its drain finalizer and takes no new Jobs.
+    // Deleting the target: it is held by its drain finalizer while its syncer heartbeats
+    // (30 s by default) and takes no new Jobs.
     acme.ok(&["delete", "synctarget", "east", "--wait=false"])?;
     acme.ok(&["create", "job", "after", "--image=busybox"])?;
     let job = json(&acme.ok(&["get", "job", "after", "-o", "json"])?)?;

@@ -282,7 +282,7 @@ async fn checked(
     state
         .registry
         .check_cluster(&ClusterScope::One(t.cluster.clone()))?;
-    let spec = state.registry.sync_target(t).await?;
+    let spec = state.registry.sync_target_spec(t).await?;
     let Some(ApiPath::Resource(rp)) = api else {
         return match info.path.trim_end_matches('/') {
             "/version" if *req.method() == Method::GET => Ok(health::version(&state.version)),

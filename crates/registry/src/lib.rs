@@ -38,6 +38,7 @@ pub mod selection;
 mod stored_form;
 pub mod strategies;
 pub mod sync;
+pub mod sync_assignment;
 pub mod sync_targets;
 pub mod typed;
 pub mod warnings;

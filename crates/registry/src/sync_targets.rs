@@ -1,5 +1,7 @@
 //! The SyncTargets that apply to each logical cluster, cached for the `SyncAssignment`
-//! admission plugin (`admission::sync_assignment`), which asks on every create.
+//! admission plugin (`admission::sync_assignment`), which asks on every create, and
+//! [`Registry::applicable_sync_targets`]: the targets one object may go to, in order (the
+//! one rule of assignment, for the plugin and the sync controllers alike).
 //!
 //! A cluster's entry is its *effective* list: its own SyncTargets (by name), then those of
 //! its parent that have `includeDescendants`, then the grandparent's, up to `root` —
@@ -20,9 +22,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 
-use kplane_storage::{KeyValue, ListOptions, Prefix};
+use kplane_storage::{Key, KeyValue, ListOptions, Prefix};
 use kplane_types::ClusterName;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::controllers::informer::InformerHandler;
 use crate::error::ApiResult;
@@ -203,6 +205,68 @@ impl Registry {
         Ok(result)
     }
 
+    /// The SyncTargets an object of `group`/`resource` created in `cluster` (in
+    /// `namespace`, `None` for a cluster-scoped one) may go to, in the order of
+    /// preference: the first is the one the `SyncAssignment` plugin picks. Leaves out
+    /// targets being deleted, those that do not sync the resource (in any version), and
+    /// those whose `namespaceSelector` does not match the namespace's labels (a
+    /// cluster-scoped object matches only targets without a selector). The sync
+    /// controllers use it to assign objects created before their target.
+    pub async fn applicable_sync_targets(
+        &self,
+        cluster: &ClusterName,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> ApiResult<Vec<Arc<Applicable>>> {
+        let effective = self.effective_sync_targets(cluster).await?;
+        let candidates: Vec<&Arc<Applicable>> = effective
+            .iter()
+            .filter(|t| !t.spec.deleting && t.spec.syncs_resource(group, resource))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let labels = match namespace {
+            Some(ns)
+                if candidates
+                    .iter()
+                    .any(|t| t.spec.namespace_selector.is_some()) =>
+            {
+                self.namespace_labels(cluster, ns).await?
+            }
+            _ => Map::new(),
+        };
+        Ok(candidates
+            .into_iter()
+            .filter(|t| match t.spec.namespace_selector {
+                None => true,
+                Some(_) => namespace.is_some() && t.spec.selects_namespace(&labels),
+            })
+            .cloned()
+            .collect())
+    }
+
+    /// The labels of namespace `ns` of `cluster` (none when it does not exist: a missing
+    /// namespace is the NamespaceLifecycle plugin's business).
+    async fn namespace_labels(
+        &self,
+        cluster: &ClusterName,
+        ns: &str,
+    ) -> ApiResult<Map<String, Value>> {
+        let nst = self.namespace_type()?;
+        let key = Key::new(cluster.as_str(), nst.storage_resource.as_str(), "", ns);
+        let Some(kv) = self.storage.get(&key).await? else {
+            return Ok(Map::new());
+        };
+        let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
+        Ok(obj
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default())
+    }
+
     /// `cluster`'s own SyncTargets, by name.
     async fn own_sync_targets(&self, cluster: &ClusterName) -> ApiResult<Vec<Arc<Applicable>>> {
         let prefix = Prefix::resource(cluster.as_str(), SYNC_TARGET_RESOURCE);
@@ -226,7 +290,7 @@ impl Registry {
     /// After a SyncTarget write in `cluster` (the strategy's hooks): re-reads `name` and
     /// drops the cached entries it changes; `None` when it is gone.
     pub(crate) async fn sync_target_written(&self, cluster: &ClusterName, name: &str) {
-        let key = kplane_storage::Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
+        let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
         match self.storage.get(&key).await {
             Ok(Some(kv)) => match serde_json::from_slice::<Value>(&kv.value) {
                 Ok(obj) => self.sync_targets.observe(cluster.as_str(), &obj),

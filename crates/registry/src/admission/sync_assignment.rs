@@ -19,11 +19,10 @@
 //!
 //! A cluster without applicable SyncTargets costs one cache lookup per create.
 
-use kplane_types::{Cause, ClusterScope, Status};
-use serde_json::{json, Map, Value};
+use kplane_types::{Cause, Status};
+use serde_json::{json, Value};
 
-use super::super::sync_targets::Applicable;
-use super::super::{meta, Registry, Target};
+use super::super::{meta, Registry};
 use super::{Attributes, MutatingAdmission, Operation, UserInfo};
 use crate::error::{ApiError, ApiResult};
 use crate::strategies::sync_target::{SYNCER_FINALIZER, TARGET_ANNOTATION};
@@ -96,32 +95,11 @@ fn annotation(obj: &Value) -> Option<&str> {
 
 async fn assign(reg: &Registry, a: &Attributes<'_>, obj: &mut Value) -> ApiResult<()> {
     let requested = annotation(obj).map(str::to_string);
-    let effective = reg.effective_sync_targets(a.cluster).await?;
-    if effective.is_empty() && requested.is_none() {
-        return Ok(());
-    }
     let rt = a.resource;
-    let candidates: Vec<&Applicable> = effective
-        .iter()
-        .map(|t| &**t)
-        .filter(|t| !t.spec.deleting && t.spec.syncs_resource(&rt.group, &rt.plural))
-        .collect();
-    let labels = if rt.namespaced
-        && candidates
-            .iter()
-            .any(|t| t.spec.namespace_selector.is_some())
-    {
-        namespace_labels(reg, a).await?
-    } else {
-        Map::new()
-    };
-    let applicable: Vec<&Applicable> = candidates
-        .into_iter()
-        .filter(|t| match t.spec.namespace_selector {
-            None => true,
-            Some(_) => rt.namespaced && t.spec.selects_namespace(&labels),
-        })
-        .collect();
+    let namespace = rt.namespaced.then_some(a.namespace);
+    let applicable = reg
+        .applicable_sync_targets(a.cluster, &rt.group, &rt.plural, namespace)
+        .await?;
     let chosen = match &requested {
         None => match applicable.first() {
             Some(t) => t.reference(),
@@ -159,25 +137,6 @@ async fn assign(reg: &Registry, a: &Attributes<'_>, obj: &mut Value) -> ApiResul
         }
     }
     Ok(())
-}
-
-/// The labels of the object's namespace (none when it cannot be read: a missing
-/// namespace is NamespaceLifecycle's business).
-async fn namespace_labels(reg: &Registry, a: &Attributes<'_>) -> ApiResult<Map<String, Value>> {
-    let nst = Target {
-        cluster: ClusterScope::One(a.cluster.clone()),
-        rt: reg.namespace_type()?,
-        namespace: None,
-    };
-    let Some(kv) = reg.get_stored(&nst, a.namespace).await? else {
-        return Ok(Map::new());
-    };
-    let ns: Value = serde_json::from_slice(&kv.value).map_err(|e| super::super::corrupt(&e))?;
-    Ok(ns
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ impl Registry {
     }
 
     /// Reads the SyncTarget `t` (404 when it does not exist, or SyncTargets are not served).
-    pub async fn sync_target(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
+    pub async fn sync_target_spec(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
         let rt = self.sync_target_type()?;
         let target = Target::new(&t.cluster, rt, None);
         let bytes = self.get(&target, &t.name).await?;

@@ -502,3 +502,41 @@ async fn deployments_or_any_listed_resource_are_assigned_too() {
     let (a, _) = create_job(reg, "root", "default", "j").await;
     assert_eq!(a, None, "the target lists configmaps only");
 }
+
+#[tokio::test]
+async fn a_cluster_scoped_object_matches_only_targets_without_a_namespace_selector() {
+    let f = testing::fixture().await;
+    let reg = &f.reg;
+    let roles = json!({"resources": [
+        {"group": "rbac.authorization.k8s.io", "version": "v1", "resource": "clusterroles"}]});
+    let mut selective = roles.clone();
+    selective["namespaceSelector"] = json!({"matchLabels": {"a": "b"}});
+    sync_target(reg, "root", "a-selective", selective).await;
+    sync_target(reg, "root", "b-any", roles).await;
+    let root = cluster("root");
+    let names = |v: Vec<std::sync::Arc<crate::sync_targets::Applicable>>| -> Vec<String> {
+        v.iter().map(|t| t.reference()).collect()
+    };
+    let got = reg
+        .applicable_sync_targets(&root, "rbac.authorization.k8s.io", "clusterroles", None)
+        .await
+        .unwrap();
+    assert_eq!(names(got), ["root/b-any"]);
+    // In a namespace with the label both apply, by name.
+    namespace(reg, "root", "labelled", json!({"a": "b"})).await;
+    let got = reg
+        .applicable_sync_targets(
+            &root,
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            Some("labelled"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(names(got), ["root/a-selective", "root/b-any"]);
+    let t = target(reg, "rbac.authorization.k8s.io", "clusterroles", None);
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                      "metadata": {"name": "r"}, "rules": []});
+    let (a, _) = assignment(&reg.create(&t, role, &alice()).await.unwrap());
+    assert_eq!(a.as_deref(), Some("root/b-any"));
+}
