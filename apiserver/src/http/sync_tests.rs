@@ -534,3 +534,99 @@ async fn watches_resume_and_lists_page_over_1201_assigned_jobs() {
         .iter()
         .all(|n| n.starts_with('p') || n == "a1" || n == "late"));
 }
+
+#[tokio::test]
+async fn a_target_of_a_custom_resource_serves_it_and_its_references() {
+    let app = app().await;
+    admin_post(
+        &app,
+        "/clusters/root:acme/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "runners.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "runners", "singular": "runner", "kind": "Runner"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}]}}),
+    )
+    .await;
+    admin_post(
+        &app,
+        "/clusters/root:acme/apis/sync.kplane.io/v1alpha1/synctargets",
+        json!({"apiVersion": "sync.kplane.io/v1alpha1", "kind": "SyncTarget",
+            "metadata": {"name": "runs"},
+            "spec": {"resources": [{"group": "example.com", "version": "v1", "resource": "runners"}]}}),
+    )
+    .await;
+    admin_post(
+        &app,
+        "/clusters/root:acme/apis/example.com/v1/namespaces/default/runners",
+        json!({"apiVersion": "example.com/v1", "kind": "Runner", "metadata": {"name": "r1"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox",
+                "envFrom": [{"configMapRef": {"name": "r1-config"}}]}]}}}}),
+    )
+    .await;
+    admin_post(
+        &app,
+        "/clusters/root:acme/api/v1/namespaces/default/configmaps",
+        json!({"metadata": {"name": "r1-config"}, "data": {"k": "v"}}),
+    )
+    .await;
+    let base = "/services/sync/root:acme/runs";
+    // The admin (a superuser, so allowed `sync`) sees what the target's identity sees.
+    let (s, list) = get(
+        &app,
+        &format!("{base}/clusters/*/apis/example.com/v1/runners"),
+        ADMIN,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{list}");
+    assert_eq!(names(&list), ["r1"], "assigned by SyncAssignment: {list}");
+    assert_eq!(
+        list["items"][0]["metadata"]["annotations"]["sync.kplane.io/target"],
+        "root:acme/runs"
+    );
+    let (s, _) = get(
+        &app,
+        &format!("{base}/clusters/*/apis/batch/v1/jobs"),
+        ADMIN,
+    )
+    .await;
+    assert_eq!(
+        s,
+        StatusCode::NOT_FOUND,
+        "Jobs are not this target's resources"
+    );
+    let (s, cm) = get(
+        &app,
+        &format!("{base}/clusters/root:acme/api/v1/namespaces/default/configmaps/r1-config"),
+        ADMIN,
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{cm}");
+    let (s, b) = call(
+        &app,
+        Method::PATCH,
+        &format!(
+            "{base}/clusters/root:acme/apis/example.com/v1/namespaces/default/runners/r1/status"
+        ),
+        Some(ADMIN),
+        Some((
+            "application/merge-patch+json",
+            json!({"status": {"phase": "Running"}}),
+        )),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    assert_eq!(b["status"]["phase"], "Running");
+    let (s, b) = call(
+        &app,
+        Method::PATCH,
+        &format!("{base}/clusters/root:acme/apis/example.com/v1/namespaces/default/runners/r1"),
+        Some(ADMIN),
+        Some(("application/merge-patch+json", json!({"spec": {"x": 1}}))),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{b}");
+}
