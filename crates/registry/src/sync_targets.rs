@@ -239,9 +239,8 @@ impl Registry {
         };
         Ok(candidates
             .into_iter()
-            .filter(|t| match t.spec.namespace_selector {
-                None => true,
-                Some(_) => namespace.is_some() && t.spec.selects_namespace(&labels),
+            .filter(|t| {
+                crate::sync_assignment::applies(t, group, resource, namespace.is_some(), &labels)
             })
             .cloned()
             .collect())
