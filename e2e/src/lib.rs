@@ -442,6 +442,26 @@ impl KplaneServer {
         self.client_at(&url).await
     }
 
+    /// A kube-rs client for `<base_url><path>` (e.g. a sync endpoint's
+    /// `/services/sync/<cluster>/<target>/clusters/*`) presenting `token` instead of the
+    /// admin's.
+    pub async fn client_with_token(&self, path: &str, token: &str) -> Result<kube::Client> {
+        let text = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "kplane", "cluster": {
+                "server": format!("{}{path}", self.endpoint.base_url),
+                "certificate-authority-data": self.endpoint.ca_data,
+            }}],
+            "users": [{"name": "user", "user": {"token": token}}],
+            "contexts": [{"name": "kplane", "context": {"cluster": "kplane", "user": "user"}}],
+            "current-context": "kplane",
+        })
+        .to_string();
+        let kubeconfig = Kubeconfig::from_yaml(&text).context("parsing generated kubeconfig")?;
+        client_from(kubeconfig).await
+    }
+
     async fn client_at(&self, server_url: &str) -> Result<kube::Client> {
         let kubeconfig = Kubeconfig::from_yaml(&self.kubeconfig_text(server_url))
             .context("parsing generated kubeconfig")?;

@@ -24,6 +24,7 @@ mod sa_tokens;
 mod shutdown;
 mod ssa;
 mod sync_controllers;
+mod sync_endpoint;
 mod sync_target;
 mod templates;
 mod wildcard;

@@ -5,7 +5,7 @@
 //! impersonation ([`impersonation`]), answers the public endpoints, authorizes ([`authz`]),
 //! asks the registry whether the logical cluster exists (404 otherwise), and dispatches to the
 //! non-resource endpoints (version, health, discovery, OpenAPI, metrics) or to the resource
-//! handlers. [`router`] builds the whole app without a socket, so tests
+//! handlers. Paths under `/services/sync/` go to the sync endpoint ([`sync_endpoint`]) first. [`router`] builds the whole app without a socket, so tests
 //! can drive it directly.
 
 pub mod auth;
@@ -32,6 +32,9 @@ pub mod reviews;
 mod router_tests;
 pub mod self_review_authz;
 pub mod surface;
+pub mod sync_endpoint;
+#[cfg(test)]
+mod sync_tests;
 pub mod table;
 pub mod token_file;
 pub mod token_request;
@@ -90,6 +93,10 @@ pub fn router(state: Arc<AppState>) -> Router {
 /// events ([`crate::audit`]). The request's extensions carry its attributes as an
 /// `Arc<RequestInfo>` and, once authenticated, its user as an `Arc<UserInfo>`.
 async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) -> Response {
+    // The sync endpoint has its own path shape, authorization and allowlist.
+    if req.uri().path().starts_with(sync_endpoint::PREFIX) {
+        return sync_endpoint::dispatch(state, req).await;
+    }
     let start = httplog::RequestStart::new(&req);
     let target = match request_info::parse(req.uri().path()) {
         Ok(t) => t,

@@ -128,6 +128,7 @@ fn parse_list_params(q: &Query) -> ApiResult<ListParams> {
         watch: q.bool("watch")?.unwrap_or(false),
         allow_bookmarks: q.bool("allowWatchBookmarks")?.unwrap_or(false),
         send_initial_events: q.bool("sendInitialEvents")?,
+        annotation: None,
         timeout_seconds,
     };
     Ok(p)

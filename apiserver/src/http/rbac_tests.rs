@@ -18,7 +18,7 @@ const ADMIN: &str = "admin-token";
 /// Bearer `user:<name>` is that user; `sa:<cluster>:<ns>:<name>` a ServiceAccount whose
 /// token is bound to `<cluster>`; the admin token is the admin.
 #[derive(Debug)]
-struct Users(AdminTokenAuthenticator);
+pub(super) struct Users(pub(super) AdminTokenAuthenticator);
 
 #[async_trait::async_trait]
 impl Authenticator for Users {

@@ -67,7 +67,7 @@ pub fn parse(path: &str) -> Result<RequestTarget, String> {
 
 /// The cluster segment with the percent-escapes a client may send for `*` and `:`
 /// (`root%3Aacme%3A%2A` is `root:acme:*`) decoded; nothing else in it is ever escaped.
-fn decode_cluster_segment(name: &str) -> std::borrow::Cow<'_, str> {
+pub(super) fn decode_cluster_segment(name: &str) -> std::borrow::Cow<'_, str> {
     if !name.contains('%') {
         return std::borrow::Cow::Borrowed(name);
     }

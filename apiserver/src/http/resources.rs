@@ -22,6 +22,11 @@ use crate::registry::patch::PatchType;
 use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Target};
 use kplane_registry::error::{ApiError, ApiResult};
 
+/// A request extension: lists and watches serve only objects whose annotation (key, value)
+/// has this value (set by the sync endpoint for the objects assigned to its target).
+#[derive(Clone, Debug)]
+pub struct AnnotationFilter(pub String, pub String);
+
 /// Handles one resource request.
 pub async fn handle(
     state: Arc<AppState>,
@@ -212,6 +217,7 @@ async fn serve(
         (Verb::Watch, name) if method == Method::GET => {
             // `watch=true` or the legacy `/watch/` prefix.
             let mut lp = super::query::list_params_watching(&q)?;
+            lp.annotation = annotation_filter(&req);
             let topts = TableOptions::from_query(&q)?;
             if let Some(n) = name {
                 // Watch of a single object: a field selector on its name.
@@ -232,7 +238,8 @@ async fn serve(
             ))
         }
         (Verb::List, None) => {
-            let lp = super::query::list_params(&q)?;
+            let mut lp = super::query::list_params(&q)?;
+            lp.annotation = annotation_filter(&req);
             let topts = TableOptions::from_query(&q)?;
             require_verb(&rt, "list")?;
             let repr = negotiation::negotiate(&accept, true, false)?;
@@ -376,6 +383,13 @@ async fn serve(
             &rt.plural,
         ))),
     }
+}
+
+/// The request's [`AnnotationFilter`], as list options want it.
+fn annotation_filter(req: &Request<Body>) -> Option<(String, String)> {
+    req.extensions()
+        .get::<AnnotationFilter>()
+        .map(|f| (f.0.clone(), f.1.clone()))
 }
 
 /// Custom resources accept no strategic merge patch (415, as kube-apiserver answers).

@@ -56,6 +56,8 @@ impl Authorizer for Recorder {
 
 pub(super) struct App {
     _dir: tempfile::TempDir,
+    /// Kept so that watches run until their timeout (a dropped sender ends them at once).
+    _shutdown: tokio::sync::watch::Sender<bool>,
     pub(super) router: axum::Router,
     pub(super) registry: Arc<Registry>,
 }
@@ -82,7 +84,7 @@ pub(super) async fn app_with(
     let storage: Arc<dyn Storage> =
         SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
     let catalog = Arc::new(Catalog::new(builtin()));
-    let (_tx, shutdown) = tokio::sync::watch::channel(false);
+    let (shutdown_tx, shutdown) = tokio::sync::watch::channel(false);
     let (registry, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
     for c in clusters {
         registry
@@ -107,6 +109,7 @@ pub(super) async fn app_with(
     });
     App {
         _dir: dir,
+        _shutdown: shutdown_tx,
         router: router(state),
         registry,
     }

@@ -37,6 +37,7 @@ mod read;
 pub mod selection;
 mod stored_form;
 pub mod strategies;
+pub mod sync;
 pub mod sync_assignment;
 pub mod sync_targets;
 pub mod typed;
@@ -158,6 +159,8 @@ pub struct Registry {
     rbac: Arc<rbac::cache::Cache>,
     /// The SyncTargets that apply to each logical cluster (`sync_targets`).
     sync_targets: Arc<sync_targets::Cache>,
+    /// What the objects assigned to each target refer to (`sync::ref_index`).
+    sync_refs: Arc<sync::ref_index::RefIndex>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -210,6 +213,7 @@ impl Registry {
             external_url: std::sync::OnceLock::new(),
             rbac: Arc::default(),
             sync_targets: Arc::default(),
+            sync_refs: Arc::default(),
         };
         (Arc::new(r), rx)
     }

@@ -28,6 +28,10 @@ pub struct ListParams {
     pub allow_bookmarks: bool,
     pub send_initial_events: Option<bool>,
     pub timeout_seconds: Option<u64>,
+    /// Only objects whose annotation (key, value) has exactly this value. Not a query
+    /// parameter: the sync endpoint sets it to serve the objects assigned to one target
+    /// (`crate::sync`), with paging and watch semantics of a label selector.
+    pub annotation: Option<(String, String)>,
 }
 
 pub fn list_options_invalid(causes: Vec<Cause>) -> ApiError {

@@ -369,11 +369,7 @@ impl Registry {
         p: &ListParams,
         reads: BatchReads,
     ) -> ApiResult<ListPage> {
-        let selection = Selection::new(
-            &t.rt,
-            p.label_selector.as_deref(),
-            p.field_selector.as_deref(),
-        )?;
+        let selection = Selection::for_params(&t.rt, p)?;
         // Without a limit the list is read in batches (see `ListRest`).
         let batched = p.limit.is_none();
         let mut opts = ListOptions {

@@ -10,11 +10,14 @@ use super::field_labels;
 use super::strategies::FieldValues;
 use crate::error::{ApiError, ApiResult};
 
-/// A compiled selection. Matches everything when both selectors are absent.
+/// A compiled selection. Matches everything when both selectors and the annotation
+/// requirement are absent.
 #[derive(Debug, Default)]
 pub struct Selection {
     labels: Option<LabelSelector>,
     fields: Option<FieldSelector>,
+    /// An annotation that must have exactly this value (`ListParams::annotation`).
+    annotation: Option<(String, String)>,
     /// How the type's objects answer field selector labels (`None`: generic paths only).
     values: Option<FieldValues>,
 }
@@ -43,8 +46,27 @@ impl Selection {
         Ok(Selection {
             labels,
             fields,
+            annotation: None,
             values: Some(rt.strategy.field_values()),
         })
+    }
+
+    /// The selection a list or watch with `p` makes: its selectors and its annotation
+    /// requirement.
+    pub fn for_params(rt: &ResourceType, p: &crate::options::ListParams) -> ApiResult<Selection> {
+        let mut s = Selection::new(rt, p.label_selector.as_deref(), p.field_selector.as_deref())?;
+        s.annotation = p.annotation.clone();
+        Ok(s)
+    }
+
+    fn annotation_matches(&self, annotations: Option<&serde_json::Map<String, Value>>) -> bool {
+        match &self.annotation {
+            None => true,
+            Some((k, v)) => annotations
+                .and_then(|a| a.get(k))
+                .and_then(Value::as_str)
+                .is_some_and(|got| got == v),
+        }
     }
 
     fn field_value(&self, obj: &Value, label: &str) -> Option<String> {
@@ -55,11 +77,17 @@ impl Selection {
     }
 
     pub fn is_everything(&self) -> bool {
-        self.labels.is_none() && self.fields.is_none()
+        self.labels.is_none() && self.fields.is_none() && self.annotation.is_none()
     }
 
     /// Whether a decoded object matches.
     pub fn matches(&self, obj: &Value) -> bool {
+        let annotations = obj
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object);
+        if !self.annotation_matches(annotations) {
+            return false;
+        }
         if let Some(l) = &self.labels {
             let empty = serde_json::Map::new();
             let labels = obj
@@ -80,12 +108,18 @@ impl Selection {
 
     /// Whether stored bytes match. Runs per object of a LIST and per event per watcher, so
     /// it decodes only what the selectors need: nothing without selectors, just
-    /// `metadata.labels` for a label selector alone, the whole object for field selectors.
+    /// `metadata.labels` and `metadata.annotations` for a label selector or an annotation
+    /// requirement alone, the whole object for field selectors.
     pub fn matches_bytes(&self, bytes: &[u8]) -> bool {
         match (&self.labels, &self.fields) {
-            (None, None) => true,
-            (Some(l), None) => match serde_json::from_slice::<LabelsOnly>(bytes) {
-                Ok(o) => l.matches(&o.metadata.labels.unwrap_or_default()),
+            (None, None) if self.annotation.is_none() => true,
+            (labels, None) => match serde_json::from_slice::<LabelsOnly>(bytes) {
+                Ok(o) => {
+                    self.annotation_matches(o.metadata.annotations.as_ref())
+                        && labels.as_ref().is_none_or(|l| {
+                            l.matches(o.metadata.labels.as_ref().unwrap_or(&Default::default()))
+                        })
+                }
                 Err(_) => false,
             },
             _ => match serde_json::from_slice::<Value>(bytes) {
@@ -96,7 +130,8 @@ impl Selection {
     }
 }
 
-/// An object decoded only as far as its labels (other fields are skipped, not built).
+/// An object decoded only as far as its labels and annotations (other fields are skipped,
+/// not built).
 #[derive(serde::Deserialize)]
 struct LabelsOnly {
     #[serde(default)]
@@ -107,6 +142,8 @@ struct LabelsOnly {
 struct LabelsMeta {
     #[serde(default)]
     labels: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    annotations: Option<serde_json::Map<String, Value>>,
 }
 
 #[cfg(test)]
@@ -142,6 +179,66 @@ mod tests {
         assert!(s.matches_bytes(&serde_json::to_vec(&objs[0]).unwrap()));
         assert!(!s.matches_bytes(&serde_json::to_vec(&objs[1]).unwrap()));
         assert!(!s.matches_bytes(b"not json"));
+    }
+
+    #[test]
+    fn annotation_requirement_matches_exact_values_only() {
+        let rt = cm_type();
+        let p = crate::options::ListParams {
+            annotation: Some(("sync.kplane.io/target".into(), "root/east".into())),
+            ..Default::default()
+        };
+        let s = Selection::for_params(&rt, &p).unwrap();
+        assert!(!s.is_everything());
+        let objs = [
+            (
+                json!({"metadata": {"name": "a", "annotations": {"sync.kplane.io/target": "root/east"}}}),
+                true,
+            ),
+            (
+                json!({"metadata": {"name": "b", "annotations": {"sync.kplane.io/target": "root/west"}}}),
+                false,
+            ),
+            (
+                json!({"metadata": {"name": "c", "annotations": {"other": "root/east"}}}),
+                false,
+            ),
+            (
+                json!({"metadata": {"name": "d", "annotations": null}}),
+                false,
+            ),
+            (json!({"metadata": {"name": "e"}}), false),
+            (
+                json!({"metadata": {"name": "f", "annotations": {"sync.kplane.io/target": 1}}}),
+                false,
+            ),
+        ];
+        for (o, want) in &objs {
+            let bytes = serde_json::to_vec(o).unwrap();
+            assert_eq!(s.matches_bytes(&bytes), *want, "{o}");
+            assert_eq!(s.matches(o), *want, "{o}");
+        }
+        // Combined with a label selector and with a field selector.
+        let p = crate::options::ListParams {
+            label_selector: Some("app=x".into()),
+            field_selector: Some("metadata.name=a".into()),
+            annotation: Some(("k".into(), "v".into())),
+            ..Default::default()
+        };
+        let a = json!({"metadata": {"name": "a", "namespace": "d", "labels": {"app": "x"}, "annotations": {"k": "v"}}});
+        let b = json!({"metadata": {"name": "a", "namespace": "d", "labels": {"app": "x"}, "annotations": {"k": "w"}}});
+        for (label, field) in [(true, true), (true, false), (false, false)] {
+            let mut q = p.clone();
+            if !label {
+                q.label_selector = None;
+            }
+            if !field {
+                q.field_selector = None;
+            }
+            let s = Selection::for_params(&rt, &q).unwrap();
+            assert!(s.matches_bytes(&serde_json::to_vec(&a).unwrap()));
+            assert!(!s.matches_bytes(&serde_json::to_vec(&b).unwrap()));
+        }
     }
 
     #[test]

@@ -129,11 +129,7 @@ fn watch_error(e: kplane_storage::Error, rt: &ResourceType) -> WatchItem {
 impl Registry {
     /// Starts a watch.
     pub async fn watch(self: &Arc<Self>, t: &Target, p: &ListParams) -> ApiResult<WatchSetup> {
-        let selection = Selection::new(
-            &t.rt,
-            p.label_selector.as_deref(),
-            p.field_selector.as_deref(),
-        )?;
+        let selection = Selection::for_params(&t.rt, p)?;
         let timeout = match p.timeout_seconds {
             Some(s) => Duration::from_secs(s),
             None => Duration::from_secs(rand::rng().random_range(1800..3600)),
@@ -160,6 +156,7 @@ impl Registry {
             let mut lp = ListParams {
                 label_selector: p.label_selector.clone(),
                 field_selector: p.field_selector.clone(),
+                annotation: p.annotation.clone(),
                 ..Default::default()
             };
             if let Some(rv) = rv.filter(|r| *r != "0") {

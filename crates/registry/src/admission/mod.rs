@@ -142,13 +142,15 @@ impl Admission {
     /// The default chain: [`NamespaceLifecycle`], then `WorkspaceOwner` (a Workspace's
     /// creator, `rbac::owner`), then [`SyncAssignment`] (which SyncTarget a new object
     /// goes to), then the validating [`RbacEscalation`] (RBAC's escalation and bind
-    /// checks).
+    /// checks) and `SyncerScope` (what the sync endpoint's identity may write,
+    /// `crate::sync`).
     pub fn recommended() -> Self {
         Self::none()
             .with_mutating(Arc::new(NamespaceLifecycle))
             .with_mutating(Arc::new(crate::rbac::owner::WorkspaceOwner))
             .with_mutating(Arc::new(SyncAssignment))
             .with_validating(Arc::new(RbacEscalation))
+            .with_validating(Arc::new(crate::sync::SyncerScope))
     }
 
     /// Appends a mutating plugin.

@@ -483,7 +483,8 @@ async fn namespace_lifecycle_guards_new_content_and_the_default_namespaces() {
             "NamespaceLifecycle",
             "WorkspaceOwner",
             "SyncAssignment",
-            "RBACEscalation"
+            "RBACEscalation",
+            "SyncerScope"
         ]
     );
     let w = WriteParams::default();

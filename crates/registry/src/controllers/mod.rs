@@ -384,8 +384,9 @@ impl Drop for Controllers {
 
 /// Starts the controllers over `registry`: the worker of its queue (`queue`, from
 /// [`Registry::new`]), the shared informer feeding the garbage collector, the root-CA
-/// publisher, the RBAC and SyncTarget caches, the ClusterRole aggregation controller, the
-/// SyncTarget and Job TTL controllers (with the task of their timers), the Event sweeper
+/// publisher, the RBAC and SyncTarget caches, the sync endpoint's reference index, the
+/// ClusterRole aggregation controller, the SyncTarget and Job TTL controllers (with the
+/// task of their timers), the Event sweeper
 /// for `event_ttl`, and the resumption of unfinished work.
 pub fn start(
     registry: &Arc<Registry>,
@@ -401,6 +402,9 @@ pub fn start(
         )))
         .with(Arc::new(crate::sync_targets::Invalidator(
             registry.sync_target_cache().clone(),
+        )))
+        .with(Arc::new(crate::sync::ref_index::Indexer(
+            registry.sync_ref_index().clone(),
         )))
         // After the invalidator: a sync it queues compiles the changed roles.
         .with(Arc::new(cr_aggregation::Feed(registry.clone())))

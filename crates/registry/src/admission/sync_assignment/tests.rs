@@ -292,7 +292,8 @@ async fn a_requester_may_name_an_applicable_target_only() {
     );
     // The server's internal identities and system:masters keep what they set, unchecked.
     for (i, w) in [
-        as_user("system:kplane:syncer:root:acme/east", &[]),
+        // (Not the sync endpoint's identity: `SyncerScope` lets it create Leases only.)
+        as_user("system:kplane:sync-controller", &[]),
         as_user("admin", &["system:masters"]),
         WriteParams::default(),
     ]

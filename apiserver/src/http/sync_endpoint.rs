@@ -1,0 +1,594 @@
+//! The sync endpoint: `/services/sync/<cluster>/<target>/<kubernetes path>`, the virtual
+//! API one syncer uses (issue 15, docs/sync.md). This module owns the HTTP side: splitting
+//! the path, authentication (as for any request), authorization of the verb `sync` on
+//! `synctargets/<target>` in `<cluster>` (the ordinary authorizer, with a synthetic
+//! `RequestInfo`), the allowlist of inner requests ([`classify`]: everything else is 404,
+//! other methods on allowed paths 405), and serving what passes through the ordinary
+//! resource handlers as the target's internal identity. The object rules (assigned?
+//! referenced? finalizer-only change?) live in the registry (`kplane_registry::sync`).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::Method;
+use axum::response::Response;
+use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::sync::{
+    self as rules, refs::RefKind, TargetRef, TargetSpec, SYNC_GROUP, SYNC_TARGETS, SYNC_VERB,
+    SYNC_VERSION,
+};
+use kplane_types::{ClusterName, ClusterScope, RequestInfo, Status, UserInfo, Verb};
+
+use super::error::StatusResponse;
+use super::request_info::{self, ApiPath, ResourcePath};
+use super::resources::AnnotationFilter;
+use super::{authz, health, httplog, impersonation, negotiation, resources, AppState};
+
+/// The path prefix of every sync endpoint.
+pub const PREFIX: &str = "/services/sync/";
+
+/// What an allowed inner request is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Allowed {
+    /// List or watch `clusters/*/.../<resource>` of a synced resource: the assigned objects.
+    AssignedCollection,
+    /// Get, update or patch an object of a synced resource (or its status), if assigned.
+    AssignedObject,
+    /// Get a Secret, ConfigMap or ServiceAccount, if an assigned object refers to it.
+    Referenced(RefKind),
+    /// The SyncTarget itself (get) and its status (get, update, patch).
+    Heartbeat,
+    /// The syncer's Lease (get, update, patch; create through the collection).
+    Lease,
+}
+
+/// Splits `/services/sync/<cluster>/<target>/<rest>` into the target and the inner path
+/// (`/` when nothing follows). `None` when the path is not one.
+fn split(path: &str) -> Option<(TargetRef, String)> {
+    let after = path.strip_prefix(PREFIX)?;
+    let mut parts = after.splitn(3, '/');
+    let cluster = parts.next()?;
+    let name = parts.next()?;
+    let rest = parts.next().unwrap_or("");
+    let cluster = ClusterName::parse(&request_info::decode_cluster_segment(cluster))?;
+    if !kplane_types::validation::is_dns1123_subdomain(name).is_empty() {
+        return None;
+    }
+    Some((
+        TargetRef {
+            cluster,
+            name: name.to_string(),
+        },
+        format!("/{rest}"),
+    ))
+}
+
+fn method_not_allowed(method: &Method, rp: &ResourcePath) -> ApiError {
+    ApiError::from(Status::method_not_allowed(method.as_str(), &rp.resource))
+}
+
+/// Which allowed request `info` (the inner path's attributes) is, for target `t` with
+/// `spec`: 404 for anything outside the allowlist, 405 for a method an allowed path does
+/// not serve.
+fn classify(
+    t: &TargetRef,
+    spec: &TargetSpec,
+    method: &Method,
+    info: &RequestInfo,
+    rp: &ResourcePath,
+) -> ApiResult<Allowed> {
+    let verb = &info.verb;
+    let sub = rp.subresource.as_deref();
+    let one = info.cluster.one();
+    let own_cluster = one == Some(&t.cluster);
+    let synced = spec.syncs(&rp.group, &rp.version, &rp.resource);
+    let allow = |ok: bool, what: Allowed| {
+        if ok {
+            Ok(what)
+        } else {
+            Err(method_not_allowed(method, rp))
+        }
+    };
+    if synced
+        && info.cluster == ClusterScope::Wildcard
+        && rp.namespace.is_none()
+        && rp.name.is_none()
+    {
+        return allow(
+            matches!(verb, Verb::List | Verb::Watch),
+            Allowed::AssignedCollection,
+        );
+    }
+    let covered = one.is_some_and(|c| rules::covers(spec, &t.cluster, c));
+    if synced
+        && covered
+        && rp.namespace.is_some()
+        && rp.name.is_some()
+        && matches!(sub, None | Some("status"))
+    {
+        return allow(
+            matches!(verb, Verb::Get | Verb::Update | Verb::Patch),
+            Allowed::AssignedObject,
+        );
+    }
+    if let Some(kind) = RefKind::from_resource(&rp.group, &rp.version, &rp.resource) {
+        if covered && rp.namespace.is_some() && rp.name.is_some() && sub.is_none() {
+            return allow(*verb == Verb::Get, Allowed::Referenced(kind));
+        }
+    }
+    if own_cluster
+        && rp.group == SYNC_GROUP
+        && rp.version == SYNC_VERSION
+        && rp.resource == SYNC_TARGETS
+        && rp.namespace.is_none()
+        && rp.name.as_deref() == Some(t.name.as_str())
+    {
+        return match sub {
+            None => allow(*verb == Verb::Get, Allowed::Heartbeat),
+            Some("status") => allow(
+                matches!(verb, Verb::Get | Verb::Update | Verb::Patch),
+                Allowed::Heartbeat,
+            ),
+            Some(_) => Err(ApiError::not_found_path()),
+        };
+    }
+    if own_cluster
+        && rp.group == "coordination.k8s.io"
+        && rp.version == "v1"
+        && rp.resource == "leases"
+        && rp.namespace.as_deref() == Some("kube-system")
+        && sub.is_none()
+    {
+        match rp.name.as_deref() {
+            Some(n) if n == rules::lease_name(&t.name) => {
+                return allow(
+                    matches!(verb, Verb::Get | Verb::Update | Verb::Patch),
+                    Allowed::Lease,
+                )
+            }
+            None if *method == Method::POST => return Ok(Allowed::Lease),
+            _ => {}
+        }
+    }
+    Err(ApiError::not_found_path())
+}
+
+/// The attributes authorized for every request to `t`'s endpoint: verb `sync` on
+/// `synctargets/<name>` (group `sync.kplane.io`) in the target's cluster.
+fn sync_attributes(t: &TargetRef, path: &str) -> RequestInfo {
+    RequestInfo {
+        cluster: ClusterScope::One(t.cluster.clone()),
+        path: path.to_string(),
+        verb: Verb::Other(SYNC_VERB.to_string()),
+        is_resource_request: true,
+        api_group: SYNC_GROUP.to_string(),
+        api_version: SYNC_VERSION.to_string(),
+        namespace: None,
+        resource: SYNC_TARGETS.to_string(),
+        subresource: None,
+        name: Some(t.name.clone()),
+    }
+}
+
+/// Serves one request under [`PREFIX`] and writes its request log line (and audit events).
+pub(super) async fn dispatch(state: Arc<AppState>, mut req: Request<Body>) -> Response {
+    let start = httplog::RequestStart::new(&req);
+    let path = req.uri().path().to_string();
+    let Some((t, inner)) = split(&path) else {
+        let resp = ApiError::not_found_path().into_response();
+        httplog::log(&start, None, None, &resp);
+        return resp;
+    };
+    let target = match request_info::parse(&inner) {
+        Ok(target) => target,
+        Err(_) => {
+            let resp = ApiError::not_found_path().into_response();
+            httplog::log(&start, None, None, &resp);
+            return resp;
+        }
+    };
+    let info = Arc::new(request_info::request_info(
+        req.method(),
+        &target,
+        req.uri().query(),
+    ));
+    req.extensions_mut().insert(info.clone());
+    let peer = req.extensions().get::<httplog::Peer>().map(|p| p.0.ip());
+    let mut trail = state.audit.as_ref().map(|a| a.begin(&req, peer));
+    let mut user = None;
+    let resp = serve(&state, req, &t, target.api, &info, &mut user, &mut trail).await;
+    let resp = match trail {
+        Some(tr) => tr.finish(&info, resp).await,
+        None => resp,
+    };
+    httplog::log(
+        &start,
+        Some(&info),
+        user.as_ref().map(|u: &Arc<UserInfo>| u.username.as_str()),
+        &resp,
+    );
+    resp
+}
+
+async fn serve(
+    state: &Arc<AppState>,
+    mut req: Request<Body>,
+    t: &TargetRef,
+    api: Option<ApiPath>,
+    info: &RequestInfo,
+    user: &mut Option<Arc<UserInfo>>,
+    trail: &mut Option<crate::audit::Trail>,
+) -> Response {
+    let path = req.uri().path().to_string();
+    let certs = req.extensions().get::<super::auth::PeerCertificates>();
+    let authenticated = match super::authenticate(state, req.headers(), certs, &path).await {
+        Ok(u) => Arc::new(u),
+        Err(resp) => return resp,
+    };
+    if let Some(tr) = trail.as_mut() {
+        tr.authenticated(&authenticated, info);
+    }
+    let attrs = sync_attributes(t, &path);
+    let acting = match impersonation::impersonate(
+        state.authorizer.as_ref(),
+        req.headers(),
+        &attrs,
+        &authenticated,
+        req.uri().path_and_query().map_or(&*path, |p| p.as_str()),
+    )
+    .await
+    {
+        Ok(None) => authenticated,
+        Ok(Some(impersonated)) => {
+            if let Some(tr) = trail.as_mut() {
+                tr.impersonating(&impersonated);
+            }
+            req.extensions_mut()
+                .insert(impersonation::Impersonator(authenticated));
+            Arc::new(impersonated)
+        }
+        Err(resp) => return resp,
+    };
+    let acting: &UserInfo = user.insert(acting);
+    let decided = authz::decide(state.authorizer.as_ref(), acting, &attrs).await;
+    if let Some(tr) = trail.as_mut() {
+        match &decided {
+            Ok(reason) => tr.authorized(true, reason),
+            Err((reason, _)) => tr.authorized(false, reason),
+        }
+    }
+    if let Err((_, forbidden)) = decided {
+        return forbidden;
+    }
+    if let Some(tr) = trail.as_mut().filter(|tr| tr.wants_request_body(info)) {
+        req = crate::audit::keep_request_body(tr, req).await;
+    }
+    match checked(state, req, t, api, info).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// After authorization: the target must exist; then the allowlist and the object checks,
+/// then the ordinary handler as the target's identity.
+async fn checked(
+    state: &Arc<AppState>,
+    mut req: Request<Body>,
+    t: &TargetRef,
+    api: Option<ApiPath>,
+    info: &RequestInfo,
+) -> ApiResult<Response> {
+    state
+        .registry
+        .check_cluster(&ClusterScope::One(t.cluster.clone()))?;
+    let spec = state.registry.sync_target_spec(t).await?;
+    let Some(ApiPath::Resource(rp)) = api else {
+        return match info.path.trim_end_matches('/') {
+            "/version" if *req.method() == Method::GET => Ok(health::version(&state.version)),
+            _ => Err(ApiError::not_found_path()),
+        };
+    };
+    let method = req.method().clone();
+    let allowed = classify(t, &spec, &method, info, &rp)?;
+    let mut info = info.clone();
+    match allowed {
+        Allowed::AssignedCollection => {
+            info.cluster = rules::list_scope(&t.cluster);
+            req.extensions_mut().insert(AnnotationFilter(
+                rules::TARGET_ANNOTATION.to_string(),
+                t.id(),
+            ));
+        }
+        Allowed::AssignedObject => {
+            let (cluster, rt) = resource_in(state, &info, &rp).await?;
+            let target = kplane_registry::Target::new(&cluster, rt, rp.namespace.clone());
+            let name = rp.name.as_deref().unwrap_or_default();
+            state.registry.sync_check_assigned(&target, name, t).await?;
+        }
+        Allowed::Referenced(kind) => {
+            let cluster = info
+                .cluster
+                .one()
+                .cloned()
+                .ok_or_else(ApiError::not_found_path)?;
+            state
+                .registry
+                .sync_check_referenced(
+                    &cluster,
+                    rp.namespace.as_deref().unwrap_or_default(),
+                    kind,
+                    rp.name.as_deref().unwrap_or_default(),
+                    t,
+                    &spec,
+                )
+                .await?;
+        }
+        Allowed::Heartbeat => {}
+        Allowed::Lease if rp.name.is_none() => req = lease_create(req, t).await?,
+        Allowed::Lease => {}
+    }
+    let accept = negotiation::parse_accept(
+        req.headers()
+            .get(axum::http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let identity = t.user();
+    let started = std::time::Instant::now();
+    let apply = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/apply-patch+yaml");
+    let labels = crate::metrics::RequestLabels::of(&info, apply);
+    let resp = resources::handle(state.clone(), rp, &info, &identity, accept, req).await;
+    state.metrics.observe_request(
+        labels,
+        resp.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    Ok(resp)
+}
+
+/// The one cluster and resource type of an object request.
+async fn resource_in(
+    state: &AppState,
+    info: &RequestInfo,
+    rp: &ResourcePath,
+) -> ApiResult<(ClusterName, Arc<kplane_registry::ResourceType>)> {
+    let cluster = info
+        .cluster
+        .one()
+        .cloned()
+        .ok_or_else(ApiError::not_found_path)?;
+    let catalog = state.registry.catalog_for(&info.cluster).await?;
+    let rt = catalog
+        .get(&rp.group, &rp.version, &rp.resource)
+        .cloned()
+        .ok_or_else(ApiError::not_found_path)?;
+    Ok((cluster, rt))
+}
+
+/// A Lease create: only the target's own Lease name (read from the body, which is put
+/// back for the handler).
+async fn lease_create(req: Request<Body>, t: &TargetRef) -> ApiResult<Request<Body>> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, negotiation::MAX_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                kplane_types::StatusReason::RequestEntityTooLarge,
+                "the request is too large",
+            )
+        })?;
+    let ct = parts
+        .headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let obj = negotiation::decode_object(&bytes, negotiation::body_type(ct)?)?;
+    let want = rules::lease_name(&t.name);
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    if name != want {
+        return Err(ApiError::from(Status::forbidden(
+            "coordination.k8s.io",
+            "leases",
+            name,
+            &format!(
+                "the sync endpoint of {} serves only the Lease {want}",
+                t.id()
+            ),
+        )));
+    }
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn east() -> TargetRef {
+        TargetRef {
+            cluster: ClusterName::parse("root:acme").unwrap(),
+            name: "east".into(),
+        }
+    }
+
+    #[test]
+    fn paths_split_into_target_and_inner_path() {
+        let (t, inner) =
+            split("/services/sync/root:acme/east/clusters/*/apis/batch/v1/jobs").unwrap();
+        assert_eq!(t, east());
+        assert_eq!(inner, "/clusters/*/apis/batch/v1/jobs");
+        let (t, inner) = split("/services/sync/root%3Aacme/east").unwrap();
+        assert_eq!(t, east());
+        assert_eq!(inner, "/");
+        assert_eq!(
+            split("/services/sync/root:acme/east/version").unwrap().1,
+            "/version"
+        );
+        for bad in [
+            "/services/sync/",
+            "/services/sync/root",
+            "/services/sync/root/",
+            "/services/sync/Not_A_Cluster/east/api",
+            "/services/sync/root/Bad_Name/api",
+            "/services/other/root/east",
+        ] {
+            assert!(split(bad).is_none(), "{bad}");
+        }
+    }
+
+    /// How `classify` answers `method path` for `east` (in root:acme) with `spec`:
+    /// the allowed kind, or the status code.
+    fn class(spec: &TargetSpec, method: Method, path: &str) -> Result<Allowed, u16> {
+        let (path, query) = match path.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (path, None),
+        };
+        let target = request_info::parse(path).unwrap();
+        let info = request_info::request_info(&method, &target, query);
+        let Some(ApiPath::Resource(rp)) = target.api else {
+            return Err(0);
+        };
+        classify(&east(), spec, &method, &info, &rp).map_err(|e| e.code())
+    }
+
+    #[test]
+    fn only_the_allowlist_is_served() {
+        let spec = TargetSpec::of(&json!({"spec": {}}));
+        let desc = TargetSpec::of(&json!({"spec": {"includeDescendants": true}}));
+        let g = Method::GET;
+        use Allowed::*;
+        let jobs = "/clusters/*/apis/batch/v1/jobs";
+        assert_eq!(class(&spec, g.clone(), jobs), Ok(AssignedCollection));
+        assert_eq!(
+            class(&spec, g.clone(), &format!("{jobs}?watch=true")),
+            Ok(AssignedCollection)
+        );
+        assert_eq!(class(&spec, Method::POST, jobs), Err(405));
+        assert_eq!(class(&spec, Method::DELETE, jobs), Err(405));
+        // Not synced, namespaced collections, one cluster's collection: 404.
+        for p in [
+            "/clusters/*/api/v1/secrets",
+            "/clusters/*/apis/apps/v1/deployments",
+            "/clusters/*/apis/batch/v1/namespaces/d/jobs",
+            "/clusters/root:acme/apis/batch/v1/jobs",
+            "/clusters/root:acme:*/apis/batch/v1/jobs",
+        ] {
+            assert_eq!(class(&spec, g.clone(), p), Err(404), "{p}");
+        }
+        let job = "/clusters/root:acme/apis/batch/v1/namespaces/d/jobs/j";
+        for m in [Method::GET, Method::PUT, Method::PATCH] {
+            assert_eq!(class(&spec, m.clone(), job), Ok(AssignedObject));
+            assert_eq!(
+                class(&spec, m, &format!("{job}/status")),
+                Ok(AssignedObject)
+            );
+        }
+        assert_eq!(class(&spec, Method::DELETE, job), Err(405));
+        assert_eq!(
+            class(&spec, g.clone(), &format!("{job}?watch=true")),
+            Err(405)
+        );
+        assert_eq!(class(&spec, g.clone(), &format!("{job}/other")), Err(404));
+        // A descendant's object: only with includeDescendants; a sibling's never.
+        let child = "/clusters/root:acme:team/apis/batch/v1/namespaces/d/jobs/j";
+        assert_eq!(class(&spec, g.clone(), child), Err(404));
+        assert_eq!(class(&desc, g.clone(), child), Ok(AssignedObject));
+        let sibling = "/clusters/root:acmex/apis/batch/v1/namespaces/d/jobs/j";
+        assert_eq!(class(&desc, g.clone(), sibling), Err(404));
+        // Referenced objects: read only, named, namespaced.
+        for (p, k) in [
+            ("secrets", RefKind::Secret),
+            ("configmaps", RefKind::ConfigMap),
+            ("serviceaccounts", RefKind::ServiceAccount),
+        ] {
+            let one = format!("/clusters/root:acme/api/v1/namespaces/d/{p}/x");
+            assert_eq!(class(&spec, g.clone(), &one), Ok(Referenced(k)));
+            assert_eq!(class(&spec, Method::PUT, &one), Err(405));
+            assert_eq!(class(&spec, Method::DELETE, &one), Err(405));
+            let list = format!("/clusters/root:acme/api/v1/namespaces/d/{p}");
+            assert_eq!(class(&spec, g.clone(), &list), Err(404));
+        }
+        assert_eq!(
+            class(
+                &spec,
+                g.clone(),
+                "/clusters/root:acme/api/v1/namespaces/d/pods/x"
+            ),
+            Err(404)
+        );
+        // The SyncTarget: itself read only, its status read and written; no other target.
+        let st = "/clusters/root:acme/apis/sync.kplane.io/v1alpha1/synctargets";
+        assert_eq!(
+            class(&spec, g.clone(), &format!("{st}/east")),
+            Ok(Heartbeat)
+        );
+        assert_eq!(class(&spec, Method::PUT, &format!("{st}/east")), Err(405));
+        assert_eq!(
+            class(&spec, Method::PATCH, &format!("{st}/east/status")),
+            Ok(Heartbeat)
+        );
+        assert_eq!(
+            class(&spec, Method::PUT, &format!("{st}/east/status")),
+            Ok(Heartbeat)
+        );
+        assert_eq!(class(&spec, g.clone(), &format!("{st}/west")), Err(404));
+        assert_eq!(class(&spec, g.clone(), st), Err(404));
+        assert_eq!(
+            class(
+                &spec,
+                g.clone(),
+                "/clusters/root/apis/sync.kplane.io/v1alpha1/synctargets/east"
+            ),
+            Err(404)
+        );
+        // The Lease: its own name only; created through the collection.
+        let leases =
+            "/clusters/root:acme/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
+        assert_eq!(
+            class(&spec, g.clone(), &format!("{leases}/kplane-syncer-east")),
+            Ok(Lease)
+        );
+        assert_eq!(
+            class(&spec, Method::PUT, &format!("{leases}/kplane-syncer-east")),
+            Ok(Lease)
+        );
+        assert_eq!(
+            class(
+                &spec,
+                Method::DELETE,
+                &format!("{leases}/kplane-syncer-east")
+            ),
+            Err(405)
+        );
+        assert_eq!(class(&spec, Method::POST, leases), Ok(Lease));
+        assert_eq!(class(&spec, g.clone(), leases), Err(404));
+        assert_eq!(
+            class(&spec, g.clone(), &format!("{leases}/kplane-syncer-west")),
+            Err(404)
+        );
+        assert_eq!(
+            class(&spec, g, "/clusters/root:acme/apis/coordination.k8s.io/v1/namespaces/default/leases/kplane-syncer-east"),
+            Err(404)
+        );
+    }
+
+    #[test]
+    fn the_authorized_attributes_name_the_target() {
+        let a = sync_attributes(&east(), "/services/sync/root:acme/east/version");
+        let user = UserInfo {
+            username: "bob".into(),
+            ..Default::default()
+        };
+        let s = authz::forbidden(&user, &a, "");
+        assert_eq!(
+            s.message,
+            r#"synctargets.sync.kplane.io "east" is forbidden: User "bob" cannot sync resource "synctargets" in API group "sync.kplane.io" at the cluster scope"#
+        );
+        assert_eq!(s.code, 403);
+    }
+}

@@ -1,0 +1,214 @@
+//! The object rules of the sync endpoint (`/services/sync/<cluster>/<target>/...`, issue
+//! 15), without HTTP: which SyncTarget a request is for and what its spec says
+//! ([`TargetRef`], [`TargetSpec`]), whether an object is assigned to the target (the
+//! annotation `sync.kplane.io/target: <cluster>/<target>`), whether a Secret, ConfigMap or
+//! ServiceAccount is referenced by an assigned object ([`refs`], answered from an
+//! informer-fed index, [`ref_index`], or failing that by reading the assigned objects), and
+//! what the endpoint's identity may write ([`SyncerScope`], an admission plugin). Lists and
+//! watches of the assigned objects are ordinary ones with `ListParams::annotation` set
+//! ([`TargetRef::list_filter`]). The SyncTarget's spec and the names shared with the
+//! SyncTarget type come from `strategies::sync_target`.
+
+pub mod ref_index;
+pub mod refs;
+mod scope;
+
+pub use scope::{finalizer_only_change, status_only_change, SyncerScope};
+
+use std::sync::Arc;
+
+use kplane_types::{ClusterName, ClusterScope, Status, UserInfo};
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::options::ListParams;
+use crate::{Registry, ResourceType, Target};
+
+pub use crate::strategies::sync_target::{
+    SyncedResource, TargetSpec, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION,
+};
+
+/// The version of SyncTargets.
+pub const SYNC_VERSION: &str = "v1alpha1";
+/// The resource (plural) of SyncTargets.
+pub const SYNC_TARGETS: &str = "synctargets";
+/// The verb a user needs on `synctargets/<name>` to use the target's endpoint.
+pub const SYNC_VERB: &str = "sync";
+/// The prefix of the endpoint's internal identity (`<prefix><cluster>/<target>`).
+pub const SYNCER_USER_PREFIX: &str = "system:kplane:syncer:";
+/// The name of a target's leader-election Lease (in `kube-system` of its cluster).
+pub fn lease_name(target: &str) -> String {
+    format!("kplane-syncer-{target}")
+}
+
+/// One SyncTarget: its logical cluster and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetRef {
+    pub cluster: ClusterName,
+    pub name: String,
+}
+
+impl TargetRef {
+    /// `<cluster>/<name>`: the annotation value of the objects assigned to it.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.cluster, self.name)
+    }
+
+    /// The identity the endpoint serves its requests as, once its own checks passed.
+    pub fn user(&self) -> UserInfo {
+        UserInfo {
+            username: format!("{SYNCER_USER_PREFIX}{}", self.id()),
+            uid: String::new(),
+            groups: vec![kplane_types::request::SYSTEM_AUTHENTICATED.to_string()],
+            extra: Default::default(),
+        }
+    }
+
+    /// The target id of an endpoint identity ([`TargetRef::user`]); `None` for any other user.
+    pub fn id_of_user(user: &UserInfo) -> Option<&str> {
+        user.username.strip_prefix(SYNCER_USER_PREFIX)
+    }
+
+    /// The list/watch restriction to the objects assigned to this target.
+    pub fn list_filter(&self, p: &mut ListParams) {
+        p.annotation = Some((TARGET_ANNOTATION.to_string(), self.id()));
+    }
+
+    /// Whether `obj` is assigned to this target.
+    pub fn assigns(&self, obj: &Value) -> bool {
+        obj.pointer("/metadata/annotations")
+            .and_then(|a| a.get(TARGET_ANNOTATION))
+            .and_then(Value::as_str)
+            .is_some_and(|v| v == self.id())
+    }
+}
+
+/// Whether objects of `cluster` can be assigned to `spec`'s target in `target_cluster`:
+/// its own cluster, and with `includeDescendants` the clusters below it.
+pub fn covers(spec: &TargetSpec, target_cluster: &ClusterName, cluster: &ClusterName) -> bool {
+    if spec.include_descendants {
+        cluster.is_within(target_cluster)
+    } else {
+        cluster == target_cluster
+    }
+}
+
+/// The clusters a list or watch of a target's assigned objects reads: the target cluster's
+/// subtree. (Without `includeDescendants` only the target's own cluster holds assigned
+/// objects; the subtree scope is what gives every item the `kplane.io/cluster`
+/// annotation, and the annotation filter keeps exactly the assigned ones.)
+pub fn list_scope(target_cluster: &ClusterName) -> ClusterScope {
+    ClusterScope::subtree(target_cluster.clone())
+}
+
+impl Registry {
+    /// The index of what assigned objects refer to (fed by the informer).
+    pub fn sync_ref_index(&self) -> &Arc<ref_index::RefIndex> {
+        &self.sync_refs
+    }
+
+    /// The SyncTarget type, when served.
+    fn sync_target_type(&self) -> ApiResult<Arc<ResourceType>> {
+        self.builtin_catalog()
+            .get(SYNC_GROUP, SYNC_VERSION, SYNC_TARGETS)
+            .cloned()
+            .ok_or_else(ApiError::not_found_path)
+    }
+
+    /// Reads the SyncTarget `t` (404 when it does not exist, or SyncTargets are not served).
+    pub async fn sync_target_spec(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
+        let rt = self.sync_target_type()?;
+        let target = Target::new(&t.cluster, rt, None);
+        let bytes = self.get(&target, &t.name).await?;
+        let obj: Value = serde_json::from_slice(&bytes).map_err(|e| super::corrupt(&e))?;
+        Ok(TargetSpec::of(&obj))
+    }
+
+    /// Checks that object `name` of `target` (one cluster) is assigned to `t`; the
+    /// object's ordinary 404 otherwise (the endpoint tells nothing about other objects).
+    pub async fn sync_check_assigned(
+        &self,
+        target: &Target,
+        name: &str,
+        t: &TargetRef,
+    ) -> ApiResult<()> {
+        let not_found =
+            || ApiError::from(Status::not_found(&target.rt.group, &target.rt.plural, name));
+        let Some(kv) = self.get_stored(target, name).await? else {
+            return Err(not_found());
+        };
+        let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| super::corrupt(&e))?;
+        if t.assigns(&obj) {
+            Ok(())
+        } else {
+            Err(not_found())
+        }
+    }
+
+    /// Checks that `name` of `kind` in `cluster`/`namespace` is referenced by the pod
+    /// template of an object assigned to `t` in that namespace (of any resource in
+    /// `spec`); its ordinary 404 otherwise. Asks the informer-fed index first
+    /// ([`ref_index`]); on a miss reads the namespace's assigned objects in batches (an
+    /// annotation-filtered list), stopping at the first that refers to it.
+    pub async fn sync_check_referenced(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+        kind: refs::RefKind,
+        name: &str,
+        t: &TargetRef,
+        spec: &TargetSpec,
+    ) -> ApiResult<()> {
+        let plural = match kind {
+            refs::RefKind::Secret => "secrets",
+            refs::RefKind::ConfigMap => "configmaps",
+            refs::RefKind::ServiceAccount => "serviceaccounts",
+        };
+        let not_found = || ApiError::from(Status::not_found("", plural, name));
+        if !covers(spec, &t.cluster, cluster) {
+            return Err(not_found());
+        }
+        let id = t.id();
+        let catalog = self
+            .catalog_for(&ClusterScope::One(cluster.clone()))
+            .await?;
+        let types: Vec<Arc<ResourceType>> = spec
+            .resources
+            .iter()
+            .filter_map(|r| catalog.get(&r.group, &r.version, &r.resource).cloned())
+            .filter(|rt| rt.namespaced)
+            .collect();
+        let indexed = |rt: &ResourceType| {
+            let group = (
+                id.as_str(),
+                cluster.as_str(),
+                namespace,
+                rt.storage_resource.as_str(),
+            );
+            self.sync_refs.contains(group, kind, name)
+        };
+        if types.iter().any(|rt| indexed(rt)) {
+            return Ok(());
+        }
+        for rt in types {
+            let target = Target::new(cluster, rt, Some(namespace.to_string()));
+            let mut p = ListParams::default();
+            t.list_filter(&mut p);
+            let mut page = self.list(&target, &p).await?;
+            while let Some(batch) = page.next_batch().await? {
+                for item in batch {
+                    let Ok(obj) = serde_json::from_slice::<Value>(&item) else {
+                        continue;
+                    };
+                    if refs::of_object(&obj).contains(kind, name) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Err(not_found())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,242 @@
+//! Which Secrets, ConfigMaps and ServiceAccounts a synced object's pod template refers to
+//! (what the syncer copies to the host, and so what the sync endpoint lets it read):
+//! volumes (`secret`, `configMap`, and both inside `projected` sources), `envFrom`, `env`
+//! `valueFrom` (`secretKeyRef`, `configMapKeyRef`) of every container, init and ephemeral
+//! container, `imagePullSecrets`, and the ServiceAccount (`default` when unset).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+/// The kinds of object a pod template refers to by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RefKind {
+    Secret,
+    ConfigMap,
+    ServiceAccount,
+}
+
+impl RefKind {
+    /// The core/v1 resource (plural) of this kind, or `None` for any other resource.
+    pub fn from_resource(group: &str, version: &str, plural: &str) -> Option<RefKind> {
+        if !group.is_empty() || version != "v1" {
+            return None;
+        }
+        match plural {
+            "secrets" => Some(RefKind::Secret),
+            "configmaps" => Some(RefKind::ConfigMap),
+            "serviceaccounts" => Some(RefKind::ServiceAccount),
+            _ => None,
+        }
+    }
+}
+
+/// The names a pod template refers to, per kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct References {
+    pub secrets: BTreeSet<String>,
+    pub config_maps: BTreeSet<String>,
+    pub service_accounts: BTreeSet<String>,
+}
+
+impl References {
+    /// Every reference, with its kind.
+    pub fn all(&self) -> impl Iterator<Item = (RefKind, &str)> {
+        self.secrets
+            .iter()
+            .map(|n| (RefKind::Secret, n.as_str()))
+            .chain(
+                self.config_maps
+                    .iter()
+                    .map(|n| (RefKind::ConfigMap, n.as_str())),
+            )
+            .chain(
+                self.service_accounts
+                    .iter()
+                    .map(|n| (RefKind::ServiceAccount, n.as_str())),
+            )
+    }
+
+    /// Whether `name` of `kind` is among them.
+    pub fn contains(&self, kind: RefKind, name: &str) -> bool {
+        match kind {
+            RefKind::Secret => self.secrets.contains(name),
+            RefKind::ConfigMap => self.config_maps.contains(name),
+            RefKind::ServiceAccount => self.service_accounts.contains(name),
+        }
+    }
+}
+
+/// The pod spec inside a synced object: `spec.template.spec` (Jobs, Deployments and the
+/// other workload kinds), `spec.jobTemplate.spec.template.spec` (CronJobs), or `spec` of
+/// a Pod. `None` when the object has none.
+pub fn pod_spec(obj: &Value) -> Option<&Value> {
+    if obj.get("kind").and_then(Value::as_str) == Some("Pod") {
+        return obj.get("spec").filter(|s| s.is_object());
+    }
+    obj.pointer("/spec/template/spec")
+        .or_else(|| obj.pointer("/spec/jobTemplate/spec/template/spec"))
+        .filter(|s| s.is_object())
+}
+
+/// The references of an object's pod template (empty when it has none).
+pub fn of_object(obj: &Value) -> References {
+    pod_spec(obj).map(references).unwrap_or_default()
+}
+
+fn items<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    v.get(key).and_then(Value::as_array).into_iter().flatten()
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+fn add(set: &mut BTreeSet<String>, name: Option<&str>) {
+    if let Some(n) = name {
+        set.insert(n.to_string());
+    }
+}
+
+/// The references of a pod spec.
+pub fn references(spec: &Value) -> References {
+    let mut r = References::default();
+    for vol in items(spec, "volumes") {
+        add(&mut r.secrets, str_at(vol, "/secret/secretName"));
+        add(&mut r.config_maps, str_at(vol, "/configMap/name"));
+        for src in vol
+            .pointer("/projected/sources")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            add(&mut r.secrets, str_at(src, "/secret/name"));
+            add(&mut r.config_maps, str_at(src, "/configMap/name"));
+        }
+    }
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        for c in items(spec, list) {
+            for from in items(c, "envFrom") {
+                add(&mut r.secrets, str_at(from, "/secretRef/name"));
+                add(&mut r.config_maps, str_at(from, "/configMapRef/name"));
+            }
+            for env in items(c, "env") {
+                add(&mut r.secrets, str_at(env, "/valueFrom/secretKeyRef/name"));
+                add(
+                    &mut r.config_maps,
+                    str_at(env, "/valueFrom/configMapKeyRef/name"),
+                );
+            }
+        }
+    }
+    for s in items(spec, "imagePullSecrets") {
+        add(&mut r.secrets, str_at(s, "/name"));
+    }
+    let sa = str_at(spec, "/serviceAccountName")
+        .or_else(|| str_at(spec, "/serviceAccount"))
+        .unwrap_or("default");
+    r.service_accounts.insert(sa.to_string());
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn every_kind_of_reference_in_a_job_template_is_found() {
+        let job = json!({
+            "kind": "Job",
+            "spec": {"template": {"spec": {
+                "serviceAccountName": "runner",
+                "imagePullSecrets": [{"name": "pull"}],
+                "volumes": [
+                    {"name": "a", "secret": {"secretName": "vol-secret"}},
+                    {"name": "b", "configMap": {"name": "vol-cm"}},
+                    {"name": "c", "projected": {"sources": [
+                        {"secret": {"name": "proj-secret"}},
+                        {"configMap": {"name": "proj-cm"}},
+                        {"serviceAccountToken": {"path": "t"}}
+                    ]}},
+                    {"name": "d", "emptyDir": {}}
+                ],
+                "initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": "init-from"}}]}],
+                "containers": [{
+                    "name": "m",
+                    "envFrom": [{"configMapRef": {"name": "from-cm"}}],
+                    "env": [
+                        {"name": "X", "valueFrom": {"secretKeyRef": {"name": "env-secret", "key": "k"}}},
+                        {"name": "Y", "valueFrom": {"configMapKeyRef": {"name": "env-cm", "key": "k"}}},
+                        {"name": "Z", "value": "plain"}
+                    ]
+                }],
+                "ephemeralContainers": [{"name": "e", "env": [
+                    {"name": "W", "valueFrom": {"secretKeyRef": {"name": "eph", "key": "k"}}}
+                ]}]
+            }}}
+        });
+        let r = of_object(&job);
+        assert_eq!(
+            r.secrets,
+            set(&[
+                "env-secret",
+                "eph",
+                "init-from",
+                "proj-secret",
+                "pull",
+                "vol-secret"
+            ])
+        );
+        assert_eq!(
+            r.config_maps,
+            set(&["env-cm", "from-cm", "proj-cm", "vol-cm"])
+        );
+        assert_eq!(r.service_accounts, set(&["runner"]));
+        assert!(r.contains(RefKind::Secret, "pull"));
+        assert!(!r.contains(RefKind::ConfigMap, "pull"));
+        assert!(!r.contains(RefKind::Secret, "plain"));
+    }
+
+    #[test]
+    fn the_service_account_defaults_to_default_and_other_shapes_are_found() {
+        let job = json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}});
+        assert_eq!(of_object(&job).service_accounts, set(&["default"]));
+        assert!(of_object(&job).secrets.is_empty());
+        let cron = json!({"kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": {"spec": {
+            "serviceAccount": "legacy", "imagePullSecrets": [{"name": "p"}]}}}}}});
+        assert_eq!(of_object(&cron).service_accounts, set(&["legacy"]));
+        assert_eq!(of_object(&cron).secrets, set(&["p"]));
+        let pod = json!({"kind": "Pod", "spec": {"volumes": [{"name": "v", "secret": {"secretName": "s"}}]}});
+        assert_eq!(of_object(&pod).secrets, set(&["s"]));
+        // No pod template: nothing at all, not even the default ServiceAccount.
+        assert_eq!(
+            of_object(&json!({"kind": "ConfigMap", "data": {}})),
+            References::default()
+        );
+    }
+
+    #[test]
+    fn reference_kinds_are_the_core_v1_resources_only() {
+        assert_eq!(
+            RefKind::from_resource("", "v1", "secrets"),
+            Some(RefKind::Secret)
+        );
+        assert_eq!(
+            RefKind::from_resource("", "v1", "configmaps"),
+            Some(RefKind::ConfigMap)
+        );
+        assert_eq!(
+            RefKind::from_resource("", "v1", "serviceaccounts"),
+            Some(RefKind::ServiceAccount)
+        );
+        assert_eq!(RefKind::from_resource("", "v1", "pods"), None);
+        assert_eq!(RefKind::from_resource("x.io", "v1", "secrets"), None);
+    }
+}
