@@ -1,0 +1,451 @@
+//! The syncer's life: wait for the leader Lease, read the SyncTarget, then run the watches,
+//! the workers and the resync while renewing the Lease and heartbeating; drain and stop when
+//! the SyncTarget is deleted, release the Lease on shutdown.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{SecondsFormat, Utc};
+use futures::StreamExt as _;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt as _;
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+
+use crate::clients::{self, KplaneClients};
+use crate::copies::ours;
+use crate::error::{Error, Result};
+use crate::kinds::SyncedKind;
+use crate::lease::LeaderElector;
+use crate::metrics::{self, Metrics};
+use crate::naming::{HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION};
+use crate::queue::WorkQueue;
+use crate::reconcile::reconcile;
+use crate::state::{annotation, slim, ObjectKey, State};
+use crate::sweep;
+use crate::target::{synced_kinds, TargetApi};
+use crate::Settings;
+
+/// The running sync machinery (only while this syncer leads).
+struct Engine {
+    state: Arc<State>,
+    tasks: JoinSet<()>,
+}
+
+impl Engine {
+    fn start(
+        settings: &Settings,
+        target: TargetRef,
+        kplane: KplaneClients,
+        host: kube::Client,
+        kinds: Vec<Arc<dyn SyncedKind>>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let state = Arc::new(State {
+            target,
+            layout: layout(settings),
+            kplane,
+            host,
+            listed: kinds.iter().map(|_| AtomicBool::new(false)).collect(),
+            kinds,
+            queue: Arc::new(WorkQueue::new()),
+            metrics,
+            cache: Mutex::new(Default::default()),
+            refs: Mutex::new(Default::default()),
+            copy_lock: tokio::sync::Mutex::new(()),
+            namespaces: Mutex::new(HashSet::new()),
+            synced: Mutex::new(HashSet::new()),
+        });
+        let sweep = Arc::new(Notify::new());
+        let mut tasks = JoinSet::new();
+        for i in 0..state.kinds.len() {
+            tasks.spawn(watch_sources(Arc::clone(&state), i, Arc::clone(&sweep)));
+            tasks.spawn(watch_host(Arc::clone(&state), i));
+        }
+        for _ in 0..settings.workers.max(1) {
+            tasks.spawn(work(Arc::clone(&state)));
+        }
+        tasks.spawn(resync(Arc::clone(&state), settings.resync, sweep));
+        tracing::info!(target = %state.target.annotation(), resources = ?state.kinds.iter().map(|k| k.api_resource().plural).collect::<Vec<_>>(),
+            "syncing");
+        Engine { state, tasks }
+    }
+
+    async fn stop(mut self) {
+        self.state.queue.close();
+        self.tasks.shutdown().await;
+    }
+}
+
+fn layout(settings: &Settings) -> HostLayout {
+    match &settings.host_namespace {
+        Some(ns) => HostLayout::Shared(ns.clone()),
+        None => HostLayout::PerNamespace,
+    }
+}
+
+fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Runs the syncer until `shutdown` resolves (Ok), the SyncTarget is drained (Ok), or the
+/// Lease is lost (Err: the process should exit and be restarted).
+pub async fn run(settings: Settings, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    let config = clients::from_kubeconfig(&settings.kubeconfig, settings.context.as_deref()).await?;
+    let (cluster, endpoint) = clients::sync_base(&config.cluster_url, &settings.target)?;
+    let base = settings.kplane_base_url.clone().unwrap_or(endpoint);
+    let host = clients::host_client(settings.host_kubeconfig.as_deref()).await?;
+    let target = TargetRef {
+        cluster,
+        name: settings.target.clone(),
+    };
+    tracing::info!(target = %target.annotation(), kplane = %base, identity = %settings.identity, "kplane syncer starting");
+    let metrics = Arc::new(Metrics::default());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut background = JoinSet::new();
+    if let Some(addr) = settings.metrics_bind {
+        let mut rx = stop_rx.clone();
+        let serve = metrics::serve(addr, Arc::clone(&metrics), async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        })
+        .await?;
+        background.spawn(async move {
+            if let Err(e) = serve.await {
+                tracing::warn!(error = %e, "the metrics endpoint failed");
+            }
+        });
+    }
+    let result = lead(&settings, target, base, config, host, metrics, shutdown).await;
+    let _ = stop_tx.send(true);
+    background.shutdown().await;
+    result
+}
+
+async fn lead(
+    settings: &Settings,
+    target: TargetRef,
+    base: String,
+    config: kube::Config,
+    host: kube::Client,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let kplane_for_target = KplaneClients::new(config.clone(), &base);
+    let target_client = kplane_for_target.cluster(&target.cluster)?;
+    let mut elector = LeaderElector::new(
+        target_client.clone(),
+        target.lease_name(),
+        settings.identity.clone(),
+        settings.lease_duration,
+    );
+    tokio::pin!(shutdown);
+    tokio::select! {
+        _ = &mut shutdown => return Ok(()),
+        r = elector.acquire() => r?,
+    }
+    let target_api = TargetApi::new(target_client, &target.name);
+    let mut engine: Option<Engine> = None;
+    let mut renew = tokio::time::interval(elector.retry_period().max(Duration::from_millis(100)));
+    let mut beat = tokio::time::interval(settings.heartbeat);
+    let mut renewed = Instant::now();
+    let mut kinds_for_drain: Vec<Arc<dyn SyncedKind>> = Vec::new();
+    let mut host_was_down = false;
+    let result = loop {
+        tokio::select! {
+            _ = &mut shutdown => {
+                tracing::info!("shutting down");
+                break Ok(());
+            }
+            _ = renew.tick() => match elector.renew().await {
+                Ok(true) => renewed = Instant::now(),
+                Ok(false) => break Err(Error::LostLease(elector.name().to_owned())),
+                Err(e) => {
+                    tracing::warn!(error = %e, "renewing the leader Lease failed");
+                    if renewed.elapsed() > elector.renew_deadline() {
+                        break Err(Error::LostLease(elector.name().to_owned()));
+                    }
+                }
+            },
+            _ = beat.tick() => {
+                let current = match tokio::time::timeout(settings.heartbeat, target_api.get()).await {
+                    Ok(Ok(Some(t))) => t,
+                    Ok(Ok(None)) => {
+                        tracing::warn!(target = %target.annotation(), "the SyncTarget does not exist (yet); waiting");
+                        continue;
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "reading the SyncTarget failed");
+                        continue;
+                    }
+                    Err(_) => {
+                        tracing::warn!("reading the SyncTarget timed out");
+                        continue;
+                    }
+                };
+                if current.pointer("/metadata/deletionTimestamp").is_some() {
+                    if let Some(e) = engine.take() {
+                        tracing::info!(target = %target.annotation(), "the SyncTarget is being deleted: draining");
+                        e.stop().await;
+                    }
+                    if kinds_for_drain.is_empty() {
+                        kinds_for_drain = synced_kinds(&current);
+                    }
+                    match drain(&host, &target, &layout(settings), &kinds_for_drain).await {
+                        Ok(()) => match target_api.drained(&current, &now()).await {
+                            Ok(()) => {
+                                tracing::info!(target = %target.annotation(), "drained: every host object is gone");
+                                break Ok(());
+                            }
+                            Err(e) => tracing::warn!(error = %e, "setting Drained on the SyncTarget failed"),
+                        },
+                        Err(e) => tracing::warn!(error = %e, "draining failed; trying again"),
+                    }
+                    continue;
+                }
+                if engine.is_none() {
+                    let kinds = synced_kinds(&current);
+                    kinds_for_drain = kinds.clone();
+                    engine = Some(Engine::start(
+                        settings,
+                        target.clone(),
+                        KplaneClients::new(config.clone(), &base),
+                        host.clone(),
+                        kinds,
+                        Arc::clone(&metrics),
+                    ));
+                }
+                // Heartbeats only while the host answers: without them kplane marks the
+                // target not Ready and its objects' status stale.
+                match tokio::time::timeout(settings.heartbeat, host.apiserver_version()).await {
+                    Ok(Ok(_)) => {
+                        if host_was_down {
+                            tracing::info!("the host answers again; heartbeats resume");
+                            host_was_down = false;
+                        }
+                    }
+                    Ok(Err(e)) => {
+                        if !host_was_down {
+                            tracing::warn!(error = %e, "the host does not answer; no heartbeat until it does");
+                            host_was_down = true;
+                        }
+                        continue;
+                    }
+                    Err(_) => {
+                        if !host_was_down {
+                            tracing::warn!("the host does not answer in time; no heartbeat until it does");
+                            host_was_down = true;
+                        }
+                        continue;
+                    }
+                }
+                let synced = engine.as_ref().map(|e| e.state.synced_count()).unwrap_or(0);
+                if let Err(e) = target_api
+                    .heartbeat(&current, &settings.identity, &settings.version, synced, &now())
+                    .await
+                {
+                    tracing::warn!(error = %e, "writing the heartbeat failed");
+                }
+            }
+        }
+    };
+    if let Some(e) = engine.take() {
+        e.stop().await;
+    }
+    if !matches!(result, Err(Error::LostLease(_))) {
+        elector.release().await;
+    }
+    result
+}
+
+/// Drains twice: the second pass must find nothing left.
+async fn drain(
+    host: &kube::Client,
+    target: &TargetRef,
+    layout: &HostLayout,
+    kinds: &[Arc<dyn SyncedKind>],
+) -> Result<()> {
+    sweep::drain(host, target, layout, kinds).await?;
+    let left = sweep::drain(host, target, layout, kinds).await?;
+    if left > 0 {
+        return Err(Error::Retry(format!("{left} host objects are still there")));
+    }
+    Ok(())
+}
+
+/// Caches the assigned objects of kind `i` from kplane and queues every change.
+async fn watch_sources(state: Arc<State>, i: usize, sweep: Arc<Notify>) {
+    let client = match state.kplane.cluster("*") {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "no client for the watch");
+            return;
+        }
+    };
+    let ar = state.kinds[i].api_resource();
+    let api: Api<DynamicObject> = Api::all_with(client, &ar);
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut seen: HashSet<ObjectKey> = HashSet::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(Event::Init) => seen.clear(),
+            Ok(Event::InitApply(o)) => {
+                if let Some(k) = apply(&state, i, o) {
+                    seen.insert(k);
+                }
+            }
+            Ok(Event::Apply(o)) => {
+                apply(&state, i, o);
+            }
+            Ok(Event::Delete(o)) => {
+                let v = serde_json::to_value(o).unwrap_or(Value::Null);
+                if let Some(key) = state.key_of(i, &v) {
+                    let had = state.cache.lock().map(|mut c| c.remove(&key).is_some()).unwrap_or(false);
+                    if had {
+                        state.queue.add(key);
+                    }
+                }
+            }
+            Ok(Event::InitDone) => {
+                let gone: Vec<ObjectKey> = match state.cache.lock() {
+                    Ok(mut cache) => {
+                        let gone: Vec<ObjectKey> = cache
+                            .keys()
+                            .filter(|k| k.kind == i && !seen.contains(*k))
+                            .cloned()
+                            .collect();
+                        for k in &gone {
+                            cache.remove(k);
+                        }
+                        gone
+                    }
+                    Err(_) => Vec::new(),
+                };
+                for k in gone {
+                    state.queue.add(k);
+                }
+                state.listed[i].store(true, Ordering::Release);
+                tracing::info!(resource = %ar.plural, assigned = seen.len(), "listed the assigned objects");
+                seen.clear();
+                sweep.notify_one();
+            }
+            Err(e) => {
+                tracing::warn!(resource = %ar.plural, error = %e, "watching kplane failed; retrying with backoff");
+                state.metrics.error();
+            }
+        }
+    }
+}
+
+/// Caches (or uncaches) one object the watch delivered and queues it; its key if assigned.
+fn apply(state: &State, i: usize, obj: DynamicObject) -> Option<ObjectKey> {
+    let v = slim(serde_json::to_value(obj).unwrap_or(Value::Null));
+    let key = state.key_of(i, &v)?;
+    let mut cache = state.cache.lock().ok()?;
+    if state.assigned(&v) {
+        cache.insert(key.clone(), v);
+        drop(cache);
+        state.queue.add(key.clone());
+        Some(key)
+    } else {
+        let had = cache.remove(&key).is_some();
+        drop(cache);
+        if had {
+            state.queue.add(key);
+        }
+        None
+    }
+}
+
+/// Queues the source of every host object of kind `i` that changes (status flowing back,
+/// or a host object deleted by someone else).
+async fn watch_host(state: Arc<State>, i: usize) {
+    let ar = state.kinds[i].api_resource();
+    let api: Api<DynamicObject> = match &state.layout {
+        HostLayout::Shared(ns) => Api::namespaced_with(state.host.clone(), ns, &ar),
+        HostLayout::PerNamespace => Api::all_with(state.host.clone(), &ar),
+    };
+    let config = watcher::Config::default().labels(&state.target.label_selector());
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    while let Some(ev) = stream.next().await {
+        let obj = match ev {
+            Ok(Event::Apply(o) | Event::InitApply(o) | Event::Delete(o)) => o,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::warn!(resource = %ar.plural, error = %e, "watching the host failed; retrying with backoff");
+                state.metrics.error();
+                continue;
+            }
+        };
+        let v = serde_json::to_value(obj).unwrap_or(Value::Null);
+        if !ours(&state, &v) {
+            continue;
+        }
+        let key = (|| {
+            Some(ObjectKey {
+                kind: i,
+                cluster: annotation(&v, CLUSTER_ANNOTATION)?.to_owned(),
+                namespace: annotation(&v, NAMESPACE_ANNOTATION)?.to_owned(),
+                name: annotation(&v, NAME_ANNOTATION)?.to_owned(),
+            })
+        })();
+        if let Some(key) = key {
+            if state.cached(&key).is_some() {
+                state.queue.add(key);
+            }
+        }
+    }
+}
+
+/// One worker: reconciles keys until the queue closes.
+async fn work(state: Arc<State>) {
+    while let Some((key, since)) = state.queue.next().await {
+        state.metrics.set_queue_depth(state.queue.len());
+        match reconcile(&state, &key).await {
+            Ok(()) => {
+                state.queue.done(&key, true);
+                state.metrics.observe_roundtrip(since.elapsed());
+            }
+            Err(e) => {
+                match &e {
+                    Error::Retry(_) => tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
+                        reason = %e, "reconciling again shortly"),
+                    _ => {
+                        tracing::warn!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
+                            error = %e, "reconcile failed; retrying with backoff");
+                        state.metrics.error();
+                    }
+                }
+                state.queue.done(&key, false);
+                state.queue.retry(key);
+            }
+        }
+        state.metrics.set_queue_depth(state.queue.len());
+    }
+}
+
+/// Every `every` (and after each full list): the sweep, then every cached object queued
+/// again, so copies and status catch up with anything a watch missed.
+async fn resync(state: Arc<State>, every: Duration, sweep: Arc<Notify>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {
+                let keys: Vec<ObjectKey> = state.cache.lock().map(|c| c.keys().cloned().collect()).unwrap_or_default();
+                for k in keys {
+                    state.queue.add(k);
+                }
+            }
+            _ = sweep.notified() => {}
+        }
+        if let Err(e) = sweep::sweep(&state).await {
+            tracing::warn!(error = %e, "resync sweep failed");
+            state.metrics.error();
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! What the syncer keeps in memory while it is the leader: the assigned source objects as
+//! the watches last showed them (the cache the workers reconcile from), the copies each
+//! synced object uses, the host namespaces known to exist, the work queue and the metrics.
+//! Everything in it can be rebuilt from kplane and the host, which is what a restart does.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::clients::KplaneClients;
+use crate::kinds::SyncedKind;
+use crate::metrics::Metrics;
+use crate::naming::{HostLayout, TargetRef, CLUSTER_ANNOTATION, TARGET_ANNOTATION};
+use crate::queue::WorkQueue;
+use crate::references::RefKind;
+
+/// A source object: index of its synced kind, logical cluster, namespace, name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    pub kind: usize,
+    pub cluster: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// A Secret, ConfigMap or ServiceAccount in kplane that synced objects reference.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CopyKey {
+    pub kind: RefKind,
+    pub cluster: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// See the module docs.
+pub struct State {
+    pub target: TargetRef,
+    pub layout: HostLayout,
+    pub kplane: KplaneClients,
+    pub host: kube::Client,
+    pub kinds: Vec<Arc<dyn SyncedKind>>,
+    pub queue: Arc<WorkQueue<ObjectKey>>,
+    pub metrics: Arc<Metrics>,
+    /// Assigned source objects (without managedFields), also those being deleted.
+    pub cache: Mutex<HashMap<ObjectKey, Value>>,
+    /// Per kind: whether its watch has listed everything once (before that, an object
+    /// missing from the cache may just not be seen yet, so nothing is removed for it).
+    pub listed: Vec<AtomicBool>,
+    /// The copies each synced object used at its last reconcile.
+    pub refs: Mutex<HashMap<ObjectKey, BTreeSet<CopyKey>>>,
+    /// Held while copies are written or removed, so a copy another object just started to
+    /// use is never removed.
+    pub copy_lock: tokio::sync::Mutex<()>,
+    /// Host namespaces known to exist.
+    pub namespaces: Mutex<HashSet<String>>,
+    /// Source objects whose host object exists and agrees.
+    pub synced: Mutex<HashSet<ObjectKey>>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("target", &self.target)
+            .field("layout", &self.layout)
+            .field("kplane", &self.kplane)
+            .finish_non_exhaustive()
+    }
+}
+
+impl State {
+    /// Whether `obj` is assigned to this target.
+    pub fn assigned(&self, obj: &Value) -> bool {
+        annotation(obj, TARGET_ANNOTATION) == Some(self.target.annotation().as_str())
+    }
+
+    /// The key of source object `obj` of kind `kind` (its cluster from `kplane.io/cluster`).
+    pub fn key_of(&self, kind: usize, obj: &Value) -> Option<ObjectKey> {
+        Some(ObjectKey {
+            kind,
+            cluster: annotation(obj, CLUSTER_ANNOTATION)?.to_owned(),
+            namespace: obj.pointer("/metadata/namespace")?.as_str()?.to_owned(),
+            name: obj.pointer("/metadata/name")?.as_str()?.to_owned(),
+        })
+    }
+
+    pub fn cached(&self, key: &ObjectKey) -> Option<Value> {
+        self.cache.lock().ok()?.get(key).cloned()
+    }
+
+    pub fn all_listed(&self) -> bool {
+        self.listed.iter().all(|l| l.load(Ordering::Acquire))
+    }
+
+    pub fn mark_synced(&self, key: &ObjectKey, synced: bool) {
+        if let Ok(mut s) = self.synced.lock() {
+            if synced {
+                s.insert(key.clone());
+            } else {
+                s.remove(key);
+            }
+            self.metrics.set_synced_objects(s.len());
+        }
+    }
+
+    pub fn synced_count(&self) -> usize {
+        self.synced.lock().map(|s| s.len()).unwrap_or(0)
+    }
+}
+
+/// An annotation of a JSON object.
+pub fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.pointer("/metadata/annotations")?.get(key)?.as_str()
+}
+
+/// `obj` as cached: without managedFields, which the syncer never reads.
+pub fn slim(mut obj: Value) -> Value {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    obj
+}
