@@ -20,6 +20,7 @@ mod rbac_users;
 mod sa_tokens;
 mod shutdown;
 mod ssa;
+mod syncer;
 mod templates;
 mod wildcard;
 mod workspace_lifecycle;
