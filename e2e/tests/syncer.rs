@@ -251,8 +251,8 @@ fn http_get(addr: &str, path: &str) -> Result<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
-    let data = KplaneServer::start()?;
-    let host = KplaneServer::start()?;
+    let mut data = KplaneServer::start()?;
+    let mut host = KplaneServer::start()?;
     let scratch = tempfile::tempdir()?;
     tokio::task::block_in_place(|| -> Result<()> {
         data.create_workspace(TENANT)?;
@@ -468,6 +468,52 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     for (k, v) in &h {
         ensure!(v.len() == 1, "{k:?} is on the host {} times", v.len());
     }
+
+    // The host goes away: no heartbeats while it does not answer. kplane marks the Jobs'
+    // status stale (its controller does after the heartbeat timeout; played here); once
+    // the host is back, heartbeats resume and every status is written again.
+    let seen = b.log().len();
+    tokio::task::block_in_place(|| host.stop())?;
+    poll_until(TIMEOUT, "the syncer noticing the host outage", || {
+        Ok(b.log().get(seen..).unwrap_or_default().contains("the host does not answer"))
+    })?;
+    let stale = json!({"status": {"conditions": [{
+        "type": "Synced", "status": "False", "reason": "SyncerHeartbeatTimeout",
+        "message": "status is stale: SyncTarget root/east last heartbeat at 2026-01-01T00:00:00Z",
+        "lastProbeTime": t0, "lastTransitionTime": t0,
+    }]}});
+    jobs.patch_status("plain", &PatchParams::default(), &Patch::Merge(&stale))
+        .await?;
+    let before = serde_json::to_value(targets.get(TARGET).await?)?
+        .pointer("/status/lastHeartbeatTime")
+        .cloned();
+    tokio::task::block_in_place(|| host.restart())?;
+    eventually(TIMEOUT, "Synced=True on plain again", || async {
+        Ok(condition(&jobs.get("plain").await?, "Synced").map(|c| c.0) == Some("True".into()))
+    })
+    .await
+    .with_context(|| b.log())?;
+    eventually(TIMEOUT, "heartbeats again", || async {
+        let t = serde_json::to_value(targets.get(TARGET).await?)?;
+        Ok(t.pointer("/status/lastHeartbeatTime").cloned() != before)
+    })
+    .await
+    .with_context(|| b.log())?;
+    ensure!(b.log().contains("the host answers again"), "{}", b.log());
+
+    // kplane restarts: the syncer's watch resumes and a new Job is synced.
+    tokio::task::block_in_place(|| data.restart())?;
+    let mut m = job_manifest("after-restart");
+    m["metadata"]["annotations"] = json!({"sync.kplane.io/target": ASSIGNMENT});
+    m["metadata"]["finalizers"] = json!(["sync.kplane.io/syncer"]);
+    jobs.create(&PostParams::default(), &serde_json::from_value(m)?)
+        .await?;
+    names.push("after-restart".to_owned());
+    eventually(TIMEOUT, "the Job created after the kplane restart on the host", || async {
+        Ok(host_jobs(&hostc).await?.contains_key(&key("after-restart")))
+    })
+    .await
+    .with_context(|| b.log())?;
 
     // Deleting pi: the host Job goes before its finalizer is released; the copied Secret
     // stays while other Jobs use it, and goes with the last of them.

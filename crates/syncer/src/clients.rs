@@ -24,7 +24,9 @@ pub struct KplaneClients {
 
 impl std::fmt::Debug for KplaneClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KplaneClients").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("KplaneClients")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
@@ -32,9 +34,9 @@ impl std::fmt::Debug for KplaneClients {
 /// kubeconfig's server URL `https://host:port[/clusters/<cluster>]`.
 pub fn sync_base(server: &http::Uri, target: &str) -> Result<(String, String)> {
     let scheme = server.scheme_str().unwrap_or("https");
-    let authority = server
-        .authority()
-        .ok_or_else(|| Error::Config(format!("the kubeconfig's server URL {server} has no host")))?;
+    let authority = server.authority().ok_or_else(|| {
+        Error::Config(format!("the kubeconfig's server URL {server} has no host"))
+    })?;
     let cluster = cluster_of_path(server.path());
     let base = format!("{scheme}://{authority}/services/sync/{cluster}/{target}");
     Ok((cluster, base))
@@ -164,11 +166,13 @@ mod tests {
                 .parse::<http::Uri>()
                 .map_err(|e| Error::Config(format!("{e}")))?,
         );
-        let clients = KplaneClients::new(config, &format!("http://{addr}/services/sync/root/east/"));
+        let clients =
+            KplaneClients::new(config, &format!("http://{addr}/services/sync/root/east/"));
         let api: kube::Api<k8s_openapi::api::batch::v1::Job> =
             kube::Api::namespaced(clients.cluster("root:a")?, "default");
         assert!(api.get_opt("pi").await.ok().flatten().is_none());
-        let all: kube::Api<k8s_openapi::api::batch::v1::Job> = kube::Api::all(clients.cluster("*")?);
+        let all: kube::Api<k8s_openapi::api::batch::v1::Job> =
+            kube::Api::all(clients.cluster("*")?);
         assert!(all.list(&Default::default()).await.is_err());
         let lines = server.await.unwrap_or_default();
         assert_eq!(

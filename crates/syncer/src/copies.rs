@@ -9,12 +9,17 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind,
 use serde_json::{json, Map, Value};
 
 use crate::error::{is_status, Error, KubeContext as _, Result};
-use crate::naming::{CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION, TARGET_ANNOTATION, TARGET_LABEL};
+use crate::naming::{
+    CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION, TARGET_ANNOTATION, TARGET_LABEL,
+};
 use crate::references::RefKind;
 use crate::state::{annotation, CopyKey, ObjectKey, State};
 
 pub fn core_resource(kind: RefKind) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", kind.kind()), kind.resource())
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("", "v1", kind.kind()),
+        kind.resource(),
+    )
 }
 
 /// The fields of a copy that are compared and written (beside labels and annotations).
@@ -68,7 +73,11 @@ pub fn host_copy(state: &State, key: &CopyKey, source: &Value) -> Value {
 
 /// Whether the host copy `have` already shows `want`.
 fn same_copy(kind: RefKind, want: &Value, have: &Value) -> bool {
-    let meta = |v: &Value, f: &str| v.pointer(&format!("/metadata/{f}")).cloned().unwrap_or(json!({}));
+    let meta = |v: &Value, f: &str| {
+        v.pointer(&format!("/metadata/{f}"))
+            .cloned()
+            .unwrap_or(json!({}))
+    };
     content_fields(kind)
         .iter()
         .all(|f| want.get(*f).filter(|v| !v.is_null()) == have.get(*f).filter(|v| !v.is_null()))
@@ -93,7 +102,13 @@ pub async fn upsert(state: &State, key: &CopyKey) -> Result<()> {
         Err(e) if is_status(&e, 403) => None,
         Err(e) => {
             return Err(e).ctx(|| {
-                format!("reading {} {}/{} in {}", key.kind.kind(), key.namespace, key.name, key.cluster)
+                format!(
+                    "reading {} {}/{} in {}",
+                    key.kind.kind(),
+                    key.namespace,
+                    key.name,
+                    key.cluster
+                )
             })
         }
     };
@@ -107,14 +122,19 @@ pub async fn upsert(state: &State, key: &CopyKey) -> Result<()> {
     let (ns, name) = state.layout.place(&key.cluster, &key.namespace, &key.name);
     let host_api: Api<DynamicObject> = Api::namespaced_with(state.host.clone(), &ns, &ar);
     let what = || format!("{} {ns}/{name} on the host", key.kind.kind());
-    let have = host_api.get_opt(&name).await.ctx(|| format!("reading {}", what()))?;
+    let have = host_api
+        .get_opt(&name)
+        .await
+        .ctx(|| format!("reading {}", what()))?;
     let want_obj: DynamicObject = serde_json::from_value(want.clone())
         .map_err(|e| Error::Config(format!("building {}: {e}", what())))?;
     match have {
         None => {
             match host_api.create(&PostParams::default(), &want_obj).await {
                 Ok(_) => {}
-                Err(e) if is_status(&e, 409) => return Err(Error::Retry(format!("{} appeared meanwhile", what()))),
+                Err(e) if is_status(&e, 409) => {
+                    return Err(Error::Retry(format!("{} appeared meanwhile", what())))
+                }
                 Err(e) => return Err(e).ctx(|| format!("creating {}", what())),
             }
             tracing::info!(kind = key.kind.kind(), cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
@@ -136,16 +156,24 @@ pub async fn upsert(state: &State, key: &CopyKey) -> Result<()> {
                     .delete(&name, &DeleteParams::background())
                     .await
                     .ctx(|| format!("deleting {} to change its type", what()))?;
-                return Err(Error::Retry(format!("{} is recreated with a new type", what())));
+                return Err(Error::Retry(format!(
+                    "{} is recreated with a new type",
+                    what()
+                )));
             }
             let mut want_obj = want_obj;
             want_obj.metadata.resource_version = have
                 .pointer("/metadata/resourceVersion")
                 .and_then(Value::as_str)
                 .map(str::to_owned);
-            match host_api.replace(&name, &PostParams::default(), &want_obj).await {
+            match host_api
+                .replace(&name, &PostParams::default(), &want_obj)
+                .await
+            {
                 Ok(_) => {}
-                Err(e) if is_status(&e, 409) => return Err(Error::Retry(format!("{} changed meanwhile", what()))),
+                Err(e) if is_status(&e, 409) => {
+                    return Err(Error::Retry(format!("{} changed meanwhile", what())))
+                }
                 Err(e) => return Err(e).ctx(|| format!("updating {}", what())),
             }
             tracing::info!(kind = key.kind.kind(), cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
@@ -158,8 +186,13 @@ pub async fn upsert(state: &State, key: &CopyKey) -> Result<()> {
 /// Deletes the host copy of `key` (if it is this syncer's).
 pub async fn remove(state: &State, key: &CopyKey) -> Result<()> {
     let (ns, name) = state.layout.place(&key.cluster, &key.namespace, &key.name);
-    let api: Api<DynamicObject> = Api::namespaced_with(state.host.clone(), &ns, &core_resource(key.kind));
-    let Some(have) = api.get_opt(&name).await.ctx(|| format!("reading {} {ns}/{name} on the host", key.kind.kind()))? else {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(state.host.clone(), &ns, &core_resource(key.kind));
+    let Some(have) = api
+        .get_opt(&name)
+        .await
+        .ctx(|| format!("reading {} {ns}/{name} on the host", key.kind.kind()))?
+    else {
         return Ok(());
     };
     if !ours(state, &serde_json::to_value(have).unwrap_or(Value::Null)) {
@@ -168,7 +201,9 @@ pub async fn remove(state: &State, key: &CopyKey) -> Result<()> {
     match api.delete(&name, &DeleteParams::background()).await {
         Ok(_) => {}
         Err(e) if is_status(&e, 404) => {}
-        Err(e) => return Err(e).ctx(|| format!("deleting {} {ns}/{name} on the host", key.kind.kind())),
+        Err(e) => {
+            return Err(e).ctx(|| format!("deleting {} {ns}/{name} on the host", key.kind.kind()))
+        }
     }
     tracing::info!(kind = key.kind.kind(), cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
         host_namespace = %ns, host_name = %name, "removed the host copy: no synced object references it");

@@ -76,7 +76,9 @@ fn normalize(v: &Value) -> Option<Value> {
         Value::String(s) if s.is_empty() => None,
         Value::Array(a) if a.is_empty() => None,
         Value::Array(a) => Some(Value::Array(
-            a.iter().map(|x| normalize(x).unwrap_or(Value::Null)).collect(),
+            a.iter()
+                .map(|x| normalize(x).unwrap_or(Value::Null))
+                .collect(),
         )),
         Value::Object(o) => {
             let out: Map<String, Value> = o
@@ -112,8 +114,12 @@ pub const SYNCED_CONDITION: &str = "Synced";
 
 /// What makes two conditions the same for the syncer (times aside).
 fn condition_key(c: &Value) -> [String; 4] {
-    ["type", "status", "reason", "message"]
-        .map(|f| c.get(f).and_then(Value::as_str).unwrap_or_default().to_owned())
+    ["type", "status", "reason", "message"].map(|f| {
+        c.get(f)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    })
 }
 
 impl SyncedKind for Job {
@@ -126,7 +132,10 @@ impl SyncedKind for Job {
     }
 
     fn host_object(&self, source: &Value) -> Value {
-        let mut spec = source.get("spec").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+        let mut spec = source
+            .get("spec")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
         let manual = spec.get("manualSelector").and_then(Value::as_bool) == Some(true);
         let keep_label = |k: &str| manual || !generated_job_label(k);
         if let Some(spec) = spec.as_object_mut() {
@@ -208,7 +217,10 @@ impl SyncedKind for Job {
             if want != have {
                 differs = true;
             }
-            patch.insert(f.to_owned(), host_status.get(f).cloned().unwrap_or(Value::Null));
+            patch.insert(
+                f.to_owned(),
+                host_status.get(f).cloned().unwrap_or(Value::Null),
+            );
         }
         let current_conditions: Vec<Value> = current
             .get("conditions")
@@ -301,7 +313,10 @@ mod tests {
         assert!(spec.get("selector").is_none());
         assert!(spec.get("ttlSecondsAfterFinished").is_none());
         assert_eq!(spec["backoffLimit"], 6);
-        assert_eq!(spec["template"]["metadata"], json!({"labels": {"app": "pi"}}));
+        assert_eq!(
+            spec["template"]["metadata"],
+            json!({"labels": {"app": "pi"}})
+        );
         assert_eq!(spec["template"]["spec"]["containers"][0]["image"], "perl");
     }
 
@@ -311,8 +326,14 @@ mod tests {
         src["spec"]["manualSelector"] = json!(true);
         src["spec"]["selector"] = json!({"matchLabels": {"job-name": "pi"}});
         let host = Job.host_object(&src);
-        assert_eq!(host["spec"]["selector"], json!({"matchLabels": {"job-name": "pi"}}));
-        assert_eq!(host["spec"]["template"]["metadata"]["labels"]["job-name"], "pi");
+        assert_eq!(
+            host["spec"]["selector"],
+            json!({"matchLabels": {"job-name": "pi"}})
+        );
+        assert_eq!(
+            host["spec"]["template"]["metadata"]["labels"]["job-name"],
+            "pi"
+        );
     }
 
     #[test]
@@ -332,7 +353,10 @@ mod tests {
         more["spec"]["completions"] = json!(3);
         assert_eq!(Job.push_down(&more, &host), None);
         more["spec"]["completionMode"] = json!("Indexed");
-        assert_eq!(Job.push_down(&more, &host), Some(json!({"spec": {"completions": 3}})));
+        assert_eq!(
+            Job.push_down(&more, &host),
+            Some(json!({"spec": {"completions": 3}}))
+        );
         // Defaults are the same as absent values.
         let mut h = host.clone();
         h["spec"]["suspend"] = json!(false);
@@ -358,7 +382,11 @@ mod tests {
             .expect("a status change");
         let st = &patch["status"];
         assert_eq!(st["succeeded"], 1);
-        assert_eq!(st["active"], Value::Null, "the stale active count is removed");
+        assert_eq!(
+            st["active"],
+            Value::Null,
+            "the stale active count is removed"
+        );
         assert_eq!(st["completionTime"], "2026-11-24T10:00:05Z");
         let types: Vec<&str> = st["conditions"]
             .as_array()
@@ -378,15 +406,23 @@ mod tests {
             s.retain(|_, v| !v.is_null());
             s.remove("uncountedTerminatedPods");
         });
-        assert_eq!(Job.status_patch(&applied, &host, "synced", "2026-11-24T11:00:00Z"), None);
+        assert_eq!(
+            Job.status_patch(&applied, &host, "synced", "2026-11-24T11:00:00Z"),
+            None
+        );
 
         // A stale mark written by kplane is replaced, with a new transition time.
         let mut stale = applied.clone();
         stale["status"]["conditions"][2] = json!({"type": "Synced", "status": "False", "reason": "SyncerHeartbeatTimeout", "message": "status is stale", "lastTransitionTime": now});
         let later = "2026-11-24T12:00:00Z";
-        let again = Job.status_patch(&stale, &host, "synced", later).expect("rewritten");
+        let again = Job
+            .status_patch(&stale, &host, "synced", later)
+            .expect("rewritten");
         assert_eq!(again["status"]["conditions"][2]["status"], "True");
-        assert_eq!(again["status"]["conditions"][2]["lastTransitionTime"], later);
+        assert_eq!(
+            again["status"]["conditions"][2]["lastTransitionTime"],
+            later
+        );
     }
 
     #[test]

@@ -77,7 +77,9 @@ impl LeaderElector {
                         waiting_logged = holder;
                     }
                 }
-                Err(e) => tracing::warn!(lease = %self.name, error = %e, "leader election failed; retrying"),
+                Err(e) => {
+                    tracing::warn!(lease = %self.name, error = %e, "leader election failed; retrying")
+                }
             }
             tokio::time::sleep(self.retry_period()).await;
         }
@@ -94,7 +96,11 @@ impl LeaderElector {
             return;
         };
         let lease = serde_json::to_value(&lease).unwrap_or(Value::Null);
-        if lease.pointer("/spec/holderIdentity").and_then(Value::as_str) != Some(&self.identity) {
+        if lease
+            .pointer("/spec/holderIdentity")
+            .and_then(Value::as_str)
+            != Some(&self.identity)
+        {
             return;
         }
         let patch = json!({
@@ -103,18 +109,26 @@ impl LeaderElector {
         });
         match self
             .api
-            .patch(&self.name, &Default::default(), &kube::api::Patch::Merge(&patch))
+            .patch(
+                &self.name,
+                &Default::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
             .await
         {
             Ok(_) => tracing::info!(lease = %self.name, "released the leader Lease"),
-            Err(e) => tracing::warn!(lease = %self.name, error = %e, "releasing the leader Lease failed"),
+            Err(e) => {
+                tracing::warn!(lease = %self.name, error = %e, "releasing the leader Lease failed")
+            }
         }
     }
 
     /// `Ok(None)` when this syncer holds the Lease afterwards, else the other holder.
     async fn try_acquire_or_renew(&mut self) -> Result<Option<String>> {
         let now = Utc::now();
-        let secs = i64::try_from(self.duration.as_secs()).unwrap_or(i64::MAX).max(1);
+        let secs = i64::try_from(self.duration.as_secs())
+            .unwrap_or(i64::MAX)
+            .max(1);
         let current = self
             .api
             .get_opt(&self.name)
@@ -170,9 +184,7 @@ impl LeaderElector {
             }
             tracing::info!(lease = %self.name, previous = %holder, "the leader Lease expired; taking it over");
         }
-        let spec = lease
-            .get_mut("spec")
-            .and_then(Value::as_object_mut);
+        let spec = lease.get_mut("spec").and_then(Value::as_object_mut);
         let Some(spec) = spec else {
             return Ok(Some("(a Lease without spec)".into()));
         };
@@ -189,7 +201,11 @@ impl LeaderElector {
         spec.insert("renewTime".into(), json!(micro_time(now)));
         let lease: DynamicObject = serde_json::from_value(lease)
             .map_err(|e| crate::Error::Config(format!("building the Lease: {e}")))?;
-        match self.api.replace(&self.name, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
             Ok(_) => {
                 self.observed = None;
                 Ok(None)

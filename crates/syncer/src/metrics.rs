@@ -59,15 +59,36 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "# HELP kplane_syncer_synced_objects Objects synced to the host.");
+        let _ = writeln!(
+            out,
+            "# HELP kplane_syncer_synced_objects Objects synced to the host."
+        );
         let _ = writeln!(out, "# TYPE kplane_syncer_synced_objects gauge");
-        let _ = writeln!(out, "kplane_syncer_synced_objects {}", self.synced_objects.load(Ordering::Relaxed));
-        let _ = writeln!(out, "# HELP kplane_syncer_queue_depth Keys waiting for a reconcile.");
+        let _ = writeln!(
+            out,
+            "kplane_syncer_synced_objects {}",
+            self.synced_objects.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP kplane_syncer_queue_depth Keys waiting for a reconcile."
+        );
         let _ = writeln!(out, "# TYPE kplane_syncer_queue_depth gauge");
-        let _ = writeln!(out, "kplane_syncer_queue_depth {}", self.queue_depth.load(Ordering::Relaxed));
-        let _ = writeln!(out, "# HELP kplane_syncer_errors_total Failed reconciles and watch errors.");
+        let _ = writeln!(
+            out,
+            "kplane_syncer_queue_depth {}",
+            self.queue_depth.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP kplane_syncer_errors_total Failed reconciles and watch errors."
+        );
         let _ = writeln!(out, "# TYPE kplane_syncer_errors_total counter");
-        let _ = writeln!(out, "kplane_syncer_errors_total {}", self.errors.load(Ordering::Relaxed));
+        let _ = writeln!(
+            out,
+            "kplane_syncer_errors_total {}",
+            self.errors.load(Ordering::Relaxed)
+        );
         let _ = writeln!(out, "# HELP kplane_syncer_roundtrip_seconds Time from a change seen (in kplane or on the host) to both sides written.");
         let _ = writeln!(out, "# TYPE kplane_syncer_roundtrip_seconds histogram");
         for (i, le) in BUCKETS.iter().enumerate() {
@@ -78,7 +99,10 @@ impl Metrics {
             );
         }
         let count = self.count.load(Ordering::Relaxed);
-        let _ = writeln!(out, "kplane_syncer_roundtrip_seconds_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(
+            out,
+            "kplane_syncer_roundtrip_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
         let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
         let _ = writeln!(out, "kplane_syncer_roundtrip_seconds_sum {sum}");
         let _ = writeln!(out, "kplane_syncer_roundtrip_seconds_count {count}");
@@ -93,12 +117,7 @@ pub fn router(metrics: Arc<Metrics>) -> axum::Router {
             "/metrics",
             get(move || {
                 let m = Arc::clone(&metrics);
-                async move {
-                    (
-                        [("content-type", "text/plain; version=0.0.4")],
-                        m.render(),
-                    )
-                }
+                async move { ([("content-type", "text/plain; version=0.0.4")], m.render()) }
             }),
         )
         .route("/healthz", get(|| async { "ok" }))

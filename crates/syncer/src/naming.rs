@@ -68,10 +68,7 @@ impl HostLayout {
     pub fn place(&self, cluster: &str, namespace: &str, name: &str) -> (String, String) {
         match self {
             HostLayout::PerNamespace => (host_namespace(cluster, namespace), name.to_owned()),
-            HostLayout::Shared(ns) => (
-                ns.clone(),
-                shared_namespace_name(cluster, namespace, name),
-            ),
+            HostLayout::Shared(ns) => (ns.clone(), shared_namespace_name(cluster, namespace, name)),
         }
     }
 }
@@ -162,7 +159,13 @@ mod tests {
         assert_eq!(a.len(), "kplane-".len() + 10);
         assert!(dns_label(&a), "{a}");
         // sha256("root:acme/default"), first 10 hex digits.
-        assert_eq!(a, format!("kplane-{}", &hex::encode(Sha256::digest(b"root:acme/default"))[..10]));
+        assert_eq!(
+            a,
+            format!(
+                "kplane-{}",
+                &hex::encode(Sha256::digest(b"root:acme/default"))[..10]
+            )
+        );
     }
 
     #[test]
@@ -206,7 +209,10 @@ mod tests {
 
     #[test]
     fn target_marks() {
-        let t = TargetRef { cluster: "root:acme".into(), name: "east".into() };
+        let t = TargetRef {
+            cluster: "root:acme".into(),
+            name: "east".into(),
+        };
         assert_eq!(t.annotation(), "root:acme/east");
         assert_eq!(t.lease_name(), "kplane-syncer-east");
         let (labels, ann) = t.host_marks("root:acme:t1", "default", "pi", "u-1");

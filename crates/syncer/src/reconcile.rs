@@ -117,7 +117,10 @@ async fn release_finalizer(state: &State, key: &ObjectKey, source: &Value) -> Re
         }
         Err(e) => {
             return Err(e).ctx(|| {
-                format!("releasing the finalizer of {}/{} in {}", key.namespace, key.name, key.cluster)
+                format!(
+                    "releasing the finalizer of {}/{} in {}",
+                    key.namespace, key.name, key.cluster
+                )
             })
         }
     }
@@ -131,7 +134,12 @@ async fn ensure_namespace(state: &State, key: &ObjectKey, ns: &str) -> Result<()
     if state.layout != crate::naming::HostLayout::PerNamespace {
         return Ok(());
     }
-    if state.namespaces.lock().map(|n| n.contains(ns)).unwrap_or(false) {
+    if state
+        .namespaces
+        .lock()
+        .map(|n| n.contains(ns))
+        .unwrap_or(false)
+    {
         return Ok(());
     }
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(state.host.clone());
@@ -141,7 +149,9 @@ async fn ensure_namespace(state: &State, key: &ObjectKey, ns: &str) -> Result<()
         .ctx(|| format!("reading namespace {ns} on the host"))?
         .is_none()
     {
-        let (labels, annotations) = state.target.host_marks(&key.cluster, &key.namespace, "", "");
+        let (labels, annotations) = state
+            .target
+            .host_marks(&key.cluster, &key.namespace, "", "");
         let namespace = k8s_openapi::api::core::v1::Namespace {
             metadata: kube::api::ObjectMeta {
                 name: Some(ns.to_owned()),
@@ -152,8 +162,10 @@ async fn ensure_namespace(state: &State, key: &ObjectKey, ns: &str) -> Result<()
             ..Default::default()
         };
         match api.create(&PostParams::default(), &namespace).await {
-            Ok(_) => tracing::info!(cluster = %key.cluster, namespace = %key.namespace, host_namespace = %ns,
-                "created the host namespace"),
+            Ok(_) => {
+                tracing::info!(cluster = %key.cluster, namespace = %key.namespace, host_namespace = %ns,
+                "created the host namespace")
+            }
             Err(e) if is_status(&e, 409) => {}
             Err(e) => return Err(e).ctx(|| format!("creating namespace {ns} on the host")),
         }
@@ -197,12 +209,15 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
     if let Some(p) = kind.pod_spec_pointer() {
         if let Some(pod_spec) = desired.pointer_mut(p) {
             let layout = &state.layout;
-            references::rewrite(pod_spec, &|r| layout.place(&key.cluster, &key.namespace, &r.name).1);
+            references::rewrite(pod_spec, &|r| {
+                layout.place(&key.cluster, &key.namespace, &r.name).1
+            });
         }
     }
-    let (labels, annotations) = state
-        .target
-        .host_marks(&key.cluster, &key.namespace, &key.name, &uid);
+    let (labels, annotations) =
+        state
+            .target
+            .host_marks(&key.cluster, &key.namespace, &key.name, &uid);
     if let Some(meta) = desired.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.insert("name".into(), json!(name));
         meta.insert("namespace".into(), json!(ns));
@@ -218,7 +233,11 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
 
     let api = host_api(state, key, &ns);
     let what = || format!("{kind_name} {ns}/{name} on the host");
-    let host = match api.get_opt(&name).await.ctx(|| format!("reading {}", what()))? {
+    let host = match api
+        .get_opt(&name)
+        .await
+        .ctx(|| format!("reading {}", what()))?
+    {
         None => {
             let obj: DynamicObject = serde_json::from_value(desired)
                 .map_err(|e| Error::Config(format!("building {}: {e}", what())))?;
@@ -249,7 +268,10 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
                     .ctx(|| format!("deleting the stale {}", what()))?;
                 tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
                     host_namespace = %ns, host_name = %name, "deleted a host {kind_name} of an earlier object of the same name");
-                return Err(Error::Retry(format!("the stale {} is being deleted", what())));
+                return Err(Error::Retry(format!(
+                    "the stale {} is being deleted",
+                    what()
+                )));
             }
             match kind.push_down(source, &host) {
                 None => host,
@@ -283,12 +305,17 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
             .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
-                "wrote the host status back"),
+            Ok(_) => {
+                tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
+                "wrote the host status back")
+            }
             Err(e) if is_status(&e, 404) => {}
             Err(e) => {
                 return Err(e).ctx(|| {
-                    format!("writing the status of {}/{} in {}", key.namespace, key.name, key.cluster)
+                    format!(
+                        "writing the status of {}/{} in {}",
+                        key.namespace, key.name, key.cluster
+                    )
                 })
             }
         }

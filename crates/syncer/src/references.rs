@@ -102,7 +102,10 @@ fn walk(pod_spec: &mut Value, f: &mut dyn FnMut(RefKind, &mut Value)) {
             }
         }
     }
-    if let Some(secrets) = spec.get_mut("imagePullSecrets").and_then(Value::as_array_mut) {
+    if let Some(secrets) = spec
+        .get_mut("imagePullSecrets")
+        .and_then(Value::as_array_mut)
+    {
         for s in secrets {
             if let Some(n) = s.get_mut("name") {
                 f(RefKind::Secret, n);
@@ -219,7 +222,10 @@ mod tests {
         assert_eq!(refs.len(), 10);
         assert!(refs.iter().all(|r| r.name.ends_with("-x")), "{refs:?}");
         assert_eq!(s["volumes"][0]["secret"]["secretName"], "vol-secret-x");
-        assert_eq!(s["containers"][0]["env"][1]["valueFrom"]["configMapKeyRef"]["name"], "key-cm-x");
+        assert_eq!(
+            s["containers"][0]["env"][1]["valueFrom"]["configMapKeyRef"]["name"],
+            "key-cm-x"
+        );
         assert_eq!(s["containers"][0]["env"][2]["value"], "plain");
         assert_eq!(s["serviceAccountName"], "runner-x");
         let mut d = json!({"serviceAccountName": "default"});

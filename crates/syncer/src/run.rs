@@ -23,7 +23,9 @@ use crate::error::{Error, Result};
 use crate::kinds::SyncedKind;
 use crate::lease::LeaderElector;
 use crate::metrics::{self, Metrics};
-use crate::naming::{HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION};
+use crate::naming::{
+    HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION,
+};
 use crate::queue::WorkQueue;
 use crate::reconcile::reconcile;
 use crate::state::{annotation, slim, ObjectKey, State};
@@ -95,8 +97,12 @@ fn now() -> String {
 
 /// Runs the syncer until `shutdown` resolves (Ok), the SyncTarget is drained (Ok), or the
 /// Lease is lost (Err: the process should exit and be restarted).
-pub async fn run(settings: Settings, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    let config = clients::from_kubeconfig(&settings.kubeconfig, settings.context.as_deref()).await?;
+pub async fn run(
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let config =
+        clients::from_kubeconfig(&settings.kubeconfig, settings.context.as_deref()).await?;
     let (cluster, endpoint) = clients::sync_base(&config.cluster_url, &settings.target)?;
     let base = settings.kplane_base_url.clone().unwrap_or(endpoint);
     let host = clients::host_client(settings.host_kubeconfig.as_deref()).await?;
@@ -144,122 +150,185 @@ async fn lead(
         settings.lease_duration,
     );
     tokio::pin!(shutdown);
-    tokio::select! {
-        _ = &mut shutdown => return Ok(()),
-        r = elector.acquire() => r?,
-    }
     let target_api = TargetApi::new(target_client, &target.name);
-    let mut engine: Option<Engine> = None;
-    let mut renew = tokio::time::interval(elector.retry_period().max(Duration::from_millis(100)));
-    let mut beat = tokio::time::interval(settings.heartbeat);
-    let mut renewed = Instant::now();
-    let mut kinds_for_drain: Vec<Arc<dyn SyncedKind>> = Vec::new();
-    let mut host_was_down = false;
-    let result = loop {
+    loop {
         tokio::select! {
-            _ = &mut shutdown => {
-                tracing::info!("shutting down");
-                break Ok(());
+            _ = &mut shutdown => return Ok(()),
+            r = elector.acquire() => r?,
+        }
+        let leading = Leading {
+            settings,
+            target: &target,
+            base: &base,
+            config: &config,
+            host: &host,
+            metrics: &metrics,
+            target_api: &target_api,
+        };
+        match leading.run(&mut elector, shutdown.as_mut()).await {
+            Err(Error::LostLease(lease)) => {
+                // Stopped before another syncer could take over; lead again when possible.
+                tracing::warn!(%lease, "lost the leader Lease: stopped syncing, waiting to lead again");
             }
-            _ = renew.tick() => match elector.renew().await {
-                Ok(true) => renewed = Instant::now(),
-                Ok(false) => break Err(Error::LostLease(elector.name().to_owned())),
-                Err(e) => {
-                    tracing::warn!(error = %e, "renewing the leader Lease failed");
-                    if renewed.elapsed() > elector.renew_deadline() {
-                        break Err(Error::LostLease(elector.name().to_owned()));
-                    }
-                }
-            },
-            _ = beat.tick() => {
-                let current = match tokio::time::timeout(settings.heartbeat, target_api.get()).await {
-                    Ok(Ok(Some(t))) => t,
-                    Ok(Ok(None)) => {
-                        tracing::warn!(target = %target.annotation(), "the SyncTarget does not exist (yet); waiting");
-                        continue;
-                    }
-                    Ok(Err(e)) => {
-                        tracing::warn!(error = %e, "reading the SyncTarget failed");
-                        continue;
-                    }
-                    Err(_) => {
-                        tracing::warn!("reading the SyncTarget timed out");
-                        continue;
-                    }
-                };
-                if current.pointer("/metadata/deletionTimestamp").is_some() {
-                    if let Some(e) = engine.take() {
-                        tracing::info!(target = %target.annotation(), "the SyncTarget is being deleted: draining");
-                        e.stop().await;
-                    }
-                    if kinds_for_drain.is_empty() {
-                        kinds_for_drain = synced_kinds(&current);
-                    }
-                    match drain(&host, &target, &layout(settings), &kinds_for_drain).await {
-                        Ok(()) => match target_api.drained(&current, &now()).await {
-                            Ok(()) => {
-                                tracing::info!(target = %target.annotation(), "drained: every host object is gone");
-                                break Ok(());
-                            }
-                            Err(e) => tracing::warn!(error = %e, "setting Drained on the SyncTarget failed"),
-                        },
-                        Err(e) => tracing::warn!(error = %e, "draining failed; trying again"),
-                    }
-                    continue;
-                }
-                if engine.is_none() {
-                    let kinds = synced_kinds(&current);
-                    kinds_for_drain = kinds.clone();
-                    engine = Some(Engine::start(
-                        settings,
-                        target.clone(),
-                        KplaneClients::new(config.clone(), &base),
-                        host.clone(),
-                        kinds,
-                        Arc::clone(&metrics),
-                    ));
-                }
-                // Heartbeats only while the host answers: without them kplane marks the
-                // target not Ready and its objects' status stale.
-                match tokio::time::timeout(settings.heartbeat, host.apiserver_version()).await {
-                    Ok(Ok(_)) => {
-                        if host_was_down {
-                            tracing::info!("the host answers again; heartbeats resume");
-                            host_was_down = false;
-                        }
-                    }
-                    Ok(Err(e)) => {
-                        if !host_was_down {
-                            tracing::warn!(error = %e, "the host does not answer; no heartbeat until it does");
-                            host_was_down = true;
-                        }
-                        continue;
-                    }
-                    Err(_) => {
-                        if !host_was_down {
-                            tracing::warn!("the host does not answer in time; no heartbeat until it does");
-                            host_was_down = true;
-                        }
-                        continue;
-                    }
-                }
-                let synced = engine.as_ref().map(|e| e.state.synced_count()).unwrap_or(0);
-                if let Err(e) = target_api
-                    .heartbeat(&current, &settings.identity, &settings.version, synced, &now())
-                    .await
-                {
-                    tracing::warn!(error = %e, "writing the heartbeat failed");
-                }
+            other => {
+                elector.release().await;
+                return other;
             }
         }
-    };
-    if let Some(e) = engine.take() {
-        e.stop().await;
     }
-    if !matches!(result, Err(Error::LostLease(_))) {
-        elector.release().await;
+}
+
+/// What one term as leader needs.
+struct Leading<'a> {
+    settings: &'a Settings,
+    target: &'a TargetRef,
+    base: &'a str,
+    config: &'a kube::Config,
+    host: &'a kube::Client,
+    metrics: &'a Arc<Metrics>,
+    target_api: &'a TargetApi,
+}
+
+impl Leading<'_> {
+    /// Syncs while this syncer holds the Lease: until shutdown, the drain, or the loss of the
+    /// Lease (`Err(LostLease)`).
+    async fn run<F: Future<Output = ()>>(
+        &self,
+        elector: &mut LeaderElector,
+        mut shutdown: std::pin::Pin<&mut F>,
+    ) -> Result<()> {
+        let Leading {
+            settings,
+            target,
+            base,
+            config,
+            host,
+            metrics,
+            target_api,
+        } = *self;
+        let mut engine: Option<Engine> = None;
+        let period = elector.retry_period().max(Duration::from_millis(100));
+        let mut renew = tokio::time::interval(period);
+        let mut beat = tokio::time::interval(settings.heartbeat);
+        let mut renewed = Instant::now();
+        let mut kinds_for_drain: Vec<Arc<dyn SyncedKind>> = Vec::new();
+        let mut host_was_down = false;
+        let result = loop {
+            tokio::select! {
+                _ = &mut shutdown => {
+                    tracing::info!("shutting down");
+                    break Ok(());
+                }
+                _ = renew.tick() => match tokio::time::timeout(period, elector.renew()).await {
+                    Ok(Ok(true)) => renewed = Instant::now(),
+                    Ok(Ok(false)) => break Err(Error::LostLease(elector.name().to_owned())),
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "renewing the leader Lease failed");
+                        if renewed.elapsed() > elector.renew_deadline() {
+                            break Err(Error::LostLease(elector.name().to_owned()));
+                        }
+                    }
+                    Err(_) => {
+                        tracing::warn!("renewing the leader Lease timed out");
+                        if renewed.elapsed() > elector.renew_deadline() {
+                            break Err(Error::LostLease(elector.name().to_owned()));
+                        }
+                    }
+                },
+                _ = beat.tick() => {
+                    let current = match tokio::time::timeout(settings.heartbeat, target_api.get()).await {
+                        Ok(Ok(Some(t))) => t,
+                        Ok(Ok(None)) => {
+                            tracing::warn!(target = %target.annotation(), "the SyncTarget does not exist (yet); waiting");
+                            continue;
+                        }
+                        Ok(Err(e)) => {
+                            tracing::warn!(error = %e, "reading the SyncTarget failed");
+                            continue;
+                        }
+                        Err(_) => {
+                            tracing::warn!("reading the SyncTarget timed out");
+                            continue;
+                        }
+                    };
+                    if current.pointer("/metadata/deletionTimestamp").is_some() {
+                        if let Some(e) = engine.take() {
+                            tracing::info!(target = %target.annotation(), "the SyncTarget is being deleted: draining");
+                            e.stop().await;
+                        }
+                        if kinds_for_drain.is_empty() {
+                            kinds_for_drain = synced_kinds(&current);
+                        }
+                        match drain(&host, &target, &layout(settings), &kinds_for_drain).await {
+                            Ok(()) => match target_api.drained(&current, &now()).await {
+                                Ok(()) => {
+                                    tracing::info!(target = %target.annotation(), "drained: every host object is gone");
+                                    break Ok(());
+                                }
+                                Err(e) => tracing::warn!(error = %e, "setting Drained on the SyncTarget failed"),
+                            },
+                            Err(e) => tracing::warn!(error = %e, "draining failed; trying again"),
+                        }
+                        continue;
+                    }
+                    if engine.is_none() {
+                        let kinds = synced_kinds(&current);
+                        kinds_for_drain = kinds.clone();
+                        engine = Some(Engine::start(
+                            settings,
+                            target.clone(),
+                            KplaneClients::new(config.clone(), &base),
+                            host.clone(),
+                            kinds,
+                            Arc::clone(&metrics),
+                        ));
+                    }
+                    // Heartbeats only while the host answers: without them kplane marks the
+                    // target not Ready and its objects' status stale.
+                    match tokio::time::timeout(settings.heartbeat, host.apiserver_version()).await {
+                        Ok(Ok(_)) => {
+                            if host_was_down {
+                                tracing::info!("the host answers again; heartbeats resume");
+                                host_was_down = false;
+                            }
+                        }
+                        Ok(Err(e)) => {
+                            if !host_was_down {
+                                tracing::warn!(error = %e, "the host does not answer; no heartbeat until it does");
+                                host_was_down = true;
+                            }
+                            continue;
+                        }
+                        Err(_) => {
+                            if !host_was_down {
+                                tracing::warn!("the host does not answer in time; no heartbeat until it does");
+                                host_was_down = true;
+                            }
+                            continue;
+                        }
+                    }
+                    let synced = engine.as_ref().map(|e| e.state.synced_count()).unwrap_or(0);
+                    let at = now();
+                    let write = target_api.heartbeat(
+                        &current,
+                        &settings.identity,
+                        &settings.version,
+                        synced,
+                        &at,
+                    );
+                    match tokio::time::timeout(settings.heartbeat, write).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::warn!(error = %e, "writing the heartbeat failed"),
+                        Err(_) => tracing::warn!("writing the heartbeat timed out"),
+                    }
+                }
+            }
+        };
+        if let Some(e) = engine.take() {
+            e.stop().await;
+        }
+        result
     }
-    result
 }
 
 /// Drains twice: the second pass must find nothing left.
@@ -306,7 +375,11 @@ async fn watch_sources(state: Arc<State>, i: usize, sweep: Arc<Notify>) {
             Ok(Event::Delete(o)) => {
                 let v = serde_json::to_value(o).unwrap_or(Value::Null);
                 if let Some(key) = state.key_of(i, &v) {
-                    let had = state.cache.lock().map(|mut c| c.remove(&key).is_some()).unwrap_or(false);
+                    let had = state
+                        .cache
+                        .lock()
+                        .map(|mut c| c.remove(&key).is_some())
+                        .unwrap_or(false);
                     if had {
                         state.queue.add(key);
                     }
@@ -414,8 +487,10 @@ async fn work(state: Arc<State>) {
             }
             Err(e) => {
                 match &e {
-                    Error::Retry(_) => tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
-                        reason = %e, "reconciling again shortly"),
+                    Error::Retry(_) => {
+                        tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
+                        reason = %e, "reconciling again shortly")
+                    }
                     _ => {
                         tracing::warn!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
                             error = %e, "reconcile failed; retrying with backoff");

@@ -10,7 +10,10 @@ use serde_json::Value;
 use crate::copies::{self, core_resource, key_of_copy};
 use crate::error::{is_status, Error, KubeContext as _, Result};
 use crate::kinds::SyncedKind;
-use crate::naming::{HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION, TARGET_ANNOTATION, UID_ANNOTATION};
+use crate::naming::{
+    HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION,
+    TARGET_ANNOTATION, UID_ANNOTATION,
+};
 use crate::references::{self, RefKind};
 use crate::state::{annotation, CopyKey, ObjectKey, State};
 
@@ -28,10 +31,15 @@ fn host_scope(host: &kube::Client, layout: &HostLayout, ar: &ApiResource) -> Api
 /// Every host object of `api` with the target's label and annotation, paged.
 async fn list_ours(api: &Api<DynamicObject>, target: &TargetRef, what: &str) -> Result<Vec<Value>> {
     let mut out = Vec::new();
-    let mut params = ListParams::default().labels(&target.label_selector()).limit(PAGE);
+    let mut params = ListParams::default()
+        .labels(&target.label_selector())
+        .limit(PAGE);
     let want = target.annotation();
     loop {
-        let page = api.list(&params).await.ctx(|| format!("listing host {what}"))?;
+        let page = api
+            .list(&params)
+            .await
+            .ctx(|| format!("listing host {what}"))?;
         for item in page.items {
             let v = serde_json::to_value(item).unwrap_or(Value::Null);
             if annotation(&v, TARGET_ANNOTATION) == Some(want.as_str()) {
@@ -63,7 +71,12 @@ async fn delete(api: &Api<DynamicObject>, obj: &Value) -> Result<()> {
     }
 }
 
-fn in_namespace(api: &Api<DynamicObject>, host: &kube::Client, obj: &Value, ar: &ApiResource) -> Api<DynamicObject> {
+fn in_namespace(
+    api: &Api<DynamicObject>,
+    host: &kube::Client,
+    obj: &Value,
+    ar: &ApiResource,
+) -> Api<DynamicObject> {
     match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
         Some(ns) => Api::namespaced_with(host.clone(), ns, ar),
         None => api.clone(),
@@ -103,7 +116,10 @@ pub async fn sweep(state: &State) -> Result<()> {
         return Ok(());
     }
     let referenced: BTreeSet<CopyKey> = {
-        let cache = state.cache.lock().map_err(|_| Error::Retry("cache lock poisoned".into()))?;
+        let cache = state
+            .cache
+            .lock()
+            .map_err(|_| Error::Retry("cache lock poisoned".into()))?;
         cache
             .iter()
             .flat_map(|(key, obj)| {
@@ -125,7 +141,9 @@ pub async fn sweep(state: &State) -> Result<()> {
         let ar = core_resource(kind);
         let api = host_scope(&state.host, &state.layout, &ar);
         for obj in list_ours(&api, &state.target, kind.resource()).await? {
-            let Some(key) = key_of_copy(kind, &obj) else { continue };
+            let Some(key) = key_of_copy(kind, &obj) else {
+                continue;
+            };
             if referenced.contains(&key) {
                 continue;
             }
@@ -159,9 +177,12 @@ pub async fn drain(
         for obj in list_ours(&api, target, &ar.plural).await? {
             found += 1;
             delete(&in_namespace(&api, host, &obj, &ar), &obj).await?;
-            tracing::info!(host_namespace = meta_str(&obj, "namespace"),
+            tracing::info!(
+                host_namespace = meta_str(&obj, "namespace"),
                 host_name = meta_str(&obj, "name"),
-                "drain: deleted the host {}", ar.kind);
+                "drain: deleted the host {}",
+                ar.kind
+            );
         }
     }
     for kind in RefKind::ALL {
@@ -169,9 +190,12 @@ pub async fn drain(
         let api = host_scope(host, layout, &ar);
         for obj in list_ours(&api, target, kind.resource()).await? {
             delete(&in_namespace(&api, host, &obj, &ar), &obj).await?;
-            tracing::info!(host_namespace = meta_str(&obj, "namespace"),
+            tracing::info!(
+                host_namespace = meta_str(&obj, "namespace"),
                 host_name = meta_str(&obj, "name"),
-                "drain: deleted the host {}", kind.kind());
+                "drain: deleted the host {}",
+                kind.kind()
+            );
         }
     }
     if *layout == HostLayout::PerNamespace {
@@ -185,8 +209,10 @@ pub async fn drain(
                 continue;
             }
             delete(&api, &obj).await?;
-            tracing::info!(host_namespace = meta_str(&obj, "name"),
-                "drain: deleted the host namespace");
+            tracing::info!(
+                host_namespace = meta_str(&obj, "name"),
+                "drain: deleted the host namespace"
+            );
         }
     }
     Ok(found)

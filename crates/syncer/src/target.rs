@@ -60,11 +60,18 @@ pub fn synced_kinds(target: &Value) -> Vec<Arc<dyn SyncedKind>> {
     };
     let mut out: Vec<Arc<dyn SyncedKind>> = Vec::new();
     for r in listed {
-        let f = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let f = |k: &str| {
+            r.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         let (g, v, res) = (f("group"), f("version"), f("resource"));
         match kind_for(&g, &v, &res) {
             Some(k) => out.push(k),
-            None => tracing::warn!(group = %g, version = %v, resource = %res, "this syncer cannot sync this resource; skipped"),
+            None => {
+                tracing::warn!(group = %g, version = %v, resource = %res, "this syncer cannot sync this resource; skipped")
+            }
         }
     }
     out
@@ -169,7 +176,9 @@ mod tests {
         let kinds = synced_kinds(&json!({"spec": {}}));
         assert_eq!(kinds.len(), 1);
         assert_eq!(kinds[0].api_resource().plural, "jobs");
-        let none = synced_kinds(&json!({"spec": {"resources": [{"group": "apps", "version": "v1", "resource": "deployments"}]}}));
+        let none = synced_kinds(
+            &json!({"spec": {"resources": [{"group": "apps", "version": "v1", "resource": "deployments"}]}}),
+        );
         assert!(none.is_empty());
     }
 }
