@@ -205,13 +205,15 @@ pub async fn remove(state: &State, key: &CopyKey) -> Result<()> {
             return Err(e).ctx(|| format!("deleting {} {ns}/{name} on the host", key.kind.kind()))
         }
     }
+    state.copy_checked(key, false);
     tracing::info!(kind = key.kind.kind(), cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
         host_namespace = %ns, host_name = %name, "removed the host copy: no synced object references it");
     Ok(())
 }
 
-/// Records that `owner` now uses `now` (empty when it is gone), copies them to the host,
-/// and removes the copies it used before that nothing else uses any more.
+/// Records that `owner` now uses `now` (empty when it is gone), copies to the host those it
+/// starts to use and those not checked within the resync period, and removes the copies it
+/// used before that nothing else uses any more.
 pub async fn sync_refs(state: &State, owner: &ObjectKey, now: BTreeSet<CopyKey>) -> Result<()> {
     let before = state
         .refs
@@ -219,7 +221,11 @@ pub async fn sync_refs(state: &State, owner: &ObjectKey, now: BTreeSet<CopyKey>)
         .ok()
         .and_then(|r| r.get(owner).cloned())
         .unwrap_or_default();
-    if before.is_empty() && now.is_empty() {
+    let due: Vec<&CopyKey> = now
+        .iter()
+        .filter(|k| !before.contains(*k) || state.copy_due(k))
+        .collect();
+    if before == now && due.is_empty() {
         return Ok(());
     }
     let _guard = state.copy_lock.lock().await;
@@ -230,8 +236,9 @@ pub async fn sync_refs(state: &State, owner: &ObjectKey, now: BTreeSet<CopyKey>)
             refs.insert(owner.clone(), now.clone());
         }
     }
-    for key in &now {
+    for key in due {
         upsert(state, key).await?;
+        state.copy_checked(key, true);
     }
     for key in before.difference(&now) {
         let used = state

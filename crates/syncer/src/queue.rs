@@ -114,15 +114,16 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
     }
 
-    /// Queues `key` again after a delay that grows with its consecutive failures.
-    pub fn retry(self: &Arc<Self>, key: K) {
+    /// Queues `key` again after a delay that grows with its consecutive failures; their
+    /// number.
+    pub fn retry(self: &Arc<Self>, key: K) -> u32 {
         let failures = match self.inner.lock() {
             Ok(mut inner) => {
                 let n = inner.failures.entry(key.clone()).or_insert(0);
                 *n = n.saturating_add(1);
                 *n
             }
-            Err(_) => return,
+            Err(_) => return 0,
         };
         let delay = retry_delay(failures);
         let queue = Arc::clone(self);
@@ -130,6 +131,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             tokio::time::sleep(delay).await;
             queue.add(key);
         });
+        failures
     }
 
     /// Keys waiting (not counting the ones being processed).

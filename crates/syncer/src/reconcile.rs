@@ -233,11 +233,15 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
 
     let api = host_api(state, key, &ns);
     let what = || format!("{kind_name} {ns}/{name} on the host");
-    let host = match api
-        .get_opt(&name)
-        .await
-        .ctx(|| format!("reading {}", what()))?
-    {
+    let found = match state.cached_host(key, &uid) {
+        Some(h) => Some(h),
+        None => api
+            .get_opt(&name)
+            .await
+            .ctx(|| format!("reading {}", what()))?
+            .map(|h| serde_json::to_value(h).unwrap_or(Value::Null)),
+    };
+    let host = match found {
         None => {
             let obj: DynamicObject = serde_json::from_value(desired)
                 .map_err(|e| Error::Config(format!("building {}: {e}", what())))?;
@@ -253,7 +257,6 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
             serde_json::to_value(created).unwrap_or(Value::Null)
         }
         Some(host) => {
-            let host = serde_json::to_value(host).unwrap_or(Value::Null);
             if !ours(state, &host) {
                 tracing::warn!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
                     host_namespace = %ns, host_name = %name,

@@ -62,6 +62,9 @@ impl Engine {
             copy_lock: tokio::sync::Mutex::new(()),
             namespaces: Mutex::new(HashSet::new()),
             synced: Mutex::new(HashSet::new()),
+            host_cache: Mutex::new(Default::default()),
+            copies_checked: Mutex::new(Default::default()),
+            resync: settings.resync,
         });
         let sweep = Arc::new(Notify::new());
         let mut tasks = JoinSet::new();
@@ -446,10 +449,40 @@ async fn watch_host(state: Arc<State>, i: usize) {
     };
     let config = watcher::Config::default().labels(&state.target.label_selector());
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let mut seen: HashSet<ObjectKey> = HashSet::new();
     while let Some(ev) = stream.next().await {
-        let obj = match ev {
-            Ok(Event::Apply(o) | Event::InitApply(o) | Event::Delete(o)) => o,
-            Ok(_) => continue,
+        let (obj, deleted, initial) = match ev {
+            Ok(Event::Apply(o)) => (o, false, false),
+            Ok(Event::InitApply(o)) => (o, false, true),
+            Ok(Event::Delete(o)) => (o, true, false),
+            Ok(Event::Init) => {
+                seen.clear();
+                continue;
+            }
+            Ok(Event::InitDone) => {
+                // Host objects gone while the watch was down.
+                let gone: Vec<ObjectKey> = match state.host_cache.lock() {
+                    Ok(mut cache) => {
+                        let gone: Vec<ObjectKey> = cache
+                            .keys()
+                            .filter(|k| k.kind == i && !seen.contains(*k))
+                            .cloned()
+                            .collect();
+                        for k in &gone {
+                            cache.remove(k);
+                        }
+                        gone
+                    }
+                    Err(_) => Vec::new(),
+                };
+                for k in gone {
+                    if state.cached(&k).is_some() {
+                        state.queue.add(k);
+                    }
+                }
+                seen.clear();
+                continue;
+            }
             Err(e) => {
                 tracing::warn!(resource = %ar.plural, error = %e, "watching the host failed; retrying with backoff");
                 state.metrics.error();
@@ -468,10 +501,19 @@ async fn watch_host(state: Arc<State>, i: usize) {
                 name: annotation(&v, NAME_ANNOTATION)?.to_owned(),
             })
         })();
-        if let Some(key) = key {
-            if state.cached(&key).is_some() {
-                state.queue.add(key);
+        let Some(key) = key else { continue };
+        if initial {
+            seen.insert(key.clone());
+        }
+        if let Ok(mut cache) = state.host_cache.lock() {
+            if deleted {
+                cache.remove(&key);
+            } else {
+                cache.insert(key.clone(), slim(v));
             }
+        }
+        if state.cached(&key).is_some() {
+            state.queue.add(key);
         }
     }
 }
@@ -486,19 +528,26 @@ async fn work(state: Arc<State>) {
                 state.metrics.observe_roundtrip(since.elapsed());
             }
             Err(e) => {
+                state.queue.done(&key, false);
+                let failures = state.queue.retry(key.clone());
                 match &e {
                     Error::Retry(_) => {
                         tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
                         reason = %e, "reconciling again shortly")
                     }
-                    _ => {
+                    // The first failure and every tenth of a key at warn, the rest at debug:
+                    // a host outage fails every key, over and over.
+                    _ if failures == 1 || failures % 10 == 0 => {
                         tracing::warn!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
-                            error = %e, "reconcile failed; retrying with backoff");
+                            failures, error = %e, "reconcile failed; retrying with backoff");
+                        state.metrics.error();
+                    }
+                    _ => {
+                        tracing::debug!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
+                            failures, error = %e, "reconcile failed; retrying with backoff");
                         state.metrics.error();
                     }
                 }
-                state.queue.done(&key, false);
-                state.queue.retry(key);
             }
         }
         state.metrics.set_queue_depth(state.queue.len());

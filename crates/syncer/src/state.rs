@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -57,6 +58,14 @@ pub struct State {
     pub namespaces: Mutex<HashSet<String>>,
     /// Source objects whose host object exists and agrees.
     pub synced: Mutex<HashSet<ObjectKey>>,
+    /// Host objects as the host watch last showed them, by source key: reconciles read
+    /// them here instead of asking the host each time (a miss still asks).
+    pub host_cache: Mutex<HashMap<ObjectKey, Value>>,
+    /// When each copy was last written or found up to date; a copy is checked again when
+    /// an object starts to use it, or once per resync period.
+    pub copies_checked: Mutex<HashMap<CopyKey, Instant>>,
+    /// The resync period.
+    pub resync: Duration,
 }
 
 impl std::fmt::Debug for State {
@@ -101,6 +110,32 @@ impl State {
                 s.remove(key);
             }
             self.metrics.set_synced_objects(s.len());
+        }
+    }
+
+    /// The cached host object of `key`, if it belongs to source incarnation `uid`.
+    pub fn cached_host(&self, key: &ObjectKey, uid: &str) -> Option<Value> {
+        let cache = self.host_cache.lock().ok()?;
+        let host = cache.get(key)?;
+        (annotation(host, crate::naming::UID_ANNOTATION) == Some(uid)).then(|| host.clone())
+    }
+
+    /// Whether copy `key` is due for a check (not checked within the resync period).
+    pub fn copy_due(&self, key: &CopyKey) -> bool {
+        self.copies_checked
+            .lock()
+            .map(|c| c.get(key).is_none_or(|t| t.elapsed() >= self.resync))
+            .unwrap_or(true)
+    }
+
+    /// Records that copy `key` was just checked (`false`: forget it).
+    pub fn copy_checked(&self, key: &CopyKey, checked: bool) {
+        if let Ok(mut c) = self.copies_checked.lock() {
+            if checked {
+                c.insert(key.clone(), Instant::now());
+            } else {
+                c.remove(key);
+            }
         }
     }
 
