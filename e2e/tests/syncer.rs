@@ -42,6 +42,16 @@ struct Syncer {
 
 impl Syncer {
     fn start(data: &KplaneServer, host: &KplaneServer, dir: &Path, id: &str) -> Result<Self> {
+        Self::start_with(data, host, dir, id, &[])
+    }
+
+    fn start_with(
+        data: &KplaneServer,
+        host: &KplaneServer,
+        dir: &Path,
+        id: &str,
+        extra: &[&str],
+    ) -> Result<Self> {
         let kubeconfig = data.kubeconfig_for_cluster(TARGET_CLUSTER)?;
         let log = dir.join(format!("syncer-{id}.log"));
         let out = fs::OpenOptions::new()
@@ -56,8 +66,16 @@ impl Syncer {
             .args(["--target", TARGET, "--host-kubeconfig"])
             .arg(host.kubeconfig())
             .args(["--kplane-base-url", data.base_url()])
-            .args(["--heartbeat", "1s", "--resync", "3s", "--lease-duration", "6s"])
+            .args([
+                "--heartbeat",
+                "1s",
+                "--resync",
+                "3s",
+                "--lease-duration",
+                "6s",
+            ])
             .args(["--id", id, "--metrics-bind", "127.0.0.1:0"])
+            .args(extra)
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
@@ -119,7 +137,11 @@ impl Syncer {
 impl Drop for Syncer {
     fn drop(&mut self) {
         let _ = self.kill();
-        eprintln!("---- syncer log {} ----\n{}", self.log.display(), self.log());
+        eprintln!(
+            "---- syncer log {} ----\n{}",
+            self.log.display(),
+            self.log()
+        );
     }
 }
 
@@ -167,8 +189,15 @@ fn ensure_synctarget_type(kubectl: &Kubectl) -> Result<()> {
 /// Assigns Job `name` to the target as the SyncAssignment plugin does, unless it already is.
 async fn assign(jobs: &Api<Job>, name: &str) -> Result<()> {
     let job = jobs.get(name).await?;
-    if job.annotations().get("sync.kplane.io/target").map(String::as_str) == Some(ASSIGNMENT)
-        && job.finalizers().iter().any(|f| f == "sync.kplane.io/syncer")
+    if job
+        .annotations()
+        .get("sync.kplane.io/target")
+        .map(String::as_str)
+        == Some(ASSIGNMENT)
+        && job
+            .finalizers()
+            .iter()
+            .any(|f| f == "sync.kplane.io/syncer")
     {
         return Ok(());
     }
@@ -254,20 +283,8 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     let mut data = KplaneServer::start()?;
     let mut host = KplaneServer::start()?;
     let scratch = tempfile::tempdir()?;
-    tokio::task::block_in_place(|| -> Result<()> {
-        data.create_workspace(TENANT)?;
-        ensure_synctarget_type(&data.kubectl_for(TARGET_CLUSTER)?)
-    })?;
-    let target_client = data.client_for(TARGET_CLUSTER).await?;
-    let targets: Api<DynamicObject> = Api::all_with(target_client, &synctarget_resource());
-    let st: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "sync.kplane.io/v1alpha1",
-        "kind": "SyncTarget",
-        // The drain finalizer, which the SyncTarget strategy adds (the CRD stand-in does not).
-        "metadata": {"name": TARGET, "finalizers": ["sync.kplane.io/drain"]},
-        "spec": {"includeDescendants": true},
-    }))?;
-    targets.create(&PostParams::default(), &st).await?;
+    // The drain finalizer, which the SyncTarget strategy adds (the CRD stand-in does not).
+    let targets = create_target(&data, &["sync.kplane.io/drain"]).await?;
 
     let tenant = data.client_for(TENANT).await?;
     let jobs: Api<Job> = Api::namespaced(tenant.clone(), "default");
@@ -278,7 +295,13 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
 
     // A Job with a Secret, and one made by `kubectl create job`.
     tokio::task::block_in_place(|| -> Result<()> {
-        tk.ok(&["create", "secret", "generic", "creds", "--from-literal=TOKEN=s3cret"])?;
+        tk.ok(&[
+            "create",
+            "secret",
+            "generic",
+            "creds",
+            "--from-literal=TOKEN=s3cret",
+        ])?;
         tk.ok_stdin(&["create", "-f", "-"], &job_manifest("pi").to_string())?;
         tk.ok(&["create", "job", "plain", "--image=busybox", "--", "date"])?;
         Ok(())
@@ -316,7 +339,13 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     ensure!(host_uid_label != src_pi.metadata.uid, "{host_uid_label:?}");
     let ns: Api<Namespace> = Api::all(hostc.clone());
     let namespace = ns.get(&host_ns).await?;
-    ensure!(namespace.labels().get("sync.kplane.io/target").map(String::as_str) == Some(TARGET));
+    ensure!(
+        namespace
+            .labels()
+            .get("sync.kplane.io/target")
+            .map(String::as_str)
+            == Some(TARGET)
+    );
     let secrets: Api<Secret> = Api::namespaced(hostc.clone(), &host_ns);
     eventually(TIMEOUT, "the copied Secret", || async {
         Ok(secrets.get_opt("creds").await?.is_some())
@@ -354,13 +383,21 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
         .patch_status("pi", &PatchParams::default(), &Patch::Merge(&done))
         .await?;
     tokio::task::block_in_place(|| {
-        tk.ok(&["wait", "--for=condition=complete", "job/pi", "--timeout=60s"])
+        tk.ok(&[
+            "wait",
+            "--for=condition=complete",
+            "job/pi",
+            "--timeout=60s",
+        ])
     })
     .with_context(|| a.log())?;
     let pi = jobs.get("pi").await?;
     let st = pi.status.clone().unwrap_or_default();
     ensure!(st.succeeded == Some(1), "{st:?}");
-    ensure!(st.completion_time.is_some() && st.start_time.is_some(), "{st:?}");
+    ensure!(
+        st.completion_time.is_some() && st.start_time.is_some(),
+        "{st:?}"
+    );
     ensure!(condition(&pi, "Synced") == Some(("True".into(), "Synced".into())));
 
     // suspend is pushed down.
@@ -380,10 +417,12 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     // Heartbeats and metrics.
     eventually(TIMEOUT, "a heartbeat", || async {
         let t = serde_json::to_value(targets.get(TARGET).await?)?;
-        Ok(t.pointer("/status/syncerIdentity") == Some(&json!("syncer-a"))
-            && t.pointer("/status/lastHeartbeatTime").is_some()
-            && t.pointer("/status/syncedObjects").and_then(Value::as_u64) == Some(2)
-            && t.pointer("/status/conditions/0/reason") == Some(&json!("HeartbeatReceived")))
+        Ok(
+            t.pointer("/status/syncerIdentity") == Some(&json!("syncer-a"))
+                && t.pointer("/status/lastHeartbeatTime").is_some()
+                && t.pointer("/status/syncedObjects").and_then(Value::as_u64) == Some(2)
+                && t.pointer("/status/conditions/0/reason") == Some(&json!("HeartbeatReceived")),
+        )
     })
     .await
     .with_context(|| a.log())?;
@@ -457,10 +496,14 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
             b = Syncer::start(&data, &host, scratch.path(), "syncer-b")?;
         }
     }
-    eventually(TIMEOUT, "every Job on the host after the restart", || async {
-        let h = host_jobs(&hostc).await?;
-        Ok(names.iter().all(|n| h.contains_key(&key(n))))
-    })
+    eventually(
+        TIMEOUT,
+        "every Job on the host after the restart",
+        || async {
+            let h = host_jobs(&hostc).await?;
+            Ok(names.iter().all(|n| h.contains_key(&key(n))))
+        },
+    )
     .await
     .with_context(|| b.log())?;
     let h = host_jobs(&hostc).await?;
@@ -475,7 +518,10 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     let seen = b.log().len();
     tokio::task::block_in_place(|| host.stop())?;
     poll_until(TIMEOUT, "the syncer noticing the host outage", || {
-        Ok(b.log().get(seen..).unwrap_or_default().contains("the host does not answer"))
+        Ok(b.log()
+            .get(seen..)
+            .unwrap_or_default()
+            .contains("the host does not answer"))
     })?;
     let stale = json!({"status": {"conditions": [{
         "type": "Synced", "status": "False", "reason": "SyncerHeartbeatTimeout",
@@ -509,9 +555,11 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     jobs.create(&PostParams::default(), &serde_json::from_value(m)?)
         .await?;
     names.push("after-restart".to_owned());
-    eventually(TIMEOUT, "the Job created after the kplane restart on the host", || async {
-        Ok(host_jobs(&hostc).await?.contains_key(&key("after-restart")))
-    })
+    eventually(
+        TIMEOUT,
+        "the Job created after the kplane restart on the host",
+        || async { Ok(host_jobs(&hostc).await?.contains_key(&key("after-restart"))) },
+    )
     .await
     .with_context(|| b.log())?;
 
@@ -525,16 +573,21 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     })
     .await
     .with_context(|| b.log())?;
-    ensure!(secrets.get_opt("creds").await?.is_some(), "still used by the burst Jobs");
-    tokio::task::block_in_place(|| {
-        tk.ok(&["delete", "job", "-l", "app", "--wait=false"])
-    })?;
-    eventually(TIMEOUT, "the tenant's Jobs and the copied Secret gone", || async {
-        let left = jobs.list(&ListParams::default()).await?.items.len();
-        let copy = secrets.get_opt("creds").await?;
-        let on_host = host_jobs(&hostc).await?.len();
-        Ok(left == 1 && copy.is_none() && on_host == 1)
-    })
+    ensure!(
+        secrets.get_opt("creds").await?.is_some(),
+        "still used by the burst Jobs"
+    );
+    tokio::task::block_in_place(|| tk.ok(&["delete", "job", "-l", "app", "--wait=false"]))?;
+    eventually(
+        TIMEOUT,
+        "the tenant's Jobs and the copied Secret gone",
+        || async {
+            let left = jobs.list(&ListParams::default()).await?.items.len();
+            let copy = secrets.get_opt("creds").await?;
+            let on_host = host_jobs(&hostc).await?.len();
+            Ok(left == 1 && copy.is_none() && on_host == 1)
+        },
+    )
     .await
     .with_context(|| b.log())?;
 
@@ -559,10 +612,165 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
         .get_opt(&host_ns)
         .await?
         .map(|n| n.metadata.deletion_timestamp.is_some());
-    ensure!(ns_left != Some(false), "the host namespace is still there: {ns_left:?}");
+    ensure!(
+        ns_left != Some(false),
+        "the host namespace is still there: {ns_left:?}"
+    );
     let code = tokio::task::block_in_place(|| b.wait_exit(TIMEOUT))?;
     if code != 0 {
         bail!("the syncer exited with {code}: {}", b.log());
     }
+    Ok(())
+}
+
+/// Creates the SyncTarget `east` in the target's cluster (declaring the type if needed).
+async fn create_target(data: &KplaneServer, finalizers: &[&str]) -> Result<Api<DynamicObject>> {
+    tokio::task::block_in_place(|| -> Result<()> {
+        data.create_workspace(TENANT)?;
+        ensure_synctarget_type(&data.kubectl_for(TARGET_CLUSTER)?)
+    })?;
+    let targets: Api<DynamicObject> = Api::all_with(
+        data.client_for(TARGET_CLUSTER).await?,
+        &synctarget_resource(),
+    );
+    let st: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "sync.kplane.io/v1alpha1",
+        "kind": "SyncTarget",
+        "metadata": {"name": TARGET, "finalizers": finalizers},
+        "spec": {"includeDescendants": true},
+    }))?;
+    targets.create(&PostParams::default(), &st).await?;
+    Ok(targets)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_shared_host_namespace_gets_unique_names_and_renamed_references() -> Result<()> {
+    let data = KplaneServer::start()?;
+    let host = KplaneServer::start()?;
+    let scratch = tempfile::tempdir()?;
+    create_target(&data, &[]).await?;
+    tokio::task::block_in_place(|| host.kubectl_ok(&["create", "namespace", "synced"]))?;
+    let tk = data.kubectl_for(TENANT)?;
+    tokio::task::block_in_place(|| -> Result<()> {
+        tk.ok(&[
+            "create",
+            "secret",
+            "generic",
+            "creds",
+            "--from-literal=TOKEN=one",
+        ])?;
+        tk.ok(&[
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=fast",
+        ])?;
+        tk.ok(&["create", "serviceaccount", "runner"])?;
+        Ok(())
+    })?;
+    let jobs: Api<Job> = Api::namespaced(data.client_for(TENANT).await?, "default");
+    let mut m = job_manifest("pi");
+    m["metadata"]["annotations"] = json!({"sync.kplane.io/target": ASSIGNMENT});
+    m["metadata"]["finalizers"] = json!(["sync.kplane.io/syncer"]);
+    m["spec"]["template"]["spec"]["serviceAccountName"] = json!("runner");
+    m["spec"]["template"]["spec"]["volumes"] =
+        json!([{"name": "settings", "configMap": {"name": "settings"}}]);
+    jobs.create(&PostParams::default(), &serde_json::from_value(m)?)
+        .await?;
+
+    let syncer = Syncer::start_with(
+        &data,
+        &host,
+        scratch.path(),
+        "shared",
+        &["--host-namespace", "synced"],
+    )?;
+    let hostc = host.client().await?;
+    eventually(TIMEOUT, "the host Job", || async {
+        Ok(host_jobs(&hostc).await?.contains_key(&key("pi")))
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    let h = host_jobs(&hostc).await?;
+    let job = &h[&key("pi")][0];
+    ensure!(job.namespace().as_deref() == Some("synced"));
+    let name = job.name_any();
+    let hash = name.strip_prefix("pi-").unwrap_or_default();
+    ensure!(
+        hash.len() == 8 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{name}"
+    );
+    // The references name the copies, which exist under those names.
+    let pod = job
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .context("no pod spec")?;
+    let secret_name = pod.containers[0]
+        .env_from
+        .as_ref()
+        .and_then(|e| e[0].secret_ref.as_ref())
+        .map(|r| r.name.clone())
+        .unwrap_or_default();
+    let cm_name = pod
+        .volumes
+        .as_ref()
+        .and_then(|v| v[0].config_map.as_ref())
+        .map(|c| c.name.clone())
+        .unwrap_or_default();
+    let sa_name = pod.service_account_name.clone().unwrap_or_default();
+    for (renamed, original) in [
+        (&secret_name, "creds"),
+        (&cm_name, "settings"),
+        (&sa_name, "runner"),
+    ] {
+        ensure!(
+            renamed.starts_with(&format!("{original}-")) && renamed.len() == original.len() + 9,
+            "{original} became {renamed}"
+        );
+    }
+    let secrets: Api<Secret> = Api::namespaced(hostc.clone(), "synced");
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(hostc.clone(), "synced");
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(hostc.clone(), "synced");
+    eventually(TIMEOUT, "the three copies", || async {
+        Ok(secrets.get_opt(&secret_name).await?.is_some()
+            && cms.get_opt(&cm_name).await?.is_some()
+            && sas.get_opt(&sa_name).await?.is_some())
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    let copy = secrets.get(&secret_name).await?;
+    ensure!(copy.annotations().get("kplane.io/name").map(String::as_str) == Some("creds"));
+
+    // A change of the Secret in kplane reaches the copy (on resync).
+    tokio::task::block_in_place(|| {
+        tk.ok(&[
+            "patch",
+            "secret",
+            "creds",
+            "--type=merge",
+            "-p",
+            r#"{"stringData":{"TOKEN":"two"}}"#,
+        ])
+    })?;
+    eventually(TIMEOUT, "the updated copy", || async {
+        let s = secrets.get(&secret_name).await?;
+        Ok(s.data.and_then(|d| d.get("TOKEN").map(|b| b.0.clone())) == Some(b"two".to_vec()))
+    })
+    .await
+    .with_context(|| syncer.log())?;
+
+    // Deleting the Job removes it and every copy from the shared namespace.
+    jobs.delete("pi", &Default::default()).await?;
+    eventually(TIMEOUT, "the host Job and the copies gone", || async {
+        Ok(host_jobs(&hostc).await?.is_empty()
+            && secrets.get_opt(&secret_name).await?.is_none()
+            && cms.get_opt(&cm_name).await?.is_none()
+            && sas.get_opt(&sa_name).await?.is_none()
+            && jobs.get_opt("pi").await?.is_none())
+    })
+    .await
+    .with_context(|| syncer.log())?;
     Ok(())
 }
