@@ -360,7 +360,9 @@ mod tests {
         // Defaults are the same as absent values.
         let mut h = host.clone();
         h["spec"]["suspend"] = json!(false);
-        h["spec"].as_object_mut().map(|s| s.remove("parallelism"));
+        if let Some(s) = h["spec"].as_object_mut() {
+            s.remove("parallelism");
+        }
         assert_eq!(Job.push_down(&src, &h), None);
     }
 
@@ -402,10 +404,10 @@ mod tests {
         // even later and with empty values stored differently.
         let mut applied = src.clone();
         applied["status"] = st.clone();
-        applied["status"].as_object_mut().map(|s| {
+        if let Some(s) = applied["status"].as_object_mut() {
             s.retain(|_, v| !v.is_null());
             s.remove("uncountedTerminatedPods");
-        });
+        }
         assert_eq!(
             Job.status_patch(&applied, &host, "synced", "2026-11-24T11:00:00Z"),
             None

@@ -262,7 +262,7 @@ impl Leading<'_> {
                         if kinds_for_drain.is_empty() {
                             kinds_for_drain = synced_kinds(&current);
                         }
-                        match drain(&host, &target, &layout(settings), &kinds_for_drain).await {
+                        match drain(host, target, &layout(settings), &kinds_for_drain).await {
                             Ok(()) => match target_api.drained(&current, &now()).await {
                                 Ok(()) => {
                                     tracing::info!(target = %target.annotation(), "drained: every host object is gone");
@@ -280,10 +280,10 @@ impl Leading<'_> {
                         engine = Some(Engine::start(
                             settings,
                             target.clone(),
-                            KplaneClients::new(config.clone(), &base),
+                            KplaneClients::new(config.clone(), base),
                             host.clone(),
                             kinds,
-                            Arc::clone(&metrics),
+                            Arc::clone(metrics),
                         ));
                     }
                     // Heartbeats only while the host answers: without them kplane marks the

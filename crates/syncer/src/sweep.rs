@@ -63,7 +63,7 @@ fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
 }
 
 async fn delete(api: &Api<DynamicObject>, obj: &Value) -> Result<()> {
-    let name = meta_str(&obj, "name");
+    let name = meta_str(obj, "name");
     match api.delete(name, &DeleteParams::background()).await {
         Ok(_) => Ok(()),
         Err(e) if is_status(&e, 404) => Ok(()),
