@@ -1,8 +1,9 @@
 //! `kplane syncer` end to end: two servers, one the data plane (tenant Jobs, the SyncTarget)
 //! and one standing in for the host cluster (it stores the host Jobs; the test plays the
 //! host's Job controller by writing their status). The syncer runs as the real binary with
-//! `--kplane-base-url` (the data plane's root with the admin credential) and filters on the
-//! assignment annotation itself.
+//! the admin credential, through the sync endpoint where the server serves it, else with
+//! `--kplane-base-url` (the data plane's root and the ordinary wildcard API), filtering on
+//! the assignment annotation itself.
 //!
 //! Where the SyncTarget type or the SyncAssignment admission plugin are not served (yet),
 //! the test declares SyncTarget as a CRD of the same group, version and kind, and assigns
@@ -65,7 +66,7 @@ impl Syncer {
             .arg(&kubeconfig)
             .args(["--target", TARGET, "--host-kubeconfig"])
             .arg(host.kubeconfig())
-            .args(["--kplane-base-url", data.base_url()])
+            .args(kplane_base_url(data)?)
             .args([
                 "--heartbeat",
                 "1s",
@@ -143,6 +144,21 @@ impl Drop for Syncer {
             self.log()
         );
     }
+}
+
+/// `--kplane-base-url` with the data plane's root, unless the server serves the sync
+/// endpoint (`/services/sync/<cluster>/<target>/version`), which the syncer then uses (with
+/// the admin credential, allowed to sync every target).
+fn kplane_base_url(data: &KplaneServer) -> Result<Vec<String>> {
+    let path = format!("/services/sync/{TARGET_CLUSTER}/{TARGET}/version");
+    let served = data
+        .kubectl(&["get", "--raw", &path, "--server", data.base_url()])?
+        .success();
+    if served {
+        eprintln!("the syncer uses the sync endpoint");
+        return Ok(Vec::new());
+    }
+    Ok(vec!["--kplane-base-url".into(), data.base_url().into()])
 }
 
 fn synctarget_resource() -> ApiResource {
@@ -594,17 +610,25 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     // Deleting the SyncTarget drains it: host objects and namespace gone, Drained=True, and
     // the syncer exits.
     targets.delete(TARGET, &Default::default()).await?;
-    eventually(TIMEOUT, "Drained=True", || async {
-        let t = serde_json::to_value(targets.get(TARGET).await?)?;
-        let drained = t
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c["type"] == "Drained" && c["status"] == "True")
-            });
-        Ok(drained)
-    })
+    // Where kplane's sync controller runs, it releases the drain finalizer once Drained is
+    // set, and the SyncTarget goes.
+    eventually(
+        TIMEOUT,
+        "Drained=True (or the drained SyncTarget gone)",
+        || async {
+            let Some(t) = targets.get_opt(TARGET).await? else {
+                return Ok(b.log().contains("drained: every host object is gone"));
+            };
+            let drained = serde_json::to_value(t)?
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Drained" && c["status"] == "True")
+                });
+            Ok(drained)
+        },
+    )
     .await
     .with_context(|| b.log())?;
     ensure!(host_jobs(&hostc).await?.is_empty());
