@@ -10,7 +10,8 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{is_status, Error, KubeContext as _, Result};
 use crate::naming::{
-    CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION, TARGET_ANNOTATION, TARGET_LABEL,
+    HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION,
+    TARGET_ANNOTATION, TARGET_LABEL,
 };
 use crate::references::RefKind;
 use crate::state::{annotation, CopyKey, ObjectKey, State};
@@ -32,15 +33,13 @@ fn content_fields(kind: RefKind) -> &'static [&'static str] {
 }
 
 /// The host copy of `source` (a Secret, ConfigMap or ServiceAccount as read from kplane).
-pub fn host_copy(state: &State, key: &CopyKey, source: &Value) -> Value {
-    let (ns, name) = state.layout.place(&key.cluster, &key.namespace, &key.name);
+pub fn host_copy(target: &TargetRef, layout: &HostLayout, key: &CopyKey, source: &Value) -> Value {
+    let (ns, name) = layout.place(&key.cluster, &key.namespace, &key.name);
     let uid = source
         .pointer("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let (marks_l, marks_a) = state
-        .target
-        .host_marks(&key.cluster, &key.namespace, &key.name, uid);
+    let (marks_l, marks_a) = target.host_marks(&key.cluster, &key.namespace, &key.name, uid);
     let mut labels: BTreeMap<String, String> = source
         .pointer("/metadata/labels")
         .and_then(|l| serde_json::from_value(l.clone()).ok())
@@ -118,7 +117,7 @@ pub async fn upsert(state: &State, key: &CopyKey) -> Result<()> {
         return Ok(());
     };
     let source = serde_json::to_value(source).unwrap_or(Value::Null);
-    let want = host_copy(state, key, &source);
+    let want = host_copy(&state.target, &state.layout, key, &source);
     let (ns, name) = state.layout.place(&key.cluster, &key.namespace, &key.name);
     let host_api: Api<DynamicObject> = Api::namespaced_with(state.host.clone(), &ns, &ar);
     let what = || format!("{} {ns}/{name} on the host", key.kind.kind());
@@ -266,4 +265,94 @@ pub fn key_of_copy(kind: RefKind, obj: &Value) -> Option<CopyKey> {
 /// The label selector of every host object of the target.
 pub fn selector(state: &State) -> String {
     format!("{TARGET_LABEL}={}", state.target.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> TargetRef {
+        TargetRef {
+            cluster: "root".into(),
+            name: "east".into(),
+        }
+    }
+
+    fn key(kind: RefKind, name: &str) -> CopyKey {
+        CopyKey {
+            kind,
+            cluster: "root:a".into(),
+            namespace: "default".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn copies_keep_content_and_user_metadata_and_carry_the_marks() {
+        let source = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "creds", "namespace": "default", "uid": "s-1", "resourceVersion": "7",
+                         "labels": {"team": "a"},
+                         "annotations": {"note": "x", "kplane.io/cluster": "root:a",
+                                         "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+            "type": "Opaque", "data": {"TOKEN": "czNjcmV0"}, "immutable": true,
+        });
+        let k = key(RefKind::Secret, "creds");
+        let copy = host_copy(&target(), &HostLayout::PerNamespace, &k, &source);
+        assert_eq!(copy["metadata"]["name"], "creds");
+        assert_eq!(
+            copy["metadata"]["namespace"],
+            crate::naming::host_namespace("root:a", "default")
+        );
+        assert_eq!(
+            copy["metadata"]["labels"],
+            json!({"team": "a", "sync.kplane.io/target": "east"})
+        );
+        let ann = &copy["metadata"]["annotations"];
+        assert_eq!(ann["note"], "x");
+        assert_eq!(ann["kplane.io/cluster"], "root:a");
+        assert_eq!(ann["kplane.io/uid"], "s-1");
+        assert_eq!(ann["sync.kplane.io/target"], "root/east");
+        assert!(ann
+            .get("kubectl.kubernetes.io/last-applied-configuration")
+            .is_none());
+        assert_eq!(copy["data"], json!({"TOKEN": "czNjcmV0"}));
+        assert_eq!(copy["type"], "Opaque");
+        assert!(copy.get("immutable").is_none(), "copies stay updatable");
+        assert!(copy["metadata"].get("resourceVersion").is_none());
+        assert_eq!(key_of_copy(RefKind::Secret, &copy), Some(k.clone()));
+
+        // The same copy as stored (with server fields) needs no update; changed data does.
+        let mut stored = copy.clone();
+        stored["metadata"]["resourceVersion"] = json!("99");
+        stored["metadata"]["uid"] = json!("h-1");
+        assert!(same_copy(RefKind::Secret, &copy, &stored));
+        stored["data"]["TOKEN"] = json!("b3RoZXI=");
+        assert!(!same_copy(RefKind::Secret, &copy, &stored));
+    }
+
+    #[test]
+    fn shared_namespace_copies_are_renamed_and_service_accounts_copy_little() {
+        let source = json!({
+            "metadata": {"name": "runner", "namespace": "default", "uid": "sa-1"},
+            "secrets": [{"name": "runner-token"}],
+            "imagePullSecrets": [{"name": "pull"}],
+            "automountServiceAccountToken": false,
+        });
+        let layout = HostLayout::Shared("jobs".into());
+        let copy = host_copy(
+            &target(),
+            &layout,
+            &key(RefKind::ServiceAccount, "runner"),
+            &source,
+        );
+        assert_eq!(copy["kind"], "ServiceAccount");
+        assert_eq!(copy["metadata"]["namespace"], "jobs");
+        assert_eq!(
+            copy["metadata"]["name"],
+            crate::naming::shared_namespace_name("root:a", "default", "runner")
+        );
+        assert_eq!(copy["automountServiceAccountToken"], false);
+        assert!(copy.get("secrets").is_none() && copy.get("imagePullSecrets").is_none());
+    }
 }

@@ -215,6 +215,8 @@ impl Leading<'_> {
         let mut beat = tokio::time::interval(settings.heartbeat);
         let mut renewed = Instant::now();
         let mut kinds_for_drain: Vec<Arc<dyn SyncedKind>> = Vec::new();
+        // The spec.resources the running engine was started with.
+        let mut engine_resources = Value::Null;
         let mut host_was_down = false;
         let result = loop {
             tokio::select! {
@@ -274,7 +276,15 @@ impl Leading<'_> {
                         }
                         continue;
                     }
+                    let resources = current.pointer("/spec/resources").cloned().unwrap_or(Value::Null);
+                    if engine.is_some() && resources != engine_resources {
+                        tracing::info!(target = %target.annotation(), "spec.resources changed: restarting the watches");
+                        if let Some(e) = engine.take() {
+                            e.stop().await;
+                        }
+                    }
                     if engine.is_none() {
+                        engine_resources = resources;
                         let kinds = synced_kinds(&current);
                         kinds_for_drain = kinds.clone();
                         engine = Some(Engine::start(
