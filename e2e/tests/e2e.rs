@@ -21,6 +21,7 @@ mod sa_tokens;
 mod shutdown;
 mod ssa;
 mod syncer;
+mod syncer_bench;
 mod templates;
 mod wildcard;
 mod workspace_lifecycle;

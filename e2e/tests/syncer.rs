@@ -30,23 +30,28 @@ const TARGET: &str = "east";
 /// The SyncTarget's cluster and the tenant whose Jobs are synced.
 const TARGET_CLUSTER: &str = "root";
 const TENANT: &str = "root:tenant";
-const ASSIGNMENT: &str = "root/east";
+pub(crate) const ASSIGNMENT: &str = "root/east";
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// Jobs created while the first syncer is killed: more than the syncer's 4 workers.
 const BURST: usize = 30;
 
 /// One `kplane syncer` process; killed (SIGKILL) and reaped on drop.
-struct Syncer {
+pub(crate) struct Syncer {
     child: Option<Child>,
     log: PathBuf,
 }
 
 impl Syncer {
-    fn start(data: &KplaneServer, host: &KplaneServer, dir: &Path, id: &str) -> Result<Self> {
+    pub(crate) fn start(
+        data: &KplaneServer,
+        host: &KplaneServer,
+        dir: &Path,
+        id: &str,
+    ) -> Result<Self> {
         Self::start_with(data, host, dir, id, &[])
     }
 
-    fn start_with(
+    pub(crate) fn start_with(
         data: &KplaneServer,
         host: &KplaneServer,
         dir: &Path,
@@ -90,7 +95,7 @@ impl Syncer {
         })
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
@@ -120,7 +125,7 @@ impl Syncer {
     }
 
     /// The metrics address the syncer logged.
-    fn metrics_addr(&self) -> Result<String> {
+    pub(crate) fn metrics_addr(&self) -> Result<String> {
         let mut addr = String::new();
         poll_until(TIMEOUT, "the syncer's metrics address", || {
             let log = self.log();
@@ -132,6 +137,13 @@ impl Syncer {
             Ok(!addr.is_empty())
         })?;
         Ok(addr)
+    }
+}
+
+impl Syncer {
+    /// The process id, while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 }
 
@@ -262,6 +274,17 @@ fn condition(job: &Job, ty: &str) -> Option<(String, String)> {
         .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
 }
 
+pub(crate) fn plain_job(name: &str) -> Value {
+    let mut m = job_manifest(name);
+    if let Some(spec) = m
+        .pointer_mut("/spec/template/spec/containers/0")
+        .and_then(Value::as_object_mut)
+    {
+        spec.remove("envFrom");
+    }
+    m
+}
+
 fn job_manifest(name: &str) -> Value {
     json!({
         "apiVersion": "batch/v1",
@@ -281,7 +304,7 @@ fn job_manifest(name: &str) -> Value {
 }
 
 /// A plain HTTP GET of `path` on `addr`: the body.
-fn http_get(addr: &str, path: &str) -> Result<String> {
+pub(crate) fn http_get(addr: &str, path: &str) -> Result<String> {
     let mut s = std::net::TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
@@ -648,7 +671,10 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
 }
 
 /// Creates the SyncTarget `east` in the target's cluster (declaring the type if needed).
-async fn create_target(data: &KplaneServer, finalizers: &[&str]) -> Result<Api<DynamicObject>> {
+pub(crate) async fn create_target(
+    data: &KplaneServer,
+    finalizers: &[&str],
+) -> Result<Api<DynamicObject>> {
     tokio::task::block_in_place(|| -> Result<()> {
         data.create_workspace(TENANT)?;
         ensure_synctarget_type(&data.kubectl_for(TARGET_CLUSTER)?)
