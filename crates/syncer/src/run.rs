@@ -98,8 +98,9 @@ fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// Runs the syncer until `shutdown` resolves (Ok), the SyncTarget is drained (Ok), or the
-/// Lease is lost (Err: the process should exit and be restarted).
+/// Runs the syncer until `shutdown` resolves or the SyncTarget is drained (both `Ok`).
+/// Errors are start-up errors (kubeconfigs, URLs, the metrics address); a lost Lease only
+/// stops the syncing until this syncer leads again.
 pub async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
