@@ -602,6 +602,35 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     .await
     .with_context(|| b.log())?;
 
+    // A source that went away while no syncer ran (its finalizer removed, as kplane does
+    // when a SyncTarget goes): the next syncer's resync removes the orphaned host Job.
+    b.kill()?;
+    jobs.patch(
+        "after-restart",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+    )
+    .await?;
+    jobs.delete("after-restart", &Default::default()).await?;
+    eventually(TIMEOUT, "after-restart gone in kplane", || async {
+        Ok(jobs.get_opt("after-restart").await?.is_none())
+    })
+    .await?;
+    names.retain(|n| n != "after-restart");
+    ensure!(host_jobs(&hostc).await?.contains_key(&key("after-restart")));
+    b = Syncer::start(&data, &host, scratch.path(), "syncer-b")?;
+    eventually(TIMEOUT, "the orphaned host Job removed", || async {
+        Ok(!host_jobs(&hostc).await?.contains_key(&key("after-restart")))
+    })
+    .await
+    .with_context(|| b.log())?;
+    ensure!(
+        b.log()
+            .contains("resync: deleted the host Job whose source no longer exists"),
+        "{}",
+        b.log()
+    );
+
     // Deleting pi: the host Job goes before its finalizer is released; the copied Secret
     // stays while other Jobs use it, and goes with the last of them.
     tokio::task::block_in_place(|| tk.ok(&["delete", "job", "pi", "--wait=false"]))?;
