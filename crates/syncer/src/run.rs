@@ -28,7 +28,7 @@ use crate::naming::{
 };
 use crate::queue::WorkQueue;
 use crate::reconcile::reconcile;
-use crate::state::{annotation, slim, ObjectKey, State};
+use crate::state::{annotation, slim, Compact, ObjectKey, State};
 use crate::sweep;
 use crate::target::{synced_kinds, TargetApi};
 use crate::Settings;
@@ -436,7 +436,7 @@ fn apply(state: &State, i: usize, obj: DynamicObject) -> Option<ObjectKey> {
     let key = state.key_of(i, &v)?;
     let mut cache = state.cache.lock().ok()?;
     if state.assigned(&v) {
-        cache.insert(key.clone(), v);
+        cache.insert(key.clone(), Compact::new(&v));
         drop(cache);
         state.queue.add(key.clone());
         Some(key)
@@ -487,7 +487,7 @@ async fn watch_host(state: Arc<State>, i: usize) {
                     Err(_) => Vec::new(),
                 };
                 for k in gone {
-                    if state.cached(&k).is_some() {
+                    if state.is_cached(&k) {
                         state.queue.add(k);
                     }
                 }
@@ -520,10 +520,10 @@ async fn watch_host(state: Arc<State>, i: usize) {
             if deleted {
                 cache.remove(&key);
             } else {
-                cache.insert(key.clone(), slim(v));
+                cache.insert(key.clone(), Compact::new(&slim(v)));
             }
         }
-        if state.cached(&key).is_some() {
+        if state.is_cached(&key) {
             state.queue.add(key);
         }
     }

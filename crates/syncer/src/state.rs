@@ -45,7 +45,7 @@ pub struct State {
     pub queue: Arc<WorkQueue<ObjectKey>>,
     pub metrics: Arc<Metrics>,
     /// Assigned source objects (without managedFields), also those being deleted.
-    pub cache: Mutex<HashMap<ObjectKey, Value>>,
+    pub cache: Mutex<HashMap<ObjectKey, Compact>>,
     /// Per kind: whether its watch has listed everything once (before that, an object
     /// missing from the cache may just not be seen yet, so nothing is removed for it).
     pub listed: Vec<AtomicBool>,
@@ -60,7 +60,7 @@ pub struct State {
     pub synced: Mutex<HashSet<ObjectKey>>,
     /// Host objects as the host watch last showed them, by source key: reconciles read
     /// them here instead of asking the host each time (a miss still asks).
-    pub host_cache: Mutex<HashMap<ObjectKey, Value>>,
+    pub host_cache: Mutex<HashMap<ObjectKey, Compact>>,
     /// When each copy was last written or found up to date; a copy is checked again when
     /// an object starts to use it, or once per resync period.
     pub copies_checked: Mutex<HashMap<CopyKey, Instant>>,
@@ -95,7 +95,15 @@ impl State {
     }
 
     pub fn cached(&self, key: &ObjectKey) -> Option<Value> {
-        self.cache.lock().ok()?.get(key).cloned()
+        let compact = self.cache.lock().ok()?.get(key).cloned()?;
+        Some(compact.value())
+    }
+
+    pub fn is_cached(&self, key: &ObjectKey) -> bool {
+        self.cache
+            .lock()
+            .map(|c| c.contains_key(key))
+            .unwrap_or(false)
     }
 
     pub fn all_listed(&self) -> bool {
@@ -115,9 +123,9 @@ impl State {
 
     /// The cached host object of `key`, if it belongs to source incarnation `uid`.
     pub fn cached_host(&self, key: &ObjectKey, uid: &str) -> Option<Value> {
-        let cache = self.host_cache.lock().ok()?;
-        let host = cache.get(key)?;
-        (annotation(host, crate::naming::UID_ANNOTATION) == Some(uid)).then(|| host.clone())
+        let compact = self.host_cache.lock().ok()?.get(key).cloned()?;
+        let host = compact.value();
+        (annotation(&host, crate::naming::UID_ANNOTATION) == Some(uid)).then_some(host)
     }
 
     /// Whether copy `key` is due for a check (not checked within the resync period).
@@ -141,6 +149,22 @@ impl State {
 
     pub fn synced_count(&self) -> usize {
         self.synced.lock().map(|s| s.len()).unwrap_or(0)
+    }
+}
+
+/// A cached JSON object kept as its text: a `serde_json::Value` takes several times the
+/// memory of the text, and the caches hold every synced object twice (source and host).
+/// Shared, so a whole-cache pass can copy the entries out cheaply and parse them unlocked.
+#[derive(Debug, Clone)]
+pub struct Compact(Arc<str>);
+
+impl Compact {
+    pub fn new(v: &Value) -> Self {
+        Compact(Arc::from(serde_json::to_string(v).unwrap_or_default()))
+    }
+
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
 }
 

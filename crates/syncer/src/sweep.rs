@@ -15,7 +15,7 @@ use crate::naming::{
     TARGET_ANNOTATION, UID_ANNOTATION,
 };
 use crate::references::{self, RefKind};
-use crate::state::{annotation, CopyKey, ObjectKey, State};
+use crate::state::{annotation, Compact, CopyKey, ObjectKey, State};
 
 /// Page size of host lists.
 const PAGE: u32 = 500;
@@ -102,7 +102,7 @@ pub async fn sweep(state: &State) -> Result<()> {
                 })
             })();
             let Some(key) = key else { continue };
-            if state.cached(&key).is_some() {
+            if state.is_cached(&key) {
                 continue;
             }
             delete(&in_namespace(&api, &state.host, &obj, &ar), &obj).await?;
@@ -115,28 +115,31 @@ pub async fn sweep(state: &State) -> Result<()> {
     if !state.all_listed() {
         return Ok(());
     }
-    let referenced: BTreeSet<CopyKey> = {
-        let cache = state
-            .cache
-            .lock()
-            .map_err(|_| Error::Retry("cache lock poisoned".into()))?;
-        cache
-            .iter()
-            .flat_map(|(key, obj)| {
-                let refs = state.kinds[key.kind]
-                    .pod_spec_pointer()
-                    .and_then(|p| obj.pointer(p))
-                    .map(references::extract)
-                    .unwrap_or_default();
-                refs.into_iter().map(move |r| CopyKey {
-                    kind: r.kind,
-                    cluster: key.cluster.clone(),
-                    namespace: key.namespace.clone(),
-                    name: r.name,
-                })
-            })
-            .collect()
-    };
+    // Copied out (cheap: shared text), parsed without the lock.
+    let cached: Vec<(ObjectKey, Compact)> = state
+        .cache
+        .lock()
+        .map_err(|_| Error::Retry("cache lock poisoned".into()))?
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut referenced: BTreeSet<CopyKey> = BTreeSet::new();
+    for (key, obj) in cached {
+        let Some(pointer) = state.kinds[key.kind].pod_spec_pointer() else {
+            continue;
+        };
+        let obj = obj.value();
+        let refs = obj
+            .pointer(pointer)
+            .map(references::extract)
+            .unwrap_or_default();
+        referenced.extend(refs.into_iter().map(|r| CopyKey {
+            kind: r.kind,
+            cluster: key.cluster.clone(),
+            namespace: key.namespace.clone(),
+            name: r.name,
+        }));
+    }
     for kind in RefKind::ALL {
         let ar = core_resource(kind);
         let api = host_scope(&state.host, &state.layout, &ar);
