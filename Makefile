@@ -9,7 +9,7 @@ TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 # `make install` puts kplane and its kubectl plugin names into $(PREFIX)/bin.
 PREFIX ?= $(HOME)/.local
 
-.PHONY: run test build build-release install lint fmt bench clean
+.PHONY: run test test-tools build build-release install lint fmt bench clean
 
 ## Build (release) and start the server with data in ./kplane-data.
 run: build-release
@@ -33,10 +33,16 @@ install: build-release
 	@echo "kplane: installed into $(PREFIX)/bin (it must be on PATH for kubectl to find the plugins)"
 
 ## Every test: unit, integration and end-to-end (e2e starts the real binary and drives it
-## with kubectl and kube-rs). One build of the binary is shared by all e2e tests.
-test: build
+## with kubectl, kube-rs and the Python client). One build of the binary is shared by all
+## e2e tests.
+test: test-tools build
 	$(CARGO) fmt --all -- --check
 	KPLANE_BIN=$(abspath $(TARGET_DIR)/debug/kplane) $(CARGO) test --workspace --lib --bins --tests -- --test-threads=2
+
+## The e2e tests also drive the server with the official Python client: fail early, with
+## the install command, when it is missing (never skip those tests).
+test-tools:
+	@python3 -c 'import kubernetes' 2>/dev/null || { echo "error: make test needs the official Python client; install it with: python3 -m pip install --quiet kubernetes==32.0.1" >&2; exit 1; }
 
 lint:
 	$(CARGO) fmt --all -- --check

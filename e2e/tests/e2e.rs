@@ -1,11 +1,13 @@
 //! End-to-end tests: every test starts its own `kplane serve` (see `kplane_e2e::KplaneServer`)
-//! and drives it with real clients, kubectl and kube-rs. This file only declares modules.
+//! and drives it with real clients, kubectl, kube-rs and the official Python client. This file
+//! only declares modules.
 
 mod audit;
 mod authn;
 mod clusters;
 mod crash;
 mod crds;
+mod deploy;
 mod docs;
 mod gc;
 mod kube_rs;
@@ -14,12 +16,15 @@ mod kubectl;
 mod large_lists;
 mod logs;
 mod oidc;
+mod python;
 mod rbac;
 mod rbac_aggregation;
 mod rbac_users;
 mod sa_tokens;
 mod shutdown;
 mod ssa;
+mod sync_controllers;
+mod sync_target;
 mod syncer;
 mod syncer_bench;
 mod templates;

@@ -1,5 +1,5 @@
 //! The definitions of kplane's own built-in kinds (the `tenancy.kplane.io/v1alpha1`
-//! Workspace and WorkspaceTemplate), which `k8s-openapi` cannot provide. They are declared
+//! Workspace and WorkspaceTemplate, the `sync.kplane.io/v1alpha1` SyncTarget), which `k8s-openapi` cannot provide. They are declared
 //! here by hand, in the shape the generated definitions have (`$ref`s to the shared
 //! ObjectMeta and Condition definitions, `x-kubernetes-group-version-kind`, a `<Kind>List`
 //! definition), and added to [`crate::builtin_definitions`], so that OpenAPI v2/v3, typed
@@ -17,23 +17,39 @@ use crate::convert::schema_ref;
 pub const WORKSPACE: &str = "io.kplane.tenancy.v1alpha1.Workspace";
 /// The definition name of the WorkspaceTemplate kind.
 pub const WORKSPACE_TEMPLATE: &str = "io.kplane.tenancy.v1alpha1.WorkspaceTemplate";
+/// The definition name of the SyncTarget kind.
+pub const SYNC_TARGET: &str = "io.kplane.sync.v1alpha1.SyncTarget";
 const CONDITION: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition";
+const LABEL_SELECTOR: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector";
+const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 
 /// Adds the kplane kinds (and their lists) to `defs`.
 pub(crate) fn add(defs: &mut BTreeMap<String, Value>, type_meta: &TypeMeta) {
-    for (name, kind, def) in [
-        (WORKSPACE, "Workspace", workspace(type_meta)),
+    for (group, name, kind, def) in [
         (
+            "tenancy.kplane.io",
+            WORKSPACE,
+            "Workspace",
+            workspace(type_meta),
+        ),
+        (
+            "tenancy.kplane.io",
             WORKSPACE_TEMPLATE,
             "WorkspaceTemplate",
             workspace_template(type_meta),
         ),
+        (
+            "sync.kplane.io",
+            SYNC_TARGET,
+            "SyncTarget",
+            sync_target(type_meta),
+        ),
     ] {
         let mut def = def;
-        add_gvk(&mut def, &Gvk::new("tenancy.kplane.io", "v1alpha1", kind));
+        add_gvk(&mut def, &Gvk::new(group, "v1alpha1", kind));
         defs.insert(name.into(), def);
         let list_kind = format!("{kind}List");
-        let list_gvk = Gvk::new("tenancy.kplane.io", "v1alpha1", &list_kind);
+        let list_gvk = Gvk::new(group, "v1alpha1", &list_kind);
         defs.insert(
             format!("{name}List"),
             list_definition(type_meta, name, kind, &list_gvk),
@@ -62,6 +78,81 @@ fn workspace_template(type_meta: &TypeMeta) -> Value {
                             "x-kubernetes-preserve-unknown-fields": true,
                         },
                         "x-kubernetes-list-type": "atomic",
+                    },
+                },
+            },
+        },
+    })
+}
+
+fn sync_target(type_meta: &TypeMeta) -> Value {
+    json!({
+        "description": "SyncTarget sends the objects of the listed resources in its logical cluster (optionally those of its descendant workspaces too) to a syncer, which runs them on a real cluster and reports their status back. Objects are assigned on create (annotation sync.kplane.io/target).",
+        "type": "object",
+        "properties": {
+            "apiVersion": type_meta.api_version,
+            "kind": type_meta.kind,
+            "metadata": type_meta.object_meta,
+            "spec": {
+                "description": "Which objects the target receives.",
+                "type": "object",
+                "properties": {
+                    "namespaceSelector": {
+                        "description": "Only objects in namespaces whose labels match; absent: every namespace.",
+                        "allOf": [{"$ref": schema_ref(LABEL_SELECTOR)}],
+                    },
+                    "includeDescendants": {
+                        "description": "Also the objects of the workspaces nested below this logical cluster.",
+                        "type": "boolean",
+                    },
+                    "resources": {
+                        "description": "The synced resources; default batch/v1 jobs.",
+                        "type": "array",
+                        "items": {
+                            "description": "One synced resource (group \"\" is the core group).",
+                            "type": "object",
+                            "properties": {
+                                "group": {"type": "string"},
+                                "version": {"type": "string"},
+                                "resource": {"type": "string"},
+                            },
+                        },
+                        "x-kubernetes-list-type": "atomic",
+                    },
+                    "heartbeatTimeoutSeconds": {
+                        "description": "Seconds without a heartbeat after which the target is not Ready; default 30, at least 1.",
+                        "type": "integer",
+                        "format": "int32",
+                    },
+                },
+            },
+            "status": {
+                "description": "What the syncer last reported.",
+                "type": "object",
+                "properties": {
+                    "lastHeartbeatTime": {
+                        "description": "When the syncer last reported in.",
+                        "allOf": [{"$ref": schema_ref(TIME)}],
+                    },
+                    "syncerVersion": {
+                        "description": "The syncer's version.",
+                        "type": "string",
+                    },
+                    "syncerIdentity": {
+                        "description": "The syncer holding the target's Lease.",
+                        "type": "string",
+                    },
+                    "syncedObjects": {
+                        "description": "The number of objects the syncer keeps on its cluster.",
+                        "type": "integer",
+                        "format": "int64",
+                    },
+                    "conditions": {
+                        "description": "The target's current conditions (Ready, Drained).",
+                        "type": "array",
+                        "items": {"allOf": [{"$ref": schema_ref(CONDITION)}], "default": {}},
+                        "x-kubernetes-list-map-keys": ["type"],
+                        "x-kubernetes-list-type": "map",
                     },
                 },
             },
@@ -140,6 +231,8 @@ mod tests {
             format!("{WORKSPACE}List"),
             WORKSPACE_TEMPLATE.to_string(),
             format!("{WORKSPACE_TEMPLATE}List"),
+            SYNC_TARGET.to_string(),
+            format!("{SYNC_TARGET}List"),
         ] {
             let def = defs.get(&name).expect(&name);
             let mut found = Vec::new();
@@ -155,6 +248,9 @@ mod tests {
         assert_eq!(gvk["kind"], "Workspace");
         let gvk = &defs[WORKSPACE_TEMPLATE]["x-kubernetes-group-version-kind"][0];
         assert_eq!(gvk["kind"], "WorkspaceTemplate");
+        let gvk = &defs[SYNC_TARGET]["x-kubernetes-group-version-kind"][0];
+        assert_eq!(gvk["group"], "sync.kplane.io");
+        assert_eq!(gvk["kind"], "SyncTarget");
         let items =
             &defs[WORKSPACE_TEMPLATE]["properties"]["spec"]["properties"]["manifests"]["items"];
         assert_eq!(items["x-kubernetes-embedded-resource"], true);

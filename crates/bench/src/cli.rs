@@ -21,7 +21,7 @@ pub struct Opts {
     #[arg(long)]
     pub context: Option<String>,
     /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters, churn,
-    /// workspaces, workspace-delete, wildcard-watch (comma-separated or repeated).
+    /// workspaces, workspace-delete, wildcard-watch, sync-jobs (comma-separated or repeated).
     #[arg(
         long,
         value_delimiter = ',',
@@ -78,9 +78,17 @@ pub struct Opts {
     /// Logical clusters to create (clusters scenario).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub clusters: u32,
-    /// Workspaces to create (workspaces, wildcard-watch) or delete (workspace-delete).
+    /// Workspaces to create (workspaces, wildcard-watch, sync-jobs) or delete
+    /// (workspace-delete).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub workspaces: u32,
+    /// Jobs to create, spread over --workspaces Workspaces (sync-jobs scenario).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub jobs: u32,
+    /// Kubeconfig of the cluster the syncer launches Jobs on (sync-jobs scenario: this
+    /// process completes every Job that appears there, as its job controller would).
+    #[arg(long)]
+    pub host_kubeconfig: Option<PathBuf>,
     /// ConfigMaps per logical cluster (clusters and workspace-delete scenarios).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub objects_per_cluster: u32,

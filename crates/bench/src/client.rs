@@ -171,6 +171,17 @@ impl Target {
         path: &str,
         body: Option<Bytes>,
     ) -> Result<Request<Full<Bytes>>, Failure> {
+        self.request_typed(method, path, body, "application/json")
+    }
+
+    /// A request whose body (if any) has `content_type`.
+    fn request_typed(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &'static str,
+    ) -> Result<Request<Full<Bytes>>, Failure> {
         let mut b = Request::builder()
             .method(method)
             .uri(path)
@@ -181,7 +192,7 @@ impl Target {
             b = b.header(AUTHORIZATION, a.clone());
         }
         if body.is_some() {
-            b = b.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            b = b.header(CONTENT_TYPE, HeaderValue::from_static(content_type));
         }
         b.body(Full::new(body.unwrap_or_default()))
             .map_err(|e| Failure::Protocol(format!("building request for {path}: {e}")))
@@ -261,6 +272,29 @@ impl Conn {
         self.call_inner(method, path, None, false).await
     }
 
+    /// Like [`Conn::call`] with a body of `content_type` (a patch).
+    pub async fn call_typed(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &'static str,
+    ) -> Result<Reply, Failure> {
+        let timeout = self.timeout;
+        let fut = self.exchange_typed(method, path, body, true, content_type);
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => {
+                self.sender = None;
+                Err(e)
+            }
+            Err(_) => {
+                self.sender = None;
+                Err(Failure::Timeout)
+            }
+        }
+    }
+
     async fn call_inner(
         &mut self,
         method: Method,
@@ -290,7 +324,21 @@ impl Conn {
         body: Option<Bytes>,
         keep: bool,
     ) -> Result<Reply, Failure> {
-        let req = self.target.request(method, path, body)?;
+        self.exchange_typed(method, path, body, keep, "application/json")
+            .await
+    }
+
+    async fn exchange_typed(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        keep: bool,
+        content_type: &'static str,
+    ) -> Result<Reply, Failure> {
+        let req = self
+            .target
+            .request_typed(method, path, body, content_type)?;
         let sender = self.ready_sender().await?;
         let resp = sender
             .send_request(req)

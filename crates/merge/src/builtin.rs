@@ -297,6 +297,7 @@ mod tests {
             ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
             ("batch", "Job"),
             ("apiextensions.k8s.io", "CustomResourceDefinition"),
+            ("sync.kplane.io", "SyncTarget"),
         ] {
             let ti = t.get(g, k).unwrap_or_else(|| panic!("{g}/{k} missing"));
             let fin = [Field("metadata"), Field("finalizers")];
@@ -304,6 +305,20 @@ mod tests {
             assert!(ti.is_map(&[Field("metadata"), Field("labels")]));
         }
         assert!(builtin_type_info("apps", "Deployment").is_none());
+        let st = builtin_type_info("sync.kplane.io", "SyncTarget").unwrap();
+        let conditions = [Field("status"), Field("conditions")];
+        assert_eq!(
+            st.list_type(&conditions),
+            ListType::Map {
+                keys: vec!["type".into()]
+            }
+        );
+        assert_eq!(
+            st.list_patch_meta(&conditions).merge_key.as_deref(),
+            Some("type")
+        );
+        let resources = [Field("spec"), Field("resources")];
+        assert_eq!(st.list_type(&resources), ListType::Atomic);
     }
 
     #[test]

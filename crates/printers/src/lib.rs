@@ -169,6 +169,23 @@ const WORKSPACE_TEMPLATE_COLUMNS: &[Column] = &[
     AGE,
 ];
 
+const SYNC_TARGET_COLUMNS: &[Column] = &[
+    name_col(0),
+    col(
+        "Ready",
+        "The status of the target's Ready condition: whether its syncer reports in.",
+    ),
+    Column {
+        name: "Synced",
+        type_: "integer",
+        format: "",
+        description: "The number of objects the syncer keeps on its cluster.",
+        priority: 0,
+    },
+    col("Heartbeat", "The time since the syncer's last heartbeat."),
+    AGE,
+];
+
 /// The kinds with a dedicated printer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Printer {
@@ -184,6 +201,7 @@ enum Printer {
     Job,
     Workspace,
     WorkspaceTemplate,
+    SyncTarget,
     Default,
 }
 
@@ -201,6 +219,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("batch", "Job") => Printer::Job,
         ("tenancy.kplane.io", "Workspace") => Printer::Workspace,
         ("tenancy.kplane.io", "WorkspaceTemplate") => Printer::WorkspaceTemplate,
+        ("sync.kplane.io", "SyncTarget") => Printer::SyncTarget,
         _ => Printer::Default,
     }
 }
@@ -225,6 +244,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::Job => JOB_COLUMNS,
         Printer::Workspace => WORKSPACE_COLUMNS,
         Printer::WorkspaceTemplate => WORKSPACE_TEMPLATE_COLUMNS,
+        Printer::SyncTarget => SYNC_TARGET_COLUMNS,
         Printer::Default => DEFAULT_COLUMNS,
     }
 }
@@ -329,8 +349,33 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
             json!(list_len(obj, &["spec", "manifests"])),
             age(obj, now),
         ],
+        Printer::SyncTarget => sync_target_cells(obj, now),
         Printer::Default => vec![name(obj), json!(created_at(obj))],
     }
+}
+
+/// A SyncTarget's row: its Ready condition's status, the synced object count, and the age
+/// of the last heartbeat (`<unknown>` before the first).
+fn sync_target_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let ready = at(obj, &["status", "conditions"])
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+        })
+        .and_then(|c| c.get("status"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    vec![
+        name(obj),
+        s(ready),
+        json!(int_at(obj, &["status", "syncedObjects"]).unwrap_or(0)),
+        s(&since(
+            parse_time(at(obj, &["status", "lastHeartbeatTime"])),
+            now,
+        )),
+        age(obj, now),
+    ]
 }
 
 /// apimachinery `duration.HumanDuration`: a short duration with about 2-3 significant
@@ -917,6 +962,40 @@ mod tests {
         assert_eq!(
             cells("tenancy.kplane.io", "WorkspaceTemplate", &empty, now())[1],
             json!(0)
+        );
+    }
+
+    #[test]
+    fn sync_targets() {
+        let t = json!({"metadata": {"name": "east", "creationTimestamp": ago(600)},
+                       "status": {"lastHeartbeatTime": ago(5), "syncedObjects": 12,
+                                  "conditions": [{"type": "Drained", "status": "False"},
+                                                 {"type": "Ready", "status": "True"}]}});
+        let cols: Vec<_> = columns("sync.kplane.io", "SyncTarget")
+            .iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(cols, ["Name", "Ready", "Synced", "Heartbeat", "Age"]);
+        assert_eq!(
+            cells("sync.kplane.io", "SyncTarget", &t, now()),
+            vec![
+                json!("east"),
+                json!("True"),
+                json!(12),
+                json!("5s"),
+                json!("10m")
+            ]
+        );
+        let new = json!({"metadata": {"name": "west", "creationTimestamp": ago(90)}});
+        assert_eq!(
+            cells("sync.kplane.io", "SyncTarget", &new, now()),
+            vec![
+                json!("west"),
+                json!(""),
+                json!(0),
+                json!("<unknown>"),
+                json!("90s")
+            ]
         );
     }
 

@@ -383,6 +383,19 @@ pub fn builtin() -> Vec<ResourceType> {
     });
     tpl.short_names = vec!["wstpl".into()];
     out.push(tpl);
+
+    let mut st = base(Spec {
+        group: strategies::sync_target::SYNC_GROUP,
+        version: "v1alpha1",
+        kind: "SyncTarget",
+        plural: "synctargets",
+        namespaced: false,
+        schema: kplane_openapi::kplane_kinds::SYNC_TARGET,
+        strategy: Arc::new(SyncTarget),
+    });
+    st.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+    st.status_subresource = true;
+    out.push(st);
     out
 }
 

@@ -37,6 +37,8 @@ mod read;
 pub mod selection;
 mod stored_form;
 pub mod strategies;
+pub mod sync_assignment;
+pub mod sync_targets;
 pub mod typed;
 pub mod warnings;
 mod watch;
@@ -154,6 +156,8 @@ pub struct Registry {
     external_url: std::sync::OnceLock<String>,
     /// Compiled RBAC objects per logical cluster (`rbac::cache`).
     rbac: Arc<rbac::cache::Cache>,
+    /// The SyncTargets that apply to each logical cluster (`sync_targets`).
+    sync_targets: Arc<sync_targets::Cache>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -205,6 +209,7 @@ impl Registry {
             admission,
             external_url: std::sync::OnceLock::new(),
             rbac: Arc::default(),
+            sync_targets: Arc::default(),
         };
         (Arc::new(r), rx)
     }

@@ -6,6 +6,7 @@ mod clusters;
 mod crud;
 mod list;
 mod mixed;
+mod sync_jobs;
 mod watch;
 mod wildcard_watch;
 mod workspace_delete;
@@ -51,6 +52,9 @@ pub enum Scenario {
     /// ConfigMaps spread over --workspaces Workspaces: each write delivered once, in
     /// resourceVersion order, with its cluster annotation.
     WildcardWatch,
+    /// --jobs Jobs over --workspaces Workspaces, launched on --host-kubeconfig by a syncer
+    /// and completed there by this process: time from create to Complete in the tenant.
+    SyncJobs,
 }
 
 impl Scenario {
@@ -67,6 +71,7 @@ impl Scenario {
             Scenario::Workspaces => "workspaces",
             Scenario::WorkspaceDelete => "workspace-delete",
             Scenario::WildcardWatch => "wildcard-watch",
+            Scenario::SyncJobs => "sync-jobs",
         }
     }
 }
@@ -91,6 +96,7 @@ pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {
         Scenario::Workspaces => workspaces::run(&ctx).await,
         Scenario::WorkspaceDelete => workspace_delete::run(&ctx).await,
         Scenario::WildcardWatch => wildcard_watch::run(&ctx).await,
+        Scenario::SyncJobs => sync_jobs::run(&ctx).await,
     };
     if let Some(b) = before {
         let mut m = report

@@ -20,10 +20,12 @@
 //! The chain is part of the [`Registry`] (`Registry::with_admission`, chosen by the server
 //! builder); [`Admission::recommended`] is the default: the plugins whose checks the write
 //! path has always made ([`NamespaceLifecycle`]), the recording of a Workspace's creator
-//! (`crate::rbac::owner::WorkspaceOwner`) and RBAC's escalation checks ([`RbacEscalation`]).
+//! (`crate::rbac::owner::WorkspaceOwner`), the assignment of new objects to SyncTargets
+//! ([`SyncAssignment`]) and RBAC's escalation checks ([`RbacEscalation`]).
 
 mod namespace_lifecycle;
 mod rbac_escalation;
+pub mod sync_assignment;
 
 #[cfg(test)]
 mod tests;
@@ -40,6 +42,7 @@ use crate::error::{ApiError, ApiResult};
 
 pub use namespace_lifecycle::NamespaceLifecycle;
 pub use rbac_escalation::RbacEscalation;
+pub use sync_assignment::SyncAssignment;
 
 /// The operation being admitted (`admission.Operation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,12 +140,14 @@ impl Admission {
     }
 
     /// The default chain: [`NamespaceLifecycle`], then `WorkspaceOwner` (a Workspace's
-    /// creator, `rbac::owner`), then the validating [`RbacEscalation`] (RBAC's escalation
-    /// and bind checks).
+    /// creator, `rbac::owner`), then [`SyncAssignment`] (which SyncTarget a new object
+    /// goes to), then the validating [`RbacEscalation`] (RBAC's escalation and bind
+    /// checks).
     pub fn recommended() -> Self {
         Self::none()
             .with_mutating(Arc::new(NamespaceLifecycle))
             .with_mutating(Arc::new(crate::rbac::owner::WorkspaceOwner))
+            .with_mutating(Arc::new(SyncAssignment))
             .with_validating(Arc::new(RbacEscalation))
     }
 

@@ -479,7 +479,12 @@ async fn namespace_lifecycle_guards_new_content_and_the_default_namespaces() {
     let reg = &f.reg;
     assert_eq!(
         reg.admission().plugin_names(),
-        ["NamespaceLifecycle", "WorkspaceOwner", "RBACEscalation"]
+        [
+            "NamespaceLifecycle",
+            "WorkspaceOwner",
+            "SyncAssignment",
+            "RBACEscalation"
+        ]
     );
     let w = WriteParams::default();
 

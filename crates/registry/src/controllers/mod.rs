@@ -10,6 +10,11 @@
 //! - `workspace`: bootstraps a Workspace's logical cluster (applying its template with
 //!   [`workspace_template`]) and reports it Ready (or Failed), and deletes the cluster
 //!   (with its descendants) when the Workspace is deleted;
+//! - [`sync_target`]: a SyncTarget's Ready condition from its heartbeats (stale objects
+//!   marked when they stop), the assignment of objects that predate their target, the drain
+//!   of a deleted target;
+//! - [`job_ttl`]: deletes finished Jobs after their `ttlSecondsAfterFinished`;
+//! - `timers`: the deadlines of those two (one sleeping task, no polling);
 //! - [`cr_aggregation`]: writes the rules of aggregated ClusterRoles (`aggregationRule`);
 //! - [`informer`]: one scan-then-watch of the whole store, fanned out to the controllers
 //!   that follow every change (the garbage collector's graph, the root-CA publisher).
@@ -40,11 +45,14 @@ pub(crate) mod event_ttl;
 pub mod gc;
 mod gc_events;
 pub mod informer;
+pub mod job_ttl;
 mod namespace;
 pub mod ns_conditions;
 mod ns_purge;
 mod pool;
 pub mod root_ca;
+pub mod sync_target;
+mod timers;
 mod workspace;
 pub mod workspace_template;
 
@@ -110,6 +118,17 @@ pub enum Work {
     Workspace { cluster: ClusterName, name: String },
     /// Write the rules of the aggregated ClusterRoles of a cluster (`cr_aggregation`).
     ClusterRoleAggregation { cluster: ClusterName },
+    /// A SyncTarget's Ready condition, stale objects, drain (`sync_target`).
+    SyncTarget { cluster: ClusterName, name: String },
+    /// Assign the unassigned objects in a SyncTarget's scope (`sync_target`).
+    SyncAssign { cluster: ClusterName, name: String },
+    /// Assign the unassigned objects of one namespace (`sync_target`).
+    SyncAssignNamespace {
+        cluster: ClusterName,
+        namespace: String,
+    },
+    /// Delete a finished Job whose `ttlSecondsAfterFinished` passed (`job_ttl`).
+    JobTtl(ObjRef),
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
@@ -129,6 +148,11 @@ pub(crate) struct Shared {
     pub(crate) gc: gc::Collector,
     /// Workspace deletions running at once ([`pool::WORKSPACE_DELETIONS`]).
     deletions: tokio::sync::Semaphore,
+    /// Deadlines of work that waits for time to pass (`timers`).
+    pub(crate) timers: timers::Timers,
+    /// SyncTargets that went without being drained, with their last state, until their
+    /// objects are released (`sync_target`).
+    pub(crate) gone_targets: Mutex<std::collections::HashMap<(ClusterName, String), Value>>,
 }
 
 impl Shared {
@@ -141,6 +165,8 @@ impl Shared {
             queued: AtomicU64::new(0),
             gc: gc::Collector::default(),
             deletions: tokio::sync::Semaphore::new(pool::WORKSPACE_DELETIONS),
+            timers: timers::Timers::default(),
+            gone_targets: Mutex::default(),
         };
         (shared, rx)
     }
@@ -245,6 +271,12 @@ impl Registry {
             Work::ClusterRoleAggregation { cluster } => {
                 self.sync_cluster_role_aggregation(cluster).await
             }
+            Work::SyncTarget { cluster, name } => self.sync_target(cluster, name).await,
+            Work::SyncAssign { cluster, name } => self.sync_assign(cluster, name).await,
+            Work::SyncAssignNamespace { cluster, namespace } => {
+                self.sync_assign_namespace(cluster, namespace).await
+            }
+            Work::JobTtl(r) => self.job_ttl(r).await,
         }
     }
 }
@@ -352,7 +384,8 @@ impl Drop for Controllers {
 
 /// Starts the controllers over `registry`: the worker of its queue (`queue`, from
 /// [`Registry::new`]), the shared informer feeding the garbage collector, the root-CA
-/// publisher, the RBAC cache and the ClusterRole aggregation controller, the Event sweeper
+/// publisher, the RBAC and SyncTarget caches, the ClusterRole aggregation controller, the
+/// SyncTarget and Job TTL controllers (with the task of their timers), the Event sweeper
 /// for `event_ttl`, and the resumption of unfinished work.
 pub fn start(
     registry: &Arc<Registry>,
@@ -366,12 +399,18 @@ pub fn start(
         .with(Arc::new(crate::rbac::cache::Invalidator(
             registry.rbac_cache().clone(),
         )))
+        .with(Arc::new(crate::sync_targets::Invalidator(
+            registry.sync_target_cache().clone(),
+        )))
         // After the invalidator: a sync it queues compiles the changed roles.
-        .with(Arc::new(cr_aggregation::Feed(registry.clone())));
+        .with(Arc::new(cr_aggregation::Feed(registry.clone())))
+        .with(Arc::new(sync_target::Feed::new(registry.clone())))
+        .with(Arc::new(job_ttl::Feed(registry.clone())));
     let resume = registry.clone();
     let tasks = vec![
         tokio::spawn(run_worker(registry.clone(), queue)),
         tokio::spawn(informer.run()),
+        tokio::spawn(timers::run(registry.clone())),
         tokio::spawn(syncer),
         tokio::spawn(event_ttl::run(registry.clone(), event_ttl)),
         // In the background: a store with many logical clusters must not delay readiness.

@@ -26,6 +26,7 @@ mod rbac;
 mod review;
 mod secret;
 mod service_account;
+pub mod sync_target;
 pub mod workspace;
 pub mod workspace_template;
 
@@ -54,6 +55,7 @@ pub use rbac::Rbac;
 pub use review::Review;
 pub use secret::Secret;
 pub use service_account::ServiceAccount;
+pub use sync_target::SyncTarget;
 pub use workspace::Workspace;
 pub use workspace_template::WorkspaceTemplate;
 

@@ -1,0 +1,505 @@
+//! sync.kplane.io/v1alpha1 SyncTarget: a cluster-scoped object naming a syncer that runs
+//! the objects of `spec.resources` (default batch/v1 jobs) of its logical cluster (and,
+//! with `spec.includeDescendants`, of the workspaces below it) on a real cluster. The
+//! strategy defaults the spec, validates it, adds the `sync.kplane.io/drain` finalizer on
+//! create (released by the syncer or the sync controllers once the target is drained),
+//! counts spec changes in `metadata.generation`, and leaves `status` to `/status` (the
+//! syncer's heartbeat). Which objects go to which target is the `SyncAssignment`
+//! admission plugin's business (`admission::sync_assignment`), which reads the spec
+//! through [`TargetSpec`].
+
+use kplane_types::{Cause, ClusterName};
+use serde_json::{json, Value};
+
+use super::super::catalog::ResourceType;
+use super::super::label_selector;
+use super::super::meta::{self, NameRule};
+use super::super::Registry;
+use super::TypeStrategy;
+use crate::error::ApiResult;
+
+/// The group of the sync API.
+pub const SYNC_GROUP: &str = "sync.kplane.io";
+/// The storage resource of SyncTargets.
+pub const SYNC_TARGET_RESOURCE: &str = "sync.kplane.io/synctargets";
+/// Holds a deleted SyncTarget until its syncer (or the sync controllers) drained it.
+pub const DRAIN_FINALIZER: &str = "sync.kplane.io/drain";
+/// The annotation that assigns an object to a target: `<target-cluster-path>/<name>`.
+pub const TARGET_ANNOTATION: &str = "sync.kplane.io/target";
+/// Holds a deleted synced object until the syncer removed its copy on the host.
+pub const SYNCER_FINALIZER: &str = "sync.kplane.io/syncer";
+/// `spec.heartbeatTimeoutSeconds` when not given.
+pub const DEFAULT_HEARTBEAT_TIMEOUT_SECONDS: i64 = 30;
+
+#[derive(Debug)]
+pub struct SyncTarget;
+
+#[async_trait::async_trait]
+impl TypeStrategy for SyncTarget {
+    fn has_generation(&self) -> bool {
+        true
+    }
+
+    /// A target's name is used as a label value and in a Lease's name on the host.
+    fn name_rule(&self) -> NameRule {
+        NameRule::Dns1123Label
+    }
+
+    /// `spec.resources` defaults to batch/v1 jobs, `spec.heartbeatTimeoutSeconds` to 30.
+    fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        let Some(o) = obj.as_object_mut() else {
+            return;
+        };
+        let spec = o.entry("spec").or_insert_with(|| json!({}));
+        if spec.is_null() {
+            *spec = json!({});
+        }
+        let Some(spec) = spec.as_object_mut() else {
+            return;
+        };
+        let empty = match spec.get("resources") {
+            None | Some(Value::Null) => true,
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(_) => false,
+        };
+        if empty {
+            spec.insert(
+                "resources".into(),
+                json!([{"group": "batch", "version": "v1", "resource": "jobs"}]),
+            );
+        }
+        if spec
+            .get("heartbeatTimeoutSeconds")
+            .is_none_or(Value::is_null)
+        {
+            spec.insert(
+                "heartbeatTimeoutSeconds".into(),
+                json!(DEFAULT_HEARTBEAT_TIMEOUT_SECONDS),
+            );
+        }
+    }
+
+    /// The drain finalizer, and a status that says no syncer has reported yet.
+    fn prepare_for_create(&self, _rt: &ResourceType, obj: &mut Value) {
+        if let Ok(m) = meta::meta_mut(obj) {
+            let fins = m.entry("finalizers").or_insert_with(|| json!([]));
+            if !fins.is_array() {
+                *fins = json!([]);
+            }
+            if let Value::Array(a) = fins {
+                if !a.iter().any(|f| f == DRAIN_FINALIZER) {
+                    a.push(json!(DRAIN_FINALIZER));
+                }
+            }
+        }
+        obj["status"] = json!({
+            "conditions": [{
+                "type": "Ready",
+                "status": "Unknown",
+                "reason": "NoHeartbeat",
+                "message": "no syncer has reported for this target yet",
+                "lastTransitionTime": meta::now_time(),
+            }],
+        });
+    }
+
+    fn validate(&self, _rt: &ResourceType, obj: &Value, _old: Option<&Value>) -> Vec<Cause> {
+        validate_spec(obj)
+    }
+
+    fn validate_status_update(&self, _rt: &ResourceType, obj: &Value) -> Vec<Cause> {
+        validate_status(obj)
+    }
+
+    fn deletes_in_bulk(&self) -> bool {
+        false
+    }
+
+    /// The assignment cache sees a new target at once.
+    async fn after_create(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
+        reg.sync_target_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
+
+    /// ... and a changed or deleted one (heartbeats leave it as it is).
+    async fn after_update(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+        _deleting: bool,
+    ) -> ApiResult<()> {
+        reg.sync_target_written(cluster, name).await;
+        Ok(())
+    }
+
+    async fn after_delete(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
+        reg.sync_target_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
+}
+
+/// One synced resource: (group, version, resource); group `""` is the core group.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SyncedResource {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+}
+
+/// What the assignment needs of a SyncTarget's spec, read from a stored (defaulted) object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetSpec {
+    pub name: String,
+    /// `spec.namespaceSelector`; `None` selects every namespace.
+    pub namespace_selector: Option<Value>,
+    pub include_descendants: bool,
+    pub resources: Vec<SyncedResource>,
+    /// The target carries a deletionTimestamp: it takes no new objects.
+    pub deleting: bool,
+}
+
+impl TargetSpec {
+    /// The spec of a stored SyncTarget (defaults applied where the object lacks them).
+    pub fn of(obj: &Value) -> TargetSpec {
+        let spec = obj.get("spec");
+        let field = |f: &str| spec.and_then(|s| s.get(f));
+        let mut resources: Vec<SyncedResource> = field("resources")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|r| {
+                let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                SyncedResource {
+                    group: s("group"),
+                    version: s("version"),
+                    resource: s("resource"),
+                }
+            })
+            .collect();
+        if resources.is_empty() {
+            resources.push(SyncedResource {
+                group: "batch".into(),
+                version: "v1".into(),
+                resource: "jobs".into(),
+            });
+        }
+        TargetSpec {
+            name: meta::name_of(obj).to_string(),
+            namespace_selector: field("namespaceSelector")
+                .filter(|v| v.is_object())
+                .cloned(),
+            include_descendants: field("includeDescendants")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            resources,
+            deleting: meta::is_deleting(obj),
+        }
+    }
+
+    /// Whether the target syncs `group/version/resource`.
+    pub fn syncs(&self, group: &str, version: &str, resource: &str) -> bool {
+        self.resources
+            .iter()
+            .any(|r| r.group == group && r.version == version && r.resource == resource)
+    }
+
+    /// Whether the target syncs `group/resource` in any version (an object created
+    /// through another version of a synced resource is the same object).
+    pub fn syncs_resource(&self, group: &str, resource: &str) -> bool {
+        self.resources
+            .iter()
+            .any(|r| r.group == group && r.resource == resource)
+    }
+
+    /// Whether the namespace with `labels` is selected (an unconvertible selector selects
+    /// nothing).
+    pub fn selects_namespace(&self, labels: &serde_json::Map<String, Value>) -> bool {
+        match &self.namespace_selector {
+            None => true,
+            Some(sel) => label_selector::selector_matches(sel, labels).unwrap_or(false),
+        }
+    }
+}
+
+/// `spec.namespaceSelector` a valid label selector; each `spec.resources[i]` with a
+/// `version` and a `resource` (a lower-case DNS-1123 label) and a string `group`, no entry
+/// twice; `spec.heartbeatTimeoutSeconds` at least 1.
+pub(crate) fn validate_spec(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let spec = obj.get("spec");
+    let field = |f: &str| spec.and_then(|s| s.get(f)).filter(|v| !v.is_null());
+    match field("namespaceSelector") {
+        None => {}
+        Some(sel @ Value::Object(_)) => causes.extend(label_selector::validate_label_selector(
+            sel,
+            "spec.namespaceSelector",
+            false,
+        )),
+        Some(other) => causes.push(Cause::invalid(
+            "spec.namespaceSelector",
+            other,
+            "must be a label selector",
+        )),
+    }
+    match field("includeDescendants") {
+        None | Some(Value::Bool(_)) => {}
+        Some(other) => causes.push(Cause::invalid(
+            "spec.includeDescendants",
+            other,
+            "must be a boolean",
+        )),
+    }
+    match field("resources") {
+        None => causes.push(Cause::required("spec.resources")),
+        Some(Value::Array(a)) if a.is_empty() => causes.push(Cause::required("spec.resources")),
+        Some(Value::Array(a)) => {
+            let mut seen = Vec::new();
+            for (i, r) in a.iter().enumerate() {
+                let at = format!("spec.resources[{i}]");
+                if !r.is_object() {
+                    causes.push(Cause::invalid(&at, r, "must be an object"));
+                    continue;
+                }
+                match r.get("group") {
+                    None | Some(Value::Null | Value::String(_)) => {}
+                    Some(other) => causes.push(Cause::invalid(
+                        format!("{at}.group"),
+                        other,
+                        "must be a string",
+                    )),
+                }
+                for key in ["version", "resource"] {
+                    match r.get(key) {
+                        None | Some(Value::Null) => {
+                            causes.push(Cause::required(format!("{at}.{key}")))
+                        }
+                        Some(Value::String(s)) if s.is_empty() => {
+                            causes.push(Cause::required(format!("{at}.{key}")))
+                        }
+                        Some(Value::String(s)) => {
+                            for msg in kplane_types::validation::is_dns1123_label(s) {
+                                causes.push(Cause::invalid(format!("{at}.{key}"), &json!(s), &msg));
+                            }
+                        }
+                        Some(other) => causes.push(Cause::invalid(
+                            format!("{at}.{key}"),
+                            other,
+                            "must be a string",
+                        )),
+                    }
+                }
+                let key = (r.get("group"), r.get("version"), r.get("resource"));
+                if seen.contains(&key) {
+                    causes.push(Cause::duplicate(&at, r));
+                } else {
+                    seen.push(key);
+                }
+            }
+        }
+        Some(other) => causes.push(Cause::invalid("spec.resources", other, "must be a list")),
+    }
+    match field("heartbeatTimeoutSeconds") {
+        None => causes.push(Cause::required("spec.heartbeatTimeoutSeconds")),
+        Some(v) => match v.as_i64() {
+            Some(n) if n >= 1 => {}
+            Some(_) => causes.push(Cause::invalid(
+                "spec.heartbeatTimeoutSeconds",
+                v,
+                "must be greater than or equal to 1",
+            )),
+            None => causes.push(Cause::invalid(
+                "spec.heartbeatTimeoutSeconds",
+                v,
+                "must be an integer",
+            )),
+        },
+    }
+    causes
+}
+
+const CONDITION_STATUSES: &[&str] = &["True", "False", "Unknown"];
+
+/// `status.syncedObjects` not negative; each condition with a `type` and a `status` of
+/// True, False or Unknown, no type twice.
+pub(crate) fn validate_status(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(status) = obj.get("status") else {
+        return causes;
+    };
+    if let Some(n) = status.get("syncedObjects").filter(|v| !v.is_null()) {
+        if n.as_i64().is_none_or(|n| n < 0) {
+            causes.push(Cause::invalid(
+                "status.syncedObjects",
+                n,
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+    let conditions = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut seen = Vec::new();
+    for (i, c) in conditions.iter().enumerate() {
+        let at = format!("status.conditions[{i}]");
+        match c.get("type").and_then(Value::as_str) {
+            None | Some("") => causes.push(Cause::required(format!("{at}.type"))),
+            Some(t) if seen.contains(&t) => {
+                causes.push(Cause::duplicate(format!("{at}.type"), &json!(t)))
+            }
+            Some(t) => seen.push(t),
+        }
+        match c.get("status") {
+            Some(Value::String(s)) if CONDITION_STATUSES.contains(&s.as_str()) => {}
+            None | Some(Value::Null) => causes.push(Cause::required(format!("{at}.status"))),
+            Some(other) => causes.push(Cause::not_supported(
+                format!("{at}.status"),
+                other,
+                CONDITION_STATUSES,
+            )),
+        }
+    }
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::builtin;
+
+    fn rendered(causes: Vec<Cause>) -> Vec<String> {
+        causes.iter().map(Cause::render).collect()
+    }
+
+    fn rt() -> ResourceType {
+        builtin()
+            .into_iter()
+            .find(|r| r.plural == "synctargets")
+            .unwrap()
+    }
+
+    #[test]
+    fn the_spec_is_defaulted() {
+        let rt = rt();
+        let mut obj = json!({"metadata": {"name": "east"}});
+        SyncTarget.default(&rt, &mut obj);
+        assert_eq!(
+            obj["spec"],
+            json!({"resources": [{"group": "batch", "version": "v1", "resource": "jobs"}],
+                   "heartbeatTimeoutSeconds": 30})
+        );
+        assert!(validate_spec(&obj).is_empty());
+        let mut given = json!({"metadata": {"name": "east"}, "spec": {
+            "resources": [{"group": "apps", "version": "v1", "resource": "deployments"}],
+            "heartbeatTimeoutSeconds": 5}});
+        let before = given.clone();
+        SyncTarget.default(&rt, &mut given);
+        assert_eq!(given, before);
+    }
+
+    #[test]
+    fn create_adds_the_drain_finalizer_and_an_unknown_ready_condition() {
+        let rt = rt();
+        let mut obj = json!({"metadata": {"name": "east", "finalizers": ["x"]},
+                             "status": {"syncedObjects": 3}});
+        SyncTarget.prepare_for_create(&rt, &mut obj);
+        assert_eq!(obj["metadata"]["finalizers"], json!(["x", DRAIN_FINALIZER]));
+        assert_eq!(obj["status"]["conditions"][0]["status"], "Unknown");
+        assert_eq!(obj["status"]["conditions"][0]["reason"], "NoHeartbeat");
+        assert!(obj["status"].get("syncedObjects").is_none());
+        SyncTarget.prepare_for_create(&rt, &mut obj);
+        assert_eq!(obj["metadata"]["finalizers"], json!(["x", DRAIN_FINALIZER]));
+    }
+
+    #[test]
+    fn bad_specs_are_refused_with_each_field_named() {
+        let bad = json!({"spec": {
+            "namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "Sometimes"}],
+                                  "matchLabels": {"b": "not valid!"}},
+            "includeDescendants": "yes",
+            "resources": [
+                {"group": "batch", "version": "v1", "resource": "jobs"},
+                {"group": "batch", "version": "", "resource": "jobs"},
+                {"group": "apps", "version": "v1"},
+                {"group": "batch", "version": "v1", "resource": "jobs"},
+                {"group": 1, "version": "v1", "resource": "Jobs"},
+                "jobs",
+            ],
+            "heartbeatTimeoutSeconds": 0}});
+        assert_eq!(
+            rendered(validate_spec(&bad)),
+            [
+                "spec.namespaceSelector.matchExpressions[0].operator: Invalid value: \"Sometimes\": not a valid selector operator",
+                "spec.namespaceSelector.matchLabels: Invalid value: \"not valid!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                "spec.includeDescendants: Invalid value: \"yes\": must be a boolean",
+                "spec.resources[1].version: Required value",
+                "spec.resources[2].resource: Required value",
+                "spec.resources[3]: Duplicate value: {\"group\":\"batch\",\"resource\":\"jobs\",\"version\":\"v1\"}",
+                "spec.resources[4].group: Invalid value: 1: must be a string",
+                "spec.resources[4].resource: Invalid value: \"Jobs\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                "spec.resources[5]: Invalid value: \"jobs\": must be an object",
+                "spec.heartbeatTimeoutSeconds: Invalid value: 0: must be greater than or equal to 1",
+            ]
+        );
+        assert_eq!(
+            rendered(validate_spec(&json!({"spec": {"resources": []}}))),
+            [
+                "spec.resources: Required value",
+                "spec.heartbeatTimeoutSeconds: Required value"
+            ]
+        );
+        let core = json!({"spec": {"resources": [{"version": "v1", "resource": "pods"}],
+                                   "heartbeatTimeoutSeconds": 1,
+                                   "namespaceSelector": {"matchLabels": {"sync": "yes"}}}});
+        assert!(validate_spec(&core).is_empty());
+    }
+
+    #[test]
+    fn status_conditions_and_counts_are_checked() {
+        let ok = json!({"status": {"syncedObjects": 0, "lastHeartbeatTime": "2026-11-24T10:00:00Z",
+            "conditions": [{"type": "Ready", "status": "True", "reason": "HeartbeatReceived"},
+                           {"type": "Drained", "status": "False"}]}});
+        assert!(validate_status(&ok).is_empty());
+        let bad = json!({"status": {"syncedObjects": -1, "conditions": [
+            {"type": "Ready", "status": "Yes"}, {"type": "Ready", "status": "True"}, {"status": "True"}]}});
+        assert_eq!(
+            rendered(validate_status(&bad)),
+            [
+                "status.syncedObjects: Invalid value: -1: must be greater than or equal to 0",
+                "status.conditions[0].status: Unsupported value: \"Yes\": supported values: \"True\", \"False\", \"Unknown\"",
+                "status.conditions[1].type: Duplicate value: \"Ready\"",
+                "status.conditions[2].type: Required value",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_target_spec_is_read_with_defaults() {
+        let obj = json!({"metadata": {"name": "east", "deletionTimestamp": "2026-11-24T10:00:00Z"},
+                         "spec": {"includeDescendants": true,
+                                  "namespaceSelector": {"matchLabels": {"sync": "yes"}}}});
+        let t = TargetSpec::of(&obj);
+        assert_eq!(t.name, "east");
+        assert!(t.deleting && t.include_descendants);
+        assert!(t.syncs("batch", "v1", "jobs"));
+        assert!(!t.syncs("apps", "v1", "deployments"));
+        let yes = json!({"sync": "yes"});
+        let no = json!({"sync": "no"});
+        assert!(t.selects_namespace(yes.as_object().unwrap()));
+        assert!(!t.selects_namespace(no.as_object().unwrap()));
+        let all = TargetSpec::of(&json!({"metadata": {"name": "w"}}));
+        assert!(all.selects_namespace(no.as_object().unwrap()));
+        assert!(!all.deleting && !all.include_descendants);
+    }
+}
