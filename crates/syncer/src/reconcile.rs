@@ -15,7 +15,7 @@ use crate::copies::{self, ours};
 use crate::error::{is_status, Error, KubeContext as _, Result};
 use crate::naming::{SYNCER_FINALIZER, UID_ANNOTATION};
 use crate::references::{self, Reference};
-use crate::state::{annotation, CopyKey, ObjectKey, State};
+use crate::state::{annotation, slim, CopyKey, ObjectKey, State};
 
 fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
@@ -254,7 +254,9 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
             };
             tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
                 host_namespace = %ns, host_name = %name, "created the host {kind_name}");
-            serde_json::to_value(created).unwrap_or(Value::Null)
+            let created = slim(serde_json::to_value(created).unwrap_or(Value::Null));
+            state.wrote_host(key, &created);
+            created
         }
         Some(host) => {
             if !ours(state, &host) {
@@ -285,7 +287,9 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
                     Ok(patched) => {
                         tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
                             host_namespace = %ns, host_name = %name, change = %patch, "pushed a spec change down");
-                        serde_json::to_value(patched).unwrap_or(Value::Null)
+                        let patched = slim(serde_json::to_value(patched).unwrap_or(Value::Null));
+                        state.wrote_host(key, &patched);
+                        patched
                     }
                     Err(e) if is_status(&e, 422) => {
                         // The host refuses this change (e.g. an immutable field); retrying
@@ -308,7 +312,9 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
             .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => {
+            Ok(written) => {
+                let written = serde_json::to_value(written).unwrap_or(Value::Null);
+                State::note_write(&state.own_source_writes, key, &written);
                 tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
                 "wrote the host status back")
             }

@@ -63,6 +63,8 @@ impl Engine {
             namespaces: Mutex::new(HashSet::new()),
             synced: Mutex::new(HashSet::new()),
             host_cache: Mutex::new(Default::default()),
+            own_source_writes: Mutex::new(Default::default()),
+            own_host_writes: Mutex::new(Default::default()),
             copies_checked: Mutex::new(Default::default()),
             resync: settings.resync,
         });
@@ -434,15 +436,19 @@ async fn watch_sources(state: Arc<State>, i: usize, sweep: Arc<Notify>) {
 fn apply(state: &State, i: usize, obj: DynamicObject) -> Option<ObjectKey> {
     let v = slim(serde_json::to_value(obj).unwrap_or(Value::Null));
     let key = state.key_of(i, &v)?;
-    let mut cache = state.cache.lock().ok()?;
     if state.assigned(&v) {
-        cache.insert(key.clone(), Compact::new(&v));
-        drop(cache);
-        state.queue.add(key.clone());
+        let own = State::own_write(&state.own_source_writes, &key, &v);
+        state
+            .cache
+            .lock()
+            .ok()?
+            .insert(key.clone(), Compact::new(&v));
+        if !own {
+            state.queue.add(key.clone());
+        }
         Some(key)
     } else {
-        let had = cache.remove(&key).is_some();
-        drop(cache);
+        let had = state.cache.lock().ok()?.remove(&key).is_some();
         if had {
             state.queue.add(key);
         }
@@ -516,6 +522,7 @@ async fn watch_host(state: Arc<State>, i: usize) {
         if initial {
             seen.insert(key.clone());
         }
+        let own = !deleted && State::own_write(&state.own_host_writes, &key, &v);
         if let Ok(mut cache) = state.host_cache.lock() {
             if deleted {
                 cache.remove(&key);
@@ -523,7 +530,7 @@ async fn watch_host(state: Arc<State>, i: usize) {
                 cache.insert(key.clone(), Compact::new(&slim(v)));
             }
         }
-        if state.is_cached(&key) {
+        if !own && state.is_cached(&key) {
             state.queue.add(key);
         }
     }

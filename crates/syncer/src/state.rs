@@ -64,6 +64,10 @@ pub struct State {
     /// When each copy was last written or found up to date; a copy is checked again when
     /// an object starts to use it, or once per resync period.
     pub copies_checked: Mutex<HashMap<CopyKey, Instant>>,
+    /// The resourceVersions this syncer's own last writes produced, per key, in kplane and
+    /// on the host: the watch event of such a write brings nothing new and is not queued.
+    pub own_source_writes: Mutex<HashMap<ObjectKey, String>>,
+    pub own_host_writes: Mutex<HashMap<ObjectKey, String>>,
     /// The resync period.
     pub resync: Duration,
 }
@@ -144,6 +148,48 @@ impl State {
             } else {
                 c.remove(key);
             }
+        }
+    }
+
+    /// Records that this syncer's write produced `obj` (its resourceVersion) in `writes`.
+    pub fn note_write(writes: &Mutex<HashMap<ObjectKey, String>>, key: &ObjectKey, obj: &Value) {
+        let Some(rv) = obj
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        if let Ok(mut w) = writes.lock() {
+            w.insert(key.clone(), rv.to_owned());
+        }
+    }
+
+    /// Whether the watched `obj` is what this syncer's last write of `key` produced (the
+    /// record is used up either way).
+    pub fn own_write(
+        writes: &Mutex<HashMap<ObjectKey, String>>,
+        key: &ObjectKey,
+        obj: &Value,
+    ) -> bool {
+        let rv = obj
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str);
+        let Ok(mut w) = writes.lock() else {
+            return false;
+        };
+        match w.remove(key) {
+            Some(own) => Some(own.as_str()) == rv,
+            None => false,
+        }
+    }
+
+    /// Records a host object this syncer just wrote: its watch event is not queued, and it
+    /// is cached unless the watch already cached a version of it (which may be newer than
+    /// this write: resourceVersions do not order, so the watch's copy wins).
+    pub fn wrote_host(&self, key: &ObjectKey, obj: &Value) {
+        Self::note_write(&self.own_host_writes, key, obj);
+        if let Ok(mut cache) = self.host_cache.lock() {
+            cache.entry(key.clone()).or_insert_with(|| Compact::new(obj));
         }
     }
 
