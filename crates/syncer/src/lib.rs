@@ -8,7 +8,7 @@
 //!
 //! - **One leader** per target ([`lease`]): a Lease in the target's cluster; a second syncer
 //!   waits and takes over when the Lease expires.
-//! - **Level-triggered**: watches ([`run`]) fill a cache of the assigned objects and queue
+//! - **Level-triggered**: watches ([`watch`]) fill a cache of the assigned objects and queue
 //!   keys ([`queue`]); workers reconcile a key from the cache against the host
 //!   ([`reconcile`]), whatever event brought it. Host objects have deterministic names and
 //!   carry the source's uid ([`naming`]), so a restart finds them instead of creating them
@@ -33,6 +33,7 @@ pub mod run;
 pub mod state;
 pub mod sweep;
 pub mod target;
+pub mod watch;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -189,7 +189,9 @@ impl State {
     pub fn wrote_host(&self, key: &ObjectKey, obj: &Value) {
         Self::note_write(&self.own_host_writes, key, obj);
         if let Ok(mut cache) = self.host_cache.lock() {
-            cache.entry(key.clone()).or_insert_with(|| Compact::new(obj));
+            cache
+                .entry(key.clone())
+                .or_insert_with(|| Compact::new(obj));
         }
     }
 
