@@ -211,7 +211,7 @@ struct SyncerArgs {
     #[arg(long, env = "KPLANE_SYNCER_ID", value_name = "IDENTITY")]
     id: Option<String>,
     /// Objects reconciled at once (each waits on kplane or the host most of the time).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 32)]
     workers: usize,
     /// Testing only: talk to this kplane server root with the ordinary `/clusters/...` API
     /// (an admin credential) instead of the target's sync endpoint.
