@@ -7,7 +7,7 @@
 //! ```sh no-run
 //! cargo build --release -p kplane
 //! SYNCER_BENCH_JOBS=1000 SYNCER_BENCH_CLUSTERS=100 KPLANE_BIN=$PWD/target/release/kplane \
-//!   cargo test --release -p kplane-e2e --test e2e -- --ignored syncer_bench --nocapture
+//!   cargo test -p kplane-e2e --test e2e -- --ignored syncer_bench --nocapture
 //! ```
 
 use std::collections::HashMap;
