@@ -32,6 +32,8 @@ const TARGET_CLUSTER: &str = "root";
 const TENANT: &str = "root:tenant";
 pub(crate) const ASSIGNMENT: &str = "root/east";
 const TIMEOUT: Duration = Duration::from_secs(60);
+/// The SyncTarget's heartbeat timeout, in seconds.
+const HEARTBEAT_TIMEOUT: u64 = 8;
 /// Jobs created while the first syncer is killed: more than the syncer's 4 workers.
 const BURST: usize = 30;
 
@@ -551,9 +553,10 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
         ensure!(v.len() == 1, "{k:?} is on the host {} times", v.len());
     }
 
-    // The host goes away: no heartbeats while it does not answer. kplane marks the Jobs'
-    // status stale (its controller does after the heartbeat timeout; played here); once
-    // the host is back, heartbeats resume and every status is written again.
+    // The host goes away: no heartbeats while it does not answer, so kplane marks the
+    // target not Ready and the Jobs' status stale after the heartbeat timeout (played here
+    // where SyncTarget is only a stand-in CRD); once the host is back, heartbeats resume
+    // and every status is written again.
     let seen = b.log().len();
     tokio::task::block_in_place(|| host.stop())?;
     poll_until(TIMEOUT, "the syncer noticing the host outage", || {
@@ -562,13 +565,39 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
             .unwrap_or_default()
             .contains("the host does not answer"))
     })?;
-    let stale = json!({"status": {"conditions": [{
-        "type": "Synced", "status": "False", "reason": "SyncerHeartbeatTimeout",
-        "message": "status is stale: SyncTarget root/east last heartbeat at 2026-01-01T00:00:00Z",
-        "lastProbeTime": t0, "lastTransitionTime": t0,
-    }]}});
-    jobs.patch_status("plain", &PatchParams::default(), &Patch::Merge(&stale))
-        .await?;
+    let stand_in = tokio::task::block_in_place(|| {
+        data.kubectl_for(TARGET_CLUSTER)?
+            .run(&["get", "crd", "synctargets.sync.kplane.io"])
+    })?
+    .success();
+    let stale = Some(("False".to_owned(), "SyncerHeartbeatTimeout".to_owned()));
+    if stand_in {
+        let mark = json!({"status": {"conditions": [{
+            "type": "Synced", "status": "False", "reason": "SyncerHeartbeatTimeout",
+            "message": "status is stale: SyncTarget root/east last heartbeat at 2026-01-01T00:00:00Z",
+            "lastProbeTime": t0, "lastTransitionTime": t0,
+        }]}});
+        jobs.patch_status("plain", &PatchParams::default(), &Patch::Merge(&mark))
+            .await?;
+    } else {
+        eventually(TIMEOUT, "kplane marking plain stale", || async {
+            Ok(condition(&jobs.get("plain").await?, "Synced") == stale)
+        })
+        .await
+        .with_context(|| b.log())?;
+        let t = serde_json::to_value(targets.get(TARGET).await?)?;
+        let ready = t
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+            .cloned()
+            .unwrap_or_default();
+        ensure!(
+            ready["status"] == "False" && ready["reason"] == "HeartbeatTimeout",
+            "{ready}"
+        );
+    }
+    ensure!(condition(&jobs.get("plain").await?, "Synced") == stale);
     let before = serde_json::to_value(targets.get(TARGET).await?)?
         .pointer("/status/lastHeartbeatTime")
         .cloned();
@@ -716,7 +745,8 @@ pub(crate) async fn create_target(
         "apiVersion": "sync.kplane.io/v1alpha1",
         "kind": "SyncTarget",
         "metadata": {"name": TARGET, "finalizers": finalizers},
-        "spec": {"includeDescendants": true},
+        // Short, so that the host outage below outlasts it (the syncer beats every second).
+        "spec": {"includeDescendants": true, "heartbeatTimeoutSeconds": HEARTBEAT_TIMEOUT},
     }))?;
     targets.create(&PostParams::default(), &st).await?;
     Ok(targets)
