@@ -19,6 +19,9 @@ pub enum Error {
     /// The metrics endpoint could not listen.
     #[error("metrics endpoint: {0}")]
     Metrics(#[from] std::io::Error),
+    /// The host does not answer: the reconcile waits for it.
+    #[error("the host does not answer")]
+    HostUnreachable,
     /// A reconcile must run again soon (e.g. a host object is still being deleted).
     #[error("{0}")]
     Retry(String),

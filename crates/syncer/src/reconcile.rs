@@ -234,6 +234,8 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
     let api = host_api(state, key, &ns);
     let what = || format!("{kind_name} {ns}/{name} on the host");
     let found = match state.cached_host(key, &uid) {
+        // A cached host object is only as good as the host's answers.
+        Some(_) if !state.host_reachable() => return Err(Error::HostUnreachable),
         Some(h) => Some(h),
         None => api
             .get_opt(&name)

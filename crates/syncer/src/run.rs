@@ -58,6 +58,7 @@ impl Engine {
             host_cache: Mutex::new(Default::default()),
             own_source_writes: Mutex::new(Default::default()),
             own_host_writes: Mutex::new(Default::default()),
+            host_reachable: AtomicBool::new(true),
             copies_checked: Mutex::new(Default::default()),
             resync: settings.resync,
         });
@@ -300,12 +301,18 @@ impl Leading<'_> {
                     // target not Ready and its objects' status stale.
                     match tokio::time::timeout(settings.heartbeat, host.apiserver_version()).await {
                         Ok(Ok(_)) => {
+                            if let Some(e) = &engine {
+                                e.state.set_host_reachable(true);
+                            }
                             if host_was_down {
                                 tracing::info!("the host answers again; heartbeats resume");
                                 host_was_down = false;
                             }
                         }
                         Ok(Err(e)) => {
+                            if let Some(e) = &engine {
+                                e.state.set_host_reachable(false);
+                            }
                             if !host_was_down {
                                 tracing::warn!(error = %e, "the host does not answer; no heartbeat until it does");
                                 host_was_down = true;
@@ -313,6 +320,9 @@ impl Leading<'_> {
                             continue;
                         }
                         Err(_) => {
+                            if let Some(e) = &engine {
+                                e.state.set_host_reachable(false);
+                            }
                             if !host_was_down {
                                 tracing::warn!("the host does not answer in time; no heartbeat until it does");
                                 host_was_down = true;
@@ -372,6 +382,11 @@ async fn work(state: Arc<State>) {
                 state.queue.done(&key, false);
                 let failures = state.queue.retry(key.clone());
                 match &e {
+                    // Every key fails while the host is away; the heartbeat says so once.
+                    Error::HostUnreachable => {
+                        tracing::debug!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
+                            "the host does not answer; reconciling again later")
+                    }
                     Error::Retry(_) => {
                         tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
                         reason = %e, "reconciling again shortly")

@@ -68,6 +68,10 @@ pub struct State {
     /// on the host: the watch event of such a write brings nothing new and is not queued.
     pub own_source_writes: Mutex<HashMap<ObjectKey, String>>,
     pub own_host_writes: Mutex<HashMap<ObjectKey, String>>,
+    /// Whether the host answered last time (the heartbeat's check, the host watch): the
+    /// cached host objects say nothing about a host that is away, so no status is written
+    /// back from them meanwhile.
+    pub host_reachable: AtomicBool,
     /// The resync period.
     pub resync: Duration,
 }
@@ -193,6 +197,14 @@ impl State {
                 .entry(key.clone())
                 .or_insert_with(|| Compact::new(obj));
         }
+    }
+
+    pub fn set_host_reachable(&self, up: bool) {
+        self.host_reachable.store(up, Ordering::Release);
+    }
+
+    pub fn host_reachable(&self) -> bool {
+        self.host_reachable.load(Ordering::Acquire)
     }
 
     pub fn synced_count(&self) -> usize {

@@ -158,10 +158,12 @@ pub async fn watch_host(state: Arc<State>, i: usize) {
             }
             Err(e) => {
                 tracing::warn!(resource = %ar.plural, error = %e, "watching the host failed; retrying with backoff");
+                state.set_host_reachable(false);
                 state.metrics.error();
                 continue;
             }
         };
+        state.set_host_reachable(true);
         let v = serde_json::to_value(obj).unwrap_or(Value::Null);
         if !ours(&state, &v) {
             continue;
