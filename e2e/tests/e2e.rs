@@ -26,6 +26,8 @@ mod ssa;
 mod sync_controllers;
 mod sync_endpoint;
 mod sync_target;
+mod syncer;
+mod syncer_bench;
 mod templates;
 mod wildcard;
 mod workspace_lifecycle;

@@ -5,6 +5,9 @@
 //! `kplane-apiserver`; for it this binary only parses flags, sets up logging (see
 //! [`logging`]) and handles signals.
 //!
+//! `kplane syncer --kubeconfig K --target NAME --host-kubeconfig H` runs the syncer of one
+//! SyncTarget (all of its behaviour lives in `kplane-syncer`).
+//!
 //! The client commands (`kplane ws ...`, `kplane kubeconfig PATH`) live in [`client`];
 //! `kplane completion SHELL` prints a shell completion script. Invoked as `kubectl-ws` or
 //! `kubectl-kplane` (symlinks that `make install` creates), the binary is a kubectl plugin.
@@ -47,6 +50,8 @@ enum Command {
     /// Client certificates: issue one signed by the server's client CA.
     #[command(subcommand)]
     Certs(certs::CertsCommand),
+    /// Run the syncer of one SyncTarget: its Jobs run on a host cluster, status flows back.
+    Syncer(Box<SyncerArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completion {
         #[arg(value_enum)]
@@ -170,6 +175,97 @@ struct ServeArgs {
     oidc_jwks_file: Option<PathBuf>,
 }
 
+#[derive(clap::Args, Debug)]
+struct SyncerArgs {
+    /// kubeconfig of the logical cluster that holds the SyncTarget; its server URL is
+    /// `https://HOST:PORT/clusters/<cluster>` and its credential must be granted `sync` on
+    /// the target.
+    #[arg(long, env = "KPLANE_KUBECONFIG", value_name = "FILE")]
+    kubeconfig: PathBuf,
+    /// The kubeconfig context (default: its current context).
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+    /// The SyncTarget's name.
+    #[arg(long, env = "KPLANE_SYNC_TARGET", value_name = "NAME")]
+    target: String,
+    /// kubeconfig of the host cluster. Default: the in-cluster config of the syncer's pod.
+    #[arg(long, env = "KPLANE_HOST_KUBECONFIG", value_name = "FILE")]
+    host_kubeconfig: Option<PathBuf>,
+    /// Put every host object into this one (existing) host namespace, with unique names,
+    /// instead of one host namespace per logical cluster and namespace.
+    #[arg(long, value_name = "NS")]
+    host_namespace: Option<String>,
+    /// Serve /metrics and /healthz on this address.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_bind: Option<SocketAddr>,
+    /// How often every synced object is checked again and orphans removed.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    resync: Duration,
+    /// How often the SyncTarget's status gets a heartbeat.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    heartbeat: Duration,
+    /// How long the leader Lease lasts without renewal before another syncer takes it.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    lease_duration: Duration,
+    /// The identity holding the leader Lease. Default: $POD_NAME, else the host name.
+    #[arg(long, env = "KPLANE_SYNCER_ID", value_name = "IDENTITY")]
+    id: Option<String>,
+    /// Objects reconciled at once (each waits on kplane or the host most of the time).
+    #[arg(long, default_value_t = 32)]
+    workers: usize,
+    /// Testing only: talk to this kplane server root with the ordinary `/clusters/...` API
+    /// (an admin credential) instead of the target's sync endpoint.
+    #[arg(long, env = "KPLANE_SYNCER_BASE_URL", value_name = "URL", hide = true)]
+    kplane_base_url: Option<String>,
+    /// Log verbosity (as `kplane serve -v`).
+    #[arg(short = 'v', long = "v", value_name = "N", default_value_t = 0)]
+    verbosity: u8,
+    /// Log format on stderr: `text` or `json`.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: logging::LogFormat,
+}
+
+/// The syncer's identity: the flag, the pod name, the host name.
+fn syncer_identity(id: Option<String>) -> String {
+    id.or_else(|| std::env::var("POD_NAME").ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|s| s.trim().to_owned())
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("kplane-syncer-{}", std::process::id()))
+}
+
+fn run_syncer(args: SyncerArgs) -> anyhow::Result<()> {
+    logging::init(args.verbosity, args.log_format)?;
+    let info = build_info();
+    let short: String = info.git_commit.chars().take(7).collect();
+    let settings = kplane_syncer::Settings {
+        kubeconfig: args.kubeconfig,
+        context: args.context,
+        target: args.target,
+        host_kubeconfig: args.host_kubeconfig,
+        host_namespace: args.host_namespace,
+        kplane_base_url: args.kplane_base_url,
+        metrics_bind: args.metrics_bind,
+        resync: args.resync,
+        heartbeat: args.heartbeat,
+        lease_duration: args.lease_duration,
+        identity: syncer_identity(args.id),
+        version: format!("kplane {} ({short})", info.kplane_version),
+        workers: args.workers,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime
+        .block_on(kplane_syncer::run(settings, shutdown_signal()))
+        .context("kplane syncer")
+}
+
 /// A Go-style duration: one or more `<number><unit>` with units `h`, `m`, `s`.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("invalid duration {s:?} (e.g. 24h, 90m, 3600s)");
@@ -219,6 +315,7 @@ fn main() -> anyhow::Result<()> {
             exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_ws(args))))
         }
         Command::Certs(command) => exit_on_error(certs::run(command)),
+        Command::Syncer(args) => exit_on_error(run_syncer(*args)),
         Command::Kubeconfig(args) => {
             exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_kubeconfig(args))))
         }
