@@ -278,7 +278,8 @@ impl Log {
                 continue;
             };
             let (_, r) = split_xref_key(&k)?;
-            if best.is_none_or(|(b, _, _)| r > b) {
+            // On a tie (a version and its copy) the newer generation wins: it is dropped last.
+            if best.is_none_or(|(b, _, _)| r >= b) {
                 best = Some((r, v.first() == Some(&1), i));
             }
         }
@@ -288,18 +289,32 @@ impl Log {
     /// The value of `kb` at `rev` according to the log alone (`None`: absent, or never
     /// logged). Exact for `rev` at or above the compaction point when the key's latest
     /// value is newer than `rev`.
+    ///
+    /// A generation may be dropped between finding a version's index entry in it and reading
+    /// the version (a dropped tree reads as empty). Whatever a reader at or above the
+    /// compaction point needs from it was copied to a newer generation before the drop, so
+    /// the lookup is then repeated on a fresh list of generations; a version whose index
+    /// entry exists is never reported absent because of a drop.
     pub(crate) fn version_at(&self, kb: &[u8], rev: Revision) -> Result<Option<Record>> {
-        let gens = self.generations();
-        let Some((r, tombstone, i)) = Self::newest_xref(&gens, kb, rev)? else {
-            return Ok(None);
-        };
-        if tombstone {
-            return Ok(None);
-        }
-        let raw = live(gens[i].tree.get(version_key(r)), None)?;
-        match raw {
-            Some(raw) => Ok(Some(decode_version(raw)?.record)),
-            None => Ok(None),
+        let mut dropped_under_us = 0;
+        loop {
+            let gens = self.generations();
+            let Some((r, tombstone, i)) = Self::newest_xref(&gens, kb, rev)? else {
+                return Ok(None);
+            };
+            if tombstone {
+                return Ok(None);
+            }
+            if let Some(raw) = live(gens[i].tree.get(version_key(r)), None)? {
+                return Ok(Some(decode_version(raw)?.record));
+            }
+            let still_there = self.generations().iter().any(|g| g.first == gens[i].first);
+            // The entry without its version in a live tree, or drop after drop (each needs
+            // a whole generation to age out, so this ends): report what the log holds.
+            if still_there || dropped_under_us >= GENERATIONS {
+                return Ok(None);
+            }
+            dropped_under_us += 1;
         }
     }
 
