@@ -504,8 +504,7 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
             t.pointer("/status/syncerIdentity") == Some(&json!("syncer-a"))
                 && t.pointer("/status/lastHeartbeatTime").is_some()
                 && t.pointer("/status/syncedObjects").and_then(Value::as_u64) == Some(2)
-                && json_condition(&t, "Ready")
-                    == Some(("True".into(), "HeartbeatReceived".into())),
+                && json_condition(&t, "Ready") == Some(("True".into(), "HeartbeatReceived".into())),
         )
     })
     .await
@@ -614,11 +613,12 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     let stale = Some(("False".to_owned(), "SyncerHeartbeatTimeout".to_owned()));
     let all_stale = || async {
         let list = jobs.list(&ListParams::default()).await?;
-        ensure!(list.items.len() == names.len() + 2, "{} Jobs", list.items.len());
-        Ok(list
-            .items
-            .iter()
-            .all(|j| condition(j, "Synced") == stale))
+        ensure!(
+            list.items.len() == names.len() + 2,
+            "{} Jobs",
+            list.items.len()
+        );
+        Ok(list.items.iter().all(|j| condition(j, "Synced") == stale))
     };
     eventually(TIMEOUT, "kplane marking every Job stale", all_stale)
         .await
@@ -916,5 +916,109 @@ async fn one_shared_host_namespace_gets_unique_names_and_renamed_references() ->
     })
     .await
     .with_context(|| syncer.log())?;
+    Ok(())
+}
+
+/// The "a SyncTarget with includeDescendants over 3 workspaces": the target in
+/// root:t, Jobs in root:t:a, root:t:b and the grandchild root:t:a:c each run in their own
+/// host namespace and complete in their tenant; a Job of the sibling root:u is not synced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn include_descendants_syncs_three_workspaces_and_nothing_outside() -> Result<()> {
+    let data = KplaneServer::start()?;
+    let host = KplaneServer::start()?;
+    let scratch = tempfile::tempdir()?;
+    create_target(&data).await?;
+    let tenants = [TENANT, "root:t:b", "root:t:a:c"];
+    let outside = "root:u";
+    tokio::task::block_in_place(|| data.create_workspaces(&["root:t:b", "root:t:a:c", outside]))?;
+    let syncer = Syncer::start(&data, &host, scratch.path(), "tree")?;
+
+    tokio::task::block_in_place(|| -> Result<()> {
+        for cluster in tenants.iter().chain([&outside]) {
+            data.kubectl_for(cluster)?.ok(&[
+                "create",
+                "job",
+                "work",
+                "--image=busybox",
+                "--",
+                "true",
+            ])?;
+        }
+        Ok(())
+    })?;
+    for cluster in tenants {
+        let jobs: Api<Job> = Api::namespaced(data.client_for(cluster).await?, "default");
+        ensure_assigned(&jobs, "work")
+            .await
+            .with_context(|| cluster.to_owned())?;
+    }
+    let outside_jobs: Api<Job> = Api::namespaced(data.client_for(outside).await?, "default");
+    let o = outside_jobs.get("work").await?;
+    ensure!(
+        !o.annotations().contains_key("sync.kplane.io/target") && o.finalizers().is_empty(),
+        "{:?} {:?}",
+        o.annotations(),
+        o.finalizers()
+    );
+
+    // Each on the host once, in a host namespace of its own.
+    let hostc = host.client().await?;
+    eventually(TIMEOUT, "the three host Jobs", || async {
+        let h = host_jobs(&hostc).await?;
+        Ok(tenants.iter().all(|c| h.contains_key(&key_in(c, "work"))))
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    let h = host_jobs(&hostc).await?;
+    let mut namespaces = std::collections::BTreeSet::new();
+    for cluster in tenants {
+        let copies = &h[&key_in(cluster, "work")];
+        ensure!(copies.len() == 1, "{cluster}: {} host Jobs", copies.len());
+        namespaces.insert(copies[0].namespace().unwrap_or_default());
+    }
+    ensure!(namespaces.len() == 3, "host namespaces {namespaces:?}");
+
+    // The host completes them; each tenant sees its Job Complete (and Synced).
+    for cluster in tenants {
+        let ns = h[&key_in(cluster, "work")][0]
+            .namespace()
+            .unwrap_or_default();
+        Api::<Job>::namespaced(hostc.clone(), &ns)
+            .patch_status(
+                "work",
+                &PatchParams::default(),
+                &Patch::Merge(&complete_status()),
+            )
+            .await?;
+    }
+    for cluster in tenants {
+        tokio::task::block_in_place(|| {
+            data.kubectl_for(cluster)?.ok(&[
+                "wait",
+                "--for=condition=complete",
+                "job/work",
+                "--timeout=60s",
+            ])
+        })
+        .with_context(|| format!("{cluster}: {}", syncer.log()))?;
+        let jobs: Api<Job> = Api::namespaced(data.client_for(cluster).await?, "default");
+        let job = jobs.get("work").await?;
+        ensure!(
+            condition(&job, "Synced") == Some(("True".into(), "Synced".into())),
+            "{cluster}: {:?}",
+            job.status
+        );
+    }
+
+    // By now the syncer has seen every assigned Job: the one outside the subtree is not on
+    // the host, and not synced.
+    let h = host_jobs(&hostc).await?;
+    ensure!(
+        h.len() == 3 && !h.contains_key(&key_in(outside, "work")),
+        "host Jobs {:?}",
+        h.keys().collect::<Vec<_>>()
+    );
+    let o = outside_jobs.get("work").await?;
+    ensure!(condition(&o, "Synced").is_none(), "{:?}", o.status);
     Ok(())
 }
