@@ -1,25 +1,24 @@
 //! `kplane syncer` end to end: two servers, one the data plane (tenant Jobs, the SyncTarget)
 //! and one standing in for the host cluster (it stores the host Jobs; the test plays the
-//! host's Job controller by writing their status). The syncer runs as the real binary with
-//! the admin credential, through the sync endpoint where the server serves it, else with
-//! `--kplane-base-url` (the data plane's root and the ordinary wildcard API), filtering on
-//! the assignment annotation itself.
-//!
-//! Where the SyncTarget type or the SyncAssignment admission plugin are not served (yet),
-//! the test declares SyncTarget as a CRD of the same group, version and kind, and assigns
-//! the Jobs itself (annotation + finalizer), as the plugin would.
+//! host's Job controller by writing their status). The syncer runs as the real binary
+//! through the sync endpoint, with the restricted credential docs/sync.md describes: a token
+//! (`kubectl create token`) of the ServiceAccount `docs/deploy/kplane-rbac` grants verb
+//! `sync` on `synctargets/east`, which is refused on the ordinary API. kplane's
+//! SyncAssignment plugin assigns the Jobs, and its sync controllers mark them stale when the
+//! heartbeats stop.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context as _, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
-use kplane_e2e::{eventually, kplane_bin, poll_until, KplaneServer, Kubectl};
+use kplane_e2e::fixtures::error_code;
+use kplane_e2e::{eventually, kplane_bin, poll_until, KplaneServer};
 use kube::api::{
     ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
 };
@@ -27,13 +26,19 @@ use kube::{Api, Client, ResourceExt as _};
 use serde_json::{json, Value};
 
 const TARGET: &str = "east";
-/// The SyncTarget's cluster and the tenant whose Jobs are synced.
-const TARGET_CLUSTER: &str = "root";
-const TENANT: &str = "root:tenant";
-pub(crate) const ASSIGNMENT: &str = "root/east";
+/// The SyncTarget's cluster (`includeDescendants: true`).
+pub(crate) const TARGET_CLUSTER: &str = "root:t";
+/// The tenant whose Jobs are synced: a workspace below the target's.
+const TENANT: &str = "root:t:a";
+const ASSIGNMENT: &str = "root:t/east";
+/// The syncer's ServiceAccount (in kube-system of the target's cluster), as
+/// docs/deploy/kplane-rbac names it.
+const SYNCER_SA: &str = "kplane-syncer-east";
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// The SyncTarget's heartbeat timeout, in seconds.
 const HEARTBEAT_TIMEOUT: u64 = 8;
+/// How long the host stays unreachable, at least (the "host unreachable for 30 s").
+const OUTAGE: Duration = Duration::from_secs(30);
 /// Jobs created while the first syncer is killed: more than the syncer's 4 workers.
 const BURST: usize = 30;
 
@@ -60,7 +65,7 @@ impl Syncer {
         id: &str,
         extra: &[&str],
     ) -> Result<Self> {
-        let kubeconfig = data.kubeconfig_for_cluster(TARGET_CLUSTER)?;
+        let kubeconfig = syncer_kubeconfig(data, dir, id)?;
         let log = dir.join(format!("syncer-{id}.log"));
         let out = fs::OpenOptions::new()
             .create(true)
@@ -73,7 +78,6 @@ impl Syncer {
             .arg(&kubeconfig)
             .args(["--target", TARGET, "--host-kubeconfig"])
             .arg(host.kubeconfig())
-            .args(kplane_base_url(data)?)
             .args([
                 "--heartbeat",
                 "1s",
@@ -160,19 +164,40 @@ impl Drop for Syncer {
     }
 }
 
-/// `--kplane-base-url` with the data plane's root, unless the server serves the sync
-/// endpoint (`/services/sync/<cluster>/<target>/version`), which the syncer then uses (with
-/// the admin credential, allowed to sync every target).
-fn kplane_base_url(data: &KplaneServer) -> Result<Vec<String>> {
-    let path = format!("/services/sync/{TARGET_CLUSTER}/{TARGET}/version");
-    let served = data
-        .kubectl(&["get", "--raw", &path, "--server", data.base_url()])?
-        .success();
-    if served {
-        eprintln!("the syncer uses the sync endpoint");
-        return Ok(Vec::new());
-    }
-    Ok(vec!["--kplane-base-url".into(), data.base_url().into()])
+/// A token of the syncer's ServiceAccount, from `kubectl create token` in the target's
+/// cluster.
+fn syncer_token(data: &KplaneServer) -> Result<String> {
+    let token = data.kubectl_for(TARGET_CLUSTER)?.ok(&[
+        "-n",
+        "kube-system",
+        "create",
+        "token",
+        SYNCER_SA,
+        "--duration",
+        "1h",
+    ])?;
+    Ok(token.trim().to_owned())
+}
+
+/// Writes the syncer's kubeconfig (as docs/deploy/syncer-kubeconfig.sh makes it): the target's
+/// cluster on the data plane, kplane's CA, a fresh token of the syncer's ServiceAccount.
+fn syncer_kubeconfig(data: &KplaneServer, dir: &Path, id: &str) -> Result<PathBuf> {
+    let ca = dir.join("kplane-ca.pem");
+    fs::write(&ca, data.ca_pem()?).context("writing kplane's CA")?;
+    let text = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kplane", "cluster": {
+            "server": format!("{}/clusters/{TARGET_CLUSTER}", data.base_url()),
+            "certificate-authority": ca,
+        }}],
+        "users": [{"name": SYNCER_SA, "user": {"token": syncer_token(data)?}}],
+        "contexts": [{"name": "kplane", "context": {"cluster": "kplane", "user": SYNCER_SA}}],
+        "current-context": "kplane",
+    });
+    let path = dir.join(format!("syncer-{id}.kubeconfig"));
+    fs::write(&path, text.to_string()).context("writing the syncer's kubeconfig")?;
+    Ok(path)
 }
 
 fn synctarget_resource() -> ApiResource {
@@ -182,64 +207,55 @@ fn synctarget_resource() -> ApiResource {
     )
 }
 
-/// Makes sure the data plane serves SyncTargets in the target's cluster: the built-in type,
-/// or a CRD stand-in of the same shape.
-fn ensure_synctarget_type(kubectl: &Kubectl) -> Result<()> {
-    if kubectl
-        .run(&["get", "--raw", "/apis/sync.kplane.io/v1alpha1"])?
-        .success()
-    {
-        return Ok(());
-    }
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "synctargets.sync.kplane.io"},
-        "spec": {
-            "group": "sync.kplane.io",
-            "scope": "Cluster",
-            "names": {"plural": "synctargets", "singular": "synctarget", "kind": "SyncTarget", "listKind": "SyncTargetList"},
-            "versions": [{
-                "name": "v1alpha1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-            }],
-        },
-    });
-    kubectl.ok_stdin(&["create", "-f", "-"], &crd.to_string())?;
-    kubectl.ok(&[
-        "wait",
-        "--for=condition=established",
-        "crd/synctargets.sync.kplane.io",
-        "--timeout=30s",
-    ])?;
+/// Checks that SyncAssignment assigned Job `name` to the target (annotation + finalizer).
+async fn ensure_assigned(jobs: &Api<Job>, name: &str) -> Result<()> {
+    let job = jobs.get(name).await?;
+    let annotation = job.annotations().get("sync.kplane.io/target").cloned();
+    ensure!(
+        annotation.as_deref() == Some(ASSIGNMENT)
+            && job
+                .finalizers()
+                .iter()
+                .any(|f| f == "sync.kplane.io/syncer"),
+        "{name} is not assigned to {ASSIGNMENT}: {annotation:?} {:?}",
+        job.finalizers()
+    );
     Ok(())
 }
 
-/// Assigns Job `name` to the target as the SyncAssignment plugin does, unless it already is.
-async fn assign(jobs: &Api<Job>, name: &str) -> Result<()> {
-    let job = jobs.get(name).await?;
-    if job
-        .annotations()
-        .get("sync.kplane.io/target")
-        .map(String::as_str)
-        == Some(ASSIGNMENT)
-        && job
-            .finalizers()
-            .iter()
-            .any(|f| f == "sync.kplane.io/syncer")
-    {
-        return Ok(());
-    }
-    let mut finalizers = job.finalizers().to_vec();
-    finalizers.push("sync.kplane.io/syncer".to_owned());
-    let patch = json!({"metadata": {
-        "annotations": {"sync.kplane.io/target": ASSIGNMENT},
-        "finalizers": finalizers,
-    }});
-    jobs.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    Ok(())
+/// The condition `ty` of an object's `status.conditions` (JSON): (status, reason).
+fn json_condition(object: &Value, ty: &str) -> Option<(String, String)> {
+    object
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == ty)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_owned(),
+                c["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+}
+
+/// The SyncTarget's Ready condition.
+async fn target_ready(targets: &Api<DynamicObject>) -> Result<Option<(String, String)>> {
+    let t = serde_json::to_value(targets.get(TARGET).await?)?;
+    Ok(json_condition(&t, "Ready"))
+}
+
+/// A host Job's status as the host's Job controller writes it when the Job succeeded.
+fn complete_status() -> Value {
+    let t0 = "2026-01-01T00:00:00Z";
+    let t1 = "2026-01-01T00:00:05Z";
+    json!({"status": {
+        "startTime": t0, "completionTime": t1, "succeeded": 1,
+        "uncountedTerminatedPods": {},
+        "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastProbeTime": t1, "lastTransitionTime": t1},
+            {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastProbeTime": t1, "lastTransitionTime": t1},
+        ],
+    }})
 }
 
 /// The host Jobs of the target, by source `(cluster, namespace, name)`.
@@ -262,7 +278,12 @@ async fn host_jobs(host: &Client) -> Result<BTreeMap<(String, String, String), V
 }
 
 fn key(name: &str) -> (String, String, String) {
-    (TENANT.to_owned(), "default".to_owned(), name.to_owned())
+    key_in(TENANT, name)
+}
+
+/// A host Job's key: its source's (cluster, namespace `default`, name).
+fn key_in(cluster: &str, name: &str) -> (String, String, String) {
+    (cluster.to_owned(), "default".to_owned(), name.to_owned())
 }
 
 /// The condition `ty` of a Job's status.
@@ -324,8 +345,34 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     let mut data = KplaneServer::start()?;
     let mut host = KplaneServer::start()?;
     let scratch = tempfile::tempdir()?;
-    // The drain finalizer, which the SyncTarget strategy adds (the CRD stand-in does not).
-    let targets = create_target(&data, &["sync.kplane.io/drain"]).await?;
+    let targets = create_target(&data).await?;
+    let created = serde_json::to_value(targets.get(TARGET).await?)?;
+    ensure!(
+        created.pointer("/metadata/finalizers") == Some(&json!(["sync.kplane.io/drain"])),
+        "{created}"
+    );
+
+    // The syncer's credential is refused on the ordinary API, even in its own cluster.
+    let token = tokio::task::block_in_place(|| syncer_token(&data))?;
+    let restricted = data
+        .client_with_token(&format!("/clusters/{TARGET_CLUSTER}"), &token)
+        .await?;
+    let denied = Api::<Job>::all(restricted.clone())
+        .list(&ListParams::default())
+        .await
+        .err();
+    ensure!(
+        denied.as_ref().and_then(error_code) == Some(403),
+        "listing Jobs: {denied:?}"
+    );
+    let denied = Api::<Secret>::namespaced(restricted, "default")
+        .list(&ListParams::default())
+        .await
+        .err();
+    ensure!(
+        denied.as_ref().and_then(error_code) == Some(403),
+        "listing Secrets: {denied:?}"
+    );
 
     let tenant = data.client_for(TENANT).await?;
     let jobs: Api<Job> = Api::namespaced(tenant.clone(), "default");
@@ -347,8 +394,9 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
         tk.ok(&["create", "job", "plain", "--image=busybox", "--", "date"])?;
         Ok(())
     })?;
-    assign(&jobs, "pi").await?;
-    assign(&jobs, "plain").await?;
+    // SyncAssignment assigned both to the target.
+    ensure_assigned(&jobs, "pi").await?;
+    ensure_assigned(&jobs, "plain").await?;
 
     // Both appear on the host, once each, in the host namespace of (tenant, default), with
     // the copied Secret next to them.
@@ -410,18 +458,12 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     // The test completes the host Job as the host's Job controller would; kubectl wait in
     // the tenant returns.
     let host_jobs_api: Api<Job> = Api::namespaced(hostc.clone(), &host_ns);
-    let t0 = "2026-01-01T00:00:00Z";
-    let t1 = "2026-01-01T00:00:05Z";
-    let done = json!({"status": {
-        "startTime": t0, "completionTime": t1, "succeeded": 1,
-        "uncountedTerminatedPods": {},
-        "conditions": [
-            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastProbeTime": t1, "lastTransitionTime": t1},
-            {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastProbeTime": t1, "lastTransitionTime": t1},
-        ],
-    }});
     host_jobs_api
-        .patch_status("pi", &PatchParams::default(), &Patch::Merge(&done))
+        .patch_status(
+            "pi",
+            &PatchParams::default(),
+            &Patch::Merge(&complete_status()),
+        )
         .await?;
     tokio::task::block_in_place(|| {
         tk.ok(&[
@@ -462,7 +504,7 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
             t.pointer("/status/syncerIdentity") == Some(&json!("syncer-a"))
                 && t.pointer("/status/lastHeartbeatTime").is_some()
                 && t.pointer("/status/syncedObjects").and_then(Value::as_u64) == Some(2)
-                && t.pointer("/status/conditions/0/reason") == Some(&json!("HeartbeatReceived")),
+                && json_condition(&t, "Ready") == Some(("True".into(), "HeartbeatReceived".into())),
         )
     })
     .await
@@ -490,11 +532,11 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     let mut names = Vec::new();
     for i in 0..BURST {
         let name = format!("burst-{i:02}");
-        let mut m = job_manifest(&name);
-        m["metadata"]["annotations"] = json!({"sync.kplane.io/target": ASSIGNMENT});
-        m["metadata"]["finalizers"] = json!(["sync.kplane.io/syncer"]);
-        jobs.create(&PostParams::default(), &serde_json::from_value(m)?)
-            .await?;
+        jobs.create(
+            &PostParams::default(),
+            &serde_json::from_value(job_manifest(&name))?,
+        )
+        .await?;
         names.push(name);
         if i == 5 {
             a.kill()?;
@@ -526,11 +568,11 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     // its own Lease back at once and carries on, again without duplicates.
     for i in 0..10 {
         let name = format!("again-{i:02}");
-        let mut m = job_manifest(&name);
-        m["metadata"]["annotations"] = json!({"sync.kplane.io/target": ASSIGNMENT});
-        m["metadata"]["finalizers"] = json!(["sync.kplane.io/syncer"]);
-        jobs.create(&PostParams::default(), &serde_json::from_value(m)?)
-            .await?;
+        jobs.create(
+            &PostParams::default(),
+            &serde_json::from_value(job_manifest(&name))?,
+        )
+        .await?;
         names.push(name);
         if i == 3 {
             b.kill()?;
@@ -553,11 +595,14 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
         ensure!(v.len() == 1, "{k:?} is on the host {} times", v.len());
     }
 
-    // The host goes away: no heartbeats while it does not answer, so kplane marks the
-    // target not Ready and the Jobs' status stale after the heartbeat timeout (played here
-    // where SyncTarget is only a stand-in CRD); once the host is back, heartbeats resume
-    // and every status is written again.
+    // The host goes away for at least OUTAGE: no heartbeats while it does not answer, so
+    // kplane marks the target not Ready and every Job's status stale after the heartbeat
+    // timeout, and they stay so while the host is away; the rest of the status stays as the
+    // syncer last saw it. Once the host is back, heartbeats resume and every status is
+    // written again.
+    ensure_assigned(&jobs, "burst-00").await?;
     let seen = b.log().len();
+    let down = Instant::now();
     tokio::task::block_in_place(|| host.stop())?;
     poll_until(TIMEOUT, "the syncer noticing the host outage", || {
         Ok(b.log()
@@ -565,51 +610,48 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
             .unwrap_or_default()
             .contains("the host does not answer"))
     })?;
-    let stand_in = tokio::task::block_in_place(|| {
-        data.kubectl_for(TARGET_CLUSTER)?
-            .run(&["get", "crd", "synctargets.sync.kplane.io"])
-    })?
-    .success();
     let stale = Some(("False".to_owned(), "SyncerHeartbeatTimeout".to_owned()));
-    if stand_in {
-        let mark = json!({"status": {"conditions": [{
-            "type": "Synced", "status": "False", "reason": "SyncerHeartbeatTimeout",
-            "message": "status is stale: SyncTarget root/east last heartbeat at 2026-01-01T00:00:00Z",
-            "lastProbeTime": t0, "lastTransitionTime": t0,
-        }]}});
-        jobs.patch_status("plain", &PatchParams::default(), &Patch::Merge(&mark))
-            .await?;
-    } else {
-        eventually(TIMEOUT, "kplane marking plain stale", || async {
-            Ok(condition(&jobs.get("plain").await?, "Synced") == stale)
-        })
+    let all_stale = || async {
+        let list = jobs.list(&ListParams::default()).await?;
+        ensure!(
+            list.items.len() == names.len() + 2,
+            "{} Jobs",
+            list.items.len()
+        );
+        Ok(list.items.iter().all(|j| condition(j, "Synced") == stale))
+    };
+    eventually(TIMEOUT, "kplane marking every Job stale", all_stale)
         .await
         .with_context(|| b.log())?;
-        let t = serde_json::to_value(targets.get(TARGET).await?)?;
-        let ready = t
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-            .cloned()
-            .unwrap_or_default();
-        ensure!(
-            ready["status"] == "False" && ready["reason"] == "HeartbeatTimeout",
-            "{ready}"
-        );
-    }
-    ensure!(condition(&jobs.get("plain").await?, "Synced") == stale);
+    let not_ready = Some(("False".to_owned(), "HeartbeatTimeout".to_owned()));
+    ensure!(target_ready(&targets).await? == not_ready);
+    let pi = jobs.get("pi").await?;
+    ensure!(
+        condition(&pi, "Complete") == Some(("True".into(), "CompletionsReached".into())),
+        "{:?}",
+        pi.status
+    );
+    // The host stays away for OUTAGE in all; the marks stay.
+    tokio::time::sleep(OUTAGE.saturating_sub(down.elapsed())).await;
+    ensure!(all_stale().await?, "a Job is no longer marked stale");
+    ensure!(target_ready(&targets).await? == not_ready);
     let before = serde_json::to_value(targets.get(TARGET).await?)?
         .pointer("/status/lastHeartbeatTime")
         .cloned();
     tokio::task::block_in_place(|| host.restart())?;
-    eventually(TIMEOUT, "Synced=True on plain again", || async {
-        Ok(condition(&jobs.get("plain").await?, "Synced").map(|c| c.0) == Some("True".into()))
+    eventually(TIMEOUT, "Synced=True on every Job again", || async {
+        let list = jobs.list(&ListParams::default()).await?;
+        Ok(list
+            .items
+            .iter()
+            .all(|j| condition(j, "Synced").map(|c| c.0) == Some("True".into())))
     })
     .await
     .with_context(|| b.log())?;
     eventually(TIMEOUT, "heartbeats again", || async {
         let t = serde_json::to_value(targets.get(TARGET).await?)?;
-        Ok(t.pointer("/status/lastHeartbeatTime").cloned() != before)
+        Ok(t.pointer("/status/lastHeartbeatTime").cloned() != before
+            && json_condition(&t, "Ready") == Some(("True".into(), "HeartbeatReceived".into())))
     })
     .await
     .with_context(|| b.log())?;
@@ -617,11 +659,12 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
 
     // kplane restarts: the syncer's watch resumes and a new Job is synced.
     tokio::task::block_in_place(|| data.restart())?;
-    let mut m = job_manifest("after-restart");
-    m["metadata"]["annotations"] = json!({"sync.kplane.io/target": ASSIGNMENT});
-    m["metadata"]["finalizers"] = json!(["sync.kplane.io/syncer"]);
-    jobs.create(&PostParams::default(), &serde_json::from_value(m)?)
-        .await?;
+    jobs.create(
+        &PostParams::default(),
+        &serde_json::from_value(job_manifest("after-restart"))?,
+    )
+    .await?;
+    ensure_assigned(&jobs, "after-restart").await?;
     names.push("after-restart".to_owned());
     eventually(
         TIMEOUT,
@@ -688,30 +731,20 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     .await
     .with_context(|| b.log())?;
 
-    // Deleting the SyncTarget drains it: host objects and namespace gone, Drained=True, and
-    // the syncer exits.
+    // Deleting the SyncTarget drains it: the syncer removes the host objects and namespace,
+    // sets Drained=True and exits; kplane's sync controller then releases the drain
+    // finalizer and the SyncTarget goes.
     targets.delete(TARGET, &Default::default()).await?;
-    // Where kplane's sync controller runs, it releases the drain finalizer once Drained is
-    // set, and the SyncTarget goes.
-    eventually(
-        TIMEOUT,
-        "Drained=True (or the drained SyncTarget gone)",
-        || async {
-            let Some(t) = targets.get_opt(TARGET).await? else {
-                return Ok(b.log().contains("drained: every host object is gone"));
-            };
-            let drained = serde_json::to_value(t)?
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c["type"] == "Drained" && c["status"] == "True")
-                });
-            Ok(drained)
-        },
-    )
+    eventually(TIMEOUT, "the drained SyncTarget gone", || async {
+        Ok(targets.get_opt(TARGET).await?.is_none())
+    })
     .await
     .with_context(|| b.log())?;
+    ensure!(
+        b.log().contains("drained: every host object is gone"),
+        "{}",
+        b.log()
+    );
     ensure!(host_jobs(&hostc).await?.is_empty());
     let ns_left = ns
         .get_opt(&host_ns)
@@ -728,14 +761,17 @@ async fn jobs_run_on_the_host_and_their_status_comes_back() -> Result<()> {
     Ok(())
 }
 
-/// Creates the SyncTarget `east` in the target's cluster (declaring the type if needed).
-pub(crate) async fn create_target(
-    data: &KplaneServer,
-    finalizers: &[&str],
-) -> Result<Api<DynamicObject>> {
+/// Creates the workspaces of the target and the tenant, the SyncTarget `east`
+/// (`includeDescendants: true`) and the syncer's credential as docs/deploy/kplane-rbac
+/// declares it (a ServiceAccount allowed verb `sync` on `synctargets/east`).
+pub(crate) async fn create_target(data: &KplaneServer) -> Result<Api<DynamicObject>> {
     tokio::task::block_in_place(|| -> Result<()> {
-        data.create_workspace(TENANT)?;
-        ensure_synctarget_type(&data.kubectl_for(TARGET_CLUSTER)?)
+        data.create_workspaces(&[TARGET_CLUSTER, TENANT])?;
+        let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy/kplane-rbac");
+        let rbac = rbac.to_str().context("the kplane-rbac path")?;
+        data.kubectl_for(TARGET_CLUSTER)?
+            .ok(&["apply", "-k", rbac])?;
+        Ok(())
     })?;
     let targets: Api<DynamicObject> = Api::all_with(
         data.client_for(TARGET_CLUSTER).await?,
@@ -744,7 +780,7 @@ pub(crate) async fn create_target(
     let st: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "sync.kplane.io/v1alpha1",
         "kind": "SyncTarget",
-        "metadata": {"name": TARGET, "finalizers": finalizers},
+        "metadata": {"name": TARGET},
         // Short, so that the host outage below outlasts it (the syncer beats every second).
         "spec": {"includeDescendants": true, "heartbeatTimeoutSeconds": HEARTBEAT_TIMEOUT},
     }))?;
@@ -757,7 +793,7 @@ async fn one_shared_host_namespace_gets_unique_names_and_renamed_references() ->
     let data = KplaneServer::start()?;
     let host = KplaneServer::start()?;
     let scratch = tempfile::tempdir()?;
-    create_target(&data, &[]).await?;
+    create_target(&data).await?;
     tokio::task::block_in_place(|| host.kubectl_ok(&["create", "namespace", "synced"]))?;
     let tk = data.kubectl_for(TENANT)?;
     tokio::task::block_in_place(|| -> Result<()> {
@@ -779,13 +815,12 @@ async fn one_shared_host_namespace_gets_unique_names_and_renamed_references() ->
     })?;
     let jobs: Api<Job> = Api::namespaced(data.client_for(TENANT).await?, "default");
     let mut m = job_manifest("pi");
-    m["metadata"]["annotations"] = json!({"sync.kplane.io/target": ASSIGNMENT});
-    m["metadata"]["finalizers"] = json!(["sync.kplane.io/syncer"]);
     m["spec"]["template"]["spec"]["serviceAccountName"] = json!("runner");
     m["spec"]["template"]["spec"]["volumes"] =
         json!([{"name": "settings", "configMap": {"name": "settings"}}]);
     jobs.create(&PostParams::default(), &serde_json::from_value(m)?)
         .await?;
+    ensure_assigned(&jobs, "pi").await?;
 
     let syncer = Syncer::start_with(
         &data,
@@ -881,5 +916,109 @@ async fn one_shared_host_namespace_gets_unique_names_and_renamed_references() ->
     })
     .await
     .with_context(|| syncer.log())?;
+    Ok(())
+}
+
+/// The "a SyncTarget with includeDescendants over 3 workspaces": the target in
+/// root:t, Jobs in root:t:a, root:t:b and the grandchild root:t:a:c each run in their own
+/// host namespace and complete in their tenant; a Job of the sibling root:u is not synced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn include_descendants_syncs_three_workspaces_and_nothing_outside() -> Result<()> {
+    let data = KplaneServer::start()?;
+    let host = KplaneServer::start()?;
+    let scratch = tempfile::tempdir()?;
+    create_target(&data).await?;
+    let tenants = [TENANT, "root:t:b", "root:t:a:c"];
+    let outside = "root:u";
+    tokio::task::block_in_place(|| data.create_workspaces(&["root:t:b", "root:t:a:c", outside]))?;
+    let syncer = Syncer::start(&data, &host, scratch.path(), "tree")?;
+
+    tokio::task::block_in_place(|| -> Result<()> {
+        for cluster in tenants.iter().chain([&outside]) {
+            data.kubectl_for(cluster)?.ok(&[
+                "create",
+                "job",
+                "work",
+                "--image=busybox",
+                "--",
+                "true",
+            ])?;
+        }
+        Ok(())
+    })?;
+    for cluster in tenants {
+        let jobs: Api<Job> = Api::namespaced(data.client_for(cluster).await?, "default");
+        ensure_assigned(&jobs, "work")
+            .await
+            .with_context(|| cluster.to_owned())?;
+    }
+    let outside_jobs: Api<Job> = Api::namespaced(data.client_for(outside).await?, "default");
+    let o = outside_jobs.get("work").await?;
+    ensure!(
+        !o.annotations().contains_key("sync.kplane.io/target") && o.finalizers().is_empty(),
+        "{:?} {:?}",
+        o.annotations(),
+        o.finalizers()
+    );
+
+    // Each on the host once, in a host namespace of its own.
+    let hostc = host.client().await?;
+    eventually(TIMEOUT, "the three host Jobs", || async {
+        let h = host_jobs(&hostc).await?;
+        Ok(tenants.iter().all(|c| h.contains_key(&key_in(c, "work"))))
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    let h = host_jobs(&hostc).await?;
+    let mut namespaces = std::collections::BTreeSet::new();
+    for cluster in tenants {
+        let copies = &h[&key_in(cluster, "work")];
+        ensure!(copies.len() == 1, "{cluster}: {} host Jobs", copies.len());
+        namespaces.insert(copies[0].namespace().unwrap_or_default());
+    }
+    ensure!(namespaces.len() == 3, "host namespaces {namespaces:?}");
+
+    // The host completes them; each tenant sees its Job Complete (and Synced).
+    for cluster in tenants {
+        let ns = h[&key_in(cluster, "work")][0]
+            .namespace()
+            .unwrap_or_default();
+        Api::<Job>::namespaced(hostc.clone(), &ns)
+            .patch_status(
+                "work",
+                &PatchParams::default(),
+                &Patch::Merge(&complete_status()),
+            )
+            .await?;
+    }
+    for cluster in tenants {
+        tokio::task::block_in_place(|| {
+            data.kubectl_for(cluster)?.ok(&[
+                "wait",
+                "--for=condition=complete",
+                "job/work",
+                "--timeout=60s",
+            ])
+        })
+        .with_context(|| format!("{cluster}: {}", syncer.log()))?;
+        let jobs: Api<Job> = Api::namespaced(data.client_for(cluster).await?, "default");
+        let job = jobs.get("work").await?;
+        ensure!(
+            condition(&job, "Synced") == Some(("True".into(), "Synced".into())),
+            "{cluster}: {:?}",
+            job.status
+        );
+    }
+
+    // By now the syncer has seen every assigned Job: the one outside the subtree is not on
+    // the host, and not synced.
+    let h = host_jobs(&hostc).await?;
+    ensure!(
+        h.len() == 3 && !h.contains_key(&key_in(outside, "work")),
+        "host Jobs {:?}",
+        h.keys().collect::<Vec<_>>()
+    );
+    let o = outside_jobs.get("work").await?;
+    ensure!(condition(&o, "Synced").is_none(), "{:?}", o.status);
     Ok(())
 }

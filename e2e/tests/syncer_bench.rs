@@ -24,7 +24,7 @@ use kube::runtime::WatchStreamExt as _;
 use kube::{Api, ResourceExt as _};
 use serde_json::json;
 
-use crate::syncer::{create_target, plain_job, Syncer, ASSIGNMENT};
+use crate::syncer::{create_target, plain_job, Syncer, TARGET_CLUSTER};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -63,15 +63,15 @@ async fn syncer_bench() -> Result<()> {
     let data = KplaneServer::start()?;
     let host = KplaneServer::start()?;
     let scratch = tempfile::tempdir()?;
-    create_target(&data, &[]).await?;
+    create_target(&data).await?;
 
-    // The tenant clusters: Workspaces in root, created at once, waited for together.
+    // The tenant clusters: Workspaces below the target's cluster, created at once, waited for together.
     let ws_resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("tenancy.kplane.io", "v1alpha1", "Workspace"),
         "workspaces",
     );
     let workspaces: Api<DynamicObject> =
-        Api::all_with(data.client_for("root").await?, &ws_resource);
+        Api::all_with(data.client_for(TARGET_CLUSTER).await?, &ws_resource);
     let names: Vec<String> = (0..clusters_n).map(|i| format!("b{i:03}")).collect();
     futures::stream::iter(names.iter().map(|n| {
         let api = workspaces.clone();
@@ -187,19 +187,18 @@ async fn syncer_bench() -> Result<()> {
     // Create the Jobs, 32 at a time, round-robin over the clusters.
     let mut clients = Vec::new();
     for n in &names {
-        clients.push(data.client_for(&format!("root:{n}")).await?);
+        clients.push(data.client_for(&format!("{TARGET_CLUSTER}:{n}")).await?);
     }
     let created: Arc<Mutex<HashMap<(String, String), Instant>>> = Arc::default();
     let start = Instant::now();
     futures::stream::iter((0..jobs_n).map(|i| {
-        let cluster = format!("root:{}", names[i % clusters_n]);
+        let cluster = format!("{TARGET_CLUSTER}:{}", names[i % clusters_n]);
         let client = clients[i % clusters_n].clone();
         let created = Arc::clone(&created);
         async move {
             let name = format!("job-{i:05}");
-            let mut m = plain_job(&name);
-            m["metadata"]["annotations"] = json!({"sync.kplane.io/target": ASSIGNMENT});
-            m["metadata"]["finalizers"] = json!(["sync.kplane.io/syncer"]);
+            // SyncAssignment assigns it to the target.
+            let m = plain_job(&name);
             let api: Api<Job> = Api::namespaced(client, "default");
             let t = Instant::now();
             api.create(&PostParams::default(), &serde_json::from_value(m)?)

@@ -213,10 +213,6 @@ struct SyncerArgs {
     /// Objects reconciled at once (each waits on kplane or the host most of the time).
     #[arg(long, default_value_t = 32)]
     workers: usize,
-    /// Testing only: talk to this kplane server root with the ordinary `/clusters/...` API
-    /// (an admin credential) instead of the target's sync endpoint.
-    #[arg(long, env = "KPLANE_SYNCER_BASE_URL", value_name = "URL", hide = true)]
-    kplane_base_url: Option<String>,
     /// Log verbosity (as `kplane serve -v`).
     #[arg(short = 'v', long = "v", value_name = "N", default_value_t = 0)]
     verbosity: u8,
@@ -248,7 +244,6 @@ fn run_syncer(args: SyncerArgs) -> anyhow::Result<()> {
         target: args.target,
         host_kubeconfig: args.host_kubeconfig,
         host_namespace: args.host_namespace,
-        kplane_base_url: args.kplane_base_url,
         metrics_bind: args.metrics_bind,
         resync: args.resync,
         heartbeat: args.heartbeat,

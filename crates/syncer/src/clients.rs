@@ -1,5 +1,5 @@
 //! kube-rs clients. kplane side: the kubeconfig's credentials with the base URL
-//! `https://host:port/services/sync/<cluster>/<target>` (or `--kplane-base-url`), and one
+//! `https://host:port/services/sync/<cluster>/<target>`, and one
 //! client per path below it (`<base>/clusters/*` for the watches, `<base>/clusters/<c>` for
 //! one cluster's reads and writes), created on first use and kept. kube-rs keeps a server
 //! URL's path as the prefix of every request path (see the test below). Host side:

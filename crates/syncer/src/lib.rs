@@ -56,9 +56,6 @@ pub struct Settings {
     /// One host namespace for everything (names made unique), instead of one per source
     /// namespace.
     pub host_namespace: Option<String>,
-    /// Testing: talk to this server root (the ordinary `/clusters/...` API) instead of the
-    /// sync endpoint.
-    pub kplane_base_url: Option<String>,
     /// Where `/metrics` and `/healthz` are served.
     pub metrics_bind: Option<SocketAddr>,
     pub resync: Duration,

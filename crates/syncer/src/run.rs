@@ -107,8 +107,7 @@ pub async fn run(
 ) -> Result<()> {
     let config =
         clients::from_kubeconfig(&settings.kubeconfig, settings.context.as_deref()).await?;
-    let (cluster, endpoint) = clients::sync_base(&config.cluster_url, &settings.target)?;
-    let base = settings.kplane_base_url.clone().unwrap_or(endpoint);
+    let (cluster, base) = clients::sync_base(&config.cluster_url, &settings.target)?;
     let host = clients::host_client(settings.host_kubeconfig.as_deref()).await?;
     let target = TargetRef {
         cluster,
