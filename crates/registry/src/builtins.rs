@@ -270,3 +270,272 @@ pub fn undeletable(rt: &ResourceType, name: &str) -> ApiError {
         ),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kplane_types::{ClusterName, ClusterScope};
+    use serde_json::{json, Value};
+
+    use crate::options::{ListParams, WriteParams};
+    use crate::rbac::defaults;
+    use crate::testing::{fixture, name_of, target};
+    use crate::{Registry, Target, WatchType, LIST_BATCH};
+
+    fn clusterroles(reg: &Registry) -> Target {
+        target(reg, "rbac.authorization.k8s.io", "clusterroles", None)
+    }
+
+    fn parse(b: &[u8]) -> Value {
+        serde_json::from_slice(b).unwrap()
+    }
+
+    fn role(name: &str, labels: Value, resource: &str) -> Value {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+               "metadata": {"name": name, "labels": labels},
+               "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": [resource]}]})
+    }
+
+    async fn names(reg: &Registry, t: &Target, p: &ListParams) -> Vec<String> {
+        let page = reg.list(t, p).await.unwrap().collect().await.unwrap();
+        page.items.iter().map(|b| name_of(b)).collect()
+    }
+
+    /// Every page of a `limit` list, followed through its continue tokens.
+    async fn paged(reg: &Registry, t: &Target, limit: usize, selector: Option<&str>) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut token = None;
+        loop {
+            let p = ListParams {
+                limit: Some(limit),
+                continue_token: token.take(),
+                label_selector: selector.map(str::to_string),
+                ..Default::default()
+            };
+            let page = reg.list(t, &p).await.unwrap().collect().await.unwrap();
+            assert!(page.items.len() <= limit);
+            out.extend(page.items.iter().map(|b| name_of(b)));
+            match page.continue_token {
+                Some(c) => token = Some(c),
+                None => return out,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn default_roles_read_as_objects_of_each_cluster() {
+        let f = fixture().await;
+        let t = clusterroles(&f.reg);
+        let admin = parse(&f.reg.get(&t, "admin").await.unwrap());
+        assert_eq!(admin["kind"], "ClusterRole");
+        assert_eq!(admin["apiVersion"], "rbac.authorization.k8s.io/v1");
+        assert_eq!(
+            admin["metadata"]["labels"]["kubernetes.io/bootstrapping"],
+            "rbac-defaults"
+        );
+        assert_eq!(
+            admin["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"],
+            "true"
+        );
+        assert!(admin["metadata"]["creationTimestamp"].is_string());
+        // Aggregated: admin's own rules, edit's and view's, as the authorizer sees them.
+        let rules = admin["rules"].as_array().unwrap();
+        let has = |res: &str| {
+            rules.iter().any(|r| {
+                r["resources"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x == res))
+            })
+        };
+        assert!(has("rolebindings") && has("secrets") && has("configmaps"));
+        assert!(admin["aggregationRule"]["clusterRoleSelectors"].is_array());
+        // Stable: the same uid and resourceVersion on every read; another cluster's differ
+        // in uid only by being another object.
+        let again = parse(&f.reg.get(&t, "admin").await.unwrap());
+        assert_eq!(again["metadata"], admin["metadata"]);
+        let other = ClusterName::parse("root:other").unwrap();
+        f.reg.ensure_cluster(&other).await.unwrap();
+        let t2 = Target {
+            cluster: ClusterScope::One(other),
+            ..t.clone()
+        };
+        let admin2 = parse(&f.reg.get(&t2, "admin").await.unwrap());
+        assert_ne!(admin2["metadata"]["uid"], admin["metadata"]["uid"]);
+        assert_eq!(admin2["rules"], admin["rules"]);
+        // Bindings too.
+        let crb = target(&f.reg, "rbac.authorization.k8s.io", "clusterrolebindings", None);
+        let b = parse(&f.reg.get(&crb, "cluster-admin").await.unwrap());
+        assert_eq!(b["subjects"][0]["name"], "system:masters");
+        assert_eq!(b["roleRef"]["name"], "cluster-admin");
+        // Not a built-in name: 404.
+        assert_eq!(f.reg.get(&t, "nope").await.unwrap_err().code(), 404);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lists_merge_defaults_in_order_and_page_over_them() {
+        let f = fixture().await;
+        let t = clusterroles(&f.reg);
+        // Stored roles around and between the default names, more than a list batch.
+        let n = LIST_BATCH + 60;
+        let objs: Vec<Value> = (0..n)
+            .map(|i| {
+                let prefix = ["a", "edit-x", "system:b", "v"][i % 4];
+                role(&format!("{prefix}-{i:04}"), json!({"k": "v"}), "pods")
+            })
+            .collect();
+        crate::testing::create_all(&f.reg, &t, objs).await;
+        let all = names(&f.reg, &t, &ListParams::default()).await;
+        assert_eq!(all.len(), n + defaults::cluster_role_objects().len());
+        let mut sorted = all.clone();
+        sorted.sort();
+        assert_eq!(all, sorted, "key order");
+        for d in defaults::cluster_role_objects().names() {
+            assert!(all.iter().any(|x| x == d), "{d}");
+        }
+        for limit in [1, 3, 7, 500] {
+            assert_eq!(paged(&f.reg, &t, limit, None).await, all, "limit {limit}");
+        }
+        // Label selectors apply to the defaults like to stored objects.
+        let boot = "kubernetes.io/bootstrapping=rbac-defaults";
+        let sel = ListParams {
+            label_selector: Some(boot.into()),
+            ..Default::default()
+        };
+        let want: Vec<String> = defaults::cluster_role_objects()
+            .names()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(names(&f.reg, &t, &sel).await, want);
+        assert_eq!(paged(&f.reg, &t, 2, Some(boot)).await, want);
+        let by_name = ListParams {
+            field_selector: Some("metadata.name=view".into()),
+            ..Default::default()
+        };
+        assert_eq!(names(&f.reg, &t, &by_name).await, vec!["view".to_string()]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_over_a_default_create_its_override_and_deleting_that_restores_it() {
+        let f = fixture().await;
+        let t = clusterroles(&f.reg);
+        let w = WriteParams::default();
+        let default = parse(&f.reg.get(&t, "view").await.unwrap());
+        let rv = default["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        // Create of a default name: it exists.
+        let err = f
+            .reg
+            .create(&t, role("view", json!({}), "pods"), &w)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), 409);
+        // Delete of a default that is not overridden: refused.
+        let err = f.reg.delete(&t, "view", &Default::default()).await.unwrap_err();
+        assert_eq!(err.code(), 403);
+        // An update with a stale resourceVersion: conflict.
+        let mut stale = role("view", json!({}), "pods");
+        stale["metadata"]["resourceVersion"] = json!("999999");
+        assert_eq!(
+            f.reg.update(&t, "view", None, stale, &w).await.unwrap_err().code(),
+            409
+        );
+        // An update with the default's resourceVersion replaces it, keeping its uid.
+        let mut new = role("view", json!({"kubernetes.io/bootstrapping": "rbac-defaults"}), "leases");
+        new["metadata"]["resourceVersion"] = json!(rv);
+        let (out, created) = f.reg.update(&t, "view", None, new, &w).await.unwrap();
+        assert!(!created, "an update of an existing object");
+        let out = parse(&out);
+        assert_eq!(out["metadata"]["uid"], default["metadata"]["uid"]);
+        assert_eq!(
+            out["metadata"]["creationTimestamp"],
+            default["metadata"]["creationTimestamp"]
+        );
+        assert_ne!(out["metadata"]["resourceVersion"], json!(rv));
+        let got = parse(&f.reg.get(&t, "view").await.unwrap());
+        assert_eq!(got["rules"][0]["resources"][0], "leases");
+        let all = names(&f.reg, &t, &ListParams::default()).await;
+        assert_eq!(all.iter().filter(|n| *n == "view").count(), 1);
+        // The authorizer sees the override (view's own rules are replaced).
+        let layer = f.reg.rbac_layer(&ClusterName::root()).await.unwrap();
+        let policy = crate::rbac::Policy {
+            cluster: &layer,
+            defaults: defaults::layer(),
+        };
+        assert_eq!(policy.cluster_role_rules("view").unwrap().len(), 1);
+        // Deleting the override brings the default back.
+        f.reg.delete(&t, "view", &Default::default()).await.unwrap();
+        let back = parse(&f.reg.get(&t, "view").await.unwrap());
+        assert_eq!(back, default);
+        // A patch of the default creates the override too.
+        let doc = crate::patch::Document {
+            value: json!({"metadata": {"labels": {"team": "x"}}}),
+            duplicates: Vec::new(),
+        };
+        let patched = f
+            .reg
+            .patch(&t, "edit", None, crate::patch::PatchType::Merge, doc, &w)
+            .await
+            .unwrap();
+        let patched = parse(&patched);
+        assert_eq!(patched["metadata"]["labels"]["team"], "x");
+        assert!(f.reg.get_stored(&t, "edit").await.unwrap().is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watches_show_defaults_and_overrides_as_modifications() {
+        let f = fixture().await;
+        let t = clusterroles(&f.reg);
+        let reg: &Arc<Registry> = &f.reg;
+        let mut watch = reg.watch(&t, &ListParams::default()).await.unwrap();
+        let mut initial = Vec::new();
+        for _ in 0..defaults::cluster_role_objects().len() {
+            let ev = watch.next().await.unwrap();
+            assert_eq!(ev.ty, WatchType::Added);
+            initial.push(name_of(&ev.object));
+        }
+        let want: Vec<String> = defaults::cluster_role_objects()
+            .names()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(initial, want);
+        let w = WriteParams::default();
+        reg.update(&t, "cluster-admin", None, role("cluster-admin", json!({}), "pods"), &w)
+            .await
+            .unwrap();
+        let ev = watch.next().await.unwrap();
+        assert_eq!((ev.ty, name_of(&ev.object)), (WatchType::Modified, "cluster-admin".into()));
+        reg.create(&t, role("mine", json!({}), "pods"), &w).await.unwrap();
+        let ev = watch.next().await.unwrap();
+        assert_eq!((ev.ty, name_of(&ev.object)), (WatchType::Added, "mine".into()));
+        reg.delete(&t, "cluster-admin", &Default::default()).await.unwrap();
+        let ev = watch.next().await.unwrap();
+        assert_eq!(ev.ty, WatchType::Modified);
+        let back = parse(&ev.object);
+        assert_eq!(back["rules"][0]["resources"][0], "*", "the default again");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cluster_adding_to_a_default_aggregated_role_gets_it_stored() {
+        let f = fixture().await;
+        let t = clusterroles(&f.reg);
+        let w = WriteParams::default();
+        let root = ClusterName::root();
+        assert!(f.reg.sync_cluster_role_aggregation(&root).await.unwrap());
+        assert!(f.reg.get_stored(&t, "view").await.unwrap().is_none());
+        let label = json!({"rbac.authorization.k8s.io/aggregate-to-view": "true"});
+        f.reg
+            .create(&t, role("crontabs-view", label, "crontabs"), &w)
+            .await
+            .unwrap();
+        assert!(f.reg.sync_cluster_role_aggregation(&root).await.unwrap());
+        for name in ["view", "edit", "admin"] {
+            let v = parse(&f.reg.get(&t, name).await.unwrap());
+            let shows = v["rules"].as_array().unwrap().iter().any(|r| r["resources"][0] == "crontabs");
+            assert!(shows, "{name} shows the added rule");
+            assert!(f.reg.get_stored(&t, name).await.unwrap().is_some(), "{name} stored");
+        }
+        let uid = super::uid("root", "rbac.authorization.k8s.io/clusterroles", "view");
+        let v = parse(&f.reg.get(&t, "view").await.unwrap());
+        assert_eq!(v["metadata"]["uid"], json!(uid));
+    }
+}

@@ -64,7 +64,7 @@ fn normalized_rules(v: &Value) -> Vec<Value> {
 
 impl Registry {
     /// Writes the rules of every aggregated ClusterRole of `cluster`; `false` to be retried.
-    pub(super) async fn sync_cluster_role_aggregation(
+    pub(crate) async fn sync_cluster_role_aggregation(
         &self,
         cluster: &ClusterName,
     ) -> ApiResult<bool> {
