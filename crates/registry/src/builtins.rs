@@ -12,9 +12,10 @@
 //!   may point after a built-in name); a built-in object hidden by a stored one at the
 //!   list's revision is left out;
 //! - watch: the stored object that takes a built-in's place is a MODIFIED of it (not an
-//!   ADDED), and its deletion is a MODIFIED back to the built-in (not a DELETED);
+//!   ADDED), and its deletion a DELETED followed by the built-in's ADDED (re-created);
 //! - update, patch and apply start from the built-in object when none is stored: the write
-//!   creates the stored object (the "override") with the built-in's uid and creation time;
+//!   creates the stored object (the "override"), a new object (its own uid and creation
+//!   time: once it is deleted the built-in shows again, and the two must be told apart);
 //!   create of a built-in name is a 409 AlreadyExists, delete a 403 (the object cannot go).
 //!
 //! A rendered object carries what is particular to its cluster, computed, never held: a uid
@@ -439,17 +440,14 @@ mod tests {
             f.reg.update(&t, "view", None, stale, &w).await.unwrap_err().code(),
             409
         );
-        // An update with the default's resourceVersion replaces it, keeping its uid.
+        // An update with the default's resourceVersion replaces it by a stored object of
+        // its own uid.
         let mut new = role("view", json!({"kubernetes.io/bootstrapping": "rbac-defaults"}), "leases");
         new["metadata"]["resourceVersion"] = json!(rv);
         let (out, created) = f.reg.update(&t, "view", None, new, &w).await.unwrap();
         assert!(!created, "an update of an existing object");
         let out = parse(&out);
-        assert_eq!(out["metadata"]["uid"], default["metadata"]["uid"]);
-        assert_eq!(
-            out["metadata"]["creationTimestamp"],
-            default["metadata"]["creationTimestamp"]
-        );
+        assert_ne!(out["metadata"]["uid"], default["metadata"]["uid"]);
         assert_ne!(out["metadata"]["resourceVersion"], json!(rv));
         let got = parse(&f.reg.get(&t, "view").await.unwrap());
         assert_eq!(got["rules"][0]["resources"][0], "leases");
@@ -509,7 +507,9 @@ mod tests {
         assert_eq!((ev.ty, name_of(&ev.object)), (WatchType::Added, "mine".into()));
         reg.delete(&t, "cluster-admin", &Default::default()).await.unwrap();
         let ev = watch.next().await.unwrap();
-        assert_eq!(ev.ty, WatchType::Modified);
+        assert_eq!((ev.ty, name_of(&ev.object)), (WatchType::Deleted, "cluster-admin".into()));
+        let ev = watch.next().await.unwrap();
+        assert_eq!(ev.ty, WatchType::Added);
         let back = parse(&ev.object);
         assert_eq!(back["rules"][0]["resources"][0], "*", "the default again");
     }
@@ -534,6 +534,8 @@ mod tests {
             assert!(shows, "{name} shows the added rule");
             assert!(f.reg.get_stored(&t, name).await.unwrap().is_some(), "{name} stored");
         }
+        // Deleting the stored one shows the default again, under the default's uid.
+        f.reg.delete(&t, "view", &Default::default()).await.unwrap();
         let uid = super::uid("root", "rbac.authorization.k8s.io/clusterroles", "view");
         let v = parse(&f.reg.get(&t, "view").await.unwrap());
         assert_eq!(v["metadata"]["uid"], json!(uid));

@@ -289,9 +289,11 @@ impl WatchSetup {
     }
 
     /// Applies the selection to one storage event.
-    fn translate(&self, e: &kplane_storage::Event) -> Option<WatchItem> {
-        if let Some(item) = self.translate_over_builtin(e) {
-            return item;
+    fn translate(&mut self, e: &kplane_storage::Event) -> Option<WatchItem> {
+        if let Some(mut items) = self.translate_over_builtin(e) {
+            let first = items.pop_front();
+            self.queue.extend(items);
+            return first;
         }
         let now = self.selection.matches_bytes(&e.kv.value);
         let before = e.prev.as_ref().map(|p| self.selection.matches_bytes(p));
@@ -316,9 +318,15 @@ impl WatchSetup {
         Some(WatchItem { ty, object })
     }
 
-    /// The event (or none) of a stored object of a built-in's name appearing or going:
-    /// the built-in was there before and is there again after. `None` for any other event.
-    fn translate_over_builtin(&self, e: &kplane_storage::Event) -> Option<Option<WatchItem>> {
+    /// The events of a stored object of a built-in's name appearing or going: the built-in
+    /// was there before and is there again after. Its appearance is a MODIFIED (a write
+    /// over the built-in); its deletion a DELETED followed by the built-in's ADDED (as
+    /// kube-apiserver re-creates a deleted default, and so that `kubectl delete --wait`
+    /// sees the deletion). `None` for any other event.
+    fn translate_over_builtin(
+        &self,
+        e: &kplane_storage::Event,
+    ) -> Option<VecDeque<WatchItem>> {
         let ov = self.builtins.as_ref()?;
         let name = e.kv.key.name.as_str();
         if !ov.builtins.contains(name) || e.event_type == EventType::Modified {
@@ -332,7 +340,7 @@ impl WatchSetup {
         let shown = self.selection.matches_bytes(&builtin);
         let stored = || super::to_api(&self.rt, e.kv.value.clone()).ok();
         let item = |ty, object: Option<Bytes>| object.map(|object| WatchItem { ty, object });
-        Some(match e.event_type {
+        let items = match e.event_type {
             EventType::Added => match (shown, self.selection.matches_bytes(&e.kv.value)) {
                 (true, true) => item(WatchType::Modified, stored()),
                 (false, true) => item(WatchType::Added, stored()),
@@ -344,13 +352,11 @@ impl WatchSetup {
                     Some(p) => self.selection.matches_bytes(p),
                     None => self.selection.matches_bytes(&e.kv.value),
                 };
-                match (before, shown) {
-                    (_, true) if before => item(WatchType::Modified, Some(builtin)),
-                    (_, true) => item(WatchType::Added, Some(builtin)),
-                    (true, false) => item(WatchType::Deleted, stored()),
-                    (false, false) => None,
-                }
+                let gone = before.then(|| item(WatchType::Deleted, stored())).flatten();
+                let back = shown.then(|| item(WatchType::Added, Some(builtin))).flatten();
+                return Some(gone.into_iter().chain(back).collect());
             }
-        })
+        };
+        Some(items.into_iter().collect())
     }
 }

@@ -298,6 +298,14 @@ impl Registry {
             m.insert("managedFields".into(), mf);
         }
         meta::prepare_update(&mut new, &old, rt)?;
+        if current.create_revision == 0 {
+            // The stored object written over a built-in one is a new object: once it is
+            // deleted the built-in shows again, and a client waiting for the deletion
+            // (`kubectl delete --wait`) tells the two apart by uid.
+            let m = meta::meta_mut(&mut new)?;
+            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("creationTimestamp".into(), json!(meta::now_time()));
+        }
         super::managed::record_update(rt, Some(&old), &mut new, sub, w);
         rt.strategy
             .controller_status(self, &cluster, &mut new)
