@@ -16,6 +16,7 @@ mod logs;
 mod oidc;
 mod rbac;
 mod rbac_aggregation;
+mod rbac_defaults;
 mod rbac_users;
 mod sa_tokens;
 mod shutdown;
