@@ -124,13 +124,25 @@ fn kubectl_apply_overrides_a_default_and_delete_brings_it_back() -> Result<()> {
     let a = server.kubectl_for("root:a")?;
     let root = server.kubectl_for("root")?;
     let manifest = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: system:basic-user\nrules:\n- apiGroups: [\"\"]\n  resources: [\"configmaps\"]\n  verbs: [\"get\"]\n";
-    let default = json(&a, &["get", "clusterrole", "system:basic-user", "-o", "json"])?;
+    let default = json(
+        &a,
+        &["get", "clusterrole", "system:basic-user", "-o", "json"],
+    )?;
     a.ok_stdin(&["apply", "-f", "-"], manifest)?;
-    let stored = json(&a, &["get", "clusterrole", "system:basic-user", "-o", "json"])?;
+    let stored = json(
+        &a,
+        &["get", "clusterrole", "system:basic-user", "-o", "json"],
+    )?;
     ensure!(has_rule_for(&stored, "configmaps"), "{stored}");
-    ensure!(!has_rule_for(&stored, "selfsubjectaccessreviews"), "{stored}");
+    ensure!(
+        !has_rule_for(&stored, "selfsubjectaccessreviews"),
+        "{stored}"
+    );
     // Only in its own cluster.
-    let elsewhere = json(&root, &["get", "clusterrole", "system:basic-user", "-o", "json"])?;
+    let elsewhere = json(
+        &root,
+        &["get", "clusterrole", "system:basic-user", "-o", "json"],
+    )?;
     ensure!(has_rule_for(&elsewhere, "selfsubjectaccessreviews"));
     let listed = lines(&a.ok(&["get", "clusterroles", "-o", "name"])?);
     let n = listed
@@ -139,8 +151,16 @@ fn kubectl_apply_overrides_a_default_and_delete_brings_it_back() -> Result<()> {
         .count();
     ensure!(n == 1, "{listed:?}");
     // Deleting it returns (kubectl waits for the deletion) and the default is back.
-    a.ok(&["delete", "clusterrole", "system:basic-user", "--timeout=20s"])?;
-    let back = json(&a, &["get", "clusterrole", "system:basic-user", "-o", "json"])?;
+    a.ok(&[
+        "delete",
+        "clusterrole",
+        "system:basic-user",
+        "--timeout=20s",
+    ])?;
+    let back = json(
+        &a,
+        &["get", "clusterrole", "system:basic-user", "-o", "json"],
+    )?;
     ensure!(back == default, "{back} != {default}");
     // A default itself cannot be deleted.
     let out = a.run(&["delete", "clusterrole", "edit"])?;
@@ -151,13 +171,25 @@ fn kubectl_apply_overrides_a_default_and_delete_brings_it_back() -> Result<()> {
         out.stderr
     );
     // Creating one of a default's names: it exists.
-    let out = a.run(&["create", "clusterrole", "view", "--verb=get", "--resource=configmaps"])?;
+    let out = a.run(&[
+        "create",
+        "clusterrole",
+        "view",
+        "--verb=get",
+        "--resource=configmaps",
+    ])?;
     ensure!(out.stderr.contains("AlreadyExists"), "{}", out.stderr);
     // `kubectl auth reconcile` adds the missing rules to the default.
     a.ok_stdin(&["auth", "reconcile", "-f", "-"], manifest)?;
-    let reconciled = json(&a, &["get", "clusterrole", "system:basic-user", "-o", "json"])?;
+    let reconciled = json(
+        &a,
+        &["get", "clusterrole", "system:basic-user", "-o", "json"],
+    )?;
     ensure!(has_rule_for(&reconciled, "configmaps"), "{reconciled}");
-    ensure!(has_rule_for(&reconciled, "selfsubjectaccessreviews"), "{reconciled}");
+    ensure!(
+        has_rule_for(&reconciled, "selfsubjectaccessreviews"),
+        "{reconciled}"
+    );
     Ok(())
 }
 

@@ -103,7 +103,10 @@ impl Builtins {
         o.insert("kind".into(), json!(rt.kind));
         let meta = o.entry("metadata").or_insert_with(|| json!({}));
         let m = meta.as_object_mut()?;
-        m.insert("uid".into(), json!(uid(cluster, &rt.storage_resource, name)));
+        m.insert(
+            "uid".into(),
+            json!(uid(cluster, &rt.storage_resource, name)),
+        );
         m.insert("resourceVersion".into(), json!(rv.to_string()));
         m.insert("creationTimestamp".into(), json!(birth.created));
         serde_json::to_vec(&obj).ok().map(Bytes::from)
@@ -197,7 +200,11 @@ impl Registry {
     /// Built-in `name` of `t` as a write's current object when storage has none: a
     /// [`KeyValue`] whose `create_revision` is 0 (no stored key), `mod_revision` the
     /// revision it is served with.
-    pub(crate) async fn builtin_current(&self, t: &Target, name: &str) -> ApiResult<Option<KeyValue>> {
+    pub(crate) async fn builtin_current(
+        &self,
+        t: &Target,
+        name: &str,
+    ) -> ApiResult<Option<KeyValue>> {
         let Some((b, cluster)) = self.builtins_of(t) else {
             return Ok(None);
         };
@@ -304,7 +311,12 @@ mod tests {
     }
 
     /// Every page of a `limit` list, followed through its continue tokens.
-    async fn paged(reg: &Registry, t: &Target, limit: usize, selector: Option<&str>) -> Vec<String> {
+    async fn paged(
+        reg: &Registry,
+        t: &Target,
+        limit: usize,
+        selector: Option<&str>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         let mut token = None;
         loop {
@@ -365,7 +377,12 @@ mod tests {
         assert_ne!(admin2["metadata"]["uid"], admin["metadata"]["uid"]);
         assert_eq!(admin2["rules"], admin["rules"]);
         // Bindings too.
-        let crb = target(&f.reg, "rbac.authorization.k8s.io", "clusterrolebindings", None);
+        let crb = target(
+            &f.reg,
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            None,
+        );
         let b = parse(&f.reg.get(&crb, "cluster-admin").await.unwrap());
         assert_eq!(b["subjects"][0]["name"], "system:masters");
         assert_eq!(b["roleRef"]["name"], "cluster-admin");
@@ -422,7 +439,10 @@ mod tests {
         let t = clusterroles(&f.reg);
         let w = WriteParams::default();
         let default = parse(&f.reg.get(&t, "view").await.unwrap());
-        let rv = default["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        let rv = default["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
         // Create of a default name: it exists.
         let err = f
             .reg
@@ -431,18 +451,30 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.code(), 409);
         // Delete of a default that is not overridden: refused.
-        let err = f.reg.delete(&t, "view", &Default::default()).await.unwrap_err();
+        let err = f
+            .reg
+            .delete(&t, "view", &Default::default())
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), 403);
         // An update with a stale resourceVersion: conflict.
         let mut stale = role("view", json!({}), "pods");
         stale["metadata"]["resourceVersion"] = json!("999999");
         assert_eq!(
-            f.reg.update(&t, "view", None, stale, &w).await.unwrap_err().code(),
+            f.reg
+                .update(&t, "view", None, stale, &w)
+                .await
+                .unwrap_err()
+                .code(),
             409
         );
         // An update with the default's resourceVersion replaces it by a stored object of
         // its own uid.
-        let mut new = role("view", json!({"kubernetes.io/bootstrapping": "rbac-defaults"}), "leases");
+        let mut new = role(
+            "view",
+            json!({"kubernetes.io/bootstrapping": "rbac-defaults"}),
+            "leases",
+        );
         new["metadata"]["resourceVersion"] = json!(rv);
         let (out, created) = f.reg.update(&t, "view", None, new, &w).await.unwrap();
         assert!(!created, "an update of an existing object");
@@ -497,17 +529,36 @@ mod tests {
             .collect();
         assert_eq!(initial, want);
         let w = WriteParams::default();
-        reg.update(&t, "cluster-admin", None, role("cluster-admin", json!({}), "pods"), &w)
+        reg.update(
+            &t,
+            "cluster-admin",
+            None,
+            role("cluster-admin", json!({}), "pods"),
+            &w,
+        )
+        .await
+        .unwrap();
+        let ev = watch.next().await.unwrap();
+        assert_eq!(
+            (ev.ty, name_of(&ev.object)),
+            (WatchType::Modified, "cluster-admin".into())
+        );
+        reg.create(&t, role("mine", json!({}), "pods"), &w)
             .await
             .unwrap();
         let ev = watch.next().await.unwrap();
-        assert_eq!((ev.ty, name_of(&ev.object)), (WatchType::Modified, "cluster-admin".into()));
-        reg.create(&t, role("mine", json!({}), "pods"), &w).await.unwrap();
+        assert_eq!(
+            (ev.ty, name_of(&ev.object)),
+            (WatchType::Added, "mine".into())
+        );
+        reg.delete(&t, "cluster-admin", &Default::default())
+            .await
+            .unwrap();
         let ev = watch.next().await.unwrap();
-        assert_eq!((ev.ty, name_of(&ev.object)), (WatchType::Added, "mine".into()));
-        reg.delete(&t, "cluster-admin", &Default::default()).await.unwrap();
-        let ev = watch.next().await.unwrap();
-        assert_eq!((ev.ty, name_of(&ev.object)), (WatchType::Deleted, "cluster-admin".into()));
+        assert_eq!(
+            (ev.ty, name_of(&ev.object)),
+            (WatchType::Deleted, "cluster-admin".into())
+        );
         let ev = watch.next().await.unwrap();
         assert_eq!(ev.ty, WatchType::Added);
         let back = parse(&ev.object);
@@ -530,9 +581,16 @@ mod tests {
         assert!(f.reg.sync_cluster_role_aggregation(&root).await.unwrap());
         for name in ["view", "edit", "admin"] {
             let v = parse(&f.reg.get(&t, name).await.unwrap());
-            let shows = v["rules"].as_array().unwrap().iter().any(|r| r["resources"][0] == "crontabs");
+            let shows = v["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["resources"][0] == "crontabs");
             assert!(shows, "{name} shows the added rule");
-            assert!(f.reg.get_stored(&t, name).await.unwrap().is_some(), "{name} stored");
+            assert!(
+                f.reg.get_stored(&t, name).await.unwrap().is_some(),
+                "{name} stored"
+            );
         }
         // Deleting the stored one shows the default again, under the default's uid.
         f.reg.delete(&t, "view", &Default::default()).await.unwrap();

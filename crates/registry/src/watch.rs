@@ -323,10 +323,7 @@ impl WatchSetup {
     /// over the built-in); its deletion a DELETED followed by the built-in's ADDED (as
     /// kube-apiserver re-creates a deleted default, and so that `kubectl delete --wait`
     /// sees the deletion). `None` for any other event.
-    fn translate_over_builtin(
-        &self,
-        e: &kplane_storage::Event,
-    ) -> Option<VecDeque<WatchItem>> {
+    fn translate_over_builtin(&self, e: &kplane_storage::Event) -> Option<VecDeque<WatchItem>> {
         let ov = self.builtins.as_ref()?;
         let name = e.kv.key.name.as_str();
         if !ov.builtins.contains(name) || e.event_type == EventType::Modified {
@@ -353,7 +350,9 @@ impl WatchSetup {
                     None => self.selection.matches_bytes(&e.kv.value),
                 };
                 let gone = before.then(|| item(WatchType::Deleted, stored())).flatten();
-                let back = shown.then(|| item(WatchType::Added, Some(builtin))).flatten();
+                let back = shown
+                    .then(|| item(WatchType::Added, Some(builtin)))
+                    .flatten();
                 return Some(gone.into_iter().chain(back).collect());
             }
         };

@@ -127,10 +127,7 @@ impl Registry {
                 )
                 .await?;
             // A built-in object exists in every cluster that stores none of its name.
-            if self
-                .builtins_of(t)
-                .is_some_and(|(b, _)| b.contains(&name))
-            {
+            if self.builtins_of(t).is_some_and(|(b, _)| b.contains(&name)) {
                 return Err(ApiError::from(Status::already_exists(
                     &rt.group, &rt.plural, &name,
                 )));

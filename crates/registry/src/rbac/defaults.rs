@@ -19,8 +19,8 @@ use std::sync::{Arc, LazyLock};
 use serde_json::{json, Value};
 
 use super::policy::{Layer, Policy, Role};
-use crate::builtins::Builtins;
 use super::rules::Rule;
+use crate::builtins::Builtins;
 
 /// The label upstream puts on every bootstrapped object.
 pub const BOOTSTRAP_LABEL: (&str, &str) = ("kubernetes.io/bootstrapping", "rbac-defaults");
@@ -443,9 +443,11 @@ pub fn cluster_role_binding_objects() -> &'static Builtins {
 /// The default aggregated ClusterRoles (`admin`, `edit`, `view`).
 pub fn aggregated_names() -> impl Iterator<Item = &'static str> {
     let objects = cluster_role_objects();
-    objects
-        .names()
-        .filter(|n| objects.get(n).is_some_and(|o| o.get("aggregationRule").is_some()))
+    objects.names().filter(|n| {
+        objects
+            .get(n)
+            .is_some_and(|o| o.get("aggregationRule").is_some())
+    })
 }
 
 /// How many rules `system:aggregate-to-view` has (tests).
