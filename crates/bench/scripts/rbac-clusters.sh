@@ -12,7 +12,8 @@
 #          cluster's RBAC policy is compiled and cached by the server.
 #
 # Prints one JSON line per server with the RSS after populating (kplane-bench's figure),
-# the RSS after the list phase (VmRSS), the load average; then the medians and the ratio.
+# the RSS after the list phase (VmRSS), how many clusters' RBAC policies the server holds
+# (`kplane_rbac_cached_*` of /metrics), the load average; then the medians and the ratio.
 #
 #   crates/bench/scripts/rbac-clusters.sh [N] [ROUNDS]     (release build; KPLANE, KPLANE_BENCH)
 #
@@ -42,13 +43,16 @@ one() { # one MODE ROUND: a fresh server, the clusters scenario, one JSON line
         --json --size 1024 --scenario clusters --clusters "$N" --objects-per-cluster "$OBJECTS" \
         --concurrency "$CONC" --duration 900s --setup-timeout 30m --keep "${extra[@]}" \
         >"$work/$mode-$round.json"
-    local rss
+    local rss metrics
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+    metrics=$(kubectl --kubeconfig "$data/admin.kubeconfig" get --raw /metrics)
     stop_server
     echo "{\"mode\": \"$mode\", \"round\": $round, \"clusters\": $N," \
         "\"created\": $(field "$work/$mode-$round.json" 'r.get("clusters_created")')," \
         "\"rss_mib_populated\": $(field "$work/$mode-$round.json" 'r.get("server_rss_mib", {}).get("populated")')," \
         "\"rss_mib_after_lists\": $(python3 -c "print(round($rss / 1024, 1))")," \
+        "\"rbac_cached_clusters\": $(echo "$metrics" | awk '$1 == "kplane_rbac_cached_clusters" {print $2}')," \
+        "\"rbac_cached_policies\": $(echo "$metrics" | awk '$1 == "kplane_rbac_cached_policies" {print $2}')," \
         "\"per_cluster_ms\": $(field "$work/$mode-$round.json" 'r.get("latency_ms")')," \
         "\"errors\": $(field "$work/$mode-$round.json" 'r["errors"]')," \
         "\"loadavg\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}" | tee -a "$work/lines.jsonl"
