@@ -58,7 +58,7 @@ pub struct WatchSetup {
     /// A multi-cluster watch: each object gets the `kplane.io/cluster` annotation.
     annotate: bool,
     /// The built-in objects of a one-cluster watch: a stored object taking the place of
-    /// one is a MODIFIED, its deletion a MODIFIED back to the built-in.
+    /// one is a MODIFIED, its deletion a DELETED and the built-in's ADDED.
     builtins: Option<Overlay>,
     /// Events ready to send: the current batch of initial events, a bookmark, an error.
     queue: VecDeque<WatchItem>,
