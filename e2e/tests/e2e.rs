@@ -19,6 +19,7 @@ mod oidc;
 mod python;
 mod rbac;
 mod rbac_aggregation;
+mod rbac_defaults;
 mod rbac_users;
 mod sa_tokens;
 mod shutdown;

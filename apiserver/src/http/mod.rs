@@ -393,7 +393,18 @@ async fn metrics_endpoint(state: &AppState) -> Response {
         logical_clusters: state.registry.known_clusters() as u64,
         event_window_seconds: state.event_window.as_secs(),
         stats: storage.stats(),
-        extra: vec![(
+        extra: vec![
+            (
+                "kplane_rbac_cached_clusters".into(),
+                "Logical clusters whose compiled RBAC policy is cached.".into(),
+                state.registry.rbac_cache().len() as f64,
+            ),
+            (
+                "kplane_rbac_cached_policies".into(),
+                "Cached RBAC policies of logical clusters with RBAC objects of their own (the others share one empty policy).".into(),
+                state.registry.rbac_cache().non_empty() as f64,
+            ),
+            (
             "kplane_lifecycle_queue_depth".into(),
             "Background work items (namespace emptying, CRD cleanup, garbage collection) queued or running; retries waiting for their delay are not counted.".into(),
             state.registry.queued_work() as f64,

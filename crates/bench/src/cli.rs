@@ -78,6 +78,16 @@ pub struct Opts {
     /// Logical clusters to create (clusters scenario).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub clusters: u32,
+    /// Clusters scenario: a bearer token of a user without admin rights (e.g. from the
+    /// server's `--token-auth-file`). Each new cluster then gets a RoleBinding of that user
+    /// (`--rbac-user`) to the ClusterRole `view` in `--namespace`, and the user lists the
+    /// cluster's ConfigMaps once it is populated and again in the list phase, so that every
+    /// cluster's RBAC policy is compiled and cached (issue 14's memory figure).
+    #[arg(long)]
+    pub rbac_token: Option<String>,
+    /// The user name `--rbac-token` authenticates as (the RoleBindings' subject).
+    #[arg(long, default_value = "kb-reader")]
+    pub rbac_user: String,
     /// Workspaces to create (workspaces, wildcard-watch) or delete (workspace-delete).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub workspaces: u32,

@@ -52,6 +52,8 @@ pub struct Ctx {
     pub opts: Opts,
     pub endpoint: Endpoint,
     pub target: Arc<Target>,
+    /// The `--rbac-token` user's target (the endpoint with that token, no client certificate).
+    pub rbac_target: Option<Arc<Target>>,
     /// Short random id that makes names and labels of this run unique.
     pub run: String,
     /// Spread scopes for create/get/update/mixed (clusters × namespaces); first is the base.
@@ -69,6 +71,17 @@ pub struct Ctx {
 impl Ctx {
     pub fn new(opts: Opts, endpoint: Endpoint) -> Result<Ctx> {
         let target = Arc::new(Target::new(&endpoint, opts.request_timeout)?);
+        let rbac_target = match &opts.rbac_token {
+            Some(token) => {
+                let ep = Endpoint {
+                    auth: crate::kubeconfig::Auth::Bearer(token.clone()),
+                    client_identity: None,
+                    ..endpoint.clone()
+                };
+                Some(Arc::new(Target::new(&ep, opts.request_timeout)?))
+            }
+            None => None,
+        };
         let run = run_id();
         let base_prefix = endpoint.server.path.clone();
         let clusters: Vec<String> = if opts.cluster_spread <= 1 {
@@ -110,6 +123,7 @@ impl Ctx {
             opts,
             endpoint,
             target,
+            rbac_target,
             run,
             scopes,
             pad,
@@ -122,6 +136,11 @@ impl Ctx {
     /// A fresh connection (opened on first use).
     pub fn conn(&self) -> Conn {
         Conn::new(self.target.clone())
+    }
+
+    /// A fresh connection as the `--rbac-token` user, if one was given.
+    pub fn rbac_conn(&self) -> Option<Conn> {
+        self.rbac_target.clone().map(Conn::new)
     }
 
     /// A connection for setup and cleanup requests (bounded by the setup timeout, which may

@@ -66,7 +66,7 @@ impl Registry {
             ..w.clone()
         };
         for _ in 0..APPLY_RETRIES {
-            let current = self.get_stored(t, name).await?;
+            let current = self.get_current(t, name).await?;
             // Whether the API form is the stored bytes as they are (then the decoded live
             // object doubles as the stored one for the update).
             let mut live_is_stored = false;

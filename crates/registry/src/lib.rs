@@ -9,6 +9,7 @@
 
 pub mod admission;
 pub mod apply;
+pub mod builtins;
 mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;

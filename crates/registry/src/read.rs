@@ -12,6 +12,7 @@ use kplane_storage::{Key, KeyValue, ListOptions, Prefix, Revision, Storage};
 use serde_json::json;
 use std::sync::Arc;
 
+use super::builtins::Overlay;
 use super::selection::Selection;
 use super::{storage_error, too_large_rv, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
@@ -158,6 +159,8 @@ struct ListRest {
     reads: BatchReads,
     /// The last key returned; `None` once the list is complete.
     after: Option<Key>,
+    /// The built-in objects merged in.
+    overlay: Option<Overlay>,
 }
 
 impl std::fmt::Debug for ListRest {
@@ -187,6 +190,7 @@ impl ListRest {
             &self.rt,
             &self.selection,
             &opts,
+            self.overlay.as_ref(),
         )
         .await?;
         self.after = read.last;
@@ -203,13 +207,15 @@ struct Read {
 }
 
 /// Reads the items of `prefix` that `selection` matches, as `opts` says (the one storage
-/// read behind a page and behind every batch of a streamed list).
+/// read behind a page and behind every batch of a streamed list), with the built-in
+/// objects of `overlay` merged in.
 async fn read_page(
     storage: &dyn Storage,
     prefix: &Prefix,
     rt: &ResourceType,
     selection: &Selection,
     opts: &ListOptions,
+    overlay: Option<&Overlay>,
 ) -> ApiResult<Read> {
     let filter = |kv: &KeyValue| selection.matches_bytes(&kv.value);
     let filter: Option<kplane_storage::Filter<'_>> = if selection.is_everything() {
@@ -225,6 +231,9 @@ async fn read_page(
         (true, Some(last)) => Some(last.key.clone()),
         _ => None,
     };
+    if let Some(ov) = overlay {
+        return merge_builtins(res.items, res.revision, last, rt, selection, opts, ov);
+    }
     // Objects of a multi-cluster list name their cluster; one cluster's are sent as read.
     let annotate = prefix.cluster.one().is_none();
     let items = res
@@ -242,6 +251,62 @@ async fn read_page(
     Ok(Read {
         items,
         revision: res.revision,
+        last,
+    })
+}
+
+/// A page of stored items (in key order, `last` set when more follow) with the built-in
+/// objects of `ov` that fall in its range merged in by name, cut at `opts.limit`.
+fn merge_builtins(
+    stored: Vec<KeyValue>,
+    revision: Revision,
+    last: Option<Key>,
+    rt: &ResourceType,
+    selection: &Selection,
+    opts: &ListOptions,
+    ov: &Overlay,
+) -> ApiResult<Read> {
+    let after = opts.start_after.as_ref().map(|k| k.name.as_str());
+    // With more stored items to come, only the built-ins up to the last one read belong
+    // here; the rest come with the pages that reach them.
+    let upto: Option<String> = last.as_ref().map(|k| k.name.clone());
+    let mut builtins = ov
+        .names_between(after, upto.as_deref())
+        .filter_map(|n| Some((n.to_string(), ov.render(rt, n)?)))
+        .filter(|(_, b)| selection.matches_bytes(b))
+        .peekable();
+    let mut stored = stored.into_iter().peekable();
+    let mut merged: Vec<(String, Bytes)> = Vec::new();
+    loop {
+        let take_stored = match (stored.peek(), builtins.peek()) {
+            (Some(kv), Some((n, _))) => kv.key.name < *n,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        if take_stored {
+            if let Some(kv) = stored.next() {
+                merged.push((kv.key.name, super::to_api(rt, kv.value)?));
+            }
+        } else if let Some(b) = builtins.next() {
+            merged.push(b);
+        }
+    }
+    let mut last = last;
+    if let Some(limit) = opts.limit.filter(|l| merged.len() > *l && *l > 0) {
+        merged.truncate(limit);
+        last = merged.last().map(|(name, _)| {
+            Key::new(
+                ov.cluster.as_str(),
+                rt.storage_resource.as_str(),
+                "",
+                name.as_str(),
+            )
+        });
+    }
+    Ok(Read {
+        items: merged.into_iter().map(|(_, b)| b).collect(),
+        revision,
         last,
     })
 }
@@ -295,15 +360,9 @@ fn parse_rv(s: &str) -> ApiResult<Revision> {
 }
 
 impl Registry {
-    /// Reads one object in the target's API version.
+    /// Reads one object in the target's API version (a built-in one when none is stored).
     pub async fn get(&self, t: &Target, name: &str) -> ApiResult<Bytes> {
-        let key = t.key(name)?;
-        match self
-            .storage
-            .get(&key)
-            .await
-            .map_err(|e| storage_error(e, &t.rt, name))?
-        {
+        match self.get_current(t, name).await? {
             Some(kv) => super::to_api(&t.rt, kv.value),
             None => Err(ApiError::from(Status::not_found(
                 &t.rt.group,
@@ -350,7 +409,8 @@ impl Registry {
     /// Lists what `p` asks for: a `limit` page with its continue token, or without
     /// `limit` the whole list as one snapshot, read in batches as it is consumed.
     pub async fn list(&self, t: &Target, p: &ListParams) -> ApiResult<ListPage> {
-        self.list_reading(t, p, BatchReads::AtListRevision).await
+        self.list_reading(t, p, BatchReads::AtListRevision, true)
+            .await
     }
 
     /// Like [`Registry::list`] without `limit`, but every batch after the first reads the
@@ -360,7 +420,8 @@ impl Registry {
         let mut lp = p.clone();
         lp.limit = None;
         lp.continue_token = None;
-        self.list_reading(t, &lp, BatchReads::Latest).await
+        // Built-in objects cannot be deleted: a collection's deletion leaves them.
+        self.list_reading(t, &lp, BatchReads::Latest, false).await
     }
 
     async fn list_reading(
@@ -368,6 +429,7 @@ impl Registry {
         t: &Target,
         p: &ListParams,
         reads: BatchReads,
+        with_builtins: bool,
     ) -> ApiResult<ListPage> {
         let selection = Selection::for_params(&t.rt, p)?;
         // Without a limit the list is read in batches (see `ListRest`).
@@ -404,7 +466,26 @@ impl Registry {
             }
         }
         let prefix = t.prefix();
-        let read = read_page(&*self.storage, &prefix, &t.rt, &selection, &opts).await?;
+        // Built-in objects are merged at one revision (a stored object of the same name
+        // at that revision hides one), so the read is pinned first.
+        let overlay = match with_builtins && self.builtins_of(t).is_some() {
+            true => {
+                let rev = *opts
+                    .at_revision
+                    .get_or_insert_with(|| self.storage.current_revision());
+                self.list_overlay(t, rev).await?
+            }
+            false => None,
+        };
+        let read = read_page(
+            &*self.storage,
+            &prefix,
+            &t.rt,
+            &selection,
+            &opts,
+            overlay.as_ref(),
+        )
+        .await?;
         let (continue_token, rest) = match read.last {
             Some(after) if batched => (
                 None,
@@ -416,6 +497,7 @@ impl Registry {
                     revision: read.revision,
                     reads,
                     after: Some(after),
+                    overlay,
                 })),
             ),
             Some(last) => (Some(encode_continue(read.revision, &last)), None),

@@ -14,6 +14,7 @@ use rand::Rng;
 use serde_json::json;
 use tokio::time::Instant;
 
+use super::builtins::Overlay;
 use super::selection::Selection;
 use super::{storage_error, ListPage, Registry, ResourceType, Target};
 use crate::error::ApiResult;
@@ -56,6 +57,9 @@ pub struct WatchSetup {
     selection: Selection,
     /// A multi-cluster watch: each object gets the `kplane.io/cluster` annotation.
     annotate: bool,
+    /// The built-in objects of a one-cluster watch: a stored object taking the place of
+    /// one is a MODIFIED, its deletion a DELETED and the built-in's ADDED.
+    builtins: Option<Overlay>,
     /// Events ready to send: the current batch of initial events, a bookmark, an error.
     queue: VecDeque<WatchItem>,
     /// The initial list, sent batch by batch (bounded memory however long it is).
@@ -138,6 +142,7 @@ impl Registry {
             rt: t.rt.clone(),
             selection,
             annotate: t.cluster.is_multi(),
+            builtins: None,
             queue: VecDeque::new(),
             initial: None,
             pending: None,
@@ -146,6 +151,15 @@ impl Registry {
             deadline: Instant::now() + timeout,
             shutdown: self.shutdown.clone(),
         };
+        if let Some((builtins, cluster)) = self.builtins_of(t) {
+            let birth = self.cluster_birth(&cluster).await?;
+            setup.builtins = Some(Overlay {
+                builtins,
+                cluster,
+                birth,
+                hidden: Default::default(),
+            });
+        }
         let rv = p.resource_version.as_deref();
         let send_initial = match p.send_initial_events {
             Some(b) => b,
@@ -272,7 +286,12 @@ impl WatchSetup {
     }
 
     /// Applies the selection to one storage event.
-    fn translate(&self, e: &kplane_storage::Event) -> Option<WatchItem> {
+    fn translate(&mut self, e: &kplane_storage::Event) -> Option<WatchItem> {
+        if let Some(mut items) = self.translate_over_builtin(e) {
+            let first = items.pop_front();
+            self.queue.extend(items);
+            return first;
+        }
         let now = self.selection.matches_bytes(&e.kv.value);
         let before = e.prev.as_ref().map(|p| self.selection.matches_bytes(p));
         let ty = match e.event_type {
@@ -294,5 +313,46 @@ impl WatchSetup {
             object
         };
         Some(WatchItem { ty, object })
+    }
+
+    /// The events of a stored object of a built-in's name appearing or going: the built-in
+    /// was there before and is there again after. Its appearance is a MODIFIED (a write
+    /// over the built-in); its deletion a DELETED followed by the built-in's ADDED (as
+    /// kube-apiserver re-creates a deleted default, and so that `kubectl delete --wait`
+    /// sees the deletion). `None` for any other event.
+    fn translate_over_builtin(&self, e: &kplane_storage::Event) -> Option<VecDeque<WatchItem>> {
+        let ov = self.builtins.as_ref()?;
+        let name = e.kv.key.name.as_str();
+        if !ov.builtins.contains(name) || e.event_type == EventType::Modified {
+            return None;
+        }
+        // The built-in as it reads from this event's revision on (a resumed watch
+        // continues from there).
+        let builtin =
+            ov.builtins
+                .render(&self.rt, &ov.cluster, name, &ov.birth, e.kv.mod_revision)?;
+        let shown = self.selection.matches_bytes(&builtin);
+        let stored = || super::to_api(&self.rt, e.kv.value.clone()).ok();
+        let item = |ty, object: Option<Bytes>| object.map(|object| WatchItem { ty, object });
+        let items = match e.event_type {
+            EventType::Added => match (shown, self.selection.matches_bytes(&e.kv.value)) {
+                (true, true) => item(WatchType::Modified, stored()),
+                (false, true) => item(WatchType::Added, stored()),
+                (true, false) => item(WatchType::Deleted, stored()),
+                (false, false) => None,
+            },
+            _ => {
+                let before = match &e.prev {
+                    Some(p) => self.selection.matches_bytes(p),
+                    None => self.selection.matches_bytes(&e.kv.value),
+                };
+                let gone = before.then(|| item(WatchType::Deleted, stored())).flatten();
+                let back = shown
+                    .then(|| item(WatchType::Added, Some(builtin)))
+                    .flatten();
+                return Some(gone.into_iter().chain(back).collect());
+            }
+        };
+        Some(items.into_iter().collect())
     }
 }

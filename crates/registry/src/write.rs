@@ -126,6 +126,12 @@ impl Registry {
                     Some(&candidate),
                 )
                 .await?;
+            // A built-in object exists in every cluster that stores none of its name.
+            if self.builtins_of(t).is_some_and(|(b, _)| b.contains(&name)) {
+                return Err(ApiError::from(Status::already_exists(
+                    &rt.group, &rt.plural, &name,
+                )));
+            }
             if w.dry_run {
                 return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
             }
@@ -180,7 +186,7 @@ impl Registry {
             )));
         }
         let body_rv = meta::body_resource_version(&obj)?;
-        let Some(current) = self.get_stored(t, name).await? else {
+        let Some(current) = self.get_current(t, name).await? else {
             if rt.strategy.allow_create_on_update() && sub.is_none() {
                 if body_rv.is_some() {
                     return Err(ApiError::from(Status::not_found(
@@ -289,6 +295,14 @@ impl Registry {
             m.insert("managedFields".into(), mf);
         }
         meta::prepare_update(&mut new, &old, rt)?;
+        if current.create_revision == 0 {
+            // The stored object written over a built-in one is a new object: once it is
+            // deleted the built-in shows again, and a client waiting for the deletion
+            // (`kubectl delete --wait`) tells the two apart by uid.
+            let m = meta::meta_mut(&mut new)?;
+            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("creationTimestamp".into(), json!(meta::now_time()));
+        }
         super::managed::record_update(rt, Some(&old), &mut new, sub, w);
         rt.strategy
             .controller_status(self, &cluster, &mut new)
@@ -334,7 +348,11 @@ impl Registry {
             return to_bytes(&preview).and_then(|b| super::to_api(rt, b));
         }
         let key = t.key(name)?;
-        let pre = Precondition::ModRevision(current.mod_revision);
+        // A built-in object's first write creates the stored object in its place.
+        let pre = match current.create_revision {
+            0 => Precondition::MustNotExist,
+            _ => Precondition::ModRevision(current.mod_revision),
+        };
         // The last finalizer of a deleting object removed: the object goes.
         let gone = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
@@ -373,7 +391,7 @@ impl Registry {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let Some(current) = self.get_stored(t, name).await? else {
+            let Some(current) = self.get_current(t, name).await? else {
                 return Err(ApiError::from(Status::not_found(
                     &rt.group, &rt.plural, name,
                 )));
@@ -435,6 +453,9 @@ impl Registry {
         self.refuse_if_terminating(&cluster)?;
         for _ in 0..PATCH_RETRIES {
             let Some(current) = self.get_stored(t, name).await? else {
+                if self.builtin_current(t, name).await?.is_some() {
+                    return Err(crate::builtins::undeletable(&rt, name));
+                }
                 return Err(ApiError::from(Status::not_found(
                     &rt.group, &rt.plural, name,
                 )));

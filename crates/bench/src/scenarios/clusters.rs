@@ -7,6 +7,11 @@
 //! `kb-<run>-<i>` in `<name>` and waiting until it is Ready (part of the operation), then
 //! written to. Servers without logical clusters get an `unsupported` error. The Workspaces
 //! (and with them everything in their clusters) are deleted at the end unless `--keep`.
+//!
+//! With `--rbac-token`, every cluster also gets a RoleBinding of `--rbac-user` to `view` in
+//! the namespace, that user lists the cluster's ConfigMaps once it is populated (a 403 is
+//! an error), and the list phase runs as that user: every cluster's RBAC policy is then
+//! compiled and held by the server, as issue 14's memory figure asks.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,6 +36,8 @@ struct PopulateWorker {
     /// Workspaces created (deleted at the end).
     workspaces: Arc<Mutex<Vec<String>>>,
     missed: ErrorCounts,
+    /// The `--rbac-token` user's connection.
+    rbac: Option<Conn>,
 }
 
 impl PopulateWorker {
@@ -54,6 +61,22 @@ impl PopulateWorker {
             self.conn
                 .call_ok(Method::POST, &scope.configmaps(), Some(body))
                 .await?;
+        }
+        if let Some(rbac) = self.rbac.as_mut() {
+            let binding = json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "kb-reader", "namespace": scope.namespace},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": self.ctx.opts.rbac_user}],
+            });
+            let path = format!(
+                "{}/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings",
+                scope.prefix, scope.namespace
+            );
+            self.conn
+                .call_ok(Method::POST, &path, Some(binding.to_string().into()))
+                .await?;
+            rbac.call_ok(Method::GET, &scope.configmaps(), None).await?;
         }
         Ok(())
     }
@@ -121,6 +144,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     report.set("objects_per_cluster", ctx.opts.objects_per_cluster);
     report.set("concurrency", ctx.opts.concurrency);
     report.set("size", ctx.opts.size);
+    report.set("rbac_user", ctx.rbac_target.is_some());
     let Some(watch) = super::ws::start_for(ctx, &mut report, "clusters").await else {
         return report;
     };
@@ -141,6 +165,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
             created: created.clone(),
             workspaces: workspaces.clone(),
             missed: ErrorCounts::default(),
+            rbac: ctx.rbac_conn(),
         })
         .collect();
     // One operation per cluster: the count is the number of clusters, there is no warm-up.
@@ -178,7 +203,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         let next = Arc::new(AtomicU64::new(0));
         let workers = (0..ctx.opts.concurrency)
             .map(|_| ListWorker {
-                conn: ctx.conn(),
+                conn: ctx.rbac_conn().unwrap_or_else(|| ctx.conn()),
                 next: next.clone(),
                 scopes: scopes.clone(),
             })

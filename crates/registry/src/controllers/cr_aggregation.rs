@@ -16,6 +16,13 @@
 //! those whose rules differ, with the resourceVersion read as precondition, under upstream's
 //! field manager ([`FIELD_MANAGER`]); its own write queues one more sync, which finds
 //! nothing to do.
+//!
+//! The default `admin`, `edit` and `view` (not stored, [`defaults`]) are shown with the
+//! rules the defaults aggregate to. Once a cluster's own ClusterRoles add rules to one
+//! (a label `rbac.authorization.k8s.io/aggregate-to-*`), the controller writes that role
+//! as a stored object in the default's place (from the default object, with its uid), so
+//! what `kubectl get clusterrole admin -o yaml` shows stays what is enforced; from then on
+//! it is an aggregated stored role like any other.
 
 use std::sync::Arc;
 
@@ -40,6 +47,13 @@ fn aggregates(v: &Value) -> bool {
         .is_some_and(|s| !s.is_empty())
 }
 
+/// Whether a stored ClusterRole carries a label the default aggregated roles select
+/// (`rbac.authorization.k8s.io/aggregate-to-admin|edit|view`; a byte search, most roles
+/// carry none).
+fn contributes_to_defaults(stored: &[u8]) -> bool {
+    memchr::memmem::find(stored, b"rbac.authorization.k8s.io/aggregate-to-").is_some()
+}
+
 /// `rules` of a stored role in the normal form [`Rule::to_json`] writes.
 fn normalized_rules(v: &Value) -> Vec<Value> {
     v.get("rules")
@@ -50,7 +64,7 @@ fn normalized_rules(v: &Value) -> Vec<Value> {
 
 impl Registry {
     /// Writes the rules of every aggregated ClusterRole of `cluster`; `false` to be retried.
-    pub(super) async fn sync_cluster_role_aggregation(
+    pub(crate) async fn sync_cluster_role_aggregation(
         &self,
         cluster: &ClusterName,
     ) -> ApiResult<bool> {
@@ -65,7 +79,16 @@ impl Registry {
             .filter_map(|kv| Some((kv, serde_json::from_slice::<Value>(&kv.value).ok()?)))
             .filter(|(_, v)| aggregates(v) && !meta::is_deleting(v))
             .collect();
-        if aggregated.is_empty() {
+        // The default aggregated roles this cluster does not store: written (as the
+        // stored object in the default's place) once the cluster's own roles add to them.
+        let unstored: Vec<&str> = defaults::aggregated_names()
+            .filter(|n| !res.items.iter().any(|kv| kv.key.name == *n))
+            .collect();
+        let labelled = res
+            .items
+            .iter()
+            .any(|kv| contributes_to_defaults(&kv.value));
+        if aggregated.is_empty() && !labelled {
             return Ok(true);
         }
         let Some(rt) = self
@@ -87,6 +110,30 @@ impl Registry {
         };
         let w = WriteParams::controller_named(FIELD_MANAGER);
         let mut done = true;
+        for name in unstored {
+            let Some(default) = defaults::cluster_role_objects().get(name) else {
+                continue;
+            };
+            let want: Vec<Value> = policy
+                .cluster_role_rules(name)
+                .unwrap_or_default()
+                .iter()
+                .map(Rule::to_json)
+                .collect();
+            if want == normalized_rules(default) {
+                continue;
+            }
+            let Some(current) = self.builtin_current(&t, name).await? else {
+                continue;
+            };
+            let mut updated: Value = serde_json::from_slice(&current.value)
+                .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
+            updated["rules"] = Value::Array(want);
+            if let Err(e) = self.update(&t, name, None, updated, &w).await {
+                write_failed(FIELD_MANAGER, cluster.as_str(), &t.rt, "", name, &e);
+                done = false;
+            }
+        }
         for (kv, role) in aggregated {
             let name = kv.key.name.as_str();
             let want: Vec<Value> = policy
@@ -127,7 +174,10 @@ impl InformerHandler for Feed {
         if kv.key.resource != CLUSTER_ROLES {
             return;
         }
-        if replay && !serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| aggregates(&v)) {
+        if replay
+            && !contributes_to_defaults(&kv.value)
+            && !serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| aggregates(&v))
+        {
             return;
         }
         let Some(cluster) = super::stored_cluster(&kv.key) else {

@@ -90,6 +90,13 @@ impl Cache {
         self.layers.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
+    /// Logical clusters with a cached layer of RBAC objects of their own (not the shared
+    /// empty one).
+    pub fn non_empty(&self) -> usize {
+        let layers = self.layers.read().unwrap_or_else(|e| e.into_inner());
+        layers.values().filter(|l| !Arc::ptr_eq(l, &EMPTY)).count()
+    }
+
     /// Whether no layer is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

@@ -8,14 +8,19 @@
 //!
 //! They are compiled once into one [`Layer`] shared by every logical cluster: each
 //! cluster's own stored RBAC objects are evaluated above it (a stored object of the same
-//! name takes the default's place), so 10,000 clusters hold no copy of them.
+//! name takes the default's place), so 10,000 clusters hold no copy of them. They are also
+//! served as objects, with upstream's label `kubernetes.io/bootstrapping: rbac-defaults`
+//! and annotation `rbac.authorization.kubernetes.io/autoupdate: "true"`: built-in objects
+//! of the ClusterRole and ClusterRoleBinding types ([`crate::builtins`]), rendered per
+//! cluster on read from the one copy here.
 
 use std::sync::{Arc, LazyLock};
 
 use serde_json::{json, Value};
 
-use super::policy::{Layer, Role};
+use super::policy::{Layer, Policy, Role};
 use super::rules::Rule;
+use crate::builtins::Builtins;
 
 /// The label upstream puts on every bootstrapped object.
 pub const BOOTSTRAP_LABEL: (&str, &str) = ("kubernetes.io/bootstrapping", "rbac-defaults");
@@ -377,6 +382,72 @@ static DEFAULTS: LazyLock<Arc<Layer>> = LazyLock::new(|| {
 /// The defaults, compiled once.
 pub fn layer() -> &'static Arc<Layer> {
     &DEFAULTS
+}
+
+/// The annotation upstream puts on every bootstrapped object (its reconciler may rewrite
+/// the object at start-up).
+pub const AUTOUPDATE_ANNOTATION: (&str, &str) =
+    ("rbac.authorization.kubernetes.io/autoupdate", "true");
+
+fn with_autoupdate(mut obj: Value) -> Value {
+    obj["metadata"]["annotations"] = json!({AUTOUPDATE_ANNOTATION.0: AUTOUPDATE_ANNOTATION.1});
+    obj
+}
+
+/// A default ClusterRole as an object: an aggregated role with the rules the defaults
+/// aggregate to (what RBAC evaluates it with in a cluster that adds no role to it).
+fn role_json(role: &Role, policy: &Policy<'_>) -> Value {
+    let rules: Vec<Value> = policy
+        .cluster_role_rules(&role.name)
+        .unwrap_or(&role.rules)
+        .iter()
+        .map(Rule::to_json)
+        .collect();
+    let mut obj = json!({
+        "metadata": {"name": role.name, "labels": role.labels},
+        "rules": rules,
+    });
+    if let Some(selectors) = &role.aggregation {
+        obj["aggregationRule"] = json!({"clusterRoleSelectors": selectors});
+    }
+    with_autoupdate(obj)
+}
+
+static ROLE_OBJECTS: LazyLock<Builtins> = LazyLock::new(|| {
+    let empty = Layer::default();
+    let policy = Policy {
+        cluster: &empty,
+        defaults: layer(),
+    };
+    Builtins::new(cluster_roles().iter().map(|r| role_json(r, &policy)))
+});
+
+static BINDING_OBJECTS: LazyLock<Builtins> = LazyLock::new(|| {
+    Builtins::new(
+        CLUSTER_ROLE_BINDINGS
+            .iter()
+            .map(|(n, r, g)| with_autoupdate(binding_json(n, r, g))),
+    )
+});
+
+/// The default ClusterRoles as the objects every logical cluster shows.
+pub fn cluster_role_objects() -> &'static Builtins {
+    &ROLE_OBJECTS
+}
+
+/// The default ClusterRoleBindings as the objects every logical cluster shows.
+pub fn cluster_role_binding_objects() -> &'static Builtins {
+    &BINDING_OBJECTS
+}
+
+/// The default aggregated ClusterRoles (`admin`, `edit`, `view`).
+pub fn aggregated_names() -> impl Iterator<Item = &'static str> {
+    let objects = cluster_role_objects();
+    objects.names().filter(|n| {
+        objects
+            .get(n)
+            .is_some_and(|o| o.get("aggregationRule").is_some())
+    })
 }
 
 /// How many rules `system:aggregate-to-view` has (tests).

@@ -15,7 +15,7 @@
 //! upstream's aggregation controller writes them; the defaults' aggregation is computed
 //! once, a cluster's only when it stores ClusterRoles of its own.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use kplane_types::{RequestInfo, UserInfo};
@@ -83,21 +83,67 @@ struct Grant {
     subject: Arc<str>,
 }
 
+/// Entries sorted by name, looked up by binary search: a compiled layer is held for every
+/// logical cluster that uses RBAC, so its maps are exact-size slices rather than hash maps
+/// (a one-entry hash map allocates four buckets).
+type ByName<T> = Box<[(Box<str>, T)]>;
+
+fn sorted<T>(map: HashMap<String, T>) -> ByName<T> {
+    let mut v: Vec<(Box<str>, T)> = map
+        .into_iter()
+        .map(|(k, t)| (k.into_boxed_str(), t))
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v.into_boxed_slice()
+}
+
+fn find<'a, T>(list: &'a [(Box<str>, T)], name: &str) -> Option<&'a T> {
+    list.binary_search_by(|(k, _)| (**k).cmp(name))
+        .ok()
+        .and_then(|i| list.get(i))
+        .map(|(_, t)| t)
+}
+
 /// Bindings by the user and group names they name.
 #[derive(Debug, Default)]
 struct Subjects {
+    users: ByName<Box<[Grant]>>,
+    groups: ByName<Box<[Grant]>>,
+}
+
+/// [`Subjects`] while a layer is built.
+#[derive(Debug, Default)]
+struct SubjectsBuilder {
     users: HashMap<String, Vec<Grant>>,
     groups: HashMap<String, Vec<Grant>>,
 }
 
+impl SubjectsBuilder {
+    fn build(self) -> Subjects {
+        let frozen = |m: HashMap<String, Vec<Grant>>| {
+            sorted(
+                m.into_iter()
+                    .map(|(k, v)| (k, v.into_boxed_slice()))
+                    .collect(),
+            )
+        };
+        Subjects {
+            users: frozen(self.users),
+            groups: frozen(self.groups),
+        }
+    }
+}
+
 impl Subjects {
     fn matching<'a>(&'a self, user: &'a UserInfo) -> impl Iterator<Item = &'a Grant> + 'a {
-        let by_user = self.users.get(&user.username).into_iter().flatten();
+        let by_user = find(&self.users, &user.username)
+            .into_iter()
+            .flat_map(|g| g.iter());
         let by_group = user
             .groups
             .iter()
-            .filter_map(|g| self.groups.get(g))
-            .flatten();
+            .filter_map(|g| find(&self.groups, g))
+            .flat_map(|g| g.iter());
         by_user.chain(by_group)
     }
 
@@ -113,10 +159,11 @@ pub struct Layer {
     /// Roles by namespace, then name.
     roles: HashMap<String, HashMap<String, Arc<Role>>>,
     cluster_bindings: Subjects,
-    /// The names of the ClusterRoleBindings (a stored one hides the default of its name).
-    cluster_binding_names: HashSet<String>,
+    /// The names of the ClusterRoleBindings, sorted (a stored one hides the default of its
+    /// name).
+    cluster_binding_names: Box<[Box<str>]>,
     /// RoleBindings by namespace.
-    bindings: HashMap<String, Subjects>,
+    bindings: ByName<Subjects>,
     /// The rules of aggregated ClusterRoles (set when the layer has ClusterRoles).
     aggregated: HashMap<String, Arc<[Rule]>>,
 }
@@ -143,17 +190,29 @@ impl Layer {
         for (ns, r) in roles {
             l.roles.entry(ns).or_default().insert(r.name.clone(), r);
         }
+        let mut cluster_bindings = SubjectsBuilder::default();
+        let mut names: Vec<Box<str>> = Vec::with_capacity(cluster_role_bindings.len());
         for b in cluster_role_bindings {
-            l.cluster_binding_names
-                .insert(crate::meta::name_of(b).to_string());
-            index_binding(&mut l.cluster_bindings, b, None);
+            names.push(crate::meta::name_of(b).into());
+            index_binding(&mut cluster_bindings, b, None);
         }
+        names.sort();
+        names.dedup();
+        l.cluster_binding_names = names.into_boxed_slice();
+        l.cluster_bindings = cluster_bindings.build();
+        let mut bindings: HashMap<String, SubjectsBuilder> = HashMap::new();
         for b in role_bindings {
             let ns = str_at(b, "/metadata/namespace").to_string();
-            let subjects = l.bindings.entry(ns.clone()).or_default();
+            let subjects = bindings.entry(ns.clone()).or_default();
             index_binding(subjects, b, Some(ns));
         }
-        l.bindings.retain(|_, s| !s.is_empty());
+        l.bindings = sorted(
+            bindings
+                .into_iter()
+                .map(|(ns, b)| (ns, b.build()))
+                .filter(|(_, s)| !s.is_empty())
+                .collect(),
+        );
         if !l.cluster_roles.is_empty() {
             l.aggregated = aggregate(&l.cluster_roles, below);
         }
@@ -169,7 +228,7 @@ impl Layer {
     }
 }
 
-fn index_binding(into: &mut Subjects, b: &Value, namespace: Option<String>) {
+fn index_binding(into: &mut SubjectsBuilder, b: &Value, namespace: Option<String>) {
     let role_kind = match str_at(b, "/roleRef/kind") {
         "Role" if namespace.is_some() => RoleKind::Role,
         "ClusterRole" => RoleKind::ClusterRole,
@@ -339,9 +398,13 @@ impl<'a> Policy<'a> {
             .defaults
             .cluster_bindings
             .matching(user)
-            .filter(move |g| !c.cluster_binding_names.contains(&g.binding.name));
+            .filter(move |g| {
+                c.cluster_binding_names
+                    .binary_search_by(|n| (**n).cmp(g.binding.name.as_str()))
+                    .is_err()
+            });
         let namespaced = namespace
-            .and_then(|ns| c.bindings.get(ns))
+            .and_then(|ns| find(&c.bindings, ns))
             .into_iter()
             .flat_map(move |s| s.matching(user));
         own.chain(defaults).chain(namespaced)

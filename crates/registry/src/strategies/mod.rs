@@ -98,6 +98,12 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
         NameRule::Dns1123Subdomain
     }
 
+    /// Objects every logical cluster holds without storing them, shown where the cluster
+    /// stores none of the same name ([`crate::builtins`]): the RBAC bootstrap roles.
+    fn builtins(&self, _rt: &ResourceType) -> Option<&'static crate::builtins::Builtins> {
+        None
+    }
+
     // ---- Create (`PrepareForCreate`, `Validate`, `WarningsOnCreate`) ------------------
 
     /// Defaulting of a request object (create and every update), before validation.

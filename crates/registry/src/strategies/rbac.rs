@@ -1,6 +1,8 @@
 //! rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding and ClusterRoleBinding
 //! (one strategy; `rt.kind` tells them apart): created on update, path-segment names,
-//! subject defaults, the roleRef rules (required, immutable) and rule validation.
+//! subject defaults, the roleRef rules (required, immutable) and rule validation, and the
+//! default ClusterRoles and ClusterRoleBindings every logical cluster shows as built-in
+//! objects.
 
 use kplane_types::{Cause, ClusterName};
 use serde_json::{json, Value};
@@ -9,7 +11,9 @@ use super::super::catalog::ResourceType;
 use super::super::meta::NameRule;
 use super::super::stored_form;
 use super::TypeStrategy;
+use crate::builtins::Builtins;
 use crate::error::ApiResult;
+use crate::rbac::defaults;
 use crate::Registry;
 
 #[derive(Debug)]
@@ -23,6 +27,15 @@ impl TypeStrategy for Rbac {
 
     fn name_rule(&self) -> NameRule {
         NameRule::PathSegment
+    }
+
+    /// The bootstrap ClusterRoles and ClusterRoleBindings (`rbac::defaults`).
+    fn builtins(&self, rt: &ResourceType) -> Option<&'static Builtins> {
+        match rt.kind.as_str() {
+            "ClusterRole" => Some(defaults::cluster_role_objects()),
+            "ClusterRoleBinding" => Some(defaults::cluster_role_binding_objects()),
+            _ => None,
+        }
     }
 
     fn default(&self, _rt: &ResourceType, obj: &mut Value) {
