@@ -13,8 +13,8 @@ use crate::naming::{
     HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION,
     TARGET_ANNOTATION, TARGET_LABEL,
 };
-use crate::references::RefKind;
 use crate::state::{annotation, CopyKey, ObjectKey, State};
+use kplane_types::pod_refs::RefKind;
 
 pub fn core_resource(kind: RefKind) -> ApiResource {
     ApiResource::from_gvk_with_plural(

@@ -15,7 +15,7 @@
 //!   again; a resync ([`sweep`]) removes what no source needs any more.
 //! - **Type-specific rules in one place** ([`kinds`]): what the host sets itself, what is
 //!   pushed down, what status comes back. The rest works on `DynamicObject`s.
-//! - The pod template's references are copied first ([`references`], [`copies`]).
+//! - The pod template's references (`kplane_types::pod_refs`) are copied first ([`copies`]).
 //! - Heartbeats and the drain on deletion are the SyncTarget's status ([`target`]);
 //!   progress is on `/metrics` ([`metrics`]).
 
@@ -28,7 +28,6 @@ pub mod metrics;
 pub mod naming;
 pub mod queue;
 pub mod reconcile;
-pub mod references;
 pub mod run;
 pub mod state;
 pub mod sweep;

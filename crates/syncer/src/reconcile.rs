@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use crate::copies::{self, ours};
 use crate::error::{is_status, Error, KubeContext as _, Result};
 use crate::naming::{SYNCER_FINALIZER, UID_ANNOTATION};
-use crate::references::{self, Reference};
 use crate::state::{annotation, slim, CopyKey, ObjectKey, State};
+use kplane_types::pod_refs::{self, Reference};
 
 fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
@@ -192,7 +192,7 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
     let refs: BTreeSet<Reference> = kind
         .pod_spec_pointer()
         .and_then(|p| source.pointer(p))
-        .map(references::extract)
+        .map(pod_refs::extract)
         .unwrap_or_default();
     let copy_keys: BTreeSet<CopyKey> = refs
         .iter()
@@ -209,7 +209,7 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
     if let Some(p) = kind.pod_spec_pointer() {
         if let Some(pod_spec) = desired.pointer_mut(p) {
             let layout = &state.layout;
-            references::rewrite(pod_spec, &|r| {
+            pod_refs::rewrite(pod_spec, &|r| {
                 layout.place(&key.cluster, &key.namespace, &r.name).1
             });
         }

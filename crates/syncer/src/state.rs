@@ -15,7 +15,7 @@ use crate::kinds::SyncedKind;
 use crate::metrics::Metrics;
 use crate::naming::{HostLayout, TargetRef, CLUSTER_ANNOTATION, TARGET_ANNOTATION};
 use crate::queue::WorkQueue;
-use crate::references::RefKind;
+use kplane_types::pod_refs::RefKind;
 
 /// A source object: index of its synced kind, logical cluster, namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

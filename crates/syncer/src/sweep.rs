@@ -14,8 +14,8 @@ use crate::naming::{
     HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION,
     TARGET_ANNOTATION, UID_ANNOTATION,
 };
-use crate::references::{self, RefKind};
 use crate::state::{annotation, Compact, CopyKey, ObjectKey, State};
+use kplane_types::pod_refs::{self, RefKind};
 
 /// Page size of host lists.
 const PAGE: u32 = 500;
@@ -131,7 +131,7 @@ pub async fn sweep(state: &State) -> Result<()> {
         let obj = obj.value();
         let refs = obj
             .pointer(pointer)
-            .map(references::extract)
+            .map(pod_refs::extract)
             .unwrap_or_default();
         referenced.extend(refs.into_iter().map(|r| CopyKey {
             kind: r.kind,

@@ -159,11 +159,7 @@ impl Registry {
         t: &TargetRef,
         spec: &TargetSpec,
     ) -> ApiResult<()> {
-        let plural = match kind {
-            refs::RefKind::Secret => "secrets",
-            refs::RefKind::ConfigMap => "configmaps",
-            refs::RefKind::ServiceAccount => "serviceaccounts",
-        };
+        let plural = kind.resource();
         let not_found = || ApiError::from(Status::not_found("", plural, name));
         if !covers(spec, &t.cluster, cluster) {
             return Err(not_found());

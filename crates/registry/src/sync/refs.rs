@@ -1,35 +1,14 @@
 //! Which Secrets, ConfigMaps and ServiceAccounts a synced object's pod template refers to
-//! (what the syncer copies to the host, and so what the sync endpoint lets it read):
-//! volumes (`secret`, `configMap`, and both inside `projected` sources), `envFrom`, `env`
-//! `valueFrom` (`secretKeyRef`, `configMapKeyRef`) of every container, init and ephemeral
-//! container, `imagePullSecrets`, and the ServiceAccount (`default` when unset).
+//! (what the syncer copies to the host, and so what the sync endpoint lets it read), per
+//! kind: the pod spec found in the object ([`pod_spec`]), its references found by the one
+//! walker the syncer uses too (`kplane_types::pod_refs`), and the ServiceAccount `default`
+//! when it names none.
 
 use std::collections::BTreeSet;
 
+pub use kplane_types::pod_refs::RefKind;
+use kplane_types::pod_refs::{self, Reference, DEFAULT_SERVICE_ACCOUNT};
 use serde_json::Value;
-
-/// The kinds of object a pod template refers to by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RefKind {
-    Secret,
-    ConfigMap,
-    ServiceAccount,
-}
-
-impl RefKind {
-    /// The core/v1 resource (plural) of this kind, or `None` for any other resource.
-    pub fn from_resource(group: &str, version: &str, plural: &str) -> Option<RefKind> {
-        if !group.is_empty() || version != "v1" {
-            return None;
-        }
-        match plural {
-            "secrets" => Some(RefKind::Secret),
-            "configmaps" => Some(RefKind::ConfigMap),
-            "serviceaccounts" => Some(RefKind::ServiceAccount),
-            _ => None,
-        }
-    }
-}
 
 /// The names a pod template refers to, per kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -84,60 +63,21 @@ pub fn of_object(obj: &Value) -> References {
     pod_spec(obj).map(references).unwrap_or_default()
 }
 
-fn items<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
-    v.get(key).and_then(Value::as_array).into_iter().flatten()
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-}
-
-fn add(set: &mut BTreeSet<String>, name: Option<&str>) {
-    if let Some(n) = name {
-        set.insert(n.to_string());
-    }
-}
-
-/// The references of a pod spec.
+/// The references of a pod spec (the one walker of `kplane_types::pod_refs`), and the
+/// `default` ServiceAccount when it names none: the pod runs as that one.
 pub fn references(spec: &Value) -> References {
     let mut r = References::default();
-    for vol in items(spec, "volumes") {
-        add(&mut r.secrets, str_at(vol, "/secret/secretName"));
-        add(&mut r.config_maps, str_at(vol, "/configMap/name"));
-        for src in vol
-            .pointer("/projected/sources")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            add(&mut r.secrets, str_at(src, "/secret/name"));
-            add(&mut r.config_maps, str_at(src, "/configMap/name"));
-        }
+    for Reference { kind, name } in pod_refs::extract(spec) {
+        match kind {
+            RefKind::Secret => r.secrets.insert(name),
+            RefKind::ConfigMap => r.config_maps.insert(name),
+            RefKind::ServiceAccount => r.service_accounts.insert(name),
+        };
     }
-    for list in ["containers", "initContainers", "ephemeralContainers"] {
-        for c in items(spec, list) {
-            for from in items(c, "envFrom") {
-                add(&mut r.secrets, str_at(from, "/secretRef/name"));
-                add(&mut r.config_maps, str_at(from, "/configMapRef/name"));
-            }
-            for env in items(c, "env") {
-                add(&mut r.secrets, str_at(env, "/valueFrom/secretKeyRef/name"));
-                add(
-                    &mut r.config_maps,
-                    str_at(env, "/valueFrom/configMapKeyRef/name"),
-                );
-            }
-        }
+    if r.service_accounts.is_empty() {
+        r.service_accounts
+            .insert(DEFAULT_SERVICE_ACCOUNT.to_string());
     }
-    for s in items(spec, "imagePullSecrets") {
-        add(&mut r.secrets, str_at(s, "/name"));
-    }
-    let sa = str_at(spec, "/serviceAccountName")
-        .or_else(|| str_at(spec, "/serviceAccount"))
-        .unwrap_or("default");
-    r.service_accounts.insert(sa.to_string());
     r
 }
 

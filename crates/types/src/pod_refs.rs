@@ -1,7 +1,9 @@
-//! The Secrets, ConfigMaps and ServiceAccount a pod template references, found and renamed
-//! by one walker over the pod spec (JSON), so extraction and rewriting can never disagree
-//! about where references are: volumes (also projected sources), envFrom, env valueFrom,
-//! imagePullSecrets, serviceAccountName.
+//! The Secrets, ConfigMaps and ServiceAccount a pod spec (JSON) references by name, found
+//! and renamed by one walker, so that what the sync endpoint lets a syncer read, what the
+//! syncer copies and what it rewrites can never disagree about where references are:
+//! volumes (also projected sources), envFrom and env valueFrom of every container, init and
+//! ephemeral container, imagePullSecrets, serviceAccountName (and its deprecated alias
+//! serviceAccount).
 
 use std::collections::BTreeSet;
 
@@ -34,6 +36,15 @@ impl RefKind {
     }
 
     pub const ALL: [RefKind; 3] = [RefKind::Secret, RefKind::ConfigMap, RefKind::ServiceAccount];
+
+    /// The kind whose core/v1 resource is `group`/`version`/`plural`, or `None` for any
+    /// other resource.
+    pub fn from_resource(group: &str, version: &str, plural: &str) -> Option<RefKind> {
+        if !group.is_empty() || version != "v1" {
+            return None;
+        }
+        RefKind::ALL.into_iter().find(|k| k.resource() == plural)
+    }
 }
 
 /// One referenced object (in the pod's own namespace).
@@ -156,6 +167,7 @@ pub fn rewrite(pod_spec: &mut Value, rename: &dyn Fn(&Reference) -> String) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -231,5 +243,19 @@ mod tests {
         let mut d = json!({"serviceAccountName": "default"});
         rewrite(&mut d, &|r| format!("{}-x", r.name));
         assert_eq!(d["serviceAccountName"], "default");
+    }
+
+    #[test]
+    fn kinds_are_found_by_their_core_resource() {
+        assert_eq!(
+            RefKind::from_resource("", "v1", "secrets"),
+            Some(RefKind::Secret)
+        );
+        assert_eq!(
+            RefKind::from_resource("", "v1", "serviceaccounts"),
+            Some(RefKind::ServiceAccount)
+        );
+        assert_eq!(RefKind::from_resource("apps", "v1", "secrets"), None);
+        assert_eq!(RefKind::from_resource("", "v1", "pods"), None);
     }
 }
