@@ -193,7 +193,8 @@ mod tests {
             .cloned()
             .unwrap();
         let t = Target::new(&ClusterName::root(), rt, None);
-        let n = WORKSPACE_WORKERS + 6;
+        // Above the slots, and ten times their number.
+        let n = 10 * WORKSPACE_WORKERS;
         let names: Vec<String> = (0..n).map(|i| format!("w{i}")).collect();
         for name in &names {
             let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
@@ -209,7 +210,7 @@ mod tests {
                 Err(e) => panic!("{e:?}"),
             }
         };
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(120);
         for name in &names {
             while phase(reg.clone(), t.clone(), name.clone()).await.as_deref() != Some("Ready") {
                 assert!(tokio::time::Instant::now() < deadline, "{name} not Ready");
