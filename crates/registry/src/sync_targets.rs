@@ -15,24 +15,20 @@
 //! next create sees its own target) and from the shared informer for every path that
 //! bypasses them (a workspace's cluster deletion). Writes that leave what the assignment
 //! reads unchanged (the syncer's heartbeats through `/status`) invalidate nothing. A
-//! generation counter keeps a build that raced with an invalidation from being stored.
-//! The map holds at most [`MAX_CLUSTERS`] entries; past that it is emptied and refills.
+//! generation counter keeps a build that raced with an invalidation from being stored, and
+//! the map is bounded ([`ClusterCache`]).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::{Arc, LazyLock};
 
 use kplane_storage::{Key, KeyValue, ListOptions, Prefix};
 use kplane_types::ClusterName;
 use serde_json::{Map, Value};
 
+use crate::cluster_cache::ClusterCache;
 use crate::controllers::informer::InformerHandler;
 use crate::error::ApiResult;
 use crate::strategies::sync_target::{TargetSpec, SYNC_TARGET_RESOURCE};
 use crate::Registry;
-
-/// The most logical clusters whose entries are kept.
-pub const MAX_CLUSTERS: usize = 65_536;
 
 /// One target as seen from a cluster: the cluster it lives in, and its spec.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,52 +53,33 @@ static EMPTY: LazyLock<Effective> = LazyLock::new(|| Arc::from(Vec::new()));
 
 /// Effective SyncTargets by logical cluster name.
 #[derive(Debug, Default)]
-pub struct Cache {
-    entries: RwLock<HashMap<String, Effective>>,
-    generation: AtomicU64,
-    builds: AtomicU64,
-}
+pub struct Cache(ClusterCache<Effective>);
 
 impl Cache {
     /// The cached entry of `cluster`.
     pub fn get(&self, cluster: &str) -> Option<Effective> {
-        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
-        entries.get(cluster).cloned()
+        self.0.get(cluster)
     }
 
     /// The generation to pass to [`Cache::insert`] for a build starting now.
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+        self.0.generation()
     }
 
     /// Caches the entry built from what was read after `generation` was taken, unless an
     /// invalidation came in between; returns the entry to use (empty ones shared).
     pub fn insert(&self, cluster: &str, list: Vec<Arc<Applicable>>, generation: u64) -> Effective {
-        self.builds.fetch_add(1, Ordering::Relaxed);
         let list = if list.is_empty() {
             EMPTY.clone()
         } else {
             Arc::from(list)
         };
-        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        if self.generation.load(Ordering::Acquire) == generation {
-            if entries.len() >= MAX_CLUSTERS {
-                entries.clear();
-            }
-            entries.insert(cluster.to_string(), list.clone());
-        }
-        list
+        self.0.insert(cluster, list, generation)
     }
 
     /// Forgets the entries of `cluster` and of every cluster below it.
     pub fn invalidate(&self, cluster: &str) {
-        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        entries.retain(|c, _| {
-            !(c == cluster
-                || c.strip_prefix(cluster)
-                    .is_some_and(|rest| rest.starts_with(':')))
-        });
+        self.0.invalidate_subtree(cluster);
     }
 
     /// Forgets `cluster`'s subtree if the stored SyncTarget `obj` of `cluster` reads
@@ -123,24 +100,22 @@ impl Cache {
 
     /// Forgets every entry.
     pub fn clear(&self) {
-        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        entries.clear();
+        self.0.clear();
     }
 
     /// Entries built from storage so far (tests, metrics).
     pub fn builds(&self) -> u64 {
-        self.builds.load(Ordering::Relaxed)
+        self.0.builds()
     }
 
     /// Logical clusters with a cached entry.
     pub fn len(&self) -> usize {
-        self.entries.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.0.len()
     }
 
     /// Whether no entry is cached.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_empty()
     }
 }
 

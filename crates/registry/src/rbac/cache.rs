@@ -3,8 +3,7 @@
 //! A cluster's layer is built the first time a request of that cluster is authorized (one
 //! consistent read of its four RBAC resources) and then served from memory: the hot path
 //! takes a read lock and clones an `Arc`. A cluster that stores no RBAC object shares one
-//! empty layer, so a cluster costs one map entry. The map holds at most [`MAX_CLUSTERS`]
-//! entries; past that it is emptied and refills on demand (memory stays bounded).
+//! empty layer, so a cluster costs one map entry. The map is bounded ([`ClusterCache`]).
 //!
 //! Invalidation: every write of a Role, ClusterRole, RoleBinding or ClusterRoleBinding
 //! drops its cluster's entry, synchronously from the RBAC strategy's after-write hooks
@@ -12,94 +11,72 @@
 //! that bypasses them (bulk deletes, a workspace's cluster deletion). A generation counter
 //! keeps a build that raced with a write from storing what it read before the write.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::{Arc, LazyLock};
 
 use kplane_storage::KeyValue;
 
 use super::policy::Layer;
 use super::RBAC_RESOURCES;
+use crate::cluster_cache::ClusterCache;
 use crate::controllers::informer::InformerHandler;
-
-/// The most logical clusters whose layers are kept.
-pub const MAX_CLUSTERS: usize = 65_536;
 
 static EMPTY: LazyLock<Arc<Layer>> = LazyLock::new(|| Arc::new(Layer::default()));
 
 /// Compiled layers by logical cluster name.
 #[derive(Debug, Default)]
-pub struct Cache {
-    layers: RwLock<HashMap<String, Arc<Layer>>>,
-    generation: AtomicU64,
-    builds: AtomicU64,
-}
+pub struct Cache(ClusterCache<Arc<Layer>>);
 
 impl Cache {
     /// The cached layer of `cluster`.
     pub fn get(&self, cluster: &str) -> Option<Arc<Layer>> {
-        let layers = self.layers.read().unwrap_or_else(|e| e.into_inner());
-        layers.get(cluster).cloned()
+        self.0.get(cluster)
     }
 
     /// The generation to pass to [`Cache::insert`] for a build starting now.
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+        self.0.generation()
     }
 
     /// Caches the layer built from what was read after `generation` was taken, unless an
     /// invalidation came in between; returns the layer to use (empty ones shared).
     pub fn insert(&self, cluster: &str, layer: Layer, generation: u64) -> Arc<Layer> {
-        self.builds.fetch_add(1, Ordering::Relaxed);
         let layer = if layer.is_empty() {
             EMPTY.clone()
         } else {
             Arc::new(layer)
         };
-        let mut layers = self.layers.write().unwrap_or_else(|e| e.into_inner());
-        if self.generation.load(Ordering::Acquire) == generation {
-            if layers.len() >= MAX_CLUSTERS {
-                layers.clear();
-            }
-            layers.insert(cluster.to_string(), layer.clone());
-        }
-        layer
+        self.0.insert(cluster, layer, generation)
     }
 
     /// Forgets `cluster`'s layer (one of its RBAC objects changed).
     pub fn invalidate(&self, cluster: &str) {
-        let mut layers = self.layers.write().unwrap_or_else(|e| e.into_inner());
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        layers.remove(cluster);
+        self.0.invalidate(cluster);
     }
 
     /// Forgets every layer.
     pub fn clear(&self) {
-        let mut layers = self.layers.write().unwrap_or_else(|e| e.into_inner());
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        layers.clear();
+        self.0.clear();
     }
 
     /// Layers built from storage so far (tests, metrics).
     pub fn builds(&self) -> u64 {
-        self.builds.load(Ordering::Relaxed)
+        self.0.builds()
     }
 
     /// Logical clusters with a cached layer.
     pub fn len(&self) -> usize {
-        self.layers.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.0.len()
     }
 
     /// Logical clusters with a cached layer of RBAC objects of their own (not the shared
     /// empty one).
     pub fn non_empty(&self) -> usize {
-        let layers = self.layers.read().unwrap_or_else(|e| e.into_inner());
-        layers.values().filter(|l| !Arc::ptr_eq(l, &EMPTY)).count()
+        self.0.count(|l| !Arc::ptr_eq(l, &EMPTY))
     }
 
     /// Whether no layer is cached.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_empty()
     }
 }
 

@@ -1,0 +1,158 @@
+//! A per-logical-cluster cache of values built from storage, shared by the caches that
+//! answer on a hot path from what a cluster stores (compiled RBAC layers, effective
+//! SyncTargets): a map from cluster name to a cheaply cloned value (an `Arc`), read under
+//! a read lock.
+//!
+//! A generation counter keeps a build that raced with an invalidation from storing what it
+//! read before the change: take [`ClusterCache::generation`] before reading storage and
+//! pass it to [`ClusterCache::insert`], which stores only if no invalidation came in
+//! between. The map holds at most [`MAX_CLUSTERS`] entries; past that it is emptied and
+//! refills on demand (memory stays bounded).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// The most logical clusters whose entries are kept.
+pub const MAX_CLUSTERS: usize = 65_536;
+
+/// Values of type `V` (an `Arc` of what was built) by logical cluster name.
+#[derive(Debug)]
+pub struct ClusterCache<V> {
+    entries: RwLock<HashMap<String, V>>,
+    generation: AtomicU64,
+    builds: AtomicU64,
+}
+
+impl<V> Default for ClusterCache<V> {
+    fn default() -> Self {
+        ClusterCache {
+            entries: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+            builds: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<V: Clone> ClusterCache<V> {
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, V>> {
+        self.entries.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The write lock, with the generation moved on (whatever is built from reads before
+    /// this point is not stored).
+    fn invalidating(&self) -> RwLockWriteGuard<'_, HashMap<String, V>> {
+        let entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        entries
+    }
+
+    /// The cached value of `cluster`.
+    pub fn get(&self, cluster: &str) -> Option<V> {
+        self.read().get(cluster).cloned()
+    }
+
+    /// The generation to pass to [`ClusterCache::insert`] for a build starting now.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Caches `value`, built from what was read after `generation` was taken, unless an
+    /// invalidation came in between; returns it.
+    pub fn insert(&self, cluster: &str, value: V, generation: u64) -> V {
+        self.builds.fetch_add(1, Ordering::Relaxed);
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        if self.generation.load(Ordering::Acquire) == generation {
+            if entries.len() >= MAX_CLUSTERS {
+                entries.clear();
+            }
+            entries.insert(cluster.to_string(), value.clone());
+        }
+        value
+    }
+
+    /// Forgets `cluster`'s value.
+    pub fn invalidate(&self, cluster: &str) {
+        self.invalidating().remove(cluster);
+    }
+
+    /// Forgets the values of `cluster` and of every cluster below it (`cluster:...`).
+    pub fn invalidate_subtree(&self, cluster: &str) {
+        self.invalidating().retain(|c, _| {
+            !(c == cluster
+                || c.strip_prefix(cluster)
+                    .is_some_and(|rest| rest.starts_with(':')))
+        });
+    }
+
+    /// Forgets every value.
+    pub fn clear(&self) {
+        self.invalidating().clear();
+    }
+
+    /// Values built from storage so far (tests, metrics).
+    pub fn builds(&self) -> u64 {
+        self.builds.load(Ordering::Relaxed)
+    }
+
+    /// Logical clusters with a cached value.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether no value is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cached values for which `pred` holds.
+    pub fn count(&self, pred: impl Fn(&V) -> bool) -> usize {
+        self.read().values().filter(|v| pred(v)).count()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_that_raced_with_an_invalidation_is_not_stored() {
+        let c: ClusterCache<u32> = ClusterCache::default();
+        let g = c.generation();
+        c.invalidate("root:a");
+        assert_eq!(c.insert("root:a", 1, g), 1);
+        assert_eq!(c.get("root:a"), None);
+        assert_eq!(c.insert("root:a", 2, c.generation()), 2);
+        assert_eq!(c.get("root:a"), Some(2));
+        assert_eq!(c.builds(), 2);
+    }
+
+    #[test]
+    fn subtrees_are_invalidated_by_path_not_by_prefix() {
+        let c: ClusterCache<u32> = ClusterCache::default();
+        for (i, name) in ["root:a", "root:a:b", "root:ab", "root"].iter().enumerate() {
+            c.insert(name, i as u32, c.generation());
+        }
+        c.invalidate_subtree("root:a");
+        assert_eq!(c.get("root:a"), None);
+        assert_eq!(c.get("root:a:b"), None);
+        assert_eq!(c.get("root:ab"), Some(2));
+        assert_eq!(c.get("root"), Some(3));
+        c.invalidate("root");
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.count(|v| *v == 2), 1);
+        c.clear();
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn the_map_is_bounded() {
+        let c: ClusterCache<u32> = ClusterCache::default();
+        for i in 0..MAX_CLUSTERS + 10 {
+            c.insert(&format!("root:c{i}"), 0, c.generation());
+        }
+        assert!(c.len() <= MAX_CLUSTERS, "{}", c.len());
+        assert_eq!(c.len(), 10);
+    }
+}
