@@ -588,3 +588,37 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+const ONE_CONFIGMAP_ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: one-configmap
+  namespace: default
+rules:
+- apiGroups: [\"\"]
+  resources: [configmaps]
+  verbs: [get]
+  resourceNames: [one]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: one-configmap
+  namespace: default
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: one-configmap
+subjects:
+- kind: SUBJECT_KIND
+  name: SUBJECT
+  apiGroup: rbac.authorization.k8s.io
+";
+
+/// A Role `one-configmap` in namespace `default` allowing `get` of the ConfigMap `one` only
+/// (resourceNames), and its RoleBinding to `subject` of `kind` (`User`, `Group`).
+pub fn one_configmap_role(kind: &str, subject: &str) -> String {
+    ONE_CONFIGMAP_ROLE
+        .replace("SUBJECT_KIND", kind)
+        .replace("SUBJECT", subject)
+}

@@ -6,34 +6,8 @@
 //! and the `workspace-admin` binding of a Workspace's creator in the new workspace.
 
 use anyhow::{ensure, Context as _, Result};
-use kplane_e2e::{KplaneServer, Kubectl};
+use kplane_e2e::{one_configmap_role, KplaneServer, Kubectl};
 use serde_json::Value;
-
-const ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: one-configmap
-  namespace: default
-rules:
-- apiGroups: [\"\"]
-  resources: [configmaps]
-  verbs: [get]
-  resourceNames: [one]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: one-configmap
-  namespace: default
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: one-configmap
-subjects:
-- kind: User
-  name: USER
-  apiGroup: rbac.authorization.k8s.io
-";
 
 /// Asks `kubectl create` for a SubjectAccessReview of `user` (groups `groups`) for `attrs`
 /// (the YAML of resourceAttributes or nonResourceAttributes, indented by 4); answers its
@@ -88,8 +62,8 @@ fn can_i_as_the_admin_and_reviews_answered_from_each_workspaces_rbac() -> Result
 
     // alice may get configmap "one" in root:team only; bob has the same-named binding in
     // root:other.
-    team.ok_stdin(&["apply", "-f", "-"], &ROLE.replace("USER", "alice"))?;
-    other.ok_stdin(&["apply", "-f", "-"], &ROLE.replace("USER", "bob"))?;
+    team.ok_stdin(&["apply", "-f", "-"], &one_configmap_role("User", "alice"))?;
+    other.ok_stdin(&["apply", "-f", "-"], &one_configmap_role("User", "bob"))?;
     let s = review(
         &team,
         "alice",

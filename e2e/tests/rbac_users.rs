@@ -10,42 +10,13 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{ensure, Context as _, Result};
-use kplane_e2e::{base64_encode, kplane_bin, KplaneServer, Kubectl, ServerOptions};
+use kplane_e2e::{
+    base64_encode, kplane_bin, one_configmap_role as role_for, KplaneServer, Kubectl, ServerOptions,
+};
 use serde_json::{json, Value};
 
 /// The token file: `token,user,uid` (no groups).
 const TOKENS: &str = "alice-token,alice,1\nbob-token,bob,2\ncarol-token,carol,3\ndave-token,dave,4\neve-token,eve,5\nfrank-token,frank,6\n";
-
-const ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: one-configmap
-  namespace: default
-rules:
-- apiGroups: [\"\"]
-  resources: [configmaps]
-  verbs: [get]
-  resourceNames: [one]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: one-configmap
-  namespace: default
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: one-configmap
-subjects:
-- kind: SUBJECT_KIND
-  name: SUBJECT
-  apiGroup: rbac.authorization.k8s.io
-";
-
-fn role_for(kind: &str, subject: &str) -> String {
-    ROLE.replace("SUBJECT_KIND", kind)
-        .replace("SUBJECT", subject)
-}
 
 /// A ClusterRoleBinding `name` of `user` to ClusterRole `role`.
 fn crb(name: &str, role: &str, user: &str) -> String {
