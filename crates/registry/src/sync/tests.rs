@@ -117,9 +117,18 @@ async fn a_watch_sees_assignment_changes_as_added_and_deleted() {
     };
     east().list_filter(&mut p);
     let mut watch = reg.watch(&cms, &p).await.unwrap();
-    let merge = |v: Value| Document {
-        value: v,
-        duplicates: vec![],
+    let patch = |name: &'static str, v: Value| {
+        let doc = Document {
+            value: v,
+            duplicates: vec![],
+        };
+        let cms = cms.clone();
+        let w = w.clone();
+        async move {
+            reg.patch(&cms, name, None, PatchType::Merge, doc, &w)
+                .await
+                .unwrap();
+        }
     };
     // Not assigned: nothing. Assigned later: ADDED. Changed: MODIFIED. Moved: DELETED.
     reg.create(&cms, assigned_cm("x", None), &w).await.unwrap();
@@ -127,46 +136,10 @@ async fn a_watch_sees_assignment_changes_as_added_and_deleted() {
         .await
         .unwrap();
     let ann = |v: &str| json!({"metadata": {"annotations": {TARGET_ANNOTATION: v}}});
-    reg.patch(
-        &cms,
-        "x",
-        None,
-        PatchType::Merge,
-        merge(ann("root/east")),
-        &w,
-    )
-    .await
-    .unwrap();
-    reg.patch(
-        &cms,
-        "x",
-        None,
-        PatchType::Merge,
-        merge(json!({"data": {"k": "v"}})),
-        &w,
-    )
-    .await
-    .unwrap();
-    reg.patch(
-        &cms,
-        "x",
-        None,
-        PatchType::Merge,
-        merge(ann("root/west")),
-        &w,
-    )
-    .await
-    .unwrap();
-    reg.patch(
-        &cms,
-        "before",
-        None,
-        PatchType::Merge,
-        merge(ann("root/west")),
-        &w,
-    )
-    .await
-    .unwrap();
+    patch("x", ann("root/east")).await;
+    patch("x", json!({"data": {"k": "v"}})).await;
+    patch("x", ann("root/west")).await;
+    patch("before", ann("root/west")).await;
     let mut seen = Vec::new();
     for _ in 0..4 {
         let item = watch.next().await.unwrap();
