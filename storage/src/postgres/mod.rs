@@ -49,6 +49,10 @@ pub struct PostgresStorageOptions {
     /// How long a request waits for a pooled connection or a new one before it fails with
     /// [`Error::Timeout`].
     pub connect_timeout: Duration,
+    /// The longest a statement may run (PostgreSQL's `statement_timeout`, unless the
+    /// address sets one) and a connection may go unanswered; then the request fails with
+    /// [`Error::Timeout`] instead of hanging.
+    pub statement_timeout: Duration,
 }
 
 impl Default for PostgresStorageOptions {
@@ -59,22 +63,37 @@ impl Default for PostgresStorageOptions {
             watch_channel_capacity: 1024,
             pool_size: 16,
             connect_timeout: Duration::from_secs(10),
+            statement_timeout: Duration::from_secs(30),
         }
     }
 }
 
-/// Maps a PostgreSQL error: cancelled statements and lock timeouts are
-/// [`Error::Timeout`], everything else [`Error::Backend`].
+/// Maps a PostgreSQL error. What retrying may fix is [`Error::Timeout`] ("may have been
+/// applied or not; retrying may succeed", a 504 with Retry-After for clients): a cancelled
+/// statement, a lock timeout, a lost or refused connection, a server shutting down, a
+/// serialization failure or deadlock. Everything else is [`Error::Backend`].
 pub(crate) fn pg_err(e: tokio_postgres::Error) -> Error {
     use tokio_postgres::error::SqlState;
-    if let Some(db) = e.as_db_error() {
-        let code = db.code();
-        if *code == SqlState::QUERY_CANCELED || *code == SqlState::LOCK_NOT_AVAILABLE {
-            return Error::Timeout(db.message().to_string());
-        }
-        return Error::Backend(format!("postgres: {}: {}", code.code(), db.message()));
+    let Some(db) = e.as_db_error() else {
+        // No answer from the server: the connection broke, closed or never opened.
+        return Error::Timeout(format!("no answer from the database: {e}"));
+    };
+    let code = db.code();
+    let retryable = [
+        SqlState::QUERY_CANCELED,
+        SqlState::LOCK_NOT_AVAILABLE,
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+        SqlState::T_R_SERIALIZATION_FAILURE,
+        SqlState::T_R_DEADLOCK_DETECTED,
+        SqlState::TOO_MANY_CONNECTIONS,
+    ];
+    let class = &code.code()[..2.min(code.code().len())];
+    if retryable.contains(code) || class == "08" {
+        return Error::Timeout(format!("database: {}: {}", code.code(), db.message()));
     }
-    Error::Backend(format!("postgres: {e}"))
+    Error::Backend(format!("postgres: {}: {}", code.code(), db.message()))
 }
 
 fn pool_err(e: deadpool_postgres::PoolError) -> Error {
@@ -85,6 +104,35 @@ fn pool_err(e: deadpool_postgres::PoolError) -> Error {
         deadpool_postgres::PoolError::Backend(e) => pg_err(e),
         other => Error::Backend(format!("postgres pool: {other}")),
     }
+}
+
+/// The connection settings: `url` plus kplane's bounds on waiting (unless `url` sets its
+/// own statement timeout).
+fn connection_config(url: &str, opts: &PostgresStorageOptions) -> Result<tokio_postgres::Config> {
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| Error::Backend(format!("invalid PostgreSQL address: {e}")))?;
+    config.connect_timeout(opts.connect_timeout);
+    // A dead peer (a failed-over primary) is noticed in seconds, not hours.
+    config.keepalives(true);
+    config.keepalives_idle(Duration::from_secs(10));
+    config.tcp_user_timeout(opts.statement_timeout);
+    if !config
+        .get_options()
+        .is_some_and(|o| o.contains("statement_timeout"))
+    {
+        let ms = opts.statement_timeout.as_millis();
+        let extra = format!("-c statement_timeout={ms}");
+        let options = match config.get_options() {
+            Some(o) if !o.is_empty() => format!("{o} {extra}"),
+            _ => extra,
+        };
+        config.options(&options);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("kplane");
+    }
+    Ok(config)
 }
 
 /// Group-commit figures.
@@ -178,9 +226,7 @@ impl PostgresStorage {
     /// the key=value form libpq takes), creates or migrates the schema and starts the
     /// writer and compactor tasks. Must be called inside a Tokio runtime.
     pub async fn open(url: &str, opts: PostgresStorageOptions) -> Result<Arc<PostgresStorage>> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| Error::Backend(format!("invalid PostgreSQL address: {e}")))?;
+        let config = connection_config(url, &opts)?;
         let manager = Manager::from_config(
             config,
             tokio_postgres::NoTls,

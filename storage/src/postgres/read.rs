@@ -30,6 +30,10 @@ use crate::{
 /// Rows a list reads per statement when it has no limit (or a larger one).
 pub(crate) const LIST_CHUNK: usize = 1000;
 
+/// Snapshots at most this many revisions behind the current one read the changed keys
+/// from the log's tail by revision; older ones through the log's per-key index.
+pub(crate) const TAIL_SCAN_MAX_LAG: Revision = 4096;
+
 /// Log rows [`read_log`] examines per page, matching or not.
 pub(crate) const LOG_EXAMINE: i64 = 4096;
 
@@ -64,6 +68,7 @@ async fn page(
     rev: Revision,
     after: Option<&Key>,
     limit: usize,
+    lag: Revision,
 ) -> Result<Vec<KeyValue>> {
     let mut p = Params::default();
     let r = p.add(from_rev(rev)?);
@@ -72,6 +77,24 @@ async fn page(
     let lc = prefix_cond(&mut p, "l", prefix);
     let la = after_cond(&mut p, "l", after);
     let lim = p.add(i64::try_from(limit).unwrap_or(i64::MAX));
+    // The keys changed after `rev`: near the latest revision, the log's tail by revision
+    // (materialized, so the planner cannot trade it for a walk of the prefix's history);
+    // further back, the prefix's log rows by key, which the planner picks by itself.
+    let (with, source) = if lag <= TAIL_SCAN_MAX_LAG {
+        (
+            format!("WITH tail AS MATERIALIZED (SELECT * FROM kplane_log WHERE revision > {r})"),
+            "tail l WHERE TRUE".to_string(),
+        )
+    } else {
+        (String::new(), format!("kplane_log l WHERE l.revision > {r}"))
+    };
+    let changed = format!(
+        "{with} SELECT DISTINCT ON (l.cluster, l.resource, l.namespace, l.name) \
+                l.cluster, l.resource, l.namespace, l.name, l.prev_value, \
+                l.prev_create_revision, l.prev_mod_revision \
+           FROM {source} AND {lc} AND {la} \
+          ORDER BY l.cluster, l.resource, l.namespace, l.name, l.revision"
+    );
     let sql = format!(
         "SELECT {KEY_COLS}, value, create_revision, mod_revision FROM ( \
            SELECT o.cluster, o.resource, o.namespace, o.name, o.value, o.create_revision, \
@@ -79,12 +102,7 @@ async fn page(
              FROM kplane_objects o WHERE {oc} AND {oa} AND o.mod_revision <= {r} \
            UNION ALL \
            SELECT f.cluster, f.resource, f.namespace, f.name, f.prev_value, \
-                  f.prev_create_revision, f.prev_mod_revision FROM ( \
-             SELECT DISTINCT ON (l.cluster, l.resource, l.namespace, l.name) \
-                    l.cluster, l.resource, l.namespace, l.name, l.prev_value, \
-                    l.prev_create_revision, l.prev_mod_revision \
-               FROM kplane_log l WHERE l.revision > {r} AND {lc} AND {la} \
-               ORDER BY l.cluster, l.resource, l.namespace, l.name, l.revision) f \
+                  f.prev_create_revision, f.prev_mod_revision FROM ({changed}) f \
            WHERE f.prev_value IS NOT NULL \
          ) s ORDER BY {KEY_COLS} LIMIT {lim}"
     );
@@ -108,7 +126,8 @@ pub(crate) async fn list(
     let mut after = opts.start_after.clone();
     let mut more = false;
     'pages: loop {
-        let rows = page(&client, prefix, rev, after.as_ref(), chunk).await?;
+        let lag = shared.current_revision().saturating_sub(rev);
+        let rows = page(&client, prefix, rev, after.as_ref(), chunk, lag).await?;
         let n = rows.len();
         for kv in rows {
             if opts.limit.is_some_and(|l| items.len() >= l) {
