@@ -39,8 +39,7 @@ fn kubectl_on_postgres() -> Result<()> {
         return Ok(());
     };
     let url = pg.create_database();
-    let mut server =
-        KplaneServer::start_with(ServerOptions::default().arg("--storage").arg(url))?;
+    let mut server = KplaneServer::start_with(ServerOptions::default().arg("--storage").arg(url))?;
     let k = server.kubectl_root();
     k.ok(&["create", "namespace", "pg"])?;
     let mut watch = k.spawn_watch(&[
@@ -51,7 +50,14 @@ fn kubectl_on_postgres() -> Result<()> {
         "-w",
         "--output-watch-events",
     ])?;
-    k.ok(&["create", "configmap", "c1", "-n", "pg", "--from-literal=a=1"])?;
+    k.ok(&[
+        "create",
+        "configmap",
+        "c1",
+        "-n",
+        "pg",
+        "--from-literal=a=1",
+    ])?;
     watch.wait_for_line(WATCH_TIMEOUT, "ADDED c1", event("ADDED", "c1"))?;
     k.ok(&[
         "patch",
@@ -65,9 +71,25 @@ fn kubectl_on_postgres() -> Result<()> {
     ])?;
     watch.wait_for_line(WATCH_TIMEOUT, "MODIFIED c1", event("MODIFIED", "c1"))?;
     k.ok(&["create", "configmap", "c2", "-n", "pg"])?;
-    let got = k.ok(&["get", "configmap", "c1", "-n", "pg", "-o", "jsonpath={.data.b}"])?;
+    let got = k.ok(&[
+        "get",
+        "configmap",
+        "c1",
+        "-n",
+        "pg",
+        "-o",
+        "jsonpath={.data.b}",
+    ])?;
     ensure!(got == "2", "c1.data.b = {got:?}");
-    let names = k.ok(&["get", "configmaps", "-n", "pg", "-o", "name", "--chunk-size=1"])?;
+    let names = k.ok(&[
+        "get",
+        "configmaps",
+        "-n",
+        "pg",
+        "-o",
+        "name",
+        "--chunk-size=1",
+    ])?;
     ensure!(
         names.contains("configmap/c1") && names.contains("configmap/c2"),
         "list: {names}"
@@ -94,7 +116,10 @@ fn kubectl_on_postgres() -> Result<()> {
         "after restart: {names}"
     );
     let widgets = k.ok(&["get", "widgets", "-n", "pg", "-o", "name"])?;
-    ensure!(widgets.trim() == "widget.example.com/w1", "after restart: {widgets}");
+    ensure!(
+        widgets.trim() == "widget.example.com/w1",
+        "after restart: {widgets}"
+    );
     k.ok(&["delete", "widget", "w1", "-n", "pg"])?;
     let widgets = k.ok(&["get", "widgets", "-n", "pg", "-o", "name"])?;
     ensure!(widgets.trim().is_empty(), "after delete: {widgets}");

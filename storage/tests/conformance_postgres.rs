@@ -157,7 +157,12 @@ async fn postgres_compaction_deletes_history() {
         Error::Compacted { .. }
     ));
     // The state at the compaction point is still exact, and a watch from it sees `b`.
-    let at = list_all(&dyn_s, &Prefix::cluster("cmp"), Some(s.compacted_revision())).await;
+    let at = list_all(
+        &dyn_s,
+        &Prefix::cluster("cmp"),
+        Some(s.compacted_revision()),
+    )
+    .await;
     assert_eq!(at.len(), 1);
     let mut rx = s
         .watch(&Prefix::cluster("cmp"), s.compacted_revision(), None)
@@ -166,7 +171,10 @@ async fn postgres_compaction_deletes_history() {
     assert_eq!(conformance::next_event(&mut rx).await.kv, last);
     let rows = history_rows(&url).await;
     assert!(rows <= 1, "{rows} log rows left");
-    assert_eq!(list_all(&dyn_s, &Prefix::cluster("cmp"), None).await.len(), 2);
+    assert_eq!(
+        list_all(&dyn_s, &Prefix::cluster("cmp"), None).await.len(),
+        2
+    );
     s.shutdown().await.unwrap();
 }
 
@@ -214,7 +222,9 @@ async fn postgres_old_and_recent_snapshots() {
         .unwrap();
     let dyn_s: Arc<dyn Storage> = s.clone();
     let p = Prefix::cluster("snap");
-    let keys: Vec<_> = (0..50).map(|i| key("snap", "ns", &format!("k{i:02}"))).collect();
+    let keys: Vec<_> = (0..50)
+        .map(|i| key("snap", "ns", &format!("k{i:02}")))
+        .collect();
     let writes = keys
         .iter()
         .map(|k| conformance::bw(k.clone(), false, Precondition::MustNotExist, "c"))
@@ -269,5 +279,40 @@ async fn postgres_old_and_recent_snapshots() {
         assert_eq!(&got, want, "at {rev}");
     }
     assert_eq!(old.len(), 50);
+    s.shutdown().await.unwrap();
+}
+
+/// The database going away fails requests with `Timeout` (retryable: a 504 for clients)
+/// rather than hanging; once it is back, the same store serves and writes again without
+/// being reopened, and the write that failed was not applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_survives_a_database_restart() {
+    let Some(mut pg) = server() else { return };
+    let s = PostgresStorage::open(
+        &pg.create_database(),
+        PostgresStorageOptions {
+            connect_timeout: Duration::from_secs(2),
+            ..opts()
+        },
+    )
+    .await
+    .unwrap();
+    let dyn_s: Arc<dyn Storage> = s.clone();
+    let a = create(&dyn_s, key("rs", "ns", "a"), "v").await;
+    pg.stop();
+    let e = s
+        .put(key("rs", "ns", "b"), Precondition::MustNotExist, conformance::enc("v"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Timeout(_)), "{e:?}");
+    let e = s.get(&a.key).await.unwrap_err();
+    assert!(matches!(e, Error::Timeout(_)), "{e:?}");
+    pg.restart();
+    // The pool replaces the broken connections.
+    assert_eq!(s.get(&a.key).await.unwrap(), Some(a.clone()));
+    let b = create(&dyn_s, key("rs", "ns", "b"), "v").await;
+    assert_eq!(b.mod_revision, a.mod_revision + 1, "the failed write took no revision");
+    let all = list_all(&dyn_s, &Prefix::cluster("rs"), None).await;
+    assert_eq!(all, vec![a, b]);
     s.shutdown().await.unwrap();
 }

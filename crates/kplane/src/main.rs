@@ -73,7 +73,12 @@ struct ServeArgs {
     /// Where the store lives: `sled` (the default: `<data-dir>/db`) or a PostgreSQL
     /// database, `postgres://user[:password]@host[:port]/database` (see
     /// docs/storage-postgres.md). Certificates and tokens stay in `--data-dir` either way.
-    #[arg(long, default_value = "sled", env = "KPLANE_STORAGE", value_name = "sled|URL")]
+    #[arg(
+        long,
+        default_value = "sled",
+        env = "KPLANE_STORAGE",
+        value_name = "sled|URL"
+    )]
     storage: String,
     /// How long watch and continue resumption history is kept, in seconds.
     #[arg(long, default_value_t = 300)]

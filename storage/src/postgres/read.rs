@@ -86,7 +86,10 @@ async fn page(
             "tail l WHERE TRUE".to_string(),
         )
     } else {
-        (String::new(), format!("kplane_log l WHERE l.revision > {r}"))
+        (
+            String::new(),
+            format!("kplane_log l WHERE l.revision > {r}"),
+        )
     };
     let changed = format!(
         "{with} SELECT DISTINCT ON (l.cluster, l.resource, l.namespace, l.name) \
@@ -204,7 +207,9 @@ fn event_type(code: i16) -> Result<EventType> {
         0 => Ok(EventType::Added),
         1 => Ok(EventType::Modified),
         2 => Ok(EventType::Deleted),
-        other => Err(Error::Corrupt(format!("unknown event type {other} in the log"))),
+        other => Err(Error::Corrupt(format!(
+            "unknown event type {other} in the log"
+        ))),
     }
 }
 

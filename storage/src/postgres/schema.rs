@@ -106,7 +106,10 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<(u64, u64)> {
     .await
     .map_err(pg_err)?;
     let row = tx
-        .query_one("SELECT revision, compacted FROM kplane_meta WHERE id = 1", &[])
+        .query_one(
+            "SELECT revision, compacted FROM kplane_meta WHERE id = 1",
+            &[],
+        )
         .await
         .map_err(pg_err)?;
     tx.commit().await.map_err(pg_err)?;

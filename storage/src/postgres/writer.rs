@@ -219,10 +219,7 @@ async fn load(tx: &Transaction<'_>, keys: &BTreeSet<&Key>) -> Result<HashMap<Key
         )
         .await
         .map_err(pg_err)?;
-    let rows = tx
-        .query(&stmt, &[&c, &r, &ns, &n])
-        .await
-        .map_err(pg_err)?;
+    let rows = tx.query(&stmt, &[&c, &r, &ns, &n]).await.map_err(pg_err)?;
     let mut out = HashMap::with_capacity(rows.len());
     for row in rows {
         let kv = kv(&row)?;
@@ -329,7 +326,10 @@ async fn write_changes(
     finish(tx, last).await
 }
 
-async fn delete_objects<'a>(tx: &Transaction<'_>, keys: impl Iterator<Item = &'a Key>) -> Result<()> {
+async fn delete_objects<'a>(
+    tx: &Transaction<'_>,
+    keys: impl Iterator<Item = &'a Key>,
+) -> Result<()> {
     let [c, r, ns, n] = key_arrays(keys);
     let stmt = tx
         .prepare_cached(
@@ -339,7 +339,9 @@ async fn delete_objects<'a>(tx: &Transaction<'_>, keys: impl Iterator<Item = &'a
         )
         .await
         .map_err(pg_err)?;
-    tx.execute(&stmt, &[&c, &r, &ns, &n]).await.map_err(pg_err)?;
+    tx.execute(&stmt, &[&c, &r, &ns, &n])
+        .await
+        .map_err(pg_err)?;
     Ok(())
 }
 

@@ -110,32 +110,49 @@ impl PgServer {
         assert!(status.success(), "initdb failed: {status}");
         // A port can be taken between choosing and binding it: try a few.
         for _ in 0..5 {
-            let port = free_port();
-            let child = server
-                .command("postgres")
-                .arg("-D")
-                .arg(&data)
-                .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
-                .arg(server.path())
-                // A test server: durability is not what the tests check, speed is.
-                .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
-                .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("run postgres");
-            server.child = Some(child);
-            server.port = port;
-            if server.wait_ready() {
+            if server.spawn(free_port()) {
                 return server;
             }
-            server.stop();
         }
         panic!("PostgreSQL did not start");
     }
 
+    /// Starts `postgres` on `port` and waits until it accepts connections.
+    fn spawn(&mut self, port: u16) -> bool {
+        let data = self.path().join("data");
+        let child = self
+            .command("postgres")
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
+            .arg(self.path())
+            // A test server: durability is not what the tests check, speed is.
+            .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
+            .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run postgres");
+        self.child = Some(child);
+        self.port = port;
+        if self.wait_ready() {
+            return true;
+        }
+        self.stop();
+        false
+    }
+
+    /// Starts the stopped server again on the same data and port (a database restart
+    /// or failover as clients see it).
+    pub fn restart(&mut self) {
+        self.stop();
+        assert!(self.spawn(self.port), "PostgreSQL did not start again");
+    }
+
     fn path(&self) -> &Path {
-        self.dir.as_ref().map_or(Path::new("/nonexistent"), |d| d.path())
+        self.dir
+            .as_ref()
+            .map_or(Path::new("/nonexistent"), |d| d.path())
     }
 
     /// A command of the server's binaries, as the server's user.
@@ -186,7 +203,14 @@ impl PgServer {
         let name = format!("kplane_test_{n}");
         let status = self
             .command("createdb")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
             .arg(&name)
             .status()
             .expect("run createdb");
@@ -195,7 +219,7 @@ impl PgServer {
     }
 
     /// Stops the server (fast shutdown: open connections are ended) and waits for it.
-    fn stop(&mut self) {
+    pub fn stop(&mut self) {
         let Some(mut child) = self.child.take() else {
             return;
         };
