@@ -77,6 +77,8 @@ async fn page(
     let lc = prefix_cond(&mut p, "l", prefix);
     let la = after_cond(&mut p, "l", after);
     let lim = p.add(i64::try_from(limit).unwrap_or(i64::MAX));
+    // Each arm stops after `limit` rows in key order (an index range from the continue
+    // key), so a page costs its size, not the rest of the prefix.
     // The keys changed after `rev`: near the latest revision, the log's tail by revision
     // (materialized, so the planner cannot trade it for a walk of the prefix's history);
     // further back, the prefix's log rows by key, which the planner picks by itself.
@@ -100,13 +102,15 @@ async fn page(
     );
     let sql = format!(
         "SELECT {KEY_COLS}, value, create_revision, mod_revision FROM ( \
-           SELECT o.cluster, o.resource, o.namespace, o.name, o.value, o.create_revision, \
-                  o.mod_revision \
-             FROM kplane_objects o WHERE {oc} AND {oa} AND o.mod_revision <= {r} \
+           (SELECT o.cluster, o.resource, o.namespace, o.name, o.value, o.create_revision, \
+                   o.mod_revision \
+              FROM kplane_objects o WHERE {oc} AND {oa} AND o.mod_revision <= {r} \
+             ORDER BY o.cluster, o.resource, o.namespace, o.name LIMIT {lim}) \
            UNION ALL \
-           SELECT f.cluster, f.resource, f.namespace, f.name, f.prev_value, \
-                  f.prev_create_revision, f.prev_mod_revision FROM ({changed}) f \
-           WHERE f.prev_value IS NOT NULL \
+           (SELECT f.cluster, f.resource, f.namespace, f.name, f.prev_value, \
+                   f.prev_create_revision, f.prev_mod_revision FROM ({changed}) f \
+             WHERE f.prev_value IS NOT NULL \
+             ORDER BY f.cluster, f.resource, f.namespace, f.name LIMIT {lim}) \
          ) s ORDER BY {KEY_COLS} LIMIT {lim}"
     );
     let stmt = client.prepare_cached(&sql).await.map_err(pg_err)?;
