@@ -301,7 +301,11 @@ async fn postgres_survives_a_database_restart() {
     let a = create(&dyn_s, key("rs", "ns", "a"), "v").await;
     pg.stop();
     let e = s
-        .put(key("rs", "ns", "b"), Precondition::MustNotExist, conformance::enc("v"))
+        .put(
+            key("rs", "ns", "b"),
+            Precondition::MustNotExist,
+            conformance::enc("v"),
+        )
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Timeout(_)), "{e:?}");
@@ -311,8 +315,71 @@ async fn postgres_survives_a_database_restart() {
     // The pool replaces the broken connections.
     assert_eq!(s.get(&a.key).await.unwrap(), Some(a.clone()));
     let b = create(&dyn_s, key("rs", "ns", "b"), "v").await;
-    assert_eq!(b.mod_revision, a.mod_revision + 1, "the failed write took no revision");
+    assert_eq!(
+        b.mod_revision,
+        a.mod_revision + 1,
+        "the failed write took no revision"
+    );
     let all = list_all(&dyn_s, &Prefix::cluster("rs"), None).await;
     assert_eq!(all, vec![a, b]);
     s.shutdown().await.unwrap();
+}
+
+/// Two stores on one database (two kplane processes, as replicas will be) write
+/// concurrently: every write gets its own revision, the revisions are contiguous, and a
+/// store publishes the other's writes to its watchers, in order, before its own next ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_writers_share_one_revision_sequence() {
+    let Some(pg) = server() else { return };
+    let url = pg.create_database();
+    let a = PostgresStorage::open(&url, opts()).await.unwrap();
+    let b = PostgresStorage::open(&url, opts()).await.unwrap();
+    // A live watcher of `b`: `a`'s writes reach it only through `b`'s catching up.
+    let mut rx = b.watch(&Prefix::cluster("two"), 0, None).await.unwrap();
+    let per_task = 40;
+    let mut handles = Vec::new();
+    for (i, s) in [a.clone(), b.clone(), a.clone(), b.clone()]
+        .into_iter()
+        .enumerate()
+    {
+        let s: Arc<dyn Storage> = s;
+        handles.push(tokio::spawn(async move {
+            let mut revs = Vec::new();
+            for j in 0..per_task {
+                let kv = create(&s, key("two", "ns", &format!("t{i}-{j:03}")), "v").await;
+                revs.push(kv.mod_revision);
+            }
+            revs
+        }));
+    }
+    let mut all = Vec::new();
+    for h in handles {
+        let revs = h.await.unwrap();
+        assert!(revs.windows(2).all(|w| w[0] < w[1]));
+        all.extend(revs);
+    }
+    all.sort_unstable();
+    let n = 4 * per_task as u64;
+    assert_eq!(all, (1..=n).collect::<Vec<_>>(), "unique and contiguous");
+    // One more write through `b`: it publishes everything `a` wrote first.
+    let last = b
+        .put(
+            key("two", "ns", "last"),
+            Precondition::MustNotExist,
+            conformance::enc("v"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(last.mod_revision, n + 1);
+    assert_eq!(b.current_revision(), n + 1);
+    for want in 1..=n + 1 {
+        assert_eq!(conformance::next_event(&mut rx).await.kv.mod_revision, want);
+    }
+    let b_dyn: Arc<dyn Storage> = b.clone();
+    assert_eq!(
+        list_all(&b_dyn, &Prefix::cluster("two"), None).await.len() as u64,
+        n + 1
+    );
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
 }
