@@ -76,7 +76,13 @@ pub(crate) fn pg_err(e: tokio_postgres::Error) -> Error {
     use tokio_postgres::error::SqlState;
     let Some(db) = e.as_db_error() else {
         // No answer from the server: the connection broke, closed or never opened.
-        return Error::Timeout(format!("no answer from the database: {e}"));
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        return Error::Timeout(format!("no answer from the database: {text}"));
     };
     let code = db.code();
     let retryable = [
