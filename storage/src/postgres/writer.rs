@@ -112,7 +112,7 @@ struct Changes {
     events: Vec<Event>,
     /// `(create_revision, mod_revision)` of each event's previous version.
     prev_revs: Vec<Option<(Revision, Revision)>>,
-    /// Final state of every key a successful write touched (`None`: deleted).
+    /// Every key a successful write touched (its final state is in the group's state map).
     touched: BTreeSet<Key>,
 }
 
