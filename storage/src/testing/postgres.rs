@@ -102,7 +102,15 @@ impl PgServer {
             .command("initdb")
             .args(["-D"])
             .arg(&data)
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .status()
