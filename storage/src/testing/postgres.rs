@@ -137,6 +137,7 @@ impl PgServer {
             // A test server: durability is not what the tests check, speed is.
             .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
             .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
+            .args(["-c", "shared_buffers=32MB"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
