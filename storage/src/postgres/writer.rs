@@ -10,8 +10,8 @@
 //! 3. check each write's precondition and run its encoder in order, in memory, each
 //!    successful write taking the next revision (a failed precondition or encoder takes
 //!    none and fails that write only);
-//! 4. write the latest values, the log rows and the counter with one statement each, and
-//!    commit. Only then are the writes acknowledged and their events published to the hub.
+//! 4. write the latest values, the log rows and the counter with one statement each, all
+//!    sent at once (pipelined), and commit. Only then are the writes acknowledged and their events published to the hub.
 //!
 //! A commit whose outcome is unknown (the connection broke during `COMMIT`) is reported as
 //! an error, never as a success; the next group finds the counter ahead of what this
