@@ -99,15 +99,30 @@ fn kubectl_on_postgres() -> Result<()> {
 
     // A CRD and a custom resource.
     apply_crd(k, "crds/widgets.yaml", WIDGETS)?;
+    let mut widget_watch =
+        k.spawn_watch(&["get", "widgets", "-n", "pg", "-w", "--output-watch-events"])?;
     k.ok_stdin(
         &["apply", "-f", "-"],
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: pg\nspec: {color: red}\n",
     )?;
+    widget_watch.wait_for_line(WATCH_TIMEOUT, "ADDED w1", event("ADDED", "w1"))?;
+    k.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "-n",
+        "pg",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"color":"blue"}}"#,
+    ])?;
+    widget_watch.wait_for_line(WATCH_TIMEOUT, "MODIFIED w1", event("MODIFIED", "w1"))?;
     let widgets = k.ok(&["get", "widgets", "-n", "pg", "-o", "name"])?;
     ensure!(widgets.trim() == "widget.example.com/w1", "{widgets}");
 
     // Everything is in the database: a restarted kplane serves it.
     drop(watch);
+    drop(widget_watch);
     server.restart()?;
     let k = server.kubectl_root();
     let names = k.ok(&["get", "configmaps", "-n", "pg", "-o", "name"])?;
