@@ -16,6 +16,7 @@ mod kubectl;
 mod large_lists;
 mod logs;
 mod oidc;
+mod postgres;
 mod python;
 mod rbac;
 mod rbac_aggregation;
