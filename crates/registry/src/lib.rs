@@ -9,11 +9,13 @@
 
 pub mod admission;
 pub mod apply;
+pub mod archive;
 pub mod builtins;
 mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;
 pub mod cluster_cache;
+pub mod cluster_states;
 pub mod clusters;
 pub mod controllers;
 pub mod crd;
