@@ -278,7 +278,15 @@ impl WatchSetup {
                 ev = rx.recv() => ev,
                 _ = tokio::time::sleep_until(self.deadline) => None,
                 _ = self.shutdown.changed() => None,
-                _ = self.fence.floors.changed() => continue,
+                _ = self.fence.floors.changed() => {
+                    match self.fence.expired() {
+                        Some(expired) => {
+                            self.rx = None;
+                            return Some(expired);
+                        }
+                        None => continue,
+                    }
+                }
             };
             match ev? {
                 WatchEvent::Event(e) => {
