@@ -290,7 +290,9 @@ impl WatchSetup {
             };
             match ev? {
                 WatchEvent::Event(e) => {
-                    if self.annotate && self.fence.table.hides(&e.kv.key.cluster) {
+                    // A cluster being imported or replaced shows nothing until the flip
+                    // ends the watch with a 410.
+                    if self.fence.table.hides(&e.kv.key.cluster) {
                         continue;
                     }
                     if let Some(item) = self.translate(&e) {
