@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context as _, Result};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
-use kube::ResourceExt as _;
 use kplane_e2e::fixtures::configmap;
 use kplane_e2e::{kplane_bin, KplaneServer};
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::ResourceExt as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -36,13 +36,23 @@ struct Run {
 
 impl Run {
     fn ok(self) -> Result<String> {
-        ensure!(self.code == Some(0), "exit {:?}: {}{}", self.code, self.stdout, self.stderr);
+        ensure!(
+            self.code == Some(0),
+            "exit {:?}: {}{}",
+            self.code,
+            self.stdout,
+            self.stderr
+        );
         Ok(self.stdout)
     }
 
     /// Exit 1 with one `error: ...` line containing `want`.
     fn fails_with(&self, want: &str) -> Result<()> {
-        ensure!(self.code == Some(1), "exit {:?}, want 1: {self:?}", self.code);
+        ensure!(
+            self.code == Some(1),
+            "exit {:?}, want 1: {self:?}",
+            self.code
+        );
         ensure!(
             self.stderr.starts_with("error: ") && self.stderr.contains(want),
             "stderr lacks {want:?}: {}",
@@ -125,7 +135,12 @@ fn fill(server: &KplaneServer, cluster: &str, n: usize) -> Result<()> {
     let k = server.kubectl_for(cluster)?;
     let out = k.run_stdin(&["apply", "-f", "-"], WIDGET_CRD)?;
     ensure!(out.success(), "{}", out.stderr);
-    k.ok(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=30s"])?;
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=30s",
+    ])?;
     let widget = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"size":3}}"#;
     let mut created = None;
     for _ in 0..100 {
@@ -138,11 +153,22 @@ fn fill(server: &KplaneServer, cluster: &str, n: usize) -> Result<()> {
     }
     created.context("creating the Widget")?;
     k.ok(&[
-        "patch", "widget", "w1", "--subresource=status", "--type=merge",
-        "-p", r#"{"status":{"ready":true,"note":"from the source"}}"#,
+        "patch",
+        "widget",
+        "w1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"ready":true,"note":"from the source"}}"#,
     ])?;
     k.ok(&["create", "configmap", "owner", "--from-literal=role=owner"])?;
-    let uid = k.ok(&["get", "configmap", "owner", "-o", "jsonpath={.metadata.uid}"])?;
+    let uid = k.ok(&[
+        "get",
+        "configmap",
+        "owner",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ])?;
     let dependent = format!(
         r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"dependent",
             "ownerReferences":[{{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"{uid}"}}]}},
@@ -154,7 +180,12 @@ fn fill(server: &KplaneServer, cluster: &str, n: usize) -> Result<()> {
     let out = k.run_stdin(&["create", "-f", "-"], held)?;
     ensure!(out.success(), "{}", out.stderr);
     for i in 0..n {
-        k.ok(&["create", "configmap", &format!("base-{i:04}"), "--from-literal=i=x"])?;
+        k.ok(&[
+            "create",
+            "configmap",
+            &format!("base-{i:04}"),
+            "--from-literal=i=x",
+        ])?;
     }
     Ok(())
 }
@@ -162,16 +193,21 @@ fn fill(server: &KplaneServer, cluster: &str, n: usize) -> Result<()> {
 /// Items of `kubectl get KINDS -o json` by `kind/name`, without resourceVersion (the
 /// target assigns its own) and with managedFields kept.
 fn objects(server: &KplaneServer, cluster: &str, kinds: &str) -> Result<BTreeMap<String, Value>> {
-    let out = server
-        .kubectl_for(cluster)?
-        .ok(&["get", kinds, "-o", "json", "--show-managed-fields"])?;
+    let out =
+        server
+            .kubectl_for(cluster)?
+            .ok(&["get", kinds, "-o", "json", "--show-managed-fields"])?;
     let list: Value = serde_json::from_str(&out)?;
     let mut by_name = BTreeMap::new();
     for mut item in list["items"].as_array().cloned().unwrap_or_default() {
         if let Some(meta) = item["metadata"].as_object_mut() {
             meta.remove("resourceVersion");
         }
-        let key = format!("{}/{}", item["kind"].as_str().unwrap_or(""), item["metadata"]["name"].as_str().unwrap_or(""));
+        let key = format!(
+            "{}/{}",
+            item["kind"].as_str().unwrap_or(""),
+            item["metadata"]["name"].as_str().unwrap_or("")
+        );
         by_name.insert(key, item);
     }
     Ok(by_name)
@@ -205,7 +241,13 @@ async fn an_export_under_writes_imports_exactly_into_another_server() -> Result<
     while written.load(Ordering::SeqCst) < 10 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let export = kplane_async(&source, dir.path(), &["export", "root:shop", "-o", "shop.kpa"]).await?.ok()?;
+    let export = kplane_async(
+        &source,
+        dir.path(),
+        &["export", "root:shop", "-o", "shop.kpa"],
+    )
+    .await?
+    .ok()?;
     let during = written.load(Ordering::SeqCst);
     // A few more after the export ended, so the snapshot has a "later" to leave out.
     while written.load(Ordering::SeqCst) < during + 5 {
@@ -224,13 +266,22 @@ async fn an_export_under_writes_imports_exactly_into_another_server() -> Result<
             expected_w.insert(cm.name_any());
         }
     }
-    ensure!(expected_w.len() < total, "every write was before the snapshot");
+    ensure!(
+        expected_w.len() < total,
+        "every write was before the snapshot"
+    );
 
-    let import = kplane_async(&target, dir.path(), &["import", "shop.kpa"]).await?.ok()?;
-    ensure!(import.starts_with("imported shop.kpa as root:shop: "), "{import}");
+    let import = kplane_async(&target, dir.path(), &["import", "shop.kpa"])
+        .await?
+        .ok()?;
+    ensure!(
+        import.starts_with("imported shop.kpa as root:shop: "),
+        "{import}"
+    );
 
     // kube-rs: the same ConfigMaps, with the same uids and creation times.
-    let imported: Api<ConfigMap> = Api::namespaced(target.client_for("root:shop").await?, "default");
+    let imported: Api<ConfigMap> =
+        Api::namespaced(target.client_for("root:shop").await?, "default");
     let got: BTreeMap<String, ConfigMap> = imported
         .list(&ListParams::default())
         .await?
@@ -238,27 +289,49 @@ async fn an_export_under_writes_imports_exactly_into_another_server() -> Result<
         .into_iter()
         .map(|cm| (cm.name_any(), cm))
         .collect();
-    let got_w: BTreeSet<String> = got.keys().filter(|n| n.starts_with("w-")).cloned().collect();
-    ensure!(got_w == expected_w, "imported {} writer objects, expected {}", got_w.len(), expected_w.len());
+    let got_w: BTreeSet<String> = got
+        .keys()
+        .filter(|n| n.starts_with("w-"))
+        .cloned()
+        .collect();
+    ensure!(
+        got_w == expected_w,
+        "imported {} writer objects, expected {}",
+        got_w.len(),
+        expected_w.len()
+    );
     for (name, cm) in &got {
         let original = cms.get(name).await?;
         ensure!(cm.uid() == original.uid(), "{name}: uid changed");
-        ensure!(cm.creation_timestamp() == original.creation_timestamp(), "{name}: creationTimestamp changed");
+        ensure!(
+            cm.creation_timestamp() == original.creation_timestamp(),
+            "{name}: creationTimestamp changed"
+        );
     }
 
     // kubectl: the special objects are identical but for resourceVersion.
     let kinds = "widgets,secrets,configmaps";
     let before = objects(&source, "root:shop", kinds)?;
     let after = objects(&target, "root:shop", kinds)?;
-    for key in ["Widget/w1", "Secret/dependent", "ConfigMap/owner", "ConfigMap/held"] {
+    for key in [
+        "Widget/w1",
+        "Secret/dependent",
+        "ConfigMap/owner",
+        "ConfigMap/held",
+    ] {
         let (b, a) = (before.get(key), after.get(key));
-        ensure!(b.is_some() && a == b, "{key} differs:\nsource {b:?}\ntarget {a:?}");
+        ensure!(
+            b.is_some() && a == b,
+            "{key} differs:\nsource {b:?}\ntarget {a:?}"
+        );
     }
     let w1 = &after["Widget/w1"];
     ensure!(w1["status"]["note"] == "from the source", "{w1}");
     ensure!(after["Secret/dependent"]["metadata"]["ownerReferences"][0]["name"] == "owner");
     ensure!(after["ConfigMap/held"]["metadata"]["finalizers"][0] == "example.com/keep");
-    ensure!(w1["metadata"]["managedFields"].as_array().is_some_and(|m| !m.is_empty()));
+    ensure!(w1["metadata"]["managedFields"]
+        .as_array()
+        .is_some_and(|m| !m.is_empty()));
     Ok(())
 }
 
@@ -268,10 +341,22 @@ async fn import_as_another_path_and_replace_with_410_for_old_watches() -> Result
     let dir = tempfile::tempdir()?;
     server.create_workspace("root:shop")?;
     fill(&server, "root:shop", 5)?;
-    kplane_async(&server, dir.path(), &["export", "root:shop", "-o", "v1.kpa"]).await?.ok()?;
+    kplane_async(
+        &server,
+        dir.path(),
+        &["export", "root:shop", "-o", "v1.kpa"],
+    )
+    .await?
+    .ok()?;
 
     // --as: a copy next to the original, through the kubectl plugin's spelling too.
-    kplane_async(&server, dir.path(), &["ws", "import", "v1.kpa", "--as", "copy"]).await?.ok()?;
+    kplane_async(
+        &server,
+        dir.path(),
+        &["ws", "import", "v1.kpa", "--as", "copy"],
+    )
+    .await?
+    .ok()?;
     let original = objects(&server, "root:shop", "configmaps,secrets,widgets")?;
     let copy = objects(&server, "root:copy", "configmaps,secrets,widgets")?;
     ensure!(original == copy, "the copy differs");
@@ -279,19 +364,38 @@ async fn import_as_another_path_and_replace_with_410_for_old_watches() -> Result
     // Into a non-empty path: refused without --replace, and nothing changes.
     let k = server.kubectl_for("root:copy")?;
     k.ok(&["create", "configmap", "added-later"])?;
-    kplane_async(&server, dir.path(), &["import", "v1.kpa", "--as", "root:copy"])
-        .await?
-        .fails_with("already exists")?;
+    kplane_async(
+        &server,
+        dir.path(),
+        &["import", "v1.kpa", "--as", "root:copy"],
+    )
+    .await?
+    .fails_with("already exists")?;
     ensure!(k.run(&["get", "configmap", "added-later"])?.success());
 
     // A watch from before the replace gets 410 Gone.
     let cms: Api<ConfigMap> = Api::namespaced(server.client_for("root:copy").await?, "default");
-    let rv = cms.list(&ListParams::default()).await?.metadata.resource_version.context("no rv")?;
-    let mut watch = cms.watch(&WatchParams::default().timeout(120), &rv).await?.boxed();
-    kplane_async(&server, dir.path(), &["import", "v1.kpa", "--as", "root:copy", "--replace"])
+    let rv = cms
+        .list(&ListParams::default())
         .await?
-        .ok()?;
-    ensure!(!k.run(&["get", "configmap", "added-later"])?.success(), "the replaced content is still there");
+        .metadata
+        .resource_version
+        .context("no rv")?;
+    let mut watch = cms
+        .watch(&WatchParams::default().timeout(120), &rv)
+        .await?
+        .boxed();
+    kplane_async(
+        &server,
+        dir.path(),
+        &["import", "v1.kpa", "--as", "root:copy", "--replace"],
+    )
+    .await?
+    .ok()?;
+    ensure!(
+        !k.run(&["get", "configmap", "added-later"])?.success(),
+        "the replaced content is still there"
+    );
     ensure!(objects(&server, "root:copy", "configmaps,secrets,widgets")? == original);
     let gone = loop {
         let event = tokio::time::timeout(Duration::from_secs(60), watch.next())
@@ -300,7 +404,8 @@ async fn import_as_another_path_and_replace_with_410_for_old_watches() -> Result
         match event {
             Some(Ok(WatchEvent::Error(e))) => break e.code == 410,
             Some(Ok(WatchEvent::Bookmark(_))) => {}
-            Some(Ok(other)) => eprintln!("EVENT {other:?}"),
+            // The replace's own changes may come first; then the watch must end in a 410.
+            Some(Ok(_)) => {}
             Some(Err(e)) => bail!("watch failed: {e}"),
             // Closed: watching again from the old resourceVersion must be a 410.
             None => break resumed_is_gone(&cms, &rv).await?,
@@ -327,7 +432,10 @@ async fn resumed_is_gone(cms: &Api<ConfigMap>, rv: &str) -> Result<bool> {
 
 /// The frames of a plain archive (docs/archive-format.md): `(tag, payload)`.
 fn frames(plain: &[u8]) -> Result<Vec<(u8, Vec<u8>)>> {
-    ensure!(plain.starts_with(&kplane_archive::MAGIC), "not a plain archive");
+    ensure!(
+        plain.starts_with(&kplane_archive::MAGIC),
+        "not a plain archive"
+    );
     let mut rest = &plain[8..];
     let mut out = Vec::new();
     while !rest.is_empty() {
@@ -385,9 +493,11 @@ fn join_record(strings: &[String], value: &[u8]) -> Vec<u8> {
 fn record_of(frames: &[(u8, Vec<u8>)], name: &str) -> Result<usize> {
     frames
         .iter()
-        .position(|(t, p)| *t == b'R' && {
-            let (s, _) = split_record(p);
-            s[1] == "/configmaps" && s[3] == name
+        .position(|(t, p)| {
+            *t == b'R' && {
+                let (s, _) = split_record(p);
+                s[1] == "/configmaps" && s[3] == name
+            }
         })
         .with_context(|| format!("no record of ConfigMap {name}"))
 }
@@ -401,10 +511,18 @@ fn damaged_archives_and_newer_formats_are_refused_with_nothing_imported() -> Res
     for name in ["a", "b", "c"] {
         k.ok(&["create", "configmap", name, "--from-literal=k=v"])?;
     }
-    kplane(&server, dir.path(), &["export", "root:src", "--no-compress", "-o", "good.kpa"])?.ok()?;
+    kplane(
+        &server,
+        dir.path(),
+        &["export", "root:src", "--no-compress", "-o", "good.kpa"],
+    )?
+    .ok()?;
     let good = std::fs::read(dir.path().join("good.kpa"))?;
     let parsed = frames(&good)?;
-    ensure!(assemble(&parsed, false) == good, "the test's framing disagrees with the archive");
+    ensure!(
+        assemble(&parsed, false) == good,
+        "the test's framing disagrees with the archive"
+    );
     let b = record_of(&parsed, "b")?;
     let trailer = parsed.len() - 1;
 
@@ -413,28 +531,56 @@ fn damaged_archives_and_newer_formats_are_refused_with_nothing_imported() -> Res
     let mid = good.len() / 2;
     flipped[mid] ^= 0x04;
     cases.push(("flipped byte", flipped, "corrupt archive: record "));
-    cases.push(("truncated", good[..good.len() - 30].to_vec(), "truncated archive"));
-    cases.push(("missing trailer", assemble(&parsed[..trailer], false), "truncated archive"));
+    cases.push((
+        "truncated",
+        good[..good.len() - 30].to_vec(),
+        "truncated archive",
+    ));
+    cases.push((
+        "missing trailer",
+        assemble(&parsed[..trailer], false),
+        "truncated archive",
+    ));
     let mut tampered = parsed.clone();
     let (strings, value) = split_record(&tampered[b].1);
     let value = String::from_utf8(value)?.replace("\"v\"", "\"w\"");
     tampered[b].1 = join_record(&strings, value.as_bytes());
-    cases.push(("wrong checksum", assemble(&tampered, false), "archive checksum mismatch"));
+    cases.push((
+        "wrong checksum",
+        assemble(&tampered, false),
+        "archive checksum mismatch",
+    ));
     let mut short = parsed.clone();
     short.remove(b);
-    cases.push(("a record removed", assemble(&short, false), "object count mismatch"));
+    cases.push((
+        "a record removed",
+        assemble(&short, false),
+        "object count mismatch",
+    ));
     let mut garbage = good.clone();
     garbage.extend_from_slice(b"\n");
-    cases.push(("trailing garbage", garbage, "data follows the archive's trailer"));
+    cases.push((
+        "trailing garbage",
+        garbage,
+        "data follows the archive's trailer",
+    ));
     let mut foreign = parsed.clone();
     let (mut strings, value) = split_record(&foreign[b].1);
     strings[0] = "root:other".into();
     foreign[b].1 = join_record(&strings, &value);
-    cases.push(("another cluster's object", assemble(&foreign, true), "outside the archive's cluster"));
+    cases.push((
+        "another cluster's object",
+        assemble(&foreign, true),
+        "outside the archive's cluster",
+    ));
     let mut not_object = parsed.clone();
     let (strings, _) = split_record(&not_object[b].1);
     not_object[b].1 = join_record(&strings, b"[1]");
-    cases.push(("a value that is not an object", assemble(&not_object, true), "is not a JSON object"));
+    cases.push((
+        "a value that is not an object",
+        assemble(&not_object, true),
+        "is not a JSON object",
+    ));
     let mut newer = parsed.clone();
     let mut header: Value = serde_json::from_slice(&newer[0].1)?;
     header["formatVersion"] = 2.into();
@@ -444,25 +590,50 @@ fn damaged_archives_and_newer_formats_are_refused_with_nothing_imported() -> Res
         assemble(&newer, true),
         "archive format version 2 is newer than this kplane supports (1); upgrade kplane",
     ));
-    cases.push(("not an archive", b"apiVersion: v1\nkind: List\n".to_vec(), "not a kplane archive"));
+    cases.push((
+        "not an archive",
+        b"apiVersion: v1\nkind: List\n".to_vec(),
+        "not a kplane archive",
+    ));
 
     for (i, (what, bytes, want)) in cases.iter().enumerate() {
         let file = format!("bad-{i}.kpa");
         std::fs::write(dir.path().join(&file), bytes)?;
-        let run = kplane(&server, dir.path(), &["import", &file, "--as", &format!("root:bad-{i}")])?;
+        let run = kplane(
+            &server,
+            dir.path(),
+            &["import", &file, "--as", &format!("root:bad-{i}")],
+        )?;
         run.fails_with(want).with_context(|| what.to_string())?;
-        ensure!(run.stderr.contains("nothing was imported"), "{what}: {}", run.stderr);
+        ensure!(
+            run.stderr.contains("nothing was imported"),
+            "{what}: {}",
+            run.stderr
+        );
     }
     // Nothing new: no workspace, no cluster, and the source as it was.
     let workspaces = server.kubectl_ok(&["get", "workspaces", "-o", "name"])?;
     ensure!(!workspaces.contains("bad-"), "{workspaces}");
-    let probe = server.kubectl_for("root:bad-0")?.run(&["get", "configmaps"])?;
+    let probe = server
+        .kubectl_for("root:bad-0")?
+        .run(&["get", "configmaps"])?;
     ensure!(!probe.success(), "root:bad-0 exists: {}", probe.stdout);
     let names = k.ok(&["get", "configmaps", "-o", "name"])?;
     ensure!(names.contains("configmap/b"), "{names}");
     // The good archive still imports (the damage was the only difference).
-    kplane(&server, dir.path(), &["import", "good.kpa", "--as", "root:good"])?.ok()?;
-    let v = server.kubectl_for("root:good")?.ok(&["get", "configmap", "b", "-o", "jsonpath={.data.k}"])?;
+    kplane(
+        &server,
+        dir.path(),
+        &["import", "good.kpa", "--as", "root:good"],
+    )?
+    .ok()?;
+    let v = server.kubectl_for("root:good")?.ok(&[
+        "get",
+        "configmap",
+        "b",
+        "-o",
+        "jsonpath={.data.k}",
+    ])?;
     ensure!(v == "v", "{v}");
     Ok(())
 }
