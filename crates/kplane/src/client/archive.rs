@@ -36,6 +36,10 @@ const UPLOAD_CHUNK: usize = 256 * 1024;
 
 /// Runs `kplane export`.
 pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
+    use std::io::IsTerminal as _;
+    if args.output == Path::new("-") && io::stdout().is_terminal() {
+        bail!("not writing an archive to a terminal: redirect stdout, or use -o FILE");
+    }
     let session = Session::load(flags)?;
     let path = ws::resolve(&session, &args.path)?;
     let (config, url) = session.config(&path).await?;
