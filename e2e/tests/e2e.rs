@@ -3,6 +3,7 @@
 //! only declares modules.
 
 mod archive;
+mod archive_server;
 mod audit;
 mod authn;
 mod clusters;
