@@ -334,8 +334,7 @@ async fn a_watch_on_a_replaced_cluster_gets_410() -> Result<()> {
     let text = String::from_utf8_lossy(&out.stdout);
     let last: Value = text
         .lines()
-        .filter(|l| !l.trim().is_empty())
-        .last()
+        .rfind(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
         .transpose()?
         .context("no watch event")?;
