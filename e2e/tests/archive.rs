@@ -65,12 +65,17 @@ impl Run {
 
 /// Runs `kplane ARGS` with `server`'s admin kubeconfig, in `dir`.
 fn kplane(server: &KplaneServer, dir: &Path, args: &[&str]) -> Result<Run> {
+    kplane_with(server.kubeconfig(), dir, args)
+}
+
+/// Runs `kplane ARGS` with `kubeconfig`, in `dir`.
+fn kplane_with(kubeconfig: &Path, dir: &Path, args: &[&str]) -> Result<Run> {
     let out_path = dir.join("cli.stdout");
     let err_path = dir.join("cli.stderr");
     let mut child = Command::new(kplane_bin()?)
         .args(args)
         .current_dir(dir)
-        .env("KUBECONFIG", server.kubeconfig())
+        .env("KUBECONFIG", kubeconfig)
         .env("HOME", dir)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path)?)
@@ -647,5 +652,88 @@ fn a_refused_export_leaves_no_file() -> Result<()> {
     kplane(&server, dir.path(), &["export", "root:nope", "-o", "x.kpa"])?
         .fails_with("logical cluster \"root:nope\" does not exist")?;
     ensure!(!dir.path().join("x.kpa").exists() && !dir.path().join("x.kpa.tmp").exists());
+    Ok(())
+}
+
+/// A kubeconfig for `server` whose only credential is a client certificate of `user`
+/// (in `groups`) from `kplane certs issue`.
+fn certificate_kubeconfig(
+    server: &KplaneServer,
+    dir: &Path,
+    user: &str,
+    groups: &[&str],
+) -> Result<std::path::PathBuf> {
+    let mut cmd = Command::new(kplane_bin()?);
+    cmd.args(["certs", "issue", "--user", user, "--data-dir"])
+        .arg(server.data_dir())
+        .arg("-o")
+        .arg(dir)
+        .env_remove("KPLANE_DATA_DIR");
+    for g in groups {
+        cmd.args(["--group", g]);
+    }
+    let run = cmd.output()?;
+    ensure!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let ca = dir.join("ca.crt");
+    std::fs::write(&ca, server.ca_pem()?)?;
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "kplane", "cluster": {
+            "server": server.server_url(), "certificate-authority": ca}}],
+        "users": [{"name": user, "user": {
+            "client-certificate": dir.join(format!("{user}.crt")),
+            "client-key": dir.join(format!("{user}.key"))}}],
+        "contexts": [{"name": "kplane", "context": {"cluster": "kplane", "user": user}}],
+        "current-context": "kplane",
+    });
+    let path = dir.join(format!("{user}.kubeconfig"));
+    std::fs::write(&path, kubeconfig.to_string())?;
+    Ok(path)
+}
+
+/// The CLI presents the kubeconfig's client certificate (no token anywhere), and the
+/// server's authorization decides: an admin group exports and imports, a user without
+/// a grant gets the server's 403.
+#[test]
+fn client_certificates_are_credentials_and_rbac_decides() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let dir = tempfile::tempdir()?;
+    server.create_workspace("root:src")?;
+    server
+        .kubectl_for("root:src")?
+        .ok(&["create", "configmap", "a", "--from-literal=k=v"])?;
+    let admin = certificate_kubeconfig(&server, dir.path(), "ops", &["system:masters"])?;
+    kplane_with(&admin, dir.path(), &["export", "root:src", "-o", "src.kpa"])?.ok()?;
+    kplane_with(
+        &admin,
+        dir.path(),
+        &["import", "src.kpa", "--as", "root:dst"],
+    )?
+    .ok()?;
+    let v = server.kubectl_for("root:dst")?.ok(&[
+        "get",
+        "configmap",
+        "a",
+        "-o",
+        "jsonpath={.data.k}",
+    ])?;
+    ensure!(v == "v", "{v}");
+
+    let nobody = certificate_kubeconfig(&server, dir.path(), "nobody", &[])?;
+    kplane_with(&nobody, dir.path(), &["export", "root:src", "-o", "no.kpa"])?
+        .fails_with("(403 Forbidden)")?;
+    ensure!(!dir.path().join("no.kpa").exists() && !dir.path().join("no.kpa.tmp").exists());
+    kplane_with(
+        &nobody,
+        dir.path(),
+        &["import", "src.kpa", "--as", "root:other"],
+    )?
+    .fails_with("(403 Forbidden)")?;
+    let workspaces = server.kubectl_ok(&["get", "workspaces", "-o", "name"])?;
+    ensure!(!workspaces.contains("other"), "{workspaces}");
     Ok(())
 }
