@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use bytes::Bytes;
@@ -33,6 +34,10 @@ const IN_FLIGHT: usize = 16;
 
 /// Bytes per chunk when uploading a file.
 const UPLOAD_CHUNK: usize = 256 * 1024;
+
+/// How long an export may go without a byte before it is given up (the server streams
+/// continuously once it has started; this only catches a stalled connection).
+const EXPORT_IDLE: Duration = Duration::from_secs(300);
 
 /// Runs `kplane export`.
 pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
@@ -120,7 +125,18 @@ async fn pump(
     progress: &Progress,
 ) -> Result<()> {
     let mut bytes = 0u64;
-    while let Some(frame) = body.frame().await {
+    loop {
+        let Ok(frame) = tokio::time::timeout(EXPORT_IDLE, body.frame()).await else {
+            let msg = format!(
+                "the transfer stalled: nothing arrived for {}s after {bytes} bytes",
+                EXPORT_IDLE.as_secs()
+            );
+            let _ = tx.send(Err(io::Error::other(msg.clone()))).await;
+            bail!(msg);
+        };
+        let Some(frame) = frame else {
+            return Ok(());
+        };
         let data = match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => data,
@@ -142,7 +158,6 @@ async fn pump(
             return Ok(());
         }
     }
-    Ok(())
 }
 
 /// A check's failure, with the sink when it was opened (to discard it).
