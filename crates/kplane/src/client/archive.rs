@@ -49,29 +49,12 @@ pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
     let path = ws::resolve(&session, &args.path)?;
     let (config, url) = session.config(&path).await?;
     let mut transfer = Transfer::new(&config, url)?;
-    let mut query = Vec::new();
-    if args.recursive {
-        query.push("recursive=true");
-    }
-    if args.no_compress {
-        query.push("compress=false");
-    }
-    let uri = if query.is_empty() {
-        "/kplane/v1/export".to_owned()
-    } else {
-        format!("/kplane/v1/export?{}", query.join("&"))
-    };
+    let accept = [("accept", CONTENT_TYPE.to_owned())];
     let resp = transfer
-        .send(
-            Method::GET,
-            &uri,
-            &[("accept", CONTENT_TYPE.to_owned())],
-            transfer::empty(),
-        )
+        .send(Method::GET, &export_uri(&args), &accept, transfer::empty())
         .await
         .with_context(|| format!("exporting {path}"))?;
     let sink = Sink::open(&args.output)?;
-    let to_stdout = matches!(sink, Sink::Stdout(_));
     let progress = Progress::objects("exporting");
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
     let check = {
@@ -83,22 +66,15 @@ pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
         .await
         .map_err(|e| anyhow!("the archive check stopped: {e}"))?;
     progress.done();
+    // A broken transfer explains more than what the check made of it.
     let (header, summary, sink) = match (streamed, checked) {
         (Ok(()), Ok(done)) => done,
-        (Err(e), Ok((_, _, sink))) | (Err(e), Err((_, Some(sink)))) => {
+        (Err(e), Ok((_, _, sink)) | Err((_, sink))) | (Ok(()), Err((e, sink))) => {
             sink.discard();
             return Err(e.context(format!("exporting {path}")));
         }
-        (Err(e), Err((_, None))) => return Err(e.context(format!("exporting {path}"))),
-        (Ok(()), Err((e, sink))) => {
-            if let Some(sink) = sink {
-                sink.discard();
-            }
-            return Err(e.context(format!(
-                "exporting {path}: the server sent a bad archive; nothing was written"
-            )));
-        }
     };
+    let to_stdout = matches!(sink, Sink::Stdout(_));
     let written = sink.commit()?;
     let line = format!(
         "exported {} ({} objects{}, revision {}) to {written}: {} bytes, sha256 {}\n",
@@ -114,6 +90,22 @@ pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
         Ok(())
     } else {
         out(&line)
+    }
+}
+
+/// `/kplane/v1/export` with the query `args` ask for.
+fn export_uri(args: &ExportArgs) -> String {
+    let mut query = Vec::new();
+    if args.recursive {
+        query.push("recursive=true");
+    }
+    if args.no_compress {
+        query.push("compress=false");
+    }
+    if query.is_empty() {
+        "/kplane/v1/export".to_owned()
+    } else {
+        format!("/kplane/v1/export?{}", query.join("&"))
     }
 }
 
@@ -160,8 +152,8 @@ async fn pump(
     }
 }
 
-/// A check's failure, with the sink when it was opened (to discard it).
-type CheckError = (anyhow::Error, Option<Sink>);
+/// A check's failure, with the sink (to discard it).
+type CheckError = (anyhow::Error, Sink);
 
 /// Reads the archive from `rx` with the archive reader (every check of the format),
 /// writing each chunk to `sink` as it passes.
@@ -178,13 +170,17 @@ fn check_and_write(
     };
     let result = read_through(&mut tee, progress);
     // A write failure of the sink explains more than the reader's error about it.
-    let result = match tee.failed.take() {
-        Some(e) => Err(anyhow::Error::new(e).context(tee.sink.describe())),
-        None => result,
+    let result = match (tee.failed.take(), result) {
+        (Some(e), _) => Err(anyhow::Error::new(e).context(tee.sink.describe())),
+        (None, Err(e)) => Err(e.context(match tee.sink {
+            Sink::Stdout(_) => "the server sent a bad archive; the output is incomplete",
+            Sink::File { .. } => "the server sent a bad archive; nothing was written",
+        })),
+        (None, Ok(done)) => Ok(done),
     };
     match result {
         Ok((header, summary)) => Ok((header, summary, tee.sink)),
-        Err(e) => Err((e, Some(tee.sink))),
+        Err(e) => Err((e, tee.sink)),
     }
 }
 
