@@ -61,7 +61,11 @@ pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
         let progress = progress.clone();
         tokio::task::spawn_blocking(move || check_and_write(rx, sink, &progress))
     };
-    let streamed = pump(resp.into_body(), tx, &progress).await;
+    // Ctrl-C ends the transfer like a broken one: the check fails, FILE.tmp is removed.
+    let streamed = tokio::select! {
+        streamed = pump(resp.into_body(), tx, &progress) => streamed,
+        _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted")),
+    };
     let checked = check
         .await
         .map_err(|e| anyhow!("the archive check stopped: {e}"))?;
