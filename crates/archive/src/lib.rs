@@ -29,7 +29,7 @@ mod write;
 mod tests;
 
 pub use error::{Error, Result};
-pub use frame::{MAX_FRAME_LEN, MAX_NAME_LEN};
+pub use frame::{crc32, MAX_FRAME_LEN, MAX_NAME_LEN};
 pub use read::{verify, Reader};
 pub use write::Writer;
 
