@@ -131,7 +131,7 @@ async fn export_to(
     }
     // Chunks are about EXPORT_CHUNK each: a large archive comes in many.
     assert!(
-        chunks >= 1 + out.len() / (EXPORT_CHUNK + 64 * 1024),
+        chunks > out.len() / (EXPORT_CHUNK + 64 * 1024),
         "{chunks} chunks"
     );
     if out.len() > 4 * EXPORT_CHUNK {
