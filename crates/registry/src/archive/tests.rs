@@ -231,6 +231,12 @@ async fn recursive_archives_are_re_rooted() {
     seed(&env, "root:a:b", 2).await;
     seed(&env, "root:a-c", 1).await;
     let file = env.dir.path().join("r.karc");
+    env.reg.set_server_version("v1.32.6-kplane.0.1.0+test");
+    let s = env.reg.export(&name("root:a"), true, false).await.unwrap();
+    let h = s.header();
+    assert_eq!(h.kplane_version, "v1.32.6-kplane.0.1.0+test");
+    assert_eq!(h.source_server, "https://kplane.test:6443");
+    assert!(h.recursive && h.cluster == "root:a");
     export_to(&env.reg, "root:a", true, false, &file).await;
     let sum = env.reg.import(&file, &name("root:x"), false).await.unwrap();
     assert_eq!(sum.clusters, ["root:x", "root:x:b"]);
