@@ -432,6 +432,9 @@ impl Server {
         } = self;
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
+        // Import bodies being received when the process last stopped are useless now.
+        let spool_dir = cfg.data_dir.join("import-spool");
+        let _ = std::fs::remove_dir_all(&spool_dir);
         let audit = match &cfg.audit {
             Some(a) => Some(Arc::new(
                 crate::audit::Auditor::from_files(&a.policy_file, a.log.clone())
@@ -509,6 +512,7 @@ impl Server {
         let host = client_host(&local);
         // Workspace URLs name the address clients reach this server at.
         registry.set_external_url(format!("https://{host}"));
+        registry.set_server_version(cfg.build_info.git_version());
         let sa_tokens = Arc::new(crate::serviceaccount::Tokens::new(
             sa_keys,
             cfg.service_accounts
@@ -548,6 +552,7 @@ impl Server {
                 max_token_expiration_seconds: cfg.service_accounts.max_token_expiration_seconds,
             })),
             audit: audit.clone(),
+            spool_dir: spool_dir.clone(),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -2,6 +2,8 @@
 //! and drives it with real clients, kubectl, kube-rs and the official Python client. This file
 //! only declares modules.
 
+mod archive;
+mod archive_server;
 mod audit;
 mod authn;
 mod clusters;

@@ -25,6 +25,8 @@ use std::time::Duration;
 use kplane_storage::{CloseReason, Error as StorageError, EventType, KeyValue, Prefix, Revision};
 use kplane_storage::{ListOptions, Storage, WatchEvent};
 
+use crate::cluster_states::ClusterTable;
+
 /// Objects read from storage at a time by the scan.
 pub(crate) const SCAN_PAGE: usize = 1000;
 
@@ -60,6 +62,10 @@ pub struct Informer {
     storage: Arc<dyn Storage>,
     handlers: Vec<Arc<dyn InformerHandler>>,
     page: usize,
+    /// Clusters being imported (and import staging) are not shown to the handlers, and a
+    /// rising floor (an import finished) starts a new pass, so that the handlers see the
+    /// imported objects (`cluster_states.rs`).
+    imports: Option<Arc<ClusterTable>>,
 }
 
 impl Informer {
@@ -68,7 +74,14 @@ impl Informer {
             storage,
             handlers: Vec::new(),
             page: SCAN_PAGE,
+            imports: None,
         }
+    }
+
+    /// Hides the clusters `table` hides, and rescans whenever one of its floors rises.
+    pub fn following_imports(mut self, table: Arc<ClusterTable>) -> Informer {
+        self.imports = Some(table);
+        self
     }
 
     /// Registers a handler (before [`Informer::run`]).
@@ -100,11 +113,13 @@ impl Informer {
 
     /// One scan, then the watch until it ends.
     async fn pass(&self) -> Next {
+        let mut floors = self.imports.as_ref().map(|t| t.subscribe());
         let from = self.storage.current_revision();
         for h in &self.handlers {
             h.on_resync();
         }
-        match scan(&*self.storage, &self.handlers, self.page, from).await {
+        let hide = self.imports.as_deref();
+        match scan_hiding(&*self.storage, &self.handlers, self.page, from, hide).await {
             Ok(n) => tracing::debug!(objects = n, revision = from, "informer replayed the store"),
             Err(e) => return after_failure(e, "scan"),
         }
@@ -120,8 +135,20 @@ impl Informer {
             Ok(rx) => rx,
             Err(e) => return after_failure(e, "watch"),
         };
-        while let Some(ev) = rx.recv().await {
+        loop {
+            let ev = match floors.as_mut() {
+                Some(f) => tokio::select! {
+                    ev = rx.recv() => ev,
+                    _ = f.changed() => {
+                        tracing::debug!("an import finished; rescanning the store");
+                        return Next::Rescan { backoff: None };
+                    }
+                },
+                None => rx.recv().await,
+            };
+            let Some(ev) = ev else { break };
             match ev {
+                WatchEvent::Event(e) if hide.is_some_and(|h| h.hides(&e.kv.key.cluster)) => {}
                 WatchEvent::Event(e) => {
                     let deleted = e.event_type == EventType::Deleted;
                     for h in &self.handlers {
@@ -159,11 +186,24 @@ fn after_failure(e: StorageError, what: &str) -> Next {
 
 /// Replays every stored object as of revision `at` to `handlers`, `page` objects per read.
 /// Returns how many objects there were.
+#[cfg(test)]
 pub(crate) async fn scan(
     storage: &dyn Storage,
     handlers: &[Arc<dyn InformerHandler>],
     page: usize,
     at: Revision,
+) -> kplane_storage::Result<usize> {
+    scan_hiding(storage, handlers, page, at, None).await
+}
+
+/// Replays every stored object as of revision `at` to `handlers`, `page` objects per read,
+/// without the objects of the clusters `hide` hides. Returns how many objects there were.
+async fn scan_hiding(
+    storage: &dyn Storage,
+    handlers: &[Arc<dyn InformerHandler>],
+    page: usize,
+    at: Revision,
+    hide: Option<&ClusterTable>,
 ) -> kplane_storage::Result<usize> {
     let all = Prefix {
         cluster: kplane_storage::Clusters::All,
@@ -178,7 +218,11 @@ pub(crate) async fn scan(
     let mut n = 0;
     loop {
         let read = storage.list(&all, &opts, None).await?;
-        for kv in &read.items {
+        let shown = read
+            .items
+            .iter()
+            .filter(|kv| hide.is_none_or(|h| !h.hides(&kv.key.cluster)));
+        for kv in shown {
             for h in handlers {
                 h.on_object(kv, false, true);
             }
@@ -439,5 +483,59 @@ mod tests {
                 .all(|x| matches!(x, Seen::Object { rev, .. } if *rev <= at)));
         }
         storage.shutdown().await.unwrap();
+    }
+
+    /// Clusters being imported and pseudo-clusters are hidden from the handlers, in the
+    /// replay and live; a rising floor (an import finished) starts a new pass that shows
+    /// the imported cluster's objects.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn imports_are_hidden_until_their_floor_rises() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let table = Arc::new(ClusterTable::default());
+        table.set_phase("root:new", Some(crate::cluster_states::Phase::Importing));
+        let put_in = |cluster: &'static str, name: &'static str| {
+            let s = storage.clone();
+            async move {
+                s.put(
+                    Key::new(cluster, "/configmaps", "ns", name),
+                    Precondition::MustNotExist,
+                    Box::new(|_| Ok(b"{}".to_vec())),
+                )
+                .await
+                .unwrap();
+            }
+        };
+        put_in("root:new", "before").await;
+        put_in("~import:root:x", "staged").await;
+        put_in("root", "seen-1").await;
+        let rec = Recorder::new(Arc::default());
+        let informer = Informer::new(storage.clone())
+            .with(rec.clone())
+            .following_imports(table.clone());
+        let task = tokio::spawn(informer.run());
+        until(&rec, |s| s.contains(&Seen::Synced)).await;
+        put_in("root:new", "during").await;
+        put_in("root", "seen-2").await;
+        let names = |s: &[Seen]| -> Vec<String> {
+            s.iter()
+                .filter_map(|x| match x {
+                    Seen::Object { name, .. } => Some(name.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        until(&rec, |s| names(s).contains(&"seen-2".to_string())).await;
+        assert_eq!(names(&rec.seen()), ["seen-1", "seen-2"]);
+        table.set_phase("root:new", None);
+        table.raise_floor("root:new", storage.current_revision() + 1);
+        until(&rec, |s| names(s).contains(&"during".to_string())).await;
+        let seen = rec.seen();
+        let after = seen.iter().rposition(|s| *s == Seen::Resync).unwrap();
+        let replayed = names(&seen[after..]);
+        assert!(replayed.contains(&"before".to_string()), "{replayed:?}");
+        assert!(!replayed.contains(&"staged".to_string()), "{replayed:?}");
+        task.abort();
     }
 }
