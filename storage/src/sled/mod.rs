@@ -21,6 +21,8 @@ mod compress;
 mod encoding;
 mod event_log;
 #[cfg(test)]
+mod generation_tests;
+#[cfg(test)]
 mod layout_tests;
 mod log;
 mod migrate;
@@ -274,13 +276,16 @@ impl SledStorage {
         let latest_db = open_db(&dir.join(migrate::LATEST_DIR), &opts, latest_cache)?;
         let latest = latest_db.open_tree(LATEST_TREE).map_err(backend)?;
         let latest_rev = read_meta(&latest, META_REVISION)?;
-        let log_db = open_db(
-            &dir.join(migrate::LOG_DIR),
-            &opts,
-            opts.cache_capacity_bytes - latest_cache,
-        )?;
-        let log = Arc::new(Log::open(log_db, latest_rev + 1)?);
+        // The rest is split evenly over the generation databases.
+        let log_config = log::LogConfig {
+            cache_per_db: ((opts.cache_capacity_bytes - latest_cache)
+                / u64::from(opts.generations.max(1) + 2))
+            .max(1024 * 1024),
+            flush_every_ms: opts.flush_every_ms,
+        };
+        let log = Arc::new(Log::open(dir, log_config, latest_rev + 1)?);
         let current = recovery::replay(&latest, &log, latest_rev)?;
+        log.ensure_own_current(current)?;
         let oldest = log.generations().first().map_or(1, |g| g.first);
         let compacted = read_meta(&latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
         let compactor = Compactor::new(
@@ -517,8 +522,8 @@ impl Storage for SledStorage {
             max_group: c.max_group.load(Ordering::Relaxed),
             watchers: self.watcher_count() as u64,
             disk_bytes: self.shared.latest_db.size_on_disk().unwrap_or(0)
-                + self.shared.log.db.size_on_disk().unwrap_or(0),
-            log_disk_bytes: self.shared.log.db.size_on_disk().unwrap_or(0),
+                + self.shared.log.disk_bytes(),
+            log_disk_bytes: self.shared.log.disk_bytes(),
             latest_logical_bytes: self.shared.latest_bytes.load(Ordering::Relaxed),
             log_logical_bytes: self.shared.log.logical_bytes(),
             window_logical_bytes: self.shared.log.window_bytes(

@@ -177,13 +177,13 @@ impl Writer {
                 Request::Shutdown(reply) => other_shutdowns.push(reply),
             }
         }
-        let result = shared
-            .log
-            .db
-            .flush()
-            .and_then(|_| shared.latest.flush())
-            .map(|_| ())
-            .map_err(|e| Error::Backend(e.to_string()));
+        let result = shared.log.flush_all().and_then(|()| {
+            shared
+                .latest
+                .flush()
+                .map(|_| ())
+                .map_err(|e| Error::Backend(e.to_string()))
+        });
         shared.hub.close_all();
         // Release the database before answering, so the caller can reopen it.
         drop(shared);
@@ -362,7 +362,8 @@ impl Writer {
         }
         gen.tree.apply_batch(batch.batch)?;
         gen.add_bytes(batch.bytes);
-        log.db.flush().map(|_| ())
+        // A group is in one generation: flushing its database is the commit point.
+        gen.flush()
     }
 
     fn apply_latest(&self, batch: sled::Batch) -> sled::Result<()> {
