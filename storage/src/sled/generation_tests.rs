@@ -151,7 +151,10 @@ async fn a_dropped_generation_deletes_its_files_and_gives_the_space_back() {
     let first = held[0].first;
     let deadline = Instant::now() + Duration::from_secs(30);
     while s.shared.log.generations()[0].first == first {
-        assert!(Instant::now() < deadline, "the oldest generation was not dropped");
+        assert!(
+            Instant::now() < deadline,
+            "the oldest generation was not dropped"
+        );
         tokio::time::sleep(window / 4).await;
     }
     assert!(s.shared.log.retired_count() >= 1);
@@ -168,7 +171,8 @@ async fn a_dropped_generation_deletes_its_files_and_gives_the_space_back() {
         tokio::time::sleep(window / 4).await;
     }
     settle(&s, window).await;
-    // Only the live generations' directories are left (no temporary or half-deleted one).
+    // Only the live generations' directories are left, and at most one spare (no
+    // temporary or half-deleted one).
     let live: Vec<String> = s
         .shared
         .log
@@ -176,7 +180,13 @@ async fn a_dropped_generation_deletes_its_files_and_gives_the_space_back() {
         .iter()
         .map(|g| g.dir().file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(log_entries(dir.path()), live);
+    let on_disk = log_entries(dir.path());
+    assert!(
+        live.iter().all(|g| on_disk.contains(g)),
+        "{live:?} {on_disk:?}"
+    );
+    assert!(on_disk.len() <= live.len() + 1, "{live:?} {on_disk:?}");
+    assert!(on_disk.iter().all(|n| n.len() == 21), "{on_disk:?}");
     // The space is back: the files hold what the small writes since need, not the burst.
     let after = dir_bytes(&dir.path().join(LOG_DIR));
     assert!(after < peak_log / 2, "{after} of {peak_log}");
@@ -202,7 +212,11 @@ async fn a_crash_is_replayed_from_several_generation_databases() {
     let gens_before = s.shared.log.generations().len();
     // From here the writer commits to the log only: a crash after every log flush.
     s.shared.skip_latest.store(true, Ordering::Release);
-    let mut want = vec![("a", "a".to_string()), ("b", String::new()), ("c", "c".into())];
+    let mut want = vec![
+        ("a", "a".to_string()),
+        ("b", String::new()),
+        ("c", "c".into()),
+    ];
     for round in 0..4 {
         s.put(key("a"), Precondition::MustExist, enc(format!("a{round}")))
             .await
@@ -288,16 +302,22 @@ fn to_single_log_database(dir: &Path) -> usize {
         .unwrap();
     let mut gens = 0;
     for name in log_entries(dir) {
-        let first: Revision = name[1..].parse().unwrap();
         let gen_db = sled::Config::new()
             .path(log.join(&name))
             .segment_size(SEGMENT_SIZE)
             .open()
             .unwrap();
+        // A spare (no first revision) is no generation.
+        let Some(first) = gen_db.get(b"F").unwrap() else {
+            continue;
+        };
+        let first = Revision::from_be_bytes(first.as_ref().try_into().unwrap());
         let tree = db.open_tree(legacy_tree_name(first)).unwrap();
         for entry in gen_db.iter() {
             let (k, v) = entry.unwrap();
-            tree.insert(k, v).unwrap();
+            if k.as_ref() != b"F" {
+                tree.insert(k, v).unwrap();
+            }
         }
         gens += 1;
     }
@@ -311,13 +331,12 @@ fn to_single_log_database(dir: &Path) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_log_database_is_read_until_it_ages_out_then_deleted() {
     let dir = tempfile::tempdir().unwrap();
-    let window = Duration::from_millis(1200);
-    let s = SledStorage::open(dir.path(), short(1200)).unwrap();
+    let window = Duration::from_millis(1800);
+    let s = SledStorage::open(dir.path(), short(1800)).unwrap();
     let mut history = Vec::new();
-    let started = Instant::now();
     let mut i = 0;
-    // Generations of 200 ms: several of them, none aged out yet.
-    while started.elapsed() < Duration::from_millis(700) {
+    // Generations of 300 ms: at least three of them.
+    while s.shared.log.generations().len() < 3 || i < 10 {
         upsert(&s, &format!("k{}", i % 5), format!("v{i}")).await;
         history.push((s.current_revision(), values(&list_at(&s, None).await)));
         i += 1;
@@ -347,7 +366,15 @@ async fn a_single_log_database_is_read_until_it_ages_out_then_deleted() {
     let current = gens_now.last().unwrap();
     assert!(!current.is_legacy());
     assert!(gens_now[0].is_legacy());
-    assert_eq!(log_entries(dir.path()).len(), 1);
+    assert_eq!(gens_now.iter().filter(|g| !g.is_legacy()).count(), 1);
+    assert!(log_entries(dir.path()).contains(
+        &current
+            .dir()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    ));
     let mut revs = Vec::new();
     while revs.last() != Some(&s.current_revision()) {
         match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
@@ -364,12 +391,15 @@ async fn a_single_log_database_is_read_until_it_ages_out_then_deleted() {
     drop(s);
 
     // With the short window the old generations age out and the old database goes.
-    let s = reopen(dir.path(), short(1200));
+    let s = reopen(dir.path(), short(1800));
     let live = values(&list_at(&s, None).await);
     settle(&s, window).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while dir.path().join(LEGACY_DIR).exists() {
-        assert!(Instant::now() < deadline, "the old log database was not deleted");
+        assert!(
+            Instant::now() < deadline,
+            "the old log database was not deleted"
+        );
         tokio::time::sleep(window / 4).await;
     }
     assert!(s.shared.log.generations().iter().all(|g| !g.is_legacy()));

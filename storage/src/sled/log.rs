@@ -13,9 +13,13 @@
 //! file, so generations as trees of one database kept the size the busiest window needed.
 //!
 //! Files on disk, and what a crash can leave:
-//! - `log/g<first>` (20 digits): a generation. It is created as `g<first>.tmp`, opened,
-//!   flushed, closed and renamed, so a generation directory is never half-created; a
-//!   leftover `.tmp` is removed on open.
+//! - `log/g<n>` (20 digits, a sequence number): a generation database. Its first revision
+//!   is its entry `F` (written into the database when it becomes a generation, so it is
+//!   durable with, and before, anything else written into it); a database without `F` is a
+//!   spare. A background thread prepares the next spare (created as `g<n>.tmp`, flushed,
+//!   closed, renamed, opened again: opening a sled database costs 10-100 ms, which the writer
+//!   should not wait for), so starting a generation on the writer thread is one insert. A
+//!   leftover `.tmp` is removed on open, a spare found on open is kept as the spare.
 //! - A dropped generation is removed from the list at once, and its directory is renamed to
 //!   `g<first>.dropping` and deleted when no reader holds it any more (readers take a
 //!   snapshot of the list and read a dropped generation in full meanwhile). A leftover
@@ -38,7 +42,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -60,6 +64,9 @@ const GEN_PREFIX: &[u8] = b"gen";
 pub(crate) const LOG_DIR: &str = "log";
 /// Where an older data directory's single log database is kept until it ages out.
 pub(crate) const LEGACY_DIR: &str = "log.legacy";
+/// The key of a generation database's first revision (no other keyspace uses `F`).
+const FIRST_KEY: &[u8] = b"F";
+
 /// Suffix of a generation directory being created.
 const TMP_SUFFIX: &str = ".tmp";
 /// Suffix of a directory being deleted.
@@ -143,6 +150,15 @@ pub(crate) struct Log {
     /// Databases of dropped generations whose directories are deleted once no reader
     /// holds them.
     retired: Mutex<Vec<Arc<GenStore>>>,
+    /// The database the next generation goes to, prepared in the background.
+    spare: Arc<Mutex<Option<Arc<GenStore>>>>,
+    /// Whether a background thread is preparing a spare.
+    preparing: Arc<AtomicBool>,
+    /// The next generation database's sequence number.
+    next_seq: AtomicU64,
+    /// Background threads preparing a spare or deleting dropped generations; joined when
+    /// the log is dropped, so no database is open once the store is closed.
+    workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// Logical bytes logged per commit-time bucket, oldest first (this process's commits
     /// only; older buckets are pruned by [`Log::window_bytes`]).
     recent: Mutex<VecDeque<(u64, u64)>>,
@@ -159,13 +175,13 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| io("sync", dir, e))
 }
 
-/// The directory name of the generation starting at `first`.
-fn gen_dir_name(first: Revision) -> String {
-    format!("g{first:020}")
+/// The directory name of generation database number `seq`.
+fn gen_dir_name(seq: u64) -> String {
+    format!("g{seq:020}")
 }
 
-/// The first revision of a generation directory's name.
-fn parse_gen_dir(name: &str) -> Option<Revision> {
+/// The sequence number of a generation database's directory name.
+fn parse_gen_dir(name: &str) -> Option<u64> {
     let digits = name.strip_prefix('g')?;
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -183,6 +199,38 @@ fn open_log_db(path: &Path, cache: u64, flush_every_ms: Option<u64>) -> Result<s
         .mode(sled::Mode::HighThroughput)
         .open()
         .map_err(backend)
+}
+
+/// Creates generation database number `seq` in `dir` (complete under a temporary name,
+/// then renamed) and opens it.
+fn create_store(dir: &Path, seq: u64, config: &LogConfig) -> Result<Arc<GenStore>> {
+    let path = dir.join(gen_dir_name(seq));
+    let tmp = dir.join(format!("{}{TMP_SUFFIX}", gen_dir_name(seq)));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| io("remove", &tmp, e))?;
+    }
+    let db = open_log_db(&tmp, config.cache_per_db, None)?;
+    db.flush().map_err(backend)?;
+    drop(db);
+    std::fs::rename(&tmp, &path).map_err(|e| io("rename", &tmp, e))?;
+    sync_dir(dir)?;
+    let db = open_log_db(&path, config.cache_per_db, config.flush_every_ms)?;
+    Ok(Arc::new(GenStore {
+        db,
+        dir: path,
+        legacy: false,
+    }))
+}
+
+/// Closes `store` and deletes its directory.
+fn close_and_delete(store: Arc<GenStore>) -> Result<()> {
+    let dir = store.dir.clone();
+    let started = Instant::now();
+    // Closes the database (its flusher thread stops) before its files go.
+    drop(store);
+    delete_dir(&dir)?;
+    tracing::debug!(dir = %dir.display(), micros = started.elapsed().as_micros() as u64, "log generation deleted");
+    Ok(())
 }
 
 /// Renames `path` to `<path>.dropping`, then deletes it: a crash leaves either the
@@ -219,6 +267,10 @@ pub(crate) fn tree_bytes(tree: &sled::Tree) -> Result<u64> {
     let mut total = 0u64;
     for entry in tree.iter() {
         let (k, v) = entry.map_err(backend)?;
+        if k.as_ref() == FIRST_KEY {
+            // Bookkeeping of a generation database, not history.
+            continue;
+        }
         let v_len = if k.first() == Some(&TAG_VERSION) {
             version_logical_len(&v)?
         } else {
@@ -308,20 +360,32 @@ impl Log {
         let mut entries = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| io("read", &dir, e))? {
             let entry = entry.map_err(|e| io("read", &dir, e))?;
-            if let Some(first) = parse_gen_dir(&entry.file_name().to_string_lossy()) {
-                entries.push((first, entry.path()));
+            if let Some(seq) = parse_gen_dir(&entry.file_name().to_string_lossy()) {
+                entries.push((seq, entry.path()));
             }
         }
-        for (first, path) in entries {
+        entries.sort();
+        let next_seq = entries.last().map_or(0, |(seq, _)| seq + 1);
+        let mut spare = None;
+        for (_, path) in entries {
             let db = open_log_db(&path, config.cache_per_db, config.flush_every_ms)?;
-            let tree: sled::Tree = (*db).clone();
-            let bytes = tree_bytes(&tree)?;
+            let first = db.get(FIRST_KEY).map_err(backend)?;
             let store = Arc::new(GenStore {
                 db,
                 dir: path,
                 legacy: false,
             });
-            gens.push(Generation::new(first, tree, bytes, store));
+            let Some(first) = first else {
+                // Never a generation (a spare, or one started and never flushed).
+                match spare {
+                    None => spare = Some(store),
+                    Some(_) => close_and_delete(store)?,
+                }
+                continue;
+            };
+            let tree: sled::Tree = (*store.db).clone();
+            let bytes = tree_bytes(&tree)?;
+            gens.push(Generation::new(decode_u64(&first)?, tree, bytes, store));
         }
         sync_dir(&dir)?;
         gens.sort_by_key(|g| g.first);
@@ -330,14 +394,19 @@ impl Log {
             config,
             gens: RwLock::new(Vec::new()),
             retired: Mutex::new(Vec::new()),
+            spare: Arc::new(Mutex::new(spare)),
+            preparing: Arc::new(AtomicBool::new(false)),
+            next_seq: AtomicU64::new(next_seq),
+            workers: Mutex::new(Vec::new()),
             recent: Mutex::new(VecDeque::new()),
         };
         if gens.is_empty() {
-            gens.push(log.create(next)?);
+            gens.push(log.start(next)?);
         }
         *log.gens
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = gens;
+        log.prepare_spare();
         Ok(log)
     }
 
@@ -374,30 +443,87 @@ impl Log {
         Ok(gens)
     }
 
-    /// Creates the database of a new generation starting at `first` (under a temporary
-    /// name, renamed once complete) and opens it.
-    fn create(&self, first: Revision) -> Result<Generation> {
-        let path = self.dir.join(gen_dir_name(first));
-        if !path.exists() {
-            let tmp = self.dir.join(format!("{}{TMP_SUFFIX}", gen_dir_name(first)));
-            if tmp.exists() {
-                std::fs::remove_dir_all(&tmp).map_err(|e| io("remove", &tmp, e))?;
+    /// Makes the spare database (or, when none is ready, a new one) the generation
+    /// starting at `first`: records `first` in it (durable with its first flush, before
+    /// anything else written into it).
+    fn start(&self, first: Revision) -> Result<Generation> {
+        let ready = self
+            .spare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let store = match ready {
+            Some(store) => store,
+            None => {
+                let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                create_store(&self.dir, seq, &self.config)?
             }
-            let db = open_log_db(&tmp, self.config.cache_per_db, None)?;
-            db.flush().map_err(backend)?;
-            drop(db);
-            std::fs::rename(&tmp, &path).map_err(|e| io("rename", &tmp, e))?;
-            sync_dir(&self.dir)?;
+        };
+        store
+            .db
+            .insert(FIRST_KEY, &encode_u64(first))
+            .map_err(backend)?;
+        let tree: sled::Tree = (*store.db).clone();
+        Ok(Generation::new(first, tree, 0, store))
+    }
+
+    /// Prepares the next spare database in the background, unless one is ready or being
+    /// prepared.
+    fn prepare_spare(&self) {
+        if self
+            .spare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+            || self.preparing.swap(true, Ordering::AcqRel)
+        {
+            return;
         }
-        let db = open_log_db(&path, self.config.cache_per_db, self.config.flush_every_ms)?;
-        let tree: sled::Tree = (*db).clone();
-        let bytes = tree_bytes(&tree)?;
-        let store = Arc::new(GenStore {
-            db,
-            dir: path,
-            legacy: false,
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let (dir, config, spare) = (self.dir.clone(), self.config.clone(), self.spare.clone());
+        let preparing = self.preparing.clone();
+        self.spawn("kplane-log-spare", move || {
+            let made = create_store(&dir, seq, &config);
+            preparing.store(false, Ordering::Release);
+            let store = made?;
+            let mut slot = spare
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match slot.as_ref() {
+                // The writer made one itself meanwhile and has a spare again: not needed.
+                Some(_) => {
+                    drop(slot);
+                    close_and_delete(store)
+                }
+                None => {
+                    *slot = Some(store);
+                    Ok(())
+                }
+            }
         });
-        Ok(Generation::new(first, tree, bytes, store))
+    }
+
+    /// Runs `work` on a background thread (joined when the log is dropped); errors are
+    /// logged: a failed spare is made on the writer thread instead, a failed deletion is
+    /// retried at the next start.
+    fn spawn(&self, name: &str, work: impl FnOnce() -> Result<()> + Send + 'static) {
+        let mut workers = self
+            .workers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        workers.retain(|w| !w.is_finished());
+        let what = name.to_string();
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                if let Err(e) = work() {
+                    tracing::warn!(error = %e, task = what, "log background task failed");
+                }
+            });
+        match spawned {
+            Ok(handle) => workers.push(handle),
+            Err(e) => tracing::warn!(error = %e, "cannot start a log background thread"),
+        }
     }
 
     /// Starts a generation of its own when the newest one is a legacy tree (at start-up,
@@ -498,11 +624,12 @@ impl Log {
 
     /// Starts a new generation whose first revision is `first` (writer thread only).
     pub(crate) fn rotate(&self, first: Revision) -> Result<Generation> {
-        let gen = self.create(first)?;
+        let gen = self.start(first)?;
         self.gens
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(gen.clone());
+        self.prepare_spare();
         Ok(gen)
     }
 
@@ -550,13 +677,10 @@ impl Log {
             *retired = held;
             ready
         };
-        for store in ready {
-            let dir = store.dir.clone();
-            let started = Instant::now();
-            // Closes the database (its flusher thread stops) before its files go.
-            drop(store);
-            delete_dir(&dir)?;
-            tracing::debug!(dir = %dir.display(), micros = started.elapsed().as_micros() as u64, "dropped log generation deleted");
+        if !ready.is_empty() {
+            self.spawn("kplane-log-delete", move || {
+                ready.into_iter().try_for_each(close_and_delete)
+            });
         }
         Ok(())
     }
@@ -649,6 +773,19 @@ impl Log {
             current: None,
             after,
             upto,
+        }
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        let workers = std::mem::take(
+            self.workers
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for w in workers {
+            let _ = w.join();
         }
     }
 }
