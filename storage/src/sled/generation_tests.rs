@@ -406,3 +406,52 @@ async fn a_single_log_database_is_read_until_it_ages_out_then_deleted() {
     assert_eq!(values(&list_at(&s, None).await), live);
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
+    use super::{existing_segment_size, LATEST_SEGMENT_SIZE};
+    let latest = |d: &Path| d.join(super::migrate::LATEST_DIR);
+    // New: the latest database gets the smaller segments, the log the large ones.
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+    upsert(&s, "a", "1".into()).await;
+    let gen_dir = s.shared.log.current().dir().to_path_buf();
+    s.shutdown().await.unwrap();
+    drop(s);
+    assert_eq!(
+        existing_segment_size(&latest(dir.path()), 0).unwrap(),
+        LATEST_SEGMENT_SIZE
+    );
+    assert_eq!(existing_segment_size(&gen_dir, 0).unwrap(), SEGMENT_SIZE);
+    // Created with 16 MiB segments (every data directory before the smaller size): it
+    // reopens with them, whatever the option says, and serves its values.
+    let dir = tempfile::tempdir().unwrap();
+    let old = SledStorageOptions {
+        latest_segment_size: SEGMENT_SIZE,
+        ..Default::default()
+    };
+    let s = SledStorage::open(dir.path(), old).unwrap();
+    upsert(&s, "a", "1".into()).await;
+    s.shutdown().await.unwrap();
+    drop(s);
+    assert_eq!(
+        existing_segment_size(&latest(dir.path()), 0).unwrap(),
+        SEGMENT_SIZE
+    );
+    let s = reopen(dir.path(), SledStorageOptions::default());
+    assert_eq!(
+        values(&list_at(&s, None).await),
+        vec![("a".into(), "1".into())]
+    );
+    upsert(&s, "a", "2".into()).await;
+    s.shutdown().await.unwrap();
+    assert_eq!(
+        existing_segment_size(&latest(dir.path()), 0).unwrap(),
+        SEGMENT_SIZE
+    );
+    // No conf: the size for a new database.
+    assert_eq!(
+        existing_segment_size(&dir.path().join("none"), 7).unwrap(),
+        7
+    );
+}

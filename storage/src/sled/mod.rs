@@ -84,6 +84,10 @@ pub struct SledStorageOptions {
     /// Generation trees the log keeps per event window: history is kept for between one
     /// window and one window plus a generation (default [`log::GENERATIONS`]).
     pub generations: u32,
+    /// sled's segment size for a new latest database (a power of two from 256 bytes to
+    /// 16 MiB; default [`LATEST_SEGMENT_SIZE`]). An existing one keeps the size it was
+    /// created with: sled fixes it at creation.
+    pub latest_segment_size: usize,
 }
 
 impl Default for SledStorageOptions {
@@ -96,13 +100,20 @@ impl Default for SledStorageOptions {
             flush_every_ms: Some(1000),
             compress_history: true,
             generations: log::GENERATIONS,
+            latest_segment_size: LATEST_SEGMENT_SIZE,
         }
     }
 }
 
-/// sled's segment size for both databases: the largest sled 0.34 accepts. Large segments
-/// are what keeps the log's files near its live size (docs/performance.md).
+/// sled's segment size for the log's databases: the largest sled 0.34 accepts. Large
+/// segments are what keeps the log's files near its live size (docs/performance.md).
 pub(crate) const SEGMENT_SIZE: usize = 16 * 1024 * 1024;
+
+/// sled's segment size for a new latest database. The latest values are rewritten in
+/// place and sled keeps a segment while any of it is live, so smaller segments hold them
+/// in less space (docs/performance.md); pages above a quarter of a segment go to blob
+/// files, so it stays well above the leaves of large objects.
+pub const LATEST_SEGMENT_SIZE: usize = 2 * 1024 * 1024;
 
 /// The tree of the latest database that holds its data.
 const LATEST_TREE: &str = "kplane";
@@ -250,12 +261,35 @@ fn read_meta(tree: &sled::Tree, name: &[u8]) -> Result<Revision> {
         .map_or(Ok(0), |v| decode_u64(&v))
 }
 
-/// Opens one of the store's sled databases.
+/// The segment size of the sled database at `path`: the one recorded in its `conf` when it
+/// exists (databases before [`LATEST_SEGMENT_SIZE`] were created with [`SEGMENT_SIZE`]),
+/// else `new`.
+pub(crate) fn existing_segment_size(path: &Path, new: usize) -> Result<usize> {
+    let conf = path.join("conf");
+    let text = match std::fs::read(&conf) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(new),
+        Err(e) => {
+            return Err(Error::Backend(format!(
+                "cannot read {}: {e}",
+                conf.display()
+            )))
+        }
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("segment_size: "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| Error::Backend(format!("no segment_size in {}", conf.display())))
+}
+
+/// Opens the latest database at `path`, with the segment size it has or, when new,
+/// `opts.latest_segment_size`.
 pub(crate) fn open_db(path: &Path, opts: &SledStorageOptions, cache: u64) -> Result<sled::Db> {
+    let segment_size = existing_segment_size(path, opts.latest_segment_size)?;
     sled::Config::new()
         .path(path)
         .cache_capacity(cache)
-        .segment_size(SEGMENT_SIZE)
+        .segment_size(segment_size)
         .flush_every_ms(opts.flush_every_ms)
         .mode(sled::Mode::HighThroughput)
         .open()
