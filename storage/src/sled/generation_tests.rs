@@ -455,3 +455,27 @@ async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
         7
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_kplane_started_on_the_directory_is_refused_not_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+    upsert(&s, "a", "1".into()).await;
+    s.shutdown().await.unwrap();
+    drop(s);
+    // What an older kplane does to `log/`: opens a single sled database there.
+    let db = sled::Config::new()
+        .path(dir.path().join(LOG_DIR))
+        .segment_size(SEGMENT_SIZE)
+        .open()
+        .unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let e = SledStorage::open(dir.path(), SledStorageOptions::default())
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("older kplane"), "{e}");
+    // Nothing was moved.
+    assert!(!dir.path().join(LEGACY_DIR).exists());
+    assert!(log_entries(dir.path()).iter().any(|n| n.len() == 21));
+}

@@ -67,6 +67,9 @@ pub(crate) const LEGACY_DIR: &str = "log.legacy";
 /// The key of a generation database's first revision (no other keyspace uses `F`).
 const FIRST_KEY: &[u8] = b"F";
 
+/// Reopens of a just-created generation database (10 ms apart) before giving up.
+const REOPEN_ATTEMPTS: u32 = 300;
+
 /// Suffix of a generation directory being created.
 const TMP_SUFFIX: &str = ".tmp";
 /// Suffix of a directory being deleted.
@@ -214,7 +217,19 @@ fn create_store(dir: &Path, seq: u64, config: &LogConfig) -> Result<Arc<GenStore
     drop(db);
     std::fs::rename(&tmp, &path).map_err(|e| io("rename", &tmp, e))?;
     sync_dir(dir)?;
-    let db = open_log_db(&path, config.cache_per_db, config.flush_every_ms)?;
+    // sled releases a closed database's file lock from its own threads, a little after
+    // the handle is dropped: retry the reopen for a while.
+    let mut attempt = 0;
+    let db = loop {
+        match open_log_db(&path, config.cache_per_db, config.flush_every_ms) {
+            Ok(db) => break db,
+            Err(e) if attempt >= REOPEN_ATTEMPTS => return Err(e),
+            Err(_) => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    };
     Ok(Arc::new(GenStore {
         db,
         dir: path,
@@ -333,11 +348,17 @@ impl Log {
         if dir.join("conf").exists() {
             // A single log database (one tree per generation): keep reading it as the
             // oldest generations until they age out.
-            if legacy_dir.exists() {
+            let has_generations = std::fs::read_dir(&dir)
+                .map_err(|e| io("read", &dir, e))?
+                .filter_map(|e| e.ok())
+                .any(|e| parse_gen_dir(&e.file_name().to_string_lossy()).is_some());
+            if legacy_dir.exists() || has_generations {
+                // An older kplane was started on this directory after a newer one.
                 return Err(Error::Backend(format!(
-                    "both {} and {} hold a log database; expected one",
-                    dir.display(),
-                    legacy_dir.display()
+                    "{} holds both a single log database and generation databases (was an \
+                     older kplane started on this data directory?); restore a copy taken \
+                     before",
+                    dir.display()
                 )));
             }
             tracing::info!(dir = %dir.display(), "moving the single log database aside; it is read until its history ages out");
