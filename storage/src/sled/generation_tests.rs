@@ -202,9 +202,13 @@ async fn a_dropped_generation_deletes_its_files_and_gives_the_space_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_is_replayed_from_several_generation_databases() {
     let dir = tempfile::tempdir().unwrap();
-    // Generations of 300 ms; the writes the latest database misses span about two of
-    // them, well within the window.
-    let s = SledStorage::open(dir.path(), short(1800)).unwrap();
+    // Generations of 500 ms; the writes the latest database misses span several of them,
+    // well within the window even on a loaded machine.
+    let opts = SledStorageOptions {
+        generations: 12,
+        ..short(6000)
+    };
+    let s = SledStorage::open(dir.path(), opts).unwrap();
     for n in ["a", "b", "c"] {
         upsert(&s, n, n.to_string()).await;
     }
@@ -222,7 +226,7 @@ async fn a_crash_is_replayed_from_several_generation_databases() {
             .await
             .unwrap();
         want[0].1 = format!("a{round}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(550)).await;
     }
     s.delete(key("b"), Precondition::MustExist, enc("gone".into()))
         .await
