@@ -1,8 +1,7 @@
 //! The log: every version once, keyed by the revision that wrote it, in generations, each
 //! its own sled database.
 //!
-//! A generation is one sled database in its own directory, `log/g<first revision>`; it
-//! holds the versions (`V`), their per-key index (`X`) and the commit times (`T`) of the
+//! A generation is one sled database in its own directory under `log/`; it holds the versions (`V`), their per-key index (`X`) and the commit times (`T`) of the
 //! revisions from its first one up to the next generation's first one, plus copies of
 //! older versions that readers may still need (see [`super::compaction`]). The writer
 //! starts a new generation every window / [`GENERATIONS`]; compaction drops the oldest one
@@ -21,7 +20,7 @@
 //!   should not wait for), so starting a generation on the writer thread is one insert. A
 //!   leftover `.tmp` is removed on open, a spare found on open is kept as the spare.
 //! - A dropped generation is removed from the list at once, and its directory is renamed to
-//!   `g<first>.dropping` and deleted when no reader holds it any more (readers take a
+//!   `g<n>.dropping` and deleted when no reader holds it any more (readers take a
 //!   snapshot of the list and read a dropped generation in full meanwhile). A leftover
 //!   `.dropping` is removed on open; a generation dropped from the list but not renamed
 //!   before a crash is found again and dropped again (the compactor resumes the drop).
@@ -32,8 +31,9 @@
 //!   generation of its own.
 //!
 //! Each generation database has its own page cache (the log's budget split evenly over
-//! [`GENERATIONS`] + 2 databases) and its own sled flusher thread, so the threads are bounded
-//! by the number of generations (the window / generation length, plus one being dropped).
+//! the configured generations + 2 databases) and its own sled flusher thread, so the
+//! threads are bounded by the number of generations (one window's, the one being filled,
+//! one being dropped and the spare).
 //!
 //! The log also accounts for its logical size (the bytes of its entries' keys and values,
 //! what sled's files hold before amplification), per generation and for the commits of the

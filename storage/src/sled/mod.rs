@@ -3,11 +3,13 @@
 //! ([`writer`]) and watches to the hub ([`crate::watch`]), which replays history through
 //! [`event_log`].
 //!
-//! The data directory holds two sled databases, both with 16 MiB segments: `latest/` (the
-//! latest value of every key, the wildcard index and the meta entries) and `log/` (every
-//! version once, by revision, in generation trees: [`log`]). Separating the short-lived
-//! latest values from the history, large segments and dropping whole generations are what
-//! keeps sled's files bounded under churn (docs/performance.md).
+//! The data directory holds `latest/`, a sled database with [`LATEST_SEGMENT_SIZE`]
+//! segments (or the size it was created with), with the latest value of every key, the
+//! wildcard index and the meta entries, and `log/` (every version once, by revision, in
+//! generations, each a sled database with 16 MiB segments: [`log`]). Separating the
+//! short-lived latest values from the history, large segments for the log and deleting
+//! whole generations are what keeps sled's files bounded under churn, and makes them
+//! shrink when the write rate does (docs/performance.md).
 //!
 //! Everything that knows sled lives in this module: the key layout ([`encoding`]), the
 //! log's generations ([`log`]), the read paths ([`read`]), the single writer ([`writer`]),
@@ -123,7 +125,7 @@ pub(crate) struct Shared {
     /// The latest database (for its size on disk); its data is in `latest`.
     pub(crate) latest_db: sled::Db,
     pub(crate) latest: sled::Tree,
-    /// The log database and its generations.
+    /// The log's generations.
     pub(crate) log: Arc<Log>,
     /// Latest durable revision.
     pub(crate) current: AtomicU64,
@@ -247,7 +249,7 @@ pub(crate) struct CommitCounters {
     pub(crate) max_group: AtomicU64,
 }
 
-/// A [`Storage`] on top of two sled databases (latest values and the log).
+/// A [`Storage`] on top of sled databases (latest values, and the log's generations).
 pub struct SledStorage {
     shared: Arc<Shared>,
     requests: Mutex<Option<mpsc::Sender<Request>>>,
