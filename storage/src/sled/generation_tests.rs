@@ -415,26 +415,27 @@ async fn a_single_log_database_is_read_until_it_ages_out_then_deleted() {
 async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
     use super::{existing_segment_size, LATEST_SEGMENT_SIZE};
     let latest = |d: &Path| d.join(super::migrate::LATEST_DIR);
-    // New: the latest database gets the smaller segments, the log the large ones.
+    // New: the latest database gets the configured size, the log 16 MiB.
     let dir = tempfile::tempdir().unwrap();
-    let s = SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+    let small = SledStorageOptions {
+        latest_segment_size: 1 << 21,
+        ..Default::default()
+    };
+    let s = SledStorage::open(dir.path(), small.clone()).unwrap();
     upsert(&s, "a", "1".into()).await;
     let gen_dir = s.shared.log.current().dir().to_path_buf();
     s.shutdown().await.unwrap();
     drop(s);
     assert_eq!(
         existing_segment_size(&latest(dir.path()), 0).unwrap(),
-        LATEST_SEGMENT_SIZE
+        1 << 21
     );
     assert_eq!(existing_segment_size(&gen_dir, 0).unwrap(), SEGMENT_SIZE);
-    // Created with 16 MiB segments (every data directory before the smaller size): it
-    // reopens with them, whatever the option says, and serves its values.
+    // Created with the default (16 MiB) segments: it reopens with them, whatever the
+    // option says, and serves its values.
+    assert_eq!(LATEST_SEGMENT_SIZE, SEGMENT_SIZE);
     let dir = tempfile::tempdir().unwrap();
-    let old = SledStorageOptions {
-        latest_segment_size: SEGMENT_SIZE,
-        ..Default::default()
-    };
-    let s = SledStorage::open(dir.path(), old).unwrap();
+    let s = SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
     upsert(&s, "a", "1".into()).await;
     s.shutdown().await.unwrap();
     drop(s);
@@ -442,7 +443,7 @@ async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
         existing_segment_size(&latest(dir.path()), 0).unwrap(),
         SEGMENT_SIZE
     );
-    let s = reopen(dir.path(), SledStorageOptions::default());
+    let s = reopen(dir.path(), small);
     assert_eq!(
         values(&list_at(&s, None).await),
         vec![("a".into(), "1".into())]
