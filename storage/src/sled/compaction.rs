@@ -117,7 +117,7 @@ impl Compactor {
             self.next_plan = Instant::now() + self.interval;
             let last = shared.current_revision();
             if self.rotation_due(&shared.log.current(), last) {
-                shared.log.rotate(last + 1)?;
+                shared.log.try_rotate(last + 1)?;
             }
             self.plan(shared)?;
         }

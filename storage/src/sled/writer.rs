@@ -356,9 +356,12 @@ impl Writer {
         let log = &self.shared.log;
         let mut gen = log.current();
         if self.compactor.rotation_due(&gen, self.rev) {
-            gen = log
-                .rotate(self.rev + 1)
-                .map_err(|e| sled::Error::Unsupported(e.to_string()))?;
+            if let Some(next) = log
+                .try_rotate(self.rev + 1)
+                .map_err(|e| sled::Error::Unsupported(e.to_string()))?
+            {
+                gen = next;
+            }
         }
         gen.tree.apply_batch(batch.batch)?;
         gen.add_bytes(batch.bytes);
