@@ -99,6 +99,10 @@ async fn main() {
     }
     // COMPRESS=0: keep history uncompressed.
     opts.compress_history = env("COMPRESS", 1) == 1;
+    // LATEST_SEG: sled's segment size for the (new) latest database.
+    if let Ok(Ok(b)) = std::env::var("LATEST_SEG").map(|s| s.parse::<usize>()) {
+        opts.latest_segment_size = b;
+    }
     if let Ok(Ok(p)) = std::env::var("PLAN_SECS").map(|s| s.parse::<u64>()) {
         opts.compaction_interval = Duration::from_secs(p);
     }

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 pub use self::postgres::{PostgresStorage, PostgresStorageOptions};
-pub use self::sled::{SledStorage, SledStorageOptions, MAX_WRITE_GROUP};
+pub use self::sled::{SledStorage, SledStorageOptions, LATEST_SEGMENT_SIZE, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
 pub use event_log::{EventLog, EventPage};
 pub use key::{Clusters, Key, Prefix};

@@ -117,12 +117,13 @@ impl Compactor {
             self.next_plan = Instant::now() + self.interval;
             let last = shared.current_revision();
             if self.rotation_due(&shared.log.current(), last) {
-                shared.log.rotate(last + 1)?;
+                shared.log.try_rotate(last + 1)?;
             }
             self.plan(shared)?;
         }
         let Some(job) = &mut self.job else {
-            return Ok(());
+            // Files of dropped generations that readers held at the drop.
+            return shared.log.reap();
         };
         let progress = &shared.compaction;
         progress.target.store(job.target, Ordering::Relaxed);
@@ -130,8 +131,11 @@ impl Compactor {
             .done
             .store(job.first.saturating_sub(1), Ordering::Relaxed);
         if step(shared, job)? {
-            // The copies must be durable before the generation goes.
-            shared.log.db.flush().map_err(backend)?;
+            // The copies (all in the next generation) must be durable before the
+            // generation goes.
+            if let Some(next) = shared.log.generations().get(1) {
+                next.flush().map_err(backend)?;
+            }
             shared.log.drop_oldest()?;
             tracing::debug!(revision = job.target, "compaction finished");
             self.job = None;

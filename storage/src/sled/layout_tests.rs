@@ -13,7 +13,8 @@ use super::encoding::{
     META_COMPACTED, META_REVISION,
 };
 use super::log::GENERATIONS;
-use super::migrate::{LATEST_DIR, LOG_DIR};
+use super::log::LOG_DIR;
+use super::migrate::LATEST_DIR;
 use super::{SledStorage, SledStorageOptions, LATEST_TREE};
 use crate::{
     Encoder, Error, EventType, Key, KeyValue, ListOptions, Precondition, Prefix, Revision, Storage,

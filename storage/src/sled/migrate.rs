@@ -20,7 +20,6 @@ use super::{open_db, SledStorageOptions, LATEST_TREE};
 use crate::{Error, Result};
 
 pub(crate) const LATEST_DIR: &str = "latest";
-pub(crate) const LOG_DIR: &str = "log";
 /// Where a conversion builds the new latest database before renaming it.
 const CONVERTING_DIR: &str = "latest.converting";
 

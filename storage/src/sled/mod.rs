@@ -3,11 +3,13 @@
 //! ([`writer`]) and watches to the hub ([`crate::watch`]), which replays history through
 //! [`event_log`].
 //!
-//! The data directory holds two sled databases, both with 16 MiB segments: `latest/` (the
-//! latest value of every key, the wildcard index and the meta entries) and `log/` (every
-//! version once, by revision, in generation trees: [`log`]). Separating the short-lived
-//! latest values from the history, large segments and dropping whole generations are what
-//! keeps sled's files bounded under churn (docs/performance.md).
+//! The data directory holds `latest/`, a sled database with [`LATEST_SEGMENT_SIZE`]
+//! segments (or the size it was created with), with the latest value of every key, the
+//! wildcard index and the meta entries, and `log/` (every version once, by revision, in
+//! generations, each a sled database with 16 MiB segments: [`log`]). Separating the
+//! short-lived latest values from the history, large segments for the log and deleting
+//! whole generations are what keeps sled's files bounded under churn, and makes them
+//! shrink when the write rate does (docs/performance.md).
 //!
 //! Everything that knows sled lives in this module: the key layout ([`encoding`]), the
 //! log's generations ([`log`]), the read paths ([`read`]), the single writer ([`writer`]),
@@ -20,6 +22,8 @@ mod compaction;
 mod compress;
 mod encoding;
 mod event_log;
+#[cfg(test)]
+mod generation_tests;
 #[cfg(test)]
 mod layout_tests;
 mod log;
@@ -82,6 +86,10 @@ pub struct SledStorageOptions {
     /// Generation trees the log keeps per event window: history is kept for between one
     /// window and one window plus a generation (default [`log::GENERATIONS`]).
     pub generations: u32,
+    /// sled's segment size for a new latest database (a power of two from 256 bytes to
+    /// 16 MiB; default [`LATEST_SEGMENT_SIZE`]). An existing one keeps the size it was
+    /// created with: sled fixes it at creation.
+    pub latest_segment_size: usize,
 }
 
 impl Default for SledStorageOptions {
@@ -94,13 +102,19 @@ impl Default for SledStorageOptions {
             flush_every_ms: Some(1000),
             compress_history: true,
             generations: log::GENERATIONS,
+            latest_segment_size: LATEST_SEGMENT_SIZE,
         }
     }
 }
 
-/// sled's segment size for both databases: the largest sled 0.34 accepts. Large segments
-/// are what keeps the log's files near its live size (docs/performance.md).
+/// sled's segment size for the log's databases: the largest sled 0.34 accepts. Large
+/// segments are what keeps the log's files near its live size (docs/performance.md).
 pub(crate) const SEGMENT_SIZE: usize = 16 * 1024 * 1024;
+
+/// sled's segment size for a new latest database: 16 MiB as the log's. 2 MiB segments
+/// were measured under the churn of a whole server and held the latest values in 4x the
+/// space (docs/performance.md, "Generations as databases of their own").
+pub const LATEST_SEGMENT_SIZE: usize = SEGMENT_SIZE;
 
 /// The tree of the latest database that holds its data.
 const LATEST_TREE: &str = "kplane";
@@ -110,7 +124,7 @@ pub(crate) struct Shared {
     /// The latest database (for its size on disk); its data is in `latest`.
     pub(crate) latest_db: sled::Db,
     pub(crate) latest: sled::Tree,
-    /// The log database and its generations.
+    /// The log's generations.
     pub(crate) log: Arc<Log>,
     /// Latest durable revision.
     pub(crate) current: AtomicU64,
@@ -234,7 +248,7 @@ pub(crate) struct CommitCounters {
     pub(crate) max_group: AtomicU64,
 }
 
-/// A [`Storage`] on top of two sled databases (latest values and the log).
+/// A [`Storage`] on top of sled databases (latest values, and the log's generations).
 pub struct SledStorage {
     shared: Arc<Shared>,
     requests: Mutex<Option<mpsc::Sender<Request>>>,
@@ -248,12 +262,35 @@ fn read_meta(tree: &sled::Tree, name: &[u8]) -> Result<Revision> {
         .map_or(Ok(0), |v| decode_u64(&v))
 }
 
-/// Opens one of the store's sled databases.
+/// The segment size of the sled database at `path`: the one recorded in its `conf` when it
+/// exists (databases before [`LATEST_SEGMENT_SIZE`] were created with [`SEGMENT_SIZE`]),
+/// else `new`.
+pub(crate) fn existing_segment_size(path: &Path, new: usize) -> Result<usize> {
+    let conf = path.join("conf");
+    let text = match std::fs::read(&conf) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(new),
+        Err(e) => {
+            return Err(Error::Backend(format!(
+                "cannot read {}: {e}",
+                conf.display()
+            )))
+        }
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("segment_size: "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| Error::Backend(format!("no segment_size in {}", conf.display())))
+}
+
+/// Opens the latest database at `path`, with the segment size it has or, when new,
+/// `opts.latest_segment_size`.
 pub(crate) fn open_db(path: &Path, opts: &SledStorageOptions, cache: u64) -> Result<sled::Db> {
+    let segment_size = existing_segment_size(path, opts.latest_segment_size)?;
     sled::Config::new()
         .path(path)
         .cache_capacity(cache)
-        .segment_size(SEGMENT_SIZE)
+        .segment_size(segment_size)
         .flush_every_ms(opts.flush_every_ms)
         .mode(sled::Mode::HighThroughput)
         .open()
@@ -274,13 +311,16 @@ impl SledStorage {
         let latest_db = open_db(&dir.join(migrate::LATEST_DIR), &opts, latest_cache)?;
         let latest = latest_db.open_tree(LATEST_TREE).map_err(backend)?;
         let latest_rev = read_meta(&latest, META_REVISION)?;
-        let log_db = open_db(
-            &dir.join(migrate::LOG_DIR),
-            &opts,
-            opts.cache_capacity_bytes - latest_cache,
-        )?;
-        let log = Arc::new(Log::open(log_db, latest_rev + 1)?);
+        // The rest is split evenly over the generation databases.
+        let log_config = log::LogConfig {
+            cache_per_db: ((opts.cache_capacity_bytes - latest_cache)
+                / u64::from(opts.generations.max(1) + 2))
+            .max(1024 * 1024),
+            flush_every_ms: opts.flush_every_ms,
+        };
+        let log = Arc::new(Log::open(dir, log_config, latest_rev + 1)?);
         let current = recovery::replay(&latest, &log, latest_rev)?;
+        log.ensure_own_current(current)?;
         let oldest = log.generations().first().map_or(1, |g| g.first);
         let compacted = read_meta(&latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
         let compactor = Compactor::new(
@@ -517,8 +557,8 @@ impl Storage for SledStorage {
             max_group: c.max_group.load(Ordering::Relaxed),
             watchers: self.watcher_count() as u64,
             disk_bytes: self.shared.latest_db.size_on_disk().unwrap_or(0)
-                + self.shared.log.db.size_on_disk().unwrap_or(0),
-            log_disk_bytes: self.shared.log.db.size_on_disk().unwrap_or(0),
+                + self.shared.log.disk_bytes(),
+            log_disk_bytes: self.shared.log.disk_bytes(),
             latest_logical_bytes: self.shared.latest_bytes.load(Ordering::Relaxed),
             log_logical_bytes: self.shared.log.logical_bytes(),
             window_logical_bytes: self.shared.log.window_bytes(

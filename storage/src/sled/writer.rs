@@ -177,13 +177,13 @@ impl Writer {
                 Request::Shutdown(reply) => other_shutdowns.push(reply),
             }
         }
-        let result = shared
-            .log
-            .db
-            .flush()
-            .and_then(|_| shared.latest.flush())
-            .map(|_| ())
-            .map_err(|e| Error::Backend(e.to_string()));
+        let result = shared.log.flush_all().and_then(|()| {
+            shared
+                .latest
+                .flush()
+                .map(|_| ())
+                .map_err(|e| Error::Backend(e.to_string()))
+        });
         shared.hub.close_all();
         // Release the database before answering, so the caller can reopen it.
         drop(shared);
@@ -356,13 +356,17 @@ impl Writer {
         let log = &self.shared.log;
         let mut gen = log.current();
         if self.compactor.rotation_due(&gen, self.rev) {
-            gen = log
-                .rotate(self.rev + 1)
-                .map_err(|e| sled::Error::Unsupported(e.to_string()))?;
+            if let Some(next) = log
+                .try_rotate(self.rev + 1)
+                .map_err(|e| sled::Error::Unsupported(e.to_string()))?
+            {
+                gen = next;
+            }
         }
         gen.tree.apply_batch(batch.batch)?;
         gen.add_bytes(batch.bytes);
-        log.db.flush().map(|_| ())
+        // A group is in one generation: flushing its database is the commit point.
+        gen.flush()
     }
 
     fn apply_latest(&self, batch: sled::Batch) -> sled::Result<()> {
