@@ -229,7 +229,10 @@ fn step(shared: &Shared, job: &mut Job) -> Result<bool> {
     next.add_bytes(carry.bytes);
     carry.ops.apply(&next.tree, |_| Ok(())).map_err(backend)?;
     shared.add_latest_bytes(-unindex.bytes);
-    unindex.ops.apply(&shared.latest, |_| Ok(())).map_err(backend)?;
+    unindex
+        .ops
+        .apply(&shared.latest, |_| Ok(()))
+        .map_err(backend)?;
     Ok(done)
 }
 

@@ -17,6 +17,8 @@
 //! ordered writes without sled batches, which keep sled's process-wide lock off so reads
 //! never wait for the writer ([`ops`]).
 
+#[cfg(test)]
+mod apply_tests;
 mod cluster_delete;
 mod compaction;
 mod compress;

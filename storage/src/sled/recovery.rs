@@ -11,8 +11,8 @@
 //!    order, the revision counter last.
 
 use super::encoding::{
-    decode_version, encode_u64, index_key, index_key_bytes, latest_key, meta_key,
-    peek_version, rev_of_tagged, time_key, version_key, xref_key, META_REVISION,
+    decode_version, encode_u64, index_key, index_key_bytes, latest_key, meta_key, peek_version,
+    rev_of_tagged, time_key, version_key, xref_key, META_REVISION,
 };
 use super::log::{tree_bytes, Log};
 use super::ops::Ops;
