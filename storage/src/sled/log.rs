@@ -378,5 +378,7 @@ impl Iterator for LogIter {
 /// Appends the commit time of the group ending at `rev` to `batch`: the group's end marker
 /// (written last, see [`super::ops`]).
 pub(crate) fn log_commit_time(batch: &mut SizedBatch, rev: Revision, millis: u64) {
-    batch.insert(time_key(rev), encode_u64(millis));
+    let (k, v) = (time_key(rev), encode_u64(millis));
+    batch.bytes += (k.len() + v.len()) as u64;
+    batch.ops.insert_last(k, v);
 }

@@ -42,7 +42,12 @@ pub(crate) fn discard_incomplete(log: &Log) -> Result<Revision> {
         // Only versions written natively into this generation can be part of the cut
         // group; copies of older versions (below `first`) are true versions and stay.
         let from = gen.first.max(committed.saturating_add(1));
-        let mut ops = Ops::default();
+        // Index entries first, in their own pass: a crash part-way leaves no index entry
+        // without its version, so a rerun finds every entry still to remove through the
+        // versions.
+        let mut xrefs = Ops::default();
+        let mut versions = Ops::default();
+        let mut n = 0usize;
         for entry in gen
             .tree
             .range(version_key(from)..=version_key(Revision::MAX))
@@ -50,20 +55,21 @@ pub(crate) fn discard_incomplete(log: &Log) -> Result<Revision> {
             let (k, v) = entry.map_err(backend)?;
             let rev = rev_of_tagged(&k)?;
             let (_, kb) = peek_version(&v)?;
-            // The index entry first: an index entry never points at a missing version.
-            ops.remove(xref_key(kb, rev));
-            ops.remove(k);
+            xrefs.remove(xref_key(kb, rev));
+            versions.remove(k);
+            n += 1;
         }
-        if ops.is_empty() {
+        if n == 0 {
             continue;
         }
         tracing::warn!(
             generation = gen.first,
             after = committed,
-            versions = ops.len() / 2,
+            versions = n,
             "discarding the log entries of a write group cut short by a crash"
         );
-        ops.apply(&gen.tree, |_| Ok(())).map_err(backend)?;
+        xrefs.apply(&gen.tree, |_| Ok(())).map_err(backend)?;
+        versions.apply(&gen.tree, |_| Ok(())).map_err(backend)?;
         gen.bytes
             .store(tree_bytes(&gen.tree)?, std::sync::atomic::Ordering::Relaxed);
         removed_any = true;
@@ -98,7 +104,7 @@ pub(crate) fn replay(latest: &sled::Tree, log: &Log, latest_rev: Revision) -> Re
         );
         // Last, so that a crash during the replay leaves the counter where it was and the
         // next start replays again (every write here is idempotent).
-        ops.insert(meta_key(META_REVISION), encode_u64(last));
+        ops.insert_last(meta_key(META_REVISION), encode_u64(last));
         ops.apply(latest, |_| Ok(())).map_err(backend)?;
         latest.flush().map_err(backend)?;
     }

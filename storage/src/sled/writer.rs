@@ -308,7 +308,7 @@ impl Writer {
             if self.rev == 0 && !latest.contains_key(&mk).unwrap_or(true) {
                 latest_delta += (mk.len() + 8) as i64;
             }
-            latest_batch.insert(mk, encode_u64(rev));
+            latest_batch.insert_last(mk, encode_u64(rev));
             self.last_commit_millis = self.last_commit_millis.max(unix_millis());
             log_commit_time(&mut log_batch, rev, self.last_commit_millis);
             let writes = replies.len() as u64;
