@@ -15,6 +15,8 @@
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// Raw-sled experiments of the batch-era layouts: batches on purpose.
+#![allow(clippy::disallowed_methods)]
 
 use std::time::Instant;
 

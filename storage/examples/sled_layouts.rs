@@ -42,6 +42,8 @@
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// Raw-sled experiments of the batch-era layouts: batches on purpose.
+#![allow(clippy::disallowed_methods)]
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;

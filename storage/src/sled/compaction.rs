@@ -25,6 +25,7 @@ use super::encoding::{
     version_logical_len, xref_key, META_COMPACTED, TAG_XREF,
 };
 use super::log::{Generation, Log, SizedBatch};
+use super::ops::Ops;
 use super::read::{backend, read_latest};
 use super::Shared;
 use crate::{Result, Revision};
@@ -226,17 +227,23 @@ fn step(shared: &Shared, job: &mut Job) -> Result<bool> {
             handle_key(shared, old, next, later, &p, r, t, &mut carry, &mut unindex)?;
         }
     }
-    next.tree.apply_batch(carry.batch).map_err(backend)?;
+    // In order, not as batches (see `ops`): a copy's version before its index entry, so a
+    // reader that finds the entry finds the version; a crash part-way leaves copies of true
+    // versions, and the drop (which comes after) is redone from the start.
     next.add_bytes(carry.bytes);
-    shared.latest.apply_batch(unindex.batch).map_err(backend)?;
+    carry.ops.apply(&next.tree, |_| Ok(())).map_err(backend)?;
     shared.add_latest_bytes(-unindex.bytes);
+    unindex
+        .ops
+        .apply(&shared.latest, |_| Ok(()))
+        .map_err(backend)?;
     Ok(done)
 }
 
 /// Index entries removed from the latest database, with their logical bytes.
 #[derive(Default)]
 struct Unindex {
-    batch: sled::Batch,
+    ops: Ops,
     bytes: i64,
 }
 
@@ -286,6 +293,6 @@ fn handle_key(
     if shared.latest.contains_key(&ik).map_err(backend)? {
         unindex.bytes += ik.len() as i64;
     }
-    unindex.batch.remove(ik);
+    unindex.ops.remove(ik);
     Ok(())
 }

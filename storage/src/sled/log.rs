@@ -50,6 +50,7 @@ use super::encoding::{
     decode_u64, decode_version, encode_u64, rev_of_tagged, split_xref_key, time_key, version_key,
     version_logical_len, xref_key, Record, TAG_VERSION,
 };
+use super::ops::Ops;
 use super::read::backend;
 use crate::{Error, Result, Revision};
 
@@ -296,10 +297,11 @@ pub(crate) fn tree_bytes(tree: &sled::Tree) -> Result<u64> {
     Ok(total)
 }
 
-/// A batch under construction with the logical bytes it writes.
+/// Log writes under construction (applied in order, never as a sled batch: see
+/// [`super::ops`]) with the logical bytes they write.
 #[derive(Default)]
 pub(crate) struct SizedBatch {
-    pub(crate) batch: sled::Batch,
+    pub(crate) ops: Ops,
     pub(crate) bytes: u64,
 }
 
@@ -318,7 +320,7 @@ impl SizedBatch {
     ) {
         let (k, v) = (k.as_ref(), v.as_ref());
         self.bytes += (k.len() + v_len) as u64;
-        self.batch.insert(k, v);
+        self.ops.insert(k, v);
     }
 }
 
@@ -873,7 +875,10 @@ impl Iterator for LogIter {
     }
 }
 
-/// Appends the commit time of the group ending at `rev` to `batch`.
+/// Appends the commit time of the group ending at `rev` to `batch`: the group's end marker
+/// (written last, see [`super::ops`]).
 pub(crate) fn log_commit_time(batch: &mut SizedBatch, rev: Revision, millis: u64) {
-    batch.insert(time_key(rev), encode_u64(millis));
+    let (k, v) = (time_key(rev), encode_u64(millis));
+    batch.bytes += (k.len() + v.len()) as u64;
+    batch.ops.insert_last(k, v);
 }

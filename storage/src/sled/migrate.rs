@@ -15,6 +15,7 @@ use super::encoding::{
     decode_index_key, decode_u64, encode_u64, key_bytes, latest_key, meta_key, META_COMPACTED,
     META_REVISION, TAG_INDEX, TAG_LATEST,
 };
+use super::ops::Ops;
 use super::read::backend;
 use super::{open_db, SledStorageOptions, LATEST_TREE};
 use crate::{Error, Result};
@@ -23,7 +24,7 @@ pub(crate) const LATEST_DIR: &str = "latest";
 /// Where a conversion builds the new latest database before renaming it.
 const CONVERTING_DIR: &str = "latest.converting";
 
-/// Entries per batch while copying.
+/// Entries buffered while copying.
 const COPY_BATCH: usize = 4096;
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
@@ -66,8 +67,8 @@ fn copy_latest(dir: &Path, tmp: &Path, opts: &SledStorageOptions) -> Result<()> 
     let old = old_db.open_tree(LATEST_TREE).map_err(backend)?;
     let new_db = open_db(tmp, opts, opts.cache_capacity_bytes)?;
     let new = new_db.open_tree(LATEST_TREE).map_err(backend)?;
-    let mut batch = sled::Batch::default();
-    let mut n = 0;
+    // Plain writes, not batches (see `ops`): the rename is the commit point.
+    let mut batch = Ops::default();
     for tag in [TAG_LATEST, TAG_INDEX] {
         for entry in old.scan_prefix([tag]) {
             let (k, v) = entry.map_err(backend)?;
@@ -82,9 +83,9 @@ fn copy_latest(dir: &Path, tmp: &Path, opts: &SledStorageOptions) -> Result<()> 
                 }
             }
             batch.insert(k, v);
-            n += 1;
-            if n % COPY_BATCH == 0 {
-                new.apply_batch(std::mem::take(&mut batch))
+            if batch.len() >= COPY_BATCH {
+                std::mem::take(&mut batch)
+                    .apply(&new, |_| Ok(()))
                     .map_err(backend)?;
             }
         }
@@ -93,9 +94,9 @@ fn copy_latest(dir: &Path, tmp: &Path, opts: &SledStorageOptions) -> Result<()> 
         Some(v) => decode_u64(&v)?,
         None => 0,
     };
-    batch.insert(meta_key(META_REVISION), &encode_u64(rev));
-    batch.insert(meta_key(META_COMPACTED), &encode_u64(rev));
-    new.apply_batch(batch).map_err(backend)?;
+    batch.insert(meta_key(META_REVISION), encode_u64(rev));
+    batch.insert(meta_key(META_COMPACTED), encode_u64(rev));
+    batch.apply(&new, |_| Ok(())).map_err(backend)?;
     new.flush().map_err(backend)?;
     Ok(())
 }

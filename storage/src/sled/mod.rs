@@ -15,8 +15,12 @@
 //! log's generations ([`log`]), the read paths ([`read`]), the single writer ([`writer`]),
 //! compaction ([`compaction`]), the event log the hub replays ([`event_log`]), cluster
 //! deletes ([`cluster_delete`]), scans at a revision ([`scan`]), crash recovery
-//! ([`recovery`]) and the conversion of the older single-database format ([`migrate`]).
+//! ([`recovery`]), the conversion of the older single-database format ([`migrate`]) and
+//! ordered writes without sled batches, which keep sled's process-wide lock off so reads
+//! never wait for the writer ([`ops`]).
 
+#[cfg(test)]
+mod apply_tests;
 mod cluster_delete;
 mod compaction;
 mod compress;
@@ -28,6 +32,7 @@ mod generation_tests;
 mod layout_tests;
 mod log;
 mod migrate;
+mod ops;
 mod read;
 mod recovery;
 mod scan;
@@ -150,7 +155,15 @@ pub(crate) struct Shared {
     /// between the two batches).
     #[cfg(test)]
     pub(crate) skip_latest: AtomicBool,
+    /// Test hook: runs before each write the writer applies to a tree (which tree, the
+    /// write's index in the group); an error stops the group there, as a crash would.
+    #[cfg(test)]
+    pub(crate) apply_hook: Mutex<Option<ApplyHook>>,
 }
+
+/// See [`Shared::apply_hook`].
+#[cfg(test)]
+pub(crate) type ApplyHook = Box<dyn FnMut(ops::Target, usize) -> sled::Result<()> + Send>;
 
 impl Shared {
     pub(crate) fn current_revision(&self) -> Revision {
@@ -319,6 +332,7 @@ impl SledStorage {
             flush_every_ms: opts.flush_every_ms,
         };
         let log = Arc::new(Log::open(dir, log_config, latest_rev + 1)?);
+        recovery::discard_incomplete(&log)?;
         let current = recovery::replay(&latest, &log, latest_rev)?;
         log.ensure_own_current(current)?;
         let oldest = log.generations().first().map_or(1, |g| g.first);
@@ -347,6 +361,8 @@ impl SledStorage {
             event_window: opts.event_window,
             #[cfg(test)]
             skip_latest: AtomicBool::new(false),
+            #[cfg(test)]
+            apply_hook: Mutex::new(None),
         });
         let (tx, rx) = mpsc::channel();
         let compressor = compress::Compressor::new(opts.compress_history);

@@ -2,8 +2,10 @@
 //! lists and counts.
 //!
 //! GET and LIST at the current revision read the latest database only. sled has no
-//! snapshots, and the latest database is written after the log (the log's flush is the
-//! commit), so reads never trust a scan blindly: every value is checked against the
+//! snapshots, the latest database is written after the log (the log's flush is the
+//! commit), and a group's entries are written one by one, not as one batch
+//! ([`super::ops`]), so a read may see any part of a group that is not yet published
+//! (in the log and in the latest database); reads never trust a scan blindly: every value is checked against the
 //! requested revision `R` and, when the latest value is newer than `R`, the exact version
 //! at `R` is looked up in the log's per-key index ([`version_at`]). Keys that were deleted
 //! after `R` (or while a scan was running) are found again through the log's versions after

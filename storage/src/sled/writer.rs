@@ -1,8 +1,12 @@
 //! The single writer: a dedicated thread that assigns revisions, checks preconditions and
-//! commits each group of pending writes: one atomic batch into the current log generation,
-//! made durable with one flush (the commit point, group commit), then one batch into the
-//! latest database (flushed in the background: after a crash it is replayed from the log),
-//! then replies to the callers and publishes the events to watchers.
+//! commits each group of pending writes: its entries into the current log generation, the
+//! group's end marker last, made durable with one flush (the commit point, group commit),
+//! then its entries into the latest database (flushed in the background: after a crash it
+//! is replayed from the log), then replies to the callers and publishes the events to
+//! watchers. Entries are written one by one, never as a sled batch, so that sled's
+//! process-wide lock stays off and no read waits for a group ([`super::ops`]); readers at
+//! the published revision never see a group half-applied as anything but newer versions,
+//! and recovery removes a group whose marker did not reach the disk.
 //! It also runs compaction chunks between groups, and picks the keys of each batch of a
 //! cluster delete ([`super::cluster_delete`]) at the start of a group.
 
@@ -22,6 +26,7 @@ use super::encoding::{
     version_key, xref_key, Record, META_REVISION,
 };
 use super::log::{log_commit_time, SizedBatch};
+use super::ops::{Ops, Target};
 use super::read::read_latest;
 use super::Shared;
 use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
@@ -211,7 +216,7 @@ impl Writer {
         let compacted = self.shared.compacted_revision();
         let mut overlay: HashMap<Vec<u8>, Option<Record>> = HashMap::new();
         let mut log_batch = SizedBatch::default();
-        let mut latest_batch = sled::Batch::default();
+        let mut latest_batch = Ops::default();
         // Change of the latest database's logical size, and the index entries this group
         // adds (an index entry may outlive its key's delete and be reused).
         let mut latest_delta: i64 = 0;
@@ -285,7 +290,7 @@ impl Writer {
                     if !indexed.contains(&ik) && !latest.contains_key(&ik).unwrap_or(true) {
                         latest_delta += ik.len() as i64;
                     }
-                    latest_batch.insert(ik.clone(), &[]);
+                    latest_batch.insert(ik.clone(), []);
                     indexed.insert(ik);
                 }
             }
@@ -303,7 +308,7 @@ impl Writer {
             if self.rev == 0 && !latest.contains_key(&mk).unwrap_or(true) {
                 latest_delta += (mk.len() + 8) as i64;
             }
-            latest_batch.insert(mk, &encode_u64(rev));
+            latest_batch.insert_last(mk, encode_u64(rev));
             self.last_commit_millis = self.last_commit_millis.max(unix_millis());
             log_commit_time(&mut log_batch, rev, self.last_commit_millis);
             let writes = replies.len() as u64;
@@ -350,8 +355,8 @@ impl Writer {
 }
 
 impl Writer {
-    /// Writes one group's log batch into the current generation (starting a new one when
-    /// due) and flushes the log: the commit point.
+    /// Writes one group's log entries (its end marker last) into the current generation
+    /// (starting a new one when due) and flushes the log: the commit point.
     fn log_group(&self, batch: SizedBatch) -> sled::Result<()> {
         let log = &self.shared.log;
         let mut gen = log.current();
@@ -363,18 +368,37 @@ impl Writer {
                 gen = next;
             }
         }
-        gen.tree.apply_batch(batch.batch)?;
         gen.add_bytes(batch.bytes);
+        self.apply(Target::Log, &gen.tree, batch.ops)?;
         // A group is in one generation: flushing its database is the commit point.
         gen.flush()
     }
 
-    fn apply_latest(&self, batch: sled::Batch) -> sled::Result<()> {
+    /// Writes one committed group's latest values, the revision counter last.
+    fn apply_latest(&self, batch: Ops) -> sled::Result<()> {
         #[cfg(test)]
         if self.shared.skip_latest.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.shared.latest.apply_batch(batch)
+        self.apply(Target::Latest, &self.shared.latest, batch)
+    }
+
+    fn apply(&self, target: Target, tree: &sled::Tree, ops: Ops) -> sled::Result<()> {
+        #[cfg(test)]
+        let before = |i| {
+            let mut hook = self
+                .shared
+                .apply_hook
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            hook.as_mut().map_or(Ok(()), |h| h(target, i))
+        };
+        #[cfg(not(test))]
+        let before = |_| {
+            let _ = target;
+            Ok(())
+        };
+        ops.apply(tree, before)
     }
 }
 
