@@ -65,11 +65,18 @@ impl Registry {
         cluster.is_root() || self.is_marked(cluster)
     }
 
-    /// The one existence check of a request: 404 for a logical cluster that does not exist
+    /// The one existence check of a request: 410 naming the new location for a cluster that
+    /// has moved (`cluster_states.rs`), 404 for a logical cluster that does not exist
     /// (never created, or deleted); a subtree (`root:acme:*`) needs its root. The `*`
     /// wildcard always passes, so does everything in development mode
     /// ([`Registry::set_auto_create_clusters`]).
     pub fn check_cluster(&self, scope: &ClusterScope) -> ApiResult<()> {
+        match scope {
+            ClusterScope::One(c) | ClusterScope::Subtree { root: c, .. } => {
+                self.refuse_if_moved(c)?
+            }
+            ClusterScope::Wildcard => {}
+        }
         if self.auto_create_clusters() {
             return Ok(());
         }
@@ -111,6 +118,9 @@ impl Registry {
             };
             let mut set = self.existing_write();
             for n in &names {
+                if n == crate::cluster_states::STATES_CLUSTER {
+                    continue;
+                }
                 match ClusterName::parse(n) {
                     Some(c) => {
                         set.insert(c);
@@ -123,7 +133,8 @@ impl Registry {
             drop(set);
             after = Some(last);
         }
-        self.load_terminating(page).await
+        self.load_terminating(page).await?;
+        self.load_cluster_phases(page).await
     }
 
     /// Marks the child of every stored Workspace that carries a deletionTimestamp.

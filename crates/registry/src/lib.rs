@@ -14,6 +14,7 @@ mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;
 pub mod cluster_cache;
+pub mod cluster_states;
 pub mod clusters;
 pub mod controllers;
 pub mod crd;
@@ -147,6 +148,8 @@ pub struct Registry {
     catalogs: catalogs::Catalogs,
     /// Which logical clusters exist and which are terminating (`clusters.rs`).
     clusters: clusters::ClusterState,
+    /// Fenced and moved clusters, and the write gate (`cluster_states.rs`).
+    cluster_states: cluster_states::ClusterStates,
     /// The CA published in every namespace's `kube-root-ca.crt`.
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
@@ -208,6 +211,7 @@ impl Registry {
             storage,
             catalogs: catalogs::Catalogs::new(builtin),
             clusters: clusters::ClusterState::default(),
+            cluster_states: cluster_states::ClusterStates::default(),
             root_ca_pem,
             shutdown,
             controllers,

@@ -1,0 +1,366 @@
+//! The per-cluster state table of the online move (`kplane ws move`, docs/architecture.md
+//! "Moving a logical cluster"): a logical cluster is *fenced* (writes refused with 429 and
+//! `Retry-After`, reads served) or *moved to URL* (every request answered with a 410 Gone
+//! naming the new location), or has no entry (the ordinary case).
+//!
+//! The table is durable: each entry is one key of the reserved pseudo-cluster
+//! [`STATES_CLUSTER`] (not a valid logical cluster name, so no request path reaches it and
+//! [`Registry::load_cluster_state`] does not take it for a cluster), read back at start-up
+//! by [`Registry::load_cluster_state`]. In memory it is a map the request path reads.
+//!
+//! The fence is exact: every storage write of the registry goes through
+//! [`Registry::write_gate`], which holds a read guard of its cluster's gate shard from the
+//! state check to the commit. [`Registry::fence_cluster`] records the state, then takes
+//! the shard's write guard once: every write that passed the check before the fence has
+//! committed when it returns the fence revision, and every later one sees the fence.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{PoisonError, RwLock};
+
+use kplane_storage::{Key, ListOptions, Precondition, Prefix, Revision};
+use kplane_types::status::Details;
+use kplane_types::{Cause, CauseType, ClusterName, Status, StatusReason};
+use serde::{Deserialize, Serialize};
+
+use crate::controllers::Work;
+use crate::error::{ApiError, ApiResult};
+use crate::Registry;
+
+/// The pseudo-cluster holding the table's keys (a leading `-` is no DNS-1123 label).
+pub const STATES_CLUSTER: &str = "-kplane-states";
+/// The resource of the table's keys (never served).
+pub const STATES_RESOURCE: &str = "kplane.io/clusterstates";
+/// Shards of the write gate: a fence waits only for the writes of its shard.
+const GATE_SHARDS: usize = 64;
+
+/// The state of one logical cluster in the table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state")]
+pub enum ClusterPhase {
+    /// Writes are paused for a move (429 with `Retry-After: 1`); reads are served.
+    Fenced,
+    /// The cluster lives at `location` now; every request gets a 410 naming it.
+    Moved { location: String },
+}
+
+/// The table and the write gate.
+#[derive(Debug)]
+pub(crate) struct ClusterStates {
+    phases: RwLock<HashMap<ClusterName, ClusterPhase>>,
+    /// `phases.len()`, so that the request path skips the lock while the table is empty.
+    count: AtomicUsize,
+    gate: Vec<tokio::sync::RwLock<()>>,
+}
+
+impl Default for ClusterStates {
+    fn default() -> Self {
+        ClusterStates {
+            phases: RwLock::default(),
+            count: AtomicUsize::new(0),
+            gate: (0..GATE_SHARDS)
+                .map(|_| tokio::sync::RwLock::new(()))
+                .collect(),
+        }
+    }
+}
+
+impl ClusterStates {
+    fn get(&self, cluster: &str) -> Option<ClusterPhase> {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let c = ClusterName::parse(cluster)?;
+        self.phases
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&c)
+            .cloned()
+    }
+
+    fn set(&self, cluster: &ClusterName, phase: Option<ClusterPhase>) {
+        let mut m = self.phases.write().unwrap_or_else(PoisonError::into_inner);
+        match phase {
+            Some(p) => m.insert(cluster.clone(), p),
+            None => m.remove(cluster),
+        };
+        self.count.store(m.len(), Ordering::Release);
+    }
+
+    fn shard_of(&self, cluster: &str) -> usize {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        cluster.hash(&mut h);
+        (h.finish() as usize) % self.gate.len()
+    }
+
+    fn shard(&self, cluster: &str) -> &tokio::sync::RwLock<()> {
+        &self.gate[self.shard_of(cluster)]
+    }
+}
+
+/// Held by a storage write from its state check to its commit ([`Registry::write_gate`]).
+pub(crate) struct WriteGate<'a> {
+    _guards: Vec<tokio::sync::RwLockReadGuard<'a, ()>>,
+}
+
+impl Registry {
+    /// The state of `cluster` in the move's table (`None`: served as usual).
+    pub fn cluster_phase(&self, cluster: &ClusterName) -> Option<ClusterPhase> {
+        self.cluster_states.get(cluster.as_str())
+    }
+
+    /// Every cluster with a state, in name order.
+    pub fn cluster_phases(&self) -> Vec<(ClusterName, ClusterPhase)> {
+        let m = self
+            .cluster_states
+            .phases
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut v: Vec<_> = m.iter().map(|(c, p)| (c.clone(), p.clone())).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// The answer to any request into a moved cluster; `Ok` otherwise.
+    pub fn refuse_if_moved(&self, cluster: &ClusterName) -> ApiResult<()> {
+        match self.cluster_phase(cluster) {
+            Some(ClusterPhase::Moved { location }) => Err(moved(cluster, &location)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The answer to a write into a fenced (429) or moved (410) cluster; `Ok` otherwise.
+    pub fn refuse_if_fenced(&self, cluster: &str) -> ApiResult<()> {
+        match self.cluster_states.get(cluster) {
+            None => Ok(()),
+            Some(ClusterPhase::Fenced) => Err(fenced(cluster)),
+            Some(ClusterPhase::Moved { location }) => match ClusterName::parse(cluster) {
+                Some(c) => Err(moved(&c, &location)),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Checks that writes into `clusters` are allowed and holds them open until the guard
+    /// is dropped (after the commit): a fence waits for it ([`Registry::fence_cluster`]).
+    pub(crate) async fn write_gate<'a, I>(&'a self, clusters: I) -> ApiResult<WriteGate<'a>>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
+        let mut names: Vec<&str> = clusters.into_iter().collect();
+        names.sort_unstable();
+        names.dedup();
+        // One guard per distinct shard, taken in shard order (never two of one shard).
+        let mut shards: Vec<usize> = names
+            .iter()
+            .map(|c| self.cluster_states.shard_of(c))
+            .collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let mut guards = Vec::with_capacity(shards.len());
+        for s in shards {
+            guards.push(self.cluster_states.gate[s].read().await);
+        }
+        let gate = WriteGate { _guards: guards };
+        for c in names {
+            self.refuse_if_fenced(c)?;
+        }
+        Ok(gate)
+    }
+
+    /// Fences `cluster` for a move (durable; idempotent) and returns the fence revision:
+    /// every write of the cluster has a revision at or below it, and writes from now on
+    /// are refused with 429 until [`Registry::unfence_cluster`]. 404 for a cluster that
+    /// does not exist, 410 for one that has moved, 400 for `root`.
+    pub async fn fence_cluster(&self, cluster: &ClusterName) -> ApiResult<Revision> {
+        self.refuse_if_moved(cluster)?;
+        if cluster.is_root() {
+            return Err(ApiError::bad_request(
+                "the root logical cluster cannot be moved".to_string(),
+            ));
+        }
+        self.require_cluster(cluster)?;
+        if self.cluster_phase(cluster) != Some(ClusterPhase::Fenced) {
+            self.store_phase(cluster, Some(&ClusterPhase::Fenced))
+                .await?;
+            self.cluster_states
+                .set(cluster, Some(ClusterPhase::Fenced));
+        }
+        // Every write that checked the state before it changed holds its shard: wait.
+        drop(self.cluster_states.shard(cluster.as_str()).write().await);
+        Ok(self.storage.current_revision())
+    }
+
+    /// Lifts the fence of `cluster` (a move rolled back). Idempotent; 409 for a cluster
+    /// that has moved.
+    pub async fn unfence_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
+        match self.cluster_phase(cluster) {
+            None => Ok(()),
+            Some(ClusterPhase::Moved { location }) => Err(ApiError::from(Status::new(
+                StatusReason::Conflict,
+                format!(
+                    "logical cluster \"{cluster}\" has moved to {location}: it cannot be unfenced"
+                ),
+            ))),
+            Some(ClusterPhase::Fenced) => {
+                self.store_phase(cluster, None).await?;
+                self.cluster_states.set(cluster, None);
+                Ok(())
+            }
+        }
+    }
+
+    /// Records that `cluster` lives at `location` now (durable): from then on every request
+    /// into it is a 410 naming `location`, its Workspace reports it, and its keys are
+    /// removed in the background (the workspace controller; resumed at start-up). The
+    /// cluster must be fenced first (so that no write is lost), or already moved to the
+    /// same location (idempotent).
+    pub async fn mark_moved(&self, cluster: &ClusterName, location: &str) -> ApiResult<()> {
+        let location = location.trim();
+        let valid = (location.starts_with("https://") || location.starts_with("http://"))
+            && !location.chars().any(char::is_whitespace);
+        if !valid {
+            return Err(ApiError::bad_request(format!(
+                "the new location of a moved logical cluster must be an http(s) URL, not {location:?}"
+            )));
+        }
+        let phase = ClusterPhase::Moved {
+            location: location.to_string(),
+        };
+        match self.cluster_phase(cluster) {
+            Some(ClusterPhase::Fenced) => {}
+            Some(p) if p == phase => {}
+            Some(ClusterPhase::Moved { location: other }) => {
+                return Err(moved(cluster, &other));
+            }
+            None => {
+                return Err(ApiError::from(Status::new(
+                    StatusReason::Conflict,
+                    format!(
+                        "logical cluster \"{cluster}\" must be fenced before it is marked moved"
+                    ),
+                )))
+            }
+        }
+        self.store_phase(cluster, Some(&phase)).await?;
+        self.cluster_states.set(cluster, Some(phase));
+        self.enqueue_moved(cluster);
+        Ok(())
+    }
+
+    /// Queues the removal of a moved cluster's keys and its Workspace's status.
+    fn enqueue_moved(&self, cluster: &ClusterName) {
+        if let Some(parent) = cluster.parent() {
+            self.enqueue(Work::Workspace {
+                cluster: parent,
+                name: cluster.base_name().to_string(),
+            });
+        }
+    }
+
+    /// Drops the state of `cluster` (its Workspace is gone: the name starts afresh).
+    pub(crate) async fn clear_cluster_phase(&self, cluster: &ClusterName) -> ApiResult<()> {
+        if self.cluster_phase(cluster).is_some() {
+            self.store_phase(cluster, None).await?;
+            self.cluster_states.set(cluster, None);
+        }
+        Ok(())
+    }
+
+    /// Writes (or deletes) the durable entry of `cluster`.
+    async fn store_phase(&self, cluster: &ClusterName, phase: Option<&ClusterPhase>) -> ApiResult<()> {
+        let key = Key::new(STATES_CLUSTER, STATES_RESOURCE, "", cluster.as_str());
+        let current = self.storage.get(&key).await?;
+        let Some(phase) = phase else {
+            return match current {
+                None => Ok(()),
+                Some(kv) => match self
+                    .storage
+                    .delete(
+                        key,
+                        Precondition::ModRevision(kv.mod_revision),
+                        Box::new(move |_| Ok(kv.value.to_vec())),
+                    )
+                    .await
+                {
+                    Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(()),
+                    Err(e) => Err(e.into()),
+                },
+            };
+        };
+        let bytes = serde_json::to_vec(phase).map_err(|e| ApiError::internal(e.to_string()))?;
+        let pre = match &current {
+            None => Precondition::MustNotExist,
+            Some(kv) => Precondition::ModRevision(kv.mod_revision),
+        };
+        self.storage
+            .put(key, pre, Box::new(move |_| Ok(bytes)))
+            .await?;
+        Ok(())
+    }
+
+    /// Reads the table from storage (start-up) and queues the removal of the keys of every
+    /// moved cluster that still holds some.
+    pub(crate) async fn load_cluster_phases(&self, page: usize) -> ApiResult<()> {
+        let prefix = Prefix::resource(STATES_CLUSTER, STATES_RESOURCE);
+        let mut start_after = None;
+        loop {
+            let opts = ListOptions {
+                start_after: start_after.take(),
+                limit: Some(page.max(1)),
+                ..Default::default()
+            };
+            let res = self.storage.list(&prefix, &opts, None).await?;
+            for kv in &res.items {
+                let phase = serde_json::from_slice::<ClusterPhase>(&kv.value);
+                match (ClusterName::parse(&kv.key.name), phase) {
+                    (Some(c), Ok(p)) => {
+                        if matches!(p, ClusterPhase::Moved { .. }) {
+                            self.enqueue_moved(&c);
+                        }
+                        self.cluster_states.set(&c, Some(p));
+                    }
+                    (_, Err(e)) => {
+                        tracing::warn!(cluster = %kv.key.name, error = %e, "unreadable cluster state; skipped")
+                    }
+                    (None, _) => {
+                        tracing::warn!(cluster = %kv.key.name, "cluster state of an invalid name; skipped")
+                    }
+                }
+            }
+            match res.items.last() {
+                Some(last) if res.more => start_after = Some(last.key.clone()),
+                _ => return Ok(()),
+            }
+        }
+    }
+}
+
+/// 429 for a write into a fenced cluster.
+fn fenced(cluster: &str) -> ApiError {
+    let mut s = Status::new(
+        StatusReason::TooManyRequests,
+        format!(
+            "logical cluster \"{cluster}\" is being moved: writes are paused, please retry"
+        ),
+    );
+    s.retry_after = Some(1);
+    ApiError::from(s)
+}
+
+/// 410 Gone for any request into a moved cluster, naming the new location (also as the
+/// `location` cause, for clients).
+pub fn moved(cluster: &ClusterName, location: &str) -> ApiError {
+    let s = Status::new(
+        StatusReason::Gone,
+        format!("logical cluster \"{cluster}\" has moved to {location}"),
+    )
+    .with_details(Details {
+        name: cluster.to_string(),
+        kind: "logicalclusters".into(),
+        causes: vec![Cause::new(CauseType::Moved, "location", location)],
+        ..Default::default()
+    });
+    ApiError::from(s)
+}
