@@ -184,8 +184,7 @@ impl Registry {
         if self.cluster_phase(cluster) != Some(ClusterPhase::Fenced) {
             self.store_phase(cluster, Some(&ClusterPhase::Fenced))
                 .await?;
-            self.cluster_states
-                .set(cluster, Some(ClusterPhase::Fenced));
+            self.cluster_states.set(cluster, Some(ClusterPhase::Fenced));
         }
         // Every write that checked the state before it changed holds its shard: wait.
         drop(self.cluster_states.shard(cluster.as_str()).write().await);
@@ -269,7 +268,11 @@ impl Registry {
     }
 
     /// Writes (or deletes) the durable entry of `cluster`.
-    async fn store_phase(&self, cluster: &ClusterName, phase: Option<&ClusterPhase>) -> ApiResult<()> {
+    async fn store_phase(
+        &self,
+        cluster: &ClusterName,
+        phase: Option<&ClusterPhase>,
+    ) -> ApiResult<()> {
         let key = Key::new(STATES_CLUSTER, STATES_RESOURCE, "", cluster.as_str());
         let current = self.storage.get(&key).await?;
         let Some(phase) = phase else {
@@ -341,9 +344,7 @@ impl Registry {
 fn fenced(cluster: &str) -> ApiError {
     let mut s = Status::new(
         StatusReason::TooManyRequests,
-        format!(
-            "logical cluster \"{cluster}\" is being moved: writes are paused, please retry"
-        ),
+        format!("logical cluster \"{cluster}\" is being moved: writes are paused, please retry"),
     );
     s.retry_after = Some(1);
     ApiError::from(s)
@@ -363,4 +364,275 @@ pub fn moved(cluster: &ClusterName, location: &str) -> ApiError {
         ..Default::default()
     });
     ApiError::from(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_types::ClusterScope;
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalog::{builtin, Catalog};
+    use crate::options::{ListParams, WriteParams};
+    use crate::Target;
+
+    fn name(s: &str) -> ClusterName {
+        ClusterName::parse(s).unwrap()
+    }
+
+    fn registry(storage: Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
+        let (tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
+        (reg, tx)
+    }
+
+    fn open(dir: &tempfile::TempDir) -> Arc<dyn Storage> {
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap()
+    }
+
+    fn configmaps(reg: &Registry, cluster: &str) -> Target {
+        let rt = reg
+            .builtin_catalog()
+            .get("", "v1", "configmaps")
+            .unwrap()
+            .clone();
+        Target::new(&name(cluster), rt, Some("default".into()))
+    }
+
+    async fn create_cm(reg: &Registry, cluster: &str, cm: &str) -> ApiResult<bytes::Bytes> {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm}});
+        reg.create(&configmaps(reg, cluster), obj, &WriteParams::default())
+            .await
+    }
+
+    async fn keys(storage: &Arc<dyn Storage>, cluster: &str) -> u64 {
+        storage.count(&Prefix::cluster(cluster)).await.unwrap()
+    }
+
+    /// A fenced cluster refuses every kind of write with 429 and `Retry-After: 1` (its
+    /// neighbours do not), serves reads, and the fence revision covers every write it
+    /// took; the fence survives a restart, and lifting it lets writes in again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fenced_cluster_refuses_writes_serves_reads_and_stays_fenced_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        {
+            let (reg, _tx) = registry(storage.clone());
+            reg.set_auto_create_clusters(true);
+            create_cm(&reg, "root:a", "before").await.unwrap();
+            create_cm(&reg, "root:ab", "before").await.unwrap();
+            let fence = reg.fence_cluster(&name("root:a")).await.unwrap();
+            assert_eq!(fence, storage.current_revision());
+            // Idempotent: no write of the cluster in between.
+            assert!(reg.fence_cluster(&name("root:a")).await.unwrap() >= fence);
+            let e = create_cm(&reg, "root:a", "after").await.unwrap_err();
+            assert_eq!(e.code(), 429);
+            assert_eq!(e.0.retry_after, Some(1));
+            assert!(
+                e.0.message.contains("\"root:a\" is being moved"),
+                "{}",
+                e.0.message
+            );
+            let t = configmaps(&reg, "root:a");
+            let e = reg
+                .delete(&t, "before", &Default::default())
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 429);
+            let e = reg
+                .delete_collection(&t, &ListParams::default(), &Default::default())
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 429);
+            reg.get(&t, "before").await.unwrap();
+            create_cm(&reg, "root:ab", "after").await.unwrap();
+            reg.check_cluster(&ClusterScope::One(name("root:a")))
+                .unwrap();
+        }
+        let (reg, _tx) = registry(storage.clone());
+        reg.load_cluster_state().await.unwrap();
+        assert_eq!(reg.known_clusters(), 2);
+        assert_eq!(
+            reg.cluster_phase(&name("root:a")),
+            Some(ClusterPhase::Fenced)
+        );
+        assert_eq!(
+            create_cm(&reg, "root:a", "x").await.unwrap_err().code(),
+            429
+        );
+        reg.unfence_cluster(&name("root:a")).await.unwrap();
+        reg.unfence_cluster(&name("root:a")).await.unwrap();
+        create_cm(&reg, "root:a", "x").await.unwrap();
+        let (reg, _tx) = registry(storage.clone());
+        reg.load_cluster_state().await.unwrap();
+        assert_eq!(reg.cluster_phase(&name("root:a")), None);
+    }
+
+    /// Writes racing the fence either commit at or below the fence revision or are
+    /// refused: none lands after it (ten times the gate's shard count of writers).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_write_lands_after_the_fence_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        let (reg, _tx) = registry(storage.clone());
+        reg.set_auto_create_clusters(true);
+        create_cm(&reg, "root:a", "first").await.unwrap();
+        let mut writers = Vec::new();
+        for w in 0..10 * GATE_SHARDS {
+            let reg = reg.clone();
+            writers.push(tokio::spawn(async move {
+                let mut committed = Vec::new();
+                for i in 0.. {
+                    match create_cm(&reg, "root:a", &format!("w{w}-{i}")).await {
+                        Ok(b) => {
+                            let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+                            let rv: u64 = v["metadata"]["resourceVersion"]
+                                .as_str()
+                                .unwrap()
+                                .parse()
+                                .unwrap();
+                            committed.push(rv);
+                        }
+                        Err(e) => {
+                            assert_eq!(e.code(), 429, "{}", e.0.message);
+                            return committed;
+                        }
+                    }
+                }
+                committed
+            }));
+        }
+        tokio::task::yield_now().await;
+        let fence = reg.fence_cluster(&name("root:a")).await.unwrap();
+        let mut total = 0;
+        for w in writers {
+            for rv in w.await.unwrap() {
+                assert!(rv <= fence, "a write at {rv} after the fence at {fence}");
+                total += 1;
+            }
+        }
+        // Every committed write is in the cluster (none lost either).
+        assert_eq!(keys(&storage, "root:a").await, total + 1 + 4 + 4 + 4);
+    }
+
+    /// Marking a cluster moved needs the fence; afterwards every request (reads too, and
+    /// subtree reads) gets a 410 naming the new location, the mark survives a restart,
+    /// the workspace controller removes its keys (also when resumed) and reports the move
+    /// in the parent's Workspace.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_moved_cluster_answers_410_with_its_location_and_its_keys_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        let to = "https://other.example:6443/clusters/root:b";
+        let ws_rt;
+        {
+            let (reg, _tx) = registry(storage.clone());
+            reg.set_external_url("https://here.example:6443");
+            reg.load_cluster_state().await.unwrap();
+            reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+            ws_rt = reg
+                .builtin_catalog()
+                .get("tenancy.kplane.io", "v1alpha1", "workspaces")
+                .unwrap()
+                .clone();
+            let t = Target::new(&ClusterName::root(), ws_rt.clone(), None);
+            let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1",
+                             "kind": "Workspace", "metadata": {"name": "a"}});
+            reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+            assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+            create_cm(&reg, "root:a", "data").await.unwrap();
+            let e = reg.mark_moved(&name("root:a"), to).await.unwrap_err();
+            assert_eq!(e.code(), 409, "{}", e.0.message);
+            assert!(e.0.message.contains("must be fenced"), "{}", e.0.message);
+            reg.fence_cluster(&name("root:a")).await.unwrap();
+            let e = reg
+                .mark_moved(&name("root:a"), "nowhere")
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 400);
+            reg.mark_moved(&name("root:a"), to).await.unwrap();
+            reg.mark_moved(&name("root:a"), to).await.unwrap();
+            let e = reg
+                .mark_moved(&name("root:a"), "https://else.example")
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 410);
+            for scope in [
+                ClusterScope::One(name("root:a")),
+                ClusterScope::subtree(name("root:a")),
+            ] {
+                let e = reg.check_cluster(&scope).unwrap_err();
+                assert_eq!(e.code(), 410);
+                assert_eq!(e.0.reason, StatusReason::Gone);
+                assert_eq!(
+                    e.0.message,
+                    format!("logical cluster \"root:a\" has moved to {to}")
+                );
+                let json = e.0.to_json();
+                assert_eq!(json["details"]["causes"][0]["field"], "location");
+                assert_eq!(json["details"]["causes"][0]["message"], to);
+            }
+            reg.check_cluster(&ClusterScope::One(name("root:ab")))
+                .unwrap_err();
+            assert_eq!(
+                create_cm(&reg, "root:a", "x").await.unwrap_err().code(),
+                410
+            );
+            assert_eq!(
+                reg.unfence_cluster(&name("root:a"))
+                    .await
+                    .unwrap_err()
+                    .code(),
+                409
+            );
+            // Killed before the controller ran: the keys are still there.
+            assert!(keys(&storage, "root:a").await > 0);
+        }
+        let (reg, _tx) = registry(storage.clone());
+        reg.set_external_url("https://here.example:6443");
+        reg.load_cluster_state().await.unwrap();
+        assert_eq!(
+            reg.check_cluster(&ClusterScope::One(name("root:a")))
+                .unwrap_err()
+                .code(),
+            410
+        );
+        // What start-up queued for it: the parent's Workspace.
+        assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+        assert_eq!(keys(&storage, "root:a").await, 0);
+        assert!(!reg.cluster_exists(&name("root:a")));
+        assert_eq!(
+            reg.check_cluster(&ClusterScope::One(name("root:a")))
+                .unwrap_err()
+                .code(),
+            410
+        );
+        let t = Target::new(&ClusterName::root(), ws_rt, None);
+        let ws: serde_json::Value =
+            serde_json::from_slice(&reg.get(&t, "a").await.unwrap()).unwrap();
+        assert_eq!(ws["status"]["URL"], to);
+        let conds = ws["status"]["conditions"].as_array().unwrap();
+        assert!(conds
+            .iter()
+            .any(|c| c["type"] == "Moved" && c["status"] == "True" && c["message"] == to));
+        assert!(conds
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "False"));
+        // Deleting the Workspace forgets the move: the name starts afresh.
+        reg.delete(&t, "a", &Default::default()).await.unwrap();
+        assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+        assert_eq!(reg.cluster_phase(&name("root:a")), None);
+        reg.check_cluster(&ClusterScope::One(name("root:a")))
+            .unwrap_err();
+        assert_eq!(
+            reg.check_cluster(&ClusterScope::One(name("root:a")))
+                .unwrap_err()
+                .code(),
+            404
+        );
+    }
 }
