@@ -123,7 +123,9 @@ impl<R: Read> ChangeReader<R> {
                 return Err(Error::Truncated)
             }
             Err(FrameError::Io(e)) => return Err(Error::Io(e)),
-            Err(FrameError::Damaged(_, why)) => return Err(Error::Corrupt(format!("{place}: {why}"))),
+            Err(FrameError::Damaged(_, why)) => {
+                return Err(Error::Corrupt(format!("{place}: {why}")))
+            }
         };
         match f.tag {
             END => {
@@ -213,7 +215,11 @@ mod tests {
 
     #[test]
     fn a_stream_round_trips_and_an_empty_one_is_just_its_end() {
-        let changes = vec![change(3, false, "a"), change(5, true, "a"), change(9, false, "b")];
+        let changes = vec![
+            change(3, false, "a"),
+            change(5, true, "a"),
+            change(9, false, "b"),
+        ];
         let (back, through) = read_all(&encode(&changes, 12)).unwrap();
         assert_eq!(back, changes);
         assert_eq!(through, 12);
