@@ -18,6 +18,9 @@ pub mod impersonation;
 pub mod json;
 #[cfg(test)]
 mod list_tests;
+pub mod move_endpoints;
+#[cfg(test)]
+mod move_tests;
 pub mod negotiation;
 pub mod oidc_discovery;
 pub mod openapi;
@@ -221,6 +224,13 @@ async fn route(
             .and_then(|v| v.to_str().ok()),
     );
     let cluster = &info.cluster;
+    if rest.starts_with("/kplane/v1/") {
+        if let Some(resp) =
+            move_endpoints::serve(&state.registry, req.method(), info, req.uri().query()).await
+        {
+            return resp;
+        }
+    }
     if rest == "/metrics" {
         return metrics_endpoint(&state).await;
     }
