@@ -432,6 +432,9 @@ impl Server {
         } = self;
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
+        // Import bodies being received when the process last stopped are useless now.
+        let spool_dir = cfg.data_dir.join("import-spool");
+        let _ = std::fs::remove_dir_all(&spool_dir);
         let audit = match &cfg.audit {
             Some(a) => Some(Arc::new(
                 crate::audit::Auditor::from_files(&a.policy_file, a.log.clone())
@@ -548,6 +551,7 @@ impl Server {
                 max_token_expiration_seconds: cfg.service_accounts.max_token_expiration_seconds,
             })),
             audit: audit.clone(),
+            spool_dir: spool_dir.clone(),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -8,6 +8,7 @@
 //! handlers. Paths under `/services/sync/` go to the sync endpoint ([`sync_endpoint`]) first. [`router`] builds the whole app without a socket, so tests
 //! can drive it directly.
 
+pub mod archive;
 pub mod auth;
 pub mod authz;
 pub mod discovery;
@@ -85,6 +86,8 @@ pub struct AppState {
     pub service_accounts: Option<Arc<crate::serviceaccount::ServiceAccounts>>,
     /// The audit log; `None`: no audit.
     pub audit: Option<Arc<crate::audit::Auditor>>,
+    /// Where import bodies are spooled (under the data dir; emptied at start-up).
+    pub spool_dir: std::path::PathBuf,
 }
 
 /// The application router.
@@ -194,7 +197,14 @@ async fn route(
     }
     // The OIDC discovery documents are public too; everything else is authorized.
     if !auth::is_public_path(rest) {
-        let decided = authz::decide(state.authorizer.as_ref(), user, info).await;
+        // An import is authorized in the target's parent (it creates the target).
+        let authz_info = archive::authorization_info(info);
+        let decided = authz::decide(
+            state.authorizer.as_ref(),
+            user,
+            authz_info.as_ref().unwrap_or(info),
+        )
+        .await;
         if let Some(t) = trail.as_mut() {
             match &decided {
                 Ok(reason) => t.authorized(true, reason),
@@ -214,9 +224,17 @@ async fn route(
         return oidc_discovery::serve(&state, info);
     }
     // The one existence check of the request's logical cluster (404 when it does not
-    // exist), after authorization so that neither 401 nor 403 tells whether it does.
-    if let Err(e) = state.registry.check_cluster(&info.cluster) {
-        return e.into_response();
+    // exist), after authorization so that neither 401 nor 403 tells whether it does. An
+    // import's target need not exist (the registry checks its parent).
+    if rest != archive::IMPORT_PATH {
+        if let Err(e) = state.registry.check_cluster(&info.cluster) {
+            return e.into_response();
+        }
+    }
+    if archive::is_archive_path(rest) {
+        let method = req.method().clone();
+        let query = req.uri().query().map(str::to_string);
+        return archive::serve(&state, info, &method, query.as_deref(), req.into_body()).await;
     }
     let accept = negotiation::parse_accept(
         req.headers()

@@ -106,6 +106,7 @@ pub(super) async fn app_with(
         version: "{}".into(),
         service_accounts: None,
         audit: None,
+        spool_dir: dir.path().join("import-spool"),
     });
     App {
         _dir: dir,

@@ -1,25 +1,47 @@
-//! The per-cluster state table of the online move (`kplane ws move`, docs/architecture.md
-//! "Moving a logical cluster"): a logical cluster is *fenced* (writes refused with 429 and
-//! `Retry-After`, reads served) or *moved to URL* (every request answered with a 410 Gone
-//! naming the new location), or has no entry (the ordinary case).
+//! The per-cluster state table: logical clusters that are not simply "existing" or
+//! "absent". One entry per such cluster, holding its phase (being imported, being
+//! replaced by an import, fenced or moved by `kplane ws move`) and its resourceVersion
+//! floor (the revision at which an import or replace made it what it is: older
+//! resourceVersions describe another cluster).
 //!
-//! The table is durable: each entry is one key of the reserved pseudo-cluster
-//! [`STATES_CLUSTER`] (not a valid logical cluster name, so no request path reaches it and
-//! [`Registry::load_cluster_state`] does not take it for a cluster), read back at start-up
-//! by [`Registry::load_cluster_state`]. In memory it is a map the request path reads.
+//! - **Importing** (a new path being imported): not existing yet, so requests into it
+//!   are 404 (`clusters.rs`); wildcard and subtree reads and the internal informer skip
+//!   its objects ([`ClusterTable::hides`]).
+//! - **Replacing** (an existing path being replaced): requests into it are 503 with
+//!   Retry-After; wildcard and subtree reads skip its objects.
+//! - **Floor** `F`: any list, continue or watch of the cluster (or of a wildcard or
+//!   subtree that spans it) from a resourceVersion below `F` is 410 Expired, and a watch
+//!   that started below `F` and is still running when the floor is set ends with a 410
+//!   ERROR event ([`ClusterTable::subscribe`]).
 //!
-//! The fence is exact: every storage write of the registry goes through
-//! [`Registry::write_gate`], which holds a read guard of its cluster's gate shard from the
-//! state check to the commit. [`Registry::fence_cluster`] records the state, then takes
-//! the shard's write guard once: every write that passed the check before the fence has
-//! committed when it returns the fence revision, and every later one sees the fence.
+//! - **Fenced** (a move's write pause, docs/architecture.md "Moving a logical cluster"):
+//!   writes are 429 with `Retry-After: 1`, reads and watches are served. The fence is
+//!   exact: every storage write of the registry goes through [`Registry::write_gate`],
+//!   which holds a read guard of its cluster's gate shard from the phase check to the
+//!   commit; [`Registry::fence_cluster`] sets the phase, then takes the shard's write guard
+//!   once, so every write that passed the check has committed when it answers the fence
+//!   revision, and every later one sees the fence.
+//! - **Moved** to a location: every request into it is a 410 Gone naming the location
+//!   ([`moved`]); its objects are hidden and then removed (the workspace controller).
+//!
+//! Pseudo-clusters whose name starts with [`HIDDEN_PREFIX`] (an import's staging copy, the
+//! import journal) are never valid cluster names: no request can address them and every
+//! multi-cluster read skips them.
+//!
+//! Floors are durable: an ordinary key under the reserved resource [`STATE_RESOURCE`]
+//! (never served) in the cluster's own key range, loaded at start-up
+//! ([`crate::Registry::load_cluster_state`]) and removed with the cluster. Phases are
+//! durable through the import journal (`archive/journal.rs`), which start-up resolves
+//! before anything is served. Fenced and moved phases are durable as keys of the
+//! pseudo-cluster [`PHASES_CLUSTER`] (one per cluster, named by its path), loaded at
+//! start-up ([`Registry::load_cluster_phases`]).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use kplane_storage::{Key, ListOptions, Precondition, Prefix, Revision};
+use kplane_storage::{Clusters, Key, ListOptions, Precondition, Prefix, Revision};
 use kplane_types::status::Details;
 use kplane_types::{Cause, CauseType, ClusterName, Status, StatusReason};
 use serde::{Deserialize, Serialize};
@@ -28,14 +50,49 @@ use crate::controllers::Work;
 use crate::error::{ApiError, ApiResult};
 use crate::Registry;
 
-/// The pseudo-cluster holding the table's keys (a leading `-` is no DNS-1123 label).
-pub const STATES_CLUSTER: &str = "-kplane-states";
-/// The resource of the table's keys (never served).
-pub const STATES_RESOURCE: &str = "kplane.io/clusterstates";
+/// The storage resource of per-cluster state records (the floor). Not a resource any
+/// catalog serves, so no request reads or writes it.
+pub const STATE_RESOURCE: &str = "kplane.io/clusterstates";
+
+/// The name of a cluster's floor record under [`STATE_RESOURCE`].
+pub const FLOOR_NAME: &str = "floor";
+
+/// The first character of the pseudo-clusters of imports (staging copies, the journal):
+/// never part of a valid logical cluster name.
+pub const HIDDEN_PREFIX: char = '~';
+
+/// The pseudo-cluster holding the durable fenced and moved phases (hidden: see
+/// [`HIDDEN_PREFIX`]), under [`STATE_RESOURCE`], one key per cluster named by its path.
+pub const PHASES_CLUSTER: &str = "~cluster-phases";
+
 /// Shards of the write gate: a fence waits only for the writes of its shard.
 const GATE_SHARDS: usize = 64;
 
-/// The state of one logical cluster in the table.
+/// Seconds a client is asked to wait before retrying a cluster being replaced.
+pub const REPLACING_RETRY_SECONDS: u32 = 2;
+
+/// A phase a logical cluster passes through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// A new path being imported: it does not exist until the import finishes.
+    Importing,
+    /// An existing path whose content an import is replacing.
+    Replacing,
+    /// Writes paused for a move; reads served.
+    Fenced,
+    /// Moved to another server (the entry's location).
+    Moved,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Entry {
+    phase: Option<Phase>,
+    floor: Revision,
+    /// Where a [`Phase::Moved`] cluster lives now.
+    location: Option<String>,
+}
+
+/// A move's phase as stored (the durable form of [`Phase::Fenced`] and [`Phase::Moved`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state")]
 pub enum ClusterPhase {
@@ -45,20 +102,24 @@ pub enum ClusterPhase {
     Moved { location: String },
 }
 
-/// The table and the write gate.
+/// The table of clusters with a phase or a floor (see the module doc).
 #[derive(Debug)]
-pub(crate) struct ClusterStates {
-    phases: RwLock<HashMap<ClusterName, ClusterPhase>>,
-    /// `phases.len()`, so that the request path skips the lock while the table is empty.
-    count: AtomicUsize,
+pub struct ClusterTable {
+    entries: RwLock<HashMap<String, Entry>>,
+    /// Entries with a phase: while 0, only [`HIDDEN_PREFIX`] names are hidden.
+    phased: AtomicUsize,
+    /// Bumped whenever a floor rises, so running watches re-check theirs.
+    floors: tokio::sync::watch::Sender<u64>,
+    /// The write gate of fences (see the module doc).
     gate: Vec<tokio::sync::RwLock<()>>,
 }
 
-impl Default for ClusterStates {
+impl Default for ClusterTable {
     fn default() -> Self {
-        ClusterStates {
-            phases: RwLock::default(),
-            count: AtomicUsize::new(0),
+        ClusterTable {
+            entries: RwLock::default(),
+            phased: AtomicUsize::new(0),
+            floors: tokio::sync::watch::channel(0).0,
             gate: (0..GATE_SHARDS)
                 .map(|_| tokio::sync::RwLock::new(()))
                 .collect(),
@@ -66,26 +127,60 @@ impl Default for ClusterStates {
     }
 }
 
-impl ClusterStates {
-    fn get(&self, cluster: &str) -> Option<ClusterPhase> {
-        if self.count.load(Ordering::Acquire) == 0 {
-            return None;
+/// The 410 of a resourceVersion below a cluster's floor, worded as kube-apiserver words a
+/// compacted one.
+pub fn below_floor(rv: Revision, floor: Revision) -> ApiError {
+    ApiError::from(Status::expired(format!(
+        "too old resource version: {rv} ({floor})"
+    )))
+}
+
+impl ClusterTable {
+    /// Whether multi-cluster reads and the informer must skip `cluster`'s objects: a
+    /// pseudo-cluster, or a cluster being imported or replaced.
+    pub fn hides(&self, cluster: &str) -> bool {
+        if cluster.starts_with(HIDDEN_PREFIX) {
+            return true;
         }
-        let c = ClusterName::parse(cluster)?;
-        self.phases
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&c)
-            .cloned()
+        self.phased.load(Ordering::Acquire) > 0
+            && self.phase(cluster).is_some_and(|p| p != Phase::Fenced)
     }
 
-    fn set(&self, cluster: &ClusterName, phase: Option<ClusterPhase>) {
-        let mut m = self.phases.write().unwrap_or_else(PoisonError::into_inner);
-        match phase {
-            Some(p) => m.insert(cluster.clone(), p),
-            None => m.remove(cluster),
+    /// The phase of `cluster`, if any.
+    pub fn phase(&self, cluster: &str) -> Option<Phase> {
+        if self.phased.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        self.read().get(cluster).and_then(|e| e.phase)
+    }
+
+    /// The move's phase of `cluster` (fenced, or moved with its location), if any.
+    pub fn move_phase(&self, cluster: &str) -> Option<ClusterPhase> {
+        if self.phased.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let map = self.read();
+        let e = map.get(cluster)?;
+        match e.phase? {
+            Phase::Fenced => Some(ClusterPhase::Fenced),
+            Phase::Moved => Some(ClusterPhase::Moved {
+                location: e.location.clone().unwrap_or_default(),
+            }),
+            Phase::Importing | Phase::Replacing => None,
+        }
+    }
+
+    /// Sets (or with `None` clears) the move's phase of `cluster`.
+    fn set_move_phase(&self, cluster: &str, phase: Option<&ClusterPhase>) {
+        let (p, location) = match phase {
+            None => (None, None),
+            Some(ClusterPhase::Fenced) => (Some(Phase::Fenced), None),
+            Some(ClusterPhase::Moved { location }) => (Some(Phase::Moved), Some(location.clone())),
         };
-        self.count.store(m.len(), Ordering::Release);
+        self.set_phase(cluster, p);
+        if let Some(e) = self.write().get_mut(cluster) {
+            e.location = location;
+        }
     }
 
     fn shard_of(&self, cluster: &str) -> usize {
@@ -94,8 +189,109 @@ impl ClusterStates {
         (h.finish() as usize) % self.gate.len()
     }
 
-    fn shard(&self, cluster: &str) -> &tokio::sync::RwLock<()> {
-        &self.gate[self.shard_of(cluster)]
+    /// Sets (or with `None` clears) the phase of `cluster`.
+    pub fn set_phase(&self, cluster: &str, phase: Option<Phase>) {
+        let mut map = self.write();
+        let e = map.entry(cluster.to_string()).or_default();
+        match (e.phase.is_some(), phase.is_some()) {
+            (false, true) => {
+                self.phased.fetch_add(1, Ordering::AcqRel);
+            }
+            (true, false) => {
+                self.phased.fetch_sub(1, Ordering::AcqRel);
+            }
+            _ => {}
+        }
+        e.phase = phase;
+        if e.phase.is_none() && e.floor == 0 {
+            map.remove(cluster);
+        }
+    }
+
+    /// Raises the floor of `cluster` to `floor` (never lowers it) and tells running
+    /// watches.
+    pub fn raise_floor(&self, cluster: &str, floor: Revision) {
+        {
+            let mut map = self.write();
+            let e = map.entry(cluster.to_string()).or_default();
+            e.floor = e.floor.max(floor);
+        }
+        self.floors.send_modify(|g| *g += 1);
+    }
+
+    /// Forgets everything about `cluster` (its key range is gone).
+    pub fn forget(&self, cluster: &str) {
+        let mut map = self.write();
+        if let Some(e) = map.remove(cluster) {
+            if e.phase.is_some() {
+                self.phased.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// The highest floor among the clusters `scope` covers (0 when none has one).
+    pub fn floor(&self, scope: &Clusters) -> Revision {
+        let map = self.read();
+        if map.is_empty() {
+            return 0;
+        }
+        match scope {
+            Clusters::One(c) => map.get(c).map_or(0, |e| e.floor),
+            _ => map
+                .iter()
+                .filter(|(c, _)| scope.contains(c))
+                .map(|(_, e)| e.floor)
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
+    /// 410 Expired when `rv` is below the floor of a cluster `scope` covers.
+    pub fn check_rv(&self, scope: &Clusters, rv: Revision) -> ApiResult<()> {
+        let floor = self.floor(scope);
+        if rv < floor {
+            return Err(below_floor(rv, floor));
+        }
+        Ok(())
+    }
+
+    /// A receiver that changes whenever a floor rises.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.floors.subscribe()
+    }
+
+    /// The answer to a request into `cluster` while it has a phase: 404 while a new path
+    /// is imported (it does not exist yet), 503 with Retry-After while it is replaced,
+    /// 410 naming the new location once it has moved (a fenced cluster answers: only its
+    /// writes are refused, [`Registry::refuse_if_fenced`]).
+    pub fn check_request(&self, cluster: &ClusterName) -> ApiResult<()> {
+        if self.phased.load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        match self.phase(cluster.as_str()) {
+            None | Some(Phase::Fenced) => Ok(()),
+            Some(Phase::Moved) => match self.move_phase(cluster.as_str()) {
+                Some(ClusterPhase::Moved { location }) => Err(moved(cluster, &location)),
+                _ => Ok(()),
+            },
+            Some(Phase::Importing) => Err(crate::clusters::no_such_cluster(cluster)),
+            Some(Phase::Replacing) => {
+                let mut s = Status::new(
+                    StatusReason::ServiceUnavailable,
+                    format!("logical cluster \"{cluster}\" is being replaced by an import"),
+                );
+                s.retry_after = Some(REPLACING_RETRY_SECONDS);
+                Err(ApiError::from(s))
+            }
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Entry>> {
+        self.entries.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Entry>> {
+        self.entries.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -107,17 +303,17 @@ pub(crate) struct WriteGate<'a> {
 impl Registry {
     /// The state of `cluster` in the move's table (`None`: served as usual).
     pub fn cluster_phase(&self, cluster: &ClusterName) -> Option<ClusterPhase> {
-        self.cluster_states.get(cluster.as_str())
+        self.clusters.table.move_phase(cluster.as_str())
     }
 
     /// Every cluster with a state, in name order.
     pub fn cluster_phases(&self) -> Vec<(ClusterName, ClusterPhase)> {
-        let m = self
-            .cluster_states
-            .phases
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut v: Vec<_> = m.iter().map(|(c, p)| (c.clone(), p.clone())).collect();
+        let t = &self.clusters.table;
+        let names: Vec<String> = t.read().keys().cloned().collect();
+        let mut v: Vec<_> = names
+            .into_iter()
+            .filter_map(|c| Some((ClusterName::parse(&c)?, t.move_phase(&c)?)))
+            .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
     }
@@ -132,7 +328,7 @@ impl Registry {
 
     /// The answer to a write into a fenced (429) or moved (410) cluster; `Ok` otherwise.
     pub fn refuse_if_fenced(&self, cluster: &str) -> ApiResult<()> {
-        match self.cluster_states.get(cluster) {
+        match self.clusters.table.move_phase(cluster) {
             None => Ok(()),
             Some(ClusterPhase::Fenced) => Err(fenced(cluster)),
             Some(ClusterPhase::Moved { location }) => match ClusterName::parse(cluster) {
@@ -154,13 +350,13 @@ impl Registry {
         // One guard per distinct shard, taken in shard order (never two of one shard).
         let mut shards: Vec<usize> = names
             .iter()
-            .map(|c| self.cluster_states.shard_of(c))
+            .map(|c| self.clusters.table.shard_of(c))
             .collect();
         shards.sort_unstable();
         shards.dedup();
         let mut guards = Vec::with_capacity(shards.len());
         for s in shards {
-            guards.push(self.cluster_states.gate[s].read().await);
+            guards.push(self.clusters.table.gate[s].read().await);
         }
         let gate = WriteGate { _guards: guards };
         for c in names {
@@ -181,13 +377,24 @@ impl Registry {
             ));
         }
         self.require_cluster(cluster)?;
+        if let Some(p @ (Phase::Importing | Phase::Replacing)) =
+            self.clusters.table.phase(cluster.as_str())
+        {
+            return Err(ApiError::from(Status::new(
+                StatusReason::Conflict,
+                format!("logical cluster \"{cluster}\" cannot be fenced while it is {p:?}"),
+            )));
+        }
         if self.cluster_phase(cluster) != Some(ClusterPhase::Fenced) {
             self.store_phase(cluster, Some(&ClusterPhase::Fenced))
                 .await?;
-            self.cluster_states.set(cluster, Some(ClusterPhase::Fenced));
+            self.clusters
+                .table
+                .set_move_phase(cluster.as_str(), Some(&ClusterPhase::Fenced));
         }
         // Every write that checked the state before it changed holds its shard: wait.
-        drop(self.cluster_states.shard(cluster.as_str()).write().await);
+        let shard = self.clusters.table.shard_of(cluster.as_str());
+        drop(self.clusters.table.gate[shard].write().await);
         Ok(self.storage.current_revision())
     }
 
@@ -204,7 +411,7 @@ impl Registry {
             ))),
             Some(ClusterPhase::Fenced) => {
                 self.store_phase(cluster, None).await?;
-                self.cluster_states.set(cluster, None);
+                self.clusters.table.set_move_phase(cluster.as_str(), None);
                 Ok(())
             }
         }
@@ -243,7 +450,9 @@ impl Registry {
             }
         }
         self.store_phase(cluster, Some(&phase)).await?;
-        self.cluster_states.set(cluster, Some(phase));
+        self.clusters
+            .table
+            .set_move_phase(cluster.as_str(), Some(&phase));
         self.enqueue_moved(cluster);
         Ok(())
     }
@@ -262,7 +471,7 @@ impl Registry {
     pub(crate) async fn clear_cluster_phase(&self, cluster: &ClusterName) -> ApiResult<()> {
         if self.cluster_phase(cluster).is_some() {
             self.store_phase(cluster, None).await?;
-            self.cluster_states.set(cluster, None);
+            self.clusters.table.set_move_phase(cluster.as_str(), None);
         }
         Ok(())
     }
@@ -273,7 +482,7 @@ impl Registry {
         cluster: &ClusterName,
         phase: Option<&ClusterPhase>,
     ) -> ApiResult<()> {
-        let key = Key::new(STATES_CLUSTER, STATES_RESOURCE, "", cluster.as_str());
+        let key = Key::new(PHASES_CLUSTER, STATE_RESOURCE, "", cluster.as_str());
         let current = self.storage.get(&key).await?;
         let Some(phase) = phase else {
             return match current {
@@ -306,7 +515,7 @@ impl Registry {
     /// Reads the table from storage (start-up) and queues the removal of the keys of every
     /// moved cluster that still holds some.
     pub(crate) async fn load_cluster_phases(&self, page: usize) -> ApiResult<()> {
-        let prefix = Prefix::resource(STATES_CLUSTER, STATES_RESOURCE);
+        let prefix = Prefix::resource(PHASES_CLUSTER, STATE_RESOURCE);
         let mut start_after = None;
         loop {
             let opts = ListOptions {
@@ -322,7 +531,7 @@ impl Registry {
                         if matches!(p, ClusterPhase::Moved { .. }) {
                             self.enqueue_moved(&c);
                         }
-                        self.cluster_states.set(&c, Some(p));
+                        self.clusters.table.set_move_phase(c.as_str(), Some(&p));
                     }
                     (_, Err(e)) => {
                         tracing::warn!(cluster = %kv.key.name, error = %e, "unreadable cluster state; skipped")
@@ -368,6 +577,56 @@ pub fn moved(cluster: &ClusterName, location: &str) -> ApiError {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_hide_and_answer_requests() {
+        let t = ClusterTable::default();
+        let a = ClusterName::parse("root:a").unwrap();
+        assert!(!t.hides("root:a"));
+        assert!(t.hides("~import:root:a"));
+        t.check_request(&a).unwrap();
+        t.set_phase("root:a", Some(Phase::Importing));
+        assert!(t.hides("root:a") && !t.hides("root:ab"));
+        assert_eq!(t.check_request(&a).unwrap_err().code(), 404);
+        t.set_phase("root:a", Some(Phase::Replacing));
+        let e = t.check_request(&a).unwrap_err();
+        assert_eq!(e.code(), 503);
+        assert_eq!(e.0.retry_after, Some(REPLACING_RETRY_SECONDS));
+        t.set_phase("root:a", None);
+        assert!(!t.hides("root:a"));
+        t.check_request(&a).unwrap();
+        assert_eq!(t.phased.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn floors_cover_their_cluster_and_the_scopes_spanning_it() {
+        let t = ClusterTable::default();
+        let mut rx = t.subscribe();
+        t.raise_floor("root:a", 50);
+        assert!(rx.has_changed().unwrap());
+        rx.mark_unchanged();
+        t.raise_floor("root:a", 40);
+        assert_eq!(
+            t.floor(&Clusters::One("root:a".into())),
+            50,
+            "never lowered"
+        );
+        assert_eq!(t.floor(&Clusters::One("root:b".into())), 0);
+        assert_eq!(t.floor(&Clusters::All), 50);
+        assert_eq!(t.floor(&Clusters::Subtree("root".into())), 50);
+        assert_eq!(t.floor(&Clusters::Subtree("root:ab".into())), 0);
+        let e = t.check_rv(&Clusters::All, 49).unwrap_err();
+        assert_eq!(e.code(), 410);
+        assert_eq!(e.0.message, "too old resource version: 49 (50)");
+        t.check_rv(&Clusters::One("root:a".into()), 50).unwrap();
+        t.forget("root:a");
+        t.check_rv(&Clusters::All, 1).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod move_tests {
     use std::sync::Arc;
 
     use kplane_storage::{SledStorage, SledStorageOptions, Storage};

@@ -27,6 +27,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use kplane_storage::{Clusters, Key, ListOptions, Prefix};
 use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
 
+use crate::cluster_states::{ClusterTable, FLOOR_NAME, HIDDEN_PREFIX, STATE_RESOURCE};
 use crate::controllers::stored_cluster;
 use crate::error::{ApiError, ApiResult};
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
@@ -45,6 +46,9 @@ pub(crate) struct ClusterState {
     terminating: Mutex<HashSet<ClusterName>>,
     /// Development mode: unknown clusters answer, and a first write bootstraps them.
     auto_create: AtomicBool,
+    /// Clusters being imported or replaced, and resourceVersion floors
+    /// (`cluster_states.rs`).
+    pub(crate) table: std::sync::Arc<ClusterTable>,
 }
 
 impl Registry {
@@ -81,11 +85,22 @@ impl Registry {
             return Ok(());
         }
         match scope {
-            ClusterScope::One(cluster) => self.require_cluster(cluster),
+            ClusterScope::One(cluster) => {
+                self.clusters.table.check_request(cluster)?;
+                self.require_cluster(cluster)
+            }
             // `root:acme:*` needs `root:acme`; the `*` wildcard always answers.
-            ClusterScope::Subtree { root, .. } => self.require_cluster(root),
+            ClusterScope::Subtree { root, .. } => {
+                self.clusters.table.check_request(root)?;
+                self.require_cluster(root)
+            }
             ClusterScope::Wildcard => Ok(()),
         }
+    }
+
+    /// The per-cluster state table (phases of imports, resourceVersion floors).
+    pub fn cluster_table(&self) -> &std::sync::Arc<ClusterTable> {
+        &self.clusters.table
     }
 
     /// 404 unless `cluster` exists.
@@ -110,6 +125,9 @@ impl Registry {
     }
 
     pub(crate) async fn load_cluster_state_paged(&self, page: usize) -> ApiResult<()> {
+        // Unfinished imports first: rolled back or forward, so that what is loaded below
+        // is what the clients will see.
+        self.recover_imports().await?;
         let mut after: Option<String> = None;
         loop {
             let names = self.storage.clusters(after.as_deref(), page).await?;
@@ -117,10 +135,7 @@ impl Registry {
                 break;
             };
             let mut set = self.existing_write();
-            for n in &names {
-                if n == crate::cluster_states::STATES_CLUSTER {
-                    continue;
-                }
+            for n in names.iter().filter(|n| !n.starts_with(HIDDEN_PREFIX)) {
                 match ClusterName::parse(n) {
                     Some(c) => {
                         set.insert(c);
@@ -133,8 +148,35 @@ impl Registry {
             drop(set);
             after = Some(last);
         }
+        self.load_floors(page).await?;
         self.load_terminating(page).await?;
         self.load_cluster_phases(page).await
+    }
+
+    /// Loads every cluster's resourceVersion floor (`cluster_states.rs`).
+    async fn load_floors(&self, page: usize) -> ApiResult<()> {
+        let prefix = Prefix::all_clusters(STATE_RESOURCE);
+        let mut start_after: Option<Key> = None;
+        loop {
+            let opts = ListOptions {
+                start_after: start_after.take(),
+                limit: Some(page.max(1)),
+                ..Default::default()
+            };
+            let res = self.storage.list(&prefix, &opts, None).await?;
+            for kv in res.items.iter().filter(|kv| kv.key.name == FLOOR_NAME) {
+                match serde_json::from_slice::<FloorRecord>(&kv.value) {
+                    Ok(f) => self.clusters.table.raise_floor(&kv.key.cluster, f.floor),
+                    Err(e) => {
+                        tracing::warn!(cluster = %kv.key.cluster, error = %e, "unreadable resourceVersion floor; skipped")
+                    }
+                }
+            }
+            match res.items.last() {
+                Some(last) if res.more => start_after = Some(last.key.clone()),
+                _ => return Ok(()),
+            }
+        }
     }
 
     /// Marks the child of every stored Workspace that carries a deletionTimestamp.
@@ -254,6 +296,12 @@ impl Registry {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// A cluster's durable resourceVersion floor (`cluster_states.rs`).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct FloorRecord {
+    pub(crate) floor: kplane_storage::Revision,
 }
 
 /// What start-up reads of a stored Workspace: whether it carries a deletionTimestamp

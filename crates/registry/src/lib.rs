@@ -9,6 +9,7 @@
 
 pub mod admission;
 pub mod apply;
+pub mod archive;
 pub mod builtins;
 mod bulk_delete;
 pub mod catalog;
@@ -149,8 +150,6 @@ pub struct Registry {
     catalogs: catalogs::Catalogs,
     /// Which logical clusters exist and which are terminating (`clusters.rs`).
     clusters: clusters::ClusterState,
-    /// Fenced and moved clusters, and the write gate (`cluster_states.rs`).
-    cluster_states: cluster_states::ClusterStates,
     /// The CA published in every namespace's `kube-root-ca.crt`.
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
@@ -212,7 +211,6 @@ impl Registry {
             storage,
             catalogs: catalogs::Catalogs::new(builtin),
             clusters: clusters::ClusterState::default(),
-            cluster_states: cluster_states::ClusterStates::default(),
             root_ca_pem,
             shutdown,
             controllers,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::builtins::Overlay;
 use super::selection::Selection;
 use super::{storage_error, too_large_rv, Registry, ResourceType, Target};
+use crate::cluster_states::ClusterTable;
 use crate::error::{ApiError, ApiResult};
 use crate::options::{ListParams, RvMatch};
 use kplane_types::Status;
@@ -161,6 +162,8 @@ struct ListRest {
     after: Option<Key>,
     /// The built-in objects merged in.
     overlay: Option<Overlay>,
+    /// A multi-cluster list skips the clusters this table hides.
+    hide: Option<Arc<ClusterTable>>,
 }
 
 impl std::fmt::Debug for ListRest {
@@ -191,6 +194,7 @@ impl ListRest {
             &self.selection,
             &opts,
             self.overlay.as_ref(),
+            self.hide.as_deref(),
         )
         .await?;
         self.after = read.last;
@@ -208,7 +212,7 @@ struct Read {
 
 /// Reads the items of `prefix` that `selection` matches, as `opts` says (the one storage
 /// read behind a page and behind every batch of a streamed list), with the built-in
-/// objects of `overlay` merged in.
+/// objects of `overlay` merged in, without the objects of the clusters `hide` hides.
 async fn read_page(
     storage: &dyn Storage,
     prefix: &Prefix,
@@ -216,9 +220,13 @@ async fn read_page(
     selection: &Selection,
     opts: &ListOptions,
     overlay: Option<&Overlay>,
+    hide: Option<&ClusterTable>,
 ) -> ApiResult<Read> {
-    let filter = |kv: &KeyValue| selection.matches_bytes(&kv.value);
-    let filter: Option<kplane_storage::Filter<'_>> = if selection.is_everything() {
+    let filter = |kv: &KeyValue| {
+        hide.is_none_or(|h| !h.hides(&kv.key.cluster)) && selection.matches_bytes(&kv.value)
+    };
+    let filter: Option<kplane_storage::Filter<'_>> = if selection.is_everything() && hide.is_none()
+    {
         None
     } else {
         Some(&filter)
@@ -445,6 +453,7 @@ impl Registry {
                 ));
             }
             let c = decode_continue(tok, &t.rt.storage_resource)?;
+            self.clusters.table.check_rv(&t.prefix().cluster, c.rv)?;
             if c.rv <= self.storage.compacted_revision() {
                 return Err(ApiError::from(Status::expired(
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
@@ -454,6 +463,9 @@ impl Registry {
             opts.start_after = Some(c.start);
         } else if let Some(rv) = p.resource_version.as_deref() {
             let n = parse_rv(rv)?;
+            if n != 0 {
+                self.clusters.table.check_rv(&t.prefix().cluster, n)?;
+            }
             match p.rv_match {
                 Some(RvMatch::Exact) => {
                     if n > self.storage.current_revision() {
@@ -477,6 +489,11 @@ impl Registry {
             }
             false => None,
         };
+        let hide = prefix
+            .cluster
+            .one()
+            .is_none()
+            .then(|| self.clusters.table.clone());
         let read = read_page(
             &*self.storage,
             &prefix,
@@ -484,6 +501,7 @@ impl Registry {
             &selection,
             &opts,
             overlay.as_ref(),
+            hide.as_deref(),
         )
         .await?;
         let (continue_token, rest) = match read.last {
@@ -498,6 +516,7 @@ impl Registry {
                     reads,
                     after: Some(after),
                     overlay,
+                    hide,
                 })),
             ),
             Some(last) => (Some(encode_continue(read.revision, &last)), None),

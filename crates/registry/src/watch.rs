@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::builtins::Overlay;
 use super::selection::Selection;
 use super::{storage_error, ListPage, Registry, ResourceType, Target};
+use crate::cluster_states::ClusterTable;
 use crate::error::ApiResult;
 use crate::options::ListParams;
 
@@ -70,6 +71,29 @@ pub struct WatchSetup {
     bookmarks: bool,
     deadline: Instant,
     shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The clusters watched, the revision the watch started from, and the table whose
+    /// floors end it with a 410 once one of them rises above that revision (an import
+    /// replaced a watched cluster) and whose phases hide clusters being imported.
+    fence: Fence,
+}
+
+/// What ends a watch when an import makes its clusters new (`cluster_states.rs`).
+struct Fence {
+    scope: kplane_storage::Clusters,
+    start: Revision,
+    table: Arc<ClusterTable>,
+    floors: tokio::sync::watch::Receiver<u64>,
+}
+
+impl Fence {
+    /// The 410 ERROR event when a watched cluster's floor is above the watch's start.
+    fn expired(&mut self) -> Option<WatchItem> {
+        self.floors.mark_unchanged();
+        self.table
+            .check_rv(&self.scope, self.start)
+            .err()
+            .map(|e| error_item(&e.0))
+    }
 }
 
 /// The initial events still to send: the list, and whether the
@@ -150,6 +174,12 @@ impl Registry {
             bookmarks: p.allow_bookmarks,
             deadline: Instant::now() + timeout,
             shutdown: self.shutdown.clone(),
+            fence: Fence {
+                scope: t.prefix().cluster,
+                start: 0,
+                table: self.clusters.table.clone(),
+                floors: self.clusters.table.subscribe(),
+            },
         };
         if let Some((builtins, cluster)) = self.builtins_of(t) {
             let birth = self.cluster_birth(&cluster).await?;
@@ -178,6 +208,7 @@ impl Registry {
             }
             // The first batch is read here, so that its errors are the response's status.
             let list = self.list(t, &lp).await?;
+            setup.fence.start = list.revision();
             setup.pending = Some(PendingWatch {
                 storage: self.storage.clone(),
                 prefix: t.prefix(),
@@ -198,6 +229,11 @@ impl Registry {
         };
         if from > self.storage.current_revision() {
             self.wait_for_revision(from).await?;
+        }
+        setup.fence.start = from;
+        if let Some(expired) = setup.fence.expired() {
+            setup.queue.push_back(expired);
+            return Ok(setup);
         }
         match self.storage.watch(&t.prefix(), from, progress).await {
             Ok(rx) => setup.rx = Some(rx),
@@ -231,14 +267,24 @@ impl WatchSetup {
                 }
                 continue;
             }
+            if self.fence.floors.has_changed().unwrap_or(false) {
+                if let Some(expired) = self.fence.expired() {
+                    self.rx = None;
+                    return Some(expired);
+                }
+            }
             let rx = self.rx.as_mut()?;
             let ev = tokio::select! {
                 ev = rx.recv() => ev,
                 _ = tokio::time::sleep_until(self.deadline) => None,
                 _ = self.shutdown.changed() => None,
+                _ = self.fence.floors.changed() => continue,
             };
             match ev? {
                 WatchEvent::Event(e) => {
+                    if self.annotate && self.fence.table.hides(&e.kv.key.cluster) {
+                        continue;
+                    }
                     if let Some(item) = self.translate(&e) {
                         return Some(item);
                     }

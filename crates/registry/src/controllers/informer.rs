@@ -25,6 +25,8 @@ use std::time::Duration;
 use kplane_storage::{CloseReason, Error as StorageError, EventType, KeyValue, Prefix, Revision};
 use kplane_storage::{ListOptions, Storage, WatchEvent};
 
+use crate::cluster_states::ClusterTable;
+
 /// Objects read from storage at a time by the scan.
 pub(crate) const SCAN_PAGE: usize = 1000;
 
@@ -60,6 +62,10 @@ pub struct Informer {
     storage: Arc<dyn Storage>,
     handlers: Vec<Arc<dyn InformerHandler>>,
     page: usize,
+    /// Clusters being imported (and import staging) are not shown to the handlers, and a
+    /// rising floor (an import finished) starts a new pass, so that the handlers see the
+    /// imported objects (`cluster_states.rs`).
+    imports: Option<Arc<ClusterTable>>,
 }
 
 impl Informer {
@@ -68,7 +74,14 @@ impl Informer {
             storage,
             handlers: Vec::new(),
             page: SCAN_PAGE,
+            imports: None,
         }
+    }
+
+    /// Hides the clusters `table` hides, and rescans whenever one of its floors rises.
+    pub fn following_imports(mut self, table: Arc<ClusterTable>) -> Informer {
+        self.imports = Some(table);
+        self
     }
 
     /// Registers a handler (before [`Informer::run`]).
@@ -100,11 +113,13 @@ impl Informer {
 
     /// One scan, then the watch until it ends.
     async fn pass(&self) -> Next {
+        let mut floors = self.imports.as_ref().map(|t| t.subscribe());
         let from = self.storage.current_revision();
         for h in &self.handlers {
             h.on_resync();
         }
-        match scan(&*self.storage, &self.handlers, self.page, from).await {
+        let hide = self.imports.as_deref();
+        match scan_hiding(&*self.storage, &self.handlers, self.page, from, hide).await {
             Ok(n) => tracing::debug!(objects = n, revision = from, "informer replayed the store"),
             Err(e) => return after_failure(e, "scan"),
         }
@@ -120,8 +135,20 @@ impl Informer {
             Ok(rx) => rx,
             Err(e) => return after_failure(e, "watch"),
         };
-        while let Some(ev) = rx.recv().await {
+        loop {
+            let ev = match floors.as_mut() {
+                Some(f) => tokio::select! {
+                    ev = rx.recv() => ev,
+                    _ = f.changed() => {
+                        tracing::debug!("an import finished; rescanning the store");
+                        return Next::Rescan { backoff: None };
+                    }
+                },
+                None => rx.recv().await,
+            };
+            let Some(ev) = ev else { break };
             match ev {
+                WatchEvent::Event(e) if hide.is_some_and(|h| h.hides(&e.kv.key.cluster)) => {}
                 WatchEvent::Event(e) => {
                     let deleted = e.event_type == EventType::Deleted;
                     for h in &self.handlers {
@@ -159,11 +186,24 @@ fn after_failure(e: StorageError, what: &str) -> Next {
 
 /// Replays every stored object as of revision `at` to `handlers`, `page` objects per read.
 /// Returns how many objects there were.
+#[cfg(test)]
 pub(crate) async fn scan(
     storage: &dyn Storage,
     handlers: &[Arc<dyn InformerHandler>],
     page: usize,
     at: Revision,
+) -> kplane_storage::Result<usize> {
+    scan_hiding(storage, handlers, page, at, None).await
+}
+
+/// Replays every stored object as of revision `at` to `handlers`, `page` objects per read,
+/// without the objects of the clusters `hide` hides. Returns how many objects there were.
+async fn scan_hiding(
+    storage: &dyn Storage,
+    handlers: &[Arc<dyn InformerHandler>],
+    page: usize,
+    at: Revision,
+    hide: Option<&ClusterTable>,
 ) -> kplane_storage::Result<usize> {
     let all = Prefix {
         cluster: kplane_storage::Clusters::All,
@@ -178,7 +218,11 @@ pub(crate) async fn scan(
     let mut n = 0;
     loop {
         let read = storage.list(&all, &opts, None).await?;
-        for kv in &read.items {
+        let shown = read
+            .items
+            .iter()
+            .filter(|kv| hide.is_none_or(|h| !h.hides(&kv.key.cluster)));
+        for kv in shown {
             for h in handlers {
                 h.on_object(kv, false, true);
             }

@@ -53,7 +53,7 @@ mod pool;
 pub mod root_ca;
 pub mod sync_target;
 mod timers;
-mod workspace;
+pub(crate) mod workspace;
 pub mod workspace_template;
 
 use kplane_types::ClusterName;
@@ -395,6 +395,7 @@ pub fn start(
 ) -> Controllers {
     let (publisher, syncer) = root_ca::publisher(registry.clone());
     let informer = informer::Informer::new(registry.storage().clone())
+        .following_imports(registry.cluster_table().clone())
         .with(Arc::new(gc::GraphFeed::new(registry.clone())))
         .with(Arc::new(publisher))
         .with(Arc::new(crate::rbac::cache::Invalidator(

@@ -55,7 +55,7 @@ impl Registry {
         self.external_url.get().map(String::as_str)
     }
 
-    fn workspace_type(&self) -> ApiResult<Arc<ResourceType>> {
+    pub(crate) fn workspace_type(&self) -> ApiResult<Arc<ResourceType>> {
         self.builtin_catalog()
             .get(TENANCY_GROUP, "v1alpha1", "workspaces")
             .cloned()
@@ -312,7 +312,7 @@ impl Registry {
 /// The tombstone of a range delete, as the write path's delete makes it: the object's last
 /// state with the delete's resourceVersion. A value that does not decode is passed on as
 /// stored (it is still deleted).
-fn last_state_tombstone() -> Tombstone {
+pub(crate) fn last_state_tombstone() -> Tombstone {
     Arc::new(|kv, rev| {
         let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
             return Ok(kv.value.to_vec());

@@ -1,0 +1,298 @@
+//! The import journal and the flip.
+//!
+//! An import writes one journal record (an ordinary key of the pseudo-cluster
+//! [`JOURNAL_CLUSTER`], resource [`JOURNAL_RESOURCE`], named after the target) before it
+//! writes any object, and moves it through these steps, each made durable before the
+//! work of the next begins:
+//!
+//! 1. `writing`: objects go into each new target directly (hidden: phase Importing) and
+//!    into a staging pseudo-cluster (`~import:<target>`) for each existing target. A crash
+//!    or error here **rolls back**: the new targets and the staging ranges are deleted.
+//! 2. `deletingOld` (the point of no return): the existing targets are Replacing (503);
+//!    their old key ranges are deleted.
+//! 3. `copying`: each staging range is copied into its target (a key already copied before
+//!    a crash is skipped).
+//! 4. `droppingStaging`: the staging ranges are deleted.
+//! 5. `finishing`: the floor (the current revision) is written into every target, the
+//!    targets exist, their phases end, their catalogs are rebuilt, the Workspace of the
+//!    import's target exists in its parent, and the journal record goes.
+//!
+//! From step 2 on, start-up ([`Registry::recover_imports`]) **rolls forward** from the
+//! recorded step; every step is idempotent.
+
+use kplane_storage::{BatchWrite, Key, Precondition, Prefix, CLUSTER_DELETE_BATCH};
+use kplane_types::{ClusterName, ClusterScope, StatusReason};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::IMPORT_BATCH;
+use crate::cluster_states::{Phase, FLOOR_NAME, STATE_RESOURCE};
+use crate::clusters::FloorRecord;
+use crate::controllers::workspace::last_state_tombstone;
+use crate::error::{ApiError, ApiResult};
+use crate::options::WriteParams;
+use crate::{Registry, Target};
+
+/// The pseudo-cluster holding import journal records (never a valid cluster name).
+pub(crate) const JOURNAL_CLUSTER: &str = "~kplane";
+/// The resource of import journal records.
+pub(crate) const JOURNAL_RESOURCE: &str = "kplane.io/imports";
+
+/// An import in progress, as stored.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Journal {
+    /// The path the archive's root is imported as.
+    pub(crate) target: String,
+    pub(crate) step: Step,
+    /// Every target cluster, with its staging pseudo-cluster when it replaces one.
+    pub(crate) clusters: Vec<Mapped>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Mapped {
+    pub(crate) target: String,
+    pub(crate) staging: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Step {
+    Writing,
+    DeletingOld,
+    Copying,
+    DroppingStaging,
+    Finishing,
+}
+
+/// The staging pseudo-cluster of `target`.
+pub(crate) fn staging_name(target: &str) -> String {
+    format!("~import:{target}")
+}
+
+impl Mapped {
+    /// Where the import writes this cluster's objects.
+    pub(crate) fn destination(&self) -> &str {
+        self.staging.as_deref().unwrap_or(&self.target)
+    }
+}
+
+fn journal_key(target: &str) -> Key {
+    Key::new(JOURNAL_CLUSTER, JOURNAL_RESOURCE, "", target)
+}
+
+impl Registry {
+    /// Stores the journal: created (409 when an import into the target runs) or updated.
+    pub(crate) async fn put_journal(&self, j: &Journal, create: bool) -> ApiResult<()> {
+        let bytes = serde_json::to_vec(j).map_err(|e| ApiError::internal(e.to_string()))?;
+        let pre = if create {
+            Precondition::MustNotExist
+        } else {
+            Precondition::MustExist
+        };
+        match self
+            .storage
+            .put(journal_key(&j.target), pre, Box::new(move |_| Ok(bytes)))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kplane_storage::Error::AlreadyExists) => Err(ApiError::new(
+                StatusReason::Conflict,
+                format!(
+                    "an import into logical cluster \"{}\" is in progress",
+                    j.target
+                ),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn delete_journal(&self, target: &str) -> ApiResult<()> {
+        let tomb = Box::new(|_| Ok(b"{}".to_vec()));
+        match self
+            .storage
+            .delete(journal_key(target), Precondition::MustExist, tomb)
+            .await
+        {
+            Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn drop_range(&self, cluster: &str) -> ApiResult<()> {
+        self.storage
+            .delete_cluster(cluster, CLUSTER_DELETE_BATCH, last_state_tombstone())
+            .await?;
+        Ok(())
+    }
+
+    /// Undoes an import that did not reach the point of no return: its new targets and
+    /// staging ranges are deleted, the phases end, the journal goes.
+    pub(crate) async fn roll_back_import(&self, j: &Journal) -> ApiResult<()> {
+        for m in &j.clusters {
+            self.drop_range(m.destination()).await?;
+            self.clusters.table.set_phase(&m.target, None);
+        }
+        self.delete_journal(&j.target).await
+    }
+
+    /// Finishes an import from the step its journal records (see the module doc); returns
+    /// the floor the targets got.
+    pub(crate) async fn roll_forward_import(&self, mut j: Journal) -> ApiResult<u64> {
+        for m in j.clusters.iter().filter(|m| m.staging.is_some()) {
+            self.clusters
+                .table
+                .set_phase(&m.target, Some(Phase::Replacing));
+        }
+        loop {
+            let next = match j.step {
+                Step::Writing => Step::DeletingOld,
+                Step::DeletingOld => {
+                    for m in j.clusters.iter().filter(|m| m.staging.is_some()) {
+                        self.drop_range(&m.target).await?;
+                    }
+                    Step::Copying
+                }
+                Step::Copying => {
+                    for m in &j.clusters {
+                        if let Some(staging) = &m.staging {
+                            self.copy_range(staging, &m.target).await?;
+                        }
+                    }
+                    Step::DroppingStaging
+                }
+                Step::DroppingStaging => {
+                    for m in &j.clusters {
+                        if let Some(staging) = &m.staging {
+                            self.drop_range(staging).await?;
+                        }
+                    }
+                    Step::Finishing
+                }
+                Step::Finishing => return self.finish_import(&j).await,
+            };
+            j.step = next;
+            self.put_journal(&j, false).await?;
+        }
+    }
+
+    /// Copies every key of `from` into `to` (same resource, namespace, name), in batches;
+    /// keys already there (copied before a crash) are kept.
+    async fn copy_range(&self, from: &str, to: &str) -> ApiResult<()> {
+        let mut scan = self
+            .storage
+            .scan(&Prefix::cluster(from), None, IMPORT_BATCH)
+            .await?;
+        while let Some(page) = scan.next_page().await? {
+            let writes = page
+                .into_iter()
+                .map(|kv| {
+                    let value = kv.value;
+                    BatchWrite {
+                        key: Key::new(to, kv.key.resource, kv.key.namespace, kv.key.name),
+                        delete: false,
+                        precondition: Precondition::MustNotExist,
+                        encode: Box::new(move |rev| super::with_resource_version(&value, rev)),
+                    }
+                })
+                .collect();
+            for r in self.storage.write_batch(writes).await {
+                match r {
+                    Ok(_) | Err(kplane_storage::Error::AlreadyExists) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The last step: floors, existence, phases, catalogs, the Workspace, the journal.
+    async fn finish_import(&self, j: &Journal) -> ApiResult<u64> {
+        let floor = self.storage.current_revision() + 1;
+        for m in &j.clusters {
+            self.write_floor(&m.target, floor).await?;
+        }
+        for m in &j.clusters {
+            if let Some(c) = ClusterName::parse(&m.target) {
+                self.mark_cluster(&c);
+                self.clusters.table.raise_floor(&m.target, floor);
+                self.clusters.table.set_phase(&m.target, None);
+                self.refresh_catalog(&c).await?;
+            }
+        }
+        if let Some(target) = ClusterName::parse(&j.target) {
+            self.ensure_workspace_of(&target).await?;
+        }
+        self.delete_journal(&j.target).await?;
+        Ok(floor)
+    }
+
+    /// Stores `cluster`'s floor record (replacing one that is there).
+    async fn write_floor(&self, cluster: &str, floor: u64) -> ApiResult<()> {
+        let key = Key::new(cluster, STATE_RESOURCE, "", FLOOR_NAME);
+        let bytes = serde_json::to_vec(&FloorRecord { floor })
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let pre = match self.storage.get(&key).await? {
+            Some(kv) => Precondition::ModRevision(kv.mod_revision),
+            None => Precondition::MustNotExist,
+        };
+        self.storage
+            .put(key, pre, Box::new(move |_| Ok(bytes)))
+            .await?;
+        Ok(())
+    }
+
+    /// Creates the Workspace of `target` in its parent when it is missing; the workspace
+    /// controller then makes it Ready with this server's URL.
+    async fn ensure_workspace_of(&self, target: &ClusterName) -> ApiResult<()> {
+        let Some(parent) = target.parent() else {
+            return Ok(());
+        };
+        let t = Target {
+            cluster: ClusterScope::One(parent.clone()),
+            rt: self.workspace_type()?,
+            namespace: None,
+        };
+        let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                         "metadata": {"name": target.base_name()}});
+        match self.create(&t, obj, &WriteParams::controller()).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == 409 => {
+                // There already: the controller re-checks it (URL, Ready).
+                self.enqueue(crate::controllers::Work::Workspace {
+                    cluster: parent,
+                    name: target.base_name().to_string(),
+                });
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Resolves the imports a crash interrupted (start-up, before anything is served):
+    /// rolled back before the point of no return, forward after it.
+    pub(crate) async fn recover_imports(&self) -> ApiResult<()> {
+        let prefix = Prefix::resource(JOURNAL_CLUSTER, JOURNAL_RESOURCE);
+        let res = self
+            .storage
+            .list(&prefix, &Default::default(), None)
+            .await?;
+        for kv in res.items {
+            let j: Journal = match serde_json::from_slice(&kv.value) {
+                Ok(j) => j,
+                Err(e) => {
+                    tracing::warn!(target = %kv.key.name, error = %e, "unreadable import journal; left in place");
+                    continue;
+                }
+            };
+            if j.step == Step::Writing {
+                tracing::warn!(target = %j.target, "rolling back an interrupted import");
+                self.roll_back_import(&j).await?;
+            } else {
+                tracing::warn!(target = %j.target, step = ?j.step, "finishing an interrupted import");
+                self.roll_forward_import(j).await?;
+            }
+        }
+        Ok(())
+    }
+}

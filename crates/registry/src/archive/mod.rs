@@ -1,0 +1,40 @@
+//! Server-side export and import of logical clusters (issue 16), over the archive format
+//! of `kplane-archive`.
+//!
+//! - `export.rs`: [`crate::Registry::export`], one consistent revision of a cluster (and
+//!   its descendants) streamed as archive bytes in bounded chunks.
+//! - `verify.rs`: the full verification pass an import makes before it writes anything
+//!   (format and checksum, every record decodes and agrees with its key, every resource
+//!   servable once the archive's CRDs exist, CRDs valid).
+//! - `import.rs`: [`crate::Registry::import`]: the checks against the target, the write
+//!   pass in bounded batches (into the target when it is new, into a hidden staging
+//!   pseudo-cluster when it replaces an existing one), rollback on failure.
+//! - `journal.rs`: the durable import journal and the flip (staging → target, floors,
+//!   existence, catalogs, the Workspace in the parent), which start-up rolls back (before
+//!   the point of no return) or forward (after it).
+//!
+//! The cluster states an import passes through are in `cluster_states.rs`.
+
+mod export;
+mod import;
+mod journal;
+mod verify;
+
+pub use export::{ExportStream, EXPORT_CHUNK};
+pub use import::{ImportSummary, IMPORT_BATCH};
+
+/// The archive's JSON `value` with `metadata.resourceVersion` set to `rev` (the target
+/// re-assigns resourceVersions; everything else is kept as stored).
+pub(crate) fn with_resource_version(value: &[u8], rev: u64) -> Result<Vec<u8>, String> {
+    let mut obj: serde_json::Value = serde_json::from_slice(value).map_err(|e| e.to_string())?;
+    if let Some(m) = obj
+        .get_mut("metadata")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        m.insert(
+            "resourceVersion".into(),
+            serde_json::Value::String(rev.to_string()),
+        );
+    }
+    serde_json::to_vec(&obj).map_err(|e| e.to_string())
+}
