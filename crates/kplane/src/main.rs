@@ -8,7 +8,8 @@
 //! `kplane syncer --kubeconfig K --target NAME --host-kubeconfig H` runs the syncer of one
 //! SyncTarget (all of its behaviour lives in `kplane-syncer`).
 //!
-//! The client commands (`kplane ws ...`, `kplane kubeconfig PATH`) live in [`client`];
+//! The client commands (`kplane ws ...`, `kplane kubeconfig PATH`, `kplane export`,
+//! `kplane import`) live in [`client`];
 //! `kplane completion SHELL` prints a shell completion script. Invoked as `kubectl-ws` or
 //! `kubectl-kplane` (symlinks that `make install` creates), the binary is a kubectl plugin.
 
@@ -47,6 +48,10 @@ enum Command {
     Ws(client::WsArgs),
     /// Print a self-contained kubeconfig for one workspace (logical cluster).
     Kubeconfig(client::KubeconfigArgs),
+    /// Export a workspace to an archive file (docs/archive-format.md).
+    Export(client::ExportCommand),
+    /// Import an archive file into a workspace.
+    Import(client::ImportCommand),
     /// Client certificates: issue one signed by the server's client CA.
     #[command(subcommand)]
     Certs(certs::CertsCommand),
@@ -313,6 +318,12 @@ fn main() -> anyhow::Result<()> {
         Command::Syncer(args) => exit_on_error(run_syncer(*args)),
         Command::Kubeconfig(args) => {
             exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_kubeconfig(args))))
+        }
+        Command::Export(cmd) => {
+            exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_export(cmd))))
+        }
+        Command::Import(cmd) => {
+            exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_import(cmd))))
         }
     };
     logging::init(args.verbosity, args.log_format)?;

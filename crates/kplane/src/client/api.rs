@@ -63,8 +63,9 @@ impl Session {
             .transpose()
     }
 
-    /// A client for workspace `path`, with the context's credentials.
-    pub async fn client(&self, path: &WsPath) -> Result<WsClient> {
+    /// The kube-rs configuration (server, TLS, credentials) of the context, pointed at
+    /// workspace `path`; also the URL, for messages.
+    pub async fn config(&self, path: &WsPath) -> Result<(kube::Config, String)> {
         let url = path::server_url(&self.base, path);
         let options = KubeConfigOptions {
             context: Some(self.context.name.clone()),
@@ -76,6 +77,12 @@ impl Session {
         config.cluster_url = url
             .parse()
             .with_context(|| format!("{url} is not a valid server URL"))?;
+        Ok((config, url))
+    }
+
+    /// A client for workspace `path`, with the context's credentials.
+    pub async fn client(&self, path: &WsPath) -> Result<WsClient> {
+        let (config, url) = self.config(path).await?;
         let client = kube::Client::try_from(config).context("building the HTTP client")?;
         Ok(WsClient {
             api: Api::all_with(client, &workspace_resource()),
@@ -270,7 +277,7 @@ impl WsClient {
 }
 
 /// An error and its causes on one line.
-fn chain(e: &dyn std::error::Error) -> String {
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

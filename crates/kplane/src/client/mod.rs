@@ -6,15 +6,22 @@
 //! - [`kubeconfig`]: finding, merging and rewriting kubeconfig files.
 //! - [`path`]: workspace paths and how `use` targets resolve.
 //! - [`api`]: the kube-rs client per workspace and the Workspace calls.
-//! - [`ws`], [`export`]: the commands.
+//! - [`transfer`]: raw requests with streamed bodies (the archive endpoints), with the
+//!   same connection and credentials as kube-rs; [`progress`]: the progress line.
+//! - [`ws`], [`export`], [`archive`] (`kplane export`/`import`): the commands.
 //!
 //! Errors are `anyhow` (this is the binary) with messages that say what to do; `main`
 //! prints them on one line and exits 1.
 
 mod api;
+mod archive;
+#[cfg(test)]
+mod archive_tests;
 mod export;
 pub mod kubeconfig;
 pub mod path;
+mod progress;
+mod transfer;
 mod ws;
 
 use std::ffi::{OsStr, OsString};
@@ -98,6 +105,73 @@ pub enum WsCommand {
     },
     /// Print the current workspace.
     Current,
+    /// Export a workspace (logical cluster) to an archive file (as `kplane export`).
+    Export(ExportArgs),
+    /// Import an archive file into a workspace (as `kplane import`).
+    Import(ImportArgs),
+}
+
+/// What `kplane export` and `kplane ws export` take.
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// The workspace (absolute `root:...`, or relative to the current one, as for `ws use`).
+    #[arg(value_name = "PATH")]
+    pub path: String,
+    /// The archive file to write (`-` for stdout). Written as FILE.tmp, renamed when complete.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Include the workspace's descendant workspaces.
+    #[arg(long)]
+    pub recursive: bool,
+    /// Write the archive without zstd compression.
+    #[arg(long)]
+    pub no_compress: bool,
+}
+
+/// What `kplane import` and `kplane ws import` take.
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// The archive file (compressed or not).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Import as this workspace instead of the archive's own path (absolute, or relative
+    /// to the current workspace). Its parent must exist.
+    #[arg(long = "as", value_name = "PATH")]
+    pub as_path: Option<String>,
+    /// Replace the content of the target workspace if it has any (otherwise refused).
+    #[arg(long)]
+    pub replace: bool,
+}
+
+/// `kplane export`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Export a workspace (logical cluster) to an archive file (also `kubectl ws export`)",
+    long_about = "Export a workspace (logical cluster) to an archive file: every object as \
+        stored (status, uids, finalizers, ownerReferences, managedFields), read at one \
+        revision while the workspace keeps serving. The format is docs/archive-format.md."
+)]
+pub struct ExportCommand {
+    #[command(flatten)]
+    pub flags: ClientFlags,
+    #[command(flatten)]
+    pub args: ExportArgs,
+}
+
+/// `kplane import`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Import an archive file into a workspace (also `kubectl ws import`)",
+    long_about = "Import an archive file written by `kplane export`: the file is verified in \
+        full first, then restored as one atomic step, keeping uids, status and owner \
+        references (resourceVersions are new). An existing non-empty workspace is only \
+        replaced with --replace."
+)]
+pub struct ImportCommand {
+    #[command(flatten)]
+    pub flags: ClientFlags,
+    #[command(flatten)]
+    pub args: ImportArgs,
 }
 
 /// `kplane kubeconfig`.
@@ -113,6 +187,16 @@ pub struct KubeconfigArgs {
 /// Runs `kplane ws`.
 pub async fn run_ws(args: WsArgs) -> anyhow::Result<()> {
     ws::run(&args.flags, args.command).await
+}
+
+/// Runs `kplane export`.
+pub async fn run_export(cmd: ExportCommand) -> anyhow::Result<()> {
+    archive::export(&cmd.flags, cmd.args).await
+}
+
+/// Runs `kplane import`.
+pub async fn run_import(cmd: ImportCommand) -> anyhow::Result<()> {
+    archive::import(&cmd.flags, cmd.args).await
 }
 
 /// Runs `kplane kubeconfig`.

@@ -47,6 +47,8 @@ pub async fn run(flags: &ClientFlags, command: Option<WsCommand>) -> Result<()> 
             Ok(())
         }
         WsCommand::List { tree, chunk_size } => list(&session, tree, chunk_size).await,
+        WsCommand::Export(args) => super::archive::export(flags, args).await,
+        WsCommand::Import(args) => super::archive::import(flags, args).await,
         WsCommand::Delete {
             name,
             wait,
@@ -62,7 +64,7 @@ fn current_line(path: &WsPath) -> String {
 
 /// A target resolved against the context's current and previous workspace. An unquoted
 /// `~` reaches us expanded by the shell: `$HOME` itself means home too.
-fn resolve(session: &Session, target: &str) -> Result<WsPath> {
+pub(super) fn resolve(session: &Session, target: &str) -> Result<WsPath> {
     let home = std::env::var("HOME").ok().filter(|h| !h.is_empty());
     let target = if home.as_deref() == Some(target) {
         "~"

@@ -67,6 +67,26 @@ impl Registry {
         target: &ClusterName,
         replace: bool,
     ) -> ApiResult<ImportSummary> {
+        let (journal, objects) = self.stage_import(archive, target, replace).await?;
+        let names: Vec<String> = journal.clusters.iter().map(|m| m.target.clone()).collect();
+        let revision = self.roll_forward_import(journal).await?;
+        Ok(ImportSummary {
+            cluster: target.to_string(),
+            clusters: names,
+            objects,
+            revision,
+        })
+    }
+
+    /// Everything before the point of no return: verification, the checks, the journal,
+    /// the write pass (rolled back on failure). Returns the journal, recording
+    /// `deletingOld`, and the number of objects.
+    pub(crate) async fn stage_import(
+        &self,
+        archive: &Path,
+        target: &ClusterName,
+        replace: bool,
+    ) -> ApiResult<(Journal, u64)> {
         let builtin = Served::builtin(self.builtin_catalog());
         let path = archive.to_path_buf();
         let plan = tokio::task::spawn_blocking(move || verify_archive(&path, &builtin))
@@ -119,14 +139,7 @@ impl Registry {
         }
         journal.step = Step::DeletingOld;
         self.put_journal(&journal, false).await?;
-        let names: Vec<String> = journal.clusters.iter().map(|m| m.target.clone()).collect();
-        let revision = self.roll_forward_import(journal).await?;
-        Ok(ImportSummary {
-            cluster: target.to_string(),
-            clusters: names,
-            objects: plan.objects,
-            revision,
-        })
+        Ok((journal, plan.objects))
     }
 
     /// Checks that `target` may be imported into; `Some(staging)` when it exists and is

@@ -138,7 +138,20 @@ impl Registry {
 
     /// Finishes an import from the step its journal records (see the module doc); returns
     /// the floor the targets got.
-    pub(crate) async fn roll_forward_import(&self, mut j: Journal) -> ApiResult<u64> {
+    pub(crate) async fn roll_forward_import(&self, j: Journal) -> ApiResult<u64> {
+        self.advance_import(j, None)
+            .await?
+            .ok_or_else(|| ApiError::internal("the import stopped before it finished"))
+    }
+
+    /// Moves an import forward step by step, each recorded before the next begins;
+    /// stops (`Ok(None)`) once the journal records `stop` (tests interrupt it there, as a
+    /// crash would), or finishes and returns the floor.
+    pub(crate) async fn advance_import(
+        &self,
+        mut j: Journal,
+        stop: Option<Step>,
+    ) -> ApiResult<Option<u64>> {
         for m in j.clusters.iter().filter(|m| m.staging.is_some()) {
             self.clusters
                 .table
@@ -169,10 +182,13 @@ impl Registry {
                     }
                     Step::Finishing
                 }
-                Step::Finishing => return self.finish_import(&j).await,
+                Step::Finishing => return self.finish_import(&j).await.map(Some),
             };
             j.step = next;
             self.put_journal(&j, false).await?;
+            if stop == Some(next) {
+                return Ok(None);
+            }
         }
     }
 

@@ -38,3 +38,6 @@ pub(crate) fn with_resource_version(value: &[u8], rev: u64) -> Result<Vec<u8>, S
     }
     serde_json::to_vec(&obj).map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests;
