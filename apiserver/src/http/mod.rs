@@ -226,7 +226,7 @@ async fn route(
     // The one existence check of the request's logical cluster (404 when it does not
     // exist), after authorization so that neither 401 nor 403 tells whether it does. An
     // import's target need not exist (the registry checks its parent).
-    if rest != archive::IMPORT_PATH {
+    if !archive::is_import_path(rest) {
         if let Err(e) = state.registry.check_cluster(&info.cluster) {
             return e.into_response();
         }

@@ -161,3 +161,81 @@ fn ok_json(v: serde_json::Value) -> Response {
     );
     resp
 }
+
+/// `POST /kplane/v1/import?staged=true`: the move's bulk copy into a hidden, staged
+/// import (`kplane_registry::archive::staged`). 201 `kind: StagedImport`.
+pub(super) async fn import_staged(
+    state: &super::AppState,
+    target: &ClusterName,
+    body: Body,
+) -> Response {
+    let spool = match super::archive::spool_body(&state.spool_dir, body).await {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    match state.registry.import_staged(&spool.0, target).await {
+        Ok(s) => created_json(s.to_json()),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// A staged import's endpoints under `/kplane/v1/import/`: `GET staged` (its state),
+/// `POST changes?since=R` (body: a change stream), `POST commit`, `POST abort`.
+pub(super) async fn staged(
+    state: &super::AppState,
+    target: &ClusterName,
+    path: &str,
+    method: &Method,
+    query: Option<&str>,
+    body: Body,
+) -> Response {
+    let reg = &state.registry;
+    let r = match (path, method) {
+        ("/kplane/v1/import/staged", &Method::GET) => reg
+            .staged_import(target)
+            .await
+            .map(|s| ok_json(s.to_json())),
+        ("/kplane/v1/import/changes", &Method::POST) => {
+            let since = query
+                .and_then(|q| {
+                    form_urlencoded::parse(q.as_bytes())
+                        .find(|(k, _)| k == "since")
+                        .map(|(_, v)| v.into_owned())
+                })
+                .and_then(|v| v.parse::<u64>().ok());
+            match since {
+                None => Err(ApiError::bad_request("since=REVISION is required")),
+                Some(since) => match super::archive::spool_body(&state.spool_dir, body).await {
+                    Err(e) => Err(e),
+                    Ok(spool) => reg
+                        .apply_staged_changes(&spool.0, target, since)
+                        .await
+                        .map(|a| ok_json(a.to_json())),
+                },
+            }
+        }
+        ("/kplane/v1/import/commit", &Method::POST) => reg
+            .commit_staged_import(target)
+            .await
+            .map(|s| ok_json(s.to_json())),
+        ("/kplane/v1/import/abort", &Method::POST) => {
+            reg.abort_staged_import(target).await.map(|()| {
+                ok_json(
+                    json!({"apiVersion": "kplane.io/v1alpha1", "kind": "StagedImport",
+                                      "cluster": target.as_str(), "aborted": true}),
+                )
+            })
+        }
+        (p, m) => Err(ApiError::from(kplane_types::Status::new(
+            kplane_types::StatusReason::NotFound,
+            format!("no {m} {p} for a staged import"),
+        ))),
+    };
+    r.unwrap_or_else(|e| e.into_response())
+}
+
+fn created_json(v: serde_json::Value) -> Response {
+    let mut resp = ok_json(v);
+    *resp.status_mut() = StatusCode::CREATED;
+    resp
+}
