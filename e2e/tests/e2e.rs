@@ -34,3 +34,4 @@ mod wildcard;
 mod workspace_lifecycle;
 mod workspaces;
 mod ws_cli;
+mod ws_move;
