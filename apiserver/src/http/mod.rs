@@ -88,6 +88,8 @@ pub struct AppState {
     pub audit: Option<Arc<crate::audit::Auditor>>,
     /// Where import bodies are spooled (under the data dir; emptied at start-up).
     pub spool_dir: std::path::PathBuf,
+    /// The scheduled backups' metrics, when they run (`crate::backup`).
+    pub backup: Option<Arc<crate::backup::BackupMetrics>>,
 }
 
 /// The application router.
@@ -441,6 +443,9 @@ async fn metrics_endpoint(state: &AppState) -> Response {
     let mut body = state.metrics.render(&figures);
     if let Some(a) = &state.audit {
         a.render_metrics(&mut body);
+    }
+    if let Some(b) = &state.backup {
+        b.render(&mut body);
     }
     (
         [(

@@ -112,6 +112,16 @@ impl Registry {
         }
     }
 
+    /// Every logical cluster that exists, `root` first, then in name order (a copy: the
+    /// scheduled backups walk it).
+    pub fn existing_clusters(&self) -> Vec<ClusterName> {
+        let set = self.existing_read();
+        let mut v = Vec::with_capacity(set.len() + 1);
+        v.push(ClusterName::root());
+        v.extend(set.iter().filter(|c| !c.is_root()).cloned());
+        v
+    }
+
     /// Logical clusters that exist besides `root` (`root` too once it is bootstrapped).
     pub fn known_clusters(&self) -> usize {
         self.existing_read().len()
