@@ -4,6 +4,7 @@
 
 mod audit;
 mod authn;
+mod backups;
 mod clusters;
 mod crash;
 mod crds;
