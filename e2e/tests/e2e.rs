@@ -36,3 +36,4 @@ mod workspace_lifecycle;
 mod workspaces;
 mod ws_cli;
 mod ws_move;
+mod ws_move_bench;
