@@ -25,7 +25,10 @@ fn archives(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-async fn objects(server: &KplaneServer, cluster: &str) -> Result<BTreeMap<String, (String, String)>> {
+async fn objects(
+    server: &KplaneServer,
+    cluster: &str,
+) -> Result<BTreeMap<String, (String, String)>> {
     let api: Api<ConfigMap> = Api::namespaced(server.client_for(cluster).await?, "default");
     Ok(api
         .list(&ListParams::default())
@@ -33,8 +36,16 @@ async fn objects(server: &KplaneServer, cluster: &str) -> Result<BTreeMap<String
         .items
         .into_iter()
         .map(|c| {
-            let d = c.data.unwrap_or_default().get("v").cloned().unwrap_or_default();
-            (c.metadata.name.unwrap_or_default(), (c.metadata.uid.unwrap_or_default(), d))
+            let d = c
+                .data
+                .unwrap_or_default()
+                .get("v")
+                .cloned()
+                .unwrap_or_default();
+            (
+                c.metadata.name.unwrap_or_default(),
+                (c.metadata.uid.unwrap_or_default(), d),
+            )
         })
         .collect())
 }
@@ -54,8 +65,11 @@ async fn scheduled_backups_are_pruned_and_restore_with_import() -> Result<()> {
     server.create_workspace("root:team")?;
     let api: Api<ConfigMap> = Api::namespaced(server.client_for("root:team").await?, "default");
     for i in 0..30 {
-        api.create(&PostParams::default(), &fixtures::configmap(&format!("cm-{i}"), &[("v", &i.to_string())]))
-            .await?;
+        api.create(
+            &PostParams::default(),
+            &fixtures::configmap(&format!("cm-{i}"), &[("v", &i.to_string())]),
+        )
+        .await?;
     }
     let want = objects(&server, "root:team").await?;
     // Rounds run every 2 s: wait for more rounds than kept, made after the writes.
@@ -63,19 +77,29 @@ async fn scheduled_backups_are_pruned_and_restore_with_import() -> Result<()> {
     let started = Instant::now();
     let mut seen = std::collections::BTreeSet::new();
     while seen.len() < 4 {
-        ensure!(started.elapsed() < Duration::from_secs(60), "archives: {seen:?}");
+        ensure!(
+            started.elapsed() < Duration::from_secs(60),
+            "archives: {seen:?}"
+        );
         seen.extend(archives(&team));
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let kept = archives(&team);
     ensure!(kept.len() <= 2, "not pruned to 2: {kept:?}");
-    ensure!(!archives(&backups.path().join("root")).is_empty(), "root has no archive");
+    ensure!(
+        !archives(&backups.path().join("root")).is_empty(),
+        "root has no archive"
+    );
     let metrics = server.kubectl_ok(&["get", "--raw", "/metrics"])?;
     ensure!(
         metrics.contains("kplane_backup_clusters_total{result=\"success\"}")
             && !metrics.contains("kplane_backup_last_success_timestamp_seconds 0\n"),
         "{}",
-        metrics.lines().filter(|l| l.contains("backup")).collect::<Vec<_>>().join("\n")
+        metrics
+            .lines()
+            .filter(|l| l.contains("backup"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 
     // Restore the newest into a second server.
@@ -87,7 +111,14 @@ async fn scheduled_backups_are_pruned_and_restore_with_import() -> Result<()> {
         .env("KUBECONFIG", other.kubeconfig())
         .env("HOME", home.path())
         .output()?;
-    ensure!(out.status.success(), "kplane import: {}", String::from_utf8_lossy(&out.stderr));
-    ensure!(objects(&other, "root:team").await? == want, "the restored cluster differs");
+    ensure!(
+        out.status.success(),
+        "kplane import: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ensure!(
+        objects(&other, "root:team").await? == want,
+        "the restored cluster differs"
+    );
     Ok(())
 }

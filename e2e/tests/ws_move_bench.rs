@@ -38,7 +38,8 @@ async fn ws_move_bench() -> Result<()> {
         .map(|i| {
             let api = api.clone();
             async move {
-                let cm = fixtures::configmap(&format!("seed-{i:06}"), &[("payload", &"x".repeat(200))]);
+                let cm =
+                    fixtures::configmap(&format!("seed-{i:06}"), &[("payload", &"x".repeat(200))]);
                 api.create(&PostParams::default(), &cm).await
             }
         })
@@ -54,12 +55,15 @@ async fn ws_move_bench() -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let stop = stop.clone();
-        let kubeconfig = kube::config::Kubeconfig::read_from(src.kubeconfig_for_cluster("root:bench")?)?;
-        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(src.kubeconfig_for_cluster("root:bench")?)?;
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
         config.default_retry = false;
         let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config)?, "default");
         tokio::spawn(async move {
-            let (mut i, mut last, mut max_gap, mut throttled) = (0u64, Instant::now(), Duration::ZERO, 0u64);
+            let (mut i, mut last, mut max_gap, mut throttled) =
+                (0u64, Instant::now(), Duration::ZERO, 0u64);
             while !stop.load(Ordering::Relaxed) {
                 let cm = fixtures::configmap(&format!("w-{i}"), &[]);
                 match api.create(&PostParams::default(), &cm).await {
@@ -79,11 +83,20 @@ async fn ws_move_bench() -> Result<()> {
         })
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let (src_kc, dst_kc) = (src.kubeconfig().to_path_buf(), dst.kubeconfig().to_path_buf());
+    let (src_kc, dst_kc) = (
+        src.kubeconfig().to_path_buf(),
+        dst.kubeconfig().to_path_buf(),
+    );
     let started = Instant::now();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(kplane_bin()?)
-            .args(["ws", "move", "root:bench", "--to", dst_kc.to_str().unwrap_or("")])
+            .args([
+                "ws",
+                "move",
+                "root:bench",
+                "--to",
+                dst_kc.to_str().unwrap_or(""),
+            ])
             .env("KUBECONFIG", &src_kc)
             .output()
             .context("running kplane ws move")
@@ -91,7 +104,11 @@ async fn ws_move_bench() -> Result<()> {
     .await??;
     let wall = started.elapsed();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    ensure!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    ensure!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (writes, max_gap, throttled) = writer.await?;
     stop.store(true, Ordering::Relaxed);
     eprintln!(

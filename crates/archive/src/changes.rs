@@ -111,6 +111,8 @@ impl<R: Read> ChangeReader<R> {
 
     /// The next change; `None` after the end frame (then [`ChangeReader::through`] is
     /// set). A stream that ends without it is [`Error::Truncated`].
+    // Fallible, so not an `Iterator` (as `Reader::next`).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Change>> {
         if self.through.is_some() {
             return Ok(None);

@@ -183,9 +183,9 @@ impl Registry {
         let mut exists: HashMap<Key, bool> = HashMap::new();
         for c in &batch {
             let k = key_of(c);
-            if !exists.contains_key(&k) {
-                let there = self.storage.get(&k).await?.is_some();
-                exists.insert(k, there);
+            if let std::collections::hash_map::Entry::Vacant(slot) = exists.entry(k) {
+                let there = self.storage.get(slot.key()).await?.is_some();
+                slot.insert(there);
             }
         }
         let mut writes = Vec::with_capacity(batch.len());
