@@ -2,7 +2,8 @@
 //! "Export and import (issue 16)"): a workspace of N ConfigMaps (default 10,000) moved
 //! between two servers while a writer creates ConfigMaps one after the other (retrying
 //! 429s after 10 ms). Reports the pause the CLI measured (fence to the target's commit),
-//! the longest gap the writer saw between two acknowledged writes on the source, and the
+//! the time the writer was refused (its first 429 to the source's 410, when it would
+//! switch to the target), the longest gap between its acknowledged writes before, and the
 //! whole move's wall time.
 //!
 //! ```sh no-run
@@ -62,8 +63,9 @@ async fn ws_move_bench() -> Result<()> {
         config.default_retry = false;
         let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config)?, "default");
         tokio::spawn(async move {
-            let (mut i, mut last, mut max_gap, mut throttled) =
-                (0u64, Instant::now(), Duration::ZERO, 0u64);
+            let (mut i, mut last, mut max_gap, mut throttled) = (0u64, Instant::now(), Duration::ZERO, 0u64);
+            let mut refused_since: Option<Instant> = None;
+            let mut refused_for = Duration::ZERO;
             while !stop.load(Ordering::Relaxed) {
                 let cm = fixtures::configmap(&format!("w-{i}"), &[]);
                 match api.create(&PostParams::default(), &cm).await {
@@ -74,12 +76,17 @@ async fn ws_move_bench() -> Result<()> {
                     }
                     Err(kube::Error::Api(e)) if e.code == 429 => {
                         throttled += 1;
+                        refused_since.get_or_insert_with(Instant::now);
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
-                    Err(_) => break,
+                    Err(_) => {
+                        // The source's 410: the writer would switch to the target now.
+                        refused_for = refused_since.map_or(Duration::ZERO, |t| t.elapsed());
+                        break;
+                    }
                 }
             }
-            (i, max_gap, throttled)
+            (i, max_gap, throttled, refused_for)
         })
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -109,10 +116,10 @@ async fn ws_move_bench() -> Result<()> {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (writes, max_gap, throttled) = writer.await?;
+    let (writes, max_gap, throttled, refused_for) = writer.await?;
     stop.store(true, Ordering::Relaxed);
     eprintln!(
-        "move of {n} objects: {} wall {wall:?}; writer: {writes} writes on the source, {throttled} answers 429, longest gap between acknowledged writes {max_gap:?}",
+        "move of {n} objects: {} wall {wall:?}; writer: {writes} writes on the source, {throttled} answers 429 over {refused_for:?} (first 429 to the 410), longest gap between acknowledged writes before {max_gap:?}",
         stdout.trim()
     );
     Ok(())
