@@ -531,6 +531,7 @@ impl Server {
         let host = client_host(&local);
         // Workspace URLs name the address clients reach this server at.
         registry.set_external_url(format!("https://{host}"));
+        registry.set_server_version(cfg.build_info.git_version());
         let sa_tokens = Arc::new(crate::serviceaccount::Tokens::new(
             sa_keys,
             cfg.service_accounts

@@ -2,6 +2,8 @@
 //! and drives it with real clients, kubectl, kube-rs and the official Python client. This file
 //! only declares modules.
 
+mod archive;
+mod archive_server;
 mod audit;
 mod authn;
 mod backups;
@@ -17,6 +19,7 @@ mod kubectl;
 mod large_lists;
 mod logs;
 mod oidc;
+mod postgres;
 mod python;
 mod rbac;
 mod rbac_aggregation;

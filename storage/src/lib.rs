@@ -8,7 +8,8 @@
 //! The crate root is backend-neutral: the [`Storage`] trait and its types, keys, errors,
 //! the watch fan-out ([`watch`]) with the [`EventLog`] seam it replays history through,
 //! the whole-range operations' types ([`range`]) and, behind the `testing` feature, the
-//! conformance suite every backend must pass. [`sled`] is the one backend.
+//! conformance suite every backend must pass. The backends: [`sled`] (the default, one
+//! process on a local directory) and [`postgres`] (a PostgreSQL database).
 //!
 //! Architecture invariants:
 //! - One global, strictly increasing [`Revision`] for the whole store. Every committed write
@@ -23,6 +24,7 @@
 pub mod error;
 pub mod event_log;
 pub mod key;
+pub mod postgres;
 pub mod range;
 pub mod sled;
 #[cfg(feature = "testing")]
@@ -33,6 +35,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub use self::postgres::{PostgresStorage, PostgresStorageOptions};
 pub use self::sled::{SledStorage, SledStorageOptions, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
 pub use event_log::{EventLog, EventPage};

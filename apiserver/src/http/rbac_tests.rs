@@ -394,3 +394,143 @@ async fn default_roles_let_authenticated_users_discover_and_review_themselves() 
         "{b}"
     );
 }
+
+/// Sends `body` (archive bytes) with `token`; answers the status and body bytes.
+async fn send_bytes(
+    app: &App,
+    method: Method,
+    uri: &str,
+    token: &str,
+    body: Vec<u8>,
+) -> (StatusCode, Vec<u8>) {
+    use tower::ServiceExt as _;
+    let req = axum::http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", kplane_archive::CONTENT_TYPE)
+        .body(axum::body::Body::from(body))
+        .unwrap();
+    let resp = app.router.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, bytes.to_vec())
+}
+
+/// Export is authorized as `get` of the non-resource URL `/kplane/v1/export` in the
+/// exported cluster; import as `post` of `/kplane/v1/import` in the target's parent.
+#[tokio::test]
+async fn archive_endpoints_are_authorized_as_non_resource_urls() {
+    let app = app().await;
+    configmap(&app, "root:a", "x").await;
+    let crb = "/clusters/root:a/apis/rbac.authorization.k8s.io/v1";
+    admin_post(
+        &app,
+        &format!("{crb}/clusterroles"),
+        json!({"metadata": {"name": "archives"}, "rules": [
+            {"verbs": ["get"], "nonResourceURLs": ["/kplane/v1/export"]},
+            {"verbs": ["post"], "nonResourceURLs": ["/kplane/v1/import"]}]}),
+    )
+    .await;
+    admin_post(
+        &app,
+        &format!("{crb}/clusterrolebindings"),
+        json!({"metadata": {"name": "archives"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "archives"},
+               "subjects": [{"kind": "User", "name": "porter", "apiGroup": "rbac.authorization.k8s.io"}]}),
+    )
+    .await;
+    let user = "user:porter";
+    let (code, archive) = send_bytes(
+        &app,
+        Method::GET,
+        "/clusters/root:a/kplane/v1/export",
+        user,
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        code,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&archive)
+    );
+    let (code, _) = send_bytes(
+        &app,
+        Method::GET,
+        "/clusters/root:b/kplane/v1/export",
+        user,
+        vec![],
+    )
+    .await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    // root:a:copy's parent is root:a, where the user may import.
+    let (code, body) = send_bytes(
+        &app,
+        Method::POST,
+        "/clusters/root:a:copy/kplane/v1/import",
+        user,
+        archive.clone(),
+    )
+    .await;
+    assert_eq!(
+        code,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let result: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(result["kind"], "ImportResult");
+    assert_eq!(result["clusters"], json!(["root:a:copy"]));
+    let (code, cm) = send(
+        &app,
+        Method::GET,
+        "/clusters/root:a:copy/api/v1/namespaces/default/configmaps/x",
+        ADMIN,
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{cm}");
+    assert_eq!(cm["data"]["secret-ish"], "x");
+    // Not in root:b, and not into root:a itself (its parent is root).
+    for target in ["root:b:copy", "root:a"] {
+        let uri = format!("/clusters/{target}/kplane/v1/import");
+        let (code, _) = send_bytes(&app, Method::POST, &uri, user, archive.clone()).await;
+        assert_eq!(code, StatusCode::FORBIDDEN, "{target}");
+    }
+    // A wrong method is a 405; a body that is no archive a 400 naming the problem.
+    let (code, _) = send_bytes(
+        &app,
+        Method::PUT,
+        "/clusters/root:a/kplane/v1/export",
+        ADMIN,
+        vec![],
+    )
+    .await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+    let (code, body) = send_bytes(
+        &app,
+        Method::POST,
+        "/clusters/root:a:junk/kplane/v1/import",
+        ADMIN,
+        b"junk".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        code,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let (code, _) = send(
+        &app,
+        Method::GET,
+        "/clusters/root:a:junk/api/v1/namespaces",
+        ADMIN,
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+}

@@ -179,8 +179,9 @@ pub(crate) fn read_frame(
     Ok(Frame { tag, head, crc })
 }
 
-/// The CRC-32 (IEEE 802.3, reflected, as zlib and PNG use) of `data`.
-pub(crate) fn crc32(data: &[u8]) -> u32 {
+/// The CRC-32 (IEEE 802.3, reflected, as zlib and PNG use) of `data`: what ends every
+/// frame (over its tag, length and payload).
+pub fn crc32(data: &[u8]) -> u32 {
     !crc32_update(!0, data)
 }
 

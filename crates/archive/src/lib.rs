@@ -31,7 +31,7 @@ mod tests;
 
 pub use changes::{Change, ChangeReader, ChangeStream, CHANGES_CONTENT_TYPE, CHANGES_MAGIC};
 pub use error::{Error, Result};
-pub use frame::{MAX_FRAME_LEN, MAX_NAME_LEN};
+pub use frame::{crc32, MAX_FRAME_LEN, MAX_NAME_LEN};
 pub use read::{verify, Reader};
 pub use write::Writer;
 

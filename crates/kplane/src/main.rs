@@ -75,6 +75,16 @@ struct ServeArgs {
     /// Extra subject alternative names for the serving certificate (DNS names or IPs).
     #[arg(long = "tls-san")]
     tls_san: Vec<String>,
+    /// Where the store lives: `sled` (the default: `<data-dir>/db`) or a PostgreSQL
+    /// database, `postgres://user[:password]@host[:port]/database` (see
+    /// docs/storage-postgres.md). Certificates and tokens stay in `--data-dir` either way.
+    #[arg(
+        long,
+        default_value = "sled",
+        env = "KPLANE_STORAGE",
+        value_name = "sled|URL"
+    )]
+    storage: String,
     /// How long watch and continue resumption history is kept, in seconds.
     #[arg(long, default_value_t = 300)]
     event_window_seconds: u64,
@@ -425,13 +435,41 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     interval: args.backup_interval.max(Duration::from_secs(1)),
                     keep: args.backup_keep as usize,
                 }),
-        )
-        .build();
+        );
+    let server = match storage_backend(&args.storage, args.event_window_seconds).await? {
+        Some(storage) => server.storage(storage),
+        None => server,
+    }
+    .build();
     server
         .serve(shutdown_signal())
         .await
         .context("kplane server failed")?;
     Ok(())
+}
+
+/// The backend `--storage` names: `None` for sled (the server opens it in the data
+/// directory), or an opened PostgreSQL store.
+async fn storage_backend(
+    storage: &str,
+    event_window_seconds: u64,
+) -> anyhow::Result<Option<std::sync::Arc<dyn kplane_storage::Storage>>> {
+    if storage == "sled" {
+        return Ok(None);
+    }
+    if !(storage.starts_with("postgres://") || storage.starts_with("postgresql://")) {
+        anyhow::bail!(
+            "--storage must be `sled` or a postgres://user@host:port/database address, not {storage:?}"
+        );
+    }
+    let opts = kplane_storage::PostgresStorageOptions {
+        event_window: Duration::from_secs(event_window_seconds),
+        ..Default::default()
+    };
+    let store = kplane_storage::PostgresStorage::open(storage, opts)
+        .await
+        .context("opening the PostgreSQL storage")?;
+    Ok(Some(store))
 }
 
 /// The audit settings: a policy and a log path audit, either alone does nothing (as

@@ -160,6 +160,8 @@ pub struct Registry {
     admission: admission::Admission,
     /// The base URL clients reach the server at, for Workspace URLs.
     external_url: std::sync::OnceLock<String>,
+    /// The server's version (`/version`'s gitVersion), for archive headers.
+    server_version: std::sync::OnceLock<String>,
     /// Compiled RBAC objects per logical cluster (`rbac::cache`).
     rbac: Arc<rbac::cache::Cache>,
     /// The SyncTargets that apply to each logical cluster (`sync_targets`).
@@ -216,6 +218,7 @@ impl Registry {
             controllers,
             admission,
             external_url: std::sync::OnceLock::new(),
+            server_version: std::sync::OnceLock::new(),
             rbac: Arc::default(),
             sync_targets: Arc::default(),
             sync_refs: Arc::default(),
@@ -231,6 +234,20 @@ impl Registry {
     /// Distinct catalogs alive (clusters with identical CRDs share one).
     pub fn distinct_catalogs(&self) -> usize {
         self.catalogs.distinct()
+    }
+
+    /// Sets the server's version as `/version` reports it (`v1.32.x-kplane.<version>+<commit>`),
+    /// which archive headers carry. Only the first call counts.
+    pub fn set_server_version(&self, version: impl Into<String>) {
+        let _ = self.server_version.set(version.into());
+    }
+
+    /// The version set by [`Registry::set_server_version`], or the registry crate's.
+    pub fn server_version(&self) -> String {
+        self.server_version
+            .get()
+            .cloned()
+            .unwrap_or_else(|| format!("kplane {}", env!("CARGO_PKG_VERSION")))
     }
 
     pub fn storage(&self) -> &Arc<dyn Storage> {

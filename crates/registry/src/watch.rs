@@ -278,11 +278,21 @@ impl WatchSetup {
                 ev = rx.recv() => ev,
                 _ = tokio::time::sleep_until(self.deadline) => None,
                 _ = self.shutdown.changed() => None,
-                _ = self.fence.floors.changed() => continue,
+                _ = self.fence.floors.changed() => {
+                    match self.fence.expired() {
+                        Some(expired) => {
+                            self.rx = None;
+                            return Some(expired);
+                        }
+                        None => continue,
+                    }
+                }
             };
             match ev? {
                 WatchEvent::Event(e) => {
-                    if self.annotate && self.fence.table.hides(&e.kv.key.cluster) {
+                    // A cluster being imported or replaced shows nothing until the flip
+                    // ends the watch with a 410.
+                    if self.fence.table.hides(&e.kv.key.cluster) {
                         continue;
                     }
                     if let Some(item) = self.translate(&e) {

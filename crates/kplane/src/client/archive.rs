@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use bytes::Bytes;
@@ -34,62 +35,50 @@ const IN_FLIGHT: usize = 16;
 /// Bytes per chunk when uploading a file.
 const UPLOAD_CHUNK: usize = 256 * 1024;
 
+/// How long an export may go without a byte before it is given up (the server streams
+/// continuously once it has started; this only catches a stalled connection).
+const EXPORT_IDLE: Duration = Duration::from_secs(300);
+
 /// Runs `kplane export`.
 pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
+    use std::io::IsTerminal as _;
+    if args.output == Path::new("-") && io::stdout().is_terminal() {
+        bail!("not writing an archive to a terminal: redirect stdout, or use -o FILE");
+    }
     let session = Session::load(flags)?;
     let path = ws::resolve(&session, &args.path)?;
     let (config, url) = session.config(&path).await?;
     let mut transfer = Transfer::new(&config, url)?;
-    let mut query = Vec::new();
-    if args.recursive {
-        query.push("recursive=true");
-    }
-    if args.no_compress {
-        query.push("compress=false");
-    }
-    let uri = if query.is_empty() {
-        "/kplane/v1/export".to_owned()
-    } else {
-        format!("/kplane/v1/export?{}", query.join("&"))
-    };
+    let accept = [("accept", CONTENT_TYPE.to_owned())];
     let resp = transfer
-        .send(
-            Method::GET,
-            &uri,
-            &[("accept", CONTENT_TYPE.to_owned())],
-            transfer::empty(),
-        )
+        .send(Method::GET, &export_uri(&args), &accept, transfer::empty())
         .await
         .with_context(|| format!("exporting {path}"))?;
     let sink = Sink::open(&args.output)?;
-    let to_stdout = matches!(sink, Sink::Stdout(_));
     let progress = Progress::objects("exporting");
     let (tx, rx) = mpsc::channel(IN_FLIGHT);
     let check = {
         let progress = progress.clone();
         tokio::task::spawn_blocking(move || check_and_write(rx, sink, &progress))
     };
-    let streamed = pump(resp.into_body(), tx, &progress).await;
+    // Ctrl-C ends the transfer like a broken one: the check fails, FILE.tmp is removed.
+    let streamed = tokio::select! {
+        streamed = pump(resp.into_body(), tx, &progress) => streamed,
+        _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted")),
+    };
     let checked = check
         .await
         .map_err(|e| anyhow!("the archive check stopped: {e}"))?;
     progress.done();
+    // A broken transfer explains more than what the check made of it.
     let (header, summary, sink) = match (streamed, checked) {
         (Ok(()), Ok(done)) => done,
-        (Err(e), Ok((_, _, sink))) | (Err(e), Err((_, Some(sink)))) => {
+        (Err(e), Ok((_, _, sink)) | Err((_, sink))) | (Ok(()), Err((e, sink))) => {
             sink.discard();
             return Err(e.context(format!("exporting {path}")));
         }
-        (Err(e), Err((_, None))) => return Err(e.context(format!("exporting {path}"))),
-        (Ok(()), Err((e, sink))) => {
-            if let Some(sink) = sink {
-                sink.discard();
-            }
-            return Err(e.context(format!(
-                "exporting {path}: the server sent a bad archive; nothing was written"
-            )));
-        }
     };
+    let to_stdout = matches!(sink, Sink::Stdout(_));
     let written = sink.commit()?;
     let line = format!(
         "exported {} ({} objects{}, revision {}) to {written}: {} bytes, sha256 {}\n",
@@ -108,6 +97,22 @@ pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
     }
 }
 
+/// `/kplane/v1/export` with the query `args` ask for.
+fn export_uri(args: &ExportArgs) -> String {
+    let mut query = Vec::new();
+    if args.recursive {
+        query.push("recursive=true");
+    }
+    if args.no_compress {
+        query.push("compress=false");
+    }
+    if query.is_empty() {
+        "/kplane/v1/export".to_owned()
+    } else {
+        format!("/kplane/v1/export?{}", query.join("&"))
+    }
+}
+
 /// Forwards the response body to the check, chunk by chunk; a failure of the transfer
 /// is passed on too (so the check stops) and returned.
 async fn pump(
@@ -116,7 +121,18 @@ async fn pump(
     progress: &Progress,
 ) -> Result<()> {
     let mut bytes = 0u64;
-    while let Some(frame) = body.frame().await {
+    loop {
+        let Ok(frame) = tokio::time::timeout(EXPORT_IDLE, body.frame()).await else {
+            let msg = format!(
+                "the transfer stalled: nothing arrived for {}s after {bytes} bytes",
+                EXPORT_IDLE.as_secs()
+            );
+            let _ = tx.send(Err(io::Error::other(msg.clone()))).await;
+            bail!(msg);
+        };
+        let Some(frame) = frame else {
+            return Ok(());
+        };
         let data = match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => data,
@@ -138,11 +154,10 @@ async fn pump(
             return Ok(());
         }
     }
-    Ok(())
 }
 
-/// A check's failure, with the sink when it was opened (to discard it).
-type CheckError = (anyhow::Error, Option<Sink>);
+/// A check's failure, with the sink (to discard it).
+type CheckError = (anyhow::Error, Sink);
 
 /// Reads the archive from `rx` with the archive reader (every check of the format),
 /// writing each chunk to `sink` as it passes.
@@ -159,13 +174,17 @@ fn check_and_write(
     };
     let result = read_through(&mut tee, progress);
     // A write failure of the sink explains more than the reader's error about it.
-    let result = match tee.failed.take() {
-        Some(e) => Err(anyhow::Error::new(e).context(tee.sink.describe())),
-        None => result,
+    let result = match (tee.failed.take(), result) {
+        (Some(e), _) => Err(anyhow::Error::new(e).context(tee.sink.describe())),
+        (None, Err(e)) => Err(e.context(match tee.sink {
+            Sink::Stdout(_) => "the server sent a bad archive; the output is incomplete",
+            Sink::File { .. } => "the server sent a bad archive; nothing was written",
+        })),
+        (None, Ok(done)) => Ok(done),
     };
     match result {
         Ok((header, summary)) => Ok((header, summary, tee.sink)),
-        Err(e) => Err((e, Some(tee.sink))),
+        Err(e) => Err((e, tee.sink)),
     }
 }
 

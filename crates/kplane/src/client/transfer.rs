@@ -44,8 +44,11 @@ impl std::fmt::Debug for Transfer {
 impl Transfer {
     /// A client for `config.cluster_url` (a workspace URL).
     pub fn new(config: &kube::Config, url: String) -> Result<Self> {
+        let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(config.connect_timeout);
         let connector = config
-            .rustls_https_connector()
+            .rustls_https_connector_with_connector(http)
             .context("setting up TLS for the server")?;
         let client: hyper_util::client::legacy::Client<_, Body> =
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())

@@ -164,7 +164,7 @@ impl Registry {
         }
         let header = Header {
             format_version: FORMAT_VERSION,
-            kplane_version: format!("kplane {}", env!("CARGO_PKG_VERSION")),
+            kplane_version: self.server_version(),
             source_server: self.external_url().unwrap_or_default().to_string(),
             cluster: root.to_string(),
             recursive,

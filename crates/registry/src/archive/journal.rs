@@ -265,6 +265,21 @@ impl Registry {
         if let Some(target) = ClusterName::parse(&j.target) {
             self.ensure_workspace_of(&target).await?;
         }
+        // The descendants' Workspaces came with the archive (in their parents, also
+        // imported): the controller re-checks them (this server's URL, Ready).
+        for c in j
+            .clusters
+            .iter()
+            .skip(1)
+            .filter_map(|m| ClusterName::parse(&m.target))
+        {
+            if let Some(parent) = c.parent() {
+                self.enqueue(crate::controllers::Work::Workspace {
+                    cluster: parent,
+                    name: c.base_name().to_string(),
+                });
+            }
+        }
         self.delete_journal(&j.target).await?;
         Ok(floor)
     }

@@ -129,7 +129,18 @@ async fn export_to(
         out.extend_from_slice(&c);
         chunks += 1;
     }
-    assert!(chunks >= 1);
+    // Chunks are about EXPORT_CHUNK each: a large archive comes in many.
+    assert!(
+        chunks > out.len() / (EXPORT_CHUNK + 64 * 1024),
+        "{chunks} chunks"
+    );
+    if out.len() > 4 * EXPORT_CHUNK {
+        assert!(
+            chunks >= out.len() / EXPORT_CHUNK,
+            "{chunks} chunks of {} bytes",
+            out.len()
+        );
+    }
     std::fs::write(path, out).unwrap();
     count
 }
@@ -169,7 +180,9 @@ async fn export_then_import_keeps_every_object() {
         let env = env().await;
         seed(&env, "root:src", n).await;
         let file = env.dir.path().join("a.karc");
-        let count = export_to(&env.reg, "root:src", false, true, &file).await;
+        // The large one plain, so that it spans many chunks.
+        let compress = n < 10_000;
+        let count = export_to(&env.reg, "root:src", false, compress, &file).await;
         // 4 namespaces, their ServiceAccounts and root-CA ConfigMaps are not stored by a
         // bare bootstrap in this test (no namespace controller), so count what is stored.
         let want = contents(&*env.storage, "root:src").await;
@@ -218,6 +231,12 @@ async fn recursive_archives_are_re_rooted() {
     seed(&env, "root:a:b", 2).await;
     seed(&env, "root:a-c", 1).await;
     let file = env.dir.path().join("r.karc");
+    env.reg.set_server_version("v1.32.6-kplane.0.1.0+test");
+    let s = env.reg.export(&name("root:a"), true, false).await.unwrap();
+    let h = s.header();
+    assert_eq!(h.kplane_version, "v1.32.6-kplane.0.1.0+test");
+    assert_eq!(h.source_server, "https://kplane.test:6443");
+    assert!(h.recursive && h.cluster == "root:a");
     export_to(&env.reg, "root:a", true, false, &file).await;
     let sum = env.reg.import(&file, &name("root:x"), false).await.unwrap();
     assert_eq!(sum.clusters, ["root:x", "root:x:b"]);
@@ -678,4 +697,55 @@ fn format_errors_map_to_statuses() {
     assert!(e.0.message.contains('9'), "{}", e.0.message);
     let e = super::verify::archive_error(&kplane_archive::Error::Truncated);
     assert_eq!(e.code(), 400);
+}
+
+/// A wildcard watch running while a new path is imported sees none of its objects (it is
+/// hidden until the flip) and ends with a 410 at the flip; a new one from the floor on
+/// sees later writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wildcard_watch_sees_no_half_import() {
+    let env = env().await;
+    seed(&env, "root:src", IMPORT_BATCH + 1).await;
+    let file = env.dir.path().join("a.karc");
+    export_to(&env.reg, "root:src", false, true, &file).await;
+    let t = configmaps(&env.reg, "root");
+    let all = Target {
+        cluster: ClusterScope::Wildcard,
+        namespace: None,
+        ..t
+    };
+    let from = ListParams {
+        resource_version: Some(env.storage.current_revision().to_string()),
+        ..Default::default()
+    };
+    let mut w = env.reg.watch(&all, &from).await.unwrap();
+    let sum = env
+        .reg
+        .import(&file, &name("root:new"), false)
+        .await
+        .unwrap();
+    let item = w.next().await.unwrap();
+    assert_eq!(
+        item.ty,
+        WatchType::Error,
+        "{}",
+        String::from_utf8_lossy(&item.object)
+    );
+    assert!(w.next().await.is_none());
+    let p = ListParams {
+        resource_version: Some(sum.revision.to_string()),
+        ..Default::default()
+    };
+    let mut w = env.reg.watch(&all, &p).await.unwrap();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after"}});
+    env.reg
+        .create(
+            &configmaps(&env.reg, "root:new"),
+            cm,
+            &WriteParams::default(),
+        )
+        .await
+        .unwrap();
+    let item = w.next().await.unwrap();
+    assert_eq!(item.ty, WatchType::Added);
 }

@@ -484,4 +484,58 @@ mod tests {
         }
         storage.shutdown().await.unwrap();
     }
+
+    /// Clusters being imported and pseudo-clusters are hidden from the handlers, in the
+    /// replay and live; a rising floor (an import finished) starts a new pass that shows
+    /// the imported cluster's objects.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn imports_are_hidden_until_their_floor_rises() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let table = Arc::new(ClusterTable::default());
+        table.set_phase("root:new", Some(crate::cluster_states::Phase::Importing));
+        let put_in = |cluster: &'static str, name: &'static str| {
+            let s = storage.clone();
+            async move {
+                s.put(
+                    Key::new(cluster, "/configmaps", "ns", name),
+                    Precondition::MustNotExist,
+                    Box::new(|_| Ok(b"{}".to_vec())),
+                )
+                .await
+                .unwrap();
+            }
+        };
+        put_in("root:new", "before").await;
+        put_in("~import:root:x", "staged").await;
+        put_in("root", "seen-1").await;
+        let rec = Recorder::new(Arc::default());
+        let informer = Informer::new(storage.clone())
+            .with(rec.clone())
+            .following_imports(table.clone());
+        let task = tokio::spawn(informer.run());
+        until(&rec, |s| s.contains(&Seen::Synced)).await;
+        put_in("root:new", "during").await;
+        put_in("root", "seen-2").await;
+        let names = |s: &[Seen]| -> Vec<String> {
+            s.iter()
+                .filter_map(|x| match x {
+                    Seen::Object { name, .. } => Some(name.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        until(&rec, |s| names(s).contains(&"seen-2".to_string())).await;
+        assert_eq!(names(&rec.seen()), ["seen-1", "seen-2"]);
+        table.set_phase("root:new", None);
+        table.raise_floor("root:new", storage.current_revision() + 1);
+        until(&rec, |s| names(s).contains(&"during".to_string())).await;
+        let seen = rec.seen();
+        let after = seen.iter().rposition(|s| *s == Seen::Resync).unwrap();
+        let replayed = names(&seen[after..]);
+        assert!(replayed.contains(&"before".to_string()), "{replayed:?}");
+        assert!(!replayed.contains(&"staged".to_string()), "{replayed:?}");
+        task.abort();
+    }
 }

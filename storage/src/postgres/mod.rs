@@ -1,0 +1,517 @@
+//! The PostgreSQL backend: [`PostgresStorage`] keeps the store in a PostgreSQL 15+
+//! database (docs/storage-postgres.md). This module opens it (pool, schema migration,
+//! counters) and routes the [`Storage`] methods: writes to the group-commit writer task
+//! ([`writer`]), reads and the event log to [`read`], watches to the shared hub
+//! ([`crate::watch`]), compaction to its own task ([`compaction`]). The schema is in
+//! [`schema`], statement building in [`sql`].
+//!
+//! Part 1 of issue 17: one kplane process per database publishes its own commits to its
+//! hub. The revision counter is already safe with several writer processes (a row lock
+//! serializes revision assignment, so the log commits in revision order); tailing the log
+//! for other processes' writes is documented as the next step.
+
+mod compaction;
+mod read;
+mod schema;
+mod sql;
+mod writer;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio::sync::{mpsc, oneshot};
+
+use self::read::{PgEventLog, PgScan};
+use self::writer::{DeleteBatch, Request, WriteRequest};
+use crate::event_log::EventLog;
+use crate::range::{RangeScan, Tombstone};
+use crate::watch::Hub;
+use crate::{
+    BatchWrite, Encoder, Error, Filter, Key, KeyValue, ListOptions, ListResult, Precondition,
+    Prefix, Result, Revision, Storage, StorageStats, WatchReceiver, MAX_WRITE_GROUP,
+};
+
+pub use schema::SCHEMA_VERSION;
+
+/// Tuning knobs for [`PostgresStorage`].
+#[derive(Clone, Debug)]
+pub struct PostgresStorageOptions {
+    /// How long history is kept (watch and continue resumption window).
+    pub event_window: Duration,
+    /// How often the compactor looks for history that left the window.
+    pub compaction_interval: Duration,
+    /// Capacity of each watcher's channel (as for sled).
+    pub watch_channel_capacity: usize,
+    /// Connections in the pool (the writer uses one at a time; reads share the rest).
+    pub pool_size: usize,
+    /// How long a request waits for a pooled connection or a new one before it fails with
+    /// [`Error::Timeout`].
+    pub connect_timeout: Duration,
+    /// The longest a statement may run (PostgreSQL's `statement_timeout`, unless the
+    /// address sets one) and a connection may go unanswered; then the request fails with
+    /// [`Error::Timeout`] instead of hanging.
+    pub statement_timeout: Duration,
+}
+
+impl Default for PostgresStorageOptions {
+    fn default() -> Self {
+        PostgresStorageOptions {
+            event_window: Duration::from_secs(300),
+            compaction_interval: Duration::from_secs(1),
+            watch_channel_capacity: 1024,
+            pool_size: 16,
+            connect_timeout: Duration::from_secs(10),
+            statement_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Maps a PostgreSQL error. What retrying may fix is [`Error::Timeout`] ("may have been
+/// applied or not; retrying may succeed", a 504 with Retry-After for clients): a cancelled
+/// statement, a lock timeout, a lost or refused connection, a server shutting down, a
+/// serialization failure or deadlock. Everything else is [`Error::Backend`].
+pub(crate) fn pg_err(e: tokio_postgres::Error) -> Error {
+    use tokio_postgres::error::SqlState;
+    let Some(db) = e.as_db_error() else {
+        // No answer from the server: the connection broke, closed or never opened.
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            text.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        return Error::Timeout(format!("no answer from the database: {text}"));
+    };
+    let code = db.code();
+    let retryable = [
+        SqlState::QUERY_CANCELED,
+        SqlState::LOCK_NOT_AVAILABLE,
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+        SqlState::T_R_SERIALIZATION_FAILURE,
+        SqlState::T_R_DEADLOCK_DETECTED,
+        SqlState::TOO_MANY_CONNECTIONS,
+    ];
+    let class = &code.code()[..2.min(code.code().len())];
+    if retryable.contains(code) || class == "08" {
+        return Error::Timeout(format!("database: {}: {}", code.code(), db.message()));
+    }
+    Error::Backend(format!("postgres: {}: {}", code.code(), db.message()))
+}
+
+fn pool_err(e: deadpool_postgres::PoolError) -> Error {
+    match e {
+        deadpool_postgres::PoolError::Timeout(t) => {
+            Error::Timeout(format!("no database connection ({t:?})"))
+        }
+        deadpool_postgres::PoolError::Backend(e) => pg_err(e),
+        other => Error::Backend(format!("postgres pool: {other}")),
+    }
+}
+
+/// The connection settings: `url` plus kplane's bounds on waiting (unless `url` sets its
+/// own statement timeout).
+fn connection_config(url: &str, opts: &PostgresStorageOptions) -> Result<tokio_postgres::Config> {
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| Error::Backend(format!("invalid PostgreSQL address: {e}")))?;
+    config.connect_timeout(opts.connect_timeout);
+    // A dead peer (a failed-over primary) is noticed in seconds, not hours.
+    config.keepalives(true);
+    config.keepalives_idle(Duration::from_secs(10));
+    config.tcp_user_timeout(opts.statement_timeout);
+    if !config
+        .get_options()
+        .is_some_and(|o| o.contains("statement_timeout"))
+    {
+        let ms = opts.statement_timeout.as_millis();
+        let extra = format!("-c statement_timeout={ms}");
+        let options = match config.get_options() {
+            Some(o) if !o.is_empty() => format!("{o} {extra}"),
+            _ => extra,
+        };
+        config.options(&options);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("kplane");
+    }
+    Ok(config)
+}
+
+/// Group-commit figures.
+#[derive(Debug, Default)]
+pub(crate) struct CommitCounters {
+    pub(crate) groups: AtomicU64,
+    pub(crate) writes: AtomicU64,
+    pub(crate) micros: AtomicU64,
+    pub(crate) max_group: AtomicU64,
+}
+
+/// Where the compactor is: the compaction point it applies and the log revision it has
+/// deleted up to.
+#[derive(Debug, Default)]
+pub(crate) struct CompactionProgress {
+    pub(crate) target: AtomicU64,
+    pub(crate) done: AtomicU64,
+}
+
+/// Table sizes, refreshed by the compactor.
+#[derive(Debug, Default)]
+pub(crate) struct Sizes {
+    pub(crate) latest_disk: AtomicU64,
+    pub(crate) log_disk: AtomicU64,
+    pub(crate) history_rows: AtomicU64,
+}
+
+/// State shared by the handle, the writer and compactor tasks, scans and the event log.
+pub(crate) struct Shared {
+    pub(crate) pool: Pool,
+    /// Latest revision this process knows committed (and has published).
+    pub(crate) current: AtomicU64,
+    pub(crate) compacted: AtomicU64,
+    pub(crate) closing: AtomicBool,
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) stats: CommitCounters,
+    pub(crate) compaction: CompactionProgress,
+    pub(crate) sizes: Sizes,
+}
+
+impl Shared {
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(pool_err)
+    }
+
+    pub(crate) fn current_revision(&self) -> Revision {
+        self.current.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn compacted_revision(&self) -> Revision {
+        self.compacted.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn check_not_compacted(&self, rev: Revision) -> Result<()> {
+        let compacted = self.compacted_revision();
+        if rev < compacted {
+            return Err(Error::Compacted {
+                requested: rev,
+                compacted,
+            });
+        }
+        Ok(())
+    }
+
+    /// The revision to read at, validated against the retained window.
+    pub(crate) fn read_revision(&self, requested: Option<Revision>) -> Result<Revision> {
+        let current = self.current_revision();
+        let rev = requested.unwrap_or(current);
+        if rev > current {
+            return Err(Error::FutureRevision {
+                requested: rev,
+                current,
+            });
+        }
+        self.check_not_compacted(rev)?;
+        Ok(rev)
+    }
+}
+
+/// A [`Storage`] on a PostgreSQL database.
+pub struct PostgresStorage {
+    shared: Arc<Shared>,
+    requests: Mutex<Option<mpsc::UnboundedSender<Request>>>,
+    writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    stop_compactor: tokio::sync::watch::Sender<bool>,
+    event_log: Arc<dyn EventLog>,
+}
+
+impl PostgresStorage {
+    /// Connects to the database at `url` (`postgres://user[:password]@host[:port]/db`, or
+    /// the key=value form libpq takes), creates or migrates the schema and starts the
+    /// writer and compactor tasks. Must be called inside a Tokio runtime.
+    pub async fn open(url: &str, opts: PostgresStorageOptions) -> Result<Arc<PostgresStorage>> {
+        let config = connection_config(url, &opts)?;
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(opts.pool_size.max(2))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(opts.connect_timeout))
+            .create_timeout(Some(opts.connect_timeout))
+            .build()
+            .map_err(|e| Error::Backend(format!("postgres pool: {e}")))?;
+        let mut client = pool.get().await.map_err(pool_err)?;
+        let (current, compacted) = schema::migrate(&mut client).await?;
+        drop(client);
+        let shared = Arc::new(Shared {
+            pool,
+            current: AtomicU64::new(current),
+            compacted: AtomicU64::new(compacted),
+            closing: AtomicBool::new(false),
+            hub: Arc::new(Hub::new(current, opts.watch_channel_capacity)),
+            stats: CommitCounters::default(),
+            compaction: CompactionProgress::default(),
+            sizes: Sizes::default(),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let writer = tokio::spawn(writer::run(shared.clone(), rx));
+        let (stop_compactor, stop) = tokio::sync::watch::channel(false);
+        tokio::spawn(compaction::run(
+            shared.clone(),
+            opts.event_window,
+            opts.compaction_interval,
+            stop,
+        ));
+        let event_log = Arc::new(PgEventLog {
+            shared: shared.clone(),
+        });
+        Ok(Arc::new(PostgresStorage {
+            shared,
+            requests: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+            stop_compactor,
+            event_log,
+        }))
+    }
+
+    /// Number of live watchers.
+    pub fn watcher_count(&self) -> usize {
+        self.shared.hub.watcher_count()
+    }
+
+    /// The planner's estimate of the log's rows (history kept for the event window),
+    /// refreshed by the compactor: a figure for metrics.
+    pub fn history_rows(&self) -> u64 {
+        self.shared.sizes.history_rows.load(Ordering::Relaxed)
+    }
+
+    /// Runs one compaction round now (for tests): moves the compaction point to the last
+    /// revision older than `window` and deletes the history at or below it.
+    pub async fn compact_now(&self, window: Duration) -> Result<()> {
+        compaction::round(&self.shared, window).await
+    }
+
+    fn sender(&self) -> Result<mpsc::UnboundedSender<Request>> {
+        if self.shared.closing.load(Ordering::Acquire) {
+            return Err(Error::ShuttingDown);
+        }
+        self.requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or(Error::ShuttingDown)
+    }
+
+    fn send_write(
+        &self,
+        sender: &mpsc::UnboundedSender<Request>,
+        w: BatchWrite,
+    ) -> oneshot::Receiver<Result<KeyValue>> {
+        let (reply, rx) = oneshot::channel();
+        let req = WriteRequest {
+            key: w.key,
+            delete: w.delete,
+            precondition: w.precondition,
+            encode: w.encode,
+            reply,
+        };
+        // A closed channel drops the reply sender: the receiver reports ShuttingDown.
+        let _ = sender.send(Request::Write(req));
+        rx
+    }
+
+    async fn write(
+        &self,
+        key: Key,
+        delete: bool,
+        precondition: Precondition,
+        encode: Encoder,
+    ) -> Result<KeyValue> {
+        let sender = self.sender()?;
+        let rx = self.send_write(
+            &sender,
+            BatchWrite {
+                key,
+                delete,
+                precondition,
+                encode,
+            },
+        );
+        drop(sender);
+        rx.await.map_err(|_| Error::ShuttingDown)?
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for PostgresStorage {
+    fn current_revision(&self) -> Revision {
+        self.shared.current_revision()
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        self.shared.compacted_revision()
+    }
+
+    async fn get(&self, key: &Key) -> Result<Option<KeyValue>> {
+        read::get(&self.shared, key).await
+    }
+
+    async fn list(
+        &self,
+        prefix: &Prefix,
+        opts: &ListOptions,
+        filter: Option<Filter<'_>>,
+    ) -> Result<ListResult> {
+        read::list(&self.shared, prefix, opts, filter).await
+    }
+
+    async fn count(&self, prefix: &Prefix) -> Result<u64> {
+        read::count(&self.shared, prefix).await
+    }
+
+    async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue> {
+        self.write(key, false, precondition, encode).await
+    }
+
+    async fn delete(
+        &self,
+        key: Key,
+        precondition: Precondition,
+        encode: Encoder,
+    ) -> Result<KeyValue> {
+        self.write(key, true, precondition, encode).await
+    }
+
+    /// Queues every write at once: the writer commits them in as few groups as
+    /// [`MAX_WRITE_GROUP`] allows (with whatever else is waiting).
+    async fn write_batch(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        let sender = match self.sender() {
+            Ok(s) => s,
+            Err(_) => return writes.iter().map(|_| Err(Error::ShuttingDown)).collect(),
+        };
+        let pending: Vec<_> = writes
+            .into_iter()
+            .map(|w| self.send_write(&sender, w))
+            .collect();
+        drop(sender);
+        let mut out = Vec::with_capacity(pending.len());
+        for rx in pending {
+            out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
+        }
+        out
+    }
+
+    async fn delete_cluster(
+        &self,
+        cluster: &str,
+        batch: usize,
+        tombstone: Tombstone,
+    ) -> Result<u64> {
+        let limit = batch.clamp(1, MAX_WRITE_GROUP);
+        let mut total = 0;
+        loop {
+            let (reply, rx) = oneshot::channel();
+            self.sender()?
+                .send(Request::DeleteBatch(DeleteBatch {
+                    cluster: cluster.to_string(),
+                    limit,
+                    tombstone: tombstone.clone(),
+                    reply,
+                }))
+                .map_err(|_| Error::ShuttingDown)?;
+            let n = rx.await.map_err(|_| Error::ShuttingDown)??;
+            if n == 0 {
+                return Ok(total);
+            }
+            total += n;
+        }
+    }
+
+    async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        read::clusters(&self.shared, start_after, limit).await
+    }
+
+    async fn scan(
+        &self,
+        prefix: &Prefix,
+        at: Option<Revision>,
+        page_size: usize,
+    ) -> Result<Box<dyn RangeScan>> {
+        let rev = self.shared.read_revision(at)?;
+        Ok(Box::new(PgScan {
+            shared: self.shared.clone(),
+            prefix: prefix.clone(),
+            rev,
+            page_size: page_size.max(1),
+            after: None,
+            done: false,
+            compacted: false,
+        }))
+    }
+
+    async fn watch(
+        &self,
+        prefix: &Prefix,
+        from: Revision,
+        progress_every: Option<Duration>,
+    ) -> Result<WatchReceiver> {
+        if self.shared.closing.load(Ordering::Acquire) {
+            return Err(Error::ShuttingDown);
+        }
+        self.shared.check_not_compacted(from)?;
+        self.shared
+            .hub
+            .watch(self.event_log.clone(), prefix, from, progress_every)
+    }
+
+    fn stats(&self) -> StorageStats {
+        let c = &self.shared.stats;
+        let s = &self.shared.sizes;
+        let log = s.log_disk.load(Ordering::Relaxed);
+        StorageStats {
+            commit_groups: c.groups.load(Ordering::Relaxed),
+            committed_writes: c.writes.load(Ordering::Relaxed),
+            commit_micros: c.micros.load(Ordering::Relaxed),
+            max_group: c.max_group.load(Ordering::Relaxed),
+            watchers: self.watcher_count() as u64,
+            disk_bytes: s.latest_disk.load(Ordering::Relaxed) + log,
+            log_disk_bytes: log,
+            compaction_backlog: self
+                .shared
+                .compaction
+                .target
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.shared.compaction.done.load(Ordering::Relaxed)),
+            ..StorageStats::default()
+        }
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.shared.closing.store(true, Ordering::Release);
+        let sender = self
+            .requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        drop(sender);
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(w) = writer {
+            // The writer drains the queue, then ends.
+            let _ = w.await;
+        }
+        self.stop_compactor.send_replace(true);
+        self.shared.hub.close_all();
+        Ok(())
+    }
+}
