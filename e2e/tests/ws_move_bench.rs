@@ -63,7 +63,8 @@ async fn ws_move_bench() -> Result<()> {
         config.default_retry = false;
         let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config)?, "default");
         tokio::spawn(async move {
-            let (mut i, mut last, mut max_gap, mut throttled) = (0u64, Instant::now(), Duration::ZERO, 0u64);
+            let (mut i, mut last, mut max_gap, mut throttled) =
+                (0u64, Instant::now(), Duration::ZERO, 0u64);
             let mut refused_since: Option<Instant> = None;
             let mut refused_for = Duration::ZERO;
             while !stop.load(Ordering::Relaxed) {
