@@ -10,6 +10,7 @@
 //! Embed it with [`Server::builder`]; the `kplane` binary is a thin CLI over it.
 
 pub mod audit;
+pub mod backup;
 pub mod client_ca;
 mod connection;
 pub mod http;

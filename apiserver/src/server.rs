@@ -87,6 +87,8 @@ pub struct ServerConfig {
     pub oidc: Option<crate::serviceaccount::OidcConfig>,
     /// The audit log (`--audit-policy-file`, `--audit-log-*`); none: no audit.
     pub audit: Option<AuditConfig>,
+    /// Scheduled backups (`--backup-*`, `crate::backup`); `None`: off.
+    pub backup: Option<crate::backup::BackupConfig>,
 }
 
 /// The audit policy file and the log the events go to.
@@ -148,6 +150,7 @@ impl Default for ServerBuilder {
                 service_accounts: Default::default(),
                 audit: None,
                 oidc: None,
+                backup: None,
             },
             authenticator: None,
             authorizer: None,
@@ -277,6 +280,12 @@ impl ServerBuilder {
     /// The admission chain every write passes (default: [`Admission::recommended`]).
     pub fn admission(mut self, admission: Admission) -> Self {
         self.admission = admission;
+        self
+    }
+
+    /// Scheduled backups of every logical cluster (`crate::backup`); `None`: off.
+    pub fn backup(mut self, backup: Option<crate::backup::BackupConfig>) -> Self {
+        self.config.backup = backup;
         self
     }
 
@@ -494,6 +503,16 @@ impl Server {
         // The controllers, their shared informer and the resumption of unfinished
         // namespace/CRD deletions run in the background.
         let controllers = controllers::start(&registry, work_queue, cfg.event_ttl);
+        let backup_metrics = cfg.backup.as_ref().map(|b| {
+            let metrics = Arc::new(crate::backup::BackupMetrics::default());
+            tokio::spawn(crate::backup::run(
+                registry.clone(),
+                b.clone(),
+                metrics.clone(),
+                shutdown_tx.subscribe(),
+            ));
+            metrics
+        });
         registry
             .ensure_cluster(&kplane_types::ClusterName::root())
             .await
@@ -553,6 +572,7 @@ impl Server {
             })),
             audit: audit.clone(),
             spool_dir: spool_dir.clone(),
+            backup: backup_metrics.clone(),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -29,7 +29,7 @@ pub const IMPORT_BODY_LIMIT: u64 = 8 << 30;
 /// The attributes an archive request is authorized with, when they differ from the
 /// request's: an import is a `post` of [`IMPORT_PATH`] in the target's parent.
 pub fn authorization_info(info: &RequestInfo) -> Option<RequestInfo> {
-    if info.path != IMPORT_PATH {
+    if !is_import_path(&info.path) {
         return None;
     }
     let ClusterScope::One(target) = &info.cluster else {
@@ -43,7 +43,17 @@ pub fn authorization_info(info: &RequestInfo) -> Option<RequestInfo> {
 
 /// Whether `path` is an archive endpoint (served by [`serve`]).
 pub fn is_archive_path(path: &str) -> bool {
-    path == EXPORT_PATH || path == IMPORT_PATH
+    path == EXPORT_PATH || is_import_path(path)
+}
+
+/// Whether `path` is the import endpoint or one of a staged import's
+/// (`/kplane/v1/import/...`, the online move: `move_endpoints`): authorized in the
+/// target's parent, without the target's existence check.
+pub fn is_import_path(path: &str) -> bool {
+    path == IMPORT_PATH
+        || path
+            .strip_prefix(IMPORT_PATH)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Serves an archive endpoint.
@@ -72,8 +82,14 @@ pub async fn serve(
             )
             .await
         }
+        (IMPORT_PATH, &Method::POST) if flag("staged") == Some(true) => {
+            super::move_endpoints::import_staged(state, cluster, body).await
+        }
         (IMPORT_PATH, &Method::POST) => {
             import(state, cluster, flag("replace") == Some(true), body).await
+        }
+        (p, _) if p != IMPORT_PATH && is_import_path(p) => {
+            super::move_endpoints::staged(state, cluster, p, method, query, body).await
         }
         _ => ApiError::new(
             StatusReason::MethodNotAllowed,
@@ -126,7 +142,7 @@ async fn export(
 }
 
 /// Removes the spooled file however the import ends.
-struct Spooled(PathBuf);
+pub(super) struct Spooled(pub(super) PathBuf);
 
 impl Drop for Spooled {
     fn drop(&mut self) {
@@ -153,7 +169,7 @@ async fn import(state: &AppState, target: &ClusterName, replace: bool, body: Bod
 }
 
 /// Writes the request body to a new file under `dir` (at most [`IMPORT_BODY_LIMIT`]).
-async fn spool_body(dir: &Path, body: Body) -> Result<Spooled, ApiError> {
+pub(super) async fn spool_body(dir: &Path, body: Body) -> Result<Spooled, ApiError> {
     let io = |what: &str, e: std::io::Error| ApiError::internal(format!("{what}: {e}"));
     tokio::fs::create_dir_all(dir)
         .await

@@ -19,6 +19,9 @@ pub mod impersonation;
 pub mod json;
 #[cfg(test)]
 mod list_tests;
+pub mod move_endpoints;
+#[cfg(test)]
+mod move_tests;
 pub mod negotiation;
 pub mod oidc_discovery;
 pub mod openapi;
@@ -85,6 +88,8 @@ pub struct AppState {
     pub audit: Option<Arc<crate::audit::Auditor>>,
     /// Where import bodies are spooled (under the data dir; emptied at start-up).
     pub spool_dir: std::path::PathBuf,
+    /// The scheduled backups' metrics, when they run (`crate::backup`).
+    pub backup: Option<Arc<crate::backup::BackupMetrics>>,
 }
 
 /// The application router.
@@ -223,7 +228,7 @@ async fn route(
     // The one existence check of the request's logical cluster (404 when it does not
     // exist), after authorization so that neither 401 nor 403 tells whether it does. An
     // import's target need not exist (the registry checks its parent).
-    if rest != archive::IMPORT_PATH {
+    if !archive::is_import_path(rest) {
         if let Err(e) = state.registry.check_cluster(&info.cluster) {
             return e.into_response();
         }
@@ -239,6 +244,13 @@ async fn route(
             .and_then(|v| v.to_str().ok()),
     );
     let cluster = &info.cluster;
+    if rest.starts_with("/kplane/v1/") {
+        if let Some(resp) =
+            move_endpoints::serve(&state.registry, req.method(), info, req.uri().query()).await
+        {
+            return resp;
+        }
+    }
     if rest == "/metrics" {
         return metrics_endpoint(&state).await;
     }
@@ -431,6 +443,9 @@ async fn metrics_endpoint(state: &AppState) -> Response {
     let mut body = state.metrics.render(&figures);
     if let Some(a) = &state.audit {
         a.render_metrics(&mut body);
+    }
+    if let Some(b) = &state.backup {
+        b.render(&mut body);
     }
     (
         [(

@@ -107,6 +107,7 @@ pub(super) async fn app_with(
         service_accounts: None,
         audit: None,
         spool_dir: dir.path().join("import-spool"),
+        backup: None,
     });
     App {
         _dir: dir,

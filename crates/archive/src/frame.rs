@@ -15,6 +15,10 @@ pub(crate) const HEADER: u8 = b'H';
 pub(crate) const RECORD: u8 = b'R';
 /// The trailer frame's tag.
 pub(crate) const TRAILER: u8 = b'T';
+/// A change frame's tag (change streams, `changes.rs`).
+pub(crate) const CHANGE: u8 = b'C';
+/// The end frame's tag (change streams, `changes.rs`).
+pub(crate) const END: u8 = b'E';
 
 /// The largest payload of one frame (64 MiB): far above any stored object (request
 /// bodies are capped at 3 MiB), and the bound on what a reader holds in memory at once.
@@ -142,7 +146,7 @@ pub(crate) fn read_frame(
     }
     input.read_exact(&mut head[1..])?;
     let tag = head[0];
-    if ![HEADER, RECORD, TRAILER].contains(&tag) {
+    if ![HEADER, RECORD, TRAILER, CHANGE, END].contains(&tag) {
         return Err(FrameError::Damaged(
             None,
             format!("unknown frame type 0x{tag:02x}"),

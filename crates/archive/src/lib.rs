@@ -19,6 +19,7 @@
 //! Layout: `frame` (framing, CRC-32, limits), `rules` (the record rules shared by the
 //! writer and the reader), `write`, `read`, `error`.
 
+mod changes;
 mod error;
 mod frame;
 mod read;
@@ -28,6 +29,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use changes::{Change, ChangeReader, ChangeStream, CHANGES_CONTENT_TYPE, CHANGES_MAGIC};
 pub use error::{Error, Result};
 pub use frame::{crc32, MAX_FRAME_LEN, MAX_NAME_LEN};
 pub use read::{verify, Reader};

@@ -162,6 +162,16 @@ struct ServeArgs {
     /// Remove rotated audit log files older than this many days (0: never).
     #[arg(long, value_name = "DAYS", default_value_t = 0)]
     audit_log_maxage: u64,
+    /// Scheduled backups: one archive per logical cluster every --backup-interval, at
+    /// DIR/<cluster>/<UTC timestamp>.kpa (restore one with `kplane import`).
+    #[arg(long, value_name = "DIR")]
+    backup_dir: Option<PathBuf>,
+    /// How often the scheduled backups run (e.g. 1h, 30m, 2s).
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    backup_interval: Duration,
+    /// Archives kept per logical cluster; older ones are removed.
+    #[arg(long, value_name = "N", default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..))]
+    backup_keep: u32,
     /// OIDC: the issuer whose ID tokens authenticate (https; must equal their `iss`).
     #[arg(long, value_name = "URL")]
     oidc_issuer_url: Option<String>,
@@ -417,7 +427,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             args.audit_log_maxbackup,
             args.audit_log_maxage,
         ))
-        .oidc(oidc);
+        .oidc(oidc)
+        .backup(
+            args.backup_dir
+                .map(|dir| kplane_apiserver::backup::BackupConfig {
+                    dir,
+                    interval: args.backup_interval.max(Duration::from_secs(1)),
+                    keep: args.backup_keep as usize,
+                }),
+        );
     let server = match storage_backend(&args.storage, args.event_window_seconds).await? {
         Some(storage) => server.storage(storage),
         None => server,

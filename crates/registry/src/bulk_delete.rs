@@ -54,11 +54,14 @@ struct Pending {
 impl Registry {
     /// Deletes `doomed` (at most [`BULK_DELETE_BATCH`] objects) in one storage batch.
     /// One result per object, in order: the tombstone, or the storage error (`Conflict`
-    /// when the object changed since it was read, `NotFound` when it is gone).
+    /// when the object changed since it was read, `NotFound` when it is gone). Refused
+    /// as a whole while one of the objects' clusters is fenced or moved (`cluster_states`).
     pub(super) async fn delete_stored_batch(
         &self,
         doomed: Vec<Doomed>,
-    ) -> Vec<kplane_storage::Result<KeyValue>> {
+    ) -> crate::error::ApiResult<Vec<kplane_storage::Result<KeyValue>>> {
+        let clusters: Vec<String> = doomed.iter().map(|d| d.key.cluster.clone()).collect();
+        let _gate = self.write_gate(clusters.iter().map(String::as_str)).await?;
         let writes = doomed
             .into_iter()
             .map(|d| BatchWrite {
@@ -68,7 +71,7 @@ impl Registry {
                 encode: encoder(d.obj),
             })
             .collect();
-        self.storage.write_batch(writes).await
+        Ok(self.storage.write_batch(writes).await)
     }
 
     /// Deletes one batch of a listed collection (`items`, in the API's form) as
@@ -155,7 +158,7 @@ impl Registry {
         if doomed.is_empty() {
             return Ok(());
         }
-        let results = self.delete_stored_batch(std::mem::take(doomed)).await;
+        let results = self.delete_stored_batch(std::mem::take(doomed)).await?;
         let mut changed = Vec::new();
         for (p, res) in pending.drain(..).zip(results) {
             match res {

@@ -1,7 +1,8 @@
 //! The per-cluster state table: logical clusters that are not simply "existing" or
 //! "absent". One entry per such cluster, holding its phase (being imported, being
-//! replaced by an import) and its resourceVersion floor (the revision at which an import
-//! or replace made it what it is: older resourceVersions describe another cluster).
+//! replaced by an import, fenced or moved by `kplane ws move`) and its resourceVersion
+//! floor (the revision at which an import or replace made it what it is: older
+//! resourceVersions describe another cluster).
 //!
 //! - **Importing** (a new path being imported): not existing yet, so requests into it
 //!   are 404 (`clusters.rs`); wildcard and subtree reads and the internal informer skip
@@ -13,6 +14,16 @@
 //!   that started below `F` and is still running when the floor is set ends with a 410
 //!   ERROR event ([`ClusterTable::subscribe`]).
 //!
+//! - **Fenced** (a move's write pause, docs/architecture.md "Moving a logical cluster"):
+//!   writes are 429 with `Retry-After: 1`, reads and watches are served. The fence is
+//!   exact: every storage write of the registry goes through [`Registry::write_gate`],
+//!   which holds a read guard of its cluster's gate shard from the phase check to the
+//!   commit; [`Registry::fence_cluster`] sets the phase, then takes the shard's write guard
+//!   once, so every write that passed the check has committed when it answers the fence
+//!   revision, and every later one sees the fence.
+//! - **Moved** to a location: every request into it is a 410 Gone naming the location
+//!   ([`moved`]); its objects are hidden and then removed (the workspace controller).
+//!
 //! Pseudo-clusters whose name starts with [`HIDDEN_PREFIX`] (an import's staging copy, the
 //! import journal) are never valid cluster names: no request can address them and every
 //! multi-cluster read skips them.
@@ -21,16 +32,23 @@
 //! (never served) in the cluster's own key range, loaded at start-up
 //! ([`crate::Registry::load_cluster_state`]) and removed with the cluster. Phases are
 //! durable through the import journal (`archive/journal.rs`), which start-up resolves
-//! before anything is served. V6's fenced and moved states belong in [`Phase`] too.
+//! before anything is served. Fenced and moved phases are durable as keys of the
+//! pseudo-cluster [`PHASES_CLUSTER`] (one per cluster, named by its path), loaded at
+//! start-up ([`Registry::load_cluster_phases`]).
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use kplane_storage::{Clusters, Revision};
-use kplane_types::{ClusterName, Status, StatusReason};
+use kplane_storage::{Clusters, Key, ListOptions, Precondition, Prefix, Revision};
+use kplane_types::status::Details;
+use kplane_types::{Cause, CauseType, ClusterName, Status, StatusReason};
+use serde::{Deserialize, Serialize};
 
+use crate::controllers::Work;
 use crate::error::{ApiError, ApiResult};
+use crate::Registry;
 
 /// The storage resource of per-cluster state records (the floor). Not a resource any
 /// catalog serves, so no request reads or writes it.
@@ -43,6 +61,13 @@ pub const FLOOR_NAME: &str = "floor";
 /// never part of a valid logical cluster name.
 pub const HIDDEN_PREFIX: char = '~';
 
+/// The pseudo-cluster holding the durable fenced and moved phases (hidden: see
+/// [`HIDDEN_PREFIX`]), under [`STATE_RESOURCE`], one key per cluster named by its path.
+pub const PHASES_CLUSTER: &str = "~cluster-phases";
+
+/// Shards of the write gate: a fence waits only for the writes of its shard.
+const GATE_SHARDS: usize = 64;
+
 /// Seconds a client is asked to wait before retrying a cluster being replaced.
 pub const REPLACING_RETRY_SECONDS: u32 = 2;
 
@@ -53,12 +78,28 @@ pub enum Phase {
     Importing,
     /// An existing path whose content an import is replacing.
     Replacing,
+    /// Writes paused for a move; reads served.
+    Fenced,
+    /// Moved to another server (the entry's location).
+    Moved,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Entry {
     phase: Option<Phase>,
     floor: Revision,
+    /// Where a [`Phase::Moved`] cluster lives now.
+    location: Option<String>,
+}
+
+/// A move's phase as stored (the durable form of [`Phase::Fenced`] and [`Phase::Moved`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state")]
+pub enum ClusterPhase {
+    /// Writes are paused for a move (429 with `Retry-After: 1`); reads are served.
+    Fenced,
+    /// The cluster lives at `location` now; every request gets a 410 naming it.
+    Moved { location: String },
 }
 
 /// The table of clusters with a phase or a floor (see the module doc).
@@ -69,6 +110,8 @@ pub struct ClusterTable {
     phased: AtomicUsize,
     /// Bumped whenever a floor rises, so running watches re-check theirs.
     floors: tokio::sync::watch::Sender<u64>,
+    /// The write gate of fences (see the module doc).
+    gate: Vec<tokio::sync::RwLock<()>>,
 }
 
 impl Default for ClusterTable {
@@ -77,6 +120,9 @@ impl Default for ClusterTable {
             entries: RwLock::default(),
             phased: AtomicUsize::new(0),
             floors: tokio::sync::watch::channel(0).0,
+            gate: (0..GATE_SHARDS)
+                .map(|_| tokio::sync::RwLock::new(()))
+                .collect(),
         }
     }
 }
@@ -96,12 +142,51 @@ impl ClusterTable {
         if cluster.starts_with(HIDDEN_PREFIX) {
             return true;
         }
-        self.phased.load(Ordering::Acquire) > 0 && self.phase(cluster).is_some()
+        self.phased.load(Ordering::Acquire) > 0
+            && self.phase(cluster).is_some_and(|p| p != Phase::Fenced)
     }
 
     /// The phase of `cluster`, if any.
     pub fn phase(&self, cluster: &str) -> Option<Phase> {
+        if self.phased.load(Ordering::Acquire) == 0 {
+            return None;
+        }
         self.read().get(cluster).and_then(|e| e.phase)
+    }
+
+    /// The move's phase of `cluster` (fenced, or moved with its location), if any.
+    pub fn move_phase(&self, cluster: &str) -> Option<ClusterPhase> {
+        if self.phased.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let map = self.read();
+        let e = map.get(cluster)?;
+        match e.phase? {
+            Phase::Fenced => Some(ClusterPhase::Fenced),
+            Phase::Moved => Some(ClusterPhase::Moved {
+                location: e.location.clone().unwrap_or_default(),
+            }),
+            Phase::Importing | Phase::Replacing => None,
+        }
+    }
+
+    /// Sets (or with `None` clears) the move's phase of `cluster`.
+    fn set_move_phase(&self, cluster: &str, phase: Option<&ClusterPhase>) {
+        let (p, location) = match phase {
+            None => (None, None),
+            Some(ClusterPhase::Fenced) => (Some(Phase::Fenced), None),
+            Some(ClusterPhase::Moved { location }) => (Some(Phase::Moved), Some(location.clone())),
+        };
+        self.set_phase(cluster, p);
+        if let Some(e) = self.write().get_mut(cluster) {
+            e.location = location;
+        }
+    }
+
+    fn shard_of(&self, cluster: &str) -> usize {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        cluster.hash(&mut h);
+        (h.finish() as usize) % self.gate.len()
     }
 
     /// Sets (or with `None` clears) the phase of `cluster`.
@@ -176,13 +261,19 @@ impl ClusterTable {
     }
 
     /// The answer to a request into `cluster` while it has a phase: 404 while a new path
-    /// is imported (it does not exist yet), 503 with Retry-After while it is replaced.
+    /// is imported (it does not exist yet), 503 with Retry-After while it is replaced,
+    /// 410 naming the new location once it has moved (a fenced cluster answers: only its
+    /// writes are refused, [`Registry::refuse_if_fenced`]).
     pub fn check_request(&self, cluster: &ClusterName) -> ApiResult<()> {
         if self.phased.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
         match self.phase(cluster.as_str()) {
-            None => Ok(()),
+            None | Some(Phase::Fenced) => Ok(()),
+            Some(Phase::Moved) => match self.move_phase(cluster.as_str()) {
+                Some(ClusterPhase::Moved { location }) => Err(moved(cluster, &location)),
+                _ => Ok(()),
+            },
             Some(Phase::Importing) => Err(crate::clusters::no_such_cluster(cluster)),
             Some(Phase::Replacing) => {
                 let mut s = Status::new(
@@ -202,6 +293,286 @@ impl ClusterTable {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Entry>> {
         self.entries.write().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Held by a storage write from its state check to its commit ([`Registry::write_gate`]).
+pub(crate) struct WriteGate<'a> {
+    _guards: Vec<tokio::sync::RwLockReadGuard<'a, ()>>,
+}
+
+impl Registry {
+    /// The state of `cluster` in the move's table (`None`: served as usual).
+    pub fn cluster_phase(&self, cluster: &ClusterName) -> Option<ClusterPhase> {
+        self.clusters.table.move_phase(cluster.as_str())
+    }
+
+    /// Every cluster with a state, in name order.
+    pub fn cluster_phases(&self) -> Vec<(ClusterName, ClusterPhase)> {
+        let t = &self.clusters.table;
+        let names: Vec<String> = t.read().keys().cloned().collect();
+        let mut v: Vec<_> = names
+            .into_iter()
+            .filter_map(|c| Some((ClusterName::parse(&c)?, t.move_phase(&c)?)))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// The answer to any request into a moved cluster; `Ok` otherwise.
+    pub fn refuse_if_moved(&self, cluster: &ClusterName) -> ApiResult<()> {
+        match self.cluster_phase(cluster) {
+            Some(ClusterPhase::Moved { location }) => Err(moved(cluster, &location)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The answer to a write into a fenced (429) or moved (410) cluster; `Ok` otherwise.
+    pub fn refuse_if_fenced(&self, cluster: &str) -> ApiResult<()> {
+        match self.clusters.table.move_phase(cluster) {
+            None => Ok(()),
+            Some(ClusterPhase::Fenced) => Err(fenced(cluster)),
+            Some(ClusterPhase::Moved { location }) => match ClusterName::parse(cluster) {
+                Some(c) => Err(moved(&c, &location)),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Checks that writes into `clusters` are allowed and holds them open until the guard
+    /// is dropped (after the commit): a fence waits for it ([`Registry::fence_cluster`]).
+    pub(crate) async fn write_gate<'a, I>(&'a self, clusters: I) -> ApiResult<WriteGate<'a>>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
+        let mut names: Vec<&str> = clusters.into_iter().collect();
+        names.sort_unstable();
+        names.dedup();
+        // One guard per distinct shard, taken in shard order (never two of one shard).
+        let mut shards: Vec<usize> = names
+            .iter()
+            .map(|c| self.clusters.table.shard_of(c))
+            .collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let mut guards = Vec::with_capacity(shards.len());
+        for s in shards {
+            guards.push(self.clusters.table.gate[s].read().await);
+        }
+        let gate = WriteGate { _guards: guards };
+        for c in names {
+            self.refuse_if_fenced(c)?;
+        }
+        Ok(gate)
+    }
+
+    /// Fences `cluster` for a move (durable; idempotent) and returns the fence revision:
+    /// every write of the cluster has a revision at or below it, and writes from now on
+    /// are refused with 429 until [`Registry::unfence_cluster`]. 404 for a cluster that
+    /// does not exist, 410 for one that has moved, 400 for `root`.
+    pub async fn fence_cluster(&self, cluster: &ClusterName) -> ApiResult<Revision> {
+        self.refuse_if_moved(cluster)?;
+        if cluster.is_root() {
+            return Err(ApiError::bad_request(
+                "the root logical cluster cannot be moved".to_string(),
+            ));
+        }
+        self.require_cluster(cluster)?;
+        if let Some(p @ (Phase::Importing | Phase::Replacing)) =
+            self.clusters.table.phase(cluster.as_str())
+        {
+            return Err(ApiError::from(Status::new(
+                StatusReason::Conflict,
+                format!("logical cluster \"{cluster}\" cannot be fenced while it is {p:?}"),
+            )));
+        }
+        if self.cluster_phase(cluster) != Some(ClusterPhase::Fenced) {
+            self.store_phase(cluster, Some(&ClusterPhase::Fenced))
+                .await?;
+            self.clusters
+                .table
+                .set_move_phase(cluster.as_str(), Some(&ClusterPhase::Fenced));
+        }
+        // Every write that checked the state before it changed holds its shard: wait.
+        let shard = self.clusters.table.shard_of(cluster.as_str());
+        drop(self.clusters.table.gate[shard].write().await);
+        Ok(self.storage.current_revision())
+    }
+
+    /// Lifts the fence of `cluster` (a move rolled back). Idempotent; 409 for a cluster
+    /// that has moved.
+    pub async fn unfence_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
+        match self.cluster_phase(cluster) {
+            None => Ok(()),
+            Some(ClusterPhase::Moved { location }) => Err(ApiError::from(Status::new(
+                StatusReason::Conflict,
+                format!(
+                    "logical cluster \"{cluster}\" has moved to {location}: it cannot be unfenced"
+                ),
+            ))),
+            Some(ClusterPhase::Fenced) => {
+                self.store_phase(cluster, None).await?;
+                self.clusters.table.set_move_phase(cluster.as_str(), None);
+                Ok(())
+            }
+        }
+    }
+
+    /// Records that `cluster` lives at `location` now (durable): from then on every request
+    /// into it is a 410 naming `location`, its Workspace reports it, and its keys are
+    /// removed in the background (the workspace controller; resumed at start-up). The
+    /// cluster must be fenced first (so that no write is lost), or already moved to the
+    /// same location (idempotent).
+    pub async fn mark_moved(&self, cluster: &ClusterName, location: &str) -> ApiResult<()> {
+        let location = location.trim();
+        let valid = (location.starts_with("https://") || location.starts_with("http://"))
+            && !location.chars().any(char::is_whitespace);
+        if !valid {
+            return Err(ApiError::bad_request(format!(
+                "the new location of a moved logical cluster must be an http(s) URL, not {location:?}"
+            )));
+        }
+        let phase = ClusterPhase::Moved {
+            location: location.to_string(),
+        };
+        match self.cluster_phase(cluster) {
+            Some(ClusterPhase::Fenced) => {}
+            Some(p) if p == phase => {}
+            Some(ClusterPhase::Moved { location: other }) => {
+                return Err(moved(cluster, &other));
+            }
+            None => {
+                return Err(ApiError::from(Status::new(
+                    StatusReason::Conflict,
+                    format!(
+                        "logical cluster \"{cluster}\" must be fenced before it is marked moved"
+                    ),
+                )))
+            }
+        }
+        self.store_phase(cluster, Some(&phase)).await?;
+        self.clusters
+            .table
+            .set_move_phase(cluster.as_str(), Some(&phase));
+        self.enqueue_moved(cluster);
+        Ok(())
+    }
+
+    /// Queues the removal of a moved cluster's keys and its Workspace's status.
+    fn enqueue_moved(&self, cluster: &ClusterName) {
+        if let Some(parent) = cluster.parent() {
+            self.enqueue(Work::Workspace {
+                cluster: parent,
+                name: cluster.base_name().to_string(),
+            });
+        }
+    }
+
+    /// Drops the state of `cluster` (its Workspace is gone: the name starts afresh).
+    pub(crate) async fn clear_cluster_phase(&self, cluster: &ClusterName) -> ApiResult<()> {
+        if self.cluster_phase(cluster).is_some() {
+            self.store_phase(cluster, None).await?;
+            self.clusters.table.set_move_phase(cluster.as_str(), None);
+        }
+        Ok(())
+    }
+
+    /// Writes (or deletes) the durable entry of `cluster`.
+    async fn store_phase(
+        &self,
+        cluster: &ClusterName,
+        phase: Option<&ClusterPhase>,
+    ) -> ApiResult<()> {
+        let key = Key::new(PHASES_CLUSTER, STATE_RESOURCE, "", cluster.as_str());
+        let current = self.storage.get(&key).await?;
+        let Some(phase) = phase else {
+            return match current {
+                None => Ok(()),
+                Some(kv) => match self
+                    .storage
+                    .delete(
+                        key,
+                        Precondition::ModRevision(kv.mod_revision),
+                        Box::new(move |_| Ok(kv.value.to_vec())),
+                    )
+                    .await
+                {
+                    Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(()),
+                    Err(e) => Err(e.into()),
+                },
+            };
+        };
+        let bytes = serde_json::to_vec(phase).map_err(|e| ApiError::internal(e.to_string()))?;
+        let pre = match &current {
+            None => Precondition::MustNotExist,
+            Some(kv) => Precondition::ModRevision(kv.mod_revision),
+        };
+        self.storage
+            .put(key, pre, Box::new(move |_| Ok(bytes)))
+            .await?;
+        Ok(())
+    }
+
+    /// Reads the table from storage (start-up) and queues the removal of the keys of every
+    /// moved cluster that still holds some.
+    pub(crate) async fn load_cluster_phases(&self, page: usize) -> ApiResult<()> {
+        let prefix = Prefix::resource(PHASES_CLUSTER, STATE_RESOURCE);
+        let mut start_after = None;
+        loop {
+            let opts = ListOptions {
+                start_after: start_after.take(),
+                limit: Some(page.max(1)),
+                ..Default::default()
+            };
+            let res = self.storage.list(&prefix, &opts, None).await?;
+            for kv in &res.items {
+                let phase = serde_json::from_slice::<ClusterPhase>(&kv.value);
+                match (ClusterName::parse(&kv.key.name), phase) {
+                    (Some(c), Ok(p)) => {
+                        if matches!(p, ClusterPhase::Moved { .. }) {
+                            self.enqueue_moved(&c);
+                        }
+                        self.clusters.table.set_move_phase(c.as_str(), Some(&p));
+                    }
+                    (_, Err(e)) => {
+                        tracing::warn!(cluster = %kv.key.name, error = %e, "unreadable cluster state; skipped")
+                    }
+                    (None, _) => {
+                        tracing::warn!(cluster = %kv.key.name, "cluster state of an invalid name; skipped")
+                    }
+                }
+            }
+            match res.items.last() {
+                Some(last) if res.more => start_after = Some(last.key.clone()),
+                _ => return Ok(()),
+            }
+        }
+    }
+}
+
+/// 429 for a write into a fenced cluster.
+fn fenced(cluster: &str) -> ApiError {
+    let mut s = Status::new(
+        StatusReason::TooManyRequests,
+        format!("logical cluster \"{cluster}\" is being moved: writes are paused, please retry"),
+    );
+    s.retry_after = Some(1);
+    ApiError::from(s)
+}
+
+/// 410 Gone for any request into a moved cluster, naming the new location (also as the
+/// `location` cause, for clients).
+pub fn moved(cluster: &ClusterName, location: &str) -> ApiError {
+    let s = Status::new(
+        StatusReason::Gone,
+        format!("logical cluster \"{cluster}\" has moved to {location}"),
+    )
+    .with_details(Details {
+        name: cluster.to_string(),
+        kind: "logicalclusters".into(),
+        causes: vec![Cause::new(CauseType::Moved, "location", location)],
+        ..Default::default()
+    });
+    ApiError::from(s)
 }
 
 #[cfg(test)]
@@ -251,5 +622,276 @@ mod tests {
         t.check_rv(&Clusters::One("root:a".into()), 50).unwrap();
         t.forget("root:a");
         t.check_rv(&Clusters::All, 1).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod move_tests {
+    use std::sync::Arc;
+
+    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_types::ClusterScope;
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalog::{builtin, Catalog};
+    use crate::options::{ListParams, WriteParams};
+    use crate::Target;
+
+    fn name(s: &str) -> ClusterName {
+        ClusterName::parse(s).unwrap()
+    }
+
+    fn registry(storage: Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
+        let (tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
+        (reg, tx)
+    }
+
+    fn open(dir: &tempfile::TempDir) -> Arc<dyn Storage> {
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap()
+    }
+
+    fn configmaps(reg: &Registry, cluster: &str) -> Target {
+        let rt = reg
+            .builtin_catalog()
+            .get("", "v1", "configmaps")
+            .unwrap()
+            .clone();
+        Target::new(&name(cluster), rt, Some("default".into()))
+    }
+
+    async fn create_cm(reg: &Registry, cluster: &str, cm: &str) -> ApiResult<bytes::Bytes> {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm}});
+        reg.create(&configmaps(reg, cluster), obj, &WriteParams::default())
+            .await
+    }
+
+    async fn keys(storage: &Arc<dyn Storage>, cluster: &str) -> u64 {
+        storage.count(&Prefix::cluster(cluster)).await.unwrap()
+    }
+
+    /// A fenced cluster refuses every kind of write with 429 and `Retry-After: 1` (its
+    /// neighbours do not), serves reads, and the fence revision covers every write it
+    /// took; the fence survives a restart, and lifting it lets writes in again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fenced_cluster_refuses_writes_serves_reads_and_stays_fenced_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        {
+            let (reg, _tx) = registry(storage.clone());
+            reg.set_auto_create_clusters(true);
+            create_cm(&reg, "root:a", "before").await.unwrap();
+            create_cm(&reg, "root:ab", "before").await.unwrap();
+            let fence = reg.fence_cluster(&name("root:a")).await.unwrap();
+            assert_eq!(fence, storage.current_revision());
+            // Idempotent: no write of the cluster in between.
+            assert!(reg.fence_cluster(&name("root:a")).await.unwrap() >= fence);
+            let e = create_cm(&reg, "root:a", "after").await.unwrap_err();
+            assert_eq!(e.code(), 429);
+            assert_eq!(e.0.retry_after, Some(1));
+            assert!(
+                e.0.message.contains("\"root:a\" is being moved"),
+                "{}",
+                e.0.message
+            );
+            let t = configmaps(&reg, "root:a");
+            let e = reg
+                .delete(&t, "before", &Default::default())
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 429);
+            let e = reg
+                .delete_collection(&t, &ListParams::default(), &Default::default())
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 429);
+            reg.get(&t, "before").await.unwrap();
+            create_cm(&reg, "root:ab", "after").await.unwrap();
+            reg.check_cluster(&ClusterScope::One(name("root:a")))
+                .unwrap();
+        }
+        let (reg, _tx) = registry(storage.clone());
+        reg.load_cluster_state().await.unwrap();
+        assert_eq!(reg.known_clusters(), 2);
+        assert_eq!(
+            reg.cluster_phase(&name("root:a")),
+            Some(ClusterPhase::Fenced)
+        );
+        assert_eq!(
+            create_cm(&reg, "root:a", "x").await.unwrap_err().code(),
+            429
+        );
+        reg.unfence_cluster(&name("root:a")).await.unwrap();
+        reg.unfence_cluster(&name("root:a")).await.unwrap();
+        create_cm(&reg, "root:a", "x").await.unwrap();
+        let (reg, _tx) = registry(storage.clone());
+        reg.load_cluster_state().await.unwrap();
+        assert_eq!(reg.cluster_phase(&name("root:a")), None);
+    }
+
+    /// Writes racing the fence either commit at or below the fence revision or are
+    /// refused: none lands after it (ten times the gate's shard count of writers).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_write_lands_after_the_fence_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        let (reg, _tx) = registry(storage.clone());
+        reg.set_auto_create_clusters(true);
+        create_cm(&reg, "root:a", "first").await.unwrap();
+        let mut writers = Vec::new();
+        for w in 0..10 * GATE_SHARDS {
+            let reg = reg.clone();
+            writers.push(tokio::spawn(async move {
+                let mut committed = Vec::new();
+                for i in 0.. {
+                    match create_cm(&reg, "root:a", &format!("w{w}-{i}")).await {
+                        Ok(b) => {
+                            let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+                            let rv: u64 = v["metadata"]["resourceVersion"]
+                                .as_str()
+                                .unwrap()
+                                .parse()
+                                .unwrap();
+                            committed.push(rv);
+                        }
+                        Err(e) => {
+                            assert_eq!(e.code(), 429, "{}", e.0.message);
+                            return committed;
+                        }
+                    }
+                }
+                committed
+            }));
+        }
+        tokio::task::yield_now().await;
+        let fence = reg.fence_cluster(&name("root:a")).await.unwrap();
+        let mut total = 0;
+        for w in writers {
+            for rv in w.await.unwrap() {
+                assert!(rv <= fence, "a write at {rv} after the fence at {fence}");
+                total += 1;
+            }
+        }
+        // Every committed write is in the cluster (none lost either).
+        assert_eq!(keys(&storage, "root:a").await, total + 1 + 4 + 4 + 4);
+    }
+
+    /// Marking a cluster moved needs the fence; afterwards every request (reads too, and
+    /// subtree reads) gets a 410 naming the new location, the mark survives a restart,
+    /// the workspace controller removes its keys (also when resumed) and reports the move
+    /// in the parent's Workspace.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_moved_cluster_answers_410_with_its_location_and_its_keys_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = open(&dir);
+        let to = "https://other.example:6443/clusters/root:b";
+        let ws_rt;
+        {
+            let (reg, _tx) = registry(storage.clone());
+            reg.set_external_url("https://here.example:6443");
+            reg.load_cluster_state().await.unwrap();
+            reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+            ws_rt = reg
+                .builtin_catalog()
+                .get("tenancy.kplane.io", "v1alpha1", "workspaces")
+                .unwrap()
+                .clone();
+            let t = Target::new(&ClusterName::root(), ws_rt.clone(), None);
+            let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1",
+                             "kind": "Workspace", "metadata": {"name": "a"}});
+            reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+            assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+            create_cm(&reg, "root:a", "data").await.unwrap();
+            let e = reg.mark_moved(&name("root:a"), to).await.unwrap_err();
+            assert_eq!(e.code(), 409, "{}", e.0.message);
+            assert!(e.0.message.contains("must be fenced"), "{}", e.0.message);
+            reg.fence_cluster(&name("root:a")).await.unwrap();
+            let e = reg
+                .mark_moved(&name("root:a"), "nowhere")
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 400);
+            reg.mark_moved(&name("root:a"), to).await.unwrap();
+            reg.mark_moved(&name("root:a"), to).await.unwrap();
+            let e = reg
+                .mark_moved(&name("root:a"), "https://else.example")
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), 410);
+            for scope in [
+                ClusterScope::One(name("root:a")),
+                ClusterScope::subtree(name("root:a")),
+            ] {
+                let e = reg.check_cluster(&scope).unwrap_err();
+                assert_eq!(e.code(), 410);
+                assert_eq!(e.0.reason, StatusReason::Gone);
+                assert_eq!(
+                    e.0.message,
+                    format!("logical cluster \"root:a\" has moved to {to}")
+                );
+                let json = e.0.to_json();
+                assert_eq!(json["details"]["causes"][0]["field"], "location");
+                assert_eq!(json["details"]["causes"][0]["message"], to);
+            }
+            reg.check_cluster(&ClusterScope::One(name("root:ab")))
+                .unwrap_err();
+            assert_eq!(
+                create_cm(&reg, "root:a", "x").await.unwrap_err().code(),
+                410
+            );
+            assert_eq!(
+                reg.unfence_cluster(&name("root:a"))
+                    .await
+                    .unwrap_err()
+                    .code(),
+                409
+            );
+            // Killed before the controller ran: the keys are still there.
+            assert!(keys(&storage, "root:a").await > 0);
+        }
+        let (reg, _tx) = registry(storage.clone());
+        reg.set_external_url("https://here.example:6443");
+        reg.load_cluster_state().await.unwrap();
+        assert_eq!(
+            reg.check_cluster(&ClusterScope::One(name("root:a")))
+                .unwrap_err()
+                .code(),
+            410
+        );
+        // What start-up queued for it: the parent's Workspace.
+        assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+        assert_eq!(keys(&storage, "root:a").await, 0);
+        assert!(!reg.cluster_exists(&name("root:a")));
+        assert_eq!(
+            reg.check_cluster(&ClusterScope::One(name("root:a")))
+                .unwrap_err()
+                .code(),
+            410
+        );
+        let t = Target::new(&ClusterName::root(), ws_rt, None);
+        let ws: serde_json::Value =
+            serde_json::from_slice(&reg.get(&t, "a").await.unwrap()).unwrap();
+        assert_eq!(ws["status"]["URL"], to);
+        let conds = ws["status"]["conditions"].as_array().unwrap();
+        assert!(conds
+            .iter()
+            .any(|c| c["type"] == "Moved" && c["status"] == "True" && c["message"] == to));
+        assert!(conds
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "False"));
+        // Deleting the Workspace forgets the move: the name starts afresh.
+        reg.delete(&t, "a", &Default::default()).await.unwrap();
+        assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+        assert_eq!(reg.cluster_phase(&name("root:a")), None);
+        reg.check_cluster(&ClusterScope::One(name("root:a")))
+            .unwrap_err();
+        assert_eq!(
+            reg.check_cluster(&ClusterScope::One(name("root:a")))
+                .unwrap_err()
+                .code(),
+            404
+        );
     }
 }

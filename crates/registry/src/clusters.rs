@@ -69,11 +69,18 @@ impl Registry {
         cluster.is_root() || self.is_marked(cluster)
     }
 
-    /// The one existence check of a request: 404 for a logical cluster that does not exist
+    /// The one existence check of a request: 410 naming the new location for a cluster that
+    /// has moved (`cluster_states.rs`), 404 for a logical cluster that does not exist
     /// (never created, or deleted); a subtree (`root:acme:*`) needs its root. The `*`
     /// wildcard always passes, so does everything in development mode
     /// ([`Registry::set_auto_create_clusters`]).
     pub fn check_cluster(&self, scope: &ClusterScope) -> ApiResult<()> {
+        match scope {
+            ClusterScope::One(c) | ClusterScope::Subtree { root: c, .. } => {
+                self.refuse_if_moved(c)?
+            }
+            ClusterScope::Wildcard => {}
+        }
         if self.auto_create_clusters() {
             return Ok(());
         }
@@ -103,6 +110,16 @@ impl Registry {
         } else {
             Err(no_such_cluster(cluster))
         }
+    }
+
+    /// Every logical cluster that exists, `root` first, then in name order (a copy: the
+    /// scheduled backups walk it).
+    pub fn existing_clusters(&self) -> Vec<ClusterName> {
+        let set = self.existing_read();
+        let mut v = Vec::with_capacity(set.len() + 1);
+        v.push(ClusterName::root());
+        v.extend(set.iter().filter(|c| !c.is_root()).cloned());
+        v
     }
 
     /// Logical clusters that exist besides `root` (`root` too once it is bootstrapped).
@@ -142,7 +159,8 @@ impl Registry {
             after = Some(last);
         }
         self.load_floors(page).await?;
-        self.load_terminating(page).await
+        self.load_terminating(page).await?;
+        self.load_cluster_phases(page).await
     }
 
     /// Loads every cluster's resourceVersion floor (`cluster_states.rs`).

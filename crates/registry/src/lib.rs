@@ -14,6 +14,7 @@ pub mod builtins;
 mod bulk_delete;
 pub mod catalog;
 pub mod catalogs;
+pub mod changes;
 pub mod cluster_cache;
 pub mod cluster_states;
 pub mod clusters;

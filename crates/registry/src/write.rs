@@ -74,6 +74,7 @@ impl Registry {
         let explicit_name = meta::name_of(&obj).to_string();
         let cluster = t.cluster()?.clone();
         self.refuse_if_terminating(&cluster)?;
+        self.refuse_if_fenced(cluster.as_str())?;
         if self.auto_create_clusters() {
             self.ensure_cluster(&cluster).await?;
         } else {
@@ -136,11 +137,13 @@ impl Registry {
                 return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
             }
             let key = t.key(&name)?;
-            match self
-                .storage
-                .put(key, Precondition::MustNotExist, encoder(candidate))
-                .await
-            {
+            let put = {
+                let _gate = self.write_gate([cluster.as_str()]).await?;
+                self.storage
+                    .put(key, Precondition::MustNotExist, encoder(candidate))
+                    .await
+            };
+            match put {
                 Ok(kv) => {
                     rt.strategy.after_create(self, &cluster, &name).await?;
                     return super::to_api(&rt, kv.value);
@@ -251,6 +254,7 @@ impl Registry {
         let rt = &t.rt;
         let cluster = t.cluster()?.clone();
         self.refuse_if_terminating(&cluster)?;
+        self.refuse_if_fenced(cluster.as_str())?;
         let _crd_guard = self.crd_write_guard(rt).await;
         let old = match decoded {
             Some(v) => v,
@@ -358,12 +362,14 @@ impl Registry {
             && meta::finalizers(&new).is_empty()
             && !rt.strategy.holds_deletion(&new);
         let deleting = meta::is_deleting(&new);
+        let gate = self.write_gate([cluster.as_str()]).await?;
         let kv = if gone {
             self.storage.delete(key, pre, encoder(new)).await
         } else {
             self.storage.put(key, pre, encoder(new)).await
         }
         .map_err(|e| storage_error(e, rt, name))?;
+        drop(gate);
         if gone {
             // The hook may rewrite other CRDs (name recheck), each under the lock.
             drop(_crd_guard);
@@ -451,6 +457,7 @@ impl Registry {
         let _crd_guard = self.crd_write_guard(&rt).await;
         let cluster = t.cluster()?.clone();
         self.refuse_if_terminating(&cluster)?;
+        self.refuse_if_fenced(cluster.as_str())?;
         for _ in 0..PATCH_RETRIES {
             let Some(current) = self.get_stored(t, name).await? else {
                 if self.builtin_current(t, name).await?.is_some() {
@@ -509,7 +516,11 @@ impl Registry {
                 if d.dry_run {
                     return Ok(DeleteOutcome::Marked(to_bytes(&marked)?));
                 }
-                match self.storage.put(key, pre, encoder(marked)).await {
+                let put = {
+                    let _gate = self.write_gate([cluster.as_str()]).await?;
+                    self.storage.put(key, pre, encoder(marked)).await
+                };
+                match put {
                     Ok(kv) => {
                         rt.strategy.after_update(self, &cluster, name, true).await?;
                         return Ok(DeleteOutcome::Marked(super::to_api(&rt, kv.value)?));
@@ -521,7 +532,11 @@ impl Registry {
             if d.dry_run {
                 return Ok(DeleteOutcome::Deleted(obj));
             }
-            match self.storage.delete(key, pre, encoder(obj)).await {
+            let deleted = {
+                let _gate = self.write_gate([cluster.as_str()]).await?;
+                self.storage.delete(key, pre, encoder(obj)).await
+            };
+            match deleted {
                 Ok(kv) => {
                     // The hook may rewrite other CRDs (name recheck), each under the lock.
                     drop(_crd_guard);

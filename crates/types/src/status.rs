@@ -93,6 +93,9 @@ pub enum CauseType {
     ResourceVersionTooLarge,
     FieldManagerConflict,
     UnexpectedServerResponse,
+    /// kplane: the logical cluster lives elsewhere now; the message is its URL
+    /// (`field` is `location`).
+    Moved,
 }
 
 impl CauseType {
@@ -112,6 +115,7 @@ impl CauseType {
             ResourceVersionTooLarge => "ResourceVersionTooLarge",
             FieldManagerConflict => "FieldManagerConflict",
             UnexpectedServerResponse => "UnexpectedServerResponse",
+            Moved => "Moved",
         }
     }
 }

@@ -8,7 +8,8 @@
 //! - [`api`]: the kube-rs client per workspace and the Workspace calls.
 //! - [`transfer`]: raw requests with streamed bodies (the archive endpoints), with the
 //!   same connection and credentials as kube-rs; [`progress`]: the progress line.
-//! - [`ws`], [`export`], [`archive`] (`kplane export`/`import`): the commands.
+//! - [`ws`], [`export`], [`archive`] (`kplane export`/`import`), [`move_cmd`]
+//!   (`kplane ws move`): the commands.
 //!
 //! Errors are `anyhow` (this is the binary) with messages that say what to do; `main`
 //! prints them on one line and exits 1.
@@ -19,6 +20,7 @@ mod archive;
 mod archive_tests;
 mod export;
 pub mod kubeconfig;
+mod move_cmd;
 pub mod path;
 mod progress;
 mod transfer;
@@ -109,6 +111,8 @@ pub enum WsCommand {
     Export(ExportArgs),
     /// Import an archive file into a workspace (as `kplane import`).
     Import(ImportArgs),
+    /// Move a workspace to another kplane server while it keeps serving (resumable).
+    Move(move_cmd::MoveArgs),
 }
 
 /// What `kplane export` and `kplane ws export` take.

@@ -49,6 +49,7 @@ pub async fn run(flags: &ClientFlags, command: Option<WsCommand>) -> Result<()> 
         WsCommand::List { tree, chunk_size } => list(&session, tree, chunk_size).await,
         WsCommand::Export(args) => super::archive::export(flags, args).await,
         WsCommand::Import(args) => super::archive::import(flags, args).await,
+        WsCommand::Move(args) => super::move_cmd::run(flags, args).await,
         WsCommand::Delete {
             name,
             wait,

@@ -21,7 +21,7 @@ use kplane_storage::{BatchWrite, Key, ListOptions, Precondition, Prefix};
 use kplane_types::{ClusterName, Status, StatusReason};
 use serde_json::{json, Value};
 
-use super::journal::{staging_name, Journal, Mapped, Step};
+use super::journal::{staging_name, Journal, Mapped, Staged, Step};
 use super::verify::{archive_error, verify_archive, Served};
 use crate::cluster_states::{Phase, STATE_RESOURCE};
 use crate::clusters::no_such_cluster;
@@ -87,6 +87,23 @@ impl Registry {
         target: &ClusterName,
         replace: bool,
     ) -> ApiResult<(Journal, u64)> {
+        let (mut journal, objects) = self.write_import(archive, target, replace, false).await?;
+        journal.step = Step::DeletingOld;
+        self.put_journal(&journal, false).await?;
+        Ok((journal, objects))
+    }
+
+    /// The write pass of an import: verification, the checks, the journal (step
+    /// `writing`), the objects (rolled back on failure). With `staged` (the online move,
+    /// `staged.rs`) the journal records the source and the revision the archive is at,
+    /// and the import waits there, hidden, for the source's changes and the commit.
+    pub(crate) async fn write_import(
+        &self,
+        archive: &Path,
+        target: &ClusterName,
+        replace: bool,
+        staged: bool,
+    ) -> ApiResult<(Journal, u64)> {
         let builtin = Served::builtin(self.builtin_catalog());
         let path = archive.to_path_buf();
         let plan = tokio::task::spawn_blocking(move || verify_archive(&path, &builtin))
@@ -120,10 +137,20 @@ impl Registry {
                 return Err(no_such_cluster(&parent));
             }
         }
-        let mut journal = Journal {
+        if staged && plan.header.recursive {
+            return Err(ApiError::bad_request(
+                "a staged import (a move) takes one logical cluster, not a recursive archive",
+            ));
+        }
+        let journal = Journal {
             target: target.to_string(),
             step: Step::Writing,
             clusters,
+            staged: staged.then(|| Staged {
+                source_server: plan.header.source_server.clone(),
+                source_cluster: root.clone(),
+                applied: plan.header.revision,
+            }),
         };
         self.put_journal(&journal, true).await?;
         for m in journal.clusters.iter().filter(|m| m.staging.is_none()) {
@@ -137,8 +164,6 @@ impl Registry {
             }
             return Err(e);
         }
-        journal.step = Step::DeletingOld;
-        self.put_journal(&journal, false).await?;
         Ok((journal, plan.objects))
     }
 

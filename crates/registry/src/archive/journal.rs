@@ -47,6 +47,22 @@ pub(crate) struct Journal {
     pub(crate) step: Step,
     /// Every target cluster, with its staging pseudo-cluster when it replaces one.
     pub(crate) clusters: Vec<Mapped>,
+    /// A staged import (the online move, `staged.rs`): it waits in step `writing` for the
+    /// source's changes and the commit, also across restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) staged: Option<Staged>,
+}
+
+/// What a staged import knows of its source.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Staged {
+    /// The exporting server, as the archive's header names it.
+    pub(crate) source_server: String,
+    /// The source path of the cluster (the archive's root).
+    pub(crate) source_cluster: String,
+    /// Every change of the source cluster up to this revision is applied.
+    pub(crate) applied: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -83,6 +99,16 @@ fn journal_key(target: &str) -> Key {
 
 impl Registry {
     /// Stores the journal: created (409 when an import into the target runs) or updated.
+    /// The journal of an import into `target`, if one is in progress.
+    pub(crate) async fn get_journal(&self, target: &str) -> ApiResult<Option<Journal>> {
+        match self.storage.get(&journal_key(target)).await? {
+            None => Ok(None),
+            Some(kv) => serde_json::from_slice(&kv.value)
+                .map(Some)
+                .map_err(|e| ApiError::internal(format!("unreadable import journal: {e}"))),
+        }
+    }
+
     pub(crate) async fn put_journal(&self, j: &Journal, create: bool) -> ApiResult<()> {
         let bytes = serde_json::to_vec(j).map_err(|e| ApiError::internal(e.to_string()))?;
         let pre = if create {
@@ -316,7 +342,14 @@ impl Registry {
                     continue;
                 }
             };
-            if j.step == Step::Writing {
+            if j.step == Step::Writing && j.staged.is_some() {
+                // A move's staged import waits for its commit or abort, hidden again.
+                for m in j.clusters.iter().filter(|m| m.staging.is_none()) {
+                    self.clusters
+                        .table
+                        .set_phase(&m.target, Some(Phase::Importing));
+                }
+            } else if j.step == Step::Writing {
                 tracing::warn!(target = %j.target, "rolling back an interrupted import");
                 self.roll_back_import(&j).await?;
             } else {

@@ -12,16 +12,20 @@
 //! - `journal.rs`: the durable import journal and the flip (staging → target, floors,
 //!   existence, catalogs, the Workspace in the parent), which start-up rolls back (before
 //!   the point of no return) or forward (after it).
+//! - `staged.rs`: the target side of the online move: a staged import (hidden, kept
+//!   across restarts), the source's changes applied to it, then the same flip.
 //!
 //! The cluster states an import passes through are in `cluster_states.rs`.
 
 mod export;
 mod import;
 mod journal;
+mod staged;
 mod verify;
 
 pub use export::{ExportStream, EXPORT_CHUNK};
 pub use import::{ImportSummary, IMPORT_BATCH};
+pub use staged::{AppliedChanges, StagedImport};
 
 /// The archive's JSON `value` with `metadata.resourceVersion` set to `rev` (the target
 /// re-assigns resourceVersions; everything else is kept as stored).

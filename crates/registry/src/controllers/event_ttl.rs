@@ -116,7 +116,7 @@ impl Registry {
         let keys: Vec<_> = batch.iter().map(|d| d.key.clone()).collect();
         let mut deleted = 0;
         let mut failed = None;
-        for (key, res) in keys.iter().zip(self.delete_stored_batch(batch).await) {
+        for (key, res) in keys.iter().zip(self.delete_stored_batch(batch).await?) {
             match res {
                 Ok(_) => deleted += 1,
                 Err(StorageError::NotFound) => {}

@@ -82,7 +82,7 @@ impl Registry {
                     })
                 })
                 .collect();
-            for res in self.delete_stored_batch(doomed).await {
+            for res in self.delete_stored_batch(doomed).await? {
                 match res {
                     Ok(_) => deleted += 1,
                     Err(StorageError::Conflict { .. } | StorageError::NotFound) => {}

@@ -30,6 +30,7 @@ use kplane_types::{ClusterName, ClusterScope};
 use serde_json::{json, Value};
 
 use super::write_failed;
+use crate::cluster_states::ClusterPhase;
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 use crate::strategies::workspace::{
@@ -68,7 +69,15 @@ impl Registry {
         name: &str,
     ) -> ApiResult<bool> {
         let key = Key::new(cluster, WORKSPACE_RESOURCE, "", name);
+        let moved_to = match cluster.child(name).and_then(|c| self.cluster_phase(&c)) {
+            Some(ClusterPhase::Moved { location }) => Some(location),
+            _ => None,
+        };
         let Some((_, obj)) = self.get_decoded(&key).await? else {
+            if let (Some(child), Some(_)) = (cluster.child(name), &moved_to) {
+                // A moved cluster without a Workspace here: its keys go all the same.
+                self.remove_moved_cluster(&child).await?;
+            }
             return Ok(true);
         };
         let Some(child) = cluster.child(name) else {
@@ -85,6 +94,15 @@ impl Registry {
             return self
                 .paced_deletion(self.delete_workspace_cluster(&t, name, &child, obj))
                 .await;
+        }
+        if let Some(location) = moved_to {
+            let t = Target {
+                cluster: ClusterScope::One(cluster.clone()),
+                rt: self.workspace_type()?,
+                namespace: None,
+            };
+            self.remove_moved_cluster(&child).await?;
+            return self.report_workspace_moved(&t, name, obj, &location).await;
         }
         if obj.pointer("/status/phase") == Some(&json!("Failed")) {
             // Failed for good (its template did not apply): only deletion changes it.
@@ -164,6 +182,8 @@ impl Registry {
                 self.set_terminating(&c, false);
             }
         }
+        // A moved child: its name starts afresh once its Workspace is gone.
+        self.clear_cluster_phase(child).await?;
         let mut next = obj;
         if let Some(Value::Array(fins)) = next.pointer_mut("/metadata/finalizers") {
             fins.retain(|f| f != WORKSPACE_FINALIZER);
@@ -179,6 +199,74 @@ impl Registry {
             }
         }
         Ok(true)
+    }
+
+    /// Removes the keys of a moved cluster (it answers 410 from the moment it was marked,
+    /// whatever is left) and forgets it. Resumable: the state stays, so a rerun (or the
+    /// start-up, `cluster_states.rs`) deletes what is left.
+    async fn remove_moved_cluster(&self, child: &ClusterName) -> ApiResult<()> {
+        self.storage
+            .delete_cluster(child.as_str(), CLUSTER_DELETE_BATCH, last_state_tombstone())
+            .await
+            .map_err(ApiError::from)?;
+        self.forget_cluster(child);
+        Ok(())
+    }
+
+    /// Records in a Workspace's status that its cluster moved: `status.URL` is the new
+    /// location, the `Moved` condition names it, `Ready` is False.
+    async fn report_workspace_moved(
+        &self,
+        t: &Target,
+        name: &str,
+        obj: Value,
+        location: &str,
+    ) -> ApiResult<bool> {
+        let status = obj.get("status").cloned().unwrap_or(Value::Null);
+        let has_moved = status
+            .pointer("/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|c| {
+                c.iter().any(|c| {
+                    c["type"] == "Moved" && c["status"] == "True" && c["message"] == location
+                })
+            });
+        if has_moved && status["URL"] == location {
+            return Ok(true);
+        }
+        let mut conditions: Vec<Value> = status
+            .pointer("/conditions")
+            .and_then(Value::as_array)
+            .map(|c| {
+                c.iter()
+                    .filter(|c| c["type"] != "Ready" && c["type"] != "Moved")
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        conditions.push(ready_condition(
+            "False",
+            "Moved",
+            &format!("the logical cluster has moved to {location}"),
+        ));
+        conditions.push(json!({
+            "type": "Moved",
+            "status": "True",
+            "reason": "MovedToServer",
+            "message": location,
+            "lastTransitionTime": meta::now_time(),
+        }));
+        let mut next = obj;
+        next["status"] = json!({"phase": "Ready", "URL": location, "conditions": conditions});
+        let w = WriteParams::controller_named(CONTROLLER);
+        match self.update(t, name, Some("status"), next, &w).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == 404 => Ok(true),
+            Err(e) => {
+                write_failed(CONTROLLER, t.cluster()?.as_str(), &t.rt, "", name, &e);
+                Ok(false)
+            }
+        }
     }
 
     /// `root` and every descendant that still holds keys, deepest first, `root` last:
