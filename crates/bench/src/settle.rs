@@ -179,10 +179,12 @@ pub fn data_dir(ctx: &Ctx) -> Option<PathBuf> {
     Some(cwd.join(dir))
 }
 
-/// Disk space taken by everything under `path` (allocated blocks, as `du` counts), in MiB.
+/// Disk space taken by everything under `path` (allocated blocks, as `du` counts), in MiB
+/// to the KiB (a small part of the data directory, such as a fresh store's latest values,
+/// is a few KiB and must not round to zero).
 pub fn disk_mib(path: &Path) -> Option<f64> {
     let bytes = allocated_bytes(path).ok()?;
-    Some((bytes as f64 / (1024.0 * 1024.0) * 10.0).round() / 10.0)
+    Some((bytes as f64 / 1024.0).round() / 1024.0)
 }
 
 fn allocated_bytes(path: &Path) -> std::io::Result<u64> {
@@ -231,5 +233,8 @@ mod tests {
         let mib = disk_mib(dir.path()).unwrap();
         assert!((3.0..3.5).contains(&mib), "{mib}");
         assert!(disk_mib(&dir.path().join("missing")).is_none());
+        std::fs::write(dir.path().join("small"), vec![1u8; 8 * 1024]).unwrap();
+        let with_small = disk_mib(dir.path()).unwrap();
+        assert!(with_small > mib, "{with_small} after adding 8 KiB to {mib}");
     }
 }
