@@ -47,7 +47,8 @@ impl Registry {
         let items = DEFAULT_NAMESPACES
             .iter()
             .map(|ns| {
-                let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+                let obj =
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
                 (target.clone(), obj)
             })
             .collect();

@@ -165,12 +165,12 @@ impl Registry {
             |((i, t, name), r)| async move {
                 let r = match r {
                     Ok(kv) => match t.cluster() {
-                        Ok(cluster) => t
-                            .rt
-                            .strategy
-                            .after_create(self, cluster, &name)
-                            .await
-                            .and_then(|()| super::to_api(&t.rt, kv.value)),
+                        Ok(cluster) => {
+                            t.rt.strategy
+                                .after_create(self, cluster, &name)
+                                .await
+                                .and_then(|()| super::to_api(&t.rt, kv.value))
+                        }
                         Err(e) => Err(e),
                     },
                     Err(e) => Err(storage_error(e, &t.rt, &name)),
@@ -842,5 +842,68 @@ mod tests {
         assert!(equal_but_rv(&a, &c) && equal_but_rv(&c, &a));
         assert!(!equal_but_rv(&c, &d) && !equal_but_rv(&d, &c));
         assert!(!equal_but_rv(&c, &e));
+    }
+
+    /// A batch create: each object passes or fails on its own (an existing name, a missing
+    /// namespace, a name to generate), the others are stored each with its own uid and
+    /// resourceVersion, and the stored ones' hooks ran (a new namespace's bootstrap
+    /// objects).
+    #[tokio::test]
+    async fn a_batch_create_stores_each_object_alone_and_runs_its_hooks() {
+        use crate::testing::{configmap, fixture, target};
+        let f = fixture().await;
+        let reg = &f.reg;
+        let nst = target(reg, "", "namespaces", None);
+        let ns =
+            |n: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
+        let items = vec![
+            (nst.clone(), ns("a")),
+            (nst.clone(), ns("default")),
+            (
+                target(reg, "", "configmaps", Some("default")),
+                configmap("one", "g"),
+            ),
+            (
+                target(reg, "", "configmaps", Some("missing")),
+                configmap("two", "g"),
+            ),
+            (
+                nst.clone(),
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"generateName": "g-"}}),
+            ),
+            (nst.clone(), ns("b")),
+        ];
+        let results = reg.create_batch(items, &WriteParams::default()).await;
+        let codes: Vec<u16> = results
+            .iter()
+            .map(|r| r.as_ref().map_or_else(|e| e.code(), |_| 201))
+            .collect();
+        assert_eq!(codes, [201, 409, 201, 404, 500, 201]);
+        let mut revisions = Vec::new();
+        let mut uids = std::collections::HashSet::new();
+        for r in results.into_iter().flatten() {
+            let v: Value = serde_json::from_slice(&r).unwrap();
+            revisions.push(
+                v["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap(),
+            );
+            assert!(uids.insert(v["metadata"]["uid"].as_str().unwrap().to_string()));
+        }
+        assert!(revisions.windows(2).all(|w| w[0] < w[1]), "{revisions:?}");
+        let cms = target(reg, "", "configmaps", Some("default"));
+        reg.get(&cms, "one").await.unwrap();
+        for n in ["a", "b"] {
+            reg.get(&nst, n).await.unwrap();
+            let sa = target(reg, "", "serviceaccounts", Some(n));
+            reg.get(&sa, "default").await.unwrap();
+            let cm = target(reg, "", "configmaps", Some(n));
+            reg.get(&cm, "kube-root-ca.crt").await.unwrap();
+        }
+        // Nothing of the refused ones was stored.
+        let missing = target(reg, "", "configmaps", Some("missing"));
+        assert_eq!(reg.get(&missing, "two").await.unwrap_err().code(), 404);
     }
 }
