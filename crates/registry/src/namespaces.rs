@@ -5,8 +5,9 @@
 //! Emptying and removing a Terminating namespace is a controller's job
 //! (`controllers::namespace`).
 
+use bytes::Bytes;
 use kplane_types::{ClusterName, ClusterScope};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use std::sync::Arc;
 
@@ -32,6 +33,19 @@ impl Registry {
     /// cluster exists (`clusters.rs`). Refused (403) while the cluster is terminating; on
     /// an error a cluster that did not exist before is forgotten again.
     pub(crate) async fn bootstrap_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
+        self.bootstrap_cluster_with(cluster, Vec::new()).await
+    }
+
+    /// [`Registry::bootstrap_cluster`], with more cluster-scoped objects of `cluster`
+    /// (`extra`: the Workspace owner's binding) created in the same batch as the
+    /// namespaces, so that they take no commit of their own; an existing one is left as it
+    /// is. An error of one of them is returned too (the cluster stays known: its
+    /// namespaces are there).
+    pub(crate) async fn bootstrap_cluster_with(
+        &self,
+        cluster: &ClusterName,
+        extra: Vec<(Target, Value, &WriteParams)>,
+    ) -> ApiResult<()> {
         self.refuse_if_terminating(cluster)?;
         let nst = self.namespace_type()?;
         let target = Target {
@@ -44,26 +58,33 @@ impl Registry {
         // existing one is left as it is (409), and each new one's bootstrap objects follow
         // as a batch of their own (the namespace's `after_create`), all namespaces at once.
         let new = self.mark_cluster(cluster);
-        let items = DEFAULT_NAMESPACES
+        let w = WriteParams::controller();
+        let mut items: Vec<(Target, Value, &WriteParams)> = DEFAULT_NAMESPACES
             .iter()
             .map(|ns| {
                 let obj =
                     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                (target.clone(), obj)
+                (target.clone(), obj, &w)
             })
             .collect();
-        let results = Box::pin(self.create_batch(items, &WriteParams::controller())).await;
-        let failure = results.into_iter().find_map(|r| match r {
+        items.extend(extra);
+        let results = Box::pin(self.create_batch(items)).await;
+        let failed = |r: ApiResult<Bytes>| match r {
             Err(e) if e.code() != 409 => Some(e),
             _ => None,
-        });
-        if let Some(e) = failure {
+        };
+        let mut results = results.into_iter();
+        let namespaces = results.by_ref().take(DEFAULT_NAMESPACES.len());
+        if let Some(e) = namespaces.filter_map(failed).next() {
             if new {
                 self.unmark_cluster(cluster);
             }
             return Err(e);
         }
-        Ok(())
+        match results.find_map(failed) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Creates the `default` ServiceAccount and `kube-root-ca.crt` ConfigMap of a namespace,
@@ -80,18 +101,19 @@ impl Registry {
                 super::controllers::root_ca::desired(ns, &self.root_ca_pem),
             ),
         ];
+        let w = WriteParams::controller();
         let mut items = Vec::with_capacity(objs.len());
         for (plural, obj) in objs {
             let Some(rt) = self.builtin_catalog().get("", "v1", plural).cloned() else {
                 continue;
             };
-            items.push((Target::new(cluster, rt, Some(ns.to_string())), obj));
+            items.push((Target::new(cluster, rt, Some(ns.to_string())), obj, &w));
         }
         let targets: Vec<(Arc<ResourceType>, String)> = items
             .iter()
-            .map(|(t, obj)| (t.rt.clone(), crate::meta::name_of(obj).to_string()))
+            .map(|(t, obj, _)| (t.rt.clone(), crate::meta::name_of(obj).to_string()))
             .collect();
-        let results = self.create_batch(items, &WriteParams::controller()).await;
+        let results = self.create_batch(items).await;
         for ((rt, name), r) in targets.into_iter().zip(results) {
             let Err(e) = r else { continue };
             if e.code() == 409 {

@@ -108,8 +108,8 @@ impl Registry {
         Err(ApiError::internal("name generation failed"))
     }
 
-    /// Creates several named objects (no `generateName`, no dry run) as [`Registry::create`]
-    /// does one by one, with their storage writes committed together
+    /// Creates several named objects (no `generateName`, no dry run), each with its own
+    /// write parameters, as [`Registry::create`] does one by one, with their storage writes committed together
     /// ([`kplane_storage::Storage::write_batch`]: few flushes instead of one each). Every
     /// object goes through the same checks, admission and hooks as alone, each before any
     /// is written, so an object whose namespace is created in the same batch is refused
@@ -117,19 +117,21 @@ impl Registry {
     /// object, in order; one object's failure does not stop the others.
     pub(crate) async fn create_batch(
         &self,
-        items: Vec<(Target, Value)>,
-        w: &WriteParams,
+        items: Vec<(Target, Value, &WriteParams)>,
     ) -> Vec<ApiResult<Bytes>> {
         // Types whose writes are serialized (CRDs) hold the one lock for the whole batch.
-        let _crd_guard = match items.iter().find(|(t, _)| t.rt.strategy.serialize_writes()) {
-            Some((t, _)) => self.crd_write_guard(&t.rt).await,
+        let _crd_guard = match items
+            .iter()
+            .find(|(t, _, _)| t.rt.strategy.serialize_writes())
+        {
+            Some((t, _, _)) => self.crd_write_guard(&t.rt).await,
             None => None,
         };
         let mut results: Vec<Option<ApiResult<Bytes>>> = Vec::with_capacity(items.len());
         let mut writes = Vec::new();
         // (index in `results`, target, name) of each object sent to storage.
         let mut sent = Vec::new();
-        for (t, obj) in items {
+        for (t, obj, w) in items {
             let prepared = async {
                 let admitted = self.admit_create(&t, obj, w).await?;
                 if admitted.explicit_name.is_empty() || w.dry_run {
@@ -873,7 +875,9 @@ mod tests {
             ),
             (nst.clone(), ns("b")),
         ];
-        let results = reg.create_batch(items, &WriteParams::default()).await;
+        let w = WriteParams::default();
+        let items = items.into_iter().map(|(t, o)| (t, o, &w)).collect();
+        let results = reg.create_batch(items).await;
         let codes: Vec<u16> = results
             .iter()
             .map(|r| r.as_ref().map_or_else(|e| e.code(), |_| 201))
