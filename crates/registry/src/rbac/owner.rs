@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use crate::admission::{Attributes, MutatingAdmission, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
-use crate::options::WriteParams;
 use crate::strategies::workspace::TENANCY_GROUP;
 use crate::{Registry, Target};
 use kplane_types::ClusterName;
@@ -129,7 +128,11 @@ impl Registry {
             return Ok(());
         };
         match self
-            .create(&t, binding, &WriteParams::controller_named(manager))
+            .create(
+                &t,
+                binding,
+                &crate::options::WriteParams::controller_named(manager),
+            )
             .await
         {
             Ok(_) => Ok(()),
