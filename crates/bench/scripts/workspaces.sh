@@ -19,7 +19,8 @@
 #   annotation. Kept (--keep): the data directory is removed with the round instead.
 #
 # Environment: KPLANE, KPLANE_BENCH (binaries; default target/release), CONC (32),
-# OBJECTS (10), GET_SECS (5s), WRITES (20000).
+# OBJECTS (10), GET_SECS (5s), WRITES (20000), SERVER_ARGS (more `kplane serve` flags, e.g.
+# "--storage-cache-mb 128"; split at spaces).
 set -euo pipefail
 
 # shellcheck source=lib.sh
@@ -31,6 +32,7 @@ CONC="${CONC:-32}"
 OBJECTS="${OBJECTS:-10}"
 GET_SECS="${GET_SECS:-5s}"
 WRITES="${WRITES:-20000}"
+read -r -a server_args <<<"${SERVER_ARGS:-}"
 
 bench_init workspaces
 
@@ -41,7 +43,7 @@ field() { # field FILE EXPR: a value from the first report of a kplane-bench JSO
 ready_after_start() { # starts the server on DATA; sets $restart: seconds to the first 200 of /readyz
     local data="$1" t0
     t0=$(date +%s.%N)
-    start_server "$data"
+    start_server "$data" ${server_args[@]+"${server_args[@]}"}
     local kc="$data/admin.kubeconfig"
     for _ in $(seq 1 6000); do
         if kubectl --kubeconfig "$kc" get --raw /readyz >/dev/null 2>&1; then
@@ -56,7 +58,7 @@ ready_after_start() { # starts the server on DATA; sets $restart: seconds to the
 
 for round in $(seq 1 "$ROUNDS"); do
     data="$work/data-$round"
-    start_server "$data"
+    start_server "$data" ${server_args[@]+"${server_args[@]}"}
     kc="$data/admin.kubeconfig"
     common=("$KPLANE_BENCH" --kubeconfig "$kc" --server-pid "$pid" --no-progress --json
         --concurrency "$CONC" --workspaces "$N" --setup-timeout 30m)

@@ -5,10 +5,13 @@
 //! Emptying and removing a Terminating namespace is a controller's job
 //! (`controllers::namespace`).
 
+use bytes::Bytes;
 use kplane_types::{ClusterName, ClusterScope};
-use serde_json::json;
+use serde_json::{json, Value};
 
-use super::{Registry, Target};
+use std::sync::Arc;
+
+use super::{Registry, ResourceType, Target};
 use crate::error::ApiResult;
 use crate::options::WriteParams;
 
@@ -30,6 +33,19 @@ impl Registry {
     /// cluster exists (`clusters.rs`). Refused (403) while the cluster is terminating; on
     /// an error a cluster that did not exist before is forgotten again.
     pub(crate) async fn bootstrap_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
+        self.bootstrap_cluster_with(cluster, Vec::new()).await
+    }
+
+    /// [`Registry::bootstrap_cluster`], with more cluster-scoped objects of `cluster`
+    /// (`extra`: the Workspace owner's binding) created in the same batch as the
+    /// namespaces, so that they take no commit of their own; an existing one is left as it
+    /// is. An error of one of them is returned too (the cluster stays known: its
+    /// namespaces are there).
+    pub(crate) async fn bootstrap_cluster_with(
+        &self,
+        cluster: &ClusterName,
+        extra: Vec<(Target, Value, &WriteParams)>,
+    ) -> ApiResult<()> {
         self.refuse_if_terminating(cluster)?;
         let nst = self.namespace_type()?;
         let target = Target {
@@ -38,38 +54,42 @@ impl Registry {
             namespace: None,
         };
         // Marked first, so that the namespace creates below find the cluster existing. The
-        // namespaces (and each one's bootstrap objects) are created concurrently, so their
-        // durable writes share group commits instead of waiting for one fsync each in turn.
+        // namespaces are created as one batch (their durable writes share commits), an
+        // existing one is left as it is (409), and each new one's bootstrap objects follow
+        // as a batch of their own (the namespace's `after_create`), all namespaces at once.
         let new = self.mark_cluster(cluster);
-        let results = futures::future::join_all(
-            DEFAULT_NAMESPACES
-                .iter()
-                .map(|ns| self.ensure_default_namespace(&target, ns)),
-        )
-        .await;
-        if let Some(e) = results.into_iter().find_map(Result::err) {
+        let w = WriteParams::controller();
+        let mut items: Vec<(Target, Value, &WriteParams)> = DEFAULT_NAMESPACES
+            .iter()
+            .map(|ns| {
+                let obj =
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+                (target.clone(), obj, &w)
+            })
+            .collect();
+        items.extend(extra);
+        let results = Box::pin(self.create_batch(items)).await;
+        let failed = |r: ApiResult<Bytes>| match r {
+            Err(e) if e.code() != 409 => Some(e),
+            _ => None,
+        };
+        let mut results = results.into_iter();
+        let namespaces = results.by_ref().take(DEFAULT_NAMESPACES.len());
+        if let Some(e) = namespaces.filter_map(failed).next() {
             if new {
                 self.unmark_cluster(cluster);
             }
             return Err(e);
         }
-        Ok(())
-    }
-
-    /// Creates default namespace `ns` of `target`'s cluster unless it exists.
-    async fn ensure_default_namespace(&self, target: &Target, ns: &str) -> ApiResult<()> {
-        if self.get_stored(target, ns).await?.is_some() {
-            return Ok(());
-        }
-        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        match Box::pin(self.create(target, obj, &WriteParams::controller())).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.code() == 409 => Ok(()),
-            Err(e) => Err(e),
+        match results.find_map(failed) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
 
-    /// Creates the `default` ServiceAccount and `kube-root-ca.crt` ConfigMap of a namespace.
+    /// Creates the `default` ServiceAccount and `kube-root-ca.crt` ConfigMap of a namespace,
+    /// as one batch. A failure is logged (an object that exists already is left as it
+    /// is); the root-CA ConfigMap is then left to the root-CA publisher.
     pub(super) async fn bootstrap_namespace(&self, cluster: &ClusterName, ns: &str) {
         let objs = [
             (
@@ -81,50 +101,38 @@ impl Registry {
                 super::controllers::root_ca::desired(ns, &self.root_ca_pem),
             ),
         ];
-        futures::future::join_all(
-            objs.into_iter()
-                .map(|(plural, obj)| self.bootstrap_object(cluster, ns, plural, obj)),
-        )
-        .await;
-    }
-
-    /// Creates one bootstrap object of namespace `ns` (a failure is logged; the root-CA
-    /// ConfigMap is then left to the root-CA publisher).
-    async fn bootstrap_object(
-        &self,
-        cluster: &ClusterName,
-        ns: &str,
-        plural: &str,
-        obj: serde_json::Value,
-    ) {
-        let Some(rt) = self.builtin_catalog().get("", "v1", plural).cloned() else {
-            return;
-        };
-        let t = Target {
-            cluster: ClusterScope::One(cluster.clone()),
-            rt,
-            namespace: Some(ns.to_string()),
-        };
-        let name = crate::meta::name_of(&obj).to_string();
-        match Box::pin(self.create(&t, obj, &WriteParams::controller())).await {
-            Ok(_) => {}
-            Err(e) if e.code() == 409 => {}
-            Err(e) => {
-                super::controllers::write_failed(
-                    "namespace-bootstrap",
-                    cluster.as_str(),
-                    &t.rt,
-                    ns,
-                    &name,
-                    &e,
-                );
-                if plural == "configmaps" {
-                    // The root-CA publisher makes it later.
-                    self.enqueue(super::controllers::Work::RootCa {
-                        cluster: cluster.clone(),
-                        namespace: ns.to_string(),
-                    });
-                }
+        let w = WriteParams::controller();
+        let mut items = Vec::with_capacity(objs.len());
+        for (plural, obj) in objs {
+            let Some(rt) = self.builtin_catalog().get("", "v1", plural).cloned() else {
+                continue;
+            };
+            items.push((Target::new(cluster, rt, Some(ns.to_string())), obj, &w));
+        }
+        let targets: Vec<(Arc<ResourceType>, String)> = items
+            .iter()
+            .map(|(t, obj, _)| (t.rt.clone(), crate::meta::name_of(obj).to_string()))
+            .collect();
+        let results = self.create_batch(items).await;
+        for ((rt, name), r) in targets.into_iter().zip(results) {
+            let Err(e) = r else { continue };
+            if e.code() == 409 {
+                continue;
+            }
+            super::controllers::write_failed(
+                "namespace-bootstrap",
+                cluster.as_str(),
+                &rt,
+                ns,
+                &name,
+                &e,
+            );
+            if rt.plural == "configmaps" {
+                // The root-CA publisher makes it later.
+                self.enqueue(super::controllers::Work::RootCa {
+                    cluster: cluster.clone(),
+                    namespace: ns.to_string(),
+                });
             }
         }
     }

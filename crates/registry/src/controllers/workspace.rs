@@ -112,7 +112,6 @@ impl Registry {
             return Ok(false);
         };
         let url = format!("{base}/clusters/{child}");
-        self.bootstrap_cluster(&child).await?;
         let status = obj.get("status").cloned().unwrap_or(Value::Null);
         let ready = status
             .pointer("/conditions")
@@ -122,9 +121,15 @@ impl Registry {
                     .any(|c| c["type"] == "Ready" && c["status"] == "True")
             });
         if status["phase"] == "Ready" && status["URL"] == url.as_str() && ready {
+            self.bootstrap_cluster(&child).await?;
             return Ok(true);
         }
-        self.bind_workspace_owner(&child, &obj, CONTROLLER).await?;
+        // The owner's binding is written with the default namespaces (one commit for
+        // both), before the Workspace turns Ready.
+        let w = WriteParams::controller_named(CONTROLLER);
+        let binding = self.workspace_owner_binding(&child, &obj)?;
+        let extra = binding.into_iter().map(|(t, b)| (t, b, &w)).collect();
+        self.bootstrap_cluster_with(&child, extra).await?;
         if let Some(failure) = self.apply_workspace_template(cluster, &child, &obj).await? {
             return self.report_workspace_failed(&t, name, obj, failure).await;
         }
@@ -141,7 +146,6 @@ impl Registry {
         ));
         next["status"] = json!({"phase": "Ready", "URL": url, "conditions": conditions});
         // `next` carries the resourceVersion it was read at: the update's precondition.
-        let w = WriteParams::controller_named(CONTROLLER);
         match self.update(&t, name, Some("status"), next, &w).await {
             Ok(_) => Ok(true),
             Err(e) if e.code() == 404 => Ok(true),

@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use crate::admission::{Attributes, MutatingAdmission, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
-use crate::options::WriteParams;
 use crate::strategies::workspace::TENANCY_GROUP;
 use crate::{Registry, Target};
 use kplane_types::ClusterName;
@@ -88,16 +87,16 @@ impl MutatingAdmission for WorkspaceOwner {
 }
 
 impl Registry {
-    /// Binds the creator of `workspace` (its owner annotation) as `cluster-admin` of its
-    /// logical cluster `child`, unless a binding of that name is there already.
-    pub(crate) async fn bind_workspace_owner(
+    /// The `ClusterRoleBinding` that makes the creator of `workspace` (its owner
+    /// annotation) `cluster-admin` of its logical cluster `child`, and where it goes; `None`
+    /// when the Workspace names no owner.
+    pub(crate) fn workspace_owner_binding(
         &self,
         child: &ClusterName,
         workspace: &Value,
-        manager: &str,
-    ) -> ApiResult<()> {
+    ) -> ApiResult<Option<(Target, Value)>> {
         let Some(owner) = owner_of(workspace).filter(|o| !o.is_empty()) else {
-            return Ok(());
+            return Ok(None);
         };
         let rt = self
             .builtin_catalog()
@@ -111,9 +110,29 @@ impl Registry {
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": owner}],
         });
-        let t = Target::new(child, rt, None);
+        Ok(Some((Target::new(child, rt, None), binding)))
+    }
+
+    /// Binds the creator of `workspace` (its owner annotation) as `cluster-admin` of its
+    /// logical cluster `child`, unless a binding of that name is there already. (The
+    /// workspace controller writes the binding with the cluster's default namespaces:
+    /// [`Registry::workspace_owner_binding`].)
+    #[cfg(test)]
+    pub(crate) async fn bind_workspace_owner(
+        &self,
+        child: &ClusterName,
+        workspace: &Value,
+        manager: &str,
+    ) -> ApiResult<()> {
+        let Some((t, binding)) = self.workspace_owner_binding(child, workspace)? else {
+            return Ok(());
+        };
         match self
-            .create(&t, binding, &WriteParams::controller_named(manager))
+            .create(
+                &t,
+                binding,
+                &crate::options::WriteParams::controller_named(manager),
+            )
             .await
         {
             Ok(_) => Ok(()),
