@@ -313,4 +313,38 @@ mod tests {
             }
         }
     }
+
+    /// A round over ten times [`CONCURRENCY`] clusters (plus root): every one gets its
+    /// archive, none is skipped or written twice by the bounded concurrency.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_round_over_ten_times_its_concurrency_backs_up_every_cluster_once() {
+        let fx = kplane_registry::testing::fixture().await;
+        let reg = fx.reg.clone();
+        let n = 10 * CONCURRENCY;
+        for i in 0..n {
+            reg.ensure_cluster(&ClusterName::parse(&format!("root:c{i}")).unwrap())
+                .await
+                .unwrap();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let config = BackupConfig {
+            dir: dir.path().to_path_buf(),
+            interval: Duration::from_secs(3600),
+            keep: 1,
+        };
+        let metrics = BackupMetrics::default();
+        round(&reg, &config, &metrics).await;
+        assert_eq!(metrics.success.load(Ordering::Relaxed), n as u64 + 1);
+        assert_eq!(metrics.failure.load(Ordering::Relaxed), 0);
+        for c in std::iter::once("root".to_string()).chain((0..n).map(|i| format!("root:c{i}"))) {
+            let files: Vec<_> = std::fs::read_dir(dir.path().join(&c))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            assert_eq!(files.len(), 1, "{c}: {files:?}");
+            let (header, _) =
+                kplane_archive::verify(std::fs::File::open(&files[0]).unwrap()).unwrap();
+            assert_eq!(header.cluster, c);
+        }
+    }
 }

@@ -170,6 +170,12 @@ async fn import(state: &AppState, target: &ClusterName, replace: bool, body: Bod
 
 /// Writes the request body to a new file under `dir` (at most [`IMPORT_BODY_LIMIT`]).
 pub(super) async fn spool_body(dir: &Path, body: Body) -> Result<Spooled, ApiError> {
+    spool_body_within(dir, body, IMPORT_BODY_LIMIT).await
+}
+
+/// [`spool_body`] with the limit as a parameter: a body over `limit` bytes is a 413 and
+/// leaves no file.
+async fn spool_body_within(dir: &Path, body: Body, limit: u64) -> Result<Spooled, ApiError> {
     let io = |what: &str, e: std::io::Error| ApiError::internal(format!("{what}: {e}"));
     tokio::fs::create_dir_all(dir)
         .await
@@ -184,10 +190,10 @@ pub(super) async fn spool_body(dir: &Path, body: Body) -> Result<Spooled, ApiErr
         let chunk = chunk
             .map_err(|e| ApiError::bad_request(format!("reading the request body failed: {e}")))?;
         total += chunk.len() as u64;
-        if total > IMPORT_BODY_LIMIT {
+        if total > limit {
             return Err(ApiError::new(
                 StatusReason::RequestEntityTooLarge,
-                format!("the archive is larger than the import limit of {IMPORT_BODY_LIMIT} bytes"),
+                format!("the archive is larger than the import limit of {limit} bytes"),
             ));
         }
         file.write_all(&chunk)
@@ -203,6 +209,37 @@ pub(super) async fn spool_body(dir: &Path, body: Body) -> Result<Spooled, ApiErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_413_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let limit = 1024u64;
+        for size in [0, limit - 1, limit, limit + 1, 10 * limit] {
+            // Chunks of 100 bytes, as a streamed upload arrives.
+            let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..size)
+                .step_by(100)
+                .map(|start| Ok(vec![7u8; (size - start).min(100) as usize]))
+                .collect();
+            let body = Body::from_stream(futures::stream::iter(chunks));
+            let spooled = spool_body_within(dir.path(), body, limit).await;
+            if size <= limit {
+                let spooled = spooled.unwrap();
+                assert_eq!(
+                    std::fs::metadata(&spooled.0).unwrap().len(),
+                    size,
+                    "size {size}"
+                );
+            } else {
+                let e = spooled.err().unwrap();
+                assert_eq!(e.code(), 413, "size {size}");
+            }
+            assert_eq!(
+                std::fs::read_dir(dir.path()).unwrap().count(),
+                0,
+                "size {size}: a file left"
+            );
+        }
+    }
 
     #[test]
     fn flags_and_authorization_in_the_parent() {
