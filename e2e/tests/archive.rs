@@ -8,60 +8,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, ensure, Context as _, Result};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kplane_e2e::fixtures::configmap;
 use kplane_e2e::{kplane_bin, KplaneServer};
+
+use crate::ws_cli::{run, Run};
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::ResourceExt as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-
-/// Upper bound for one CLI run.
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// One CLI run's outcome.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn ok(self) -> Result<String> {
-        ensure!(
-            self.code == Some(0),
-            "exit {:?}: {}{}",
-            self.code,
-            self.stdout,
-            self.stderr
-        );
-        Ok(self.stdout)
-    }
-
-    /// Exit 1 with one `error: ...` line containing `want`.
-    fn fails_with(&self, want: &str) -> Result<()> {
-        ensure!(
-            self.code == Some(1),
-            "exit {:?}, want 1: {self:?}",
-            self.code
-        );
-        ensure!(
-            self.stderr.starts_with("error: ") && self.stderr.contains(want),
-            "stderr lacks {want:?}: {}",
-            self.stderr
-        );
-        ensure!(!self.stderr.contains("panicked"), "{}", self.stderr);
-        Ok(())
-    }
-}
 
 /// Runs `kplane ARGS` with `server`'s admin kubeconfig, in `dir`.
 fn kplane(server: &KplaneServer, dir: &Path, args: &[&str]) -> Result<Run> {
@@ -70,35 +32,12 @@ fn kplane(server: &KplaneServer, dir: &Path, args: &[&str]) -> Result<Run> {
 
 /// Runs `kplane ARGS` with `kubeconfig`, in `dir`.
 fn kplane_with(kubeconfig: &Path, dir: &Path, args: &[&str]) -> Result<Run> {
-    let out_path = dir.join("cli.stdout");
-    let err_path = dir.join("cli.stderr");
-    let mut child = Command::new(kplane_bin()?)
-        .args(args)
+    let mut cmd = Command::new(kplane_bin()?);
+    cmd.args(args)
         .current_dir(dir)
         .env("KUBECONFIG", kubeconfig)
-        .env("HOME", dir)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out_path)?)
-        .stderr(std::fs::File::create(&err_path)?)
-        .spawn()
-        .context("spawning kplane")?;
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("kplane {args:?} did not finish within {RUN_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Ok(Run {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&out_path)?,
-        stderr: std::fs::read_to_string(&err_path)?,
-    })
+        .env("HOME", dir);
+    run(cmd, &dir.join("cli-run"))
 }
 
 /// [`kplane`] on a blocking thread (the tests' kube-rs writers keep running meanwhile).

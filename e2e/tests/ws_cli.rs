@@ -17,18 +17,20 @@ use anyhow::{bail, ensure, Context as _, Result};
 use kplane_e2e::{kplane_bin, KplaneServer};
 
 /// Upper bound for one CLI or kubectl run.
-const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+/// Upper bound for one CLI run (an export or import of a few thousand objects included).
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The outcome of one run.
+/// One CLI run's outcome (also used by the export/import tests in `archive.rs`).
 #[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
-    fn ok(self) -> Result<String> {
+    pub(crate) fn ok(self) -> Result<String> {
         ensure!(
             self.code == Some(0),
             "exit {:?}\nstdout: {}\nstderr: {}",
@@ -40,7 +42,7 @@ impl Run {
     }
 
     /// A clean failure: exit 1, `error: ...` on stderr containing `want`, no panic.
-    fn fails_with(self, want: &str) -> Result<()> {
+    pub(crate) fn fails_with(&self, want: &str) -> Result<()> {
         ensure!(
             self.code == Some(1),
             "exit {:?}, want 1: {self:?}",
@@ -151,7 +153,7 @@ impl Shell {
 
 /// Runs `cmd` with stdout and stderr in files under `scratch`, killing it after
 /// [`RUN_TIMEOUT`].
-fn run(mut cmd: Command, scratch: &Path) -> Result<Run> {
+pub(crate) fn run(mut cmd: Command, scratch: &Path) -> Result<Run> {
     std::fs::create_dir_all(scratch)?;
     let (out_path, err_path) = (scratch.join("stdout"), scratch.join("stderr"));
     let mut child = cmd

@@ -282,25 +282,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::catalog::{builtin, Catalog};
 
     fn name(s: &str) -> ClusterName {
         ClusterName::parse(s).unwrap()
     }
 
-    async fn open(storage: Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
-        let (tx, shutdown) = tokio::sync::watch::channel(false);
-        let (reg, _q) = Registry::new(
-            storage,
-            Arc::new(Catalog::new(builtin())),
-            String::new(),
-            shutdown,
-        );
-        reg.set_external_url("https://kplane.test:6443");
-        reg.load_cluster_state().await.unwrap();
-        reg.ensure_cluster(&ClusterName::root()).await.unwrap();
-        (reg, tx)
-    }
+    // A registry over `storage` as after a restart: the archive tests' fixture.
+    use super::super::tests::restart as open;
 
     fn store(dir: &Path) -> Arc<dyn Storage> {
         SledStorage::open(dir.join("db"), SledStorageOptions::default()).unwrap()

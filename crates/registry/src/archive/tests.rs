@@ -28,7 +28,9 @@ struct Env {
 }
 
 /// A registry over `storage` as after a restart: the journal resolved, the state loaded.
-async fn restart(storage: Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
+pub(super) async fn restart(
+    storage: Arc<dyn Storage>,
+) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
     let (tx, shutdown) = tokio::sync::watch::channel(false);
     let (reg, _queue) = Registry::new(
         storage,
