@@ -282,19 +282,7 @@ async fn a_move_killed_after_the_fence_continues_and_abort_rolls_back() -> Resul
 
     // Steps 1 and 3 by hand: the bulk copy into a staged import, more writes, the fence.
     let file = scratch.path().join("a.kpa");
-    kplane(
-        src.kubeconfig(),
-        &["export", "root:a", "-o", file.to_str().unwrap_or("")],
-    )?;
-    let (code, body) = raw(
-        &dst,
-        "root:a",
-        "POST",
-        "/kplane/v1/import?staged=true",
-        std::fs::read(&file)?,
-    )
-    .await?;
-    ensure!(code == 200, "{code} {body}");
+    stage(&src, &dst, "root:a", &file).await?;
     configmaps(src.client_for("root:a").await?)
         .create(&PostParams::default(), &fixtures::configmap("between", &[]))
         .await?;
@@ -338,19 +326,7 @@ async fn a_move_killed_after_the_fence_continues_and_abort_rolls_back() -> Resul
     );
 
     // root:b: fenced with a staged copy, then rolled back.
-    kplane(
-        src.kubeconfig(),
-        &["export", "root:b", "-o", file.to_str().unwrap_or("")],
-    )?;
-    let (code, body) = raw(
-        &dst,
-        "root:b",
-        "POST",
-        "/kplane/v1/import?staged=true",
-        std::fs::read(&file)?,
-    )
-    .await?;
-    ensure!(code == 200, "{code} {body}");
+    stage(&src, &dst, "root:b", &file).await?;
     let (code, body) = raw(&src, "root:b", "POST", "/kplane/v1/fence", vec![]).await?;
     ensure!(code == 200, "{code} {body}");
     let out = kplane(
@@ -373,5 +349,24 @@ async fn a_move_killed_after_the_fence_continues_and_abort_rolls_back() -> Resul
         .await?;
     let (code, body) = raw(&dst, "root:b", "GET", "/kplane/v1/import/staged", vec![]).await?;
     ensure!(code == 404, "{code} {body}");
+    Ok(())
+}
+
+/// The move's bulk copy by hand: `kplane export` of `cluster` from `src` into `file`, then
+/// a staged import of it on `dst` (imported, not yet visible).
+async fn stage(src: &KplaneServer, dst: &KplaneServer, cluster: &str, file: &Path) -> Result<()> {
+    kplane(
+        src.kubeconfig(),
+        &["export", cluster, "-o", file.to_str().unwrap_or("")],
+    )?;
+    let (code, body) = raw(
+        dst,
+        cluster,
+        "POST",
+        "/kplane/v1/import?staged=true",
+        std::fs::read(file)?,
+    )
+    .await?;
+    ensure!(code == 200, "{code} {body}");
     Ok(())
 }
