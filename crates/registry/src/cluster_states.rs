@@ -634,32 +634,12 @@ mod move_tests {
     use serde_json::json;
 
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::clusters::tests::{configmaps, name, registry};
     use crate::options::{ListParams, WriteParams};
     use crate::Target;
 
-    fn name(s: &str) -> ClusterName {
-        ClusterName::parse(s).unwrap()
-    }
-
-    fn registry(storage: Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
-        let (tx, shutdown) = tokio::sync::watch::channel(false);
-        let catalog = Arc::new(Catalog::new(builtin()));
-        let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
-        (reg, tx)
-    }
-
     fn open(dir: &tempfile::TempDir) -> Arc<dyn Storage> {
         SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap()
-    }
-
-    fn configmaps(reg: &Registry, cluster: &str) -> Target {
-        let rt = reg
-            .builtin_catalog()
-            .get("", "v1", "configmaps")
-            .unwrap()
-            .clone();
-        Target::new(&name(cluster), rt, Some("default".into()))
     }
 
     async fn create_cm(reg: &Registry, cluster: &str, cm: &str) -> ApiResult<bytes::Bytes> {

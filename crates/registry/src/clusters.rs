@@ -336,7 +336,7 @@ pub fn no_such_cluster(cluster: &ClusterName) -> ApiError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use kplane_storage::{SledStorage, SledStorageOptions, Storage};
@@ -347,19 +347,21 @@ mod tests {
     use crate::options::WriteParams;
     use crate::Target;
 
-    fn name(s: &str) -> ClusterName {
+    pub(crate) fn name(s: &str) -> ClusterName {
         ClusterName::parse(s).unwrap()
     }
 
     /// A registry over `storage` (nothing loaded, nothing bootstrapped).
-    fn registry(storage: Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
+    pub(crate) fn registry(
+        storage: Arc<dyn Storage>,
+    ) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
         let (tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
         (reg, tx)
     }
 
-    fn configmaps(reg: &Registry, cluster: &str) -> Target {
+    pub(crate) fn configmaps(reg: &Registry, cluster: &str) -> Target {
         let rt = reg
             .builtin_catalog()
             .get("", "v1", "configmaps")
