@@ -6,7 +6,8 @@
 //! Importing: 404, skipped by multi-cluster reads). A target that exists is replaced:
 //! refused (409) unless `replace` or it is *empty*, i.e. holds only what a new cluster's
 //! bootstrap creates (the default namespaces, their `default` ServiceAccounts and
-//! `kube-root-ca.crt` ConfigMaps) and its floor record; its new content is staged in a
+//! `kube-root-ca.crt` ConfigMaps, the `workspace-admin` binding of the Workspace's creator)
+//! and its floor record; its new content is staged in a
 //! hidden pseudo-cluster and swapped in at the flip, so the old content is served until
 //! then and survives any failure before it. Objects keep everything as stored (uids,
 //! creationTimestamps, status, finalizers, ownerReferences, managedFields, generation)
@@ -27,6 +28,8 @@ use crate::cluster_states::{Phase, STATE_RESOURCE};
 use crate::clusters::no_such_cluster;
 use crate::error::{ApiError, ApiResult};
 use crate::namespaces::DEFAULT_NAMESPACES;
+use crate::rbac::owner::OWNER_BINDING;
+use crate::rbac::CLUSTER_ROLE_BINDINGS;
 use crate::Registry;
 
 /// Objects written per storage batch (one commit group each, and at most this many events
@@ -201,10 +204,11 @@ impl Registry {
 
     /// Whether `cluster` holds nothing but what its bootstrap creates (see the module doc).
     async fn holds_only_bootstrap(&self, cluster: &ClusterName) -> ApiResult<bool> {
-        // The bootstrap's keys: 4 namespaces, each with 2 objects; and the floor.
-        const BOOTSTRAP_KEYS: usize = 13;
+        // The bootstrap's keys: each default namespace with its ServiceAccount and root-CA
+        // ConfigMap, the owner's binding of a Workspace's creator, and the floor.
+        let bootstrap_keys = 3 * DEFAULT_NAMESPACES.len() + 2;
         let opts = ListOptions {
-            limit: Some(BOOTSTRAP_KEYS + 1),
+            limit: Some(bootstrap_keys + 1),
             ..Default::default()
         };
         let res = self
@@ -289,6 +293,7 @@ fn is_bootstrap(key: &Key) -> bool {
         "/namespaces" => default_ns(&key.name),
         "/serviceaccounts" => default_ns(&key.namespace) && key.name == "default",
         "/configmaps" => default_ns(&key.namespace) && key.name == "kube-root-ca.crt",
+        CLUSTER_ROLE_BINDINGS => key.name == OWNER_BINDING,
         r => r == STATE_RESOURCE,
     }
 }

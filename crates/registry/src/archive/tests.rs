@@ -409,7 +409,8 @@ async fn bad_archives_are_refused_before_anything_is_written() {
 }
 
 /// A non-empty target is refused without replace (409) and its parent must exist (404);
-/// an empty one (only its bootstrap) is imported into.
+/// an empty one (only its bootstrap, with or without its creator's binding) is imported
+/// into.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn targets_must_be_new_or_empty_unless_replaced() {
     let env = env().await;
@@ -439,6 +440,16 @@ async fn targets_must_be_new_or_empty_unless_replaced() {
         contents(&*env.storage, "root:empty").await,
         contents(&*env.storage, "root:src").await
     );
+    // A Workspace made by an ordinary user also holds its creator's binding: still empty.
+    let owned = name("root:owned");
+    env.reg.ensure_cluster(&owned).await.unwrap();
+    let ws = serde_json::json!({"metadata": {"name": "owned", "annotations": {
+        crate::rbac::owner::OWNER_ANNOTATION: "alice"}}});
+    env.reg
+        .bind_workspace_owner(&owned, &ws, "test")
+        .await
+        .unwrap();
+    env.reg.import(&file, &owned, false).await.unwrap();
 }
 
 /// Replacing: the old content is gone, the new one is there; lists, continues and
