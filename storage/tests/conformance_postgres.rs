@@ -887,3 +887,49 @@ async fn postgres_commits_notify_the_log_channel() {
     let _ = task.await;
     s.shutdown().await.unwrap();
 }
+
+/// A list at a revision another store wrote (a client's continue token or
+/// resourceVersion from another replica) catches up with the database first instead of
+/// failing; a revision beyond the database's still fails with `FutureRevision`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_read_at_another_stores_revision_catches_up() {
+    let pg = server();
+    let url = pg.create_database();
+    let a = PostgresStorage::open(&url, opts()).await.unwrap();
+    let b = PostgresStorage::open(
+        &url,
+        PostgresStorageOptions {
+            listen: false,
+            tail_interval: Duration::from_secs(3600),
+            ..opts()
+        },
+    )
+    .await
+    .unwrap();
+    let a_dyn: Arc<dyn Storage> = a.clone();
+    let b_dyn: Arc<dyn Storage> = b.clone();
+    let x = create(&a_dyn, key("fr", "ns", "x"), "v").await;
+    assert!(b.current_revision() < x.mod_revision);
+    let got = list_all(&b_dyn, &Prefix::cluster("fr"), Some(x.mod_revision)).await;
+    assert_eq!(got, vec![x.clone()]);
+    assert_eq!(b.current_revision(), x.mod_revision);
+    let mut scan = b
+        .scan(&Prefix::cluster("fr"), Some(x.mod_revision), 10)
+        .await
+        .unwrap();
+    assert_eq!(scan.next_page().await.unwrap(), Some(vec![x.clone()]));
+    let e = b
+        .list(
+            &Prefix::cluster("fr"),
+            &ListOptions {
+                at_revision: Some(x.mod_revision + 100),
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::FutureRevision { .. }), "{e:?}");
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}

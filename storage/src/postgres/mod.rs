@@ -396,6 +396,17 @@ impl PostgresStorage {
         compaction::round(&self.shared, window).await
     }
 
+    /// A read at a revision this store has not published yet (one another replica wrote
+    /// and a client brought here, e.g. in a continue token) first catches up with the
+    /// database; a revision beyond the database's still fails with `FutureRevision`.
+    async fn reach(&self, at: Option<Revision>) {
+        if at.is_some_and(|r| r > self.shared.current_revision()) {
+            if let Err(e) = tail::catch_up(&self.shared).await {
+                tracing::debug!(error = %e, "postgres storage: catching up for a read failed");
+            }
+        }
+    }
+
     fn sender(&self) -> Result<mpsc::UnboundedSender<Request>> {
         if self.shared.closing.load(Ordering::Acquire) {
             return Err(Error::ShuttingDown);
@@ -467,6 +478,7 @@ impl Storage for PostgresStorage {
         opts: &ListOptions,
         filter: Option<Filter<'_>>,
     ) -> Result<ListResult> {
+        self.reach(opts.at_revision).await;
         read::list(&self.shared, prefix, opts, filter).await
     }
 
@@ -542,6 +554,7 @@ impl Storage for PostgresStorage {
         at: Option<Revision>,
         page_size: usize,
     ) -> Result<Box<dyn RangeScan>> {
+        self.reach(at).await;
         let rev = self.shared.read_revision(at)?;
         Ok(Box::new(PgScan {
             shared: self.shared.clone(),

@@ -114,6 +114,40 @@ async fn read_up(shared: &Shared) -> Result<()> {
     }
 }
 
+/// Publishes the revisions up to `upto` that this process has not published, read with
+/// `client` in READ COMMITTED statements: the writer's own connection right after its
+/// commit, where `upto` is the revision its group started from (committed before the
+/// group took the counter's lock, so every row up to it is visible). Usually one
+/// statement: the writes other processes committed since this one last published. Fails
+/// without publishing anything further when the rows are gone (the position fell below
+/// the compaction point; [`catch_up`] resyncs).
+pub(crate) async fn catch_up_to(
+    shared: &Shared,
+    client: &impl GenericClient,
+    upto: Revision,
+) -> Result<()> {
+    loop {
+        let pos = shared.current_revision();
+        if pos >= upto {
+            return Ok(());
+        }
+        let compacted = shared.compacted_revision();
+        if pos < compacted {
+            return Err(Error::Compacted {
+                requested: pos,
+                compacted,
+            });
+        }
+        let page = read::read_log(client, &all(), pos, upto, TAIL_PAGE).await?;
+        if page.through <= pos {
+            return Err(Error::Corrupt(format!(
+                "the log holds nothing after revision {pos}, below {upto}"
+            )));
+        }
+        publish::publish(shared, page.events, pos, page.through)?;
+    }
+}
+
 /// The counter and the compaction point.
 async fn meta(client: &impl GenericClient) -> Result<(Revision, Revision)> {
     let stmt = client
@@ -132,7 +166,9 @@ pub(crate) async fn run(
     wake: Arc<Notify>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(1)));
+    // The store opened at the database's revision: the first look is one interval later.
+    let interval = interval.max(Duration::from_millis(1));
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
     loop {

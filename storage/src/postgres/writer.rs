@@ -199,10 +199,24 @@ async fn lock_revision(shared: &Shared, tx: &Transaction<'_>) -> Result<Revision
     Ok(base)
 }
 
-/// Publishes a committed group (revisions `(base, last]`): first whatever the database
-/// committed up to `base` that this process has not published (from the log), then the
-/// group, through the one publish path. A failure here loses nothing: the writes are
-/// committed and the tailer publishes them from the log.
+/// After a commit on `client`: publishes what the database committed up to `base` (the
+/// revision the group started from) that this process has not published yet, usually
+/// other processes' writes since its last publish, in one statement on the same
+/// connection. Best effort: [`publish_group`] falls back to the tailer's catch-up.
+async fn catch_up_before(shared: &Shared, client: &deadpool_postgres::Object, base: Revision) {
+    if shared.current_revision() >= base {
+        return;
+    }
+    if let Err(e) = tail::catch_up_to(shared, client, base).await {
+        tracing::debug!(error = %e, "postgres storage: reading the log before a group failed");
+    }
+}
+
+/// Publishes a committed group (revisions `(base, last]`) through the one publish path,
+/// after whatever the database committed up to `base` that this process has not published
+/// (normally done by [`catch_up_before`]; here the tailer's catch-up, which also resyncs).
+/// A failure here loses nothing: the writes are committed and the tailer publishes them
+/// from the log.
 async fn publish_group(shared: &Shared, base: Revision, events: Vec<Event>, last: Revision) {
     if shared.current_revision() < base {
         if let Err(e) = tail::catch_up(shared).await {
@@ -303,6 +317,7 @@ async fn apply_group(
     }
     write_changes(&tx, &changes, &state, rev).await?;
     tx.commit().await.map_err(pg_err)?;
+    catch_up_before(shared, &client, base).await;
     Ok((results, base, changes.events))
 }
 
@@ -513,6 +528,7 @@ pub(crate) async fn delete_batch(
         finish(&tx, rev)
     )?;
     tx.commit().await.map_err(pg_err)?;
+    catch_up_before(shared, &client, base).await;
     let n = changes.events.len() as u64;
     publish_group(shared, base, changes.events, rev).await;
     shared.stats.groups.fetch_add(1, Ordering::Relaxed);
