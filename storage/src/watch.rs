@@ -366,7 +366,8 @@ impl Hub {
     }
 
     /// Dispatches one committed write group (events in revision order; `last_rev` is the
-    /// group's last revision). Called by the backend's writer only, after the group is
+    /// group's last revision). Called by the backend's publishing path only (sled: its
+    /// writer; PostgreSQL: its writer and log tailer under one lock), after the group is
     /// durable, one group at a time and in revision order.
     pub fn publish(&self, events: Vec<Event>, last_rev: Revision) {
         let mut reg = lock(&self.registry);

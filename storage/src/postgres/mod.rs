@@ -196,7 +196,8 @@ pub(crate) struct Sizes {
 /// State shared by the handle, the writer and compactor tasks, scans and the event log.
 pub(crate) struct Shared {
     pub(crate) pool: Pool,
-    /// Latest revision this process knows committed (and has published).
+    /// The position: every revision up to it is published (to the hub and the cache).
+    /// Written only by [`publish`], under its lock.
     pub(crate) current: AtomicU64,
     pub(crate) compacted: AtomicU64,
     pub(crate) closing: AtomicBool,

@@ -23,8 +23,8 @@ use super::{pg_err, publish, Shared};
 use crate::event_log::{EventLog, EventPage};
 use crate::range::RangeScan;
 use crate::{
-    Error, Event, EventType, Filter, Key, KeyValue, ListOptions, ListResult, Prefix, Result,
-    Revision,
+    Clusters, Error, Event, EventType, Filter, Key, KeyValue, ListOptions, ListResult, Prefix,
+    Result, Revision,
 };
 
 /// Rows a list reads per statement when it has no limit (or a larger one).
@@ -260,10 +260,19 @@ pub(crate) async fn read_log(
             through: upto,
         });
     }
+    // Every row matches an unrestricted prefix (the tailer's): no more rows than events.
+    let everything = matches!(prefix.cluster, Clusters::All)
+        && prefix.resource.is_none()
+        && prefix.namespace.is_none();
+    let examine = if everything {
+        LOG_EXAMINE.min(i64::try_from(max_events.max(1)).unwrap_or(i64::MAX))
+    } else {
+        LOG_EXAMINE
+    };
     let mut p = Params::default();
     let a = p.add(from_rev(after)?);
     let u = p.add(from_rev(upto)?);
-    let lim = p.add(LOG_EXAMINE);
+    let lim = p.add(examine);
     let cond = prefix_cond(&mut p, "l", prefix);
     // Values of rows outside the prefix are not sent.
     let sql = format!(
@@ -302,7 +311,7 @@ pub(crate) async fn read_log(
             return Ok(EventPage { events, through });
         }
     }
-    if i64::try_from(examined).unwrap_or(i64::MAX) < LOG_EXAMINE {
+    if i64::try_from(examined).unwrap_or(i64::MAX) < examine {
         through = upto;
     }
     Ok(EventPage { events, through })
