@@ -762,11 +762,12 @@ async fn postgres_tailer_survives_without_listen() {
     for i in 0..10 {
         written.push(create(&a_dyn, key("ls", "ns", &format!("before{i}")), "v").await);
     }
-    // Kill every LISTEN connection (those of `a` and `b`).
+    // Kill every LISTEN connection (those of `a` and `b`), once both are open.
     let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
     let task = tokio::spawn(conn);
+    listen_connections(&client, 2).await;
     let killed: i64 = client
         .query_one(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
@@ -786,6 +787,16 @@ async fn postgres_tailer_survives_without_listen() {
         }
     }
     // The LISTEN connections come back.
+    listen_connections(&client, 2).await;
+    drop(client);
+    let _ = task.await;
+    for s in [a, b, polling] {
+        s.shutdown().await.unwrap();
+    }
+}
+
+/// Waits until `want` LISTEN connections of kplane are open (a hang guard).
+async fn listen_connections(client: &tokio_postgres::Client, want: i64) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
         let n: i64 = client
@@ -796,19 +807,14 @@ async fn postgres_tailer_survives_without_listen() {
             .await
             .unwrap()
             .get(0);
-        if n == 2 {
-            break;
+        if n == want {
+            return;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
             "{n} LISTEN connections"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    drop(client);
-    let _ = task.await;
-    for s in [a, b, polling] {
-        s.shutdown().await.unwrap();
     }
 }
 
