@@ -657,6 +657,8 @@ async fn postgres_get_cache_is_exact_across_stores() {
         let f = s.cache_figures();
         assert!(f.bytes <= 12 * 1024, "{f:?}");
         assert!(f.hits > 0 && f.misses > 0, "{f:?}");
+        let st = s.stats();
+        assert!(st.get_cache_hits >= f.hits && st.get_cache_misses >= f.misses);
     }
     // Deletes reach the other store's cache too.
     let k = key("cache", "ns", "w0-0");

@@ -587,6 +587,7 @@ impl Storage for PostgresStorage {
         let c = &self.shared.stats;
         let s = &self.shared.sizes;
         let log = s.log_disk.load(Ordering::Relaxed);
+        let cache = self.cache_figures();
         StorageStats {
             commit_groups: c.groups.load(Ordering::Relaxed),
             committed_writes: c.writes.load(Ordering::Relaxed),
@@ -596,6 +597,8 @@ impl Storage for PostgresStorage {
             disk_bytes: s.latest_disk.load(Ordering::Relaxed) + log,
             log_disk_bytes: log,
             history_rows: s.history_rows.load(Ordering::Relaxed),
+            get_cache_hits: cache.hits,
+            get_cache_misses: cache.misses,
             compaction_backlog: self
                 .shared
                 .compaction
