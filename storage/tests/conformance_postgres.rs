@@ -938,6 +938,35 @@ async fn postgres_read_at_another_stores_revision_catches_up() {
         .await
         .unwrap_err();
     assert!(matches!(e, Error::FutureRevision { .. }), "{e:?}");
+    // A watch resumed on `b` from a revision `b` has not reached (the last one a client
+    // saw through `a`) waits for it, then continues without a gap or a repeat.
+    let writes: Vec<_> = (0..5)
+        .map(|i| {
+            conformance::bw(
+                key("fr", "ns", &format!("w{i}")),
+                false,
+                Precondition::MustNotExist,
+                "v",
+            )
+        })
+        .collect();
+    let written: Vec<_> = a
+        .write_batch(writes)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert!(b.current_revision() < written[0].mod_revision);
+    let mut rx = b
+        .watch(&Prefix::cluster("fr"), written[2].mod_revision, None)
+        .await
+        .unwrap();
+    conformance::assert_quiet(&mut rx).await;
+    b.catch_up().await.unwrap();
+    for want in &written[3..] {
+        assert_eq!(&conformance::next_event(&mut rx).await.kv, want);
+    }
+    conformance::assert_quiet(&mut rx).await;
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
