@@ -207,6 +207,8 @@ pub(crate) async fn listen(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut backoff = Duration::from_millis(100);
+    // Whether the current outage was reported (once, not at every attempt).
+    let mut reported = false;
     loop {
         if *stop.borrow() {
             return;
@@ -216,8 +218,14 @@ pub(crate) async fn listen(
             Err((connected, e)) => {
                 if connected {
                     backoff = Duration::from_millis(100);
+                    reported = false;
                 }
-                tracing::debug!(error = %e, "postgres storage: the LISTEN connection ended; reconnecting");
+                if reported {
+                    tracing::debug!(error = %e, "postgres storage: the LISTEN connection failed; reconnecting");
+                } else {
+                    reported = true;
+                    tracing::warn!(error = %e, "postgres storage: the LISTEN connection failed; other replicas' writes arrive within the tail interval until it is back");
+                }
             }
         }
         wake.notify_one();
