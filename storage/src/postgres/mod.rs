@@ -11,6 +11,7 @@
 //! for other processes' writes is documented as the next step.
 
 mod compaction;
+mod lease;
 mod read;
 mod schema;
 mod sql;
@@ -225,6 +226,7 @@ pub struct PostgresStorage {
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
     stop_compactor: tokio::sync::watch::Sender<bool>,
     event_log: Arc<dyn EventLog>,
+    lease: lease::Lease,
 }
 
 impl PostgresStorage {
@@ -278,6 +280,7 @@ impl PostgresStorage {
             writer: Mutex::new(Some(writer)),
             stop_compactor,
             event_log,
+            lease: lease::Lease::new(),
         }))
     }
 
@@ -493,8 +496,13 @@ impl Storage for PostgresStorage {
         }
     }
 
+    fn leadership(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.lease.subscribe(&self.shared)
+    }
+
     async fn shutdown(&self) -> Result<()> {
         self.shared.closing.store(true, Ordering::Release);
+        self.lease.stop();
         let sender = self
             .requests
             .lock()
