@@ -9,9 +9,12 @@
 //! (`SELECT 1`, answered within [`CHECK_TIMEOUT`]); when the check fails it reports the
 //! loss, drops the connection (which ends the session, and with it the lock, if the server
 //! still had it) and campaigns again on a new one. So a holder that lost its session
-//! stops believing it leads within `CHECK_EVERY + CHECK_TIMEOUT`; the work it guards must
-//! stay correct if two processes overlap that briefly (the registry's controllers write
-//! with optimistic concurrency, each write atomic).
+//! stops believing it leads within `CHECK_EVERY + CHECK_TIMEOUT`. A process that is granted
+//! the lock therefore waits that long ([`TAKEOVER_GRACE`], checking its own session
+//! meanwhile) before it reports leadership: by then a predecessor that lost its session
+//! without knowing has stopped, and the two do not overlap (unless the predecessor's
+//! process stalls for longer than that; the registry's controllers stay correct even
+//! then: every write is atomic and carries the resourceVersion it read).
 //!
 //! The campaign starts on the first [`Lease::subscribe`] (a store used without
 //! controllers never opens the extra connection) and ends when the store shuts down.
@@ -37,7 +40,12 @@ pub(crate) const RETRY_EVERY: Duration = Duration::from_secs(1);
 pub(crate) const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// How long the holder's check may take before it counts as a lost session.
-pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long a process granted the lock waits before it reports leadership: the longest a
+/// predecessor that lost its session may still believe it leads.
+pub(crate) const TAKEOVER_GRACE: Duration =
+    Duration::from_secs(CHECK_EVERY.as_secs() + CHECK_TIMEOUT.as_secs());
 
 /// The process's campaign for the lock: started on first use, stopped with the store.
 #[derive(Debug)]
@@ -130,22 +138,29 @@ async fn hold_once(shared: &Shared, leader: &watch::Sender<bool>) {
         }
         tokio::time::sleep(RETRY_EVERY).await;
     }
-    leader.send_replace(true);
-    tracing::info!("became the leader (PostgreSQL advisory lock {LEASE_KEY:#x}); controllers run here");
+    let granted = tokio::time::Instant::now();
+    let mut leading = false;
     loop {
+        if !leading && granted.elapsed() >= TAKEOVER_GRACE {
+            leading = true;
+            leader.send_replace(true);
+            tracing::info!("became the leader (PostgreSQL advisory lock {LEASE_KEY:#x})");
+        }
         tokio::time::sleep(CHECK_EVERY).await;
         let alive = tokio::time::timeout(CHECK_TIMEOUT, client.simple_query("SELECT 1")).await;
         match alive {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                tracing::warn!(error = %e, "lost the leader's database session; controllers stop");
+                tracing::warn!(error = %e, "lost the lock's database session; no longer the leader");
                 break;
             }
             Err(_) => {
-                tracing::warn!("the leader's database session did not answer; controllers stop");
+                tracing::warn!("the lock's database session did not answer; no longer the leader");
                 break;
             }
         }
     }
-    leader.send_replace(false);
+    if leading {
+        leader.send_replace(false);
+    }
 }
