@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use kplane_storage::{
     BatchWrite, Encoder, Filter, Key, KeyValue, ListOptions, ListResult, Precondition, Prefix,
-    RangeScan, Result, Revision, SledStorage, SledStorageOptions, Storage, StorageStats,
-    Tombstone, WatchReceiver,
+    RangeScan, Result, Revision, SledStorage, SledStorageOptions, Storage, StorageStats, Tombstone,
+    WatchReceiver,
 };
 use kplane_types::{ClusterName, ClusterScope, RequestInfo, UserInfo, Verb};
 use serde_json::{json, Value};
@@ -94,22 +94,27 @@ impl Storage for Leased {
     }
 }
 
-/// One replica: its registry, its running controllers, the switch of its leadership.
+/// One replica: its registry, its running controllers, the switch of its leadership (when
+/// the test gives it; otherwise the store elects).
 struct Replica {
     reg: Arc<Registry>,
     lead: watch::Sender<bool>,
-    _controllers: Controllers,
+    controllers: Option<Controllers>,
     _shutdown: watch::Sender<bool>,
 }
 
 impl Replica {
-    /// A replica over `store`, leading when `leader`, started as the server starts one.
-    async fn start(store: Arc<dyn Storage>, leader: bool) -> Replica {
-        let (lead, rx) = watch::channel(leader);
-        let storage: Arc<dyn Storage> = Arc::new(Leased {
-            inner: store,
-            leader: rx,
-        });
+    /// A replica over `store`, leading when `leader` (`None`: as the store elects), started
+    /// as the server starts one.
+    async fn start(store: Arc<dyn Storage>, leader: Option<bool>) -> Replica {
+        let (lead, rx) = watch::channel(leader.unwrap_or(false));
+        let storage: Arc<dyn Storage> = match leader {
+            Some(_) => Arc::new(Leased {
+                inner: store,
+                leader: rx,
+            }),
+            None => store,
+        };
         let (tx, shutdown) = watch::channel(false);
         let (reg, queue) = Registry::new(
             storage,
@@ -124,7 +129,7 @@ impl Replica {
         Replica {
             reg,
             lead,
-            _controllers: controllers,
+            controllers: Some(controllers),
             _shutdown: tx,
         }
     }
@@ -225,9 +230,12 @@ async fn create_namespace_with_content(reg: &Registry, ns: &str) {
 /// a Workspace created through B), an RBAC grant, a namespace deletion (emptied and
 /// removed by the leader, Terminating meanwhile), a Workspace deletion (its cluster is
 /// gone on B too). The follower never queues controller work.
-async fn what_one_replica_writes_the_other_serves(a_store: Arc<dyn Storage>, b_store: Arc<dyn Storage>) {
-    let a = Replica::start(a_store, true).await;
-    let b = Replica::start(b_store, false).await;
+async fn what_one_replica_writes_the_other_serves(
+    a_store: Arc<dyn Storage>,
+    b_store: Arc<dyn Storage>,
+) {
+    let a = Replica::start(a_store, Some(true)).await;
+    let b = Replica::start(b_store, Some(false)).await;
     until("A leads, B follows", || async {
         a.reg.is_leader() && !b.reg.is_leader()
     })
@@ -236,7 +244,12 @@ async fn what_one_replica_writes_the_other_serves(a_store: Arc<dyn Storage>, b_s
 
     // A CRD created through A: B serves its resources (B's catalog was loaded before).
     assert!(widgets(&b.reg, "root").await.is_none());
-    let crds = target(&a.reg, "apiextensions.k8s.io", "customresourcedefinitions", None);
+    let crds = target(
+        &a.reg,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        None,
+    );
     a.reg.create(&crds, widget_crd(), &w).await.unwrap();
     until("B serves the widgets", || async {
         widgets(&b.reg, "root").await.is_some()
@@ -246,9 +259,13 @@ async fn what_one_replica_writes_the_other_serves(a_store: Arc<dyn Storage>, b_s
     let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
                         "metadata": {"name": "w1"}, "spec": {"size": 3}});
     b.reg.create(&wt, widget, &w).await.unwrap();
-    let got: Value =
-        serde_json::from_slice(&a.reg.get(&widgets(&a.reg, "root").await.unwrap(), "w1").await.unwrap())
-            .unwrap();
+    let got: Value = serde_json::from_slice(
+        &a.reg
+            .get(&widgets(&a.reg, "root").await.unwrap(), "w1")
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(got["spec"]["size"], 3);
 
     // A Workspace created through the follower: the leader's controller makes its cluster,
@@ -265,7 +282,10 @@ async fn what_one_replica_writes_the_other_serves(a_store: Arc<dyn Storage>, b_s
                 .is_ok()
     })
     .await;
-    let team_cms = in_cluster(target(&b.reg, "", "configmaps", Some("default")), "root:team");
+    let team_cms = in_cluster(
+        target(&b.reg, "", "configmaps", Some("default")),
+        "root:team",
+    );
     b.reg
         .create(&team_cms, json!({"metadata": {"name": "c"}}), &w)
         .await
@@ -279,14 +299,24 @@ async fn what_one_replica_writes_the_other_serves(a_store: Arc<dyn Storage>, b_s
         Verdict::NoOpinion(_)
     ));
     let roles = in_cluster(
-        target(&a.reg, "rbac.authorization.k8s.io", "roles", Some("default")),
+        target(
+            &a.reg,
+            "rbac.authorization.k8s.io",
+            "roles",
+            Some("default"),
+        ),
         "root:team",
     );
     let role = json!({"metadata": {"name": "reader"},
         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]});
     a.reg.create(&roles, role, &w).await.unwrap();
     let bindings = in_cluster(
-        target(&a.reg, "rbac.authorization.k8s.io", "rolebindings", Some("default")),
+        target(
+            &a.reg,
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            Some("default"),
+        ),
         "root:team",
     );
     let binding = json!({"metadata": {"name": "alice-reads"},
@@ -328,7 +358,8 @@ async fn what_one_replica_writes_the_other_serves(a_store: Arc<dyn Storage>, b_s
     })
     .await;
     assert!(!b.reg.is_terminating(&name("root:team")));
-    assert!(a.reg
+    assert!(a
+        .reg
         .check_cluster(&ClusterScope::One(name("root:team")))
         .is_err());
 }
@@ -349,8 +380,8 @@ async fn the_controllers_move_with_the_leadership() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Storage> =
         SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-    let a = Replica::start(store.clone(), true).await;
-    let b = Replica::start(store.clone(), false).await;
+    let a = Replica::start(store.clone(), Some(true)).await;
+    let b = Replica::start(store.clone(), Some(false)).await;
     until("A leads, B follows", || async {
         a.reg.is_leader() && !b.reg.is_leader()
     })
@@ -361,12 +392,18 @@ async fn the_controllers_move_with_the_leadership() {
     // Deleted through B: A does the work.
     create_namespace_with_content(&b.reg, "one").await;
     b.reg.delete(&nst, "one", &del).await.unwrap();
-    until("A removed one", || async { !exists(&a.reg, &nst, "one").await }).await;
+    until("A removed one", || async {
+        !exists(&a.reg, &nst, "one").await
+    })
+    .await;
     assert_eq!(b.reg.queued_work(), 0);
 
     // Nobody leads: a deletion waits (nothing is queued anywhere).
     a.lead.send_replace(false);
-    until("nobody leads", || async { !a.reg.is_leader() && !b.reg.is_leader() }).await;
+    until("nobody leads", || async {
+        !a.reg.is_leader() && !b.reg.is_leader()
+    })
+    .await;
     create_namespace_with_content(&a.reg, "two").await;
     a.reg.delete(&nst, "two", &del).await.unwrap();
     assert_eq!(a.reg.queued_work(), 0);
@@ -375,12 +412,90 @@ async fn the_controllers_move_with_the_leadership() {
 
     // B takes over: it finds the pending deletion, and does the next one made through A.
     b.lead.send_replace(true);
-    until("B removed two", || async { !exists(&b.reg, &nst, "two").await }).await;
+    until("B removed two", || async {
+        !exists(&b.reg, &nst, "two").await
+    })
+    .await;
     assert!(b.reg.is_leader() && !a.reg.is_leader());
     create_namespace_with_content(&a.reg, "three").await;
     a.reg.delete(&nst, "three", &del).await.unwrap();
-    until("B removed three", || async { !exists(&b.reg, &nst, "three").await }).await;
+    until("B removed three", || async {
+        !exists(&b.reg, &nst, "three").await
+    })
+    .await;
     assert_eq!(a.reg.queued_work(), 0);
     drop((a, b));
     store.shutdown().await.unwrap();
+}
+
+/// A throwaway PostgreSQL server (PostgreSQL must be installed: `.ci/run` installs it).
+fn pg() -> kplane_storage::testing::postgres::PgServer {
+    use kplane_storage::testing::postgres::PgServer;
+    assert!(
+        PgServer::available(),
+        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
+    );
+    PgServer::start()
+}
+
+async fn pg_store(url: &str) -> Arc<dyn Storage> {
+    kplane_storage::PostgresStorage::open(url, Default::default())
+        .await
+        .unwrap()
+}
+
+/// The same across two PostgreSQL stores on one database: B sees A's writes only through
+/// its log tailer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_what_one_replica_writes_the_other_serves() {
+    let server = pg();
+    let url = server.create_database();
+    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
+    what_one_replica_writes_the_other_serves(a.clone(), b.clone()).await;
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// Two replicas on PostgreSQL with the store's own election: one leads and does the work
+/// of deletions made through the other; when the leader's store shuts down, the other
+/// takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_other_replica_takes_over() {
+    let server = pg();
+    let url = server.create_database();
+    let stores = [pg_store(&url).await, pg_store(&url).await];
+    let mut replicas = [
+        Replica::start(stores[0].clone(), None).await,
+        Replica::start(stores[1].clone(), None).await,
+    ];
+    let mut leader = 0;
+    until("one replica leads", || async {
+        replicas.iter().filter(|r| r.reg.is_leader()).count() == 1
+    })
+    .await;
+    if replicas[1].reg.is_leader() {
+        leader = 1;
+    }
+    let follower = 1 - leader;
+    let nst = target(&replicas[0].reg, "", "namespaces", None);
+    let del = DeleteParams::default();
+    let fr = replicas[follower].reg.clone();
+    create_namespace_with_content(&fr, "one").await;
+    fr.delete(&nst, "one", &del).await.unwrap();
+    until("the leader removed one", || async {
+        !exists(&fr, &nst, "one").await
+    })
+    .await;
+
+    // The leader goes away (its controllers stop, its store closes its lock's session).
+    replicas[leader].controllers.take();
+    stores[leader].shutdown().await.unwrap();
+    until("the other replica leads", || async { fr.is_leader() }).await;
+    create_namespace_with_content(&fr, "two").await;
+    fr.delete(&nst, "two", &del).await.unwrap();
+    until("the new leader removed two", || async {
+        !exists(&fr, &nst, "two").await
+    })
+    .await;
+    stores[follower].shutdown().await.unwrap();
 }
