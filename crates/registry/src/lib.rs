@@ -22,6 +22,7 @@ pub mod controllers;
 pub mod crd;
 mod crd_form;
 pub mod custom;
+mod derived;
 pub mod error;
 pub mod events;
 pub mod field_labels;
@@ -51,6 +52,8 @@ mod watch;
 pub mod wildcard;
 mod write;
 
+#[cfg(test)]
+mod replica_tests;
 #[cfg(test)]
 mod size_tests;
 #[cfg(any(test, feature = "testing"))]

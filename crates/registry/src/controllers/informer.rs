@@ -1,10 +1,11 @@
 //! One shared, informer-like view of the whole store: a scan of every logical cluster
 //! followed by one wildcard storage watch, fanned out to every registered
-//! [`InformerHandler`]. The garbage collector's graph and the root-CA publisher are
-//! handlers; the RBAC cache (next) will be another. The process therefore holds one
-//! wildcard watch and does one start-up scan, however many controllers follow the store.
-//! (Catalogs are not a handler: the CRD write path rebuilds them synchronously, before it
-//! answers.)
+//! [`InformerHandler`]. Two run (`controllers::start`): the derived-state informer on
+//! every replica (`crate::derived`: catalogs, cluster existence, RBAC and SyncTarget
+//! caches, ...) and, on the leader only, the controllers' (the garbage collector's graph,
+//! the root-CA publisher, ...). Each holds one wildcard watch and does one scan per pass,
+//! however many handlers follow the store. (The CRD write path also rebuilds its
+//! cluster's catalog synchronously, before it answers, for read-your-writes.)
 //!
 //! A pass reads the current revision `R`, tells every handler a resync begins
 //! ([`InformerHandler::on_resync`]), replays every stored object as of `R` (`SCAN_PAGE`
