@@ -11,6 +11,7 @@
 //! for other processes' writes is documented as the next step.
 
 mod compaction;
+mod pki;
 mod read;
 mod schema;
 mod sql;
