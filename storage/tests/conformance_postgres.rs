@@ -305,7 +305,18 @@ async fn postgres_survives_a_database_restart() {
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Timeout(_)), "{e:?}");
-    let e = s.get(&a.key).await.unwrap_err();
+    // A key the cache does not hold is read from the database: it fails.
+    let e = s.get(&key("rs", "ns", "never-read")).await.unwrap_err();
+    assert!(matches!(e, Error::Timeout(_)), "{e:?}");
+    // A cached key is served only while the log tailer confirms it follows the database:
+    // once it cannot (within about a second), GETs read the database and fail too.
+    let e = loop {
+        match s.get(&a.key).await {
+            Ok(v) => assert_eq!(v, Some(a.clone()), "the cache served a wrong value"),
+            Err(e) => break e,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert!(matches!(e, Error::Timeout(_)), "{e:?}");
     pg.restart();
     // The pool replaces the broken connections.
