@@ -68,7 +68,7 @@ impl BackupMetrics {
 }
 
 /// Runs backup rounds every `config.interval` (the first one interval after start-up)
-/// until `shutdown` turns true.
+/// until `shutdown` turns true, while this replica leads (`Registry::is_leader`).
 pub async fn run(
     registry: Arc<Registry>,
     config: BackupConfig,
@@ -82,6 +82,10 @@ pub async fn run(
         tokio::select! {
             _ = ticks.tick() => {}
             _ = shutdown.wait_for(|s| *s) => return,
+        }
+        if !registry.is_leader() {
+            // Another replica on the same store takes the backups.
+            continue;
         }
         tokio::select! {
             () = round(&registry, &config, &metrics) => {}

@@ -312,6 +312,17 @@ pub trait Storage: Send + Sync + 'static {
         StorageStats::default()
     }
 
+    /// Leadership among the processes that share this store, for the work only one of them
+    /// may do at a time (the registry's writing controllers): `true` while this process
+    /// holds it. The receiver changes when leadership is gained or lost; once its sender
+    /// is gone it never changes again. The default, for backends only one process can
+    /// open (sled), is always `true`. PostgreSQL holds a session advisory lock on a
+    /// dedicated connection (`postgres/lease.rs`): lost when that connection drops, so the
+    /// lock of a killed process is free at once.
+    fn leadership(&self) -> tokio::sync::watch::Receiver<bool> {
+        tokio::sync::watch::channel(true).1
+    }
+
     /// Flushes everything to disk and stops accepting writes; live watches receive
     /// [`WatchEvent::Closed`] with [`CloseReason::ShuttingDown`].
     async fn shutdown(&self) -> Result<()>;

@@ -435,6 +435,11 @@ async fn metrics_endpoint(state: &AppState) -> Response {
                 state.registry.rbac_cache().non_empty() as f64,
             ),
             (
+                "kplane_leader".into(),
+                "1 while this replica runs the writing controllers (the leader the store elects; always 1 on sled), else 0.".into(),
+                if state.registry.is_leader() { 1.0 } else { 0.0 },
+            ),
+            (
             "kplane_lifecycle_queue_depth".into(),
             "Background work items (namespace emptying, CRD cleanup, garbage collection) queued or running; retries waiting for their delay are not counted.".into(),
             state.registry.queued_work() as f64,

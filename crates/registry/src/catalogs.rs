@@ -30,6 +30,8 @@ pub struct Catalogs {
     pub(super) crd_write: tokio::sync::Mutex<()>,
     /// The catalogs of `/clusters/*` and of subtrees, dropped when any cluster's CRDs change.
     pub(crate) multi: crate::wildcard::MultiCatalogs,
+    /// Bumped by every [`Catalogs::forget`]: a lazy load that raced with one is not kept.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Catalogs {
@@ -40,6 +42,7 @@ impl Catalogs {
             by_fingerprint: Mutex::new(HashMap::new()),
             crd_write: tokio::sync::Mutex::new(()),
             multi: Default::default(),
+            generation: Default::default(),
         }
     }
 
@@ -63,6 +66,8 @@ impl Catalogs {
     /// Forgets a deleted cluster's catalog (the next use loads it again).
     pub(crate) fn forget(&self, cluster: &ClusterName) {
         if let Ok(mut m) = self.by_cluster.write() {
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             m.remove(cluster);
         }
         self.multi.invalidate();
@@ -72,6 +77,27 @@ impl Catalogs {
         if let Ok(mut m) = self.by_cluster.write() {
             m.insert(cluster.clone(), c);
         }
+    }
+
+    /// Stores a lazily loaded catalog unless a [`Catalogs::forget`] happened since
+    /// `generation` (it may have been read before the change that caused it).
+    fn store_loaded(&self, cluster: &ClusterName, c: Arc<Catalog>, generation: u64) {
+        if let Ok(mut m) = self.by_cluster.write() {
+            if self.generation.load(std::sync::atomic::Ordering::Acquire) == generation {
+                m.insert(cluster.clone(), c);
+            }
+        }
+    }
+
+    /// Drops every cached catalog (the derived-state informer resyncs: changes may have
+    /// been missed). Each loads again on its next use.
+    pub(crate) fn forget_all(&self) {
+        if let Ok(mut m) = self.by_cluster.write() {
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            m.clear();
+        }
+        self.multi.invalidate();
     }
 
     /// The shared catalog for this content, building it at most once while it is alive.
@@ -122,8 +148,12 @@ impl Registry {
         if let Some(c) = self.catalogs.cached(cluster) {
             return Ok(c);
         }
+        let generation = self
+            .catalogs
+            .generation
+            .load(std::sync::atomic::Ordering::Acquire);
         let c = self.load_catalog(cluster).await?;
-        self.catalogs.store(cluster, c.clone());
+        self.catalogs.store_loaded(cluster, c.clone(), generation);
         Ok(c)
     }
 

@@ -22,6 +22,7 @@ pub mod controllers;
 pub mod crd;
 mod crd_form;
 pub mod custom;
+mod derived;
 pub mod error;
 pub mod events;
 pub mod field_labels;

@@ -13,6 +13,7 @@
 
 mod cache;
 mod compaction;
+mod lease;
 mod pki;
 mod publish;
 mod read;
@@ -276,6 +277,7 @@ pub struct PostgresStorage {
     /// Stops the compactor, the log tailer and its LISTEN connection.
     stop_tasks: tokio::sync::watch::Sender<bool>,
     event_log: Arc<dyn EventLog>,
+    lease: lease::Lease,
 }
 
 impl PostgresStorage {
@@ -352,6 +354,7 @@ impl PostgresStorage {
             writer: Mutex::new(Some(writer)),
             stop_tasks,
             event_log,
+            lease: lease::Lease::new(),
         }))
     }
 
@@ -586,8 +589,13 @@ impl Storage for PostgresStorage {
         }
     }
 
+    fn leadership(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.lease.subscribe(&self.shared)
+    }
+
     async fn shutdown(&self) -> Result<()> {
         self.shared.closing.store(true, Ordering::Release);
+        self.lease.stop();
         let sender = self
             .requests
             .lock()

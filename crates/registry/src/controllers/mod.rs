@@ -46,6 +46,7 @@ pub mod gc;
 mod gc_events;
 pub mod informer;
 pub mod job_ttl;
+pub mod leader;
 mod namespace;
 pub mod ns_conditions;
 mod ns_purge;
@@ -153,6 +154,10 @@ pub(crate) struct Shared {
     /// SyncTargets that went without being drained, with their last state, until their
     /// objects are released (`sync_target`).
     pub(crate) gone_targets: Mutex<std::collections::HashMap<(ClusterName, String), Value>>,
+    /// Whether this process runs the controllers now ([`leader`]): true until [`start`]
+    /// learns otherwise from the store. While false, nothing is queued (the leader finds
+    /// the work from the storage events).
+    leader: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -167,6 +172,7 @@ impl Shared {
             deletions: tokio::sync::Semaphore::new(pool::WORKSPACE_DELETIONS),
             timers: timers::Timers::default(),
             gone_targets: Mutex::default(),
+            leader: std::sync::atomic::AtomicBool::new(true),
         };
         (shared, rx)
     }
@@ -181,8 +187,13 @@ impl Shared {
 
 impl Registry {
     /// Queues `w` unless it is queued already (then it runs once, seeing the latest state).
+    /// Not on a replica that is not the leader: there nothing runs the queue, and the
+    /// leader's informer finds the same work from the write's storage event.
     pub(crate) fn enqueue(&self, w: Work) {
         let c = &self.controllers;
+        if !c.leader.load(Ordering::Acquire) {
+            return;
+        }
         let mut waiting = c.waiting();
         if waiting.queued.contains(&w) {
             return;
@@ -298,6 +309,12 @@ impl Registry {
 /// items go to their own bounded concurrent pool ([`pool`]), run in this same task; every
 /// other item runs here, one at a time.
 pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Work>) {
+    run_worker_on(registry, &mut queue).await;
+}
+
+/// [`run_worker`] over a borrowed queue (the leader's worker: a new one takes the queue
+/// over when this process leads again).
+async fn run_worker_on(registry: Arc<Registry>, queue: &mut UnboundedReceiver<Work>) {
     let (to_pool, pool_items) = tokio::sync::mpsc::unbounded_channel();
     let workspaces = pool::run_pool(registry.clone(), pool_items);
     let others = async move {
@@ -382,38 +399,66 @@ impl Drop for Controllers {
     }
 }
 
-/// Starts the controllers over `registry`: the worker of its queue (`queue`, from
-/// [`Registry::new`]), the shared informer feeding the garbage collector, the root-CA
-/// publisher, the RBAC and SyncTarget caches, the sync endpoint's reference index, the
-/// ClusterRole aggregation controller, the SyncTarget and Job TTL controllers (with the
-/// task of their timers), the Event sweeper
-/// for `event_ttl`, and the resumption of unfinished work.
+/// Starts the controllers over `registry` ([`leader`]): on every replica the informer of
+/// the derived state (catalogs, cluster existence and terminating marks, floors, the RBAC
+/// and SyncTarget caches, the sync endpoint's reference index: `crate::derived`); and,
+/// while this process is the leader the store elects ([`kplane_storage::Storage::leadership`];
+/// always, on sled), the writing controllers: the worker of its queue (`queue`, from
+/// [`Registry::new`]), the controllers' informer feeding the garbage collector, the root-CA
+/// publisher, the ClusterRole aggregation controller, the SyncTarget and Job TTL
+/// controllers (with the task of their timers), the queueing of pending namespace, CRD and
+/// Workspace work, the Event sweeper for `event_ttl`, and the resumption of unfinished
+/// work.
 pub fn start(
     registry: &Arc<Registry>,
     queue: UnboundedReceiver<Work>,
     event_ttl: Duration,
 ) -> Controllers {
+    let caches = crate::derived::informer(registry);
+    let lead = leader::run(
+        registry.clone(),
+        registry.storage().leadership(),
+        Arc::new(tokio::sync::Mutex::new(queue)),
+        event_ttl,
+    );
+    Controllers {
+        tasks: vec![tokio::spawn(caches.run()), tokio::spawn(lead)],
+    }
+}
+
+/// The writing controllers' tasks, started when this process becomes the leader
+/// ([`leader`]); dropping the returned handle stops them.
+pub(crate) fn start_leading(
+    registry: &Arc<Registry>,
+    queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
+    event_ttl: Duration,
+) -> Controllers {
     let (publisher, syncer) = root_ca::publisher(registry.clone());
     let informer = informer::Informer::new(registry.storage().clone())
         .following_imports(registry.cluster_table().clone())
+        .with(Arc::new(leader::PendingFeed(registry.clone())))
         .with(Arc::new(gc::GraphFeed::new(registry.clone())))
         .with(Arc::new(publisher))
+        // Also in the derived-state informer; here so that the controllers below, on this
+        // same task, never see a cache older than the change they react to.
         .with(Arc::new(crate::rbac::cache::Invalidator(
             registry.rbac_cache().clone(),
         )))
         .with(Arc::new(crate::sync_targets::Invalidator(
             registry.sync_target_cache().clone(),
         )))
-        .with(Arc::new(crate::sync::ref_index::Indexer(
-            registry.sync_ref_index().clone(),
-        )))
         // After the invalidator: a sync it queues compiles the changed roles.
         .with(Arc::new(cr_aggregation::Feed(registry.clone())))
         .with(Arc::new(sync_target::Feed::new(registry.clone())))
         .with(Arc::new(job_ttl::Feed(registry.clone())));
     let resume = registry.clone();
+    let worker = registry.clone();
     let tasks = vec![
-        tokio::spawn(run_worker(registry.clone(), queue)),
+        tokio::spawn(async move {
+            // One worker at a time holds the queue; a stopped one has released it.
+            let mut queue = queue.lock().await;
+            run_worker_on(worker, &mut queue).await;
+        }),
         tokio::spawn(informer.run()),
         tokio::spawn(timers::run(registry.clone())),
         tokio::spawn(syncer),
