@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{ensure, Context as _, Result};
-use kplane_e2e::{poll_until, Kubectl, KplaneServer, ServerOptions};
+use kplane_e2e::{poll_until, KplaneServer, Kubectl, ServerOptions};
 use kplane_storage::testing::postgres::PgServer;
 
 use crate::crds::{apply_crd, WIDGETS};
@@ -213,11 +213,17 @@ fn one_kubeconfig_and_service_account_tokens_work_against_every_replica() -> Res
         ("as-is", on_b.clone()),
         (
             "token-only",
-            on_b.lines().filter(|l| !is_cert(l)).collect::<Vec<_>>().join("\n"),
+            on_b.lines()
+                .filter(|l| !is_cert(l))
+                .collect::<Vec<_>>()
+                .join("\n"),
         ),
         (
             "cert-only",
-            on_b.lines().filter(|l| !is_token(l)).collect::<Vec<_>>().join("\n"),
+            on_b.lines()
+                .filter(|l| !is_token(l))
+                .collect::<Vec<_>>()
+                .join("\n"),
         ),
     ];
     for (name, kubeconfig) in &variants {
@@ -267,9 +273,11 @@ fn one_kubeconfig_and_service_account_tokens_work_against_every_replica() -> Res
         "a-token-on-a",
         &token_kubeconfig(r.a.server_url(), &ca, from_a.trim()),
     )?;
-    poll_until(CONVERGE_TIMEOUT, "A to refuse the deleted robot's token", || {
-        Ok(whoami(&sa_token_on_a)?.is_none())
-    })?;
+    poll_until(
+        CONVERGE_TIMEOUT,
+        "A to refuse the deleted robot's token",
+        || Ok(whoami(&sa_token_on_a)?.is_none()),
+    )?;
     Ok(())
 }
 

@@ -42,11 +42,13 @@ async fn first_proposal_wins_and_new_names_are_added() {
     let b = PostgresStorage::open(&url, PostgresStorageOptions::default())
         .await
         .unwrap();
-    let first = a.share_files(&proposal("a", &["ca.crt", "ca.key"])).await.unwrap();
+    let first = a
+        .share_files(&proposal("a", &["ca.crt", "ca.key"]))
+        .await
+        .unwrap();
     assert_eq!(
         values_of(&first),
-        [("ca.crt", "a:ca.crt"), ("ca.key", "a:ca.key")]
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        [("ca.crt", "a:ca.crt"), ("ca.key", "a:ca.key")].map(|(k, v)| (k.to_owned(), v.to_owned()))
     );
     // B proposes its own copies plus a name A did not have: it adopts A's, adds its own.
     let second = b

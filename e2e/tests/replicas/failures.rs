@@ -246,16 +246,20 @@ fn database_restart_under_load_gives_status_errors_and_recovers() -> Result<()> 
     })?;
     r.pg.resume();
     // Both replicas recover by themselves: a write through A is served by B.
-    rt.block_on(eventually(PHASE_TIMEOUT, "a write through A after the restart", || {
-        let api_a = api_a.clone();
-        async move {
-            Ok(api_a
-                .create(&PostParams::default(), &configmap("after", &[]))
-                .await
-                .is_ok()
-                || api_a.get("after").await.is_ok())
-        }
-    }))?;
+    rt.block_on(eventually(
+        PHASE_TIMEOUT,
+        "a write through A after the restart",
+        || {
+            let api_a = api_a.clone();
+            async move {
+                Ok(api_a
+                    .create(&PostParams::default(), &configmap("after", &[]))
+                    .await
+                    .is_ok()
+                    || api_a.get("after").await.is_ok())
+            }
+        },
+    ))?;
     rt.block_on(eventually(PHASE_TIMEOUT, "B to serve the write", || {
         let api_b = api_b.clone();
         async move { Ok(api_b.get("after").await.is_ok()) }
@@ -277,7 +281,10 @@ fn database_restart_under_load_gives_status_errors_and_recovers() -> Result<()> 
         "requests failed without a Status (a hang ends at the client timeout): {:?}; {seen:?}",
         seen.other.iter().take(5).collect::<Vec<_>>()
     );
-    ensure!(seen.errors() > 0, "no request failed while the database was down");
+    ensure!(
+        seen.errors() > 0,
+        "no request failed while the database was down"
+    );
     for (code, reason) in seen.statuses.keys() {
         ensure!(
             matches!(code, 500 | 503 | 504) && !reason.is_empty(),
@@ -305,8 +312,7 @@ fn counter_of(event: WatchEvent<ConfigMap>) -> Result<Option<(usize, String)>> {
 }
 
 #[test]
-fn a_watch_resumed_on_the_other_replica_from_the_last_resource_version_sees_no_gap() -> Result<()>
-{
+fn a_watch_resumed_on_the_other_replica_from_the_last_resource_version_sees_no_gap() -> Result<()> {
     let r = Replicas::start()?;
     r.a.kubectl_ok(&["create", "namespace", "resume"])?;
     let rt = runtime()?;
