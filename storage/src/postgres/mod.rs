@@ -72,6 +72,10 @@ pub struct PostgresStorageOptions {
     /// the bound on their delay when a `NOTIFY` is lost or the LISTEN connection is down
     /// (with notifications they arrive in about one round trip).
     pub tail_interval: Duration,
+    /// Whether the log tailer holds a `LISTEN kplane_log` connection to hear of other
+    /// processes' commits at once. Off (e.g. behind a pooler in transaction mode, which
+    /// cannot hold a LISTEN), they arrive within `tail_interval`.
+    pub listen: bool,
     /// Bytes the GET cache may hold (keys, values and a fixed overhead per entry); 0
     /// disables it.
     pub cache_bytes: usize,
@@ -87,6 +91,7 @@ impl Default for PostgresStorageOptions {
             connect_timeout: Duration::from_secs(10),
             statement_timeout: Duration::from_secs(30),
             tail_interval: Duration::from_millis(100),
+            listen: true,
             cache_bytes: 64 << 20,
         }
     }
@@ -287,7 +292,7 @@ impl PostgresStorage {
     pub async fn open(url: &str, opts: PostgresStorageOptions) -> Result<Arc<PostgresStorage>> {
         let config = connection_config(url, &opts)?;
         let mut listen_config = config.clone();
-        listen_config.application_name(&format!(
+        listen_config.application_name(format!(
             "{}-listen",
             config.get_application_name().unwrap_or("kplane")
         ));
@@ -339,12 +344,14 @@ impl PostgresStorage {
             shared.tail_wake.clone(),
             stop.clone(),
         ));
-        tokio::spawn(tail::listen(
-            shared.clone(),
-            listen_config,
-            shared.tail_wake.clone(),
-            stop,
-        ));
+        if opts.listen {
+            tokio::spawn(tail::listen(
+                shared.clone(),
+                listen_config,
+                shared.tail_wake.clone(),
+                stop,
+            ));
+        }
         let event_log = Arc::new(PgEventLog {
             shared: shared.clone(),
         });

@@ -35,7 +35,7 @@ use crate::{Clusters, Error, Prefix, Result, Revision};
 
 /// Events the tailer publishes at once (a page of the log). Watchers receive a page in one
 /// dispatch, as they receive a commit group from the writer.
-pub(crate) const TAIL_PAGE: usize = 1024;
+pub(crate) const TAIL_PAGE: usize = 512;
 
 /// Pages read in one snapshot before a fresh one is taken (bounds how long a catch-up
 /// holds a snapshot open).
