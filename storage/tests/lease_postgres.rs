@@ -66,7 +66,10 @@ async fn one_store_leads_and_another_takes_over() {
     let rest: Vec<usize> = (0..3).filter(|i| *i != first).collect();
     let rest_flags: Vec<&Receiver<bool>> = rest.iter().map(|i| &flags[*i]).collect();
     let now = until(&rest_flags, "a new leader", |v| leaders(v) == 1).await;
-    assert!(!*flags[first].borrow(), "a store that shut down does not lead");
+    assert!(
+        !*flags[first].borrow(),
+        "a store that shut down does not lead"
+    );
     let second = rest[now.iter().position(|l| *l).unwrap()];
 
     // Its session is terminated on the server: it notices and stops leading, and a store

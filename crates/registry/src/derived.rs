@@ -90,11 +90,9 @@ impl InformerHandler for Follower {
                 };
                 let v = serde_json::from_slice::<Value>(&kv.value).ok();
                 let deleting = v.as_ref().is_some_and(meta::is_deleting);
-                let finalized = v.as_ref().is_some_and(|v| {
-                    !meta::finalizers(v)
-                        .iter()
-                        .any(|f| f == WORKSPACE_FINALIZER)
-                });
+                let finalized = v
+                    .as_ref()
+                    .is_some_and(|v| !meta::finalizers(v).iter().any(|f| f == WORKSPACE_FINALIZER));
                 if deleted || (deleting && finalized) {
                     // The workspace controller deleted the child's keys (and its
                     // descendants') before it let the Workspace go.

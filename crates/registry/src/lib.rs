@@ -53,6 +53,8 @@ pub mod wildcard;
 mod write;
 
 #[cfg(test)]
+mod replica_tests;
+#[cfg(test)]
 mod size_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

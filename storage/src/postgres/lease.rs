@@ -82,7 +82,11 @@ impl Lease {
 
 /// Campaigns until `stop` (or the store closing): hold the lock while the session lives,
 /// then try again on a new connection.
-async fn campaign(shared: Arc<Shared>, leader: watch::Sender<bool>, mut stop: watch::Receiver<bool>) {
+async fn campaign(
+    shared: Arc<Shared>,
+    leader: watch::Sender<bool>,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         if *stop.borrow() || shared.closing.load(Ordering::Acquire) {
             break;

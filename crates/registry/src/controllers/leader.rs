@@ -90,9 +90,8 @@ impl InformerHandler for PendingFeed {
 
     fn on_object(&self, kv: &KeyValue, deleted: bool, _replay: bool) {
         let resource = kv.key.resource.as_str();
-        let relevant = resource == "/namespaces"
-            || resource == CRD_RESOURCE
-            || resource == WORKSPACE_RESOURCE;
+        let relevant =
+            resource == "/namespaces" || resource == CRD_RESOURCE || resource == WORKSPACE_RESOURCE;
         if !relevant {
             return;
         }
@@ -114,8 +113,12 @@ impl InformerHandler for PendingFeed {
         };
         let name = kv.key.name.clone();
         match resource {
-            "/namespaces" if meta::is_deleting(&v) => reg.enqueue(Work::Namespace { cluster, name }),
-            CRD_RESOURCE if meta::is_deleting(&v) => reg.enqueue(Work::CrdCleanup { cluster, name }),
+            "/namespaces" if meta::is_deleting(&v) => {
+                reg.enqueue(Work::Namespace { cluster, name })
+            }
+            CRD_RESOURCE if meta::is_deleting(&v) => {
+                reg.enqueue(Work::CrdCleanup { cluster, name })
+            }
             WORKSPACE_RESOURCE
                 if meta::is_deleting(&v) || v.pointer("/status/phase") != Some(&"Ready".into()) =>
             {

@@ -1,0 +1,501 @@
+//! Two registries on one store, as two replicas on one database: what one writes the other
+//! serves (`derived.rs`), and the writing controllers run on the leader only
+//! (`controllers/leader.rs`), whichever replica the client wrote through. Leadership is the
+//! test's to give ([`Leased`]); the store is one sled store shared by both registries,
+//! or (the `postgres` tests) two PostgreSQL stores on one database.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kplane_storage::{
+    BatchWrite, Encoder, Filter, Key, KeyValue, ListOptions, ListResult, Precondition, Prefix,
+    RangeScan, Result, Revision, SledStorage, SledStorageOptions, Storage, StorageStats, Tombstone,
+    WatchReceiver,
+};
+use kplane_types::{ClusterName, ClusterScope, RequestInfo, UserInfo, Verb};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::catalog::{builtin, Catalog};
+use crate::controllers::{self, Controllers};
+use crate::options::WriteParams;
+use crate::rbac::policy::Verdict;
+use crate::testing::target;
+use crate::{DeleteParams, Registry, Target};
+
+/// A store whose leadership the test gives and takes.
+struct Leased {
+    inner: Arc<dyn Storage>,
+    leader: watch::Receiver<bool>,
+}
+
+#[async_trait::async_trait]
+impl Storage for Leased {
+    fn current_revision(&self) -> Revision {
+        self.inner.current_revision()
+    }
+    fn compacted_revision(&self) -> Revision {
+        self.inner.compacted_revision()
+    }
+    async fn get(&self, key: &Key) -> Result<Option<KeyValue>> {
+        self.inner.get(key).await
+    }
+    async fn list(
+        &self,
+        prefix: &Prefix,
+        opts: &ListOptions,
+        filter: Option<Filter<'_>>,
+    ) -> Result<ListResult> {
+        self.inner.list(prefix, opts, filter).await
+    }
+    async fn count(&self, prefix: &Prefix) -> Result<u64> {
+        self.inner.count(prefix).await
+    }
+    async fn put(&self, key: Key, p: Precondition, encode: Encoder) -> Result<KeyValue> {
+        self.inner.put(key, p, encode).await
+    }
+    async fn delete(&self, key: Key, p: Precondition, encode: Encoder) -> Result<KeyValue> {
+        self.inner.delete(key, p, encode).await
+    }
+    async fn write_batch(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        self.inner.write_batch(writes).await
+    }
+    async fn delete_cluster(&self, cluster: &str, batch: usize, t: Tombstone) -> Result<u64> {
+        self.inner.delete_cluster(cluster, batch, t).await
+    }
+    async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.inner.clusters(start_after, limit).await
+    }
+    async fn scan(
+        &self,
+        prefix: &Prefix,
+        at: Option<Revision>,
+        page_size: usize,
+    ) -> Result<Box<dyn RangeScan>> {
+        self.inner.scan(prefix, at, page_size).await
+    }
+    async fn watch(
+        &self,
+        prefix: &Prefix,
+        from: Revision,
+        progress_every: Option<Duration>,
+    ) -> Result<WatchReceiver> {
+        self.inner.watch(prefix, from, progress_every).await
+    }
+    fn stats(&self) -> StorageStats {
+        self.inner.stats()
+    }
+    fn leadership(&self) -> watch::Receiver<bool> {
+        self.leader.clone()
+    }
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// One replica: its registry, its running controllers, the switch of its leadership (when
+/// the test gives it; otherwise the store elects).
+struct Replica {
+    reg: Arc<Registry>,
+    lead: watch::Sender<bool>,
+    controllers: Option<Controllers>,
+    _shutdown: watch::Sender<bool>,
+}
+
+impl Replica {
+    /// A replica over `store`, leading when `leader` (`None`: as the store elects), started
+    /// as the server starts one.
+    async fn start(store: Arc<dyn Storage>, leader: Option<bool>) -> Replica {
+        let (lead, rx) = watch::channel(leader.unwrap_or(false));
+        let storage: Arc<dyn Storage> = match leader {
+            Some(_) => Arc::new(Leased {
+                inner: store,
+                leader: rx,
+            }),
+            None => store,
+        };
+        let (tx, shutdown) = watch::channel(false);
+        let (reg, queue) = Registry::new(
+            storage,
+            Arc::new(Catalog::new(builtin())),
+            String::new(),
+            shutdown,
+        );
+        reg.set_external_url("https://kplane.test");
+        reg.load_cluster_state().await.unwrap();
+        let controllers = controllers::start(&reg, queue, Duration::from_secs(3600));
+        reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+        Replica {
+            reg,
+            lead,
+            controllers: Some(controllers),
+            _shutdown: tx,
+        }
+    }
+}
+
+fn name(s: &str) -> ClusterName {
+    ClusterName::parse(s).unwrap()
+}
+
+/// Waits until `f` holds (bounded generously: a failure is a stuck replica, not a slow one).
+async fn until<F, Fut>(what: &str, f: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !f().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn in_cluster(t: Target, cluster: &str) -> Target {
+    Target {
+        cluster: ClusterScope::One(name(cluster)),
+        ..t
+    }
+}
+
+fn widget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                      "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    })
+}
+
+async fn widgets(reg: &Registry, cluster: &str) -> Option<Target> {
+    let rt = reg
+        .cluster_catalog(&name(cluster))
+        .await
+        .unwrap()
+        .get("example.com", "v1", "widgets")
+        .cloned()?;
+    Some(Target::new(&name(cluster), rt, Some("default".into())))
+}
+
+fn alice_reads_configmaps(cluster: &str) -> (UserInfo, RequestInfo) {
+    let user = UserInfo {
+        username: "alice".into(),
+        groups: vec!["system:authenticated".into()],
+        ..Default::default()
+    };
+    let req = RequestInfo {
+        cluster: ClusterScope::One(name(cluster)),
+        path: String::new(),
+        verb: Verb::parse("get"),
+        is_resource_request: true,
+        api_group: String::new(),
+        api_version: "v1".into(),
+        namespace: Some("default".into()),
+        resource: "configmaps".into(),
+        subresource: None,
+        name: Some("c".into()),
+    };
+    (user, req)
+}
+
+async fn exists(reg: &Registry, t: &Target, n: &str) -> bool {
+    match reg.get(t, n).await {
+        Ok(_) => true,
+        Err(e) if e.code() == 404 => false,
+        Err(e) => panic!("{}", e.0.message),
+    }
+}
+
+async fn create_namespace_with_content(reg: &Registry, ns: &str) {
+    let w = WriteParams::default();
+    let nst = target(reg, "", "namespaces", None);
+    reg.create(&nst, json!({"metadata": {"name": ns}}), &w)
+        .await
+        .unwrap();
+    let cms = target(reg, "", "configmaps", Some(ns));
+    reg.create(&cms, json!({"metadata": {"name": "c"}}), &w)
+        .await
+        .unwrap();
+}
+
+/// Everything a client writes through the follower B or the leader A is served by the other:
+/// a CRD's resources (catalog), a Workspace's cluster (made by the leader's controller for
+/// a Workspace created through B), an RBAC grant, a namespace deletion (emptied and
+/// removed by the leader, Terminating meanwhile), a Workspace deletion (its cluster is
+/// gone on B too). The follower never queues controller work.
+async fn what_one_replica_writes_the_other_serves(
+    a_store: Arc<dyn Storage>,
+    b_store: Arc<dyn Storage>,
+) {
+    let a = Replica::start(a_store, Some(true)).await;
+    let b = Replica::start(b_store, Some(false)).await;
+    until("A leads, B follows", || async {
+        a.reg.is_leader() && !b.reg.is_leader()
+    })
+    .await;
+    let w = WriteParams::default();
+
+    // A CRD created through A: B serves its resources (B's catalog was loaded before).
+    assert!(widgets(&b.reg, "root").await.is_none());
+    let crds = target(
+        &a.reg,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        None,
+    );
+    a.reg.create(&crds, widget_crd(), &w).await.unwrap();
+    until("B serves the widgets", || async {
+        widgets(&b.reg, "root").await.is_some()
+    })
+    .await;
+    let wt = widgets(&b.reg, "root").await.unwrap();
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                        "metadata": {"name": "w1"}, "spec": {"size": 3}});
+    b.reg.create(&wt, widget, &w).await.unwrap();
+    let got: Value = serde_json::from_slice(
+        &a.reg
+            .get(&widgets(&a.reg, "root").await.unwrap(), "w1")
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(got["spec"]["size"], 3);
+
+    // A Workspace created through the follower: the leader's controller makes its cluster,
+    // and B serves it.
+    let wst = target(&b.reg, "tenancy.kplane.io", "workspaces", None);
+    let ws = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                    "metadata": {"name": "team"}});
+    b.reg.create(&wst, ws, &w).await.unwrap();
+    until("the Workspace is Ready, served by B", || async {
+        let v: Value = serde_json::from_slice(&b.reg.get(&wst, "team").await.unwrap()).unwrap();
+        v["status"]["phase"] == "Ready"
+            && b.reg
+                .check_cluster(&ClusterScope::One(name("root:team")))
+                .is_ok()
+    })
+    .await;
+    let team_cms = in_cluster(
+        target(&b.reg, "", "configmaps", Some("default")),
+        "root:team",
+    );
+    b.reg
+        .create(&team_cms, json!({"metadata": {"name": "c"}}), &w)
+        .await
+        .unwrap();
+    assert!(exists(&a.reg, &team_cms, "c").await);
+
+    // An RBAC grant through A: B's cached policy follows.
+    let (alice, read) = alice_reads_configmaps("root:team");
+    assert!(matches!(
+        b.reg.rbac_authorize(&alice, &read).await,
+        Verdict::NoOpinion(_)
+    ));
+    let roles = in_cluster(
+        target(
+            &a.reg,
+            "rbac.authorization.k8s.io",
+            "roles",
+            Some("default"),
+        ),
+        "root:team",
+    );
+    let role = json!({"metadata": {"name": "reader"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]});
+    a.reg.create(&roles, role, &w).await.unwrap();
+    let bindings = in_cluster(
+        target(
+            &a.reg,
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            Some("default"),
+        ),
+        "root:team",
+    );
+    let binding = json!({"metadata": {"name": "alice-reads"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]});
+    a.reg.create(&bindings, binding, &w).await.unwrap();
+    until("B allows alice", || async {
+        matches!(b.reg.rbac_authorize(&alice, &read).await, Verdict::Allow(_))
+    })
+    .await;
+
+    // A namespace deleted through the follower: Terminating at once, then emptied and
+    // removed by the leader.
+    create_namespace_with_content(&a.reg, "doomed").await;
+    let nst = target(&b.reg, "", "namespaces", None);
+    b.reg
+        .delete(&nst, "doomed", &DeleteParams::default())
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&b.reg.get(&nst, "doomed").await.unwrap()).unwrap();
+    assert_eq!(v["status"]["phase"], "Terminating");
+    until("the leader removed the namespace", || async {
+        !exists(&b.reg, &nst, "doomed").await
+    })
+    .await;
+    assert_eq!(b.reg.queued_work(), 0, "the follower queues nothing");
+
+    // The Workspace deleted through the follower: the leader deletes its cluster, which
+    // stops existing on B too.
+    b.reg
+        .delete(&wst, "team", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("root:team is gone on B", || async {
+        b.reg
+            .check_cluster(&ClusterScope::One(name("root:team")))
+            .is_err_and(|e| e.code() == 404)
+            && !exists(&b.reg, &wst, "team").await
+    })
+    .await;
+    assert!(!b.reg.is_terminating(&name("root:team")));
+    assert!(a
+        .reg
+        .check_cluster(&ClusterScope::One(name("root:team")))
+        .is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_what_one_replica_writes_the_other_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    what_one_replica_writes_the_other_serves(store.clone(), store.clone()).await;
+    store.shutdown().await.unwrap();
+}
+
+/// Only the leader runs the controllers; when it stops leading the other takes over,
+/// including the work left pending while nobody led.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controllers_move_with_the_leadership() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let a = Replica::start(store.clone(), Some(true)).await;
+    let b = Replica::start(store.clone(), Some(false)).await;
+    until("A leads, B follows", || async {
+        a.reg.is_leader() && !b.reg.is_leader()
+    })
+    .await;
+    let nst = target(&a.reg, "", "namespaces", None);
+    let del = DeleteParams::default();
+
+    // Deleted through B: A does the work.
+    create_namespace_with_content(&b.reg, "one").await;
+    b.reg.delete(&nst, "one", &del).await.unwrap();
+    until("A removed one", || async {
+        !exists(&a.reg, &nst, "one").await
+    })
+    .await;
+    assert_eq!(b.reg.queued_work(), 0);
+
+    // Nobody leads: a deletion waits (nothing is queued anywhere).
+    a.lead.send_replace(false);
+    until("nobody leads", || async {
+        !a.reg.is_leader() && !b.reg.is_leader()
+    })
+    .await;
+    create_namespace_with_content(&a.reg, "two").await;
+    a.reg.delete(&nst, "two", &del).await.unwrap();
+    assert_eq!(a.reg.queued_work(), 0);
+    assert_eq!(b.reg.queued_work(), 0);
+    assert!(exists(&a.reg, &nst, "two").await);
+
+    // B takes over: it finds the pending deletion, and does the next one made through A.
+    b.lead.send_replace(true);
+    until("B removed two", || async {
+        !exists(&b.reg, &nst, "two").await
+    })
+    .await;
+    assert!(b.reg.is_leader() && !a.reg.is_leader());
+    create_namespace_with_content(&a.reg, "three").await;
+    a.reg.delete(&nst, "three", &del).await.unwrap();
+    until("B removed three", || async {
+        !exists(&b.reg, &nst, "three").await
+    })
+    .await;
+    assert_eq!(a.reg.queued_work(), 0);
+    drop((a, b));
+    store.shutdown().await.unwrap();
+}
+
+/// A throwaway PostgreSQL server (PostgreSQL must be installed: `.ci/run` installs it).
+fn pg() -> kplane_storage::testing::postgres::PgServer {
+    use kplane_storage::testing::postgres::PgServer;
+    assert!(
+        PgServer::available(),
+        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
+    );
+    PgServer::start()
+}
+
+async fn pg_store(url: &str) -> Arc<dyn Storage> {
+    kplane_storage::PostgresStorage::open(url, Default::default())
+        .await
+        .unwrap()
+}
+
+/// The same across two PostgreSQL stores on one database: B sees A's writes only through
+/// its log tailer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_what_one_replica_writes_the_other_serves() {
+    let server = pg();
+    let url = server.create_database();
+    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
+    what_one_replica_writes_the_other_serves(a.clone(), b.clone()).await;
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// Two replicas on PostgreSQL with the store's own election: one leads and does the work
+/// of deletions made through the other; when the leader's store shuts down, the other
+/// takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_other_replica_takes_over() {
+    let server = pg();
+    let url = server.create_database();
+    let stores = [pg_store(&url).await, pg_store(&url).await];
+    let mut replicas = [
+        Replica::start(stores[0].clone(), None).await,
+        Replica::start(stores[1].clone(), None).await,
+    ];
+    let mut leader = 0;
+    until("one replica leads", || async {
+        replicas.iter().filter(|r| r.reg.is_leader()).count() == 1
+    })
+    .await;
+    if replicas[1].reg.is_leader() {
+        leader = 1;
+    }
+    let follower = 1 - leader;
+    let nst = target(&replicas[0].reg, "", "namespaces", None);
+    let del = DeleteParams::default();
+    let fr = replicas[follower].reg.clone();
+    create_namespace_with_content(&fr, "one").await;
+    fr.delete(&nst, "one", &del).await.unwrap();
+    until("the leader removed one", || async {
+        !exists(&fr, &nst, "one").await
+    })
+    .await;
+
+    // The leader goes away (its controllers stop, its store closes its lock's session).
+    replicas[leader].controllers.take();
+    stores[leader].shutdown().await.unwrap();
+    until("the other replica leads", || async { fr.is_leader() }).await;
+    create_namespace_with_content(&fr, "two").await;
+    fr.delete(&nst, "two", &del).await.unwrap();
+    until("the new leader removed two", || async {
+        !exists(&fr, &nst, "two").await
+    })
+    .await;
+    stores[follower].shutdown().await.unwrap();
+}
