@@ -17,6 +17,7 @@ pub mod http;
 pub mod metrics;
 pub mod server;
 pub mod serviceaccount;
+pub mod shared_credentials;
 pub mod tls;
 mod tls_stream;
 pub mod version;

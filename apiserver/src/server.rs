@@ -368,7 +368,8 @@ fn random_token() -> String {
     hex::encode(bytes)
 }
 
-fn load_or_create_token(path: &Path) -> Result<String, ServerError> {
+/// The admin token kept at `path`, created (32 random bytes, hex) when missing or empty.
+pub(crate) fn load_or_create_token(path: &Path) -> Result<String, ServerError> {
     match std::fs::read_to_string(path) {
         Ok(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
         _ => {

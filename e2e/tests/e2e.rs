@@ -25,6 +25,7 @@ mod rbac;
 mod rbac_aggregation;
 mod rbac_defaults;
 mod rbac_users;
+mod replicas;
 mod sa_tokens;
 mod shutdown;
 mod ssa;

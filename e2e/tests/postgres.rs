@@ -15,7 +15,7 @@ const WATCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A throwaway PostgreSQL; the test fails rather than skips without one (`.ci/run`
 /// installs it, `make test` checks for it first).
-fn pg_server() -> PgServer {
+pub(crate) fn pg_server() -> PgServer {
     assert!(
         PgServer::available(),
         "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"

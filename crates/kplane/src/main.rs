@@ -77,7 +77,9 @@ struct ServeArgs {
     tls_san: Vec<String>,
     /// Where the store lives: `sled` (the default: `<data-dir>/db`) or a PostgreSQL
     /// database, `postgres://user[:password]@host[:port]/database` (see
-    /// docs/storage-postgres.md). Certificates and tokens stay in `--data-dir` either way.
+    /// docs/storage-postgres.md). Certificates and tokens stay in `--data-dir` either way;
+    /// on PostgreSQL the CAs, the ServiceAccount signing key and the admin token are also
+    /// kept in the database, so every replica on it uses the first replica's.
     #[arg(
         long,
         default_value = "sled",
@@ -396,6 +398,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let data_dir = args.data_dir.clone();
+    let issuer_set = args.service_account_issuer.is_some();
     let server = kplane_apiserver::Server::builder()
         .data_dir(args.data_dir)
         .bind(args.bind)
@@ -437,7 +441,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 }),
         );
     let server = match storage_backend(&args.storage, args.event_window_seconds).await? {
-        Some(storage) => server.storage(storage),
+        Some(storage) => {
+            share_credentials(&storage, &data_dir).await?;
+            if !issuer_set {
+                tracing::warn!(
+                    "several replicas on one database accept each other's ServiceAccount \
+                     tokens only with the same --service-account-issuer (the address clients \
+                     use, e.g. the load balancer's); without it each replica issues as its own \
+                     address"
+                );
+            }
+            server.storage(storage)
+        }
         None => server,
     }
     .build();
@@ -448,12 +463,35 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Makes the data directory hold the credentials every replica on the database shares
+/// (`kplane_apiserver::shared_credentials`): proposes this directory's copies, writes back
+/// the set the database adopted (the first replica's).
+async fn share_credentials(
+    storage: &kplane_storage::PostgresStorage,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    use kplane_apiserver::shared_credentials::{adopt, local_files};
+    let local = local_files(data_dir).context("preparing the shared credentials")?;
+    let shared = storage
+        .share_files(&local)
+        .await
+        .context("sharing the credentials through the database")?;
+    let replaced = adopt(data_dir, &shared).context("adopting the shared credentials")?;
+    if !replaced.is_empty() {
+        tracing::info!(
+            files = %replaced.join(", "),
+            "adopted the credentials other replicas of the database use"
+        );
+    }
+    Ok(())
+}
+
 /// The backend `--storage` names: `None` for sled (the server opens it in the data
 /// directory), or an opened PostgreSQL store.
 async fn storage_backend(
     storage: &str,
     event_window_seconds: u64,
-) -> anyhow::Result<Option<std::sync::Arc<dyn kplane_storage::Storage>>> {
+) -> anyhow::Result<Option<std::sync::Arc<kplane_storage::PostgresStorage>>> {
     if storage == "sled" {
         return Ok(None);
     }

@@ -14,6 +14,7 @@
 mod cache;
 mod compaction;
 mod lease;
+mod pki;
 mod publish;
 mod read;
 mod schema;

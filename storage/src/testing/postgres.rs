@@ -155,6 +155,13 @@ impl PgServer {
     /// or failover as clients see it).
     pub fn restart(&mut self) {
         self.stop();
+        self.resume();
+    }
+
+    /// Starts the server again on the same data and port after [`PgServer::stop`] (a
+    /// database that was down for a while, as clients see it); panics if it cannot.
+    pub fn resume(&mut self) {
+        assert!(self.child.is_none(), "PostgreSQL is running");
         assert!(self.spawn(self.port), "PostgreSQL did not start again");
     }
 
