@@ -51,7 +51,6 @@ use super::read::backend;
 use super::{open_db, SledStorageOptions, LATEST_TREE};
 use crate::{Error, Result};
 
-
 /// Key of the completion marker, in a rebuilt database's default tree.
 const BUILT_KEY: &[u8] = b"kplane-latest-built";
 
@@ -154,7 +153,11 @@ pub(crate) struct Latest {
     cache: u64,
     policy: RebuildPolicy,
     current: RwLock<Arc<LatestDb>>,
+    /// The writer thread's rebuild state (held only by it, and briefly).
     state: Mutex<State>,
+    /// The target of the copy in progress, for [`Latest::disk_bytes`] (which must not wait
+    /// for the writer).
+    target: Mutex<Option<Arc<LatestDb>>>,
     /// Replaced databases, deleted once no reader holds them.
     retired: Mutex<Vec<Arc<LatestDb>>>,
     /// The target of the next rebuild, prepared in the background.
@@ -282,6 +285,7 @@ impl Latest {
                 wanted: false,
                 copy: None,
             }),
+            target: Mutex::new(None),
             retired: Mutex::new(Vec::new()),
             spare: Arc::new(Mutex::new(None)),
             preparing: Arc::new(AtomicBool::new(false)),
@@ -307,8 +311,8 @@ impl Latest {
     /// yet deleted.
     pub(crate) fn disk_bytes(&self) -> u64 {
         let mut total = self.current().disk_bytes();
-        if let Some(copy) = &lock(&self.state).copy {
-            total += copy.target.disk_bytes();
+        if let Some(target) = lock(&self.target).as_ref() {
+            total += target.disk_bytes();
         }
         total += lock(&self.retired)
             .iter()
@@ -337,8 +341,7 @@ impl Latest {
         before: impl FnMut(usize) -> sled::Result<()>,
     ) -> sled::Result<()> {
         let current = self.current();
-        let mut st = lock(&self.state);
-        let mirror = st.copy.as_ref().and_then(|c| {
+        let mirror = lock(&self.state).copy.as_ref().and_then(|c| {
             c.cursor
                 .as_ref()
                 .map(|cursor| (c.target.clone(), ops.clone_upto(cursor)))
@@ -346,7 +349,7 @@ impl Latest {
         ops.apply(&current.tree, before)?;
         if let Some((target, mirror)) = mirror {
             if let Err(e) = mirror.apply(&target.tree, |_| Ok(())) {
-                self.abandon(&mut st, &e);
+                self.abandon(&mut lock(&self.state), &e);
             }
         }
         Ok(())
@@ -364,6 +367,7 @@ impl Latest {
     /// Gives up the rebuild in progress (its target is deleted; a later check may start
     /// another).
     fn abandon(&self, st: &mut State, e: &dyn std::fmt::Display) {
+        *lock(&self.target) = None;
         if let Some(copy) = st.copy.take() {
             tracing::warn!(error = %e, dir = %copy.target.dir.display(), "latest database rebuild abandoned");
             lock(&self.retired).push(copy.target);
@@ -422,6 +426,7 @@ impl Latest {
         let ready = lock(&self.spare).take();
         match ready {
             Some(target) => {
+                *lock(&self.target) = Some(target.clone());
                 st.wanted = false;
                 st.copy = Some(Copy {
                     target,
@@ -501,6 +506,7 @@ impl Latest {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             *cur = copy.target.clone();
         }
+        *lock(&self.target) = None;
         st.last_rebuild = Some(Instant::now());
         self.rebuilds.fetch_add(1, Ordering::Relaxed);
         tracing::info!(
@@ -586,7 +592,9 @@ impl Latest {
             });
         match spawned {
             Ok(handle) => workers.push(handle),
-            Err(e) => tracing::warn!(error = %e, "cannot start a latest database background thread"),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start a latest database background thread")
+            }
         }
     }
 }

@@ -59,7 +59,7 @@ async fn churn(s: &SledStorage, model: &mut Model, n: u64, seed: &mut u64) {
         let k = key(i);
         let v = format!("v{seed}");
         if model.contains_key(&k.name) {
-            if *seed % 5 == 0 {
+            if (*seed).is_multiple_of(5) {
                 s.delete(k.clone(), Precondition::MustExist, enc(String::new()))
                     .await
                     .unwrap();

@@ -5,14 +5,15 @@
 //!
 //! The data directory holds `latest/`, a sled database with [`LATEST_SEGMENT_SIZE`]
 //! segments (or the size it was created with), with the latest value of every key, the
-//! wildcard index and the meta entries, and `log/` (every version once, by revision, in
+//! wildcard index and the meta entries (rebuilt online into a fresh `latest.<n>` when
+//! sled's files grow far beyond what it holds: [`latest`]), and `log/` (every version once, by revision, in
 //! generations, each a sled database with 16 MiB segments: [`log`]). Separating the
 //! short-lived latest values from the history, large segments for the log and deleting
 //! whole generations are what keeps sled's files bounded under churn, and makes them
 //! shrink when the write rate does (docs/performance.md).
 //!
 //! Everything that knows sled lives in this module: the key layout ([`encoding`]), the
-//! log's generations ([`log`]), the read paths ([`read`]), the single writer ([`writer`]),
+//! log's generations ([`log`]), the latest database and its rebuilds ([`latest`]), the read paths ([`read`]), the single writer ([`writer`]),
 //! compaction ([`compaction`]), the event log the hub replays ([`event_log`]), cluster
 //! deletes ([`cluster_delete`]), scans at a revision ([`scan`]), crash recovery
 //! ([`recovery`]), the conversion of the older single-database format ([`migrate`]) and
@@ -28,11 +29,11 @@ mod encoding;
 mod event_log;
 #[cfg(test)]
 mod generation_tests;
-#[cfg(test)]
-mod layout_tests;
 mod latest;
 #[cfg(test)]
 mod latest_tests;
+#[cfg(test)]
+mod layout_tests;
 mod log;
 mod migrate;
 mod ops;
