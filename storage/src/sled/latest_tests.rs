@@ -154,13 +154,14 @@ async fn churn_until_rebuilt(
     writes
 }
 
-/// Starts a rebuild and lets its copy go about half-way (it then waits for its
-/// `copy_budget` to be raised), writing meanwhile.
-async fn copy_part_way(s: &SledStorage, model: &mut Model, seed: &mut u64) {
+/// Starts a rebuild and lets its copy go `budget` entries (it then waits for its
+/// `copy_budget` to be raised), writing meanwhile. The tree holds the index entries (`I`,
+/// one per key written), then the values (`L`), then the meta entries (`M`).
+async fn copy_part_way(s: &SledStorage, model: &mut Model, seed: &mut u64, budget: usize) {
     s.shared
         .latest_store
         .copy_budget
-        .store(KEYS as usize, Ordering::Release);
+        .store(budget, Ordering::Release);
     s.shared.latest_store.force_rebuild();
     let deadline = Instant::now() + Duration::from_secs(30);
     while s.shared.latest_store.copy_budget.load(Ordering::Acquire) > 0 {
@@ -197,7 +198,7 @@ async fn a_rebuild_under_writes_is_an_exact_copy_and_the_old_files_go() {
     let old = s.shared.latest();
     // Hold the copy at about the middle, write on both sides of its cursor, then let it
     // finish without writes, so the swap comes after a known last write.
-    copy_part_way(&s, &mut model, &mut seed).await;
+    copy_part_way(&s, &mut model, &mut seed, KEYS as usize).await;
     churn(&s, &mut model, 300, &mut seed).await;
     s.shared
         .latest_store
@@ -251,13 +252,20 @@ async fn a_rebuild_under_writes_is_an_exact_copy_and_the_old_files_go() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_part_way_through_the_copy_reopens_the_old_database() {
+    // After the first entry, at the end of the index entries, half-way through the values.
+    for budget in [1, KEYS as usize, (KEYS + KEYS / 2) as usize] {
+        crash_part_way_through_the_copy(budget).await;
+    }
+}
+
+async fn crash_part_way_through_the_copy(budget: usize) {
     let dir = tempfile::tempdir().unwrap();
     let s = SledStorage::open(dir.path(), opts()).unwrap();
     let mut model = Model::new();
-    let mut seed = 11;
+    let mut seed = 11 + budget as u64;
     fill(&s, &mut model).await;
-    // Stop the copy at about the middle, with writes on both sides of its cursor.
-    copy_part_way(&s, &mut model, &mut seed).await;
+    // Stop the copy there, with writes on both sides of its cursor.
+    copy_part_way(&s, &mut model, &mut seed, budget).await;
     churn(&s, &mut model, 300, &mut seed).await;
     assert_eq!(s.shared.latest_store.rebuilds(), 0);
     assert!(dir.path().join(LATEST_DIR).is_dir());
