@@ -4,7 +4,9 @@
 //! the write rate and sled's size on disk every 10 s for `SECS` seconds (`CACHE_MB`: sled's
 //! page cache size; `GENS`: generation trees per window, default 6; `COMPRESS=0`: history
 //! uncompressed; `RANDOM=1`: values of random base64 characters instead of `x`s, for
-//! measuring compression honestly). Each line is followed by the databases' sizes on disk
+//! measuring compression honestly; `EVENTS=n`: Event-like keys created and deleted beside
+//! the updates, `n` kept; `LATEST_REBUILD=f`: the latest database's rebuild factor, 0 for
+//! none). Each line is followed by the databases' sizes on disk
 //! against the logical sizes the store reports (`StorageStats`). `N` (optional): stop after about that many writes instead, printing
 //! every `STEP` writes (default 100,000) and once at the end, so runs of a
 //! fixed write count can be compared with `sled_churn` (`WIN` far above the run's length
@@ -106,6 +108,15 @@ async fn main() {
     if let Ok(Ok(p)) = std::env::var("PLAN_SECS").map(|s| s.parse::<u64>()) {
         opts.compaction_interval = Duration::from_secs(p);
     }
+    // LATEST_REBUILD: rebuild the latest database past this many times its logical size
+    // (0: never; default as the server).
+    if let Ok(Ok(f)) = std::env::var("LATEST_REBUILD").map(|s| s.parse::<u64>()) {
+        opts.latest_rebuild_factor = f;
+    }
+    // EVENTS: after each update a writer also creates an Event-like key (a new name each
+    // time) and deletes the one it created EVENTS / C creates earlier, as the server's
+    // churn scenario does with Events (their wildcard index entries stay until compaction).
+    let events = env("EVENTS", 0);
     let store = SledStorage::open(&dir, opts).unwrap();
     let writes = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -153,8 +164,34 @@ async fn main() {
                 .map(|i| Key::new("root", "/configmaps", "churn", format!("cm-{i:05}")))
                 .collect();
             let mut revs = vec![None; mine.len()];
+            let kept = (events / writers).max(1);
+            let mut created = 0u64;
+            let event = |n: u64| Key::new("root", "/events", "churn", format!("ev-{w}-{n:012}"));
             while Instant::now() < deadline && writes.load(Ordering::Relaxed) < limit {
                 for (key, rev) in mine.iter().zip(revs.iter_mut()) {
+                    if events > 0 {
+                        store
+                            .put(
+                                event(created),
+                                Precondition::MustNotExist,
+                                Box::new(move |rev| Ok(value(val / 2, random, rev))),
+                            )
+                            .await
+                            .unwrap();
+                        created += 1;
+                        if created > kept {
+                            store
+                                .delete(
+                                    event(created - kept - 1),
+                                    Precondition::MustExist,
+                                    Box::new(|_| Ok(Vec::new())),
+                                )
+                                .await
+                                .unwrap();
+                            writes.fetch_add(1, Ordering::Relaxed);
+                        }
+                        writes.fetch_add(1, Ordering::Relaxed);
+                    }
                     let pre = match *rev {
                         Some(r) => Precondition::ModRevision(r),
                         None => Precondition::MustNotExist,

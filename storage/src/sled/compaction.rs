@@ -163,7 +163,7 @@ impl Compactor {
             shared.compacted.store(target, Ordering::Release);
             let mk = meta_key(META_COMPACTED);
             let prev = shared
-                .latest
+                .latest_store
                 .insert(&mk, &encode_u64(target))
                 .map_err(backend)?;
             if prev.is_none() {
@@ -233,9 +233,9 @@ fn step(shared: &Shared, job: &mut Job) -> Result<bool> {
     next.add_bytes(carry.bytes);
     carry.ops.apply(&next.tree, |_| Ok(())).map_err(backend)?;
     shared.add_latest_bytes(-unindex.bytes);
-    unindex
-        .ops
-        .apply(&shared.latest, |_| Ok(()))
+    shared
+        .latest_store
+        .apply(unindex.ops, |_| Ok(()))
         .map_err(backend)?;
     Ok(done)
 }
@@ -260,7 +260,8 @@ fn handle_key(
     carry: &mut SizedBatch,
     unindex: &mut Unindex,
 ) -> Result<()> {
-    let latest = read_latest(&shared.latest, kb)?;
+    let latest_db = shared.latest();
+    let latest = read_latest(&latest_db.tree, kb)?;
     if !tombstone {
         if latest.is_some_and(|r| r.mod_revision == rev) {
             // Still the latest value: the writer logs it again when it supersedes it.
@@ -290,7 +291,7 @@ fn handle_key(
     }
     let (key, _) = decode_key(kb)?;
     let ik = index_key(&index_key_bytes(&key));
-    if shared.latest.contains_key(&ik).map_err(backend)? {
+    if latest_db.tree.contains_key(&ik).map_err(backend)? {
         unindex.bytes += ik.len() as i64;
     }
     unindex.ops.remove(ik);

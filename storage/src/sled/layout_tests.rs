@@ -491,7 +491,7 @@ async fn versions_from_a_dropped_generation_stay_readable_while_needed() {
 
 /// The logical sizes the store reports, against a scan of its trees.
 fn scanned_bytes(s: &SledStorage) -> (u64, u64) {
-    let latest = super::log::tree_bytes(&s.shared.latest).unwrap();
+    let latest = super::log::tree_bytes(&s.shared.latest().tree).unwrap();
     let log = s
         .shared
         .log

@@ -5,14 +5,15 @@
 //!
 //! The data directory holds `latest/`, a sled database with [`LATEST_SEGMENT_SIZE`]
 //! segments (or the size it was created with), with the latest value of every key, the
-//! wildcard index and the meta entries, and `log/` (every version once, by revision, in
+//! wildcard index and the meta entries (rebuilt online into a fresh `latest.<n>` when
+//! sled's files grow far beyond what it holds: [`latest`]), and `log/` (every version once, by revision, in
 //! generations, each a sled database with 16 MiB segments: [`log`]). Separating the
 //! short-lived latest values from the history, large segments for the log and deleting
 //! whole generations are what keeps sled's files bounded under churn, and makes them
 //! shrink when the write rate does (docs/performance.md).
 //!
 //! Everything that knows sled lives in this module: the key layout ([`encoding`]), the
-//! log's generations ([`log`]), the read paths ([`read`]), the single writer ([`writer`]),
+//! log's generations ([`log`]), the latest database and its rebuilds ([`latest`]), the read paths ([`read`]), the single writer ([`writer`]),
 //! compaction ([`compaction`]), the event log the hub replays ([`event_log`]), cluster
 //! deletes ([`cluster_delete`]), scans at a revision ([`scan`]), crash recovery
 //! ([`recovery`]), the conversion of the older single-database format ([`migrate`]) and
@@ -28,6 +29,9 @@ mod encoding;
 mod event_log;
 #[cfg(test)]
 mod generation_tests;
+mod latest;
+#[cfg(test)]
+mod latest_tests;
 #[cfg(test)]
 mod layout_tests;
 mod log;
@@ -95,6 +99,15 @@ pub struct SledStorageOptions {
     /// 16 MiB; default [`LATEST_SEGMENT_SIZE`]). An existing one keeps the size it was
     /// created with: sled fixes it at creation.
     pub latest_segment_size: usize,
+    /// Rebuild the latest database into a fresh one once its size on disk passes this many
+    /// times its logical size (and [`SledStorageOptions::latest_rebuild_min_bytes`]); 0:
+    /// never. sled does not give the space of rewritten values back by itself
+    /// (docs/performance.md).
+    pub latest_rebuild_factor: u64,
+    /// The size on disk below which the latest database is never rebuilt.
+    pub latest_rebuild_min_bytes: u64,
+    /// The shortest time between two rebuilds of the latest database.
+    pub latest_rebuild_interval: Duration,
 }
 
 impl Default for SledStorageOptions {
@@ -108,6 +121,9 @@ impl Default for SledStorageOptions {
             compress_history: true,
             generations: log::GENERATIONS,
             latest_segment_size: LATEST_SEGMENT_SIZE,
+            latest_rebuild_factor: LATEST_REBUILD_FACTOR,
+            latest_rebuild_min_bytes: LATEST_REBUILD_MIN_BYTES,
+            latest_rebuild_interval: Duration::from_secs(30),
         }
     }
 }
@@ -121,14 +137,21 @@ pub(crate) const SEGMENT_SIZE: usize = 16 * 1024 * 1024;
 /// space (docs/performance.md, "Generations as databases of their own").
 pub const LATEST_SEGMENT_SIZE: usize = SEGMENT_SIZE;
 
+/// Default of [`SledStorageOptions::latest_rebuild_factor`].
+pub const LATEST_REBUILD_FACTOR: u64 = 4;
+
+/// Default of [`SledStorageOptions::latest_rebuild_min_bytes`]: a fresh latest database
+/// under churn takes a few 16 MiB segments whatever it holds.
+pub const LATEST_REBUILD_MIN_BYTES: u64 = 256 * 1024 * 1024;
+
 /// The tree of the latest database that holds its data.
 const LATEST_TREE: &str = "kplane";
 
 /// State shared by the API-facing handle, the writer thread, watch receivers and replay tasks.
 pub(crate) struct Shared {
-    /// The latest database (for its size on disk); its data is in `latest`.
-    pub(crate) latest_db: sled::Db,
-    pub(crate) latest: sled::Tree,
+    /// The latest database (replaced when it is rebuilt: take it with
+    /// [`Shared::latest`]).
+    pub(crate) latest_store: latest::Latest,
     /// The log's generations.
     pub(crate) log: Arc<Log>,
     /// Latest durable revision.
@@ -168,6 +191,13 @@ pub(crate) type ApplyHook = Box<dyn FnMut(ops::Target, usize) -> sled::Result<()
 impl Shared {
     pub(crate) fn current_revision(&self) -> Revision {
         self.current.load(Ordering::Acquire)
+    }
+
+    /// The latest database in use. A reader takes its revision before this: the database
+    /// it gets then holds every write up to that revision, even if a rebuild replaces it
+    /// meanwhile ([`latest`]).
+    pub(crate) fn latest(&self) -> Arc<latest::LatestDb> {
+        self.latest_store.current()
     }
 
     pub(crate) fn compacted_revision(&self) -> Revision {
@@ -217,6 +247,7 @@ impl Shared {
         // at or below `applied_at_start` shows up in the event log after it.
         let applied_at_start = self.applied.load(Ordering::Acquire);
         let rev = self.read_revision(opts.at_revision)?;
+        let latest = self.latest();
         let lag = self.current_revision().saturating_sub(rev);
         let mode = if lag <= LATEST_SCAN_MAX_LAG {
             ListMode::Latest
@@ -224,7 +255,7 @@ impl Shared {
             ListMode::History { applied_at_start }
         };
         let (items, more) = read::list(
-            &self.latest,
+            &latest.tree,
             &self.log,
             prefix,
             rev,
@@ -321,9 +352,19 @@ impl SledStorage {
         migrate::migrate_if_needed(dir, &opts)?;
         // The latest values are the hot read path: most of the cache goes to them.
         let latest_cache = opts.cache_capacity_bytes / 4 * 3;
-        let latest_db = open_db(&dir.join(migrate::LATEST_DIR), &opts, latest_cache)?;
-        let latest = latest_db.open_tree(LATEST_TREE).map_err(backend)?;
-        let latest_rev = read_meta(&latest, META_REVISION)?;
+        let latest_store = latest::Latest::open(
+            dir,
+            &opts,
+            latest_cache,
+            latest::RebuildPolicy {
+                factor: opts.latest_rebuild_factor,
+                min_bytes: opts.latest_rebuild_min_bytes,
+                min_interval: opts.latest_rebuild_interval,
+            },
+        )?;
+        let latest_db = latest_store.current();
+        let latest = &latest_db.tree;
+        let latest_rev = read_meta(latest, META_REVISION)?;
         // The rest is split evenly over the generation databases.
         let log_config = log::LogConfig {
             cache_per_db: ((opts.cache_capacity_bytes - latest_cache)
@@ -333,10 +374,10 @@ impl SledStorage {
         };
         let log = Arc::new(Log::open(dir, log_config, latest_rev + 1)?);
         recovery::discard_incomplete(&log)?;
-        let current = recovery::replay(&latest, &log, latest_rev)?;
+        let current = recovery::replay(latest, &log, latest_rev)?;
         log.ensure_own_current(current)?;
         let oldest = log.generations().first().map_or(1, |g| g.first);
-        let compacted = read_meta(&latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
+        let compacted = read_meta(latest, META_COMPACTED)?.max(oldest.saturating_sub(1));
         let compactor = Compactor::new(
             opts.event_window,
             opts.compaction_interval,
@@ -344,10 +385,10 @@ impl SledStorage {
             &log,
             compacted,
         );
-        let latest_bytes = log::tree_bytes(&latest)?;
+        let latest_bytes = log::tree_bytes(latest)?;
+        drop(latest_db);
         let shared = Arc::new(Shared {
-            latest_db,
-            latest,
+            latest_store,
             log,
             current: AtomicU64::new(current),
             applied: AtomicU64::new(current),
@@ -492,7 +533,8 @@ impl Storage for SledStorage {
 
     async fn get(&self, key: &Key) -> Result<Option<KeyValue>> {
         let rev = self.current_revision();
-        let rec = read::version_at(&self.shared.latest, &self.shared.log, &key_bytes(key), rev)?;
+        let latest = self.shared.latest();
+        let rec = read::version_at(&latest.tree, &self.shared.log, &key_bytes(key), rev)?;
         Ok(rec.map(|r| r.into_kv(key.clone())))
     }
 
@@ -506,7 +548,8 @@ impl Storage for SledStorage {
     }
 
     async fn count(&self, prefix: &Prefix) -> Result<u64> {
-        read::count(&self.shared.latest, prefix, self.current_revision()).await
+        let rev = self.current_revision();
+        read::count(&self.shared.latest().tree, prefix, rev).await
     }
 
     async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue> {
@@ -536,7 +579,8 @@ impl Storage for SledStorage {
     }
 
     async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>> {
-        read::clusters(&self.shared.latest, start_after, limit).await
+        let latest = self.shared.latest();
+        read::clusters(&latest.tree, start_after, limit).await
     }
 
     async fn scan(
@@ -572,8 +616,7 @@ impl Storage for SledStorage {
             commit_micros: c.flush_micros.load(Ordering::Relaxed),
             max_group: c.max_group.load(Ordering::Relaxed),
             watchers: self.watcher_count() as u64,
-            disk_bytes: self.shared.latest_db.size_on_disk().unwrap_or(0)
-                + self.shared.log.disk_bytes(),
+            disk_bytes: self.shared.latest_store.disk_bytes() + self.shared.log.disk_bytes(),
             log_disk_bytes: self.shared.log.disk_bytes(),
             latest_logical_bytes: self.shared.latest_bytes.load(Ordering::Relaxed),
             log_logical_bytes: self.shared.log.logical_bytes(),
@@ -739,7 +782,7 @@ mod tests {
         loop {
             let after = out.last().map(|kv| kv.key.clone());
             let (items, more) = read::list(
-                &s.shared.latest,
+                &s.shared.latest().tree,
                 &s.shared.log,
                 prefix,
                 rev,
@@ -803,7 +846,7 @@ mod tests {
 
     /// Entries of keyspace `tag` in the latest database.
     fn count_latest(s: &SledStorage, tag: u8) -> usize {
-        s.shared.latest.scan_prefix([tag]).count()
+        s.shared.latest().tree.scan_prefix([tag]).count()
     }
 
     /// Entries of keyspace `tag` in all log generations.

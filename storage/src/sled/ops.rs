@@ -65,6 +65,25 @@ impl Ops {
         self.ops.len() + usize::from(self.last.is_some())
     }
 
+    /// A copy of the writes to keys at or below `upto` (the one added with
+    /// [`Ops::insert_last`] included when its key is): what a rebuild of the latest
+    /// database mirrors into the part it has already copied ([`super::latest`]).
+    pub(crate) fn clone_upto(&self, upto: &[u8]) -> Ops {
+        Ops {
+            ops: self
+                .ops
+                .iter()
+                .filter(|(k, _)| k.as_ref() <= upto)
+                .cloned()
+                .collect(),
+            last: self
+                .last
+                .as_ref()
+                .filter(|(k, _)| k.as_ref() <= upto)
+                .cloned(),
+        }
+    }
+
     /// Key order, the last write of each key only.
     fn sort(&mut self) {
         // Stable: writes to one key stay in the order they were added.

@@ -107,7 +107,7 @@ impl Writer {
         loop {
             let first = match self.carry.take() {
                 Some(req) => Some(req),
-                None => match self.rx.recv_timeout(self.compactor.wait()) {
+                None => match self.rx.recv_timeout(self.wait()) {
                     Ok(req) => Some(req),
                     Err(RecvTimeoutError::Timeout) => None,
                     Err(RecvTimeoutError::Disconnected) => break,
@@ -123,7 +123,7 @@ impl Writer {
                         Request::Batch(ws) => group.extend(ws),
                         Request::DeleteRange(d) if group.is_empty() => {
                             range_deletes.extend(cluster_delete::expand(
-                                &self.shared.latest,
+                                &self.shared.latest().tree,
                                 d,
                                 &mut group,
                             ));
@@ -153,6 +153,10 @@ impl Writer {
             if !self.shared.failed.load(Ordering::Acquire) {
                 if let Err(e) = self.compactor.run_due(&self.shared) {
                     tracing::error!(error = %e, "compaction failed");
+                }
+                let logical = self.shared.latest_bytes.load(Ordering::Relaxed);
+                if let Err(e) = self.shared.latest_store.step(logical) {
+                    tracing::error!(error = %e, "latest database rebuild failed");
                 }
             }
         }
@@ -184,7 +188,7 @@ impl Writer {
         }
         let result = shared.log.flush_all().and_then(|()| {
             shared
-                .latest
+                .latest()
                 .flush()
                 .map(|_| ())
                 .map_err(|e| Error::Backend(e.to_string()))
@@ -212,7 +216,8 @@ impl Writer {
             }
             return;
         }
-        let latest = &self.shared.latest;
+        let latest_db = self.shared.latest();
+        let latest = &latest_db.tree;
         let compacted = self.shared.compacted_revision();
         let mut overlay: HashMap<Vec<u8>, Option<Record>> = HashMap::new();
         let mut log_batch = SizedBatch::default();
@@ -380,12 +385,15 @@ impl Writer {
         if self.shared.skip_latest.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.apply(Target::Latest, &self.shared.latest, batch)
+        self.shared
+            .latest_store
+            .apply(batch, self.before(Target::Latest))
     }
 
-    fn apply(&self, target: Target, tree: &sled::Tree, ops: Ops) -> sled::Result<()> {
+    /// Runs before each write to a tree (test hooks).
+    fn before(&self, target: Target) -> impl FnMut(usize) -> sled::Result<()> + '_ {
         #[cfg(test)]
-        let before = |i| {
+        let before = move |i| {
             let mut hook = self
                 .shared
                 .apply_hook
@@ -394,11 +402,26 @@ impl Writer {
             hook.as_mut().map_or(Ok(()), |h| h(target, i))
         };
         #[cfg(not(test))]
-        let before = |_| {
-            let _ = target;
+        let before = move |_| {
+            let _ = (self, target);
             Ok(())
         };
-        ops.apply(tree, before)
+        before
+    }
+
+    /// How long to wait for work: until the compactor's next plan, or a moment while the
+    /// latest database is being rebuilt (its steps run between groups).
+    fn wait(&self) -> std::time::Duration {
+        let wait = self.compactor.wait();
+        if self.shared.latest_store.rebuilding() {
+            wait.min(std::time::Duration::from_millis(5))
+        } else {
+            wait
+        }
+    }
+
+    fn apply(&self, target: Target, tree: &sled::Tree, ops: Ops) -> sled::Result<()> {
+        ops.apply(tree, self.before(target))
     }
 }
 

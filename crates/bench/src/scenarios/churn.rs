@@ -2,8 +2,8 @@
 //! ConfigMaps rewritten continuously, `--leases` Leases renewed, and Events created and
 //! deleted once `--events-kept` newer ones exist (as the server's TTL expires them). Every
 //! `--sample-every` it samples the write rate and the size of the server's data directory
-//! (`--data-dir` or `--server-pid`; with kplane's split layout also its `latest/` and `log/`
-//! parts), so the report shows whether disk usage reaches a plateau and whether throughput
+//! (`--data-dir` or `--server-pid`; with kplane's split layout also its latest values
+//! (`latest/`, or the rebuilt `latest.<n>`) and `log/` parts), so the report shows whether disk usage reaches a plateau and whether throughput
 //! holds as the store ages. From kplane's `/metrics` each sample also takes the logical size
 //! of what the store holds (`kplane_storage_logical_bytes`: the latest values and the
 //! retained history; `kplane_storage_window_logical_bytes`: the history of the last event
@@ -387,10 +387,7 @@ fn start_sampler(
             });
             // kplane's split layout: the latest values and the log of history.
             for part in ["latest", "log"] {
-                if let Some(mib) = dir
-                    .as_deref()
-                    .and_then(|d| crate::settle::disk_mib(&d.join("db").join(part)))
-                {
+                if let Some(mib) = dir.as_deref().and_then(|d| part_mib(&d.join("db"), part)) {
                     sample[format!("{part}_disk_mib")] = json!(mib);
                 }
             }
@@ -401,6 +398,22 @@ fn start_sampler(
         }
         samples
     })
+}
+
+/// MiB on disk of the store's part `part` in `db`: the directory of that name and, for
+/// the latest values, the databases `latest.<n>` a rebuild makes (`latest` is then a small
+/// marker file).
+fn part_mib(db: &std::path::Path, part: &str) -> Option<f64> {
+    let mut total = crate::settle::disk_mib(&db.join(part))?;
+    if part == "latest" {
+        let prefix = format!("{part}.");
+        for entry in std::fs::read_dir(db).ok()?.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                total += crate::settle::disk_mib(&entry.path()).unwrap_or(0.0);
+            }
+        }
+    }
+    Some(total)
 }
 
 /// Runs the churn load for the duration.

@@ -1,0 +1,415 @@
+//! Tests of the latest database's rebuild ([`super::latest`]): a rebuild copied while the
+//! writer goes on leaves a database identical to the one it replaces, readers holding the
+//! old one keep reading it and its files go once they let go; a crash at every step (part-way
+//! through the copy, after the swap with the completion marker lost, after the swap before
+//! the old database is deleted) reopens with every committed write; the size check starts
+//! rebuilds on its own; an older kplane cannot open a rebuilt directory.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::migrate::LATEST_DIR;
+use super::{SledStorage, SledStorageOptions};
+use crate::{Encoder, Key, ListOptions, Precondition, Prefix, Storage};
+
+/// Keys written: more than three copy steps of entries (each key has a value and an index
+/// entry).
+const KEYS: u64 = 1_700;
+
+fn enc(v: String) -> Encoder {
+    Box::new(move |_| Ok(v.into_bytes()))
+}
+
+fn key(i: u64) -> Key {
+    Key::new("c", "/things", "ns", format!("k{i:05}"))
+}
+
+/// No automatic rebuild; the tests start them.
+fn opts() -> SledStorageOptions {
+    SledStorageOptions {
+        latest_rebuild_factor: 0,
+        ..Default::default()
+    }
+}
+
+fn reopen(dir: &Path, opts: SledStorageOptions) -> Arc<SledStorage> {
+    let mut last = None;
+    for _ in 0..100 {
+        match SledStorage::open(dir, opts.clone()) {
+            Ok(s) => return s,
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("cannot reopen: {last:?}");
+}
+
+type Model = BTreeMap<String, String>;
+
+/// One write chosen by `seed`: create, update or delete of one of [`KEYS`] keys.
+async fn churn(s: &SledStorage, model: &mut Model, n: u64, seed: &mut u64) {
+    for _ in 0..n {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        let i = *seed % KEYS;
+        let k = key(i);
+        let v = format!("v{seed}");
+        if model.contains_key(&k.name) {
+            if (*seed).is_multiple_of(5) {
+                s.delete(k.clone(), Precondition::MustExist, enc(String::new()))
+                    .await
+                    .unwrap();
+                model.remove(&k.name);
+            } else {
+                s.put(k.clone(), Precondition::MustExist, enc(v.clone()))
+                    .await
+                    .unwrap();
+                model.insert(k.name.clone(), v);
+            }
+        } else {
+            s.put(k.clone(), Precondition::MustNotExist, enc(v.clone()))
+                .await
+                .unwrap();
+            model.insert(k.name.clone(), v);
+        }
+    }
+}
+
+/// Fills every key once.
+async fn fill(s: &SledStorage, model: &mut Model) {
+    for i in 0..KEYS {
+        let v = format!("first{i}");
+        s.put(key(i), Precondition::MustNotExist, enc(v.clone()))
+            .await
+            .unwrap();
+        model.insert(key(i).name, v);
+    }
+}
+
+/// The store's state through a list, each GET, the count and the wildcard index.
+async fn assert_state(s: &SledStorage, want: &Model) {
+    let list = s
+        .list(
+            &Prefix::namespace("c", "/things", "ns"),
+            &ListOptions::default(),
+            None,
+        )
+        .await
+        .unwrap();
+    let got: Model = list
+        .items
+        .iter()
+        .map(|kv| {
+            (
+                kv.key.name.clone(),
+                String::from_utf8(kv.value.to_vec()).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(&got, want);
+    let wildcard = s
+        .list(
+            &Prefix {
+                cluster: crate::Clusters::All,
+                resource: Some("/things".into()),
+                namespace: None,
+            },
+            &ListOptions::default(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(wildcard.items.len(), want.len());
+    assert_eq!(
+        s.count(&Prefix::namespace("c", "/things", "ns"))
+            .await
+            .unwrap(),
+        want.len() as u64
+    );
+    for i in (0..KEYS).step_by(7) {
+        let got = s.get(&key(i)).await.unwrap();
+        let got = got.map(|kv| String::from_utf8(kv.value.to_vec()).unwrap());
+        assert_eq!(got.as_ref(), want.get(&key(i).name), "key {i}");
+    }
+}
+
+/// Writes until a rebuild has completed (at least `min` writes while it runs).
+async fn churn_until_rebuilt(
+    s: &SledStorage,
+    model: &mut Model,
+    seed: &mut u64,
+    done_before: u64,
+) -> u64 {
+    let mut writes = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while s.shared.latest_store.rebuilds() == done_before {
+        assert!(Instant::now() < deadline, "no rebuild");
+        churn(s, model, 1, seed).await;
+        writes += 1;
+    }
+    writes
+}
+
+/// Starts a rebuild and lets its copy go `budget` entries (it then waits for its
+/// `copy_budget` to be raised), writing meanwhile. The tree holds the index entries (`I`,
+/// one per key written), then the values (`L`), then the meta entries (`M`).
+async fn copy_part_way(s: &SledStorage, model: &mut Model, seed: &mut u64, budget: usize) {
+    s.shared
+        .latest_store
+        .copy_budget
+        .store(budget, Ordering::Release);
+    s.shared.latest_store.force_rebuild();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s.shared.latest_store.copy_budget.load(Ordering::Acquire) > 0 {
+        assert!(Instant::now() < deadline, "the copy did not start");
+        churn(s, model, 1, seed).await;
+    }
+}
+
+/// The entries of the latest database's tree.
+fn entries(tree: &sled::Tree) -> Vec<(sled::IVec, sled::IVec)> {
+    tree.iter().map(Result::unwrap).collect()
+}
+
+/// Names of the data directory's entries that are the latest database's.
+fn latest_entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(LATEST_DIR))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuild_under_writes_is_an_exact_copy_and_the_old_files_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), opts()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 7;
+    fill(&s, &mut model).await;
+    churn(&s, &mut model, 300, &mut seed).await;
+    // A reader holding the database in use across the rebuild.
+    let old = s.shared.latest();
+    // Hold the copy at about the middle, write on both sides of its cursor, then let it
+    // finish without writes, so the swap comes after a known last write.
+    copy_part_way(&s, &mut model, &mut seed, KEYS as usize).await;
+    churn(&s, &mut model, 300, &mut seed).await;
+    s.shared
+        .latest_store
+        .copy_budget
+        .store(usize::MAX, Ordering::Release);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s.shared.latest_store.rebuilds() == 0 {
+        assert!(Instant::now() < deadline, "no rebuild");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let new = s.shared.latest();
+    assert!(!Arc::ptr_eq(&old, &new));
+    // The old database stopped at the swap and holds what the new one holds.
+    assert_eq!(entries(&old.tree), entries(&new.tree));
+    assert_state(&s, &model).await;
+    // Written to the new one only from here; the old one is still readable.
+    churn(&s, &mut model, 200, &mut seed).await;
+    assert_ne!(entries(&old.tree), entries(&new.tree));
+    assert_state(&s, &model).await;
+    let old_dir = old.dir().to_path_buf();
+    assert!(old_dir.is_dir());
+    drop(old);
+    drop(new);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // `latest/` was the old database: it gives way to the marker file.
+    while !old_dir.is_file() {
+        assert!(Instant::now() < deadline, "old latest database not deleted");
+        churn(&s, &mut model, 1, &mut seed).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        latest_entries(dir.path()),
+        vec![LATEST_DIR.to_string(), format!("{LATEST_DIR}.{:020}", 1)]
+    );
+    // A second rebuild, from a rebuilt database.
+    s.shared.latest_store.force_rebuild();
+    churn_until_rebuilt(&s, &mut model, &mut seed, 1).await;
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+    drop(s);
+    let s = reopen(dir.path(), opts());
+    assert_state(&s, &model).await;
+    assert_eq!(
+        latest_entries(dir.path()),
+        vec![LATEST_DIR.to_string(), format!("{LATEST_DIR}.{:020}", 2)]
+    );
+    churn(&s, &mut model, 100, &mut seed).await;
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_part_way_through_the_copy_reopens_the_old_database() {
+    // After the first entry, at the end of the index entries, half-way through the values.
+    for budget in [1, KEYS as usize, (KEYS + KEYS / 2) as usize] {
+        crash_part_way_through_the_copy(budget).await;
+    }
+}
+
+async fn crash_part_way_through_the_copy(budget: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), opts()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 11 + budget as u64;
+    fill(&s, &mut model).await;
+    // Stop the copy there, with writes on both sides of its cursor.
+    copy_part_way(&s, &mut model, &mut seed, budget).await;
+    churn(&s, &mut model, 300, &mut seed).await;
+    assert_eq!(s.shared.latest_store.rebuilds(), 0);
+    assert!(dir.path().join(LATEST_DIR).is_dir());
+    let target = format!("{LATEST_DIR}.{:020}", 1);
+    assert!(dir.path().join(&target).is_dir());
+    s.shutdown().await.unwrap();
+    drop(s);
+    let s = reopen(dir.path(), opts());
+    assert_eq!(latest_entries(dir.path()), vec![LATEST_DIR.to_string()]);
+    assert_state(&s, &model).await;
+    // And a rebuild after that one completes.
+    s.shared.latest_store.force_rebuild();
+    churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+    drop(s);
+    let s = reopen(dir.path(), opts());
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+}
+
+/// A crash after the swap, before the old database was deleted: with the completion
+/// marker durable the new one is used; without it (`marker_lost`) the old one is, and the
+/// writes made after the swap are replayed into it from the log.
+async fn crash_after_the_swap(marker_lost: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), opts()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 13;
+    fill(&s, &mut model).await;
+    s.shared
+        .latest_store
+        .keep_retired
+        .store(true, Ordering::Release);
+    s.shared.latest_store.force_rebuild();
+    churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
+    let new = s.shared.latest();
+    if marker_lost {
+        new.forget_built();
+    }
+    drop(new);
+    churn(&s, &mut model, 300, &mut seed).await;
+    assert!(dir.path().join(LATEST_DIR).is_dir());
+    s.shutdown().await.unwrap();
+    drop(s);
+    let s = reopen(dir.path(), opts());
+    let want = if marker_lost {
+        vec![LATEST_DIR.to_string()]
+    } else {
+        vec![LATEST_DIR.to_string(), format!("{LATEST_DIR}.{:020}", 1)]
+    };
+    assert_eq!(latest_entries(dir.path()), want);
+    assert_eq!(dir.path().join(LATEST_DIR).is_dir(), marker_lost);
+    assert_state(&s, &model).await;
+    churn(&s, &mut model, 100, &mut seed).await;
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_after_the_swap_reopens_the_new_database() {
+    crash_after_the_swap(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_before_the_marker_is_durable_replays_into_the_old_database() {
+    crash_after_the_swap(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_crash_leaves_while_creating_or_deleting_is_removed_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), opts()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 17;
+    fill(&s, &mut model).await;
+    s.shutdown().await.unwrap();
+    drop(s);
+    for name in [
+        format!("{LATEST_DIR}.{:020}.tmp", 4),
+        format!("{LATEST_DIR}.{:020}.dropping", 2),
+        format!("{LATEST_DIR}.dropping"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("db"), b"partial").unwrap();
+    }
+    let s = reopen(dir.path(), opts());
+    assert_eq!(latest_entries(dir.path()), vec![LATEST_DIR.to_string()]);
+    assert_state(&s, &model).await;
+    churn(&s, &mut model, 10, &mut seed).await;
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_size_check_rebuilds_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = SledStorageOptions {
+        latest_rebuild_factor: 1,
+        latest_rebuild_min_bytes: 0,
+        latest_rebuild_interval: Duration::from_millis(10),
+        ..Default::default()
+    };
+    let s = SledStorage::open(dir.path(), opts.clone()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 19;
+    fill(&s, &mut model).await;
+    // sled's file is larger than the entries it holds from the start: rebuilds follow.
+    churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
+    churn_until_rebuilt(&s, &mut model, &mut seed, 1).await;
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+    drop(s);
+    let s = reopen(dir.path(), opts);
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_kplane_cannot_open_a_rebuilt_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), opts()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 23;
+    fill(&s, &mut model).await;
+    s.shared.latest_store.force_rebuild();
+    churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !dir.path().join(LATEST_DIR).is_file() {
+        assert!(Instant::now() < deadline, "no marker file");
+        churn(&s, &mut model, 1, &mut seed).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    s.shutdown().await.unwrap();
+    drop(s);
+    // What an older kplane does: opens `latest/` as a sled database.
+    assert!(sled::Config::new()
+        .path(dir.path().join(LATEST_DIR))
+        .open()
+        .is_err());
+    // The rebuilt database gone (a damaged copy): refused, not started empty.
+    std::fs::remove_dir_all(dir.path().join(format!("{LATEST_DIR}.{:020}", 1))).unwrap();
+    let e = SledStorage::open(dir.path(), opts())
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("rebuilt database"), "{e}");
+}
