@@ -164,7 +164,7 @@ impl Shared {
             waiting: Mutex::new(Waiting::default()),
             queued: AtomicU64::new(0),
             gc: gc::Collector::default(),
-            deletions: tokio::sync::Semaphore::new(pool::WORKSPACE_DELETIONS),
+            deletions: tokio::sync::Semaphore::new(pool::exp_knob("KPLANE_EXP_DEL", pool::WORKSPACE_DELETIONS)),
             timers: timers::Timers::default(),
             gone_targets: Mutex::default(),
         };
@@ -297,9 +297,22 @@ impl Registry {
 /// Runs controller work until the queue closes; unfinished items are retried. Workspace
 /// items go to their own bounded concurrent pool ([`pool`]), run in this same task; every
 /// other item runs here, one at a time.
-pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Work>) {
+pub async fn run_worker(registry: Arc<Registry>, queue: UnboundedReceiver<Work>) {
+    let places = pool::Places {
+        foreground: tokio::runtime::Handle::current(),
+        deletions: None,
+    };
+    run_worker_on(registry, queue, places).await
+}
+
+/// [`run_worker`], with the Workspace items run where `places` says.
+async fn run_worker_on(
+    registry: Arc<Registry>,
+    mut queue: UnboundedReceiver<Work>,
+    places: pool::Places,
+) {
     let (to_pool, pool_items) = tokio::sync::mpsc::unbounded_channel();
-    let workspaces = pool::run_pool(registry.clone(), pool_items);
+    let workspaces = pool::run_pool(registry.clone(), pool_items, places);
     let others = async move {
         while let Some(work) = queue.recv().await {
             // From here on, queueing it again runs it again (it may change while it runs).
@@ -392,6 +405,7 @@ pub fn start(
     registry: &Arc<Registry>,
     queue: UnboundedReceiver<Work>,
     event_ttl: Duration,
+    background: Option<tokio::runtime::Handle>,
 ) -> Controllers {
     let (publisher, syncer) = root_ca::publisher(registry.clone());
     let informer = informer::Informer::new(registry.storage().clone())
@@ -412,12 +426,27 @@ pub fn start(
         .with(Arc::new(sync_target::Feed::new(registry.clone())))
         .with(Arc::new(job_ttl::Feed(registry.clone())));
     let resume = registry.clone();
+    let foreground = tokio::runtime::Handle::current();
+    let exp = std::env::var("KPLANE_EXP_BG").unwrap_or_default();
+    let background = background.filter(|_| !exp.is_empty() && exp != "none");
+    let worker_rt = match &background {
+        Some(bg) if exp.contains("worker") => bg.clone(),
+        _ => foreground.clone(),
+    };
+    let informer_rt = match &background {
+        Some(bg) if exp.contains("informer") => bg.clone(),
+        _ => foreground.clone(),
+    };
+    let places = pool::Places {
+        foreground: foreground.clone(),
+        deletions: background.clone(),
+    };
     let tasks = vec![
-        tokio::spawn(run_worker(registry.clone(), queue)),
-        tokio::spawn(informer.run()),
-        tokio::spawn(timers::run(registry.clone())),
-        tokio::spawn(syncer),
-        tokio::spawn(event_ttl::run(registry.clone(), event_ttl)),
+        worker_rt.spawn(run_worker_on(registry.clone(), queue, places)),
+        informer_rt.spawn(informer.run()),
+        worker_rt.spawn(timers::run(registry.clone())),
+        worker_rt.spawn(syncer),
+        worker_rt.spawn(event_ttl::run(registry.clone(), event_ttl)),
         // In the background: a store with many logical clusters must not delay readiness.
         tokio::spawn(async move {
             if let Err(e) = resume.resume_pending_work().await {

@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::runtime::Handle;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinSet;
 
@@ -41,9 +42,44 @@ impl Registry {
         let _permit = self.controllers.deletions.acquire().await.ok();
         let started = Instant::now();
         let out = f.await;
-        tokio::time::sleep((started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE)).await;
+        let div = exp_knob("KPLANE_EXP_DIV", PAUSE_DIVISOR as usize) as u32;
+        let max = Duration::from_millis(exp_knob("KPLANE_EXP_MAXP", MAX_PAUSE.as_millis() as usize) as u64);
+        if div > 0 {
+            tokio::time::sleep((started.elapsed() / div).min(max)).await;
+        }
         out
     }
+}
+
+/// Where the pool's items run.
+pub(super) struct Places {
+    /// Bootstraps (a client waits for the Workspace to turn Ready), and everything when
+    /// `deletions` is `None`.
+    pub(super) foreground: Handle,
+    /// Deletions (a Workspace whose cluster is terminating): the background runtime.
+    pub(super) deletions: Option<Handle>,
+}
+
+impl Places {
+    /// The runtime for item `w`: deletions in the background when there is one. Only the
+    /// place depends on it; the item's work is the same wherever it runs.
+    fn for_item(&self, registry: &Registry, w: &Work) -> &Handle {
+        let deleting = match w {
+            Work::Workspace { cluster, name } => cluster
+                .child(name)
+                .is_some_and(|child| registry.is_terminating(&child)),
+            _ => false,
+        };
+        match &self.deletions {
+            Some(bg) if deleting => bg,
+            _ => &self.foreground,
+        }
+    }
+}
+
+/// Experiment knob (temporary).
+pub(crate) fn exp_knob(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// Pool state: items waiting for a slot and items running.
@@ -96,17 +132,25 @@ impl Slots {
 
 /// Runs the Workspace items sent on `items` until that channel closes and every started
 /// item has finished.
-pub(super) async fn run_pool(registry: Arc<Registry>, mut items: UnboundedReceiver<Work>) {
+pub(super) async fn run_pool(
+    registry: Arc<Registry>,
+    mut items: UnboundedReceiver<Work>,
+    places: Places,
+) {
     let mut slots = Slots::default();
     let mut tasks: JoinSet<(Work, bool)> = JoinSet::new();
     let mut open = true;
     loop {
         while let Some(w) = slots.next(tasks.len(), WORKSPACE_WORKERS) {
+            let rt = places.for_item(&registry, &w).clone();
             let r = registry.clone();
-            tasks.spawn(async move {
-                let done = r.run_logged(&w).await;
-                (w, done)
-            });
+            tasks.spawn_on(
+                async move {
+                    let done = r.run_logged(&w).await;
+                    (w, done)
+                },
+                &rt,
+            );
         }
         tokio::select! {
             w = items.recv(), if open => match w {
