@@ -513,12 +513,8 @@ impl Server {
             .map_err(|e| ServerError::Startup(e.0.to_string()))?;
         // The controllers, their shared informer and the resumption of unfinished
         // namespace/CRD deletions run in the background.
-        let controllers = controllers::start(
-            &registry,
-            work_queue,
-            cfg.event_ttl,
-            cfg.background.clone(),
-        );
+        let controllers =
+            controllers::start(&registry, work_queue, cfg.event_ttl, cfg.background.clone());
         let backup_metrics = cfg.backup.as_ref().map(|b| {
             let metrics = Arc::new(crate::backup::BackupMetrics::default());
             tokio::spawn(crate::backup::run(

@@ -349,11 +349,7 @@ fn main() -> anyhow::Result<()> {
     };
     logging::init(args.verbosity, args.log_format)?;
     raise_open_file_limit();
-    let nice = std::env::var("KPLANE_EXP_NICE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(background::BACKGROUND_NICE);
-    let background = background::runtime(nice)?;
+    let background = background::runtime(background::BACKGROUND_NICE)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

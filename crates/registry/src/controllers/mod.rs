@@ -164,7 +164,7 @@ impl Shared {
             waiting: Mutex::new(Waiting::default()),
             queued: AtomicU64::new(0),
             gc: gc::Collector::default(),
-            deletions: tokio::sync::Semaphore::new(pool::exp_knob("KPLANE_EXP_DEL", pool::WORKSPACE_DELETIONS)),
+            deletions: tokio::sync::Semaphore::new(pool::WORKSPACE_DELETIONS),
             timers: timers::Timers::default(),
             gone_targets: Mutex::default(),
         };
@@ -296,22 +296,43 @@ impl Registry {
 
 /// Runs controller work until the queue closes; unfinished items are retried. Workspace
 /// items go to their own bounded concurrent pool ([`pool`]), run in this same task; every
-/// other item runs here, one at a time.
+/// other item runs here, one at a time. Everything runs on the caller's runtime.
 pub async fn run_worker(registry: Arc<Registry>, queue: UnboundedReceiver<Work>) {
-    let places = pool::Places {
+    let places = Places {
         foreground: tokio::runtime::Handle::current(),
-        deletions: None,
+        background: None,
     };
     run_worker_on(registry, queue, places).await
 }
 
-/// [`run_worker`], with the Workspace items run where `places` says.
+/// Where the controllers' work items run.
+#[derive(Clone, Debug)]
+pub(crate) struct Places {
+    /// The queue's dispatch and the items a client waits for (a Workspace's bootstrap: its
+    /// creator waits for Ready); everything when `background` is `None`.
+    pub(crate) foreground: tokio::runtime::Handle,
+    /// The items no request waits for: Workspace deletions and every item of the one-at-a-
+    /// time worker (namespace, GC, root CA, ...), on a runtime whose threads yield to
+    /// request handling (`kplane serve`'s background runtime).
+    pub(crate) background: Option<tokio::runtime::Handle>,
+}
+
+impl Places {
+    /// The runtime for background items.
+    fn background(&self) -> &tokio::runtime::Handle {
+        self.background.as_ref().unwrap_or(&self.foreground)
+    }
+}
+
+/// [`run_worker`], with the items run where `places` says. The dispatch stays in this task
+/// (on the foreground), so a bootstrap never waits for a background thread to be scheduled.
 async fn run_worker_on(
     registry: Arc<Registry>,
     mut queue: UnboundedReceiver<Work>,
-    places: pool::Places,
+    places: Places,
 ) {
     let (to_pool, pool_items) = tokio::sync::mpsc::unbounded_channel();
+    let background = places.background.clone();
     let workspaces = pool::run_pool(registry.clone(), pool_items, places);
     let others = async move {
         while let Some(work) = queue.recv().await {
@@ -325,7 +346,23 @@ async fn run_worker_on(
                 }
                 continue;
             }
-            let done = registry.run_logged(&work).await;
+            let (work, done) = match &background {
+                // Still one at a time: this loop waits for the item to finish.
+                Some(bg) => {
+                    let r = registry.clone();
+                    let w = work.clone();
+                    match bg.spawn(async move { r.run_logged(&w).await }).await {
+                        Ok(done) => (work, done),
+                        // It panicked (logged by the runtime) or the runtime is shutting
+                        // down: retried later, found again at the next start otherwise.
+                        Err(_) => (work, false),
+                    }
+                }
+                None => {
+                    let done = registry.run_logged(&work).await;
+                    (work, done)
+                }
+            };
             registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
             if !done {
                 registry.retry_later(work);
@@ -426,27 +463,19 @@ pub fn start(
         .with(Arc::new(sync_target::Feed::new(registry.clone())))
         .with(Arc::new(job_ttl::Feed(registry.clone())));
     let resume = registry.clone();
-    let foreground = tokio::runtime::Handle::current();
-    let exp = std::env::var("KPLANE_EXP_BG").unwrap_or_default();
-    let background = background.filter(|_| !exp.is_empty() && exp != "none");
-    let worker_rt = match &background {
-        Some(bg) if exp.contains("worker") => bg.clone(),
-        _ => foreground.clone(),
+    let places = Places {
+        foreground: tokio::runtime::Handle::current(),
+        background,
     };
-    let informer_rt = match &background {
-        Some(bg) if exp.contains("informer") => bg.clone(),
-        _ => foreground.clone(),
-    };
-    let places = pool::Places {
-        foreground: foreground.clone(),
-        deletions: background.clone(),
-    };
+    let bg = places.background().clone();
     let tasks = vec![
-        worker_rt.spawn(run_worker_on(registry.clone(), queue, places)),
-        informer_rt.spawn(informer.run()),
-        worker_rt.spawn(timers::run(registry.clone())),
-        worker_rt.spawn(syncer),
-        worker_rt.spawn(event_ttl::run(registry.clone(), event_ttl)),
+        // The informer stays on the foreground: it must keep up with every write (a
+        // watcher that falls behind is closed, and the informer starts over with a scan).
+        tokio::spawn(informer.run()),
+        tokio::spawn(run_worker_on(registry.clone(), queue, places)),
+        bg.spawn(timers::run(registry.clone())),
+        bg.spawn(syncer),
+        bg.spawn(event_ttl::run(registry.clone(), event_ttl)),
         // In the background: a store with many logical clusters must not delay readiness.
         tokio::spawn(async move {
             if let Err(e) = resume.resume_pending_work().await {

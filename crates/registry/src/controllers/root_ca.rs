@@ -239,7 +239,7 @@ impl InformerHandler for Publisher {
             let Some(cluster) = super::stored_cluster(&kv.key) else {
                 return;
             };
-            if deleted && super::pool::exp_knob("KPLANE_EXP_ROOTCA", 1) == 1 && self.registry.cluster_going(&cluster) {
+            if deleted && self.registry.cluster_going(&cluster) {
                 // Its cluster is being deleted (or is gone): nothing may be written there,
                 // so a sync would only be refused. A deleted workspace's copies go by the
                 // thousand.
@@ -318,7 +318,9 @@ mod tests {
         reg.set_terminating(&c("root:going"), true);
         let copy = |cluster: &str| KeyValue {
             key: Key::new(cluster, CONFIG_MAPS, "default", CONFIG_MAP_NAME),
-            value: serde_json::to_vec(&desired("default", "PEM")).unwrap().into(),
+            value: serde_json::to_vec(&desired("default", "PEM"))
+                .unwrap()
+                .into(),
             create_revision: 1,
             mod_revision: 2,
         };

@@ -175,7 +175,7 @@ impl Registry {
         self.set_terminating(child, true);
         for c in self.subtree(child).await? {
             self.storage
-                .delete_cluster(c.as_str(), super::pool::exp_knob("KPLANE_EXP_BATCH", CLUSTER_DELETE_BATCH), last_state_tombstone())
+                .delete_cluster(c.as_str(), CLUSTER_DELETE_BATCH, last_state_tombstone())
                 .await
                 .map_err(ApiError::from)?;
             self.forget_cluster(&c);
