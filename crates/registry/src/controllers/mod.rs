@@ -34,7 +34,10 @@
 //! runs runs once, and an unfinished item waits [`RETRY_EVERY`] in a delay set where
 //! further retries of it merge, so each item is at most once queued and once delayed.
 //! Work left unfinished by an earlier run is found again at start-up
-//! ([`Registry::resume_pending_work`]). [`start`] runs them all.
+//! ([`Registry::resume_pending_work`]). [`start`] runs them all: the informer, the queue's
+//! dispatch and Workspace bootstraps on the caller's runtime, the work no request waits
+//! for on the background runtime it is given (`Places`), whose threads run at a lower OS
+//! priority so that on few cores requests are scheduled first.
 //!
 //! [`WriteParams::controller`]: crate::options::WriteParams::controller
 //! [`WriteParams::controller_named`]: crate::options::WriteParams::controller_named
@@ -437,7 +440,9 @@ impl Drop for Controllers {
 /// publisher, the RBAC and SyncTarget caches, the sync endpoint's reference index, the
 /// ClusterRole aggregation controller, the SyncTarget and Job TTL controllers (with the
 /// task of their timers), the Event sweeper
-/// for `event_ttl`, and the resumption of unfinished work.
+/// for `event_ttl`, and the resumption of unfinished work. With `background`, the items of
+/// the one-at-a-time worker, Workspace deletions, the timers, the root-CA syncer and the
+/// Event sweeper run on that runtime instead of the caller's.
 pub fn start(
     registry: &Arc<Registry>,
     queue: UnboundedReceiver<Work>,
