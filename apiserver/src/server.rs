@@ -89,6 +89,10 @@ pub struct ServerConfig {
     pub audit: Option<AuditConfig>,
     /// Scheduled backups (`--backup-*`, `crate::backup`); `None`: off.
     pub backup: Option<crate::backup::BackupConfig>,
+    /// A runtime whose threads yield to request handling (a lower OS priority), for the
+    /// controllers' work no request waits for (`controllers::start`); `None`: the server's
+    /// own runtime runs everything.
+    pub background: Option<tokio::runtime::Handle>,
 }
 
 /// The audit policy file and the log the events go to.
@@ -151,6 +155,7 @@ impl Default for ServerBuilder {
                 audit: None,
                 oidc: None,
                 backup: None,
+                background: None,
             },
             authenticator: None,
             authorizer: None,
@@ -286,6 +291,12 @@ impl ServerBuilder {
     /// Scheduled backups of every logical cluster (`crate::backup`); `None`: off.
     pub fn backup(mut self, backup: Option<crate::backup::BackupConfig>) -> Self {
         self.config.backup = backup;
+        self
+    }
+
+    /// The runtime for background controller work ([`ServerConfig::background`]).
+    pub fn background(mut self, background: tokio::runtime::Handle) -> Self {
+        self.config.background = Some(background);
         self
     }
 
@@ -503,7 +514,8 @@ impl Server {
             .map_err(|e| ServerError::Startup(e.0.to_string()))?;
         // The controllers, their shared informer and the resumption of unfinished
         // namespace/CRD deletions run in the background.
-        let controllers = controllers::start(&registry, work_queue, cfg.event_ttl);
+        let controllers =
+            controllers::start(&registry, work_queue, cfg.event_ttl, cfg.background.clone());
         let backup_metrics = cfg.backup.as_ref().map(|b| {
             let metrics = Arc::new(crate::backup::BackupMetrics::default());
             tokio::spawn(crate::backup::run(

@@ -13,6 +13,7 @@
 //! `kplane completion SHELL` prints a shell completion script. Invoked as `kubectl-ws` or
 //! `kubectl-kplane` (symlinks that `make install` creates), the binary is a kubectl plugin.
 
+mod background;
 mod certs;
 mod client;
 mod logging;
@@ -350,11 +351,15 @@ fn main() -> anyhow::Result<()> {
     };
     logging::init(args.verbosity, args.log_format)?;
     raise_open_file_limit();
+    let background = background::runtime(background::BACKGROUND_NICE)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve(args))
+    let served = runtime.block_on(serve(args, background.handle().clone()));
+    // Its tasks were the server's controllers, stopped with it.
+    background.shutdown_background();
+    served
 }
 
 /// A small runtime for one client command.
@@ -378,7 +383,7 @@ fn exit_on_error(result: anyhow::Result<()>) -> ! {
     }
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::Result<()> {
     if args.event_window_seconds == 0 {
         anyhow::bail!("--event-window-seconds must be at least 1");
     }
@@ -432,6 +437,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             args.audit_log_maxage,
         ))
         .oidc(oidc)
+        .background(background)
         .backup(
             args.backup_dir
                 .map(|dir| kplane_apiserver::backup::BackupConfig {

@@ -270,6 +270,13 @@ impl Registry {
         Ok(())
     }
 
+    /// Whether `cluster` is being deleted (it or an ancestor is terminating) or is gone (no
+    /// longer exists, outside development mode): no write into it can succeed.
+    pub(crate) fn cluster_going(&self, cluster: &ClusterName) -> bool {
+        self.refuse_if_terminating(cluster).is_err()
+            || (!self.auto_create_clusters() && !self.cluster_exists(cluster))
+    }
+
     /// Marks (or unmarks) `cluster` as terminating.
     pub(crate) fn set_terminating(&self, cluster: &ClusterName, on: bool) {
         let mut set = self

@@ -124,7 +124,7 @@ impl Replica {
         );
         reg.set_external_url("https://kplane.test");
         reg.load_cluster_state().await.unwrap();
-        let controllers = controllers::start(&reg, queue, Duration::from_secs(3600));
+        let controllers = controllers::start(&reg, queue, Duration::from_secs(3600), None);
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
         Replica {
             reg,

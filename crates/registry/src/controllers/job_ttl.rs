@@ -228,7 +228,7 @@ mod tests {
         reg.ensure_cluster(&kplane_types::ClusterName::root())
             .await
             .unwrap();
-        let controllers = super::super::start(&reg, queue, Duration::from_secs(3600));
+        let controllers = super::super::start(&reg, queue, Duration::from_secs(3600), None);
         create_namespace(&reg, "d").await;
         let t = target(&reg, "batch", "jobs", Some("d"));
         let w = WriteParams::default();

@@ -48,6 +48,7 @@ pub(crate) async fn run(
     mut leadership: tokio::sync::watch::Receiver<bool>,
     queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
     event_ttl: Duration,
+    background: Option<tokio::runtime::Handle>,
 ) {
     let mut running: Option<Controllers> = None;
     loop {
@@ -55,7 +56,12 @@ pub(crate) async fn run(
         match (leader, running.is_some()) {
             (true, false) => {
                 registry.set_leader(true);
-                running = Some(super::start_leading(&registry, queue.clone(), event_ttl));
+                running = Some(super::start_leading(
+                    &registry,
+                    queue.clone(),
+                    event_ttl,
+                    background.clone(),
+                ));
                 tracing::info!("this replica leads: the controllers run here");
             }
             (false, true) => {

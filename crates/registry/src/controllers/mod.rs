@@ -34,7 +34,10 @@
 //! runs runs once, and an unfinished item waits [`RETRY_EVERY`] in a delay set where
 //! further retries of it merge, so each item is at most once queued and once delayed.
 //! Work left unfinished by an earlier run is found again at start-up
-//! ([`Registry::resume_pending_work`]). [`start`] runs them all.
+//! ([`Registry::resume_pending_work`]). [`start`] runs them all: the informer, the queue's
+//! dispatch and Workspace bootstraps on the caller's runtime, the work no request waits
+//! for on the background runtime it is given (`Places`), whose threads run at a lower OS
+//! priority so that on few cores requests are scheduled first.
 //!
 //! [`WriteParams::controller`]: crate::options::WriteParams::controller
 //! [`WriteParams::controller_named`]: crate::options::WriteParams::controller_named
@@ -307,16 +310,46 @@ impl Registry {
 
 /// Runs controller work until the queue closes; unfinished items are retried. Workspace
 /// items go to their own bounded concurrent pool ([`pool`]), run in this same task; every
-/// other item runs here, one at a time.
+/// other item runs here, one at a time. Everything runs on the caller's runtime.
 pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Work>) {
-    run_worker_on(registry, &mut queue).await;
+    let places = Places {
+        foreground: tokio::runtime::Handle::current(),
+        background: None,
+    };
+    run_worker_on(registry, &mut queue, places).await
+}
+
+/// Where the controllers' work items run.
+#[derive(Clone, Debug)]
+pub(crate) struct Places {
+    /// The queue's dispatch and the items a client waits for (a Workspace's bootstrap: its
+    /// creator waits for Ready); everything when `background` is `None`.
+    pub(crate) foreground: tokio::runtime::Handle,
+    /// The items no request waits for: Workspace deletions and every item of the one-at-a-
+    /// time worker (namespace, GC, root CA, ...), on a runtime whose threads yield to
+    /// request handling (`kplane serve`'s background runtime).
+    pub(crate) background: Option<tokio::runtime::Handle>,
+}
+
+impl Places {
+    /// The runtime for background items.
+    fn background(&self) -> &tokio::runtime::Handle {
+        self.background.as_ref().unwrap_or(&self.foreground)
+    }
 }
 
 /// [`run_worker`] over a borrowed queue (the leader's worker: a new one takes the queue
-/// over when this process leads again).
-async fn run_worker_on(registry: Arc<Registry>, queue: &mut UnboundedReceiver<Work>) {
+/// over when this process leads again), with the items run where `places` says. The
+/// dispatch stays in this task (on the foreground), so a bootstrap never waits for a
+/// background thread to be scheduled.
+async fn run_worker_on(
+    registry: Arc<Registry>,
+    queue: &mut UnboundedReceiver<Work>,
+    places: Places,
+) {
     let (to_pool, pool_items) = tokio::sync::mpsc::unbounded_channel();
-    let workspaces = pool::run_pool(registry.clone(), pool_items);
+    let background = places.background.clone();
+    let workspaces = pool::run_pool(registry.clone(), pool_items, places);
     let others = async move {
         while let Some(work) = queue.recv().await {
             // From here on, queueing it again runs it again (it may change while it runs).
@@ -329,7 +362,23 @@ async fn run_worker_on(registry: Arc<Registry>, queue: &mut UnboundedReceiver<Wo
                 }
                 continue;
             }
-            let done = registry.run_logged(&work).await;
+            let (work, done) = match &background {
+                // Still one at a time: this loop waits for the item to finish.
+                Some(bg) => {
+                    let r = registry.clone();
+                    let w = work.clone();
+                    match bg.spawn(async move { r.run_logged(&w).await }).await {
+                        Ok(done) => (work, done),
+                        // It panicked (logged by the runtime) or the runtime is shutting
+                        // down: retried later, found again at the next start otherwise.
+                        Err(_) => (work, false),
+                    }
+                }
+                None => {
+                    let done = registry.run_logged(&work).await;
+                    (work, done)
+                }
+            };
             registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
             if !done {
                 registry.retry_later(work);
@@ -408,11 +457,14 @@ impl Drop for Controllers {
 /// publisher, the ClusterRole aggregation controller, the SyncTarget and Job TTL
 /// controllers (with the task of their timers), the queueing of pending namespace, CRD and
 /// Workspace work, the Event sweeper for `event_ttl`, and the resumption of unfinished
-/// work.
+/// work, and, with `background`, the items of the one-at-a-time worker, Workspace
+/// deletions, the timers, the root-CA syncer and the Event sweeper on that runtime instead
+/// of the caller's.
 pub fn start(
     registry: &Arc<Registry>,
     queue: UnboundedReceiver<Work>,
     event_ttl: Duration,
+    background: Option<tokio::runtime::Handle>,
 ) -> Controllers {
     let caches = crate::derived::informer(registry);
     let lead = leader::run(
@@ -420,6 +472,7 @@ pub fn start(
         registry.storage().leadership(),
         Arc::new(tokio::sync::Mutex::new(queue)),
         event_ttl,
+        background,
     );
     Controllers {
         tasks: vec![tokio::spawn(caches.run()), tokio::spawn(lead)],
@@ -432,6 +485,7 @@ pub(crate) fn start_leading(
     registry: &Arc<Registry>,
     queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
     event_ttl: Duration,
+    background: Option<tokio::runtime::Handle>,
 ) -> Controllers {
     let (publisher, syncer) = root_ca::publisher(registry.clone());
     let informer = informer::Informer::new(registry.storage().clone())
@@ -452,17 +506,24 @@ pub(crate) fn start_leading(
         .with(Arc::new(sync_target::Feed::new(registry.clone())))
         .with(Arc::new(job_ttl::Feed(registry.clone())));
     let resume = registry.clone();
+    let places = Places {
+        foreground: tokio::runtime::Handle::current(),
+        background,
+    };
+    let bg = places.background().clone();
     let worker = registry.clone();
     let tasks = vec![
         tokio::spawn(async move {
             // One worker at a time holds the queue; a stopped one has released it.
             let mut queue = queue.lock().await;
-            run_worker_on(worker, &mut queue).await;
+            run_worker_on(worker, &mut queue, places).await;
         }),
+        // The informer stays on the foreground: it must keep up with every write (a
+        // watcher that falls behind is closed, and the informer starts over with a scan).
         tokio::spawn(informer.run()),
-        tokio::spawn(timers::run(registry.clone())),
-        tokio::spawn(syncer),
-        tokio::spawn(event_ttl::run(registry.clone(), event_ttl)),
+        bg.spawn(timers::run(registry.clone())),
+        bg.spawn(syncer),
+        bg.spawn(event_ttl::run(registry.clone(), event_ttl)),
         // In the background: a store with many logical clusters must not delay readiness.
         tokio::spawn(async move {
             if let Err(e) = resume.resume_pending_work().await {

@@ -5,7 +5,9 @@
 //!
 //! Deletions are throttled apart from that bound ([`Registry::paced_deletion`]): at most
 //! [`WORKSPACE_DELETIONS`] run at once, and each is followed by a pause proportional to
-//! its time, so that mass deletion leaves the cores to other tenants' requests.
+//! its time, so that mass deletion leaves the cores to other tenants' requests. With a
+//! background runtime (`Places`), deletions run there, at a lower OS priority; bootstraps
+//! stay on the foreground (their creators wait for Ready).
 //!
 //! An item never runs twice at the same time: one queued again while it runs is run once
 //! more after it finishes (it may have changed meanwhile), one queued again while it waits
@@ -17,10 +19,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::runtime::Handle;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinSet;
 
-use super::Work;
+use super::{Places, Work};
 use crate::Registry;
 
 /// Workspace items run at once (bootstrap or deletion).
@@ -43,6 +46,22 @@ impl Registry {
         let out = f.await;
         tokio::time::sleep((started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE)).await;
         out
+    }
+}
+
+/// The runtime for Workspace item `w`: a deletion (its cluster is terminating) in the
+/// background, a bootstrap on the foreground. Only the place depends on it; the item's work
+/// is the same wherever it runs.
+fn place<'a>(places: &'a Places, registry: &Registry, w: &Work) -> &'a Handle {
+    let deleting = match w {
+        Work::Workspace { cluster, name } => cluster
+            .child(name)
+            .is_some_and(|child| registry.is_terminating(&child)),
+        _ => false,
+    };
+    match &places.background {
+        Some(bg) if deleting => bg,
+        _ => &places.foreground,
     }
 }
 
@@ -96,17 +115,25 @@ impl Slots {
 
 /// Runs the Workspace items sent on `items` until that channel closes and every started
 /// item has finished.
-pub(super) async fn run_pool(registry: Arc<Registry>, mut items: UnboundedReceiver<Work>) {
+pub(super) async fn run_pool(
+    registry: Arc<Registry>,
+    mut items: UnboundedReceiver<Work>,
+    places: Places,
+) {
     let mut slots = Slots::default();
     let mut tasks: JoinSet<(Work, bool)> = JoinSet::new();
     let mut open = true;
     loop {
         while let Some(w) = slots.next(tasks.len(), WORKSPACE_WORKERS) {
+            let rt = place(&places, &registry, &w).clone();
             let r = registry.clone();
-            tasks.spawn(async move {
-                let done = r.run_logged(&w).await;
-                (w, done)
-            });
+            tasks.spawn_on(
+                async move {
+                    let done = r.run_logged(&w).await;
+                    (w, done)
+                },
+                &rt,
+            );
         }
         tokio::select! {
             w = items.recv(), if open => match w {
@@ -178,6 +205,66 @@ mod tests {
     /// keeps serving other items (a Terminating namespace goes away).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn more_workspaces_than_slots_are_created_and_deleted() {
+        create_and_delete(None).await;
+    }
+
+    /// The same with a background runtime of one thread for the deletions and the other
+    /// items, as `kplane serve` runs them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn more_workspaces_than_slots_are_created_and_deleted_with_a_background_runtime() {
+        let bg = background_runtime();
+        create_and_delete(Some(bg.handle().clone())).await;
+        bg.shutdown_background();
+    }
+
+    fn background_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("test-background")
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// A deletion item (its child cluster terminating) goes to the background runtime, a
+    /// bootstrap to the foreground; without a background runtime, both to the foreground.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn deletions_run_in_the_background_and_bootstraps_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
+        reg.set_terminating(&ClusterName::parse("root:going").unwrap(), true);
+        let bg = background_runtime();
+        let thread =
+            |h: &Handle| h.spawn(async { std::thread::current().name().map(str::to_string) });
+        let with = Places {
+            foreground: Handle::current(),
+            background: Some(bg.handle().clone()),
+        };
+        let without = Places {
+            foreground: Handle::current(),
+            background: None,
+        };
+        let on = |places: &Places, name: &str| thread(place(places, &reg, &ws(name)));
+        assert_eq!(
+            on(&with, "going").await.unwrap().as_deref(),
+            Some("test-background")
+        );
+        assert_ne!(
+            on(&with, "new").await.unwrap().as_deref(),
+            Some("test-background")
+        );
+        assert_ne!(
+            on(&without, "going").await.unwrap().as_deref(),
+            Some("test-background")
+        );
+        bg.shutdown_background();
+    }
+
+    async fn create_and_delete(background: Option<Handle>) {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> =
             SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
@@ -186,7 +273,15 @@ mod tests {
         let (reg, queue) = Registry::new(storage, catalog, String::new(), shutdown);
         reg.set_external_url("https://kplane.test");
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
-        let worker = tokio::spawn(super::super::run_worker(reg.clone(), queue));
+        let places = Places {
+            foreground: Handle::current(),
+            background,
+        };
+        let worker_reg = reg.clone();
+        let worker = tokio::spawn(async move {
+            let mut queue = queue;
+            super::super::run_worker_on(worker_reg, &mut queue, places).await
+        });
         let rt = reg
             .builtin_catalog()
             .get("tenancy.kplane.io", "v1alpha1", "workspaces")

@@ -1208,7 +1208,7 @@ mod tests {
             crate::admission::Admission::recommended(),
         );
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
-        let controllers = super::super::start(&reg, queue, Duration::from_secs(3600));
+        let controllers = super::super::start(&reg, queue, Duration::from_secs(3600), None);
         Running {
             reg,
             storage,
