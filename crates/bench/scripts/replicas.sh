@@ -21,8 +21,11 @@
 #   watch   WATCHERS watches on the replicas but the first (all on the only server with one
 #           replica) while 4 clients write RATE ConfigMaps/s through the first: the latency
 #           from a write's acknowledgement to its receipt by every watcher.
-# One JSON line per run (with the CPU seconds kplane and PostgreSQL used during it and the
-# load average), then a table of the medians.
+# One JSON line per run, then a table of the medians. Beside the figures: the creates' mean
+# commit group (writes per group, and the storage's time per group from kplane's
+# kplane_storage_commit_* counters, summed over the replicas), the time of one 8 KiB write +
+# fdatasync in the scratch directory just before (what each WAL flush waits for on this
+# disk), the CPU seconds kplane and PostgreSQL used during the row, and the load average.
 #
 # list: one server per store (STORES_LIST) with a history window of a day (nothing is
 # compacted during the run), kplane-bench --scenario list --list-size LIST_SIZE
@@ -78,7 +81,10 @@ stop_replicas() {
 
 stop_pg() {
     if [ -n "$pg_pid" ]; then
-        kill -INT "$pg_pid" 2>/dev/null || true # fast shutdown
+        # $pg_pid may be runuser: signal the postmaster itself (SIGINT: fast shutdown).
+        local pm
+        pm="$(head -n 1 "$pg_dir/data/postmaster.pid" 2>/dev/null || true)"
+        kill -INT "${pm:-$pg_pid}" 2>/dev/null || true
         wait "$pg_pid" 2>/dev/null || true
         pg_pid=""
     fi
@@ -169,20 +175,27 @@ start_replica() { # start_replica DATA LOG [kplane serve args]: appends to repli
     replica_kcs+=("$data/admin.kubeconfig")
 }
 
-cpu_seconds() { # CPU seconds (user + system) of the given processes and their children
+cpu_seconds() { # CPU seconds (user + system) of the given processes and their descendants
     python3 - "$@" <<'EOF'
 import os, sys
 tick = os.sysconf("SC_CLK_TCK")
 pids = set(sys.argv[1:])
-# children (PostgreSQL's backends are children of the postmaster)
+parent = {}
 for d in os.listdir("/proc"):
     if d.isdigit():
         try:
             st = open(f"/proc/{d}/stat").read()
         except OSError:
             continue
-        if st[st.rindex(")") + 2:].split()[1] in pids:
-            pids.add(d)
+        parent[d] = st[st.rindex(")") + 2:].split()[1]
+# descendants (PostgreSQL's backends are children of the postmaster, itself maybe of runuser)
+grew = True
+while grew:
+    grew = False
+    for child, par in parent.items():
+        if par in pids and child not in pids:
+            pids.add(child)
+            grew = True
 total = 0
 for p in pids:
     try:
@@ -193,6 +206,31 @@ for p in pids:
     total += int(fields[11]) + int(fields[12])
 print(round(total / tick, 2))
 EOF
+}
+
+fsync_ms() { # milliseconds per 8 KiB write + fdatasync in DIR (what a WAL flush waits for)
+    python3 - "$1" <<'EOF'
+import os, sys, time
+path = os.path.join(sys.argv[1], "fsync-probe")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+buf = b"\0" * 8192
+n, t0 = 0, time.monotonic()
+while n < 200 and time.monotonic() - t0 < 2:
+    os.pwrite(fd, buf, 0)
+    os.fdatasync(fd)
+    n += 1
+os.close(fd)
+os.unlink(path)
+print(round((time.monotonic() - t0) / n * 1000, 2))
+EOF
+}
+
+group_commit() { # "groups writes seconds": the storage's group-commit counters, summed
+    local kc
+    for kc in "$@"; do
+        kubectl --kubeconfig "$kc" get --raw /metrics 2>/dev/null |
+            grep -E '^kplane_storage_(commit_groups_total|committed_writes_total|commit_seconds_total) ' || true
+    done | awk '{s[$1] += $2} END {printf "%d %d %.3f\n", s["kplane_storage_commit_groups_total"], s["kplane_storage_committed_writes_total"], s["kplane_storage_commit_seconds_total"]}'
 }
 
 field() { # field FILE SCENARIO EXPR: a value of one scenario's report
@@ -209,11 +247,18 @@ run_replica_row() { # run_replica_row STORE N ROUND: bench against the running s
     for k in "${replica_kcs[@]:1}"; do extra+=(--replica-kubeconfig "$k"); done
     cpu_k0=$(cpu_seconds "${replica_pids[@]}")
     cpu_p0=$( [ -n "$pg_pid" ] && [ "$store" = postgres ] && cpu_seconds "$pg_pid" || echo 0)
-    local t0=$SECONDS
-    # One invocation per scenario: each gets fresh connections and its own cleanup.
+    local t0=$SECONDS g0 g1 fs
+    fs=$(fsync_ms "$work")
+    g0=$(group_commit "${replica_kcs[@]}")
+    # One invocation per scenario: each gets fresh connections. The creates are kept until
+    # the group-commit counters are read (so those cover the creates only), then deleted
+    # with their namespace.
     "$KPLANE_BENCH" --kubeconfig "${replica_kcs[0]}" ${extra[@]+"${extra[@]}"} --no-progress \
         --json --size "$SIZE" --scenario create --concurrency "$CONC" --duration "$DURATION" \
-        >"$work/create.json" || true
+        --keep >"$work/create.json" || true
+    g1=$(group_commit "${replica_kcs[@]}")
+    kubectl --kubeconfig "${replica_kcs[0]}" delete namespace kplane-bench --wait=true \
+        --timeout=10m >/dev/null 2>&1 || true
     "$KPLANE_BENCH" --kubeconfig "${replica_kcs[0]}" ${extra[@]+"${extra[@]}"} --no-progress \
         --json --size "$SIZE" --scenario get --concurrency "$GET_CONC" --pool "$POOL" \
         --duration "$DURATION" >"$work/get.json" || true
@@ -225,9 +270,12 @@ run_replica_row() { # run_replica_row STORE N ROUND: bench against the running s
     cpu_p=$( [ -n "$pg_pid" ] && [ "$store" = postgres ] &&
         python3 -c "print(round($(cpu_seconds "$pg_pid") - $cpu_p0, 1))" || echo null)
     python3 - "$work" "$store" "$n" "$round" "$cpu_k" "$cpu_p" "$((SECONDS - t0))" \
-        "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results" <<'EOF'
+        "$(cut -d' ' -f1-3 /proc/loadavg)" "$g0" "$g1" "$fs" >>"$results" <<'EOF'
 import json, sys
-work, store, n, rnd, cpu_k, cpu_p, secs, load = sys.argv[1:]
+work, store, n, rnd, cpu_k, cpu_p, secs, load, g0, g1, fs = sys.argv[1:]
+(groups0, writes0, commit0), (groups1, writes1, commit1) = [
+    [float(x) for x in g.split()] for g in (g0, g1)]
+groups, writes = groups1 - groups0, writes1 - writes0
 def rep(name):
     try:
         return json.load(open(f"{work}/{name}.json"))[0]
@@ -244,6 +292,10 @@ print(json.dumps({
     "delivery_p50_ms": lat(w, "p50"), "delivery_p99_ms": lat(w, "p99"),
     "delivery_by_server": w.get("delivery_by_server"),
     "errors": {k: v for k, v in (("create", c.get("errors")), ("get", g.get("errors")), ("watch", w.get("errors"))) if v},
+    "create_groups": int(groups),
+    "create_writes_per_group": round(writes / groups, 1) if groups else None,
+    "create_commit_ms_per_group": round((commit1 - commit0) / groups * 1000, 2) if groups else None,
+    "fdatasync_ms": float(fs),
     "cpu_s_kplane": float(cpu_k), "cpu_s_postgres": None if cpu_p == "null" else float(cpu_p),
     "wall_s": int(secs), "loadavg": load,
 }))
@@ -301,11 +353,14 @@ def med(rs, k):
     return statistics.median(v) if v else None
 def f(x, d=0):
     return "-" if x is None else f"{x:,.{d}f}"
-print(f"{'store':<9} {'replicas':>8} {'runs':>4} {'creates/s':>10} {'create p99':>10} {'GET/s':>9} {'GET p99':>8} "
-      f"{'watch p50':>9} {'watch p99':>9} {'delivered':>17} {'cpu kplane':>10} {'cpu pg':>7}  load")
+print(f"{'store':<9} {'replicas':>8} {'runs':>4} {'creates/s':>10} {'create p99':>10} {'group':>6} "
+      f"{'ms/group':>8} {'fdatasync':>9} {'GET/s':>9} {'GET p99':>8} {'watch p50':>9} {'watch p99':>9} "
+      f"{'delivered':>17} {'cpu kplane':>10} {'cpu pg':>7}  load")
 for (store, n), rs in groups.items():
     deliv = f"{sum(r['deliveries'] or 0 for r in rs)}/{sum(r['expected_deliveries'] or 0 for r in rs)}"
     print(f"{store:<9} {n:>8} {len(rs):>4} {f(med(rs,'creates_per_s')):>10} {f(med(rs,'create_p99_ms'),1):>10} "
+          f"{f(med(rs,'create_writes_per_group'),1):>6} {f(med(rs,'create_commit_ms_per_group'),2):>8} "
+          f"{f(med(rs,'fdatasync_ms'),2):>9} "
           f"{f(med(rs,'gets_per_s')):>9} {f(med(rs,'get_p99_ms'),2):>8} {f(med(rs,'delivery_p50_ms'),1):>9} "
           f"{f(med(rs,'delivery_p99_ms'),1):>9} {deliv:>17} {f(med(rs,'cpu_s_kplane'),1):>10} "
           f"{f(med(rs,'cpu_s_postgres'),1):>7}  {rs[-1]['loadavg']}")
