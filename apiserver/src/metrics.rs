@@ -281,6 +281,7 @@ impl Metrics {
         let _ = writeln!(out, "# HELP kplane_storage_logical_bytes Bytes of the keys and values the store holds, before space amplification: latest values with their index, and the retained history (the event window plus what is kept beyond it until compaction).\n# TYPE kplane_storage_logical_bytes gauge\nkplane_storage_logical_bytes{{db=\"latest\"}} {}\nkplane_storage_logical_bytes{{db=\"log\"}} {}", st.latest_logical_bytes, st.log_logical_bytes);
         let _ = writeln!(out, "# HELP kplane_storage_window_logical_bytes Bytes of the history committed within the last event window (since the server started): the watch window part of the retained history.\n# TYPE kplane_storage_window_logical_bytes gauge\nkplane_storage_window_logical_bytes {}", st.window_logical_bytes);
         let _ = writeln!(out, "# HELP kplane_storage_compaction_backlog_revisions Revisions below the compaction point whose history is not removed yet (0: compaction idle).\n# TYPE kplane_storage_compaction_backlog_revisions gauge\nkplane_storage_compaction_backlog_revisions {}", st.compaction_backlog);
+        let _ = writeln!(out, "# HELP kplane_storage_history_rows Rows of history the store keeps for the event window (PostgreSQL: the planner's count of the log table's rows; 0 on sled, which does not count them).\n# TYPE kplane_storage_history_rows gauge\nkplane_storage_history_rows {}", st.history_rows);
         let _ = writeln!(out, "# HELP kplane_storage_retained_revisions Revisions kept for watches and continue tokens (current minus compacted revision).\n# TYPE kplane_storage_retained_revisions gauge\nkplane_storage_retained_revisions {}", storage.revision.saturating_sub(storage.compacted_revision));
         for (name, help, v) in &storage.extra {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
@@ -395,6 +396,7 @@ mod tests {
                 log_logical_bytes: 900,
                 window_logical_bytes: 800,
                 compaction_backlog: 7,
+                history_rows: 42,
                 ..Default::default()
             },
             ..Default::default()
@@ -407,6 +409,7 @@ mod tests {
             "kplane_storage_logical_bytes{db=\"log\"} 900",
             "kplane_storage_window_logical_bytes 800",
             "kplane_storage_compaction_backlog_revisions 7",
+            "kplane_storage_history_rows 42",
             "kplane_storage_retained_revisions 20",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing: {text}");

@@ -192,6 +192,9 @@ pub struct StorageStats {
     /// Revisions below the compaction point whose history and event-log entries are not
     /// removed yet: the compactor's backlog (0 when it is idle).
     pub compaction_backlog: u64,
+    /// Rows of history the backend keeps (PostgreSQL: the planner's count of the log
+    /// table's rows; 0 for backends that do not count them, such as sled).
+    pub history_rows: u64,
 }
 
 /// The storage interface. The server reaches storage only through this trait.

@@ -115,7 +115,19 @@ fn subtree_roots(cluster: &str) -> impl Iterator<Item = &str> {
         .chain(std::iter::once(cluster))
 }
 
+/// Every watcher of a registry, taken out of it.
+type Taken = (ClusterLevel, HashMap<String, ResourceLevel>);
+
 impl Registry {
+    /// Removes every watcher and returns them.
+    fn take_all(&mut self) -> Taken {
+        self.len = 0;
+        (
+            std::mem::take(&mut self.index),
+            std::mem::take(&mut self.subtrees),
+        )
+    }
+
     fn insert(&mut self, slot: Arc<Slot>) {
         let p = &slot.prefix;
         let res = match &p.cluster {
@@ -390,21 +402,37 @@ impl Hub {
     pub fn close_all(&self) {
         let mut reg = lock(&self.registry);
         reg.closed = true;
-        let index = std::mem::take(&mut reg.index);
-        let subtrees = std::mem::take(&mut reg.subtrees);
-        reg.len = 0;
+        let taken = reg.take_all();
         drop(reg);
+        self.close_slots(taken, CloseReason::ShuttingDown);
+        self.shutdown.send_replace(true);
+    }
+
+    /// Closes every watcher with `reason` and moves the dispatched revision to `rev`
+    /// without dispatching what lies between: for a backend that can no longer deliver
+    /// those events (they left its event log before it published them). New watchers are
+    /// still accepted; one registered after this call replays from the log up to `rev`.
+    pub fn restart_at(&self, rev: Revision, reason: CloseReason) {
+        let mut reg = lock(&self.registry);
+        let taken = reg.take_all();
+        // Under the registry lock, like `publish`: a watcher registered after this point
+        // replays up to `rev` from the log.
+        self.dispatched.fetch_max(rev, Ordering::AcqRel);
+        drop(reg);
+        self.close_slots(taken, reason);
+    }
+
+    fn close_slots(&self, (index, subtrees): Taken, reason: CloseReason) {
         let levels = index.any.iter().chain(index.named.values());
         for res in levels.chain(subtrees.values()) {
             for ns in res.any.iter().chain(res.named.values()) {
                 for bucket in ns.any.iter().chain(ns.named.values()) {
                     for slot in bucket.values() {
-                        slot.close(CloseReason::ShuttingDown, self.channel_capacity);
+                        slot.close(reason, self.channel_capacity);
                     }
                 }
             }
         }
-        self.shutdown.send_replace(true);
     }
 
     fn unregister(&self, slot: &Slot) {

@@ -14,7 +14,8 @@ use std::time::Duration;
 use kplane_storage::testing::conformance::{self, create, key, list_all, RES};
 use kplane_storage::testing::postgres::PgServer;
 use kplane_storage::{
-    Error, ListOptions, PostgresStorage, PostgresStorageOptions, Precondition, Prefix, Storage,
+    CloseReason, Error, EventType, ListOptions, PostgresStorage, PostgresStorageOptions,
+    Precondition, Prefix, Revision, Storage, WatchEvent,
 };
 
 /// A throwaway server. PostgreSQL must be installed (`.ci/run` installs it; `make test`
@@ -305,7 +306,18 @@ async fn postgres_survives_a_database_restart() {
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Timeout(_)), "{e:?}");
-    let e = s.get(&a.key).await.unwrap_err();
+    // A key the cache does not hold is read from the database: it fails.
+    let e = s.get(&key("rs", "ns", "never-read")).await.unwrap_err();
+    assert!(matches!(e, Error::Timeout(_)), "{e:?}");
+    // A cached key is served only while the log tailer confirms it follows the database:
+    // once it cannot (within about a second), GETs read the database and fail too.
+    let e = loop {
+        match s.get(&a.key).await {
+            Ok(v) => assert_eq!(v, Some(a.clone()), "the cache served a wrong value"),
+            Err(e) => break e,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert!(matches!(e, Error::Timeout(_)), "{e:?}");
     pg.restart();
     // The pool replaces the broken connections.
@@ -413,4 +425,511 @@ async fn postgres_concurrent_writes_share_commits() {
     );
     assert!(after.max_group >= 8, "largest group {}", after.max_group);
     s.shutdown().await.unwrap();
+}
+
+// ---- Replicas: several stores on one database (issue 17, part 2) ----
+
+/// Waits until `s` has published revision `rev` (a hang guard, not a timing assertion).
+async fn published(s: &PostgresStorage, rev: Revision) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while s.current_revision() < rev {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the store is at {} and never reached {rev}",
+            s.current_revision()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A watch on one store sees every write made through another store on the same database
+/// (and its own store's writes), in revision order, without a gap or a duplicate, each
+/// with the key's previous value; more events than a log page, a replay chunk and a write
+/// group. The other store's `current_revision()` catches up to the writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_watch_on_one_store_sees_writes_through_another() {
+    let pg = server();
+    let url = pg.create_database();
+    let a = PostgresStorage::open(&url, opts()).await.unwrap();
+    let b = PostgresStorage::open(
+        &url,
+        PostgresStorageOptions {
+            // Room for everything at once: the check is order and completeness, not speed.
+            watch_channel_capacity: 64 * 1024,
+            ..opts()
+        },
+    )
+    .await
+    .unwrap();
+    let p = Prefix::cluster("rep");
+    let mut rx = b.watch(&p, 0, None).await.unwrap();
+    let max = kplane_storage::MAX_WRITE_GROUP;
+    let n = max + 100;
+    assert!(n > 4096);
+    // Through `a`: one batch of creates larger than a write group, then updates and
+    // deletes of some of them; meanwhile `b` writes keys of its own.
+    let a_task = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            let creates = (0..n)
+                .map(|i| {
+                    conformance::bw(
+                        key("rep", "a", &format!("k{i:05}")),
+                        false,
+                        Precondition::MustNotExist,
+                        "c",
+                    )
+                })
+                .collect();
+            for r in a.write_batch(creates).await {
+                r.unwrap();
+            }
+            let changes = (0..n)
+                .step_by(7)
+                .map(|i| {
+                    let k = key("rep", "a", &format!("k{i:05}"));
+                    conformance::bw(k, i % 2 == 0, Precondition::MustExist, "u")
+                })
+                .collect();
+            let mut last = 0;
+            for r in a.write_batch(changes).await {
+                last = r.unwrap().mod_revision;
+            }
+            last
+        })
+    };
+    let b_task = {
+        let b: Arc<dyn Storage> = b.clone();
+        tokio::spawn(async move {
+            let mut last = 0;
+            for i in 0..200 {
+                let k = key("rep", "b", &format!("k{i:03}"));
+                let kv = create(&b, k.clone(), "b").await;
+                let kv = b
+                    .put(
+                        k,
+                        Precondition::ModRevision(kv.mod_revision),
+                        conformance::enc("b2"),
+                    )
+                    .await
+                    .unwrap();
+                last = kv.mod_revision;
+            }
+            last
+        })
+    };
+    let a_last = a_task.await.unwrap();
+    let b_last = b_task.await.unwrap();
+    let head = a_last.max(b_last);
+    published(&b, head).await;
+    assert_eq!(a.current_revision().max(b.current_revision()), head);
+    // Every revision 1..=head, in order, each with the key's previous value.
+    let mut state: std::collections::HashMap<kplane_storage::Key, bytes::Bytes> =
+        std::collections::HashMap::new();
+    for want in 1..=head {
+        let ev = conformance::next_event(&mut rx).await;
+        assert_eq!(ev.kv.mod_revision, want);
+        assert_eq!(ev.prev, state.get(&ev.kv.key).cloned(), "prev of {want}");
+        match ev.event_type {
+            EventType::Deleted => {
+                state.remove(&ev.kv.key);
+            }
+            EventType::Added | EventType::Modified => {
+                state.insert(ev.kv.key.clone(), ev.kv.value.clone());
+            }
+        }
+    }
+    conformance::assert_quiet(&mut rx).await;
+    // Both stores agree on the latest state.
+    let a_dyn: Arc<dyn Storage> = a.clone();
+    let b_dyn: Arc<dyn Storage> = b.clone();
+    let from_a = list_all(&a_dyn, &p, None).await;
+    assert_eq!(from_a, list_all(&b_dyn, &p, None).await);
+    assert_eq!(from_a.len(), state.len());
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// The GET cache stays exact with writers on two stores and readers on both: a write
+/// acknowledged through one store is what the other store's GET returns as soon as its
+/// `current_revision()` reached the write (and at once on the writing store); successive
+/// GETs of a key through one store never go back in revisions; every value a GET returns
+/// is one that was written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_get_cache_is_exact_across_stores() {
+    let pg = server();
+    let url = pg.create_database();
+    // A cache too small for every key, so eviction and refills happen during the test.
+    let small = PostgresStorageOptions {
+        cache_bytes: 12 * 1024,
+        ..opts()
+    };
+    let a = PostgresStorage::open(&url, small.clone()).await.unwrap();
+    let b = PostgresStorage::open(&url, small).await.unwrap();
+    let stores = [a.clone(), b.clone()];
+    let keys_per_writer = 8;
+    let rounds = 25;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Readers: both stores, every key, over and over.
+    let mut readers = Vec::new();
+    for s in stores.clone() {
+        let stop = stop.clone();
+        readers.push(tokio::spawn(async move {
+            let mut seen: std::collections::HashMap<String, Revision> = Default::default();
+            let mut reads = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for w in 0..4 {
+                    for i in 0..keys_per_writer {
+                        let name = format!("w{w}-{i}");
+                        let Some(kv) = s.get(&key("cache", "ns", &name)).await.unwrap() else {
+                            continue;
+                        };
+                        // Values are written as "{name}:{round}@{revision}".
+                        let text = conformance::val(&kv);
+                        assert!(
+                            text.starts_with(&format!("{name}:"))
+                                && text.ends_with(&format!("@{}", kv.mod_revision)),
+                            "{text} at {}",
+                            kv.mod_revision
+                        );
+                        let last = seen.entry(name.clone()).or_default();
+                        assert!(
+                            kv.mod_revision >= *last,
+                            "{name} went back from {last} to {}",
+                            kv.mod_revision
+                        );
+                        *last = kv.mod_revision;
+                        reads += 1;
+                        // A cache hit never waits: let the writers and tailers run.
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }
+            reads
+        }));
+    }
+    // Writers: two per store, each updating its own keys.
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let (mine, other) = if w % 2 == 0 {
+            (a.clone(), b.clone())
+        } else {
+            (b.clone(), a.clone())
+        };
+        writers.push(tokio::spawn(async move {
+            for round in 0..rounds {
+                for i in 0..keys_per_writer {
+                    let name = format!("w{w}-{i}");
+                    let k = key("cache", "ns", &name);
+                    let pre = if round == 0 {
+                        Precondition::MustNotExist
+                    } else {
+                        Precondition::MustExist
+                    };
+                    let kv = mine
+                        .put(k.clone(), pre, conformance::enc(&format!("{name}:{round}")))
+                        .await
+                        .unwrap();
+                    assert_eq!(
+                        mine.get(&k).await.unwrap(),
+                        Some(kv.clone()),
+                        "read your write"
+                    );
+                    published(&other, kv.mod_revision).await;
+                    // Only this writer writes `k`: the other store must return exactly it.
+                    assert_eq!(
+                        other.get(&k).await.unwrap(),
+                        Some(kv),
+                        "after the other store published it"
+                    );
+                }
+            }
+        }));
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.await.unwrap() > 0);
+    }
+    for s in &stores {
+        let f = s.cache_figures();
+        assert!(f.bytes <= 12 * 1024, "{f:?}");
+        assert!(f.hits > 0 && f.misses > 0, "{f:?}");
+    }
+    // Deletes reach the other store's cache too.
+    let k = key("cache", "ns", "w0-0");
+    assert!(b.get(&k).await.unwrap().is_some());
+    let gone = a
+        .delete(k.clone(), Precondition::MustExist, conformance::enc("x"))
+        .await
+        .unwrap();
+    published(&b, gone.mod_revision).await;
+    assert_eq!(b.get(&k).await.unwrap(), None);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// A store whose position fell below the compaction point (it did not follow the log
+/// while the history it needed was compacted away) closes its watchers as too slow,
+/// clears its cache and jumps to the database's revision; a watch from before the
+/// compaction point fails with `Compacted`, and a new watch follows later writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store_behind_the_compaction_point_resyncs() {
+    let pg = server();
+    let url = pg.create_database();
+    let a = PostgresStorage::open(&url, opts()).await.unwrap();
+    // `b` hears of nothing by itself: no LISTEN and a tail interval far beyond the test.
+    let b = PostgresStorage::open(
+        &url,
+        PostgresStorageOptions {
+            listen: false,
+            tail_interval: Duration::from_secs(3600),
+            ..opts()
+        },
+    )
+    .await
+    .unwrap();
+    let a_dyn: Arc<dyn Storage> = a.clone();
+    let k = key("rs", "ns", "k");
+    let first = create(&a_dyn, k.clone(), "v1").await;
+    b.catch_up().await.unwrap();
+    assert_eq!(b.current_revision(), first.mod_revision);
+    assert_eq!(b.get(&k).await.unwrap(), Some(first.clone()));
+    let p = Prefix::cluster("rs");
+    let mut rx = b.watch(&p, first.mod_revision, None).await.unwrap();
+    // `a` changes the key and compacts everything `b` has not read.
+    let second = a
+        .put(k.clone(), Precondition::MustExist, conformance::enc("v2"))
+        .await
+        .unwrap();
+    create(&a_dyn, key("rs", "ns", "other"), "v").await;
+    let head = a.current_revision();
+    a.compact_now(Duration::ZERO).await.unwrap();
+    assert_eq!(a.compacted_revision(), head);
+    // Until it looks, `b` still serves its position.
+    assert_eq!(b.current_revision(), first.mod_revision);
+    b.catch_up().await.unwrap();
+    assert_eq!(b.resyncs(), 1);
+    assert_eq!(b.current_revision(), head);
+    assert_eq!(b.compacted_revision(), head);
+    match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+        Ok(Some(WatchEvent::Closed(CloseReason::TooSlow))) => {}
+        other => panic!("expected the watch to close, got {other:?}"),
+    }
+    assert!(matches!(
+        b.watch(&p, first.mod_revision, None).await.unwrap_err(),
+        Error::Compacted { .. }
+    ));
+    // The cache was cleared: `b` returns the value `a` wrote, not the one it had cached.
+    assert_eq!(b.get(&k).await.unwrap(), Some(second));
+    let mut rx = b.watch(&p, head, None).await.unwrap();
+    let third = a
+        .put(k.clone(), Precondition::MustExist, conformance::enc("v3"))
+        .await
+        .unwrap();
+    b.catch_up().await.unwrap();
+    assert_eq!(conformance::next_event(&mut rx).await.kv, third);
+    assert_eq!(b.get(&k).await.unwrap(), Some(third));
+    assert_eq!(b.resyncs(), 1);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// Other stores' writes arrive without any LISTEN connection (polling every tail
+/// interval), and keep arriving when the LISTEN connections are killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tailer_survives_without_listen() {
+    let pg = server();
+    let url = pg.create_database();
+    let a = PostgresStorage::open(&url, opts()).await.unwrap();
+    let b = PostgresStorage::open(&url, opts()).await.unwrap();
+    let polling = PostgresStorage::open(
+        &url,
+        PostgresStorageOptions {
+            listen: false,
+            ..opts()
+        },
+    )
+    .await
+    .unwrap();
+    let p = Prefix::cluster("ls");
+    let mut rx_b = b.watch(&p, 0, None).await.unwrap();
+    let mut rx_poll = polling.watch(&p, 0, None).await.unwrap();
+    let a_dyn: Arc<dyn Storage> = a.clone();
+    let mut written = Vec::new();
+    for i in 0..10 {
+        written.push(create(&a_dyn, key("ls", "ns", &format!("before{i}")), "v").await);
+    }
+    // Kill every LISTEN connection (those of `a` and `b`).
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let task = tokio::spawn(conn);
+    let killed: i64 = client
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = 'kplane-listen'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(killed, 2);
+    for i in 0..10 {
+        written.push(create(&a_dyn, key("ls", "ns", &format!("after{i}")), "v").await);
+    }
+    for rx in [&mut rx_b, &mut rx_poll] {
+        for want in &written {
+            assert_eq!(&conformance::next_event(rx).await.kv, want);
+        }
+    }
+    // The LISTEN connections come back.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'kplane-listen'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n == 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{n} LISTEN connections"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(client);
+    let _ = task.await;
+    for s in [a, b, polling] {
+        s.shutdown().await.unwrap();
+    }
+}
+
+/// `history_rows` in the stats follows the log table (refreshed by the compactor).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stats_report_history_rows() {
+    let pg = server();
+    let url = pg.create_database();
+    let s = PostgresStorage::open(&url, opts()).await.unwrap();
+    let writes = (0..500)
+        .map(|i| {
+            conformance::bw(
+                key("hr", "ns", &format!("k{i}")),
+                false,
+                Precondition::MustNotExist,
+                "v",
+            )
+        })
+        .collect();
+    for r in s.write_batch(writes).await {
+        r.unwrap();
+    }
+    // The planner's count is refreshed by ANALYZE (autovacuum's, or this one).
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let task = tokio::spawn(conn);
+    client.batch_execute("ANALYZE kplane_log").await.unwrap();
+    drop(client);
+    let _ = task.await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while s.stats().history_rows != 500 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "history_rows {}",
+            s.stats().history_rows
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    s.shutdown().await.unwrap();
+}
+
+/// Every commit notifies `kplane_log` with its last revision (the tailers' wake-up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_commits_notify_the_log_channel() {
+    use futures::StreamExt;
+    let pg = server();
+    let url = pg.create_database();
+    let s = PostgresStorage::open(&url, opts()).await.unwrap();
+    let (client, mut conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let (tx, mut notes) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
+        while let Some(Ok(m)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = m {
+                let _ = tx.send((n.channel().to_string(), n.payload().to_string()));
+            }
+        }
+    });
+    client.batch_execute("LISTEN kplane_log").await.unwrap();
+    let dyn_s: Arc<dyn Storage> = s.clone();
+    for i in 0..3 {
+        let kv = create(&dyn_s, key("nt", "ns", &format!("k{i}")), "v").await;
+        let note = tokio::time::timeout(Duration::from_secs(10), notes.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            note,
+            ("kplane_log".to_string(), kv.mod_revision.to_string())
+        );
+    }
+    drop(client);
+    let _ = task.await;
+    s.shutdown().await.unwrap();
+}
+
+/// A list at a revision another store wrote (a client's continue token or
+/// resourceVersion from another replica) catches up with the database first instead of
+/// failing; a revision beyond the database's still fails with `FutureRevision`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_read_at_another_stores_revision_catches_up() {
+    let pg = server();
+    let url = pg.create_database();
+    let a = PostgresStorage::open(&url, opts()).await.unwrap();
+    let b = PostgresStorage::open(
+        &url,
+        PostgresStorageOptions {
+            listen: false,
+            tail_interval: Duration::from_secs(3600),
+            ..opts()
+        },
+    )
+    .await
+    .unwrap();
+    let a_dyn: Arc<dyn Storage> = a.clone();
+    let b_dyn: Arc<dyn Storage> = b.clone();
+    let x = create(&a_dyn, key("fr", "ns", "x"), "v").await;
+    assert!(b.current_revision() < x.mod_revision);
+    let got = list_all(&b_dyn, &Prefix::cluster("fr"), Some(x.mod_revision)).await;
+    assert_eq!(got, vec![x.clone()]);
+    assert_eq!(b.current_revision(), x.mod_revision);
+    let mut scan = b
+        .scan(&Prefix::cluster("fr"), Some(x.mod_revision), 10)
+        .await
+        .unwrap();
+    assert_eq!(scan.next_page().await.unwrap(), Some(vec![x.clone()]));
+    let e = b
+        .list(
+            &Prefix::cluster("fr"),
+            &ListOptions {
+                at_revision: Some(x.mod_revision + 100),
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::FutureRevision { .. }), "{e:?}");
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
 }

@@ -5,15 +5,19 @@
 //! ([`crate::watch`]), compaction to its own task ([`compaction`]). The schema is in
 //! [`schema`], statement building in [`sql`].
 //!
-//! Part 1 of issue 17: one kplane process per database publishes its own commits to its
-//! hub. The revision counter is already safe with several writer processes (a row lock
-//! serializes revision assignment, so the log commits in revision order); tailing the log
-//! for other processes' writes is documented as the next step.
+//! Several processes (kplane replicas) may share one database: the counter row's lock
+//! serializes revision assignment, so the log commits in revision order, and each process
+//! follows the log with its tailer ([`tail`]). Its own commits and tailed ones reach its
+//! watchers, its exact GET cache ([`cache`]) and its `current_revision()` through one
+//! publish path ([`publish`]).
 
+mod cache;
 mod compaction;
+mod publish;
 mod read;
 mod schema;
 mod sql;
+mod tail;
 mod writer;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,7 +37,16 @@ use crate::{
     Prefix, Result, Revision, Storage, StorageStats, WatchReceiver, MAX_WRITE_GROUP,
 };
 
+pub use cache::CacheFigures;
 pub use schema::SCHEMA_VERSION;
+
+/// The GET cache answers only while the log tailer has confirmed within this many tail
+/// intervals (and at least [`MIN_CACHE_TRUST`]) that it published everything the database
+/// committed; otherwise GETs read the database (and fail if it is unreachable).
+pub const CACHE_TRUST_INTERVALS: u32 = 10;
+
+/// The shortest time the GET cache is trusted without a confirmed catch-up.
+pub const MIN_CACHE_TRUST: Duration = Duration::from_secs(1);
 
 /// Tuning knobs for [`PostgresStorage`].
 #[derive(Clone, Debug)]
@@ -53,6 +66,17 @@ pub struct PostgresStorageOptions {
     /// address sets one) and a connection may go unanswered; then the request fails with
     /// [`Error::Timeout`] instead of hanging.
     pub statement_timeout: Duration,
+    /// How often the log tailer looks for other processes' writes without a notification:
+    /// the bound on their delay when a `NOTIFY` is lost or the LISTEN connection is down
+    /// (with notifications they arrive in about one round trip).
+    pub tail_interval: Duration,
+    /// Whether the log tailer holds a `LISTEN kplane_log` connection to hear of other
+    /// processes' commits at once. Off (e.g. behind a pooler in transaction mode, which
+    /// cannot hold a LISTEN), they arrive within `tail_interval`.
+    pub listen: bool,
+    /// Bytes the GET cache may hold (keys, values and a fixed overhead per entry); 0
+    /// disables it.
+    pub cache_bytes: usize,
 }
 
 impl Default for PostgresStorageOptions {
@@ -64,6 +88,9 @@ impl Default for PostgresStorageOptions {
             pool_size: 16,
             connect_timeout: Duration::from_secs(10),
             statement_timeout: Duration::from_secs(30),
+            tail_interval: Duration::from_millis(100),
+            listen: true,
+            cache_bytes: 64 << 20,
         }
     }
 }
@@ -177,11 +204,38 @@ pub(crate) struct Shared {
     pub(crate) stats: CommitCounters,
     pub(crate) compaction: CompactionProgress,
     pub(crate) sizes: Sizes,
+    /// The publish path's lock and the GET cache it guards.
+    pub(crate) publisher: publish::Publisher,
+    /// Wakes the log tailer.
+    pub(crate) tail_wake: Arc<tokio::sync::Notify>,
+    /// How often the position fell below the compaction point.
+    pub(crate) resyncs: AtomicU64,
+    /// The clock of `confirmed_at`.
+    pub(crate) opened: std::time::Instant,
+    /// When (milliseconds after `opened`) a catch-up last started that then published
+    /// everything the database had committed: the cache is that fresh.
+    pub(crate) confirmed_at: AtomicU64,
+    /// How long the cache may answer without a successful catch-up.
+    pub(crate) cache_trust: Duration,
 }
 
 impl Shared {
     pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object> {
         self.pool.get().await.map_err(pool_err)
+    }
+
+    /// Milliseconds since the store opened.
+    pub(crate) fn clock_millis(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether GETs may be answered from the cache: the tailer confirmed recently that it
+    /// follows the database (a replica cut off from it must not serve what it last saw).
+    pub(crate) fn cache_trusted(&self) -> bool {
+        let trust = u64::try_from(self.cache_trust.as_millis()).unwrap_or(u64::MAX);
+        self.clock_millis()
+            .saturating_sub(self.confirmed_at.load(Ordering::Acquire))
+            <= trust
     }
 
     pub(crate) fn current_revision(&self) -> Revision {
@@ -223,7 +277,8 @@ pub struct PostgresStorage {
     shared: Arc<Shared>,
     requests: Mutex<Option<mpsc::UnboundedSender<Request>>>,
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    stop_compactor: tokio::sync::watch::Sender<bool>,
+    /// Stops the compactor, the log tailer and its LISTEN connection.
+    stop_tasks: tokio::sync::watch::Sender<bool>,
     event_log: Arc<dyn EventLog>,
 }
 
@@ -233,6 +288,11 @@ impl PostgresStorage {
     /// writer and compactor tasks. Must be called inside a Tokio runtime.
     pub async fn open(url: &str, opts: PostgresStorageOptions) -> Result<Arc<PostgresStorage>> {
         let config = connection_config(url, &opts)?;
+        let mut listen_config = config.clone();
+        listen_config.application_name(format!(
+            "{}-listen",
+            config.get_application_name().unwrap_or("kplane")
+        ));
         let manager = Manager::from_config(
             config,
             tokio_postgres::NoTls,
@@ -259,16 +319,36 @@ impl PostgresStorage {
             stats: CommitCounters::default(),
             compaction: CompactionProgress::default(),
             sizes: Sizes::default(),
+            publisher: publish::Publisher::new(opts.cache_bytes),
+            tail_wake: Arc::new(tokio::sync::Notify::new()),
+            resyncs: AtomicU64::new(0),
+            opened: std::time::Instant::now(),
+            confirmed_at: AtomicU64::new(0),
+            cache_trust: (opts.tail_interval * CACHE_TRUST_INTERVALS).max(MIN_CACHE_TRUST),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let writer = tokio::spawn(writer::run(shared.clone(), rx));
-        let (stop_compactor, stop) = tokio::sync::watch::channel(false);
+        let (stop_tasks, stop) = tokio::sync::watch::channel(false);
         tokio::spawn(compaction::run(
             shared.clone(),
             opts.event_window,
             opts.compaction_interval,
-            stop,
+            stop.clone(),
         ));
+        tokio::spawn(tail::run(
+            shared.clone(),
+            opts.tail_interval,
+            shared.tail_wake.clone(),
+            stop.clone(),
+        ));
+        if opts.listen {
+            tokio::spawn(tail::listen(
+                shared.clone(),
+                listen_config,
+                shared.tail_wake.clone(),
+                stop,
+            ));
+        }
         let event_log = Arc::new(PgEventLog {
             shared: shared.clone(),
         });
@@ -276,7 +356,7 @@ impl PostgresStorage {
             shared,
             requests: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
-            stop_compactor,
+            stop_tasks,
             event_log,
         }))
     }
@@ -292,10 +372,39 @@ impl PostgresStorage {
         self.shared.sizes.history_rows.load(Ordering::Relaxed)
     }
 
+    /// The GET cache's figures.
+    pub fn cache_figures(&self) -> CacheFigures {
+        self.shared.publisher.lock().figures()
+    }
+
+    /// How many times this store's position fell below the compaction point (it was cut
+    /// off from the log longer than the event window) and it closed its watchers and
+    /// jumped to the database's revision.
+    pub fn resyncs(&self) -> u64 {
+        self.shared.resyncs.load(Ordering::Relaxed)
+    }
+
+    /// Publishes every write the database committed that this store has not published yet,
+    /// now, instead of at the tailer's next wake-up (for tests).
+    pub async fn catch_up(&self) -> Result<()> {
+        tail::catch_up(&self.shared).await
+    }
+
     /// Runs one compaction round now (for tests): moves the compaction point to the last
     /// revision older than `window` and deletes the history at or below it.
     pub async fn compact_now(&self, window: Duration) -> Result<()> {
         compaction::round(&self.shared, window).await
+    }
+
+    /// A read at a revision this store has not published yet (one another replica wrote
+    /// and a client brought here, e.g. in a continue token) first catches up with the
+    /// database; a revision beyond the database's still fails with `FutureRevision`.
+    async fn reach(&self, at: Option<Revision>) {
+        if at.is_some_and(|r| r > self.shared.current_revision()) {
+            if let Err(e) = tail::catch_up(&self.shared).await {
+                tracing::debug!(error = %e, "postgres storage: catching up for a read failed");
+            }
+        }
     }
 
     fn sender(&self) -> Result<mpsc::UnboundedSender<Request>> {
@@ -369,6 +478,7 @@ impl Storage for PostgresStorage {
         opts: &ListOptions,
         filter: Option<Filter<'_>>,
     ) -> Result<ListResult> {
+        self.reach(opts.at_revision).await;
         read::list(&self.shared, prefix, opts, filter).await
     }
 
@@ -444,6 +554,7 @@ impl Storage for PostgresStorage {
         at: Option<Revision>,
         page_size: usize,
     ) -> Result<Box<dyn RangeScan>> {
+        self.reach(at).await;
         let rev = self.shared.read_revision(at)?;
         Ok(Box::new(PgScan {
             shared: self.shared.clone(),
@@ -483,6 +594,7 @@ impl Storage for PostgresStorage {
             watchers: self.watcher_count() as u64,
             disk_bytes: s.latest_disk.load(Ordering::Relaxed) + log,
             log_disk_bytes: log,
+            history_rows: s.history_rows.load(Ordering::Relaxed),
             compaction_backlog: self
                 .shared
                 .compaction
@@ -510,7 +622,7 @@ impl Storage for PostgresStorage {
             // The writer drains the queue, then ends.
             let _ = w.await;
         }
-        self.stop_compactor.send_replace(true);
+        self.stop_tasks.send_replace(true);
         self.shared.hub.close_all();
         Ok(())
     }

@@ -19,7 +19,7 @@ use deadpool_postgres::GenericClient;
 
 use super::schema::{from_rev, to_rev};
 use super::sql::{after_cond, key_at, kv, prefix_cond, Params, KEY_COLS};
-use super::{pg_err, Shared};
+use super::{pg_err, publish, Shared};
 use crate::event_log::{EventLog, EventPage};
 use crate::range::RangeScan;
 use crate::{
@@ -37,17 +37,34 @@ pub(crate) const TAIL_SCAN_MAX_LAG: Revision = 4096;
 /// Log rows [`read_log`] examines per page, matching or not.
 pub(crate) const LOG_EXAMINE: i64 = 4096;
 
+/// One key at the latest revision: from the cache, or read with the revision of the same
+/// statement's snapshot and remembered (see [`super::publish::remember`]).
 pub(crate) async fn get(shared: &Shared, key: &Key) -> Result<Option<KeyValue>> {
+    if shared.cache_trusted() {
+        if let Some(hit) = publish::cached(shared, key) {
+            return Ok(hit);
+        }
+    }
+    let (value, as_of) = get_at(shared, key).await?;
+    publish::remember(shared, key, value.clone(), as_of);
+    Ok(value)
+}
+
+/// Reads one key and the database's revision in one statement (one snapshot): the key's
+/// state as of that revision.
+async fn get_at(shared: &Shared, key: &Key) -> Result<(Option<KeyValue>, Revision)> {
     let client = shared.client().await?;
     let stmt = client
-        .prepare_cached(&format!(
-            "SELECT {KEY_COLS}, value, create_revision, mod_revision FROM kplane_objects \
-             WHERE cluster = $1 AND resource = $2 AND namespace = $3 AND name = $4"
-        ))
+        .prepare_cached(
+            "SELECT m.revision, o.value, o.create_revision, o.mod_revision \
+               FROM kplane_meta m LEFT JOIN kplane_objects o \
+                 ON o.cluster = $1 AND o.resource = $2 AND o.namespace = $3 AND o.name = $4 \
+              WHERE m.id = 1",
+        )
         .await
         .map_err(pg_err)?;
     let row = client
-        .query_opt(
+        .query_one(
             &stmt,
             &[
                 &key.cluster.as_bytes(),
@@ -58,7 +75,18 @@ pub(crate) async fn get(shared: &Shared, key: &Key) -> Result<Option<KeyValue>> 
         )
         .await
         .map_err(pg_err)?;
-    row.as_ref().map(kv).transpose()
+    let as_of = to_rev(row.try_get(0).map_err(pg_err)?)?;
+    let value: Option<Vec<u8>> = row.try_get(1).map_err(pg_err)?;
+    let Some(value) = value else {
+        return Ok((None, as_of));
+    };
+    let kv = KeyValue {
+        key: key.clone(),
+        value: Bytes::from(value),
+        create_revision: to_rev(row.try_get(2).map_err(pg_err)?)?,
+        mod_revision: to_rev(row.try_get(3).map_err(pg_err)?)?,
+    };
+    Ok((Some(kv), as_of))
 }
 
 /// At most `limit` keys under `prefix` after `after`, as of revision `rev`, in key order.

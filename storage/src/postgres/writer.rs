@@ -10,12 +10,14 @@
 //! 3. check each write's precondition and run its encoder in order, in memory, each
 //!    successful write taking the next revision (a failed precondition or encoder takes
 //!    none and fails that write only);
-//! 4. write the latest values, the log rows and the counter with one statement each, all
-//!    sent at once (pipelined), and commit. Only then are the writes acknowledged and their events published to the hub.
+//! 4. write the latest values, the log rows and the counter (with `NOTIFY kplane_log`) with
+//!    one statement each, all sent at once (pipelined), and commit. Only then are the
+//!    writes published ([`super::publish`], after any earlier revisions this process has
+//!    not published yet) and acknowledged.
 //!
 //! A commit whose outcome is unknown (the connection broke during `COMMIT`) is reported as
-//! an error, never as a success; the next group finds the counter ahead of what this
-//! process published and publishes the missing revisions from the log first.
+//! an error, never as a success; the log tailer publishes its revisions from the log if it
+//! did commit.
 //! [`delete_batch`] is the same transaction for one batch of a cluster delete.
 
 use std::collections::{BTreeSet, HashMap};
@@ -27,13 +29,14 @@ use bytes::Bytes;
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
+use super::publish::{self, Outcome};
 use super::schema::{from_rev, to_rev};
 use super::sql::{key_arrays, kv, KEY_COLS};
-use super::{pg_err, read, Shared};
+use super::{pg_err, tail, Shared};
 use crate::range::Tombstone;
 use crate::{
-    Clusters, Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Prefix, Result,
-    Revision, MAX_WRITE_GROUP,
+    Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision,
+    MAX_WRITE_GROUP,
 };
 
 /// One write waiting for the writer.
@@ -139,10 +142,9 @@ async fn commit_group(shared: &Shared, group: Vec<WriteRequest>) {
         ops.push((w.key, w.delete, w.precondition, w.encode));
     }
     match apply_group(shared, ops).await {
-        Ok((results, events)) => {
+        Ok((results, base, events)) => {
             if let Some(last) = events.last().map(|e| e.kv.mod_revision) {
-                shared.current.store(last, Ordering::Release);
-                shared.hub.publish(events, last);
+                publish_group(shared, base, events, last).await;
                 let c = &shared.stats;
                 c.groups.fetch_add(1, Ordering::Relaxed);
                 c.writes.fetch_add(n, Ordering::Relaxed);
@@ -173,38 +175,69 @@ fn clone_err(e: &Error) -> Error {
 }
 
 /// Opens the group's transaction: takes the revision lock and returns the revision the
-/// database is at, after publishing whatever this process had not published yet.
+/// database is at (and follows its compaction point). Nothing is read from the log under
+/// the lock: revisions this process has not published yet (other replicas' writes, a
+/// commit whose acknowledgement was lost) are published after the commit
+/// ([`publish_group`]), so the lock every writer of the database waits for is held for
+/// the group's own statements only.
 async fn lock_revision(shared: &Shared, tx: &Transaction<'_>) -> Result<Revision> {
     let stmt = tx
-        .prepare_cached("SELECT revision FROM kplane_meta WHERE id = 1 FOR UPDATE")
+        .prepare_cached("SELECT revision, compacted FROM kplane_meta WHERE id = 1 FOR UPDATE")
         .await
         .map_err(pg_err)?;
-    let base = to_rev(tx.query_one(&stmt, &[]).await.map_err(pg_err)?.get(0))?;
-    let mut known = shared.current.load(Ordering::Acquire);
-    let all = Prefix {
-        cluster: Clusters::All,
-        resource: None,
-        namespace: None,
-    };
-    // Revisions committed without this process publishing them: a commit whose
-    // acknowledgement was lost (and, once replicas exist, other writers).
-    while known < base {
-        let page = read::read_log(tx, &all, known, base, crate::watch::REPLAY_CHUNK).await?;
-        if page.through <= known {
-            return Err(Error::Corrupt(format!(
-                "the log does not hold revisions {known}..{base}"
-            )));
-        }
-        shared.current.store(page.through, Ordering::Release);
-        shared.hub.publish(page.events, page.through);
-        known = page.through;
-    }
+    let row = tx.query_one(&stmt, &[]).await.map_err(pg_err)?;
+    let base = to_rev(row.get(0))?;
+    shared
+        .compacted
+        .fetch_max(to_rev(row.get(1))?, Ordering::AcqRel);
+    let known = shared.current.load(Ordering::Acquire);
     if base < known {
         return Err(Error::Corrupt(format!(
-            "the database is at revision {base}, behind the {known} this process committed"
+            "the database is at revision {base}, behind the {known} this process published"
         )));
     }
     Ok(base)
+}
+
+/// After a commit on `client`: publishes what the database committed up to `base` (the
+/// revision the group started from) that this process has not published yet, usually
+/// other processes' writes since its last publish, in one statement on the same
+/// connection. Best effort: [`publish_group`] falls back to the tailer's catch-up.
+async fn catch_up_before(shared: &Shared, client: &deadpool_postgres::Object, base: Revision) {
+    if shared.current_revision() >= base {
+        return;
+    }
+    if let Err(e) = tail::catch_up_to(shared, client, base).await {
+        tracing::debug!(error = %e, "postgres storage: reading the log before a group failed");
+    }
+}
+
+/// Publishes a committed group (revisions `(base, last]`) through the one publish path,
+/// after whatever the database committed up to `base` that this process has not published
+/// (normally done by [`catch_up_before`]; here the tailer's catch-up, which also resyncs).
+/// A failure here loses nothing: the writes are committed and the tailer publishes them
+/// from the log.
+async fn publish_group(shared: &Shared, base: Revision, events: Vec<Event>, last: Revision) {
+    if shared.current_revision() < base {
+        if let Err(e) = tail::catch_up(shared).await {
+            tracing::debug!(error = %e, "postgres storage: catching up before publishing failed");
+        }
+    }
+    match publish::publish(shared, events, base, last) {
+        Ok(Outcome::Done) => {}
+        Ok(Outcome::Deferred { position }) => {
+            tracing::debug!(
+                position,
+                base,
+                "postgres storage: a group left to the log tailer (revisions before it are not published yet)"
+            );
+            shared.tail_wake.notify_one();
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "postgres storage: publishing a committed group failed");
+            shared.tail_wake.notify_one();
+        }
+    }
 }
 
 /// Loads the current rows of `keys`.
@@ -230,7 +263,12 @@ async fn load(tx: &Transaction<'_>, keys: &BTreeSet<&Key>) -> Result<HashMap<Key
 
 type Op = (Key, bool, Precondition, Encoder);
 
-async fn apply_group(shared: &Shared, ops: Vec<Op>) -> Result<(Vec<Result<KeyValue>>, Vec<Event>)> {
+/// Commits a group; returns each write's result, the revision before the group and the
+/// group's events.
+async fn apply_group(
+    shared: &Shared,
+    ops: Vec<Op>,
+) -> Result<(Vec<Result<KeyValue>>, Revision, Vec<Event>)> {
     let mut client = shared.client().await?;
     let tx = client.transaction().await.map_err(pg_err)?;
     let base = lock_revision(shared, &tx).await?;
@@ -275,11 +313,12 @@ async fn apply_group(shared: &Shared, ops: Vec<Op>) -> Result<(Vec<Result<KeyVal
     }
     if changes.events.is_empty() {
         tx.rollback().await.map_err(pg_err)?;
-        return Ok((results, Vec::new()));
+        return Ok((results, base, Vec::new()));
     }
     write_changes(&tx, &changes, &state, rev).await?;
     tx.commit().await.map_err(pg_err)?;
-    Ok((results, changes.events))
+    catch_up_before(shared, &client, base).await;
+    Ok((results, base, changes.events))
 }
 
 /// Writes the latest values, the log rows, the commit time and the counter.
@@ -423,14 +462,19 @@ async fn insert_log(tx: &Transaction<'_>, changes: &Changes) -> Result<()> {
     Ok(())
 }
 
-/// Moves the counter to `last` and records when the group committed.
+/// Moves the counter to `last`, records when the group committed and notifies the log
+/// tailers of every process on the database (PostgreSQL delivers the notification at
+/// commit, and not at all on rollback), in one statement.
 async fn finish(tx: &Transaction<'_>, last: Revision) -> Result<()> {
     let last = from_rev(last)?;
     let stmt = tx
-        .prepare_cached(
-            "WITH counter AS (UPDATE kplane_meta SET revision = $1 WHERE id = 1) \
-             INSERT INTO kplane_commits (revision, committed_at) VALUES ($1, clock_timestamp())",
-        )
+        .prepare_cached(&format!(
+            "WITH counter AS (UPDATE kplane_meta SET revision = $1::bigint WHERE id = 1) \
+             INSERT INTO kplane_commits (revision, committed_at) \
+             SELECT $1::bigint, clock_timestamp() \
+               FROM (SELECT pg_notify('{}', $1::bigint::text)) AS n",
+            tail::CHANNEL
+        ))
         .await
         .map_err(pg_err)?;
     tx.execute(&stmt, &[&last]).await.map_err(pg_err)?;
@@ -484,9 +528,9 @@ pub(crate) async fn delete_batch(
         finish(&tx, rev)
     )?;
     tx.commit().await.map_err(pg_err)?;
+    catch_up_before(shared, &client, base).await;
     let n = changes.events.len() as u64;
-    shared.current.store(rev, Ordering::Release);
-    shared.hub.publish(changes.events, rev);
+    publish_group(shared, base, changes.events, rev).await;
     shared.stats.groups.fetch_add(1, Ordering::Relaxed);
     shared.stats.writes.fetch_add(n, Ordering::Relaxed);
     Ok(n)

@@ -587,6 +587,7 @@ impl Storage for SledStorage {
                 .target
                 .load(Ordering::Relaxed)
                 .saturating_sub(self.shared.compaction.done.load(Ordering::Relaxed)),
+            ..crate::StorageStats::default()
         }
     }
 
