@@ -394,17 +394,24 @@ list_mode() {
             --scenario list --list-size "$LIST_SIZE" --page-size 500 --concurrency 1 \
             --duration "$LIST_DURATION" --list-history "$UPDATES" \
             --history-clients "$HISTORY_CLIENTS" --setup-timeout 3h >"$out" || true
-        local history="null" db_mib="null"
+        local history="null" db_mib="null" objects="null"
         if [ "$store" = postgres ]; then
             history=$(psql_q kplane_list "SELECT count(*) FROM kplane_log")
             db_mib=$(psql_q kplane_list "SELECT pg_database_size('kplane_list') / 1048576")
+            # The latest-values table after the updates: its size, dead row versions and
+            # autovacuum runs (bloat there, not history, would slow the LIST).
+            objects=$(psql_q kplane_list "SELECT json_build_object('mib', \
+                pg_total_relation_size('kplane_objects') / 1048576, 'live', n_live_tup, \
+                'dead', n_dead_tup, 'autovacuums', autovacuum_count, \
+                'autoanalyzes', autoanalyze_count) FROM pg_stat_user_tables \
+                WHERE relname = 'kplane_objects'")
         else
             db_mib=$(du -sm "$work/list-$store/db" | cut -f1)
         fi
         python3 - "$out" "$store" "$history" "$db_mib" "$((SECONDS - t0))" \
-            "$(cut -d' ' -f1-3 /proc/loadavg)" <<'EOF'
+            "$(cut -d' ' -f1-3 /proc/loadavg)" "$objects" <<'EOF'
 import json, sys
-out, store, history, db_mib, secs, load = sys.argv[1:]
+out, store, history, db_mib, secs, load, objects = sys.argv[1:]
 try:
     r = json.load(open(out))[0]
 except Exception as e:
@@ -418,6 +425,7 @@ print(json.dumps({
     "updates_per_s": (r.get("history_updates") or {}).get("throughput"),
     "history_rows_after": None if history == "null" else int(history),
     "store_mib_after": None if db_mib == "null" else int(db_mib),
+    "objects_table_after": json.loads(objects),
     "fresh_full_ms": r.get("latency_ms"), "after_full_ms": (a.get("full") or {}).get("latency_ms"),
     "fresh_page_ms": page(r.get("paged")), "after_page_ms": page(a.get("paged")),
     "full_p50_ratio": r.get("full_p50_ratio_after_history"),
