@@ -213,6 +213,9 @@ pub(crate) struct Shared {
     pub(crate) tail_wake: Arc<tokio::sync::Notify>,
     /// How often the position fell below the compaction point.
     pub(crate) resyncs: AtomicU64,
+    /// How often the database was found behind the position (it lost revisions this
+    /// process published) and the position moved back ([`publish::rewind`]).
+    pub(crate) rewinds: AtomicU64,
     /// The clock of `confirmed_at`.
     pub(crate) opened: std::time::Instant,
     /// When (milliseconds after `opened`) a catch-up last started that then published
@@ -326,6 +329,7 @@ impl PostgresStorage {
             publisher: publish::Publisher::new(opts.cache_bytes),
             tail_wake: Arc::new(tokio::sync::Notify::new()),
             resyncs: AtomicU64::new(0),
+            rewinds: AtomicU64::new(0),
             opened: std::time::Instant::now(),
             confirmed_at: AtomicU64::new(0),
             cache_trust: (opts.tail_interval * CACHE_TRUST_INTERVALS).max(MIN_CACHE_TRUST),
@@ -387,6 +391,13 @@ impl PostgresStorage {
     /// jumped to the database's revision.
     pub fn resyncs(&self) -> u64 {
         self.shared.resyncs.load(Ordering::Relaxed)
+    }
+
+    /// How many times the database was found behind this store's position (it lost
+    /// revisions the store had published: a failover to a standby that had not received
+    /// them) and the store closed its watchers and moved back to the database's revision.
+    pub fn rewinds(&self) -> u64 {
+        self.shared.rewinds.load(Ordering::Relaxed)
     }
 
     /// Publishes every write the database committed that this store has not published yet,

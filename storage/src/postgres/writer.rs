@@ -185,17 +185,25 @@ async fn lock_revision(shared: &Shared, tx: &Transaction<'_>) -> Result<Revision
         .prepare_cached("SELECT revision, compacted FROM kplane_meta WHERE id = 1 FOR UPDATE")
         .await
         .map_err(pg_err)?;
+    // Read before the counter: everything published by then is committed.
+    let epoch = shared.rewinds.load(Ordering::Acquire);
+    let known = shared.current.load(Ordering::Acquire);
     let row = tx.query_one(&stmt, &[]).await.map_err(pg_err)?;
     let base = to_rev(row.get(0))?;
-    shared
-        .compacted
-        .fetch_max(to_rev(row.get(1))?, Ordering::AcqRel);
-    let known = shared.current.load(Ordering::Acquire);
+    let compacted = to_rev(row.get(1))?;
     if base < known {
-        return Err(Error::Corrupt(format!(
-            "the database is at revision {base}, behind the {known} this process published"
-        )));
+        // The database lost revisions this process published (a failover to a standby
+        // that had not received them). The lock is held, so `base` is the database's
+        // last word: follow it, and the group commits above it.
+        publish::rewind(shared, base, compacted, known, epoch);
+        if shared.current_revision() > base {
+            return Err(Error::Timeout(format!(
+                "the database is at revision {base}, behind the {} this process published",
+                shared.current_revision()
+            )));
+        }
     }
+    shared.compacted.fetch_max(compacted, Ordering::AcqRel);
     Ok(base)
 }
 
