@@ -275,3 +275,46 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
     s.shutdown().await.unwrap();
     drop(standby);
 }
+
+/// With synchronous replication and no standby answering, a write is not acknowledged:
+/// its `COMMIT` waits for a standby (PostgreSQL's statement timeout, which would end the
+/// wait with a local commit and a mere warning, does not apply to it) until the store's
+/// bound, then fails with `Timeout`. Once the standby is back, writes are acknowledged
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_synchronous_commit_is_not_acknowledged_without_a_standby() {
+    available();
+    let primary = PgServer::start_with(&["synchronous_commit=on"]);
+    let url = primary.create_database();
+    let mut standby = primary.standby();
+    primary.make_synchronous();
+    let s = PostgresStorage::open(
+        &url,
+        PostgresStorageOptions {
+            statement_timeout: Duration::from_secs(2),
+            ..opts()
+        },
+    )
+    .await
+    .unwrap();
+    put(&s, key("sync", "ns", "before"), "v").await.unwrap();
+    let mut standby = tokio::task::spawn_blocking(move || {
+        standby.stop();
+        standby
+    })
+    .await
+    .unwrap();
+    match put(&s, key("sync", "ns", "alone"), "v").await {
+        Err(Error::Timeout(_)) => {}
+        other => panic!("a commit no standby has was answered with {other:?}"),
+    }
+    let standby = tokio::task::spawn_blocking(move || {
+        standby.resume();
+        standby
+    })
+    .await
+    .unwrap();
+    put_until_ok(&s, key("sync", "ns", "after"), "v").await;
+    s.shutdown().await.unwrap();
+    drop(standby);
+}

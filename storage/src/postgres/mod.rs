@@ -123,6 +123,9 @@ pub(crate) fn pg_err(e: tokio_postgres::Error) -> Error {
         SqlState::T_R_SERIALIZATION_FAILURE,
         SqlState::T_R_DEADLOCK_DETECTED,
         SqlState::TOO_MANY_CONNECTIONS,
+        // A standby (an address without `target_session_attrs=read-write`): nothing was
+        // written, and the primary may take the retry.
+        SqlState::READ_ONLY_SQL_TRANSACTION,
     ];
     let class = &code.code()[..2.min(code.code().len())];
     if retryable.contains(code) || class == "08" {
@@ -223,6 +226,8 @@ pub(crate) struct Shared {
     pub(crate) confirmed_at: AtomicU64,
     /// How long the cache may answer without a successful catch-up.
     pub(crate) cache_trust: Duration,
+    /// The bound on a statement, and on a `COMMIT` ([`writer`]).
+    pub(crate) statement_timeout: Duration,
 }
 
 impl Shared {
@@ -333,6 +338,7 @@ impl PostgresStorage {
             opened: std::time::Instant::now(),
             confirmed_at: AtomicU64::new(0),
             cache_trust: (opts.tail_interval * CACHE_TRUST_INTERVALS).max(MIN_CACHE_TRUST),
+            statement_timeout: opts.statement_timeout,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let writer = tokio::spawn(writer::run(shared.clone(), rx));

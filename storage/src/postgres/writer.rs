@@ -324,7 +324,11 @@ async fn apply_group(
         return Ok((results, base, Vec::new()));
     }
     write_changes(&tx, &changes, &state, rev).await?;
-    tx.commit().await.map_err(pg_err)?;
+    if let Err(e) = commit(shared, tx).await {
+        // Perhaps mid-commit: the connection must not go back to the pool.
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
     catch_up_before(shared, &client, base).await;
     Ok((results, base, changes.events))
 }
@@ -354,8 +358,40 @@ async fn write_changes(
         }
         delete_objects(tx, gone.iter().copied()).await
     };
-    tokio::try_join!(upsert, delete, insert_log(tx, changes), finish(tx, last))?;
+    tokio::try_join!(
+        upsert,
+        delete,
+        insert_log(tx, changes),
+        finish(tx, last),
+        unbounded_commit(tx)
+    )?;
     Ok(())
+}
+
+/// Lifts PostgreSQL's statement timeout for the rest of the transaction, for its
+/// `COMMIT`: a `COMMIT` waiting for a synchronous standby that is cancelled (as the
+/// statement timeout would) commits locally anyway, with only a warning, and would be
+/// acknowledged though no standby has it. [`commit`] bounds the wait instead.
+async fn unbounded_commit(tx: &Transaction<'_>) -> Result<()> {
+    tx.batch_execute("SET LOCAL statement_timeout = 0")
+        .await
+        .map_err(pg_err)
+}
+
+/// Commits `tx`, waiting at most the statement timeout for the answer (with synchronous
+/// replication: until a standby has the commit). Without an answer in time, the outcome
+/// is unknown: the write is reported as failed ([`Error::Timeout`]), never acknowledged,
+/// and the connection is closed (the server ends the wait; if the commit is in the
+/// database after all, the log tailer publishes it like any other).
+async fn commit(shared: &Shared, tx: Transaction<'_>) -> Result<()> {
+    match tokio::time::timeout(shared.statement_timeout, tx.commit()).await {
+        Ok(r) => r.map_err(pg_err),
+        Err(_) => Err(Error::Timeout(format!(
+            "the database did not confirm the commit within {:?} (waiting for a \
+             synchronous standby?): it may or may not have committed",
+            shared.statement_timeout
+        ))),
+    }
 }
 
 /// Writes the latest values of `live` (keys whose final state in `state` is a value).
@@ -533,9 +569,14 @@ pub(crate) async fn delete_batch(
     tokio::try_join!(
         delete_objects(&tx, changes.touched.iter()),
         insert_log(&tx, &changes),
-        finish(&tx, rev)
+        finish(&tx, rev),
+        unbounded_commit(&tx)
     )?;
-    tx.commit().await.map_err(pg_err)?;
+    if let Err(e) = commit(shared, tx).await {
+        // Perhaps mid-commit: the connection must not go back to the pool.
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
     catch_up_before(shared, &client, base).await;
     let n = changes.events.len() as u64;
     publish_group(shared, base, changes.events, rev).await;
