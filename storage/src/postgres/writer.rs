@@ -358,31 +358,18 @@ async fn write_changes(
         }
         delete_objects(tx, gone.iter().copied()).await
     };
-    tokio::try_join!(
-        upsert,
-        delete,
-        insert_log(tx, changes),
-        finish(tx, last),
-        unbounded_commit(tx)
-    )?;
+    tokio::try_join!(upsert, delete, insert_log(tx, changes), finish(tx, last))?;
     Ok(())
 }
 
-/// Lifts PostgreSQL's statement timeout for the rest of the transaction, for its
-/// `COMMIT`: a `COMMIT` waiting for a synchronous standby that is cancelled (as the
-/// statement timeout would) commits locally anyway, with only a warning, and would be
-/// acknowledged though no standby has it. [`commit`] bounds the wait instead.
-async fn unbounded_commit(tx: &Transaction<'_>) -> Result<()> {
-    tx.batch_execute("SET LOCAL statement_timeout = 0")
-        .await
-        .map_err(pg_err)
-}
-
-/// Commits `tx`, waiting at most the statement timeout for the answer (with synchronous
-/// replication: until a standby has the commit). Without an answer in time, the outcome
-/// is unknown: the write is reported as failed ([`Error::Timeout`]), never acknowledged,
-/// and the connection is closed (the server ends the wait; if the commit is in the
-/// database after all, the log tailer publishes it like any other).
+/// Commits `tx`, waiting at most the statement timeout for the answer. PostgreSQL's own
+/// statement timeout does not cover a `COMMIT`'s wait for a synchronous standby, so
+/// without this bound a write would hang for as long as no standby answers. Without an
+/// answer in time the outcome is unknown: the write is reported as failed
+/// ([`Error::Timeout`]), never acknowledged, and the caller closes the connection. On the
+/// server the commit stays pending (holding the counter row, so other writes fail with
+/// `Timeout` too) until a standby confirms it; then it is visible and the log tailer
+/// publishes it like any other.
 async fn commit(shared: &Shared, tx: Transaction<'_>) -> Result<()> {
     match tokio::time::timeout(shared.statement_timeout, tx.commit()).await {
         Ok(r) => r.map_err(pg_err),
@@ -569,8 +556,7 @@ pub(crate) async fn delete_batch(
     tokio::try_join!(
         delete_objects(&tx, changes.touched.iter()),
         insert_log(&tx, &changes),
-        finish(&tx, rev),
-        unbounded_commit(&tx)
+        finish(&tx, rev)
     )?;
     if let Err(e) = commit(shared, tx).await {
         // Perhaps mid-commit: the connection must not go back to the pool.
