@@ -59,7 +59,10 @@ fn opts() -> PostgresStorageOptions {
 fn replayed(primary: &PgServer, standby: &PgServer) {
     let lsn = primary.sql("SELECT pg_current_wal_lsn()");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while standby.sql(&format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn")) != "t" {
+    while standby.sql(&format!(
+        "SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"
+    )) != "t"
+    {
         assert!(std::time::Instant::now() < deadline, "the standby lags");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -84,7 +87,10 @@ async fn put_until_ok(s: &PostgresStorage, k: Key, v: &str) -> KeyValue {
             Err(Error::Timeout(_)) => {}
             Err(e) => panic!("a write failed with {e:?}, not Timeout"),
         }
-        assert!(tokio::time::Instant::now() < deadline, "writes never resumed");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "writes never resumed"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -216,7 +222,11 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
     let p = Prefix::cluster("lost");
     let mut kept = Vec::new();
     for i in 0..50 {
-        kept.push(put(&s, key("lost", "ns", &format!("kept{i:03}")), "v").await.unwrap());
+        kept.push(
+            put(&s, key("lost", "ns", &format!("kept{i:03}")), "v")
+                .await
+                .unwrap(),
+        );
     }
     let kept_head = s.current_revision();
     let (primary_back, standby) = tokio::task::spawn_blocking(move || {
@@ -231,7 +241,11 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
     // Acknowledged by the primary, never received by the standby.
     let mut lost = Vec::new();
     for i in 0..30 {
-        lost.push(put(&s, key("lost", "ns", &format!("lost{i:03}")), "v").await.unwrap());
+        lost.push(
+            put(&s, key("lost", "ns", &format!("lost{i:03}")), "v")
+                .await
+                .unwrap(),
+        );
     }
     assert_eq!(s.current_revision(), kept_head + 30);
     // Cached now.

@@ -163,7 +163,9 @@ pub(crate) fn rewind(
     );
     cache.clear();
     shared.hub.rewind_to(head, CloseReason::TooSlow);
-    shared.compacted.store(compacted.min(head), Ordering::Release);
+    shared
+        .compacted
+        .store(compacted.min(head), Ordering::Release);
     shared.current.store(head, Ordering::Release);
     shared.rewinds.fetch_add(1, Ordering::AcqRel);
     true

@@ -292,7 +292,14 @@ impl PgServer {
         let data = standby.path().join("data");
         let status = standby
             .command("pg_basebackup")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
             .arg("-D")
             .arg(&data)
             .args(["-R", "-X", "stream", "--no-sync", "-c", "fast"])
@@ -353,7 +360,10 @@ impl PgServer {
         assert!(status.success(), "pg_ctl promote failed: {status}");
         let deadline = Instant::now() + START_TIMEOUT;
         while self.sql("SELECT pg_is_in_recovery()") != "f" {
-            assert!(Instant::now() < deadline, "the standby is still in recovery");
+            assert!(
+                Instant::now() < deadline,
+                "the standby is still in recovery"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
