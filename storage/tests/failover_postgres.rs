@@ -95,8 +95,12 @@ async fn put_until_ok(s: &PostgresStorage, k: Key, v: &str) -> KeyValue {
     }
 }
 
-/// Writers create keys until told to stop; a failure must be `Timeout`. Returns every
-/// acknowledged write.
+/// Synchronous replication, eight writers through one store, a second store (replica)
+/// on the same address: the primary is killed mid-load and the standby promoted. Every
+/// acknowledged write is there afterwards, writes resume through the same store, every
+/// failure meanwhile is `Timeout` and no call hangs, a watch from revision 0 gets every
+/// revision in order or is closed; both stores LISTEN on the new primary again, the
+/// replica follows, and one store leads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_synchronous_failover_keeps_every_acknowledged_write() {
     available();
@@ -108,6 +112,11 @@ async fn postgres_synchronous_failover_keeps_every_acknowledged_write() {
     let s = PostgresStorage::open(&both(&primary, &standby, &url), opts())
         .await
         .unwrap();
+    // A second replica on the same address: it follows `s`'s writes through the log.
+    let r = PostgresStorage::open(&both(&primary, &standby, &url), opts())
+        .await
+        .unwrap();
+    let leaders = [s.leadership(), r.leadership()];
     let p = Prefix::cluster("fo");
     let mut rx = s.watch(&p, 0, None).await.unwrap();
 
@@ -135,6 +144,7 @@ async fn postgres_synchronous_failover_keeps_every_acknowledged_write() {
             }
         }));
     }
+    one_leader(&leaders).await;
     let count = |acked: &Mutex<HashMap<Key, KeyValue>>| acked.lock().unwrap().len();
     let wait_for = |n: usize| {
         let acked = acked.clone();
@@ -148,7 +158,7 @@ async fn postgres_synchronous_failover_keeps_every_acknowledged_write() {
     };
     wait_for(300).await;
     // The primary crashes mid-load; the standby is promoted.
-    let standby = tokio::task::spawn_blocking(move || {
+    let servers = tokio::task::spawn_blocking(move || {
         primary.kill();
         standby.promote();
         (primary, standby)
@@ -196,6 +206,34 @@ async fn postgres_synchronous_failover_keeps_every_acknowledged_write() {
         // Every event the watch got is the database's.
         assert_eq!(next, head + 1);
     }
+    // The other replica follows the new primary: its LISTEN connections are back (both
+    // stores'), it publishes everything, and one of the two leads again.
+    let servers = tokio::task::spawn_blocking(move || {
+        let listening = "SELECT count(*) FROM pg_stat_activity \
+                         WHERE application_name = 'kplane-listen'";
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while servers.1.sql(listening) != "2" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "LISTEN did not reconnect"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        servers
+    })
+    .await
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while r.current_revision() < head {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the replica is stuck"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r_dyn: Arc<dyn Storage> = r.clone();
+    assert_eq!(list_all(&r_dyn, &p, Some(head)).await.len(), listed.len());
+    one_leader(&leaders).await;
     eprintln!(
         "failover: {} acknowledged, {} failed meanwhile, watch closed: {closed}, rewinds: {}",
         acked.len(),
@@ -203,7 +241,17 @@ async fn postgres_synchronous_failover_keeps_every_acknowledged_write() {
         s.rewinds()
     );
     s.shutdown().await.unwrap();
-    drop(standby);
+    r.shutdown().await.unwrap();
+    drop(servers);
+}
+
+/// Waits until exactly one of the stores leads (a hang guard, not a timing assertion).
+async fn one_leader(leaders: &[tokio::sync::watch::Receiver<bool>]) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while leaders.iter().filter(|l| *l.borrow()).count() != 1 {
+        assert!(tokio::time::Instant::now() < deadline, "no single leader");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// An asynchronous standby that never received the last commits is promoted: the
