@@ -37,6 +37,7 @@
 # REPLICAS ("1 2 3"), STORES ("postgres sled"), ROUNDS (1), DURATION (10s), CONC (64),
 # GET_CONC (32), POOL (1000), WATCHERS (100), RATE (200), SIZE (1024), LIST_SIZE (10000),
 # UPDATES (1000000), HISTORY_CLIENTS (64), LIST_DURATION (8s), STORES_LIST ("postgres"),
+# HISTORY_SETTLE (0s: the wait between the updates and the second LISTs),
 # SERVER_ARGS (more `kplane serve` flags for every server; split at spaces).
 set -euo pipefail
 
@@ -57,6 +58,7 @@ LIST_SIZE="${LIST_SIZE:-10000}"
 UPDATES="${UPDATES:-1000000}"
 HISTORY_CLIENTS="${HISTORY_CLIENTS:-64}"
 LIST_DURATION="${LIST_DURATION:-8s}"
+HISTORY_SETTLE="${HISTORY_SETTLE:-0s}"
 STORES_LIST="${STORES_LIST:-postgres}"
 read -r -a server_args <<<"${SERVER_ARGS:-}"
 
@@ -393,7 +395,8 @@ list_mode() {
         "$KPLANE_BENCH" --kubeconfig "${replica_kcs[0]}" --no-progress --json --size "$SIZE" \
             --scenario list --list-size "$LIST_SIZE" --page-size 500 --concurrency 1 \
             --duration "$LIST_DURATION" --list-history "$UPDATES" \
-            --history-clients "$HISTORY_CLIENTS" --setup-timeout 3h >"$out" || true
+            --history-clients "$HISTORY_CLIENTS" --history-settle "$HISTORY_SETTLE" \
+            --setup-timeout 3h >"$out" || true
         local history="null" db_mib="null" objects="null"
         if [ "$store" = postgres ]; then
             history=$(psql_q kplane_list "SELECT count(*) FROM kplane_log")

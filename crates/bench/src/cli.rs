@@ -82,6 +82,12 @@ pub struct Opts {
     /// Concurrent clients making the --list-history updates.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub history_clients: u32,
+    /// List scenario with --list-history: how long to wait after the updates before the
+    /// lists are measured again (lets the store's background work on the new history,
+    /// e.g. PostgreSQL's autovacuum and analyze, finish, so the second measurement is of
+    /// the history's cost and not of that work running beside it).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub history_settle: Duration,
     /// Concurrent watchers (watch scenario; mixed uses at most 10).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub watchers: u32,

@@ -388,6 +388,9 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         let (history, history_errors) = make_history(ctx, &scope, &names).await;
         report.set("history_updates", history.to_json());
         report.rows.push(history.clone());
+        if !ctx.opts.history_settle.is_zero() {
+            tokio::time::sleep(ctx.opts.history_settle).await;
+        }
         let after = measure(ctx, &path, " after history").await;
         report.set(
             "full_p50_ratio_after_history",
