@@ -67,6 +67,9 @@ impl Storage for Leased {
     async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         self.inner.clusters(start_after, limit).await
     }
+    async fn fence_cluster(&self, cluster: &str, fenced: bool) -> Result<Revision> {
+        self.inner.fence_cluster(cluster, fenced).await
+    }
     async fn scan(
         &self,
         prefix: &Prefix,
