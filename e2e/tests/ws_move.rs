@@ -1,6 +1,7 @@
 //! `kplane ws move` between two real servers (docs/architecture.md "Moving a logical
 //! cluster"): a move under a concurrent writer loses and duplicates nothing and the writer
-//! sees only 429s (then the source's 410 naming the new location); a move whose servers
+//! sees only 429s (then the source's 410 naming the new location), also when the source is
+//! two replicas on one PostgreSQL and the writer writes through the other; a move whose servers
 //! were both killed after the fence continues when re-run; `--abort` rolls a fenced move
 //! back.
 
@@ -259,10 +260,12 @@ async fn move_under_a_writer(
     );
 
     // The source: every request is the 410 naming the new location; its Workspace says so.
-    let err = configmaps(src.client_for("root:team").await?)
+    let Err(err) = configmaps(src.client_for("root:team").await?)
         .list(&ListParams::default())
         .await
-        .expect_err("the source still serves the moved cluster");
+    else {
+        anyhow::bail!("the source still serves the moved cluster");
+    };
     ensure!(fixtures::error_code(&err) == Some(410), "{err}");
     ensure!(err.to_string().contains(&location), "{err}");
     let kubectl = src.kubectl_for("root")?;
