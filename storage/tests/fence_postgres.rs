@@ -155,3 +155,37 @@ async fn a_fence_through_one_store_refuses_the_writes_of_another_after_it() {
         s.shutdown().await.unwrap();
     }
 }
+
+/// A database of schema version 1 (before the fence table) gets it at the next open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_database_gets_the_fence_table() {
+    let pg = server();
+    let url = pg.create_database();
+    let a = open(&url).await;
+    put(&a, "a", "before").await.unwrap();
+    a.shutdown().await.unwrap();
+    drop(a);
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let task = tokio::spawn(conn);
+    client
+        .batch_execute(
+            "DROP TABLE kplane_fences; UPDATE kplane_meta SET schema_version = 1 WHERE id = 1",
+        )
+        .await
+        .unwrap();
+    let b = open(&url).await;
+    b.fence_cluster("a", true).await.unwrap();
+    assert!(is_fenced(&put(&b, "a", "after").await.unwrap_err(), "a"));
+    let version: i32 = client
+        .query_one("SELECT schema_version FROM kplane_meta WHERE id = 1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, kplane_storage::postgres::SCHEMA_VERSION);
+    assert_eq!(version, 2);
+    drop(client);
+    let _ = task.await;
+    b.shutdown().await.unwrap();
+}

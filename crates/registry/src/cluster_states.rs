@@ -753,6 +753,43 @@ mod tests {
         t.forget("root:a");
         t.check_rv(&Clusters::All, 1).unwrap();
     }
+
+    /// Phases reach the table from this process's changes and from the informer, in any
+    /// order: a followed change no newer than the last applied one is skipped; ending a
+    /// hiding phase wakes the informers (they replay its objects); a replay ends the phases
+    /// whose records it no longer showed, unless set after it.
+    #[test]
+    fn late_changes_never_undo_newer_ones() {
+        let t = ClusterTable::default();
+        let fenced = Some(&ClusterPhase::Fenced);
+        // Fenced at 10 (seen late), unfenced by this process once at 12.
+        t.set_move_phase("root:a", None, 12, true);
+        assert!(!t.set_move_phase("root:a", fenced, 10, false));
+        assert_eq!(t.move_phase("root:a"), None);
+        // A newer followed change applies; the same one again does not.
+        assert!(t.set_move_phase("root:a", fenced, 13, false));
+        assert!(!t.set_move_phase("root:a", None, 13, false));
+        assert_eq!(t.move_phase("root:a"), Some(ClusterPhase::Fenced));
+        // An own change always applies, whatever the revision it names.
+        t.set_move_phase("root:a", None, 5, true);
+        assert_eq!(t.move_phase("root:a"), None);
+        assert!(!t.set_move_phase("root:a", fenced, 13, false));
+        // Ending an import wakes the informers; a replay ends what it did not show.
+        let mut rx = t.subscribe();
+        assert!(t.set_phase_at("root:new", Some(Phase::Importing), 20, false));
+        assert!(!rx.has_changed().unwrap());
+        assert!(t.set_phase_at("root:old", Some(Phase::Replacing), 21, false));
+        assert!(t.set_phase_at("root:later", Some(Phase::Importing), 31, false));
+        let shown = ["root:old".to_string()].into_iter().collect();
+        t.end_phases_not_shown(&shown, 30);
+        assert!(rx.has_changed().unwrap());
+        assert_eq!(t.phase("root:new"), None);
+        assert_eq!(t.phase("root:old"), Some(Phase::Replacing));
+        assert_eq!(t.phase("root:later"), Some(Phase::Importing));
+        // The journal's events after the replay still apply.
+        assert!(t.set_phase_at("root:new", Some(Phase::Importing), 32, false));
+        assert_eq!(t.phase("root:new"), Some(Phase::Importing));
+    }
 }
 
 #[cfg(test)]
