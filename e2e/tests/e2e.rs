@@ -12,6 +12,7 @@ mod crash;
 mod crds;
 mod deploy;
 mod docs;
+mod failover;
 mod gc;
 mod kube_rs;
 mod kube_rs_crd;

@@ -20,6 +20,14 @@ pub struct Opts {
     /// Context to use instead of current-context.
     #[arg(long)]
     pub context: Option<String>,
+    /// Kubeconfigs of more servers on the same store (replicas of the kubeconfig's server,
+    /// with the same path prefix; each may have its own credentials). The clients of create,
+    /// get, update and mixed are spread round-robin over all servers (client i on server
+    /// i mod N); the watches of watch and mixed are spread over the servers but the first,
+    /// and watch's writers write through the first (delivery latency across servers).
+    /// Setup, the list scenario's lists and cleanup use the first server.
+    #[arg(long, value_delimiter = ',')]
+    pub replica_kubeconfig: Vec<PathBuf>,
     /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters, churn,
     /// workspaces, workspace-delete, wildcard-watch (comma-separated or repeated).
     #[arg(
@@ -64,6 +72,16 @@ pub struct Opts {
     /// Page size (limit) of paged lists; 0 skips the paged phase.
     #[arg(long, default_value_t = 500)]
     pub page_size: u32,
+    /// List scenario: after the first measurement, make this many updates spread evenly
+    /// over the listed ConfigMaps (with --history-clients clients), then measure the same
+    /// lists again: LIST cost with that much history vs a fresh store, in one run. Keep
+    /// the server's history window (--event-window-seconds) longer than the run so the
+    /// history is really kept.
+    #[arg(long, default_value_t = 0)]
+    pub list_history: u64,
+    /// Concurrent clients making the --list-history updates.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub history_clients: u32,
     /// Concurrent watchers (watch scenario; mixed uses at most 10).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub watchers: u32,
@@ -207,6 +225,30 @@ mod tests {
         .unwrap();
         assert_eq!((idle.watchers, idle.watch_rate), (10_000, 0));
         assert!(idle.watch_http2);
+        let replicas = Opts::try_parse_from([
+            "kplane-bench",
+            "--kubeconfig",
+            "a",
+            "--replica-kubeconfig",
+            "b,c",
+            "--replica-kubeconfig",
+            "d",
+            "--scenario",
+            "list",
+            "--list-history",
+            "1000000",
+        ])
+        .unwrap();
+        assert_eq!(
+            replicas.replica_kubeconfig,
+            vec![PathBuf::from("b"), PathBuf::from("c"), PathBuf::from("d")]
+        );
+        assert_eq!(
+            (replicas.list_history, replicas.history_clients),
+            (1_000_000, 64)
+        );
+        assert!(o.replica_kubeconfig.is_empty());
+        assert_eq!(o.list_history, 0);
         assert!(
             Opts::try_parse_from(["kplane-bench", "--kubeconfig", "k", "--scenario", "nope"])
                 .is_err()

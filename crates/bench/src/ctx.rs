@@ -52,6 +52,8 @@ pub struct Ctx {
     pub opts: Opts,
     pub endpoint: Endpoint,
     pub target: Arc<Target>,
+    /// Every server: `target` first, then the `--replica-kubeconfig` servers.
+    pub targets: Vec<Arc<Target>>,
     /// The `--rbac-token` user's target (the endpoint with that token, no client certificate).
     pub rbac_target: Option<Arc<Target>>,
     /// Short random id that makes names and labels of this run unique.
@@ -69,8 +71,20 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(opts: Opts, endpoint: Endpoint) -> Result<Ctx> {
+    /// `replicas`: endpoints of more servers on the same store (same path prefix).
+    pub fn new(opts: Opts, endpoint: Endpoint, replicas: &[Endpoint]) -> Result<Ctx> {
         let target = Arc::new(Target::new(&endpoint, opts.request_timeout)?);
+        let mut targets = vec![target.clone()];
+        for r in replicas {
+            if r.server.path != endpoint.server.path {
+                bail!(
+                    "a replica's server URL must have the first server's path prefix ({:?}, got {:?})",
+                    endpoint.server.path,
+                    r.server.path
+                );
+            }
+            targets.push(Arc::new(Target::new(r, opts.request_timeout)?));
+        }
         let rbac_target = match &opts.rbac_token {
             Some(token) => {
                 let ep = Endpoint {
@@ -123,6 +137,7 @@ impl Ctx {
             opts,
             endpoint,
             target,
+            targets,
             rbac_target,
             run,
             scopes,
@@ -136,6 +151,17 @@ impl Ctx {
     /// A fresh connection (opened on first use).
     pub fn conn(&self) -> Conn {
         Conn::new(self.target.clone())
+    }
+
+    /// A fresh connection to server `i` modulo the number of servers (client `i`'s server
+    /// when clients are spread over replicas).
+    pub fn conn_at(&self, i: usize) -> Conn {
+        Conn::new(self.targets[i % self.targets.len()].clone())
+    }
+
+    /// Number of servers (1 without `--replica-kubeconfig`).
+    pub fn servers(&self) -> usize {
+        self.targets.len()
     }
 
     /// A fresh connection as the `--rbac-token` user, if one was given.
@@ -182,6 +208,27 @@ impl Ctx {
         n: u64,
     ) -> Bytes {
         self.body(scope, name, scenario, Some(rv), n)
+    }
+
+    /// An update's JSON body like [`Ctx::update_body`], with `pad` as the data value.
+    pub fn update_body_padded(
+        &self,
+        scope: &Scope,
+        name: &str,
+        scenario: &str,
+        rv: &str,
+        n: u64,
+        pad: &str,
+    ) -> Bytes {
+        Bytes::from(configmap_json(
+            &self.run,
+            pad,
+            scope,
+            name,
+            scenario,
+            Some(rv),
+            n,
+        ))
     }
 
     fn body(&self, scope: &Scope, name: &str, scenario: &str, rv: Option<&str>, n: u64) -> Bytes {

@@ -4,6 +4,10 @@
 //! kplane-bench --kubeconfig FILE --scenario create --concurrency 64 --duration 10s [--size 1024] [--json]
 //! ```
 //!
+//! `--replica-kubeconfig` adds servers that share the first one's store (kplane replicas on
+//! one database): clients are spread over them, and watches listen on other servers than
+//! the writers write through.
+//!
 //! Runs the chosen scenarios one after another against the kubeconfig's server using only
 //! standard Kubernetes REST (so the same command measures kplane and kube-apiserver), prints a
 //! table (or, with `--json`, a JSON array with one object per scenario) and exits with status 1
@@ -48,12 +52,17 @@ fn main() -> ExitCode {
 
 fn start(opts: Opts) -> anyhow::Result<ExitCode> {
     let endpoint = kubeconfig::load(&opts.kubeconfig, opts.context.as_deref())?;
+    let replicas = opts
+        .replica_kubeconfig
+        .iter()
+        .map(|p| kubeconfig::load(p, opts.context.as_deref()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     let json = opts.json;
-    let ctx = Arc::new(Ctx::new(opts, endpoint)?);
+    let ctx = Arc::new(Ctx::new(opts, endpoint, &replicas)?);
     let (reports, cleanup) = runtime.block_on(run(ctx));
     // Watch connections may still be closing; do not wait for them.
     runtime.shutdown_background();

@@ -145,7 +145,10 @@ pub fn table(reports: &[Report]) -> String {
             .extra
             .iter()
             // Latencies and sub-measurements already have their own rows.
-            .filter(|(k, _)| !k.ends_with("latency_ms") && *k != "paged" && *k != "verbs")
+            .filter(|(k, _)| {
+                !k.ends_with("latency_ms")
+                    && !["paged", "verbs", "after_history", "history_updates"].contains(&k.as_str())
+            })
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         if !notes.is_empty() {

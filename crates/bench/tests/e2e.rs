@@ -228,23 +228,7 @@ fn every_scenario_reports_complete_error_free_json() {
     // Failures are counted under their status code and fail the run. The bad kubeconfig
     // keeps only a wrong token: the admin's client certificate would authenticate alone.
     let bad = server.dir.path().join("bad.kubeconfig");
-    let text = std::fs::read_to_string(&kc).unwrap();
-    let text: String = text
-        .lines()
-        .filter(|l| {
-            let l = l.trim_start();
-            !l.starts_with("client-certificate") && !l.starts_with("client-key")
-        })
-        .map(|l| {
-            if l.trim_start().starts_with("token:") {
-                "    token: wrong-token".to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(&bad, text).unwrap();
+    write_bad_kubeconfig(&kc, &bad);
     let out = bench(
         &bad,
         &[
@@ -266,6 +250,194 @@ fn every_scenario_reports_complete_error_free_json() {
     let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
     let errors = &reports[0]["errors"];
     assert!(errors["401"].as_u64().unwrap_or(0) > 0, "{reports}");
+}
+
+/// The kubeconfig `kc` with a wrong token and without the client certificate (which would
+/// authenticate alone), written to `out`.
+fn write_bad_kubeconfig(kc: &Path, out: &Path) {
+    let text = std::fs::read_to_string(kc).unwrap();
+    let text: String = text
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            !l.starts_with("client-certificate") && !l.starts_with("client-key")
+        })
+        .map(|l| {
+            if l.trim_start().starts_with("token:") {
+                "    token: wrong-token".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(out, text).unwrap();
+}
+
+/// `--replica-kubeconfig`: clients are spread over the servers and watches are opened on the
+/// servers but the first. One kplane stands in for two replicas (a second kubeconfig of the
+/// same server); a replica kubeconfig with a wrong token shows the spreading: half of the
+/// clients fail, every watch fails. `--list-history` measures the lists again after more
+/// updates than a page holds.
+#[test]
+fn replicas_spread_clients_and_watch_across_servers_and_list_after_history() {
+    let server = Server::start();
+    let kc = server.kubeconfig();
+    let replica = server.dir.path().join("replica.kubeconfig");
+    std::fs::copy(&kc, &replica).unwrap();
+    let replica_arg = replica.to_str().unwrap();
+    let out = bench(
+        &kc,
+        &[
+            "--replica-kubeconfig",
+            replica_arg,
+            "--scenario",
+            "create,get,watch,list",
+            "--concurrency",
+            "4",
+            "--duration",
+            "1s",
+            "--size",
+            "256",
+            "--watchers",
+            "6",
+            "--watch-rate",
+            "50",
+            "--list-size",
+            "1200",
+            "--page-size",
+            "500",
+            "--list-history",
+            "2500",
+            "--history-clients",
+            "8",
+            "--json",
+            "--no-progress",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstderr:\n{stderr}\nstdout:\n{}\nserver log:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        server.log()
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by = |n: &str| {
+        reports
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["scenario"] == n)
+            .unwrap()
+            .clone()
+    };
+    for name in ["create", "get", "watch", "list"] {
+        let r = by(name);
+        assert!(r["errors"].as_object().unwrap().is_empty(), "{name}: {r}");
+        assert!(r["ops"].as_u64().unwrap_or(0) > 0, "{name}: {r}");
+    }
+    assert_eq!(by("create")["servers"], 2);
+    assert_eq!(by("get")["servers"], 2);
+    let watch = by("watch");
+    assert_eq!(watch["servers"], 2, "{watch}");
+    assert_eq!(watch["watchers_established"], 6, "{watch}");
+    assert_eq!(watch["deliveries"], watch["expected_deliveries"], "{watch}");
+    check_latency(&watch["delivery_by_server"]["1"], "deliveries on server 1");
+    assert!(watch["delivery_by_server"].get("0").is_none(), "{watch}");
+    let list = by("list");
+    // The namespace also holds kube-root-ca.crt.
+    assert!(list["items_per_list"].as_u64().unwrap() >= 1200, "{list}");
+    assert_eq!(list["history_updates"]["ops"], 2500, "{list}");
+    let after = &list["after_history"];
+    assert_eq!(after["items_per_list"], list["items_per_list"], "{list}");
+    assert_eq!(
+        after["paged"]["items_per_walk"], list["items_per_list"],
+        "{list}"
+    );
+    assert!(
+        after["paged"]["pages_per_walk"].as_f64().unwrap() >= 3.0,
+        "{list}"
+    );
+    check_latency(&after["full"]["latency_ms"], "list after history");
+    assert!(
+        list["full_p50_ratio_after_history"].as_f64().unwrap() > 0.0,
+        "{list}"
+    );
+    assert!(
+        list["page_p50_ratio_after_history"].as_f64().unwrap() > 0.0,
+        "{list}"
+    );
+
+    // A replica that refuses the credentials: the clients spread to it fail, the others
+    // succeed; the watches (all on the replica) fail.
+    let bad = server.dir.path().join("bad-replica.kubeconfig");
+    write_bad_kubeconfig(&kc, &bad);
+    let out = bench(
+        &kc,
+        &[
+            "--replica-kubeconfig",
+            bad.to_str().unwrap(),
+            "--scenario",
+            "create,watch",
+            "--concurrency",
+            "4",
+            "--duration",
+            "500ms",
+            "--watchers",
+            "3",
+            "--watch-rate",
+            "20",
+            "--json",
+            "--no-progress",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let create = &reports[0];
+    assert!(create["ops"].as_u64().unwrap() > 0, "{create}");
+    assert!(
+        create["errors"]["401"].as_u64().unwrap_or(0) > 0,
+        "{create}"
+    );
+    let watch = &reports[1];
+    assert_eq!(watch["watchers_established"], 0, "{watch}");
+    assert!(
+        watch["ops"].as_u64().unwrap() > 0,
+        "writes go to the first server: {watch}"
+    );
+
+    // A replica must serve the same path prefix.
+    let other = server.dir.path().join("other-cluster.kubeconfig");
+    let text = std::fs::read_to_string(&kc).unwrap();
+    assert!(text.contains("/clusters/root"), "{text}");
+    std::fs::write(&other, text.replace("/clusters/root", "/clusters/root:x")).unwrap();
+    let out = bench(
+        &kc,
+        &[
+            "--replica-kubeconfig",
+            other.to_str().unwrap(),
+            "--scenario",
+            "create",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("path prefix"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

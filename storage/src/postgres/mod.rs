@@ -123,6 +123,9 @@ pub(crate) fn pg_err(e: tokio_postgres::Error) -> Error {
         SqlState::T_R_SERIALIZATION_FAILURE,
         SqlState::T_R_DEADLOCK_DETECTED,
         SqlState::TOO_MANY_CONNECTIONS,
+        // A standby (an address without `target_session_attrs=read-write`): nothing was
+        // written, and the primary may take the retry.
+        SqlState::READ_ONLY_SQL_TRANSACTION,
     ];
     let class = &code.code()[..2.min(code.code().len())];
     if retryable.contains(code) || class == "08" {
@@ -213,6 +216,9 @@ pub(crate) struct Shared {
     pub(crate) tail_wake: Arc<tokio::sync::Notify>,
     /// How often the position fell below the compaction point.
     pub(crate) resyncs: AtomicU64,
+    /// How often the database was found behind the position (it lost revisions this
+    /// process published) and the position moved back ([`publish::rewind`]).
+    pub(crate) rewinds: AtomicU64,
     /// The clock of `confirmed_at`.
     pub(crate) opened: std::time::Instant,
     /// When (milliseconds after `opened`) a catch-up last started that then published
@@ -220,6 +226,8 @@ pub(crate) struct Shared {
     pub(crate) confirmed_at: AtomicU64,
     /// How long the cache may answer without a successful catch-up.
     pub(crate) cache_trust: Duration,
+    /// The bound on a statement, and on a `COMMIT` ([`writer`]).
+    pub(crate) statement_timeout: Duration,
 }
 
 impl Shared {
@@ -326,9 +334,11 @@ impl PostgresStorage {
             publisher: publish::Publisher::new(opts.cache_bytes),
             tail_wake: Arc::new(tokio::sync::Notify::new()),
             resyncs: AtomicU64::new(0),
+            rewinds: AtomicU64::new(0),
             opened: std::time::Instant::now(),
             confirmed_at: AtomicU64::new(0),
             cache_trust: (opts.tail_interval * CACHE_TRUST_INTERVALS).max(MIN_CACHE_TRUST),
+            statement_timeout: opts.statement_timeout,
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let writer = tokio::spawn(writer::run(shared.clone(), rx));
@@ -387,6 +397,13 @@ impl PostgresStorage {
     /// jumped to the database's revision.
     pub fn resyncs(&self) -> u64 {
         self.shared.resyncs.load(Ordering::Relaxed)
+    }
+
+    /// How many times the database was found behind this store's position (it lost
+    /// revisions the store had published: a failover to a standby that had not received
+    /// them) and the store closed its watchers and moved back to the database's revision.
+    pub fn rewinds(&self) -> u64 {
+        self.shared.rewinds.load(Ordering::Relaxed)
     }
 
     /// Publishes every write the database committed that this store has not published yet,

@@ -22,6 +22,10 @@
 //! closed with [`CloseReason::TooSlow`] (the API ends their watch; a client resuming from
 //! its last revision gets 410 Gone and relists, an informer rescans), the cache is cleared
 //! and the position jumps to the database's revision.
+//!
+//! [`rewind`] is the exit when the database went back below the position (a failover to
+//! a standby that lost the last commits): the same closing and clearing, and the
+//! position moves back to the database's revision.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
@@ -122,6 +126,49 @@ pub(crate) fn resync(shared: &Shared, head: Revision, compacted: Revision) {
     shared.hub.restart_at(to, CloseReason::TooSlow);
     shared.current.store(to, Ordering::Release);
     shared.resyncs.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The database is at `head`, below the position: it lost the revisions above `head`
+/// that this process published (a failover to a standby that had not received them).
+/// Logs an error naming them, closes every watcher with [`CloseReason::TooSlow`] (clients
+/// relist), clears the cache, takes the database's compaction point and moves the
+/// position back to `head`, so reads and writes follow the database again.
+///
+/// `seen` is the position and `epoch` the rewind count read before `head` was: if either
+/// changed, `head` may be older than what was published since, and nothing is done (the
+/// next look decides again). Returns whether it rewound.
+pub(crate) fn rewind(
+    shared: &Shared,
+    head: Revision,
+    compacted: Revision,
+    seen: Revision,
+    epoch: u64,
+) -> bool {
+    let mut cache = shared.publisher.lock();
+    let position = shared.current.load(Ordering::Acquire);
+    if position != seen || shared.rewinds.load(Ordering::Acquire) != epoch || head >= position {
+        return false;
+    }
+    tracing::error!(
+        lost_from = head + 1,
+        lost_through = position,
+        database = head,
+        "postgres storage: the database went back in revisions: revisions {}..={} this \
+         process published are not in it (a failover to a standby that had not received \
+         them; acknowledged writes among them are lost). Closing every watcher (clients \
+         relist) and following the database from revision {}",
+        head + 1,
+        position,
+        head
+    );
+    cache.clear();
+    shared.hub.rewind_to(head, CloseReason::TooSlow);
+    shared
+        .compacted
+        .store(compacted.min(head), Ordering::Release);
+    shared.current.store(head, Ordering::Release);
+    shared.rewinds.fetch_add(1, Ordering::AcqRel);
+    true
 }
 
 /// The cached state of `key`, if any (`Some(None)`: known absent).

@@ -10,7 +10,9 @@
 //! and deletions committed after the snapshot are not seen), so the pages have no holes.
 //! When the position is below the compaction point, the rows it needs are gone: the
 //! store resyncs ([`super::publish::resync`]). The compaction point read also moves this
-//! process's own (another replica's compactor may have moved it).
+//! process's own (another replica's compactor may have moved it). A counter below the
+//! position means the database lost revisions this process published (a failover to a
+//! standby that had not received them): the store rewinds ([`super::publish::rewind`]).
 //!
 //! When to look: writers send `NOTIFY kplane_log` (payload: the last revision) in their
 //! commit transaction, which PostgreSQL delivers at commit; a dedicated connection
@@ -68,8 +70,16 @@ pub(crate) async fn catch_up(shared: &Shared) -> Result<()> {
 
 async fn read_up(shared: &Shared) -> Result<()> {
     let mut client = shared.client().await?;
+    // Read before the counter: everything published by then is committed, so a counter
+    // below it means the database lost revisions (a failover), not a race.
+    let epoch = shared.rewinds.load(Ordering::Acquire);
+    let seen = shared.current_revision();
     // The common case costs one statement: nothing new.
     let (head, compacted) = meta(&client).await?;
+    if head < seen {
+        publish::rewind(shared, head, compacted, seen, epoch);
+        return Ok(());
+    }
     shared.compacted.fetch_max(compacted, Ordering::AcqRel);
     if head <= shared.current_revision() {
         return Ok(());

@@ -187,17 +187,25 @@ async fn lock_revision(shared: &Shared, tx: &Transaction<'_>) -> Result<Revision
         .prepare_cached("SELECT revision, compacted FROM kplane_meta WHERE id = 1 FOR UPDATE")
         .await
         .map_err(pg_err)?;
+    // Read before the counter: everything published by then is committed.
+    let epoch = shared.rewinds.load(Ordering::Acquire);
+    let known = shared.current.load(Ordering::Acquire);
     let row = tx.query_one(&stmt, &[]).await.map_err(pg_err)?;
     let base = to_rev(row.get(0))?;
-    shared
-        .compacted
-        .fetch_max(to_rev(row.get(1))?, Ordering::AcqRel);
-    let known = shared.current.load(Ordering::Acquire);
+    let compacted = to_rev(row.get(1))?;
     if base < known {
-        return Err(Error::Corrupt(format!(
-            "the database is at revision {base}, behind the {known} this process published"
-        )));
+        // The database lost revisions this process published (a failover to a standby
+        // that had not received them). The lock is held, so `base` is the database's
+        // last word: follow it, and the group commits above it.
+        publish::rewind(shared, base, compacted, known, epoch);
+        if shared.current_revision() > base {
+            return Err(Error::Timeout(format!(
+                "the database is at revision {base}, behind the {} this process published",
+                shared.current_revision()
+            )));
+        }
     }
+    shared.compacted.fetch_max(compacted, Ordering::AcqRel);
     Ok(base)
 }
 
@@ -359,7 +367,11 @@ async fn apply_group(
         return Ok((results, base, Vec::new()));
     }
     write_changes(&tx, &changes, &state, rev).await?;
-    tx.commit().await.map_err(pg_err)?;
+    if let Err(e) = commit(shared, tx).await {
+        // Perhaps mid-commit: the connection must not go back to the pool.
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
     catch_up_before(shared, &client, base).await;
     Ok((results, base, changes.events))
 }
@@ -391,6 +403,25 @@ async fn write_changes(
     };
     tokio::try_join!(upsert, delete, insert_log(tx, changes), finish(tx, last))?;
     Ok(())
+}
+
+/// Commits `tx`, waiting at most the statement timeout for the answer. PostgreSQL's own
+/// statement timeout does not cover a `COMMIT`'s wait for a synchronous standby, so
+/// without this bound a write would hang for as long as no standby answers. Without an
+/// answer in time the outcome is unknown: the write is reported as failed
+/// ([`Error::Timeout`]), never acknowledged, and the caller closes the connection. On the
+/// server the commit stays pending (holding the counter row, so other writes fail with
+/// `Timeout` too) until a standby confirms it; then it is visible and the log tailer
+/// publishes it like any other.
+async fn commit(shared: &Shared, tx: Transaction<'_>) -> Result<()> {
+    match tokio::time::timeout(shared.statement_timeout, tx.commit()).await {
+        Ok(r) => r.map_err(pg_err),
+        Err(_) => Err(Error::Timeout(format!(
+            "the database did not confirm the commit within {:?} (waiting for a \
+             synchronous standby?): it may or may not have committed",
+            shared.statement_timeout
+        ))),
+    }
 }
 
 /// Writes the latest values of `live` (keys whose final state in `state` is a value).
@@ -570,7 +601,11 @@ pub(crate) async fn delete_batch(
         insert_log(&tx, &changes),
         finish(&tx, rev)
     )?;
-    tx.commit().await.map_err(pg_err)?;
+    if let Err(e) = commit(shared, tx).await {
+        // Perhaps mid-commit: the connection must not go back to the pool.
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
     catch_up_before(shared, &client, base).await;
     let n = changes.events.len() as u64;
     publish_group(shared, base, changes.events, rev).await;

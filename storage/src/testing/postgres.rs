@@ -8,6 +8,11 @@
 //! user. The binaries are found through `$KPLANE_PG_BINDIR`, `pg_config --bindir` or
 //! `/usr/lib/postgresql/*/bin`. [`PgServer::available`] tells whether they are installed,
 //! so a test can skip (loudly) on a machine without PostgreSQL.
+//!
+//! For failover tests, [`PgServer::standby`] makes a hot standby of a server by streaming
+//! replication, [`PgServer::make_synchronous`] makes the primary's commits wait for it,
+//! [`PgServer::kill`] crashes a server and [`PgServer::promote`] turns a standby into the
+//! primary.
 
 use std::net::TcpListener;
 use std::os::unix::fs::MetadataExt;
@@ -29,6 +34,8 @@ pub struct PgServer {
     dir: Option<tempfile::TempDir>,
     user: Option<(u32, u32)>,
     databases: AtomicU32,
+    /// `name=value` server settings given after the defaults (they override them).
+    settings: Vec<String>,
 }
 
 /// The directory holding `initdb` and `postgres`, if PostgreSQL is installed.
@@ -76,27 +83,13 @@ impl PgServer {
 
     /// Initializes and starts a server; panics (failing the test) if it cannot.
     pub fn start() -> PgServer {
-        let bindir = bindir().expect("PostgreSQL is not installed (initdb/postgres not found)");
-        let dir = tempfile::Builder::new()
-            .prefix("kplane-pg-")
-            .tempdir()
-            .expect("temp dir");
-        let root = std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0);
-        let user = if root {
-            let ids = ids_of("postgres").expect("running as root needs a `postgres` user");
-            std::os::unix::fs::chown(dir.path(), Some(ids.0), Some(ids.1)).expect("chown");
-            Some(ids)
-        } else {
-            None
-        };
-        let mut server = PgServer {
-            child: None,
-            port: 0,
-            bindir,
-            dir: Some(dir),
-            user,
-            databases: AtomicU32::new(0),
-        };
+        PgServer::start_with(&[])
+    }
+
+    /// [`PgServer::start`] with extra server settings (`name=value`, each passed as
+    /// `-c`, after and over the defaults: e.g. `synchronous_commit=on`).
+    pub fn start_with(settings: &[&str]) -> PgServer {
+        let mut server = PgServer::new_dir(settings);
         let data = server.path().join("data");
         let status = server
             .command("initdb")
@@ -116,10 +109,42 @@ impl PgServer {
             .status()
             .expect("run initdb");
         assert!(status.success(), "initdb failed: {status}");
+        server.spawn_on_free_port();
+        server
+    }
+
+    /// A server in a new temporary directory, not started yet.
+    fn new_dir(settings: &[&str]) -> PgServer {
+        let bindir = bindir().expect("PostgreSQL is not installed (initdb/postgres not found)");
+        let dir = tempfile::Builder::new()
+            .prefix("kplane-pg-")
+            .tempdir()
+            .expect("temp dir");
+        let root = std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0);
+        let user = if root {
+            let ids = ids_of("postgres").expect("running as root needs a `postgres` user");
+            std::os::unix::fs::chown(dir.path(), Some(ids.0), Some(ids.1)).expect("chown");
+            Some(ids)
+        } else {
+            None
+        };
+        PgServer {
+            child: None,
+            port: 0,
+            bindir,
+            dir: Some(dir),
+            user,
+            databases: AtomicU32::new(0),
+            settings: settings.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Starts the server on a free port; panics if it cannot.
+    fn spawn_on_free_port(&mut self) {
         // A port can be taken between choosing and binding it: try a few.
         for _ in 0..5 {
-            if server.spawn(free_port()) {
-                return server;
+            if self.spawn(free_port()) {
+                return;
             }
         }
         panic!("PostgreSQL did not start");
@@ -138,6 +163,7 @@ impl PgServer {
             .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
             .args(["-c", "full_page_writes=off", "-c", "max_connections=200"])
             .args(["-c", "shared_buffers=32MB"])
+            .args(self.settings.iter().flat_map(|s| ["-c", s.as_str()]))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -232,6 +258,134 @@ impl PgServer {
             .expect("run createdb");
         assert!(status.success(), "createdb failed: {status}");
         self.url(&name)
+    }
+
+    /// Runs one SQL statement in the `postgres` database with `psql` and returns what it
+    /// printed (unaligned, tuples only); panics if it fails.
+    pub fn sql(&self, statement: &str) -> String {
+        let out = self
+            .command("psql")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", "postgres", "-d", "postgres", "-X", "-q", "-t", "-A"])
+            .args(["-v", "ON_ERROR_STOP=1", "-c", statement])
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run psql");
+        assert!(out.status.success(), "psql failed on {statement:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Sets a server setting with `ALTER SYSTEM` and reloads the configuration (for
+    /// settings that a reload applies and that are not given on the command line).
+    pub fn set(&self, name: &str, value: &str) {
+        self.sql(&format!("ALTER SYSTEM SET {name} = '{value}'"));
+        self.sql("SELECT pg_reload_conf()");
+    }
+
+    /// A hot standby of this server: `pg_basebackup -R` (streaming replication, the
+    /// WAL streamed during the copy) into a new temporary directory, started on a free
+    /// port with this server's settings; returns once it streams from this server. Call
+    /// [`PgServer::make_synchronous`] on this server to make its commits wait for it.
+    pub fn standby(&self) -> PgServer {
+        let settings: Vec<&str> = self.settings.iter().map(String::as_str).collect();
+        let mut standby = PgServer::new_dir(&settings);
+        let data = standby.path().join("data");
+        let status = standby
+            .command("pg_basebackup")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
+            .arg("-D")
+            .arg(&data)
+            .args(["-R", "-X", "stream", "--no-sync", "-c", "fast"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .status()
+            .expect("run pg_basebackup");
+        assert!(status.success(), "pg_basebackup failed: {status}");
+        standby.spawn_on_free_port();
+        let deadline = Instant::now() + START_TIMEOUT;
+        while standby.sql("SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'")
+            != "1"
+        {
+            assert!(Instant::now() < deadline, "the standby does not stream");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        standby
+    }
+
+    /// Makes every commit on this server wait until a standby flushed it
+    /// (`synchronous_standby_names = '*'`; the server must run with
+    /// `synchronous_commit=on`, e.g. from [`PgServer::start_with`]).
+    pub fn make_synchronous(&self) {
+        self.set("synchronous_standby_names", "*");
+        let deadline = Instant::now() + START_TIMEOUT;
+        while self.sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") != "1"
+        {
+            assert!(Instant::now() < deadline, "no synchronous standby");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// On a standby: stops receiving WAL (an empty `primary_conninfo`), so what the
+    /// primary commits from now on never reaches it: the setup of a failover that loses
+    /// commits. Returns once the WAL receiver is gone.
+    pub fn stop_receiving(&self) {
+        self.set("primary_conninfo", "");
+        let deadline = Instant::now() + START_TIMEOUT;
+        while self.sql("SELECT count(*) FROM pg_stat_wal_receiver") != "0" {
+            assert!(Instant::now() < deadline, "the WAL receiver does not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// On a standby: promotes it to a primary (`pg_ctl promote`) and waits until it
+    /// accepts writes.
+    pub fn promote(&self) {
+        let status = self
+            .command("pg_ctl")
+            .arg("promote")
+            .arg("-D")
+            .arg(self.path().join("data"))
+            .args(["-w", "-t", "60"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .status()
+            .expect("run pg_ctl promote");
+        assert!(status.success(), "pg_ctl promote failed: {status}");
+        let deadline = Instant::now() + START_TIMEOUT;
+        while self.sql("SELECT pg_is_in_recovery()") != "f" {
+            assert!(
+                Instant::now() < deadline,
+                "the standby is still in recovery"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kills the server as a crash would: PostgreSQL's immediate shutdown (SIGQUIT: every
+    /// backend exits at once, no checkpoint, connections are cut), and waits for it.
+    pub fn kill(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = Command::new("kill")
+            .args(["-QUIT", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + START_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     /// Stops the server (fast shutdown: open connections are ended) and waits for it.

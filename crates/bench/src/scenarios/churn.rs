@@ -194,7 +194,7 @@ fn lease_body(run: &str, scope: &Scope, name: &str, rv: Option<&str>) -> Bytes {
 /// `len` random base64 characters: padding that compresses no better than base64-encoded
 /// binary data does (6 bits per character), so a store that compresses cannot look better
 /// on it than on real data. Different at every call (`state`: the caller's generator).
-fn random_text(len: usize, state: &mut u64) -> String {
+pub(super) fn random_text(len: usize, state: &mut u64) -> String {
     const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     (0..len)
         .map(|_| {

@@ -1,5 +1,6 @@
 //! `create`, `get` and `update`: single-object requests, spread over the scopes (logical
-//! clusters × namespaces), one connection per client.
+//! clusters × namespaces), one connection per client; with `--replica-kubeconfig` the
+//! clients are spread over the servers too (fixtures are made through the first).
 
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ fn common(ctx: &Ctx, report: &mut Report) {
     report.set("size", ctx.opts.size);
     report.set("namespaces", ctx.opts.namespace_spread);
     report.set("clusters", ctx.opts.cluster_spread);
+    report.set("servers", ctx.servers());
 }
 
 struct CreateWorker {
@@ -54,7 +56,7 @@ pub async fn create(ctx: &Arc<Ctx>) -> Report {
     let workers = (0..u64::from(ctx.opts.concurrency))
         .map(|id| CreateWorker {
             ctx: ctx.clone(),
-            conn: ctx.conn(),
+            conn: ctx.conn_at(id as usize),
             id,
             seq: 0,
         })
@@ -112,7 +114,7 @@ pub async fn get(ctx: &Arc<Ctx>) -> Report {
     );
     let workers = (0..ctx.opts.concurrency as usize)
         .map(|id| GetWorker {
-            conn: ctx.conn(),
+            conn: ctx.conn_at(id),
             paths: paths.clone(),
             next: id * 7919,
         })
@@ -202,8 +204,8 @@ pub async fn update(ctx: &Arc<Ctx>) -> Report {
     );
     let mut workers = Vec::new();
     let mut setup_errors = crate::stats::ErrorCounts::default();
-    for (scope, name) in items {
-        let mut conn = ctx.conn();
+    for (i, (scope, name)) in items.into_iter().enumerate() {
+        let mut conn = ctx.conn_at(i);
         // Read the starting resourceVersion outside the measurement.
         let rv = match conn
             .call_ok(Method::GET, &scope.configmap(&name), None)

@@ -135,6 +135,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     let pool_size = u64::from(ctx.opts.pool).max(c);
     let watchers = ctx.opts.watchers.min(MAX_WATCHERS);
     report.set("concurrency", c);
+    report.set("servers", ctx.servers());
     report.set("pool", pool_size);
     report.set("watchers", watchers);
     report.set("size", ctx.opts.size);
@@ -209,7 +210,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
                 .collect();
             MixedWorker {
                 ctx: ctx.clone(),
-                conn: ctx.conn(),
+                conn: ctx.conn_at(id as usize),
                 rng: Rng::new(id + 1),
                 id,
                 pool: pool.clone(),

@@ -10,6 +10,12 @@
 //! `--server-pid`, the server's resident memory per idle watch. `--watch-http2` multiplexes
 //! the watches over shared HTTP/2 connections instead of one HTTP/1.1 connection each.
 //!
+//! With `--replica-kubeconfig` (kplane replicas on one store) the writers write through the
+//! first server and the watches are spread round-robin over the others, so every delivery
+//! crosses servers: the latency is from the write's acknowledgement by one server to its
+//! receipt from another (one clock: both ends are in this process). The report then adds
+//! each watch server's delivery latency (`delivery_by_server`).
+//!
 //! [`WatcherSet`] is also used by `mixed`.
 
 use std::borrow::Cow;
@@ -84,8 +90,20 @@ fn marker_index(name: &str, marker: &str) -> Option<u64> {
 /// What one watcher saw.
 #[derive(Default)]
 struct WatcherResult {
+    /// Index of the server the watch was opened on.
+    server: usize,
     receipts: Vec<(u64, Instant)>,
     errors: ErrorCounts,
+}
+
+/// The server watch `i` of a set is opened on: round-robin over every server but the first
+/// (which the writers use) when there are several, else the only one.
+pub fn watch_server(i: usize, servers: usize) -> usize {
+    if servers > 1 {
+        1 + i % (servers - 1)
+    } else {
+        0
+    }
 }
 
 /// A set of running watches.
@@ -120,6 +138,7 @@ impl WatcherSet {
         let path = Arc::new(path);
         let marker = Arc::new(marker);
         let opening = Arc::new(tokio::sync::Semaphore::new(OPENING_AT_ONCE));
+        let servers = ctx.servers();
         let shared = if ctx.opts.watch_http2 {
             Some(h2_connections(ctx, n).await)
         } else {
@@ -131,12 +150,18 @@ impl WatcherSet {
             let (mut stop_rx, ready_tx) = (stop_rx.clone(), ready_tx.clone());
             let (matched, events) = (matched.clone(), events.clone());
             let opening = opening.clone();
-            let h2 = shared
-                .as_ref()
-                .and_then(|c| c.get((i / STREAMS_PER_H2_CONN) as usize).cloned());
+            let server = watch_server(i as usize, servers);
+            let h2 = shared.as_ref().and_then(|c| {
+                c.get(server)?
+                    .get(nth_on_server(i as usize, servers) / STREAMS_PER_H2_CONN as usize)
+                    .cloned()
+            });
             handles.push(tokio::spawn(async move {
-                let mut res = WatcherResult::default();
-                let mut conn = ctx.conn();
+                let mut res = WatcherResult {
+                    server,
+                    ..WatcherResult::default()
+                };
+                let mut conn = ctx.conn_at(server);
                 let permit = opening.acquire_owned().await;
                 let t0 = Instant::now();
                 let opened = match h2 {
@@ -306,12 +331,31 @@ async fn read_events(
     }
 }
 
-/// The shared HTTP/2 connections for `n` watches (`STREAMS_PER_H2_CONN` each), opened one
-/// after another; a connection that failed is reported by every watch meant for it.
-async fn h2_connections(ctx: &Ctx, n: u32) -> Vec<Result<H2Conn, Failure>> {
+/// The position of watch `i` among the watches on its server.
+fn nth_on_server(i: usize, servers: usize) -> usize {
+    if servers > 1 {
+        i / (servers - 1)
+    } else {
+        i
+    }
+}
+
+/// The shared HTTP/2 connections for `n` watches, per server (`STREAMS_PER_H2_CONN`
+/// watches each), opened one after another; a connection that failed is reported by every
+/// watch meant for it.
+async fn h2_connections(ctx: &Ctx, n: u32) -> Vec<Vec<Result<H2Conn, Failure>>> {
+    let servers = ctx.servers();
+    let mut per_server = vec![0u32; servers];
+    for i in 0..n as usize {
+        per_server[watch_server(i, servers)] += 1;
+    }
     let mut conns = Vec::new();
-    for _ in 0..n.div_ceil(STREAMS_PER_H2_CONN) {
-        conns.push(H2Conn::connect(ctx.target.clone()).await);
+    for (s, count) in per_server.into_iter().enumerate() {
+        let mut v = Vec::new();
+        for _ in 0..count.div_ceil(STREAMS_PER_H2_CONN) {
+            v.push(H2Conn::connect(ctx.targets[s].clone()).await);
+        }
+        conns.push(v);
     }
     conns
 }
@@ -320,7 +364,7 @@ async fn h2_connections(ctx: &Ctx, n: u32) -> Vec<Result<H2Conn, Failure>> {
 fn watch_connections(ctx: &Ctx) -> u64 {
     let w = ctx.opts.watchers;
     let conns = if ctx.opts.watch_http2 {
-        w.div_ceil(STREAMS_PER_H2_CONN)
+        w.div_ceil(STREAMS_PER_H2_CONN) + ctx.servers() as u32
     } else {
         w
     };
@@ -342,6 +386,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
     };
     report.set("writers", writers);
     report.set("size", ctx.opts.size);
+    report.set("servers", ctx.servers());
     add_errors(
         &mut report,
         ensure_namespaces(ctx, std::slice::from_ref(&scope)).await,
@@ -406,7 +451,8 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         let ctx = ctx.clone();
         let scope = scope.clone();
         handles.push(tokio::spawn(async move {
-            let mut conn = ctx.conn();
+            // The first server: the watches are on the others.
+            let mut conn = ctx.conn_at(0);
             let mut acks: Vec<(u64, Instant)> = Vec::new();
             let mut lat = Samples::default();
             let mut errors = ErrorCounts::default();
@@ -472,6 +518,7 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
         }
     }
     let mut deliveries = Samples::default();
+    let mut by_server: Vec<Samples> = vec![Samples::default(); ctx.servers()];
     let mut delivered = 0u64;
     for r in results {
         let mut seen = vec![false; ack_at.len()];
@@ -481,11 +528,24 @@ pub async fn run(ctx: &Arc<Ctx>) -> Report {
                 if !*s {
                     *s = true;
                     delivered += 1;
-                    deliveries.record(t.saturating_duration_since(*ack));
+                    let d = t.saturating_duration_since(*ack);
+                    deliveries.record(d);
+                    if let Some(b) = by_server.get_mut(r.server) {
+                        b.record(d);
+                    }
                 }
             }
         }
         report.errors.merge(r.errors);
+    }
+    if ctx.servers() > 1 {
+        let per: serde_json::Map<String, serde_json::Value> = by_server
+            .into_iter()
+            .enumerate()
+            .skip(1)
+            .map(|(s, samples)| (s.to_string(), samples.summary().to_json()))
+            .collect();
+        report.set("delivery_by_server", serde_json::Value::Object(per));
     }
     let missed = expected.saturating_sub(delivered);
     report.errors.add_n(
@@ -555,6 +615,18 @@ async fn hold_idle(ctx: &Ctx, report: &mut Report, mut set: WatcherSet, opening_
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watches_go_to_the_servers_but_the_first() {
+        let on =
+            |servers: usize| -> Vec<usize> { (0..6).map(|i| watch_server(i, servers)).collect() };
+        assert_eq!(on(1), vec![0; 6]);
+        assert_eq!(on(2), vec![1; 6]);
+        assert_eq!(on(3), vec![1, 2, 1, 2, 1, 2]);
+        let nth: Vec<usize> = (0..6).map(|i| nth_on_server(i, 3)).collect();
+        assert_eq!(nth, vec![0, 0, 1, 1, 2, 2]);
+        assert_eq!(nth_on_server(5, 1), 5);
+    }
 
     #[test]
     fn parses_events() {
