@@ -302,7 +302,12 @@ pub(crate) async fn fence(shared: &Shared, cluster: &str, fenced: bool) -> Resul
     tx.execute(&stmt, &[&cluster.as_bytes()])
         .await
         .map_err(pg_err)?;
-    tx.commit().await.map_err(pg_err)?;
+    if let Err(e) = commit(shared, tx).await {
+        // Perhaps mid-commit: the connection must not go back to the pool. The caller
+        // retries (setting or lifting a fence is idempotent).
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
     Ok(base)
 }
 
