@@ -775,7 +775,7 @@ mod tests {
         assert_eq!(t.move_phase("root:a"), None);
         assert!(!t.set_move_phase("root:a", fenced, 13, false));
         // Ending an import wakes the informers; a replay ends what it did not show.
-        let mut rx = t.subscribe();
+        let rx = t.subscribe();
         assert!(t.set_phase_at("root:new", Some(Phase::Importing), 20, false));
         assert!(!rx.has_changed().unwrap());
         assert!(t.set_phase_at("root:old", Some(Phase::Replacing), 21, false));
