@@ -68,6 +68,10 @@ pub const PHASES_CLUSTER: &str = "~cluster-phases";
 /// Shards of the write gate: a fence waits only for the writes of its shard.
 const GATE_SHARDS: usize = 64;
 
+/// Tries, 100 ms apart, of a move's `moved` step to find the fence record that another
+/// replica may have written (its store's publication delay, docs/storage-postgres.md).
+const FENCE_RECORD_WAITS: usize = 30;
+
 /// Seconds a client is asked to wait before retrying a cluster being replaced.
 pub const REPLACING_RETRY_SECONDS: u32 = 2;
 
@@ -505,6 +509,24 @@ impl Registry {
         Ok(Some((phase, kv)))
     }
 
+    /// [`Registry::durable_phase`], waiting a little for one when there is none: a record
+    /// another replica wrote reaches this replica's store within its publication delay
+    /// (docs/storage-postgres.md), and the move's next step may come here at once.
+    async fn stored_phase_waiting(
+        &self,
+        cluster: &ClusterName,
+    ) -> ApiResult<Option<(ClusterPhase, kplane_storage::KeyValue)>> {
+        let mut stored = self.durable_phase(cluster).await?;
+        for _ in 0..FENCE_RECORD_WAITS {
+            if stored.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            stored = self.durable_phase(cluster).await?;
+        }
+        Ok(stored)
+    }
+
     /// Applies this process's own change of the move's phase of `cluster` to its table.
     fn set_own_move_phase(&self, cluster: &ClusterName, phase: Option<&ClusterPhase>) {
         let rev = self.storage.current_revision();
@@ -522,7 +544,7 @@ impl Registry {
     /// Lifts the fence of `cluster` (a move rolled back). Idempotent; 409 for a cluster
     /// that has moved.
     pub async fn unfence_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
-        match self.durable_phase(cluster).await? {
+        match self.stored_phase_waiting(cluster).await? {
             Some((ClusterPhase::Moved { location }, _)) => {
                 return Err(ApiError::from(Status::new(
                     StatusReason::Conflict,
@@ -558,7 +580,7 @@ impl Registry {
             location: location.to_string(),
         };
         // As stored: the fence may have been set through another replica.
-        match self.durable_phase(cluster).await?.map(|(p, _)| p) {
+        match self.stored_phase_waiting(cluster).await?.map(|(p, _)| p) {
             Some(ClusterPhase::Fenced) => {}
             Some(p) if p == phase => {}
             Some(ClusterPhase::Moved { location: other }) => {
