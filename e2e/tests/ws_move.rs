@@ -1,6 +1,7 @@
 //! `kplane ws move` between two real servers (docs/architecture.md "Moving a logical
 //! cluster"): a move under a concurrent writer loses and duplicates nothing and the writer
-//! sees only 429s (then the source's 410 naming the new location); a move whose servers
+//! sees only 429s (then the source's 410 naming the new location), also when the source is
+//! two replicas on one PostgreSQL and the writer writes through the other; a move whose servers
 //! were both killed after the fence continues when re-run; `--abort` rolls a fenced move
 //! back.
 
@@ -150,12 +151,47 @@ async fn a_move_under_a_writer_loses_nothing_and_the_source_names_the_new_locati
     let src = KplaneServer::start()?;
     let dst = KplaneServer::start()?;
     src.create_workspace("root:team")?;
-    seed(&src, "root:team", 300).await?;
-    let before = uids(&src, "root:team").await?;
+    move_under_a_writer(&src, &src, &dst).await
+}
+
+/// The same with the source two replicas on one PostgreSQL (issue 17): the move runs
+/// through replica A while the writer writes through replica B, whose writes the store's
+/// fence refuses (429) from the fence on, until B answers the 410 of the moved cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_through_one_replica_under_a_writer_on_the_other_loses_nothing() -> Result<()> {
+    let src = crate::replicas::Replicas::start()?;
+    let dst = KplaneServer::start()?;
+    src.a.create_workspace("root:team")?;
+    // B serves the new workspace once its event arrived.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while configmaps(src.b.client_for("root:team").await?)
+        .list(&ListParams::default())
+        .await
+        .is_err()
+    {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "replica B never served root:team"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    move_under_a_writer(&src.a, &src.b, &dst).await
+}
+
+/// Moves `root:team` (holding nothing yet) of `src` to `dst` while a writer creates
+/// ConfigMaps in it through `write_through` (`src` or another replica of it), and checks
+/// that the target holds exactly what the source acknowledged and the source answers 410.
+async fn move_under_a_writer(
+    src: &KplaneServer,
+    write_through: &KplaneServer,
+    dst: &KplaneServer,
+) -> Result<()> {
+    seed(src, "root:team", 300).await?;
+    let before = uids(src, "root:team").await?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let writing = tokio::spawn(writer(
-        configmaps(no_retry(&src, "root:team").await?),
+        configmaps(no_retry(write_through, "root:team").await?),
         stop.clone(),
     ));
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -204,7 +240,7 @@ async fn a_move_under_a_writer_loses_nothing_and_the_source_names_the_new_locati
     );
 
     // The target holds exactly what the source acknowledged, with the same uids.
-    let after = uids(&dst, "root:team").await?;
+    let after = uids(dst, "root:team").await?;
     let mut want = before.clone();
     want.extend(w.acked.clone());
     ensure!(
@@ -224,10 +260,12 @@ async fn a_move_under_a_writer_loses_nothing_and_the_source_names_the_new_locati
     );
 
     // The source: every request is the 410 naming the new location; its Workspace says so.
-    let err = configmaps(src.client_for("root:team").await?)
+    let Err(err) = configmaps(src.client_for("root:team").await?)
         .list(&ListParams::default())
         .await
-        .expect_err("the source still serves the moved cluster");
+    else {
+        anyhow::bail!("the source still serves the moved cluster");
+    };
     ensure!(fixtures::error_code(&err) == Some(410), "{err}");
     ensure!(err.to_string().contains(&location), "{err}");
     let kubectl = src.kubectl_for("root")?;

@@ -25,6 +25,10 @@ pub enum Error {
     Encode(String),
     #[error("storage is shutting down")]
     ShuttingDown,
+    /// The write's logical cluster is fenced ([`crate::Storage::fence_cluster`]): nothing
+    /// was written.
+    #[error("the writes of logical cluster {cluster:?} are fenced")]
+    Fenced { cluster: String },
     /// The backend gave up waiting (for instance a database statement or lock timeout);
     /// the operation may have been applied or not, and retrying may succeed.
     #[error("storage operation timed out: {0}")]

@@ -278,6 +278,24 @@ pub trait Storage: Send + Sync + 'static {
         tombstone: Tombstone,
     ) -> Result<u64>;
 
+    /// Fences the writes of logical cluster `cluster` (with `fenced == false`: lifts the
+    /// fence), ordered with the writes themselves, and returns the fence revision `F`:
+    /// every write of a key of `cluster` that committed before it has a revision at or
+    /// below `F`, and every [`Storage::put`], [`Storage::delete`] or
+    /// [`Storage::write_batch`] write of such a key that would commit after it fails with
+    /// [`Error::Fenced`] (nothing written), in whichever process sharing the store it is
+    /// made, until the fence is lifted. [`Storage::delete_cluster`] is not fenced (it
+    /// removes a cluster after its move). Durable and idempotent.
+    ///
+    /// The default, for backends only one process can open (sled), fences nothing and
+    /// returns the current revision: there the caller's in-process write gate is exact
+    /// (`kplane_registry::cluster_states`). PostgreSQL keeps a `kplane_fences` row,
+    /// written under the revision lock, that every write group checks under the same lock.
+    async fn fence_cluster(&self, cluster: &str, fenced: bool) -> Result<Revision> {
+        let _ = (cluster, fenced);
+        Ok(self.current_revision())
+    }
+
     /// The logical clusters that hold at least one key at the latest state, in key order:
     /// at most `limit` (at least 1) names strictly after `start_after` (from the first when
     /// `None`). A cluster whose keys were all deleted is not listed. Callers page through

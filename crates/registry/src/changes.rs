@@ -49,8 +49,12 @@ impl Registry {
         since: Revision,
         until: Option<Revision>,
     ) -> ApiResult<Changes> {
-        let current = self.storage.current_revision();
+        let mut current = self.storage.current_revision();
         let end = until.unwrap_or(current);
+        if end > current && self.wait_for_revision(end).await.is_ok() {
+            // A revision another replica committed (a fence set through it): reached now.
+            current = self.storage.current_revision();
+        }
         if end > current {
             return Err(ApiError::bad_request(format!(
                 "until={end} is beyond the current revision {current}"

@@ -68,6 +68,10 @@ pub const PHASES_CLUSTER: &str = "~cluster-phases";
 /// Shards of the write gate: a fence waits only for the writes of its shard.
 const GATE_SHARDS: usize = 64;
 
+/// Tries, 100 ms apart, of a move's `moved` step to find the fence record that another
+/// replica may have written (its store's publication delay, docs/storage-postgres.md).
+const FENCE_RECORD_WAITS: usize = 30;
+
 /// Seconds a client is asked to wait before retrying a cluster being replaced.
 pub const REPLACING_RETRY_SECONDS: u32 = 2;
 
@@ -90,6 +94,10 @@ struct Entry {
     floor: Revision,
     /// Where a [`Phase::Moved`] cluster lives now.
     location: Option<String>,
+    /// The revision of the stored change the phase was last set from (or the revision this
+    /// process had reached when it set the phase itself): an older change seen later (an
+    /// informer's delivery on this replica) does not undo a newer one.
+    phase_rev: Revision,
 }
 
 /// A move's phase as stored (the durable form of [`Phase::Fenced`] and [`Phase::Moved`]).
@@ -108,8 +116,10 @@ pub struct ClusterTable {
     entries: RwLock<HashMap<String, Entry>>,
     /// Entries with a phase: while 0, only [`HIDDEN_PREFIX`] names are hidden.
     phased: AtomicUsize,
-    /// Bumped whenever a floor rises, so running watches re-check theirs.
+    /// Bumped whenever a floor rises, so running watches re-check theirs (and when a
+    /// cluster stops being hidden, so that the informers replay it).
     floors: tokio::sync::watch::Sender<u64>,
+
     /// The write gate of fences (see the module doc).
     gate: Vec<tokio::sync::RwLock<()>>,
 }
@@ -170,17 +180,29 @@ impl ClusterTable {
         }
     }
 
-    /// Sets (or with `None` clears) the move's phase of `cluster`.
-    fn set_move_phase(&self, cluster: &str, phase: Option<&ClusterPhase>) {
+    /// Sets (or with `None` clears) the move's phase of `cluster` from a change at
+    /// revision `rev`, `own` or followed (see [`ClusterTable::set_phase_at`]); whether it
+    /// did.
+    pub(crate) fn set_move_phase(
+        &self,
+        cluster: &str,
+        phase: Option<&ClusterPhase>,
+        rev: Revision,
+        own: bool,
+    ) -> bool {
         let (p, location) = match phase {
             None => (None, None),
             Some(ClusterPhase::Fenced) => (Some(Phase::Fenced), None),
             Some(ClusterPhase::Moved { location }) => (Some(Phase::Moved), Some(location.clone())),
         };
-        self.set_phase(cluster, p);
-        if let Some(e) = self.write().get_mut(cluster) {
+        let mut map = self.write();
+        if !self.apply_phase(&mut map, cluster, p, rev, own) {
+            return false;
+        }
+        if let Some(e) = map.get_mut(cluster) {
             e.location = location;
         }
+        true
     }
 
     fn shard_of(&self, cluster: &str) -> usize {
@@ -189,10 +211,42 @@ impl ClusterTable {
         (h.finish() as usize) % self.gate.len()
     }
 
-    /// Sets (or with `None` clears) the phase of `cluster`.
+    /// Sets (or with `None` clears) the phase of `cluster`: this process's own change
+    /// (see [`ClusterTable::set_phase_at`]), stamped with no revision.
     pub fn set_phase(&self, cluster: &str, phase: Option<Phase>) {
+        self.set_phase_at(cluster, phase, 0, true);
+    }
+
+    /// Sets (or with `None` clears) the phase of `cluster`; whether it did. Phases reach
+    /// the table both synchronously from this process's own changes (`own`: they always
+    /// apply, `rev` being the revision the store had reached once the stored change was
+    /// durable) and from the informer following the stored changes (`rev` their revision),
+    /// in any order: a followed change no newer than the last change applied is stale
+    /// and skipped.
+    pub fn set_phase_at(
+        &self,
+        cluster: &str,
+        phase: Option<Phase>,
+        rev: Revision,
+        own: bool,
+    ) -> bool {
         let mut map = self.write();
+        self.apply_phase(&mut map, cluster, phase, rev, own)
+    }
+
+    fn apply_phase(
+        &self,
+        map: &mut HashMap<String, Entry>,
+        cluster: &str,
+        phase: Option<Phase>,
+        rev: Revision,
+        own: bool,
+    ) -> bool {
         let e = map.entry(cluster.to_string()).or_default();
+        if !own && rev <= e.phase_rev {
+            return false;
+        }
+        e.phase_rev = e.phase_rev.max(rev);
         match (e.phase.is_some(), phase.is_some()) {
             (false, true) => {
                 self.phased.fetch_add(1, Ordering::AcqRel);
@@ -202,9 +256,36 @@ impl ClusterTable {
             }
             _ => {}
         }
+        let unhidden = matches!(e.phase, Some(Phase::Importing | Phase::Replacing))
+            && !matches!(phase, Some(Phase::Importing | Phase::Replacing));
         e.phase = phase;
-        if e.phase.is_none() && e.floor == 0 {
-            map.remove(cluster);
+        if unhidden {
+            // The informers skipped its objects: they replay them.
+            self.floors.send_modify(|g| *g += 1);
+        }
+        true
+    }
+
+    /// After a replay of the stored phase records as of revision `at` that showed the
+    /// phases of `shown` only: ends every other phase set from a change at or before `at`
+    /// (its record went while the informer was not following the store).
+    pub(crate) fn end_phases_not_shown(
+        &self,
+        shown: &std::collections::HashSet<String>,
+        at: Revision,
+    ) {
+        let stale: Vec<String> = self
+            .read()
+            .iter()
+            .filter(|(c, e)| e.phase.is_some() && e.phase_rev <= at && !shown.contains(*c))
+            .map(|(c, _)| c.clone())
+            .collect();
+        for c in stale {
+            let mut map = self.write();
+            if map.get(&c).is_some_and(|e| e.phase_rev <= at) {
+                tracing::debug!(cluster = %c, "a phase whose record went while not followed ends");
+                self.apply_phase(&mut map, &c, None, at, true);
+            }
         }
     }
 
@@ -385,36 +466,100 @@ impl Registry {
                 format!("logical cluster \"{cluster}\" cannot be fenced while it is {p:?}"),
             )));
         }
-        if self.cluster_phase(cluster) != Some(ClusterPhase::Fenced) {
-            self.store_phase(cluster, Some(&ClusterPhase::Fenced))
-                .await?;
-            self.clusters
-                .table
-                .set_move_phase(cluster.as_str(), Some(&ClusterPhase::Fenced));
+        match self.durable_phase(cluster).await? {
+            Some((ClusterPhase::Moved { location }, _)) => return Err(moved(cluster, &location)),
+            Some((ClusterPhase::Fenced, _)) => {}
+            None => {
+                self.store_phase(cluster, Some(&ClusterPhase::Fenced))
+                    .await?;
+            }
         }
-        // Every write that checked the state before it changed holds its shard: wait.
+        self.set_own_move_phase(cluster, Some(&ClusterPhase::Fenced));
+        // Every write of this process that checked the state before it changed holds its
+        // shard: wait.
         let shard = self.clusters.table.shard_of(cluster.as_str());
         drop(self.clusters.table.gate[shard].write().await);
-        Ok(self.storage.current_revision())
+        // The writes of every other process sharing the store: refused inside the commit
+        // that would order them after the storage's fence.
+        let fence = self
+            .storage
+            .fence_cluster(cluster.as_str(), true)
+            .await?
+            .max(self.storage.current_revision());
+        // The caller reads the changes up to the fence next, perhaps from this replica:
+        // give its store a moment to publish them (the change stream waits too, so a
+        // slow one is no error here: the fence is set).
+        if self.wait_for_revision(fence).await.is_err() {
+            tracing::debug!(cluster = %cluster, fence, "the fence revision is not published here yet");
+        }
+        Ok(fence)
+    }
+
+    /// The move's phase of `cluster` as stored (another replica may have changed it
+    /// since this one's table), with its record.
+    async fn durable_phase(
+        &self,
+        cluster: &ClusterName,
+    ) -> ApiResult<Option<(ClusterPhase, kplane_storage::KeyValue)>> {
+        let Some(kv) = self.storage.get(&phase_key(cluster)).await? else {
+            return Ok(None);
+        };
+        let phase = serde_json::from_slice::<ClusterPhase>(&kv.value)
+            .map_err(|e| ApiError::internal(format!("unreadable cluster state: {e}")))?;
+        Ok(Some((phase, kv)))
+    }
+
+    /// [`Registry::durable_phase`], waiting a little for one when there is none: a record
+    /// another replica wrote reaches this replica's store within its publication delay
+    /// (docs/storage-postgres.md), and the move's next step may come here at once.
+    async fn stored_phase_waiting(
+        &self,
+        cluster: &ClusterName,
+    ) -> ApiResult<Option<(ClusterPhase, kplane_storage::KeyValue)>> {
+        let mut stored = self.durable_phase(cluster).await?;
+        for _ in 0..FENCE_RECORD_WAITS {
+            if stored.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            stored = self.durable_phase(cluster).await?;
+        }
+        Ok(stored)
+    }
+
+    /// Applies this process's own change of the move's phase of `cluster` to its table.
+    fn set_own_move_phase(&self, cluster: &ClusterName, phase: Option<&ClusterPhase>) {
+        let rev = self.storage.current_revision();
+        self.clusters
+            .table
+            .set_move_phase(cluster.as_str(), phase, rev, true);
+    }
+
+    /// Applies this process's own change of the (import) phase of `cluster` to its table.
+    pub(crate) fn set_own_phase(&self, cluster: &str, phase: Option<Phase>) {
+        let rev = self.storage.current_revision();
+        self.clusters.table.set_phase_at(cluster, phase, rev, true);
     }
 
     /// Lifts the fence of `cluster` (a move rolled back). Idempotent; 409 for a cluster
     /// that has moved.
     pub async fn unfence_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
-        match self.cluster_phase(cluster) {
-            None => Ok(()),
-            Some(ClusterPhase::Moved { location }) => Err(ApiError::from(Status::new(
-                StatusReason::Conflict,
-                format!(
-                    "logical cluster \"{cluster}\" has moved to {location}: it cannot be unfenced"
-                ),
-            ))),
-            Some(ClusterPhase::Fenced) => {
-                self.store_phase(cluster, None).await?;
-                self.clusters.table.set_move_phase(cluster.as_str(), None);
-                Ok(())
+        match self.stored_phase_waiting(cluster).await? {
+            Some((ClusterPhase::Moved { location }, _)) => {
+                return Err(ApiError::from(Status::new(
+                    StatusReason::Conflict,
+                    format!(
+                        "logical cluster \"{cluster}\" has moved to {location}: it cannot be unfenced"
+                    ),
+                )))
             }
+            Some((ClusterPhase::Fenced, _)) => self.store_phase(cluster, None).await?,
+            None => {}
         }
+        // The record first: a store fence without it would refuse writes for ever.
+        self.storage.fence_cluster(cluster.as_str(), false).await?;
+        self.set_own_move_phase(cluster, None);
+        Ok(())
     }
 
     /// Records that `cluster` lives at `location` now (durable): from then on every request
@@ -434,7 +579,8 @@ impl Registry {
         let phase = ClusterPhase::Moved {
             location: location.to_string(),
         };
-        match self.cluster_phase(cluster) {
+        // As stored: the fence may have been set through another replica.
+        match self.stored_phase_waiting(cluster).await?.map(|(p, _)| p) {
             Some(ClusterPhase::Fenced) => {}
             Some(p) if p == phase => {}
             Some(ClusterPhase::Moved { location: other }) => {
@@ -449,16 +595,15 @@ impl Registry {
                 )))
             }
         }
+        // The store's fence stays: writes are refused until the cluster is forgotten.
         self.store_phase(cluster, Some(&phase)).await?;
-        self.clusters
-            .table
-            .set_move_phase(cluster.as_str(), Some(&phase));
+        self.set_own_move_phase(cluster, Some(&phase));
         self.enqueue_moved(cluster);
         Ok(())
     }
 
     /// Queues the removal of a moved cluster's keys and its Workspace's status.
-    fn enqueue_moved(&self, cluster: &ClusterName) {
+    pub(crate) fn enqueue_moved(&self, cluster: &ClusterName) {
         if let Some(parent) = cluster.parent() {
             self.enqueue(Work::Workspace {
                 cluster: parent,
@@ -469,9 +614,10 @@ impl Registry {
 
     /// Drops the state of `cluster` (its Workspace is gone: the name starts afresh).
     pub(crate) async fn clear_cluster_phase(&self, cluster: &ClusterName) -> ApiResult<()> {
-        if self.cluster_phase(cluster).is_some() {
+        if self.cluster_phase(cluster).is_some() || self.durable_phase(cluster).await?.is_some() {
             self.store_phase(cluster, None).await?;
-            self.clusters.table.set_move_phase(cluster.as_str(), None);
+            self.storage.fence_cluster(cluster.as_str(), false).await?;
+            self.set_own_move_phase(cluster, None);
         }
         Ok(())
     }
@@ -482,7 +628,7 @@ impl Registry {
         cluster: &ClusterName,
         phase: Option<&ClusterPhase>,
     ) -> ApiResult<()> {
-        let key = Key::new(PHASES_CLUSTER, STATE_RESOURCE, "", cluster.as_str());
+        let key = phase_key(cluster);
         let current = self.storage.get(&key).await?;
         let Some(phase) = phase else {
             return match current {
@@ -531,7 +677,12 @@ impl Registry {
                         if matches!(p, ClusterPhase::Moved { .. }) {
                             self.enqueue_moved(&c);
                         }
-                        self.clusters.table.set_move_phase(c.as_str(), Some(&p));
+                        self.clusters.table.set_move_phase(
+                            c.as_str(),
+                            Some(&p),
+                            kv.mod_revision,
+                            false,
+                        );
                     }
                     (_, Err(e)) => {
                         tracing::warn!(cluster = %kv.key.name, error = %e, "unreadable cluster state; skipped")
@@ -549,8 +700,13 @@ impl Registry {
     }
 }
 
+/// The key of the durable move phase of `cluster`.
+fn phase_key(cluster: &ClusterName) -> Key {
+    Key::new(PHASES_CLUSTER, STATE_RESOURCE, "", cluster.as_str())
+}
+
 /// 429 for a write into a fenced cluster.
-fn fenced(cluster: &str) -> ApiError {
+pub(crate) fn fenced(cluster: &str) -> ApiError {
     let mut s = Status::new(
         StatusReason::TooManyRequests,
         format!("logical cluster \"{cluster}\" is being moved: writes are paused, please retry"),
@@ -622,6 +778,43 @@ mod tests {
         t.check_rv(&Clusters::One("root:a".into()), 50).unwrap();
         t.forget("root:a");
         t.check_rv(&Clusters::All, 1).unwrap();
+    }
+
+    /// Phases reach the table from this process's changes and from the informer, in any
+    /// order: a followed change no newer than the last applied one is skipped; ending a
+    /// hiding phase wakes the informers (they replay its objects); a replay ends the phases
+    /// whose records it no longer showed, unless set after it.
+    #[test]
+    fn late_changes_never_undo_newer_ones() {
+        let t = ClusterTable::default();
+        let fenced = Some(&ClusterPhase::Fenced);
+        // Fenced at 10 (seen late), unfenced by this process once at 12.
+        t.set_move_phase("root:a", None, 12, true);
+        assert!(!t.set_move_phase("root:a", fenced, 10, false));
+        assert_eq!(t.move_phase("root:a"), None);
+        // A newer followed change applies; the same one again does not.
+        assert!(t.set_move_phase("root:a", fenced, 13, false));
+        assert!(!t.set_move_phase("root:a", None, 13, false));
+        assert_eq!(t.move_phase("root:a"), Some(ClusterPhase::Fenced));
+        // An own change always applies, whatever the revision it names.
+        t.set_move_phase("root:a", None, 5, true);
+        assert_eq!(t.move_phase("root:a"), None);
+        assert!(!t.set_move_phase("root:a", fenced, 13, false));
+        // Ending an import wakes the informers; a replay ends what it did not show.
+        let rx = t.subscribe();
+        assert!(t.set_phase_at("root:new", Some(Phase::Importing), 20, false));
+        assert!(!rx.has_changed().unwrap());
+        assert!(t.set_phase_at("root:old", Some(Phase::Replacing), 21, false));
+        assert!(t.set_phase_at("root:later", Some(Phase::Importing), 31, false));
+        let shown = ["root:old".to_string()].into_iter().collect();
+        t.end_phases_not_shown(&shown, 30);
+        assert!(rx.has_changed().unwrap());
+        assert_eq!(t.phase("root:new"), None);
+        assert_eq!(t.phase("root:old"), Some(Phase::Replacing));
+        assert_eq!(t.phase("root:later"), Some(Phase::Importing));
+        // The journal's events after the replay still apply.
+        assert!(t.set_phase_at("root:new", Some(Phase::Importing), 32, false));
+        assert_eq!(t.phase("root:new"), Some(Phase::Importing));
     }
 }
 

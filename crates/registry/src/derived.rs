@@ -16,19 +16,31 @@
 //!   descendants with it (the workspace controller deleted their keys first);
 //! - terminating marks: a Workspace with a deletionTimestamp marks its cluster, a deleted
 //!   one unmarks it;
-//! - resourceVersion floors: a stored floor record raises the cluster's floor.
+//! - resourceVersion floors: a stored floor record raises the cluster's floor;
+//! - phases: a move's phase record (`~cluster-phases`) fences a cluster, marks it moved (the
+//!   leader then removes its keys) or, deleted, ends its phase; an import journal record
+//!   makes its new targets Importing and, past the point of no return, its replaced
+//!   targets Replacing, and its deletion ends them (`cluster_states.rs`). A change older
+//!   than the last one the table applied is skipped, so a late delivery of this
+//!   replica's own change never undoes a newer one; a replay ends the phases whose records
+//!   went meanwhile. (A move's write fence itself is the store's, exact across replicas:
+//!   the phase here makes the answer a 429 before the write reaches the store.)
 //!
 //! The write path keeps updating the same state synchronously, so the replica that wrote
 //! reads its own writes at once; here every update is idempotent, so seeing the same
 //! change again costs nothing. On another replica the delay is the storage's (the tailer's
 //! delivery of the change) plus this informer's.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use kplane_storage::KeyValue;
+use kplane_storage::{KeyValue, Revision};
 use serde_json::Value;
 
-use crate::cluster_states::{FLOOR_NAME, HIDDEN_PREFIX, STATE_RESOURCE};
+use crate::archive::{journal_phases, Journal, JOURNAL_CLUSTER, JOURNAL_RESOURCE};
+use crate::cluster_states::{
+    ClusterPhase, FLOOR_NAME, HIDDEN_PREFIX, PHASES_CLUSTER, STATE_RESOURCE,
+};
 use crate::clusters::FloorRecord;
 use crate::controllers::informer::{Informer, InformerHandler};
 use crate::crd::CRD_RESOURCE;
@@ -39,7 +51,7 @@ use crate::{meta, Registry};
 pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
     Informer::new(registry.storage().clone())
         .following_imports(registry.cluster_table().clone())
-        .with(Arc::new(Follower(registry.clone())))
+        .with(Arc::new(Follower::new(registry.clone())))
         .with(Arc::new(crate::rbac::cache::Invalidator(
             registry.rbac_cache().clone(),
         )))
@@ -51,26 +63,110 @@ pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
         )))
 }
 
-/// Catalogs, cluster existence, terminating marks and floors (see the module doc).
-pub(crate) struct Follower(pub(crate) Arc<Registry>);
+/// Catalogs, cluster existence, terminating marks, floors and phases (see the module doc).
+pub(crate) struct Follower {
+    reg: Arc<Registry>,
+    /// During a replay: its revision and the clusters whose phase records it showed.
+    replay: Mutex<Option<(Revision, HashSet<String>)>>,
+}
+
+impl Follower {
+    pub(crate) fn new(reg: Arc<Registry>) -> Follower {
+        Follower {
+            reg,
+            replay: Mutex::new(None),
+        }
+    }
+
+    /// Applies a phase record (see the module doc).
+    fn on_phase_record(&self, kv: &KeyValue, deleted: bool, replay: bool) {
+        let key = &kv.key;
+        let table = self.reg.cluster_table();
+        let rev = kv.mod_revision;
+        let mut shown = Vec::new();
+        if key.cluster == PHASES_CLUSTER && key.resource == STATE_RESOURCE {
+            let phase = if deleted {
+                None
+            } else {
+                match serde_json::from_slice::<ClusterPhase>(&kv.value) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        tracing::warn!(cluster = %key.name, error = %e, "unreadable cluster state; skipped");
+                        return;
+                    }
+                }
+            };
+            let applied = table.set_move_phase(&key.name, phase.as_ref(), rev, false);
+            if let (true, Some(ClusterPhase::Moved { .. })) = (applied, &phase) {
+                if let Some(c) = kplane_types::ClusterName::parse(&key.name) {
+                    // The leader removes its keys (a no-op elsewhere).
+                    self.reg.enqueue_moved(&c);
+                }
+            }
+            shown.push(key.name.clone());
+        } else if key.cluster == JOURNAL_CLUSTER && key.resource == JOURNAL_RESOURCE {
+            let j = match serde_json::from_slice::<Journal>(&kv.value) {
+                Ok(j) => j,
+                Err(e) => {
+                    tracing::warn!(target = %key.name, error = %e, "unreadable import journal; skipped");
+                    return;
+                }
+            };
+            for (target, phase) in journal_phases(&j, deleted) {
+                table.set_phase_at(target, phase, rev, false);
+                shown.push(target.to_string());
+            }
+        }
+        if replay {
+            let mut r = self.replay.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((_, seen)) = r.as_mut() {
+                seen.extend(shown);
+            }
+        }
+    }
+}
 
 impl InformerHandler for Follower {
     /// Changes may have been missed: every catalog loads again on its next use. Existence,
-    /// terminating marks and floors are set again by the replay (what the replay cannot
-    /// show, a Workspace deleted meanwhile, keeps its marks until a later event).
+    /// terminating marks, floors and phases are set again by the replay (what the replay
+    /// cannot show, a Workspace deleted meanwhile, keeps its marks until a later event; a
+    /// phase record deleted meanwhile ends its phase when the replay ends).
     fn on_resync(&self) {
-        self.0.catalogs.forget_all();
+        self.reg.catalogs.forget_all();
     }
 
-    fn on_object(&self, kv: &KeyValue, deleted: bool, _replay: bool) {
+    fn on_resync_at(&self, at: Revision) {
+        *self.replay.lock().unwrap_or_else(PoisonError::into_inner) = Some((at, HashSet::new()));
+        self.on_resync();
+    }
+
+    fn on_synced(&self) {
+        let replay = self
+            .replay
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((at, shown)) = replay {
+            self.reg.cluster_table().end_phases_not_shown(&shown, at);
+        }
+    }
+
+    fn follows_phases(&self) -> bool {
+        true
+    }
+
+    fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
         let key = &kv.key;
         if key.cluster.starts_with(HIDDEN_PREFIX) {
+            if crate::controllers::informer::is_phase_record(&key.cluster) {
+                self.on_phase_record(kv, deleted, replay);
+            }
             return;
         }
         let Some(cluster) = kplane_types::ClusterName::parse(&key.cluster) else {
             return;
         };
-        let reg = &self.0;
+        let reg = &self.reg;
         if !deleted && !reg.is_marked(&cluster) {
             reg.mark_cluster(&cluster);
         }

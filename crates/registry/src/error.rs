@@ -101,6 +101,7 @@ impl From<kplane_storage::Error> for ApiError {
                 s.retry_after = Some(STORAGE_TIMEOUT_RETRY_SECONDS);
                 ApiError::from(s)
             }
+            E::Fenced { cluster } => crate::cluster_states::fenced(&cluster),
             E::Encode(m) => ApiError::internal(m),
             E::Corrupt(_) | E::Backend(_) => ApiError::internal(e.to_string()),
         }

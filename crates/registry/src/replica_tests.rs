@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use crate::catalog::{builtin, Catalog};
+use crate::cluster_states::ClusterPhase;
 use crate::controllers::{self, Controllers};
 use crate::options::WriteParams;
 use crate::rbac::policy::Verdict;
@@ -66,6 +67,9 @@ impl Storage for Leased {
     }
     async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         self.inner.clusters(start_after, limit).await
+    }
+    async fn fence_cluster(&self, cluster: &str, fenced: bool) -> Result<Revision> {
+        self.inner.fence_cluster(cluster, fenced).await
     }
     async fn scan(
         &self,
@@ -498,4 +502,212 @@ async fn postgres_the_other_replica_takes_over() {
     })
     .await;
     stores[follower].shutdown().await.unwrap();
+}
+
+async fn create_cm(reg: &Registry, cluster: &str, cm: &str) -> crate::error::ApiResult<u64> {
+    let t = in_cluster(target(reg, "", "configmaps", Some("default")), cluster);
+    let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm}});
+    let b = reg.create(&t, obj, &WriteParams::default()).await?;
+    let v: Value = serde_json::from_slice(&b).unwrap();
+    Ok(v["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap())
+}
+
+/// The code of what B answers for a request into `cluster` (200 when served).
+fn answer(reg: &Registry, cluster: &str) -> u16 {
+    match reg.check_cluster(&ClusterScope::One(name(cluster))) {
+        Ok(()) => 200,
+        Err(e) => e.code(),
+    }
+}
+
+/// Both replicas follow the phases whichever replica set them: a staged import (a move's
+/// target) into a new path made through A is hidden on B (404) until A commits it, then
+/// B serves its objects; a fence set through A makes B refuse writes (429), lifted through
+/// B it lets A write again; a cluster fenced through A and marked moved through B (which
+/// reads the stored fence) is 410 on both.
+async fn every_replica_follows_the_phases(a_store: Arc<dyn Storage>, b_store: Arc<dyn Storage>) {
+    let a = Replica::start(a_store, Some(true)).await;
+    let b = Replica::start(b_store, Some(false)).await;
+    for r in [&a, &b] {
+        r.reg.set_auto_create_clusters(true);
+    }
+    create_cm(&a.reg, "root:src", "one").await.unwrap();
+    create_cm(&a.reg, "root:src", "two").await.unwrap();
+    // From now on clusters exist only as they are made (so requests check phases).
+    for r in [&a, &b] {
+        r.reg.set_auto_create_clusters(false);
+    }
+    until("B knows root:src", || async {
+        b.reg.cluster_exists(&name("root:src"))
+    })
+    .await;
+
+    // A staged import through A.
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("src.kpa");
+    let mut export = a.reg.export(&name("root:src"), false, false).await.unwrap();
+    let mut bytes = Vec::new();
+    while let Some(c) = export.next_chunk().await.unwrap() {
+        bytes.extend_from_slice(&c);
+    }
+    std::fs::write(&archive, bytes).unwrap();
+    a.reg
+        .import_staged(&archive, &name("root:copy"))
+        .await
+        .unwrap();
+    assert_eq!(answer(&a.reg, "root:copy"), 404);
+    until("B hides the staged import", || async {
+        b.reg.cluster_table().phase("root:copy") == Some(crate::cluster_states::Phase::Importing)
+    })
+    .await;
+    assert_eq!(answer(&b.reg, "root:copy"), 404);
+    assert!(!b.reg.cluster_exists(&name("root:copy")));
+    a.reg
+        .commit_staged_import(&name("root:copy"))
+        .await
+        .unwrap();
+    let cms =
+        |reg: &Registry| in_cluster(target(reg, "", "configmaps", Some("default")), "root:copy");
+    until("B serves the imported cluster", || async {
+        answer(&b.reg, "root:copy") == 200
+            && b.reg.cluster_exists(&name("root:copy"))
+            && exists(&b.reg, &cms(&b.reg), "two").await
+    })
+    .await;
+
+    // A fence through A, lifted through B.
+    a.reg.fence_cluster(&name("root:src")).await.unwrap();
+    until("B knows the fence", || async {
+        b.reg.cluster_phase(&name("root:src")) == Some(ClusterPhase::Fenced)
+    })
+    .await;
+    assert_eq!(
+        create_cm(&b.reg, "root:src", "x").await.unwrap_err().code(),
+        429
+    );
+    assert_eq!(
+        create_cm(&a.reg, "root:src", "x").await.unwrap_err().code(),
+        429
+    );
+    b.reg.unfence_cluster(&name("root:src")).await.unwrap();
+    until("A knows the fence is lifted", || async {
+        a.reg.cluster_phase(&name("root:src")).is_none()
+    })
+    .await;
+    create_cm(&a.reg, "root:src", "three").await.unwrap();
+    create_cm(&b.reg, "root:src", "four").await.unwrap();
+
+    // Fenced through A, marked moved through B at once: both answer 410.
+    let to = "https://elsewhere.example/clusters/root:src";
+    a.reg.fence_cluster(&name("root:src")).await.unwrap();
+    b.reg.mark_moved(&name("root:src"), to).await.unwrap();
+    assert_eq!(answer(&b.reg, "root:src"), 410);
+    until("A knows the move", || async {
+        answer(&a.reg, "root:src") == 410
+    })
+    .await;
+    drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_every_replica_follows_the_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+    every_replica_follows_the_phases(store.clone(), store.clone()).await;
+    store.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_every_replica_follows_the_phases() {
+    let server = pg();
+    let url = server.create_database();
+    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
+    every_replica_follows_the_phases(a.clone(), b.clone()).await;
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// Writers hammer a cluster through replica B while replica A fences it (two PostgreSQL
+/// stores on one database): every write B acknowledged is at or below the fence
+/// revision A answered and in A's state at it (what the move's final catch-up reads);
+/// every later one is refused with 429 (B's table may not know the fence yet: the store
+/// refuses it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_fence_is_exact_across_replicas() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let server = pg();
+    let url = server.create_database();
+    let (a_store, b_store) = (pg_store(&url).await, pg_store(&url).await);
+    let a = Replica::start(a_store.clone(), Some(true)).await;
+    let b = Replica::start(b_store.clone(), Some(false)).await;
+    for r in [&a, &b] {
+        r.reg.set_auto_create_clusters(true);
+    }
+    let start = create_cm(&b.reg, "root:a", "first").await.unwrap();
+    // Set once the fence answered: each writer then tries once more and stops (a write
+    // the store let in after the fence would fail the test).
+    let fenced = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..2 * kplane_storage::MAX_WRITE_GROUP {
+        let reg = b.reg.clone();
+        let fenced = fenced.clone();
+        writers.push(tokio::spawn(async move {
+            let mut committed = Vec::new();
+            for i in 0.. {
+                let last = fenced.load(Ordering::Acquire);
+                match create_cm(&reg, "root:a", &format!("w{w}-{i}")).await {
+                    Ok(rv) => committed.push((format!("w{w}-{i}"), rv)),
+                    Err(e) => {
+                        assert_eq!(e.code(), 429, "{}", e.0.message);
+                        assert_eq!(e.0.retry_after, Some(1));
+                        break;
+                    }
+                }
+                if last {
+                    break;
+                }
+            }
+            committed
+        }));
+    }
+    while b_store.current_revision() < start + 200 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let fence = a.reg.fence_cluster(&name("root:a")).await.unwrap();
+    fenced.store(true, Ordering::Release);
+    let mut acknowledged = Vec::new();
+    for w in writers {
+        for (n, rv) in w.await.unwrap() {
+            assert!(
+                rv <= fence,
+                "{n} written at {rv}, after the fence at {fence}"
+            );
+            acknowledged.push(n);
+        }
+    }
+    assert!(!acknowledged.is_empty());
+    let at_fence = a_store
+        .list(
+            &Prefix::cluster("root:a"),
+            &ListOptions {
+                at_revision: Some(fence),
+                ..Default::default()
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let names: std::collections::HashSet<String> =
+        at_fence.items.into_iter().map(|kv| kv.key.name).collect();
+    for n in &acknowledged {
+        assert!(names.contains(n), "{n} is missing at the fence revision");
+    }
+    drop((a, b));
+    a_store.shutdown().await.unwrap();
+    b_store.shutdown().await.unwrap();
 }

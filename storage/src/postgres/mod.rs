@@ -566,6 +566,13 @@ impl Storage for PostgresStorage {
         }
     }
 
+    async fn fence_cluster(&self, cluster: &str, fenced: bool) -> Result<Revision> {
+        if self.shared.closing.load(Ordering::Acquire) {
+            return Err(Error::ShuttingDown);
+        }
+        writer::fence(&self.shared, cluster, fenced).await
+    }
+
     async fn clusters(&self, start_after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         read::clusters(&self.shared, start_after, limit).await
     }

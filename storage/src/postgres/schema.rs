@@ -14,6 +14,8 @@
 //!   which the compactor reads to find the revision that left the event window.
 //! - `kplane_meta`: one row: schema version, the revision counter (its row lock serializes
 //!   revision assignment across writers) and the compaction point.
+//! - `kplane_fences` (version 2): the logical clusters whose writes are fenced
+//!   ([`crate::Storage::fence_cluster`]), written and checked under the revision lock.
 //!
 //! Storage parameters: `kplane_objects` leaves a fifth of each page free so that an update
 //! (which changes no indexed column) stays on its page (a HOT update, no index writes), and
@@ -26,7 +28,7 @@ use super::pg_err;
 use crate::{Error, Result};
 
 /// The schema version this build writes. Opening a database with a newer one fails.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Creates the schema in an empty database (version 0) up to [`SCHEMA_VERSION`].
 const V1: &str = "
@@ -72,6 +74,13 @@ INSERT INTO kplane_meta (id, schema_version, revision, compacted)
     VALUES (1, 1, 0, 0) ON CONFLICT (id) DO NOTHING;
 ";
 
+/// Version 1 to 2: the fenced clusters.
+const V2: &str = "
+CREATE TABLE IF NOT EXISTS kplane_fences (
+    cluster bytea PRIMARY KEY
+);
+";
+
 /// Creates or migrates the schema, under an advisory lock so that several processes
 /// opening one database at once do it once. Returns `(revision, compacted)`.
 pub(crate) async fn migrate(client: &mut Client) -> Result<(u64, u64)> {
@@ -103,7 +112,10 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<(u64, u64)> {
     if version < 1 {
         tx.batch_execute(V1).await.map_err(pg_err)?;
     }
-    // Later versions: `if version < 2 { ... }`, each ending with the version bump.
+    if version < 2 {
+        tx.batch_execute(V2).await.map_err(pg_err)?;
+    }
+    // Later versions: `if version < 3 { ... }`, each ending with the version bump.
     tx.execute(
         "UPDATE kplane_meta SET schema_version = $1 WHERE id = 1",
         &[&SCHEMA_VERSION],

@@ -18,7 +18,9 @@
 //! A commit whose outcome is unknown (the connection broke during `COMMIT`) is reported as
 //! an error, never as a success; the log tailer publishes its revisions from the log if it
 //! did commit.
-//! [`delete_batch`] is the same transaction for one batch of a cluster delete.
+//! [`delete_batch`] is the same transaction for one batch of a cluster delete (never
+//! fenced), [`fence`] the one of a fence: writes into a fenced cluster fail in step 3
+//! with [`Error::Fenced`], from the fence table read in step 2 under the lock.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
@@ -269,6 +271,46 @@ async fn load(tx: &Transaction<'_>, keys: &BTreeSet<&Key>) -> Result<HashMap<Key
     Ok(out)
 }
 
+/// The clusters of `keys` that are fenced (read under the revision lock).
+async fn fenced_clusters(tx: &Transaction<'_>, keys: &BTreeSet<&Key>) -> Result<BTreeSet<String>> {
+    let clusters: BTreeSet<&[u8]> = keys.iter().map(|k| k.cluster.as_bytes()).collect();
+    let clusters: Vec<&[u8]> = clusters.into_iter().collect();
+    let stmt = tx
+        .prepare_cached("SELECT cluster FROM kplane_fences WHERE cluster = ANY($1::bytea[])")
+        .await
+        .map_err(pg_err)?;
+    let rows = tx.query(&stmt, &[&clusters]).await.map_err(pg_err)?;
+    Ok(rows
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.get::<_, &[u8]>(0)).into_owned())
+        .collect())
+}
+
+/// [`crate::Storage::fence_cluster`]: sets or lifts the fence of `cluster` under the
+/// revision lock, so it orders exactly between two write groups, and returns the revision
+/// the database is at (every write before the fence is at or below it).
+pub(crate) async fn fence(shared: &Shared, cluster: &str, fenced: bool) -> Result<Revision> {
+    let mut client = shared.client().await?;
+    let tx = client.transaction().await.map_err(pg_err)?;
+    let base = lock_revision(shared, &tx).await?;
+    let sql = if fenced {
+        "INSERT INTO kplane_fences (cluster) VALUES ($1) ON CONFLICT (cluster) DO NOTHING"
+    } else {
+        "DELETE FROM kplane_fences WHERE cluster = $1"
+    };
+    let stmt = tx.prepare_cached(sql).await.map_err(pg_err)?;
+    tx.execute(&stmt, &[&cluster.as_bytes()])
+        .await
+        .map_err(pg_err)?;
+    if let Err(e) = commit(shared, tx).await {
+        // Perhaps mid-commit: the connection must not go back to the pool. The caller
+        // retries (setting or lifting a fence is idempotent).
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
+    Ok(base)
+}
+
 type Op = (Key, bool, Precondition, Encoder);
 
 /// Commits a group; returns each write's result, the revision before the group and the
@@ -281,15 +323,21 @@ async fn apply_group(
     let tx = client.transaction().await.map_err(pg_err)?;
     let base = lock_revision(shared, &tx).await?;
     let keys: BTreeSet<&Key> = ops.iter().map(|op| &op.0).collect();
-    let mut state: HashMap<Key, Option<KeyValue>> = load(&tx, &keys)
-        .await?
-        .into_iter()
-        .map(|(k, v)| (k, Some(v)))
-        .collect();
+    // After the lock: a fence committed before it is seen, one after it orders after
+    // this group (both statements sent at once).
+    let (loaded, fenced) = tokio::try_join!(load(&tx, &keys), fenced_clusters(&tx, &keys))?;
+    let mut state: HashMap<Key, Option<KeyValue>> =
+        loaded.into_iter().map(|(k, v)| (k, Some(v))).collect();
     let mut rev = base;
     let mut changes = Changes::default();
     let mut results = Vec::with_capacity(ops.len());
     for (key, delete, precondition, encode) in ops {
+        if fenced.contains(key.cluster.as_str()) {
+            results.push(Err(Error::Fenced {
+                cluster: key.cluster.clone(),
+            }));
+            continue;
+        }
         let cur = state.get(&key).cloned().flatten();
         if let Err(e) = check(delete, precondition, cur.as_ref()) {
             results.push(Err(e));

@@ -157,9 +157,7 @@ impl Registry {
         };
         self.put_journal(&journal, true).await?;
         for m in journal.clusters.iter().filter(|m| m.staging.is_none()) {
-            self.clusters
-                .table
-                .set_phase(&m.target, Some(Phase::Importing));
+            self.set_own_phase(&m.target, Some(Phase::Importing));
         }
         if let Err(e) = self.write_records(archive, &routes).await {
             if let Err(undo) = self.roll_back_import(&journal).await {

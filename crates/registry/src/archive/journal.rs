@@ -133,11 +133,21 @@ impl Registry {
         }
     }
 
+    /// Deletes the journal; its deletion event carries its last state, so that every
+    /// replica learns which targets' phases end (`derived.rs`).
     async fn delete_journal(&self, target: &str) -> ApiResult<()> {
-        let tomb = Box::new(|_| Ok(b"{}".to_vec()));
+        let Some(kv) = self.storage.get(&journal_key(target)).await? else {
+            return Ok(());
+        };
+        let last = kv.value.to_vec();
+        let tomb = Box::new(move |_| Ok(last));
         match self
             .storage
-            .delete(journal_key(target), Precondition::MustExist, tomb)
+            .delete(
+                journal_key(target),
+                Precondition::ModRevision(kv.mod_revision),
+                tomb,
+            )
             .await
         {
             Ok(_) | Err(kplane_storage::Error::NotFound) => Ok(()),
@@ -157,7 +167,7 @@ impl Registry {
     pub(crate) async fn roll_back_import(&self, j: &Journal) -> ApiResult<()> {
         for m in &j.clusters {
             self.drop_range(m.destination()).await?;
-            self.clusters.table.set_phase(&m.target, None);
+            self.set_own_phase(&m.target, None);
         }
         self.delete_journal(&j.target).await
     }
@@ -179,9 +189,7 @@ impl Registry {
         stop: Option<Step>,
     ) -> ApiResult<Option<u64>> {
         for m in j.clusters.iter().filter(|m| m.staging.is_some()) {
-            self.clusters
-                .table
-                .set_phase(&m.target, Some(Phase::Replacing));
+            self.set_own_phase(&m.target, Some(Phase::Replacing));
         }
         loop {
             let next = match j.step {
@@ -258,7 +266,7 @@ impl Registry {
             if let Some(c) = ClusterName::parse(&m.target) {
                 self.mark_cluster(&c);
                 self.clusters.table.raise_floor(&m.target, floor);
-                self.clusters.table.set_phase(&m.target, None);
+                self.set_own_phase(&m.target, None);
                 self.refresh_catalog(&c).await?;
             }
         }
@@ -345,9 +353,7 @@ impl Registry {
             if j.step == Step::Writing && j.staged.is_some() {
                 // A move's staged import waits for its commit or abort, hidden again.
                 for m in j.clusters.iter().filter(|m| m.staging.is_none()) {
-                    self.clusters
-                        .table
-                        .set_phase(&m.target, Some(Phase::Importing));
+                    self.set_own_phase(&m.target, Some(Phase::Importing));
                 }
             } else if j.step == Step::Writing {
                 tracing::warn!(target = %j.target, "rolling back an interrupted import");
@@ -359,4 +365,22 @@ impl Registry {
         }
         Ok(())
     }
+}
+
+/// The phases the stored journal `j` gives its targets (`deleted`: none any more):
+/// a new target is Importing until the journal goes, an existing one Replacing from
+/// the point of no return on (served as usual before it).
+pub(crate) fn journal_phases(j: &Journal, deleted: bool) -> Vec<(&str, Option<Phase>)> {
+    j.clusters
+        .iter()
+        .filter_map(|m| {
+            let phase = match (&m.staging, deleted) {
+                (_, true) => None,
+                (None, false) => Some(Phase::Importing),
+                (Some(_), false) if j.step != Step::Writing => Some(Phase::Replacing),
+                (Some(_), false) => return None,
+            };
+            Some((m.target.as_str(), phase))
+        })
+        .collect()
 }

@@ -41,12 +41,51 @@ pub trait InformerHandler: Send + Sync {
     /// every stored object follows with `replay` set, then [`InformerHandler::on_synced`].
     fn on_resync(&self);
 
+    /// [`InformerHandler::on_resync`], for a replay of the store as of revision `at`.
+    fn on_resync_at(&self, at: Revision) {
+        let _ = at;
+        self.on_resync();
+    }
+
     /// One object: from the scan (`replay`, never `deleted`) or a change after it (`deleted`
     /// for a DELETED event, whose `kv` is the object's last state).
     fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool);
 
     /// The replay ended; live changes follow.
     fn on_synced(&self) {}
+
+    /// Whether the handler also follows the records of the hidden pseudo-clusters that
+    /// hold clusters' phases (the move's phases, the import journal: [`is_phase_record`]),
+    /// which an informer following imports shows no other handler.
+    fn follows_phases(&self) -> bool {
+        false
+    }
+}
+
+/// Whether `cluster` is a pseudo-cluster of phase records (see
+/// [`InformerHandler::follows_phases`]).
+pub(crate) fn is_phase_record(cluster: &str) -> bool {
+    cluster == crate::cluster_states::PHASES_CLUSTER || cluster == crate::archive::JOURNAL_CLUSTER
+}
+
+/// Hands `kv` to the handlers that see it: every handler unless `hide` hides its cluster,
+/// then only the ones following phase records when it holds them.
+fn deliver(
+    handlers: &[Arc<dyn InformerHandler>],
+    hide: Option<&ClusterTable>,
+    kv: &KeyValue,
+    deleted: bool,
+    replay: bool,
+) {
+    let hidden = hide.is_some_and(|h| h.hides(&kv.key.cluster));
+    if hidden && !is_phase_record(&kv.key.cluster) {
+        return;
+    }
+    for h in handlers {
+        if !hidden || h.follows_phases() {
+            h.on_object(kv, deleted, replay);
+        }
+    }
 }
 
 /// What ended a pass.
@@ -117,7 +156,7 @@ impl Informer {
         let mut floors = self.imports.as_ref().map(|t| t.subscribe());
         let from = self.storage.current_revision();
         for h in &self.handlers {
-            h.on_resync();
+            h.on_resync_at(from);
         }
         let hide = self.imports.as_deref();
         match scan_hiding(&*self.storage, &self.handlers, self.page, from, hide).await {
@@ -149,12 +188,9 @@ impl Informer {
             };
             let Some(ev) = ev else { break };
             match ev {
-                WatchEvent::Event(e) if hide.is_some_and(|h| h.hides(&e.kv.key.cluster)) => {}
                 WatchEvent::Event(e) => {
                     let deleted = e.event_type == EventType::Deleted;
-                    for h in &self.handlers {
-                        h.on_object(&e.kv, deleted, false);
-                    }
+                    deliver(&self.handlers, hide, &e.kv, deleted, false);
                 }
                 WatchEvent::Progress(_) => {}
                 WatchEvent::Closed(CloseReason::TooSlow) => {
@@ -219,14 +255,8 @@ async fn scan_hiding(
     let mut n = 0;
     loop {
         let read = storage.list(&all, &opts, None).await?;
-        let shown = read
-            .items
-            .iter()
-            .filter(|kv| hide.is_none_or(|h| !h.hides(&kv.key.cluster)));
-        for kv in shown {
-            for h in handlers {
-                h.on_object(kv, false, true);
-            }
+        for kv in &read.items {
+            deliver(handlers, hide, kv, false, true);
         }
         n += read.items.len();
         match (read.more, read.items.last()) {
