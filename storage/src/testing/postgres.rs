@@ -371,31 +371,23 @@ impl PgServer {
     /// Kills the server as a crash would: PostgreSQL's immediate shutdown (SIGQUIT: every
     /// backend exits at once, no checkpoint, connections are cut), and waits for it.
     pub fn kill(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let _ = Command::new("kill")
-            .args(["-QUIT", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + START_TIMEOUT;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        self.signal_and_wait("-QUIT");
     }
 
     /// Stops the server (fast shutdown: open connections are ended) and waits for it.
     pub fn stop(&mut self) {
+        // SIGINT is PostgreSQL's fast shutdown.
+        self.signal_and_wait("-INT");
+    }
+
+    /// Sends `signal` (a `kill` argument) to the postmaster and waits for it to exit
+    /// (SIGKILL after [`START_TIMEOUT`]).
+    fn signal_and_wait(&mut self, signal: &str) {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        // SIGINT is PostgreSQL's fast shutdown.
         let _ = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
+            .args([signal, &child.id().to_string()])
             .status();
         let deadline = Instant::now() + START_TIMEOUT;
         while Instant::now() < deadline {
