@@ -430,6 +430,21 @@ async fn postgres_concurrent_writes_share_commits() {
 // ---- Replicas: several stores on one database (issue 17, part 2) ----
 
 /// Waits until `s` has published revision `rev` (a hang guard, not a timing assertion).
+/// A store that hears of other stores' writes only when the test calls `catch_up`: no
+/// LISTEN, and a tail interval far beyond any test.
+async fn deaf_store(url: &str, base: PostgresStorageOptions) -> Arc<PostgresStorage> {
+    PostgresStorage::open(
+        url,
+        PostgresStorageOptions {
+            listen: false,
+            tail_interval: Duration::from_secs(3600),
+            ..base
+        },
+    )
+    .await
+    .unwrap()
+}
+
 async fn published(s: &PostgresStorage, rev: Revision) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while s.current_revision() < rev {
@@ -682,17 +697,7 @@ async fn postgres_store_behind_the_compaction_point_resyncs() {
     let pg = server();
     let url = pg.create_database();
     let a = PostgresStorage::open(&url, opts()).await.unwrap();
-    // `b` hears of nothing by itself: no LISTEN and a tail interval far beyond the test.
-    let b = PostgresStorage::open(
-        &url,
-        PostgresStorageOptions {
-            listen: false,
-            tail_interval: Duration::from_secs(3600),
-            ..opts()
-        },
-    )
-    .await
-    .unwrap();
+    let b = deaf_store(&url, opts()).await;
     let a_dyn: Arc<dyn Storage> = a.clone();
     let k = key("rs", "ns", "k");
     let first = create(&a_dyn, k.clone(), "v1").await;
@@ -904,16 +909,7 @@ async fn postgres_read_at_another_stores_revision_catches_up() {
     let pg = server();
     let url = pg.create_database();
     let a = PostgresStorage::open(&url, opts()).await.unwrap();
-    let b = PostgresStorage::open(
-        &url,
-        PostgresStorageOptions {
-            listen: false,
-            tail_interval: Duration::from_secs(3600),
-            ..opts()
-        },
-    )
-    .await
-    .unwrap();
+    let b = deaf_store(&url, opts()).await;
     let a_dyn: Arc<dyn Storage> = a.clone();
     let b_dyn: Arc<dyn Storage> = b.clone();
     let x = create(&a_dyn, key("fr", "ns", "x"), "v").await;
@@ -980,17 +976,14 @@ async fn postgres_catch_up_across_several_snapshots_misses_nothing() {
     let pg = server();
     let url = pg.create_database();
     let a = PostgresStorage::open(&url, opts()).await.unwrap();
-    let b = PostgresStorage::open(
+    let b = deaf_store(
         &url,
         PostgresStorageOptions {
-            listen: false,
-            tail_interval: Duration::from_secs(3600),
             watch_channel_capacity: 64 * 1024,
             ..opts()
         },
     )
-    .await
-    .unwrap();
+    .await;
     let p = Prefix::cluster("far");
     let mut rx = b.watch(&p, 0, None).await.unwrap();
     // Above one snapshot's 64 x 512 events, and not a multiple of a page.

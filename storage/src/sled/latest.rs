@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use sled::IVec;
 
-use super::log::sync_dir;
+use super::log::{delete_dir, sync_dir, DROPPING_SUFFIX};
 use super::migrate::LATEST_DIR;
 use super::ops::Ops;
 use super::read::backend;
@@ -69,7 +69,6 @@ const CHECK_EVERY: Duration = Duration::from_secs(5);
 const REOPEN_ATTEMPTS: u32 = 300;
 
 const TMP_SUFFIX: &str = ".tmp";
-const DROPPING_SUFFIX: &str = ".dropping";
 
 /// One latest database.
 pub(crate) struct LatestDb {
@@ -192,18 +191,6 @@ fn parse_db_dir(name: &str) -> Option<u64> {
         return None;
     }
     digits.parse().ok()
-}
-
-/// Renames `path` to `<path>.dropping`, then deletes it.
-fn delete_dir(path: &Path) -> Result<()> {
-    let mut dropping = path.as_os_str().to_owned();
-    dropping.push(DROPPING_SUFFIX);
-    let dropping = PathBuf::from(dropping);
-    std::fs::rename(path, &dropping).map_err(|e| io("rename", path, e))?;
-    if let Some(parent) = path.parent() {
-        sync_dir(parent)?;
-    }
-    std::fs::remove_dir_all(&dropping).map_err(|e| io("remove", &dropping, e))
 }
 
 /// Writes the marker file `latest` (once `latest/` is gone).

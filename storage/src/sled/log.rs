@@ -74,7 +74,7 @@ const REOPEN_ATTEMPTS: u32 = 300;
 /// Suffix of a generation directory being created.
 const TMP_SUFFIX: &str = ".tmp";
 /// Suffix of a directory being deleted.
-const DROPPING_SUFFIX: &str = ".dropping";
+pub(super) const DROPPING_SUFFIX: &str = ".dropping";
 
 /// How the log's sled databases are opened.
 #[derive(Clone, Debug)]
@@ -251,7 +251,7 @@ fn close_and_delete(store: Arc<GenStore>) -> Result<()> {
 
 /// Renames `path` to `<path>.dropping`, then deletes it: a crash leaves either the
 /// original (found again) or a `.dropping` directory (removed on open).
-fn delete_dir(path: &Path) -> Result<()> {
+pub(super) fn delete_dir(path: &Path) -> Result<()> {
     let mut dropping = path.as_os_str().to_owned();
     dropping.push(DROPPING_SUFFIX);
     let dropping = PathBuf::from(dropping);
