@@ -113,6 +113,14 @@ async fn main() {
     if let Ok(Ok(f)) = std::env::var("LATEST_REBUILD").map(|s| s.parse::<u64>()) {
         opts.latest_rebuild_factor = f;
     }
+    // LATEST_MIN_MB / LATEST_EVERY_MS: the rebuild's size floor and minimum interval (to
+    // make rebuilds frequent, e.g. when hunting a problem in the copy).
+    if let Ok(Ok(m)) = std::env::var("LATEST_MIN_MB").map(|s| s.parse::<u64>()) {
+        opts.latest_rebuild_min_bytes = m << 20;
+    }
+    if let Ok(Ok(ms)) = std::env::var("LATEST_EVERY_MS").map(|s| s.parse::<u64>()) {
+        opts.latest_rebuild_interval = Duration::from_millis(ms);
+    }
     // EVENTS: after each update a writer also creates an Event-like key (a new name each
     // time) and deletes the one it created EVENTS / C creates earlier, as the server's
     // churn scenario does with Events (their wildcard index entries stay until compaction).

@@ -17,6 +17,15 @@
 //!   its compaction point) goes to the old database and, for keys at or below the cursor,
 //!   to the target too; keys above it are copied later with their value at that time. No
 //!   sled batch or transaction is used ([`super::ops`]).
+//! - The old database's chunks are read on a thread of the copy's own, never on the
+//!   writer: a sled 0.34 read can wait forever for a log buffer to become durable (seen
+//!   once here, half-way through a copy, under 20 minutes of churn; upstream
+//!   spacejam/sled#1412 reports the same wait for plain `get`s), and the writer must not
+//!   stop with it. The writer asks for a chunk and waits for it (at most
+//!   [`COPY_READ_TIMEOUT`]); it writes nothing meanwhile and is the only thread that writes
+//!   the latest database, so the chunk is exact. A chunk that does not come in time gives
+//!   the rebuild up (logged as an error), and no rebuild starts while that read has not
+//!   returned.
 //! - Once the cursor has passed the last key, the writer writes the target's completion
 //!   marker (last: sled recovers a prefix of what was written, so a recovered marker means
 //!   the whole copy is there) and swaps the database readers get, between two groups. A
@@ -64,6 +73,10 @@ const COPY_STEP: usize = 512;
 /// How often the writer compares the latest database's size with its logical size (or
 /// the rebuilds' minimum interval, when shorter).
 const CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// How long the writer waits for one chunk of a copy (normally milliseconds) before it
+/// gives the rebuild up.
+const COPY_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Reopens of a just-created database (10 ms apart) before giving up.
 const REOPEN_ATTEMPTS: u32 = 300;
@@ -133,6 +146,51 @@ struct Copy {
     cursor: Option<IVec>,
     started: Instant,
     copied: u64,
+    reader: ChunkReader,
+}
+
+type Chunk = sled::Result<Vec<(IVec, IVec)>>;
+
+/// The thread reading a copy's source, a chunk after a cursor per request; it ends when
+/// its requests' sender is dropped.
+struct ChunkReader {
+    requests: std::sync::mpsc::Sender<Option<IVec>>,
+    replies: std::sync::mpsc::Receiver<Chunk>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl ChunkReader {
+    fn spawn(source: Arc<LatestDb>, stall: Arc<AtomicBool>) -> std::io::Result<ChunkReader> {
+        let (requests, asked) = std::sync::mpsc::channel::<Option<IVec>>();
+        let (answer, replies) = std::sync::mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("kplane-latest-read".into())
+            .spawn(move || {
+                while let Ok(cursor) = asked.recv() {
+                    // Test hook: a read that does not return until released.
+                    while stall.load(Ordering::Acquire) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    if answer.send(read_chunk(&source.tree, cursor)).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(ChunkReader {
+            requests,
+            replies,
+            handle,
+        })
+    }
+}
+
+/// Up to [`COPY_STEP`] entries of `tree` after `cursor`, in key order.
+fn read_chunk(tree: &sled::Tree, cursor: Option<IVec>) -> Chunk {
+    let range = match cursor {
+        Some(c) => (std::ops::Bound::Excluded(c), std::ops::Bound::Unbounded),
+        None => (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+    };
+    tree.range::<IVec, _>(range).take(COPY_STEP).collect()
 }
 
 /// The writer thread's rebuild state.
@@ -164,7 +222,14 @@ pub(crate) struct Latest {
     preparing: Arc<AtomicBool>,
     next_seq: AtomicU64,
     workers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The reader of the last copy given up, until it has returned: no rebuild starts
+    /// meanwhile.
+    stalled: Mutex<Option<std::thread::JoinHandle<()>>>,
     rebuilds: AtomicU64,
+    /// Test hook: the copy's reads wait while this is set.
+    read_stall: Arc<AtomicBool>,
+    /// How long the writer waits for a chunk (tests shorten it).
+    read_timeout: Mutex<Duration>,
     /// Test hook: replaced databases are kept (a crash before their deletion).
     #[cfg(test)]
     pub(crate) keep_retired: AtomicBool,
@@ -278,7 +343,10 @@ impl Latest {
             preparing: Arc::new(AtomicBool::new(false)),
             next_seq: AtomicU64::new(next_seq),
             workers: Mutex::new(Vec::new()),
+            stalled: Mutex::new(None),
             rebuilds: AtomicU64::new(0),
+            read_stall: Arc::new(AtomicBool::new(false)),
+            read_timeout: Mutex::new(COPY_READ_TIMEOUT),
             #[cfg(test)]
             keep_retired: AtomicBool::new(false),
             #[cfg(test)]
@@ -358,8 +426,28 @@ impl Latest {
         if let Some(copy) = st.copy.take() {
             tracing::warn!(error = %e, dir = %copy.target.dir.display(), "latest database rebuild abandoned");
             lock(&self.retired).push(copy.target);
+            // Its reader ends once it sees the requests' sender gone (at once, unless a
+            // read is stuck).
+            drop(copy.reader.requests);
+            *lock(&self.stalled) = Some(copy.reader.handle);
         }
         st.last_rebuild = Some(Instant::now());
+    }
+
+    /// Whether the reader of a copy given up has not returned yet.
+    pub(crate) fn reader_stuck(&self) -> bool {
+        let mut stalled = lock(&self.stalled);
+        if stalled.as_ref().is_some_and(|h| h.is_finished()) {
+            *stalled = None;
+        }
+        stalled.is_some()
+    }
+
+    /// Test hooks: holds the copy's reads (`true`) or lets them go; the writer's wait.
+    #[cfg(test)]
+    pub(crate) fn stall_reads(&self, stall: bool, timeout: Duration) {
+        self.read_stall.store(stall, Ordering::Release);
+        *lock(&self.read_timeout) = timeout;
     }
 
     /// The writer's work between groups: checks whether a rebuild is due, copies one chunk
@@ -369,6 +457,9 @@ impl Latest {
         let mut st = lock(&self.state);
         if st.copy.is_some() {
             self.copy_chunk(&mut st)?;
+        } else if self.reader_stuck() {
+            // A read of the last copy has not returned: sled may be stuck on this database.
+            st.wanted = false;
         } else if st.wanted {
             self.try_start(&mut st);
         } else if self.policy.factor > 0
@@ -413,6 +504,17 @@ impl Latest {
         let ready = lock(&self.spare).take();
         match ready {
             Some(target) => {
+                let reader = match ChunkReader::spawn(self.current(), self.read_stall.clone()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        // The target stays the spare for a later attempt.
+                        *lock(&self.spare) = Some(target);
+                        st.wanted = false;
+                        st.last_rebuild = Some(Instant::now());
+                        tracing::warn!(error = %e, "cannot start the latest database rebuild's reader");
+                        return;
+                    }
+                };
                 *lock(&self.target) = Some(target.clone());
                 st.wanted = false;
                 st.copy = Some(Copy {
@@ -420,6 +522,7 @@ impl Latest {
                     cursor: None,
                     started: Instant::now(),
                     copied: 0,
+                    reader,
                 });
             }
             None => self.prepare_spare(),
@@ -432,19 +535,35 @@ impl Latest {
         let Some(copy) = st.copy.as_mut() else {
             return Ok(());
         };
-        let range = match &copy.cursor {
-            Some(c) => (
-                std::ops::Bound::Excluded(c.clone()),
-                std::ops::Bound::Unbounded,
-            ),
-            None => (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+        let timeout = *lock(&self.read_timeout);
+        let chunk = match copy.reader.requests.send(copy.cursor.clone()) {
+            Err(_) => Err(None),
+            Ok(()) => match copy.reader.replies.recv_timeout(timeout) {
+                Ok(Ok(chunk)) => Ok(chunk),
+                Ok(Err(e)) => Err(Some(e.to_string())),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    tracing::error!(
+                        waited_ms = timeout.as_millis() as u64,
+                        copied = copy.copied,
+                        "a read of the latest database did not return in time (sled stuck?); \
+                         the rebuild is given up and none starts until that read returns"
+                    );
+                    Err(Some(format!("no chunk within {timeout:?}")))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(None),
+            },
         };
-        let mut n = 0;
-        let mut failed = None;
-        for entry in current.tree.range::<IVec, _>(range) {
-            if n >= COPY_STEP {
-                break;
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                let e = e.unwrap_or_else(|| "the copy's reader ended".to_string());
+                self.abandon(st, &e);
+                return Ok(());
             }
+        };
+        let full = chunk.len() == COPY_STEP;
+        let mut failed = None;
+        for (k, v) in chunk {
             #[cfg(test)]
             if self
                 .copy_budget
@@ -453,27 +572,18 @@ impl Latest {
             {
                 return Ok(());
             }
-            let written = entry.and_then(|(k, v)| {
-                copy.target.tree.insert(&k, v)?;
-                Ok(k)
-            });
-            match written {
-                Ok(k) => {
-                    copy.cursor = Some(k);
-                    copy.copied += 1;
-                    n += 1;
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
+            if let Err(e) = copy.target.tree.insert(&k, v) {
+                failed = Some(e);
+                break;
             }
+            copy.cursor = Some(k);
+            copy.copied += 1;
         }
         if let Some(e) = failed {
             self.abandon(st, &e);
             return Ok(());
         }
-        if n == COPY_STEP {
+        if full {
             return Ok(());
         }
         // Past the last key: the copy is complete.
@@ -496,6 +606,8 @@ impl Latest {
         *lock(&self.target) = None;
         st.last_rebuild = Some(Instant::now());
         self.rebuilds.fetch_add(1, Ordering::Relaxed);
+        drop(copy.reader.requests);
+        *lock(&self.stalled) = Some(copy.reader.handle);
         tracing::info!(
             entries = copy.copied,
             millis = copy.started.elapsed().as_millis() as u64,
@@ -591,6 +703,21 @@ impl Drop for Latest {
         let workers = std::mem::take(&mut *lock(&self.workers));
         for w in workers {
             let _ = w.join();
+        }
+        // A copy's reader ends once its requests' sender is gone; one stuck in sled is
+        // left behind.
+        if let Some(copy) = lock(&self.state).copy.take() {
+            drop(copy.reader.requests);
+            *lock(&self.stalled) = Some(copy.reader.handle);
+        }
+        if let Some(reader) = lock(&self.stalled).take() {
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while !reader.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if reader.is_finished() {
+                let _ = reader.join();
+            }
         }
     }
 }

@@ -413,3 +413,48 @@ async fn an_older_kplane_cannot_open_a_rebuilt_directory() {
         .expect("refused");
     assert!(e.to_string().contains("rebuilt database"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_that_does_not_return_gives_the_rebuild_up_and_writes_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), opts()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 29;
+    fill(&s, &mut model).await;
+    let latest = &s.shared.latest_store;
+    // The copy's reads never return (as sled's did once): the writer waits 200 ms for the
+    // first chunk, gives the rebuild up and goes on writing.
+    latest.stall_reads(true, Duration::from_millis(200));
+    latest.force_rebuild();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while latest.rebuilding() {
+        assert!(Instant::now() < deadline, "the rebuild was not given up");
+        churn(&s, &mut model, 1, &mut seed).await;
+    }
+    assert_eq!(latest.rebuilds(), 0);
+    churn(&s, &mut model, 500, &mut seed).await;
+    assert_state(&s, &model).await;
+    // While that read has not returned, no rebuild starts.
+    latest.force_rebuild();
+    churn(&s, &mut model, 200, &mut seed).await;
+    assert!(
+        !latest.rebuilding(),
+        "a rebuild started beside a stuck read"
+    );
+    assert_eq!(latest.rebuilds(), 0);
+    // Once it returns, rebuilds work again and the copy is exact.
+    latest.stall_reads(false, Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while latest.reader_stuck() {
+        assert!(Instant::now() < deadline, "the reader did not end");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    latest.force_rebuild();
+    churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+    drop(s);
+    let s = reopen(dir.path(), opts());
+    assert_state(&s, &model).await;
+    s.shutdown().await.unwrap();
+}
