@@ -202,11 +202,23 @@ pub struct StorageStats {
     pub get_cache_misses: u64,
 }
 
+/// How long a store may be stuck before [`Storage::health`] reports it (`/livez` then
+/// fails, so that a supervisor restarts the process: its log is durable).
+pub const STALL_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The storage interface. The server reaches storage only through this trait.
 #[async_trait::async_trait]
 pub trait Storage: Send + Sync + 'static {
     /// The latest committed (durable) revision.
     fn current_revision(&self) -> Revision;
+
+    /// Whether the store works: `Err` says why not (a writer that has not come back from
+    /// one step for [`STALL_AFTER`], a store that stopped after a failed commit, a replica
+    /// that has not reached its database for that long). Cheap: `/livez` and `/readyz` ask
+    /// it on every probe.
+    fn health(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
 
     /// The compaction point. Revisions below it are compacted: reads at them and watches
     /// from them fail with [`Error::Compacted`]. The state at exactly this revision is still

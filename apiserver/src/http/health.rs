@@ -13,8 +13,17 @@ pub fn version(body: &str) -> Response {
         .into_response()
 }
 
-/// Health endpoints: `ok`, or the verbose check list.
-pub fn check(path: &str, query: Option<&str>, ready: bool) -> Response {
+/// Health endpoints: `ok`, or the verbose check list. `ready`: the start-up work is done
+/// (`/readyz` only); `storage`: the store's own verdict ([`kplane_storage::Storage::health`]).
+/// As kube-apiserver: a failing check makes the answer 500 with every check listed and the
+/// failing one's reason withheld (it is logged; the endpoints are public), and a single
+/// check (`/livez/storage`) gives its reason.
+pub fn check(
+    path: &str,
+    query: Option<&str>,
+    ready: bool,
+    storage: Result<(), String>,
+) -> Response {
     let (name, checks): (&str, &[&str]) = match path.trim_end_matches('/') {
         p if p.starts_with("/livez") => ("livez", &["ping", "log", "storage"]),
         p if p.starts_with("/readyz") => (
@@ -23,56 +32,106 @@ pub fn check(path: &str, query: Option<&str>, ready: bool) -> Response {
         ),
         _ => ("healthz", &["ping", "log", "storage"]),
     };
-    let failing = name == "readyz" && !ready;
+    let verdict = |c: &str| -> Result<(), String> {
+        match c {
+            "storage" => storage.clone(),
+            "bootstrap-namespaces" if !ready => Err("not finished".to_string()),
+            _ => Ok(()),
+        }
+    };
+    let text = |code: StatusCode, body: String| {
+        (
+            code,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            body,
+        )
+            .into_response()
+    };
     if let Some(single) = path.trim_end_matches('/').split('/').nth(2) {
         if !checks.contains(&single) {
             return (StatusCode::NOT_FOUND, "404 page not found\n").into_response();
         }
-        let ok = !(failing && single == "bootstrap-namespaces");
-        let code = if ok {
-            StatusCode::OK
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
+        return match verdict(single) {
+            Ok(()) => text(StatusCode::OK, "ok".to_string()),
+            Err(e) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("internal server error: {e}\n"),
+            ),
         };
-        return (
-            code,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            if ok { "ok" } else { "not ready" },
-        )
-            .into_response();
     }
     let verbose = query.is_some_and(|q| {
         q.split('&')
             .any(|p| p == "verbose" || p.starts_with("verbose="))
     });
-    let code = if failing {
-        StatusCode::INTERNAL_SERVER_ERROR
-    } else {
-        StatusCode::OK
-    };
-    let body = if verbose {
-        let mut s = String::new();
-        for c in checks {
-            if failing && *c == "bootstrap-namespaces" {
-                s.push_str(&format!("[-]{c} failed: not finished\n"));
-            } else {
-                s.push_str(&format!("[+]{c} ok\n"));
+    let mut lines = String::new();
+    let mut failed = Vec::new();
+    for c in checks {
+        match verdict(c) {
+            Ok(()) => lines.push_str(&format!("[+]{c} ok\n")),
+            Err(e) => {
+                lines.push_str(&format!("[-]{c} failed: reason withheld\n"));
+                failed.push(format!("{c}: {e}"));
             }
         }
-        s.push_str(&format!(
-            "{name} check {}\n",
-            if failing { "failed" } else { "passed" }
-        ));
-        s
-    } else if failing {
-        format!("[-]bootstrap-namespaces failed: not finished\n{name} check failed\n")
+    }
+    if !failed.is_empty() {
+        tracing::warn!(check = name, failed = %failed.join("; "), "health check failed");
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{lines}{name} check failed\n"),
+        );
+    }
+    if verbose {
+        text(StatusCode::OK, format!("{lines}{name} check passed\n"))
     } else {
-        "ok".to_string()
-    };
-    (
-        code,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        body,
-    )
-        .into_response()
+        text(StatusCode::OK, "ok".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn answer(path: &str, query: Option<&str>, storage: Result<(), String>) -> (u16, String) {
+        let resp = check(path, query, true, storage);
+        let code = resp.status().as_u16();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (code, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_stuck_store_fails_livez_and_readyz_with_the_reason_withheld() {
+        let stuck =
+            || Err("the storage writer has not come back from one step for 31 s".to_string());
+        assert_eq!(answer("/livez", None, Ok(())).await, (200, "ok".into()));
+        let (code, body) = answer("/livez", None, stuck()).await;
+        assert_eq!(code, 500);
+        assert_eq!(
+            body,
+            "[+]ping ok\n[+]log ok\n[-]storage failed: reason withheld\nlivez check failed\n"
+        );
+        let (code, body) = answer("/readyz", Some("verbose"), stuck()).await;
+        assert_eq!(code, 500);
+        assert!(body.ends_with("[-]storage failed: reason withheld\n[+]bootstrap-namespaces ok\nreadyz check failed\n"), "{body}");
+        let (code, body) = answer("/livez/storage", None, stuck()).await;
+        assert_eq!(code, 500);
+        assert_eq!(
+            body,
+            "internal server error: the storage writer has not come back from one step for 31 s\n"
+        );
+        assert_eq!(
+            answer("/livez/ping", None, stuck()).await,
+            (200, "ok".into())
+        );
+        let (code, body) = answer("/healthz", Some("verbose"), Ok(())).await;
+        assert_eq!(
+            (code, body.as_str()),
+            (
+                200,
+                "[+]ping ok\n[+]log ok\n[+]storage ok\nhealthz check passed\n"
+            )
+        );
+    }
 }

@@ -187,13 +187,23 @@ async fn route(
     match rest {
         "/version" | "/version/" => return health::version(&state.version),
         "/healthz" | "/livez" | "/readyz" => {
-            return health::check(rest, req.uri().query(), state.ready.load(Ordering::Acquire))
+            return health::check(
+                rest,
+                req.uri().query(),
+                state.ready.load(Ordering::Acquire),
+                state.registry.storage().health(),
+            )
         }
         _ if rest.starts_with("/livez/")
             || rest.starts_with("/healthz/")
             || rest.starts_with("/readyz/") =>
         {
-            return health::check(rest, req.uri().query(), state.ready.load(Ordering::Acquire))
+            return health::check(
+                rest,
+                req.uri().query(),
+                state.ready.load(Ordering::Acquire),
+                state.registry.storage().health(),
+            )
         }
         _ => {}
     }

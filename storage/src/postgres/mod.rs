@@ -486,6 +486,20 @@ impl Storage for PostgresStorage {
         self.shared.current_revision()
     }
 
+    fn health(&self) -> std::result::Result<(), String> {
+        let since = self
+            .shared
+            .clock_millis()
+            .saturating_sub(self.shared.confirmed_at.load(Ordering::Acquire));
+        if u128::from(since) > crate::STALL_AFTER.as_millis() {
+            return Err(format!(
+                "the log tailer has not caught up with the database for {} s",
+                since / 1000
+            ));
+        }
+        Ok(())
+    }
+
     fn compacted_revision(&self) -> Revision {
         self.shared.compacted_revision()
     }

@@ -458,3 +458,36 @@ async fn a_read_that_does_not_return_gives_the_rebuild_up_and_writes_go_on() {
     assert_state(&s, &model).await;
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_stuck_for_longer_than_the_stall_bound_makes_the_store_unhealthy() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), opts()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 31;
+    fill(&s, &mut model).await;
+    assert_eq!(s.health(), Ok(()));
+    // A copy whose read does not return keeps the writer waiting past the bound.
+    let latest = &s.shared.latest_store;
+    let wait = crate::STALL_AFTER + Duration::from_secs(4);
+    latest.stall_reads(true, wait);
+    latest.force_rebuild();
+    let deadline = Instant::now() + wait + Duration::from_secs(30);
+    let reason = loop {
+        assert!(Instant::now() < deadline, "never unhealthy");
+        if let Err(e) = s.health() {
+            break e;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(reason.contains("storage writer"), "{reason}");
+    // Once the writer gives the rebuild up it is healthy again and writes go on.
+    while s.health().is_err() {
+        assert!(Instant::now() < deadline, "still unhealthy");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    churn(&s, &mut model, 100, &mut seed).await;
+    assert_state(&s, &model).await;
+    latest.stall_reads(false, Duration::from_secs(5));
+    s.shutdown().await.unwrap();
+}

@@ -165,6 +165,9 @@ pub(crate) struct Shared {
     pub(crate) closing: AtomicBool,
     /// Set when a commit failed: the store refuses further writes.
     pub(crate) failed: AtomicBool,
+    /// When ([`mono_millis`]) the writer thread began the work it is doing (a group,
+    /// a compaction or rebuild step); 0 while it waits for work ([`Storage::health`]).
+    pub(crate) writer_busy_since: AtomicU64,
     pub(crate) hub: Arc<Hub>,
     /// Group-commit figures for metrics.
     pub(crate) stats: CommitCounters,
@@ -395,6 +398,7 @@ impl SledStorage {
             compacted: Arc::new(AtomicU64::new(compacted)),
             closing: AtomicBool::new(false),
             failed: AtomicBool::new(false),
+            writer_busy_since: AtomicU64::new(0),
             hub: Arc::new(Hub::new(current, opts.watch_channel_capacity)),
             stats: CommitCounters::default(),
             compaction: CompactionProgress::default(),
@@ -521,10 +525,34 @@ fn send_chunk(sender: &Result<mpsc::Sender<Request>>, chunk: Vec<WriteRequest>) 
     }
 }
 
+/// Milliseconds on a monotonic clock (since its first use in the process), never 0.
+pub(crate) fn mono_millis() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    u64::try_from(start.elapsed().as_millis())
+        .unwrap_or(u64::MAX)
+        .saturating_add(1)
+}
+
 #[async_trait::async_trait]
 impl Storage for SledStorage {
     fn current_revision(&self) -> Revision {
         self.shared.current_revision()
+    }
+
+    fn health(&self) -> std::result::Result<(), String> {
+        if self.shared.failed.load(Ordering::Acquire) {
+            return Err("the store stopped writing after a failed commit (see the log)".into());
+        }
+        let since = self.shared.writer_busy_since.load(Ordering::Acquire);
+        let busy = mono_millis().saturating_sub(since);
+        if since != 0 && u128::from(busy) > crate::STALL_AFTER.as_millis() {
+            return Err(format!(
+                "the storage writer has not come back from one step for {} s",
+                busy / 1000
+            ));
+        }
+        Ok(())
     }
 
     fn compacted_revision(&self) -> Revision {

@@ -107,12 +107,18 @@ impl Writer {
         loop {
             let first = match self.carry.take() {
                 Some(req) => Some(req),
-                None => match self.rx.recv_timeout(self.wait()) {
-                    Ok(req) => Some(req),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => break,
-                },
+                None => {
+                    self.shared.writer_busy_since.store(0, Ordering::Release);
+                    match self.rx.recv_timeout(self.wait()) {
+                        Ok(req) => Some(req),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
             };
+            self.shared
+                .writer_busy_since
+                .store(super::mono_millis(), Ordering::Release);
             if let Some(first) = first {
                 let mut group = Vec::new();
                 let mut range_deletes: Vec<PendingBatch> = Vec::new();
