@@ -12,7 +12,9 @@
 //! store resyncs ([`super::publish::resync`]). The compaction point read also moves this
 //! process's own (another replica's compactor may have moved it). A counter below the
 //! position means the database lost revisions this process published (a failover to a
-//! standby that had not received them): the store rewinds ([`super::publish::rewind`]).
+//! standby that had not received them): the tailer raises the counter past the position
+//! with one gap row ([`super::lost`], [`super::writer::settle`]); gap rows are published
+//! like events.
 //!
 //! When to look: writers send `NOTIFY kplane_log` (payload: the last revision) in their
 //! commit transaction, which PostgreSQL delivers at commit; a dedicated connection
@@ -72,13 +74,13 @@ async fn read_up(shared: &Shared) -> Result<()> {
     let mut client = shared.client().await?;
     // Read before the counter: everything published by then is committed, so a counter
     // below it means the database lost revisions (a failover), not a race.
-    let epoch = shared.rewinds.load(Ordering::Acquire);
     let seen = shared.current_revision();
     // The common case costs one statement: nothing new.
     let (head, compacted) = meta(&client).await?;
     if head < seen {
-        publish::rewind(shared, head, compacted, seen, epoch);
-        return Ok(());
+        // Decided again under the counter row's lock.
+        drop(client);
+        return super::writer::settle(shared).await;
     }
     shared.compacted.fetch_max(compacted, Ordering::AcqRel);
     if head <= shared.current_revision() {
@@ -108,7 +110,7 @@ async fn read_up(shared: &Shared) -> Result<()> {
                     "the log holds nothing after revision {pos}, below the counter {head}"
                 )));
             }
-            match publish::publish(shared, page.events, pos, page.through)? {
+            match publish::publish(shared, page.entries, pos, page.through)? {
                 Outcome::Done => {}
                 // Cannot happen (the position never moves back), but reading on from the
                 // position is right either way.
@@ -154,7 +156,7 @@ pub(crate) async fn catch_up_to(
                 "the log holds nothing after revision {pos}, below {upto}"
             )));
         }
-        publish::publish(shared, page.events, pos, page.through)?;
+        publish::publish(shared, page.entries, pos, page.through)?;
     }
 }
 
