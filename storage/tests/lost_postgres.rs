@@ -293,7 +293,8 @@ async fn millions_of_lost_revisions_are_one_row() {
 /// keeps 40. `a` notices first and raises the counter to 61; `b`, which published more,
 /// finds it below its 80 and raises it to 81; `a` then closes its watchers again (the new
 /// range covers its revision 61). `c` published none of the lost revisions: it keeps its
-/// watch, which goes on past the gaps. Every store refuses the lost revisions, and the
+/// watch, which goes on past the gaps, and refuses a watch from a lost revision it has
+/// not reached yet. Every store refuses the lost revisions, and the
 /// next writes come after 81.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_highest_published_revision_wins() {
@@ -327,6 +328,8 @@ async fn the_highest_published_revision_wins() {
     expect_closed(&mut b_rx).await;
     a.catch_up().await.unwrap();
     assert_eq!((a.current_revision(), a.rewinds()), (81, 2));
+    // A client of `b` resuming on `c`, which has not read that far: refused all the same.
+    assert!(is_gone(&c.watch(&p, 70, None).await.unwrap_err(), 70));
     c.catch_up().await.unwrap();
     assert_eq!((c.current_revision(), c.rewinds()), (81, 0));
     assert_eq!(

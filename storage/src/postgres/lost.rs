@@ -192,6 +192,30 @@ pub(crate) async fn load(client: &impl GenericClient, compacted: Revision) -> Re
         .collect()
 }
 
+/// The gap row whose lost range holds `rev`, if the database has one (for a revision
+/// above this process's position, from another replica's client).
+pub(crate) async fn find_covering(client: &impl GenericClient, rev: Revision) -> Result<Option<Gap>> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT create_revision, revision FROM kplane_log \
+             WHERE event = 3 AND revision > $1 AND create_revision <= $1 \
+             ORDER BY revision LIMIT 1",
+        )
+        .await
+        .map_err(pg_err)?;
+    let Some(row) = client
+        .query_opt(&stmt, &[&from_rev(rev)?])
+        .await
+        .map_err(pg_err)?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Gap {
+        from: to_rev(row.try_get(0).map_err(pg_err)?)?,
+        at: to_rev(row.try_get(1).map_err(pg_err)?)?,
+    }))
+}
+
 /// Under the counter row's lock, with the counter at `counter` below `position` (the
 /// revision this process published): writes the gap row at `position + 1` and moves the
 /// counter there. `recent` is what this process published lately, `compacted` the

@@ -623,8 +623,19 @@ impl Storage for PostgresStorage {
         if self.shared.closing.load(Ordering::Acquire) {
             return Err(Error::ShuttingDown);
         }
-        // A revision another replica published: this one learns whether it is lost.
-        self.reach(Some(from)).await;
+        if from > self.shared.current_revision() {
+            // A revision another replica published (the watch waits for it): is it lost?
+            // Best effort: without the database, the watch waits as before.
+            let found = match self.shared.client().await {
+                Ok(client) => lost::find_covering(&client, from).await,
+                Err(e) => Err(e),
+            };
+            match found {
+                Ok(Some(gap)) => self.shared.lost.record(gap),
+                Ok(None) => {}
+                Err(e) => tracing::debug!(error = %e, "postgres storage: looking for lost revisions failed"),
+            }
+        }
         self.shared.check_not_compacted(from)?;
         let rx = self
             .shared
