@@ -175,7 +175,11 @@ async fn lost_revisions_are_never_reused() {
 
     let after = create_one(&s, "gap", "after").await;
     assert!(after.mod_revision > published);
-    assert_eq!(after.mod_revision, published + 2, "one gap row, then the write");
+    assert_eq!(
+        after.mod_revision,
+        published + 2,
+        "one gap row, then the write"
+    );
     assert_eq!(s.rewinds(), 1);
     assert_eq!(s.current_revision(), after.mod_revision);
     expect_closed(&mut rx).await;

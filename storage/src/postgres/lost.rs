@@ -194,7 +194,10 @@ pub(crate) async fn load(client: &impl GenericClient, compacted: Revision) -> Re
 
 /// The gap row whose lost range holds `rev`, if the database has one (for a revision
 /// above this process's position, from another replica's client).
-pub(crate) async fn find_covering(client: &impl GenericClient, rev: Revision) -> Result<Option<Gap>> {
+pub(crate) async fn find_covering(
+    client: &impl GenericClient,
+    rev: Revision,
+) -> Result<Option<Gap>> {
     let stmt = client
         .prepare_cached(
             "SELECT create_revision, revision FROM kplane_log \

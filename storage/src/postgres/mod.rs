@@ -633,7 +633,9 @@ impl Storage for PostgresStorage {
             match found {
                 Ok(Some(gap)) => self.shared.lost.record(gap),
                 Ok(None) => {}
-                Err(e) => tracing::debug!(error = %e, "postgres storage: looking for lost revisions failed"),
+                Err(e) => {
+                    tracing::debug!(error = %e, "postgres storage: looking for lost revisions failed")
+                }
             }
         }
         self.shared.check_not_compacted(from)?;
