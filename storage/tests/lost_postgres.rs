@@ -408,3 +408,59 @@ async fn revisions_written_over_are_lost_too() {
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+/// As above, but `b` writes past everything `a` published (`b` at 40 writes 51..=65, `a`
+/// had published up to 60), so the counter is never below `a`'s position: `a` notices at
+/// its next catch-up that the database's row at its position is not the one it
+/// published, and records 51..=65 as lost with a gap row after the counter; `b` closes
+/// its watchers when it reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revisions_written_over_and_past_are_lost_too() {
+    let pg = server();
+    let url = pg.create_database();
+    let (a, b) = (open(&url).await, open(&url).await);
+    let p = Prefix::cluster("op");
+    create_many(&a, "op", "a", 40).await;
+    b.catch_up().await.unwrap();
+    create_many(&a, "op", "b", 20).await;
+    let mut a_rx = a.watch(&p, 60, None).await.unwrap();
+    lose_after(&url, 50).await;
+    let mut b_rx = b.watch(&p, 40, None).await.unwrap();
+    create_many(&b, "op", "over", 15).await;
+    assert_eq!(b.current_revision(), 65);
+    expect_events(&mut b_rx, &(41..=65).collect::<Vec<_>>()).await;
+
+    a.catch_up().await.unwrap();
+    assert_eq!((a.current_revision(), a.rewinds()), (66, 1));
+    expect_closed(&mut a_rx).await;
+    assert_eq!(
+        query_i64(
+            &url,
+            "SELECT create_revision FROM kplane_log WHERE event = 3 AND revision = 66"
+        )
+        .await,
+        51
+    );
+    b.catch_up().await.unwrap();
+    assert_eq!((b.current_revision(), b.rewinds()), (66, 1));
+    expect_closed(&mut b_rx).await;
+    for s in [&a, &b] {
+        for rev in [51, 60, 63, 65] {
+            assert!(is_gone(&list_at(s, &p, rev).await.unwrap_err(), rev));
+        }
+        assert_eq!(list_at(s, &p, 50).await.unwrap(), 50);
+        assert_eq!(list_at(s, &p, 66).await.unwrap(), 65);
+        // The cache holds no lost write: `a`'s key at 55 is gone.
+        assert_eq!(s.get(&key("op", "ns", "b00014")).await.unwrap(), None);
+    }
+    assert_eq!(create_one(&b, "op", "z").await.mod_revision, 67);
+    // Without a loss, every catch-up finds its position's row as published: no gap row.
+    a.catch_up().await.unwrap();
+    assert_eq!(a.current_revision(), 67);
+    assert_eq!(
+        query_i64(&url, "SELECT count(*) FROM kplane_log WHERE event = 3").await,
+        1
+    );
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}

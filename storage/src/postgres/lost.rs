@@ -125,6 +125,14 @@ impl Recent {
     pub(crate) fn snapshot(&self) -> Vec<(Revision, u64)> {
         self.entries.iter().copied().collect()
     }
+
+    /// The fingerprint of what was published at `rev`, if it is the last one remembered.
+    pub(crate) fn last_at(&self, rev: Revision) -> Option<u64> {
+        self.entries
+            .back()
+            .filter(|(r, _)| *r == rev)
+            .map(|(_, fp)| *fp)
+    }
 }
 
 /// The lost revision ranges (`from..=last`) this process knows of.
@@ -246,6 +254,13 @@ pub(crate) async fn raise(
          are recorded as lost (one gap row at {at}); writes continue after it, reads and \
          watches at a lost revision get 410 Gone, and every replica closes its watchers"
     );
+    let gap = Gap { from, at };
+    write_gap(tx, gap).await?;
+    Ok(gap)
+}
+
+/// Writes the gap row and moves the counter to it (under the counter row's lock).
+async fn write_gap(tx: &Transaction<'_>, gap: Gap) -> Result<()> {
     let stmt = tx
         .prepare_cached(
             "INSERT INTO kplane_log (revision, event, cluster, resource, namespace, name, \
@@ -253,11 +268,80 @@ pub(crate) async fn raise(
         )
         .await
         .map_err(pg_err)?;
-    tx.execute(&stmt, &[&from_rev(at)?, &from_rev(from)?])
+    tx.execute(&stmt, &[&from_rev(gap.at)?, &from_rev(gap.from)?])
         .await
         .map_err(pg_err)?;
-    super::writer::finish(tx, at).await?;
-    Ok(Gap { from, at })
+    super::writer::finish(tx, gap.at).await
+}
+
+/// Under the counter row's lock, with the counter at `counter` at or above `position`
+/// but the database's row at `position` not the one this process published there
+/// (another replica, which had not seen the lost revisions, wrote over them before this
+/// one noticed): records the revisions from the first that differs as lost, with a gap
+/// row after the counter, unless a gap row already does. Returns the gap written, if any.
+pub(crate) async fn realign(
+    tx: &Transaction<'_>,
+    counter: Revision,
+    position: Revision,
+    compacted: Revision,
+    recent: &[(Revision, u64)],
+) -> Result<Option<Gap>> {
+    let from = diverged(tx, counter, compacted, recent).await?;
+    if from > position {
+        // The database holds what this process published, after all.
+        return Ok(None);
+    }
+    if find_covering(tx, from)
+        .await?
+        .is_some_and(|g| g.at > position)
+    {
+        // Another gap row tells every replica already.
+        return Ok(None);
+    }
+    let at = counter
+        .checked_add(1)
+        .ok_or_else(|| Error::Backend("revision out of range".into()))?;
+    tracing::error!(
+        database = counter,
+        published = position,
+        lost_from = from,
+        gap_row = at,
+        "postgres storage: the database holds other writes at revisions this process \
+         published (from {from} on: a failover lost them and another replica wrote over \
+         them before this one noticed). Revisions {from}..={counter} are recorded as lost \
+         (one gap row at {at}): reads and watches there get 410 Gone, and every replica \
+         closes its watchers"
+    );
+    let gap = Gap { from, at };
+    write_gap(tx, gap).await?;
+    Ok(Some(gap))
+}
+
+/// Whether the log's row at `rev` is the one with fingerprint `fp` (what this process
+/// published there).
+pub(crate) async fn holds(client: &impl GenericClient, rev: Revision, fp: u64) -> Result<bool> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT event, cluster, resource, namespace, name, create_revision, \
+             octet_length(value) FROM kplane_log WHERE revision = $1",
+        )
+        .await
+        .map_err(pg_err)?;
+    let Some(row) = client
+        .query_opt(&stmt, &[&from_rev(rev)?])
+        .await
+        .map_err(pg_err)?
+    else {
+        return Ok(false);
+    };
+    let part = |i: usize| -> Result<&[u8]> { row.try_get(i).map_err(pg_err) };
+    let len: i32 = row.try_get(6).map_err(pg_err)?;
+    Ok(fingerprint(
+        row.try_get(0).map_err(pg_err)?,
+        [part(1)?, part(2)?, part(3)?, part(4)?],
+        to_rev(row.try_get(5).map_err(pg_err)?)?,
+        usize::try_from(len).unwrap_or(0),
+    ) == fp)
 }
 
 /// The first revision this process published that the database does not hold as

@@ -95,12 +95,12 @@ pub(crate) fn publish(
         .filter(|e| e.revision() > position)
         .collect();
     let mut next = position;
-    for (i, e) in fresh.iter().enumerate() {
+    for e in &fresh {
         let continues = match e {
             Entry::Event(ev) => ev.kv.mod_revision == next + 1,
-            // A gap's lost range starts at or before the next revision; only the first
-            // entry may reach back over revisions this process published.
-            Entry::Gap(g) => g.at > next && g.from <= next + 1 && (i == 0 || g.from > position),
+            // A gap's lost range starts at or before the next revision (it may reach back
+            // over revisions this process published).
+            Entry::Gap(g) => g.at > next && g.from <= next + 1,
         };
         if !continues {
             return Err(Error::Corrupt(format!(
@@ -121,10 +121,12 @@ pub(crate) fn publish(
             shared.lost.record(*g);
         }
     }
-    if let Some(Entry::Gap(g)) = fresh.first() {
-        if g.from <= position {
-            forget(shared, &mut st, position, *g);
-        }
+    let reaching_back = fresh.iter().find_map(|e| match e {
+        Entry::Gap(g) if g.from <= position => Some(*g),
+        _ => None,
+    });
+    if let Some(g) = reaching_back {
+        forget(shared, &mut st, position, g);
     }
     let mut events = Vec::with_capacity(fresh.len());
     for e in fresh {
@@ -190,6 +192,12 @@ pub(crate) fn resync(shared: &Shared, head: Revision, compacted: Revision) {
 /// What this process published lately, for [`super::lost::raise`].
 pub(crate) fn recent(shared: &Shared) -> Vec<(Revision, u64)> {
     shared.publisher.lock().recent.snapshot()
+}
+
+/// The fingerprint of what this process published at `rev`, if that is its position's
+/// last remembered revision.
+pub(crate) fn published_at(shared: &Shared, rev: Revision) -> Option<u64> {
+    shared.publisher.lock().recent.last_at(rev)
 }
 
 /// The cached state of `key`, if any (`Some(None)`: known absent).

@@ -14,7 +14,10 @@
 //! position means the database lost revisions this process published (a failover to a
 //! standby that had not received them): the tailer raises the counter past the position
 //! with one gap row ([`super::lost`], [`super::writer::settle`]); gap rows are published
-//! like events.
+//! like events. Before publishing the rows after the position, each catch-up checks that
+//! the row at the position is the one this process published there: if another replica
+//! wrote over lost revisions before this one noticed, it is not, and the revisions from
+//! where they differ are recorded as lost too ([`super::writer::realign`]).
 //!
 //! When to look: writers send `NOTIFY kplane_log` (payload: the last revision) in their
 //! commit transaction, which PostgreSQL delivers at commit; a dedicated connection
@@ -32,6 +35,7 @@ use futures::StreamExt;
 use tokio::sync::{watch, Notify};
 use tokio_postgres::{AsyncMessage, IsolationLevel, NoTls};
 
+use super::lost;
 use super::publish::{self, Outcome};
 use super::schema::to_rev;
 use super::{pg_err, read, Shared};
@@ -86,6 +90,7 @@ async fn read_up(shared: &Shared) -> Result<()> {
     if head <= shared.current_revision() {
         return Ok(());
     }
+    let mut verified = false;
     loop {
         let tx = client
             .build_transaction()
@@ -101,6 +106,15 @@ async fn read_up(shared: &Shared) -> Result<()> {
             tx.rollback().await.map_err(pg_err)?;
             publish::resync(shared, head, compacted);
             return Ok(());
+        }
+        if !verified && pos < head {
+            // Once per catch-up: the rows after the position continue what was published.
+            verified = true;
+            if !continues(shared, &tx, pos, compacted).await? {
+                tx.rollback().await.map_err(pg_err)?;
+                super::writer::realign(shared, pos).await?;
+                continue;
+            }
         }
         let mut pages = 0;
         while pos < head && pages < PAGES_PER_SNAPSHOT {
@@ -138,6 +152,7 @@ pub(crate) async fn catch_up_to(
     client: &impl GenericClient,
     upto: Revision,
 ) -> Result<()> {
+    let mut verified = false;
     loop {
         let pos = shared.current_revision();
         if pos >= upto {
@@ -150,6 +165,15 @@ pub(crate) async fn catch_up_to(
                 compacted,
             });
         }
+        if !verified {
+            verified = true;
+            if !continues(shared, client, pos, compacted).await? {
+                // [`catch_up`] records the difference.
+                return Err(Error::Corrupt(format!(
+                    "the log's revision {pos} is not the one this process published"
+                )));
+            }
+        }
         let page = read::read_log(client, &all(), pos, upto, TAIL_PAGE).await?;
         if page.through <= pos {
             return Err(Error::Corrupt(format!(
@@ -157,6 +181,22 @@ pub(crate) async fn catch_up_to(
             )));
         }
         publish::publish(shared, page.entries, pos, page.through)?;
+    }
+}
+
+/// Whether the log's row at the position `pos` is what this process published there (or
+/// cannot be checked: compacted, or not remembered). It is not when the database lost
+/// revisions this process published and another replica, which had not seen them, wrote
+/// over them before this one noticed ([`super::lost`]).
+async fn continues(
+    shared: &Shared,
+    client: &impl GenericClient,
+    pos: Revision,
+    compacted: Revision,
+) -> Result<bool> {
+    match publish::published_at(shared, pos) {
+        Some(fp) if pos > compacted => lost::holds(client, pos, fp).await,
+        _ => Ok(true),
     }
 }
 

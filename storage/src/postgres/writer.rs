@@ -191,6 +191,8 @@ pub(crate) struct Locked {
     pub(crate) base: Revision,
     /// The gap row written in this transaction, if the database was behind the position.
     pub(crate) gap: Option<Gap>,
+    /// The database's compaction point.
+    pub(crate) compacted: Revision,
 }
 
 /// Opens the group's transaction: takes the revision lock and returns the revision the
@@ -218,6 +220,7 @@ pub(crate) async fn lock_revision(shared: &Shared, tx: &Transaction<'_>) -> Resu
             counter,
             base: counter,
             gap: None,
+            compacted,
         });
     }
     // The lock is held: `counter` is the database's last word. Past everything this
@@ -229,6 +232,7 @@ pub(crate) async fn lock_revision(shared: &Shared, tx: &Transaction<'_>) -> Resu
         counter,
         base: gap.at,
         gap: Some(gap),
+        compacted,
     })
 }
 
@@ -248,6 +252,35 @@ pub(crate) async fn settle(shared: &Shared) -> Result<()> {
         return Err(e);
     }
     publish_gap(shared, locked.counter, gap);
+    Ok(())
+}
+
+/// The database's row at `position` is not the one this process published there: in a
+/// transaction of its own under the counter row's lock, records the revisions from where
+/// the database differs as lost ([`lost::realign`]; or raises the counter, if it is below
+/// the position by now). The tailer publishes the gap row with the rows before it.
+pub(crate) async fn realign(shared: &Shared, position: Revision) -> Result<()> {
+    let mut client = shared.client().await?;
+    let tx = client.transaction().await.map_err(pg_err)?;
+    let locked = lock_revision(shared, &tx).await?;
+    let gap = match locked.gap {
+        Some(gap) => Some(gap),
+        None => {
+            let recent = publish::recent(shared);
+            lost::realign(&tx, locked.counter, position, locked.compacted, &recent).await?
+        }
+    };
+    let Some(gap) = gap else {
+        tx.rollback().await.map_err(pg_err)?;
+        return Ok(());
+    };
+    if let Err(e) = commit(shared, tx).await {
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
+    if locked.gap.is_some() {
+        publish_gap(shared, locked.counter, gap);
+    }
     Ok(())
 }
 
