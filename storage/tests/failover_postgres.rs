@@ -355,7 +355,16 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
     assert_eq!(s.get(&kept[0].key).await.unwrap(), Some(kept[0].clone()));
     let s_dyn: Arc<dyn Storage> = s.clone();
     let listed = list_all(&s_dyn, &p, None).await;
-    assert_eq!(listed.len(), kept.len() + 1);
+    assert_eq!(
+        listed.len(),
+        kept.len() + 1,
+        "at {}: {:?}",
+        s.current_revision(),
+        listed
+            .iter()
+            .map(|kv| (&kv.key.name, kv.mod_revision))
+            .collect::<Vec<_>>()
+    );
     // A lost revision means nothing now: reads and watches there get 410.
     let lost_rev = lost[0].mod_revision;
     assert!(matches!(
