@@ -57,9 +57,12 @@ fn opts() -> PostgresStorageOptions {
     }
 }
 
-/// Waits until the standby replayed everything the primary wrote so far.
+/// Waits until the standby replayed everything the primary wrote so far. The insert
+/// location, not `pg_current_wal_lsn()` (the write location): with the test servers'
+/// `synchronous_commit=off` a commit returns before its record is written out, so the
+/// write location can still be below the last acknowledged commit.
 fn replayed(primary: &PgServer, standby: &PgServer) {
-    let lsn = primary.sql("SELECT pg_current_wal_lsn()");
+    let lsn = primary.sql("SELECT pg_current_wal_insert_lsn()");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while standby.sql(&format!(
         "SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"
