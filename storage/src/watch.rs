@@ -423,18 +423,6 @@ impl Hub {
         self.close_slots(taken, reason);
     }
 
-    /// Closes every watcher with `reason` and moves the dispatched revision back to `rev`:
-    /// for a backend whose database lost the revisions above `rev` (a failover to a
-    /// standby that had not received them). New watchers are accepted and replay from
-    /// the log up to `rev`.
-    pub fn rewind_to(&self, rev: Revision, reason: CloseReason) {
-        let mut reg = lock(&self.registry);
-        let taken = reg.take_all();
-        self.dispatched.store(rev, Ordering::Release);
-        drop(reg);
-        self.close_slots(taken, reason);
-    }
-
     fn close_slots(&self, (index, subtrees): Taken, reason: CloseReason) {
         let levels = index.any.iter().chain(index.named.values());
         for res in levels.chain(subtrees.values()) {

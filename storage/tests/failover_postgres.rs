@@ -8,7 +8,9 @@
 //!   (each call is bounded), and a watch continues without a gap or is closed.
 //! - With asynchronous replication and commits the standby never received: the store
 //!   notices the database went back, closes its watchers, forgets what it cached and
-//!   writes again from the database's revision.
+//!   writes again after every revision it published (the lost ones stay a gap: reads and
+//!   watches there get `Compacted`); a second store that had published more raises the
+//!   counter further, and a fresh store's watch from revision 0 passes over the gap.
 //!
 //! They need PostgreSQL installed (`.ci/run` installs it) and fail without it.
 
@@ -55,9 +57,12 @@ fn opts() -> PostgresStorageOptions {
     }
 }
 
-/// Waits until the standby replayed everything the primary wrote so far.
+/// Waits until the standby replayed everything the primary wrote so far. The insert
+/// location, not `pg_current_wal_lsn()` (the write location): with the test servers'
+/// `synchronous_commit=off` a commit returns before its record is written out, so the
+/// write location can still be below the last acknowledged commit.
 fn replayed(primary: &PgServer, standby: &PgServer) {
-    let lsn = primary.sql("SELECT pg_current_wal_lsn()");
+    let lsn = primary.sql("SELECT pg_current_wal_insert_lsn()");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while standby.sql(&format!(
         "SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"
@@ -255,18 +260,29 @@ async fn one_leader(leaders: &[tokio::sync::watch::Receiver<bool>]) {
 }
 
 /// An asynchronous standby that never received the last commits is promoted: the
-/// database is behind what the store published. The store notices, closes its watchers
-/// (clients relist), forgets its cache and writes again from the database's revision,
-/// without being reopened.
+/// database is behind what the stores published. The store that notices first raises the
+/// counter past its own revision (one gap row), closes its watchers (clients relist),
+/// forgets its cache and writes again after every revision it published, without being
+/// reopened; revisions in the lost range are refused (`Compacted`). A second store that
+/// had published more (its own writes, which the first had not read) raises the counter
+/// further, past its own. A fresh store's watch from revision 0 receives every row in
+/// order, passing over the gap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_store_recovers_when_a_failover_lost_commits() {
     available();
     let mut primary = PgServer::start();
     let url = primary.create_database();
     let standby = primary.standby();
-    let s = PostgresStorage::open(&both(&primary, &standby, &url), opts())
-        .await
-        .unwrap();
+    let address = both(&primary, &standby, &url);
+    // Two replicas that read the log only when told or when they write, so that `s` does
+    // not read `r`'s lost writes and each notices the loss when the test says.
+    let quiet = || PostgresStorageOptions {
+        listen: false,
+        tail_interval: Duration::from_secs(3600),
+        ..opts()
+    };
+    let s = PostgresStorage::open(&address, quiet()).await.unwrap();
+    let r = PostgresStorage::open(&address, quiet()).await.unwrap();
     let p = Prefix::cluster("lost");
     let mut kept = Vec::new();
     for i in 0..50 {
@@ -277,6 +293,8 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
         );
     }
     let kept_head = s.current_revision();
+    r.catch_up().await.unwrap();
+    assert_eq!(r.current_revision(), kept_head);
     let (primary_back, standby) = tokio::task::spawn_blocking(move || {
         replayed(&primary, &standby);
         standby.stop_receiving();
@@ -286,7 +304,8 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
     .unwrap();
     primary = primary_back;
     let mut rx = s.watch(&p, kept_head, None).await.unwrap();
-    // Acknowledged by the primary, never received by the standby.
+    // Acknowledged by the primary, never received by the standby: 30 through `s`, then
+    // 10 through `r`, which publishes `s`'s first (its writer reads them).
     let mut lost = Vec::new();
     for i in 0..30 {
         lost.push(
@@ -296,6 +315,17 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
         );
     }
     assert_eq!(s.current_revision(), kept_head + 30);
+    for i in 0..10 {
+        lost.push(
+            put(&r, key("lost", "ns", &format!("more{i:03}")), "v")
+                .await
+                .unwrap(),
+        );
+    }
+    let published_by_s = s.current_revision();
+    assert_eq!(published_by_s, kept_head + 30);
+    let published_by_r = r.current_revision();
+    assert_eq!(published_by_r, kept_head + 40);
     // Cached now.
     assert_eq!(s.get(&lost[0].key).await.unwrap(), Some(lost[0].clone()));
     for want in kept_head + 1..=kept_head + 30 {
@@ -310,9 +340,9 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
     .await
     .unwrap();
 
-    // Writes work again, continuing the database's revisions.
+    // Writes work again, after every revision `s` published: the lost ones stay a gap.
     let after = put_until_ok(&s, key("lost", "ns", "after"), "v").await;
-    assert_eq!(after.mod_revision, kept_head + 1);
+    assert!(after.mod_revision > published_by_s);
     assert_eq!(s.rewinds(), 1);
     assert!(s.current_revision() >= after.mod_revision);
     // The watch was closed: its client relists.
@@ -328,12 +358,67 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
     assert_eq!(s.get(&kept[0].key).await.unwrap(), Some(kept[0].clone()));
     let s_dyn: Arc<dyn Storage> = s.clone();
     let listed = list_all(&s_dyn, &p, None).await;
-    assert_eq!(listed.len(), kept.len() + 1);
-    // A new watch from the database's revision sees the next writes.
-    let mut rx = s.watch(&p, after.mod_revision, None).await.unwrap();
+    assert_eq!(
+        listed.len(),
+        kept.len() + 1,
+        "at {}: {:?}",
+        s.current_revision(),
+        listed
+            .iter()
+            .map(|kv| (&kv.key.name, kv.mod_revision))
+            .collect::<Vec<_>>()
+    );
+    // A lost revision means nothing now: reads and watches there get 410.
+    let lost_rev = lost[0].mod_revision;
+    assert!(matches!(
+        s.watch(&p, lost_rev, None).await.unwrap_err(),
+        Error::Compacted { requested, .. } if requested == lost_rev
+    ));
+    let opts_at = |at| kplane_storage::ListOptions {
+        at_revision: Some(at),
+        start_after: None,
+        limit: None,
+    };
+    assert!(matches!(
+        s_dyn.list(&p, &opts_at(lost_rev), None).await.unwrap_err(),
+        Error::Compacted { .. }
+    ));
+    // `r` published more than `s` raised to: it raises the counter past its own.
+    let r_rev = put_until_ok(&r, key("lost", "ns", "r-after"), "v").await;
+    assert!(r_rev.mod_revision > published_by_r);
+    assert!(r_rev.mod_revision > after.mod_revision);
+    assert_eq!(r.rewinds(), 1);
+    // `r`'s lost range holds `s`'s gap row and write (`r` had published other writes at
+    // those revisions): `s` closes its watchers again, and a revision that meant two
+    // states is refused by both.
+    s.catch_up().await.unwrap();
+    assert_eq!(s.rewinds(), 2);
+    for store in [&s, &r] {
+        assert!(matches!(
+            store.watch(&p, after.mod_revision, None).await.unwrap_err(),
+            Error::Compacted { .. }
+        ));
+    }
+    // A new watch from the revision before `r`'s write sees it and the next writes.
+    let mut rx = s.watch(&p, r_rev.mod_revision - 1, None).await.unwrap();
     let next = put(&s, key("lost", "ns", "next"), "v").await.unwrap();
-    assert_eq!(next.mod_revision, after.mod_revision + 1);
+    assert_eq!(next.mod_revision, r_rev.mod_revision + 1);
+    assert_eq!(conformance::next_event(&mut rx).await.kv, r_rev);
     assert_eq!(conformance::next_event(&mut rx).await.kv, next);
+    // A fresh store: a watch from 0 gets every row in order, passing over the gaps.
+    let fresh = PostgresStorage::open(&address, opts()).await.unwrap();
+    let mut all = fresh.watch(&p, 0, None).await.unwrap();
+    let want: Vec<Revision> = kept
+        .iter()
+        .map(|kv| kv.mod_revision)
+        .chain([after.mod_revision, r_rev.mod_revision, next.mod_revision])
+        .collect();
+    for w in want {
+        assert_eq!(conformance::next_event(&mut all).await.kv.mod_revision, w);
+    }
+    conformance::assert_quiet(&mut all).await;
+    fresh.shutdown().await.unwrap();
+    r.shutdown().await.unwrap();
     s.shutdown().await.unwrap();
     drop(standby);
 }

@@ -184,7 +184,7 @@ async fn a_version_1_database_gets_the_fence_table() {
         .unwrap()
         .get(0);
     assert_eq!(version, kplane_storage::postgres::SCHEMA_VERSION);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     drop(client);
     let _ = task.await;
     b.shutdown().await.unwrap();

@@ -61,25 +61,36 @@ pub(crate) async fn round(shared: &Shared, window: Duration) -> Result<()> {
         .map_err(pg_err)?
         .map(|r| to_rev(r.get(0)))
         .transpose()?;
-    if let Some(target) = aged.filter(|t| *t > shared.compacted_revision()) {
-        let stmt = client
-            .prepare_cached(
-                "UPDATE kplane_meta SET compacted = GREATEST(compacted, $1) WHERE id = 1 \
-                 RETURNING compacted",
-            )
-            .await
-            .map_err(pg_err)?;
-        let now = to_rev(
+    // Deletes only up to the compaction point the database records, which every process
+    // follows: this process's own point may be higher (read from a primary that a
+    // failover replaced), and rows other processes may still read lie below it.
+    let recorded = match aged.filter(|t| *t > shared.compacted_revision()) {
+        Some(target) => {
+            let stmt = client
+                .prepare_cached(
+                    "UPDATE kplane_meta SET compacted = GREATEST(compacted, $1) WHERE id = 1 \
+                     RETURNING compacted",
+                )
+                .await
+                .map_err(pg_err)?;
             client
                 .query_one(&stmt, &[&from_rev(target)?])
                 .await
                 .map_err(pg_err)?
-                .get(0),
-        )?;
-        // Published before anything is deleted: readers re-check it after reading.
-        shared.compacted.fetch_max(now, Ordering::AcqRel);
-    }
-    let target = shared.compacted_revision();
+                .get(0)
+        }
+        None => {
+            let stmt = client
+                .prepare_cached("SELECT compacted FROM kplane_meta WHERE id = 1")
+                .await
+                .map_err(pg_err)?;
+            client.query_one(&stmt, &[]).await.map_err(pg_err)?.get(0)
+        }
+    };
+    let target = to_rev(recorded)?;
+    // Published before anything is deleted: readers re-check it after reading.
+    shared.compacted.fetch_max(target, Ordering::AcqRel);
+    shared.lost.prune(shared.compacted_revision());
     shared.compaction.target.store(target, Ordering::Relaxed);
     let upto = from_rev(target)?;
     for table in ["kplane_log", "kplane_commits"] {

@@ -9,11 +9,13 @@
 //! serializes revision assignment, so the log commits in revision order, and each process
 //! follows the log with its tailer ([`tail`]). Its own commits and tailed ones reach its
 //! watchers, its exact GET cache ([`cache`]) and its `current_revision()` through one
-//! publish path ([`publish`]).
+//! publish path ([`publish`]). Revisions a database lost in a failover stay a gap that
+//! no write reuses ([`lost`]).
 
 mod cache;
 mod compaction;
 mod lease;
+mod lost;
 mod pki;
 mod publish;
 mod read;
@@ -216,9 +218,11 @@ pub(crate) struct Shared {
     pub(crate) tail_wake: Arc<tokio::sync::Notify>,
     /// How often the position fell below the compaction point.
     pub(crate) resyncs: AtomicU64,
-    /// How often the database was found behind the position (it lost revisions this
-    /// process published) and the position moved back ([`publish::rewind`]).
+    /// How often this process found that the database lost revisions it published
+    /// ([`lost`]): it closed its watchers and cleared its cache.
     pub(crate) rewinds: AtomicU64,
+    /// The lost revision ranges this process knows of: reads and watches there fail.
+    pub(crate) lost: lost::LostRanges,
     /// The clock of `confirmed_at`.
     pub(crate) opened: std::time::Instant,
     /// When (milliseconds after `opened`) a catch-up last started that then published
@@ -257,12 +261,21 @@ impl Shared {
         self.compacted.load(Ordering::Acquire)
     }
 
+    /// Fails with [`Error::Compacted`] for a revision below the compaction point or in a
+    /// range of revisions the database lost ([`lost`]; `compacted` is then the gap row's
+    /// revision, the first one after the range a client can read at).
     pub(crate) fn check_not_compacted(&self, rev: Revision) -> Result<()> {
         let compacted = self.compacted_revision();
         if rev < compacted {
             return Err(Error::Compacted {
                 requested: rev,
                 compacted,
+            });
+        }
+        if let Some(at) = self.lost.covering(rev) {
+            return Err(Error::Compacted {
+                requested: rev,
+                compacted: at,
             });
         }
         Ok(())
@@ -321,6 +334,7 @@ impl PostgresStorage {
             .map_err(|e| Error::Backend(format!("postgres pool: {e}")))?;
         let mut client = pool.get().await.map_err(pool_err)?;
         let (current, compacted) = schema::migrate(&mut client).await?;
+        let gaps = lost::load(&client, compacted).await?;
         drop(client);
         let shared = Arc::new(Shared {
             pool,
@@ -335,11 +349,15 @@ impl PostgresStorage {
             tail_wake: Arc::new(tokio::sync::Notify::new()),
             resyncs: AtomicU64::new(0),
             rewinds: AtomicU64::new(0),
+            lost: lost::LostRanges::default(),
             opened: std::time::Instant::now(),
             confirmed_at: AtomicU64::new(0),
             cache_trust: (opts.tail_interval * CACHE_TRUST_INTERVALS).max(MIN_CACHE_TRUST),
             statement_timeout: opts.statement_timeout,
         });
+        for g in gaps {
+            shared.lost.record(g);
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let writer = tokio::spawn(writer::run(shared.clone(), rx));
         let (stop_tasks, stop) = tokio::sync::watch::channel(false);
@@ -389,7 +407,7 @@ impl PostgresStorage {
 
     /// The GET cache's figures.
     pub fn cache_figures(&self) -> CacheFigures {
-        self.shared.publisher.lock().figures()
+        self.shared.publisher.lock().cache.figures()
     }
 
     /// How many times this store's position fell below the compaction point (it was cut
@@ -399,9 +417,9 @@ impl PostgresStorage {
         self.shared.resyncs.load(Ordering::Relaxed)
     }
 
-    /// How many times the database was found behind this store's position (it lost
-    /// revisions the store had published: a failover to a standby that had not received
-    /// them) and the store closed its watchers and moved back to the database's revision.
+    /// How many times this store found that the database lost revisions it had published
+    /// (a failover to a standby that had not received them) and closed its watchers and
+    /// cleared its cache; its position does not move back (the lost revisions stay a gap).
     pub fn rewinds(&self) -> u64 {
         self.shared.rewinds.load(Ordering::Relaxed)
     }
@@ -619,10 +637,34 @@ impl Storage for PostgresStorage {
         if self.shared.closing.load(Ordering::Acquire) {
             return Err(Error::ShuttingDown);
         }
+        if from > self.shared.current_revision() {
+            // A revision another replica published (the watch waits for it): is it lost?
+            // Best effort: without the database, the watch waits as before.
+            let found = match self.shared.client().await {
+                Ok(client) => lost::find_covering(&client, from).await,
+                Err(e) => Err(e),
+            };
+            match found {
+                Ok(Some(gap)) => self.shared.lost.record(gap),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "postgres storage: looking for lost revisions failed")
+                }
+            }
+        }
         self.shared.check_not_compacted(from)?;
-        self.shared
+        let rx = self
+            .shared
             .hub
-            .watch(self.event_log.clone(), prefix, from, progress_every)
+            .watch(self.event_log.clone(), prefix, from, progress_every)?;
+        // A lost range recorded meanwhile (the hub checks the compaction point itself).
+        if let Some(at) = self.shared.lost.covering(from) {
+            return Err(Error::Compacted {
+                requested: from,
+                compacted: at,
+            });
+        }
+        Ok(rx)
     }
 
     fn stats(&self) -> StorageStats {

@@ -23,16 +23,19 @@
 //! its last revision gets 410 Gone and relists, an informer rescans), the cache is cleared
 //! and the position jumps to the database's revision.
 //!
-//! [`rewind`] is the exit when the database went back below the position (a failover to
-//! a standby that lost the last commits): the same closing and clearing, and the
-//! position moves back to the database's revision.
+//! A gap row ([`super::lost`]) continues the position like an event when its range of
+//! lost revisions starts at or before the next revision. When it starts at or below the
+//! position, this process published revisions the database lost: [`publish`] records the
+//! range, closes every watcher the same way, clears the cache and moves on to the gap
+//! row's revision (the position never moves back).
 
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
 use super::cache::Cache;
+use super::lost::{Entry, Gap, Recent};
 use super::Shared;
-use crate::{CloseReason, Error, Event, Key, KeyValue, Result, Revision};
+use crate::{CloseReason, Error, Key, KeyValue, Result, Revision};
 
 /// What [`publish`] did with a page.
 #[derive(Debug, PartialEq, Eq)]
@@ -45,32 +48,41 @@ pub(crate) enum Outcome {
 
 /// The lock of the publish path and what it guards besides the position.
 pub(crate) struct Publisher {
-    cache: Mutex<Cache>,
+    state: Mutex<State>,
+}
+
+/// What the publish lock guards: the GET cache and the last revisions published.
+pub(crate) struct State {
+    pub(crate) cache: Cache,
+    pub(crate) recent: Recent,
 }
 
 impl Publisher {
     pub(crate) fn new(cache_bytes: usize) -> Publisher {
         Publisher {
-            cache: Mutex::new(Cache::new(cache_bytes)),
+            state: Mutex::new(State {
+                cache: Cache::new(cache_bytes),
+                recent: Recent::default(),
+            }),
         }
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Cache> {
-        self.cache
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
-/// Publishes the events of revisions `(after, through]` (every revision in the range,
-/// in order) that lie above the position.
+/// Publishes the entries of revisions `(after, through]` (every revision in the range,
+/// in order: events and gap rows) that lie above the position.
 pub(crate) fn publish(
     shared: &Shared,
-    events: Vec<Event>,
+    entries: Vec<Entry>,
     after: Revision,
     through: Revision,
 ) -> Result<Outcome> {
-    let mut cache = shared.publisher.lock();
+    let mut st = shared.publisher.lock();
     let position = shared.current.load(Ordering::Acquire);
     if through <= position {
         return Ok(Outcome::Done);
@@ -78,38 +90,86 @@ pub(crate) fn publish(
     if after > position {
         return Ok(Outcome::Deferred { position });
     }
-    let fresh: Vec<Event> = events
+    let fresh: Vec<Entry> = entries
         .into_iter()
-        .filter(|e| e.kv.mod_revision > position)
+        .filter(|e| e.revision() > position)
         .collect();
     let mut next = position;
     for e in &fresh {
-        if e.kv.mod_revision != next + 1 {
+        let continues = match e {
+            Entry::Event(ev) => ev.kv.mod_revision == next + 1,
+            // A gap's lost range starts at or before the next revision (it may reach back
+            // over revisions this process published).
+            Entry::Gap(g) => g.at > next && g.from <= next + 1,
+        };
+        if !continues {
             return Err(Error::Corrupt(format!(
                 "the log holds revision {} after {next}: revisions in between are missing",
-                e.kv.mod_revision
+                e.revision()
             )));
         }
-        next += 1;
+        next = e.revision();
     }
     if next != through {
         return Err(Error::Corrupt(format!(
             "the log ends at revision {next}, not at {through}"
         )));
     }
+    // Readers refuse the lost revisions before anything else changes.
     for e in &fresh {
-        cache.apply(e);
+        if let Entry::Gap(g) = e {
+            shared.lost.record(*g);
+        }
     }
-    shared.hub.publish(fresh, through);
+    let reaching_back = fresh.iter().find_map(|e| match e {
+        Entry::Gap(g) if g.from <= position => Some(*g),
+        _ => None,
+    });
+    if let Some(g) = reaching_back {
+        forget(shared, &mut st, position, g);
+    }
+    let mut events = Vec::with_capacity(fresh.len());
+    for e in fresh {
+        st.recent.push(&e);
+        if let Entry::Event(ev) = e {
+            st.cache.apply(&ev);
+            events.push(ev);
+        }
+    }
+    shared.hub.publish(events, through);
     shared.current.store(through, Ordering::Release);
     Ok(Outcome::Done)
+}
+
+/// This process published revisions `gap.from..=position`, which the database lost:
+/// closes every watcher with [`CloseReason::TooSlow`] (the API ends their watch; resumed
+/// from a lost revision it gets 410 Gone and the client relists), clears the cache and
+/// forgets the lost revisions' fingerprints. The position stays: it moves on to the gap
+/// row's revision as it is published.
+fn forget(shared: &Shared, st: &mut State, position: Revision, gap: Gap) {
+    tracing::error!(
+        lost_from = gap.from,
+        lost_through = position,
+        gap_row = gap.at,
+        "postgres storage: the database lost revisions {}..={} this process published \
+         (a failover to a standby that had not received them; acknowledged writes among \
+         them are lost). Closing every watcher (clients relist) and going on after \
+         revision {}; reads and watches at the lost revisions get 410 Gone",
+        gap.from,
+        position,
+        gap.at
+    );
+    st.cache.clear();
+    st.recent.truncate_from(gap.from);
+    shared.hub.restart_at(position, CloseReason::TooSlow);
+    shared.rewinds.fetch_add(1, Ordering::AcqRel);
 }
 
 /// The position fell below the compaction point `compacted`: closes every watcher, clears
 /// the cache and jumps to `head`, the database's revision. Does nothing if the position
 /// caught up meanwhile.
 pub(crate) fn resync(shared: &Shared, head: Revision, compacted: Revision) {
-    let mut cache = shared.publisher.lock();
+    let mut st = shared.publisher.lock();
     let position = shared.current.load(Ordering::Acquire);
     if position >= compacted {
         return;
@@ -122,65 +182,34 @@ pub(crate) fn resync(shared: &Shared, head: Revision, compacted: Revision) {
         "postgres storage: this replica fell behind the compaction point; closing its \
          watchers (they resume or relist) and resuming at the database's revision"
     );
-    cache.clear();
+    st.cache.clear();
+    st.recent = Recent::default();
     shared.hub.restart_at(to, CloseReason::TooSlow);
     shared.current.store(to, Ordering::Release);
     shared.resyncs.fetch_add(1, Ordering::Relaxed);
 }
 
-/// The database is at `head`, below the position: it lost the revisions above `head`
-/// that this process published (a failover to a standby that had not received them).
-/// Logs an error naming them, closes every watcher with [`CloseReason::TooSlow`] (clients
-/// relist), clears the cache, takes the database's compaction point and moves the
-/// position back to `head`, so reads and writes follow the database again.
-///
-/// `seen` is the position and `epoch` the rewind count read before `head` was: if either
-/// changed, `head` may be older than what was published since, and nothing is done (the
-/// next look decides again). Returns whether it rewound.
-pub(crate) fn rewind(
-    shared: &Shared,
-    head: Revision,
-    compacted: Revision,
-    seen: Revision,
-    epoch: u64,
-) -> bool {
-    let mut cache = shared.publisher.lock();
-    let position = shared.current.load(Ordering::Acquire);
-    if position != seen || shared.rewinds.load(Ordering::Acquire) != epoch || head >= position {
-        return false;
-    }
-    tracing::error!(
-        lost_from = head + 1,
-        lost_through = position,
-        database = head,
-        "postgres storage: the database went back in revisions: revisions {}..={} this \
-         process published are not in it (a failover to a standby that had not received \
-         them; acknowledged writes among them are lost). Closing every watcher (clients \
-         relist) and following the database from revision {}",
-        head + 1,
-        position,
-        head
-    );
-    cache.clear();
-    shared.hub.rewind_to(head, CloseReason::TooSlow);
-    shared
-        .compacted
-        .store(compacted.min(head), Ordering::Release);
-    shared.current.store(head, Ordering::Release);
-    shared.rewinds.fetch_add(1, Ordering::AcqRel);
-    true
+/// What this process published lately, for [`super::lost::raise`].
+pub(crate) fn recent(shared: &Shared) -> Vec<(Revision, u64)> {
+    shared.publisher.lock().recent.snapshot()
+}
+
+/// The fingerprint of what this process published at `rev`, if that is its position's
+/// last remembered revision.
+pub(crate) fn published_at(shared: &Shared, rev: Revision) -> Option<u64> {
+    shared.publisher.lock().recent.last_at(rev)
 }
 
 /// The cached state of `key`, if any (`Some(None)`: known absent).
 pub(crate) fn cached(shared: &Shared, key: &Key) -> Option<Option<KeyValue>> {
-    shared.publisher.lock().get(key)
+    shared.publisher.lock().cache.get(key)
 }
 
 /// Stores the state of `key` a GET read at snapshot revision `as_of`, unless an event
 /// above `as_of` was published already (the entry could miss it).
 pub(crate) fn remember(shared: &Shared, key: &Key, value: Option<KeyValue>, as_of: Revision) {
-    let mut cache = shared.publisher.lock();
+    let mut st = shared.publisher.lock();
     if shared.current.load(Ordering::Acquire) <= as_of {
-        cache.insert_read(key, value, as_of);
+        st.cache.insert_read(key, value, as_of);
     }
 }

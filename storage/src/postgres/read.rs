@@ -17,6 +17,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use deadpool_postgres::GenericClient;
 
+use super::lost::{Entry, Gap, GAP_EVENT};
 use super::schema::{from_rev, to_rev};
 use super::sql::{after_cond, key_at, kv, prefix_cond, Params, KEY_COLS};
 use super::{pg_err, publish, Shared};
@@ -109,16 +110,17 @@ async fn page(
     // key), so a page costs its size, not the rest of the prefix.
     // The keys changed after `rev`: near the latest revision, the log's tail by revision
     // (materialized, so the planner cannot trade it for a walk of the prefix's history);
-    // further back, the prefix's log rows by key, which the planner picks by itself.
+    // further back, the prefix's log rows by key, which the planner picks by itself. Gap
+    // rows (lost revisions) changed no key.
     let (with, source) = if lag <= TAIL_SCAN_MAX_LAG {
         (
             format!("WITH tail AS MATERIALIZED (SELECT * FROM kplane_log WHERE revision > {r})"),
-            "tail l WHERE TRUE".to_string(),
+            format!("tail l WHERE l.event <> {GAP_EVENT}"),
         )
     } else {
         (
             String::new(),
-            format!("kplane_log l WHERE l.revision > {r}"),
+            format!("kplane_log l WHERE l.revision > {r} AND l.event <> {GAP_EVENT}"),
         )
     };
     let changed = format!(
@@ -245,18 +247,27 @@ fn event_type(code: i16) -> Result<EventType> {
     }
 }
 
-/// The log rows under `prefix` with revisions in `(after, upto]`, at most `max_events`,
-/// after examining at most [`LOG_EXAMINE`] rows (see [`EventLog::read`]).
+/// A page of the log: the events under a prefix and every gap row, with revisions in
+/// `(after, through]`, in revision order.
+#[derive(Debug, Default)]
+pub(crate) struct LogPage {
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) through: Revision,
+}
+
+/// The log rows under `prefix` and the gap rows with revisions in `(after, upto]`, at
+/// most `max_events` entries, after examining at most [`LOG_EXAMINE`] rows (see
+/// [`EventLog::read`]).
 pub(crate) async fn read_log(
     client: &impl GenericClient,
     prefix: &Prefix,
     after: Revision,
     upto: Revision,
     max_events: usize,
-) -> Result<EventPage> {
+) -> Result<LogPage> {
     if after >= upto {
-        return Ok(EventPage {
-            events: Vec::new(),
+        return Ok(LogPage {
+            entries: Vec::new(),
             through: upto,
         });
     }
@@ -274,12 +285,12 @@ pub(crate) async fn read_log(
     let u = p.add(from_rev(upto)?);
     let lim = p.add(examine);
     let cond = prefix_cond(&mut p, "l", prefix);
-    // Values of rows outside the prefix are not sent.
+    // Values of rows outside the prefix are not sent. A gap row is in no prefix.
     let sql = format!(
         "SELECT w.revision, w.hit, w.event, w.cluster, w.resource, w.namespace, w.name, \
                 CASE WHEN w.hit THEN w.value END, w.create_revision, \
                 CASE WHEN w.hit THEN w.prev_value END \
-           FROM (SELECT l.*, ({cond}) AS hit FROM kplane_log l \
+           FROM (SELECT l.*, (l.event <> {GAP_EVENT} AND {cond}) AS hit FROM kplane_log l \
                   WHERE l.revision > {a} AND l.revision <= {u} \
                   ORDER BY l.revision LIMIT {lim}) w \
           ORDER BY w.revision"
@@ -287,17 +298,27 @@ pub(crate) async fn read_log(
     let stmt = client.prepare_cached(&sql).await.map_err(pg_err)?;
     let rows = client.query(&stmt, &p.refs()).await.map_err(pg_err)?;
     let examined = rows.len();
-    let mut events = Vec::new();
+    let mut entries = Vec::new();
     let mut through = after;
     for row in &rows {
         let rev = to_rev(row.try_get(0).map_err(pg_err)?)?;
         through = rev;
+        if row.try_get::<_, i16>(2).map_err(pg_err)? == GAP_EVENT {
+            entries.push(Entry::Gap(Gap {
+                from: to_rev(row.try_get(8).map_err(pg_err)?)?,
+                at: rev,
+            }));
+            if entries.len() >= max_events {
+                return Ok(LogPage { entries, through });
+            }
+            continue;
+        }
         if !row.try_get::<_, bool>(1).map_err(pg_err)? {
             continue;
         }
         let value: Vec<u8> = row.try_get(7).map_err(pg_err)?;
         let prev: Option<Vec<u8>> = row.try_get(9).map_err(pg_err)?;
-        events.push(Event {
+        entries.push(Entry::Event(Event {
             event_type: event_type(row.try_get(2).map_err(pg_err)?)?,
             kv: KeyValue {
                 key: key_at(row, 3)?,
@@ -306,15 +327,15 @@ pub(crate) async fn read_log(
                 mod_revision: rev,
             },
             prev: prev.map(Bytes::from),
-        });
-        if events.len() >= max_events {
-            return Ok(EventPage { events, through });
+        }));
+        if entries.len() >= max_events {
+            return Ok(LogPage { entries, through });
         }
     }
     if i64::try_from(examined).unwrap_or(i64::MAX) < examine {
         through = upto;
     }
-    Ok(EventPage { events, through })
+    Ok(LogPage { entries, through })
 }
 
 /// The event log the hub replays from: `kplane_log`.
@@ -332,7 +353,20 @@ impl EventLog for PgEventLog {
         max_events: usize,
     ) -> Result<EventPage> {
         let client = self.shared.client().await?;
-        read_log(&client, prefix, after, upto, max_events.max(1)).await
+        let page = read_log(&client, prefix, after, upto, max_events.max(1)).await?;
+        // Gap rows are no events: a replay passes over them to the next change.
+        let events = page
+            .entries
+            .into_iter()
+            .filter_map(|e| match e {
+                Entry::Event(e) => Some(e),
+                Entry::Gap(_) => None,
+            })
+            .collect();
+        Ok(EventPage {
+            events,
+            through: page.through,
+        })
     }
 
     fn compacted_revision(&self) -> Revision {

@@ -16,6 +16,10 @@
 //!   revision assignment across writers) and the compaction point.
 //! - `kplane_fences` (version 2): the logical clusters whose writes are fenced
 //!   ([`crate::Storage::fence_cluster`]), written and checked under the revision lock.
+//! - Version 3: gap rows in `kplane_log` (`event` 3: revisions a failover lost,
+//!   [`super::lost`]) and a partial index on them, read at open. A binary of version 2
+//!   refuses the database at open; one already running when the version moved fails on
+//!   a gap row (`Corrupt`, "unknown event type 3") instead of misreading it.
 //!
 //! Storage parameters: `kplane_objects` leaves a fifth of each page free so that an update
 //! (which changes no indexed column) stays on its page (a HOT update, no index writes), and
@@ -28,7 +32,7 @@ use super::pg_err;
 use crate::{Error, Result};
 
 /// The schema version this build writes. Opening a database with a newer one fails.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Creates the schema in an empty database (version 0) up to [`SCHEMA_VERSION`].
 const V1: &str = "
@@ -81,6 +85,12 @@ CREATE TABLE IF NOT EXISTS kplane_fences (
 );
 ";
 
+/// Version 2 to 3: gap rows (`event` 3) in the log, found at open by this (tiny) partial
+/// index. Building it reads the log once, which holds the event window only.
+const V3: &str = "
+CREATE INDEX IF NOT EXISTS kplane_log_gaps ON kplane_log (revision) WHERE event = 3;
+";
+
 /// Creates or migrates the schema, under an advisory lock so that several processes
 /// opening one database at once do it once. Returns `(revision, compacted)`.
 pub(crate) async fn migrate(client: &mut Client) -> Result<(u64, u64)> {
@@ -115,7 +125,10 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<(u64, u64)> {
     if version < 2 {
         tx.batch_execute(V2).await.map_err(pg_err)?;
     }
-    // Later versions: `if version < 3 { ... }`, each ending with the version bump.
+    if version < 3 {
+        tx.batch_execute(V3).await.map_err(pg_err)?;
+    }
+    // Later versions: `if version < 4 { ... }`, each ending with the version bump.
     tx.execute(
         "UPDATE kplane_meta SET schema_version = $1 WHERE id = 1",
         &[&SCHEMA_VERSION],

@@ -12,7 +12,12 @@
 //! store resyncs ([`super::publish::resync`]). The compaction point read also moves this
 //! process's own (another replica's compactor may have moved it). A counter below the
 //! position means the database lost revisions this process published (a failover to a
-//! standby that had not received them): the store rewinds ([`super::publish::rewind`]).
+//! standby that had not received them): the tailer raises the counter past the position
+//! with one gap row ([`super::lost`], [`super::writer::settle`]); gap rows are published
+//! like events. Before publishing the rows after the position, each catch-up checks that
+//! the row at the position is the one this process published there: if another replica
+//! wrote over lost revisions before this one noticed, it is not, and the revisions from
+//! where they differ are recorded as lost too ([`super::writer::realign`]).
 //!
 //! When to look: writers send `NOTIFY kplane_log` (payload: the last revision) in their
 //! commit transaction, which PostgreSQL delivers at commit; a dedicated connection
@@ -30,6 +35,7 @@ use futures::StreamExt;
 use tokio::sync::{watch, Notify};
 use tokio_postgres::{AsyncMessage, IsolationLevel, NoTls};
 
+use super::lost;
 use super::publish::{self, Outcome};
 use super::schema::to_rev;
 use super::{pg_err, read, Shared};
@@ -72,18 +78,19 @@ async fn read_up(shared: &Shared) -> Result<()> {
     let mut client = shared.client().await?;
     // Read before the counter: everything published by then is committed, so a counter
     // below it means the database lost revisions (a failover), not a race.
-    let epoch = shared.rewinds.load(Ordering::Acquire);
     let seen = shared.current_revision();
     // The common case costs one statement: nothing new.
     let (head, compacted) = meta(&client).await?;
     if head < seen {
-        publish::rewind(shared, head, compacted, seen, epoch);
-        return Ok(());
+        // Decided again under the counter row's lock.
+        drop(client);
+        return super::writer::settle(shared).await;
     }
     shared.compacted.fetch_max(compacted, Ordering::AcqRel);
     if head <= shared.current_revision() {
         return Ok(());
     }
+    let mut verified = false;
     loop {
         let tx = client
             .build_transaction()
@@ -100,6 +107,15 @@ async fn read_up(shared: &Shared) -> Result<()> {
             publish::resync(shared, head, compacted);
             return Ok(());
         }
+        if !verified && pos < head {
+            // Once per catch-up: the rows after the position continue what was published.
+            verified = true;
+            if !continues(shared, &tx, pos, compacted).await? {
+                tx.rollback().await.map_err(pg_err)?;
+                super::writer::realign(shared, pos).await?;
+                continue;
+            }
+        }
         let mut pages = 0;
         while pos < head && pages < PAGES_PER_SNAPSHOT {
             let page = read::read_log(&tx, &all(), pos, head, TAIL_PAGE).await?;
@@ -108,7 +124,7 @@ async fn read_up(shared: &Shared) -> Result<()> {
                     "the log holds nothing after revision {pos}, below the counter {head}"
                 )));
             }
-            match publish::publish(shared, page.events, pos, page.through)? {
+            match publish::publish(shared, page.entries, pos, page.through)? {
                 Outcome::Done => {}
                 // Cannot happen (the position never moves back), but reading on from the
                 // position is right either way.
@@ -136,6 +152,7 @@ pub(crate) async fn catch_up_to(
     client: &impl GenericClient,
     upto: Revision,
 ) -> Result<()> {
+    let mut verified = false;
     loop {
         let pos = shared.current_revision();
         if pos >= upto {
@@ -148,13 +165,38 @@ pub(crate) async fn catch_up_to(
                 compacted,
             });
         }
+        if !verified {
+            verified = true;
+            if !continues(shared, client, pos, compacted).await? {
+                // [`catch_up`] records the difference.
+                return Err(Error::Corrupt(format!(
+                    "the log's revision {pos} is not the one this process published"
+                )));
+            }
+        }
         let page = read::read_log(client, &all(), pos, upto, TAIL_PAGE).await?;
         if page.through <= pos {
             return Err(Error::Corrupt(format!(
                 "the log holds nothing after revision {pos}, below {upto}"
             )));
         }
-        publish::publish(shared, page.events, pos, page.through)?;
+        publish::publish(shared, page.entries, pos, page.through)?;
+    }
+}
+
+/// Whether the log's row at the position `pos` is what this process published there (or
+/// cannot be checked: compacted, or not remembered). It is not when the database lost
+/// revisions this process published and another replica, which had not seen them, wrote
+/// over them before this one noticed ([`super::lost`]).
+async fn continues(
+    shared: &Shared,
+    client: &impl GenericClient,
+    pos: Revision,
+    compacted: Revision,
+) -> Result<bool> {
+    match publish::published_at(shared, pos) {
+        Some(fp) if pos > compacted => lost::holds(client, pos, fp).await,
+        _ => Ok(true),
     }
 }
 

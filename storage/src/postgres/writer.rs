@@ -21,6 +21,11 @@
 //! [`delete_batch`] is the same transaction for one batch of a cluster delete (never
 //! fenced), [`fence`] the one of a fence: writes into a fenced cluster fail in step 3
 //! with [`Error::Fenced`], from the fence table read in step 2 under the lock.
+//!
+//! A counter found below this process's position in step 1 means the database lost
+//! revisions it published (a failover): the same transaction first raises the counter
+//! past the position with one gap row ([`super::lost`]), so the group's revisions follow
+//! every revision a client of this process saw; the gap is published before the group.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
@@ -31,6 +36,7 @@ use bytes::Bytes;
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
+use super::lost::{self, Entry, Gap};
 use super::publish::{self, Outcome};
 use super::schema::{from_rev, to_rev};
 use super::sql::{key_arrays, kv, KEY_COLS};
@@ -144,9 +150,9 @@ async fn commit_group(shared: &Shared, group: Vec<WriteRequest>) {
         ops.push((w.key, w.delete, w.precondition, w.encode));
     }
     match apply_group(shared, ops).await {
-        Ok((results, base, events)) => {
-            if let Some(last) = events.last().map(|e| e.kv.mod_revision) {
-                publish_group(shared, base, events, last).await;
+        Ok((results, base, entries)) => {
+            if let Some(last) = entries.last().map(Entry::revision) {
+                publish_group(shared, base, entries, last).await;
                 let c = &shared.stats;
                 c.groups.fetch_add(1, Ordering::Relaxed);
                 c.writes.fetch_add(n, Ordering::Relaxed);
@@ -176,37 +182,116 @@ fn clone_err(e: &Error) -> Error {
     }
 }
 
+/// What [`lock_revision`] found under the counter row's lock.
+pub(crate) struct Locked {
+    /// The counter as the transaction found it.
+    pub(crate) counter: Revision,
+    /// The revision the transaction's own revisions follow: the counter, or the gap row's
+    /// after a raise.
+    pub(crate) base: Revision,
+    /// The gap row written in this transaction, if the database was behind the position.
+    pub(crate) gap: Option<Gap>,
+    /// The database's compaction point.
+    pub(crate) compacted: Revision,
+}
+
 /// Opens the group's transaction: takes the revision lock and returns the revision the
 /// database is at (and follows its compaction point). Nothing is read from the log under
 /// the lock: revisions this process has not published yet (other replicas' writes, a
 /// commit whose acknowledgement was lost) are published after the commit
 /// ([`publish_group`]), so the lock every writer of the database waits for is held for
-/// the group's own statements only.
-async fn lock_revision(shared: &Shared, tx: &Transaction<'_>) -> Result<Revision> {
+/// the group's own statements only. A counter below the position (the database lost
+/// revisions this process published) is raised past it in the same transaction
+/// ([`lost::raise`]).
+pub(crate) async fn lock_revision(shared: &Shared, tx: &Transaction<'_>) -> Result<Locked> {
     let stmt = tx
         .prepare_cached("SELECT revision, compacted FROM kplane_meta WHERE id = 1 FOR UPDATE")
         .await
         .map_err(pg_err)?;
-    // Read before the counter: everything published by then is committed.
-    let epoch = shared.rewinds.load(Ordering::Acquire);
+    // Read before the counter: everything published by then is committed, so a counter
+    // below it means the database lost revisions, not a race.
     let known = shared.current.load(Ordering::Acquire);
     let row = tx.query_one(&stmt, &[]).await.map_err(pg_err)?;
-    let base = to_rev(row.get(0))?;
+    let counter = to_rev(row.get(0))?;
     let compacted = to_rev(row.get(1))?;
-    if base < known {
-        // The database lost revisions this process published (a failover to a standby
-        // that had not received them). The lock is held, so `base` is the database's
-        // last word: follow it, and the group commits above it.
-        publish::rewind(shared, base, compacted, known, epoch);
-        if shared.current_revision() > base {
-            return Err(Error::Timeout(format!(
-                "the database is at revision {base}, behind the {} this process published",
-                shared.current_revision()
-            )));
-        }
-    }
     shared.compacted.fetch_max(compacted, Ordering::AcqRel);
-    Ok(base)
+    if counter >= known {
+        return Ok(Locked {
+            counter,
+            base: counter,
+            gap: None,
+            compacted,
+        });
+    }
+    // The lock is held: `counter` is the database's last word. Past everything this
+    // process published, including what it published since `known`.
+    let position = shared.current_revision().max(known);
+    let recent = publish::recent(shared);
+    let gap = lost::raise(tx, counter, position, compacted, &recent).await?;
+    Ok(Locked {
+        counter,
+        base: gap.at,
+        gap: Some(gap),
+        compacted,
+    })
+}
+
+/// A transaction that only takes the revision lock, to raise the counter if it is below
+/// the position (the tailer found it so); commits and publishes the gap row.
+pub(crate) async fn settle(shared: &Shared) -> Result<()> {
+    let mut client = shared.client().await?;
+    let tx = client.transaction().await.map_err(pg_err)?;
+    let locked = lock_revision(shared, &tx).await?;
+    let Some(gap) = locked.gap else {
+        tx.rollback().await.map_err(pg_err)?;
+        return Ok(());
+    };
+    if let Err(e) = commit(shared, tx).await {
+        // Perhaps mid-commit: the connection must not go back to the pool.
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
+    publish_gap(shared, locked.counter, gap);
+    Ok(())
+}
+
+/// The database's row at `position` is not the one this process published there: in a
+/// transaction of its own under the counter row's lock, records the revisions from where
+/// the database differs as lost ([`lost::realign`]; or raises the counter, if it is below
+/// the position by now). The tailer publishes the gap row with the rows before it.
+pub(crate) async fn realign(shared: &Shared, position: Revision) -> Result<()> {
+    let mut client = shared.client().await?;
+    let tx = client.transaction().await.map_err(pg_err)?;
+    let locked = lock_revision(shared, &tx).await?;
+    let gap = match locked.gap {
+        Some(gap) => Some(gap),
+        None => {
+            let recent = publish::recent(shared);
+            lost::realign(&tx, locked.counter, position, locked.compacted, &recent).await?
+        }
+    };
+    let Some(gap) = gap else {
+        tx.rollback().await.map_err(pg_err)?;
+        return Ok(());
+    };
+    if let Err(e) = commit(shared, tx).await {
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e);
+    }
+    if locked.gap.is_some() {
+        publish_gap(shared, locked.counter, gap);
+    }
+    Ok(())
+}
+
+/// Publishes a committed gap row alone (the counter was `counter` before it, below the
+/// position, so nothing before it is missing). A failure loses nothing: the tailer
+/// publishes it from the log.
+fn publish_gap(shared: &Shared, counter: Revision, gap: Gap) {
+    if let Err(e) = publish::publish(shared, vec![Entry::Gap(gap)], counter, gap.at) {
+        tracing::error!(error = %e, "postgres storage: publishing a gap row failed");
+        shared.tail_wake.notify_one();
+    }
 }
 
 /// After a commit on `client`: publishes what the database committed up to `base` (the
@@ -227,13 +312,13 @@ async fn catch_up_before(shared: &Shared, client: &deadpool_postgres::Object, ba
 /// (normally done by [`catch_up_before`]; here the tailer's catch-up, which also resyncs).
 /// A failure here loses nothing: the writes are committed and the tailer publishes them
 /// from the log.
-async fn publish_group(shared: &Shared, base: Revision, events: Vec<Event>, last: Revision) {
+async fn publish_group(shared: &Shared, base: Revision, entries: Vec<Entry>, last: Revision) {
     if shared.current_revision() < base {
         if let Err(e) = tail::catch_up(shared).await {
             tracing::debug!(error = %e, "postgres storage: catching up before publishing failed");
         }
     }
-    match publish::publish(shared, events, base, last) {
+    match publish::publish(shared, entries, base, last) {
         Ok(Outcome::Done) => {}
         Ok(Outcome::Deferred { position }) => {
             tracing::debug!(
@@ -292,7 +377,7 @@ async fn fenced_clusters(tx: &Transaction<'_>, keys: &BTreeSet<&Key>) -> Result<
 pub(crate) async fn fence(shared: &Shared, cluster: &str, fenced: bool) -> Result<Revision> {
     let mut client = shared.client().await?;
     let tx = client.transaction().await.map_err(pg_err)?;
-    let base = lock_revision(shared, &tx).await?;
+    let locked = lock_revision(shared, &tx).await?;
     let sql = if fenced {
         "INSERT INTO kplane_fences (cluster) VALUES ($1) ON CONFLICT (cluster) DO NOTHING"
     } else {
@@ -308,20 +393,24 @@ pub(crate) async fn fence(shared: &Shared, cluster: &str, fenced: bool) -> Resul
         drop(deadpool_postgres::Object::take(client));
         return Err(e);
     }
-    Ok(base)
+    if let Some(gap) = locked.gap {
+        publish_gap(shared, locked.counter, gap);
+    }
+    Ok(locked.base)
 }
 
 type Op = (Key, bool, Precondition, Encoder);
 
-/// Commits a group; returns each write's result, the revision before the group and the
-/// group's events.
+/// Commits a group; returns each write's result, the counter before the group and the
+/// entries to publish (a gap row if the group raised the counter, then its events).
 async fn apply_group(
     shared: &Shared,
     ops: Vec<Op>,
-) -> Result<(Vec<Result<KeyValue>>, Revision, Vec<Event>)> {
+) -> Result<(Vec<Result<KeyValue>>, Revision, Vec<Entry>)> {
     let mut client = shared.client().await?;
     let tx = client.transaction().await.map_err(pg_err)?;
-    let base = lock_revision(shared, &tx).await?;
+    let locked = lock_revision(shared, &tx).await?;
+    let base = locked.base;
     let keys: BTreeSet<&Key> = ops.iter().map(|op| &op.0).collect();
     // After the lock: a fence committed before it is seen, one after it orders after
     // this group (both statements sent at once).
@@ -367,18 +456,28 @@ async fn apply_group(
         state.insert(key, (!delete).then(|| kv.clone()));
         results.push(Ok(kv));
     }
-    if changes.events.is_empty() {
+    if changes.events.is_empty() && locked.gap.is_none() {
         tx.rollback().await.map_err(pg_err)?;
         return Ok((results, base, Vec::new()));
     }
-    write_changes(&tx, &changes, &state, rev).await?;
+    if !changes.events.is_empty() {
+        write_changes(&tx, &changes, &state, rev).await?;
+    }
     if let Err(e) = commit(shared, tx).await {
         // Perhaps mid-commit: the connection must not go back to the pool.
         drop(deadpool_postgres::Object::take(client));
         return Err(e);
     }
-    catch_up_before(shared, &client, base).await;
-    Ok((results, base, changes.events))
+    catch_up_before(shared, &client, locked.counter).await;
+    Ok((results, locked.counter, entries(locked.gap, changes.events)))
+}
+
+/// What a transaction publishes: its gap row, if it raised the counter, then its events.
+fn entries(gap: Option<Gap>, events: Vec<Event>) -> Vec<Entry> {
+    gap.map(Entry::Gap)
+        .into_iter()
+        .chain(events.into_iter().map(Entry::Event))
+        .collect()
 }
 
 /// Writes the latest values, the log rows, the commit time and the counter.
@@ -544,7 +643,7 @@ async fn insert_log(tx: &Transaction<'_>, changes: &Changes) -> Result<()> {
 /// Moves the counter to `last`, records when the group committed and notifies the log
 /// tailers of every process on the database (PostgreSQL delivers the notification at
 /// commit, and not at all on rollback), in one statement.
-async fn finish(tx: &Transaction<'_>, last: Revision) -> Result<()> {
+pub(crate) async fn finish(tx: &Transaction<'_>, last: Revision) -> Result<()> {
     let last = from_rev(last)?;
     let stmt = tx
         .prepare_cached(&format!(
@@ -570,7 +669,8 @@ pub(crate) async fn delete_batch(
 ) -> Result<u64> {
     let mut client = shared.client().await?;
     let tx = client.transaction().await.map_err(pg_err)?;
-    let base = lock_revision(shared, &tx).await?;
+    let locked = lock_revision(shared, &tx).await?;
+    let base = locked.base;
     let stmt = tx
         .prepare_cached(&format!(
             "SELECT {KEY_COLS}, value, create_revision, mod_revision FROM kplane_objects \
@@ -584,7 +684,15 @@ pub(crate) async fn delete_batch(
         .await
         .map_err(pg_err)?;
     if rows.is_empty() {
-        tx.rollback().await.map_err(pg_err)?;
+        let Some(gap) = locked.gap else {
+            tx.rollback().await.map_err(pg_err)?;
+            return Ok(0);
+        };
+        if let Err(e) = commit(shared, tx).await {
+            drop(deadpool_postgres::Object::take(client));
+            return Err(e);
+        }
+        publish_gap(shared, locked.counter, gap);
         return Ok(0);
     }
     let mut changes = Changes::default();
@@ -611,9 +719,15 @@ pub(crate) async fn delete_batch(
         drop(deadpool_postgres::Object::take(client));
         return Err(e);
     }
-    catch_up_before(shared, &client, base).await;
+    catch_up_before(shared, &client, locked.counter).await;
     let n = changes.events.len() as u64;
-    publish_group(shared, base, changes.events, rev).await;
+    publish_group(
+        shared,
+        locked.counter,
+        entries(locked.gap, changes.events),
+        rev,
+    )
+    .await;
     shared.stats.groups.fetch_add(1, Ordering::Relaxed);
     shared.stats.writes.fetch_add(n, Ordering::Relaxed);
     Ok(n)
