@@ -25,10 +25,64 @@ use crate::rbac::policy::Verdict;
 use crate::testing::target;
 use crate::{DeleteParams, Registry, Target};
 
-/// A store whose leadership the test gives and takes.
+/// A store whose leadership the test gives and takes, and whose watches it can cut off
+/// ([`Deafness`]).
 struct Leased {
     inner: Arc<dyn Storage>,
     leader: watch::Receiver<bool>,
+    deaf: Arc<Deafness>,
+}
+
+/// While on, the store's new watches hear nothing (they are served by a hub of their own
+/// that nothing is published to); [`Deafness::cut_off`] closes them as too slow, as a
+/// store closes a watcher that fell behind: the changes made meanwhile are never
+/// delivered, and the watcher has to rescan.
+struct Deafness {
+    on: std::sync::atomic::AtomicBool,
+    hub: Arc<kplane_storage::watch::Hub>,
+}
+
+impl Deafness {
+    fn new(on: bool) -> Arc<Deafness> {
+        Arc::new(Deafness {
+            on: on.into(),
+            hub: Arc::new(kplane_storage::watch::Hub::new(0, 16)),
+        })
+    }
+
+    /// Watchers that hear nothing now.
+    fn deaf_watchers(&self) -> usize {
+        self.hub.watcher_count()
+    }
+
+    /// Closes the deaf watches as too slow; new ones hear the store again.
+    fn cut_off(&self) {
+        self.on.store(false, std::sync::atomic::Ordering::Release);
+        self.hub.restart_at(0, kplane_storage::CloseReason::TooSlow);
+    }
+}
+
+/// The event log of a deaf watch: empty.
+struct NoLog;
+
+#[async_trait::async_trait]
+impl kplane_storage::EventLog for NoLog {
+    async fn read(
+        &self,
+        _prefix: &Prefix,
+        _after: Revision,
+        upto: Revision,
+        _max_events: usize,
+    ) -> Result<kplane_storage::EventPage> {
+        Ok(kplane_storage::EventPage {
+            events: Vec::new(),
+            through: upto,
+        })
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        0
+    }
 }
 
 #[async_trait::async_trait]
@@ -85,6 +139,12 @@ impl Storage for Leased {
         from: Revision,
         progress_every: Option<Duration>,
     ) -> Result<WatchReceiver> {
+        if self.deaf.on.load(std::sync::atomic::Ordering::Acquire) {
+            return self
+                .deaf
+                .hub
+                .watch(Arc::new(NoLog), prefix, from, progress_every);
+        }
         self.inner.watch(prefix, from, progress_every).await
     }
     fn stats(&self) -> StorageStats {
@@ -111,11 +171,22 @@ impl Replica {
     /// A replica over `store`, leading when `leader` (`None`: as the store elects), started
     /// as the server starts one.
     async fn start(store: Arc<dyn Storage>, leader: Option<bool>) -> Replica {
+        Replica::start_hearing(store, leader, Deafness::new(false)).await
+    }
+
+    /// [`Replica::start`], its store's watches deaf while `deaf` says so (`leader` must
+    /// be given for that).
+    async fn start_hearing(
+        store: Arc<dyn Storage>,
+        leader: Option<bool>,
+        deaf: Arc<Deafness>,
+    ) -> Replica {
         let (lead, rx) = watch::channel(leader.unwrap_or(false));
         let storage: Arc<dyn Storage> = match leader {
             Some(_) => Arc::new(Leased {
                 inner: store,
                 leader: rx,
+                deaf,
             }),
             None => store,
         };
@@ -374,6 +445,105 @@ async fn sled_what_one_replica_writes_the_other_serves() {
     let store: Arc<dyn Storage> =
         SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
     what_one_replica_writes_the_other_serves(store.clone(), store.clone()).await;
+    store.shutdown().await.unwrap();
+}
+
+/// The Workspaces of `cluster`, on `reg`.
+fn workspaces(reg: &Registry, cluster: &str) -> Target {
+    in_cluster(
+        target(reg, "tenancy.kplane.io", "workspaces", None),
+        cluster,
+    )
+}
+
+/// Creates Workspace `ws` in `cluster` through `reg` (with `finalizers`) and waits until
+/// it is Ready.
+async fn ready_workspace(reg: &Registry, cluster: &str, ws: &str, finalizers: &[&str]) {
+    let t = workspaces(reg, cluster);
+    let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                     "metadata": {"name": ws, "finalizers": finalizers}});
+    reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+    until(&format!("{cluster}:{ws} is Ready"), || async {
+        let v: Value = serde_json::from_slice(&reg.get(&t, ws).await.unwrap()).unwrap();
+        v["status"]["phase"] == "Ready"
+    })
+    .await;
+}
+
+/// A replica whose derived-state informer was cut off while Workspaces were deleted
+/// through the leader ends, after its rescan, as the leader: the deleted clusters (a
+/// descendant too) answer 404, the terminating mark of a Workspace that went is gone;
+/// the rest is untouched. (Before the rescan it still serves the stale state: the test
+/// would pass without a cut-off otherwise.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rescan_makes_existence_and_terminating_marks_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let a = Replica::start(store.clone(), Some(true)).await;
+    let hold = "example.com/hold";
+    ready_workspace(&a.reg, "root", "kept", &[]).await;
+    ready_workspace(&a.reg, "root", "gone", &[]).await;
+    ready_workspace(&a.reg, "root:gone", "inner", &[]).await;
+    ready_workspace(&a.reg, "root", "held", &[hold]).await;
+    // `held` is deleted up to its own finalizer: its cluster is gone, it terminates.
+    let ws = workspaces(&a.reg, "root");
+    a.reg
+        .delete(&ws, "held", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("root:held is gone on A", || async {
+        answer(&a.reg, "root:held") == 404
+    })
+    .await;
+
+    // B starts (existence and marks loaded from the store), then hears nothing.
+    let deaf = Deafness::new(true);
+    let b = Replica::start_hearing(store.clone(), Some(false), deaf.clone()).await;
+    until("B's informer watches", || async {
+        deaf.deaf_watchers() == 1
+    })
+    .await;
+    assert!(b.reg.is_terminating(&name("root:held")));
+    assert_eq!(answer(&b.reg, "root:gone:inner"), 200);
+
+    // Through A: `gone` deleted with its descendant, `held` let go.
+    a.reg
+        .delete(&ws, "gone", &DeleteParams::default())
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&a.reg.get(&ws, "held").await.unwrap()).unwrap();
+    let mut v = v;
+    v["metadata"]["finalizers"] = json!([]);
+    a.reg
+        .update(&ws, "held", None, v, &WriteParams::default())
+        .await
+        .unwrap();
+    until("A deleted both Workspaces", || async {
+        !exists(&a.reg, &ws, "gone").await && !exists(&a.reg, &ws, "held").await
+    })
+    .await;
+    assert_eq!(answer(&a.reg, "root:gone"), 404);
+    assert_eq!(answer(&a.reg, "root:gone:inner"), 404);
+    assert!(!a.reg.is_terminating(&name("root:held")));
+    // B missed it all.
+    assert_eq!(answer(&b.reg, "root:gone"), 200);
+    assert_eq!(answer(&b.reg, "root:gone:inner"), 200);
+    assert!(b.reg.is_terminating(&name("root:held")));
+
+    // Cut off: B rescans and ends as A.
+    deaf.cut_off();
+    until("B forgot what went", || async {
+        answer(&b.reg, "root:gone") == 404
+            && answer(&b.reg, "root:gone:inner") == 404
+            && !b.reg.is_terminating(&name("root:held"))
+    })
+    .await;
+    assert_eq!(answer(&b.reg, "root:kept"), 200);
+    assert_eq!(answer(&b.reg, "root:held"), 404);
+    assert_eq!(b.reg.existing_clusters(), a.reg.existing_clusters());
+    create_cm(&b.reg, "root:kept", "after").await.unwrap();
+    drop((a, b));
     store.shutdown().await.unwrap();
 }
 
