@@ -602,6 +602,83 @@ async fn the_controllers_move_with_the_leadership() {
     store.shutdown().await.unwrap();
 }
 
+/// A replica that does not lead holds and counts no controller work
+/// (`kplane_lifecycle_queue_depth` reads 0, never a stale figure): what was queued before
+/// the store said who leads (start-up), and what was queued or running when it stopped
+/// leading, is dropped. When it leads again, its controllers work and the count comes
+/// back to 0 when they are done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_stops_leading_drops_its_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let (lead, rx) = watch::channel(false);
+    let storage: Arc<dyn Storage> = Arc::new(Leased {
+        inner: store.clone(),
+        leader: rx,
+        deaf: Deafness::new(false),
+    });
+    let (_tx, shutdown) = watch::channel(false);
+    let (reg, queue) = Registry::new(
+        storage,
+        Arc::new(Catalog::new(builtin())),
+        String::new(),
+        shutdown,
+    );
+    reg.set_external_url("https://kplane.test");
+    reg.load_cluster_state().await.unwrap();
+    reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+    let missing = |i: usize| controllers::Work::Namespace {
+        cluster: ClusterName::root(),
+        name: format!("missing-{i}"),
+    };
+    // Queued before the controllers start (as start-up may): the store then says another
+    // replica leads.
+    for i in 0..3 {
+        reg.enqueue(missing(i));
+    }
+    assert_eq!(reg.queued_work(), 3);
+    let controllers = controllers::start(&reg, queue, Duration::from_secs(3600), None);
+    until("the follower dropped its start-up work", || async {
+        !reg.is_leader() && reg.queued_work() == 0
+    })
+    .await;
+
+    // Leading, with far more queued than runs before the leadership goes.
+    lead.send_replace(true);
+    until("it leads", || async { reg.is_leader() }).await;
+    for i in 0..20_000 {
+        reg.enqueue(missing(i));
+    }
+    assert!(reg.queued_work() > 0);
+    lead.send_replace(false);
+    until("the work is dropped with the leadership", || async {
+        !reg.is_leader() && reg.queued_work() == 0
+    })
+    .await;
+    reg.enqueue(missing(0));
+    assert_eq!(
+        reg.queued_work(),
+        0,
+        "nothing is queued while it does not lead"
+    );
+
+    // Leading again: a namespace deletion is done, and the count goes back to 0.
+    lead.send_replace(true);
+    until("it leads again", || async { reg.is_leader() }).await;
+    create_namespace_with_content(&reg, "doomed").await;
+    let nst = target(&reg, "", "namespaces", None);
+    reg.delete(&nst, "doomed", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("the namespace is removed, nothing left queued", || async {
+        !exists(&reg, &nst, "doomed").await && reg.queued_work() == 0
+    })
+    .await;
+    drop(controllers);
+    store.shutdown().await.unwrap();
+}
+
 /// A throwaway PostgreSQL server (PostgreSQL must be installed: `.ci/run` installs it).
 fn pg() -> kplane_storage::testing::postgres::PgServer {
     use kplane_storage::testing::postgres::PgServer;

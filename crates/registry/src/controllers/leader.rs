@@ -66,14 +66,19 @@ pub(crate) async fn run(
             }
             (false, true) => {
                 registry.set_leader(false);
-                running = None;
+                if let Some(c) = running.take() {
+                    stop_and_wait(c).await;
+                }
+                drop_work(&registry, &queue).await;
                 tracing::warn!("this replica no longer leads: the controllers stopped");
             }
             (false, false) => {
                 if registry.is_leader() {
                     tracing::info!("another replica leads: the controllers run there");
+                    registry.set_leader(false);
+                    // Work queued before the store said who leads (start-up).
+                    drop_work(&registry, &queue).await;
                 }
-                registry.set_leader(false);
             }
             (true, true) => {}
         }
@@ -81,6 +86,45 @@ pub(crate) async fn run(
             // The store never changes its answer again (sled: always the leader).
             std::future::pending::<()>().await;
         }
+    }
+}
+
+/// Aborts the controllers' tasks and waits until each has ended, so that none of them
+/// touches the queue or its count afterwards.
+async fn stop_and_wait(mut c: Controllers) {
+    let tasks = std::mem::take(&mut c.tasks);
+    for t in &tasks {
+        t.abort();
+    }
+    for t in tasks {
+        // Cancelled (or ended, or panicked: logged by the runtime).
+        let _ = t.await;
+    }
+}
+
+/// Drops the work of a replica that no longer leads (the leader has it, or finds it from
+/// what it replays): the queued items, the merged and delayed ones, the deadlines; the
+/// count `/metrics` shows (`kplane_lifecycle_queue_depth`) goes back to 0, including the
+/// items the stopped worker had taken in. Runs after the leader flag is cleared and the
+/// worker stopped: nothing is queued meanwhile ([`Registry::enqueue`]).
+async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedReceiver<Work>>) {
+    let mut rx = queue.lock().await;
+    let c = &registry.controllers;
+    let mut waiting = c.waiting();
+    let mut dropped = 0usize;
+    while rx.try_recv().is_ok() {
+        dropped += 1;
+    }
+    waiting.queued.clear();
+    waiting.delayed.clear();
+    c.queued.store(0, Ordering::Relaxed);
+    drop(waiting);
+    c.timers.clear();
+    if dropped > 0 {
+        tracing::info!(
+            dropped,
+            "queued controller work dropped: the leader does it"
+        );
     }
 }
 
