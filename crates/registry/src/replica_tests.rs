@@ -958,3 +958,87 @@ async fn postgres_the_fence_is_exact_across_replicas() {
     a_store.shutdown().await.unwrap();
     b_store.shutdown().await.unwrap();
 }
+
+/// What a follower cannot queue (its queue drops work), the leader does: the
+/// `kube-root-ca.crt` of a namespace whose own write of it failed (here: a namespace
+/// stored without one), the repair of a Workspace reported Ready with another server's
+/// URL (as an import through a follower leaves it), and the removal of the keys of a
+/// cluster marked moved while nobody led.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_does_what_a_follower_cannot_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let a = Replica::start(store.clone(), Some(true)).await;
+    let b = Replica::start(store.clone(), Some(false)).await;
+    until("A leads, B follows", || async {
+        a.reg.is_leader() && !b.reg.is_leader()
+    })
+    .await;
+
+    // A namespace without its ConfigMap.
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "bare", "uid": "5b0a1c4e-0000-4000-8000-000000000001",
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+    let bytes = serde_json::to_vec(&ns).unwrap();
+    store
+        .put(
+            Key::new("root", "/namespaces", "", "bare"),
+            Precondition::MustNotExist,
+            Box::new(move |_| Ok(bytes)),
+        )
+        .await
+        .unwrap();
+    let cms = target(&b.reg, "", "configmaps", Some("bare"));
+    until("the leader published kube-root-ca.crt", || async {
+        exists(&b.reg, &cms, "kube-root-ca.crt").await
+    })
+    .await;
+
+    // A Workspace reported Ready elsewhere, through the follower.
+    ready_workspace(&b.reg, "root", "imp", &[]).await;
+    let ws = workspaces(&b.reg, "root");
+    let mut v: Value = serde_json::from_slice(&b.reg.get(&ws, "imp").await.unwrap()).unwrap();
+    let here = v["status"]["URL"].clone();
+    assert_eq!(here, "https://kplane.test/clusters/root:imp");
+    v["status"]["URL"] = json!("https://elsewhere.example/clusters/root:imp");
+    b.reg
+        .update(&ws, "imp", Some("status"), v, &WriteParams::default())
+        .await
+        .unwrap();
+    until("the leader put this server's URL back", || async {
+        let v: Value = serde_json::from_slice(&b.reg.get(&ws, "imp").await.unwrap()).unwrap();
+        v["status"]["URL"] == here
+    })
+    .await;
+
+    // Marked moved while nobody leads; then A leads again.
+    a.lead.send_replace(false);
+    until("nobody leads", || async { !a.reg.is_leader() }).await;
+    b.reg.set_auto_create_clusters(true);
+    create_cm(&b.reg, "root:src", "one").await.unwrap();
+    b.reg.set_auto_create_clusters(false);
+    b.reg.fence_cluster(&name("root:src")).await.unwrap();
+    b.reg
+        .mark_moved(
+            &name("root:src"),
+            "https://elsewhere.example/clusters/root:src",
+        )
+        .await
+        .unwrap();
+    until("A knows the move", || async {
+        answer(&a.reg, "root:src") == 410
+    })
+    .await;
+    let keys = || async { store.count(&Prefix::cluster("root:src")).await.unwrap() };
+    assert!(keys().await > 0);
+    a.lead.send_replace(true);
+    until(
+        "the new leader removed the moved cluster's keys",
+        || async { keys().await == 0 },
+    )
+    .await;
+    drop((a, b));
+    store.shutdown().await.unwrap();
+}
