@@ -471,16 +471,12 @@ async fn ready_workspace(reg: &Registry, cluster: &str, ws: &str, finalizers: &[
 }
 
 /// A replica whose derived-state informer was cut off while Workspaces were deleted
-/// through the leader ends, after its rescan, as the leader: the deleted clusters (a
-/// descendant too) answer 404, the terminating mark of a Workspace that went is gone;
-/// the rest is untouched. (Before the rescan it still serves the stale state: the test
+/// (and a fence lifted) through the leader ends, after its rescan, as the leader: the
+/// deleted clusters (a descendant too) answer 404, the terminating mark of a Workspace
+/// that went is gone, the fence is lifted; the rest is untouched. (Before the rescan it still serves the stale state: the test
 /// would pass without a cut-off otherwise.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rescan_makes_existence_and_terminating_marks_exact() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-    let a = Replica::start(store.clone(), Some(true)).await;
+async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: Arc<dyn Storage>) {
+    let a = Replica::start(a_store, Some(true)).await;
     let hold = "example.com/hold";
     ready_workspace(&a.reg, "root", "kept", &[]).await;
     ready_workspace(&a.reg, "root", "gone", &[]).await;
@@ -496,16 +492,23 @@ async fn a_rescan_makes_existence_and_terminating_marks_exact() {
         answer(&a.reg, "root:held") == 404
     })
     .await;
+    // And a fenced cluster.
+    a.reg.set_auto_create_clusters(true);
+    create_cm(&a.reg, "root:fenced", "c").await.unwrap();
+    a.reg.set_auto_create_clusters(false);
+    a.reg.fence_cluster(&name("root:fenced")).await.unwrap();
 
     // B starts (existence and marks loaded from the store), then hears nothing.
     let deaf = Deafness::new(true);
-    let b = Replica::start_hearing(store.clone(), Some(false), deaf.clone()).await;
+    let b = Replica::start_hearing(b_store, Some(false), deaf.clone()).await;
     until("B's informer watches", || async {
         deaf.deaf_watchers() == 1
     })
     .await;
     assert!(b.reg.is_terminating(&name("root:held")));
     assert_eq!(answer(&b.reg, "root:gone:inner"), 200);
+    let fenced = || b.reg.cluster_phase(&name("root:fenced"));
+    assert_eq!(fenced(), Some(ClusterPhase::Fenced));
 
     // Through A: `gone` deleted with its descendant, `held` let go.
     a.reg
@@ -519,6 +522,7 @@ async fn a_rescan_makes_existence_and_terminating_marks_exact() {
         .update(&ws, "held", None, v, &WriteParams::default())
         .await
         .unwrap();
+    a.reg.unfence_cluster(&name("root:fenced")).await.unwrap();
     until("A deleted both Workspaces", || async {
         !exists(&a.reg, &ws, "gone").await && !exists(&a.reg, &ws, "held").await
     })
@@ -530,6 +534,7 @@ async fn a_rescan_makes_existence_and_terminating_marks_exact() {
     assert_eq!(answer(&b.reg, "root:gone"), 200);
     assert_eq!(answer(&b.reg, "root:gone:inner"), 200);
     assert!(b.reg.is_terminating(&name("root:held")));
+    assert_eq!(fenced(), Some(ClusterPhase::Fenced));
 
     // Cut off: B rescans and ends as A.
     deaf.cut_off();
@@ -537,6 +542,7 @@ async fn a_rescan_makes_existence_and_terminating_marks_exact() {
         answer(&b.reg, "root:gone") == 404
             && answer(&b.reg, "root:gone:inner") == 404
             && !b.reg.is_terminating(&name("root:held"))
+            && fenced().is_none()
     })
     .await;
     assert_eq!(answer(&b.reg, "root:kept"), 200);
@@ -544,7 +550,25 @@ async fn a_rescan_makes_existence_and_terminating_marks_exact() {
     assert_eq!(b.reg.existing_clusters(), a.reg.existing_clusters());
     create_cm(&b.reg, "root:kept", "after").await.unwrap();
     drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_a_rescan_makes_derived_state_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    a_rescan_makes_derived_state_exact(store.clone(), store.clone()).await;
     store.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_rescan_makes_derived_state_exact() {
+    let server = pg();
+    let url = server.create_database();
+    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
+    a_rescan_makes_derived_state_exact(a.clone(), b.clone()).await;
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
 }
 
 /// Only the leader runs the controllers; when it stops leading the other takes over,
