@@ -7,8 +7,10 @@
 //! so "exists" is "holds at least one key": [`Registry::load_cluster_state`] reads the set
 //! from storage ([`kplane_storage::Storage::clusters`]) once at start-up, which also covers
 //! clusters that older kplane versions created on a first write. After that the set
-//! changes only in memory: marked on bootstrap, forgotten when a deletion finishes. One
-//! entry costs its name and a B-tree slot (tens of bytes), so 100,000 clusters are cheap.
+//! changes only in memory: marked on bootstrap, forgotten when a deletion finishes, and
+//! following the storage events (`derived.rs`), whose rescan makes it what a start-up load
+//! would find ([`Registry::settle_after_replay`]). One entry costs its name, its mark's
+//! revision and a B-tree slot (tens of bytes), so 100,000 clusters are cheap.
 //!
 //! A request into a cluster that does not exist is a 404 ([`Registry::check_cluster`], which
 //! the HTTP layer asks once per request). The development flag
