@@ -229,6 +229,23 @@ impl Registry {
         self.existing_write().insert(cluster.clone(), rev).is_none()
     }
 
+    /// [`Registry::mark_cluster`] for a cluster whose keys are being written: until
+    /// [`Registry::unpin_cluster`], no rescan forgets it.
+    pub(crate) fn pin_cluster(&self, cluster: &ClusterName) -> bool {
+        self.existing_write()
+            .insert(cluster.clone(), Revision::MAX)
+            .is_none()
+    }
+
+    /// Ends [`Registry::pin_cluster`] (the keys are written): the mark carries the
+    /// revision of a mark made now. Nothing for a cluster unmarked meanwhile.
+    pub(crate) fn unpin_cluster(&self, cluster: &ClusterName) {
+        let rev = self.mark_revision();
+        if let Some(r) = self.existing_write().get_mut(cluster) {
+            *r = rev;
+        }
+    }
+
     /// The revision a mark made now carries: the first one a write after it can have (a
     /// replay as of an older revision cannot show the change the mark stands for).
     fn mark_revision(&self) -> Revision {
@@ -593,6 +610,8 @@ pub(crate) mod tests {
         for c in ["root:old", "root:shown", "root:imp"] {
             reg.mark_cluster(&name(c));
         }
+        // A bootstrap writing its keys.
+        reg.pin_cluster(&name("root:pinned"));
         for c in ["root:old", "root:shown", "root:imp:x", "root:gone"] {
             reg.set_terminating(&name(c), true);
         }
@@ -613,7 +632,14 @@ pub(crate) mod tests {
         let deleting: HashSet<ClusterName> = [name("root:shown")].into();
         let gone = reg.settle_after_replay(&holding, &deleting, at);
         assert_eq!(gone, [name("root:old")]);
-        for c in ["root", "root:shown", "root:imp", "root:new", "root:newer"] {
+        for c in [
+            "root",
+            "root:shown",
+            "root:imp",
+            "root:new",
+            "root:newer",
+            "root:pinned",
+        ] {
             assert!(reg.cluster_exists(&name(c)), "{c}");
         }
         assert!(!reg.cluster_exists(&name("root:old")));
@@ -627,6 +653,13 @@ pub(crate) mod tests {
         ] {
             assert_eq!(reg.is_terminating(&name(c)), on, "{c}");
         }
+        // Unpinned, it is a mark like any other: a later replay that does not show it
+        // forgets it.
+        reg.unpin_cluster(&name("root:pinned"));
+        create_cm(&reg, "root:later").await.unwrap();
+        let later = reg.storage.current_revision();
+        let gone = reg.settle_after_replay(&holding, &deleting, later);
+        assert!(gone.contains(&name("root:pinned")), "{gone:?}");
     }
 
     /// Terminating marks cover descendants, not siblings with the same prefix.
