@@ -104,7 +104,8 @@ async fn stop_and_wait(mut c: Controllers) {
 }
 
 /// Drops the work of a replica that no longer leads (the leader has it, or finds it from
-/// what it replays): the queued items, the merged and delayed ones, the deadlines; the
+/// what it replays): the queued items, the merged and delayed ones, the deadlines, the
+/// garbage collector's graph; the
 /// count `/metrics` shows (`kplane_lifecycle_queue_depth`) goes back to 0, including the
 /// items the stopped worker had taken in. Runs after the leader flag is cleared and the
 /// worker stopped: nothing is queued meanwhile ([`Registry::enqueue`]).
@@ -121,6 +122,8 @@ async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedRece
     c.queued.store(0, Ordering::Relaxed);
     drop(waiting);
     c.timers.clear();
+    // Rebuilt by the controllers' informer when this replica leads again.
+    c.gc.reset();
     if dropped > 0 {
         tracing::info!(
             dropped,
