@@ -6,14 +6,15 @@
 //! the write path queues work again) and starts the controllers ([`super::start_leading`]:
 //! their informer resyncs from a fresh scan, [`PendingFeed`] queues every pending
 //! namespace, CRD and Workspace it replays, the worker takes over the queue); on loss it
-//! clears the flag and aborts those tasks. Each storage write is atomic and every
+//! clears the flag, aborts those tasks and waits for them to end. Each storage write is atomic and every
 //! controller write carries the resourceVersion it read, so an item cut short is simply
 //! done again by the next leader. Caches (`crate::derived`) run on every replica whatever
 //! the leadership.
 //!
 //! On a replica that does not lead, [`Registry::enqueue`] drops work: the leader finds it
 //! from the write's storage event instead ([`PendingFeed`] and the other handlers of its
-//! informer), within the tailer's delay.
+//! informer), within the tailer's delay. A replica that stops leading, or learns at
+//! start-up that it does not lead, drops what it had queued (`drop_work`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -105,10 +106,10 @@ async fn stop_and_wait(mut c: Controllers) {
 
 /// Drops the work of a replica that no longer leads (the leader has it, or finds it from
 /// what it replays): the queued items, the merged and delayed ones, the deadlines, the
-/// garbage collector's graph; the
-/// count `/metrics` shows (`kplane_lifecycle_queue_depth`) goes back to 0, including the
-/// items the stopped worker had taken in. Runs after the leader flag is cleared and the
-/// worker stopped: nothing is queued meanwhile ([`Registry::enqueue`]).
+/// garbage collector's graph; the count `/metrics` shows (`kplane_lifecycle_queue_depth`)
+/// goes back to 0, including the items the stopped worker had taken in. Runs after the
+/// leader flag is cleared and the worker stopped: nothing is queued meanwhile
+/// ([`Registry::enqueue`]).
 async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedReceiver<Work>>) {
     let mut rx = queue.lock().await;
     let c = &registry.controllers;
