@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kplane_storage::KeyValue;
-use kplane_types::ClusterName;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -135,12 +134,11 @@ async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedRece
 
 /// Queues the work that pending objects need, as the write path's hooks do on the replica
 /// that wrote them: a Terminating namespace is emptied, a deleted CRD's resources removed
-/// (and dependents of kinds a CRD change may resolve examined again), a Workspace the
-/// workspace controller has work for ([`workspace_pending`]) brought along. Replayed
-/// objects too, so a new leader finds the work its predecessor left; and on each resync,
-/// the removal of every moved cluster's keys (`cluster_states.rs`: a cluster marked moved
-/// while nobody led, or on a replica whose queue then dropped it). Queueing is
-/// idempotent: the work reads the stored state.
+/// (and dependents of kinds a CRD change may resolve examined again), a Workspace not yet
+/// Ready (or being deleted) brought along. Replayed objects too, so a new leader finds the
+/// work its predecessor left; and on each resync, the removal of every moved cluster's
+/// keys (`cluster_states.rs`: a cluster marked moved while nobody led, or on a replica
+/// whose queue then dropped it). Queueing is idempotent: the work reads the stored state.
 ///
 /// Also what a replica that does not lead cannot queue: a namespace created (a live
 /// event) gets its `kube-root-ca.crt` checked [`super::RETRY_EVERY`] later (the replica
@@ -197,41 +195,12 @@ impl InformerHandler for PendingFeed {
             CRD_RESOURCE if meta::is_deleting(&v) => {
                 reg.enqueue(Work::CrdCleanup { cluster, name })
             }
-            WORKSPACE_RESOURCE if workspace_pending(reg, &cluster, &name, &v) => {
+            WORKSPACE_RESOURCE
+                if meta::is_deleting(&v) || v.pointer("/status/phase") != Some(&"Ready".into()) =>
+            {
                 reg.enqueue(Work::Workspace { cluster, name })
             }
             _ => {}
         }
     }
-}
-
-/// Whether the workspace controller has work for Workspace `name` of `cluster` (stored as
-/// `v`): being deleted; not Ready; Ready with another server's URL (one imported from
-/// another server: the replica that imported it queued the check, which a replica that
-/// does not lead drops); its cluster moved (its keys go).
-fn workspace_pending(reg: &Registry, cluster: &ClusterName, name: &str, v: &Value) -> bool {
-    if meta::is_deleting(v) || v.pointer("/status/phase") != Some(&"Ready".into()) {
-        return true;
-    }
-    let Some(child) = cluster.child(name) else {
-        return false;
-    };
-    if matches!(
-        reg.cluster_phase(&child),
-        Some(crate::cluster_states::ClusterPhase::Moved { .. })
-    ) {
-        return true;
-    }
-    let ready = v
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|c| {
-            c.iter()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True")
-        });
-    let here = reg.external_url().is_none_or(|base| {
-        v.pointer("/status/URL").and_then(Value::as_str)
-            == Some(&format!("{base}/clusters/{child}"))
-    });
-    !(ready && here)
 }
