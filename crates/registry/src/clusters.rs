@@ -264,9 +264,10 @@ impl Registry {
     /// not show with a deletionTimestamp (`deleting`), as their DELETED events would have
     /// done. Left alone: `root`; marks set after `at` (this process's write path, whose
     /// change the replay could not show: its event follows); clusters the replay could
-    /// not show (being imported or replaced, moved: `ClusterTable::hides`), and the marks
-    /// of those whose parent it could not show. Returns the clusters forgotten (their
-    /// catalogs are the caller's).
+    /// not show (being imported or replaced, moved: `ClusterTable::hides`, or a phase that
+    /// changed at or after `at`: an import that finished while the replay ran), and the
+    /// marks of those whose parent it could not show. Returns the clusters forgotten
+    /// (their catalogs are the caller's).
     pub(crate) fn settle_after_replay(
         &self,
         holding: &HashSet<ClusterName>,
@@ -278,8 +279,11 @@ impl Registry {
         {
             let mut set = self.existing_write();
             set.retain(|c, rev| {
-                let keep =
-                    *rev > at || c.is_root() || holding.contains(c) || table.hides(c.as_str());
+                let keep = *rev > at
+                    || c.is_root()
+                    || holding.contains(c)
+                    || table.hides(c.as_str())
+                    || table.phase_changed_since(c.as_str(), at);
                 if !keep {
                     gone.push(c.clone());
                 }
@@ -292,7 +296,11 @@ impl Registry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         marks.retain(|c, rev| {
-            *rev > at || deleting.contains(c) || c.parent().is_some_and(|p| table.hides(p.as_str()))
+            *rev > at
+                || deleting.contains(c)
+                || c.parent().is_some_and(|p| {
+                    table.hides(p.as_str()) || table.phase_changed_since(p.as_str(), at)
+                })
         });
         for c in &gone {
             tracing::debug!(cluster = %c, "a cluster deleted while not followed is forgotten");
@@ -610,8 +618,13 @@ pub(crate) mod tests {
         for c in ["root:old", "root:shown", "root:imp"] {
             reg.mark_cluster(&name(c));
         }
-        // A bootstrap writing its keys.
+        // A bootstrap writing its keys; an import whose keys the replay hid.
         reg.pin_cluster(&name("root:pinned"));
+        reg.mark_cluster(&name("root:imported"));
+        reg.clusters.table.set_phase(
+            "root:imported",
+            Some(crate::cluster_states::Phase::Importing),
+        );
         for c in ["root:old", "root:shown", "root:imp:x", "root:gone"] {
             reg.set_terminating(&name(c), true);
         }
@@ -628,6 +641,8 @@ pub(crate) mod tests {
         reg.clusters
             .table
             .set_phase("root:imp", Some(crate::cluster_states::Phase::Importing));
+        // The import finished while the replay ran (its phase ended after `at`).
+        reg.set_own_phase("root:imported", None);
         let holding: HashSet<ClusterName> = [name("root:shown")].into();
         let deleting: HashSet<ClusterName> = [name("root:shown")].into();
         let gone = reg.settle_after_replay(&holding, &deleting, at);
@@ -639,6 +654,7 @@ pub(crate) mod tests {
             "root:new",
             "root:newer",
             "root:pinned",
+            "root:imported",
         ] {
             assert!(reg.cluster_exists(&name(c)), "{c}");
         }
