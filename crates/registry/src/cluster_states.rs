@@ -156,6 +156,12 @@ impl ClusterTable {
             && self.phase(cluster).is_some_and(|p| p != Phase::Fenced)
     }
 
+    /// Whether the phase of `cluster` was set (or ended) from a change at or after revision
+    /// `at`: a replay as of `at` may have hidden the cluster though it is not hidden now.
+    pub(crate) fn phase_changed_since(&self, cluster: &str, at: Revision) -> bool {
+        self.read().get(cluster).is_some_and(|e| e.phase_rev >= at)
+    }
+
     /// The phase of `cluster`, if any.
     pub fn phase(&self, cluster: &str) -> Option<Phase> {
         if self.phased.load(Ordering::Acquire) == 0 {

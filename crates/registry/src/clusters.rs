@@ -7,8 +7,10 @@
 //! so "exists" is "holds at least one key": [`Registry::load_cluster_state`] reads the set
 //! from storage ([`kplane_storage::Storage::clusters`]) once at start-up, which also covers
 //! clusters that older kplane versions created on a first write. After that the set
-//! changes only in memory: marked on bootstrap, forgotten when a deletion finishes. One
-//! entry costs its name and a B-tree slot (tens of bytes), so 100,000 clusters are cheap.
+//! changes only in memory: marked on bootstrap, forgotten when a deletion finishes, and
+//! following the storage events (`derived.rs`), whose rescan makes it what a start-up load
+//! would find ([`Registry::settle_after_replay`]). One entry costs its name, its mark's
+//! revision and a B-tree slot (tens of bytes), so 100,000 clusters are cheap.
 //!
 //! A request into a cluster that does not exist is a 404 ([`Registry::check_cluster`], which
 //! the HTTP layer asks once per request). The development flag
@@ -20,11 +22,11 @@
 //! hooks set and clear the mark), and the marks are rebuilt at start-up from the stored
 //! Workspaces, so a restart never reopens a terminating cluster for writes.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use kplane_storage::{Clusters, Key, ListOptions, Prefix};
+use kplane_storage::{Clusters, Key, ListOptions, Prefix, Revision};
 use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
 
 use crate::cluster_states::{ClusterTable, FLOOR_NAME, HIDDEN_PREFIX, STATE_RESOURCE};
@@ -40,10 +42,11 @@ pub(crate) const LOAD_PAGE: usize = 1024;
 #[derive(Debug, Default)]
 pub(crate) struct ClusterState {
     /// Clusters that exist (besides `root`, which always does), in name order, so that a
-    /// cluster's descendants are one range.
-    existing: RwLock<BTreeSet<ClusterName>>,
-    /// Clusters whose Workspace is being deleted.
-    terminating: Mutex<HashSet<ClusterName>>,
+    /// cluster's descendants are one range; each with the revision of its last mark
+    /// (`mark_revision`: a rescan leaves marks made after its snapshot alone).
+    existing: RwLock<BTreeMap<ClusterName, Revision>>,
+    /// Clusters whose Workspace is being deleted, each with the revision of its last mark.
+    terminating: Mutex<HashMap<ClusterName, Revision>>,
     /// Development mode: unknown clusters answer, and a first write bootstraps them.
     auto_create: AtomicBool,
     /// Clusters being imported or replaced, and resourceVersion floors
@@ -118,7 +121,7 @@ impl Registry {
         let set = self.existing_read();
         let mut v = Vec::with_capacity(set.len() + 1);
         v.push(ClusterName::root());
-        v.extend(set.iter().filter(|c| !c.is_root()).cloned());
+        v.extend(set.keys().filter(|c| !c.is_root()).cloned());
         v
     }
 
@@ -144,11 +147,12 @@ impl Registry {
             let Some(last) = names.last().cloned() else {
                 break;
             };
+            let rev = self.mark_revision();
             let mut set = self.existing_write();
             for n in names.iter().filter(|n| !n.starts_with(HIDDEN_PREFIX)) {
                 match ClusterName::parse(n) {
                     Some(c) => {
-                        set.insert(c);
+                        set.insert(c, rev);
                     }
                     None => {
                         tracing::warn!(cluster = %n, "stored keys of an invalid logical cluster name; skipped")
@@ -221,12 +225,87 @@ impl Registry {
 
     /// Records that `cluster` exists; `true` when it was not recorded before.
     pub(crate) fn mark_cluster(&self, cluster: &ClusterName) -> bool {
-        self.existing_write().insert(cluster.clone())
+        let rev = self.mark_revision();
+        self.existing_write().insert(cluster.clone(), rev).is_none()
+    }
+
+    /// [`Registry::mark_cluster`] for a cluster whose keys are being written: until
+    /// [`Registry::unpin_cluster`], no rescan forgets it.
+    pub(crate) fn pin_cluster(&self, cluster: &ClusterName) -> bool {
+        self.existing_write()
+            .insert(cluster.clone(), Revision::MAX)
+            .is_none()
+    }
+
+    /// Ends [`Registry::pin_cluster`] (the keys are written): the mark carries the
+    /// revision of a mark made now. Nothing for a cluster unmarked meanwhile.
+    pub(crate) fn unpin_cluster(&self, cluster: &ClusterName) {
+        let rev = self.mark_revision();
+        if let Some(r) = self.existing_write().get_mut(cluster) {
+            *r = rev;
+        }
+    }
+
+    /// The revision a mark made now carries: the first one a write after it can have (a
+    /// replay as of an older revision cannot show the change the mark stands for).
+    fn mark_revision(&self) -> Revision {
+        self.storage.current_revision().saturating_add(1)
     }
 
     /// Whether `cluster` was bootstrapped (or found holding keys at start-up).
     pub(crate) fn is_marked(&self, cluster: &ClusterName) -> bool {
-        self.existing_read().contains(cluster)
+        self.existing_read().contains_key(cluster)
+    }
+
+    /// After a replay of the store as of revision `at` (the derived-state informer's
+    /// rescan, which follows changes it may have missed): what a start-up load would find.
+    /// A cluster that held no key in the replay (`holding` lists those that did) is
+    /// forgotten, so is the terminating mark of a cluster whose Workspace the replay did
+    /// not show with a deletionTimestamp (`deleting`), as their DELETED events would have
+    /// done. Left alone: `root`; marks set after `at` (this process's write path, whose
+    /// change the replay could not show: its event follows); clusters the replay could
+    /// not show (being imported or replaced, moved: `ClusterTable::hides`, or a phase that
+    /// changed at or after `at`: an import that finished while the replay ran), and the
+    /// marks of those whose parent it could not show. Returns the clusters forgotten
+    /// (their catalogs are the caller's).
+    pub(crate) fn settle_after_replay(
+        &self,
+        holding: &HashSet<ClusterName>,
+        deleting: &HashSet<ClusterName>,
+        at: Revision,
+    ) -> Vec<ClusterName> {
+        let table = &self.clusters.table;
+        let mut gone = Vec::new();
+        {
+            let mut set = self.existing_write();
+            set.retain(|c, rev| {
+                let keep = *rev > at
+                    || c.is_root()
+                    || holding.contains(c)
+                    || table.hides(c.as_str())
+                    || table.phase_changed_since(c.as_str(), at);
+                if !keep {
+                    gone.push(c.clone());
+                }
+                keep
+            });
+        }
+        let mut marks = self
+            .clusters
+            .terminating
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        marks.retain(|c, rev| {
+            *rev > at
+                || deleting.contains(c)
+                || c.parent().is_some_and(|p| {
+                    table.hides(p.as_str()) || table.phase_changed_since(p.as_str(), at)
+                })
+        });
+        for c in &gone {
+            tracing::debug!(cluster = %c, "a cluster deleted while not followed is forgotten");
+        }
+        gone
     }
 
     /// Forgets that `cluster` exists (its key range is gone).
@@ -238,6 +317,7 @@ impl Registry {
     pub(crate) fn existing_descendants(&self, root: &ClusterName) -> Vec<ClusterName> {
         let set = self.existing_read();
         set.range(root.clone()..)
+            .map(|(c, _)| c)
             .take_while(|c| c.as_str().starts_with(root.as_str()))
             .filter(|c| *c != root && c.is_within(root))
             .cloned()
@@ -257,7 +337,7 @@ impl Registry {
         // The cluster and its ancestors: a few lookups, however many clusters terminate.
         let mut next = Some(cluster.clone());
         while let Some(c) = next {
-            if set.contains(&c) {
+            if set.contains_key(&c) {
                 return Err(ApiError::from(Status::new(
                     StatusReason::Forbidden,
                     format!(
@@ -279,13 +359,14 @@ impl Registry {
 
     /// Marks (or unmarks) `cluster` as terminating.
     pub(crate) fn set_terminating(&self, cluster: &ClusterName, on: bool) {
+        let rev = self.mark_revision();
         let mut set = self
             .clusters
             .terminating
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if on {
-            set.insert(cluster.clone());
+            set.insert(cluster.clone(), rev);
         } else {
             set.remove(cluster);
         }
@@ -297,17 +378,17 @@ impl Registry {
             .terminating
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(cluster)
+            .contains_key(cluster)
     }
 
-    fn existing_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeSet<ClusterName>> {
+    fn existing_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<ClusterName, Revision>> {
         self.clusters
             .existing
             .read()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn existing_write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeSet<ClusterName>> {
+    fn existing_write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<ClusterName, Revision>> {
         self.clusters
             .existing
             .write()
@@ -523,6 +604,78 @@ pub(crate) mod tests {
             let e = reg.refuse_if_terminating(&name("root:b:x:y")).unwrap_err();
             assert_eq!(e.code(), 403);
         }
+    }
+
+    /// After a replay as of revision `at`: clusters it showed no key of and terminating
+    /// marks it did not show are dropped; `root`, what it showed, marks set after `at`
+    /// (this process's writes), clusters it could not show (an import) and marks within
+    /// them stay.
+    #[tokio::test]
+    async fn a_replay_drops_what_it_did_not_show_and_nothing_newer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir));
+        reg.set_auto_create_clusters(true);
+        for c in ["root:old", "root:shown", "root:imp"] {
+            reg.mark_cluster(&name(c));
+        }
+        // A bootstrap writing its keys; an import whose keys the replay hid.
+        reg.pin_cluster(&name("root:pinned"));
+        reg.mark_cluster(&name("root:imported"));
+        reg.clusters.table.set_phase(
+            "root:imported",
+            Some(crate::cluster_states::Phase::Importing),
+        );
+        for c in ["root:old", "root:shown", "root:imp:x", "root:gone"] {
+            reg.set_terminating(&name(c), true);
+        }
+        // A write after the marks; the replay is as of it.
+        create_cm(&reg, "root").await.unwrap();
+        let at = reg.storage.current_revision();
+        // Marks made after the replay's revision was read: before any later write, and
+        // after one.
+        reg.mark_cluster(&name("root:new"));
+        reg.set_terminating(&name("root:new"), true);
+        create_cm(&reg, "root:newer").await.unwrap();
+        assert!(reg.storage.current_revision() > at);
+        reg.set_terminating(&name("root:newer"), true);
+        reg.clusters
+            .table
+            .set_phase("root:imp", Some(crate::cluster_states::Phase::Importing));
+        // The import finished while the replay ran (its phase ended after `at`).
+        reg.set_own_phase("root:imported", None);
+        let holding: HashSet<ClusterName> = [name("root:shown")].into();
+        let deleting: HashSet<ClusterName> = [name("root:shown")].into();
+        let gone = reg.settle_after_replay(&holding, &deleting, at);
+        assert_eq!(gone, [name("root:old")]);
+        for c in [
+            "root",
+            "root:shown",
+            "root:imp",
+            "root:new",
+            "root:newer",
+            "root:pinned",
+            "root:imported",
+        ] {
+            assert!(reg.cluster_exists(&name(c)), "{c}");
+        }
+        assert!(!reg.cluster_exists(&name("root:old")));
+        for (c, on) in [
+            ("root:old", false),
+            ("root:gone", false),
+            ("root:shown", true),
+            ("root:imp:x", true),
+            ("root:new", true),
+            ("root:newer", true),
+        ] {
+            assert_eq!(reg.is_terminating(&name(c)), on, "{c}");
+        }
+        // Unpinned, it is a mark like any other: a later replay that does not show it
+        // forgets it.
+        reg.unpin_cluster(&name("root:pinned"));
+        create_cm(&reg, "root:later").await.unwrap();
+        let later = reg.storage.current_revision();
+        let gone = reg.settle_after_replay(&holding, &deleting, later);
+        assert!(gone.contains(&name("root:pinned")), "{gone:?}");
     }
 
     /// Terminating marks cover descendants, not siblings with the same prefix.

@@ -13,9 +13,12 @@
 //! - cluster existence: a cluster holding an object exists (the bootstrap of a Workspace's
 //!   cluster writes its default namespaces); a Workspace that is deleted, or that has lost
 //!   its `tenancy.kplane.io/workspace` finalizer while deleting, takes its cluster and the
-//!   descendants with it (the workspace controller deleted their keys first);
+//!   descendants with it (the workspace controller deleted their keys first); a replay
+//!   (the informer's rescan after it was cut off) forgets the clusters it showed no key
+//!   of, as a start-up load would;
 //! - terminating marks: a Workspace with a deletionTimestamp marks its cluster, a deleted
-//!   one unmarks it;
+//!   one unmarks it; a replay clears the marks of the Workspaces it did not show deleting
+//!   (marks this process set after the replay's revision stay: their events follow);
 //! - resourceVersion floors: a stored floor record raises the cluster's floor;
 //! - phases: a move's phase record (`~cluster-phases`) fences a cluster, marks it moved (the
 //!   leader then removes its keys) or, deleted, ends its phase; an import journal record
@@ -35,6 +38,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use kplane_storage::{KeyValue, Revision};
+use kplane_types::ClusterName;
 use serde_json::Value;
 
 use crate::archive::{journal_phases, Journal, JOURNAL_CLUSTER, JOURNAL_RESOURCE};
@@ -66,8 +70,24 @@ pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
 /// Catalogs, cluster existence, terminating marks, floors and phases (see the module doc).
 pub(crate) struct Follower {
     reg: Arc<Registry>,
-    /// During a replay: its revision and the clusters whose phase records it showed.
-    replay: Mutex<Option<(Revision, HashSet<String>)>>,
+    /// What the replay under way showed.
+    replay: Mutex<Option<Replay>>,
+}
+
+/// What a replay of the store as of `at` showed, for what it did not show to end when it
+/// ends (the changes missed while the informer was cut off, deletions among them).
+#[derive(Default)]
+struct Replay {
+    at: Revision,
+    /// Clusters whose phase records it showed.
+    phases: HashSet<String>,
+    /// Clusters holding at least one key.
+    holding: HashSet<ClusterName>,
+    /// Children of Workspaces with a deletionTimestamp.
+    deleting: HashSet<ClusterName>,
+    /// The cluster of the last object (the scan is in key order: each cluster's keys
+    /// come together, so each cluster is inserted once).
+    last: Option<ClusterName>,
 }
 
 impl Follower {
@@ -98,7 +118,7 @@ impl Follower {
             };
             let applied = table.set_move_phase(&key.name, phase.as_ref(), rev, false);
             if let (true, Some(ClusterPhase::Moved { .. })) = (applied, &phase) {
-                if let Some(c) = kplane_types::ClusterName::parse(&key.name) {
+                if let Some(c) = ClusterName::parse(&key.name) {
                     // The leader removes its keys (a no-op elsewhere).
                     self.reg.enqueue_moved(&c);
                 }
@@ -118,25 +138,34 @@ impl Follower {
             }
         }
         if replay {
-            let mut r = self.replay.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((_, seen)) = r.as_mut() {
-                seen.extend(shown);
-            }
+            self.noting(|r| r.phases.extend(shown));
+        }
+    }
+
+    /// Notes what the replay under way showed (nothing when none is).
+    fn noting(&self, f: impl FnOnce(&mut Replay)) {
+        let mut r = self.replay.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(r) = r.as_mut() {
+            f(r);
         }
     }
 }
 
 impl InformerHandler for Follower {
     /// Changes may have been missed: every catalog loads again on its next use. Existence,
-    /// terminating marks, floors and phases are set again by the replay (what the replay
-    /// cannot show, a Workspace deleted meanwhile, keeps its marks until a later event; a
-    /// phase record deleted meanwhile ends its phase when the replay ends).
+    /// terminating marks, floors and phases are set again by the replay; what it did not
+    /// show ends when it ends (a cluster without keys, the terminating mark of a cluster
+    /// whose Workspace went or is no longer deleting, a phase whose record went:
+    /// [`Registry::settle_after_replay`], `ClusterTable::end_phases_not_shown`).
     fn on_resync(&self) {
         self.reg.catalogs.forget_all();
     }
 
     fn on_resync_at(&self, at: Revision) {
-        *self.replay.lock().unwrap_or_else(PoisonError::into_inner) = Some((at, HashSet::new()));
+        *self.replay.lock().unwrap_or_else(PoisonError::into_inner) = Some(Replay {
+            at,
+            ..Default::default()
+        });
         self.on_resync();
     }
 
@@ -146,8 +175,13 @@ impl InformerHandler for Follower {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some((at, shown)) = replay {
-            self.reg.cluster_table().end_phases_not_shown(&shown, at);
+        if let Some(r) = replay {
+            self.reg
+                .cluster_table()
+                .end_phases_not_shown(&r.phases, r.at);
+            for c in self.reg.settle_after_replay(&r.holding, &r.deleting, r.at) {
+                self.reg.catalogs.forget(&c);
+            }
         }
     }
 
@@ -163,10 +197,18 @@ impl InformerHandler for Follower {
             }
             return;
         }
-        let Some(cluster) = kplane_types::ClusterName::parse(&key.cluster) else {
+        let Some(cluster) = ClusterName::parse(&key.cluster) else {
             return;
         };
         let reg = &self.reg;
+        if replay {
+            self.noting(|r| {
+                if r.last.as_ref() != Some(&cluster) {
+                    r.holding.insert(cluster.clone());
+                    r.last = Some(cluster.clone());
+                }
+            });
+        }
         if !deleted && !reg.is_marked(&cluster) {
             reg.mark_cluster(&cluster);
         }
@@ -204,6 +246,11 @@ impl InformerHandler for Follower {
                     reg.set_terminating(&child, false);
                 } else if deleting {
                     reg.set_terminating(&child, true);
+                    if replay {
+                        self.noting(|r| {
+                            r.deleting.insert(child.clone());
+                        });
+                    }
                 }
             }
             _ => {}

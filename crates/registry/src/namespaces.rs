@@ -57,7 +57,9 @@ impl Registry {
         // namespaces are created as one batch (their durable writes share commits), an
         // existing one is left as it is (409), and each new one's bootstrap objects follow
         // as a batch of their own (the namespace's `after_create`), all namespaces at once.
-        let new = self.mark_cluster(cluster);
+        // Pinned while its keys are written: a rescan of the derived state meanwhile
+        // (whose replay may not show them yet) leaves the mark alone.
+        let new = self.pin_cluster(cluster);
         let w = WriteParams::controller();
         let mut items: Vec<(Target, Value, &WriteParams)> = DEFAULT_NAMESPACES
             .iter()
@@ -69,6 +71,7 @@ impl Registry {
             .collect();
         items.extend(extra);
         let results = Box::pin(self.create_batch(items)).await;
+        self.unpin_cluster(cluster);
         let failed = |r: ApiResult<Bytes>| match r {
             Err(e) if e.code() != 409 => Some(e),
             _ => None,

@@ -25,10 +25,64 @@ use crate::rbac::policy::Verdict;
 use crate::testing::target;
 use crate::{DeleteParams, Registry, Target};
 
-/// A store whose leadership the test gives and takes.
+/// A store whose leadership the test gives and takes, and whose watches it can cut off
+/// ([`Deafness`]).
 struct Leased {
     inner: Arc<dyn Storage>,
     leader: watch::Receiver<bool>,
+    deaf: Arc<Deafness>,
+}
+
+/// While on, the store's new watches hear nothing (they are served by a hub of their own
+/// that nothing is published to); [`Deafness::cut_off`] closes them as too slow, as a
+/// store closes a watcher that fell behind: the changes made meanwhile are never
+/// delivered, and the watcher has to rescan.
+struct Deafness {
+    on: std::sync::atomic::AtomicBool,
+    hub: Arc<kplane_storage::watch::Hub>,
+}
+
+impl Deafness {
+    fn new(on: bool) -> Arc<Deafness> {
+        Arc::new(Deafness {
+            on: on.into(),
+            hub: Arc::new(kplane_storage::watch::Hub::new(0, 16)),
+        })
+    }
+
+    /// Watchers that hear nothing now.
+    fn deaf_watchers(&self) -> usize {
+        self.hub.watcher_count()
+    }
+
+    /// Closes the deaf watches as too slow; new ones hear the store again.
+    fn cut_off(&self) {
+        self.on.store(false, std::sync::atomic::Ordering::Release);
+        self.hub.restart_at(0, kplane_storage::CloseReason::TooSlow);
+    }
+}
+
+/// The event log of a deaf watch: empty.
+struct NoLog;
+
+#[async_trait::async_trait]
+impl kplane_storage::EventLog for NoLog {
+    async fn read(
+        &self,
+        _prefix: &Prefix,
+        _after: Revision,
+        upto: Revision,
+        _max_events: usize,
+    ) -> Result<kplane_storage::EventPage> {
+        Ok(kplane_storage::EventPage {
+            events: Vec::new(),
+            through: upto,
+        })
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        0
+    }
 }
 
 #[async_trait::async_trait]
@@ -85,6 +139,12 @@ impl Storage for Leased {
         from: Revision,
         progress_every: Option<Duration>,
     ) -> Result<WatchReceiver> {
+        if self.deaf.on.load(std::sync::atomic::Ordering::Acquire) {
+            return self
+                .deaf
+                .hub
+                .watch(Arc::new(NoLog), prefix, from, progress_every);
+        }
         self.inner.watch(prefix, from, progress_every).await
     }
     fn stats(&self) -> StorageStats {
@@ -111,11 +171,22 @@ impl Replica {
     /// A replica over `store`, leading when `leader` (`None`: as the store elects), started
     /// as the server starts one.
     async fn start(store: Arc<dyn Storage>, leader: Option<bool>) -> Replica {
+        Replica::start_hearing(store, leader, Deafness::new(false)).await
+    }
+
+    /// [`Replica::start`], its store's watches deaf while `deaf` says so (`leader` must
+    /// be given for that).
+    async fn start_hearing(
+        store: Arc<dyn Storage>,
+        leader: Option<bool>,
+        deaf: Arc<Deafness>,
+    ) -> Replica {
         let (lead, rx) = watch::channel(leader.unwrap_or(false));
         let storage: Arc<dyn Storage> = match leader {
             Some(_) => Arc::new(Leased {
                 inner: store,
                 leader: rx,
+                deaf,
             }),
             None => store,
         };
@@ -377,6 +448,129 @@ async fn sled_what_one_replica_writes_the_other_serves() {
     store.shutdown().await.unwrap();
 }
 
+/// The Workspaces of `cluster`, on `reg`.
+fn workspaces(reg: &Registry, cluster: &str) -> Target {
+    in_cluster(
+        target(reg, "tenancy.kplane.io", "workspaces", None),
+        cluster,
+    )
+}
+
+/// Creates Workspace `ws` in `cluster` through `reg` (with `finalizers`) and waits until
+/// it is Ready.
+async fn ready_workspace(reg: &Registry, cluster: &str, ws: &str, finalizers: &[&str]) {
+    let t = workspaces(reg, cluster);
+    let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                     "metadata": {"name": ws, "finalizers": finalizers}});
+    reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+    until(&format!("{cluster}:{ws} is Ready"), || async {
+        let v: Value = serde_json::from_slice(&reg.get(&t, ws).await.unwrap()).unwrap();
+        v["status"]["phase"] == "Ready"
+    })
+    .await;
+}
+
+/// A replica whose derived-state informer was cut off while Workspaces were deleted
+/// (and a fence lifted) through the leader ends, after its rescan, as the leader: the
+/// deleted clusters (a descendant too) answer 404, the terminating mark of a Workspace
+/// that went is gone, the fence is lifted; the rest is untouched. (Before the rescan it still serves the stale state: the test
+/// would pass without a cut-off otherwise.)
+async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: Arc<dyn Storage>) {
+    let a = Replica::start(a_store, Some(true)).await;
+    let hold = "example.com/hold";
+    ready_workspace(&a.reg, "root", "kept", &[]).await;
+    ready_workspace(&a.reg, "root", "gone", &[]).await;
+    ready_workspace(&a.reg, "root:gone", "inner", &[]).await;
+    ready_workspace(&a.reg, "root", "held", &[hold]).await;
+    // `held` is deleted up to its own finalizer: its cluster is gone, it terminates.
+    let ws = workspaces(&a.reg, "root");
+    a.reg
+        .delete(&ws, "held", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("root:held is gone on A", || async {
+        answer(&a.reg, "root:held") == 404
+    })
+    .await;
+    // And a fenced cluster.
+    a.reg.set_auto_create_clusters(true);
+    create_cm(&a.reg, "root:fenced", "c").await.unwrap();
+    a.reg.set_auto_create_clusters(false);
+    a.reg.fence_cluster(&name("root:fenced")).await.unwrap();
+
+    // B starts (existence and marks loaded from the store), then hears nothing.
+    let deaf = Deafness::new(true);
+    let b = Replica::start_hearing(b_store, Some(false), deaf.clone()).await;
+    until("B's informer watches", || async {
+        deaf.deaf_watchers() == 1
+    })
+    .await;
+    assert!(b.reg.is_terminating(&name("root:held")));
+    assert_eq!(answer(&b.reg, "root:gone:inner"), 200);
+    let fenced = || b.reg.cluster_phase(&name("root:fenced"));
+    assert_eq!(fenced(), Some(ClusterPhase::Fenced));
+
+    // Through A: `gone` deleted with its descendant, `held` let go.
+    a.reg
+        .delete(&ws, "gone", &DeleteParams::default())
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&a.reg.get(&ws, "held").await.unwrap()).unwrap();
+    let mut v = v;
+    v["metadata"]["finalizers"] = json!([]);
+    a.reg
+        .update(&ws, "held", None, v, &WriteParams::default())
+        .await
+        .unwrap();
+    a.reg.unfence_cluster(&name("root:fenced")).await.unwrap();
+    until("A deleted both Workspaces", || async {
+        !exists(&a.reg, &ws, "gone").await && !exists(&a.reg, &ws, "held").await
+    })
+    .await;
+    assert_eq!(answer(&a.reg, "root:gone"), 404);
+    assert_eq!(answer(&a.reg, "root:gone:inner"), 404);
+    assert!(!a.reg.is_terminating(&name("root:held")));
+    // B missed it all.
+    assert_eq!(answer(&b.reg, "root:gone"), 200);
+    assert_eq!(answer(&b.reg, "root:gone:inner"), 200);
+    assert!(b.reg.is_terminating(&name("root:held")));
+    assert_eq!(fenced(), Some(ClusterPhase::Fenced));
+
+    // Cut off: B rescans and ends as A.
+    deaf.cut_off();
+    until("B forgot what went", || async {
+        answer(&b.reg, "root:gone") == 404
+            && answer(&b.reg, "root:gone:inner") == 404
+            && !b.reg.is_terminating(&name("root:held"))
+            && fenced().is_none()
+    })
+    .await;
+    assert_eq!(answer(&b.reg, "root:kept"), 200);
+    assert_eq!(answer(&b.reg, "root:held"), 404);
+    assert_eq!(b.reg.existing_clusters(), a.reg.existing_clusters());
+    create_cm(&b.reg, "root:kept", "after").await.unwrap();
+    drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_a_rescan_makes_derived_state_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    a_rescan_makes_derived_state_exact(store.clone(), store.clone()).await;
+    store.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_rescan_makes_derived_state_exact() {
+    let server = pg();
+    let url = server.create_database();
+    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
+    a_rescan_makes_derived_state_exact(a.clone(), b.clone()).await;
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
 /// Only the leader runs the controllers; when it stops leading the other takes over,
 /// including the work left pending while nobody led.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -429,6 +623,82 @@ async fn the_controllers_move_with_the_leadership() {
     .await;
     assert_eq!(a.reg.queued_work(), 0);
     drop((a, b));
+    store.shutdown().await.unwrap();
+}
+
+/// A replica that does not lead holds and counts no controller work
+/// (`kplane_lifecycle_queue_depth` reads 0, never a stale figure): what was queued before
+/// the store said who leads (start-up), and what was queued or running when it stopped
+/// leading, is dropped. When it leads again, its controllers work and the count comes
+/// back to 0 when they are done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_stops_leading_drops_its_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let (lead, rx) = watch::channel(false);
+    let storage: Arc<dyn Storage> = Arc::new(Leased {
+        inner: store.clone(),
+        leader: rx,
+        deaf: Deafness::new(false),
+    });
+    let (_tx, shutdown) = watch::channel(false);
+    let (reg, queue) = Registry::new(
+        storage,
+        Arc::new(Catalog::new(builtin())),
+        String::new(),
+        shutdown,
+    );
+    reg.set_external_url("https://kplane.test");
+    reg.load_cluster_state().await.unwrap();
+    reg.ensure_cluster(&ClusterName::root()).await.unwrap();
+    let missing = |i: usize| controllers::Work::Namespace {
+        cluster: ClusterName::root(),
+        name: format!("missing-{i}"),
+    };
+    // Queued before the controllers start (as start-up may): the store then says another
+    // replica leads.
+    for i in 0..3 {
+        reg.enqueue(missing(i));
+    }
+    assert_eq!(reg.queued_work(), 3);
+    let controllers = controllers::start(&reg, queue, Duration::from_secs(3600), None);
+    until("the follower dropped its start-up work", || async {
+        !reg.is_leader() && reg.queued_work() == 0
+    })
+    .await;
+
+    // Leading, with far more queued than runs before the leadership goes.
+    lead.send_replace(true);
+    until("it leads", || async { reg.is_leader() }).await;
+    for i in 0..20_000 {
+        reg.enqueue(missing(i));
+    }
+    lead.send_replace(false);
+    until("the work is dropped with the leadership", || async {
+        !reg.is_leader() && reg.queued_work() == 0
+    })
+    .await;
+    reg.enqueue(missing(0));
+    assert_eq!(
+        reg.queued_work(),
+        0,
+        "nothing is queued while it does not lead"
+    );
+
+    // Leading again: a namespace deletion is done, and the count goes back to 0.
+    lead.send_replace(true);
+    until("it leads again", || async { reg.is_leader() }).await;
+    create_namespace_with_content(&reg, "doomed").await;
+    let nst = target(&reg, "", "namespaces", None);
+    reg.delete(&nst, "doomed", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("the namespace is removed, nothing left queued", || async {
+        !exists(&reg, &nst, "doomed").await && reg.queued_work() == 0
+    })
+    .await;
+    drop(controllers);
     store.shutdown().await.unwrap();
 }
 
@@ -710,4 +980,70 @@ async fn postgres_the_fence_is_exact_across_replicas() {
     drop((a, b));
     a_store.shutdown().await.unwrap();
     b_store.shutdown().await.unwrap();
+}
+
+/// What a follower cannot queue (its queue drops work), the leader does: the
+/// `kube-root-ca.crt` of a namespace whose own write of it failed (here: a namespace
+/// stored without one), and the removal of the keys of a cluster marked moved while
+/// nobody led.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leader_does_what_a_follower_cannot_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let a = Replica::start(store.clone(), Some(true)).await;
+    let b = Replica::start(store.clone(), Some(false)).await;
+    until("A leads, B follows", || async {
+        a.reg.is_leader() && !b.reg.is_leader()
+    })
+    .await;
+
+    // A namespace without its ConfigMap.
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "bare", "uid": "5b0a1c4e-0000-4000-8000-000000000001",
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+    let bytes = serde_json::to_vec(&ns).unwrap();
+    store
+        .put(
+            Key::new("root", "/namespaces", "", "bare"),
+            Precondition::MustNotExist,
+            Box::new(move |_| Ok(bytes)),
+        )
+        .await
+        .unwrap();
+    let cms = target(&b.reg, "", "configmaps", Some("bare"));
+    until("the leader published kube-root-ca.crt", || async {
+        exists(&b.reg, &cms, "kube-root-ca.crt").await
+    })
+    .await;
+
+    // Marked moved while nobody leads; then A leads again.
+    a.lead.send_replace(false);
+    until("nobody leads", || async { !a.reg.is_leader() }).await;
+    b.reg.set_auto_create_clusters(true);
+    create_cm(&b.reg, "root:src", "one").await.unwrap();
+    b.reg.set_auto_create_clusters(false);
+    b.reg.fence_cluster(&name("root:src")).await.unwrap();
+    b.reg
+        .mark_moved(
+            &name("root:src"),
+            "https://elsewhere.example/clusters/root:src",
+        )
+        .await
+        .unwrap();
+    until("A knows the move", || async {
+        answer(&a.reg, "root:src") == 410
+    })
+    .await;
+    let keys = || async { store.count(&Prefix::cluster("root:src")).await.unwrap() };
+    assert!(keys().await > 0);
+    a.lead.send_replace(true);
+    until(
+        "the new leader removed the moved cluster's keys",
+        || async { keys().await == 0 },
+    )
+    .await;
+    drop((a, b));
+    store.shutdown().await.unwrap();
 }

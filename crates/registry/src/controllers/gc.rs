@@ -154,8 +154,9 @@ impl Collector {
     }
 
     /// A fresh scan begins: the graph is rebuilt from it, so that owners deleted while
-    /// events were missed are noticed (each owned object is examined again).
-    fn reset(&self) {
+    /// events were missed are noticed (each owned object is examined again). Also when
+    /// this replica stops leading (`leader`): the graph's memory goes with it.
+    pub(super) fn reset(&self) {
         self.synced.store(false, Ordering::Release);
         if let Ok(mut g) = self.graph.lock() {
             g.clear();

@@ -6,14 +6,15 @@
 //! the write path queues work again) and starts the controllers ([`super::start_leading`]:
 //! their informer resyncs from a fresh scan, [`PendingFeed`] queues every pending
 //! namespace, CRD and Workspace it replays, the worker takes over the queue); on loss it
-//! clears the flag and aborts those tasks. Each storage write is atomic and every
+//! clears the flag, aborts those tasks and waits for them to end. Each storage write is atomic and every
 //! controller write carries the resourceVersion it read, so an item cut short is simply
 //! done again by the next leader. Caches (`crate::derived`) run on every replica whatever
 //! the leadership.
 //!
 //! On a replica that does not lead, [`Registry::enqueue`] drops work: the leader finds it
 //! from the write's storage event instead ([`PendingFeed`] and the other handlers of its
-//! informer), within the tailer's delay.
+//! informer), within the tailer's delay. A replica that stops leading, or learns at
+//! start-up that it does not lead, drops what it had queued (`drop_work`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -66,14 +67,19 @@ pub(crate) async fn run(
             }
             (false, true) => {
                 registry.set_leader(false);
-                running = None;
+                if let Some(c) = running.take() {
+                    stop_and_wait(c).await;
+                }
+                drop_work(&registry, &queue).await;
                 tracing::warn!("this replica no longer leads: the controllers stopped");
             }
             (false, false) => {
                 if registry.is_leader() {
                     tracing::info!("another replica leads: the controllers run there");
+                    registry.set_leader(false);
+                    // Work queued before the store said who leads (start-up).
+                    drop_work(&registry, &queue).await;
                 }
-                registry.set_leader(false);
             }
             (true, true) => {}
         }
@@ -84,17 +90,73 @@ pub(crate) async fn run(
     }
 }
 
+/// Aborts the controllers' tasks and waits until each has ended, so that none of them
+/// touches the queue or its count afterwards.
+async fn stop_and_wait(mut c: Controllers) {
+    let tasks = std::mem::take(&mut c.tasks);
+    for t in &tasks {
+        t.abort();
+    }
+    for t in tasks {
+        // Cancelled (or ended, or panicked: logged by the runtime).
+        let _ = t.await;
+    }
+}
+
+/// Drops the work of a replica that no longer leads (the leader has it, or finds it from
+/// what it replays): the queued items, the merged and delayed ones, the deadlines, the
+/// garbage collector's graph; the count `/metrics` shows (`kplane_lifecycle_queue_depth`)
+/// goes back to 0, including the items the stopped worker had taken in. Runs after the
+/// leader flag is cleared and the worker stopped: nothing is queued meanwhile
+/// ([`Registry::enqueue`]).
+async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedReceiver<Work>>) {
+    let mut rx = queue.lock().await;
+    let c = &registry.controllers;
+    let mut waiting = c.waiting();
+    let mut dropped = 0usize;
+    while rx.try_recv().is_ok() {
+        dropped += 1;
+    }
+    waiting.queued.clear();
+    waiting.delayed.clear();
+    c.queued.store(0, Ordering::Relaxed);
+    drop(waiting);
+    c.timers.clear();
+    // Rebuilt by the controllers' informer when this replica leads again.
+    c.gc.reset();
+    if dropped > 0 {
+        tracing::info!(
+            dropped,
+            "queued controller work dropped: the leader does it"
+        );
+    }
+}
+
 /// Queues the work that pending objects need, as the write path's hooks do on the replica
 /// that wrote them: a Terminating namespace is emptied, a deleted CRD's resources removed
 /// (and dependents of kinds a CRD change may resolve examined again), a Workspace not yet
-/// Ready (or being deleted) brought along. Replayed objects too, so a new leader finds
-/// the work its predecessor left. Queueing is idempotent: the work reads the stored state.
+/// Ready (or being deleted) brought along. Replayed objects too, so a new leader finds the
+/// work its predecessor left; and on each resync, the removal of every moved cluster's
+/// keys (`cluster_states.rs`: a cluster marked moved while nobody led, or on a replica
+/// whose queue then dropped it). Queueing is idempotent: the work reads the stored state.
+///
+/// Also what a replica that does not lead cannot queue: a namespace created (a live
+/// event) gets its `kube-root-ca.crt` checked [`super::RETRY_EVERY`] later (the replica
+/// that created it made the ConfigMap with it, or queued a retry when that write failed,
+/// which a replica that does not lead drops; the check finds it there and writes
+/// nothing). Replayed namespaces are the root-CA publisher's own resync.
 pub(crate) struct PendingFeed(pub(crate) Arc<Registry>);
 
 impl InformerHandler for PendingFeed {
-    fn on_resync(&self) {}
+    fn on_resync(&self) {
+        for (cluster, phase) in self.0.cluster_phases() {
+            if matches!(phase, crate::cluster_states::ClusterPhase::Moved { .. }) {
+                self.0.enqueue_moved(&cluster);
+            }
+        }
+    }
 
-    fn on_object(&self, kv: &KeyValue, deleted: bool, _replay: bool) {
+    fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
         let resource = kv.key.resource.as_str();
         let relevant =
             resource == "/namespaces" || resource == CRD_RESOURCE || resource == WORKSPACE_RESOURCE;
@@ -113,6 +175,14 @@ impl InformerHandler for PendingFeed {
         }
         if deleted {
             return;
+        }
+        if resource == "/namespaces" && !replay && kv.create_revision == kv.mod_revision {
+            let check = Work::RootCa {
+                cluster: cluster.clone(),
+                namespace: kv.key.name.clone(),
+            };
+            let at = tokio::time::Instant::now() + super::RETRY_EVERY;
+            reg.controllers.timers.schedule(check, at);
         }
         let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
             return;

@@ -194,10 +194,12 @@ impl Registry {
     /// leader's informer finds the same work from the write's storage event.
     pub(crate) fn enqueue(&self, w: Work) {
         let c = &self.controllers;
+        // Read under the lock: a replica that stops leading empties the queue under it
+        // (`leader::drop_work`), so nothing is queued after that.
+        let mut waiting = c.waiting();
         if !c.leader.load(Ordering::Acquire) {
             return;
         }
-        let mut waiting = c.waiting();
         if waiting.queued.contains(&w) {
             return;
         }

@@ -65,6 +65,14 @@ impl Timers {
         }
     }
 
+    /// Forgets every deadline (this replica stopped leading: the next leader's controllers
+    /// schedule them again from what they replay).
+    pub(crate) fn clear(&self) {
+        let mut wheel = self.wheel();
+        wheel.by_time.clear();
+        wheel.by_item.clear();
+    }
+
     /// The deadline of `w`, if it has one.
     #[cfg(test)]
     pub(crate) fn deadline(&self, w: &Work) -> Option<Instant> {
