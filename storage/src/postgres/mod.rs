@@ -12,6 +12,7 @@
 //! publish path ([`publish`]).
 
 mod cache;
+mod claims;
 mod compaction;
 mod lease;
 mod pki;
@@ -639,6 +640,10 @@ impl Storage for PostgresStorage {
 
     fn leadership(&self) -> tokio::sync::watch::Receiver<bool> {
         self.lease.subscribe(&self.shared)
+    }
+
+    async fn claim(&self, name: &str) -> Result<Option<crate::Claim>> {
+        claims::claim(&self.shared, name, self.stop_tasks.subscribe()).await
     }
 
     async fn shutdown(&self) -> Result<()> {
