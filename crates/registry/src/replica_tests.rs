@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kplane_storage::{
-    BatchWrite, Encoder, Filter, Key, KeyValue, ListOptions, ListResult, Precondition, Prefix,
+    BatchWrite, Claim, Encoder, Filter, Key, KeyValue, ListOptions, ListResult, Precondition, Prefix,
     RangeScan, Result, Revision, SledStorage, SledStorageOptions, Storage, StorageStats, Tombstone,
     WatchReceiver,
 };
@@ -92,6 +92,9 @@ impl Storage for Leased {
     }
     fn leadership(&self) -> watch::Receiver<bool> {
         self.leader.clone()
+    }
+    async fn claim(&self, name: &str) -> Result<Option<Claim>> {
+        self.inner.claim(name).await
     }
     async fn shutdown(&self) -> Result<()> {
         Ok(())
