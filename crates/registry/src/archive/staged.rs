@@ -245,7 +245,12 @@ impl Registry {
     pub async fn abort_staged_import(&self, target: &ClusterName) -> ApiResult<()> {
         let _claim = self.claim_import(target.as_str()).await?;
         match self.staged_journal(target).await {
-            Ok(j) => self.roll_back_import(&j).await,
+            Ok(mut j) => {
+                // Rewritten first: a journal read before another replica's commit (a
+                // stale read) fails here instead of rolling the committed import back.
+                self.put_journal(&mut j, false).await?;
+                self.roll_back_import(&j).await
+            }
             Err(e) if e.code() == 404 => Ok(()),
             Err(e) => Err(e),
         }
