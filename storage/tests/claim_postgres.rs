@@ -21,7 +21,9 @@ fn server() -> PgServer {
 }
 
 async fn open(url: &str) -> Arc<PostgresStorage> {
-    PostgresStorage::open(url, Default::default()).await.unwrap()
+    PostgresStorage::open(url, Default::default())
+        .await
+        .unwrap()
 }
 
 /// Claims `name` through `store`, trying until it is granted (bounded generously: a
@@ -69,7 +71,11 @@ async fn a_claim_is_exclusive_across_stores_and_ends_with_its_holder() {
     assert_eq!(x.name(), "import:root:x");
     assert!(b.claim("import:root:x").await.unwrap().is_none());
     assert!(a.claim("import:root:x").await.unwrap().is_none());
-    let y = b.claim("import:root:y").await.unwrap().expect("another name");
+    let y = b
+        .claim("import:root:y")
+        .await
+        .unwrap()
+        .expect("another name");
     assert!(x.grace() > Duration::ZERO);
     assert_eq!(claim_sessions(&client).await, 2);
     // A refused try holds nothing.

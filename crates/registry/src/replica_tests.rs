@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kplane_storage::{
-    BatchWrite, Claim, Encoder, Filter, Key, KeyValue, ListOptions, ListResult, Precondition, Prefix,
-    RangeScan, Result, Revision, SledStorage, SledStorageOptions, Storage, StorageStats, Tombstone,
-    WatchReceiver,
+    BatchWrite, Claim, Encoder, Filter, Key, KeyValue, ListOptions, ListResult, Precondition,
+    Prefix, RangeScan, Result, Revision, SledStorage, SledStorageOptions, Storage, StorageStats,
+    Tombstone, WatchReceiver,
 };
 use kplane_types::{ClusterName, ClusterScope, RequestInfo, UserInfo, Verb};
 use serde_json::{json, Value};
@@ -761,7 +761,10 @@ async fn configmap_count(store: &dyn Storage, cluster: &str) -> u64 {
         resource: Some("/configmaps".into()),
         namespace: None,
     };
-    let all = store.list(&prefix, &Default::default(), None).await.unwrap();
+    let all = store
+        .list(&prefix, &Default::default(), None)
+        .await
+        .unwrap();
     all.items
         .iter()
         .filter(|kv| kv.key.name.starts_with("cm-"))
@@ -826,12 +829,18 @@ async fn an_import_in_progress_is_left_to_its_owner(
     // A finishes it; B serves it.
     a.reg.roll_forward_import(j, &claim).await.unwrap();
     drop(claim);
-    let cms = in_cluster(target(&b.reg, "", "configmaps", Some("default")), "root:dst");
+    let cms = in_cluster(
+        target(&b.reg, "", "configmaps", Some("default")),
+        "root:dst",
+    );
     until("B serves the import A finished", || async {
         answer(&b.reg, "root:dst") == 200 && exists(&b.reg, &cms, "cm-0").await
     })
     .await;
-    assert_eq!(configmap_count(&*b_store, "root:dst").await, IMPORTED as u64);
+    assert_eq!(
+        configmap_count(&*b_store, "root:dst").await,
+        IMPORTED as u64
+    );
     assert!(b.reg.get_journal("root:dst").await.unwrap().is_none());
     drop((a, b));
 }
@@ -899,7 +908,10 @@ async fn the_leader_resolves_imports_whose_owner_is_gone(
         (0, 2, 1),
         "A holds its imports"
     );
-    assert_eq!(configmap_count(&*b_store, "root:back").await, IMPORTED as u64);
+    assert_eq!(
+        configmap_count(&*b_store, "root:back").await,
+        IMPORTED as u64
+    );
 
     // A goes away mid-way.
     drop(a);
@@ -913,7 +925,10 @@ async fn the_leader_resolves_imports_whose_owner_is_gone(
     } else {
         drop((back, fwd));
     }
-    let cms = in_cluster(target(&b.reg, "", "configmaps", Some("default")), "root:fwd");
+    let cms = in_cluster(
+        target(&b.reg, "", "configmaps", Some("default")),
+        "root:fwd",
+    );
     until("the leader resolved both imports", || async {
         b.reg.get_journal("root:back").await.unwrap().is_none()
             && b.reg.get_journal("root:fwd").await.unwrap().is_none()
@@ -923,7 +938,10 @@ async fn the_leader_resolves_imports_whose_owner_is_gone(
     .await;
     assert_eq!(configmap_count(&*b_store, "root:back").await, 0);
     assert_eq!(answer(&b.reg, "root:back"), 404);
-    assert_eq!(configmap_count(&*b_store, "root:fwd").await, IMPORTED as u64);
+    assert_eq!(
+        configmap_count(&*b_store, "root:fwd").await,
+        IMPORTED as u64
+    );
     let staged = b.reg.staged_import(&name("root:staged")).await.unwrap();
     assert_eq!(staged.source_cluster, "root:src");
     assert_eq!(

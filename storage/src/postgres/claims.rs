@@ -53,10 +53,7 @@ pub(crate) async fn claim(
     let key = claim_key(name);
     let tried = tokio::time::timeout(
         shared.statement_timeout,
-        client.query_one(
-            "SELECT pg_try_advisory_lock($1, $2)",
-            &[&CLAIM_SPACE, &key],
-        ),
+        client.query_one("SELECT pg_try_advisory_lock($1, $2)", &[&CLAIM_SPACE, &key]),
     )
     .await
     .map_err(|_| Error::Timeout(format!("claiming {name:?}: the database did not answer")))?
@@ -69,7 +66,12 @@ pub(crate) async fn claim(
     let (held_tx, held) = watch::channel(true);
     let (release, released) = oneshot::channel::<()>();
     tokio::spawn(keep(client, name.to_string(), held_tx, released, stop));
-    Ok(Some(Claim::new(name, held, TAKEOVER_GRACE, Box::new(release))))
+    Ok(Some(Claim::new(
+        name,
+        held,
+        TAKEOVER_GRACE,
+        Box::new(release),
+    )))
 }
 
 /// Keeps a granted claim's session until the guard goes (`released`: its sender dropped),

@@ -166,11 +166,18 @@ impl Registry {
         for m in journal.clusters.iter().filter(|m| m.staging.is_none()) {
             self.set_own_phase(&m.target, Some(Phase::Importing));
         }
-        if let Err(e) = self.write_records(archive, &routes, &claim, target.as_str()).await {
+        if let Err(e) = self
+            .write_records(archive, &routes, &claim, target.as_str())
+            .await
+        {
             // A lost claim leaves the rollback to whoever claims the journal next.
             if claim.is_held() {
                 if let Err(undo) = self.roll_back_import(&journal).await {
-                    let retry = if staged { "the move's abort" } else { "the leader" };
+                    let retry = if staged {
+                        "the move's abort"
+                    } else {
+                        "the leader"
+                    };
                     tracing::error!(target = %target, error = %undo.0.message, "rolling back a failed import failed; {retry} retries it");
                 }
             }

@@ -28,7 +28,9 @@ mod verify;
 
 pub use export::{ExportStream, EXPORT_CHUNK};
 pub use import::{ImportSummary, IMPORT_BATCH};
-pub(crate) use journal::{journal_phases, Journal, Step, JOURNAL_CLUSTER, JOURNAL_RESOURCE};
+#[cfg(test)]
+pub(crate) use journal::Step;
+pub(crate) use journal::{journal_phases, Journal, JOURNAL_CLUSTER, JOURNAL_RESOURCE};
 pub use staged::{AppliedChanges, StagedImport};
 
 /// The archive's JSON `value` with `metadata.resourceVersion` set to `rev` (the target

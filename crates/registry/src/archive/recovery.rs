@@ -127,7 +127,10 @@ impl Registry {
         loop {
             match self.resolve_orphaned_imports(false).await {
                 Ok(r) if r.resolved > 0 => {
-                    tracing::info!(resolved = r.resolved, "resolved imports whose owner was gone");
+                    tracing::info!(
+                        resolved = r.resolved,
+                        "resolved imports whose owner was gone"
+                    );
                 }
                 Ok(_) => {}
                 Err(e) => {

@@ -673,11 +673,7 @@ async fn interrupted_imports_are_resolved_at_start_up() {
             .await
             .unwrap();
         if stop != Step::DeletingOld {
-            let stopped: Option<u64> = env
-                .reg
-                .advance_import(j, &claim, Some(stop))
-                .await
-                .unwrap();
+            let stopped: Option<u64> = env.reg.advance_import(j, &claim, Some(stop)).await.unwrap();
             assert!(stopped.is_none());
         }
         drop(claim);
