@@ -49,20 +49,35 @@ pub(crate) async fn claim(
     if *stop.borrow() {
         return Err(Error::ShuttingDown);
     }
-    let client = deadpool_postgres::Object::take(shared.client().await?);
+    let client = shared.client().await?;
     let key = claim_key(name);
     let tried = tokio::time::timeout(
         shared.statement_timeout,
         client.query_one("SELECT pg_try_advisory_lock($1, $2)", &[&CLAIM_SPACE, &key]),
     )
-    .await
-    .map_err(|_| Error::Timeout(format!("claiming {name:?}: the database did not answer")))?
-    .map_err(pg_err)?;
-    let granted: bool = tried.try_get(0).map_err(pg_err)?;
+    .await;
+    let answer = match tried {
+        Ok(Ok(row)) => row.try_get::<_, bool>(0).map_err(pg_err),
+        Ok(Err(e)) => return Err(pg_err(e)),
+        Err(_) => Err(Error::Timeout(format!(
+            "claiming {name:?}: the database did not answer"
+        ))),
+    };
+    let granted = match answer {
+        Ok(g) => g,
+        Err(e) => {
+            // The lock may be (or still become) the session's: the connection must not go
+            // back to the pool, where it would hold it.
+            drop(deadpool_postgres::Object::take(client));
+            return Err(e);
+        }
+    };
     if !granted {
-        // The connection goes with `client`; it held nothing.
+        // Back to the pool: it holds nothing.
         return Ok(None);
     }
+    // Out of the pool for the claim's life: the lock is the session's.
+    let client = deadpool_postgres::Object::take(client);
     let (held_tx, held) = watch::channel(true);
     let (release, released) = oneshot::channel::<()>();
     tokio::spawn(keep(client, name.to_string(), held_tx, released, stop));

@@ -27,7 +27,9 @@
 //! ([`Journal::revision`]), so a holder that lost its claim (and whose import another
 //! replica resolves) fails at its next step instead of undoing the resolution.
 
-use kplane_storage::{BatchWrite, Claim, Key, Precondition, Prefix, CLUSTER_DELETE_BATCH};
+use kplane_storage::{
+    BatchWrite, Claim, Key, KeyValue, Precondition, Prefix, CLUSTER_DELETE_BATCH,
+};
 use kplane_types::{ClusterName, ClusterScope, StatusReason};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -141,9 +143,22 @@ impl Registry {
             .ok_or_else(|| in_progress(target))
     }
 
-    /// The journal of an import into `target`, if one is in progress.
+    /// The stored journal record of `target`, read from the store itself (a list, never a
+    /// replica's GET cache, which may not have caught up with another replica's last
+    /// update yet; journals are few).
+    async fn journal_record(&self, target: &str) -> ApiResult<Option<KeyValue>> {
+        let prefix = Prefix::resource(JOURNAL_CLUSTER, JOURNAL_RESOURCE);
+        let this = |kv: &KeyValue| kv.key.name == target;
+        let found = self
+            .storage
+            .list(&prefix, &Default::default(), Some(&this))
+            .await?;
+        Ok(found.items.into_iter().next())
+    }
+
+    /// The journal of an import into `target`, if one is in progress (as stored now).
     pub(crate) async fn get_journal(&self, target: &str) -> ApiResult<Option<Journal>> {
-        match self.storage.get(&journal_key(target)).await? {
+        match self.journal_record(target).await? {
             None => Ok(None),
             Some(kv) => serde_json::from_slice::<Journal>(&kv.value)
                 .map(|j| {
@@ -180,7 +195,7 @@ impl Registry {
                 Err(ApiError::new(
                     StatusReason::Conflict,
                     format!(
-                        "the import into logical cluster \"{}\" was taken over or resolved by another replica",
+                        "the import into logical cluster \"{}\" changed meanwhile (through another replica, or resolved by one); try again",
                         j.target
                     ),
                 ))
@@ -192,7 +207,7 @@ impl Registry {
     /// Deletes the journal; its deletion event carries its last state, so that every
     /// replica learns which targets' phases end (`derived.rs`).
     async fn delete_journal(&self, target: &str) -> ApiResult<()> {
-        let Some(kv) = self.storage.get(&journal_key(target)).await? else {
+        let Some(kv) = self.journal_record(target).await? else {
             return Ok(());
         };
         let last = kv.value.to_vec();

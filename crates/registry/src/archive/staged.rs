@@ -152,6 +152,7 @@ impl Registry {
         let reader = tokio::task::spawn_blocking(read_changes(changes.to_path_buf(), tx));
         let mut count = 0;
         while let Some(batch) = rx.recv().await {
+            still_claimed(&claim, target.as_str())?;
             let batch = batch?;
             count += batch.len() as u64;
             if let Some(c) = batch.iter().find(|c| c.record.cluster != source) {
