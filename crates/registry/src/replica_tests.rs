@@ -968,3 +968,52 @@ async fn postgres_the_leader_resolves_imports_whose_owner_is_gone() {
     the_leader_resolves_imports_whose_owner_is_gone(a, b.clone(), true).await;
     b.shutdown().await.unwrap();
 }
+
+/// An owner whose claim is lost (its claim's session killed on the server, as a network
+/// cut would) while its import is in its write pass: the leader B resolves the import
+/// (rolls it back), and the owner, going on, fails at its next step (503 for the lost
+/// claim, 409 for the journal rewritten by B) instead of undoing the resolution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_an_owner_that_lost_its_claim_stops() {
+    use crate::archive::Step;
+    let server = pg();
+    let url = server.create_database();
+    let (a_store, b_store) = (pg_store(&url).await, pg_store(&url).await);
+    let b = Replica::start(b_store.clone(), Some(true)).await;
+    let a = Replica::start(a_store.clone(), Some(false)).await;
+    seed_configmaps(&a.reg, "root:src", IMPORTED).await;
+    let dir = tempfile::tempdir().unwrap();
+    let archive = export_file(&a.reg, "root:src", dir.path()).await;
+    let (mut j, claim, _) = a
+        .reg
+        .write_import(&archive, &name("root:lost"), false, false)
+        .await
+        .unwrap();
+
+    let killed = server.sql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted AND objsubid = 2",
+    );
+    assert_eq!(killed, "1", "the import's claim is the only one held");
+    until("A sees its claim lost", || async { !claim.is_held() }).await;
+    until("the leader rolled the import back", || async {
+        b.reg.get_journal("root:lost").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(configmap_count(&*b_store, "root:lost").await, 0);
+
+    // A goes on as if nothing happened: refused at each step.
+    let e = a
+        .reg
+        .advance_import(j.clone(), &claim, None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 503, "{}", e.0.message);
+    j.step = Step::DeletingOld;
+    let e = a.reg.put_journal(&mut j, false).await.unwrap_err();
+    assert_eq!(e.code(), 409, "{}", e.0.message);
+    assert_eq!(configmap_count(&*b_store, "root:lost").await, 0);
+    drop((a, b));
+    a_store.shutdown().await.unwrap();
+    b_store.shutdown().await.unwrap();
+}
