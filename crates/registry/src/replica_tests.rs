@@ -771,6 +771,15 @@ async fn configmap_count(store: &dyn Storage, cluster: &str) -> u64 {
         .count() as u64
 }
 
+/// Waits until `store` has published every write up to `rev` (made through another
+/// store on the same database; at once for one sled store).
+async fn follows(store: &dyn Storage, rev: u64) {
+    until("the store follows the other's writes", || async {
+        store.current_revision() >= rev
+    })
+    .await;
+}
+
 /// Objects above the import's write batch.
 const IMPORTED: usize = crate::archive::IMPORT_BATCH + 10;
 
@@ -795,6 +804,7 @@ async fn an_import_in_progress_is_left_to_its_owner(
     assert_eq!(j.step, Step::Writing);
 
     // B starts (its start-up resolves imports) while A's import is in its write pass.
+    follows(&*b_store, a.reg.storage().current_revision()).await;
     let b = Replica::start(b_store.clone(), Some(false)).await;
     let round = b.reg.resolve_orphaned_imports(false).await.unwrap();
     assert_eq!((round.resolved, round.in_progress), (0, 1));
@@ -902,6 +912,7 @@ async fn the_leader_resolves_imports_whose_owner_is_gone(
         .import_staged(&archive, &name("root:staged"))
         .await
         .unwrap();
+    follows(&*b_store, a_store.current_revision()).await;
     let round = b.reg.resolve_orphaned_imports(false).await.unwrap();
     assert_eq!(
         (round.resolved, round.in_progress, round.staged),

@@ -143,20 +143,14 @@ impl Registry {
             .ok_or_else(|| in_progress(target))
     }
 
-    /// The stored journal record of `target`, read from the store itself (a list, never a
-    /// replica's GET cache, which may not have caught up with another replica's last
-    /// update yet; journals are few).
+    /// The stored journal record of `target`, as this replica's store has it (it may lag
+    /// behind another replica's last update by the store's delivery delay: whatever is
+    /// decided from it is confirmed by a rewrite conditional on its revision).
     async fn journal_record(&self, target: &str) -> ApiResult<Option<KeyValue>> {
-        let prefix = Prefix::resource(JOURNAL_CLUSTER, JOURNAL_RESOURCE);
-        let this = |kv: &KeyValue| kv.key.name == target;
-        let found = self
-            .storage
-            .list(&prefix, &Default::default(), Some(&this))
-            .await?;
-        Ok(found.items.into_iter().next())
+        Ok(self.storage.get(&journal_key(target)).await?)
     }
 
-    /// The journal of an import into `target`, if one is in progress (as stored now).
+    /// The journal of an import into `target`, if one is in progress (see `journal_record`).
     pub(crate) async fn get_journal(&self, target: &str) -> ApiResult<Option<Journal>> {
         match self.journal_record(target).await? {
             None => Ok(None),

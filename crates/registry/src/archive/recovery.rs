@@ -10,11 +10,11 @@
 //!
 //! Resolving one journal: claim it (skip it when held); wait out the claim's grace, in
 //! which a previous holder that lost its session without knowing yet stops; read the
-//! journal again from the store (it may have been finished or resolved meanwhile);
-//! rewrite it, on the condition that it is still at the revision read (so such a previous
-//! holder's next update fails, and a change since the read resolves nothing this round);
-//! then roll it back (step `writing`) or forward (later steps), holding the claim
-//! throughout.
+//! journal again (it may have been finished or resolved meanwhile); rewrite it, on the
+//! condition that it is still at the revision read (so such a previous holder's next
+//! update fails, and a read that had not caught up with another replica's last update
+//! resolves nothing this round); then roll it back (step `writing`) or forward (later
+//! steps), holding the claim throughout.
 //!
 //! A move's staged import waiting in step `writing` for its changes and commit is never
 //! resolved: it waits, hidden, also across restarts, for the move's next call (any

@@ -133,6 +133,9 @@ impl Registry {
     ) -> ApiResult<AppliedChanges> {
         let claim = self.claim_import(target.as_str()).await?;
         let mut journal = self.staged_journal(target).await?;
+        // Rewritten first: a journal read before another replica's last step (a commit,
+        // an abort, changes) fails here, before anything is written into the target.
+        self.put_journal(&mut journal, false).await?;
         let (source, applied) = match &journal.staged {
             Some(s) => (s.source_cluster.clone(), s.applied),
             None => return Err(no_staged(target)),
@@ -247,8 +250,8 @@ impl Registry {
         let _claim = self.claim_import(target.as_str()).await?;
         match self.staged_journal(target).await {
             Ok(mut j) => {
-                // Rewritten first: a journal read before another replica's commit (a
-                // stale read) fails here instead of rolling the committed import back.
+                // Rewritten first: a journal read before another replica's commit fails
+                // here instead of rolling the committed import back.
                 self.put_journal(&mut j, false).await?;
                 self.roll_back_import(&j).await
             }
