@@ -15,14 +15,22 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-/// A held claim on a name ([`crate::Storage::claim`]); dropping it releases the name.
+/// What keeps a claim for a backend (PostgreSQL: the task holding the lock's session).
+/// Dropping it releases the name, possibly a little later (the server sees the session
+/// end); [`ClaimKeeper::release`] returns once the name is free for every process.
+#[async_trait::async_trait]
+pub trait ClaimKeeper: Send + Sync {
+    async fn release(self: Box<Self>);
+}
+
+/// A held claim on a name ([`crate::Storage::claim`]). [`Claim::release`] frees the name
+/// and returns once any process may be granted it; dropping the guard frees it too, but
+/// possibly a moment later (as a crash would).
 pub struct Claim {
     name: String,
     held: watch::Receiver<bool>,
     grace: Duration,
-    /// Whatever keeps the claim (PostgreSQL: the task holding the lock's session); its drop
-    /// releases the name.
-    _keeper: Box<dyn Send + Sync>,
+    keeper: Option<Box<dyn ClaimKeeper>>,
 }
 
 impl std::fmt::Debug for Claim {
@@ -36,19 +44,27 @@ impl std::fmt::Debug for Claim {
 }
 
 impl Claim {
-    /// A claim on `name` kept by `keeper` (released when it is dropped), held while `held`
-    /// says so, with the backend's `grace` (see [`Claim::grace`]).
+    /// A claim on `name` kept by `keeper`, held while `held` says so, with the backend's
+    /// `grace` (see [`Claim::grace`]).
     pub fn new(
         name: impl Into<String>,
         held: watch::Receiver<bool>,
         grace: Duration,
-        keeper: Box<dyn Send + Sync>,
+        keeper: Box<dyn ClaimKeeper>,
     ) -> Claim {
         Claim {
             name: name.into(),
             held,
             grace,
-            _keeper: keeper,
+            keeper: Some(keeper),
+        }
+    }
+
+    /// Releases the name; returns once any process may be granted it (so the next step of
+    /// the same work, through any process, is not refused for a claim still going away).
+    pub async fn release(mut self) {
+        if let Some(k) = self.keeper.take() {
+            k.release().await;
         }
     }
 
@@ -85,6 +101,13 @@ struct LocalKeeper {
     set: Arc<Mutex<HashSet<String>>>,
     name: String,
     _held: watch::Sender<bool>,
+}
+
+#[async_trait::async_trait]
+impl ClaimKeeper for LocalKeeper {
+    async fn release(self: Box<Self>) {
+        drop(self);
+    }
 }
 
 impl Drop for LocalKeeper {
@@ -132,6 +155,10 @@ mod tests {
         drop(a);
         let again = claims.claim("x").expect("released");
         assert!(again.is_held() && b.is_held());
+        drop(again);
+        let x = claims.claim("x").expect("released");
+        futures::executor::block_on(x.release());
+        assert!(claims.claim("x").is_some(), "released explicitly");
         assert!(LocalClaims::default().claim("y").is_some(), "per store");
     }
 }

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-pub use self::claim::{Claim, LocalClaims};
+pub use self::claim::{Claim, ClaimKeeper, LocalClaims};
 pub use self::postgres::{PostgresStorage, PostgresStorageOptions};
 pub use self::sled::{SledStorage, SledStorageOptions, LATEST_SEGMENT_SIZE, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
@@ -350,8 +350,9 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Claims `name` among the processes that share this store (`claim.rs`): `Some` guard
     /// when granted, `None` while another holder has it (in this process or another).
-    /// The claim ends when the guard is dropped, when the store is closed or dropped, and
-    /// with the process; so a name found free has nobody working on it (the registry
+    /// The claim ends with [`Claim::release`] (the name is free for every process when it
+    /// returns) and, a moment later, when the guard is dropped, when the store is closed
+    /// or dropped, and with the process; so a name found free has nobody working on it (the registry
     /// claims an import's journal for as long as it works on the import). A claim can
     /// also be lost while held ([`Claim::is_held`] turns false, within [`Claim::grace`]).
     ///

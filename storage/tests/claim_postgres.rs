@@ -1,5 +1,6 @@
 //! Claims on names (`Storage::claim`, `postgres/claims.rs`): exclusive across stores on one
-//! database (and across guards of one store), released when the guard is dropped, when
+//! database (and across guards of one store), released when the guard is released (at
+//! once) or dropped, when
 //! the holder's store is dropped, and when its session is killed on the server (the holder
 //! then sees the claim lost). sled's claims: exclusive per store. Needs PostgreSQL
 //! installed (`.ci/run` installs it).
@@ -81,6 +82,16 @@ async fn a_claim_is_exclusive_across_stores_and_ends_with_its_holder() {
     // A refused try holds nothing.
     assert!(b.claim("import:root:x").await.unwrap().is_none());
     assert_eq!(claim_sessions(&client).await, 2);
+
+    // Released explicitly: free for any store as soon as `release` returns.
+    let w = a.claim("import:root:w").await.unwrap().expect("free");
+    w.release().await;
+    let w = b
+        .claim("import:root:w")
+        .await
+        .unwrap()
+        .expect("free once released");
+    w.release().await;
 
     // Released by dropping the guard.
     drop(x);

@@ -23,7 +23,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::lease::{CHECK_EVERY, CHECK_TIMEOUT, TAKEOVER_GRACE};
 use super::{pg_err, Shared};
-use crate::{Claim, Error, Result};
+use crate::{Claim, ClaimKeeper, Error, Result};
 
 /// The first key of every claim's lock ("kpcl" in ASCII).
 pub(crate) const CLAIM_SPACE: i32 = 0x6b70_636c;
@@ -79,29 +79,59 @@ pub(crate) async fn claim(
     // Out of the pool for the claim's life: the lock is the session's.
     let client = deadpool_postgres::Object::take(client);
     let (held_tx, held) = watch::channel(true);
-    let (release, released) = oneshot::channel::<()>();
+    let (release, released) = oneshot::channel();
     tokio::spawn(keep(client, name.to_string(), held_tx, released, stop));
     Ok(Some(Claim::new(
         name,
         held,
         TAKEOVER_GRACE,
-        Box::new(release),
+        Box::new(PgKeeper { release }),
     )))
 }
 
-/// Keeps a granted claim's session until the guard goes (`released`: its sender dropped),
-/// the store stops, or the session fails its check; then reports it no longer held and
-/// drops the connection, which ends the session and the lock.
+/// The guard's side of a kept claim: dropped, the keeping task ends (and the session with
+/// it); [`ClaimKeeper::release`] has the task unlock first and waits for it.
+struct PgKeeper {
+    release: oneshot::Sender<oneshot::Sender<()>>,
+}
+
+#[async_trait::async_trait]
+impl ClaimKeeper for PgKeeper {
+    async fn release(self: Box<Self>) {
+        let (done, unlocked) = oneshot::channel();
+        if self.release.send(done).is_ok() {
+            // An error: the task ended already (the claim was lost), nothing to wait for.
+            let _ = unlocked.await;
+        }
+    }
+}
+
+/// Keeps a granted claim's session until the guard goes (`released`: a release, which is
+/// answered once the lock is unlocked, or the guard dropped), the store stops, or the
+/// session fails its check; then reports it no longer held and drops the connection,
+/// which ends the session and the lock.
 async fn keep(
     client: deadpool_postgres::ClientWrapper,
     name: String,
     held: watch::Sender<bool>,
-    mut released: oneshot::Receiver<()>,
+    mut released: oneshot::Receiver<oneshot::Sender<()>>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let mut done = None;
     loop {
         tokio::select! {
-            _ = &mut released => break,
+            r = &mut released => {
+                if let Ok(d) = r {
+                    let key = claim_key(&name);
+                    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] =
+                        [&CLAIM_SPACE, &key];
+                    let unlock = client.query_one("SELECT pg_advisory_unlock($1, $2)", &params);
+                    // Failed or slow: dropping the connection below ends the lock anyway.
+                    let _ = tokio::time::timeout(CHECK_TIMEOUT, unlock).await;
+                    done = Some(d);
+                }
+                break;
+            }
             // Shut down (true) or the store dropped (an error): the claim ends with it.
             _ = stop.changed() => break,
             _ = tokio::time::sleep(CHECK_EVERY) => {
@@ -122,6 +152,9 @@ async fn keep(
     }
     held.send_replace(false);
     drop(client);
+    if let Some(d) = done {
+        let _ = d.send(());
+    }
 }
 
 #[cfg(test)]

@@ -72,8 +72,9 @@ impl Registry {
     ) -> ApiResult<ImportSummary> {
         let (journal, claim, objects) = self.stage_import(archive, target, replace).await?;
         let names: Vec<String> = journal.clusters.iter().map(|m| m.target.clone()).collect();
-        let revision = self.roll_forward_import(journal, &claim).await?;
-        drop(claim);
+        let done = self.roll_forward_import(journal, &claim).await;
+        claim.release().await;
+        let revision = done?;
         Ok(ImportSummary {
             cluster: target.to_string(),
             clusters: names,
@@ -94,10 +95,18 @@ impl Registry {
     ) -> ApiResult<(Journal, Claim, u64)> {
         let (mut journal, claim, objects) =
             self.write_import(archive, target, replace, false).await?;
-        still_claimed(&claim, &journal.target)?;
         journal.step = Step::DeletingOld;
-        self.put_journal(&mut journal, false).await?;
-        Ok((journal, claim, objects))
+        let moved = match still_claimed(&claim, &journal.target) {
+            Ok(()) => self.put_journal(&mut journal, false).await,
+            Err(e) => Err(e),
+        };
+        match moved {
+            Ok(()) => Ok((journal, claim, objects)),
+            Err(e) => {
+                claim.release().await;
+                Err(e)
+            }
+        }
     }
 
     /// The write pass of an import: verification, the checks, the journal (step
@@ -150,8 +159,7 @@ impl Registry {
                 "a staged import (a move) takes one logical cluster, not a recursive archive",
             ));
         }
-        let claim = self.claim_import(target.as_str()).await?;
-        let mut journal = Journal {
+        let journal = Journal {
             target: target.to_string(),
             step: Step::Writing,
             clusters,
@@ -162,14 +170,35 @@ impl Registry {
             }),
             revision: 0,
         };
+        let claim = self.claim_import(target.as_str()).await?;
+        match self
+            .begin_import(journal, archive, &routes, &claim, staged)
+            .await
+        {
+            Ok(journal) => Ok((journal, claim, plan.objects)),
+            Err(e) => {
+                claim.release().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Under the import's claim: the journal (step `writing`), the phases, the write pass
+    /// (rolled back on failure, unless the claim was lost).
+    async fn begin_import(
+        &self,
+        mut journal: Journal,
+        archive: &Path,
+        routes: &HashMap<String, String>,
+        claim: &Claim,
+        staged: bool,
+    ) -> ApiResult<Journal> {
+        let target = journal.target.clone();
         self.put_journal(&mut journal, true).await?;
         for m in journal.clusters.iter().filter(|m| m.staging.is_none()) {
             self.set_own_phase(&m.target, Some(Phase::Importing));
         }
-        if let Err(e) = self
-            .write_records(archive, &routes, &claim, target.as_str())
-            .await
-        {
+        if let Err(e) = self.write_records(archive, routes, claim, &target).await {
             // A lost claim leaves the rollback to whoever claims the journal next.
             if claim.is_held() {
                 if let Err(undo) = self.roll_back_import(&journal).await {
@@ -183,7 +212,7 @@ impl Registry {
             }
             return Err(e);
         }
-        Ok((journal, claim, plan.objects))
+        Ok(journal)
     }
 
     /// Checks that `target` may be imported into; `Some(staging)` when it exists and is

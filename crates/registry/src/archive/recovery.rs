@@ -24,7 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kplane_storage::Prefix;
+use kplane_storage::{Claim, Prefix};
 
 use super::journal::{claim_name, Journal, Step, JOURNAL_CLUSTER, JOURNAL_RESOURCE};
 use crate::cluster_states::Phase;
@@ -95,6 +95,13 @@ impl Registry {
             tracing::debug!(target = %target, "an import in progress on a live replica; left alone");
             return Ok(false);
         };
+        let done = self.resolve_claimed(target, &claim).await;
+        claim.release().await;
+        done
+    }
+
+    /// [`Registry::resolve_one`] once the claim is granted.
+    async fn resolve_claimed(&self, target: &str, claim: &Claim) -> ApiResult<bool> {
         if !claim.grace().is_zero() {
             tokio::time::sleep(claim.grace()).await;
         }
@@ -116,7 +123,7 @@ impl Registry {
             self.roll_back_import(&j).await?;
         } else {
             tracing::warn!(target = %j.target, step = ?j.step, "finishing an interrupted import (its owner is gone)");
-            self.roll_forward_import(j, &claim).await?;
+            self.roll_forward_import(j, claim).await?;
         }
         Ok(true)
     }

@@ -22,7 +22,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use kplane_archive::{Change, ChangeReader};
-use kplane_storage::{BatchWrite, Key, Precondition};
+use kplane_storage::{BatchWrite, Claim, Key, Precondition};
 use kplane_types::{ClusterName, StatusReason};
 use serde_json::{json, Value};
 
@@ -97,7 +97,8 @@ impl Registry {
         archive: &Path,
         target: &ClusterName,
     ) -> ApiResult<StagedImport> {
-        let (journal, _claim, objects) = self.write_import(archive, target, false, true).await?;
+        let (journal, claim, objects) = self.write_import(archive, target, false, true).await?;
+        claim.release().await;
         StagedImport::of(&journal, objects)
             .ok_or_else(|| ApiError::internal("the staged import lost its source"))
     }
@@ -132,6 +133,19 @@ impl Registry {
         since: u64,
     ) -> ApiResult<AppliedChanges> {
         let claim = self.claim_import(target.as_str()).await?;
+        let done = self.apply_claimed(changes, target, since, &claim).await;
+        claim.release().await;
+        done
+    }
+
+    /// [`Registry::apply_staged_changes`] under the import's claim.
+    async fn apply_claimed(
+        &self,
+        changes: &Path,
+        target: &ClusterName,
+        since: u64,
+        claim: &Claim,
+    ) -> ApiResult<AppliedChanges> {
         let mut journal = self.staged_journal(target).await?;
         // Rewritten first: a journal read before another replica's last step (a commit,
         // an abort, changes) fails here, before anything is written into the target.
@@ -155,7 +169,7 @@ impl Registry {
         let reader = tokio::task::spawn_blocking(read_changes(changes.to_path_buf(), tx));
         let mut count = 0;
         while let Some(batch) = rx.recv().await {
-            still_claimed(&claim, target.as_str())?;
+            still_claimed(claim, target.as_str())?;
             let batch = batch?;
             count += batch.len() as u64;
             if let Some(c) = batch.iter().find(|c| c.record.cluster != source) {
@@ -172,9 +186,8 @@ impl Registry {
         if let Some(s) = journal.staged.as_mut() {
             s.applied = s.applied.max(through);
         }
-        still_claimed(&claim, target.as_str())?;
+        still_claimed(claim, target.as_str())?;
         self.put_journal(&mut journal, false).await?;
-        drop(claim);
         Ok(AppliedChanges {
             changes: count,
             applied: journal.staged.map_or(through, |s| s.applied),
@@ -228,15 +241,24 @@ impl Registry {
     }
 
     /// Makes the staged import into `target` visible: the import's flip, from the point
-    /// of no return on (a crash rolls it forward at start-up).
+    /// of no return on (cut short, it is rolled forward by the leader or at start-up).
     pub async fn commit_staged_import(&self, target: &ClusterName) -> ApiResult<ImportSummary> {
         let claim = self.claim_import(target.as_str()).await?;
+        let done = self.commit_claimed(target, &claim).await;
+        claim.release().await;
+        done
+    }
+
+    async fn commit_claimed(
+        &self,
+        target: &ClusterName,
+        claim: &Claim,
+    ) -> ApiResult<ImportSummary> {
         let mut journal = self.staged_journal(target).await?;
         journal.step = Step::DeletingOld;
         self.put_journal(&mut journal, false).await?;
         let clusters = journal.clusters.iter().map(|m| m.target.clone()).collect();
-        let revision = self.roll_forward_import(journal, &claim).await?;
-        drop(claim);
+        let revision = self.roll_forward_import(journal, claim).await?;
         Ok(ImportSummary {
             cluster: target.to_string(),
             clusters,
@@ -247,17 +269,19 @@ impl Registry {
 
     /// Drops the staged import into `target` (a move rolled back). Idempotent.
     pub async fn abort_staged_import(&self, target: &ClusterName) -> ApiResult<()> {
-        let _claim = self.claim_import(target.as_str()).await?;
-        match self.staged_journal(target).await {
-            Ok(mut j) => {
-                // Rewritten first: a journal read before another replica's commit fails
-                // here instead of rolling the committed import back.
-                self.put_journal(&mut j, false).await?;
-                self.roll_back_import(&j).await
-            }
+        let claim = self.claim_import(target.as_str()).await?;
+        let done = match self.staged_journal(target).await {
+            // Rewritten first: a journal read before another replica's commit fails here
+            // instead of rolling the committed import back.
+            Ok(mut j) => match self.put_journal(&mut j, false).await {
+                Ok(()) => self.roll_back_import(&j).await,
+                Err(e) => Err(e),
+            },
             Err(e) if e.code() == 404 => Ok(()),
             Err(e) => Err(e),
-        }
+        };
+        claim.release().await;
+        done
     }
 }
 
