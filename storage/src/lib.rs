@@ -352,9 +352,10 @@ pub trait Storage: Send + Sync + 'static {
     /// when granted, `None` while another holder has it (in this process or another).
     /// The claim ends with [`Claim::release`] (the name is free for every process when it
     /// returns) and, a moment later, when the guard is dropped, when the store is closed
-    /// or dropped, and with the process; so a name found free has nobody working on it (the registry
-    /// claims an import's journal for as long as it works on the import). A claim can
-    /// also be lost while held ([`Claim::is_held`] turns false, within [`Claim::grace`]).
+    /// or dropped, and with the process; so a name found free has nobody working on it
+    /// (the registry claims an import's journal for as long as it works on the import).
+    /// A claim can also be lost while held ([`Claim::is_held`] turns false, within
+    /// [`Claim::grace`]).
     ///
     /// sled (one process): names held by this store's guards ([`LocalClaims`]).
     /// PostgreSQL: a session advisory lock on a key made from the name, held on a
