@@ -21,6 +21,7 @@
 //!   (it receives [`WatchEvent::Closed`]) rather than slowing writers down.
 //! - Reads never block writers.
 
+pub mod claim;
 pub mod error;
 pub mod event_log;
 pub mod key;
@@ -35,6 +36,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub use self::claim::{Claim, ClaimKeeper, LocalClaims};
 pub use self::postgres::{PostgresStorage, PostgresStorageOptions};
 pub use self::sled::{SledStorage, SledStorageOptions, LATEST_SEGMENT_SIZE, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
@@ -357,6 +359,21 @@ pub trait Storage: Send + Sync + 'static {
     fn leadership(&self) -> tokio::sync::watch::Receiver<bool> {
         tokio::sync::watch::channel(true).1
     }
+
+    /// Claims `name` among the processes that share this store (`claim.rs`): `Some` guard
+    /// when granted, `None` while another holder has it (in this process or another).
+    /// The claim ends with [`Claim::release`] (the name is free for every process when it
+    /// returns) and, a moment later, when the guard is dropped, when the store is closed
+    /// or dropped, and with the process; so a name found free has nobody working on it
+    /// (the registry claims an import's journal for as long as it works on the import).
+    /// A claim can also be lost while held ([`Claim::is_held`] turns false, within
+    /// [`Claim::grace`]).
+    ///
+    /// sled (one process): names held by this store's guards ([`LocalClaims`]).
+    /// PostgreSQL: a session advisory lock on a key made from the name, held on a
+    /// connection of its own for the guard's life (`postgres/claims.rs`): a killed
+    /// process's session ends and frees it at once.
+    async fn claim(&self, name: &str) -> Result<Option<Claim>>;
 
     /// Flushes everything to disk and stops accepting writes; live watches receive
     /// [`WatchEvent::Closed`] with [`CloseReason::ShuttingDown`].

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kplane_storage::{
-    BatchWrite, Encoder, Filter, Key, KeyValue, ListOptions, ListResult, Precondition, Prefix,
-    RangeScan, Result, Revision, SledStorage, SledStorageOptions, Storage, StorageStats, Tombstone,
-    WatchReceiver,
+    BatchWrite, Claim, Encoder, Filter, Key, KeyValue, ListOptions, ListResult, Precondition,
+    Prefix, RangeScan, Result, Revision, SledStorage, SledStorageOptions, Storage, StorageStats,
+    Tombstone, WatchReceiver,
 };
 use kplane_types::{ClusterName, ClusterScope, RequestInfo, UserInfo, Verb};
 use serde_json::{json, Value};
@@ -152,6 +152,9 @@ impl Storage for Leased {
     }
     fn leadership(&self) -> watch::Receiver<bool> {
         self.leader.clone()
+    }
+    async fn claim(&self, name: &str) -> Result<Option<Claim>> {
+        self.inner.claim(name).await
     }
     async fn shutdown(&self) -> Result<()> {
         Ok(())
@@ -1046,4 +1049,318 @@ async fn the_leader_does_what_a_follower_cannot_queue() {
     .await;
     drop((a, b));
     store.shutdown().await.unwrap();
+}
+
+/// Stores `n` ConfigMaps in `cluster` (made first) through `reg`'s store, in batches.
+async fn seed_configmaps(reg: &Registry, cluster: &str, n: usize) {
+    reg.ensure_cluster(&name(cluster)).await.unwrap();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let writes = chunk
+            .iter()
+            .map(|i| {
+                let v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": format!("cm-{i}"), "namespace": "default",
+                                            "uid": format!("uid-{i}")}});
+                BatchWrite {
+                    key: Key::new(cluster, "/configmaps", "default", format!("cm-{i}")),
+                    delete: false,
+                    precondition: Precondition::MustNotExist,
+                    encode: Box::new(move |rev| {
+                        crate::archive::with_resource_version(v.to_string().as_bytes(), rev)
+                    }),
+                }
+            })
+            .collect();
+        for r in reg.storage().write_batch(writes).await {
+            r.unwrap();
+        }
+    }
+}
+
+/// `cluster` of `reg` exported into a file of `dir`.
+async fn export_file(reg: &Registry, cluster: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join(format!("{cluster}.kpa"));
+    let mut export = reg.export(&name(cluster), false, true).await.unwrap();
+    let mut bytes = Vec::new();
+    while let Some(c) = export.next_chunk().await.unwrap() {
+        bytes.extend_from_slice(&c);
+    }
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// The ConfigMaps `seed_configmaps` stores that are in `cluster` (the root-CA
+/// publisher's are not counted).
+async fn configmap_count(store: &dyn Storage, cluster: &str) -> u64 {
+    let prefix = Prefix {
+        cluster: kplane_storage::Clusters::One(cluster.into()),
+        resource: Some("/configmaps".into()),
+        namespace: None,
+    };
+    let all = store
+        .list(&prefix, &Default::default(), None)
+        .await
+        .unwrap();
+    all.items
+        .iter()
+        .filter(|kv| kv.key.name.starts_with("cm-"))
+        .count() as u64
+}
+
+/// Waits until `store` has published every write up to `rev` (made through another
+/// store on the same database; at once for one sled store).
+async fn follows(store: &dyn Storage, rev: u64) {
+    until("the store follows the other's writes", || async {
+        store.current_revision() >= rev
+    })
+    .await;
+}
+
+/// Objects above the import's write batch.
+const IMPORTED: usize = crate::archive::IMPORT_BATCH + 10;
+
+/// An import running through A (held in its write pass, then past its point of no return)
+/// is left alone by B: neither B's start-up nor a resolution round of B rolls it back or
+/// forward, and a second import of the target through B is refused (409); A then finishes
+/// it and B serves the result.
+async fn an_import_in_progress_is_left_to_its_owner(
+    a_store: Arc<dyn Storage>,
+    b_store: Arc<dyn Storage>,
+) {
+    use crate::archive::Step;
+    let a = Replica::start(a_store, Some(true)).await;
+    seed_configmaps(&a.reg, "root:src", IMPORTED).await;
+    let dir = tempfile::tempdir().unwrap();
+    let archive = export_file(&a.reg, "root:src", dir.path()).await;
+    let (mut j, claim, _) = a
+        .reg
+        .write_import(&archive, &name("root:dst"), false, false)
+        .await
+        .unwrap();
+    assert_eq!(j.step, Step::Writing);
+
+    // B starts (its start-up resolves imports) while A's import is in its write pass.
+    follows(&*b_store, a.reg.storage().current_revision()).await;
+    let b = Replica::start(b_store.clone(), Some(false)).await;
+    let round = b.reg.resolve_orphaned_imports(false).await.unwrap();
+    assert_eq!((round.resolved, round.in_progress), (0, 1));
+    assert!(b.reg.get_journal("root:dst").await.unwrap().is_some());
+    assert_eq!(
+        configmap_count(&*b_store, "root:dst").await,
+        IMPORTED as u64,
+        "the write pass is not rolled back"
+    );
+    let e = b
+        .reg
+        .import(&archive, &name("root:dst"), false)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 409, "{}", e.0.message);
+
+    // Past the point of no return: still A's.
+    j.step = Step::DeletingOld;
+    a.reg.put_journal(&mut j, false).await.unwrap();
+    until("B reads the new step", || async {
+        b.reg.get_journal("root:dst").await.unwrap().unwrap().step == Step::DeletingOld
+    })
+    .await;
+    let round = b.reg.resolve_orphaned_imports(false).await.unwrap();
+    assert_eq!((round.resolved, round.in_progress), (0, 1));
+    assert_eq!(
+        configmap_count(&*b_store, "root:dst").await,
+        IMPORTED as u64,
+        "not rolled forward by B"
+    );
+
+    // A finishes it; B serves it.
+    a.reg.roll_forward_import(j, &claim).await.unwrap();
+    drop(claim);
+    let cms = in_cluster(
+        target(&b.reg, "", "configmaps", Some("default")),
+        "root:dst",
+    );
+    until("B serves the import A finished", || async {
+        answer(&b.reg, "root:dst") == 200 && exists(&b.reg, &cms, "cm-0").await
+    })
+    .await;
+    assert_eq!(
+        configmap_count(&*b_store, "root:dst").await,
+        IMPORTED as u64
+    );
+    assert!(b.reg.get_journal("root:dst").await.unwrap().is_none());
+    drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_an_import_in_progress_is_left_to_its_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    an_import_in_progress_is_left_to_its_owner(store.clone(), store.clone()).await;
+    store.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_an_import_in_progress_is_left_to_its_owner() {
+    let server = pg();
+    let url = server.create_database();
+    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
+    an_import_in_progress_is_left_to_its_owner(a.clone(), b.clone()).await;
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// Two imports through A are cut short: one in its write pass, one past its point of no
+/// return. While A holds them, the leader B leaves them; once A is gone (on PostgreSQL its
+/// store shuts down, its claims kept by the test: they end with the store; on one sled
+/// store, its claims are dropped), the leader's own resolution, without any restart, rolls
+/// the first back and finishes the second. A move's staged import, which waits for its
+/// move, is kept.
+async fn the_leader_resolves_imports_whose_owner_is_gone(
+    a_store: Arc<dyn Storage>,
+    b_store: Arc<dyn Storage>,
+    shut_a_down: bool,
+) {
+    use crate::archive::Step;
+    let b = Replica::start(b_store.clone(), Some(true)).await;
+    let a = Replica::start(a_store.clone(), Some(false)).await;
+    until("B leads", || async { b.reg.is_leader() }).await;
+    seed_configmaps(&a.reg, "root:src", IMPORTED).await;
+    let dir = tempfile::tempdir().unwrap();
+    let archive = export_file(&a.reg, "root:src", dir.path()).await;
+    let (_, back, _) = a
+        .reg
+        .write_import(&archive, &name("root:back"), false, false)
+        .await
+        .unwrap();
+    let (j, fwd, _) = a
+        .reg
+        .stage_import(&archive, &name("root:fwd"), false)
+        .await
+        .unwrap();
+    let stopped = a
+        .reg
+        .advance_import(j, &fwd, Some(Step::Finishing))
+        .await
+        .unwrap();
+    assert!(stopped.is_none());
+    a.reg
+        .import_staged(&archive, &name("root:staged"))
+        .await
+        .unwrap();
+    follows(&*b_store, a_store.current_revision()).await;
+    let round = b.reg.resolve_orphaned_imports(false).await.unwrap();
+    assert_eq!(
+        (round.resolved, round.in_progress, round.staged),
+        (0, 2, 1),
+        "A holds its imports"
+    );
+    assert_eq!(
+        configmap_count(&*b_store, "root:back").await,
+        IMPORTED as u64
+    );
+
+    // A goes away mid-way.
+    drop(a);
+    if shut_a_down {
+        a_store.shutdown().await.unwrap();
+        drop(a_store);
+        until("A's claims ended with its store", || async {
+            !back.is_held() && !fwd.is_held()
+        })
+        .await;
+    } else {
+        drop((back, fwd));
+    }
+    let cms = in_cluster(
+        target(&b.reg, "", "configmaps", Some("default")),
+        "root:fwd",
+    );
+    until("the leader resolved both imports", || async {
+        b.reg.get_journal("root:back").await.unwrap().is_none()
+            && b.reg.get_journal("root:fwd").await.unwrap().is_none()
+            && answer(&b.reg, "root:fwd") == 200
+            && exists(&b.reg, &cms, "cm-0").await
+    })
+    .await;
+    assert_eq!(configmap_count(&*b_store, "root:back").await, 0);
+    assert_eq!(answer(&b.reg, "root:back"), 404);
+    assert_eq!(
+        configmap_count(&*b_store, "root:fwd").await,
+        IMPORTED as u64
+    );
+    let staged = b.reg.staged_import(&name("root:staged")).await.unwrap();
+    assert_eq!(staged.source_cluster, "root:src");
+    assert_eq!(
+        configmap_count(&*b_store, "root:staged").await,
+        IMPORTED as u64
+    );
+    drop(b);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_the_leader_resolves_imports_whose_owner_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    the_leader_resolves_imports_whose_owner_is_gone(store.clone(), store.clone(), false).await;
+    store.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_leader_resolves_imports_whose_owner_is_gone() {
+    let server = pg();
+    let url = server.create_database();
+    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
+    the_leader_resolves_imports_whose_owner_is_gone(a, b.clone(), true).await;
+    b.shutdown().await.unwrap();
+}
+
+/// An owner whose claim is lost (its claim's session killed on the server, as a network
+/// cut would) while its import is in its write pass: the leader B resolves the import
+/// (rolls it back), and the owner, going on, fails at its next step (503 for the lost
+/// claim, 409 for the journal rewritten by B) instead of undoing the resolution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_an_owner_that_lost_its_claim_stops() {
+    use crate::archive::Step;
+    let server = pg();
+    let url = server.create_database();
+    let (a_store, b_store) = (pg_store(&url).await, pg_store(&url).await);
+    let b = Replica::start(b_store.clone(), Some(true)).await;
+    let a = Replica::start(a_store.clone(), Some(false)).await;
+    seed_configmaps(&a.reg, "root:src", IMPORTED).await;
+    let dir = tempfile::tempdir().unwrap();
+    let archive = export_file(&a.reg, "root:src", dir.path()).await;
+    let (mut j, claim, _) = a
+        .reg
+        .write_import(&archive, &name("root:lost"), false, false)
+        .await
+        .unwrap();
+
+    let killed = server.sql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted AND objsubid = 2",
+    );
+    assert_eq!(killed, "1", "the import's claim is the only one held");
+    until("A sees its claim lost", || async { !claim.is_held() }).await;
+    until("the leader rolled the import back", || async {
+        b.reg.get_journal("root:lost").await.unwrap().is_none()
+    })
+    .await;
+    assert_eq!(configmap_count(&*b_store, "root:lost").await, 0);
+
+    // A goes on as if nothing happened: refused at each step.
+    let e = a
+        .reg
+        .advance_import(j.clone(), &claim, None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 503, "{}", e.0.message);
+    j.step = Step::DeletingOld;
+    let e = a.reg.put_journal(&mut j, false).await.unwrap_err();
+    assert_eq!(e.code(), 409, "{}", e.0.message);
+    assert_eq!(configmap_count(&*b_store, "root:lost").await, 0);
+    drop((a, b));
+    a_store.shutdown().await.unwrap();
+    b_store.shutdown().await.unwrap();
 }

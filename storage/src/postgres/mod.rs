@@ -13,6 +13,7 @@
 //! no write reuses ([`lost`]).
 
 mod cache;
+mod claims;
 mod compaction;
 mod lease;
 mod lost;
@@ -695,6 +696,10 @@ impl Storage for PostgresStorage {
 
     fn leadership(&self) -> tokio::sync::watch::Receiver<bool> {
         self.lease.subscribe(&self.shared)
+    }
+
+    async fn claim(&self, name: &str) -> Result<Option<crate::Claim>> {
+        claims::claim(&self.shared, name, self.stop_tasks.subscribe()).await
     }
 
     async fn shutdown(&self) -> Result<()> {

@@ -301,6 +301,8 @@ pub struct SledStorage {
     requests: Mutex<Option<mpsc::Sender<Request>>>,
     /// What the watch hub replays history from.
     event_log: Arc<dyn EventLog>,
+    /// [`Storage::claim`]: one process opens the store, so its own guards are all holders.
+    claims: crate::LocalClaims,
 }
 
 fn read_meta(tree: &sled::Tree, name: &[u8]) -> Result<Revision> {
@@ -424,6 +426,7 @@ impl SledStorage {
             shared,
             requests: Mutex::new(Some(tx)),
             event_log,
+            claims: crate::LocalClaims::default(),
         }))
     }
 
@@ -660,6 +663,10 @@ impl Storage for SledStorage {
                 .saturating_sub(self.shared.compaction.done.load(Ordering::Relaxed)),
             ..crate::StorageStats::default()
         }
+    }
+
+    async fn claim(&self, name: &str) -> Result<Option<crate::Claim>> {
+        Ok(self.claims.claim(name))
     }
 
     async fn shutdown(&self) -> Result<()> {

@@ -18,11 +18,11 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use kplane_archive::{Reader, Record};
-use kplane_storage::{BatchWrite, Key, ListOptions, Precondition, Prefix};
+use kplane_storage::{BatchWrite, Claim, Key, ListOptions, Precondition, Prefix};
 use kplane_types::{ClusterName, Status, StatusReason};
 use serde_json::{json, Value};
 
-use super::journal::{staging_name, Journal, Mapped, Staged, Step};
+use super::journal::{staging_name, still_claimed, Journal, Mapped, Staged, Step};
 use super::verify::{archive_error, verify_archive, Served};
 use crate::cluster_states::{Phase, STATE_RESOURCE};
 use crate::clusters::no_such_cluster;
@@ -70,9 +70,11 @@ impl Registry {
         target: &ClusterName,
         replace: bool,
     ) -> ApiResult<ImportSummary> {
-        let (journal, objects) = self.stage_import(archive, target, replace).await?;
+        let (journal, claim, objects) = self.stage_import(archive, target, replace).await?;
         let names: Vec<String> = journal.clusters.iter().map(|m| m.target.clone()).collect();
-        let revision = self.roll_forward_import(journal).await?;
+        let done = self.roll_forward_import(journal, &claim).await;
+        claim.release().await;
+        let revision = done?;
         Ok(ImportSummary {
             cluster: target.to_string(),
             clusters: names,
@@ -83,30 +85,42 @@ impl Registry {
 
     /// Everything before the point of no return: verification, the checks, the journal,
     /// the write pass (rolled back on failure). Returns the journal, recording
-    /// `deletingOld`, and the number of objects.
+    /// `deletingOld`, the import's claim (dropping it leaves the import to whoever
+    /// resolves it: `recovery.rs`) and the number of objects.
     pub(crate) async fn stage_import(
         &self,
         archive: &Path,
         target: &ClusterName,
         replace: bool,
-    ) -> ApiResult<(Journal, u64)> {
-        let (mut journal, objects) = self.write_import(archive, target, replace, false).await?;
+    ) -> ApiResult<(Journal, Claim, u64)> {
+        let (mut journal, claim, objects) =
+            self.write_import(archive, target, replace, false).await?;
         journal.step = Step::DeletingOld;
-        self.put_journal(&journal, false).await?;
-        Ok((journal, objects))
+        let moved = match still_claimed(&claim, &journal.target) {
+            Ok(()) => self.put_journal(&mut journal, false).await,
+            Err(e) => Err(e),
+        };
+        match moved {
+            Ok(()) => Ok((journal, claim, objects)),
+            Err(e) => {
+                claim.release().await;
+                Err(e)
+            }
+        }
     }
 
     /// The write pass of an import: verification, the checks, the journal (step
     /// `writing`), the objects (rolled back on failure). With `staged` (the online move,
     /// `staged.rs`) the journal records the source and the revision the archive is at,
     /// and the import waits there, hidden, for the source's changes and the commit.
+    /// The import's claim is taken before the journal is written and returned with it.
     pub(crate) async fn write_import(
         &self,
         archive: &Path,
         target: &ClusterName,
         replace: bool,
         staged: bool,
-    ) -> ApiResult<(Journal, u64)> {
+    ) -> ApiResult<(Journal, Claim, u64)> {
         let builtin = Served::builtin(self.builtin_catalog());
         let path = archive.to_path_buf();
         let plan = tokio::task::spawn_blocking(move || verify_archive(&path, &builtin))
@@ -154,18 +168,51 @@ impl Registry {
                 source_cluster: root.clone(),
                 applied: plan.header.revision,
             }),
+            revision: 0,
         };
-        self.put_journal(&journal, true).await?;
+        let claim = self.claim_import(target.as_str()).await?;
+        match self
+            .begin_import(journal, archive, &routes, &claim, staged)
+            .await
+        {
+            Ok(journal) => Ok((journal, claim, plan.objects)),
+            Err(e) => {
+                claim.release().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Under the import's claim: the journal (step `writing`), the phases, the write pass
+    /// (rolled back on failure, unless the claim was lost).
+    async fn begin_import(
+        &self,
+        mut journal: Journal,
+        archive: &Path,
+        routes: &HashMap<String, String>,
+        claim: &Claim,
+        staged: bool,
+    ) -> ApiResult<Journal> {
+        let target = journal.target.clone();
+        self.put_journal(&mut journal, true).await?;
         for m in journal.clusters.iter().filter(|m| m.staging.is_none()) {
             self.set_own_phase(&m.target, Some(Phase::Importing));
         }
-        if let Err(e) = self.write_records(archive, &routes).await {
-            if let Err(undo) = self.roll_back_import(&journal).await {
-                tracing::error!(target = %target, error = %undo.0.message, "rolling back a failed import failed; it is retried at start-up");
+        if let Err(e) = self.write_records(archive, routes, claim, &target).await {
+            // A lost claim leaves the rollback to whoever claims the journal next.
+            if claim.is_held() {
+                if let Err(undo) = self.roll_back_import(&journal).await {
+                    let retry = if staged {
+                        "the move's abort"
+                    } else {
+                        "the leader"
+                    };
+                    tracing::error!(target = %target, error = %undo.0.message, "rolling back a failed import failed; {retry} retries it");
+                }
             }
             return Err(e);
         }
-        Ok((journal, plan.objects))
+        Ok(journal)
     }
 
     /// Checks that `target` may be imported into; `Some(staging)` when it exists and is
@@ -222,11 +269,14 @@ impl Registry {
         &self,
         archive: &Path,
         routes: &HashMap<String, String>,
+        claim: &Claim,
+        target: &str,
     ) -> ApiResult<()> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<ApiResult<Vec<Record>>>(2);
         let reader = read_batches(archive.to_path_buf(), tx);
         let reader = tokio::task::spawn_blocking(reader);
         while let Some(batch) = rx.recv().await {
+            still_claimed(claim, target)?;
             let writes = batch?
                 .into_iter()
                 .map(|rec| {

@@ -17,10 +17,19 @@
 //!    targets exist, their phases end, their catalogs are rebuilt, the Workspace of the
 //!    import's target exists in its parent, and the journal record goes.
 //!
-//! From step 2 on, start-up ([`Registry::recover_imports`]) **rolls forward** from the
-//! recorded step; every step is idempotent.
+//! From step 2 on, an interrupted import is **rolled forward** from the recorded step;
+//! every step is idempotent.
+//!
+//! Whoever works on an import holds the claim of its journal's name ([`claim_name`],
+//! [`kplane_storage::Storage::claim`]) from before the journal is written until it is
+//! deleted; only a journal nobody claims is resolved by another (`recovery.rs`). Each
+//! update of the journal is conditional on the revision its writer last wrote or read
+//! ([`Journal::revision`]), so a holder that lost its claim (and whose import another
+//! replica resolves) fails at its next step instead of undoing the resolution.
 
-use kplane_storage::{BatchWrite, Key, Precondition, Prefix, CLUSTER_DELETE_BATCH};
+use kplane_storage::{
+    BatchWrite, Claim, Key, KeyValue, Precondition, Prefix, CLUSTER_DELETE_BATCH,
+};
 use kplane_types::{ClusterName, ClusterScope, StatusReason};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -51,6 +60,9 @@ pub(crate) struct Journal {
     /// source's changes and the commit, also across restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) staged: Option<Staged>,
+    /// The record's revision as last written or read here (0: not known); not stored.
+    #[serde(skip)]
+    pub(crate) revision: u64,
 }
 
 /// What a staged import knows of its source.
@@ -97,38 +109,91 @@ fn journal_key(target: &str) -> Key {
     Key::new(JOURNAL_CLUSTER, JOURNAL_RESOURCE, "", target)
 }
 
+/// The name an import into `target` claims ([`kplane_storage::Storage::claim`]).
+pub(crate) fn claim_name(target: &str) -> String {
+    format!("import:{target}")
+}
+
+fn in_progress(target: &str) -> ApiError {
+    ApiError::new(
+        StatusReason::Conflict,
+        format!("an import into logical cluster \"{target}\" is in progress"),
+    )
+}
+
+/// Fails once `claim` is lost: another replica may resolve the import now, so its holder
+/// stops (and leaves the journal to it).
+pub(crate) fn still_claimed(claim: &Claim, target: &str) -> ApiResult<()> {
+    if claim.is_held() {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusReason::ServiceUnavailable,
+        format!("the import into logical cluster \"{target}\" lost its claim on the store (the database session ended); it is resolved by whichever replica claims it next"),
+    ))
+}
+
 impl Registry {
-    /// Stores the journal: created (409 when an import into the target runs) or updated.
-    /// The journal of an import into `target`, if one is in progress.
+    /// Claims the import into `target` for this process (see the module doc): 409 while
+    /// another holds it (an import, a step of a move, or a resolution is in progress).
+    pub(crate) async fn claim_import(&self, target: &str) -> ApiResult<Claim> {
+        self.storage
+            .claim(&claim_name(target))
+            .await?
+            .ok_or_else(|| in_progress(target))
+    }
+
+    /// The stored journal record of `target`, as this replica's store has it (it may lag
+    /// behind another replica's last update by the store's delivery delay: whatever is
+    /// decided from it is confirmed by a rewrite conditional on its revision).
+    async fn journal_record(&self, target: &str) -> ApiResult<Option<KeyValue>> {
+        Ok(self.storage.get(&journal_key(target)).await?)
+    }
+
+    /// The journal of an import into `target`, if one is in progress (see `journal_record`).
     pub(crate) async fn get_journal(&self, target: &str) -> ApiResult<Option<Journal>> {
-        match self.storage.get(&journal_key(target)).await? {
+        match self.journal_record(target).await? {
             None => Ok(None),
-            Some(kv) => serde_json::from_slice(&kv.value)
-                .map(Some)
+            Some(kv) => serde_json::from_slice::<Journal>(&kv.value)
+                .map(|j| {
+                    Some(Journal {
+                        revision: kv.mod_revision,
+                        ..j
+                    })
+                })
                 .map_err(|e| ApiError::internal(format!("unreadable import journal: {e}"))),
         }
     }
 
-    pub(crate) async fn put_journal(&self, j: &Journal, create: bool) -> ApiResult<()> {
-        let bytes = serde_json::to_vec(j).map_err(|e| ApiError::internal(e.to_string()))?;
-        let pre = if create {
-            Precondition::MustNotExist
-        } else {
-            Precondition::MustExist
+    /// Stores the journal: created (409 when an import into the target runs) or updated,
+    /// if it is still at the revision `j` knows (409 otherwise: another replica took the
+    /// import over); `j` learns its new revision.
+    pub(crate) async fn put_journal(&self, j: &mut Journal, create: bool) -> ApiResult<()> {
+        let bytes = serde_json::to_vec(&*j).map_err(|e| ApiError::internal(e.to_string()))?;
+        let pre = match (create, j.revision) {
+            (true, _) => Precondition::MustNotExist,
+            (false, 0) => Precondition::MustExist,
+            (false, rev) => Precondition::ModRevision(rev),
         };
         match self
             .storage
             .put(journal_key(&j.target), pre, Box::new(move |_| Ok(bytes)))
             .await
         {
-            Ok(_) => Ok(()),
-            Err(kplane_storage::Error::AlreadyExists) => Err(ApiError::new(
-                StatusReason::Conflict,
-                format!(
-                    "an import into logical cluster \"{}\" is in progress",
-                    j.target
-                ),
-            )),
+            Ok(kv) => {
+                j.revision = kv.mod_revision;
+                Ok(())
+            }
+            Err(kplane_storage::Error::AlreadyExists) => Err(in_progress(&j.target)),
+            Err(kplane_storage::Error::Conflict { .. } | kplane_storage::Error::NotFound) => {
+                Err(ApiError::new(
+                    StatusReason::Conflict,
+                    format!(
+                        "the import into logical cluster \"{}\" changed meanwhile (through another replica, or resolved by one); try again",
+                        j.target
+                    ),
+                ))
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -136,7 +201,7 @@ impl Registry {
     /// Deletes the journal; its deletion event carries its last state, so that every
     /// replica learns which targets' phases end (`derived.rs`).
     async fn delete_journal(&self, target: &str) -> ApiResult<()> {
-        let Some(kv) = self.storage.get(&journal_key(target)).await? else {
+        let Some(kv) = self.journal_record(target).await? else {
             return Ok(());
         };
         let last = kv.value.to_vec();
@@ -174,24 +239,26 @@ impl Registry {
 
     /// Finishes an import from the step its journal records (see the module doc); returns
     /// the floor the targets got.
-    pub(crate) async fn roll_forward_import(&self, j: Journal) -> ApiResult<u64> {
-        self.advance_import(j, None)
+    pub(crate) async fn roll_forward_import(&self, j: Journal, claim: &Claim) -> ApiResult<u64> {
+        self.advance_import(j, claim, None)
             .await?
             .ok_or_else(|| ApiError::internal("the import stopped before it finished"))
     }
 
-    /// Moves an import forward step by step, each recorded before the next begins;
-    /// stops (`Ok(None)`) once the journal records `stop` (tests interrupt it there, as a
-    /// crash would), or finishes and returns the floor.
+    /// Moves an import forward step by step, each recorded before the next begins, while
+    /// `claim` (the import's) holds; stops (`Ok(None)`) once the journal records `stop`
+    /// (tests interrupt it there, as a crash would), or finishes and returns the floor.
     pub(crate) async fn advance_import(
         &self,
         mut j: Journal,
+        claim: &Claim,
         stop: Option<Step>,
     ) -> ApiResult<Option<u64>> {
         for m in j.clusters.iter().filter(|m| m.staging.is_some()) {
             self.set_own_phase(&m.target, Some(Phase::Replacing));
         }
         loop {
+            still_claimed(claim, &j.target)?;
             let next = match j.step {
                 Step::Writing => Step::DeletingOld,
                 Step::DeletingOld => {
@@ -219,7 +286,7 @@ impl Registry {
                 Step::Finishing => return self.finish_import(&j).await.map(Some),
             };
             j.step = next;
-            self.put_journal(&j, false).await?;
+            self.put_journal(&mut j, false).await?;
             if stop == Some(next) {
                 return Ok(None);
             }
@@ -332,38 +399,6 @@ impl Registry {
             }
             Err(e) => Err(e),
         }
-    }
-
-    /// Resolves the imports a crash interrupted (start-up, before anything is served):
-    /// rolled back before the point of no return, forward after it.
-    pub(crate) async fn recover_imports(&self) -> ApiResult<()> {
-        let prefix = Prefix::resource(JOURNAL_CLUSTER, JOURNAL_RESOURCE);
-        let res = self
-            .storage
-            .list(&prefix, &Default::default(), None)
-            .await?;
-        for kv in res.items {
-            let j: Journal = match serde_json::from_slice(&kv.value) {
-                Ok(j) => j,
-                Err(e) => {
-                    tracing::warn!(target = %kv.key.name, error = %e, "unreadable import journal; left in place");
-                    continue;
-                }
-            };
-            if j.step == Step::Writing && j.staged.is_some() {
-                // A move's staged import waits for its commit or abort, hidden again.
-                for m in j.clusters.iter().filter(|m| m.staging.is_none()) {
-                    self.set_own_phase(&m.target, Some(Phase::Importing));
-                }
-            } else if j.step == Step::Writing {
-                tracing::warn!(target = %j.target, "rolling back an interrupted import");
-                self.roll_back_import(&j).await?;
-            } else {
-                tracing::warn!(target = %j.target, step = ?j.step, "finishing an interrupted import");
-                self.roll_forward_import(j).await?;
-            }
-        }
-        Ok(())
     }
 }
 

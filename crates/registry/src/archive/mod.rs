@@ -9,9 +9,11 @@
 //! - `import.rs`: [`crate::Registry::import`]: the checks against the target, the write
 //!   pass in bounded batches (into the target when it is new, into a hidden staging
 //!   pseudo-cluster when it replaces an existing one), rollback on failure.
-//! - `journal.rs`: the durable import journal and the flip (staging → target, floors,
-//!   existence, catalogs, the Workspace in the parent), which start-up rolls back (before
-//!   the point of no return) or forward (after it).
+//! - `journal.rs`: the durable import journal, claimed by whoever works on the import,
+//!   and the flip (staging → target, floors, existence, catalogs, the Workspace in the
+//!   parent).
+//! - `recovery.rs`: the resolution of a journal whose owner is gone, rolled back (before
+//!   the point of no return) or forward (after it): at start-up and on the leader.
 //! - `staged.rs`: the target side of the online move: a staged import (hidden, kept
 //!   across restarts), the source's changes applied to it, then the same flip.
 //!
@@ -20,11 +22,14 @@
 mod export;
 mod import;
 mod journal;
+mod recovery;
 mod staged;
 mod verify;
 
 pub use export::{ExportStream, EXPORT_CHUNK};
 pub use import::{ImportSummary, IMPORT_BATCH};
+#[cfg(test)]
+pub(crate) use journal::Step;
 pub(crate) use journal::{journal_phases, Journal, JOURNAL_CLUSTER, JOURNAL_RESOURCE};
 pub use staged::{AppliedChanges, StagedImport};
 

@@ -6,6 +6,12 @@
 //! back), while the source's later changes are applied to it; the commit is the import's
 //! own flip (`journal.rs`), the abort its own rollback.
 //!
+//! Each step (the bulk copy, each round of changes, the commit, the abort) claims the
+//! import (`journal.rs`) for its duration, whichever replica runs it: two steps of one move
+//! never run at once (the second is refused with 409), and between steps the staged
+//! journal is claimed by nobody, yet never resolved by another replica (`recovery.rs`):
+//! it waits for the move's next call.
+//!
 //! Applying changes is idempotent: each change sets a key's whole value or deletes it, so
 //! re-applying changes from an earlier revision (after a crash between the writes and
 //! the journal update) ends in the same state. The journal records the new revision
@@ -16,11 +22,11 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use kplane_archive::{Change, ChangeReader};
-use kplane_storage::{BatchWrite, Key, Precondition};
+use kplane_storage::{BatchWrite, Claim, Key, Precondition};
 use kplane_types::{ClusterName, StatusReason};
 use serde_json::{json, Value};
 
-use super::journal::{Journal, Step};
+use super::journal::{still_claimed, Journal, Step};
 use super::{ImportSummary, IMPORT_BATCH};
 use crate::cluster_states::STATE_RESOURCE;
 use crate::error::{ApiError, ApiResult};
@@ -91,7 +97,8 @@ impl Registry {
         archive: &Path,
         target: &ClusterName,
     ) -> ApiResult<StagedImport> {
-        let (journal, objects) = self.write_import(archive, target, false, true).await?;
+        let (journal, claim, objects) = self.write_import(archive, target, false, true).await?;
+        claim.release().await;
         StagedImport::of(&journal, objects)
             .ok_or_else(|| ApiError::internal("the staged import lost its source"))
     }
@@ -125,7 +132,24 @@ impl Registry {
         target: &ClusterName,
         since: u64,
     ) -> ApiResult<AppliedChanges> {
+        let claim = self.claim_import(target.as_str()).await?;
+        let done = self.apply_claimed(changes, target, since, &claim).await;
+        claim.release().await;
+        done
+    }
+
+    /// [`Registry::apply_staged_changes`] under the import's claim.
+    async fn apply_claimed(
+        &self,
+        changes: &Path,
+        target: &ClusterName,
+        since: u64,
+        claim: &Claim,
+    ) -> ApiResult<AppliedChanges> {
         let mut journal = self.staged_journal(target).await?;
+        // Rewritten first: a journal read before another replica's last step (a commit,
+        // an abort, changes) fails here, before anything is written into the target.
+        self.put_journal(&mut journal, false).await?;
         let (source, applied) = match &journal.staged {
             Some(s) => (s.source_cluster.clone(), s.applied),
             None => return Err(no_staged(target)),
@@ -145,6 +169,7 @@ impl Registry {
         let reader = tokio::task::spawn_blocking(read_changes(changes.to_path_buf(), tx));
         let mut count = 0;
         while let Some(batch) = rx.recv().await {
+            still_claimed(claim, target.as_str())?;
             let batch = batch?;
             count += batch.len() as u64;
             if let Some(c) = batch.iter().find(|c| c.record.cluster != source) {
@@ -161,7 +186,8 @@ impl Registry {
         if let Some(s) = journal.staged.as_mut() {
             s.applied = s.applied.max(through);
         }
-        self.put_journal(&journal, false).await?;
+        still_claimed(claim, target.as_str())?;
+        self.put_journal(&mut journal, false).await?;
         Ok(AppliedChanges {
             changes: count,
             applied: journal.staged.map_or(through, |s| s.applied),
@@ -215,13 +241,24 @@ impl Registry {
     }
 
     /// Makes the staged import into `target` visible: the import's flip, from the point
-    /// of no return on (a crash rolls it forward at start-up).
+    /// of no return on (cut short, it is rolled forward by the leader or at start-up).
     pub async fn commit_staged_import(&self, target: &ClusterName) -> ApiResult<ImportSummary> {
+        let claim = self.claim_import(target.as_str()).await?;
+        let done = self.commit_claimed(target, &claim).await;
+        claim.release().await;
+        done
+    }
+
+    async fn commit_claimed(
+        &self,
+        target: &ClusterName,
+        claim: &Claim,
+    ) -> ApiResult<ImportSummary> {
         let mut journal = self.staged_journal(target).await?;
         journal.step = Step::DeletingOld;
-        self.put_journal(&journal, false).await?;
+        self.put_journal(&mut journal, false).await?;
         let clusters = journal.clusters.iter().map(|m| m.target.clone()).collect();
-        let revision = self.roll_forward_import(journal).await?;
+        let revision = self.roll_forward_import(journal, claim).await?;
         Ok(ImportSummary {
             cluster: target.to_string(),
             clusters,
@@ -232,11 +269,19 @@ impl Registry {
 
     /// Drops the staged import into `target` (a move rolled back). Idempotent.
     pub async fn abort_staged_import(&self, target: &ClusterName) -> ApiResult<()> {
-        match self.staged_journal(target).await {
-            Ok(j) => self.roll_back_import(&j).await,
+        let claim = self.claim_import(target.as_str()).await?;
+        let done = match self.staged_journal(target).await {
+            // Rewritten first: a journal read before another replica's commit fails here
+            // instead of rolling the committed import back.
+            Ok(mut j) => match self.put_journal(&mut j, false).await {
+                Ok(()) => self.roll_back_import(&j).await,
+                Err(e) => Err(e),
+            },
             Err(e) if e.code() == 404 => Ok(()),
             Err(e) => Err(e),
-        }
+        };
+        claim.release().await;
+        done
     }
 }
 

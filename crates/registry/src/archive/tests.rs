@@ -634,13 +634,15 @@ async fn interrupted_imports_are_resolved_at_start_up() {
             seed(&env, "root:dst", 4).await;
         }
         let old = contents(&*env.storage, "root:dst").await;
-        let (mut j, _) = env
+        let (mut j, claim, _) = env
             .reg
             .stage_import(&file, &name("root:dst"), replace)
             .await
             .unwrap();
         j.step = Step::Writing;
-        env.reg.put_journal(&j, false).await.unwrap();
+        env.reg.put_journal(&mut j, false).await.unwrap();
+        // The import's process is gone: its claim with it.
+        drop(claim);
         let (again, _tx) = restart(env.storage.clone()).await;
         assert_eq!(
             contents(&*env.storage, "root:dst").await,
@@ -665,15 +667,16 @@ async fn interrupted_imports_are_resolved_at_start_up() {
         let file = env.dir.path().join("a.karc");
         export_to(&env.reg, "root:src", false, true, &file).await;
         seed(&env, "root:dst", 4).await;
-        let (j, _) = env
+        let (j, claim, _) = env
             .reg
             .stage_import(&file, &name("root:dst"), true)
             .await
             .unwrap();
         if stop != Step::DeletingOld {
-            let stopped: Option<u64> = env.reg.advance_import(j, Some(stop)).await.unwrap();
+            let stopped: Option<u64> = env.reg.advance_import(j, &claim, Some(stop)).await.unwrap();
             assert!(stopped.is_none());
         }
+        drop(claim);
         let (again, _tx) = restart(env.storage.clone()).await;
         assert_eq!(
             contents(&*env.storage, "root:dst").await,

@@ -458,10 +458,10 @@ impl Drop for Controllers {
 /// [`Registry::new`]), the controllers' informer feeding the garbage collector, the root-CA
 /// publisher, the ClusterRole aggregation controller, the SyncTarget and Job TTL
 /// controllers (with the task of their timers), the queueing of pending namespace, CRD and
-/// Workspace work, the Event sweeper for `event_ttl`, and the resumption of unfinished
-/// work, and, with `background`, the items of the one-at-a-time worker, Workspace
-/// deletions, the timers, the root-CA syncer and the Event sweeper on that runtime instead
-/// of the caller's.
+/// Workspace work, the Event sweeper for `event_ttl`, the resolution of imports whose
+/// owner is gone, and the resumption of unfinished work, and, with `background`, the items
+/// of the one-at-a-time worker, Workspace deletions, the timers, the root-CA syncer, the
+/// Event sweeper and the import resolution on that runtime instead of the caller's.
 pub fn start(
     registry: &Arc<Registry>,
     queue: UnboundedReceiver<Work>,
@@ -526,6 +526,8 @@ pub(crate) fn start_leading(
         bg.spawn(timers::run(registry.clone())),
         bg.spawn(syncer),
         bg.spawn(event_ttl::run(registry.clone(), event_ttl)),
+        // Imports whose owner is gone (a replica died mid-way): `archive/recovery.rs`.
+        bg.spawn(registry.clone().resolve_imports_while_leading()),
         // In the background: a store with many logical clusters must not delay readiness.
         tokio::spawn(async move {
             if let Err(e) = resume.resume_pending_work().await {
