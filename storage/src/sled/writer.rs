@@ -65,7 +65,13 @@ pub(crate) struct Writer {
     carry: Option<Request>,
     /// Compresses the records logged.
     compressor: Compressor,
+    /// After a failed compaction step, none is tried before this (a failure that repeats,
+    /// e.g. a database that reads back corrupted, must not spin the writer or flood the log).
+    compaction_retry_at: Option<std::time::Instant>,
 }
+
+/// How long the writer waits before it tries compaction again after a failure.
+const COMPACTION_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 type Reply = (oneshot::Sender<Result<KeyValue>>, Result<KeyValue>);
 
@@ -99,6 +105,7 @@ impl Writer {
             compactor,
             carry: None,
             compressor,
+            compaction_retry_at: None,
         }
     }
 
@@ -157,8 +164,18 @@ impl Writer {
                 }
             }
             if !self.shared.failed.load(Ordering::Acquire) {
-                if let Err(e) = self.compactor.run_due(&self.shared) {
-                    tracing::error!(error = %e, "compaction failed");
+                let due = self
+                    .compaction_retry_at
+                    .is_none_or(|t| std::time::Instant::now() >= t);
+                if due {
+                    match self.compactor.run_due(&self.shared) {
+                        Ok(()) => self.compaction_retry_at = None,
+                        Err(e) => {
+                            tracing::error!(error = %e, retry_in_s = COMPACTION_RETRY.as_secs(), "compaction failed");
+                            self.compaction_retry_at =
+                                Some(std::time::Instant::now() + COMPACTION_RETRY);
+                        }
+                    }
                 }
                 let logical = self.shared.latest_bytes.load(Ordering::Relaxed);
                 if let Err(e) = self.shared.latest_store.step(logical) {
