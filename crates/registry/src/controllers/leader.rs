@@ -4,9 +4,12 @@
 //!
 //! [`run`] follows leadership: on gain it sets the registry's leader flag (from then on
 //! the write path queues work again) and starts the controllers ([`super::start_leading`]:
-//! their informer resyncs from a fresh scan, [`PendingFeed`] queues every pending
-//! namespace, CRD and Workspace it replays, the worker takes over the queue); on loss it
-//! clears the flag and aborts those tasks. Each storage write is atomic and every
+//! their handlers join the process's informer, which starts a new pass for them, so that
+//! they see a resync and a fresh scan, and [`PendingFeed`] queues every pending
+//! namespace, CRD and Workspace it replays; the worker takes over the queue); on loss it
+//! clears the flag, takes their handlers out of the informer and aborts those tasks.
+//! The answer the store gives at start-up is acted on before the informer's first pass
+//! ([`super::start`]), so that a process that leads from the start scans once. Each storage write is atomic and every
 //! controller write carries the resourceVersion it read, so an item cut short is simply
 //! done again by the next leader. Caches (`crate::derived`) run on every replica whatever
 //! the leadership.
@@ -23,7 +26,7 @@ use kplane_storage::KeyValue;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::informer::InformerHandler;
+use super::informer::{HandlerSlot, InformerHandler};
 use super::{stored_cluster, Controllers, Work};
 use crate::crd::CRD_RESOURCE;
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
@@ -41,32 +44,35 @@ impl Registry {
     }
 }
 
-/// Starts and stops the writing controllers as `leadership` says, until the registry's
-/// controllers are stopped (this task is aborted: the running controllers go with it).
-pub(crate) async fn run(
-    registry: Arc<Registry>,
-    mut leadership: tokio::sync::watch::Receiver<bool>,
-    queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
-    event_ttl: Duration,
-    background: Option<tokio::runtime::Handle>,
-) {
-    let mut running: Option<Controllers> = None;
-    loop {
-        let leader = *leadership.borrow_and_update();
+/// What starting the writing controllers takes.
+pub(crate) struct Leading {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
+    pub(crate) event_ttl: Duration,
+    pub(crate) background: Option<tokio::runtime::Handle>,
+    /// Where the controllers' informer handlers join the process's informer.
+    pub(crate) slot: HandlerSlot,
+}
+
+impl Leading {
+    /// Starts or stops the controllers (`running`) as `leader` says.
+    pub(crate) fn step(&self, leader: bool, running: &mut Option<Controllers>) {
+        let registry = &self.registry;
         match (leader, running.is_some()) {
             (true, false) => {
                 registry.set_leader(true);
-                running = Some(super::start_leading(
-                    &registry,
-                    queue.clone(),
-                    event_ttl,
-                    background.clone(),
+                *running = Some(super::start_leading(
+                    registry,
+                    self.queue.clone(),
+                    self.event_ttl,
+                    self.background.clone(),
+                    &self.slot,
                 ));
                 tracing::info!("this replica leads: the controllers run here");
             }
             (false, true) => {
                 registry.set_leader(false);
-                running = None;
+                *running = None;
                 tracing::warn!("this replica no longer leads: the controllers stopped");
             }
             (false, false) => {
@@ -77,10 +83,24 @@ pub(crate) async fn run(
             }
             (true, true) => {}
         }
+    }
+}
+
+/// Starts and stops the writing controllers as `leadership` says (`running`: what
+/// [`Leading::step`] made of its current answer), until the registry's controllers are
+/// stopped (this task is aborted: the running controllers go with it).
+pub(crate) async fn run(
+    leading: Leading,
+    mut leadership: tokio::sync::watch::Receiver<bool>,
+    mut running: Option<Controllers>,
+) {
+    loop {
         if leadership.changed().await.is_err() {
             // The store never changes its answer again (sled: always the leader).
             std::future::pending::<()>().await;
         }
+        let leader = *leadership.borrow_and_update();
+        leading.step(leader, &mut running);
     }
 }
 
@@ -106,9 +126,8 @@ impl InformerHandler for PendingFeed {
         };
         let reg = &self.0;
         if resource == CRD_RESOURCE {
-            // The catalog may be rebuilt by the derived-state informer only later: drop it
-            // here first, so that the collector resolves the new kinds.
-            reg.catalogs.forget(&cluster);
+            // The derived state's handlers, before this one, dropped the cluster's catalog:
+            // the collector resolves the new kinds.
             reg.gc_kinds_changed(&cluster);
         }
         if deleted {
