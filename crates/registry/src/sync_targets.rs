@@ -194,6 +194,20 @@ impl Registry {
         resource: &str,
         namespace: Option<&str>,
     ) -> ApiResult<Vec<Arc<Applicable>>> {
+        self.applicable_sync_targets_in(cluster, group, resource, namespace, None)
+            .await
+    }
+
+    /// [`Registry::applicable_sync_targets`], the namespace given as `new_namespace` when
+    /// it is not stored yet (written in the same batch, before the object).
+    pub(crate) async fn applicable_sync_targets_in(
+        &self,
+        cluster: &ClusterName,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        new_namespace: Option<&Value>,
+    ) -> ApiResult<Vec<Arc<Applicable>>> {
         let effective = self.effective_sync_targets(cluster).await?;
         let candidates: Vec<&Arc<Applicable>> = effective
             .iter()
@@ -208,7 +222,10 @@ impl Registry {
                     .iter()
                     .any(|t| t.spec.namespace_selector.is_some()) =>
             {
-                self.namespace_labels(cluster, ns).await?
+                match new_namespace {
+                    Some(obj) => labels_of(obj),
+                    None => self.namespace_labels(cluster, ns).await?,
+                }
             }
             _ => Map::new(),
         };
@@ -234,11 +251,7 @@ impl Registry {
             return Ok(Map::new());
         };
         let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
-        Ok(obj
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default())
+        Ok(labels_of(&obj))
     }
 
     /// `cluster`'s own SyncTargets, by name.
@@ -273,6 +286,14 @@ impl Registry {
             _ => self.sync_targets.invalidate(cluster.as_str()),
         }
     }
+}
+
+/// An object's labels.
+fn labels_of(obj: &Value) -> Map<String, Value> {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
