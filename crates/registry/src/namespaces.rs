@@ -60,6 +60,10 @@ impl Registry {
             rt: nst,
             namespace: None,
         };
+        if !self.is_marked(cluster) {
+            // Before anything can be written into it: it has no SyncTargets of its own.
+            self.cache_sync_targets_of_new_cluster(cluster).await;
+        }
         // Marked first, so that the namespace creates below find the cluster existing.
         // An existing namespace is left as it is (409).
         let new = self.mark_cluster(cluster);

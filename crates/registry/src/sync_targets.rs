@@ -180,6 +180,30 @@ impl Registry {
         Ok(result)
     }
 
+    /// Caches the SyncTargets of `cluster` before it comes into being (it holds no object
+    /// and nothing can be written into it yet, so it has none of its own): those its
+    /// ancestors pass down. Spares the bootstrap's first create a read of its empty
+    /// SyncTargets. Nothing is cached when an ancestor's cannot be read.
+    pub(crate) async fn cache_sync_targets_of_new_cluster(&self, cluster: &ClusterName) {
+        if self.sync_targets.get(cluster.as_str()).is_some() {
+            return;
+        }
+        let generation = self.sync_targets.generation();
+        let inherited = match cluster.parent() {
+            Some(p) => match self.effective_sync_targets(&p).await {
+                Ok(e) => e,
+                Err(_) => return,
+            },
+            None => EMPTY.clone(),
+        };
+        let list = inherited
+            .iter()
+            .filter(|a| a.spec.include_descendants)
+            .cloned()
+            .collect();
+        self.sync_targets.insert(cluster.as_str(), list, generation);
+    }
+
     /// The SyncTargets an object of `group`/`resource` created in `cluster` (in
     /// `namespace`, `None` for a cluster-scoped one) may go to, in the order of
     /// preference: the first is the one the `SyncAssignment` plugin picks. Leaves out
