@@ -121,6 +121,7 @@ impl Registry {
                     old: Some(&obj),
                     user: d.user.as_ref(),
                     dry_run: d.dry_run,
+                    new_namespace: None,
                 };
                 if let Err(e) = self.admission.admit_delete(self, &attrs).await {
                     // As the per-object path: what was listed before it goes, then the

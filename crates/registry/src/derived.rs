@@ -3,9 +3,10 @@
 //! controllers) wrote, on the same database (docs/architecture.md "Replicas: derived
 //! state").
 //!
-//! [`informer`] builds the informer every replica runs, whatever the leadership: the RBAC
-//! and SyncTarget caches' invalidators, the sync endpoint's reference index, and
-//! [`Follower`], which keeps
+//! [`informer`] builds the process's informer with the handlers every replica runs,
+//! whatever the leadership (the leader's controllers add theirs after them: see
+//! `controllers/informer.rs`): the RBAC and SyncTarget caches' invalidators, the sync
+//! endpoint's reference index, and [`Follower`], which keeps
 //!
 //! - the catalogs: a CRD change drops its cluster's catalog (and the multi-cluster ones),
 //!   which the next request loads again from the stored CRDs, with its discovery and
@@ -51,7 +52,7 @@ use crate::crd::CRD_RESOURCE;
 use crate::strategies::workspace::{WORKSPACE_FINALIZER, WORKSPACE_RESOURCE};
 use crate::{meta, Registry};
 
-/// The derived-state informer of `registry` (run it on every replica).
+/// The informer of `registry` with the derived state's handlers (run it on every replica).
 pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
     Informer::new(registry.storage().clone())
         .following_imports(registry.cluster_table().clone())

@@ -1,7 +1,7 @@
 //! Namespace bootstrap, part of the registry's own write path: the default namespaces of a
 //! new logical cluster (when it is created: see `clusters.rs`) and the objects every new
 //! namespace starts with (`default` ServiceAccount, `kube-root-ca.crt` ConfigMap), created
-//! in the same request.
+//! in the same request (for a new cluster's default namespaces, in the same storage batch).
 //! Emptying and removing a Terminating namespace is a controller's job
 //! (`controllers::namespace`).
 
@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::{Registry, ResourceType, Target};
 use crate::error::ApiResult;
 use crate::options::WriteParams;
+use crate::write::BatchCreate;
 
 /// Namespaces every logical cluster starts with.
 pub const DEFAULT_NAMESPACES: &[&str] =
@@ -41,6 +42,12 @@ impl Registry {
     /// namespaces, so that they take no commit of their own; an existing one is left as it
     /// is. An error of one of them is returned too (the cluster stays known: its
     /// namespaces are there).
+    ///
+    /// A cluster this process did not know (a new Workspace's) gets each namespace's
+    /// bootstrap objects in that same batch too, right after the namespaces (one commit
+    /// round for all; [`BatchCreate::in_new_namespace`]); in a known one they follow as
+    /// the new namespaces' own batches (the namespace's `after_create`), so that nothing is
+    /// written into an existing namespace.
     pub(crate) async fn bootstrap_cluster_with(
         &self,
         cluster: &ClusterName,
@@ -53,23 +60,42 @@ impl Registry {
             rt: nst,
             namespace: None,
         };
-        // Marked first, so that the namespace creates below find the cluster existing. The
-        // namespaces are created as one batch (their durable writes share commits), an
-        // existing one is left as it is (409), and each new one's bootstrap objects follow
-        // as a batch of their own (the namespace's `after_create`), all namespaces at once.
-        // Pinned while its keys are written: a rescan of the derived state meanwhile
-        // (whose replay may not show them yet) leaves the mark alone.
+        if !self.is_marked(cluster) {
+            // Before anything can be written into it: it has no SyncTargets of its own.
+            self.cache_sync_targets_of_new_cluster(cluster).await;
+        }
+        // Marked first, so that the namespace creates below find the cluster existing. An
+        // existing namespace is left as it is (409). Pinned while its keys are written: a
+        // rescan of the derived state meanwhile (whose replay may not show them yet) leaves
+        // the mark alone.
         let new = self.pin_cluster(cluster);
         let w = WriteParams::controller();
-        let mut items: Vec<(Target, Value, &WriteParams)> = DEFAULT_NAMESPACES
+        let mut items: Vec<BatchCreate<'_>> = DEFAULT_NAMESPACES
             .iter()
             .map(|ns| {
                 let obj =
                     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                (target.clone(), obj, &w)
+                BatchCreate {
+                    // A new cluster's namespaces' bootstrap objects are in the batch.
+                    hook: !new,
+                    ..BatchCreate::new(target.clone(), obj, &w)
+                }
             })
             .collect();
-        items.extend(extra);
+        let n_extra = extra.len();
+        items.extend(extra.into_iter().map(|(t, o, w)| BatchCreate::new(t, o, w)));
+        let mut bootstrap = Vec::new();
+        if new {
+            for (i, ns) in DEFAULT_NAMESPACES.iter().enumerate() {
+                for (t, obj) in self.namespace_bootstrap_objects(cluster, ns) {
+                    bootstrap.push((t.rt.clone(), ns, crate::meta::name_of(&obj).to_string()));
+                    items.push(BatchCreate {
+                        in_new_namespace: Some(i),
+                        ..BatchCreate::new(t, obj, &w)
+                    });
+                }
+            }
+        }
         let results = Box::pin(self.create_batch(items)).await;
         self.unpin_cluster(cluster);
         let failed = |r: ApiResult<Bytes>| match r {
@@ -84,16 +110,21 @@ impl Registry {
             }
             return Err(e);
         }
-        match results.find_map(failed) {
+        let extra_failed = results.by_ref().take(n_extra).find_map(failed);
+        for ((rt, ns, name), r) in bootstrap.into_iter().zip(results) {
+            if let Err(e) = r {
+                self.namespace_bootstrap_failed(cluster, ns, &rt, &name, &e);
+            }
+        }
+        match extra_failed {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
-    /// Creates the `default` ServiceAccount and `kube-root-ca.crt` ConfigMap of a namespace,
-    /// as one batch. A failure is logged (an object that exists already is left as it
-    /// is); the root-CA ConfigMap is then left to the root-CA publisher.
-    pub(super) async fn bootstrap_namespace(&self, cluster: &ClusterName, ns: &str) {
+    /// The objects every new namespace `ns` starts with: its `default` ServiceAccount and
+    /// `kube-root-ca.crt` ConfigMap.
+    fn namespace_bootstrap_objects(&self, cluster: &ClusterName, ns: &str) -> Vec<(Target, Value)> {
         let objs = [
             (
                 "serviceaccounts",
@@ -104,38 +135,58 @@ impl Registry {
                 super::controllers::root_ca::desired(ns, &self.root_ca_pem),
             ),
         ];
-        let w = WriteParams::controller();
-        let mut items = Vec::with_capacity(objs.len());
+        let mut out = Vec::with_capacity(objs.len());
         for (plural, obj) in objs {
             let Some(rt) = self.builtin_catalog().get("", "v1", plural).cloned() else {
                 continue;
             };
-            items.push((Target::new(cluster, rt, Some(ns.to_string())), obj, &w));
+            out.push((Target::new(cluster, rt, Some(ns.to_string())), obj));
         }
-        let targets: Vec<(Arc<ResourceType>, String)> = items
+        out
+    }
+
+    /// A namespace's bootstrap object could not be created: logged (one that exists
+    /// already is left as it is), and a missing root-CA ConfigMap left to the root-CA
+    /// publisher.
+    fn namespace_bootstrap_failed(
+        &self,
+        cluster: &ClusterName,
+        ns: &str,
+        rt: &ResourceType,
+        name: &str,
+        e: &crate::error::ApiError,
+    ) {
+        if e.code() == 409 {
+            return;
+        }
+        super::controllers::write_failed("namespace-bootstrap", cluster.as_str(), rt, ns, name, e);
+        if rt.plural == "configmaps" {
+            // The root-CA publisher makes it later.
+            self.enqueue(super::controllers::Work::RootCa {
+                cluster: cluster.clone(),
+                namespace: ns.to_string(),
+            });
+        }
+    }
+
+    /// Creates the `default` ServiceAccount and `kube-root-ca.crt` ConfigMap of a namespace,
+    /// as one batch. A failure is logged (an object that exists already is left as it
+    /// is); the root-CA ConfigMap is then left to the root-CA publisher.
+    pub(super) async fn bootstrap_namespace(&self, cluster: &ClusterName, ns: &str) {
+        let w = WriteParams::controller();
+        let objs = self.namespace_bootstrap_objects(cluster, ns);
+        let targets: Vec<(Arc<ResourceType>, String)> = objs
             .iter()
-            .map(|(t, obj, _)| (t.rt.clone(), crate::meta::name_of(obj).to_string()))
+            .map(|(t, obj)| (t.rt.clone(), crate::meta::name_of(obj).to_string()))
+            .collect();
+        let items = objs
+            .into_iter()
+            .map(|(t, obj)| BatchCreate::new(t, obj, &w))
             .collect();
         let results = self.create_batch(items).await;
         for ((rt, name), r) in targets.into_iter().zip(results) {
-            let Err(e) = r else { continue };
-            if e.code() == 409 {
-                continue;
-            }
-            super::controllers::write_failed(
-                "namespace-bootstrap",
-                cluster.as_str(),
-                &rt,
-                ns,
-                &name,
-                &e,
-            );
-            if rt.plural == "configmaps" {
-                // The root-CA publisher makes it later.
-                self.enqueue(super::controllers::Work::RootCa {
-                    cluster: cluster.clone(),
-                    namespace: ns.to_string(),
-                });
+            if let Err(e) = r {
+                self.namespace_bootstrap_failed(cluster, ns, &rt, &name, &e);
             }
         }
     }

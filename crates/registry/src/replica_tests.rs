@@ -705,6 +705,54 @@ async fn a_replica_that_stops_leading_drops_its_work() {
     store.shutdown().await.unwrap();
 }
 
+/// Each replica follows the store with one informer, one wildcard watch: the leader's
+/// controllers' handlers share the derived state's. What another replica writes reaches
+/// both on the leader (a CRD's resources are served; a namespace deleted there is emptied
+/// and removed), and the follower keeps following.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_informer_per_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    // A leads as sled elects (always); B is told it does not.
+    let a = Replica::start(store.clone(), None).await;
+    let b = Replica::start(store.clone(), Some(false)).await;
+    until("A leads, B follows", || async {
+        a.reg.is_leader() && !b.reg.is_leader()
+    })
+    .await;
+    let w = WriteParams::default();
+    let crds = target(
+        &b.reg,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        None,
+    );
+    assert!(widgets(&a.reg, "root").await.is_none());
+    b.reg.create(&crds, widget_crd(), &w).await.unwrap();
+    until("A serves the widgets", || async {
+        widgets(&a.reg, "root").await.is_some()
+    })
+    .await;
+    let nst = target(&b.reg, "", "namespaces", None);
+    create_namespace_with_content(&b.reg, "doomed").await;
+    b.reg
+        .delete(&nst, "doomed", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("A's controllers removed the namespace", || async {
+        !exists(&b.reg, &nst, "doomed").await
+    })
+    .await;
+    assert_eq!(
+        store.stats().watchers,
+        2,
+        "one wildcard watch per replica, the leader's included"
+    );
+    drop((a, b));
+    store.shutdown().await.unwrap();
+}
+
 /// A throwaway PostgreSQL server (PostgreSQL must be installed: `.ci/run` installs it).
 fn pg() -> kplane_storage::testing::postgres::PgServer {
     use kplane_storage::testing::postgres::PgServer;

@@ -180,6 +180,30 @@ impl Registry {
         Ok(result)
     }
 
+    /// Caches the SyncTargets of `cluster` before it comes into being (it holds no object
+    /// and nothing can be written into it yet, so it has none of its own): those its
+    /// ancestors pass down. Spares the bootstrap's first create a read of its empty
+    /// SyncTargets. Nothing is cached when an ancestor's cannot be read.
+    pub(crate) async fn cache_sync_targets_of_new_cluster(&self, cluster: &ClusterName) {
+        if self.sync_targets.get(cluster.as_str()).is_some() {
+            return;
+        }
+        let generation = self.sync_targets.generation();
+        let inherited = match cluster.parent() {
+            Some(p) => match self.effective_sync_targets(&p).await {
+                Ok(e) => e,
+                Err(_) => return,
+            },
+            None => EMPTY.clone(),
+        };
+        let list = inherited
+            .iter()
+            .filter(|a| a.spec.include_descendants)
+            .cloned()
+            .collect();
+        self.sync_targets.insert(cluster.as_str(), list, generation);
+    }
+
     /// The SyncTargets an object of `group`/`resource` created in `cluster` (in
     /// `namespace`, `None` for a cluster-scoped one) may go to, in the order of
     /// preference: the first is the one the `SyncAssignment` plugin picks. Leaves out
@@ -193,6 +217,20 @@ impl Registry {
         group: &str,
         resource: &str,
         namespace: Option<&str>,
+    ) -> ApiResult<Vec<Arc<Applicable>>> {
+        self.applicable_sync_targets_in(cluster, group, resource, namespace, None)
+            .await
+    }
+
+    /// [`Registry::applicable_sync_targets`], the namespace given as `new_namespace` when
+    /// it is not stored yet (written in the same batch, before the object).
+    pub(crate) async fn applicable_sync_targets_in(
+        &self,
+        cluster: &ClusterName,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+        new_namespace: Option<&Value>,
     ) -> ApiResult<Vec<Arc<Applicable>>> {
         let effective = self.effective_sync_targets(cluster).await?;
         let candidates: Vec<&Arc<Applicable>> = effective
@@ -208,7 +246,10 @@ impl Registry {
                     .iter()
                     .any(|t| t.spec.namespace_selector.is_some()) =>
             {
-                self.namespace_labels(cluster, ns).await?
+                match new_namespace {
+                    Some(obj) => labels_of(obj),
+                    None => self.namespace_labels(cluster, ns).await?,
+                }
             }
             _ => Map::new(),
         };
@@ -234,11 +275,7 @@ impl Registry {
             return Ok(Map::new());
         };
         let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
-        Ok(obj
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default())
+        Ok(labels_of(&obj))
     }
 
     /// `cluster`'s own SyncTargets, by name.
@@ -273,6 +310,14 @@ impl Registry {
             _ => self.sync_targets.invalidate(cluster.as_str()),
         }
     }
+}
+
+/// An object's labels.
+fn labels_of(obj: &Value) -> Map<String, Value> {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

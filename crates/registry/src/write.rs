@@ -52,6 +52,36 @@ struct AdmittedCreate {
     explicit_name: String,
 }
 
+/// One object of a [`Registry::create_batch`].
+pub(crate) struct BatchCreate<'a> {
+    pub(crate) t: Target,
+    pub(crate) obj: Value,
+    pub(crate) w: &'a WriteParams,
+    /// The index, in the same batch, of the Namespace the object is created in, when that
+    /// namespace is created by the batch (before the object): admission takes it as
+    /// existing, as it is when the object is. If that namespace cannot be prepared, the
+    /// object is refused as in a missing namespace; if its write fails (it exists
+    /// already), the object is written all the same: use it for a new cluster's
+    /// namespaces only.
+    pub(crate) in_new_namespace: Option<usize>,
+    /// Whether the type's `after_create` hook runs once the object is stored; false when
+    /// the batch carries what the hook would create (a new namespace's bootstrap objects).
+    pub(crate) hook: bool,
+}
+
+impl<'a> BatchCreate<'a> {
+    /// An object created as by [`Registry::create`].
+    pub(crate) fn new(t: Target, obj: Value, w: &'a WriteParams) -> BatchCreate<'a> {
+        BatchCreate {
+            t,
+            obj,
+            w,
+            in_new_namespace: None,
+            hook: true,
+        }
+    }
+}
+
 /// The encoder every write uses: the object with its new `metadata.resourceVersion`.
 pub(super) fn encoder(obj: Value) -> Encoder {
     Box::new(move |rev: Revision| {
@@ -72,11 +102,11 @@ impl Registry {
     pub async fn create(&self, t: &Target, obj: Value, w: &WriteParams) -> ApiResult<Bytes> {
         let rt = t.rt.clone();
         let _crd_guard = self.crd_write_guard(&rt).await;
-        let admitted = self.admit_create(t, obj, w).await?;
+        let admitted = self.admit_create(t, obj, w, None).await?;
         let generated = admitted.explicit_name.is_empty() && !admitted.generate.is_empty();
         let attempts = if generated { 8 } else { 1 };
         for attempt in 0..attempts {
-            let (name, candidate) = self.validate_create(t, &admitted, w).await?;
+            let (name, candidate) = self.validate_create(t, &admitted, w, None).await?;
             if w.dry_run {
                 return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
             }
@@ -111,48 +141,71 @@ impl Registry {
     }
 
     /// Creates several named objects (no `generateName`, no dry run), each with its own
-    /// write parameters, as [`Registry::create`] does one by one, with their storage writes committed together
-    /// ([`kplane_storage::Storage::write_batch`]: few flushes instead of one each). Every
-    /// object goes through the same checks, admission and hooks as alone, each before any
-    /// is written, so an object whose namespace is created in the same batch is refused
-    /// (its namespace does not exist yet when it is admitted). Returns one result per
+    /// write parameters, as [`Registry::create`] does one by one, with their storage writes
+    /// committed together ([`kplane_storage::Storage::write_batch`]: few flushes instead
+    /// of one each). Every object goes through the same checks, admission and hooks as
+    /// alone, each before any is written, so an object whose namespace is created in the
+    /// same batch is refused (its namespace does not exist yet when it is admitted) unless
+    /// the item says so ([`BatchCreate::in_new_namespace`]). Returns one result per
     /// object, in order; one object's failure does not stop the others.
-    pub(crate) async fn create_batch(
-        &self,
-        items: Vec<(Target, Value, &WriteParams)>,
-    ) -> Vec<ApiResult<Bytes>> {
+    pub(crate) async fn create_batch(&self, items: Vec<BatchCreate<'_>>) -> Vec<ApiResult<Bytes>> {
         // Types whose writes are serialized (CRDs) hold the one lock for the whole batch.
-        let _crd_guard = match items
-            .iter()
-            .find(|(t, _, _)| t.rt.strategy.serialize_writes())
-        {
-            Some((t, _, _)) => self.crd_write_guard(&t.rt).await,
+        let _crd_guard = match items.iter().find(|i| i.t.rt.strategy.serialize_writes()) {
+            Some(i) => self.crd_write_guard(&i.t.rt).await,
             None => None,
         };
+        // The new namespaces later items are created in, as they are to be stored.
+        let referred: std::collections::HashSet<usize> =
+            items.iter().filter_map(|i| i.in_new_namespace).collect();
+        let mut namespaces: std::collections::HashMap<usize, Value> = Default::default();
         let mut results: Vec<Option<ApiResult<Bytes>>> = Vec::with_capacity(items.len());
         let mut writes = Vec::new();
-        // (index in `results`, target, name) of each object sent to storage.
+        // (index in `results`, target, name, hook) of each object sent to storage.
         let mut sent = Vec::new();
-        for (t, obj, w) in items {
+        for (index, item) in items.into_iter().enumerate() {
+            let BatchCreate {
+                t,
+                obj,
+                w,
+                in_new_namespace,
+                hook,
+            } = item;
+            let new_namespace = match in_new_namespace {
+                Some(i) => match namespaces.get(&i) {
+                    Some(ns) => Some(ns),
+                    None => {
+                        let ns = t.namespace.as_deref().unwrap_or("");
+                        let e = Status::not_found("", "namespaces", ns);
+                        results.push(Some(Err(ApiError::from(e))));
+                        continue;
+                    }
+                },
+                None => None,
+            };
             let prepared = async {
-                let admitted = self.admit_create(&t, obj, w).await?;
+                let admitted = self.admit_create(&t, obj, w, new_namespace).await?;
                 if admitted.explicit_name.is_empty() || w.dry_run {
                     return Err(ApiError::internal("a batch create needs named objects"));
                 }
-                let (name, candidate) = self.validate_create(&t, &admitted, w).await?;
+                let (name, candidate) = self
+                    .validate_create(&t, &admitted, w, new_namespace)
+                    .await?;
                 let key = t.key(&name)?;
                 Ok((name, key, candidate))
             }
             .await;
             match prepared {
                 Ok((name, key, candidate)) => {
+                    if referred.contains(&index) {
+                        namespaces.insert(index, candidate.clone());
+                    }
                     writes.push(kplane_storage::BatchWrite {
                         key,
                         delete: false,
                         precondition: Precondition::MustNotExist,
                         encode: encoder(candidate),
                     });
-                    sent.push((results.len(), t, name));
+                    sent.push((results.len(), t, name, hook));
                     results.push(None);
                 }
                 Err(e) => results.push(Some(Err(e))),
@@ -164,13 +217,13 @@ impl Registry {
             // The fence of a move gates these writes like any other (see `write_gate`).
             let clusters: Vec<String> = sent
                 .iter()
-                .filter_map(|(_, t, _)| t.cluster().ok().map(|c| c.as_str().to_string()))
+                .filter_map(|(_, t, _, _)| t.cluster().ok().map(|c| c.as_str().to_string()))
                 .collect();
             let gated = self.write_gate(clusters.iter().map(String::as_str)).await;
             let stored = match gated {
                 Ok(_gate) => self.storage.write_batch(writes).await,
                 Err(e) => {
-                    for (i, _, _) in &sent {
+                    for (i, _, _, _) in &sent {
                         results[*i] = Some(Err(e.clone()));
                     }
                     return results
@@ -188,15 +241,16 @@ impl Registry {
         // The committed objects' hooks run concurrently (a namespace's makes its
         // bootstrap objects: their writes share commits too).
         let finished = futures::future::join_all(sent.into_iter().zip(stored).map(
-            |((i, t, name), r)| async move {
+            |((i, t, name, hook), r)| async move {
                 let r = match r {
                     Ok(kv) => match t.cluster() {
-                        Ok(cluster) => {
+                        Ok(cluster) if hook => {
                             t.rt.strategy
                                 .after_create(self, cluster, &name)
                                 .await
                                 .and_then(|()| super::to_api(&t.rt, kv.value))
                         }
+                        Ok(_) => super::to_api(&t.rt, kv.value),
                         Err(e) => Err(e),
                     },
                     Err(e) => Err(storage_error(e, &t.rt, &name)),
@@ -222,6 +276,7 @@ impl Registry {
         t: &Target,
         obj: Value,
         w: &WriteParams,
+        new_namespace: Option<&Value>,
     ) -> ApiResult<AdmittedCreate> {
         let rt = t.rt.clone();
         if !rt.is_stored() {
@@ -257,6 +312,7 @@ impl Registry {
             old: None,
             user: w.user.as_ref(),
             dry_run: w.dry_run,
+            new_namespace,
         };
         self.admission.admit(self, &attrs, Some(&mut obj)).await?;
         Ok(AdmittedCreate {
@@ -276,6 +332,7 @@ impl Registry {
         t: &Target,
         a: &AdmittedCreate,
         w: &WriteParams,
+        new_namespace: Option<&Value>,
     ) -> ApiResult<(String, Value)> {
         let rt = &t.rt;
         let mut candidate = a.obj.clone();
@@ -306,6 +363,7 @@ impl Registry {
                     old: None,
                     user: w.user.as_ref(),
                     dry_run: w.dry_run,
+                    new_namespace,
                 },
                 Some(&candidate),
             )
@@ -426,6 +484,7 @@ impl Registry {
             old: Some(&old),
             user: w.user.as_ref(),
             dry_run: w.dry_run,
+            new_namespace: None,
         };
         let mut obj = obj;
         self.admission.admit(self, &attrs, Some(&mut obj)).await?;
@@ -634,6 +693,7 @@ impl Registry {
                 old: Some(&obj),
                 user: d.user.as_ref(),
                 dry_run: d.dry_run,
+                new_namespace: None,
             };
             self.admission.admit_delete(self, &attrs).await?;
             let key = t.key(name)?;
@@ -883,6 +943,49 @@ mod tests {
         assert!(!equal_but_rv(&c, &e));
     }
 
+    /// An object may be created in a namespace the same batch creates before it when the
+    /// item says so (admission takes the namespace as existing); one whose namespace is
+    /// refused is refused as in a missing namespace. Each hook runs unless the item says
+    /// the batch carries what it would create.
+    #[tokio::test]
+    async fn a_batch_creates_objects_in_its_new_namespaces_when_told() {
+        use crate::testing::{configmap, fixture, target};
+        let f = fixture().await;
+        let reg = &f.reg;
+        let nst = target(reg, "", "namespaces", None);
+        let ns =
+            |n: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
+        let w = WriteParams::default();
+        let cm = |n: &str| target(reg, "", "configmaps", Some(n));
+        let items = vec![
+            BatchCreate {
+                hook: false,
+                ..BatchCreate::new(nst.clone(), ns("fresh"), &w)
+            },
+            BatchCreate::new(nst.clone(), ns("Bad_Name"), &w),
+            BatchCreate {
+                in_new_namespace: Some(0),
+                ..BatchCreate::new(cm("fresh"), configmap("one", "g"), &w)
+            },
+            BatchCreate {
+                in_new_namespace: Some(1),
+                ..BatchCreate::new(cm("Bad_Name"), configmap("two", "g"), &w)
+            },
+            BatchCreate::new(cm("fresh"), configmap("three", "g"), &w),
+        ];
+        let codes: Vec<u16> = reg
+            .create_batch(items)
+            .await
+            .iter()
+            .map(|r| r.as_ref().map_or_else(|e| e.code(), |_| 201))
+            .collect();
+        assert_eq!(codes, [201, 422, 201, 404, 404]);
+        reg.get(&cm("fresh"), "one").await.unwrap();
+        // The namespace's hook did not run: no bootstrap objects.
+        let sa = target(reg, "", "serviceaccounts", Some("fresh"));
+        assert_eq!(reg.get(&sa, "default").await.unwrap_err().code(), 404);
+    }
+
     /// A batch create: each object passes or fails on its own (an existing name, a missing
     /// namespace, a name to generate), the others are stored each with its own uid and
     /// resourceVersion, and the stored ones' hooks ran (a new namespace's bootstrap
@@ -913,7 +1016,10 @@ mod tests {
             (nst.clone(), ns("b")),
         ];
         let w = WriteParams::default();
-        let items = items.into_iter().map(|(t, o)| (t, o, &w)).collect();
+        let items = items
+            .into_iter()
+            .map(|(t, o)| BatchCreate::new(t, o, &w))
+            .collect();
         let results = reg.create_batch(items).await;
         let codes: Vec<u16> = results
             .iter()

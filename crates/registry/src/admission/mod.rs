@@ -87,6 +87,10 @@ pub struct Attributes<'a> {
     /// The requester, when the write came from a request (controllers' writes have none).
     pub user: Option<&'a UserInfo>,
     pub dry_run: bool,
+    /// On a create: the object's namespace when it is not stored yet but written before
+    /// the object in the same storage batch (a new cluster's default namespaces and their
+    /// bootstrap objects, `namespaces.rs`), as it will be stored.
+    pub new_namespace: Option<&'a Value>,
 }
 
 /// A plugin of the mutating phase (`admission.MutationInterface`).

@@ -3,7 +3,8 @@
 //! namespace that does not exist or is being terminated. Namespaces themselves, and
 //! cluster-scoped resources, are always admitted. Updates are not checked (kplane never
 //! did; upstream refuses them only in a missing namespace, which a stored object's update
-//! cannot hit).
+//! cannot hit). A namespace written in the same storage batch before the object
+//! (`Attributes::new_namespace`) counts as existing.
 
 use kplane_types::{Cause, CauseType, Status, StatusReason};
 use serde_json::Value;
@@ -50,6 +51,13 @@ impl MutatingAdmission for NamespaceLifecycle {
         }
         if a.operation != Operation::Create || !rt.namespaced {
             return Ok(());
+        }
+        if let Some(ns) = a.new_namespace {
+            // Written just before the object, in the same batch.
+            return match meta::is_deleting(ns) {
+                true => Err(terminating(a)),
+                false => Ok(()),
+            };
         }
         let nst = Target {
             cluster: kplane_types::ClusterScope::One(a.cluster.clone()),

@@ -98,7 +98,7 @@ async fn assign(reg: &Registry, a: &Attributes<'_>, obj: &mut Value) -> ApiResul
     let rt = a.resource;
     let namespace = rt.namespaced.then_some(a.namespace);
     let applicable = reg
-        .applicable_sync_targets(a.cluster, &rt.group, &rt.plural, namespace)
+        .applicable_sync_targets_in(a.cluster, &rt.group, &rt.plural, namespace, a.new_namespace)
         .await?;
     let chosen = match &requested {
         None => match applicable.first() {

@@ -1,11 +1,13 @@
 //! One shared, informer-like view of the whole store: a scan of every logical cluster
 //! followed by one wildcard storage watch, fanned out to every registered
-//! [`InformerHandler`]. Two run (`controllers::start`): the derived-state informer on
-//! every replica (`crate::derived`: catalogs, cluster existence, RBAC and SyncTarget
-//! caches, ...) and, on the leader only, the controllers' (the garbage collector's graph,
-//! the root-CA publisher, ...). Each holds one wildcard watch and does one scan per pass,
-//! however many handlers follow the store. (The CRD write path also rebuilds its
-//! cluster's catalog synchronously, before it answers, for read-your-writes.)
+//! [`InformerHandler`]. One runs per process (`controllers::start`): the derived-state
+//! handlers every replica needs (`crate::derived`: catalogs, cluster existence, RBAC and
+//! SyncTarget caches, ...) are registered for good, and, while the process leads, the
+//! controllers' handlers (the garbage collector's graph, the root-CA publisher, ...) join
+//! them through a [`HandlerSlot`], after them. So each write costs one watch event and one
+//! fan-out, and a pass is one scan, however many handlers follow the store. (The CRD write
+//! path also rebuilds its cluster's catalog synchronously, before it answers, for
+//! read-your-writes.)
 //!
 //! A pass reads the current revision `R`, tells every handler a resync begins
 //! ([`InformerHandler::on_resync`]), replays every stored object as of `R` (`SCAN_PAGE`
@@ -17,14 +19,21 @@
 //! outlived the event window), the next pass starts from a fresh scan; when the store shuts
 //! down, the informer ends.
 //!
-//! Handlers run inline on the informer's task and must be quick (they update a map or
-//! queue work): a slow handler holds up every other and, at worst, closes the watch.
+//! Handlers in the slot are the pass's from its start: handlers put there later (a
+//! leadership gained) start a new pass, so that they see a resync and a whole replay like
+//! the others; handlers taken out (a leadership lost) get nothing more from the next event
+//! on, without a new pass.
+//!
+//! Handlers run inline on the informer's task, in the order registered (the slot's last),
+//! and must be quick (they update a map or queue work): a slow handler holds up every
+//! other and, at worst, closes the watch.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kplane_storage::{CloseReason, Error as StorageError, EventType, KeyValue, Prefix, Revision};
 use kplane_storage::{ListOptions, Storage, WatchEvent};
+use tokio::sync::watch;
 
 use crate::cluster_states::ClusterTable;
 
@@ -68,6 +77,46 @@ pub(crate) fn is_phase_record(cluster: &str) -> bool {
     cluster == crate::cluster_states::PHASES_CLUSTER || cluster == crate::archive::JOURNAL_CLUSTER
 }
 
+/// A set of handlers.
+type Handlers = Arc<[Arc<dyn InformerHandler>]>;
+
+/// Handlers that join a running [`Informer`] and leave it again ([`Informer::with_slot`]):
+/// the leader's controllers'.
+#[derive(Clone)]
+pub(crate) struct HandlerSlot(Arc<watch::Sender<Option<Handlers>>>);
+
+impl std::fmt::Debug for HandlerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.borrow().as_ref().map_or(0, |h| h.len());
+        f.debug_struct("HandlerSlot").field("handlers", &n).finish()
+    }
+}
+
+impl Default for HandlerSlot {
+    fn default() -> HandlerSlot {
+        HandlerSlot(Arc::new(watch::Sender::new(None)))
+    }
+}
+
+impl HandlerSlot {
+    /// Puts `handlers` in the slot (replacing any there): the informer starts a new pass
+    /// for them.
+    pub(crate) fn set(&self, handlers: Vec<Arc<dyn InformerHandler>>) {
+        self.0.send_replace(Some(handlers.into()));
+    }
+
+    /// Empties the slot: its handlers get nothing more from the informer's next event on.
+    pub(crate) fn clear(&self) {
+        self.0.send_replace(None);
+    }
+
+    /// Whether handlers are in the slot.
+    #[cfg(test)]
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.borrow().is_some()
+    }
+}
+
 /// Hands `kv` to the handlers that see it: every handler unless `hide` hides its cluster,
 /// then only the ones following phase records when it holds them.
 fn deliver(
@@ -106,6 +155,8 @@ pub struct Informer {
     /// rising floor (an import finished) starts a new pass, so that the handlers see the
     /// imported objects (`cluster_states.rs`).
     imports: Option<Arc<ClusterTable>>,
+    /// Handlers that join and leave ([`HandlerSlot`]), after `handlers`.
+    slot: Option<watch::Receiver<Option<Handlers>>>,
 }
 
 impl Informer {
@@ -115,6 +166,7 @@ impl Informer {
             handlers: Vec::new(),
             page: SCAN_PAGE,
             imports: None,
+            slot: None,
         }
     }
 
@@ -130,6 +182,12 @@ impl Informer {
         self
     }
 
+    /// Also delivers to the handlers in `slot` while they are there (after the others).
+    pub(crate) fn with_slot(mut self, slot: &HandlerSlot) -> Informer {
+        self.slot = Some(slot.0.subscribe());
+        self
+    }
+
     /// Reads `page` objects at a time instead of [`SCAN_PAGE`] (tests cross the page).
     #[cfg(test)]
     pub(crate) fn page(mut self, page: usize) -> Informer {
@@ -138,7 +196,7 @@ impl Informer {
     }
 
     /// Runs passes until the store shuts down.
-    pub async fn run(self) {
+    pub async fn run(mut self) {
         loop {
             match self.pass().await {
                 Next::Stop => return,
@@ -152,18 +210,27 @@ impl Informer {
     }
 
     /// One scan, then the watch until it ends.
-    async fn pass(&self) -> Next {
+    async fn pass(&mut self) -> Next {
         let mut floors = self.imports.as_ref().map(|t| t.subscribe());
+        // The handlers of this pass: the slot's as they are now, after the others.
+        let mut handlers = self.handlers.clone();
+        if let Some(extra) = self
+            .slot
+            .as_mut()
+            .and_then(|s| s.borrow_and_update().clone())
+        {
+            handlers.extend(extra.iter().cloned());
+        }
         let from = self.storage.current_revision();
-        for h in &self.handlers {
+        for h in &handlers {
             h.on_resync_at(from);
         }
         let hide = self.imports.as_deref();
-        match scan_hiding(&*self.storage, &self.handlers, self.page, from, hide).await {
+        match scan_hiding(&*self.storage, &handlers, self.page, from, hide).await {
             Ok(n) => tracing::debug!(objects = n, revision = from, "informer replayed the store"),
             Err(e) => return after_failure(e, "scan"),
         }
-        for h in &self.handlers {
+        for h in &handlers {
             h.on_synced();
         }
         let all = Prefix {
@@ -176,21 +243,29 @@ impl Informer {
             Err(e) => return after_failure(e, "watch"),
         };
         loop {
-            let ev = match floors.as_mut() {
-                Some(f) => tokio::select! {
-                    ev = rx.recv() => ev,
-                    _ = f.changed() => {
-                        tracing::debug!("an import finished; rescanning the store");
+            // Biased: a change of the slot or of a floor made before an event arrived is
+            // acted on before that event is delivered.
+            let ev = tokio::select! {
+                biased;
+                set = slot_changed(&mut self.slot) => {
+                    if set {
+                        tracing::debug!("handlers joined the informer; rescanning the store");
                         return Next::Rescan { backoff: None };
                     }
-                },
-                None => rx.recv().await,
+                    handlers.truncate(self.handlers.len());
+                    continue;
+                }
+                _ = floor_rose(floors.as_mut()) => {
+                    tracing::debug!("an import finished; rescanning the store");
+                    return Next::Rescan { backoff: None };
+                }
+                ev = rx.recv() => ev,
             };
             let Some(ev) = ev else { break };
             match ev {
                 WatchEvent::Event(e) => {
                     let deleted = e.event_type == EventType::Deleted;
-                    deliver(&self.handlers, hide, &e.kv, deleted, false);
+                    deliver(&handlers, hide, &e.kv, deleted, false);
                 }
                 WatchEvent::Progress(_) => {}
                 WatchEvent::Closed(CloseReason::TooSlow) => {
@@ -202,6 +277,29 @@ impl Informer {
         }
         Next::Stop
     }
+}
+
+/// Resolves when `floors` (when there) says a floor rose; never without it.
+async fn floor_rose(floors: Option<&mut watch::Receiver<u64>>) {
+    match floors {
+        Some(f) => {
+            let _ = f.changed().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when the slot (when there) changes: whether handlers are in it now. A slot
+/// whose every holder is gone is empty for good (it is then dropped).
+async fn slot_changed(slot: &mut Option<watch::Receiver<Option<Handlers>>>) -> bool {
+    let Some(s) = slot.as_mut() else {
+        return std::future::pending().await;
+    };
+    if s.changed().await.is_err() {
+        *slot = None;
+        return false;
+    }
+    s.borrow_and_update().is_some()
 }
 
 /// What follows a failed scan or watch.
@@ -513,6 +611,76 @@ mod tests {
                 .iter()
                 .all(|x| matches!(x, Seen::Object { rev, .. } if *rev <= at)));
         }
+        storage.shutdown().await.unwrap();
+    }
+
+    /// Handlers put in the slot of a running informer see a resync and a whole replay (a
+    /// new pass; the others see it too), then the changes; taken out, they get nothing
+    /// from the next change on, while the others go on without a new pass.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn handlers_join_with_a_pass_and_leave_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> =
+            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        for name in ["a", "b", "c"] {
+            put(&storage, name, Precondition::MustNotExist).await;
+        }
+        let (base, joined) = (Recorder::new(Arc::default()), Recorder::new(Arc::default()));
+        let slot = HandlerSlot::default();
+        // A page of 2 crosses the page boundary of the scan.
+        let informer = Informer::new(storage.clone())
+            .page(2)
+            .with(base.clone())
+            .with_slot(&slot);
+        let task = tokio::spawn(informer.run());
+        until(&base, |s| s.contains(&Seen::Synced)).await;
+        let d = put(&storage, "d", Precondition::MustNotExist).await;
+        until(&base, |s| s.len() == 6).await;
+        assert!(joined.seen().is_empty());
+
+        slot.set(vec![joined.clone()]);
+        until(&joined, |s| s.contains(&Seen::Synced)).await;
+        let e = put(&storage, "e", Precondition::MustNotExist).await;
+        until(&joined, |s| s.len() == 7).await;
+        let object = |name: &str, rev: Revision, replay: bool| Seen::Object {
+            name: name.into(),
+            rev,
+            deleted: false,
+            replay,
+        };
+        let seen = joined.seen();
+        assert_eq!(seen[0], Seen::Resync);
+        let replayed: Vec<&str> = seen[1..5]
+            .iter()
+            .map(|x| match x {
+                Seen::Object {
+                    name, replay: true, ..
+                } => name.as_str(),
+                x => panic!("{x:?} in the replay"),
+            })
+            .collect();
+        assert_eq!(replayed, ["a", "b", "c", "d"]);
+        assert_eq!(seen[5..], [Seen::Synced, object("e", e, false)]);
+        until(&base, |s| s.last() == Some(&object("e", e, false))).await;
+        let passes = base.seen().iter().filter(|x| **x == Seen::Resync).count();
+        assert_eq!(passes, 2, "the join started a new pass for every handler");
+
+        slot.clear();
+        assert!(!slot.is_set());
+        let f = put(&storage, "f", Precondition::MustNotExist).await;
+        until(&base, |s| s.last() == Some(&object("f", f, false))).await;
+        let g = put(&storage, "g", Precondition::MustNotExist).await;
+        until(&base, |s| s.last() == Some(&object("g", g, false))).await;
+        assert_eq!(
+            joined.seen().len(),
+            7,
+            "nothing after leaving: {:?}",
+            joined.seen()
+        );
+        let seen = base.seen();
+        assert_eq!(seen.iter().filter(|x| **x == Seen::Resync).count(), 2);
+        assert!(seen.contains(&object("d", d, false)));
+        task.abort();
         storage.shutdown().await.unwrap();
     }
 

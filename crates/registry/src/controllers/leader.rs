@@ -4,9 +4,13 @@
 //!
 //! [`run`] follows leadership: on gain it sets the registry's leader flag (from then on
 //! the write path queues work again) and starts the controllers ([`super::start_leading`]:
-//! their informer resyncs from a fresh scan, [`PendingFeed`] queues every pending
-//! namespace, CRD and Workspace it replays, the worker takes over the queue); on loss it
-//! clears the flag, aborts those tasks and waits for them to end. Each storage write is atomic and every
+//! their handlers join the process's informer, which starts a new pass for them, so that
+//! they see a resync and a fresh scan, and [`PendingFeed`] queues every pending
+//! namespace, CRD and Workspace it replays; the worker takes over the queue); on loss it
+//! clears the flag, aborts those tasks, waits for them to end and takes their handlers out
+//! of the informer. The answer the store gives at start-up is acted on before the
+//! informer's first pass ([`super::start`]), so that a process that leads from the start
+//! scans once. Each storage write is atomic and every
 //! controller write carries the resourceVersion it read, so an item cut short is simply
 //! done again by the next leader. Caches (`crate::derived`) run on every replica whatever
 //! the leadership.
@@ -24,7 +28,7 @@ use kplane_storage::KeyValue;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::informer::InformerHandler;
+use super::informer::{HandlerSlot, InformerHandler};
 use super::{stored_cluster, Controllers, Work};
 use crate::crd::CRD_RESOURCE;
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
@@ -42,35 +46,38 @@ impl Registry {
     }
 }
 
-/// Starts and stops the writing controllers as `leadership` says, until the registry's
-/// controllers are stopped (this task is aborted: the running controllers go with it).
-pub(crate) async fn run(
-    registry: Arc<Registry>,
-    mut leadership: tokio::sync::watch::Receiver<bool>,
-    queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
-    event_ttl: Duration,
-    background: Option<tokio::runtime::Handle>,
-) {
-    let mut running: Option<Controllers> = None;
-    loop {
-        let leader = *leadership.borrow_and_update();
+/// What starting the writing controllers takes.
+pub(crate) struct Leading {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
+    pub(crate) event_ttl: Duration,
+    pub(crate) background: Option<tokio::runtime::Handle>,
+    /// Where the controllers' informer handlers join the process's informer.
+    pub(crate) slot: HandlerSlot,
+}
+
+impl Leading {
+    /// Starts or stops the controllers (`running`) as `leader` says; what must be waited
+    /// for (stopping them, dropping their work) is left to [`Leading::finish`].
+    pub(crate) fn step(&self, leader: bool, running: &mut Option<Controllers>) -> Cleanup {
+        let registry = &self.registry;
+        let mut cleanup = Cleanup::default();
         match (leader, running.is_some()) {
             (true, false) => {
                 registry.set_leader(true);
-                running = Some(super::start_leading(
-                    &registry,
-                    queue.clone(),
-                    event_ttl,
-                    background.clone(),
+                *running = Some(super::start_leading(
+                    registry,
+                    self.queue.clone(),
+                    self.event_ttl,
+                    self.background.clone(),
+                    &self.slot,
                 ));
                 tracing::info!("this replica leads: the controllers run here");
             }
             (false, true) => {
                 registry.set_leader(false);
-                if let Some(c) = running.take() {
-                    stop_and_wait(c).await;
-                }
-                drop_work(&registry, &queue).await;
+                cleanup.stop = running.take();
+                cleanup.drop_work = true;
                 tracing::warn!("this replica no longer leads: the controllers stopped");
             }
             (false, false) => {
@@ -78,15 +85,50 @@ pub(crate) async fn run(
                     tracing::info!("another replica leads: the controllers run there");
                     registry.set_leader(false);
                     // Work queued before the store said who leads (start-up).
-                    drop_work(&registry, &queue).await;
+                    cleanup.drop_work = true;
                 }
             }
             (true, true) => {}
         }
+        cleanup
+    }
+
+    /// Stops the controllers a step took out and drops their work, waiting for both.
+    pub(crate) async fn finish(&self, cleanup: Cleanup) {
+        if let Some(c) = cleanup.stop {
+            stop_and_wait(c).await;
+        }
+        if cleanup.drop_work {
+            drop_work(&self.registry, &self.queue).await;
+        }
+    }
+}
+
+/// What a [`Leading::step`] leaves to wait for.
+#[derive(Default)]
+pub(crate) struct Cleanup {
+    stop: Option<Controllers>,
+    drop_work: bool,
+}
+
+/// Starts and stops the writing controllers as `leadership` says (`running`: what
+/// [`Leading::step`] made of its current answer), until the registry's controllers are
+/// stopped (this task is aborted: the running controllers go with it).
+pub(crate) async fn run(
+    leading: Leading,
+    mut leadership: tokio::sync::watch::Receiver<bool>,
+    mut running: Option<Controllers>,
+    first: Cleanup,
+) {
+    leading.finish(first).await;
+    loop {
         if leadership.changed().await.is_err() {
             // The store never changes its answer again (sled: always the leader).
             std::future::pending::<()>().await;
         }
+        let leader = *leadership.borrow_and_update();
+        let cleanup = leading.step(leader, &mut running);
+        leading.finish(cleanup).await;
     }
 }
 
@@ -168,9 +210,8 @@ impl InformerHandler for PendingFeed {
         };
         let reg = &self.0;
         if resource == CRD_RESOURCE {
-            // The catalog may be rebuilt by the derived-state informer only later: drop it
-            // here first, so that the collector resolves the new kinds.
-            reg.catalogs.forget(&cluster);
+            // The derived state's handlers, before this one, dropped the cluster's catalog:
+            // the collector resolves the new kinds.
             reg.gc_kinds_changed(&cluster);
         }
         if deleted {

@@ -16,8 +16,9 @@
 //! - [`job_ttl`]: deletes finished Jobs after their `ttlSecondsAfterFinished`;
 //! - `timers`: the deadlines of those two (one sleeping task, no polling);
 //! - [`cr_aggregation`]: writes the rules of aggregated ClusterRoles (`aggregationRule`);
-//! - [`informer`]: one scan-then-watch of the whole store, fanned out to the controllers
-//!   that follow every change (the garbage collector's graph, the root-CA publisher).
+//! - [`informer`]: the process's one scan-then-watch of the whole store, fanned out to the
+//!   derived state's handlers and, on the leader, the controllers' that follow every
+//!   change (the garbage collector's graph, the root-CA publisher).
 //!
 //! Controllers read storage directly (reads have no side effects) but write only through
 //! the registry: `create`, `update` (with the resourceVersion they read as precondition),
@@ -432,6 +433,8 @@ pub(crate) fn write_failed(
 #[derive(Debug)]
 pub struct Controllers {
     tasks: Vec<JoinHandle<()>>,
+    /// Emptied when these stop: the leader's handlers in the process's informer.
+    slot: Option<informer::HandlerSlot>,
 }
 
 impl Controllers {
@@ -444,69 +447,82 @@ impl Controllers {
 
 impl Drop for Controllers {
     fn drop(&mut self) {
+        if let Some(s) = &self.slot {
+            s.clear();
+        }
         for t in &self.tasks {
             t.abort();
         }
     }
 }
 
-/// Starts the controllers over `registry` ([`leader`]): on every replica the informer of
-/// the derived state (catalogs, cluster existence and terminating marks, floors, the RBAC
-/// and SyncTarget caches, the sync endpoint's reference index: `crate::derived`); and,
-/// while this process is the leader the store elects ([`kplane_storage::Storage::leadership`];
-/// always, on sled), the writing controllers: the worker of its queue (`queue`, from
-/// [`Registry::new`]), the controllers' informer feeding the garbage collector, the root-CA
-/// publisher, the ClusterRole aggregation controller, the SyncTarget and Job TTL
-/// controllers (with the task of their timers), the queueing of pending namespace, CRD and
-/// Workspace work, the Event sweeper for `event_ttl`, the resolution of imports whose
-/// owner is gone, and the resumption of unfinished work, and, with `background`, the items
-/// of the one-at-a-time worker, Workspace deletions, the timers, the root-CA syncer, the
-/// Event sweeper and the import resolution on that runtime instead of the caller's.
+/// Starts the controllers over `registry` ([`leader`]): on every replica the process's one
+/// informer ([`informer`]) with the handlers of the derived state (catalogs, cluster
+/// existence and terminating marks, floors, the RBAC and SyncTarget caches, the sync
+/// endpoint's reference index: `crate::derived`); and, while this process is the leader
+/// the store elects ([`kplane_storage::Storage::leadership`]; always, on sled), the writing
+/// controllers: the worker of its queue (`queue`, from [`Registry::new`]), the informer
+/// handlers feeding the garbage collector, the root-CA publisher, the ClusterRole
+/// aggregation controller, the SyncTarget and Job TTL controllers (with the task of their
+/// timers), the queueing of pending namespace, CRD and Workspace work, the Event sweeper
+/// for `event_ttl`, the resolution of imports whose owner is gone, and the resumption of
+/// unfinished work, and, with `background`, the items of the one-at-a-time worker,
+/// Workspace deletions, the timers, the root-CA syncer, the Event sweeper and the import
+/// resolution on that runtime instead of the caller's.
 pub fn start(
     registry: &Arc<Registry>,
     queue: UnboundedReceiver<Work>,
     event_ttl: Duration,
     background: Option<tokio::runtime::Handle>,
 ) -> Controllers {
-    let caches = crate::derived::informer(registry);
-    let lead = leader::run(
-        registry.clone(),
-        registry.storage().leadership(),
-        Arc::new(tokio::sync::Mutex::new(queue)),
+    let slot = informer::HandlerSlot::default();
+    let informer = crate::derived::informer(registry).with_slot(&slot);
+    let leading = leader::Leading {
+        registry: registry.clone(),
+        queue: Arc::new(tokio::sync::Mutex::new(queue)),
         event_ttl,
         background,
-    );
+        slot,
+    };
+    // The store's first answer before the informer's first pass: a leader's handlers join
+    // that pass instead of starting a second one.
+    let mut leadership = registry.storage().leadership();
+    let mut running = None;
+    let first = leading.step(*leadership.borrow_and_update(), &mut running);
     Controllers {
-        tasks: vec![tokio::spawn(caches.run()), tokio::spawn(lead)],
+        tasks: vec![
+            // On the foreground: it must keep up with every write (a watcher that falls
+            // behind is closed, and the informer starts over with a scan).
+            tokio::spawn(informer.run()),
+            tokio::spawn(leader::run(leading, leadership, running, first)),
+        ],
+        slot: None,
     }
 }
 
 /// The writing controllers' tasks, started when this process becomes the leader
-/// ([`leader`]); dropping the returned handle stops them.
+/// ([`leader`]), their informer handlers put in `slot`; dropping the returned handle
+/// stops them and empties the slot.
 pub(crate) fn start_leading(
     registry: &Arc<Registry>,
     queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
     event_ttl: Duration,
     background: Option<tokio::runtime::Handle>,
+    slot: &informer::HandlerSlot,
 ) -> Controllers {
     let (publisher, syncer) = root_ca::publisher(registry.clone());
-    let informer = informer::Informer::new(registry.storage().clone())
-        .following_imports(registry.cluster_table().clone())
-        .with(Arc::new(leader::PendingFeed(registry.clone())))
-        .with(Arc::new(gc::GraphFeed::new(registry.clone())))
-        .with(Arc::new(publisher))
-        // Also in the derived-state informer; here so that the controllers below, on this
-        // same task, never see a cache older than the change they react to.
-        .with(Arc::new(crate::rbac::cache::Invalidator(
-            registry.rbac_cache().clone(),
-        )))
-        .with(Arc::new(crate::sync_targets::Invalidator(
-            registry.sync_target_cache().clone(),
-        )))
-        // After the invalidator: a sync it queues compiles the changed roles.
-        .with(Arc::new(cr_aggregation::Feed(registry.clone())))
-        .with(Arc::new(sync_target::Feed::new(registry.clone())))
-        .with(Arc::new(job_ttl::Feed(registry.clone())));
+    // After the derived state's handlers (the RBAC and SyncTarget caches' invalidators
+    // among them), so that these never see a cache older than the change they react to
+    // (the aggregation controller's sync compiles the changed roles).
+    let handlers: Vec<Arc<dyn informer::InformerHandler>> = vec![
+        Arc::new(leader::PendingFeed(registry.clone())),
+        Arc::new(gc::GraphFeed::new(registry.clone())),
+        Arc::new(publisher),
+        Arc::new(cr_aggregation::Feed(registry.clone())),
+        Arc::new(sync_target::Feed::new(registry.clone())),
+        Arc::new(job_ttl::Feed(registry.clone())),
+    ];
+    slot.set(handlers);
     let resume = registry.clone();
     let places = Places {
         foreground: tokio::runtime::Handle::current(),
@@ -520,9 +536,6 @@ pub(crate) fn start_leading(
             let mut queue = queue.lock().await;
             run_worker_on(worker, &mut queue, places).await;
         }),
-        // The informer stays on the foreground: it must keep up with every write (a
-        // watcher that falls behind is closed, and the informer starts over with a scan).
-        tokio::spawn(informer.run()),
         bg.spawn(timers::run(registry.clone())),
         bg.spawn(syncer),
         bg.spawn(event_ttl::run(registry.clone(), event_ttl)),
@@ -535,7 +548,10 @@ pub(crate) fn start_leading(
             }
         }),
     ];
-    Controllers { tasks }
+    Controllers {
+        tasks,
+        slot: Some(slot.clone()),
+    }
 }
 
 #[cfg(test)]

@@ -483,6 +483,64 @@ mod tests {
         );
     }
 
+    /// A new Workspace's cluster is bootstrapped with one storage batch: its default
+    /// namespaces, the owner's binding and each namespace's `default` ServiceAccount and
+    /// `kube-root-ca.crt` are one commit, so that the Workspace is Ready after three (its
+    /// create, the bootstrap, its status). The objects are those of a namespace created
+    /// alone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_new_cluster_is_bootstrapped_in_one_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), true).await;
+        let groups = || reg.storage().stats().commit_groups;
+        let before = groups();
+        create_ws(&reg, "root", "acme").await;
+        wait_ready(&reg, "root", "acme").await;
+        assert_eq!(groups() - before, 3, "create, bootstrap, status");
+        let ns_type = target(&reg, "root", "", "namespaces", None);
+        reg.create(
+            &ns_type,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "alone"}}),
+            &WriteParams::default(),
+        )
+        .await
+        .unwrap();
+        let objects = |cluster: &'static str, ns: &'static str| {
+            let reg = &reg;
+            async move {
+                let sa = target(reg, cluster, "", "serviceaccounts", Some(ns));
+                let cm = target(reg, cluster, "", "configmaps", Some(ns));
+                let sa: Value =
+                    serde_json::from_slice(&reg.get(&sa, "default").await.unwrap()).unwrap();
+                let cm: Value =
+                    serde_json::from_slice(&reg.get(&cm, "kube-root-ca.crt").await.unwrap())
+                        .unwrap();
+                (sa, cm)
+            }
+        };
+        let (alone_sa, alone_cm) = objects("root", "alone").await;
+        let shape = |v: &Value| {
+            let mut v = v.clone();
+            let m = v["metadata"].as_object_mut().unwrap();
+            for k in ["uid", "resourceVersion", "creationTimestamp", "namespace"] {
+                m.remove(k);
+            }
+            if let Some(Value::Array(fields)) = m.get_mut("managedFields") {
+                for f in fields {
+                    f.as_object_mut().unwrap().remove("time");
+                }
+            }
+            v
+        };
+        for ns in crate::namespaces::DEFAULT_NAMESPACES {
+            let (sa, cm) = objects("root:acme", ns).await;
+            assert_eq!(sa["metadata"]["namespace"], *ns);
+            assert_eq!(shape(&sa), shape(&alone_sa), "{ns}");
+            assert_eq!(cm["metadata"]["namespace"], *ns);
+            assert_eq!(shape(&cm), shape(&alone_cm), "{ns}");
+        }
+    }
+
     #[tokio::test]
     async fn a_name_that_is_no_label_or_makes_too_long_a_path_is_invalid() {
         let dir = tempfile::tempdir().unwrap();
