@@ -360,6 +360,12 @@ pub trait Storage: Send + Sync + 'static {
         tokio::sync::watch::channel(true).1
     }
 
+    /// Whether other processes may write this store too (PostgreSQL); `false` for a store
+    /// only this process opens (sled), where no replica that does not lead drops work.
+    fn shared(&self) -> bool {
+        false
+    }
+
     /// Claims `name` among the processes that share this store (`claim.rs`): `Some` guard
     /// when granted, `None` while another holder has it (in this process or another).
     /// The claim ends with [`Claim::release`] (the name is free for every process when it

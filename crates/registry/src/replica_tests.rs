@@ -153,6 +153,10 @@ impl Storage for Leased {
     fn leadership(&self) -> watch::Receiver<bool> {
         self.leader.clone()
     }
+    fn shared(&self) -> bool {
+        // Several registries (replicas) on one store.
+        true
+    }
     async fn claim(&self, name: &str) -> Result<Option<Claim>> {
         self.inner.claim(name).await
     }

@@ -694,6 +694,10 @@ impl Storage for PostgresStorage {
         }
     }
 
+    fn shared(&self) -> bool {
+        true
+    }
+
     fn leadership(&self) -> tokio::sync::watch::Receiver<bool> {
         self.lease.subscribe(&self.shared)
     }

@@ -182,8 +182,9 @@ async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedRece
 /// keys (`cluster_states.rs`: a cluster marked moved while nobody led, or on a replica
 /// whose queue then dropped it). Queueing is idempotent: the work reads the stored state.
 ///
-/// Also what a replica that does not lead cannot queue: a namespace created (a live
-/// event) gets its `kube-root-ca.crt` checked [`super::RETRY_EVERY`] later (the replica
+/// Also what a replica that does not lead cannot queue: on a store other processes share
+/// ([`kplane_storage::Storage::shared`]; on sled there is no other replica), a namespace
+/// created (a live event) gets its `kube-root-ca.crt` checked [`super::RETRY_EVERY`] later (the replica
 /// that created it made the ConfigMap with it, or queued a retry when that write failed,
 /// which a replica that does not lead drops; the check finds it there and writes
 /// nothing). Replayed namespaces are the root-CA publisher's own resync.
@@ -217,7 +218,11 @@ impl InformerHandler for PendingFeed {
         if deleted {
             return;
         }
-        if resource == "/namespaces" && !replay && kv.create_revision == kv.mod_revision {
+        if resource == "/namespaces"
+            && !replay
+            && kv.create_revision == kv.mod_revision
+            && reg.storage().shared()
+        {
             let check = Work::RootCa {
                 cluster: cluster.clone(),
                 namespace: kv.key.name.clone(),
