@@ -24,10 +24,7 @@ fn added(name: &'static str) -> impl Fn(&str) -> bool {
 
 #[test]
 fn kplane_follows_a_postgres_failover() -> Result<()> {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
+    PgServer::require();
     let mut primary = PgServer::start_with(&["synchronous_commit=on"]);
     let url = primary.create_database();
     let standby = primary.standby();

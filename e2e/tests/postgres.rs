@@ -16,11 +16,7 @@ const WATCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// A throwaway PostgreSQL; the test fails rather than skips without one (`.ci/run`
 /// installs it, `make test` checks for it first).
 pub(crate) fn pg_server() -> PgServer {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-    PgServer::start()
+    PgServer::start_required()
 }
 
 /// A watch line `EVENT NAME ...` for `kind` and `name`.

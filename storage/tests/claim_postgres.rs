@@ -14,11 +14,7 @@ use kplane_storage::testing::postgres::PgServer;
 use kplane_storage::{Claim, PostgresStorage, SledStorage, SledStorageOptions, Storage};
 
 fn server() -> PgServer {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-    PgServer::start()
+    PgServer::start_required()
 }
 
 async fn open(url: &str) -> Arc<PostgresStorage> {

@@ -21,11 +21,7 @@ use kplane_storage::{
 /// A throwaway server. PostgreSQL must be installed (`.ci/run` installs it; `make test`
 /// checks for it first): these tests fail rather than skip without it.
 fn server() -> PgServer {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-    PgServer::start()
+    PgServer::start_required()
 }
 
 fn opts() -> PostgresStorageOptions {

@@ -31,13 +31,6 @@ use kplane_storage::{
 /// The bound on any one call: a failover must make calls fail, never hang.
 const CALL_BOUND: Duration = Duration::from_secs(30);
 
-fn available() {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-}
-
 /// The address of database `db` on either server, the writable one chosen.
 fn both(primary: &PgServer, standby: &PgServer, url: &str) -> String {
     let db = url.rsplit('/').next().unwrap();
@@ -108,7 +101,7 @@ async fn put_until_ok(s: &PostgresStorage, k: Key, v: &str) -> KeyValue {
 /// replica follows, and one store leads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_synchronous_failover_keeps_every_acknowledged_write() {
-    available();
+    PgServer::require();
     let primary = PgServer::start_with(&["synchronous_commit=on"]);
     let url = primary.create_database();
     let mut primary = primary;
@@ -269,7 +262,7 @@ async fn one_leader(leaders: &[tokio::sync::watch::Receiver<bool>]) {
 /// order, passing over the gap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_store_recovers_when_a_failover_lost_commits() {
-    available();
+    PgServer::require();
     let mut primary = PgServer::start();
     let url = primary.create_database();
     let standby = primary.standby();
@@ -429,7 +422,7 @@ async fn postgres_store_recovers_when_a_failover_lost_commits() {
 /// again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_synchronous_commit_is_not_acknowledged_without_a_standby() {
-    available();
+    PgServer::require();
     let primary = PgServer::start_with(&["synchronous_commit=on"]);
     let url = primary.create_database();
     let mut standby = primary.standby();

@@ -17,11 +17,7 @@ use kplane_storage::{
 };
 
 fn server() -> PgServer {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-    PgServer::start()
+    PgServer::start_required()
 }
 
 async fn open(url: &str) -> Arc<PostgresStorage> {

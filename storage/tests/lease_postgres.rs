@@ -12,11 +12,7 @@ use kplane_storage::{PostgresStorage, PostgresStorageOptions, Storage};
 use tokio::sync::watch::Receiver;
 
 fn server() -> PgServer {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-    PgServer::start()
+    PgServer::start_required()
 }
 
 /// Waits (bounded, generously: the tries are a second apart) until `f` holds for the

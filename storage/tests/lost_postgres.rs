@@ -25,11 +25,7 @@ use kplane_storage::{
 };
 
 fn server() -> PgServer {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-    PgServer::start()
+    PgServer::start_required()
 }
 
 /// A store that follows the log only when told (`catch_up`) or when it writes, so each

@@ -11,11 +11,7 @@ use kplane_storage::testing::postgres::PgServer;
 use kplane_storage::{PostgresStorage, PostgresStorageOptions, Storage};
 
 fn server() -> PgServer {
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-    PgServer::start()
+    PgServer::start_required()
 }
 
 /// A proposal of `names`, each valued `<tag>:<name>`.

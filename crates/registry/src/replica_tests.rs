@@ -760,11 +760,7 @@ async fn one_informer_per_replica() {
 /// A throwaway PostgreSQL server (PostgreSQL must be installed: `.ci/run` installs it).
 fn pg() -> kplane_storage::testing::postgres::PgServer {
     use kplane_storage::testing::postgres::PgServer;
-    assert!(
-        PgServer::available(),
-        "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
-    );
-    PgServer::start()
+    PgServer::start_required()
 }
 
 async fn pg_store(url: &str) -> Arc<dyn Storage> {

@@ -81,6 +81,21 @@ impl PgServer {
         bindir().is_some()
     }
 
+    /// Fails the calling test when PostgreSQL is not installed: the PostgreSQL tests fail
+    /// rather than skip without it (`.ci/run` installs it, `make test` checks for it).
+    pub fn require() {
+        assert!(
+            PgServer::available(),
+            "PostgreSQL is not installed: apt-get install postgresql (.ci/run does)"
+        );
+    }
+
+    /// [`PgServer::require`], then [`PgServer::start`].
+    pub fn start_required() -> PgServer {
+        PgServer::require();
+        PgServer::start()
+    }
+
     /// Initializes and starts a server; panics (failing the test) if it cannot.
     pub fn start() -> PgServer {
         PgServer::start_with(&[])
