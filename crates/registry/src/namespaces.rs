@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 use super::{Registry, ResourceType, Target};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
-use crate::write::BatchCreate;
+use crate::strategies::BatchCreate;
 
 /// Namespaces every logical cluster starts with.
 pub const DEFAULT_NAMESPACES: &[&str] =
@@ -28,6 +28,26 @@ impl Registry {
             return Ok(());
         }
         self.bootstrap_cluster(cluster).await
+    }
+
+    /// Whether `cluster` is known to exist and holds each of its default namespaces (read
+    /// from storage: a few point reads, no write).
+    pub(crate) async fn has_default_namespaces(&self, cluster: &ClusterName) -> ApiResult<bool> {
+        if !self.is_marked(cluster) {
+            return Ok(false);
+        }
+        let target = Target {
+            cluster: ClusterScope::One(cluster.clone()),
+            rt: self.namespace_type()?,
+            namespace: None,
+        };
+        for ns in DEFAULT_NAMESPACES {
+            let key = target.key(ns)?;
+            if self.storage.get(&key).await.map_err(ApiError::from)?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Creates whichever of `cluster`'s default namespaces are missing; from then on the
@@ -51,15 +71,9 @@ impl Registry {
     pub(crate) async fn bootstrap_cluster_with(
         &self,
         cluster: &ClusterName,
-        extra: Vec<(Target, Value, &WriteParams)>,
+        extra: Vec<(Target, Value, WriteParams)>,
     ) -> ApiResult<()> {
         self.refuse_if_terminating(cluster)?;
-        let nst = self.namespace_type()?;
-        let target = Target {
-            cluster: ClusterScope::One(cluster.clone()),
-            rt: nst,
-            namespace: None,
-        };
         if !self.is_marked(cluster) {
             // Before anything can be written into it: it has no SyncTargets of its own.
             self.cache_sync_targets_of_new_cluster(cluster).await;
@@ -69,33 +83,26 @@ impl Registry {
         // rescan of the derived state meanwhile (whose replay may not show them yet) leaves
         // the mark alone.
         let new = self.pin_cluster(cluster);
-        let w = WriteParams::controller();
-        let mut items: Vec<BatchCreate<'_>> = DEFAULT_NAMESPACES
-            .iter()
-            .map(|ns| {
-                let obj =
-                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                BatchCreate {
-                    // A new cluster's namespaces' bootstrap objects are in the batch.
-                    hook: !new,
-                    ..BatchCreate::new(target.clone(), obj, &w)
+        let n_extra = extra.len();
+        let items = match self.bootstrap_items(cluster, new, extra) {
+            Ok(items) => items,
+            Err(e) => {
+                self.unpin_cluster(cluster);
+                if new {
+                    self.unmark_cluster(cluster);
                 }
+                return Err(e);
+            }
+        };
+        // The namespaces' own objects (a new cluster's), after the namespaces and `extra`.
+        let bootstrap: Vec<(Arc<ResourceType>, String, String)> = items
+            .iter()
+            .skip(DEFAULT_NAMESPACES.len() + n_extra)
+            .map(|i| {
+                let ns = i.t.namespace.clone().unwrap_or_default();
+                (i.t.rt.clone(), ns, crate::meta::name_of(&i.obj).to_string())
             })
             .collect();
-        let n_extra = extra.len();
-        items.extend(extra.into_iter().map(|(t, o, w)| BatchCreate::new(t, o, w)));
-        let mut bootstrap = Vec::new();
-        if new {
-            for (i, ns) in DEFAULT_NAMESPACES.iter().enumerate() {
-                for (t, obj) in self.namespace_bootstrap_objects(cluster, ns) {
-                    bootstrap.push((t.rt.clone(), ns, crate::meta::name_of(&obj).to_string()));
-                    items.push(BatchCreate {
-                        in_new_namespace: Some(i),
-                        ..BatchCreate::new(t, obj, &w)
-                    });
-                }
-            }
-        }
         let results = Box::pin(self.create_batch(items)).await;
         self.unpin_cluster(cluster);
         let failed = |r: ApiResult<Bytes>| match r {
@@ -113,13 +120,62 @@ impl Registry {
         let extra_failed = results.by_ref().take(n_extra).find_map(failed);
         for ((rt, ns, name), r) in bootstrap.into_iter().zip(results) {
             if let Err(e) = r {
-                self.namespace_bootstrap_failed(cluster, ns, &rt, &name, &e);
+                self.namespace_bootstrap_failed(cluster, &ns, &rt, &name, &e);
             }
         }
         match extra_failed {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// The objects `cluster`'s bootstrap creates, in one batch's order: its default
+    /// namespaces, `extra` (cluster-scoped), then, for a cluster new to this process
+    /// (`new`), each namespace's own objects, created in their namespace of the same batch
+    /// (so the namespaces' `after_create` hooks do not run); in a known cluster the hooks
+    /// make them, so that nothing is written into an existing namespace.
+    pub(crate) fn bootstrap_items(
+        &self,
+        cluster: &ClusterName,
+        new: bool,
+        extra: Vec<(Target, Value, WriteParams)>,
+    ) -> ApiResult<Vec<BatchCreate>> {
+        let target = Target {
+            cluster: ClusterScope::One(cluster.clone()),
+            rt: self.namespace_type()?,
+            namespace: None,
+        };
+        let mut items: Vec<BatchCreate> = DEFAULT_NAMESPACES
+            .iter()
+            .map(|ns| BatchCreate {
+                t: target.clone(),
+                obj: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                w: WriteParams::controller(),
+                in_new_namespace: None,
+                hook: !new,
+            })
+            .collect();
+        items.extend(extra.into_iter().map(|(t, obj, w)| BatchCreate {
+            t,
+            obj,
+            w,
+            in_new_namespace: None,
+            hook: true,
+        }));
+        if new {
+            for (i, ns) in DEFAULT_NAMESPACES.iter().enumerate() {
+                for (t, obj) in self.namespace_bootstrap_objects(cluster, ns) {
+                    items.push(BatchCreate {
+                        t,
+                        obj,
+                        w: WriteParams::controller(),
+                        in_new_namespace: Some(i),
+                        hook: true,
+                    });
+                }
+            }
+        }
+        Ok(items)
     }
 
     /// The objects every new namespace `ns` starts with: its `default` ServiceAccount and
@@ -173,7 +229,6 @@ impl Registry {
     /// as one batch. A failure is logged (an object that exists already is left as it
     /// is); the root-CA ConfigMap is then left to the root-CA publisher.
     pub(super) async fn bootstrap_namespace(&self, cluster: &ClusterName, ns: &str) {
-        let w = WriteParams::controller();
         let objs = self.namespace_bootstrap_objects(cluster, ns);
         let targets: Vec<(Arc<ResourceType>, String)> = objs
             .iter()
@@ -181,7 +236,7 @@ impl Registry {
             .collect();
         let items = objs
             .into_iter()
-            .map(|(t, obj)| BatchCreate::new(t, obj, &w))
+            .map(|(t, obj)| BatchCreate::new(t, obj, WriteParams::controller()))
             .collect();
         let results = self.create_batch(items).await;
         for ((rt, name), r) in targets.into_iter().zip(results) {

@@ -14,6 +14,7 @@ use super::typed;
 use super::{corrupt, storage_error, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::options::{ListParams, WriteParams};
+use crate::strategies::{BatchCreate, Together};
 
 /// How many times a patch is retried on a write conflict when the client did not ask
 /// for optimistic locking.
@@ -52,33 +53,44 @@ struct AdmittedCreate {
     explicit_name: String,
 }
 
-/// One object of a [`Registry::create_batch`].
-pub(crate) struct BatchCreate<'a> {
-    pub(crate) t: Target,
-    pub(crate) obj: Value,
-    pub(crate) w: &'a WriteParams,
-    /// The index, in the same batch, of the Namespace the object is created in, when that
-    /// namespace is created by the batch (before the object): admission takes it as
-    /// existing, as it is when the object is. If that namespace cannot be prepared, the
-    /// object is refused as in a missing namespace; if its write fails (it exists
-    /// already), the object is written all the same: use it for a new cluster's
-    /// namespaces only.
-    pub(crate) in_new_namespace: Option<usize>,
-    /// Whether the type's `after_create` hook runs once the object is stored; false when
-    /// the batch carries what the hook would create (a new namespace's bootstrap objects).
-    pub(crate) hook: bool,
+/// A batch of creates admitted and validated, not yet written
+/// ([`Registry::prepare_batch`], [`Registry::commit_batch`]).
+#[derive(Default)]
+pub(super) struct PreparedBatch {
+    /// One entry per object, in order: `None` for those to be written.
+    results: Vec<Option<ApiResult<Bytes>>>,
+    writes: Vec<kplane_storage::BatchWrite>,
+    /// (index in `results`, target, name, whether its `after_create` hook runs) of each
+    /// object to be written.
+    sent: Vec<(usize, Target, String, bool)>,
 }
 
-impl<'a> BatchCreate<'a> {
-    /// An object created as by [`Registry::create`].
-    pub(crate) fn new(t: Target, obj: Value, w: &'a WriteParams) -> BatchCreate<'a> {
-        BatchCreate {
-            t,
-            obj,
-            w,
-            in_new_namespace: None,
-            hook: true,
-        }
+impl PreparedBatch {
+    /// Adds an object ready to be stored (`candidate`: its stored form) as the batch's
+    /// next one; returns its index among the batch's results.
+    pub(super) fn push(
+        &mut self,
+        t: Target,
+        name: String,
+        candidate: Value,
+        hook: bool,
+    ) -> ApiResult<usize> {
+        let key = t.key(&name)?;
+        self.writes.push(kplane_storage::BatchWrite {
+            key,
+            delete: false,
+            precondition: Precondition::MustNotExist,
+            encode: encoder(candidate),
+        });
+        let index = self.results.len();
+        self.sent.push((index, t, name, hook));
+        self.results.push(None);
+        Ok(index)
+    }
+
+    /// Whether any object was refused before being written.
+    pub(super) fn any_refused(&self) -> bool {
+        self.results.iter().any(Option::is_some)
     }
 }
 
@@ -110,6 +122,18 @@ impl Registry {
             if w.dry_run {
                 return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
             }
+            if !generated {
+                let together = rt
+                    .strategy
+                    .created_together(self, &admitted.cluster, &candidate)
+                    .await?;
+                if let Some(together) = together {
+                    if let Some(out) = self.create_together(t, &name, together).await {
+                        return out;
+                    }
+                    // One of the others was refused: the object is written alone.
+                }
+            }
             let key = t.key(&name)?;
             let put = {
                 let _gate = self.write_gate([admitted.cluster.as_str()]).await?;
@@ -140,6 +164,40 @@ impl Registry {
         Err(ApiError::internal("name generation failed"))
     }
 
+    /// Writes a new object (`name`, admitted and validated) in one commit with the objects
+    /// its strategy creates together with it ([`TypeStrategy::created_together`]), the new
+    /// object last. `None` when one of them is refused before the commit (nothing is
+    /// written): the caller writes the object alone.
+    ///
+    /// [`TypeStrategy::created_together`]: crate::strategies::TypeStrategy::created_together
+    async fn create_together(
+        &self,
+        t: &Target,
+        name: &str,
+        together: Together,
+    ) -> Option<ApiResult<Bytes>> {
+        let Together { obj, items, finish } = together;
+        let mut prepared = self.prepare_batch(items).await;
+        if prepared.any_refused() {
+            finish(self, false);
+            return None;
+        }
+        let main = match prepared.push(t.clone(), name.to_string(), obj, true) {
+            Ok(i) => i,
+            Err(e) => {
+                finish(self, false);
+                return Some(Err(e));
+            }
+        };
+        let mut results = self.commit_batch(prepared).await;
+        let written = results
+            .iter()
+            .enumerate()
+            .any(|(i, r)| i != main && r.is_ok());
+        finish(self, written);
+        Some(results.swap_remove(main))
+    }
+
     /// Creates several named objects (no `generateName`, no dry run), each with its own
     /// write parameters, as [`Registry::create`] does one by one, with their storage writes
     /// committed together ([`kplane_storage::Storage::write_batch`]: few flushes instead
@@ -148,20 +206,24 @@ impl Registry {
     /// same batch is refused (its namespace does not exist yet when it is admitted) unless
     /// the item says so ([`BatchCreate::in_new_namespace`]). Returns one result per
     /// object, in order; one object's failure does not stop the others.
-    pub(crate) async fn create_batch(&self, items: Vec<BatchCreate<'_>>) -> Vec<ApiResult<Bytes>> {
+    pub(crate) async fn create_batch(&self, items: Vec<BatchCreate>) -> Vec<ApiResult<Bytes>> {
         // Types whose writes are serialized (CRDs) hold the one lock for the whole batch.
         let _crd_guard = match items.iter().find(|i| i.t.rt.strategy.serialize_writes()) {
             Some(i) => self.crd_write_guard(&i.t.rt).await,
             None => None,
         };
+        let prepared = self.prepare_batch(items).await;
+        self.commit_batch(prepared).await
+    }
+
+    /// The steps of [`Registry::create_batch`] before anything is written: each object
+    /// admitted and validated, those refused with their error.
+    pub(super) async fn prepare_batch(&self, items: Vec<BatchCreate>) -> PreparedBatch {
         // The new namespaces later items are created in, as they are to be stored.
         let referred: std::collections::HashSet<usize> =
             items.iter().filter_map(|i| i.in_new_namespace).collect();
         let mut namespaces: std::collections::HashMap<usize, Value> = Default::default();
-        let mut results: Vec<Option<ApiResult<Bytes>>> = Vec::with_capacity(items.len());
-        let mut writes = Vec::new();
-        // (index in `results`, target, name, hook) of each object sent to storage.
-        let mut sent = Vec::new();
+        let mut p = PreparedBatch::default();
         for (index, item) in items.into_iter().enumerate() {
             let BatchCreate {
                 t,
@@ -176,41 +238,49 @@ impl Registry {
                     None => {
                         let ns = t.namespace.as_deref().unwrap_or("");
                         let e = Status::not_found("", "namespaces", ns);
-                        results.push(Some(Err(ApiError::from(e))));
+                        p.results.push(Some(Err(ApiError::from(e))));
                         continue;
                     }
                 },
                 None => None,
             };
             let prepared = async {
-                let admitted = self.admit_create(&t, obj, w, new_namespace).await?;
+                let admitted = self.admit_create(&t, obj, &w, new_namespace).await?;
                 if admitted.explicit_name.is_empty() || w.dry_run {
                     return Err(ApiError::internal("a batch create needs named objects"));
                 }
                 let (name, candidate) = self
-                    .validate_create(&t, &admitted, w, new_namespace)
+                    .validate_create(&t, &admitted, &w, new_namespace)
                     .await?;
-                let key = t.key(&name)?;
-                Ok((name, key, candidate))
+                Ok((name, candidate))
             }
             .await;
             match prepared {
-                Ok((name, key, candidate)) => {
-                    if referred.contains(&index) {
-                        namespaces.insert(index, candidate.clone());
+                Ok((name, candidate)) => {
+                    let namespace = referred.contains(&index).then(|| candidate.clone());
+                    match p.push(t, name, candidate, hook) {
+                        Ok(_) => {
+                            if let Some(ns) = namespace {
+                                namespaces.insert(index, ns);
+                            }
+                        }
+                        Err(e) => p.results.push(Some(Err(e))),
                     }
-                    writes.push(kplane_storage::BatchWrite {
-                        key,
-                        delete: false,
-                        precondition: Precondition::MustNotExist,
-                        encode: encoder(candidate),
-                    });
-                    sent.push((results.len(), t, name, hook));
-                    results.push(None);
                 }
-                Err(e) => results.push(Some(Err(e))),
+                Err(e) => p.results.push(Some(Err(e))),
             }
         }
+        p
+    }
+
+    /// Writes a prepared batch in one [`kplane_storage::Storage::write_batch`] and runs
+    /// the hooks of the objects written. One result per object, in order.
+    pub(super) async fn commit_batch(&self, p: PreparedBatch) -> Vec<ApiResult<Bytes>> {
+        let PreparedBatch {
+            mut results,
+            writes,
+            sent,
+        } = p;
         let stored = if writes.is_empty() {
             Vec::new()
         } else {
@@ -220,7 +290,7 @@ impl Registry {
                 .filter_map(|(_, t, _, _)| t.cluster().ok().map(|c| c.as_str().to_string()))
                 .collect();
             let gated = self.write_gate(clusters.iter().map(String::as_str)).await;
-            let stored = match gated {
+            match gated {
                 Ok(_gate) => self.storage.write_batch(writes).await,
                 Err(e) => {
                     for (i, _, _, _) in &sent {
@@ -235,8 +305,7 @@ impl Registry {
                         })
                         .collect();
                 }
-            };
-            stored
+            }
         };
         // The committed objects' hooks run concurrently (a namespace's makes its
         // bootstrap objects: their writes share commits too).
@@ -960,18 +1029,18 @@ mod tests {
         let items = vec![
             BatchCreate {
                 hook: false,
-                ..BatchCreate::new(nst.clone(), ns("fresh"), &w)
+                ..BatchCreate::new(nst.clone(), ns("fresh"), w.clone())
             },
-            BatchCreate::new(nst.clone(), ns("Bad_Name"), &w),
+            BatchCreate::new(nst.clone(), ns("Bad_Name"), w.clone()),
             BatchCreate {
                 in_new_namespace: Some(0),
-                ..BatchCreate::new(cm("fresh"), configmap("one", "g"), &w)
+                ..BatchCreate::new(cm("fresh"), configmap("one", "g"), w.clone())
             },
             BatchCreate {
                 in_new_namespace: Some(1),
-                ..BatchCreate::new(cm("Bad_Name"), configmap("two", "g"), &w)
+                ..BatchCreate::new(cm("Bad_Name"), configmap("two", "g"), w.clone())
             },
-            BatchCreate::new(cm("fresh"), configmap("three", "g"), &w),
+            BatchCreate::new(cm("fresh"), configmap("three", "g"), w.clone()),
         ];
         let codes: Vec<u16> = reg
             .create_batch(items)
@@ -1018,7 +1087,7 @@ mod tests {
         let w = WriteParams::default();
         let items = items
             .into_iter()
-            .map(|(t, o)| BatchCreate::new(t, o, &w))
+            .map(|(t, o)| BatchCreate::new(t, o, w.clone()))
             .collect();
         let results = reg.create_batch(items).await;
         let codes: Vec<u16> = results
@@ -1052,5 +1121,103 @@ mod tests {
         // Nothing of the refused ones was stored.
         let missing = target(reg, "", "configmaps", Some("missing"));
         assert_eq!(reg.get(&missing, "two").await.unwrap_err().code(), 404);
+    }
+
+    /// A create together with other objects: one commit for all when each passes its
+    /// checks (the new object last, with the highest resourceVersion; `finish` told they
+    /// were written); nothing written when one is refused (`finish` told so, and the caller
+    /// gets the object back to write alone); a new object whose name is taken fails alone.
+    #[tokio::test]
+    async fn a_create_together_commits_all_or_hands_the_object_back() {
+        use crate::testing::{configmap, fixture, target};
+        use std::sync::{Arc, Mutex};
+        let f = fixture().await;
+        let reg = &f.reg;
+        let w = WriteParams::default();
+        let cms = target(reg, "", "configmaps", Some("default"));
+        let nst = target(reg, "", "namespaces", None);
+        let cm = |n: &str| target(reg, "", "configmaps", Some(n));
+        let ns =
+            |n: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
+        let admitted = reg
+            .admit_create(&cms, configmap("main", "g"), &w, None)
+            .await
+            .unwrap();
+        let (name, obj) = reg.validate_create(&cms, &admitted, &w, None).await.unwrap();
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let together = |items: Vec<BatchCreate>| {
+            let told = told.clone();
+            Together {
+                obj: obj.clone(),
+                items,
+                finish: Box::new(move |_: &Registry, written: bool| {
+                    told.lock().unwrap().push(written)
+                }),
+            }
+        };
+        let groups = || reg.storage().stats().commit_groups;
+        let rv = |v: &Value| {
+            v["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        };
+
+        // One refused: nothing is written.
+        let before = groups();
+        let items = vec![
+            BatchCreate {
+                hook: false,
+                ..BatchCreate::new(nst.clone(), ns("t1"), w.clone())
+            },
+            BatchCreate::new(cm("default"), configmap("Bad_Name", "g"), w.clone()),
+        ];
+        assert!(reg
+            .create_together(&cms, &name, together(items))
+            .await
+            .is_none());
+        assert_eq!(*told.lock().unwrap(), [false]);
+        assert_eq!(groups(), before);
+        assert_eq!(reg.get(&nst, "t1").await.unwrap_err().code(), 404);
+        assert_eq!(reg.get(&cms, "main").await.unwrap_err().code(), 404);
+
+        // All pass: one commit, the new object last.
+        let items = vec![
+            BatchCreate {
+                hook: false,
+                ..BatchCreate::new(nst.clone(), ns("t1"), w.clone())
+            },
+            BatchCreate {
+                in_new_namespace: Some(0),
+                ..BatchCreate::new(cm("t1"), configmap("one", "g"), w.clone())
+            },
+        ];
+        let out = reg
+            .create_together(&cms, &name, together(items))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(*told.lock().unwrap(), [false, true]);
+        assert_eq!(groups(), before + 1);
+        let main: Value = serde_json::from_slice(&out).unwrap();
+        let t1: Value = serde_json::from_slice(&reg.get(&nst, "t1").await.unwrap()).unwrap();
+        let one: Value = serde_json::from_slice(&reg.get(&cm("t1"), "one").await.unwrap()).unwrap();
+        assert!(rv(&t1) < rv(&one) && rv(&one) < rv(&main));
+        reg.get(&cms, "main").await.unwrap();
+        // The namespace's hook did not run (the item said so): no bootstrap objects.
+        let sa = target(reg, "", "serviceaccounts", Some("t1"));
+        assert_eq!(reg.get(&sa, "default").await.unwrap_err().code(), 404);
+
+        // The name is taken: 409 for it, the others are written on their own.
+        let items = vec![BatchCreate::new(nst.clone(), ns("t2"), w.clone())];
+        let err = reg
+            .create_together(&cms, &name, together(items))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code(), 409);
+        assert_eq!(*told.lock().unwrap(), [false, true, true]);
+        reg.get(&nst, "t2").await.unwrap();
     }
 }

@@ -34,8 +34,9 @@ use crate::cluster_states::ClusterPhase;
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 use crate::strategies::workspace::{
-    ready_condition, TENANCY_GROUP, WORKSPACE_FINALIZER, WORKSPACE_RESOURCE,
+    ready_condition, ready_status, TENANCY_GROUP, WORKSPACE_FINALIZER, WORKSPACE_RESOURCE,
 };
+use crate::strategies::Together;
 use crate::{meta, Registry, ResourceType, Target};
 
 /// The controller's name in logs and its field manager.
@@ -121,30 +122,25 @@ impl Registry {
                     .any(|c| c["type"] == "Ready" && c["status"] == "True")
             });
         if status["phase"] == "Ready" && status["URL"] == url.as_str() && ready {
-            self.bootstrap_cluster(&child).await?;
+            // Run again (queued twice at its creation, or a cluster brought in by an
+            // import): only a missing default namespace is written, and checking for one
+            // costs reads, not four refused creates through the storage writer.
+            if !self.has_default_namespaces(&child).await? {
+                self.bootstrap_cluster(&child).await?;
+            }
             return Ok(true);
         }
         // The owner's binding is written with the default namespaces (one commit for
         // both), before the Workspace turns Ready.
         let w = WriteParams::controller_named(CONTROLLER);
         let binding = self.workspace_owner_binding(&child, &obj)?;
-        let extra = binding.into_iter().map(|(t, b)| (t, b, &w)).collect();
+        let extra = binding.into_iter().map(|(t, b)| (t, b, w.clone())).collect();
         self.bootstrap_cluster_with(&child, extra).await?;
         if let Some(failure) = self.apply_workspace_template(cluster, &child, &obj).await? {
             return self.report_workspace_failed(&t, name, obj, failure).await;
         }
         let mut next = obj;
-        let mut conditions: Vec<Value> = status
-            .pointer("/conditions")
-            .and_then(Value::as_array)
-            .map(|c| c.iter().filter(|c| c["type"] != "Ready").cloned().collect())
-            .unwrap_or_default();
-        conditions.push(ready_condition(
-            "True",
-            "LogicalClusterReady",
-            &format!("the logical cluster {child} is ready"),
-        ));
-        next["status"] = json!({"phase": "Ready", "URL": url, "conditions": conditions});
+        next["status"] = ready_status(&child, &url, Some(&status));
         // `next` carries the resourceVersion it was read at: the update's precondition.
         match self.update(&t, name, Some("status"), next, &w).await {
             Ok(_) => Ok(true),
@@ -154,6 +150,72 @@ impl Registry {
                 Ok(false)
             }
         }
+    }
+
+    /// What a new Workspace `obj` of `cluster` is created together with, in one commit
+    /// that stores it Ready: its child cluster's bootstrap (the default namespaces, the
+    /// owner's binding, each namespace's objects), as [`Registry::sync_workspace`] would
+    /// write it next. `None` leaves the child to the controller: a template to apply, no
+    /// URL known yet, or a child that exists already, is terminating or has a state of its
+    /// own (moved, being imported), or a Workspace of that name stored already (its
+    /// controller's work).
+    pub(crate) async fn workspace_created_together(
+        &self,
+        cluster: &ClusterName,
+        obj: &Value,
+    ) -> ApiResult<Option<Together>> {
+        let templated = obj
+            .pointer("/spec/template")
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.is_empty());
+        let name = meta::name_of(obj);
+        let (Some(child), Some(base)) = (cluster.child(name), self.external_url()) else {
+            return Ok(None);
+        };
+        if templated
+            || self.is_marked(&child)
+            || self.is_terminating(&child)
+            || self.cluster_phase(&child).is_some()
+        {
+            return Ok(None);
+        }
+        let key = Key::new(cluster, WORKSPACE_RESOURCE, "", name);
+        if self.storage.get(&key).await.map_err(ApiError::from)?.is_some() {
+            return Ok(None);
+        }
+        // As the controller's bootstrap: the SyncTargets first, then the mark, pinned
+        // while the keys are written; only the one who marked it goes on.
+        self.cache_sync_targets_of_new_cluster(&child).await;
+        if !self.pin_cluster(&child) {
+            return Ok(None);
+        }
+        let w = WriteParams::controller_named(CONTROLLER);
+        let items = self
+            .workspace_owner_binding(&child, obj)
+            .map(|b| b.into_iter().map(|(t, b)| (t, b, w.clone())).collect())
+            .and_then(|extra| self.bootstrap_items(&child, true, extra));
+        let items = match items {
+            Ok(items) => items,
+            Err(e) => {
+                self.unmark_cluster(&child);
+                return Err(e);
+            }
+        };
+        let url = format!("{base}/clusters/{child}");
+        let mut ready = obj.clone();
+        ready["status"] = ready_status(&child, &url, obj.get("status"));
+        let finish = Box::new(move |reg: &Registry, written: bool| {
+            if written {
+                reg.unpin_cluster(&child);
+            } else {
+                reg.unmark_cluster(&child);
+            }
+        });
+        Ok(Some(Together {
+            obj: ready,
+            items,
+            finish,
+        }))
     }
 
     /// Deletes the child cluster of a Terminating Workspace and its descendants, then
@@ -355,10 +417,21 @@ mod tests {
         storage: Arc<dyn Storage>,
         worker: bool,
     ) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
+        registry_at(storage, worker, Some(URL)).await
+    }
+
+    /// A registry that knows its URL only when `url` is given.
+    async fn registry_at(
+        storage: Arc<dyn Storage>,
+        worker: bool,
+        url: Option<&str>,
+    ) -> (Arc<Registry>, tokio::sync::watch::Sender<bool>) {
         let (tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, queue) = Registry::new(storage, catalog, String::new(), shutdown);
-        reg.set_external_url(URL);
+        if let Some(url) = url {
+            reg.set_external_url(url);
+        }
         reg.load_cluster_state().await.unwrap();
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
         if worker {
@@ -450,10 +523,68 @@ mod tests {
         .await
     }
 
+    /// A Workspace without a template is created Ready: its create is one commit with its
+    /// child cluster's bootstrap, and the controller finds nothing left to do.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_new_workspace_bootstraps_its_child_and_turns_ready() {
+    async fn a_new_workspace_is_created_ready_with_its_child() {
         let dir = tempfile::tempdir().unwrap();
         let (reg, _tx) = registry(open(&dir), true).await;
+        let groups = || reg.storage().stats().commit_groups;
+        let before = groups();
+        let created = create_ws(&reg, "root", "acme").await;
+        assert_eq!(groups() - before, 1, "one commit for the Workspace and its child");
+        assert_eq!(created["status"]["phase"], "Ready");
+        assert_eq!(created["status"]["URL"], format!("{URL}/clusters/root:acme"));
+        assert_eq!(
+            created["metadata"]["finalizers"],
+            json!([WORKSPACE_FINALIZER])
+        );
+        let cond = &created["status"]["conditions"][0];
+        assert_eq!(
+            (&cond["type"], &cond["status"], &cond["reason"]),
+            (&json!("Ready"), &json!("True"), &json!("LogicalClusterReady"))
+        );
+        assert_eq!(created["status"]["conditions"].as_array().unwrap().len(), 1);
+        // The child has its default namespaces, each with its own objects.
+        let ns = target(&reg, "root:acme", "", "namespaces", None);
+        for n in crate::namespaces::DEFAULT_NAMESPACES {
+            reg.get(&ns, n).await.unwrap();
+            let cm = target(&reg, "root:acme", "", "configmaps", Some(n));
+            reg.get(&cm, "kube-root-ca.crt").await.unwrap();
+        }
+        // The controller's run (queued by the create) writes nothing more.
+        let keys_now = keys(&reg, "root:acme").await;
+        assert!(reg.sync_workspace(&name("root"), "acme").await.unwrap());
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert_eq!(get_ws(&reg, "root", "acme").await.unwrap(), created);
+        assert_eq!(keys(&reg, "root:acme").await, keys_now);
+        // The same name again: 409, and nothing changes.
+        let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                         "metadata": {"name": "acme"}});
+        let again = reg
+            .create(&workspaces(&reg, "root"), obj, &WriteParams::default())
+            .await
+            .unwrap_err();
+        assert_eq!(again.code(), 409);
+        assert_eq!(keys(&reg, "root:acme").await, keys_now);
+        // Nested: a workspace inside the child.
+        let nested = create_ws(&reg, "root:acme", "team-a").await;
+        assert_eq!(nested["status"]["phase"], "Ready");
+        assert_eq!(
+            nested["status"]["URL"],
+            format!("{URL}/clusters/root:acme:team-a")
+        );
+    }
+
+    /// A Workspace created before the server knows its URL starts Initializing; the
+    /// controller bootstraps its child once the URL is known and reports it Ready (three
+    /// commits: the create, the bootstrap, the status).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_workspace_created_before_the_url_is_known_is_made_ready_by_the_controller() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry_at(open(&dir), true, None).await;
+        let groups = || reg.storage().stats().commit_groups;
+        let before = groups();
         let created = create_ws(&reg, "root", "acme").await;
         assert_eq!(created["status"]["phase"], "Initializing");
         assert_eq!(
@@ -461,7 +592,10 @@ mod tests {
             json!([WORKSPACE_FINALIZER])
         );
         assert_eq!(created["status"]["conditions"][0]["status"], "False");
+        assert!(!reg.is_marked(&name("root:acme")));
+        reg.set_external_url(URL);
         let ws = wait_ready(&reg, "root", "acme").await;
+        assert_eq!(groups() - before, 3, "create, bootstrap, status");
         assert_eq!(ws["status"]["URL"], format!("{URL}/clusters/root:acme"));
         let cond = &ws["status"]["conditions"][0];
         assert_eq!(
@@ -469,25 +603,12 @@ mod tests {
             (&json!("Ready"), &json!("True"))
         );
         assert_eq!(cond["reason"], "LogicalClusterReady");
-        // The child has its default namespaces.
         let ns = target(&reg, "root:acme", "", "namespaces", None);
         for n in crate::namespaces::DEFAULT_NAMESPACES {
             reg.get(&ns, n).await.unwrap();
         }
-        // Nested: a workspace inside the child.
-        create_ws(&reg, "root:acme", "team-a").await;
-        let nested = wait_ready(&reg, "root:acme", "team-a").await;
-        assert_eq!(
-            nested["status"]["URL"],
-            format!("{URL}/clusters/root:acme:team-a")
-        );
     }
 
-    /// A new Workspace's cluster is bootstrapped with one storage batch: its default
-    /// namespaces, the owner's binding and each namespace's `default` ServiceAccount and
-    /// `kube-root-ca.crt` are one commit, so that the Workspace is Ready after three (its
-    /// create, the bootstrap, its status). The objects are those of a namespace created
-    /// alone.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_new_cluster_is_bootstrapped_in_one_commit() {
         let dir = tempfile::tempdir().unwrap();
@@ -496,7 +617,7 @@ mod tests {
         let before = groups();
         create_ws(&reg, "root", "acme").await;
         wait_ready(&reg, "root", "acme").await;
-        assert_eq!(groups() - before, 3, "create, bootstrap, status");
+        assert_eq!(groups() - before, 1, "the create, with the bootstrap");
         let ns_type = target(&reg, "root", "", "namespaces", None);
         reg.create(
             &ns_type,
@@ -539,6 +660,49 @@ mod tests {
             assert_eq!(cm["metadata"]["namespace"], *ns);
             assert_eq!(shape(&cm), shape(&alone_cm), "{ns}");
         }
+    }
+
+    /// A Ready Workspace's item run again (it is queued twice at its creation: by the
+    /// create and by the informer) leaves its cluster as it is, and brings back a default
+    /// namespace that has gone, with that namespace's own objects.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_ready_workspace_run_again_restores_only_a_missing_default_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let (reg, _tx) = registry(open(&dir), true).await;
+        create_ws(&reg, "root", "acme").await;
+        let ready = wait_ready(&reg, "root", "acme").await;
+        let child = name("root:acme");
+        assert!(reg.has_default_namespaces(&child).await.unwrap());
+        let before = keys(&reg, "root:acme").await;
+        let ns = target(&reg, "root:acme", "", "namespaces", None);
+        let lease_ns: Value =
+            serde_json::from_slice(&reg.get(&ns, "kube-node-lease").await.unwrap()).unwrap();
+        assert!(reg.sync_workspace(&name("root"), "acme").await.unwrap());
+        assert_eq!(keys(&reg, "root:acme").await, before);
+        let again: Value =
+            serde_json::from_slice(&reg.get(&ns, "kube-node-lease").await.unwrap()).unwrap();
+        assert_eq!(again, lease_ns, "an existing namespace is left alone");
+        assert_eq!(get_ws(&reg, "root", "acme").await.unwrap(), ready);
+
+        reg.delete(&ns, "kube-node-lease", &Default::default())
+            .await
+            .unwrap();
+        eventually("kube-node-lease gone", || async {
+            reg.get(&ns, "kube-node-lease").await.is_err()
+        })
+        .await;
+        assert!(!reg.has_default_namespaces(&child).await.unwrap());
+        assert!(reg.sync_workspace(&name("root"), "acme").await.unwrap());
+        let back: Value =
+            serde_json::from_slice(&reg.get(&ns, "kube-node-lease").await.unwrap()).unwrap();
+        assert_ne!(back["metadata"]["uid"], lease_ns["metadata"]["uid"]);
+        let cm = target(&reg, "root:acme", "", "configmaps", Some("kube-node-lease"));
+        eventually("the namespace's root CA", || async {
+            reg.get(&cm, "kube-root-ca.crt").await.is_ok()
+        })
+        .await;
+        assert!(reg.has_default_namespaces(&child).await.unwrap());
+        assert_eq!(keys(&reg, "root:acme").await, before);
     }
 
     #[tokio::test]

@@ -4,7 +4,9 @@
 //! finalizer, turns Terminating when marked for deletion (from that write on, writes into
 //! the child are refused, `clusters.rs`), and the workspace controller
 //! (`controllers::workspace`) bootstraps the child, reports it Ready, and deletes the
-//! child's key range (and its descendants') before it drops the finalizer.
+//! child's key range (and its descendants') before it drops the finalizer. A Workspace
+//! without a template is usually stored Ready at once: its create commits the child's
+//! bootstrap with it (`created_together`), and the controller finds nothing left to do.
 
 use kplane_types::{Cause, ClusterName, Status};
 use serde_json::{json, Value};
@@ -13,7 +15,7 @@ use super::super::catalog::ResourceType;
 use super::super::controllers::Work;
 use super::super::meta::{self, NameRule};
 use super::super::Registry;
-use super::{with_field_from, TypeStrategy};
+use super::{with_field_from, Together, TypeStrategy};
 use crate::error::{ApiError, ApiResult};
 
 /// The group of the tenancy API.
@@ -156,6 +158,17 @@ impl TypeStrategy for Workspace {
         )))
     }
 
+    /// A Workspace without a template is stored Ready in the commit that creates its
+    /// logical cluster ([`Registry::workspace_created_together`]).
+    async fn created_together(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        obj: &Value,
+    ) -> ApiResult<Option<Together>> {
+        reg.workspace_created_together(cluster, obj).await
+    }
+
     async fn after_create(
         &self,
         reg: &Registry,
@@ -205,6 +218,22 @@ impl TypeStrategy for Workspace {
 }
 
 /// The `Ready` condition with `status` ("True"/"False"), `reason` and `message`.
+/// A Ready Workspace's status: its child's `url` and a `Ready` condition, after the other
+/// conditions of `status` (the status it had).
+pub(crate) fn ready_status(child: &ClusterName, url: &str, status: Option<&Value>) -> Value {
+    let mut conditions: Vec<Value> = status
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .map(|c| c.iter().filter(|c| c["type"] != "Ready").cloned().collect())
+        .unwrap_or_default();
+    conditions.push(ready_condition(
+        "True",
+        "LogicalClusterReady",
+        &format!("the logical cluster {child} is ready"),
+    ));
+    json!({"phase": "Ready", "URL": url, "conditions": conditions})
+}
+
 pub(crate) fn ready_condition(status: &str, reason: &str, message: &str) -> Value {
     json!({
         "type": "Ready",
