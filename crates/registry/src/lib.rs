@@ -23,6 +23,7 @@ pub mod crd;
 mod crd_form;
 pub mod custom;
 mod derived;
+mod encode;
 pub mod error;
 pub mod events;
 pub mod field_labels;

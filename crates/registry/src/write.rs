@@ -94,15 +94,10 @@ impl PreparedBatch {
     }
 }
 
-/// The encoder every write uses: the object with its new `metadata.resourceVersion`.
+/// The encoder every write uses: the object with its new `metadata.resourceVersion`,
+/// serialized by the caller ([`crate::encode`]).
 pub(super) fn encoder(obj: Value) -> Encoder {
-    Box::new(move |rev: Revision| {
-        let mut obj = obj;
-        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.insert("resourceVersion".into(), Value::String(rev.to_string()));
-        }
-        serde_json::to_vec(&obj).map_err(|e| e.to_string())
-    })
+    crate::encode::encoder(obj)
 }
 
 fn decode(kv: &KeyValue) -> ApiResult<Value> {
