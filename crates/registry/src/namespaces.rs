@@ -43,7 +43,13 @@ impl Registry {
         };
         for ns in DEFAULT_NAMESPACES {
             let key = target.key(ns)?;
-            if self.storage.get(&key).await.map_err(ApiError::from)?.is_none() {
+            if self
+                .storage
+                .get(&key)
+                .await
+                .map_err(ApiError::from)?
+                .is_none()
+            {
                 return Ok(false);
             }
         }

@@ -1138,7 +1138,10 @@ mod tests {
             .admit_create(&cms, configmap("main", "g"), &w, None)
             .await
             .unwrap();
-        let (name, obj) = reg.validate_create(&cms, &admitted, &w, None).await.unwrap();
+        let (name, obj) = reg
+            .validate_create(&cms, &admitted, &w, None)
+            .await
+            .unwrap();
         let told = Arc::new(Mutex::new(Vec::new()));
         let together = |items: Vec<BatchCreate>| {
             let told = told.clone();

@@ -14,9 +14,13 @@ use crate::{Error, Result};
 /// zstd's fastest regular level: the writer thread is the store's bottleneck for writes.
 const LEVEL: i32 = 1;
 
-/// Records shorter than this are stored as they are (a zstd frame has ~10 bytes of
-/// overhead, and short records gain little).
-const MIN_LEN: usize = 64;
+/// Records shorter than this are stored as they are. Each frame builds its own entropy
+/// tables, which for a record of a few hundred bytes costs more of the writer's time than
+/// the record's own compression (9% of the writer's samples while Workspaces were created,
+/// most of their records being 300-900 bytes) and saves a few hundred bytes of history
+/// that the event window drops soon after; longer records (1 KiB values and up) keep
+/// most of the gain (docs/performance.md, "Creation rate: session 13").
+const MIN_LEN: usize = 1024;
 
 /// Largest record accepted when decompressing (sled's own values are bounded far below).
 const MAX_LEN: usize = 1 << 30;
@@ -128,7 +132,7 @@ mod tests {
     #[test]
     fn damaged_records_are_errors_not_panics() {
         let mut c = Compressor::new(true);
-        let text = b"abcdefgh".repeat(100);
+        let text = b"abcdefgh".repeat(200);
         let stored = c.compress(&text).unwrap();
         assert!(decompress(&stored[..3]).is_err());
         assert!(decompress(&stored[..stored.len() - 2]).is_err());

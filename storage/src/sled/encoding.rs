@@ -593,7 +593,7 @@ mod tests {
         let kb = key_bytes(&key);
         // A short record (stored as is) and a compressible one (stored compressed), with
         // compression on and off: every form decodes to the same version.
-        for value in [b"v\0v".to_vec(), b"{\"a\":\"vvvvvvvv\"}".repeat(40)] {
+        for value in [b"v\0v".to_vec(), b"{\"a\":\"vvvvvvvv\"}".repeat(80)] {
             let r = Record {
                 tombstone: false,
                 create_revision: 2,

@@ -602,7 +602,7 @@ async fn history_written_with_and_without_compression_reads_back_exactly() {
         compress_history,
         ..Default::default()
     };
-    let body = |i: usize| format!("{{\"data\":{{\"k\":\"{}\"}},\"n\":{i}}}", "x".repeat(300));
+    let body = |i: usize| format!("{{\"data\":{{\"k\":\"{}\"}},\"n\":{i}}}", "x".repeat(1200));
     // History of a store that did not compress (as before compression existed), then of
     // the same store compressing, over the same keys.
     let mut written = Vec::new();

@@ -134,7 +134,10 @@ impl Registry {
         // both), before the Workspace turns Ready.
         let w = WriteParams::controller_named(CONTROLLER);
         let binding = self.workspace_owner_binding(&child, &obj)?;
-        let extra = binding.into_iter().map(|(t, b)| (t, b, w.clone())).collect();
+        let extra = binding
+            .into_iter()
+            .map(|(t, b)| (t, b, w.clone()))
+            .collect();
         self.bootstrap_cluster_with(&child, extra).await?;
         if let Some(failure) = self.apply_workspace_template(cluster, &child, &obj).await? {
             return self.report_workspace_failed(&t, name, obj, failure).await;
@@ -180,7 +183,13 @@ impl Registry {
             return Ok(None);
         }
         let key = Key::new(cluster, WORKSPACE_RESOURCE, "", name);
-        if self.storage.get(&key).await.map_err(ApiError::from)?.is_some() {
+        if self
+            .storage
+            .get(&key)
+            .await
+            .map_err(ApiError::from)?
+            .is_some()
+        {
             return Ok(None);
         }
         // As the controller's bootstrap: the SyncTargets first, then the mark, pinned
@@ -532,9 +541,16 @@ mod tests {
         let groups = || reg.storage().stats().commit_groups;
         let before = groups();
         let created = create_ws(&reg, "root", "acme").await;
-        assert_eq!(groups() - before, 1, "one commit for the Workspace and its child");
+        assert_eq!(
+            groups() - before,
+            1,
+            "one commit for the Workspace and its child"
+        );
         assert_eq!(created["status"]["phase"], "Ready");
-        assert_eq!(created["status"]["URL"], format!("{URL}/clusters/root:acme"));
+        assert_eq!(
+            created["status"]["URL"],
+            format!("{URL}/clusters/root:acme")
+        );
         assert_eq!(
             created["metadata"]["finalizers"],
             json!([WORKSPACE_FINALIZER])
@@ -542,7 +558,11 @@ mod tests {
         let cond = &created["status"]["conditions"][0];
         assert_eq!(
             (&cond["type"], &cond["status"], &cond["reason"]),
-            (&json!("Ready"), &json!("True"), &json!("LogicalClusterReady"))
+            (
+                &json!("Ready"),
+                &json!("True"),
+                &json!("LogicalClusterReady")
+            )
         );
         assert_eq!(created["status"]["conditions"].as_array().unwrap().len(), 1);
         // The child has its default namespaces, each with its own objects.
