@@ -74,8 +74,11 @@ pub struct Together {
     /// object is written alone, as it was before [`TypeStrategy::created_together`].
     pub items: Vec<BatchCreate>,
     /// Runs once the commit is over or given up, told whether any of `items` was written.
-    pub finish: Box<dyn FnOnce(&Registry, bool) + Send>,
+    pub finish: TogetherDone,
 }
+
+/// The end of a [`Together`]: told whether any of its objects was written.
+pub type TogetherDone = Box<dyn FnOnce(&Registry, bool) + Send>;
 
 /// One object of a batch of creates (`Registry::create_batch`, a [`Together`]): admitted,
 /// validated and hooked as by a create of its own, with its own write parameters.
