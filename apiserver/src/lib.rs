@@ -21,6 +21,7 @@ pub mod shared_credentials;
 pub mod tls;
 mod tls_stream;
 pub mod version;
+pub mod watchdog;
 
 pub use server::{Server, ServerBuilder, ServerConfig, ServerError};
 pub use version::BuildInfo;

@@ -67,6 +67,9 @@ pub struct ServerConfig {
     pub storage_cache_bytes: u64,
     /// Whether storage compresses the history it keeps (zstd).
     pub storage_compress_history: bool,
+    /// The process exits once its storage has been unhealthy this long
+    /// ([`crate::watchdog`]); `None`: never.
+    pub storage_stall_exit: Option<Duration>,
     /// What `/version` reports about this build.
     pub build_info: crate::BuildInfo,
     /// Development and testing only: unknown logical clusters answer, and the first write
@@ -146,6 +149,7 @@ impl Default for ServerBuilder {
                 event_ttl: Duration::from_secs(3600),
                 storage_cache_bytes: SledStorageOptions::default().cache_capacity_bytes,
                 storage_compress_history: true,
+                storage_stall_exit: Some(Duration::from_secs(120)),
                 build_info: crate::BuildInfo::default(),
                 auto_create_clusters: false,
                 client_ca_file: None,
@@ -197,6 +201,12 @@ impl ServerBuilder {
 
     pub fn storage_compress_history(mut self, on: bool) -> Self {
         self.config.storage_compress_history = on;
+        self
+    }
+
+    /// Exit the process once its storage has been unhealthy for `after` (`None`: never).
+    pub fn storage_stall_exit(mut self, after: Option<Duration>) -> Self {
+        self.config.storage_stall_exit = after;
         self
     }
 
@@ -475,6 +485,10 @@ impl Server {
                 SledStorage::open(cfg.data_dir.join("db"), storage_opts)?
             }
         };
+        if let Some(after) = cfg.storage_stall_exit {
+            crate::watchdog::spawn(&storage, after)
+                .map_err(io_err("starting the storage watchdog".to_string()))?;
+        }
         let pki_dir = cfg.data_dir.join("pki");
         let pki = tls::load_or_create(&pki_dir, &cfg.tls_sans)?;
         let client_ca = match &cfg.client_ca_file {

@@ -102,6 +102,12 @@ struct ServeArgs {
     /// are never compressed). `=false` trades disk for a little less CPU per write.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     storage_compress_history: bool,
+    /// Exit (status 70) once the storage has reported itself unhealthy (a writer stuck
+    /// inside the storage engine, a replica cut off from its database) for this many
+    /// seconds, so that a supervisor restarts the server; 0: never. Acknowledged writes are
+    /// durable, and a restart recovers them.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    storage_stall_exit_seconds: u64,
     /// Log verbosity, as kube-apiserver's `-v`: 0 start-up, shutdown, warnings and every
     /// 5xx with its cause; 2 adds a line per 4xx request; 3 a line per request; 5 kplane's
     /// debug lines. Dependencies only log warnings unless RUST_LOG names them.
@@ -413,6 +419,10 @@ async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::R
         .event_ttl(Duration::from_secs(args.event_ttl_seconds.max(1)))
         .storage_cache_bytes(args.storage_cache_mb.max(1) * 1024 * 1024)
         .storage_compress_history(args.storage_compress_history)
+        .storage_stall_exit(
+            (args.storage_stall_exit_seconds > 0)
+                .then(|| Duration::from_secs(args.storage_stall_exit_seconds)),
+        )
         .build_info(build_info())
         .auto_create_clusters(args.auto_create_clusters)
         .client_ca_file(args.client_ca_file)
