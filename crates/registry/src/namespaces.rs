@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 use super::{Registry, ResourceType, Target};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::options::WriteParams;
 use crate::strategies::BatchCreate;
 
@@ -42,14 +42,7 @@ impl Registry {
             namespace: None,
         };
         for ns in DEFAULT_NAMESPACES {
-            let key = target.key(ns)?;
-            if self
-                .storage
-                .get(&key)
-                .await
-                .map_err(ApiError::from)?
-                .is_none()
-            {
+            if self.get_stored(&target, ns).await?.is_none() {
                 return Ok(false);
             }
         }

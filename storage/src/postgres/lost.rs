@@ -200,25 +200,29 @@ pub(crate) async fn load(client: &impl GenericClient, compacted: Revision) -> Re
         .collect()
 }
 
+/// The one row (or none) statement `sql` returns for revision `rev` (its only parameter).
+async fn row_for(
+    client: &impl GenericClient,
+    sql: &str,
+    rev: Revision,
+) -> Result<Option<tokio_postgres::Row>> {
+    let stmt = client.prepare_cached(sql).await.map_err(pg_err)?;
+    client
+        .query_opt(&stmt, &[&from_rev(rev)?])
+        .await
+        .map_err(pg_err)
+}
+
 /// The gap row whose lost range holds `rev`, if the database has one (for a revision
 /// above this process's position, from another replica's client).
 pub(crate) async fn find_covering(
     client: &impl GenericClient,
     rev: Revision,
 ) -> Result<Option<Gap>> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT create_revision, revision FROM kplane_log \
-             WHERE event = 3 AND revision > $1 AND create_revision <= $1 \
-             ORDER BY revision LIMIT 1",
-        )
-        .await
-        .map_err(pg_err)?;
-    let Some(row) = client
-        .query_opt(&stmt, &[&from_rev(rev)?])
-        .await
-        .map_err(pg_err)?
-    else {
+    let sql = "SELECT create_revision, revision FROM kplane_log \
+               WHERE event = 3 AND revision > $1 AND create_revision <= $1 \
+               ORDER BY revision LIMIT 1";
+    let Some(row) = row_for(client, sql, rev).await? else {
         return Ok(None);
     };
     Ok(Some(Gap {
@@ -320,18 +324,9 @@ pub(crate) async fn realign(
 /// Whether the log's row at `rev` is the one with fingerprint `fp` (what this process
 /// published there).
 pub(crate) async fn holds(client: &impl GenericClient, rev: Revision, fp: u64) -> Result<bool> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT event, cluster, resource, namespace, name, create_revision, \
-             octet_length(value) FROM kplane_log WHERE revision = $1",
-        )
-        .await
-        .map_err(pg_err)?;
-    let Some(row) = client
-        .query_opt(&stmt, &[&from_rev(rev)?])
-        .await
-        .map_err(pg_err)?
-    else {
+    let sql = "SELECT event, cluster, resource, namespace, name, create_revision, \
+               octet_length(value) FROM kplane_log WHERE revision = $1";
+    let Some(row) = row_for(client, sql, rev).await? else {
         return Ok(false);
     };
     let part = |i: usize| -> Result<&[u8]> { row.try_get(i).map_err(pg_err) };

@@ -182,14 +182,8 @@ impl Registry {
         {
             return Ok(None);
         }
-        let key = Key::new(cluster, WORKSPACE_RESOURCE, "", name);
-        if self
-            .storage
-            .get(&key)
-            .await
-            .map_err(ApiError::from)?
-            .is_some()
-        {
+        let workspaces = Target::new(cluster, self.workspace_type()?, None);
+        if self.get_stored(&workspaces, name).await?.is_some() {
             return Ok(None);
         }
         // As the controller's bootstrap: the SyncTargets first, then the mark, pinned
