@@ -91,6 +91,22 @@ async fn fill(s: &SledStorage, model: &mut Model) {
 }
 
 /// The store's state through a list, each GET, the count and the wildcard index.
+/// Asserts that `s` holds `model`, restarts it on `dir` and asserts the same of the
+/// reopened store, which it returns.
+async fn kept_across_a_restart(
+    s: Arc<SledStorage>,
+    dir: &Path,
+    opts: SledStorageOptions,
+    model: &Model,
+) -> Arc<SledStorage> {
+    assert_state(&s, model).await;
+    s.shutdown().await.unwrap();
+    drop(s);
+    let s = reopen(dir, opts);
+    assert_state(&s, model).await;
+    s
+}
+
 async fn assert_state(s: &SledStorage, want: &Model) {
     let list = s
         .list(
@@ -236,11 +252,7 @@ async fn a_rebuild_under_writes_is_an_exact_copy_and_the_old_files_go() {
     // A second rebuild, from a rebuilt database.
     s.shared.latest_store.force_rebuild();
     churn_until_rebuilt(&s, &mut model, &mut seed, 1).await;
-    assert_state(&s, &model).await;
-    s.shutdown().await.unwrap();
-    drop(s);
-    let s = reopen(dir.path(), opts());
-    assert_state(&s, &model).await;
+    let s = kept_across_a_restart(s, dir.path(), opts(), &model).await;
     assert_eq!(
         latest_entries(dir.path()),
         vec![LATEST_DIR.to_string(), format!("{LATEST_DIR}.{:020}", 2)]
@@ -279,11 +291,7 @@ async fn crash_part_way_through_the_copy(budget: usize) {
     // And a rebuild after that one completes.
     s.shared.latest_store.force_rebuild();
     churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
-    assert_state(&s, &model).await;
-    s.shutdown().await.unwrap();
-    drop(s);
-    let s = reopen(dir.path(), opts());
-    assert_state(&s, &model).await;
+    let s = kept_across_a_restart(s, dir.path(), opts(), &model).await;
     s.shutdown().await.unwrap();
 }
 
@@ -376,11 +384,7 @@ async fn the_size_check_rebuilds_on_its_own() {
     // sled's file is larger than the entries it holds from the start: rebuilds follow.
     churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
     churn_until_rebuilt(&s, &mut model, &mut seed, 1).await;
-    assert_state(&s, &model).await;
-    s.shutdown().await.unwrap();
-    drop(s);
-    let s = reopen(dir.path(), opts);
-    assert_state(&s, &model).await;
+    let s = kept_across_a_restart(s, dir.path(), opts, &model).await;
     s.shutdown().await.unwrap();
 }
 
@@ -451,11 +455,7 @@ async fn a_read_that_does_not_return_gives_the_rebuild_up_and_writes_go_on() {
     }
     latest.force_rebuild();
     churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
-    assert_state(&s, &model).await;
-    s.shutdown().await.unwrap();
-    drop(s);
-    let s = reopen(dir.path(), opts());
-    assert_state(&s, &model).await;
+    let s = kept_across_a_restart(s, dir.path(), opts(), &model).await;
     s.shutdown().await.unwrap();
 }
 
