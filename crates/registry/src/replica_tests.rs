@@ -448,11 +448,7 @@ async fn what_one_replica_writes_the_other_serves(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_what_one_replica_writes_the_other_serves() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-    what_one_replica_writes_the_other_serves(store.clone(), store.clone()).await;
-    store.shutdown().await.unwrap();
+    on_sled(what_one_replica_writes_the_other_serves).await;
 }
 
 /// The Workspaces of `cluster`, on `reg`.
@@ -561,21 +557,12 @@ async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_a_rescan_makes_derived_state_exact() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-    a_rescan_makes_derived_state_exact(store.clone(), store.clone()).await;
-    store.shutdown().await.unwrap();
+    on_sled(a_rescan_makes_derived_state_exact).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_rescan_makes_derived_state_exact() {
-    let server = pg();
-    let url = server.create_database();
-    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
-    a_rescan_makes_derived_state_exact(a.clone(), b.clone()).await;
-    a.shutdown().await.unwrap();
-    b.shutdown().await.unwrap();
+    on_postgres(a_rescan_makes_derived_state_exact).await;
 }
 
 /// Only the leader runs the controllers; when it stops leading the other takes over,
@@ -758,6 +745,35 @@ async fn one_informer_per_replica() {
 }
 
 /// A throwaway PostgreSQL server (PostgreSQL must be installed: `.ci/run` installs it).
+/// Runs a two-replica scenario with both replicas on one sled store (sled allows one
+/// process per data directory).
+async fn on_sled<F, Fut>(scenario: F)
+where
+    F: FnOnce(Arc<dyn Storage>, Arc<dyn Storage>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    scenario(store.clone(), store.clone()).await;
+    store.shutdown().await.unwrap();
+}
+
+/// Runs a two-replica scenario with each replica on a store of its own, both on one
+/// PostgreSQL database.
+async fn on_postgres<F, Fut>(scenario: F)
+where
+    F: FnOnce(Arc<dyn Storage>, Arc<dyn Storage>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let server = pg();
+    let url = server.create_database();
+    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
+    scenario(a.clone(), b.clone()).await;
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
 fn pg() -> kplane_storage::testing::postgres::PgServer {
     use kplane_storage::testing::postgres::PgServer;
     PgServer::start_required()
@@ -773,12 +789,7 @@ async fn pg_store(url: &str) -> Arc<dyn Storage> {
 /// its log tailer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_what_one_replica_writes_the_other_serves() {
-    let server = pg();
-    let url = server.create_database();
-    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
-    what_one_replica_writes_the_other_serves(a.clone(), b.clone()).await;
-    a.shutdown().await.unwrap();
-    b.shutdown().await.unwrap();
+    on_postgres(what_one_replica_writes_the_other_serves).await;
 }
 
 /// Two replicas on PostgreSQL with the store's own election: one leads and does the work
@@ -936,21 +947,12 @@ async fn every_replica_follows_the_phases(a_store: Arc<dyn Storage>, b_store: Ar
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_every_replica_follows_the_phases() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Storage> =
-        SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
-    every_replica_follows_the_phases(store.clone(), store.clone()).await;
-    store.shutdown().await.unwrap();
+    on_sled(every_replica_follows_the_phases).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_every_replica_follows_the_phases() {
-    let server = pg();
-    let url = server.create_database();
-    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
-    every_replica_follows_the_phases(a.clone(), b.clone()).await;
-    a.shutdown().await.unwrap();
-    b.shutdown().await.unwrap();
+    on_postgres(every_replica_follows_the_phases).await;
 }
 
 /// Writers hammer a cluster through replica B while replica A fences it (two PostgreSQL
@@ -1241,21 +1243,12 @@ async fn an_import_in_progress_is_left_to_its_owner(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sled_an_import_in_progress_is_left_to_its_owner() {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
-    an_import_in_progress_is_left_to_its_owner(store.clone(), store.clone()).await;
-    store.shutdown().await.unwrap();
+    on_sled(an_import_in_progress_is_left_to_its_owner).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_an_import_in_progress_is_left_to_its_owner() {
-    let server = pg();
-    let url = server.create_database();
-    let (a, b) = (pg_store(&url).await, pg_store(&url).await);
-    an_import_in_progress_is_left_to_its_owner(a.clone(), b.clone()).await;
-    a.shutdown().await.unwrap();
-    b.shutdown().await.unwrap();
+    on_postgres(an_import_in_progress_is_left_to_its_owner).await;
 }
 
 /// Two imports through A are cut short: one in its write pass, one past its point of no
