@@ -2,11 +2,12 @@
 //! ([`Storage::health`]) for longer than a bound, so that whatever supervises it (systemd,
 //! a Deployment, a shell loop) starts it again instead of it hanging.
 //!
-//! It is there for a defect of sled 0.34 seen under heavy load: the storage writer and
+//! It was added for a defect of sled 0.34 seen under heavy load: the storage writer and
 //! every request reading through sled wait inside sled for a log buffer to become durable
-//! that nothing will write (docs/performance.md, "Creation rate: session 13"). Such a
-//! process answers nothing, not even `/livez`, so only a supervisor's timeout would end
-//! it. A restart recovers from the log: every acknowledged write was durable before it was
+//! that nothing will write (docs/performance.md, "Creation rate: session 13"; its cause,
+//! 16 MiB segments, is avoided since session 14, and the watchdog stays as the guard
+//! against any other stop). Such a process answers nothing, not even `/livez`, so only a
+//! supervisor's timeout would end it. A restart recovers from the log: every acknowledged write was durable before it was
 //! acknowledged. The watchdog runs on a plain thread of its own, because a stuck store can
 //! hold every worker of the async runtime.
 

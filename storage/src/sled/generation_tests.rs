@@ -294,7 +294,7 @@ async fn a_crash_is_replayed_from_several_generation_databases() {
 }
 
 /// Rewrites the log of the (closed) store in `dir` into the single-database format of the
-/// previous layout: one sled database in `log/` (16 MiB segments) with a tree
+/// previous layout: one sled database in `log/` ([`SEGMENT_SIZE`] segments) with a tree
 /// `gen ++ be64(first)` per generation.
 fn to_single_log_database(dir: &Path) -> usize {
     let log = dir.join(LOG_DIR);
@@ -413,9 +413,9 @@ async fn a_single_log_database_is_read_until_it_ages_out_then_deleted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
-    use super::{existing_segment_size, LATEST_SEGMENT_SIZE};
+    use super::{existing_segment_size, LATEST_SEGMENT_SIZE, MAX_SEGMENT_SIZE};
     let latest = |d: &Path| d.join(super::migrate::LATEST_DIR);
-    // New: the latest database gets the configured size, the log 16 MiB.
+    // New: the latest database gets the configured size, the log 8 MiB.
     let dir = tempfile::tempdir().unwrap();
     let small = SledStorageOptions {
         latest_segment_size: 1 << 21,
@@ -431,9 +431,10 @@ async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
         1 << 21
     );
     assert_eq!(existing_segment_size(&gen_dir, 0).unwrap(), SEGMENT_SIZE);
-    // Created with the default (16 MiB) segments: it reopens with them, whatever the
+    // Created with the default (8 MiB) segments: it reopens with them, whatever the
     // option says, and serves its values.
     assert_eq!(LATEST_SEGMENT_SIZE, SEGMENT_SIZE);
+    assert_eq!(SEGMENT_SIZE, MAX_SEGMENT_SIZE);
     let dir = tempfile::tempdir().unwrap();
     let s = SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
     upsert(&s, "a", "1".into()).await;
@@ -441,7 +442,7 @@ async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
     drop(s);
     assert_eq!(
         existing_segment_size(&latest(dir.path()), 0).unwrap(),
-        SEGMENT_SIZE
+        MAX_SEGMENT_SIZE
     );
     let s = reopen(dir.path(), small);
     assert_eq!(
@@ -452,13 +453,30 @@ async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
     s.shutdown().await.unwrap();
     assert_eq!(
         existing_segment_size(&latest(dir.path()), 0).unwrap(),
-        SEGMENT_SIZE
+        MAX_SEGMENT_SIZE
     );
     // No conf: the size for a new database.
     assert_eq!(
         existing_segment_size(&dir.path().join("none"), 7).unwrap(),
         7
     );
+}
+
+#[test]
+fn segments_sled_can_stop_on_are_refused_for_a_new_latest_database() {
+    for size in [16 << 20, (8 << 20) + 1, 3 << 20, 128] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = SledStorageOptions {
+            latest_segment_size: size,
+            ..Default::default()
+        };
+        let e = SledStorage::open(dir.path(), opts)
+            .err()
+            .unwrap_or_else(|| panic!("{size} accepted"));
+        assert!(e.to_string().contains("latest_segment_size"), "{e}");
+        // Nothing was created.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

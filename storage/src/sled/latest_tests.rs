@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::migrate::LATEST_DIR;
-use super::{SledStorage, SledStorageOptions};
+use super::{existing_segment_size, SledStorage, SledStorageOptions, MAX_SEGMENT_SIZE};
 use crate::{Encoder, Key, ListOptions, Precondition, Prefix, Storage};
 
 /// Keys written: more than three copy steps of entries (each key has a value and an index
@@ -489,5 +489,69 @@ async fn a_writer_stuck_for_longer_than_the_stall_bound_makes_the_store_unhealth
     churn(&s, &mut model, 100, &mut seed).await;
     assert_state(&s, &model).await;
     latest.stall_reads(false, Duration::from_secs(5));
+    s.shutdown().await.unwrap();
+}
+
+/// Rewrites the sled database at `path` with `segment_size` segments, every tree copied:
+/// what an older kplane made.
+fn remake_with_segments(path: &Path, segment_size: usize) {
+    let tmp = path.with_extension("remake");
+    {
+        let old = sled::Config::new()
+            .path(path)
+            .segment_size(existing_segment_size(path, 0).unwrap())
+            .open()
+            .unwrap();
+        let new = sled::Config::new()
+            .path(&tmp)
+            .segment_size(segment_size)
+            .open()
+            .unwrap();
+        for name in old.tree_names() {
+            let (from, to) = (old.open_tree(&name).unwrap(), new.open_tree(&name).unwrap());
+            for kv in from.iter() {
+                let (k, v) = kv.unwrap();
+                to.insert(k, v).unwrap();
+            }
+        }
+        new.flush().unwrap();
+    }
+    std::fs::remove_dir_all(path).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+    assert_eq!(existing_segment_size(path, 0).unwrap(), segment_size);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn databases_an_older_kplane_made_with_16_mib_segments_are_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SledStorage::open(dir.path(), opts()).unwrap();
+    let mut model = Model::new();
+    let mut seed = 23;
+    fill(&s, &mut model).await;
+    churn(&s, &mut model, 300, &mut seed).await;
+    let old_gen = s.shared.log.current().dir().to_path_buf();
+    s.shutdown().await.unwrap();
+    drop(s);
+    // Segments of 16 MiB, on which sled 0.34 can stop (super::MAX_SEGMENT_SIZE).
+    remake_with_segments(&dir.path().join(LATEST_DIR), 16 << 20);
+    remake_with_segments(&old_gen, 16 << 20);
+
+    let s = reopen(dir.path(), opts());
+    assert_state(&s, &model).await;
+    // New history goes to a new generation with 8 MiB segments from the start.
+    let gen = s.shared.log.current().dir().to_path_buf();
+    assert_ne!(gen, old_gen);
+    assert_eq!(existing_segment_size(&gen, 0).unwrap(), MAX_SEGMENT_SIZE);
+    // The latest database is rebuilt with them although the rebuild policy is off.
+    churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
+    let latest = s.shared.latest_store.current().dir().to_path_buf();
+    assert_eq!(existing_segment_size(&latest, 0).unwrap(), MAX_SEGMENT_SIZE);
+    assert_eq!(latest_entries(dir.path()).len(), 2, "the old database went");
+    // Once replaced, nothing more is rebuilt.
+    let s = kept_across_a_restart(s, dir.path(), opts(), &model).await;
+    churn(&s, &mut model, 300, &mut seed).await;
+    assert_eq!(s.shared.latest_store.rebuilds(), 0);
+    assert_eq!(s.shared.log.current().dir(), gen.as_path());
+    assert_state(&s, &model).await;
     s.shutdown().await.unwrap();
 }

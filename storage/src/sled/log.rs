@@ -94,6 +94,14 @@ pub(crate) struct GenStore {
     legacy: bool,
 }
 
+impl GenStore {
+    /// Whether the database has segments sled 0.34 can stop on ([`super::MAX_SEGMENT_SIZE`]).
+    fn has_unsafe_segments(&self) -> Result<bool> {
+        let size = super::existing_segment_size(&self.dir, super::SEGMENT_SIZE)?;
+        Ok(super::segment_size_is_unsafe(size))
+    }
+}
+
 /// One generation.
 #[derive(Clone)]
 pub(crate) struct Generation {
@@ -193,12 +201,13 @@ fn parse_gen_dir(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Opens (or creates) a log sled database at `path`.
+/// Opens (or creates) a log sled database at `path`: with the segment size it has, or
+/// [`super::SEGMENT_SIZE`] when new.
 fn open_log_db(path: &Path, cache: u64, flush_every_ms: Option<u64>) -> Result<sled::Db> {
     sled::Config::new()
         .path(path)
         .cache_capacity(cache)
-        .segment_size(super::SEGMENT_SIZE)
+        .segment_size(super::existing_segment_size(path, super::SEGMENT_SIZE)?)
         .flush_every_ms(flush_every_ms)
         .mode(sled::Mode::HighThroughput)
         .open()
@@ -399,10 +408,11 @@ impl Log {
                 legacy: false,
             });
             let Some(first) = first else {
-                // Never a generation (a spare, or one started and never flushed).
+                // Never a generation (a spare, or one started and never flushed); one with
+                // segments sled 0.34 can stop on is not kept.
                 match spare {
-                    None => spare = Some(store),
-                    Some(_) => close_and_delete(store)?,
+                    None if !store.has_unsafe_segments()? => spare = Some(store),
+                    _ => close_and_delete(store)?,
                 }
                 continue;
             };
@@ -423,7 +433,13 @@ impl Log {
             workers: Mutex::new(Vec::new()),
             recent: Mutex::new(VecDeque::new()),
         };
-        if gens.is_empty() {
+        // New history goes to a database with safe segments: a current generation an older
+        // kplane made with larger ones (super::MAX_SEGMENT_SIZE) is followed by a new one.
+        let current_unsafe = match gens.last() {
+            Some(g) => g.store.has_unsafe_segments()?,
+            None => true,
+        };
+        if current_unsafe {
             gens.push(log.start(next)?);
         }
         *log.gens

@@ -7,7 +7,7 @@
 //! segments (or the size it was created with), with the latest value of every key, the
 //! wildcard index and the meta entries (rebuilt online into a fresh `latest.<n>` when
 //! sled's files grow far beyond what it holds: [`latest`]), and `log/` (every version once, by revision, in
-//! generations, each a sled database with 16 MiB segments: [`log`]). Separating the
+//! generations, each a sled database with 8 MiB segments: [`log`]). Separating the
 //! short-lived latest values from the history, large segments for the log and deleting
 //! whole generations are what keeps sled's files bounded under churn, and makes them
 //! shrink when the write rate does (docs/performance.md).
@@ -96,8 +96,9 @@ pub struct SledStorageOptions {
     /// window and one window plus a generation (default [`log::GENERATIONS`]).
     pub generations: u32,
     /// sled's segment size for a new latest database (a power of two from 256 bytes to
-    /// 16 MiB; default [`LATEST_SEGMENT_SIZE`]). An existing one keeps the size it was
-    /// created with: sled fixes it at creation.
+    /// [`MAX_SEGMENT_SIZE`], 8 MiB; default [`LATEST_SEGMENT_SIZE`]). An existing one keeps
+    /// the size it was created with (sled fixes it at creation) unless that is above
+    /// [`MAX_SEGMENT_SIZE`]: such a database is rebuilt with this size.
     pub latest_segment_size: usize,
     /// Rebuild the latest database into a fresh one once its size on disk passes this many
     /// times its logical size (and [`SledStorageOptions::latest_rebuild_min_bytes`]); 0:
@@ -128,26 +129,48 @@ impl Default for SledStorageOptions {
     }
 }
 
-/// sled's segment size for the log's databases: the largest sled 0.34 accepts. Large
-/// segments are what keeps the log's files near its live size (docs/performance.md).
-pub(crate) const SEGMENT_SIZE: usize = 16 * 1024 * 1024;
+/// The largest sled segment size this backend uses: 8 MiB, half of what sled 0.34 accepts.
+/// sled 0.34.7 keeps an IO buffer's fill offset in 24 bits of the buffer's header, and the
+/// first buffer of a segment is as large as the segment. With 16 MiB (2^24-byte) segments,
+/// a reservation that ends exactly at the end of such a buffer carries the offset into the
+/// header's writer count: the buffer then waits for a writer that does not exist and is
+/// never written, so every read of a page in it and every flush after it waits forever
+/// (the stalls of sessions 12 and 13, spacejam/sled#1412), and later reservations start
+/// again at offset 0 over data already given out (the rebuild's corrupted copy of session
+/// 12). With 8 MiB segments the offset never passes 2^23 (docs/performance.md, "The
+/// stall's cause").
+pub(crate) const MAX_SEGMENT_SIZE: usize = 8 * 1024 * 1024;
 
-/// sled's segment size for a new latest database: 16 MiB as the log's. 2 MiB segments
-/// were measured under the churn of a whole server and held the latest values in 4x the
-/// space (docs/performance.md, "Generations as databases of their own").
-pub const LATEST_SEGMENT_SIZE: usize = SEGMENT_SIZE;
+/// sled's segment size for the log's databases: [`MAX_SEGMENT_SIZE`]. Large segments are
+/// what keeps the log's files near its live size (docs/performance.md). Databases created
+/// with larger segments by an older kplane are replaced as they are written: the log starts
+/// a new generation at start-up, the latest database is rebuilt ([`latest`]).
+pub(crate) const SEGMENT_SIZE: usize = MAX_SEGMENT_SIZE;
 
-/// Default of [`SledStorageOptions::latest_rebuild_factor`]: 0, the online rebuild is off.
-/// Under sustained churn on a quiet machine it stopped the writer inside sled once
-/// (session 12: a read of the old database waiting forever for a log buffer) and, with its
-/// reads moved to a thread of their own, its ninth copy of a run read back as corrupted
-/// seconds after the switch (docs/performance.md, "Session 12"). Until sled's part in both
-/// is understood it runs only where asked for (tests, `storage_churn`); 4 is the factor it
-/// was measured with.
-pub const LATEST_REBUILD_FACTOR: u64 = 0;
+/// sled's segment size for a new latest database: [`MAX_SEGMENT_SIZE`], as the log's.
+/// 2 MiB segments were measured under the churn of a whole server and held the latest
+/// values in 4x the space (docs/performance.md, "Generations as databases of their own").
+pub const LATEST_SEGMENT_SIZE: usize = MAX_SEGMENT_SIZE;
+
+// sled 0.34.7's IO buffer header has 24 bits for the offset: a segment-sized buffer must
+// end below 2^24.
+const _: () = assert!(MAX_SEGMENT_SIZE < 1 << 24 && LATEST_SEGMENT_SIZE <= MAX_SEGMENT_SIZE);
+
+/// Whether sled can stop on a database with segments of `size` bytes
+/// ([`MAX_SEGMENT_SIZE`]).
+pub(crate) fn segment_size_is_unsafe(size: usize) -> bool {
+    size > MAX_SEGMENT_SIZE
+}
+
+/// Default of [`SledStorageOptions::latest_rebuild_factor`]: the latest database is
+/// rebuilt once its files pass 4x what it holds (and [`LATEST_REBUILD_MIN_BYTES`]). It was
+/// off from session 12 to session 14: it had stopped the writer once and made a corrupted
+/// copy once, both from sled's IO buffer offset overflowing with 16 MiB segments
+/// ([`MAX_SEGMENT_SIZE`]).
+pub const LATEST_REBUILD_FACTOR: u64 = 4;
 
 /// Default of [`SledStorageOptions::latest_rebuild_min_bytes`]: a fresh latest database
-/// under churn takes a few 16 MiB segments whatever it holds.
+/// under churn takes a few segments whatever it holds.
 pub const LATEST_REBUILD_MIN_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The tree of the latest database that holds its data.
@@ -318,8 +341,7 @@ fn read_meta(tree: &sled::Tree, name: &[u8]) -> Result<Revision> {
 }
 
 /// The segment size of the sled database at `path`: the one recorded in its `conf` when it
-/// exists (databases before [`LATEST_SEGMENT_SIZE`] were created with [`SEGMENT_SIZE`]),
-/// else `new`.
+/// exists (databases of older kplanes have 16 MiB ones), else `new`.
 pub(crate) fn existing_segment_size(path: &Path, new: usize) -> Result<usize> {
     let conf = path.join("conf");
     let text = match std::fs::read(&conf) {
@@ -358,6 +380,13 @@ impl SledStorage {
     /// Blocking (recovery reads the log); call it before serving or via `spawn_blocking`.
     pub fn open(path: impl AsRef<Path>, opts: SledStorageOptions) -> Result<Arc<SledStorage>> {
         let dir = path.as_ref();
+        let size = opts.latest_segment_size;
+        if !size.is_power_of_two() || size < 256 || segment_size_is_unsafe(size) {
+            return Err(Error::Backend(format!(
+                "latest_segment_size {size}: must be a power of two from 256 bytes to \
+                 {MAX_SEGMENT_SIZE} (sled 0.34 can stop on larger segments)"
+            )));
+        }
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Backend(format!("cannot create {}: {e}", dir.display())))?;
         migrate::migrate_if_needed(dir, &opts)?;
