@@ -373,6 +373,14 @@ async fn what_one_replica_writes_the_other_serves(
         .await
         .unwrap();
     assert!(exists(&a.reg, &team_cms, "c").await);
+    // B made the child cluster with the Workspace (one commit): A learns of it from the
+    // shared store, a moment later.
+    until("A knows root:team", || async {
+        a.reg
+            .check_cluster(&ClusterScope::One(name("root:team")))
+            .is_ok()
+    })
+    .await;
 
     // An RBAC grant through A: B's cached policy follows.
     let (alice, read) = alice_reads_configmaps("root:team");
