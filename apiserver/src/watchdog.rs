@@ -7,9 +7,9 @@
 //! that nothing will write (docs/performance.md, "Creation rate: session 13"; its cause,
 //! 16 MiB segments, is avoided since session 14, and the watchdog stays as the guard
 //! against any other stop). Such a process answers nothing, not even `/livez`, so only a
-//! supervisor's timeout would end it. A restart recovers from the log: every acknowledged write was durable before it was
-//! acknowledged. The watchdog runs on a plain thread of its own, because a stuck store can
-//! hold every worker of the async runtime.
+//! supervisor's timeout would end it. A restart recovers from the log: every acknowledged
+//! write was durable before it was acknowledged. The watchdog runs on a plain thread of its
+//! own, because a stuck store can hold every worker of the async runtime.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -752,7 +752,6 @@ async fn one_informer_per_replica() {
     store.shutdown().await.unwrap();
 }
 
-/// A throwaway PostgreSQL server (PostgreSQL must be installed: `.ci/run` installs it).
 /// Runs a two-replica scenario with both replicas on one sled store (sled allows one
 /// process per data directory).
 async fn on_sled<F, Fut>(scenario: F)
@@ -782,6 +781,7 @@ where
     b.shutdown().await.unwrap();
 }
 
+/// A throwaway PostgreSQL server (PostgreSQL must be installed: `.ci/run` installs it).
 fn pg() -> kplane_storage::testing::postgres::PgServer {
     use kplane_storage::testing::postgres::PgServer;
     PgServer::start_required()

@@ -128,7 +128,7 @@ async fn a_dropped_generation_deletes_its_files_and_gives_the_space_back() {
         ..short(900)
     };
     let s = SledStorage::open(dir.path(), opts).unwrap();
-    // A burst of 48 MiB of history (three sled segments' worth), well above what a
+    // A burst of 48 MiB of history (six 8 MiB sled segments' worth), well above what a
     // generation holds once the burst is over.
     let pad = "x".repeat(64 * 1024);
     for i in 0..768 {

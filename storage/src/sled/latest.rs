@@ -21,8 +21,8 @@
 //!   writer: a sled 0.34 read can wait forever for a log buffer to become durable (seen
 //!   once here, half-way through a copy, under 20 minutes of churn; the cause, 16 MiB
 //!   segments, is avoided since ([`super::MAX_SEGMENT_SIZE`]), and the guard stays against
-//!   any other), and the writer must not stop with it. The writer asks for a chunk and waits for it (at most
-//!   [`COPY_READ_TIMEOUT`]); it writes nothing meanwhile and is the only thread that writes
+//!   any other), and the writer must not stop with it. The writer asks for a chunk and
+//!   waits for it (at most [`COPY_READ_TIMEOUT`]); it writes nothing meanwhile and is the only thread that writes
 //!   the latest database, so the chunk is exact. A chunk that does not come in time gives
 //!   the rebuild up (logged as an error), and no rebuild starts while that read has not
 //!   returned.
@@ -59,9 +59,7 @@ use super::log::{delete_dir, sync_dir, DROPPING_SUFFIX};
 use super::migrate::LATEST_DIR;
 use super::ops::Ops;
 use super::read::backend;
-use super::{
-    existing_segment_size, open_db, segment_size_is_unsafe, SledStorageOptions, LATEST_TREE,
-};
+use super::{has_unsafe_segments, open_db, SledStorageOptions, LATEST_TREE};
 use crate::{Error, Result};
 
 /// Key of the completion marker, in a rebuilt database's default tree.
@@ -93,26 +91,17 @@ pub(crate) struct LatestDb {
     /// The tree holding the latest values, the wildcard index and the meta entries.
     pub(crate) tree: sled::Tree,
     dir: PathBuf,
-    /// sled's segment size for this database.
-    segment_size: usize,
 }
 
 impl LatestDb {
     fn open(dir: &Path, opts: &SledStorageOptions, cache: u64) -> Result<LatestDb> {
-        let segment_size = existing_segment_size(dir, opts.latest_segment_size)?;
         let db = open_db(dir, opts, cache)?;
         let tree = db.open_tree(LATEST_TREE).map_err(backend)?;
         Ok(LatestDb {
             db,
             tree,
             dir: dir.to_path_buf(),
-            segment_size,
         })
-    }
-
-    /// sled's segment size for this database.
-    pub(crate) fn segment_size(&self) -> usize {
-        self.segment_size
     }
 
     fn is_built(&self) -> Result<bool> {
@@ -340,11 +329,10 @@ impl Latest {
         };
         // A database an older kplane made with segments sled 0.34 can stop on
         // (MAX_SEGMENT_SIZE) is rebuilt with the configured size, whatever the policy says.
-        let unsafe_segments = segment_size_is_unsafe(db.segment_size());
+        let unsafe_segments = has_unsafe_segments(&db.dir)?;
         if unsafe_segments {
             tracing::info!(
                 path = %db.dir.display(),
-                segment_size = db.segment_size(),
                 "rebuilding the latest database with smaller segments (sled 0.34 can stop on these)"
             );
         }

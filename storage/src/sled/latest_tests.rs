@@ -90,7 +90,6 @@ async fn fill(s: &SledStorage, model: &mut Model) {
     }
 }
 
-/// The store's state through a list, each GET, the count and the wildcard index.
 /// Asserts that `s` holds `model`, restarts it on `dir` and asserts the same of the
 /// reopened store, which it returns.
 async fn kept_across_a_restart(
@@ -107,6 +106,7 @@ async fn kept_across_a_restart(
     s
 }
 
+/// The store's state through a list, each GET, the count and the wildcard index.
 async fn assert_state(s: &SledStorage, want: &Model) {
     let list = s
         .list(
@@ -370,16 +370,34 @@ async fn what_a_crash_leaves_while_creating_or_deleting_is_removed_on_open() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_size_check_rebuilds_on_its_own() {
+    // Below the factor: sled's file (a few 8 MiB segments) is never 10,000x what the
+    // store holds, so nothing is rebuilt.
+    let dir = tempfile::tempdir().unwrap();
+    let high = SledStorageOptions {
+        latest_rebuild_factor: 10_000,
+        latest_rebuild_min_bytes: 0,
+        latest_rebuild_interval: Duration::from_millis(10),
+        ..Default::default()
+    };
+    let s = SledStorage::open(dir.path(), high).unwrap();
+    let mut model = Model::new();
+    let mut seed = 19;
+    fill(&s, &mut model).await;
+    churn(&s, &mut model, 600, &mut seed).await;
+    assert_eq!(s.shared.latest_store.rebuilds(), 0);
+    s.shutdown().await.unwrap();
+    drop(s);
+
+    // The default factor (the rebuild is on by default) with no minimum size: above it.
+    assert_eq!(super::LATEST_REBUILD_FACTOR, 4);
     let dir = tempfile::tempdir().unwrap();
     let opts = SledStorageOptions {
-        latest_rebuild_factor: 1,
         latest_rebuild_min_bytes: 0,
         latest_rebuild_interval: Duration::from_millis(10),
         ..Default::default()
     };
     let s = SledStorage::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();
-    let mut seed = 19;
     fill(&s, &mut model).await;
     // sled's file is larger than the entries it holds from the start: rebuilds follow.
     churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
@@ -546,9 +564,17 @@ async fn databases_an_older_kplane_made_with_16_mib_segments_are_replaced() {
     churn_until_rebuilt(&s, &mut model, &mut seed, 0).await;
     let latest = s.shared.latest_store.current().dir().to_path_buf();
     assert_eq!(existing_segment_size(&latest, 0).unwrap(), MAX_SEGMENT_SIZE);
-    assert_eq!(latest_entries(dir.path()).len(), 2, "the old database went");
-    // Once replaced, nothing more is rebuilt.
+    // Once replaced, nothing more is rebuilt; the old database is gone and `latest` is
+    // the marker file of a rebuilt directory.
     let s = kept_across_a_restart(s, dir.path(), opts(), &model).await;
+    assert_eq!(
+        latest_entries(dir.path()),
+        vec![
+            LATEST_DIR.to_string(),
+            latest.file_name().unwrap().to_string_lossy().into_owned()
+        ]
+    );
+    assert!(dir.path().join(LATEST_DIR).is_file());
     churn(&s, &mut model, 300, &mut seed).await;
     assert_eq!(s.shared.latest_store.rebuilds(), 0);
     assert_eq!(s.shared.log.current().dir(), gen.as_path());

@@ -94,14 +94,6 @@ pub(crate) struct GenStore {
     legacy: bool,
 }
 
-impl GenStore {
-    /// Whether the database has segments sled 0.34 can stop on ([`super::MAX_SEGMENT_SIZE`]).
-    fn has_unsafe_segments(&self) -> Result<bool> {
-        let size = super::existing_segment_size(&self.dir, super::SEGMENT_SIZE)?;
-        Ok(super::segment_size_is_unsafe(size))
-    }
-}
-
 /// One generation.
 #[derive(Clone)]
 pub(crate) struct Generation {
@@ -411,7 +403,7 @@ impl Log {
                 // Never a generation (a spare, or one started and never flushed); one with
                 // segments sled 0.34 can stop on is not kept.
                 match spare {
-                    None if !store.has_unsafe_segments()? => spare = Some(store),
+                    None if !super::has_unsafe_segments(&store.dir)? => spare = Some(store),
                     _ => close_and_delete(store)?,
                 }
                 continue;
@@ -436,7 +428,7 @@ impl Log {
         // New history goes to a database with safe segments: a current generation an older
         // kplane made with larger ones (super::MAX_SEGMENT_SIZE) is followed by a new one.
         let current_unsafe = match gens.last() {
-            Some(g) => g.store.has_unsafe_segments()?,
+            Some(g) => super::has_unsafe_segments(&g.store.dir)?,
             None => true,
         };
         if current_unsafe {

@@ -156,10 +156,10 @@ pub const LATEST_SEGMENT_SIZE: usize = MAX_SEGMENT_SIZE;
 // end below 2^24.
 const _: () = assert!(MAX_SEGMENT_SIZE < 1 << 24 && LATEST_SEGMENT_SIZE <= MAX_SEGMENT_SIZE);
 
-/// Whether sled can stop on a database with segments of `size` bytes
-/// ([`MAX_SEGMENT_SIZE`]).
-pub(crate) fn segment_size_is_unsafe(size: usize) -> bool {
-    size > MAX_SEGMENT_SIZE
+/// Whether the sled database at `dir` has segments sled 0.34 can stop on
+/// ([`MAX_SEGMENT_SIZE`]); a database not created yet has none.
+pub(crate) fn has_unsafe_segments(dir: &Path) -> Result<bool> {
+    Ok(existing_segment_size(dir, 0)? > MAX_SEGMENT_SIZE)
 }
 
 /// Default of [`SledStorageOptions::latest_rebuild_factor`]: the latest database is
@@ -381,7 +381,7 @@ impl SledStorage {
     pub fn open(path: impl AsRef<Path>, opts: SledStorageOptions) -> Result<Arc<SledStorage>> {
         let dir = path.as_ref();
         let size = opts.latest_segment_size;
-        if !size.is_power_of_two() || size < 256 || segment_size_is_unsafe(size) {
+        if !size.is_power_of_two() || size < 256 || size > MAX_SEGMENT_SIZE {
             return Err(Error::Backend(format!(
                 "latest_segment_size {size}: must be a power of two from 256 bytes to \
                  {MAX_SEGMENT_SIZE} (sled 0.34 can stop on larger segments)"
