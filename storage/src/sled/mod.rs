@@ -381,7 +381,7 @@ impl SledStorage {
     pub fn open(path: impl AsRef<Path>, opts: SledStorageOptions) -> Result<Arc<SledStorage>> {
         let dir = path.as_ref();
         let size = opts.latest_segment_size;
-        if !size.is_power_of_two() || size < 256 || size > MAX_SEGMENT_SIZE {
+        if !size.is_power_of_two() || !(256..=MAX_SEGMENT_SIZE).contains(&size) {
             return Err(Error::Backend(format!(
                 "latest_segment_size {size}: must be a power of two from 256 bytes to \
                  {MAX_SEGMENT_SIZE} (sled 0.34 can stop on larger segments)"
