@@ -35,6 +35,7 @@ mod sync_endpoint;
 mod sync_target;
 mod syncer;
 mod syncer_bench;
+mod syncer_status;
 mod templates;
 mod wildcard;
 mod workspace_lifecycle;

@@ -29,7 +29,7 @@ const TARGET: &str = "east";
 /// The SyncTarget's cluster (`includeDescendants: true`).
 pub(crate) const TARGET_CLUSTER: &str = "root:t";
 /// The tenant whose Jobs are synced: a workspace below the target's.
-const TENANT: &str = "root:t:a";
+pub(crate) const TENANT: &str = "root:t:a";
 const ASSIGNMENT: &str = "root:t/east";
 /// The syncer's ServiceAccount (in kube-system of the target's cluster), as
 /// docs/deploy/kplane-rbac names it.
@@ -259,7 +259,9 @@ fn complete_status() -> Value {
 }
 
 /// The host Jobs of the target, by source `(cluster, namespace, name)`.
-async fn host_jobs(host: &Client) -> Result<BTreeMap<(String, String, String), Vec<Job>>> {
+pub(crate) async fn host_jobs(
+    host: &Client,
+) -> Result<BTreeMap<(String, String, String), Vec<Job>>> {
     let api: Api<Job> = Api::all(host.clone());
     let list = api
         .list(&ListParams::default().labels("sync.kplane.io/target=east"))
@@ -277,7 +279,7 @@ async fn host_jobs(host: &Client) -> Result<BTreeMap<(String, String, String), V
     Ok(out)
 }
 
-fn key(name: &str) -> (String, String, String) {
+pub(crate) fn key(name: &str) -> (String, String, String) {
     key_in(TENANT, name)
 }
 
@@ -287,7 +289,7 @@ fn key_in(cluster: &str, name: &str) -> (String, String, String) {
 }
 
 /// The condition `ty` of a Job's status.
-fn condition(job: &Job, ty: &str) -> Option<(String, String)> {
+pub(crate) fn condition(job: &Job, ty: &str) -> Option<(String, String)> {
     job.status
         .as_ref()?
         .conditions
