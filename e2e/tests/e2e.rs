@@ -14,6 +14,7 @@ mod deploy;
 mod docs;
 mod failover;
 mod gc;
+mod in_cluster;
 mod kube_rs;
 mod kube_rs_crd;
 mod kubectl;

@@ -49,7 +49,7 @@ fn require_python_client() -> Result<String> {
 
 /// Runs `python3 <script>` from the scripts directory with `env`; fails with its output
 /// unless it exits 0.
-fn run_script(script: &str, env: &[(&str, OsString)]) -> Result<()> {
+pub(crate) fn run_script(script: &str, env: &[(&str, OsString)]) -> Result<()> {
     let version = require_python_client()?;
     let tmp = tempfile::Builder::new()
         .prefix("kplane-e2e-python-")

@@ -114,7 +114,7 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
             return resp;
         }
     };
-    let info = Arc::new(request_info::request_info(
+    let mut info = Arc::new(request_info::request_info(
         req.method(),
         &target,
         req.uri().query(),
@@ -123,7 +123,7 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
     let mut user = None;
     let peer = req.extensions().get::<httplog::Peer>().map(|p| p.0.ip());
     let mut trail = state.audit.as_ref().map(|a| a.begin(&req, peer));
-    let resp = route(state, req, target, &info, &start, &mut user, &mut trail).await;
+    let resp = route(state, req, target, &mut info, &start, &mut user, &mut trail).await;
     let resp = match trail {
         Some(t) => t.finish(&info, resp).await,
         None => resp,
@@ -139,22 +139,36 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
 
 /// Routes a request; `user` is set once the request is authenticated (and the user is put
 /// in the request's extensions too); the audit `trail`, when auditing, learns who the user
-/// is, whom they impersonate and what authorization decided.
+/// is, whom they impersonate and what authorization decided. `info` is replaced when a
+/// ServiceAccount token routes a path without the cluster prefix to its own cluster.
 async fn route(
     state: Arc<AppState>,
     mut req: Request<Body>,
-    target: RequestTarget,
-    info: &RequestInfo,
+    mut target: RequestTarget,
+    info: &mut Arc<RequestInfo>,
     start: &httplog::RequestStart,
     user: &mut Option<Arc<UserInfo>>,
     trail: &mut Option<crate::audit::Trail>,
 ) -> Response {
-    let rest = info.path.as_str();
     let certs = req.extensions().get::<auth::PeerCertificates>();
-    let authenticated = match authenticate(&state, req.headers(), certs, rest).await {
+    let authenticated = match authenticate(&state, req.headers(), certs, &info.path).await {
         Ok(u) => Arc::new(u),
         Err(resp) => return resp,
     };
+    let home = authenticated
+        .extra
+        .get(crate::serviceaccount::CLUSTER_EXTRA)
+        .and_then(|v| v.first());
+    if target.route_home(home.map(String::as_str)) {
+        *info = Arc::new(request_info::request_info(
+            req.method(),
+            &target,
+            req.uri().query(),
+        ));
+        req.extensions_mut().insert(info.clone());
+    }
+    let info: &RequestInfo = info;
+    let rest = info.path.as_str();
     if let Some(t) = trail.as_mut() {
         t.authenticated(&authenticated, info);
     }

@@ -42,6 +42,10 @@ pub struct ResourcePath {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestTarget {
     pub cluster: ClusterScope,
+    /// Whether the path named the cluster (`/clusters/<name>/...`); a path without the
+    /// prefix addresses `root`, or the home cluster of a ServiceAccount token
+    /// ([`RequestTarget::route_home`]).
+    pub explicit: bool,
     /// The path with the cluster prefix removed (always starts with `/`).
     pub rest: String,
     pub api: Option<ApiPath>,
@@ -49,7 +53,7 @@ pub struct RequestTarget {
 
 /// Splits off `/clusters/<name>` and parses the remainder.
 pub fn parse(path: &str) -> Result<RequestTarget, String> {
-    let (cluster, rest) = match path.strip_prefix("/clusters/") {
+    let (cluster, rest, explicit) = match path.strip_prefix("/clusters/") {
         Some(after) => {
             let (name, rest) = match after.find('/') {
                 Some(i) => (&after[..i], &after[i..]),
@@ -57,12 +61,42 @@ pub fn parse(path: &str) -> Result<RequestTarget, String> {
             };
             let scope = ClusterScope::parse(&decode_cluster_segment(name))
                 .ok_or_else(|| format!("invalid logical cluster name {name:?}"))?;
-            (scope, rest.to_string())
+            (scope, rest.to_string(), true)
         }
-        None => (ClusterScope::One(ClusterName::root()), path.to_string()),
+        None => (
+            ClusterScope::One(ClusterName::root()),
+            path.to_string(),
+            false,
+        ),
     };
     let api = parse_api(&rest);
-    Ok(RequestTarget { cluster, rest, api })
+    Ok(RequestTarget {
+        cluster,
+        explicit,
+        rest,
+        api,
+    })
+}
+
+impl RequestTarget {
+    /// A path without the `/clusters/` prefix, sent with a ServiceAccount token, addresses
+    /// the logical cluster the token is bound to (`home`, from the authenticated user's
+    /// extra): that is how a pod's in-cluster configuration, which has a host and no path,
+    /// reaches its own logical cluster. Whether the target changed.
+    pub fn route_home(&mut self, home: Option<&str>) -> bool {
+        let Some(home) = home.filter(|_| !self.explicit) else {
+            return false;
+        };
+        let Some(name) = ClusterName::parse(home) else {
+            return false;
+        };
+        let scope = ClusterScope::One(name);
+        if self.cluster == scope {
+            return false;
+        }
+        self.cluster = scope;
+        true
+    }
 }
 
 /// The cluster segment with the percent-escapes a client may send for `*` and `:`
@@ -277,6 +311,35 @@ mod tests {
         );
         let r = res("/api/v1/configmaps");
         assert_eq!((r.namespace, r.resource.as_str()), (None, "configmaps"));
+    }
+
+    #[test]
+    fn a_service_account_token_routes_a_path_without_prefix_home() {
+        let mut t = parse("/api/v1/namespaces/default/configmaps").unwrap();
+        assert!(!t.explicit);
+        assert!(t.route_home(Some("root:acme:team")));
+        assert_eq!(
+            t.cluster,
+            ClusterScope::One(ClusterName::parse("root:acme:team").unwrap())
+        );
+        let info = request_info(&Method::GET, &t, None);
+        assert_eq!(info.cluster, t.cluster);
+        assert_eq!(info.path, "/api/v1/namespaces/default/configmaps");
+        // No token cluster, the root cluster, an explicit prefix or a malformed extra: no
+        // change.
+        let mut t = parse("/api/v1/namespaces").unwrap();
+        assert!(!t.route_home(None));
+        assert!(!t.route_home(Some("root")));
+        assert!(!t.route_home(Some("Bad_Name")));
+        assert!(!t.route_home(Some("*")));
+        assert_eq!(t.cluster, ClusterScope::One(ClusterName::root()));
+        let mut t = parse("/clusters/root:other/api/v1/namespaces").unwrap();
+        assert!(t.explicit);
+        assert!(!t.route_home(Some("root:acme")));
+        assert_eq!(
+            t.cluster,
+            ClusterScope::One(ClusterName::parse("root:other").unwrap())
+        );
     }
 
     #[test]
