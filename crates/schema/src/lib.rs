@@ -144,7 +144,7 @@ fn compile_on_this_thread(
         return Err(errs);
     }
     let mut cc = cel::CelCompiler::new(opts);
-    cc.compile_tree(&mut root, 1, true);
+    cc.compile_tree(&mut root, Some(1), true);
     let mut cel_errs = cc.finish(prefix);
     let mut default_errs = Vec::new();
     if cel_errs.is_empty() {

@@ -21,7 +21,9 @@ use crate::node::{Additional, Checks, ListType, Node};
 use crate::path::{join, PathStack, Seg};
 
 /// Rewrites RE2's ASCII-only Perl classes (`\d`, `\w`, `\s`, `\b`) for the `regex` crate,
-/// whose classes are Unicode-aware by default; everything else is the same syntax.
+/// whose classes are Unicode-aware by default, and RE2's negated Unicode classes
+/// (`\p{^L}`); everything else, Unicode classes (`\pL`, `\p{L}`, `\p{Greek}`) included,
+/// is the same syntax.
 pub(crate) fn translate_re2(p: &str) -> String {
     let mut out = String::with_capacity(p.len() + 16);
     let mut in_class = false;
@@ -33,6 +35,20 @@ pub(crate) fn translate_re2(p: &str) -> String {
                     out.push('\\');
                     break;
                 };
+                // RE2 negates a Unicode class as `\p{^Greek}` (and `\P{^Greek}` is the class
+                // itself); the `regex` crate spells those `\P{Greek}` and `\p{Greek}`
+                if matches!(n, 'p' | 'P') && chars.peek() == Some(&'{') {
+                    let mut ahead = chars.clone();
+                    ahead.next();
+                    if ahead.peek() == Some(&'^') {
+                        chars.next();
+                        chars.next();
+                        out.push('\\');
+                        out.push(if n == 'p' { 'P' } else { 'p' });
+                        out.push('{');
+                        continue;
+                    }
+                }
                 let rep = match (n, in_class) {
                     ('d', false) => Some("[0-9]"),
                     ('D', false) => Some("[^0-9]"),
@@ -754,5 +770,10 @@ mod tests {
             .as_ref()
             .is_some_and(|r| r.is_match("123") && !r.is_match("١٢٣")));
         assert!(regex::Regex::new(&translate_re2(r"\bfoo\b")).is_ok());
+        // Unicode classes pass through; RE2's negation becomes the regex crate's
+        assert_eq!(translate_re2(r"^[\p{L}\p{S}]+$"), r"^[\p{L}\p{S}]+$");
+        assert_eq!(translate_re2(r"\pL\PN"), r"\pL\PN");
+        assert_eq!(translate_re2(r"\p{^Greek}[\P{^L}]"), r"\P{Greek}[\p{L}]");
+        assert_eq!(translate_re2(r"\\p{^L}"), r"\\p{^L}");
     }
 }

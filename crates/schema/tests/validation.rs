@@ -134,6 +134,29 @@ fn strings() {
 }
 
 #[test]
+fn unicode_classes_in_patterns() {
+    // Go's RE2 accepts Unicode general categories and scripts, one-letter (`\pL`) and
+    // braced (`\p{L}`), negated with `\P` or `\p{^...}`
+    let props = json!({
+        "word": {"type": "string", "pattern": "^[\\p{L}\\p{S}]+$"},
+        "short": {"type": "string", "pattern": "^\\pL\\PL$"},
+        "greek": {"type": "string", "pattern": "^\\p{Greek}+$"},
+        "nonletters": {"type": "string", "pattern": "^\\p{^L}+$"},
+    });
+    let ok = json!({"word": "héllo€√", "short": "é1", "greek": "αβγ", "nonletters": "12 €"});
+    assert_eq!(check(props.clone(), ok), Vec::<String>::new());
+    assert_eq!(
+        check(props, json!({"word": "ab1", "short": "ab", "greek": "abc", "nonletters": "1a"})),
+        vec![
+            "spec.greek: Invalid value: \"abc\": spec.greek in body should match '^\\p{Greek}+$'",
+            "spec.nonletters: Invalid value: \"1a\": spec.nonletters in body should match '^\\p{^L}+$'",
+            "spec.short: Invalid value: \"ab\": spec.short in body should match '^\\pL\\PL$'",
+            "spec.word: Invalid value: \"ab1\": spec.word in body should match '^[\\p{L}\\p{S}]+$'",
+        ]
+    );
+}
+
+#[test]
 fn numbers() {
     let props = json!({
         "size": {"type": "integer", "maximum": 10, "minimum": 1},

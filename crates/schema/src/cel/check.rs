@@ -1,167 +1,193 @@
 //! Static checks and cost estimation of one CEL expression against the schema node it is
 //! declared on: identifiers and functions must exist, fields must be declared (with CEL's
-//! property-name escaping), and the worst-case cost follows Kubernetes' estimator: sizes
-//! from `maxLength`/`maxItems`/`maxProperties`, or the largest a 3 MiB request allows.
+//! property-name escaping), and the worst-case cost is kube-apiserver's estimate, step for
+//! step: the type of every subexpression picks the cost formula of the function it calls,
+//! sizes come from the literal, from a function's result size, or from the schema at the
+//! subexpression's field path (`decl`), and comprehensions multiply their per-iteration
+//! cost by the size of what they iterate (`cost`).
+//!
+//! The checker is more lenient than cel-go's in places (untyped and property-less objects
+//! allow any field, as `dyn`), and it accepts a few functions Kubernetes 1.32 does not
+//! declare (`base64`, `math`, cel-go's `lists` extension); those are costed by their own
+//! size-based formulas below, since no upstream figure exists for them.
 
-use kube_cel::cel::common::ast::{EntryExpr, Expr, LiteralValue};
+use std::rc::Rc;
+
+use kube_cel::cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, LiteralValue};
 use kube_cel::cel::IdedExpr;
 
+use super::cost::{GoPath, Size, LIST_CREATE, MAP_CREATE, SELECT_AND_IDENT};
+use super::decl::{Decl, MAX_REQUEST_BYTES};
 use super::escape;
 use super::functions::{FUNCTIONS, NAMESPACED};
 use crate::formats::Format;
-use crate::node::{Node, Ty};
+use crate::node::{Node, Ty as SchemaTy};
 
-/// Largest request Kubernetes accepts (bounds every unbounded size).
-pub(crate) const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
+mod calls;
+
 /// Deepest expression tree accepted (bounds interpreter recursion).
 pub(crate) const MAX_AST_DEPTH: usize = 100;
 
-/// What an expression evaluates to, as far as the checker can tell.
+/// What an expression evaluates to, as far as the compile-time checks care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
+    Bool,
+    String,
+    Dyn,
+    Other,
+}
+
+/// Kubernetes' own value types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opaque {
+    Ip,
+    Cidr,
+    Url,
+    Quantity,
+    Semver,
+    Format,
+}
+
+/// The checked type of an expression.
+#[derive(Clone, Debug)]
+enum Ty<'n> {
     Bool,
     Int,
     Uint,
     Double,
     String,
     Bytes,
-    List,
-    Map,
     Null,
     Duration,
     Timestamp,
-    Optional,
+    List(Rc<Ty<'n>>),
+    Map(Rc<Ty<'n>>, Rc<Ty<'n>>),
+    /// An object of the schema (a struct in CEL).
+    Object(Decl<'n>),
+    Opaque(Opaque),
+    Optional(Rc<Ty<'n>>),
     Dyn,
 }
 
-/// The schema an expression's value is described by.
-#[derive(Clone, Copy)]
-enum Sch<'n> {
-    None,
-    /// A schema node; `true` when it is a resource root (has apiVersion/kind/metadata).
-    Node(&'n Node, bool),
-    /// `metadata` of a resource root: only `name` and `generateName`.
-    Meta,
-}
+impl<'n> Ty<'n> {
+    fn list(elem: Ty<'n>) -> Ty<'n> {
+        Ty::List(Rc::new(elem))
+    }
 
-#[derive(Clone, Copy)]
-struct Info<'n> {
-    kind: Kind,
-    sch: Sch<'n>,
-    /// Largest size (string length, list or map entries).
-    size: u64,
-    /// Largest size of an element (lists and maps).
-    elem: u64,
-}
+    fn optional(inner: Ty<'n>) -> Ty<'n> {
+        Ty::Optional(Rc::new(inner))
+    }
 
-impl<'n> Info<'n> {
-    fn of(kind: Kind, size: u64) -> Info<'n> {
-        Info {
-            kind,
-            sch: Sch::None,
-            size,
-            elem: MAX_REQUEST_BYTES,
+    /// The type CEL declares for a schema declaration.
+    fn of(d: Decl<'n>) -> Ty<'n> {
+        let n = match d {
+            Decl::PlainString | Decl::Key => return Ty::String,
+            Decl::Meta => return Ty::Object(d),
+            Decl::Node(n, _) => n,
+        };
+        if n.int_or_string {
+            return Ty::Dyn;
         }
-    }
-
-    fn dyn_() -> Info<'n> {
-        Info::of(Kind::Dyn, MAX_REQUEST_BYTES)
-    }
-}
-
-/// Smallest JSON encoding of a value of this schema.
-fn min_size(n: &Node) -> u64 {
-    match n.ty {
-        Some(Ty::Boolean) => 4,
-        Some(Ty::String) => {
-            2 + n
-                .checks
-                .as_ref()
-                .and_then(|c| c.min_length)
-                .unwrap_or(0)
-                .max(0) as u64
-        }
-        Some(Ty::Array) | Some(Ty::Object) => 2,
-        _ => 1,
-    }
-}
-
-/// Largest number of entries of an array or map schema.
-pub(crate) fn max_entries(n: &Node) -> u64 {
-    let c = n.checks.as_ref();
-    match n.ty {
-        Some(Ty::Array) => match c.and_then(|c| c.max_items) {
-            Some(m) => m.max(0) as u64,
-            None => (MAX_REQUEST_BYTES - 2) / (n.items.as_deref().map_or(1, min_size) + 1),
-        },
-        _ => match c.and_then(|c| c.max_properties) {
-            Some(m) => m.max(0) as u64,
-            None if !n.properties.is_empty() => n.properties.len() as u64,
-            None => (MAX_REQUEST_BYTES - 2) / (n.additional.schema().map_or(1, min_size) + 4),
-        },
-    }
-}
-
-fn node_info(n: &Node, root: bool) -> Info<'_> {
-    let (kind, size) = if n.int_or_string {
-        (
-            Kind::Dyn,
-            n.checks
-                .as_ref()
-                .and_then(|c| c.max_length)
-                .map_or(MAX_REQUEST_BYTES, |m| m.max(0) as u64),
-        )
-    } else {
         match n.ty {
-            Some(Ty::Object) => (Kind::Map, max_entries(n)),
-            Some(Ty::Array) => (Kind::List, max_entries(n)),
-            Some(Ty::String) => {
-                let kind = match n.format.as_ref().map(|f| f.0) {
-                    Some(Format::Byte) => Kind::Bytes,
-                    Some(Format::Duration) => Kind::Duration,
-                    Some(Format::Date) | Some(Format::DateTime) => Kind::Timestamp,
-                    _ => Kind::String,
-                };
-                let max = n
-                    .checks
-                    .as_ref()
-                    .and_then(|c| c.max_length)
-                    .map_or(MAX_REQUEST_BYTES - 2, |m| m.max(0) as u64);
-                (kind, max)
-            }
-            Some(Ty::Integer) => (Kind::Int, 1),
-            Some(Ty::Number) => (Kind::Double, 1),
-            Some(Ty::Boolean) => (Kind::Bool, 1),
-            None => (
-                if root || n.embedded {
-                    Kind::Map
-                } else {
-                    Kind::Dyn
-                },
-                MAX_REQUEST_BYTES,
-            ),
+            Some(SchemaTy::Array) => Ty::list(d.elem().map_or(Ty::Dyn, Ty::of)),
+            Some(SchemaTy::Object) => match d.elem() {
+                Some(v) => Ty::Map(Rc::new(Ty::String), Rc::new(Ty::of(v))),
+                None => Ty::Object(d),
+            },
+            Some(SchemaTy::String) => match n.format.as_ref().map(|f| f.0) {
+                Some(Format::Byte) => Ty::Bytes,
+                Some(Format::Duration) => Ty::Duration,
+                Some(Format::Date) | Some(Format::DateTime) => Ty::Timestamp,
+                _ => Ty::String,
+            },
+            Some(SchemaTy::Integer) => Ty::Int,
+            Some(SchemaTy::Number) => Ty::Double,
+            Some(SchemaTy::Boolean) => Ty::Bool,
+            None => Ty::Dyn,
         }
-    };
-    let elem = match n.ty {
-        Some(Ty::Array) => n
-            .items
-            .as_deref()
-            .map_or(MAX_REQUEST_BYTES, |i| node_info(i, i.embedded).size),
-        _ => n
-            .additional
-            .schema()
-            .map_or(MAX_REQUEST_BYTES, |a| node_info(a, a.embedded).size),
-    };
-    Info {
-        kind,
-        sch: Sch::Node(n, root || n.embedded),
-        size,
-        elem,
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Ty::Bool => Kind::Bool,
+            Ty::String => Kind::String,
+            Ty::Dyn => Kind::Dyn,
+            _ => Kind::Other,
+        }
+    }
+
+    fn is_dyn(&self) -> bool {
+        matches!(self, Ty::Dyn)
+    }
+
+    /// Types of a known, fixed size (cel-go's `isScalar`).
+    fn is_scalar(&self) -> bool {
+        matches!(
+            self,
+            Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::Duration | Ty::Timestamp
+        )
+    }
+
+    fn same_kind(&self, o: &Ty<'n>) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(o)
+    }
+
+    /// The first type parameter (a list's element, a map's key, an optional's value).
+    fn first_param(&self) -> Option<&Ty<'n>> {
+        match self {
+            Ty::List(e) | Ty::Map(e, _) | Ty::Optional(e) => Some(e),
+            _ => None,
+        }
     }
 }
 
-fn tenth(x: u64) -> u64 {
-    x.saturating_add(9) / 10
+/// A checked subexpression with what the estimator knows of it.
+#[derive(Clone)]
+struct Est<'n> {
+    ty: Ty<'n>,
+    /// The schema declaration the value comes straight from (fields, items, values).
+    decl: Option<Decl<'n>>,
+    /// The field path its size is looked up by.
+    path: Option<GoPath>,
+    /// A size known from the expression itself (literals, results of functions that
+    /// report one, comprehensions).
+    computed: Option<Size>,
+    cost: u64,
+}
+
+impl<'n> Est<'n> {
+    fn of(ty: Ty<'n>, cost: u64) -> Est<'n> {
+        Est {
+            ty,
+            decl: None,
+            path: None,
+            computed: None,
+            cost,
+        }
+    }
+
+    fn sized(mut self, size: Option<Size>) -> Est<'n> {
+        self.computed = size;
+        self
+    }
+}
+
+/// What an iteration variable ranges over, for its field path.
+#[derive(Clone)]
+enum Range {
+    /// Items of a list: `<range path>.@items`.
+    List(Option<GoPath>),
+    /// Keys of a map: `<range path>.@keys`.
+    Map(Option<GoPath>),
+    /// Anything else (`dyn`): no path.
+    Other,
+}
+
+struct Var<'n> {
+    name: String,
+    ty: Ty<'n>,
+    decl: Option<Decl<'n>>,
+    range: Option<Range>,
 }
 
 /// The outcome of checking an expression.
@@ -181,25 +207,24 @@ pub(crate) fn analyze(
 ) -> Result<Analysis, String> {
     let mut a = Analyzer {
         scope: Vec::new(),
-        node: n,
-        root: resource_root,
+        root: Decl::Node(n, resource_root),
         optional_old_self,
         uses_old_self: false,
         nodes: 0,
     };
-    let (info, cost) = a.expr(e, 0)?;
+    let est = a.expr(e, 0)?;
     Ok(Analysis {
-        kind: info.kind,
-        cost,
+        kind: est.ty.kind(),
+        cost: est.cost,
         uses_old_self: a.uses_old_self,
         nodes: a.nodes,
     })
 }
 
 struct Analyzer<'n> {
-    scope: Vec<(String, Info<'n>)>,
-    node: &'n Node,
-    root: bool,
+    scope: Vec<Var<'n>>,
+    /// The declaration of `self`: every path's sizes are looked up from here.
+    root: Decl<'n>,
     optional_old_self: bool,
     uses_old_self: bool,
     nodes: u64,
@@ -209,8 +234,12 @@ fn undeclared(name: &str) -> String {
     format!("undeclared reference to '{name}' (in container '')")
 }
 
+fn add(a: u64, b: u64) -> u64 {
+    a.saturating_add(b)
+}
+
 impl<'n> Analyzer<'n> {
-    fn expr(&mut self, e: &IdedExpr, depth: usize) -> Result<(Info<'n>, u64), String> {
+    fn expr(&mut self, e: &IdedExpr, depth: usize) -> Result<Est<'n>, String> {
         if depth > MAX_AST_DEPTH {
             return Err(format!(
                 "expression nesting exceeds the maximum depth of {MAX_AST_DEPTH}"
@@ -218,239 +247,293 @@ impl<'n> Analyzer<'n> {
         }
         self.nodes += 1;
         match &e.expr {
-            Expr::Literal(l) => Ok((
-                match l {
-                    LiteralValue::Boolean(_) => Info::of(Kind::Bool, 1),
-                    LiteralValue::Int(_) => Info::of(Kind::Int, 1),
-                    LiteralValue::UInt(_) => Info::of(Kind::Uint, 1),
-                    LiteralValue::Double(_) => Info::of(Kind::Double, 1),
-                    LiteralValue::String(s) => {
-                        Info::of(Kind::String, s.inner().chars().count() as u64)
-                    }
-                    LiteralValue::Bytes(b) => Info::of(Kind::Bytes, b.inner().len() as u64),
-                    LiteralValue::Null => Info::of(Kind::Null, 1),
-                },
-                0,
-            )),
-            Expr::Ident(name) => self.ident(name).map(|i| (i, 1)),
+            Expr::Literal(l) => Ok(literal(l)),
+            Expr::Ident(name) => self.ident(name),
             Expr::Select(sel) => {
-                let (op, cost) = self.expr(&sel.operand, depth + 1)?;
+                let op = self.expr(&sel.operand, depth + 1)?;
+                let field = self.field(&op, &sel.field)?;
                 if sel.test {
-                    self.field(op, &sel.field)?;
-                    return Ok((Info::of(Kind::Bool, 1), cost.saturating_add(1)));
+                    // `has()`: presence tests cost nothing beyond their operand in Kubernetes
+                    return Ok(Est::of(Ty::Bool, op.cost));
                 }
-                Ok((self.field(op, &sel.field)?, cost.saturating_add(1)))
+                let select = match op.ty {
+                    Ty::Map(..) | Ty::Object(_) => SELECT_AND_IDENT,
+                    _ => 0,
+                };
+                Ok(Est {
+                    path: Some(GoPath::append(op.path.as_ref(), &sel.field)),
+                    cost: add(op.cost, select),
+                    ..field
+                })
             }
             Expr::Call(call) => self.call(call, depth),
-            Expr::Comprehension(c) => {
-                let (range, rc) = self.expr(&c.iter_range, depth + 1)?;
-                let (init, ic) = self.expr(&c.accu_init, depth + 1)?;
-                let n = range.size;
-                let elem = self.element(range);
-                let accu = Info {
-                    kind: init.kind,
-                    sch: Sch::None,
-                    size: n.saturating_mul(elem.size.max(1)).max(init.size),
-                    elem: elem.size,
-                };
-                let mark = self.scope.len();
-                self.scope.push((c.iter_var.clone(), elem));
-                if let Some(v2) = &c.iter_var2 {
-                    self.scope.push((v2.clone(), Info::dyn_()));
-                }
-                self.scope.push((c.accu_var.clone(), accu));
-                let step = self.expr(&c.loop_cond, depth + 1).and_then(|(_, cc)| {
-                    self.expr(&c.loop_step, depth + 1)
-                        .map(|(_, sc)| cc.saturating_add(sc).saturating_add(1))
-                });
-                let result = self.expr(&c.result, depth + 1);
-                self.scope.truncate(mark);
-                let step = step?;
-                let (res, resc) = result?;
-                let kind = if matches!(&c.result.expr, Expr::Ident(v) if *v == c.accu_var) {
-                    init.kind
-                } else {
-                    res.kind
-                };
-                let cost = rc
-                    .saturating_add(ic)
-                    .saturating_add(n.saturating_mul(step))
-                    .saturating_add(resc);
-                Ok((
-                    Info {
-                        kind,
-                        sch: Sch::None,
-                        size: accu.size,
-                        elem: elem.size,
-                    },
-                    cost,
-                ))
-            }
+            Expr::Comprehension(c) => self.comprehension(c, depth),
             Expr::List(l) => {
-                let mut cost: u64 = 10;
-                let mut elem = 0u64;
+                let mut cost = LIST_CREATE;
+                let mut elem: Option<Ty<'n>> = None;
                 for el in &l.elements {
-                    let (i, c) = self.expr(el, depth + 1)?;
-                    cost = cost.saturating_add(c);
-                    elem = elem.max(i.size);
+                    let est = self.expr(el, depth + 1)?;
+                    cost = add(cost, est.cost);
+                    elem = Some(match elem {
+                        None => est.ty,
+                        Some(t) if t.same_kind(&est.ty) => t,
+                        Some(_) => Ty::Dyn,
+                    });
                 }
-                Ok((
-                    Info {
-                        kind: Kind::List,
-                        sch: Sch::None,
-                        size: l.elements.len() as u64,
-                        elem,
-                    },
-                    cost,
-                ))
+                let size = Size::exact(l.elements.len() as u64);
+                Ok(Est::of(Ty::list(elem.unwrap_or(Ty::Dyn)), cost).sized(Some(size)))
             }
             Expr::Map(m) => {
-                let mut cost: u64 = 30;
-                for entry in &m.entries {
+                let mut cost = MAP_CREATE;
+                let (mut key, mut value) = (Ty::Dyn, Ty::Dyn);
+                for (i, entry) in m.entries.iter().enumerate() {
                     match &entry.expr {
                         EntryExpr::MapEntry(me) => {
-                            cost = cost.saturating_add(self.expr(&me.key, depth + 1)?.1);
-                            cost = cost.saturating_add(self.expr(&me.value, depth + 1)?.1);
+                            let k = self.expr(&me.key, depth + 1)?;
+                            let v = self.expr(&me.value, depth + 1)?;
+                            cost = add(add(cost, k.cost), v.cost);
+                            if i == 0 {
+                                (key, value) = (k.ty, v.ty);
+                            }
                         }
                         EntryExpr::StructField(_) => {
                             return Err("unsupported syntax: struct field in map".into())
                         }
                     }
                 }
-                Ok((
-                    Info {
-                        kind: Kind::Map,
-                        sch: Sch::None,
-                        size: m.entries.len() as u64,
-                        elem: MAX_REQUEST_BYTES,
-                    },
-                    cost,
-                ))
+                let size = Size::exact(m.entries.len() as u64);
+                let ty = Ty::Map(Rc::new(key), Rc::new(value));
+                Ok(Est::of(ty, cost).sized(Some(size)))
             }
             Expr::Struct(s) => Err(undeclared(&s.type_name)),
             Expr::Unspecified => Err("unsupported expression".into()),
         }
     }
 
-    fn ident(&mut self, name: &str) -> Result<Info<'n>, String> {
-        if let Some((_, info)) = self.scope.iter().rev().find(|(n, _)| n == name) {
-            return Ok(*info);
+    fn ident(&mut self, name: &str) -> Result<Est<'n>, String> {
+        if let Some(v) = self.scope.iter().rev().find(|v| v.name == name) {
+            let path = match &v.range {
+                Some(Range::List(p)) => Some(GoPath::append(p.as_ref(), "@items")),
+                Some(Range::Map(p)) => Some(GoPath::append(p.as_ref(), "@keys")),
+                Some(Range::Other) => None,
+                // the accumulator: no path, so no size from the schema
+                None => None,
+            };
+            return Ok(Est {
+                ty: v.ty.clone(),
+                decl: v.decl,
+                path,
+                computed: None,
+                cost: SELECT_AND_IDENT,
+            });
         }
-        match name {
-            "self" => Ok(node_info(self.node, self.root)),
+        let ty = match name {
+            "self" => Ty::of(self.root),
             "oldSelf" => {
                 self.uses_old_self = true;
-                let info = node_info(self.node, self.root);
-                Ok(if self.optional_old_self {
-                    Info {
-                        kind: Kind::Optional,
-                        ..info
-                    }
+                let ty = Ty::of(self.root);
+                if self.optional_old_self {
+                    Ty::optional(ty)
                 } else {
-                    info
+                    ty
+                }
+            }
+            _ => return Err(undeclared(name)),
+        };
+        Ok(Est {
+            ty,
+            decl: Some(self.root),
+            path: Some(GoPath::var(name)),
+            computed: None,
+            cost: SELECT_AND_IDENT,
+        })
+    }
+
+    fn comprehension(&mut self, c: &ComprehensionExpr, depth: usize) -> Result<Est<'n>, String> {
+        let range = self.expr(&c.iter_range, depth + 1)?;
+        let init = self.expr(&c.accu_init, depth + 1)?;
+        let (elem, elem_decl, kind) = match &range.ty {
+            Ty::List(e) => (
+                (**e).clone(),
+                range.decl.and_then(Decl::elem),
+                Range::List(range.path.clone()),
+            ),
+            Ty::Map(k, _) => ((**k).clone(), None, Range::Map(range.path.clone())),
+            _ => (Ty::Dyn, None, Range::Other),
+        };
+        let mark = self.scope.len();
+        self.scope.push(Var {
+            name: c.iter_var.clone(),
+            ty: elem,
+            decl: elem_decl,
+            range: Some(kind),
+        });
+        if let Some(v2) = &c.iter_var2 {
+            self.scope.push(Var {
+                name: v2.clone(),
+                ty: Ty::Dyn,
+                decl: None,
+                range: Some(Range::Other),
+            });
+        }
+        self.scope.push(Var {
+            name: c.accu_var.clone(),
+            ty: init.ty.clone(),
+            decl: None,
+            range: None,
+        });
+        let body = self.expr(&c.loop_cond, depth + 1).and_then(|cond| {
+            self.expr(&c.loop_step, depth + 1)
+                .map(|step| (cond.cost, step))
+        });
+        // the result sees the accumulator only
+        let accu = self.scope.pop();
+        self.scope.truncate(mark);
+        let (cond_cost, step) = body?;
+        let accu_ty = match (&init.ty, &step.ty) {
+            (Ty::List(_), Ty::List(e)) if !e.is_dyn() => step.ty.clone(),
+            _ => init.ty.clone(),
+        };
+        if let Some(mut accu) = accu {
+            accu.ty = accu_ty.clone();
+            self.scope.push(accu);
+        }
+        let result = self.expr(&c.result, depth + 1);
+        self.scope.truncate(mark);
+        let result = result?;
+        let ty = if matches!(&c.result.expr, Expr::Ident(v) if *v == c.accu_var) {
+            accu_ty
+        } else {
+            result.ty
+        };
+        let count = self.size(&range);
+        let per_iteration = add(step.cost, cond_cost);
+        let cost = add(
+            add(add(range.cost, init.cost), result.cost),
+            count.max.saturating_mul(per_iteration),
+        );
+        Ok(Est::of(ty, cost).sized(Some(count)))
+    }
+
+    /// A field of `op`: its type and declaration (the path and cost are the caller's).
+    fn field(&self, op: &Est<'n>, field: &str) -> Result<Est<'n>, String> {
+        let decl = match &op.ty {
+            Ty::Object(d) => *d,
+            Ty::Map(_, v) => {
+                return Ok(Est {
+                    decl: op.decl.and_then(Decl::elem),
+                    ..Est::of((**v).clone(), 0)
                 })
             }
-            _ => Err(undeclared(name)),
-        }
-    }
-
-    /// The element an iteration over `range` binds.
-    fn element(&self, range: Info<'n>) -> Info<'n> {
-        match range.sch {
-            Sch::Node(n, _) if n.ty == Some(Ty::Array) => n
-                .items
-                .as_deref()
-                .map_or(Info::dyn_(), |i| node_info(i, i.embedded)),
-            Sch::Node(..) | Sch::Meta => Info::of(Kind::String, MAX_REQUEST_BYTES),
-            Sch::None => Info::of(Kind::Dyn, range.elem),
-        }
-    }
-
-    fn field(&self, op: Info<'n>, field: &str) -> Result<Info<'n>, String> {
-        match op.sch {
-            Sch::Meta => match field {
-                "name" | "generateName" => Ok(Info::of(Kind::String, 253)),
-                _ => Err(format!("undefined field '{field}'")),
-            },
-            Sch::Node(n, root) => {
-                if n.int_or_string {
-                    return Ok(Info::dyn_());
-                }
-                match n.ty {
-                    Some(Ty::Object) | None => {}
-                    Some(t) => {
-                        return Err(format!(
-                            "type '{}' does not support field selection",
-                            t.name()
-                        ))
-                    }
-                }
-                if root {
-                    match field {
-                        "apiVersion" | "kind" => return Ok(Info::of(Kind::String, 253)),
-                        "metadata" => {
-                            return Ok(Info {
-                                kind: Kind::Map,
-                                sch: Sch::Meta,
-                                size: 2,
-                                elem: 253,
-                            })
-                        }
-                        _ => {}
-                    }
-                }
-                if let Some((_, child)) = n
-                    .properties
-                    .iter()
-                    .find(|(k, _)| escape(k).as_deref() == Some(field))
-                {
-                    return Ok(node_info(child, child.embedded));
-                }
-                if let Some(ap) = n.additional.schema() {
-                    if n.properties.is_empty() {
-                        return Ok(node_info(ap, ap.embedded));
-                    }
-                }
-                if n.properties.is_empty() && !root && !n.embedded {
-                    return Ok(Info::dyn_());
-                }
-                Err(format!("undefined field '{field}'"))
+            Ty::Optional(inner) => {
+                let inner = Est {
+                    ty: (**inner).clone(),
+                    ..op.clone()
+                };
+                return self.field(&inner, field);
             }
-            Sch::None => Ok(Info::dyn_()),
+            Ty::Dyn => return Ok(Est::of(Ty::Dyn, 0)),
+            other => {
+                return match op.decl {
+                    Some(Decl::Node(n, _)) => Err(format!(
+                        "type '{}' does not support field selection",
+                        n.ty.map_or(schema_name(other), SchemaTy::name)
+                    )),
+                    _ => Ok(Est::of(Ty::Dyn, 0)),
+                }
+            }
+        };
+        if let Some(d) = decl.field(field) {
+            return Ok(Est {
+                decl: Some(d),
+                ..Est::of(Ty::of(d), 0)
+            });
+        }
+        if let Decl::Node(n, root) = decl {
+            let declared = n
+                .properties
+                .iter()
+                .any(|(k, _)| escape(k).as_deref() == Some(field));
+            // untyped properties and objects without properties: `dyn`, as before
+            if declared || (n.properties.is_empty() && !root) {
+                return Ok(Est::of(Ty::Dyn, 0));
+            }
+        }
+        Err(format!("undefined field '{field}'"))
+    }
+
+    /// The element `container[...]` selects, with its declaration and path.
+    fn index(&self, container: &Est<'n>) -> Est<'n> {
+        let (ty, step) = match &container.ty {
+            Ty::List(e) => ((**e).clone(), "@items"),
+            Ty::Map(_, v) => ((**v).clone(), "@values"),
+            Ty::Dyn => (Ty::Dyn, "@values"),
+            _ => return Est::of(Ty::Dyn, 0),
+        };
+        Est {
+            ty,
+            decl: container.decl.and_then(Decl::elem),
+            path: Some(GoPath::append(container.path.as_ref(), step)),
+            computed: None,
+            cost: 0,
         }
     }
 
-    fn call(
-        &mut self,
-        call: &kube_cel::cel::common::ast::CallExpr,
-        depth: usize,
-    ) -> Result<(Info<'n>, u64), String> {
+    /// The estimator's size of a value: known from the expression, else from the schema
+    /// at its path, else 1 for fixed-size types, else unknown (`sizeEstimate`).
+    fn size(&self, e: &Est<'n>) -> Size {
+        match e.computed.or_else(|| self.path_size(e.path.as_ref())) {
+            Some(s) => s,
+            None if e.ty.is_scalar() => Size::exact(1),
+            None => Size::UNKNOWN,
+        }
+    }
+
+    /// The size the Kubernetes library functions use: no fallback for fixed-size types.
+    fn lib_size(&self, e: &Est<'n>) -> Size {
+        e.computed
+            .or_else(|| self.path_size(e.path.as_ref()))
+            .unwrap_or(Size::UNKNOWN)
+    }
+
+    fn path_size(&self, path: Option<&GoPath>) -> Option<Size> {
+        self.root.size_at(&path?.read()).map(Size::up_to)
+    }
+
+    fn call(&mut self, call: &CallExpr, depth: usize) -> Result<Est<'n>, String> {
         let name = call.func_name.as_str();
-        let mut cost: u64 = 0;
-        let mut target = None;
         let mut qualified = None;
         if let Some(t) = &call.target {
             if let Expr::Ident(ns) = &t.expr {
                 let q = format!("{ns}.{name}");
                 if NAMESPACED.contains(&q.as_str())
-                    && !self.scope.iter().any(|(n, _)| n == ns)
+                    && !self.scope.iter().any(|v| v.name == *ns)
                     && ns != "self"
                     && ns != "oldSelf"
                 {
                     qualified = Some(q);
                 }
             }
-            if qualified.is_none() {
-                let (i, c) = self.expr(t, depth + 1)?;
-                cost = cost.saturating_add(c);
-                target = Some(i);
+        }
+        // cel-go costs the arguments before the target (which matters for shared paths);
+        // an error in the target is still the one reported
+        let mut args = Vec::with_capacity(call.args.len());
+        let mut arg_err = None;
+        for a in &call.args {
+            match self.expr(a, depth + 1) {
+                Ok(est) => args.push(est),
+                Err(e) => {
+                    arg_err = Some(e);
+                    break;
+                }
             }
         }
-        let mut args = Vec::with_capacity(call.args.len());
-        for a in &call.args {
-            let (i, c) = self.expr(a, depth + 1)?;
-            cost = cost.saturating_add(c);
-            args.push(i);
+        let target = match (&call.target, &qualified) {
+            (Some(t), None) => Some(self.expr(t, depth + 1)?),
+            _ => None,
+        };
+        if let Some(e) = arg_err {
+            return Err(e);
         }
         let fname = qualified.as_deref().unwrap_or(name);
         let is_operator =
@@ -458,217 +541,65 @@ impl<'n> Analyzer<'n> {
         if !is_operator && qualified.is_none() && !FUNCTIONS.contains(&fname) {
             return Err(undeclared(fname));
         }
-        let t = target.unwrap_or(Info::of(Kind::Dyn, 1));
-        let a0 = args.first().copied().unwrap_or(Info::of(Kind::Dyn, 1));
-        let a1 = args.get(1).copied().unwrap_or(Info::of(Kind::Dyn, 1));
-        let subject = if target.is_some() { t } else { a0 };
-        let (info, own): (Info<'n>, u64) = match fname {
-            "_&&_" | "_||_" | "!_" | "@not_strictly_false" => (Info::of(Kind::Bool, 1), 0),
-            "_?_:_" => {
-                let (x, y) = (a1, args.get(2).copied().unwrap_or(a1));
-                let kind = if x.kind == y.kind { x.kind } else { Kind::Dyn };
-                (
-                    Info {
-                        kind,
-                        sch: Sch::None,
-                        size: x.size.max(y.size),
-                        elem: x.elem.max(y.elem),
-                    },
-                    0,
-                )
-            }
-            "_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_" => {
-                (Info::of(Kind::Bool, 1), 1 + tenth(a0.size.min(a1.size)))
-            }
-            "_+_" => {
-                let size = a0.size.saturating_add(a1.size);
-                let kind = if a0.kind == a1.kind {
-                    a0.kind
-                } else if a0.kind == Kind::Dyn {
-                    a1.kind
-                } else {
-                    a0.kind
-                };
-                (
-                    Info {
-                        kind,
-                        sch: Sch::None,
-                        size,
-                        elem: a0.elem.max(a1.elem),
-                    },
-                    1 + tenth(size),
-                )
-            }
-            "_-_" | "_*_" | "_/_" | "_%_" | "-_" => (
-                Info::of(
-                    if a0.kind == Kind::Dyn {
-                        a1.kind
-                    } else {
-                        a0.kind
-                    },
-                    1,
-                ),
-                1,
-            ),
-            "_[_]" => (self.index(a0), 1),
-            "_[?_]" => (
-                Info {
-                    kind: Kind::Optional,
-                    ..self.index(a0)
-                },
-                1,
-            ),
-            "_?._" => (Info::of(Kind::Optional, MAX_REQUEST_BYTES), 1),
-            "@in" => (
-                Info::of(Kind::Bool, 1),
-                1 + if a1.kind == Kind::List { a1.size } else { 1 },
-            ),
-            "size" => (Info::of(Kind::Int, 1), 1),
-            "contains" | "startsWith" | "endsWith" => {
-                (Info::of(Kind::Bool, 1), 1 + tenth(subject.size))
-            }
-            "matches" | "find" | "findAll" => {
-                let pat = args.last().copied().unwrap_or(a0);
-                let kind = match fname {
-                    "matches" => Kind::Bool,
-                    "find" => Kind::String,
-                    _ => Kind::List,
-                };
-                (
-                    Info::of(kind, subject.size),
-                    (1 + tenth(subject.size)).saturating_mul(1 + pat.size / 4),
-                )
-            }
-            "lowerAscii"
-            | "upperAscii"
-            | "trim"
-            | "strings.quote"
-            | "substring"
-            | "charAt"
-            | "base64.encode"
-            | "base64.decode"
-            | "jsonpatch.escapeKey" => (
-                Info::of(Kind::String, subject.size.saturating_mul(2)),
-                1 + tenth(subject.size),
-            ),
-            "replace" => {
-                let size = subject
-                    .size
-                    .saturating_mul(args.get(1).map_or(1, |r| r.size.max(1)));
-                (Info::of(Kind::String, size), 1 + tenth(size))
-            }
-            "split" => (
-                Info {
-                    kind: Kind::List,
-                    sch: Sch::None,
-                    size: subject.size,
-                    elem: subject.size,
-                },
-                1 + tenth(subject.size),
-            ),
-            "join" => {
-                let size = t.size.saturating_mul(t.elem.saturating_add(a0.size));
-                (Info::of(Kind::String, size), 1 + tenth(size))
-            }
-            "format" => {
-                let total = args.iter().fold(t.size, |s, a| s.saturating_add(a.size));
-                (Info::of(Kind::String, total), 1 + tenth(total))
-            }
-            "indexOf" | "lastIndexOf" => (
-                Info::of(Kind::Int, 1),
-                1 + if subject.kind == Kind::List {
-                    subject.size
-                } else {
-                    tenth(subject.size)
-                },
-            ),
-            "isSorted" | "sum" | "min" | "max" | "first" | "last" | "slice" | "flatten"
-            | "reverse" => {
-                let kind = match fname {
-                    "isSorted" => Kind::Bool,
-                    "slice" | "flatten" | "reverse" => subject.kind,
-                    _ => Kind::Dyn,
-                };
-                (Info::of(kind, subject.size), 1 + subject.size)
-            }
-            "distinct" | "sort" => {
-                let n = subject.size;
-                let log = 64 - n.leading_zeros() as u64;
-                (Info::of(Kind::List, n), 1 + n.saturating_mul(log.max(1)))
-            }
-            "sets.contains" | "sets.equivalent" | "sets.intersects" => {
-                (Info::of(Kind::Bool, 1), 1 + a0.size.saturating_mul(a1.size))
-            }
-            "lists.range" => {
-                let n = match call.args.first().map(|a| &a.expr) {
-                    Some(Expr::Literal(LiteralValue::Int(i))) => (*i.inner()).max(0) as u64,
-                    _ => MAX_REQUEST_BYTES * 1024,
-                };
-                (Info::of(Kind::List, n), 1 + n)
-            }
-            "value" | "orValue" => match subject.sch {
-                Sch::Node(..) if subject.kind == Kind::Optional => {
-                    let inner = if let Sch::Node(n, r) = subject.sch {
-                        node_info(n, r)
-                    } else {
-                        Info::dyn_()
-                    };
-                    (inner, 1)
-                }
-                _ => (Info::dyn_(), 1),
-            },
-            "hasValue" => (Info::of(Kind::Bool, 1), 1),
-            "optional.of" | "optional.none" | "optional.ofNonZeroValue" | "or" => {
-                (Info::of(Kind::Optional, a0.size), 1)
-            }
-            "string" => (
-                Info::of(Kind::String, subject.size.max(20)),
-                1 + tenth(subject.size),
-            ),
-            "int" | "uint" | "double" => (
-                Info::of(
-                    match fname {
-                        "int" => Kind::Int,
-                        "uint" => Kind::Uint,
-                        _ => Kind::Double,
-                    },
-                    1,
-                ),
-                1 + tenth(subject.size),
-            ),
-            "bytes" => (Info::of(Kind::Bytes, subject.size), 1 + tenth(subject.size)),
-            "duration" => (Info::of(Kind::Duration, 1), 1 + tenth(subject.size)),
-            "timestamp" => (Info::of(Kind::Timestamp, 1), 1 + tenth(subject.size)),
-            f if f.starts_with("is") || f == "validate" || f.starts_with("format.") => (
-                Info::of(
-                    if f.starts_with("is") {
-                        Kind::Bool
-                    } else {
-                        Kind::Dyn
-                    },
-                    1,
-                ),
-                1 + tenth(subject.size),
-            ),
-            _ => {
-                let total = args.iter().fold(t.size, |s, a| s.saturating_add(a.size));
-                (Info::of(Kind::Dyn, total), 1 + tenth(total))
-            }
-        };
-        Ok((info, cost.saturating_add(own)))
-    }
-
-    fn index(&self, container: Info<'n>) -> Info<'n> {
-        match container.sch {
-            Sch::Node(n, _) if n.ty == Some(Ty::Array) => n
-                .items
-                .as_deref()
-                .map_or(Info::dyn_(), |i| node_info(i, i.embedded)),
-            Sch::Node(n, _) => n
-                .additional
-                .schema()
-                .map_or(Info::dyn_(), |a| node_info(a, a.embedded)),
-            _ => Info::of(Kind::Dyn, container.elem),
+        let mut out = self.function(fname, target.as_ref(), &args, call)?;
+        if let Some(t) = &target {
+            out.cost = add(out.cost, t.cost);
         }
+        Ok(out)
     }
 }
+
+fn literal<'n>(l: &LiteralValue) -> Est<'n> {
+    let (ty, size) = match l {
+        LiteralValue::Boolean(_) => (Ty::Bool, 1),
+        LiteralValue::Int(_) => (Ty::Int, 1),
+        LiteralValue::UInt(_) => (Ty::Uint, 1),
+        LiteralValue::Double(_) => (Ty::Double, 1),
+        LiteralValue::String(s) => (Ty::String, s.inner().chars().count() as u64),
+        LiteralValue::Bytes(b) => (Ty::Bytes, b.inner().len() as u64),
+        LiteralValue::Null => (Ty::Null, 1),
+    };
+    Est::of(ty, 0).sized(Some(Size::exact(size)))
+}
+
+/// The schema type name of a CEL type, for error messages.
+fn schema_name(t: &Ty<'_>) -> &'static str {
+    match t {
+        Ty::Bool => "boolean",
+        Ty::Int | Ty::Uint => "integer",
+        Ty::Double => "number",
+        Ty::List(_) => "array",
+        Ty::Map(..) | Ty::Object(_) => "object",
+        _ => "string",
+    }
+}
+
+/// Which of an operator's overloads the operand types select, as cel-go resolves them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    String,
+    Bytes,
+    List,
+    Other,
+}
+
+fn class(t: &Ty<'_>) -> Option<Class> {
+    match t {
+        Ty::String => Some(Class::String),
+        Ty::Bytes => Some(Class::Bytes),
+        Ty::List(_) => Some(Class::List),
+        Ty::Dyn => None,
+        _ => Some(Class::Other),
+    }
+}
+
+/// The overload classes `a op b` can resolve to (`dyn` matches any).
+fn classes(a: &Ty<'_>, b: &Ty<'_>) -> Vec<Class> {
+    match (class(a), class(b)) {
+        (Some(x), _) | (None, Some(x)) => vec![x],
+        (None, None) => vec![Class::String, Class::Bytes, Class::List, Class::Other],
+    }
+}
+
+#[cfg(test)]
+mod tests;

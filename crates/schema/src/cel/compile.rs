@@ -10,7 +10,8 @@ use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr};
 use kube_cel::cel::parser::Parser;
 use kube_cel::cel::IdedExpr;
 
-use super::check::{self, max_entries, Kind};
+use super::check::{self, Kind};
+use super::decl::{cardinality_factor, unbounded_cardinality};
 use super::{CelRule, Program};
 use crate::errors::{forbidden, invalid};
 use crate::node::{Additional, Node};
@@ -91,6 +92,14 @@ fn instrument(e: &mut IdedExpr) {
     }
 }
 
+/// Where an expression is compiled: the node it is declared on, whether that is a resource
+/// root, and whether `oldSelf` is optional there.
+struct Site<'n> {
+    node: &'n Node,
+    resource_root: bool,
+    optional_old_self: bool,
+}
+
 /// Compiles all rules of a schema tree and accounts their estimated costs.
 pub(crate) struct CelCompiler<'o> {
     opts: &'o CompileOptions,
@@ -109,24 +118,35 @@ impl<'o> CelCompiler<'o> {
         }
     }
 
-    /// Compiles the rules of `n` and below; `cardinality` is how many times `n` can occur.
-    pub(crate) fn compile_tree(&mut self, n: &mut Node, cardinality: u64, resource_root: bool) {
+    /// Compiles the rules of `n` and below. `cardinality` is how many times `n` can occur:
+    /// the product of `maxItems`/`maxProperties` of the lists and maps above it, `None`
+    /// when one of them is unbounded (then each rule's own estimate applies).
+    pub(crate) fn compile_tree(
+        &mut self,
+        n: &mut Node,
+        cardinality: Option<u64>,
+        resource_root: bool,
+    ) {
         if !n.cel_below {
             return;
         }
-        let entries = max_entries(n);
+        let children = cardinality
+            .zip(cardinality_factor(n))
+            .map(|(c, f)| c.saturating_mul(f));
         for (_, p) in n.properties.iter_mut() {
             let root = p.embedded;
-            self.compile_tree(p, cardinality, root);
+            self.compile_tree(p, children, root);
         }
         if let Some(items) = n.items.as_deref_mut() {
             let root = items.embedded;
-            self.compile_tree(items, cardinality.saturating_mul(entries), root);
+            self.compile_tree(items, children, root);
         }
         if let Additional::Schema(ap) = &mut n.additional {
             let root = ap.embedded;
-            self.compile_tree(ap, cardinality.saturating_mul(entries), root);
+            self.compile_tree(ap, children, root);
         }
+        // under an unbounded list or map: as many of the smallest `n` as fit in a request
+        let cardinality = cardinality.unwrap_or_else(|| unbounded_cardinality(n, resource_root));
         let mut rules = std::mem::take(&mut n.rules);
         for r in rules.iter_mut() {
             self.compile_rule(r, n, cardinality, resource_root);
@@ -145,90 +165,93 @@ impl<'o> CelCompiler<'o> {
         self.most_expensive.truncate(4);
     }
 
+    /// Parses and checks one expression of `r` at `site`, reporting errors at `path`.
+    fn check(
+        &mut self,
+        r: &CelRule,
+        src: &str,
+        site: &Site<'_>,
+        path: &str,
+        what: &str,
+    ) -> Option<(IdedExpr, check::Analysis)> {
+        let detail = match parse(src) {
+            Err(e) => e,
+            Ok(expr) => {
+                match check::analyze(&expr, site.node, site.resource_root, site.optional_old_self) {
+                    Ok(a) => return Some((expr, a)),
+                    Err(detail) => format!("ERROR: <input>: {detail}"),
+                }
+            }
+        };
+        self.errs.push(invalid(
+            path.to_string(),
+            &r.go_repr(),
+            &format!("{what}compilation failed: {detail}"),
+        ));
+        None
+    }
+
+    /// The per-expression limit, and the expression's share of the per-CRD total.
+    fn limit(&mut self, path: &str, what: &str, cost: u64) {
+        if cost > self.opts.max_cel_cost {
+            self.errs.push(forbidden(
+                path.to_string(),
+                &cost_error(what, cost, self.opts.max_cel_cost),
+            ));
+        }
+        self.observe(path.to_string(), cost);
+    }
+
     fn compile_rule(&mut self, r: &mut CelRule, n: &Node, cardinality: u64, resource_root: bool) {
         if r.rule.trim().is_empty() {
             return;
         }
         let rule_path = join(&r.path, "rule");
         let before = self.errs.len();
-        let optional = r.optional_old_self == Some(true);
-        let mut program = None;
+        let site = Site {
+            node: n,
+            resource_root,
+            optional_old_self: r.optional_old_self == Some(true),
+        };
         let mut uses_old_self = false;
-        match parse(&r.rule) {
-            Err(e) => self.errs.push(invalid(
-                rule_path.clone(),
-                &r.go_repr(),
-                &format!("compilation failed: {e}"),
-            )),
-            Ok(expr) => match check::analyze(&expr, n, resource_root, optional) {
-                Err(detail) => self.errs.push(invalid(
+        let program = match self.check(r, &r.rule, &site, &rule_path, "") {
+            Some((expr, a)) if matches!(a.kind, Kind::Bool | Kind::Dyn) => {
+                uses_old_self = a.uses_old_self;
+                // the rule runs once per occurrence of its node
+                let cost = a.cost.saturating_mul(cardinality);
+                self.limit(&rule_path, "estimated rule cost", cost);
+                Some((expr, a.nodes))
+            }
+            Some(_) => {
+                self.errs.push(invalid(
                     rule_path.clone(),
                     &r.go_repr(),
-                    &format!("compilation failed: ERROR: <input>: {detail}"),
-                )),
-                Ok(a) => {
-                    uses_old_self = a.uses_old_self;
-                    if !matches!(a.kind, Kind::Bool | Kind::Dyn) {
-                        self.errs.push(invalid(
-                            rule_path.clone(),
-                            &r.go_repr(),
-                            "cel expression must evaluate to a bool",
-                        ));
-                    }
-                    let cost = a.cost.saturating_mul(cardinality);
-                    if cost > self.opts.max_cel_cost {
-                        self.errs.push(forbidden(
-                            rule_path.clone(),
-                            &cost_error("estimated rule cost", cost, self.opts.max_cel_cost),
-                        ));
-                    }
-                    self.observe(rule_path.clone(), cost);
-                    program = Some((expr, a.nodes));
-                }
-            },
-        }
+                    "cel expression must evaluate to a bool",
+                ));
+                None
+            }
+            None => None,
+        };
+        // as upstream, a messageExpression is compiled only once its rule compiles, and
+        // its cost is its own (not multiplied by the cardinality)
         let mut message = None;
-        if let Some(src) = r
+        let message_src = r
             .message_expression
             .as_deref()
-            .filter(|s| !s.trim().is_empty())
-        {
+            .filter(|s| program.is_some() && !s.trim().is_empty());
+        if let Some(src) = message_src {
             let mp = join(&r.path, "messageExpression");
-            match parse(src) {
-                Err(e) => self.errs.push(invalid(
+            match self.check(r, src, &site, &mp, "messageExpression ") {
+                Some((expr, a)) if matches!(a.kind, Kind::String | Kind::Dyn) => {
+                    self.limit(&mp, "estimated messageExpression cost", a.cost);
+                    message = Some((expr, a.nodes));
+                }
+                Some(_) => self.errs.push(invalid(
                     mp,
                     &r.go_repr(),
-                    &format!("messageExpression compilation failed: {e}"),
+                    "messageExpression must evaluate to a string",
                 )),
-                Ok(expr) => match check::analyze(&expr, n, resource_root, false) {
-                    Err(detail) => self.errs.push(invalid(
-                        mp,
-                        &r.go_repr(),
-                        &format!("messageExpression compilation failed: ERROR: <input>: {detail}"),
-                    )),
-                    Ok(a) => {
-                        if !matches!(a.kind, Kind::String | Kind::Dyn) {
-                            self.errs.push(invalid(
-                                mp.clone(),
-                                &r.go_repr(),
-                                "messageExpression must evaluate to a string",
-                            ));
-                        }
-                        let cost = a.cost.saturating_mul(cardinality);
-                        if cost > self.opts.max_cel_cost {
-                            self.errs.push(forbidden(
-                                mp.clone(),
-                                &cost_error(
-                                    "estimated messageExpression cost",
-                                    cost,
-                                    self.opts.max_cel_cost,
-                                ),
-                            ));
-                        }
-                        self.observe(mp, cost);
-                        message = Some((expr, a.nodes));
-                    }
-                },
+                None => {}
             }
         }
         if uses_old_self {

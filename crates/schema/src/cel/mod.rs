@@ -3,14 +3,30 @@
 //!
 //! - [`compile`] parses every rule and `messageExpression` once, checks it against the
 //!   schema (undeclared identifiers and functions, undefined fields, result type) and
-//!   estimates its worst-case cost from the schema's `maxLength`/`maxItems`/`maxProperties`
-//!   the way Kubernetes does, refusing rules over the per-rule and per-CRD limits.
+//!   refuses rules over the per-rule and per-CRD cost limits with kube-apiserver's
+//!   messages. A rule's cost is its estimate times how often it can run: the product of
+//!   `maxItems`/`maxProperties` above it, or, under an unbounded list or map, as many of
+//!   its node's smallest serialization as fit in a 3 MiB request; a `messageExpression`
+//!   counts once.
+//! - `check` types each expression and estimates its worst-case cost as kube-apiserver
+//!   1.32 does (cel-go's estimator with the Kubernetes library estimator): `decl` holds
+//!   the sizes the schema gives (`maxLength` counts 4 bytes per character, enums their
+//!   longest value, formats their longest text, anything unbounded what fits in a
+//!   request), `cost` the arithmetic. kube-apiserver's own cost tables are its tests.
 //! - [`eval`] evaluates them with `self` (and `oldSelf` for transition rules) bound to the
 //!   node's value, under a per-call and a per-request runtime budget: every comprehension
 //!   iteration is charged (by an instrumented loop condition), so no rule can run unbounded.
+//!
+//! Where kplane still differs from kube-apiserver 1.32: the checker is more lenient
+//! (fields of untyped or property-less objects are `dyn`; a `dyn` rule result passes as a
+//! bool), it accepts functions 1.32 does not declare (`base64`, `math`, cel-go's `lists`
+//! extension: costed by kplane's own size-based estimates), and it does not know type
+//! identifiers (`type(x) == string`) or the two-variable comprehensions of 1.32.
 
 mod check;
 pub(crate) mod compile;
+mod cost;
+mod decl;
 pub(crate) mod eval;
 mod functions;
 
