@@ -39,7 +39,7 @@ fn resource(
 }
 
 /// The built-in resources the kplane server serves (core, events, coordination, RBAC, batch,
-/// authorization, authentication, apiextensions).
+/// networking, authorization, authentication, apiextensions).
 pub fn builtin_served_resources_for_tests() -> Vec<ServedResource> {
     let core = |kind: &str, plural: &str, namespaced: bool, subs: &[&str], def: &str| {
         resource("", "v1", kind, plural, namespaced, ALL_VERBS, subs, def)
@@ -137,6 +137,16 @@ pub fn builtin_served_resources_for_tests() -> Vec<ServedResource> {
             ALL_VERBS,
             &["status"],
             "io.k8s.api.batch.v1.Job",
+        ),
+        resource(
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+            "networkpolicies",
+            true,
+            ALL_VERBS,
+            &[],
+            "io.k8s.api.networking.v1.NetworkPolicy",
         ),
         resource(
             "authorization.k8s.io",

@@ -666,3 +666,34 @@ fn identical_documents_are_shared_between_builds() {
         c.group_version("apis/example.com/v1").unwrap().1
     );
 }
+
+#[test]
+fn network_policies_are_published_under_networking_v1_as_upstream_names_them() {
+    let api = build_builtins();
+    let d = doc(&api, "apis/networking.k8s.io/v1");
+    check_structure("apis/networking.k8s.io/v1", &d);
+    let op = |path: &str, method: &str| {
+        d["paths"][path][method]["operationId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {method} {path}"))
+            .to_owned()
+    };
+    let ns = "/apis/networking.k8s.io/v1/namespaces/{namespace}/networkpolicies";
+    assert_eq!(op(ns, "get"), "listNetworkingV1NamespacedNetworkPolicy");
+    assert_eq!(op(ns, "post"), "createNetworkingV1NamespacedNetworkPolicy");
+    assert_eq!(
+        op(&format!("{ns}/{{name}}"), "patch"),
+        "patchNetworkingV1NamespacedNetworkPolicy"
+    );
+    assert_eq!(
+        op("/apis/networking.k8s.io/v1/networkpolicies", "get"),
+        "listNetworkingV1NetworkPolicyForAllNamespaces"
+    );
+    let spec = &d["components"]["schemas"]["io.k8s.api.networking.v1.NetworkPolicySpec"];
+    for field in ["podSelector", "ingress", "egress", "policyTypes"] {
+        assert!(spec["properties"].get(field).is_some(), "{field}: {spec}");
+    }
+    // 1.32's NetworkPolicy has no status.
+    let np = find_kind(&d, "networking.k8s.io", "v1", "NetworkPolicy").unwrap();
+    assert!(np["properties"].get("status").is_none(), "{np}");
+}

@@ -296,6 +296,7 @@ mod tests {
             ("rbac.authorization.k8s.io", "ClusterRole"),
             ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
             ("batch", "Job"),
+            ("networking.k8s.io", "NetworkPolicy"),
             ("apiextensions.k8s.io", "CustomResourceDefinition"),
             ("sync.kplane.io", "SyncTarget"),
         ] {
@@ -319,6 +320,24 @@ mod tests {
         );
         let resources = [Field("spec"), Field("resources")];
         assert_eq!(st.list_type(&resources), ListType::Atomic);
+    }
+
+    #[test]
+    fn network_policy_facts() {
+        let np = builtin_type_info("networking.k8s.io", "NetworkPolicy").unwrap();
+        for list in ["ingress", "egress", "policyTypes"] {
+            assert_eq!(
+                np.list_type(&[Field("spec"), Field(list)]),
+                ListType::Atomic,
+                "{list}"
+            );
+        }
+        let selector = [Field("spec"), Field("podSelector")];
+        assert_eq!(np.map_type(&selector), MapType::Atomic);
+        assert_eq!(
+            np.empty_object(),
+            json!({"metadata": {}, "spec": {"podSelector": {}}})
+        );
     }
 
     #[test]

@@ -118,6 +118,13 @@ const LEASE_COLUMNS: &[Column] = &[
     AGE,
 ];
 
+// Upstream describes the column with extensions/v1beta1's text of the field.
+const NETWORK_POLICY_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Pod-Selector", "Selects the pods to which this NetworkPolicy object applies.  The array of ingress rules is applied to any pods selected by this field. Multiple network policies can select the same set of pods.  In this case, the ingress rules for each are combined additively. This field is NOT optional and follows standard label selector semantics. An empty podSelector matches all pods in this namespace."),
+    AGE,
+];
+
 const ROLE_BINDING_COLUMNS: &[Column] = &[
     name_col(0),
     col("Role", "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error."),
@@ -196,6 +203,7 @@ enum Printer {
     CoreEvent,
     EventsEvent,
     Lease,
+    NetworkPolicy,
     RoleBinding,
     ClusterRoleBinding,
     Job,
@@ -214,6 +222,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("", "Event") => Printer::CoreEvent,
         ("events.k8s.io", "Event") => Printer::EventsEvent,
         ("coordination.k8s.io", "Lease") => Printer::Lease,
+        ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
         ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Printer::ClusterRoleBinding,
         ("batch", "Job") => Printer::Job,
@@ -239,6 +248,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::ServiceAccount => SERVICE_ACCOUNT_COLUMNS,
         Printer::CoreEvent | Printer::EventsEvent => EVENT_COLUMNS,
         Printer::Lease => LEASE_COLUMNS,
+        Printer::NetworkPolicy => NETWORK_POLICY_COLUMNS,
         Printer::RoleBinding => ROLE_BINDING_COLUMNS,
         Printer::ClusterRoleBinding => CLUSTER_ROLE_BINDING_COLUMNS,
         Printer::Job => JOB_COLUMNS,
@@ -334,6 +344,13 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         Printer::Lease => vec![
             name(obj),
             s(str_at(obj, &["spec", "holderIdentity"])),
+            age(obj, now),
+        ],
+        Printer::NetworkPolicy => vec![
+            name(obj),
+            Value::String(kplane_types::labels::format_label_selector(
+                at(obj, &["spec", "podSelector"]).unwrap_or(&Value::Null),
+            )),
             age(obj, now),
         ],
         Printer::RoleBinding | Printer::ClusterRoleBinding => role_binding_cells(obj, now),
@@ -922,6 +939,44 @@ mod tests {
         assert_eq!(
             cells("coordination.k8s.io", "Lease", &lease, now())[1],
             json!("")
+        );
+    }
+
+    #[test]
+    fn network_policies_print_their_pod_selector() {
+        assert_eq!(
+            columns("networking.k8s.io", "NetworkPolicy")
+                .iter()
+                .map(|c| (c.name, c.priority))
+                .collect::<Vec<_>>(),
+            [("Name", 0), ("Pod-Selector", 0), ("Age", 0)]
+        );
+        let np = |sel: Value| {
+            let obj = json!({"metadata": {"name": "np", "creationTimestamp": ago(120)}, "spec": {"podSelector": sel}});
+            cells("networking.k8s.io", "NetworkPolicy", &obj, now())
+        };
+        assert_eq!(
+            np(json!({})),
+            vec![json!("np"), json!("<none>"), json!("2m")]
+        );
+        assert_eq!(
+            np(json!({"matchLabels": {"app": "db", "tier": "x"}}))[1],
+            json!("app=db,tier=x")
+        );
+        assert_eq!(
+            np(json!({"matchLabels": {"app": "db"},
+                "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["a", "b"]},
+                                     {"key": "canary", "operator": "DoesNotExist"}]}))[1],
+            json!("app=db,!canary,env notin (a,b)")
+        );
+        assert_eq!(
+            np(json!({"matchExpressions": [{"key": "k", "operator": "Near"}]}))[1],
+            json!("<error>")
+        );
+        let bare = json!({"metadata": {"name": "np", "creationTimestamp": ago(120)}});
+        assert_eq!(
+            cells("networking.k8s.io", "NetworkPolicy", &bare, now())[1],
+            json!("<none>")
         );
     }
 

@@ -48,6 +48,11 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
         "api.rbac.v1.ClusterRoleBinding",
     ),
     ("batch/v1", "Job", "api.batch.v1.Job"),
+    (
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "api.networking.v1.NetworkPolicy",
+    ),
     ("batch/v1", "CronJob", "api.batch.v1.CronJob"),
     (
         "authorization.k8s.io/v1",

@@ -14,6 +14,7 @@ use k8s_pb::api::batch::v1 as batch;
 use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::events::v1 as events;
+use k8s_pb::api::networking::v1 as networking;
 use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
@@ -473,6 +474,104 @@ fn lease_micro_time() {
     };
     let v = decode_ok(&body("coordination.k8s.io/v1", "Lease", &released));
     assert_eq!(v["spec"], json!({"holderIdentity": ""}));
+}
+
+#[test]
+fn network_policy_ports_peers_and_ip_blocks() {
+    let int_port = |n| IntOrString {
+        r#type: Some(0),
+        int_val: Some(n),
+        str_val: s(""),
+    };
+    let named_port = |name: &str| IntOrString {
+        r#type: Some(1),
+        int_val: Some(0),
+        str_val: s(name),
+    };
+    let selector = |k: &str, v: &str| meta::LabelSelector {
+        match_labels: BTreeMap::from([(k.to_string(), v.to_string())]),
+        match_expressions: vec![],
+    };
+    let np = networking::NetworkPolicy {
+        metadata: Some(go_meta("db", "default")),
+        spec: Some(networking::NetworkPolicySpec {
+            pod_selector: Some(selector("app", "db")),
+            ingress: vec![networking::NetworkPolicyIngressRule {
+                ports: vec![
+                    networking::NetworkPolicyPort {
+                        protocol: s("TCP"),
+                        port: Some(int_port(5432)),
+                        end_port: Some(5440),
+                    },
+                    networking::NetworkPolicyPort {
+                        protocol: None,
+                        port: Some(named_port("metrics")),
+                        end_port: None,
+                    },
+                ],
+                from: vec![
+                    networking::NetworkPolicyPeer {
+                        pod_selector: Some(meta::LabelSelector::default()),
+                        namespace_selector: Some(selector("team", "a")),
+                        ip_block: None,
+                    },
+                    networking::NetworkPolicyPeer {
+                        ip_block: Some(networking::IpBlock {
+                            cidr: s("10.0.0.0/8"),
+                            except: vec!["10.1.0.0/16".into()],
+                        }),
+                        ..Default::default()
+                    },
+                ],
+            }],
+            egress: vec![networking::NetworkPolicyEgressRule {
+                ports: vec![],
+                to: vec![networking::NetworkPolicyPeer {
+                    ip_block: Some(networking::IpBlock {
+                        cidr: s(""),
+                        except: vec![],
+                    }),
+                    ..Default::default()
+                }],
+            }],
+            policy_types: vec!["Ingress".into(), "Egress".into()],
+        }),
+    };
+    let v = decode_ok(&body("networking.k8s.io/v1", "NetworkPolicy", &np));
+    assert_eq!(
+        v,
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {
+                "podSelector": {"matchLabels": {"app": "db"}},
+                "ingress": [{
+                    "ports": [
+                        {"protocol": "TCP", "port": 5432, "endPort": 5440},
+                        {"port": "metrics"}
+                    ],
+                    "from": [
+                        {"podSelector": {}, "namespaceSelector": {"matchLabels": {"team": "a"}}},
+                        {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}
+                    ]
+                }],
+                "egress": [{"to": [{"ipBlock": {"cidr": ""}}]}],
+                "policyTypes": ["Ingress", "Egress"]
+            }
+        })
+    );
+    oracle::<k8s_openapi::api::networking::v1::NetworkPolicy>(&v);
+
+    // The pod selector is a value struct: written even when empty; an empty spec too.
+    let bare = networking::NetworkPolicy {
+        metadata: Some(go_meta("all", "default")),
+        spec: Some(networking::NetworkPolicySpec {
+            pod_selector: Some(meta::LabelSelector::default()),
+            ..Default::default()
+        }),
+    };
+    let v = decode_ok(&body("networking.k8s.io/v1", "NetworkPolicy", &bare));
+    assert_eq!(v["spec"], json!({"podSelector": {}}));
 }
 
 #[test]
@@ -1264,6 +1363,7 @@ fn supports_lists_exactly_the_table() {
         ("rbac.authorization.k8s.io/v1", "ClusterRole"),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
         ("batch/v1", "Job"),
+        ("networking.k8s.io/v1", "NetworkPolicy"),
         ("meta.k8s.io/v1", "DeleteOptions"),
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),

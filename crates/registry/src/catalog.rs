@@ -296,6 +296,18 @@ pub fn builtin() -> Vec<ResourceType> {
     job.selectable_fields = strings(&["status.successful"]);
     out.push(job);
 
+    let mut netpol = base(Spec {
+        group: "networking.k8s.io",
+        version: "v1",
+        kind: "NetworkPolicy",
+        plural: "networkpolicies",
+        namespaced: true,
+        schema: "io.k8s.api.networking.v1.NetworkPolicy",
+        strategy: Arc::new(NetworkPolicy),
+    });
+    netpol.short_names = vec!["netpol".into()];
+    out.push(netpol);
+
     out.push(base(Spec {
         group: "coordination.k8s.io",
         version: "v1",

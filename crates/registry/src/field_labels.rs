@@ -142,6 +142,8 @@ mod tests {
             ("ConfigMap", "", "data.x", Err("\"data.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")),
             ("ClusterRole", "rbac.authorization.k8s.io", "metadata.namespace", Ok("metadata.namespace")),
             ("Lease", "coordination.k8s.io", "spec.holderIdentity", Err("\"spec.holderIdentity\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")),
+            ("NetworkPolicy", "networking.k8s.io", "metadata.namespace", Ok("metadata.namespace")),
+            ("NetworkPolicy", "networking.k8s.io", "spec.podSelector", Err("\"spec.podSelector\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")),
         ];
         for (kind, group, label, want) in cases {
             let got = convert(&rt(kind, group), label);

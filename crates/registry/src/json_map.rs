@@ -43,6 +43,25 @@ pub(super) fn each_object<'a>(
         .filter_map(Value::as_object_mut)
 }
 
+/// The items of the array of structs held at `key`, a `null` item made the empty object
+/// (Go decodes it into the zero struct, which it encodes as `{}` or with its always-written
+/// fields).
+pub(super) fn each_struct<'a>(
+    m: &'a mut Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    m.get_mut(key)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(|item| {
+            if item.is_null() {
+                *item = Value::Object(Map::new());
+            }
+            item.as_object_mut()
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

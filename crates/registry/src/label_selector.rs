@@ -7,11 +7,17 @@ use serde_json::{json, Map, Value};
 
 use super::pod_template::required;
 
-/// `metav1.ValidateLabelSelector`; `allow_invalid_values` skips the label value check of
-/// expression values (`AllowInvalidLabelValueInSelector`, set when the stored selector
-/// already has such values).
+/// `metav1.ValidateLabelSelector`: the labels of `matchLabels`, then each expression.
+/// `allow_invalid_values` skips the label value check of expression values
+/// (`AllowInvalidLabelValueInSelector`, set when the stored object already has such values).
 pub fn validate_label_selector(sel: &Value, path: &str, allow_invalid_values: bool) -> Vec<Cause> {
     let mut causes = Vec::new();
+    if let Some(Value::Object(ml)) = sel.get("matchLabels") {
+        causes.extend(validation::validate_labels(
+            ml,
+            &format!("{path}.matchLabels"),
+        ));
+    }
     for (i, e) in sel
         .get("matchExpressions")
         .and_then(Value::as_array)
@@ -52,12 +58,6 @@ pub fn validate_label_selector(sel: &Value, path: &str, allow_invalid_values: bo
                 causes.push(Cause::invalid(format!("{p}.values[{j}]"), &json!(s), &msg));
             }
         }
-    }
-    if let Some(Value::Object(ml)) = sel.get("matchLabels") {
-        causes.extend(validation::validate_labels(
-            ml,
-            &format!("{path}.matchLabels"),
-        ));
     }
     causes
 }
@@ -219,5 +219,13 @@ mod tests {
                 "spec.selector.matchExpressions[2].operator: Invalid value: \"Near\": not a valid selector operator",
             ]
         );
+        // matchLabels are checked before the expressions, as upstream orders them.
+        let both = json!({"matchExpressions": [{"key": "a", "operator": "Near"}],
+            "matchLabels": {"b": "bad value"}});
+        let fields: Vec<String> = validate_label_selector(&both, "s", false)
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert_eq!(fields, ["s.matchLabels", "s.matchExpressions[0].operator"]);
     }
 }

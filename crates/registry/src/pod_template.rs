@@ -318,15 +318,16 @@ fn validate_ports(ports: &[Value], path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// `IsValidPortName`: an IANA service name.
-fn port_name_errors(name: &str) -> Vec<String> {
+/// `IsValidPortName`: an IANA service name (an empty one fails the charset rule too).
+pub(super) fn port_name_errors(name: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if name.len() > 15 {
         errs.push(validation::max_len_error(15));
     }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     {
         errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
     }

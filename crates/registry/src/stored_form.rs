@@ -9,7 +9,7 @@
 //! (`TypeStrategy::canonicalize`). CRDs have their own (`crd_form`); custom resources are
 //! stored as sent.
 
-use super::json_map::is_zero;
+use super::json_map::{each_struct, is_zero};
 use serde_json::{Map, Value};
 
 /// Calls `f` on `obj`'s map (nothing for a non-object).
@@ -52,6 +52,11 @@ pub fn rbac(obj: &mut Value, kind: &str) {
 /// batch/v1 Job.
 pub fn job(obj: &mut Value) {
     on_object(obj, job_fields);
+}
+
+/// networking.k8s.io/v1 NetworkPolicy.
+pub fn network_policy(obj: &mut Value) {
+    on_object(obj, network_policy_fields);
 }
 
 /// Drops the `omitempty` fields that hold their zero value.
@@ -170,6 +175,58 @@ fn job_fields(o: &mut Map<String, Value>) {
     }
 }
 
+/// networking.k8s.io/v1 NetworkPolicy: `spec` and its `podSelector` are structs, always
+/// written; the rule lists and their ports and peers are `omitempty`; a port's protocol,
+/// port and end port and a peer's selectors and IP block are pointers; an IP block's
+/// `cidr` is always written.
+fn network_policy_fields(o: &mut Map<String, Value>) {
+    always(o, "spec", Value::Object(Map::new()));
+    let Some(Value::Object(spec)) = o.get_mut("spec") else {
+        return;
+    };
+    always(spec, "podSelector", Value::Object(Map::new()));
+    if let Some(Value::Object(sel)) = spec.get_mut("podSelector") {
+        label_selector_fields(sel);
+    }
+    drop_zero(spec, &["ingress", "egress", "policyTypes"]);
+    if let Some(Value::Array(types)) = spec.get_mut("policyTypes") {
+        for t in types.iter_mut().filter(|t| t.is_null()) {
+            *t = Value::String(String::new());
+        }
+    }
+    for (rules, peers) in [("ingress", "from"), ("egress", "to")] {
+        for rule in each_struct(spec, rules) {
+            drop_zero(rule, &["ports", peers]);
+            for port in each_struct(rule, "ports") {
+                drop_null(port, &["protocol", "port", "endPort"]);
+            }
+            for peer in each_struct(rule, peers) {
+                drop_null(peer, &["podSelector", "namespaceSelector", "ipBlock"]);
+                for sel in ["podSelector", "namespaceSelector"] {
+                    if let Some(Value::Object(sel)) = peer.get_mut(sel) {
+                        label_selector_fields(sel);
+                    }
+                }
+                if let Some(Value::Object(block)) = peer.get_mut("ipBlock") {
+                    always(block, "cidr", Value::String(String::new()));
+                    drop_zero(block, &["except"]);
+                }
+            }
+        }
+    }
+}
+
+/// `metav1.LabelSelector`: both fields `omitempty`; an expression's key and operator
+/// always written, its values `omitempty`.
+fn label_selector_fields(sel: &mut Map<String, Value>) {
+    drop_zero(sel, &["matchLabels", "matchExpressions"]);
+    for e in each_struct(sel, "matchExpressions") {
+        always(e, "key", Value::String(String::new()));
+        always(e, "operator", Value::String(String::new()));
+        drop_zero(e, &["values"]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::catalog::{self, ResourceType};
@@ -246,6 +303,41 @@ mod tests {
                 json!({"spec": {"template": {"spec": {}}}, "status": {"active": 0, "ready": null}})
             ),
             json!({"spec": {"template": {"metadata": {"creationTimestamp": null}, "spec": {}}}, "status": {}})
+        );
+    }
+
+    #[test]
+    fn network_policies_keep_their_structs_and_drop_empty_lists_and_null_pointers() {
+        let np = "networking.k8s.io";
+        assert_eq!(
+            canonical(np, "NetworkPolicy", json!({"metadata": {}})),
+            json!({"metadata": {}, "spec": {"podSelector": {}}})
+        );
+        let obj = json!({"spec": {
+            "podSelector": {"matchLabels": {}, "matchExpressions": []},
+            "ingress": [
+                {"ports": [], "from": []},
+                null,
+                {"ports": [{"protocol": "TCP", "port": null, "endPort": null}],
+                 "from": [{"podSelector": null, "namespaceSelector": {"matchExpressions": [{"key": "k", "operator": "Exists", "values": []}]}},
+                          {"ipBlock": {"except": []}}]}
+            ],
+            "egress": [],
+            "policyTypes": ["Ingress", null]
+        }});
+        assert_eq!(
+            canonical(np, "NetworkPolicy", obj),
+            json!({"spec": {
+                "podSelector": {},
+                "ingress": [
+                    {},
+                    {},
+                    {"ports": [{"protocol": "TCP"}],
+                     "from": [{"namespaceSelector": {"matchExpressions": [{"key": "k", "operator": "Exists"}]}},
+                              {"ipBlock": {"cidr": ""}}]}
+                ],
+                "policyTypes": ["Ingress", ""]
+            }})
         );
     }
 

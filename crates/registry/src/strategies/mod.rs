@@ -7,7 +7,8 @@
 //! Every [`ResourceType`] holds the strategy of its type (`ResourceType::strategy`); the
 //! generic verbs (`write.rs`, `read.rs`, `watch.rs`, `apply.rs`) call these methods and never
 //! ask which type they are writing. Each type's implementation has a module here, calling
-//! the type's own modules where it has them (`job`, `crd`, `custom`, `stored_form`).
+//! the type's own modules where it has them (`job`, `network_policy`, `crd`, `custom`,
+//! `stored_form`).
 //! A new type (a Workspace, a SyncTarget) is a new implementation, not a new branch.
 //!
 //! Version conversion (events.k8s.io over the core Event store, custom resource versions) is
@@ -22,6 +23,7 @@ mod events_v1;
 mod job;
 mod lease;
 mod namespace;
+mod network_policy;
 mod rbac;
 mod review;
 mod secret;
@@ -51,6 +53,7 @@ pub use events_v1::{EventsV1Conversion, EventsV1Event};
 pub use job::Job;
 pub use lease::Lease;
 pub use namespace::Namespace;
+pub use network_policy::NetworkPolicy;
 pub use rbac::Rbac;
 pub use review::Review;
 pub use secret::Secret;
@@ -382,6 +385,14 @@ mod tests {
             ("events.k8s.io", "events", true, true, false, true),
             ("coordination.k8s.io", "leases", true, false, false, true),
             ("batch", "jobs", false, true, true, true),
+            (
+                "networking.k8s.io",
+                "networkpolicies",
+                false,
+                true,
+                true,
+                true,
+            ),
             (
                 "apiextensions.k8s.io",
                 "customresourcedefinitions",

@@ -440,8 +440,8 @@ mod tests {
         assert_eq!(
             rendered(validate_spec(&bad)),
             [
-                "spec.namespaceSelector.matchExpressions[0].operator: Invalid value: \"Sometimes\": not a valid selector operator",
                 "spec.namespaceSelector.matchLabels: Invalid value: \"not valid!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                "spec.namespaceSelector.matchExpressions[0].operator: Invalid value: \"Sometimes\": not a valid selector operator",
                 "spec.includeDescendants: Invalid value: \"yes\": must be a boolean",
                 "spec.resources[1].version: Required value",
                 "spec.resources[2].resource: Required value",
