@@ -8,6 +8,7 @@ mod events;
 mod get;
 mod jobs;
 mod modify;
+mod network_policies;
 mod root_ca;
 mod status;
 mod stored_form;

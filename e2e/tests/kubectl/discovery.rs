@@ -22,6 +22,13 @@ fn api_resources_lists_served_kinds_and_not_pods() -> Result<()> {
         ("events", "ev", "v1", "true", "Event"),
         ("jobs", "", "batch/v1", "true", "Job"),
         ("leases", "", "coordination.k8s.io/v1", "true", "Lease"),
+        (
+            "networkpolicies",
+            "netpol",
+            "networking.k8s.io/v1",
+            "true",
+            "NetworkPolicy",
+        ),
         ("roles", "", "rbac.authorization.k8s.io/v1", "true", "Role"),
         (
             "rolebindings",
