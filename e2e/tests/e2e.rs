@@ -35,6 +35,7 @@ mod sync_controllers;
 mod sync_endpoint;
 mod sync_target;
 mod syncer;
+mod syncer_api_access;
 mod syncer_bench;
 mod syncer_status;
 mod templates;

@@ -19,7 +19,7 @@ use crate::python::run_script;
 
 const HOME: &str = "root:acme:team";
 
-const ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
+pub(crate) const ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: configmaps
@@ -138,7 +138,7 @@ async fn a_service_account_token_without_a_cluster_path_reaches_its_own_cluster(
 }
 
 /// The DER bytes of the first certificate in `pem`.
-fn pem_der(pem: &str) -> Result<Vec<u8>> {
+pub(crate) fn pem_der(pem: &str) -> Result<Vec<u8>> {
     let body: String = pem
         .lines()
         .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE-----"))

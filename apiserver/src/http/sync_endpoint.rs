@@ -37,6 +37,9 @@ enum Allowed {
     AssignedObject,
     /// Get a Secret, ConfigMap or ServiceAccount, if an assigned object refers to it.
     Referenced(RefKind),
+    /// Create a token (TokenRequest) of a ServiceAccount an assigned object runs as: the
+    /// credential of its pods' in-cluster API access (docs/sync.md).
+    Token,
     /// The SyncTarget itself (get) and its status (get, update, patch).
     Heartbeat,
     /// The syncer's Lease (get, update, patch; create through the collection).
@@ -115,6 +118,14 @@ fn classify(
     if let Some(kind) = RefKind::from_resource(&rp.group, &rp.version, &rp.resource) {
         if covered && rp.namespace.is_some() && rp.name.is_some() && sub.is_none() {
             return allow(*verb == Verb::Get, Allowed::Referenced(kind));
+        }
+        if kind == RefKind::ServiceAccount
+            && covered
+            && rp.namespace.is_some()
+            && rp.name.is_some()
+            && sub == Some("token")
+        {
+            return allow(*verb == Verb::Create, Allowed::Token);
         }
     }
     if own_cluster
@@ -306,7 +317,11 @@ async fn checked(
             let name = rp.name.as_deref().unwrap_or_default();
             state.registry.sync_check_assigned(&target, name, t).await?;
         }
-        Allowed::Referenced(kind) => {
+        Allowed::Referenced(_) | Allowed::Token => {
+            let kind = match allowed {
+                Allowed::Referenced(kind) => kind,
+                _ => RefKind::ServiceAccount,
+            };
             let cluster = info
                 .cluster
                 .one()
@@ -513,6 +528,26 @@ mod tests {
             let list = format!("/clusters/root:acme/api/v1/namespaces/d/{p}");
             assert_eq!(class(&spec, g.clone(), &list), Err(404));
         }
+        // A ServiceAccount's token: created only, and only through the token subresource.
+        let token = "/clusters/root:acme/api/v1/namespaces/d/serviceaccounts/x/token";
+        assert_eq!(class(&spec, Method::POST, token), Ok(Token));
+        assert_eq!(class(&spec, g.clone(), token), Err(405));
+        assert_eq!(
+            class(
+                &spec,
+                Method::POST,
+                "/clusters/root:acme/api/v1/namespaces/d/secrets/x/token"
+            ),
+            Err(404)
+        );
+        assert_eq!(
+            class(
+                &spec,
+                Method::POST,
+                "/clusters/root:acmex/api/v1/namespaces/d/serviceaccounts/x/token"
+            ),
+            Err(404)
+        );
         assert_eq!(
             class(
                 &spec,

@@ -247,6 +247,15 @@ struct SyncerArgs {
     /// Objects reconciled at once (each waits on kplane or the host most of the time).
     #[arg(long, default_value_t = 32)]
     workers: usize,
+    /// The URL under which pods on the host reach kplane, `https://HOST[:PORT]` (e.g.
+    /// kplane's Service in its host namespace): synced pods' in-cluster configuration
+    /// (`KUBERNETES_SERVICE_HOST`/`_PORT`) names it. Default: the kubeconfig's server URL.
+    #[arg(long, value_name = "URL")]
+    pod_api_server: Option<String>,
+    /// Leave synced pods' in-cluster API to the host (their pod templates unchanged but
+    /// for the renamed references) instead of pointing it at their logical cluster.
+    #[arg(long)]
+    no_pod_api_access: bool,
     /// Log verbosity (as `kplane serve -v`).
     #[arg(short = 'v', long = "v", value_name = "N", default_value_t = 0)]
     verbosity: u8,
@@ -285,6 +294,8 @@ fn run_syncer(args: SyncerArgs) -> anyhow::Result<()> {
         identity: syncer_identity(args.id),
         version: format!("kplane {} ({short})", info.kplane_version),
         workers: args.workers,
+        pod_api_access: !args.no_pod_api_access,
+        pod_api_server: args.pod_api_server,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -52,6 +52,11 @@ impl KplaneClients {
         }
     }
 
+    /// The kube config the clients are made from (credentials, TLS, the server URL).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The base URL.
     pub fn base(&self) -> &str {
         &self.base

@@ -132,6 +132,15 @@ const JOB_STATUS_FIELDS: [&str; 10] = [
     "failedIndexes",
 ];
 
+/// Every key of the status fields that are maps: a merge patch must null each key the
+/// host does not have, whatever the syncer last saw of the source.
+fn map_keys(field: &str) -> Option<&'static [&'static str]> {
+    match field {
+        "uncountedTerminatedPods" => Some(&["succeeded", "failed"]),
+        _ => None,
+    }
+}
+
 /// The condition the syncer writes on every status write-back.
 pub const SYNCED_CONDITION: &str = "Synced";
 
@@ -240,7 +249,16 @@ impl SyncedKind for Job {
             if want != have {
                 differs = true;
             }
-            patch.insert(f.to_owned(), replacing(current.get(f), host_status.get(f)));
+            let mut value = replacing(current.get(f), host_status.get(f));
+            // The source seen here may lag behind what is stored (the watch event of the
+            // syncer's own last write not yet in): a map's keys are nulled whether or not
+            // this view of the source still shows them.
+            if let (Some(keys), Some(map)) = (map_keys(f), value.as_object_mut()) {
+                for k in keys {
+                    map.entry(*k).or_insert(Value::Null);
+                }
+            }
+            patch.insert(f.to_owned(), value);
         }
         let current_conditions: Vec<Value> = current
             .get("conditions")
@@ -555,6 +573,22 @@ mod tests {
             src["status"]["uncountedTerminatedPods"],
             json!({"failed": ["b"]})
         );
+        // A view of the source that lags behind (it does not show the stored map yet): the
+        // patch still empties every key.
+        let mut lagging = source_job();
+        lagging["status"] = json!({});
+        let host = json!({"status": {"failed": 1, "uncountedTerminatedPods": {}}});
+        let patch = Job
+            .status_patch(&lagging, &host, "m", "t")
+            .expect("a change");
+        assert_eq!(
+            patch["status"]["uncountedTerminatedPods"],
+            json!({"failed": null, "succeeded": null})
+        );
+        let mut stored = source_job();
+        stored["status"] = json!({"uncountedTerminatedPods": {"failed": ["b"]}});
+        json_patch::merge(&mut stored, &patch);
+        assert_eq!(stored["status"]["uncountedTerminatedPods"], json!({}));
         // A field the host no longer has is removed.
         let gone = json!({"status": {"succeeded": 1}});
         let patch = Job.status_patch(&src, &gone, "m", "t").expect("a change");

@@ -19,6 +19,7 @@
 //! - Heartbeats and the drain on deletion are the SyncTarget's status ([`target`]);
 //!   progress is on `/metrics` ([`metrics`]).
 
+pub mod api_access;
 pub mod clients;
 pub mod copies;
 pub mod error;
@@ -66,4 +67,9 @@ pub struct Settings {
     pub version: String,
     /// Concurrent reconciles.
     pub workers: usize,
+    /// Whether synced pods' in-cluster API is their logical cluster (docs/sync.md).
+    pub pod_api_access: bool,
+    /// The URL under which host pods reach kplane (`https://HOST[:PORT]`); default: the
+    /// kubeconfig's server URL.
+    pub pod_api_server: Option<String>,
 }

@@ -11,6 +11,7 @@ use chrono::{SecondsFormat, Utc};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
 
+use crate::api_access;
 use crate::copies::{self, ours};
 use crate::error::{is_status, Error, KubeContext as _, Result};
 use crate::naming::{SYNCER_FINALIZER, UID_ANNOTATION};
@@ -82,6 +83,76 @@ pub async fn remove_host_object(state: &State, key: &ObjectKey, uid: Option<&str
     tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
         host_namespace = %ns, host_name = %name, "deleted the host {kind}");
     Ok(())
+}
+
+/// Rewrites the pod template of a host object about to be created so that its pods'
+/// in-cluster API is their logical cluster (`api_access`); the host ServiceAccount name
+/// whose token they get, or `None` when they get none (or the syncer gives no access).
+async fn pod_api_access(
+    state: &State,
+    key: &ObjectKey,
+    pointer: Option<&str>,
+    desired: &mut Value,
+    host_name: &str,
+) -> Result<Option<String>> {
+    let (Some(api), Some(pointer)) = (state.pod_api.as_ref(), pointer) else {
+        return Ok(None);
+    };
+    let Some(pod_spec) = desired.pointer_mut(pointer) else {
+        return Ok(None);
+    };
+    // The source's ServiceAccount name (the host spec's is renamed in a shared namespace).
+    let source_sa = state
+        .cached(key)
+        .and_then(|s| {
+            s.pointer(pointer)
+                .map(|p| api_access::service_account(p).to_owned())
+        })
+        .unwrap_or_else(|| "default".to_owned());
+    let explicit = pod_spec
+        .get("automountServiceAccountToken")
+        .and_then(Value::as_bool);
+    let sa_automount = match explicit {
+        Some(_) => None,
+        None => api_access::service_account_automount(state, key, &source_sa).await?,
+    };
+    if api_access::wants_token(pod_spec, sa_automount) {
+        let secret = format!("{host_name}{}", api_access::SECRET_SUFFIX);
+        api_access::rewrite(pod_spec, api, Some(&secret));
+        Ok(Some(source_sa))
+    } else {
+        api_access::rewrite(pod_spec, api, None);
+        Ok(None)
+    }
+}
+
+/// Creates or renews the in-cluster API Secret of host object `host` (named `name` in
+/// `ns`) for ServiceAccount `sa`. A failure is logged and retried at the next reconcile;
+/// it does not hold up the status write-back.
+async fn issue_access(
+    state: &State,
+    key: &ObjectKey,
+    sa: &str,
+    ns: &str,
+    name: &str,
+    host: &Value,
+) {
+    let Some(api) = state.pod_api.as_ref() else {
+        return;
+    };
+    let uid = host
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match api_access::ensure_secret(state, api, key, sa, (ns, name, uid)).await {
+        Ok(()) => state.access_checked(key, true),
+        Err(e) => {
+            state.access_checked(key, false);
+            state.metrics.error();
+            tracing::warn!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
+                error = %e, "the in-cluster API token could not be issued; retrying later");
+        }
+    }
 }
 
 /// Removes the syncer's finalizer from the source (guarded by its resourceVersion).
@@ -245,6 +316,9 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
     };
     let host = match found {
         None => {
+            let mut desired = desired;
+            let access =
+                pod_api_access(state, key, kind.pod_spec_pointer(), &mut desired, &name).await?;
             let obj: DynamicObject = serde_json::from_value(desired)
                 .map_err(|e| Error::Config(format!("building {}: {e}", what())))?;
             let created = match api.create(&PostParams::default(), &obj).await {
@@ -258,6 +332,9 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
                 host_namespace = %ns, host_name = %name, "created the host {kind_name}");
             let created = slim(serde_json::to_value(created).unwrap_or(Value::Null));
             state.wrote_host(key, &created);
+            if let Some(sa) = access {
+                issue_access(state, key, &sa, &ns, &name, &created).await;
+            }
             created
         }
         Some(host) => {
@@ -279,6 +356,12 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
                     "the stale {} is being deleted",
                     what()
                 )));
+            }
+            if let Some(pod_spec) = kind.pod_spec_pointer().and_then(|p| host.pointer(p)) {
+                if api_access::has_access(pod_spec) && state.access_due(key) {
+                    let sa = api_access::service_account(pod_spec).to_owned();
+                    issue_access(state, key, &sa, &ns, &name, &host).await;
+                }
             }
             match kind.push_down(source, &host) {
                 None => host,

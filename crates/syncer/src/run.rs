@@ -41,6 +41,14 @@ impl Engine {
         kinds: Vec<Arc<dyn SyncedKind>>,
         metrics: Arc<Metrics>,
     ) -> Self {
+        // Checked at start-up (`run`), so this only fails where that did.
+        let pod_api = settings
+            .pod_api_access
+            .then(|| {
+                crate::api_access::PodApi::new(settings.pod_api_server.as_deref(), kplane.config())
+                    .ok()
+            })
+            .flatten();
         let state = Arc::new(State {
             target,
             layout: layout(settings),
@@ -61,6 +69,8 @@ impl Engine {
             host_reachable: AtomicBool::new(true),
             copies_checked: Mutex::new(Default::default()),
             resync: settings.resync,
+            pod_api,
+            access_checked: Mutex::new(Default::default()),
         });
         let sweep = Arc::new(Notify::new());
         let mut tasks = JoinSet::new();
@@ -108,6 +118,14 @@ pub async fn run(
     let config =
         clients::from_kubeconfig(&settings.kubeconfig, settings.context.as_deref()).await?;
     let (cluster, base) = clients::sync_base(&config.cluster_url, &settings.target)?;
+    if settings.pod_api_access {
+        let api = crate::api_access::PodApi::new(settings.pod_api_server.as_deref(), &config)?;
+        if api.ca_pem.is_empty() {
+            tracing::warn!(
+                "the kubeconfig names no CA for kplane: synced pods get an empty ca.crt"
+            );
+        }
+    }
     let host = clients::host_client(settings.host_kubeconfig.as_deref()).await?;
     let target = TargetRef {
         cluster,

@@ -74,6 +74,11 @@ pub struct State {
     pub host_reachable: AtomicBool,
     /// The resync period.
     pub resync: Duration,
+    /// Where synced pods reach kplane (`api_access`); `None`: their pod templates are not
+    /// rewritten.
+    pub pod_api: Option<crate::api_access::PodApi>,
+    /// When each synced object's in-cluster API Secret was last found fresh or renewed.
+    pub access_checked: Mutex<HashMap<ObjectKey, Instant>>,
 }
 
 impl std::fmt::Debug for State {
@@ -112,6 +117,26 @@ impl State {
             .lock()
             .map(|c| c.contains_key(key))
             .unwrap_or(false)
+    }
+
+    /// Whether the in-cluster API Secret of `key` is to be checked (never checked, or not
+    /// within the resync period).
+    pub fn access_due(&self, key: &ObjectKey) -> bool {
+        self.access_checked
+            .lock()
+            .map(|m| m.get(key).is_none_or(|t| t.elapsed() >= self.resync))
+            .unwrap_or(true)
+    }
+
+    /// Records (or, with `ok` false, forgets) a check of `key`'s in-cluster API Secret.
+    pub fn access_checked(&self, key: &ObjectKey, ok: bool) {
+        if let Ok(mut m) = self.access_checked.lock() {
+            if ok {
+                m.insert(key.clone(), Instant::now());
+            } else {
+                m.remove(key);
+            }
+        }
     }
 
     pub fn all_listed(&self) -> bool {
