@@ -37,6 +37,7 @@ mod sync_target;
 mod syncer;
 mod syncer_api_access;
 mod syncer_bench;
+mod syncer_policies;
 mod syncer_status;
 mod templates;
 mod wildcard;

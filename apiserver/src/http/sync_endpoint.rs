@@ -40,6 +40,9 @@ enum Allowed {
     /// Create a token (TokenRequest) of a ServiceAccount an assigned object runs as: the
     /// credential of its pods' in-cluster API access (docs/sync.md).
     Token,
+    /// List the NetworkPolicies of a namespace that holds an assigned object (they govern
+    /// its pods on the host).
+    NamespacePolicies,
     /// The SyncTarget itself (get) and its status (get, update, patch).
     Heartbeat,
     /// The syncer's Lease (get, update, patch; create through the collection).
@@ -127,6 +130,15 @@ fn classify(
         {
             return allow(*verb == Verb::Create, Allowed::Token);
         }
+    }
+    if covered
+        && rp.group == "networking.k8s.io"
+        && rp.version == "v1"
+        && rp.resource == "networkpolicies"
+        && rp.namespace.is_some()
+        && rp.name.is_none()
+    {
+        return allow(*verb == Verb::List, Allowed::NamespacePolicies);
     }
     if own_cluster
         && rp.group == SYNC_GROUP
@@ -339,6 +351,22 @@ async fn checked(
                 )
                 .await?;
         }
+        Allowed::NamespacePolicies => {
+            let cluster = info
+                .cluster
+                .one()
+                .cloned()
+                .ok_or_else(ApiError::not_found_path)?;
+            state
+                .registry
+                .sync_check_namespace_assigned(
+                    &cluster,
+                    rp.namespace.as_deref().unwrap_or_default(),
+                    t,
+                    &spec,
+                )
+                .await?;
+        }
         Allowed::Heartbeat => {}
         Allowed::Lease if rp.name.is_none() => req = lease_create(req, t).await?,
         Allowed::Lease => {}
@@ -528,6 +556,31 @@ mod tests {
             let list = format!("/clusters/root:acme/api/v1/namespaces/d/{p}");
             assert_eq!(class(&spec, g.clone(), &list), Err(404));
         }
+        // A namespace's NetworkPolicies: listed only (not watched, not one by name).
+        let netpols = "/clusters/root:acme/apis/networking.k8s.io/v1/namespaces/d/networkpolicies";
+        assert_eq!(class(&spec, g.clone(), netpols), Ok(NamespacePolicies));
+        assert_eq!(
+            class(&spec, g.clone(), &format!("{netpols}?watch=true")),
+            Err(405)
+        );
+        assert_eq!(class(&spec, Method::POST, netpols), Err(405));
+        assert_eq!(class(&spec, g.clone(), &format!("{netpols}/x")), Err(404));
+        assert_eq!(
+            class(
+                &spec,
+                g.clone(),
+                "/clusters/*/apis/networking.k8s.io/v1/networkpolicies"
+            ),
+            Err(404)
+        );
+        assert_eq!(
+            class(
+                &spec,
+                g.clone(),
+                "/clusters/root:other/apis/networking.k8s.io/v1/namespaces/d/networkpolicies"
+            ),
+            Err(404)
+        );
         // A ServiceAccount's token: created only, and only through the token subresource.
         let token = "/clusters/root:acme/api/v1/namespaces/d/serviceaccounts/x/token";
         assert_eq!(class(&spec, Method::POST, token), Ok(Token));

@@ -27,6 +27,7 @@ pub mod kinds;
 pub mod lease;
 pub mod metrics;
 pub mod naming;
+pub mod policies;
 pub mod queue;
 pub mod reconcile;
 pub mod run;

@@ -15,6 +15,7 @@ use crate::api_access;
 use crate::copies::{self, ours};
 use crate::error::{is_status, Error, KubeContext as _, Result};
 use crate::naming::{SYNCER_FINALIZER, UID_ANNOTATION};
+use crate::policies;
 use crate::state::{annotation, slim, CopyKey, ObjectKey, State};
 use kplane_types::pod_refs::{self, Reference};
 
@@ -28,6 +29,7 @@ pub async fn reconcile(state: &State, key: &ObjectKey) -> Result<()> {
         None => {
             remove_host_object(state, key, None).await?;
             copies::sync_refs(state, key, BTreeSet::new()).await?;
+            policies::release_namespace(state, &key.cluster, &key.namespace).await?;
             state.mark_synced(key, false);
             Ok(())
         }
@@ -35,6 +37,7 @@ pub async fn reconcile(state: &State, key: &ObjectKey) -> Result<()> {
             let uid = source.pointer("/metadata/uid").and_then(Value::as_str);
             remove_host_object(state, key, uid).await?;
             copies::sync_refs(state, key, BTreeSet::new()).await?;
+            policies::release_namespace(state, &key.cluster, &key.namespace).await?;
             state.mark_synced(key, false);
             release_finalizer(state, key, &source).await
         }
@@ -275,6 +278,8 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
         })
         .collect();
     copies::sync_refs(state, key, copy_keys).await?;
+    // The namespace's NetworkPolicies too, before a new host object's pods start.
+    policies::sync_namespace(state, &key.cluster, &key.namespace, !state.is_synced(key)).await?;
 
     let mut desired = kind.host_object(source);
     if let Some(p) = kind.pod_spec_pointer() {
@@ -283,6 +288,28 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
             pod_refs::rewrite(pod_spec, &|r| {
                 layout.place(&key.cluster, &key.namespace, &r.name).1
             });
+        }
+    }
+    if let (crate::naming::HostLayout::Shared(_), Some(p)) =
+        (&state.layout, kind.pod_spec_pointer())
+    {
+        // With one shared host namespace, the pods carry their source namespace, which the
+        // carried NetworkPolicies select on.
+        if let Some(meta) = p
+            .strip_suffix("/spec")
+            .and_then(|t| desired.pointer_mut(t))
+            .and_then(Value::as_object_mut)
+        {
+            let m = meta.entry("metadata").or_insert_with(|| json!({}));
+            if let Some(m) = m.as_object_mut() {
+                let labels = m.entry("labels").or_insert_with(|| json!({}));
+                if let Some(l) = labels.as_object_mut() {
+                    l.insert(
+                        policies::SOURCE_LABEL.into(),
+                        json!(policies::source_label_value(&key.cluster, &key.namespace)),
+                    );
+                }
+            }
         }
     }
     let (labels, annotations) =

@@ -71,6 +71,7 @@ impl Engine {
             resync: settings.resync,
             pod_api,
             access_checked: Mutex::new(Default::default()),
+            policies_checked: Mutex::new(Default::default()),
         });
         let sweep = Arc::new(Notify::new());
         let mut tasks = JoinSet::new();

@@ -79,6 +79,8 @@ pub struct State {
     pub pod_api: Option<crate::api_access::PodApi>,
     /// When each synced object's in-cluster API Secret was last found fresh or renewed.
     pub access_checked: Mutex<HashMap<ObjectKey, Instant>>,
+    /// When the NetworkPolicies of each source (cluster, namespace) were last carried.
+    pub policies_checked: Mutex<HashMap<(String, String), Instant>>,
 }
 
 impl std::fmt::Debug for State {
@@ -137,6 +139,47 @@ impl State {
                 m.remove(key);
             }
         }
+    }
+
+    /// Whether the NetworkPolicies of `cluster`/`namespace` are to be carried again.
+    pub fn policies_due(&self, cluster: &str, namespace: &str) -> bool {
+        self.policies_checked
+            .lock()
+            .map(|m| {
+                m.get(&(cluster.to_owned(), namespace.to_owned()))
+                    .is_none_or(|t| t.elapsed() >= self.resync)
+            })
+            .unwrap_or(true)
+    }
+
+    /// Records (or forgets) that the NetworkPolicies of `cluster`/`namespace` agree.
+    pub fn policies_checked(&self, cluster: &str, namespace: &str, ok: bool) {
+        if let Ok(mut m) = self.policies_checked.lock() {
+            let k = (cluster.to_owned(), namespace.to_owned());
+            if ok {
+                m.insert(k, Instant::now());
+            } else {
+                m.remove(&k);
+            }
+        }
+    }
+
+    /// Whether a live assigned object of `cluster`/`namespace` is cached (one being
+    /// deleted does not count).
+    pub fn namespace_in_use(&self, cluster: &str, namespace: &str) -> bool {
+        let Ok(cache) = self.cache.lock() else {
+            return true;
+        };
+        cache.iter().any(|(k, v)| {
+            k.cluster == cluster
+                && k.namespace == namespace
+                && v.value().pointer("/metadata/deletionTimestamp").is_none()
+        })
+    }
+
+    /// Whether `key`'s host object exists and agrees, as last seen.
+    pub fn is_synced(&self, key: &ObjectKey) -> bool {
+        self.synced.lock().map(|s| s.contains(key)).unwrap_or(false)
     }
 
     pub fn all_listed(&self) -> bool {

@@ -14,6 +14,7 @@ use crate::naming::{
     HostLayout, TargetRef, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION,
     TARGET_ANNOTATION, UID_ANNOTATION,
 };
+use crate::policies;
 use crate::state::{annotation, Compact, CopyKey, ObjectKey, State};
 use kplane_types::pod_refs::{self, RefKind};
 
@@ -161,6 +162,21 @@ pub async fn sweep(state: &State) -> Result<()> {
             }
         }
     }
+    // NetworkPolicies of source namespaces without a synced object left.
+    let ar = policies::resource();
+    let api = host_scope(&state.host, &state.layout, &ar);
+    let mut released = BTreeSet::new();
+    for obj in list_ours(&api, &state.target, "networkpolicies").await? {
+        let (Some(cluster), Some(namespace)) = (
+            annotation(&obj, CLUSTER_ANNOTATION),
+            annotation(&obj, NAMESPACE_ANNOTATION),
+        ) else {
+            continue;
+        };
+        if released.insert((cluster.to_owned(), namespace.to_owned())) {
+            policies::release_namespace(state, cluster, namespace).await?;
+        }
+    }
     Ok(())
 }
 
@@ -187,6 +203,16 @@ pub async fn drain(
                 ar.kind
             );
         }
+    }
+    let policy = policies::resource();
+    let api = host_scope(host, layout, &policy);
+    for obj in list_ours(&api, target, "networkpolicies").await? {
+        delete(&in_namespace(&api, host, &obj, &policy), &obj).await?;
+        tracing::info!(
+            host_namespace = meta_str(&obj, "namespace"),
+            host_name = meta_str(&obj, "name"),
+            "drain: deleted the host NetworkPolicy"
+        );
     }
     for kind in RefKind::ALL {
         let ar = core_resource(kind);

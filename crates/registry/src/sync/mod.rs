@@ -145,6 +145,56 @@ impl Registry {
         }
     }
 
+    /// Checks that `cluster`/`namespace` holds an object assigned to `t` (of a resource in
+    /// `spec`): that namespace's NetworkPolicies govern those objects' pods on the host, so
+    /// the syncer may list them. The collection's 404 otherwise. The informer-fed index
+    /// answers first; on a miss the namespace's assigned objects are read (one batch).
+    pub async fn sync_check_namespace_assigned(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+        t: &TargetRef,
+        spec: &TargetSpec,
+    ) -> ApiResult<()> {
+        let not_found = ApiError::not_found_path;
+        if !covers(spec, &t.cluster, cluster) {
+            return Err(not_found());
+        }
+        let id = t.id();
+        let catalog = self
+            .catalog_for(&ClusterScope::One(cluster.clone()))
+            .await?;
+        let types: Vec<Arc<ResourceType>> = spec
+            .resources
+            .iter()
+            .filter_map(|r| catalog.get(&r.group, &r.version, &r.resource).cloned())
+            .filter(|rt| rt.namespaced)
+            .collect();
+        let indexed = |rt: &ResourceType| {
+            self.sync_refs.has_group((
+                id.as_str(),
+                cluster.as_str(),
+                namespace,
+                rt.storage_resource.as_str(),
+            ))
+        };
+        if types.iter().any(|rt| indexed(rt)) {
+            return Ok(());
+        }
+        for rt in types {
+            let target = Target::new(cluster, rt, Some(namespace.to_string()));
+            let mut p = ListParams::default();
+            t.list_filter(&mut p);
+            let mut page = self.list(&target, &p).await?;
+            if let Some(batch) = page.next_batch().await? {
+                if !batch.is_empty() {
+                    return Ok(());
+                }
+            }
+        }
+        Err(not_found())
+    }
+
     /// Checks that `name` of `kind` in `cluster`/`namespace` is referenced by the pod
     /// template of an object assigned to `t` in that namespace (of any resource in
     /// `spec`); its ordinary 404 otherwise. Asks the informer-fed index first

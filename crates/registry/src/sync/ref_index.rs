@@ -102,6 +102,22 @@ impl RefIndex {
     }
 
     /// Lookups answered by the index so far (tests).
+    /// Whether an indexed object of `group` refers to anything (every assigned Job refers
+    /// at least to its ServiceAccount), i.e. the namespace holds an assigned object.
+    pub fn has_group(
+        &self,
+        (target, cluster, namespace, resource): (&str, &str, &str, &str),
+    ) -> bool {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let group = (
+            target.to_string(),
+            cluster.to_string(),
+            namespace.to_string(),
+            resource.to_string(),
+        );
+        state.refs.contains_key(&group)
+    }
+
     pub fn hits(&self) -> u64 {
         self.hits.load(Ordering::Relaxed)
     }
