@@ -420,7 +420,7 @@ fn unchanged_values_are_ratcheted_on_update() {
     assert_eq!(render(&s.validate(&changed, Some(&old))), vec![
         "spec.name: Too long: may not be more than 3 bytes",
         "spec.ports[0].port: Invalid value: 501: spec.ports[0].port in body should be less than or equal to 100",
-        "spec.level: Invalid value: 10: failed rule: self < 5",
+        "spec.level: Invalid value: \"integer\": failed rule: self < 5",
     ]);
     // on create everything is validated
     assert_eq!(errors(&s, &new).len(), 3);

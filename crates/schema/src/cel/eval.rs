@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::compile::TICK;
 use super::{CelRule, Reason};
-use crate::errors::{duplicate, forbidden, go_value, invalid, required};
+use crate::errors::{duplicate, forbidden, invalid, required};
 use crate::formats::{parse_date, parse_duration, Format};
 use crate::node::{ListType, MapType, Node, Ty};
 use crate::path::{join, PathStack, Seg};
@@ -507,10 +507,8 @@ impl Evaluator<'_> {
                 }
             }
             let detail = detail.unwrap_or_else(|| default_message(r));
-            let shown = match n.ty {
-                Some(Ty::Object) | Some(Ty::Array) => go_quote(ty),
-                _ => go_value(v),
-            };
+            // upstream reports the node's schema type as the value, whatever its kind
+            let shown = go_quote(ty);
             self.out.push(match r.reason {
                 Some(Reason::Forbidden) => forbidden(field, &detail),
                 Some(Reason::Required) => required(field, &detail),
