@@ -1,6 +1,9 @@
 //! Process-wide sharing of compiled schemas: identical schemas (by canonical content hash
-//! and compile options) compile once and are shared by every logical cluster; entries are
-//! weak, so a schema no cluster uses any more is freed.
+//! and compile options other than the static CEL cost limits) compile once and are shared
+//! by every logical cluster; entries are weak, so a schema no cluster uses any more is
+//! freed. The cost limits are applied to the shared schema per request, so a CRD written
+//! under the limits, one updated without its schema changing (kube-apiserver then skips
+//! the per-rule limit) and one being served (no static limits) share one compiled schema.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -10,7 +13,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::listtype::canonical_json;
-use crate::{compile, CompileOptions, CompiledSchema};
+use crate::{compile_without_cost_limits, CompileOptions, CompiledSchema};
 
 /// A cache of compiled schemas keyed by content.
 #[derive(Debug, Default)]
@@ -35,19 +38,38 @@ impl SchemaCache {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The compiled schema for `schema`, compiling it only if no identical schema is alive.
-    /// Errors are not cached (they carry `field_prefix`).
+    /// The compiled schema for `schema`, compiling it only if no identical schema is alive,
+    /// refused with the errors [`compile`] would report under `opts` (its cost limits
+    /// included). Errors are not cached (they carry `field_prefix`).
+    ///
+    /// [`compile`]: crate::compile
     pub fn get_or_compile(
         &self,
         schema: &Value,
         field_prefix: &str,
         opts: &CompileOptions,
     ) -> Result<Arc<CompiledSchema>, Vec<Cause>> {
-        let k = key(schema, opts);
+        let compiled = self.shared(schema, field_prefix, opts)?;
+        let errs = compiled.cost_limit_errors(field_prefix, opts);
+        if errs.is_empty() {
+            Ok(compiled)
+        } else {
+            Err(errs)
+        }
+    }
+
+    /// The shared schema, compiled without `opts`' cost limits.
+    fn shared(
+        &self,
+        schema: &Value,
+        field_prefix: &str,
+        opts: &CompileOptions,
+    ) -> Result<Arc<CompiledSchema>, Vec<Cause>> {
+        let k = key(schema, &opts.without_cost_limits());
         if let Some(hit) = self.lock().get(&k).and_then(Weak::upgrade) {
             return Ok(hit);
         }
-        let compiled = Arc::new(compile(schema, field_prefix, opts)?);
+        let compiled = Arc::new(compile_without_cost_limits(schema, field_prefix, opts)?);
         let mut entries = self.lock();
         if let Some(hit) = entries.get(&k).and_then(Weak::upgrade) {
             return Ok(hit);

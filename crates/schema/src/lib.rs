@@ -76,6 +76,21 @@ pub struct CompileOptions {
     pub max_rule_length: usize,
 }
 
+impl CompileOptions {
+    /// These options without the static cost limits (`max_cel_cost` and
+    /// `max_total_cel_cost` unbounded): how kube-apiserver compiles the rules of a CRD it
+    /// serves (estimated costs are checked when a CRD is written, never when it is served),
+    /// and, with `max_cel_cost` alone unbounded, how it validates an update that leaves a
+    /// version's schema unchanged.
+    pub fn without_cost_limits(&self) -> CompileOptions {
+        CompileOptions {
+            max_cel_cost: u64::MAX,
+            max_total_cel_cost: u64::MAX,
+            ..self.clone()
+        }
+    }
+}
+
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
@@ -102,6 +117,8 @@ pub struct CompiledSchema {
     rules: usize,
     per_call: u64,
     budget: u64,
+    /// Every CEL expression's estimated cost, for [`CompiledSchema::cost_limit_errors`].
+    costs: Vec<cel::ExprCost>,
 }
 
 /// Checks that `schema` is structural and valid as a CRD schema and compiles it (regexes,
@@ -113,15 +130,41 @@ pub fn compile(
     opts: &CompileOptions,
 ) -> Result<CompiledSchema, Vec<Cause>> {
     stacker::grow(COMPILE_STACK_BYTES, || {
-        compile_on_this_thread(schema, field_prefix, opts)
+        compile_on_this_thread(schema, field_prefix, opts).map_err(|(errs, _)| errs)
     })
 }
 
+/// [`compile`] under `opts` without its static cost limits (the form [`SchemaCache`]
+/// shares); refused with the errors [`compile`] reports under `opts`.
+fn compile_without_cost_limits(
+    schema: &Value,
+    field_prefix: &str,
+    opts: &CompileOptions,
+) -> Result<CompiledSchema, Vec<Cause>> {
+    let unlimited = opts.without_cost_limits();
+    let (errs, costs) = match stacker::grow(COMPILE_STACK_BYTES, || {
+        compile_on_this_thread(schema, field_prefix, &unlimited)
+    }) {
+        Ok(compiled) => return Ok(compiled),
+        Err(refused) => refused,
+    };
+    if cel::cost_limit_errors(&costs, field_prefix, opts).is_empty() {
+        return Err(errs);
+    }
+    // Under `opts` an expression is refused for its cost (and the defaults are then not
+    // checked): those errors, as `compile` reports them.
+    match compile(schema, field_prefix, opts) {
+        Err(limited) => Err(limited),
+        Ok(_) => Err(errs),
+    }
+}
+
+/// Compiles `schema`; when refused, the errors and the costs of the expressions compiled.
 fn compile_on_this_thread(
     schema: &Value,
     prefix: &str,
     opts: &CompileOptions,
-) -> Result<CompiledSchema, Vec<Cause>> {
+) -> Result<CompiledSchema, (Vec<Cause>, Vec<cel::ExprCost>)> {
     let mut b = build::Builder::new(opts);
     let mut root = b.node(schema, &build::Walk::root(prefix));
     let mut structural_errs = std::mem::take(&mut b.structural_errs);
@@ -141,18 +184,18 @@ fn compile_on_this_thread(
         ));
     }
     if !errs.is_empty() {
-        return Err(errs);
+        return Err((errs, Vec::new()));
     }
     let mut cc = cel::CelCompiler::new(opts);
     cc.compile_tree(&mut root, Some(1), true);
-    let mut cel_errs = cc.finish(prefix);
+    let (mut cel_errs, costs) = cc.finish(prefix);
     let mut default_errs = Vec::new();
     if cel_errs.is_empty() {
         defaults::validate_defaults(&root, prefix, false, true, &mut default_errs);
     }
     default_errs.append(&mut cel_errs);
     if !default_errs.is_empty() {
-        return Err(default_errs);
+        return Err((default_errs, costs));
     }
     let rules = count_rules(&root);
     Ok(CompiledSchema {
@@ -161,6 +204,7 @@ fn compile_on_this_thread(
         rules,
         per_call: opts.cel_per_call_limit,
         budget: opts.cel_runtime_budget,
+        costs,
     })
 }
 
@@ -175,6 +219,13 @@ fn count_rules(n: &Node) -> usize {
 }
 
 impl CompiledSchema {
+    /// The static CEL cost limits of `opts` applied to this schema, with paths under
+    /// `field_prefix`: what [`compile`] with `opts` would report for costs, whatever limits
+    /// this schema was compiled with. A schema compiled within `opts`' limits has none.
+    pub fn cost_limit_errors(&self, field_prefix: &str, opts: &CompileOptions) -> Vec<Cause> {
+        cel::cost_limit_errors(&self.costs, field_prefix, opts)
+    }
+
     /// Removes fields the schema does not allow (honouring x-kubernetes-preserve-unknown-fields
     /// and embedded resources, whose apiVersion/kind/metadata stay and whose metadata is reduced
     /// to ObjectMeta's fields). At the root apiVersion, kind and metadata are kept untouched
@@ -274,6 +325,12 @@ impl CompiledSchema {
 
     /// Approximate heap footprint of the compiled schema, in bytes.
     pub fn approx_memory_bytes(&self) -> usize {
-        std::mem::size_of::<CompiledSchema>() + self.root.heap_size()
+        std::mem::size_of::<CompiledSchema>()
+            + self.root.heap_size()
+            + self
+                .costs
+                .iter()
+                .map(cel::ExprCost::heap_size)
+                .sum::<usize>()
     }
 }

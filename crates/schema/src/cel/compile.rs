@@ -100,12 +100,100 @@ struct Site<'n> {
     optional_old_self: bool,
 }
 
+/// The estimated cost of one expression (a rule times how often it can run, or a
+/// `messageExpression`), kept with the compiled schema so that the static limits can be
+/// applied to a schema compiled without them.
+#[derive(Debug)]
+pub(crate) struct ExprCost {
+    /// The expression's field path below the compiled schema's `field_prefix`.
+    path: Box<str>,
+    message_expression: bool,
+    cost: u64,
+}
+
+/// What the per-expression limit's message calls the cost.
+fn cost_name(message_expression: bool) -> &'static str {
+    if message_expression {
+        "estimated messageExpression cost"
+    } else {
+        "estimated rule cost"
+    }
+}
+
+impl ExprCost {
+    pub(crate) fn heap_size(&self) -> usize {
+        std::mem::size_of::<ExprCost>() + self.path.len()
+    }
+}
+
+/// The static cost limits of `opts` applied to `costs` (paths under `prefix`), as
+/// apiextensions applies them: each expression over `max_cel_cost`, in compile order, then
+/// the total over `max_total_cel_cost` with the (at most four) expressions that contributed
+/// most, each at least 1% of that limit.
+pub(crate) fn cost_limit_errors(
+    costs: &[ExprCost],
+    prefix: &str,
+    opts: &CompileOptions,
+) -> Vec<Cause> {
+    let mut errs: Vec<Cause> = costs
+        .iter()
+        .filter(|c| c.cost > opts.max_cel_cost)
+        .map(|c| {
+            forbidden(
+                join(prefix, &c.path),
+                &cost_error(cost_name(c.message_expression), c.cost, opts.max_cel_cost),
+            )
+        })
+        .collect();
+    errs.extend(total_cost_errors(
+        costs.iter().map(|c| (join(prefix, &c.path), c.cost)),
+        prefix,
+        opts.max_total_cel_cost,
+    ));
+    errs
+}
+
+/// `TotalCost.ObserveExpressionCost` over every expression, then the per-schema check.
+fn total_cost_errors(
+    costs: impl Iterator<Item = (String, u64)>,
+    prefix: &str,
+    limit: u64,
+) -> Vec<Cause> {
+    let mut total = 0u64;
+    let mut most_expensive: Vec<(u64, String)> = Vec::new();
+    for (path, cost) in costs {
+        total = total.saturating_add(cost);
+        if cost < limit / 100 {
+            continue;
+        }
+        most_expensive.push((cost, path));
+        most_expensive.sort_by_key(|e| std::cmp::Reverse(e.0));
+        most_expensive.truncate(4);
+    }
+    if total <= limit {
+        return Vec::new();
+    }
+    let mut errs: Vec<Cause> = most_expensive
+        .into_iter()
+        .map(|(_, path)| forbidden(path, "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"))
+        .collect();
+    errs.push(forbidden(
+        prefix.to_string(),
+        &cost_error(
+            "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+            total,
+            limit,
+        ),
+    ));
+    errs
+}
+
 /// Compiles all rules of a schema tree and accounts their estimated costs.
 pub(crate) struct CelCompiler<'o> {
     opts: &'o CompileOptions,
     pub errs: Vec<Cause>,
-    total: u64,
-    most_expensive: Vec<(u64, String)>,
+    /// Every expression's cost, with its full path, in compile order.
+    costs: Vec<ExprCost>,
 }
 
 impl<'o> CelCompiler<'o> {
@@ -113,8 +201,7 @@ impl<'o> CelCompiler<'o> {
         CelCompiler {
             opts,
             errs: Vec::new(),
-            total: 0,
-            most_expensive: Vec::new(),
+            costs: Vec::new(),
         }
     }
 
@@ -155,16 +242,6 @@ impl<'o> CelCompiler<'o> {
         n.rules = rules;
     }
 
-    fn observe(&mut self, path: String, cost: u64) {
-        self.total = self.total.saturating_add(cost);
-        if cost < self.opts.max_total_cel_cost / 100 {
-            return;
-        }
-        self.most_expensive.push((cost, path));
-        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.0));
-        self.most_expensive.truncate(4);
-    }
-
     /// Parses and checks one expression of `r` at `site`, reporting errors at `path`.
     fn check(
         &mut self,
@@ -191,15 +268,20 @@ impl<'o> CelCompiler<'o> {
         None
     }
 
-    /// The per-expression limit, and the expression's share of the per-CRD total.
-    fn limit(&mut self, path: &str, what: &str, cost: u64) {
+    /// The per-expression limit (reported among the other errors, in upstream's order);
+    /// the cost is kept for the per-CRD total.
+    fn limit(&mut self, path: &str, message_expression: bool, cost: u64) {
         if cost > self.opts.max_cel_cost {
             self.errs.push(forbidden(
                 path.to_string(),
-                &cost_error(what, cost, self.opts.max_cel_cost),
+                &cost_error(cost_name(message_expression), cost, self.opts.max_cel_cost),
             ));
         }
-        self.observe(path.to_string(), cost);
+        self.costs.push(ExprCost {
+            path: path.into(),
+            message_expression,
+            cost,
+        });
     }
 
     fn compile_rule(&mut self, r: &mut CelRule, n: &Node, cardinality: u64, resource_root: bool) {
@@ -219,7 +301,7 @@ impl<'o> CelCompiler<'o> {
                 uses_old_self = a.uses_old_self;
                 // the rule runs once per occurrence of its node
                 let cost = a.cost.saturating_mul(cardinality);
-                self.limit(&rule_path, "estimated rule cost", cost);
+                self.limit(&rule_path, false, cost);
                 Some((expr, a.nodes))
             }
             Some(_) => {
@@ -243,7 +325,7 @@ impl<'o> CelCompiler<'o> {
             let mp = join(&r.path, "messageExpression");
             match self.check(r, src, &site, &mp, "messageExpression ") {
                 Some((expr, a)) if matches!(a.kind, Kind::String | Kind::Dyn) => {
-                    self.limit(&mp, "estimated messageExpression cost", a.cost);
+                    self.limit(&mp, true, a.cost);
                     message = Some((expr, a.nodes));
                 }
                 Some(_) => self.errs.push(invalid(
@@ -291,17 +373,19 @@ impl<'o> CelCompiler<'o> {
         }
     }
 
-    /// The per-CRD total check; returns all CEL errors.
-    pub(crate) fn finish(mut self, prefix: &str) -> Vec<Cause> {
-        if self.total > self.opts.max_total_cel_cost {
-            for (_, path) in std::mem::take(&mut self.most_expensive) {
-                self.errs.push(forbidden(path, "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"));
-            }
-            self.errs.push(forbidden(
-                prefix.to_string(),
-                &cost_error("x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema", self.total, self.opts.max_total_cel_cost),
-            ));
+    /// The per-CRD total check; returns all CEL errors, and every expression's cost with
+    /// its path relative to `prefix`.
+    pub(crate) fn finish(mut self, prefix: &str) -> (Vec<Cause>, Vec<ExprCost>) {
+        let totals = total_cost_errors(
+            self.costs.iter().map(|c| (c.path.to_string(), c.cost)),
+            prefix,
+            self.opts.max_total_cel_cost,
+        );
+        self.errs.extend(totals);
+        for c in self.costs.iter_mut() {
+            let rel = c.path.strip_prefix(prefix).unwrap_or(&c.path);
+            c.path = rel.strip_prefix('.').unwrap_or(rel).into();
         }
-        self.errs
+        (self.errs, self.costs)
     }
 }

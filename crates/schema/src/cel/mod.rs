@@ -7,7 +7,8 @@
 //!   messages. A rule's cost is its estimate times how often it can run: the product of
 //!   `maxItems`/`maxProperties` above it, or, under an unbounded list or map, as many of
 //!   its node's smallest serialization as fit in a 3 MiB request; a `messageExpression`
-//!   counts once.
+//!   counts once. Every expression's cost stays with the compiled schema, so the limits
+//!   can also be applied to a schema compiled without them (`cost_limit_errors`).
 //! - `check` types each expression and estimates its worst-case cost as kube-apiserver
 //!   1.32 does (cel-go's estimator with the Kubernetes library estimator): `decl` holds
 //!   the sizes the schema gives (`maxLength` counts 4 bytes per character, enums their
@@ -32,7 +33,7 @@ mod functions;
 
 use kube_cel::cel::IdedExpr;
 
-pub(crate) use compile::CelCompiler;
+pub(crate) use compile::{cost_limit_errors, CelCompiler, ExprCost};
 pub(crate) use eval::validate_value;
 
 use crate::node::Node;
