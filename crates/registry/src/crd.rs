@@ -13,6 +13,10 @@ use serde_json::{json, Map, Value};
 use super::catalog::ResourceType;
 use super::meta;
 
+mod per_version;
+#[cfg(test)]
+mod update_tests;
+
 /// The process-wide cache of compiled schemas: identical schemas in any number of logical
 /// clusters compile once.
 pub fn schema_cache() -> &'static SchemaCache {
@@ -220,7 +224,7 @@ pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Ve
             &["None", "Webhook"],
         )),
     }
-    causes.extend(validate_versions(obj, cache));
+    causes.extend(validate_versions(obj, old, cache));
     if let Some(old) = old {
         // Once established, the scope and kind are fixed (they shape stored objects);
         // group and plural make up the name and never change.
@@ -277,7 +281,13 @@ fn versions(obj: &Value) -> &[Value] {
         .unwrap_or(&[])
 }
 
-fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
+/// The versions: names, storage and served flags, deprecation warnings, and each schema,
+/// scale subresource and printer column list. As upstream, which validates the internal
+/// form the v1 object converts to, a schema (subresources, columns) that all versions
+/// share is validated once as the top-level `spec.validation` (`spec.subresources`,
+/// `spec.additionalPrinterColumns`), the paths its errors carry. On update (`old`), a
+/// schema unchanged from the stored CRD is not held to the per-rule CEL cost limit.
+fn validate_versions(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Vec<Cause> {
     let mut causes = Vec::new();
     let vs = versions(obj);
     if vs.is_empty() {
@@ -309,6 +319,11 @@ fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
             "must have at least one served version",
         ));
     }
+    let shared = per_version::Shared::of(vs);
+    let compile_schema = |schema: &Value, prefix: &str, version: &str| {
+        let opts = per_version::compile_options(obj, old, version);
+        cache.get_or_compile(schema, prefix, &opts).err()
+    };
     let mut seen = Vec::new();
     for (i, v) in vs.iter().enumerate() {
         let base = format!("spec.versions[{i}]");
@@ -336,29 +351,57 @@ fn validate_versions(obj: &Value, cache: &SchemaCache) -> Vec<Cause> {
             None | Some(Value::Null) => {
                 causes.push(Cause::required(format!("{base}.schema.openAPIV3Schema")))
             }
+            Some(_) if shared.schema => {}
             Some(schema) => {
-                if let Err(errs) = cache.get_or_compile(
-                    schema,
-                    &format!("{base}.schema.openAPIV3Schema"),
-                    &CompileOptions::default(),
-                ) {
-                    causes.extend(errs);
-                }
+                let prefix = format!("{base}.schema.openAPIV3Schema");
+                causes.extend(compile_schema(schema, &prefix, name).unwrap_or_default());
             }
         }
-        if let Some(scale) = v.pointer("/subresources/scale") {
-            causes.extend(validate_scale(scale, &format!("{base}.subresources")));
+        if !shared.subresources {
+            causes.extend(subresources_problems(v, &base));
         }
-        if let Some(Value::Array(cols)) = v.get("additionalPrinterColumns") {
-            for (j, c) in cols.iter().enumerate() {
-                causes.extend(validate_column(
-                    c,
-                    &format!("{base}.additionalPrinterColumns[{j}]"),
-                ));
-            }
+        if !shared.columns {
+            causes.extend(column_problems(v, &base));
         }
     }
+    // what all versions share, validated once at the top level (named after the first
+    // version, as the internal form's `spec.version`)
+    let first = &vs[0];
+    if shared.schema {
+        if let Some(schema) = first
+            .pointer("/schema/openAPIV3Schema")
+            .filter(|s| !s.is_null())
+        {
+            let prefix = "spec.validation.openAPIV3Schema";
+            causes.extend(compile_schema(schema, prefix, s(first, "/name")).unwrap_or_default());
+        }
+    }
+    if shared.subresources {
+        causes.extend(subresources_problems(first, "spec"));
+    }
+    if shared.columns {
+        causes.extend(column_problems(first, "spec"));
+    }
     causes
+}
+
+/// The scale subresource of version `v`, its paths under `base`.
+fn subresources_problems(v: &Value, base: &str) -> Vec<Cause> {
+    match v.pointer("/subresources/scale") {
+        Some(scale) => validate_scale(scale, &format!("{base}.subresources")),
+        None => Vec::new(),
+    }
+}
+
+/// The printer columns of version `v`, their paths under `base`.
+fn column_problems(v: &Value, base: &str) -> Vec<Cause> {
+    let Some(Value::Array(cols)) = v.get("additionalPrinterColumns") else {
+        return Vec::new();
+    };
+    cols.iter()
+        .enumerate()
+        .flat_map(|(j, c)| validate_column(c, &format!("{base}.additionalPrinterColumns[{j}]")))
+        .collect()
 }
 
 /// `validateDeprecationWarning`: only on deprecated versions, 1 to 256 printable characters.
@@ -744,8 +787,11 @@ pub fn resource_types(crd: &Value, cache: &SchemaCache) -> Vec<ResourceType> {
             .pointer("/schema/openAPIV3Schema")
             .cloned()
             .unwrap_or_else(|| json!({}));
+        // serving checks no estimated cost (kube-apiserver's handler compiles the rules
+        // with the runtime limits only), so a stored rule over today's static limits works
+        let serving = CompileOptions::default().without_cost_limits();
         let compiled = cache
-            .get_or_compile(&raw_schema, "openAPIV3Schema", &CompileOptions::default())
+            .get_or_compile(&raw_schema, "openAPIV3Schema", &serving)
             .ok();
         let columns = v
             .get("additionalPrinterColumns")

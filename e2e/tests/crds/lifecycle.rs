@@ -218,17 +218,19 @@ async fn invalid_crds_are_rejected_with_422_and_a_field_path() -> Result<()> {
         c["metadata"]["name"] = "gear.example.com".into();
         c
     };
+    // One version: kube-apiserver validates its schema as the top-level `spec.validation`
+    // of the internal form, and names that path.
     let cases = [
         (
             "non-structural (no type)",
             non_structural,
-            "spec.versions[0].schema.openAPIV3Schema.properties[spec].type",
+            "spec.validation.openAPIV3Schema.properties[spec].type",
             "Required value: must not be empty for specified object fields",
         ),
         (
             "non-structural (properties and additionalProperties)",
             properties_and_additional,
-            "spec.versions[0].schema.openAPIV3Schema.properties[spec].additionalProperties",
+            "spec.validation.openAPIV3Schema.properties[spec].additionalProperties",
             "additionalProperties and properties are mutual exclusive",
         ),
         (

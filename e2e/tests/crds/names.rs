@@ -271,31 +271,33 @@ spec:
 "#;
     let out = kubectl.run_stdin(&["create", "-f", "-"], bad)?;
     ensure!(!out.success(), "the CRD was accepted: {}", out.stdout);
-    let v = "spec.versions[0]";
+    // One version: its subresources and columns are validated as the top-level fields the
+    // internal form holds them in (its deprecation warning stays per version).
+    let (v, top) = ("spec.versions[0]", "spec");
     for want in [
         format!(
             r#"{v}.deprecationWarning: Invalid value: "old": can only be set for deprecated versions"#
         ),
         format!(
-            r#"{v}.subresources.scale.specReplicasPath: Invalid value: ".status.replicas": should be a json path under .spec"#
+            r#"{top}.subresources.scale.specReplicasPath: Invalid value: ".status.replicas": should be a json path under .spec"#
         ),
         format!(
-            r#"{v}.subresources.scale.statusReplicasPath: Invalid value: "status.replicas": must be a simple json path starting with ."#
+            r#"{top}.subresources.scale.statusReplicasPath: Invalid value: "status.replicas": must be a simple json path starting with ."#
         ),
         format!(
-            r#"{v}.subresources.scale.labelSelectorPath: Invalid value: ".spec.selector": should be a json path under .status"#
+            r#"{top}.subresources.scale.labelSelectorPath: Invalid value: ".spec.selector": should be a json path under .status"#
         ),
         format!(
-            r#"{v}.additionalPrinterColumns[0].type: Invalid value: "text": must be one of boolean,date,integer,number,string"#
+            r#"{top}.additionalPrinterColumns[0].type: Invalid value: "text": must be one of boolean,date,integer,number,string"#
         ),
         format!(
-            r#"{v}.additionalPrinterColumns[0].format: Invalid value: "huge": must be one of byte,date,date-time,double,float,int32,int64,password"#
+            r#"{top}.additionalPrinterColumns[0].format: Invalid value: "huge": must be one of byte,date,date-time,double,float,int32,int64,password"#
         ),
         format!(
-            r#"{v}.additionalPrinterColumns[0].JSONPath: Invalid value: "a": must be a simple json path starting with ."#
+            r#"{top}.additionalPrinterColumns[0].JSONPath: Invalid value: "a": must be a simple json path starting with ."#
         ),
         format!(
-            r#"{v}.additionalPrinterColumns[1].type: Required value: must be one of boolean,date,integer,number,string"#
+            r#"{top}.additionalPrinterColumns[1].type: Required value: must be one of boolean,date,integer,number,string"#
         ),
     ] {
         ensure!(
