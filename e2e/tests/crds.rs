@@ -1,9 +1,11 @@
 //! CustomResourceDefinitions driven by the real kubectl: establishing, printing, explaining,
-//! validating, subresources, versions, deletion, logical-cluster isolation and a large
-//! real-world-sized schema (`testdata/hive`). The CRDs live in `e2e/testdata/`.
+//! validating, subresources, versions, deletion, logical-cluster isolation, a large
+//! real-world-sized schema (`testdata/hive`) and OpenShift Hive's own 21 CRDs (`hive`, from
+//! `../shared/fixtures/hive/crds`). The other CRDs live in `e2e/testdata/`.
 
 mod big;
 mod clusters;
+mod hive;
 mod lifecycle;
 mod names;
 mod openapi_v2;
