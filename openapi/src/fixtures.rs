@@ -68,6 +68,7 @@ pub fn builtin_served_resources_for_tests() -> Vec<ServedResource> {
             "io.k8s.api.core.v1.ServiceAccount",
         ),
         core("Event", "events", true, &[], "io.k8s.api.core.v1.Event"),
+        core("Pod", "pods", true, &["status"], "io.k8s.api.core.v1.Pod"),
         resource(
             "events.k8s.io",
             "v1",

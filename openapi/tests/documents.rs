@@ -391,12 +391,12 @@ fn hash_changes_when_a_resource_is_added() {
     resources.push(ServedResource {
         group: String::new(),
         version: "v1".into(),
-        kind: "Pod".into(),
-        plural: "pods".into(),
+        kind: "Service".into(),
+        plural: "services".into(),
         namespaced: true,
         verbs: vec!["get".into(), "list".into()],
         subresources: vec!["status".into()],
-        schema: SchemaSource::BuiltIn("io.k8s.api.core.v1.Pod".into()),
+        schema: SchemaSource::BuiltIn("io.k8s.api.core.v1.Service".into()),
     });
     let after = OpenApiV3::build(&resources).unwrap();
     let hash = |api: &OpenApiV3, gv: &str| api.group_version(gv).unwrap().1.to_owned();
@@ -407,8 +407,8 @@ fn hash_changes_when_a_resource_is_added() {
     );
     assert_ne!(before.index_json(), after.index_json());
     let d = doc(&after, "api/v1");
-    assert!(d["paths"]["/api/v1/namespaces/{namespace}/pods/{name}/status"]["get"].is_object());
-    assert!(find_kind(&d, "", "v1", "Pod").is_some());
+    assert!(d["paths"]["/api/v1/namespaces/{namespace}/services/{name}/status"]["get"].is_object());
+    assert!(find_kind(&d, "", "v1", "Service").is_some());
 }
 
 #[test]
@@ -696,4 +696,43 @@ fn network_policies_are_published_under_networking_v1_as_upstream_names_them() {
     // 1.32's NetworkPolicy has no status.
     let np = find_kind(&d, "networking.k8s.io", "v1", "NetworkPolicy").unwrap();
     assert!(np["properties"].get("status").is_none(), "{np}");
+}
+
+#[test]
+fn pods_are_published_under_core_v1_with_their_status_as_upstream_names_them() {
+    let api = build_builtins();
+    let d = doc(&api, "api/v1");
+    check_structure("api/v1", &d);
+    let op = |path: &str, method: &str| {
+        d["paths"][path][method]["operationId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {method} {path}"))
+            .to_owned()
+    };
+    let ns = "/api/v1/namespaces/{namespace}/pods";
+    assert_eq!(op(ns, "get"), "listCoreV1NamespacedPod");
+    assert_eq!(op(ns, "post"), "createCoreV1NamespacedPod");
+    assert_eq!(
+        op(&format!("{ns}/{{name}}"), "delete"),
+        "deleteCoreV1NamespacedPod"
+    );
+    assert_eq!(
+        op(&format!("{ns}/{{name}}/status"), "patch"),
+        "patchCoreV1NamespacedPodStatus"
+    );
+    assert_eq!(op("/api/v1/pods", "get"), "listCoreV1PodForAllNamespaces");
+    let status = &d["components"]["schemas"]["io.k8s.api.core.v1.PodStatus"];
+    for field in [
+        "phase",
+        "conditions",
+        "containerStatuses",
+        "podIPs",
+        "qosClass",
+    ] {
+        assert!(
+            status["properties"].get(field).is_some(),
+            "{field}: {status}"
+        );
+    }
+    assert!(find_kind(&d, "", "v1", "Pod").is_some());
 }

@@ -56,6 +56,11 @@ pub fn build(
         .iter()
         .map(|o| {
             let mut row = json!({"cells": row_cells(rt, o, now)});
+            if rt.custom.is_none() {
+                if let Some(c) = kplane_printers::row_conditions(&rt.group, &rt.kind, o) {
+                    row["conditions"] = c;
+                }
+            }
             match opts.include {
                 IncludeObject::None => {}
                 IncludeObject::Metadata => row["object"] = partial_metadata(o),

@@ -289,6 +289,7 @@ mod tests {
             ("", "Secret"),
             ("", "ServiceAccount"),
             ("", "Event"),
+            ("", "Pod"),
             ("events.k8s.io", "Event"),
             ("coordination.k8s.io", "Lease"),
             ("rbac.authorization.k8s.io", "Role"),
@@ -337,6 +338,36 @@ mod tests {
         assert_eq!(
             np.empty_object(),
             json!({"metadata": {}, "spec": {"podSelector": {}}})
+        );
+    }
+
+    #[test]
+    fn pod_facts() {
+        let pod = builtin_type_info("", "Pod").unwrap();
+        let keys = |k: &[&str]| ListType::Map {
+            keys: k.iter().map(|s| s.to_string()).collect(),
+        };
+        let containers = [Field("spec"), Field("containers")];
+        assert_eq!(pod.list_type(&containers), keys(&["name"]));
+        assert_eq!(
+            pod.list_patch_meta(&containers).merge_key.as_deref(),
+            Some("name")
+        );
+        let status = |f: &'static str| [Field("status"), Field(f)];
+        assert_eq!(pod.list_type(&status("conditions")), keys(&["type"]));
+        assert_eq!(pod.list_type(&status("podIPs")), keys(&["ip"]));
+        assert_eq!(pod.list_type(&status("hostIPs")), ListType::Atomic);
+        assert_eq!(
+            pod.list_patch_meta(&status("hostIPs")).merge_key.as_deref(),
+            Some("ip")
+        );
+        assert_eq!(
+            pod.list_type(&status("containerStatuses")),
+            ListType::Atomic
+        );
+        assert_eq!(
+            pod.empty_object(),
+            json!({"metadata": {}, "spec": {"containers": null}, "status": {}})
         );
     }
 

@@ -11,6 +11,7 @@
 //! Ages and durations use [`human_duration`] (apimachinery `duration.HumanDuration`).
 
 pub mod jsonpath;
+mod pod;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
@@ -204,6 +205,7 @@ enum Printer {
     EventsEvent,
     Lease,
     NetworkPolicy,
+    Pod,
     RoleBinding,
     ClusterRoleBinding,
     Job,
@@ -223,6 +225,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("events.k8s.io", "Event") => Printer::EventsEvent,
         ("coordination.k8s.io", "Lease") => Printer::Lease,
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
+        ("", "Pod") => Printer::Pod,
         ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Printer::ClusterRoleBinding,
         ("batch", "Job") => Printer::Job,
@@ -249,6 +252,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::CoreEvent | Printer::EventsEvent => EVENT_COLUMNS,
         Printer::Lease => LEASE_COLUMNS,
         Printer::NetworkPolicy => NETWORK_POLICY_COLUMNS,
+        Printer::Pod => pod::POD_COLUMNS,
         Printer::RoleBinding => ROLE_BINDING_COLUMNS,
         Printer::ClusterRoleBinding => CLUSTER_ROLE_BINDING_COLUMNS,
         Printer::Job => JOB_COLUMNS,
@@ -353,6 +357,7 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
             )),
             age(obj, now),
         ],
+        Printer::Pod => pod::cells(obj, now),
         Printer::RoleBinding | Printer::ClusterRoleBinding => role_binding_cells(obj, now),
         Printer::Job => job_cells(obj, now),
         Printer::Workspace => vec![
@@ -368,6 +373,15 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         ],
         Printer::SyncTarget => sync_target_cells(obj, now),
         Printer::Default => vec![name(obj), json!(created_at(obj))],
+    }
+}
+
+/// The `conditions` of a row of that kind, where its printer gives them (a finished Pod's
+/// `Completed`); `None` otherwise.
+pub fn row_conditions(group: &str, kind: &str, obj: &Value) -> Option<Value> {
+    match printer(group, kind) {
+        Printer::Pod => pod::row_conditions(obj),
+        _ => None,
     }
 }
 

@@ -381,6 +381,93 @@ fn job_with_full_pod_template() {
 }
 
 #[test]
+fn pod_with_status() {
+    let ts = |sec| meta::Time {
+        seconds: Some(sec),
+        nanos: Some(0),
+    };
+    let status = |name: &str, state: core::ContainerState| core::ContainerStatus {
+        name: s(name),
+        state: Some(state),
+        last_state: Some(core::ContainerState::default()),
+        ready: Some(false),
+        restart_count: Some(0),
+        image: s("busybox"),
+        image_id: s("docker.io/library/busybox@sha256:0"),
+        container_id: s("containerd://1"),
+        started: Some(false),
+        ..Default::default()
+    };
+    let pod = core::Pod {
+        metadata: Some(go_meta("x-abcde", "default")),
+        spec: Some(go_pod_spec()),
+        status: Some(core::PodStatus {
+            phase: s("Failed"),
+            conditions: vec![core::PodCondition {
+                r#type: s("Ready"),
+                status: s("False"),
+                last_probe_time: Some(meta::Time::default()),
+                last_transition_time: Some(ts(1_700_000_000)),
+                reason: s("PodFailed"),
+                message: s(""),
+                observed_generation: Some(0),
+            }],
+            host_ip: s("10.0.0.1"),
+            pod_ip: s("10.1.0.7"),
+            pod_ips: vec![core::PodIp { ip: s("10.1.0.7") }],
+            start_time: Some(ts(1_700_000_000)),
+            container_statuses: vec![status(
+                "main",
+                core::ContainerState {
+                    terminated: Some(core::ContainerStateTerminated {
+                        exit_code: Some(1),
+                        signal: Some(0),
+                        reason: s("Error"),
+                        message: s(""),
+                        started_at: Some(ts(1_700_000_001)),
+                        finished_at: Some(ts(1_700_000_002)),
+                        container_id: s("containerd://1"),
+                    }),
+                    ..Default::default()
+                },
+            )],
+            qos_class: s("BestEffort"),
+            ..Default::default()
+        }),
+    };
+    let v = decode_ok(&body("v1", "Pod", &pod));
+    assert_eq!(v["spec"]["containers"][0], expected_container());
+    assert_eq!(
+        v["status"],
+        json!({
+            "phase": "Failed",
+            // A zero time is left out (the stored form writes it as null).
+            "conditions": [{"type": "Ready", "status": "False",
+                "lastTransitionTime": "2023-11-14T22:13:20Z", "reason": "PodFailed"}],
+            "hostIP": "10.0.0.1",
+            "podIP": "10.1.0.7",
+            "podIPs": [{"ip": "10.1.0.7"}],
+            "startTime": "2023-11-14T22:13:20Z",
+            "containerStatuses": [{
+                "name": "main",
+                "state": {"terminated": {"exitCode": 1, "reason": "Error",
+                    "startedAt": "2023-11-14T22:13:21Z", "finishedAt": "2023-11-14T22:13:22Z",
+                    "containerID": "containerd://1"}},
+                "lastState": {},
+                "ready": false,
+                "restartCount": 0,
+                "image": "busybox",
+                "imageID": "docker.io/library/busybox@sha256:0",
+                "containerID": "containerd://1",
+                "started": false
+            }],
+            "qosClass": "BestEffort"
+        })
+    );
+    oracle::<k8s_openapi::api::core::v1::Pod>(&v);
+}
+
+#[test]
 fn cronjob() {
     let cj = batch::CronJob {
         metadata: Some(go_meta("nightly", "default")),
@@ -1356,6 +1443,7 @@ fn supports_lists_exactly_the_table() {
         ("v1", "Secret"),
         ("v1", "ServiceAccount"),
         ("v1", "Event"),
+        ("v1", "Pod"),
         ("events.k8s.io/v1", "Event"),
         ("coordination.k8s.io/v1", "Lease"),
         ("rbac.authorization.k8s.io/v1", "Role"),
@@ -1380,12 +1468,12 @@ fn supports_lists_exactly_the_table() {
             "{api_version} {kind}"
         );
     }
-    assert!(!kplane_protobuf::supports("v1", "Pod"));
+    assert!(!kplane_protobuf::supports("v1", "Service"));
     assert!(!kplane_protobuf::supports("events.k8s.io/v1", "Lease"));
     assert!(!kplane_protobuf::supports("v2", "ConfigMap"));
-    let err = kplane_protobuf::decode(&encode_envelope("v1", "Pod", &[])).err();
+    let err = kplane_protobuf::decode(&encode_envelope("v1", "Service", &[])).err();
     assert!(
-        matches!(err, Some(kplane_protobuf::Error::UnsupportedKind { ref kind, .. }) if kind == "Pod"),
+        matches!(err, Some(kplane_protobuf::Error::UnsupportedKind { ref kind, .. }) if kind == "Service"),
         "{err:?}"
     );
 }

@@ -218,6 +218,33 @@ pub fn builtin() -> Vec<ResourceType> {
     ]);
     out.push(ev);
 
+    // Reflections of a host cluster's pods, written only by its syncer (`PodReflection`).
+    let mut pod = base(Spec {
+        group: "",
+        version: "v1",
+        kind: "Pod",
+        plural: "pods",
+        namespaced: true,
+        schema: "io.k8s.api.core.v1.Pod",
+        strategy: Arc::new(Pod),
+    });
+    pod.short_names = vec!["po".into()];
+    pod.categories = vec!["all".into()];
+    pod.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+    pod.status_subresource = true;
+    pod.selectable_fields = strings(&[
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.podIPs",
+        "status.nominatedNodeName",
+    ]);
+    out.push(pod);
+
     let mut secret = base(Spec {
         group: "",
         version: "v1",

@@ -65,6 +65,17 @@ pub fn job_convert(rt: &ResourceType, label: &str) -> Result<String, String> {
     }
 }
 
+/// core/v1 Pod's conversion function: its selectable fields, and `spec.host` (old v1
+/// clients) for `spec.nodeName`.
+pub fn pod_convert(rt: &ResourceType, label: &str) -> Result<String, String> {
+    match label {
+        "spec.host" => Ok("spec.nodeName".into()),
+        "metadata.name" | "metadata.namespace" => Ok(label.to_string()),
+        _ if listed(rt, label) => Ok(label.to_string()),
+        _ => Err(format!("field label not supported: {label}")),
+    }
+}
+
 /// events.k8s.io/v1's labels, as the core labels they read.
 pub fn events_v1_convert(label: &str) -> Result<String, String> {
     EVENTS_V1_LABELS
@@ -107,6 +118,31 @@ pub fn job_value(obj: &Value, label: &str) -> Option<String> {
     }
 }
 
+/// Pods (`pod.ToSelectableFields`): unset strings are "", `spec.hostNetwork` is "true" or
+/// "false", `status.podIP` is the first of `status.podIPs`, and `status.podIPs`, which the
+/// conversion accepts but the field set lacks, is always "".
+pub fn pod_value(obj: &Value, label: &str) -> Option<String> {
+    let text = |path: &str| fields::object_field(obj, path).unwrap_or_default();
+    Some(match label {
+        "spec.hostNetwork" => {
+            (obj.pointer("/spec/hostNetwork") == Some(&Value::Bool(true))).to_string()
+        }
+        "status.podIP" => obj
+            .pointer("/status/podIPs/0/ip")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        "status.podIPs" => String::new(),
+        "spec.nodeName"
+        | "spec.restartPolicy"
+        | "spec.schedulerName"
+        | "spec.serviceAccountName"
+        | "status.phase"
+        | "status.nominatedNodeName" => text(label),
+        _ => return generic_value(obj, label),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +178,12 @@ mod tests {
             ("ConfigMap", "", "data.x", Err("\"data.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")),
             ("ClusterRole", "rbac.authorization.k8s.io", "metadata.namespace", Ok("metadata.namespace")),
             ("Lease", "coordination.k8s.io", "spec.holderIdentity", Err("\"spec.holderIdentity\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")),
+            ("Pod", "", "status.phase", Ok("status.phase")),
+            ("Pod", "", "spec.nodeName", Ok("spec.nodeName")),
+            ("Pod", "", "spec.host", Ok("spec.nodeName")),
+            ("Pod", "", "status.podIPs", Ok("status.podIPs")),
+            ("Pod", "", "metadata.namespace", Ok("metadata.namespace")),
+            ("Pod", "", "spec.containers", Err("field label not supported: spec.containers")),
             ("NetworkPolicy", "networking.k8s.io", "metadata.namespace", Ok("metadata.namespace")),
             ("NetworkPolicy", "networking.k8s.io", "spec.podSelector", Err("\"spec.podSelector\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")),
         ];
@@ -152,6 +194,40 @@ mod tests {
                 *want,
                 "{group}/{kind} {label}"
             );
+        }
+    }
+
+    #[test]
+    fn pods_answer_their_selectable_fields_as_upstream() {
+        let v = |o: &Value, l: &str| (rt("Pod", "").strategy.field_values())(o, l);
+        let bare = json!({"metadata": {"name": "p"}, "spec": {}, "status": {}});
+        for label in [
+            "spec.nodeName",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+        ] {
+            assert_eq!(v(&bare, label).as_deref(), Some(""), "{label}");
+        }
+        assert_eq!(v(&bare, "spec.hostNetwork").as_deref(), Some("false"));
+        let pod = json!({"metadata": {"name": "p"},
+            "spec": {"nodeName": "n1", "hostNetwork": true, "restartPolicy": "Never",
+                "schedulerName": "default-scheduler", "serviceAccountName": "sa"},
+            "status": {"phase": "Running", "podIP": "10.0.0.1",
+                "podIPs": [{"ip": "10.0.0.2"}, {"ip": "fd00::1"}], "nominatedNodeName": "n2"}});
+        for (label, want) in [
+            ("spec.nodeName", "n1"),
+            ("spec.hostNetwork", "true"),
+            ("spec.restartPolicy", "Never"),
+            ("spec.schedulerName", "default-scheduler"),
+            ("spec.serviceAccountName", "sa"),
+            ("status.phase", "Running"),
+            ("status.podIP", "10.0.0.2"),
+            ("status.podIPs", ""),
+            ("status.nominatedNodeName", "n2"),
+            ("metadata.name", "p"),
+        ] {
+            assert_eq!(v(&pod, label).as_deref(), Some(want), "{label}");
         }
     }
 

@@ -65,6 +65,13 @@ impl Cidr {
     }
 }
 
+/// `ParseIPSloppy` of an address: `Some(true)` for IPv4 (an IPv4-mapped IPv6 address too,
+/// as Go's `To4` sees it), `Some(false)` for IPv6, `None` where Go returns nil.
+pub fn ip_is_v4(s: &str) -> Option<bool> {
+    let ip = parse_ipv4(s.as_bytes()).or_else(|| parse_ipv6(s.as_bytes()))?;
+    Some(to4(&ip).is_some())
+}
+
 /// Go's `dtoi`: a decimal prefix of `s`, with how many bytes it used.
 fn dtoi(s: &[u8]) -> Option<(u32, usize)> {
     let mut n: u32 = 0;

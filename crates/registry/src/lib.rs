@@ -39,6 +39,7 @@ pub mod namespaces;
 mod network_policy;
 pub mod options;
 pub mod patch;
+mod pod;
 mod pod_defaults;
 mod pod_template;
 pub mod rbac;

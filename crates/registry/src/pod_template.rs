@@ -123,7 +123,8 @@ pub fn validate_template(t: &Value, path: &str) -> Vec<Cause> {
     causes
 }
 
-fn validate_pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
+/// Validates a pod spec at `path` (a template's `spec.template.spec`, a pod's `spec`).
+pub(super) fn validate_pod_spec(spec: &Value, path: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     if spec
         .get("terminationGracePeriodSeconds")

@@ -59,6 +59,11 @@ pub fn network_policy(obj: &mut Value) {
     on_object(obj, network_policy_fields);
 }
 
+/// core/v1 Pod.
+pub fn pod(obj: &mut Value) {
+    on_object(obj, pod_fields);
+}
+
 /// Drops the `omitempty` fields that hold their zero value.
 fn drop_zero(o: &mut Map<String, Value>, fields: &[&str]) {
     for f in fields {
@@ -171,6 +176,189 @@ fn job_fields(o: &mut Map<String, Value>) {
         always(template, "metadata", Value::Object(Map::new()));
         if let Some(Value::Object(meta)) = template.get_mut("metadata") {
             always(meta, "creationTimestamp", Value::Null);
+        }
+    }
+}
+
+/// core/v1 Pod: `spec` and `status` are structs, always written, and so is the spec's
+/// `containers` (not `omitempty`); the spec's and the containers' `omitempty` scalars and
+/// lists are dropped when zero, their pointers when null; a container's `name` and
+/// `resources` are always written. In the status, a condition's times and a container
+/// status's name, states, readiness, restart count and images are always written (a zero
+/// time as `null`).
+fn pod_fields(o: &mut Map<String, Value>) {
+    always(o, "spec", Value::Object(Map::new()));
+    always(o, "status", Value::Object(Map::new()));
+    if let Some(Value::Object(spec)) = o.get_mut("spec") {
+        pod_spec_fields(spec);
+    }
+    if let Some(Value::Object(status)) = o.get_mut("status") {
+        pod_status_fields(status);
+    }
+}
+
+const POD_SPEC_OMITEMPTY: &[&str] = &[
+    "volumes",
+    "initContainers",
+    "ephemeralContainers",
+    "restartPolicy",
+    "dnsPolicy",
+    "nodeSelector",
+    "serviceAccountName",
+    "serviceAccount",
+    "nodeName",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "imagePullSecrets",
+    "hostname",
+    "subdomain",
+    "schedulerName",
+    "tolerations",
+    "hostAliases",
+    "priorityClassName",
+    "readinessGates",
+    "overhead",
+    "topologySpreadConstraints",
+    "schedulingGates",
+    "resourceClaims",
+];
+
+const POD_SPEC_POINTERS: &[&str] = &[
+    "terminationGracePeriodSeconds",
+    "activeDeadlineSeconds",
+    "automountServiceAccountToken",
+    "shareProcessNamespace",
+    "securityContext",
+    "affinity",
+    "priority",
+    "dnsConfig",
+    "runtimeClassName",
+    "enableServiceLinks",
+    "preemptionPolicy",
+    "setHostnameAsFQDN",
+    "os",
+    "hostUsers",
+    "resources",
+];
+
+const CONTAINER_OMITEMPTY: &[&str] = &[
+    "image",
+    "command",
+    "args",
+    "workingDir",
+    "ports",
+    "envFrom",
+    "env",
+    "resizePolicy",
+    "volumeMounts",
+    "volumeDevices",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "imagePullPolicy",
+    "stdin",
+    "stdinOnce",
+    "tty",
+];
+
+const CONTAINER_POINTERS: &[&str] = &[
+    "restartPolicy",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "securityContext",
+];
+
+fn pod_spec_fields(spec: &mut Map<String, Value>) {
+    always(spec, "containers", Value::Null);
+    drop_zero(spec, POD_SPEC_OMITEMPTY);
+    drop_null(spec, POD_SPEC_POINTERS);
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        for c in each_struct(spec, list) {
+            always(c, "name", Value::String(String::new()));
+            always(c, "resources", Value::Object(Map::new()));
+            drop_zero(c, CONTAINER_OMITEMPTY);
+            drop_null(c, CONTAINER_POINTERS);
+            drop_zero(c, &["targetContainerName"]);
+        }
+    }
+}
+
+fn pod_status_fields(status: &mut Map<String, Value>) {
+    drop_zero(
+        status,
+        &[
+            "observedGeneration",
+            "phase",
+            "conditions",
+            "message",
+            "reason",
+            "nominatedNodeName",
+            "hostIP",
+            "hostIPs",
+            "podIP",
+            "podIPs",
+            "initContainerStatuses",
+            "containerStatuses",
+            "qosClass",
+            "ephemeralContainerStatuses",
+            "resize",
+            "resourceClaimStatuses",
+        ],
+    );
+    drop_null(status, &["startTime"]);
+    for c in each_struct(status, "conditions") {
+        always(c, "type", Value::String(String::new()));
+        always(c, "status", Value::String(String::new()));
+        always(c, "lastProbeTime", Value::Null);
+        always(c, "lastTransitionTime", Value::Null);
+        drop_zero(c, &["observedGeneration", "reason", "message"]);
+    }
+    for list in [
+        "initContainerStatuses",
+        "containerStatuses",
+        "ephemeralContainerStatuses",
+    ] {
+        for c in each_struct(status, list) {
+            container_status_fields(c);
+        }
+    }
+}
+
+fn container_status_fields(c: &mut Map<String, Value>) {
+    always(c, "name", Value::String(String::new()));
+    always(c, "ready", Value::Bool(false));
+    always(c, "restartCount", Value::from(0));
+    always(c, "image", Value::String(String::new()));
+    always(c, "imageID", Value::String(String::new()));
+    drop_zero(
+        c,
+        &[
+            "containerID",
+            "allocatedResources",
+            "volumeMounts",
+            "allocatedResourcesStatus",
+        ],
+    );
+    drop_null(c, &["started", "resources", "user", "stopSignal"]);
+    for state in ["state", "lastState"] {
+        always(c, state, Value::Object(Map::new()));
+        let Some(Value::Object(st)) = c.get_mut(state) else {
+            continue;
+        };
+        drop_null(st, &["waiting", "running", "terminated"]);
+        if let Some(Value::Object(w)) = st.get_mut("waiting") {
+            drop_zero(w, &["reason", "message"]);
+        }
+        if let Some(Value::Object(r)) = st.get_mut("running") {
+            always(r, "startedAt", Value::Null);
+        }
+        if let Some(Value::Object(t)) = st.get_mut("terminated") {
+            always(t, "exitCode", Value::from(0));
+            always(t, "startedAt", Value::Null);
+            always(t, "finishedAt", Value::Null);
+            drop_zero(t, &["signal", "reason", "message", "containerID"]);
         }
     }
 }

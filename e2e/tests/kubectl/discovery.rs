@@ -6,7 +6,7 @@ use kplane_e2e::{KplaneServer, Table};
 use super::get_json;
 
 #[test]
-fn api_resources_lists_served_kinds_and_not_pods() -> Result<()> {
+fn api_resources_lists_served_kinds_and_not_nodes() -> Result<()> {
     let server = KplaneServer::start()?;
     let table = Table::parse(&server.kubectl_ok(&["api-resources"])?)?;
     assert_eq!(
@@ -16,6 +16,7 @@ fn api_resources_lists_served_kinds_and_not_pods() -> Result<()> {
     let expected = [
         // name, shortnames, apiVersion, namespaced, kind
         ("configmaps", "cm", "v1", "true", "ConfigMap"),
+        ("pods", "po", "v1", "true", "Pod"),
         ("secrets", "", "v1", "true", "Secret"),
         ("namespaces", "ns", "v1", "false", "Namespace"),
         ("serviceaccounts", "sa", "v1", "true", "ServiceAccount"),
@@ -54,7 +55,7 @@ fn api_resources_lists_served_kinds_and_not_pods() -> Result<()> {
         );
     }
     let names = table.values("NAME")?;
-    for absent in ["pods", "nodes"] {
+    for absent in ["nodes", "services", "deployments"] {
         ensure!(
             !names.contains(&absent),
             "{absent} must not be served: {names:?}"

@@ -4,13 +4,13 @@ use anyhow::{ensure, Result};
 use kplane_e2e::KplaneServer;
 
 #[test]
-fn get_pods_reports_unknown_resource_type() -> Result<()> {
+fn get_nodes_reports_unknown_resource_type() -> Result<()> {
     let server = KplaneServer::start()?;
-    let out = server.kubectl(&["get", "pods"])?;
-    ensure!(!out.success(), "get pods succeeded: {}", out.stdout);
+    let out = server.kubectl(&["get", "nodes"])?;
+    ensure!(!out.success(), "get nodes succeeded: {}", out.stdout);
     ensure!(
         out.stderr
-            .contains("the server doesn't have a resource type \"pods\""),
+            .contains("the server doesn't have a resource type \"nodes\""),
         "unexpected error: {}",
         out.stderr
     );

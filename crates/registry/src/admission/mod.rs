@@ -19,11 +19,13 @@
 //!
 //! The chain is part of the [`Registry`] (`Registry::with_admission`, chosen by the server
 //! builder); [`Admission::recommended`] is the default: the plugins whose checks the write
-//! path has always made ([`NamespaceLifecycle`]), the recording of a Workspace's creator
+//! path has always made ([`NamespaceLifecycle`]), the refusal of pod writes but the
+//! syncers' ([`PodReflection`]), the recording of a Workspace's creator
 //! (`crate::rbac::owner::WorkspaceOwner`), the assignment of new objects to SyncTargets
 //! ([`SyncAssignment`]) and RBAC's escalation checks ([`RbacEscalation`]).
 
 mod namespace_lifecycle;
+mod pod_reflection;
 mod rbac_escalation;
 pub mod sync_assignment;
 
@@ -33,7 +35,7 @@ mod tests;
 use std::fmt;
 use std::sync::Arc;
 
-use kplane_types::{ClusterName, Status, StatusReason};
+use kplane_types::{ClusterName, Status};
 use serde_json::Value;
 
 use super::catalog::ResourceType;
@@ -41,6 +43,7 @@ use super::Registry;
 use crate::error::{ApiError, ApiResult};
 
 pub use namespace_lifecycle::NamespaceLifecycle;
+pub use pod_reflection::{PodReflection, REFUSAL as POD_REFUSAL};
 pub use rbac_escalation::RbacEscalation;
 pub use sync_assignment::SyncAssignment;
 
@@ -143,14 +146,15 @@ impl Admission {
         Self::default()
     }
 
-    /// The default chain: [`NamespaceLifecycle`], then `WorkspaceOwner` (a Workspace's
-    /// creator, `rbac::owner`), then [`SyncAssignment`] (which SyncTarget a new object
-    /// goes to), then the validating [`RbacEscalation`] (RBAC's escalation and bind
-    /// checks) and `SyncerScope` (what the sync endpoint's identity may write,
-    /// `crate::sync`).
+    /// The default chain: [`NamespaceLifecycle`], then [`PodReflection`] (only syncers
+    /// write pods), then `WorkspaceOwner` (a Workspace's creator, `rbac::owner`), then
+    /// [`SyncAssignment`] (which SyncTarget a new object goes to), then the validating
+    /// [`RbacEscalation`] (RBAC's escalation and bind checks) and `SyncerScope` (what the
+    /// sync endpoint's identity may write, `crate::sync`).
     pub fn recommended() -> Self {
         Self::none()
             .with_mutating(Arc::new(NamespaceLifecycle))
+            .with_mutating(Arc::new(PodReflection))
             .with_mutating(Arc::new(crate::rbac::owner::WorkspaceOwner))
             .with_mutating(Arc::new(SyncAssignment))
             .with_validating(Arc::new(RbacEscalation))
@@ -215,25 +219,11 @@ impl Admission {
 }
 
 /// A plugin's refusal as upstream's `errors.NewForbidden`: 403, reason `Forbidden`,
-/// `<resource> "<name>" is forbidden: <why>`, with the resource in the details.
+/// `<resource> "<name>" is forbidden: <why>` (`<resource> is forbidden: <why>` without a
+/// name), with the resource in the details.
 pub fn forbidden(a: &Attributes<'_>, why: &str) -> ApiError {
     let rt = a.resource;
-    let resource = if rt.group.is_empty() {
-        rt.plural.clone()
-    } else {
-        format!("{}.{}", rt.plural, rt.group)
-    };
-    let mut s = Status::new(
-        StatusReason::Forbidden,
-        format!("{resource} \"{}\" is forbidden: {why}", a.name),
-    );
-    s.details = Some(kplane_types::status::Details {
-        name: a.name.to_string(),
-        group: rt.group.clone(),
-        kind: rt.plural.clone(),
-        ..Default::default()
-    });
-    ApiError::from(s)
+    ApiError::from(Status::forbidden(&rt.group, &rt.plural, a.name, why))
 }
 
 impl Registry {

@@ -481,6 +481,7 @@ async fn namespace_lifecycle_guards_new_content_and_the_default_namespaces() {
         reg.admission().plugin_names(),
         [
             "NamespaceLifecycle",
+            "PodReflection",
             "WorkspaceOwner",
             "SyncAssignment",
             "RBACEscalation",

@@ -7,8 +7,8 @@
 //! Every [`ResourceType`] holds the strategy of its type (`ResourceType::strategy`); the
 //! generic verbs (`write.rs`, `read.rs`, `watch.rs`, `apply.rs`) call these methods and never
 //! ask which type they are writing. Each type's implementation has a module here, calling
-//! the type's own modules where it has them (`job`, `network_policy`, `crd`, `custom`,
-//! `stored_form`).
+//! the type's own modules where it has them (`job`, `network_policy`, `pod`, `crd`,
+//! `custom`, `stored_form`).
 //! A new type (a Workspace, a SyncTarget) is a new implementation, not a new branch.
 //!
 //! Version conversion (events.k8s.io over the core Event store, custom resource versions) is
@@ -24,6 +24,7 @@ mod job;
 mod lease;
 mod namespace;
 mod network_policy;
+mod pod;
 mod rbac;
 mod review;
 mod secret;
@@ -54,6 +55,7 @@ pub use job::Job;
 pub use lease::Lease;
 pub use namespace::Namespace;
 pub use network_policy::NetworkPolicy;
+pub use pod::Pod;
 pub use rbac::Rbac;
 pub use review::Review;
 pub use secret::Secret;
@@ -381,6 +383,7 @@ mod tests {
         let want: &[(&str, &str, bool, bool, bool, bool)] = &[
             ("", "namespaces", false, true, false, true),
             ("", "configmaps", false, true, false, true),
+            ("", "pods", false, true, false, true),
             ("", "events", true, true, false, true),
             ("events.k8s.io", "events", true, true, false, true),
             ("coordination.k8s.io", "leases", true, false, false, true),
