@@ -25,6 +25,8 @@ use super::request_info::{self, ApiPath, ResourcePath};
 use super::resources::AnnotationFilter;
 use super::{authz, health, httplog, impersonation, negotiation, resources, AppState};
 
+mod pods;
+
 /// The path prefix of every sync endpoint.
 pub const PREFIX: &str = "/services/sync/";
 
@@ -43,6 +45,12 @@ enum Allowed {
     /// List the NetworkPolicies of a namespace that holds an assigned object (they govern
     /// its pods on the host).
     NamespacePolicies,
+    /// Get, update, patch or delete a Pod reflecting one of the target's host pods (its
+    /// annotation names the target), or get, update or patch its status.
+    ReflectedPod,
+    /// Create a Pod in a namespace: the reflection of a host pod of a Job assigned to the
+    /// target (annotation and controller ownerReference, checked on the body).
+    PodCreate,
     /// The SyncTarget itself (get) and its status (get, update, patch).
     Heartbeat,
     /// The syncer's Lease (get, update, patch; create through the collection).
@@ -89,6 +97,7 @@ fn classify(
     let one = info.cluster.one();
     let own_cluster = one == Some(&t.cluster);
     let synced = spec.syncs(&rp.group, &rp.version, &rp.resource);
+    let pods = rules::pods::is_pods(&rp.group, &rp.version, &rp.resource);
     let allow = |ok: bool, what: Allowed| {
         if ok {
             Ok(what)
@@ -96,7 +105,7 @@ fn classify(
             Err(method_not_allowed(method, rp))
         }
     };
-    if synced
+    if (synced || pods)
         && info.cluster == ClusterScope::Wildcard
         && rp.namespace.is_none()
         && rp.name.is_none()
@@ -107,6 +116,20 @@ fn classify(
         );
     }
     let covered = one.is_some_and(|c| rules::covers(spec, &t.cluster, c));
+    if pods && covered && rp.namespace.is_some() {
+        return match (rp.name.as_deref(), sub) {
+            (Some(_), None) => allow(
+                matches!(verb, Verb::Get | Verb::Update | Verb::Patch | Verb::Delete),
+                Allowed::ReflectedPod,
+            ),
+            (Some(_), Some("status")) => allow(
+                matches!(verb, Verb::Get | Verb::Update | Verb::Patch),
+                Allowed::ReflectedPod,
+            ),
+            (None, None) if *method == Method::POST => Ok(Allowed::PodCreate),
+            _ => Err(ApiError::not_found_path()),
+        };
+    }
     if synced
         && covered
         && rp.namespace.is_some()
@@ -323,7 +346,7 @@ async fn checked(
                 t.id(),
             ));
         }
-        Allowed::AssignedObject => {
+        Allowed::AssignedObject | Allowed::ReflectedPod => {
             let (cluster, rt) = resource_in(state, &info, &rp).await?;
             let target = kplane_registry::Target::new(&cluster, rt, rp.namespace.clone());
             let name = rp.name.as_deref().unwrap_or_default();
@@ -367,6 +390,7 @@ async fn checked(
                 )
                 .await?;
         }
+        Allowed::PodCreate => req = pods::checked_create(state, req, t, &info, &rp).await?,
         Allowed::Heartbeat => {}
         Allowed::Lease if rp.name.is_none() => req = lease_create(req, t).await?,
         Allowed::Lease => {}
@@ -601,11 +625,62 @@ mod tests {
             ),
             Err(404)
         );
+        // Pods: the reflections of the target's host pods, whatever the synced resources.
+        let pods = "/clusters/*/api/v1/pods";
+        assert_eq!(class(&spec, g.clone(), pods), Ok(AssignedCollection));
+        assert_eq!(
+            class(&spec, g.clone(), &format!("{pods}?watch=true")),
+            Ok(AssignedCollection)
+        );
+        assert_eq!(class(&spec, Method::POST, pods), Err(405));
+        let pod = "/clusters/root:acme/api/v1/namespaces/d/pods/x";
+        for m in [Method::GET, Method::PUT, Method::PATCH, Method::DELETE] {
+            assert_eq!(class(&spec, m, pod), Ok(ReflectedPod));
+        }
+        for m in [Method::GET, Method::PUT, Method::PATCH] {
+            assert_eq!(class(&spec, m, &format!("{pod}/status")), Ok(ReflectedPod));
+        }
+        assert_eq!(
+            class(&spec, Method::DELETE, &format!("{pod}/status")),
+            Err(405)
+        );
+        assert_eq!(class(&spec, Method::POST, pod), Err(405));
+        for sub in ["log", "exec", "binding", "eviction", "ephemeralcontainers"] {
+            assert_eq!(
+                class(&spec, g.clone(), &format!("{pod}/{sub}")),
+                Err(404),
+                "{sub}"
+            );
+        }
+        let ns_pods = "/clusters/root:acme/api/v1/namespaces/d/pods";
+        assert_eq!(class(&spec, Method::POST, ns_pods), Ok(PodCreate));
+        assert_eq!(class(&spec, g.clone(), ns_pods), Err(404));
+        assert_eq!(class(&spec, Method::DELETE, ns_pods), Err(404));
+        assert_eq!(
+            class(&spec, g.clone(), "/clusters/root:acme/api/v1/pods"),
+            Err(404)
+        );
+        assert_eq!(
+            class(
+                &spec,
+                Method::POST,
+                "/clusters/root:acme:team/api/v1/namespaces/d/pods"
+            ),
+            Err(404)
+        );
+        assert_eq!(
+            class(
+                &desc,
+                Method::POST,
+                "/clusters/root:acme:team/api/v1/namespaces/d/pods"
+            ),
+            Ok(PodCreate)
+        );
         assert_eq!(
             class(
                 &spec,
                 g.clone(),
-                "/clusters/root:acme/api/v1/namespaces/d/pods/x"
+                "/clusters/root:other/api/v1/namespaces/d/pods/x"
             ),
             Err(404)
         );

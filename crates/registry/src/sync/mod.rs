@@ -9,6 +9,7 @@
 //! ([`TargetRef::list_filter`]). The SyncTarget's spec and the names shared with the
 //! SyncTarget type come from `strategies::sync_target`.
 
+pub mod pods;
 pub mod ref_index;
 pub mod refs;
 mod scope;

@@ -10,12 +10,16 @@
 //!   change may only add or remove the finalizer `sync.kplane.io/syncer`
 //!   ([`finalizer_only_change`]), through `/status` only the status
 //!   ([`status_only_change`]; the type's status strategy already keeps most of the rest);
-//! - delete: never.
+//! - delete: never;
+//! - but Pods (the reflections of the target's host pods, `super::pods`): created when they
+//!   carry the target's annotation and a controller ownerReference to a Job assigned to
+//!   the target, updated (also through `/status`) and deleted when they carry the
+//!   annotation (before and after an update).
 
 use kplane_types::{Cause, Status};
 use serde_json::Value;
 
-use super::{TargetRef, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION};
+use super::{pods, TargetRef, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION};
 use crate::admission::{forbidden, Attributes, Operation, ValidatingAdmission};
 use crate::error::{ApiError, ApiResult};
 use crate::Registry;
@@ -30,6 +34,33 @@ fn is_lease(a: &Attributes<'_>) -> bool {
 
 fn is_sync_target(a: &Attributes<'_>) -> bool {
     a.resource.group == SYNC_GROUP && a.resource.plural == "synctargets"
+}
+
+fn is_pod(a: &Attributes<'_>) -> bool {
+    pods::is_pods(&a.resource.group, &a.resource.version, &a.resource.plural)
+}
+
+/// A write of a Pod by the syncer of target `id`: only its own target's reflections.
+async fn pod_write(
+    reg: &Registry,
+    a: &Attributes<'_>,
+    id: &str,
+    obj: Option<&Value>,
+) -> ApiResult<()> {
+    let reflects = |v: Option<&Value>| v.is_some_and(|v| pods::target_of(v) == id);
+    match a.operation {
+        Operation::Create => {
+            let pod = obj.unwrap_or(&Value::Null);
+            reg.sync_check_pod_owner(a.cluster, a.namespace, pod, id)
+                .await
+        }
+        Operation::Update if reflects(a.old) && reflects(obj) => Ok(()),
+        Operation::Delete if reflects(a.old) => Ok(()),
+        _ => Err(forbidden(
+            a,
+            &format!("the pod is not a reflection of a pod of the sync target {id} (annotation {TARGET_ANNOTATION})"),
+        )),
+    }
 }
 
 /// The metadata fields the server maintains on every write (never the writer's change).
@@ -122,13 +153,16 @@ impl ValidatingAdmission for SyncerScope {
 
     async fn validate(
         &self,
-        _reg: &Registry,
+        reg: &Registry,
         a: &Attributes<'_>,
         obj: Option<&Value>,
     ) -> ApiResult<()> {
         let Some(id) = a.user.and_then(TargetRef::id_of_user) else {
             return Ok(());
         };
+        if is_pod(a) {
+            return pod_write(reg, a, id, obj).await;
+        }
         match a.operation {
             Operation::Create if is_lease(a) => Ok(()),
             Operation::Update if is_lease(a) => Ok(()),

@@ -1,0 +1,52 @@
+//! The sync endpoint's Pod create: the body must be a reflection of one of the target's
+//! host pods (its annotation names the target, its controller ownerReference names a Job
+//! of the namespace assigned to the target, by name and uid), which the registry checks
+//! (`Registry::sync_check_pod_owner`, asked again by `SyncerScope` at write time). The body
+//! is read here and put back for the ordinary create handler.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::sync::TargetRef;
+use kplane_types::RequestInfo;
+
+use super::super::negotiation;
+use super::super::request_info::ResourcePath;
+use super::super::AppState;
+
+/// Checks the create's body and hands the request back with it.
+pub(super) async fn checked_create(
+    state: &Arc<AppState>,
+    req: Request<Body>,
+    t: &TargetRef,
+    info: &RequestInfo,
+    rp: &ResourcePath,
+) -> ApiResult<Request<Body>> {
+    let cluster = info
+        .cluster
+        .one()
+        .cloned()
+        .ok_or_else(ApiError::not_found_path)?;
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, negotiation::MAX_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                kplane_types::StatusReason::RequestEntityTooLarge,
+                "the request is too large",
+            )
+        })?;
+    let ct = parts
+        .headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let pod = negotiation::decode_object(&bytes, negotiation::body_type(ct)?)?;
+    let namespace = rp.namespace.as_deref().unwrap_or_default();
+    state
+        .registry
+        .sync_check_pod_owner(&cluster, namespace, &pod, &t.id())
+        .await?;
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
