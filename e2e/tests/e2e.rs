@@ -21,6 +21,7 @@ mod kubectl;
 mod large_lists;
 mod logs;
 mod oidc;
+mod pods;
 mod postgres;
 mod python;
 mod rbac;

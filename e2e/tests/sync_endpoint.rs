@@ -22,7 +22,7 @@ const TARGET: &str = "root:acme";
 const ENDPOINT: &str = "/services/sync/root:acme/east";
 
 /// The grant docs/sync.md shows ("The sync endpoint"), word for word.
-const GRANT: &str = r#"apiVersion: rbac.authorization.k8s.io/v1
+pub(crate) const GRANT: &str = r#"apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: kplane-syncer-east
