@@ -4,9 +4,17 @@
 //! seen Complete in kplane. Reports the time from each Job's creation to its Complete
 //! condition in kplane (p50, p99, max), the wall time of all, and the syncer's memory.
 //!
+//! With `SYNCER_BENCH_PODS=1` the test also plays the host's kubelet: each host Job gets a
+//! pod (Succeeded) before it completes, and a Job counts once it is Complete in kplane and
+//! its pod is reflected there as Succeeded; the syncer then issues each pod's in-cluster
+//! API token and reflects the pod. With `SYNCER_BENCH_PODS=0` (the default) the syncer runs
+//! with `--no-pod-api-access --no-pod-reflection`, so the two runs give the extra cost.
+//!
 //! ```sh no-run
 //! cargo build --release -p kplane
 //! SYNCER_BENCH_JOBS=1000 SYNCER_BENCH_CLUSTERS=100 KPLANE_BIN=$PWD/target/release/kplane \
+//!   cargo test -p kplane-e2e --test e2e -- --ignored syncer_bench --nocapture
+//! SYNCER_BENCH_PODS=1 SYNCER_BENCH_JOBS=1000 SYNCER_BENCH_CLUSTERS=100 KPLANE_BIN=$PWD/target/release/kplane \
 //!   cargo test -p kplane-e2e --test e2e -- --ignored syncer_bench --nocapture
 //! ```
 
@@ -60,8 +68,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn syncer_bench() -> Result<()> {
     let jobs_n = env_usize("SYNCER_BENCH_JOBS", 1000);
     let clusters_n = env_usize("SYNCER_BENCH_CLUSTERS", 100).max(1);
+    let with_pods = env_usize("SYNCER_BENCH_PODS", 0) == 1;
     let data = KplaneServer::start()?;
-    let host = KplaneServer::start()?;
+    let host = crate::syncer_pods::stand_in_host()?;
     let scratch = tempfile::tempdir()?;
     create_target(&data).await?;
 
@@ -108,9 +117,17 @@ async fn syncer_bench() -> Result<()> {
         scratch.path(),
         "bench",
         &[
-            "--workers",
-            &env_usize("SYNCER_BENCH_WORKERS", 8).to_string(),
-        ],
+            &[
+                "--workers",
+                &env_usize("SYNCER_BENCH_WORKERS", 8).to_string(),
+            ][..],
+            if with_pods {
+                &[]
+            } else {
+                &["--no-pod-api-access", "--no-pod-reflection"]
+            },
+        ]
+        .concat(),
     )?;
 
     // The host's Job controller: every new host Job completes at once.
@@ -134,7 +151,22 @@ async fn syncer_bench() -> Result<()> {
             }
             // Concurrently, as a Job controller's workers would.
             let api: Api<Job> = Api::namespaced(hostc.clone(), &ns);
+            let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(hostc.clone(), &ns);
+            let job_value = serde_json::to_value(&job).unwrap_or_default();
             tokio::spawn(async move {
+                if with_pods {
+                    // The kubelet's part: the Job's pod, run to completion.
+                    let pod = crate::syncer_pods::host_pod_of(&job_value, "bench");
+                    let Ok(pod) = serde_json::from_value(pod) else {
+                        return;
+                    };
+                    if pods.create(&PostParams::default(), &pod).await.is_err() {
+                        return;
+                    }
+                    let pod_name = format!("{name}-bench");
+                    let _ = crate::syncer_pods::set_host_pod_status(&pods, &pod_name, "Succeeded")
+                        .await;
+                }
                 let t = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
                 let status = json!({"status": {
                     "startTime": t, "completionTime": t, "succeeded": 1,
@@ -147,6 +179,33 @@ async fn syncer_bench() -> Result<()> {
                     .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
                     .await;
             });
+        }
+    });
+
+    // kplane's side: when each Job's pod is reflected as Succeeded (with pods).
+    let reflected: Arc<Mutex<HashMap<(String, String), Instant>>> = Arc::default();
+    let seen_pods = Arc::clone(&reflected);
+    let wild_pods: Api<k8s_openapi::api::core::v1::Pod> = Api::all(data.client_for("*").await?);
+    let pod_observer = tokio::spawn(async move {
+        let mut stream = watcher::watcher(wild_pods, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        while let Some(ev) = stream.next().await {
+            let Ok(Event::Apply(pod) | Event::InitApply(pod)) = ev else {
+                continue;
+            };
+            if pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Succeeded") {
+                continue;
+            }
+            let cluster = pod
+                .annotations()
+                .get("kplane.io/cluster")
+                .cloned()
+                .unwrap_or_default();
+            let job = pod.labels().get("job-name").cloned().unwrap_or_default();
+            if let Ok(mut m) = seen_pods.lock() {
+                m.entry((cluster, job)).or_insert_with(Instant::now);
+            }
         }
     });
 
@@ -217,8 +276,12 @@ async fn syncer_bench() -> Result<()> {
 
     eventually(
         Duration::from_secs(600),
-        "every Job Complete in kplane",
-        || async { Ok(completed.lock().map(|m| m.len()).unwrap_or(0) >= jobs_n) },
+        "every Job Complete in kplane (and its pod reflected, with pods)",
+        || async {
+            let jobs_done = completed.lock().map(|m| m.len()).unwrap_or(0) >= jobs_n;
+            let pods_done = !with_pods || reflected.lock().map(|m| m.len()).unwrap_or(0) >= jobs_n;
+            Ok(jobs_done && pods_done)
+        },
     )
     .await
     .with_context(|| {
@@ -233,12 +296,23 @@ async fn syncer_bench() -> Result<()> {
     let wall = start.elapsed();
     completer.abort();
     observer.abort();
+    pod_observer.abort();
 
     let created = created.lock().map(|c| c.clone()).unwrap_or_default();
     let completed = completed.lock().map(|c| c.clone()).unwrap_or_default();
+    let reflected = reflected.lock().map(|c| c.clone()).unwrap_or_default();
+    // A Job's round trip ends when it is Complete and (with pods) its pod reflected.
     let mut trips: Vec<Duration> = created
         .iter()
-        .filter_map(|(k, t)| completed.get(k).map(|c| c.saturating_duration_since(*t)))
+        .filter_map(|(k, t)| {
+            let done = completed.get(k)?;
+            let done = if with_pods {
+                (*done).max(*reflected.get(k)?)
+            } else {
+                *done
+            };
+            Some(done.saturating_duration_since(*t))
+        })
         .collect();
     trips.sort();
     ensure!(
@@ -257,7 +331,7 @@ async fn syncer_bench() -> Result<()> {
         .unwrap_or_default()
         .to_owned();
     println!(
-        "syncer bench: {jobs_n} Jobs in {clusters_n} clusters: created in {:.1}s, all Complete in kplane after {:.1}s; \
+        "syncer bench (pods {with_pods}): {jobs_n} Jobs in {clusters_n} clusters: created in {:.1}s, all Complete in kplane after {:.1}s; \
          round trip p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; syncer RSS {} MiB (peak {} MiB), 5 s later {} MiB; {synced}",
         created_all.as_secs_f64(),
         wall.as_secs_f64(),

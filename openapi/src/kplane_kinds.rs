@@ -124,6 +124,25 @@ fn sync_target(type_meta: &TypeMeta) -> Value {
                         "type": "integer",
                         "format": "int32",
                     },
+                    "reflectPods": {
+                        "description": "Host pods that are not synced objects' but are reflected into a logical cluster the target covers (e.g. an operator's own pod, which it reads by POD_NAME and POD_NAMESPACE).",
+                        "type": "array",
+                        "items": {
+                            "description": "The pods of one host namespace that a label selector matches.",
+                            "type": "object",
+                            "required": ["hostNamespace", "selector"],
+                            "properties": {
+                                "hostNamespace": {"description": "The host namespace of the pods.", "type": "string"},
+                                "selector": {
+                                    "description": "Which of its pods.",
+                                    "allOf": [{"$ref": schema_ref(LABEL_SELECTOR)}],
+                                },
+                                "cluster": {"description": "The logical cluster they are reflected into: the target's own (default) or, with includeDescendants, one below it.", "type": "string"},
+                                "namespace": {"description": "The namespace they are reflected into; default hostNamespace.", "type": "string"},
+                            },
+                        },
+                        "x-kubernetes-list-type": "atomic",
+                    },
                 },
             },
             "status": {

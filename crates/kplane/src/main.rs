@@ -70,6 +70,10 @@ struct ServeArgs {
     /// Directory for the store, certificates and admin.kubeconfig.
     #[arg(long, default_value = "./kplane-data", env = "KPLANE_DATA_DIR")]
     data_dir: PathBuf,
+    /// Admission plugins to turn off, by name (kube-apiserver's flag), e.g.
+    /// `PodReflection` on a kplane standing in for a host cluster in tests.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    disable_admission_plugins: Vec<String>,
     /// Address to listen on (port 0 picks a free port; the kubeconfig names the real one).
     #[arg(long, default_value = "127.0.0.1:6443", env = "KPLANE_BIND")]
     bind: SocketAddr,
@@ -256,6 +260,9 @@ struct SyncerArgs {
     /// for the renamed references) instead of pointing it at their logical cluster.
     #[arg(long)]
     no_pod_api_access: bool,
+    /// Do not reflect the host pods of synced Jobs into kplane as core/v1 Pods.
+    #[arg(long)]
+    no_pod_reflection: bool,
     /// Log verbosity (as `kplane serve -v`).
     #[arg(short = 'v', long = "v", value_name = "N", default_value_t = 0)]
     verbosity: u8,
@@ -295,6 +302,7 @@ fn run_syncer(args: SyncerArgs) -> anyhow::Result<()> {
         version: format!("kplane {} ({short})", info.kplane_version),
         workers: args.workers,
         pod_api_access: !args.no_pod_api_access,
+        pod_reflection: !args.no_pod_reflection,
         pod_api_server: args.pod_api_server,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -422,7 +430,11 @@ async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::R
     };
     let data_dir = args.data_dir.clone();
     let issuer_set = args.service_account_issuer.is_some();
+    let admission = kplane_apiserver::registry::admission::Admission::recommended()
+        .without(&args.disable_admission_plugins)
+        .map_err(|e| anyhow::anyhow!("--disable-admission-plugins: {e}"))?;
     let server = kplane_apiserver::Server::builder()
+        .admission(admission)
         .data_dir(args.data_dir)
         .bind(args.bind)
         .tls_sans(args.tls_san)

@@ -20,6 +20,7 @@
 //!   progress is on `/metrics` ([`metrics`]).
 
 pub mod api_access;
+pub mod chosen_pods;
 pub mod clients;
 pub mod copies;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod kinds;
 pub mod lease;
 pub mod metrics;
 pub mod naming;
+pub mod pods;
 pub mod policies;
 pub mod queue;
 pub mod reconcile;
@@ -70,6 +72,8 @@ pub struct Settings {
     pub workers: usize,
     /// Whether synced pods' in-cluster API is their logical cluster (docs/sync.md).
     pub pod_api_access: bool,
+    /// Whether the host pods of synced objects are reflected into kplane (docs/sync.md).
+    pub pod_reflection: bool,
     /// The URL under which host pods reach kplane (`https://HOST[:PORT]`); default: the
     /// kubeconfig's server URL.
     pub pod_api_server: Option<String>,

@@ -15,6 +15,7 @@ use crate::api_access;
 use crate::copies::{self, ours};
 use crate::error::{is_status, Error, KubeContext as _, Result};
 use crate::naming::{SYNCER_FINALIZER, UID_ANNOTATION};
+use crate::pods;
 use crate::policies;
 use crate::state::{annotation, slim, CopyKey, ObjectKey, State};
 use kplane_types::pod_refs::{self, Reference};
@@ -290,24 +291,28 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
             });
         }
     }
-    if let (crate::naming::HostLayout::Shared(_), Some(p)) =
-        (&state.layout, kind.pod_spec_pointer())
+    if let Some(template) = kind
+        .pod_spec_pointer()
+        .and_then(|p| p.strip_suffix("/spec"))
+        .and_then(|t| desired.pointer_mut(t))
+        .and_then(Value::as_object_mut)
     {
-        // With one shared host namespace, the pods carry their source namespace, which the
-        // carried NetworkPolicies select on.
-        if let Some(meta) = p
-            .strip_suffix("/spec")
-            .and_then(|t| desired.pointer_mut(t))
-            .and_then(Value::as_object_mut)
-        {
-            let m = meta.entry("metadata").or_insert_with(|| json!({}));
-            if let Some(m) = m.as_object_mut() {
-                let labels = m.entry("labels").or_insert_with(|| json!({}));
-                if let Some(l) = labels.as_object_mut() {
-                    l.insert(
-                        policies::SOURCE_LABEL.into(),
-                        json!(policies::source_label_value(&key.cluster, &key.namespace)),
-                    );
+        // Every host pod carries the target's label and its source's annotations (the
+        // host pod watch finds it by them, `pods`); with one shared host namespace also its
+        // source namespace, which the carried NetworkPolicies select on.
+        let (mut labels, annotations) = pods::template_marks(state, key, &uid);
+        if let crate::naming::HostLayout::Shared(_) = &state.layout {
+            labels[policies::SOURCE_LABEL] =
+                json!(policies::source_label_value(&key.cluster, &key.namespace));
+        }
+        let m = template.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(m) = m.as_object_mut() {
+            for (field, marks) in [("labels", labels), ("annotations", annotations)] {
+                let entry = m.entry(field).or_insert_with(|| json!({}));
+                if let (Some(map), Some(marks)) = (entry.as_object_mut(), marks.as_object()) {
+                    for (k, v) in marks {
+                        map.insert(k.clone(), v.clone());
+                    }
                 }
             }
         }
@@ -442,5 +447,6 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
         }
     }
     state.mark_synced(key, true);
-    Ok(())
+    // The host pods of the object, reflected into its logical cluster.
+    pods::reconcile(state, key, &uid).await
 }

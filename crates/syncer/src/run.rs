@@ -39,6 +39,7 @@ impl Engine {
         kplane: KplaneClients,
         host: kube::Client,
         kinds: Vec<Arc<dyn SyncedKind>>,
+        chosen: Vec<crate::chosen_pods::Entry>,
         metrics: Arc<Metrics>,
     ) -> Self {
         // Checked at start-up (`run`), so this only fails where that did.
@@ -72,6 +73,7 @@ impl Engine {
             pod_api,
             access_checked: Mutex::new(Default::default()),
             policies_checked: Mutex::new(Default::default()),
+            pods: Default::default(),
         });
         let sweep = Arc::new(Notify::new());
         let mut tasks = JoinSet::new();
@@ -82,6 +84,13 @@ impl Engine {
                 Arc::clone(&sweep),
             ));
             tasks.spawn(crate::watch::watch_host(Arc::clone(&state), i));
+        }
+        if settings.pod_reflection && state.kinds.iter().any(|k| k.pod_spec_pointer().is_some()) {
+            tasks.spawn(crate::pods::watch_host_pods(Arc::clone(&state)));
+            tasks.spawn(crate::pods::watch_reflections(Arc::clone(&state)));
+        }
+        for entry in chosen {
+            tasks.spawn(crate::chosen_pods::run(Arc::clone(&state), entry));
         }
         for _ in 0..settings.workers.max(1) {
             tasks.spawn(work(Arc::clone(&state)));
@@ -295,9 +304,12 @@ impl Leading<'_> {
                         }
                         continue;
                     }
-                    let resources = current.pointer("/spec/resources").cloned().unwrap_or(Value::Null);
+                    let resources = serde_json::json!([
+                        current.pointer("/spec/resources"),
+                        current.pointer("/spec/reflectPods"),
+                    ]);
                     if engine.is_some() && resources != engine_resources {
-                        tracing::info!(target = %target.annotation(), "spec.resources changed: restarting the watches");
+                        tracing::info!(target = %target.annotation(), "spec.resources or spec.reflectPods changed: restarting the watches");
                         if let Some(e) = engine.take() {
                             e.stop().await;
                         }
@@ -312,6 +324,7 @@ impl Leading<'_> {
                             KplaneClients::new(config.clone(), base),
                             host.clone(),
                             kinds,
+                            crate::chosen_pods::entries(&current, &target.cluster),
                             Arc::clone(metrics),
                         ));
                     }

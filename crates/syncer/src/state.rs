@@ -81,6 +81,8 @@ pub struct State {
     pub access_checked: Mutex<HashMap<ObjectKey, Instant>>,
     /// When the NetworkPolicies of each source (cluster, namespace) were last carried.
     pub policies_checked: Mutex<HashMap<(String, String), Instant>>,
+    /// The host pods of synced objects and their reflections in kplane.
+    pub pods: crate::pods::PodState,
 }
 
 impl std::fmt::Debug for State {

@@ -173,6 +173,23 @@ impl Admission {
         self
     }
 
+    /// The chain without the plugins named in `names` (kube-apiserver's
+    /// `--disable-admission-plugins`); a name that is not in the chain is an error naming
+    /// the plugins there are.
+    pub fn without(mut self, names: &[String]) -> Result<Self, String> {
+        let known = self.plugin_names();
+        if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+            return Err(format!(
+                "{bad} is not an admission plugin of this server; the plugins are {}",
+                known.join(", ")
+            ));
+        }
+        let keep = |n: &str| !names.iter().any(|x| x == n);
+        self.mutating.retain(|p| keep(p.name()));
+        self.validating.retain(|p| keep(p.name()));
+        Ok(self)
+    }
+
     /// The plugins' names, mutating first, in order.
     pub fn plugin_names(&self) -> Vec<&'static str> {
         let m = self.mutating.iter().map(|p| p.name());

@@ -543,3 +543,25 @@ async fn without_namespace_lifecycle_the_write_path_does_not_check_namespaces() 
         .unwrap();
     assert!(stored(reg, &missing, "a").await.is_some());
 }
+
+#[test]
+fn plugins_can_be_disabled_by_name_and_unknown_names_are_refused() {
+    let chain = Admission::recommended()
+        .without(&["SyncAssignment".to_string(), "SyncerScope".to_string()])
+        .unwrap();
+    let mut expected = Admission::recommended().plugin_names();
+    expected.retain(|n| *n != "SyncAssignment" && *n != "SyncerScope");
+    assert_eq!(chain.plugin_names(), expected);
+    assert!(expected.contains(&"NamespaceLifecycle") && expected.len() >= 3);
+    let e = Admission::recommended()
+        .without(&["NoSuchPlugin".to_string()])
+        .unwrap_err();
+    assert!(e.starts_with("NoSuchPlugin is not an admission plugin of this server; the plugins are NamespaceLifecycle, "), "{e}");
+    assert_eq!(
+        Admission::recommended()
+            .without(&[])
+            .unwrap()
+            .plugin_names(),
+        Admission::recommended().plugin_names()
+    );
+}

@@ -167,6 +167,19 @@ pub struct TargetSpec {
     pub resources: Vec<SyncedResource>,
     /// The target carries a deletionTimestamp: it takes no new objects.
     pub deleting: bool,
+    /// `spec.reflectPods`: host pods reflected into a covered logical cluster.
+    pub reflect_pods: Vec<ReflectedPods>,
+}
+
+/// One entry of `spec.reflectPods` (defaults applied: the target's cluster, the host
+/// namespace's name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReflectedPods {
+    pub host_namespace: String,
+    pub selector: Value,
+    /// Empty: the target's own logical cluster.
+    pub cluster: String,
+    pub namespace: String,
 }
 
 impl TargetSpec {
@@ -204,7 +217,38 @@ impl TargetSpec {
                 .unwrap_or(false),
             resources,
             deleting: meta::is_deleting(obj),
+            reflect_pods: field("reflectPods")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .map(|e| {
+                    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    let host_namespace = s("hostNamespace");
+                    let namespace = Some(s("namespace"))
+                        .filter(|n| !n.is_empty())
+                        .unwrap_or_else(|| host_namespace.clone());
+                    ReflectedPods {
+                        selector: e.get("selector").cloned().unwrap_or_else(|| json!({})),
+                        cluster: s("cluster"),
+                        host_namespace,
+                        namespace,
+                    }
+                })
+                .collect(),
         }
+    }
+
+    /// Whether `spec.reflectPods` reflects host pods into `namespace` of `cluster` (the
+    /// target's own cluster is `target_cluster`).
+    pub fn reflects_pods_into(&self, target_cluster: &str, cluster: &str, namespace: &str) -> bool {
+        self.reflect_pods.iter().any(|r| {
+            let c = if r.cluster.is_empty() {
+                target_cluster
+            } else {
+                r.cluster.as_str()
+            };
+            c == cluster && r.namespace == namespace
+        })
     }
 
     /// Whether the target syncs `group/version/resource`.
@@ -230,6 +274,61 @@ impl TargetSpec {
             Some(sel) => label_selector::selector_matches(sel, labels).unwrap_or(false),
         }
     }
+}
+
+/// One `spec.reflectPods` entry at `at`: `hostNamespace` and `namespace` (if given)
+/// DNS-1123 labels, `selector` a valid label selector, `cluster` (if given) a logical
+/// cluster name.
+fn validate_reflected_pods(at: &str, e: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if !e.is_object() {
+        causes.push(Cause::invalid(at, e, "must be an object"));
+        return causes;
+    }
+    for (key, required) in [("hostNamespace", true), ("namespace", false)] {
+        match e.get(key) {
+            None | Some(Value::Null) if required => {
+                causes.push(Cause::required(format!("{at}.{key}")))
+            }
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if s.is_empty() && required => {
+                causes.push(Cause::required(format!("{at}.{key}")))
+            }
+            Some(Value::String(s)) => {
+                for msg in kplane_types::validation::is_dns1123_label(s) {
+                    causes.push(Cause::invalid(format!("{at}.{key}"), &json!(s), &msg));
+                }
+            }
+            Some(other) => causes.push(Cause::invalid(
+                format!("{at}.{key}"),
+                other,
+                "must be a string",
+            )),
+        }
+    }
+    match e.get("selector") {
+        None | Some(Value::Null) => causes.push(Cause::required(format!("{at}.selector"))),
+        Some(sel @ Value::Object(_)) => causes.extend(label_selector::validate_label_selector(
+            sel,
+            &format!("{at}.selector"),
+            false,
+        )),
+        Some(other) => causes.push(Cause::invalid(
+            format!("{at}.selector"),
+            other,
+            "must be a label selector",
+        )),
+    }
+    match e.get("cluster") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s.is_empty() || kplane_types::ClusterName::parse(s).is_some() => {}
+        Some(other) => causes.push(Cause::invalid(
+            format!("{at}.cluster"),
+            other,
+            "must be a logical cluster name (segments of lower-case letters, digits and '-', joined by ':')",
+        )),
+    }
+    causes
 }
 
 /// `spec.namespaceSelector` a valid label selector; each `spec.resources[i]` with a
@@ -308,6 +407,18 @@ pub(crate) fn validate_spec(obj: &Value) -> Vec<Cause> {
             }
         }
         Some(other) => causes.push(Cause::invalid("spec.resources", other, "must be a list")),
+    }
+    match field("reflectPods") {
+        None => {}
+        Some(Value::Array(a)) => {
+            for (i, e) in a.iter().enumerate() {
+                causes.extend(validate_reflected_pods(
+                    &format!("spec.reflectPods[{i}]"),
+                    e,
+                ));
+            }
+        }
+        Some(other) => causes.push(Cause::invalid("spec.reflectPods", other, "must be a list")),
     }
     match field("heartbeatTimeoutSeconds") {
         None => causes.push(Cause::required("spec.heartbeatTimeoutSeconds")),
@@ -406,6 +517,48 @@ mod tests {
         let before = given.clone();
         SyncTarget.default(&rt, &mut given);
         assert_eq!(given, before);
+    }
+
+    #[test]
+    fn reflected_pods_are_validated_and_defaulted() {
+        let good = json!({"metadata": {"name": "east"}, "spec": {
+        "resources": [{"group": "batch", "version": "v1", "resource": "jobs"}],
+        "heartbeatTimeoutSeconds": 30,
+        "reflectPods": [
+            {"hostNamespace": "hive", "selector": {"matchLabels": {"control-plane": "controller-manager"}}},
+            {"hostNamespace": "ops", "selector": {}, "cluster": "root:t:a", "namespace": "operators"},
+        ]}});
+        assert!(
+            validate_spec(&good).is_empty(),
+            "{:?}",
+            validate_spec(&good)
+        );
+        let spec = TargetSpec::of(&good);
+        assert_eq!(spec.reflect_pods[0].namespace, "hive");
+        assert_eq!(spec.reflect_pods[0].cluster, "");
+        assert!(spec.reflects_pods_into("root:t", "root:t", "hive"));
+        assert!(spec.reflects_pods_into("root:t", "root:t:a", "operators"));
+        assert!(!spec.reflects_pods_into("root:t", "root:t:a", "hive"));
+        assert!(!spec.reflects_pods_into("root:t", "root:t", "operators"));
+        let bad = json!({"spec": {
+        "resources": [{"group": "batch", "version": "v1", "resource": "jobs"}],
+        "heartbeatTimeoutSeconds": 30,
+        "reflectPods": [
+            {"selector": {}},
+            {"hostNamespace": "Hive", "selector": {"matchLabels": {"a": "b c"}}, "cluster": "Root", "namespace": 3},
+            "hive",
+        ]}});
+        assert_eq!(
+            rendered(validate_spec(&bad)),
+            [
+                "spec.reflectPods[0].hostNamespace: Required value",
+                "spec.reflectPods[1].hostNamespace: Invalid value: \"Hive\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                "spec.reflectPods[1].namespace: Invalid value: 3: must be a string",
+                "spec.reflectPods[1].selector.matchLabels: Invalid value: \"b c\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                "spec.reflectPods[1].cluster: Invalid value: \"Root\": must be a logical cluster name (segments of lower-case letters, digits and '-', joined by ':')",
+                "spec.reflectPods[2]: Invalid value: \"hive\": must be an object",
+            ]
+        );
     }
 
     #[test]

@@ -66,9 +66,15 @@ impl Registry {
             ));
         }
         let Some((job, uid)) = owner_job(pod) else {
+            // A host pod the SyncTarget's `spec.reflectPods` chooses (an operator's own).
+            if pod.pointer("/metadata/ownerReferences").is_none()
+                && self.sync_reflects_pods_into(id, cluster, namespace).await?
+            {
+                return Ok(());
+            }
             return Err(forbidden(
                 name,
-                "a pod created through the sync endpoint must have a controller ownerReference to a batch/v1 Job",
+                "a pod created through the sync endpoint must have a controller ownerReference to a batch/v1 Job, or be in a namespace the sync target's spec.reflectPods names",
             ));
         };
         let not_assigned = || {
@@ -96,6 +102,31 @@ impl Registry {
             return Err(not_assigned());
         }
         Ok(())
+    }
+}
+
+impl Registry {
+    /// Whether the SyncTarget `id` (`<cluster>/<target>`) reflects chosen host pods into
+    /// `cluster`/`namespace` (`spec.reflectPods`, into a cluster it covers).
+    pub async fn sync_reflects_pods_into(
+        &self,
+        id: &str,
+        cluster: &ClusterName,
+        namespace: &str,
+    ) -> ApiResult<bool> {
+        let Some((target_cluster, name)) = id.rsplit_once('/') else {
+            return Ok(false);
+        };
+        let Some(target_cluster) = ClusterName::parse(target_cluster) else {
+            return Ok(false);
+        };
+        let t = super::TargetRef {
+            cluster: target_cluster.clone(),
+            name: name.to_string(),
+        };
+        let spec = self.sync_target_spec(&t).await?;
+        Ok(super::covers(&spec, &target_cluster, cluster)
+            && spec.reflects_pods_into(target_cluster.as_str(), cluster.as_str(), namespace))
     }
 }
 
