@@ -44,6 +44,22 @@ subjects:
   namespace: default
 ";
 
+const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.widgets.example.com
+spec:
+  group: widgets.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+
 fn names(list: &[ConfigMap]) -> Vec<String> {
     list.iter()
         .filter_map(|c| c.metadata.name.clone())
@@ -61,6 +77,13 @@ async fn a_service_account_token_without_a_cluster_path_reaches_its_own_cluster(
         k.ok(&["create", "serviceaccount", "runner"])?;
         k.ok_stdin(&["apply", "-f", "-"], ROLE)?;
         k.ok(&["create", "configmap", "in-home", "--from-literal=a=b"])?;
+        // A group only the home cluster serves.
+        k.ok_stdin(&["apply", "-f", "-"], WIDGET_CRD)?;
+        k.ok(&[
+            "wait",
+            "--for=condition=established",
+            "crd/widgets.widgets.example.com",
+        ])?;
         Ok(k.ok(&["create", "token", "runner"])?.trim().to_owned())
     })?;
     // What a pod finds under /var/run/secrets/kubernetes.io/serviceaccount.
@@ -131,9 +154,16 @@ async fn a_service_account_token_without_a_cluster_path_reaches_its_own_cluster(
         denied.as_ref().and_then(error_code) == Some(403),
         "{denied:?}"
     );
-    // Discovery without a path is the home cluster's too.
-    let version = pod.apiserver_version().await?;
-    ensure!(version.major == "1", "{version:?}");
+    // Discovery without a path is the home cluster's too: its own CRD's group is there.
+    let groups = pod.list_api_groups().await?;
+    ensure!(
+        groups
+            .groups
+            .iter()
+            .any(|g| g.name == "widgets.example.com"),
+        "{:?}",
+        groups.groups.iter().map(|g| &g.name).collect::<Vec<_>>()
+    );
     Ok(())
 }
 

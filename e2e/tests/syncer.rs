@@ -166,7 +166,7 @@ impl Drop for Syncer {
 
 /// A token of the syncer's ServiceAccount, from `kubectl create token` in the target's
 /// cluster.
-fn syncer_token(data: &KplaneServer) -> Result<String> {
+pub(crate) fn syncer_token(data: &KplaneServer) -> Result<String> {
     let token = data.kubectl_for(TARGET_CLUSTER)?.ok(&[
         "-n",
         "kube-system",

@@ -218,3 +218,80 @@ async fn synced_pods_reach_their_own_logical_cluster_in_cluster() -> Result<()> 
     })?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_token_secret_is_issued_again_in_a_shared_host_namespace() -> Result<()> {
+    let data = KplaneServer::start()?;
+    let host = KplaneServer::start()?;
+    let scratch = tempfile::tempdir()?;
+    create_target(&data).await?;
+    tokio::task::block_in_place(|| -> Result<()> {
+        host.kubectl_ok(&["create", "namespace", "synced"])?;
+        data.kubectl_for(TENANT)?
+            .ok(&["create", "serviceaccount", "runner"])?;
+        Ok(())
+    })?;
+    let jobs: Api<Job> = Api::namespaced(data.client_for(TENANT).await?, "default");
+    let mut m = plain_job("installer");
+    m["spec"]["template"]["spec"]["serviceAccountName"] = json!("runner");
+    jobs.create(&PostParams::default(), &serde_json::from_value(m)?)
+        .await?;
+    let syncer = Syncer::start_with(
+        &data,
+        &host,
+        scratch.path(),
+        "shared-access",
+        &["--host-namespace", "synced"],
+    )?;
+    let hostc = host.client().await?;
+    eventually(TIMEOUT, "the host Job", || async {
+        Ok(host_jobs(&hostc).await?.contains_key(&key("installer")))
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    let j = serde_json::to_value(&host_jobs(&hostc).await?[&key("installer")][0])?;
+    // The host pod runs as the renamed copy of the ServiceAccount...
+    let host_sa = j["spec"]["template"]["spec"]["serviceAccountName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    ensure!(
+        host_sa.starts_with("runner-") && host_sa != "runner",
+        "{host_sa}"
+    );
+    let secret = format!(
+        "{}-kplane-api-access",
+        j["metadata"]["name"].as_str().unwrap_or_default()
+    );
+    let secrets: Api<Secret> = Api::namespaced(hostc.clone(), "synced");
+    eventually(TIMEOUT, "the in-cluster API Secret", || async {
+        Ok(secrets.get_opt(&secret).await?.is_some())
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    // ...but its token is kplane's, of the tenant's `runner`: lost, it is issued again at
+    // the next check (a renewal takes the same path).
+    secrets.delete(&secret, &Default::default()).await?;
+    eventually(TIMEOUT, "the Secret issued again", || async {
+        Ok(secrets.get_opt(&secret).await?.is_some())
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    let token = secrets.get(&secret).await?.data.unwrap_or_default();
+    let token = String::from_utf8(token.get("token").context("token")?.0.clone())?;
+    // It authenticates as the tenant's `runner` (a stranger to its Secrets: no Role).
+    let as_runner = data
+        .client_with_token(&format!("/clusters/{TENANT}"), &token)
+        .await?;
+    let denied = Api::<Secret>::namespaced(as_runner, "default")
+        .list(&ListParams::default())
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    ensure!(
+        denied.contains("system:serviceaccount:default:runner"),
+        "{denied}"
+    );
+    Ok(())
+}

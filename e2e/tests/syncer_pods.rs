@@ -273,17 +273,23 @@ async fn a_sync_target_reflects_an_operators_own_pod() -> Result<()> {
         .patch(
             "east",
             &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(&json!({"spec": {"reflectPods": [{
-                "hostNamespace": "hive",
-                "selector": {"matchLabels": {"control-plane": "controller-manager"}},
-                "cluster": TENANT,
-            }]}})),
+            &kube::api::Patch::Merge(&json!({"spec": {"reflectPods": [
+                {
+                    "hostNamespace": "hive",
+                    "selector": {"matchLabels": {"control-plane": "controller-manager"}},
+                    "cluster": TENANT,
+                },
+                // A host namespace the syncer is not allowed to reflect.
+                {"hostNamespace": "kube-system", "selector": {}, "cluster": TENANT, "namespace": "hive"},
+            ]}})),
         )
         .await?;
     let tk = data.kubectl_for(TENANT)?;
     tokio::task::block_in_place(|| -> Result<()> {
         tk.ok(&["create", "namespace", "hive"])?;
         host.kubectl_ok(&["create", "namespace", "hive"])?;
+        host.kubectl_ok(&["create", "namespace", "kube-system"])
+            .ok();
         Ok(())
     })?;
     let hostc = host.client().await?;
@@ -308,7 +314,20 @@ async fn a_sync_target_reflects_an_operators_own_pod() -> Result<()> {
         )
         .await?;
     set_host_pod_status(&host_pods, "hive-controllers-7d9f", "Running").await?;
-    let syncer = Syncer::start(&data, &host, scratch.path(), "chosen")?;
+    let system_pods: Api<Pod> = Api::namespaced(hostc.clone(), "kube-system");
+    let mut secret_pod = operator_pod("etcd-0", json!({"tier": "control-plane"}));
+    secret_pod["metadata"]["namespace"] = json!("kube-system");
+    system_pods
+        .create(&pp, &serde_json::from_value(secret_pod)?)
+        .await?;
+    // The host's operator allows the namespace (a tenant writes the SyncTarget).
+    let syncer = Syncer::start_with(
+        &data,
+        &host,
+        scratch.path(),
+        "chosen",
+        &["--reflect-host-namespaces", "hive"],
+    )?;
     let pods: Api<Pod> = Api::namespaced(data.client_for(TENANT).await?, "hive");
     eventually(
         TIMEOUT,
@@ -335,6 +354,17 @@ async fn a_sync_target_reflects_an_operators_own_pod() -> Result<()> {
         pods.get_opt("hive-operator-1a2b").await?.is_none(),
         "a pod the selector does not match"
     );
+    ensure!(
+        pods.get_opt("etcd-0").await?.is_none(),
+        "a host namespace not allowed"
+    );
+    ensure!(
+        syncer
+            .log()
+            .contains("spec.reflectPods names a host namespace this syncer may not reflect"),
+        "{}",
+        syncer.log()
+    );
     // A reflection deleted in kplane comes back (the operator's pod is never deleted for it).
     pods.delete("hive-controllers-7d9f", &DeleteParams::default())
         .await?;
@@ -353,10 +383,20 @@ async fn a_sync_target_reflects_an_operators_own_pod() -> Result<()> {
     })
     .await
     .with_context(|| syncer.log())?;
-    // A pod elsewhere in kplane is not the syncer's to write.
-    let other = data.client_for(TENANT).await?;
-    let refused = Api::<Pod>::namespaced(other, "hive")
-        .create(&pp, &serde_json::from_value(operator_pod("x", json!({})))?)
+    // Through the sync endpoint, the syncer's credential may write an ownerless pod only
+    // in a namespace spec.reflectPods names.
+    let token = tokio::task::block_in_place(|| crate::syncer::syncer_token(&data))?;
+    let endpoint = data
+        .client_with_token(
+            &format!("/services/sync/root:t/east/clusters/{TENANT}"),
+            &token,
+        )
+        .await?;
+    let mut stray = operator_pod("stray", json!({}));
+    stray["metadata"]["namespace"] = json!("default");
+    stray["metadata"]["annotations"] = json!({"sync.kplane.io/target": "root:t/east"});
+    let refused = Api::<Pod>::namespaced(endpoint, "default")
+        .create(&pp, &serde_json::from_value(stray)?)
         .await
         .err();
     ensure!(

@@ -373,6 +373,11 @@ async fn checked(
                     &spec,
                 )
                 .await?;
+            if allowed == Allowed::Token {
+                let (checked, obj) = read_object(req).await?;
+                rules::check_token_request(&obj, rp.name.as_deref().unwrap_or_default())?;
+                req = checked;
+            }
         }
         Allowed::NamespacePolicies => {
             let cluster = info
@@ -438,20 +443,7 @@ async fn resource_in(
 /// A Lease create: only the target's own Lease name (read from the body, which is put
 /// back for the handler).
 async fn lease_create(req: Request<Body>, t: &TargetRef) -> ApiResult<Request<Body>> {
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, negotiation::MAX_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                kplane_types::StatusReason::RequestEntityTooLarge,
-                "the request is too large",
-            )
-        })?;
-    let ct = parts
-        .headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let obj = negotiation::decode_object(&bytes, negotiation::body_type(ct)?)?;
+    let (req, obj) = read_object(req).await?;
     let want = rules::lease_name(&t.name);
     let name = obj
         .pointer("/metadata/name")
@@ -468,7 +460,29 @@ async fn lease_create(req: Request<Body>, t: &TargetRef) -> ApiResult<Request<Bo
             ),
         )));
     }
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    Ok(req)
+}
+
+/// The request's body decoded (for a check before the ordinary handler), and the
+/// request with the body put back.
+pub(super) async fn read_object(
+    req: Request<Body>,
+) -> ApiResult<(Request<Body>, serde_json::Value)> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, negotiation::MAX_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                kplane_types::StatusReason::RequestEntityTooLarge,
+                "the request is too large",
+            )
+        })?;
+    let ct = parts
+        .headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    let obj = negotiation::decode_object(&bytes, negotiation::body_type(ct)?)?;
+    Ok((Request::from_parts(parts, Body::from(bytes)), obj))
 }
 
 #[cfg(test)]

@@ -263,6 +263,10 @@ struct SyncerArgs {
     /// Do not reflect the host pods of synced Jobs into kplane as core/v1 Pods.
     #[arg(long)]
     no_pod_reflection: bool,
+    /// Host namespaces whose pods a SyncTarget's `spec.reflectPods` may reflect into kplane
+    /// (e.g. the namespace of an operator that reads its own Pod); none by default.
+    #[arg(long, value_name = "NS", value_delimiter = ',')]
+    reflect_host_namespaces: Vec<String>,
     /// Log verbosity (as `kplane serve -v`).
     #[arg(short = 'v', long = "v", value_name = "N", default_value_t = 0)]
     verbosity: u8,
@@ -303,6 +307,7 @@ fn run_syncer(args: SyncerArgs) -> anyhow::Result<()> {
         workers: args.workers,
         pod_api_access: !args.no_pod_api_access,
         pod_reflection: !args.no_pod_reflection,
+        reflect_host_namespaces: args.reflect_host_namespaces,
         pod_api_server: args.pod_api_server,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -258,7 +258,13 @@ pub async fn ensure_secret(
         .map(|s| serde_json::to_value(s).unwrap_or(Value::Null));
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
     if let Some(have) = &have {
-        let fresh = !renewal_due(annotation(have, EXPIRES_ANNOTATION), Utc::now())
+        // A Secret of an earlier host Job of the same name goes with that Job.
+        let owned = have
+            .pointer("/metadata/ownerReferences/0/uid")
+            .and_then(Value::as_str)
+            == Some(host_uid);
+        let fresh = owned
+            && !renewal_due(annotation(have, EXPIRES_ANNOTATION), Utc::now())
             && have.pointer("/data/ca.crt").and_then(Value::as_str)
                 == Some(b64(&api_cfg.ca_pem).as_str())
             && have.pointer("/data/namespace").and_then(Value::as_str)

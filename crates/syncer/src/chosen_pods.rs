@@ -21,6 +21,11 @@ use crate::naming::TARGET_ANNOTATION;
 use crate::pods::{resource, HOST_POD_ANNOTATION};
 use crate::state::{annotation, slim, State};
 
+/// Annotation of a chosen pod's reflection: which `spec.reflectPods` entry made it (10 hex
+/// digits of sha256 of its host namespace and selector), so that two entries reflecting
+/// into one namespace never take each other's reflections away.
+pub const ENTRY_ANNOTATION: &str = "sync.kplane.io/reflected-by";
+
 /// One `spec.reflectPods` entry, defaults applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -91,8 +96,16 @@ pub fn entries(target: &Value, target_cluster: &str) -> Vec<Entry> {
         .collect()
 }
 
-/// The reflection of chosen host pod `host` into `namespace`, for target `target_id`.
-pub fn reflection(host: &Value, namespace: &str, target_id: &str) -> Value {
+impl Entry {
+    /// The value of [`ENTRY_ANNOTATION`] for this entry.
+    pub fn id(&self) -> String {
+        crate::naming::hash_hex(&format!("{}\n{}", self.host_namespace, self.selector), 10)
+    }
+}
+
+/// The reflection of chosen host pod `host` by `entry`, for target `target_id`.
+pub fn reflection(host: &Value, entry: &Entry, target_id: &str) -> Value {
+    let namespace = entry.namespace.as_str();
     let meta = host.get("metadata");
     let text = |f: &str| {
         meta.and_then(|m| m.get(f))
@@ -109,6 +122,7 @@ pub fn reflection(host: &Value, namespace: &str, target_id: &str) -> Value {
         HOST_POD_ANNOTATION.to_owned(),
         json!(format!("{}/{}", text("namespace"), text("name"))),
     );
+    annotations.insert(ENTRY_ANNOTATION.to_owned(), json!(entry.id()));
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -211,7 +225,7 @@ async fn upsert(state: &State, entry: &Entry, host: &Value) -> Result<()> {
         return Ok(());
     }
     let api = kplane_pods(state, entry)?;
-    let want = reflection(host, &entry.namespace, &state.target.annotation());
+    let want = reflection(host, entry, &state.target.annotation());
     let name = name_of(&want);
     let what = || {
         format!(
@@ -289,7 +303,7 @@ async fn remove_others(state: &State, entry: &Entry, live: &HashSet<String>) -> 
         .list(&ListParams::default())
         .await
         .ctx(|| "listing the reflected pods".to_owned())?;
-    let prefix = format!("{}/", entry.host_namespace);
+    let id = entry.id();
     let api = kplane_pods(state, entry)?;
     for p in list.items {
         let v = serde_json::to_value(p).unwrap_or(Value::Null);
@@ -297,8 +311,7 @@ async fn remove_others(state: &State, entry: &Entry, live: &HashSet<String>) -> 
             == Some(entry.cluster.as_str())
             && v.pointer("/metadata/namespace").and_then(Value::as_str)
                 == Some(entry.namespace.as_str())
-            && v.pointer("/metadata/ownerReferences").is_none()
-            && annotation(&v, HOST_POD_ANNOTATION).is_some_and(|h| h.starts_with(&prefix));
+            && annotation(&v, ENTRY_ANNOTATION) == Some(id.as_str());
         let name = name_of(&v);
         if !ours || live.contains(&name) {
             continue;
@@ -362,15 +375,31 @@ mod tests {
                      "containers": [{"name": "manager", "image": "quay.io/openshift/hive"}]},
             "status": {"phase": "Running"},
         });
-        let r = reflection(&host, "hive", "root/east");
+        let entry = Entry {
+            host_namespace: "hive".into(),
+            selector: "control-plane=controller-manager".into(),
+            cluster: "root:t".into(),
+            namespace: "hive".into(),
+        };
+        let r = reflection(&host, &entry, "root/east");
         assert_eq!(r["metadata"]["name"], "hive-controllers-7d9f");
         assert_eq!(r["metadata"]["namespace"], "hive");
         assert_eq!(r["metadata"]["labels"], host["metadata"]["labels"]);
         assert_eq!(
             r["metadata"]["annotations"],
-            json!({TARGET_ANNOTATION: "root/east", HOST_POD_ANNOTATION: "hive/hive-controllers-7d9f"})
+            json!({TARGET_ANNOTATION: "root/east", HOST_POD_ANNOTATION: "hive/hive-controllers-7d9f",
+                   ENTRY_ANNOTATION: entry.id()})
         );
         assert!(r["metadata"].get("ownerReferences").is_none());
+        let other = Entry {
+            selector: "app=clustersync".into(),
+            ..entry.clone()
+        };
+        assert_ne!(
+            other.id(),
+            entry.id(),
+            "two entries into one namespace are told apart"
+        );
         assert_eq!(r["spec"], host["spec"]);
         assert_eq!(r["status"], host["status"]);
     }

@@ -74,6 +74,9 @@ pub struct Settings {
     pub pod_api_access: bool,
     /// Whether the host pods of synced objects are reflected into kplane (docs/sync.md).
     pub pod_reflection: bool,
+    /// The host namespaces whose pods a SyncTarget's `spec.reflectPods` may reflect (the
+    /// host's operator decides, not the tenant who writes the SyncTarget); empty: none.
+    pub reflect_host_namespaces: Vec<String>,
     /// The URL under which host pods reach kplane (`https://HOST[:PORT]`); default: the
     /// kubeconfig's server URL.
     pub pod_api_server: Option<String>,

@@ -84,8 +84,15 @@ pub fn template_marks(state: &State, key: &ObjectKey, uid: &str) -> (Value, Valu
 }
 
 /// The reflection in kplane of host pod `host` of the source object `key` (uid
-/// `source_uid`) of a target whose id is `target_id`.
-pub fn reflection(host: &Value, key: &ObjectKey, source_uid: &str, target_id: &str) -> Value {
+/// `source_uid`, its selector's `matchLabels` `selector`) of a target whose id is
+/// `target_id`.
+pub fn reflection(
+    host: &Value,
+    key: &ObjectKey,
+    source_uid: &str,
+    selector: Option<&Value>,
+    target_id: &str,
+) -> Value {
     let meta = host.get("metadata");
     let mut labels: Map<String, Value> = meta
         .and_then(|m| m.get("labels"))
@@ -94,6 +101,13 @@ pub fn reflection(host: &Value, key: &ObjectKey, source_uid: &str, target_id: &s
         .unwrap_or_default();
     labels.remove(TARGET_LABEL);
     labels.remove(SOURCE_LABEL);
+    // The source's own selector matches its reflected pods whatever labels the host's
+    // Job controller used (a host without the `batch.kubernetes.io/` ones, say).
+    if let Some(sel) = selector.and_then(Value::as_object) {
+        for (k, v) in sel {
+            labels.insert(k.clone(), v.clone());
+        }
+    }
     for (label, by_uid) in JOB_LABELS {
         if labels.contains_key(label) {
             let v = if by_uid {
@@ -222,6 +236,42 @@ pub async fn watch_host_pods(state: Arc<State>) {
         HostLayout::PerNamespace => Api::all_with(state.host.clone(), &ar),
     };
     let config = watcher::Config::default().labels(&state.target.label_selector());
+    follow(state, api, config, Side::Host).await;
+}
+
+/// Follows the reflections in kplane (through the endpoint); a reflection deleted by
+/// someone else dooms its host pod.
+pub async fn watch_reflections(state: Arc<State>) {
+    let client = match state.kplane.cluster("*") {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "no client for the pod watch");
+            return;
+        }
+    };
+    let api: Api<DynamicObject> = Api::all_with(client, &resource());
+    follow(state, api, watcher::Config::default(), Side::Reflected).await;
+}
+
+/// Which of the two pod watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Host,
+    Reflected,
+}
+
+/// One pod watch: keeps its map of pods by source key up to date (a relist drops what it
+/// no longer shows), marks it listed, and queues the source keys whose pods changed (for
+/// the reflections: only those a user deleted).
+async fn follow(state: Arc<State>, api: Api<DynamicObject>, config: watcher::Config, side: Side) {
+    let (map, listed, what) = match side {
+        Side::Host => (&state.pods.host, &state.pods.host_listed, "the host pods"),
+        Side::Reflected => (
+            &state.pods.reflected,
+            &state.pods.reflected_listed,
+            "the reflected pods",
+        ),
+    };
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     let mut seen: HashSet<(ObjectKey, String)> = HashSet::new();
     while let Some(ev) = stream.next().await {
@@ -234,8 +284,8 @@ pub async fn watch_host_pods(state: Arc<State>) {
                 continue;
             }
             Ok(Event::InitDone) => {
-                let gone = retain_seen(&state.pods.host, &seen);
-                state.pods.host_listed.store(true, Ordering::Release);
+                let gone = retain_seen(map, &seen);
+                listed.store(true, Ordering::Release);
                 for k in gone {
                     state.queue.add(k);
                 }
@@ -243,32 +293,53 @@ pub async fn watch_host_pods(state: Arc<State>) {
                 continue;
             }
             Err(e) => {
-                tracing::warn!(error = %e, "watching the host pods failed; retrying with backoff");
+                tracing::warn!(error = %e, "watching {what} failed; retrying with backoff");
                 state.metrics.error();
                 continue;
             }
         };
         let v = slim(serde_json::to_value(obj).unwrap_or(Value::Null));
-        let Some(key) = host_key(&state, &v) else {
+        let key = match side {
+            Side::Host => host_key(&state, &v),
+            Side::Reflected => reflected_key(&state, &v),
+        };
+        let Some(key) = key else {
             continue;
         };
         let name = name_of(&v);
         if initial {
             seen.insert((key.clone(), name.clone()));
         }
-        if let Ok(mut m) = state.pods.host.lock() {
+        if let Ok(mut m) = map.lock() {
             let pods = m.entry(key.clone()).or_default();
             if deleted {
                 pods.remove(&name);
             } else {
-                pods.insert(name, Compact::new(&v));
+                pods.insert(name.clone(), Compact::new(&v));
             }
             if pods.is_empty() {
                 m.remove(&key);
             }
         }
-        if state.is_cached(&key) {
-            state.queue.add(key);
+        match side {
+            Side::Host if state.is_cached(&key) => state.queue.add(key),
+            Side::Reflected if deleted => {
+                let own = state
+                    .pods
+                    .own_deletes
+                    .lock()
+                    .map(|mut o| {
+                        o.remove(&(key.cluster.clone(), key.namespace.clone(), name.clone()))
+                    })
+                    .unwrap_or(false);
+                if !own {
+                    if let Ok(mut d) = state.pods.doomed.lock() {
+                        d.insert((key.clone(), name));
+                    }
+                    state.queue.add(key);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -293,88 +364,22 @@ fn retain_seen(
     changed
 }
 
-/// Follows the reflections in kplane (through the endpoint); a reflection deleted by
-/// someone else dooms its host pod.
-pub async fn watch_reflections(state: Arc<State>) {
-    let client = match state.kplane.cluster("*") {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "no client for the pod watch");
-            return;
-        }
-    };
-    let api: Api<DynamicObject> = Api::all_with(client, &resource());
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut seen: HashSet<(ObjectKey, String)> = HashSet::new();
-    while let Some(ev) = stream.next().await {
-        let (obj, deleted, initial) = match ev {
-            Ok(Event::Apply(o)) => (o, false, false),
-            Ok(Event::InitApply(o)) => (o, false, true),
-            Ok(Event::Delete(o)) => (o, true, false),
-            Ok(Event::Init) => {
-                seen.clear();
-                continue;
-            }
-            Ok(Event::InitDone) => {
-                let gone = retain_seen(&state.pods.reflected, &seen);
-                state.pods.reflected_listed.store(true, Ordering::Release);
-                for k in gone {
-                    state.queue.add(k);
-                }
-                seen.clear();
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "watching the reflected pods failed; retrying with backoff");
-                state.metrics.error();
-                continue;
-            }
-        };
-        let v = slim(serde_json::to_value(obj).unwrap_or(Value::Null));
-        let Some(key) = reflected_key(&state, &v) else {
-            continue;
-        };
-        let name = name_of(&v);
-        if initial {
-            seen.insert((key.clone(), name.clone()));
-        }
-        if let Ok(mut m) = state.pods.reflected.lock() {
-            let pods = m.entry(key.clone()).or_default();
-            if deleted {
-                pods.remove(&name);
-            } else {
-                pods.insert(name.clone(), Compact::new(&v));
-            }
-            if pods.is_empty() {
-                m.remove(&key);
-            }
-        }
-        if deleted {
-            let own = state
-                .pods
-                .own_deletes
-                .lock()
-                .map(|mut o| o.remove(&(key.cluster.clone(), key.namespace.clone(), name.clone())))
-                .unwrap_or(false);
-            if !own {
-                if let Ok(mut d) = state.pods.doomed.lock() {
-                    d.insert((key.clone(), name));
-                }
-                state.queue.add(key);
-            }
-        }
-    }
-}
-
 /// Brings the reflections of source object `key` (uid `source_uid`) in line with its
 /// host pods, and deletes the host pods whose reflection a user deleted. Nothing until
 /// both pod watches have listed once.
-pub async fn reconcile(state: &State, key: &ObjectKey, source_uid: &str) -> Result<()> {
+pub async fn reconcile(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
     if !state.pods.listed() {
         return Ok(());
     }
+    let source_uid = source
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let selector = source.pointer("/spec/selector/matchLabels");
+    // Only the pods of this incarnation of the source, in its host namespace: a pod that
+    // merely carries the marks (left from an earlier Job of the same name, or made by
+    // someone else) is not reflected.
+    let (host_ns, _) = state.layout.place(&key.cluster, &key.namespace, &key.name);
     let host: BTreeMap<String, Value> = state
         .pods
         .host
@@ -385,6 +390,14 @@ pub async fn reconcile(state: &State, key: &ObjectKey, source_uid: &str) -> Resu
                 .unwrap_or_default()
         })
         .unwrap_or_default();
+    let host: BTreeMap<String, Value> = host
+        .into_iter()
+        .filter(|(_, h)| {
+            annotation(h, UID_ANNOTATION) == Some(source_uid)
+                && h.pointer("/metadata/namespace").and_then(Value::as_str)
+                    == Some(host_ns.as_str())
+        })
+        .collect();
     let reflected: BTreeMap<String, Value> = state
         .pods
         .reflected
@@ -424,7 +437,7 @@ pub async fn reconcile(state: &State, key: &ObjectKey, source_uid: &str) -> Resu
         if doomed.contains(name) || h.pointer("/metadata/deletionTimestamp").is_some() {
             continue;
         }
-        let want = reflection(h, key, source_uid, &target_id);
+        let want = reflection(h, key, source_uid, selector, &target_id);
         match reflected.get(name) {
             None => create(&api, key, &want).await?,
             Some(have) => update(&api, key, &want, have).await?,
@@ -628,7 +641,18 @@ mod tests {
             "spec": {"nodeName": "worker-1", "containers": [{"name": "main", "image": "busybox"}]},
             "status": {"phase": "Running", "podIP": "10.1.2.3"},
         });
-        let r = reflection(&host, &key(), "src-uid", "root/east");
+        let selector = json!({"batch.kubernetes.io/controller-uid": "src-uid"});
+        let r = reflection(&host, &key(), "src-uid", Some(&selector), "root/east");
+        // A host whose pods lack the label the selector names still matches.
+        let mut bare = host.clone();
+        if let Some(l) = bare["metadata"]["labels"].as_object_mut() {
+            l.remove("batch.kubernetes.io/controller-uid");
+        }
+        let b = reflection(&bare, &key(), "src-uid", Some(&selector), "root/east");
+        assert_eq!(
+            b["metadata"]["labels"]["batch.kubernetes.io/controller-uid"],
+            "src-uid"
+        );
         assert_eq!(r["metadata"]["name"], "pi-x7k2p");
         assert_eq!(r["metadata"]["namespace"], "default");
         assert_eq!(

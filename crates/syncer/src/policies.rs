@@ -127,6 +127,11 @@ fn host_policy(state: &State, cluster: &str, namespace: &str, source: &Value) ->
         .and_then(|l| serde_json::from_value(l.clone()).ok())
         .unwrap_or_default();
     labels.extend(marks_l);
+    // Which source namespace it carries: the host lists a namespace's policies by it.
+    labels.insert(
+        SOURCE_LABEL.to_owned(),
+        source_label_value(cluster, namespace),
+    );
     json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -151,10 +156,12 @@ fn same(want: &Value, have: &Value) -> bool {
 async fn host_policies(state: &State, cluster: &str, namespace: &str) -> Result<Vec<Value>> {
     let (ns, _) = state.layout.place(cluster, namespace, "");
     let api: Api<DynamicObject> = Api::namespaced_with(state.host.clone(), &ns, &resource());
-    let list = match api
-        .list(&ListParams::default().labels(&format!("{TARGET_LABEL}={}", state.target.name)))
-        .await
-    {
+    let selector = format!(
+        "{TARGET_LABEL}={},{SOURCE_LABEL}={}",
+        state.target.name,
+        source_label_value(cluster, namespace)
+    );
+    let list = match api.list(&ListParams::default().labels(&selector)).await {
         Ok(l) => l,
         Err(e) if is_status(&e, 404) => return Ok(Vec::new()),
         Err(e) => return Err(e).ctx(|| format!("listing NetworkPolicies in {ns} on the host")),
@@ -182,6 +189,7 @@ pub async fn sync_namespace(
     if !force && !state.policies_due(cluster, namespace) {
         return Ok(());
     }
+    let _guard = state.policy_lock.lock().await;
     let source_api: Api<DynamicObject> =
         Api::namespaced_with(state.kplane.cluster(cluster)?, namespace, &resource());
     let sources = match source_api.list(&ListParams::default()).await {
@@ -286,6 +294,11 @@ async fn delete(state: &State, h: &Value) -> Result<()> {
 /// Removes the host policies of `cluster`/`namespace` when no synced object of that
 /// namespace is left.
 pub async fn release_namespace(state: &State, cluster: &str, namespace: &str) -> Result<()> {
+    if state.namespace_in_use(cluster, namespace) {
+        return Ok(());
+    }
+    let _guard = state.policy_lock.lock().await;
+    // Again under the lock: a new object of the namespace may have come meanwhile.
     if state.namespace_in_use(cluster, namespace) {
         return Ok(());
     }

@@ -32,6 +32,7 @@ pub async fn reconcile(state: &State, key: &ObjectKey) -> Result<()> {
             copies::sync_refs(state, key, BTreeSet::new()).await?;
             policies::release_namespace(state, &key.cluster, &key.namespace).await?;
             state.mark_synced(key, false);
+            state.forget(key);
             Ok(())
         }
         Some(source) if source.pointer("/metadata/deletionTimestamp").is_some() => {
@@ -40,6 +41,7 @@ pub async fn reconcile(state: &State, key: &ObjectKey) -> Result<()> {
             copies::sync_refs(state, key, BTreeSet::new()).await?;
             policies::release_namespace(state, &key.cluster, &key.namespace).await?;
             state.mark_synced(key, false);
+            state.forget(key);
             release_finalizer(state, key, &source).await
         }
         Some(source) => sync(state, key, &source).await,
@@ -87,6 +89,18 @@ pub async fn remove_host_object(state: &State, key: &ObjectKey, uid: Option<&str
     tracing::info!(cluster = %key.cluster, namespace = %key.namespace, name = %key.name,
         host_namespace = %ns, host_name = %name, "deleted the host {kind}");
     Ok(())
+}
+
+/// Whether host object `host` has finished (a `Complete` or `Failed` condition that is
+/// `True`): its pods need no renewed token.
+fn finished(host: &Value) -> bool {
+    host.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True"
+            })
+        })
 }
 
 /// Rewrites the pod template of a host object about to be created so that its pods'
@@ -389,11 +403,20 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
                     what()
                 )));
             }
-            if let Some(pod_spec) = kind.pod_spec_pointer().and_then(|p| host.pointer(p)) {
-                if api_access::has_access(pod_spec) && state.access_due(key) {
-                    let sa = api_access::service_account(pod_spec).to_owned();
-                    issue_access(state, key, &sa, &ns, &name, &host).await;
-                }
+            let host_spec = kind.pod_spec_pointer().and_then(|p| host.pointer(p));
+            if host_spec.is_some_and(api_access::has_access)
+                && !finished(&host)
+                && state.access_due(key)
+            {
+                // The source's ServiceAccount (the host spec's is renamed in a shared
+                // namespace): the token is kplane's.
+                let sa = kind
+                    .pod_spec_pointer()
+                    .and_then(|p| source.pointer(p))
+                    .map(api_access::service_account)
+                    .unwrap_or("default")
+                    .to_owned();
+                issue_access(state, key, &sa, &ns, &name, &host).await;
             }
             match kind.push_down(source, &host) {
                 None => host,
@@ -448,5 +471,5 @@ async fn sync(state: &State, key: &ObjectKey, source: &Value) -> Result<()> {
     }
     state.mark_synced(key, true);
     // The host pods of the object, reflected into its logical cluster.
-    pods::reconcile(state, key, &uid).await
+    pods::reconcile(state, key, source).await
 }

@@ -73,7 +73,9 @@ impl Engine {
             pod_api,
             access_checked: Mutex::new(Default::default()),
             policies_checked: Mutex::new(Default::default()),
+            policy_lock: tokio::sync::Mutex::new(()),
             pods: Default::default(),
+            live: Mutex::new(Default::default()),
         });
         let sweep = Arc::new(Notify::new());
         let mut tasks = JoinSet::new();
@@ -90,6 +92,14 @@ impl Engine {
             tasks.spawn(crate::pods::watch_reflections(Arc::clone(&state)));
         }
         for entry in chosen {
+            if !settings
+                .reflect_host_namespaces
+                .contains(&entry.host_namespace)
+            {
+                tracing::warn!(host_namespace = %entry.host_namespace,
+                    "spec.reflectPods names a host namespace this syncer may not reflect (--reflect-host-namespaces); skipped");
+                continue;
+            }
             tasks.spawn(crate::chosen_pods::run(Arc::clone(&state), entry));
         }
         for _ in 0..settings.workers.max(1) {

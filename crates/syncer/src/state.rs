@@ -81,8 +81,14 @@ pub struct State {
     pub access_checked: Mutex<HashMap<ObjectKey, Instant>>,
     /// When the NetworkPolicies of each source (cluster, namespace) were last carried.
     pub policies_checked: Mutex<HashMap<(String, String), Instant>>,
+    /// Held while host NetworkPolicies are carried or removed, so a namespace's last
+    /// object going never removes them under a new object that just carried them.
+    pub policy_lock: tokio::sync::Mutex<()>,
     /// The host pods of synced objects and their reflections in kplane.
     pub pods: crate::pods::PodState,
+    /// The cached objects not being deleted, per source (cluster, namespace): whether a
+    /// namespace still has a live synced object, without a scan of the cache.
+    pub live: Mutex<HashMap<(String, String), HashSet<ObjectKey>>>,
 }
 
 impl std::fmt::Debug for State {
@@ -169,14 +175,35 @@ impl State {
     /// Whether a live assigned object of `cluster`/`namespace` is cached (one being
     /// deleted does not count).
     pub fn namespace_in_use(&self, cluster: &str, namespace: &str) -> bool {
-        let Ok(cache) = self.cache.lock() else {
-            return true;
+        self.live
+            .lock()
+            .map(|l| l.contains_key(&(cluster.to_owned(), namespace.to_owned())))
+            .unwrap_or(true)
+    }
+
+    /// Drops what is kept per synced object once it is gone (or going): when its token
+    /// was checked, host pods to delete for it.
+    pub fn forget(&self, key: &ObjectKey) {
+        self.access_checked(key, false);
+        if let Ok(mut d) = self.pods.doomed.lock() {
+            d.retain(|(k, _)| k != key);
+        }
+    }
+
+    /// Records whether cached object `key` is live (cached and not being deleted).
+    pub fn note_live(&self, key: &ObjectKey, live: bool) {
+        let Ok(mut l) = self.live.lock() else {
+            return;
         };
-        cache.iter().any(|(k, v)| {
-            k.cluster == cluster
-                && k.namespace == namespace
-                && v.value().pointer("/metadata/deletionTimestamp").is_none()
-        })
+        let ns = (key.cluster.clone(), key.namespace.clone());
+        if live {
+            l.entry(ns).or_default().insert(key.clone());
+        } else if let Some(set) = l.get_mut(&ns) {
+            set.remove(key);
+            if set.is_empty() {
+                l.remove(&ns);
+            }
+        }
     }
 
     /// Whether `key`'s host object exists and agrees, as last seen.

@@ -52,6 +52,7 @@ pub async fn watch_sources(state: Arc<State>, i: usize, sweep: Arc<Notify>) {
                         .lock()
                         .map(|mut c| c.remove(&key).is_some())
                         .unwrap_or(false);
+                    state.note_live(&key, false);
                     if had {
                         state.queue.add(key);
                     }
@@ -73,6 +74,7 @@ pub async fn watch_sources(state: Arc<State>, i: usize, sweep: Arc<Notify>) {
                     Err(_) => Vec::new(),
                 };
                 for k in gone {
+                    state.note_live(&k, false);
                     state.queue.add(k);
                 }
                 state.listed[i].store(true, Ordering::Release);
@@ -99,12 +101,14 @@ fn apply(state: &State, i: usize, obj: DynamicObject) -> Option<ObjectKey> {
             .lock()
             .ok()?
             .insert(key.clone(), Compact::new(&v));
+        state.note_live(&key, v.pointer("/metadata/deletionTimestamp").is_none());
         if !own {
             state.queue.add(key.clone());
         }
         Some(key)
     } else {
         let had = state.cache.lock().ok()?.remove(&key).is_some();
+        state.note_live(&key, false);
         if had {
             state.queue.add(key);
         }

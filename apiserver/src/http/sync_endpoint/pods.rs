@@ -12,7 +12,6 @@ use kplane_registry::error::{ApiError, ApiResult};
 use kplane_registry::sync::TargetRef;
 use kplane_types::RequestInfo;
 
-use super::super::negotiation;
 use super::super::request_info::ResourcePath;
 use super::super::AppState;
 
@@ -29,24 +28,11 @@ pub(super) async fn checked_create(
         .one()
         .cloned()
         .ok_or_else(ApiError::not_found_path)?;
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, negotiation::MAX_BODY_BYTES)
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                kplane_types::StatusReason::RequestEntityTooLarge,
-                "the request is too large",
-            )
-        })?;
-    let ct = parts
-        .headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let pod = negotiation::decode_object(&bytes, negotiation::body_type(ct)?)?;
+    let (req, pod) = super::read_object(req).await?;
     let namespace = rp.namespace.as_deref().unwrap_or_default();
     state
         .registry
         .sync_check_pod_owner(&cluster, namespace, &pod, &t.id())
         .await?;
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    Ok(req)
 }

@@ -94,6 +94,41 @@ pub fn covers(spec: &TargetSpec, target_cluster: &ClusterName, cluster: &Cluster
     }
 }
 
+/// The longest token the sync endpoint issues (the TokenRequest default, what the syncer
+/// asks for).
+pub const MAX_TOKEN_SECONDS: i64 = 3600;
+
+/// What a TokenRequest through the sync endpoint may ask for: a token of the default
+/// audiences, bound to no object, for at most [`MAX_TOKEN_SECONDS`] (the credential of a
+/// synced pod's in-cluster API access, nothing a syncer could use elsewhere or keep).
+/// 403 Forbidden otherwise, naming what is not allowed.
+pub fn check_token_request(obj: &Value, name: &str) -> ApiResult<()> {
+    let spec = obj.get("spec");
+    let field = |f: &str| spec.and_then(|s| s.get(f)).filter(|v| !v.is_null());
+    let why = if field("audiences").is_some_and(|a| a.as_array().is_none_or(|a| !a.is_empty())) {
+        Some("spec.audiences must be empty (the server's default audiences)".to_string())
+    } else if field("boundObjectRef").is_some() {
+        Some("spec.boundObjectRef must be empty".to_string())
+    } else if field("expirationSeconds")
+        .is_some_and(|e| e.as_i64().is_none_or(|e| e > MAX_TOKEN_SECONDS))
+    {
+        Some(format!(
+            "spec.expirationSeconds must be at most {MAX_TOKEN_SECONDS}"
+        ))
+    } else {
+        None
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(ApiError::from(Status::forbidden(
+            "",
+            "serviceaccounts/token",
+            name,
+            &format!("the sync endpoint issues only tokens for synced pods: {why}"),
+        ))),
+    }
+}
+
 /// The clusters a list or watch of a target's assigned objects reads: the target cluster's
 /// subtree. (Without `includeDescendants` only the target's own cluster holds assigned
 /// objects; the subtree scope is what gives every item the `kplane.io/cluster`
@@ -148,8 +183,7 @@ impl Registry {
 
     /// Checks that `cluster`/`namespace` holds an object assigned to `t` (of a resource in
     /// `spec`): that namespace's NetworkPolicies govern those objects' pods on the host, so
-    /// the syncer may list them. The collection's 404 otherwise. The informer-fed index
-    /// answers first; on a miss the namespace's assigned objects are read (one batch).
+    /// the syncer may list them. The collection's 404 otherwise.
     pub async fn sync_check_namespace_assigned(
         &self,
         cluster: &ClusterName,
@@ -157,50 +191,22 @@ impl Registry {
         t: &TargetRef,
         spec: &TargetSpec,
     ) -> ApiResult<()> {
-        let not_found = ApiError::not_found_path;
-        if !covers(spec, &t.cluster, cluster) {
-            return Err(not_found());
-        }
-        let id = t.id();
-        let catalog = self
-            .catalog_for(&ClusterScope::One(cluster.clone()))
-            .await?;
-        let types: Vec<Arc<ResourceType>> = spec
-            .resources
-            .iter()
-            .filter_map(|r| catalog.get(&r.group, &r.version, &r.resource).cloned())
-            .filter(|rt| rt.namespaced)
-            .collect();
-        let indexed = |rt: &ResourceType| {
-            self.sync_refs.has_group((
-                id.as_str(),
-                cluster.as_str(),
+        let found = self
+            .sync_any_assigned(
+                cluster,
                 namespace,
-                rt.storage_resource.as_str(),
-            ))
-        };
-        if types.iter().any(|rt| indexed(rt)) {
-            return Ok(());
-        }
-        for rt in types {
-            let target = Target::new(cluster, rt, Some(namespace.to_string()));
-            let mut p = ListParams::default();
-            t.list_filter(&mut p);
-            let mut page = self.list(&target, &p).await?;
-            if let Some(batch) = page.next_batch().await? {
-                if !batch.is_empty() {
-                    return Ok(());
-                }
-            }
-        }
-        Err(not_found())
+                t,
+                spec,
+                |index, group| index.has_group(group),
+                |_| true,
+            )
+            .await?;
+        found.then_some(()).ok_or_else(ApiError::not_found_path)
     }
 
     /// Checks that `name` of `kind` in `cluster`/`namespace` is referenced by the pod
     /// template of an object assigned to `t` in that namespace (of any resource in
-    /// `spec`); its ordinary 404 otherwise. Asks the informer-fed index first
-    /// ([`ref_index`]); on a miss reads the namespace's assigned objects in batches (an
-    /// annotation-filtered list), stopping at the first that refers to it.
+    /// `spec`); its ordinary 404 otherwise.
     pub async fn sync_check_referenced(
         &self,
         cluster: &ClusterName,
@@ -210,10 +216,37 @@ impl Registry {
         t: &TargetRef,
         spec: &TargetSpec,
     ) -> ApiResult<()> {
-        let plural = kind.resource();
-        let not_found = || ApiError::from(Status::not_found("", plural, name));
+        let found = self
+            .sync_any_assigned(
+                cluster,
+                namespace,
+                t,
+                spec,
+                |index, group| index.contains(group, kind, name),
+                |obj| refs::of_object(obj).contains(kind, name),
+            )
+            .await?;
+        found
+            .then_some(())
+            .ok_or_else(|| ApiError::from(Status::not_found("", kind.resource(), name)))
+    }
+
+    /// Whether an object assigned to `t` in `cluster`/`namespace` (of a namespaced
+    /// resource in `spec`, in a cluster the target covers) is `wanted`. Asks the
+    /// informer-fed index first (`indexed`, per (target, cluster, namespace, resource)
+    /// group, [`ref_index`]); on a miss reads the namespace's assigned objects in batches
+    /// (an annotation-filtered list), stopping at the first that is wanted.
+    async fn sync_any_assigned(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+        t: &TargetRef,
+        spec: &TargetSpec,
+        indexed: impl Fn(&ref_index::RefIndex, (&str, &str, &str, &str)) -> bool,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> ApiResult<bool> {
         if !covers(spec, &t.cluster, cluster) {
-            return Err(not_found());
+            return Ok(false);
         }
         let id = t.id();
         let catalog = self
@@ -225,17 +258,19 @@ impl Registry {
             .filter_map(|r| catalog.get(&r.group, &r.version, &r.resource).cloned())
             .filter(|rt| rt.namespaced)
             .collect();
-        let indexed = |rt: &ResourceType| {
-            let group = (
-                id.as_str(),
-                cluster.as_str(),
-                namespace,
-                rt.storage_resource.as_str(),
-            );
-            self.sync_refs.contains(group, kind, name)
+        let group = |rt: &ResourceType| -> bool {
+            indexed(
+                &self.sync_refs,
+                (
+                    id.as_str(),
+                    cluster.as_str(),
+                    namespace,
+                    rt.storage_resource.as_str(),
+                ),
+            )
         };
-        if types.iter().any(|rt| indexed(rt)) {
-            return Ok(());
+        if types.iter().any(|rt| group(rt)) {
+            return Ok(true);
         }
         for rt in types {
             let target = Target::new(cluster, rt, Some(namespace.to_string()));
@@ -247,13 +282,13 @@ impl Registry {
                     let Ok(obj) = serde_json::from_slice::<Value>(&item) else {
                         continue;
                     };
-                    if refs::of_object(&obj).contains(kind, name) {
-                        return Ok(());
+                    if wanted(&obj) {
+                        return Ok(true);
                     }
                 }
             }
         }
-        Err(not_found())
+        Ok(false)
     }
 }
 

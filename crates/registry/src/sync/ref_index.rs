@@ -101,7 +101,6 @@ impl RefIndex {
         found
     }
 
-    /// Lookups answered by the index so far (tests).
     /// Whether an indexed object of `group` refers to anything (every assigned Job refers
     /// at least to its ServiceAccount), i.e. the namespace holds an assigned object.
     pub fn has_group(
@@ -118,6 +117,7 @@ impl RefIndex {
         state.refs.contains_key(&group)
     }
 
+    /// Lookups answered by the index so far (tests).
     pub fn hits(&self) -> u64 {
         self.hits.load(Ordering::Relaxed)
     }

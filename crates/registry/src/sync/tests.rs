@@ -402,3 +402,41 @@ fn target_spec_defaults_and_scope() {
     assert_eq!(east().user().username, "system:kplane:syncer:root/east");
     assert_eq!(TargetRef::id_of_user(&east().user()), Some("root/east"));
 }
+
+#[test]
+fn the_endpoint_issues_only_short_default_audience_unbound_tokens() {
+    use super::check_token_request;
+    let ok =
+        |spec: serde_json::Value| check_token_request(&serde_json::json!({"spec": spec}), "runner");
+    assert!(ok(serde_json::json!({})).is_ok());
+    assert!(ok(serde_json::json!({"expirationSeconds": 3600})).is_ok());
+    assert!(ok(serde_json::json!({"expirationSeconds": 600, "audiences": []})).is_ok());
+    assert!(check_token_request(&serde_json::json!({}), "runner").is_ok());
+    for (spec, why) in [
+        (
+            serde_json::json!({"expirationSeconds": 3601}),
+            "spec.expirationSeconds must be at most 3600",
+        ),
+        (
+            serde_json::json!({"expirationSeconds": "1h"}),
+            "spec.expirationSeconds must be at most 3600",
+        ),
+        (
+            serde_json::json!({"audiences": ["vault"]}),
+            "spec.audiences must be empty",
+        ),
+        (
+            serde_json::json!({"boundObjectRef": {"kind": "Secret", "name": "s"}}),
+            "spec.boundObjectRef must be empty",
+        ),
+    ] {
+        let e = ok(spec.clone()).unwrap_err();
+        assert_eq!(e.code(), 403, "{spec}");
+        let msg = e.0.message.clone();
+        assert!(
+            msg.starts_with("serviceaccounts/token \"runner\" is forbidden: the sync endpoint issues only tokens for synced pods: ")
+                && msg.contains(why),
+            "{msg}"
+        );
+    }
+}
