@@ -284,7 +284,7 @@ async fn upsert(state: &State, entry: &Entry, host: &Value) -> Result<()> {
             Err(e) => return Err(e).ctx(|| format!("updating {}", what())),
         };
     }
-    if want.get("status") != have.get("status") {
+    if !crate::pods::same_status(&want, &have) {
         let mut body = have;
         body["status"] = want["status"].clone();
         let obj: DynamicObject = serde_json::from_value(body)

@@ -69,7 +69,7 @@ fn filtered(map: Option<&Value>, keep: impl Fn(&str) -> bool) -> Option<Value> {
 
 /// `v` without empty values (null, 0, "", [], {}) at any depth: how the
 /// stored forms of two servers may differ for the same status.
-fn normalize(v: &Value) -> Option<Value> {
+pub(crate) fn normalize(v: &Value) -> Option<Value> {
     match v {
         Value::Null => None,
         Value::Number(n) if n.as_f64() == Some(0.0) => None,

@@ -175,6 +175,13 @@ pub fn spec_changes(want: &Value, have: &Value) -> bool {
     spec(want) != spec(have)
 }
 
+/// Whether stored reflection `have` shows `want`'s status (empty values aside: two
+/// servers may store the same status with or without them).
+pub fn same_status(want: &Value, have: &Value) -> bool {
+    let status = |v: &Value| v.get("status").and_then(crate::kinds::normalize);
+    status(want) == status(have)
+}
+
 /// Whether reflection `have` (as stored) shows `want`'s labels, annotations and status.
 fn same_meta(want: &Value, have: &Value) -> bool {
     let m = |v: &Value, f: &str| {
@@ -478,7 +485,7 @@ async fn write_status(
     want: &Value,
     have: &Value,
 ) -> Result<()> {
-    if want.get("status") == have.get("status") {
+    if same_status(want, have) {
         return Ok(());
     }
     let name = name_of(want);
@@ -690,5 +697,14 @@ mod tests {
         assert!(!spec_changes(&want, &have));
         want["spec"]["containers"][0]["image"] = json!("b");
         assert!(spec_changes(&want, &have));
+    }
+
+    #[test]
+    fn statuses_stored_with_or_without_empty_values_are_the_same() {
+        let want = json!({"status": {"phase": "Running", "conditions": [], "message": "", "podIP": "10.1.2.3"}});
+        let have = json!({"status": {"phase": "Running", "podIP": "10.1.2.3"}});
+        assert!(same_status(&want, &have));
+        let moved = json!({"status": {"phase": "Succeeded", "podIP": "10.1.2.3"}});
+        assert!(!same_status(&moved, &have));
     }
 }
