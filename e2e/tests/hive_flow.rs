@@ -29,7 +29,6 @@ use kube::runtime::WatchStreamExt as _;
 use kube::ResourceExt as _;
 use serde_json::{json, Value};
 
-use crate::in_cluster::pem_der;
 use crate::syncer::{create_target, host_jobs, key, Syncer, TENANT};
 use crate::syncer_pods::{host_pod_of, set_host_pod_status, stand_in_host};
 
@@ -351,11 +350,10 @@ async fn hive_provisions_through_kplane_with_its_job_on_the_host() -> Result<()>
     let sa_dir = scratch.path().join("serviceaccount");
     std::fs::create_dir_all(&sa_dir)?;
     std::fs::write(sa_dir.join("token"), file("token")?)?;
-    let mut config = kube::Config::new(server.parse()?);
-    config.root_cert = Some(vec![pem_der(&String::from_utf8(file("ca.crt")?)?)?]);
-    config.auth_info.token_file = Some(sa_dir.join("token").display().to_string());
-    config.default_namespace = String::from_utf8(file("namespace")?)?;
-    let pod_client = kube::Client::try_from(config)?;
+    for f in ["ca.crt", "namespace"] {
+        std::fs::write(sa_dir.join(f), file(f)?)?;
+    }
+    let pod_client = crate::in_cluster::pod_client(&server, &sa_dir)?;
     let my_provisions: Api<DynamicObject> = Api::default_namespaced_with(
         pod_client.clone(),
         &hive("ClusterProvision", "clusterprovisions"),

@@ -98,13 +98,7 @@ async fn a_service_account_token_without_a_cluster_path_reaches_its_own_cluster(
 
     // kube-rs, configured from those files as its in-cluster loader does (server URL
     // without a path, the CA file, the token file).
-    let mut config = kube::Config::new(server.base_url().parse()?);
-    config.root_cert = Some(vec![pem_der(&fs::read_to_string(
-        sa_dir.path().join("ca.crt"),
-    )?)?]);
-    config.auth_info.token_file = Some(sa_dir.path().join("token").display().to_string());
-    config.default_namespace = fs::read_to_string(sa_dir.path().join("namespace"))?;
-    let pod = kube::Client::try_from(config)?;
+    let pod = pod_client(server.base_url(), sa_dir.path())?;
     let cms: Api<ConfigMap> = Api::default_namespaced(pod.clone());
     let seen = names(&cms.list(&ListParams::default()).await?.items);
     ensure!(
@@ -165,6 +159,17 @@ async fn a_service_account_token_without_a_cluster_path_reaches_its_own_cluster(
         groups.groups.iter().map(|g| &g.name).collect::<Vec<_>>()
     );
     Ok(())
+}
+
+/// A kube-rs client configured as its in-cluster loader configures one in a pod: the
+/// server `url` (from `KUBERNETES_SERVICE_HOST`/`_PORT`, no path) and the `ca.crt`,
+/// `token` (re-read as it is rotated) and `namespace` files of `sa_dir`.
+pub(crate) fn pod_client(url: &str, sa_dir: &std::path::Path) -> Result<kube::Client> {
+    let mut config = kube::Config::new(url.parse()?);
+    config.root_cert = Some(vec![pem_der(&fs::read_to_string(sa_dir.join("ca.crt"))?)?]);
+    config.auth_info.token_file = Some(sa_dir.join("token").display().to_string());
+    config.default_namespace = fs::read_to_string(sa_dir.join("namespace"))?;
+    Ok(kube::Client::try_from(config)?)
 }
 
 /// The DER bytes of the first certificate in `pem`.

@@ -20,7 +20,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::ResourceExt as _;
 use serde_json::{json, Value};
 
-use crate::in_cluster::{pem_der, ROLE};
+use crate::in_cluster::{pod_client, ROLE};
 use crate::python::run_script;
 use crate::syncer::{create_target, host_jobs, key, plain_job, Syncer, TENANT};
 
@@ -191,11 +191,7 @@ async fn synced_pods_reach_their_own_logical_cluster_in_cluster() -> Result<()> 
     tokio::task::block_in_place(|| run_script("incluster.py", &env))?;
 
     // kube-rs over the same files.
-    let mut config = kube::Config::new(format!("https://{env_host}:{env_port}").parse()?);
-    config.root_cert = Some(vec![pem_der(&fs::read_to_string(sa_dir.join("ca.crt"))?)?]);
-    config.auth_info.token_file = Some(sa_dir.join("token").display().to_string());
-    config.default_namespace = fs::read_to_string(sa_dir.join("namespace"))?;
-    let pod = kube::Client::try_from(config)?;
+    let pod = pod_client(&format!("https://{env_host}:{env_port}"), &sa_dir)?;
     let cms: Api<ConfigMap> = Api::default_namespaced(pod.clone());
     cms.create(
         &pp,

@@ -55,6 +55,17 @@ fn memory_kb(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// The CPU time (user + system) process `pid` has used, in seconds, from /proc.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -320,6 +331,8 @@ async fn syncer_bench() -> Result<()> {
         "{} of {jobs_n} round trips",
         trips.len()
     );
+    let cpu = |pid: Option<u32>| pid.map(cpu_seconds).unwrap_or_default();
+    let (syncer_cpu, data_cpu, host_cpu) = (cpu(syncer.pid()), cpu(data.pid()), cpu(host.pid()));
     let (rss, hwm) = syncer.pid().map(memory_kb).unwrap_or_default();
     // And once the work is over (a resync included): what it keeps.
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -332,7 +345,8 @@ async fn syncer_bench() -> Result<()> {
         .to_owned();
     println!(
         "syncer bench (pods {with_pods}): {jobs_n} Jobs in {clusters_n} clusters: created in {:.1}s, all Complete in kplane after {:.1}s; \
-         round trip p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; syncer RSS {} MiB (peak {} MiB), 5 s later {} MiB; {synced}",
+         round trip p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; syncer RSS {} MiB (peak {} MiB), 5 s later {} MiB; {synced}; \
+         CPU seconds (whole run): syncer {syncer_cpu:.2}, kplane {data_cpu:.2}, host {host_cpu:.2}",
         created_all.as_secs_f64(),
         wall.as_secs_f64(),
         percentile(&trips, 0.5).as_secs_f64() * 1e3,
