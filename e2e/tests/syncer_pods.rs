@@ -106,7 +106,7 @@ async fn the_pods_of_synced_jobs_are_reflected_from_the_host() -> Result<()> {
     let data = KplaneServer::start()?;
     let host = stand_in_host()?;
     let scratch = tempfile::tempdir()?;
-    create_target(&data).await?;
+    let targets = create_target(&data).await?;
     let tenant = data.client_for(TENANT).await?;
     let jobs: Api<Job> = Api::namespaced(tenant.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(tenant, "default");
@@ -243,6 +243,25 @@ async fn the_pods_of_synced_jobs_are_reflected_from_the_host() -> Result<()> {
         .await?;
     eventually(TIMEOUT, "the reflection gone with the host pod", || async {
         Ok(pods.list(&ListParams::default()).await?.items.is_empty())
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    // The SyncTarget goes: the drain takes the host objects and the reflections along.
+    host_pods
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(host_pod_of(&host_job, "z1z2z"))?,
+        )
+        .await?;
+    eventually(TIMEOUT, "the third pod reflected", || async {
+        Ok(pods.get_opt("pi-z1z2z").await?.is_some())
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    targets.delete("east", &DeleteParams::default()).await?;
+    eventually(TIMEOUT, "the reflections gone with the drain", || async {
+        Ok(targets.get_opt("east").await?.is_none()
+            && pods.list(&ListParams::default()).await?.items.is_empty())
     })
     .await
     .with_context(|| syncer.log())?;

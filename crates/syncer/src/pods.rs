@@ -597,6 +597,38 @@ async fn delete_reflection(
     Ok(())
 }
 
+/// Deletes every pod reflection of the target in kplane (the drain's last step).
+pub async fn remove_all_reflections(kplane: &crate::clients::KplaneClients) -> Result<()> {
+    let all: Api<DynamicObject> = Api::all_with(kplane.cluster("*")?, &resource());
+    let list = match all.list(&kube::api::ListParams::default()).await {
+        Ok(l) => l,
+        // A kplane without Pods has no reflections.
+        Err(e) if is_status(&e, 404) => return Ok(()),
+        Err(e) => return Err(e).ctx(|| "listing the reflected pods".to_owned()),
+    };
+    for p in list.items {
+        let v = serde_json::to_value(p).unwrap_or(Value::Null);
+        let (Some(cluster), Some(ns)) = (
+            annotation(&v, CLUSTER_ANNOTATION),
+            v.pointer("/metadata/namespace").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let name = name_of(&v);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(kplane.cluster(cluster)?, ns, &resource());
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => tracing::info!(cluster, namespace = ns, pod = %name,
+                "drain: deleted the reflection of a host pod"),
+            Err(e) if is_status(&e, 404) => {}
+            Err(e) => {
+                return Err(e).ctx(|| format!("deleting the reflection {ns}/{name} in {cluster}"))
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn delete_host_pod(state: &State, key: &ObjectKey, host: &Value) -> Result<()> {
     let ns = host
         .pointer("/metadata/namespace")

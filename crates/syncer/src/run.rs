@@ -302,7 +302,8 @@ impl Leading<'_> {
                         if kinds_for_drain.is_empty() {
                             kinds_for_drain = synced_kinds(&current);
                         }
-                        match drain(host, target, &layout(settings), &kinds_for_drain).await {
+                        let kplane = KplaneClients::new(config.clone(), base);
+                        match drain(host, &kplane, target, &layout(settings), &kinds_for_drain).await {
                             Ok(()) => match target_api.drained(&current, &now()).await {
                                 Ok(()) => {
                                     tracing::info!(target = %target.annotation(), "drained: every host object is gone");
@@ -395,9 +396,11 @@ impl Leading<'_> {
     }
 }
 
-/// Drains twice: the second pass must find nothing left.
+/// Drains twice: the second pass must find nothing left. Then the target's pod
+/// reflections in kplane go too (they reflect host pods that are gone).
 async fn drain(
     host: &kube::Client,
+    kplane: &KplaneClients,
     target: &TargetRef,
     layout: &HostLayout,
     kinds: &[Arc<dyn SyncedKind>],
@@ -407,7 +410,7 @@ async fn drain(
     if left > 0 {
         return Err(Error::Retry(format!("{left} host objects are still there")));
     }
-    Ok(())
+    crate::pods::remove_all_reflections(kplane).await
 }
 
 /// One worker: reconciles keys until the queue closes.
