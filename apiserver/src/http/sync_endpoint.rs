@@ -357,11 +357,7 @@ async fn checked(
                 Allowed::Referenced(kind) => kind,
                 _ => RefKind::ServiceAccount,
             };
-            let cluster = info
-                .cluster
-                .one()
-                .cloned()
-                .ok_or_else(ApiError::not_found_path)?;
+            let cluster = one_cluster(&info)?;
             state
                 .registry
                 .sync_check_referenced(
@@ -380,11 +376,7 @@ async fn checked(
             }
         }
         Allowed::NamespacePolicies => {
-            let cluster = info
-                .cluster
-                .one()
-                .cloned()
-                .ok_or_else(ApiError::not_found_path)?;
+            let cluster = one_cluster(&info)?;
             state
                 .registry
                 .sync_check_namespace_assigned(
@@ -421,17 +413,21 @@ async fn checked(
     Ok(resp)
 }
 
+/// The one logical cluster an inner request addresses (404 for a wildcard).
+fn one_cluster(info: &RequestInfo) -> ApiResult<ClusterName> {
+    info.cluster
+        .one()
+        .cloned()
+        .ok_or_else(ApiError::not_found_path)
+}
+
 /// The one cluster and resource type of an object request.
 async fn resource_in(
     state: &AppState,
     info: &RequestInfo,
     rp: &ResourcePath,
 ) -> ApiResult<(ClusterName, Arc<kplane_registry::ResourceType>)> {
-    let cluster = info
-        .cluster
-        .one()
-        .cloned()
-        .ok_or_else(ApiError::not_found_path)?;
+    let cluster = one_cluster(info)?;
     let catalog = state.registry.catalog_for(&info.cluster).await?;
     let rt = catalog
         .get(&rp.group, &rp.version, &rp.resource)

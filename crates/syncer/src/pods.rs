@@ -351,6 +351,20 @@ async fn follow(state: Arc<State>, api: Api<DynamicObject>, config: watcher::Con
     }
 }
 
+/// The pods `map` holds for `key`, by name.
+fn pods_of(
+    map: &Mutex<HashMap<ObjectKey, BTreeMap<String, Compact>>>,
+    key: &ObjectKey,
+) -> BTreeMap<String, Value> {
+    map.lock()
+        .map(|m| {
+            m.get(key)
+                .map(|p| p.iter().map(|(n, c)| (n.clone(), c.value())).collect())
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
+}
+
 /// Drops the entries of `map` the relist did not show; the keys that lost some.
 fn retain_seen(
     map: &Mutex<HashMap<ObjectKey, BTreeMap<String, Compact>>>,
@@ -387,17 +401,7 @@ pub async fn reconcile(state: &State, key: &ObjectKey, source: &Value) -> Result
     // merely carries the marks (left from an earlier Job of the same name, or made by
     // someone else) is not reflected.
     let (host_ns, _) = state.layout.place(&key.cluster, &key.namespace, &key.name);
-    let host: BTreeMap<String, Value> = state
-        .pods
-        .host
-        .lock()
-        .map(|m| {
-            m.get(key)
-                .map(|p| p.iter().map(|(n, c)| (n.clone(), c.value())).collect())
-                .unwrap_or_default()
-        })
-        .unwrap_or_default();
-    let host: BTreeMap<String, Value> = host
+    let host: BTreeMap<String, Value> = pods_of(&state.pods.host, key)
         .into_iter()
         .filter(|(_, h)| {
             annotation(h, UID_ANNOTATION) == Some(source_uid)
@@ -405,16 +409,7 @@ pub async fn reconcile(state: &State, key: &ObjectKey, source: &Value) -> Result
                     == Some(host_ns.as_str())
         })
         .collect();
-    let reflected: BTreeMap<String, Value> = state
-        .pods
-        .reflected
-        .lock()
-        .map(|m| {
-            m.get(key)
-                .map(|p| p.iter().map(|(n, c)| (n.clone(), c.value())).collect())
-                .unwrap_or_default()
-        })
-        .unwrap_or_default();
+    let reflected = pods_of(&state.pods.reflected, key);
     let doomed: Vec<String> = state
         .pods
         .doomed

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::Request;
-use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::error::ApiResult;
 use kplane_registry::sync::TargetRef;
 use kplane_types::RequestInfo;
 
@@ -23,11 +23,7 @@ pub(super) async fn checked_create(
     info: &RequestInfo,
     rp: &ResourcePath,
 ) -> ApiResult<Request<Body>> {
-    let cluster = info
-        .cluster
-        .one()
-        .cloned()
-        .ok_or_else(ApiError::not_found_path)?;
+    let cluster = super::one_cluster(info)?;
     let (req, pod) = super::read_object(req).await?;
     let namespace = rp.namespace.as_deref().unwrap_or_default();
     state

@@ -276,6 +276,26 @@ impl TargetSpec {
     }
 }
 
+/// A string field at `path` that must be a DNS-1123 label: absent, null or empty is
+/// `Required` when `required`, and fine otherwise.
+fn dns_label_field(path: String, v: Option<&Value>, required: bool) -> Vec<Cause> {
+    match v {
+        None | Some(Value::Null) => required
+            .then(|| Cause::required(path))
+            .into_iter()
+            .collect(),
+        Some(Value::String(s)) if s.is_empty() => required
+            .then(|| Cause::required(path))
+            .into_iter()
+            .collect(),
+        Some(Value::String(s)) => kplane_types::validation::is_dns1123_label(s)
+            .iter()
+            .map(|msg| Cause::invalid(&path, &json!(s), msg))
+            .collect(),
+        Some(other) => vec![Cause::invalid(path, other, "must be a string")],
+    }
+}
+
 /// One `spec.reflectPods` entry at `at`: `hostNamespace` and `namespace` (if given)
 /// DNS-1123 labels, `selector` a valid label selector, `cluster` (if given) a logical
 /// cluster name.
@@ -286,25 +306,7 @@ fn validate_reflected_pods(at: &str, e: &Value) -> Vec<Cause> {
         return causes;
     }
     for (key, required) in [("hostNamespace", true), ("namespace", false)] {
-        match e.get(key) {
-            None | Some(Value::Null) if required => {
-                causes.push(Cause::required(format!("{at}.{key}")))
-            }
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) if s.is_empty() && required => {
-                causes.push(Cause::required(format!("{at}.{key}")))
-            }
-            Some(Value::String(s)) => {
-                for msg in kplane_types::validation::is_dns1123_label(s) {
-                    causes.push(Cause::invalid(format!("{at}.{key}"), &json!(s), &msg));
-                }
-            }
-            Some(other) => causes.push(Cause::invalid(
-                format!("{at}.{key}"),
-                other,
-                "must be a string",
-            )),
-        }
+        causes.extend(dns_label_field(format!("{at}.{key}"), e.get(key), required));
     }
     match e.get("selector") {
         None | Some(Value::Null) => causes.push(Cause::required(format!("{at}.selector"))),
@@ -379,24 +381,7 @@ pub(crate) fn validate_spec(obj: &Value) -> Vec<Cause> {
                     )),
                 }
                 for key in ["version", "resource"] {
-                    match r.get(key) {
-                        None | Some(Value::Null) => {
-                            causes.push(Cause::required(format!("{at}.{key}")))
-                        }
-                        Some(Value::String(s)) if s.is_empty() => {
-                            causes.push(Cause::required(format!("{at}.{key}")))
-                        }
-                        Some(Value::String(s)) => {
-                            for msg in kplane_types::validation::is_dns1123_label(s) {
-                                causes.push(Cause::invalid(format!("{at}.{key}"), &json!(s), &msg));
-                            }
-                        }
-                        Some(other) => causes.push(Cause::invalid(
-                            format!("{at}.{key}"),
-                            other,
-                            "must be a string",
-                        )),
-                    }
+                    causes.extend(dns_label_field(format!("{at}.{key}"), r.get(key), true));
                 }
                 let key = (r.get("group"), r.get("version"), r.get("resource"));
                 if seen.contains(&key) {

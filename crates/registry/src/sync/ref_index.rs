@@ -75,6 +75,16 @@ pub struct RefIndex {
     hits: AtomicU64,
 }
 
+/// The owned key of a group.
+fn group_key(target: &str, cluster: &str, namespace: &str, resource: &str) -> Group {
+    (
+        target.to_string(),
+        cluster.to_string(),
+        namespace.to_string(),
+        resource.to_string(),
+    )
+}
+
 impl RefIndex {
     /// Whether an object of `resource` (its storage resource, `batch/jobs`) assigned to
     /// `target` in `cluster`/`namespace` is known to refer to `name` of `kind`.
@@ -85,15 +95,9 @@ impl RefIndex {
         name: &str,
     ) -> bool {
         let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-        let group = (
-            target.to_string(),
-            cluster.to_string(),
-            namespace.to_string(),
-            resource.to_string(),
-        );
         let found = state
             .refs
-            .get(&group)
+            .get(&group_key(target, cluster, namespace, resource))
             .is_some_and(|c| c.contains_key(&(kind, name.to_string())));
         if found {
             self.hits.fetch_add(1, Ordering::Relaxed);
@@ -108,13 +112,9 @@ impl RefIndex {
         (target, cluster, namespace, resource): (&str, &str, &str, &str),
     ) -> bool {
         let state = self.state.read().unwrap_or_else(|e| e.into_inner());
-        let group = (
-            target.to_string(),
-            cluster.to_string(),
-            namespace.to_string(),
-            resource.to_string(),
-        );
-        state.refs.contains_key(&group)
+        state
+            .refs
+            .contains_key(&group_key(target, cluster, namespace, resource))
     }
 
     /// Lookups answered by the index so far (tests).
