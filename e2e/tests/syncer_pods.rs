@@ -402,6 +402,33 @@ async fn a_sync_target_reflects_an_operators_own_pod() -> Result<()> {
     })
     .await
     .with_context(|| syncer.log())?;
+    // An entry taken out of spec.reflectPods takes its reflections along.
+    host_pods
+        .create(
+            &pp,
+            &serde_json::from_value(operator_pod(
+                "hive-controllers-8e0a",
+                json!({"control-plane": "controller-manager"}),
+            ))?,
+        )
+        .await?;
+    eventually(TIMEOUT, "the new operator pod reflected", || async {
+        Ok(pods.get_opt("hive-controllers-8e0a").await?.is_some())
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    targets
+        .patch(
+            "east",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&json!({"spec": {"reflectPods": null}})),
+        )
+        .await?;
+    eventually(TIMEOUT, "the reflection gone with its entry", || async {
+        Ok(pods.get_opt("hive-controllers-8e0a").await?.is_none())
+    })
+    .await
+    .with_context(|| syncer.log())?;
     // Through the sync endpoint, the syncer's credential may write an ownerless pod only
     // in a namespace spec.reflectPods names.
     let token = tokio::task::block_in_place(|| crate::syncer::syncer_token(&data))?;

@@ -328,6 +328,52 @@ async fn remove_others(state: &State, entry: &Entry, live: &HashSet<String>) -> 
     Ok(())
 }
 
+/// Deletes the chosen pods' reflections that no entry of `entries` makes any more (an
+/// entry removed from `spec.reflectPods`, or from `--reflect-host-namespaces`); run when
+/// the watches start.
+pub async fn remove_stale(state: Arc<State>, entries: Vec<Entry>) {
+    let ids: HashSet<String> = entries.iter().map(Entry::id).collect();
+    let result = async {
+        let all: Api<DynamicObject> = Api::all_with(state.kplane.cluster("*")?, &resource());
+        let list = match all.list(&ListParams::default()).await {
+            Ok(l) => l,
+            // A kplane without Pods has no reflections.
+            Err(e) if is_status(&e, 404) => return Ok(()),
+            Err(e) => return Err(e).ctx(|| "listing the reflected pods".to_owned()),
+        };
+        for p in list.items {
+            let v = serde_json::to_value(p).unwrap_or(Value::Null);
+            let Some(id) = annotation(&v, ENTRY_ANNOTATION) else {
+                continue;
+            };
+            let (Some(cluster), Some(ns)) = (
+                annotation(&v, crate::naming::CLUSTER_ANNOTATION),
+                v.pointer("/metadata/namespace").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            if ids.contains(id) {
+                continue;
+            }
+            let name = name_of(&v);
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(state.kplane.cluster(cluster)?, ns, &resource());
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => tracing::info!(cluster, namespace = ns, pod = %name,
+                    "deleted the reflection of a chosen host pod no spec.reflectPods entry names"),
+                Err(e) if is_status(&e, 404) => {}
+                Err(e) => return Err(e).ctx(|| format!("deleting the reflection {name}")),
+            }
+        }
+        Ok::<(), Error>(())
+    }
+    .await;
+    if let Err(e) = result {
+        state.metrics.error();
+        tracing::warn!(error = %e, "removing stale reflections of chosen host pods failed; tried again at the next start");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,6 +91,7 @@ impl Engine {
             tasks.spawn(crate::pods::watch_host_pods(Arc::clone(&state)));
             tasks.spawn(crate::pods::watch_reflections(Arc::clone(&state)));
         }
+        let mut allowed = Vec::new();
         for entry in chosen {
             if !settings
                 .reflect_host_namespaces
@@ -100,8 +101,13 @@ impl Engine {
                     "spec.reflectPods names a host namespace this syncer may not reflect (--reflect-host-namespaces); skipped");
                 continue;
             }
+            allowed.push(entry.clone());
             tasks.spawn(crate::chosen_pods::run(Arc::clone(&state), entry));
         }
+        tasks.spawn(crate::chosen_pods::remove_stale(
+            Arc::clone(&state),
+            allowed,
+        ));
         for _ in 0..settings.workers.max(1) {
             tasks.spawn(work(Arc::clone(&state)));
         }
