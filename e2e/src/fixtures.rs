@@ -50,6 +50,19 @@ pub fn error_code(err: &kube::Error) -> Option<u16> {
     }
 }
 
+/// The status code a list of `api` is refused with (`None` when it succeeds or the failure
+/// is not a `Status`), e.g. `Some(403)` for a credential RBAC gives nothing there.
+pub async fn list_refusal<K>(api: &kube::Api<K>) -> Option<u16>
+where
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&Default::default())
+        .await
+        .err()
+        .as_ref()
+        .and_then(error_code)
+}
+
 /// The `reason` of a failed API call (`Conflict`, `AlreadyExists`, ...), if any.
 pub fn error_reason(err: &kube::Error) -> Option<&str> {
     match err {

@@ -21,7 +21,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kplane_e2e::fixtures::error_code;
+use kplane_e2e::fixtures::list_refusal;
 use kplane_e2e::{eventually, KplaneServer};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::runtime::watcher::{self, Event};
@@ -385,22 +385,12 @@ async fn hive_provisions_through_kplane_with_its_job_on_the_host() -> Result<()>
         .await
         .context("install-manager updating its ClusterProvision")?;
     // Its Role allows nothing else: not the Jobs, not another namespace.
-    let denied = Api::<Job>::default_namespaced(pod_client.clone())
-        .list(&ListParams::default())
-        .await
-        .err();
-    ensure!(
-        denied.as_ref().and_then(error_code) == Some(403),
-        "{denied:?}"
-    );
-    let denied = Api::<Secret>::namespaced(pod_client, "kube-system")
-        .list(&ListParams::default())
-        .await
-        .err();
-    ensure!(
-        denied.as_ref().and_then(error_code) == Some(403),
-        "{denied:?}"
-    );
+    let api = Api::<Job>::default_namespaced(pod_client.clone());
+    let code = list_refusal(&api).await;
+    ensure!(code == Some(403), "{code:?}");
+    let api = Api::<Secret>::namespaced(pod_client, "kube-system");
+    let code = list_refusal(&api).await;
+    ensure!(code == Some(403), "{code:?}");
 
     // hive sees what install-manager wrote.
     let cp = provisions.get(&provision).await?;

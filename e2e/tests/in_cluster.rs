@@ -10,7 +10,7 @@ use std::fs;
 
 use anyhow::{ensure, Context as _, Result};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kplane_e2e::fixtures::error_code;
+use kplane_e2e::fixtures::list_refusal;
 use kplane_e2e::KplaneServer;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
@@ -110,14 +110,9 @@ async fn a_service_account_token_without_a_cluster_path_reaches_its_own_cluster(
         &serde_json::from_value(json!({"metadata": {"name": "from-kube-rs"}}))?,
     )
     .await?;
-    let denied = Api::<Secret>::default_namespaced(pod.clone())
-        .list(&ListParams::default())
-        .await
-        .err();
-    ensure!(
-        denied.as_ref().and_then(error_code) == Some(403),
-        "{denied:?}"
-    );
+    let api = Api::<Secret>::default_namespaced(pod.clone());
+    let code = list_refusal(&api).await;
+    ensure!(code == Some(403), "{code:?}");
 
     // The official Python client's load_incluster_config with the same files.
     let env: Vec<(&str, OsString)> = vec![
@@ -140,14 +135,9 @@ async fn a_service_account_token_without_a_cluster_path_reaches_its_own_cluster(
     // A path that names a cluster is served there, as before: the token is a stranger in
     // root.
     let in_root = server.client_with_token("/clusters/root", &token).await?;
-    let denied = Api::<ConfigMap>::namespaced(in_root, "default")
-        .list(&ListParams::default())
-        .await
-        .err();
-    ensure!(
-        denied.as_ref().and_then(error_code) == Some(403),
-        "{denied:?}"
-    );
+    let api = Api::<ConfigMap>::namespaced(in_root, "default");
+    let code = list_refusal(&api).await;
+    ensure!(code == Some(403), "{code:?}");
     // Discovery without a path is the home cluster's too: its own CRD's group is there.
     let groups = pod.list_api_groups().await?;
     ensure!(

@@ -80,18 +80,7 @@ async fn pods_are_reflections_the_syncer_writes_and_kubectl_reads() -> Result<()
         "kplane-syncer-east",
     ])?;
     acme.ok_stdin(&["apply", "-f", "-"], GRANT)?;
-    let token = acme
-        .ok(&[
-            "-n",
-            "kube-system",
-            "create",
-            "token",
-            "kplane-syncer-east",
-            "--duration",
-            "10m",
-        ])?
-        .trim()
-        .to_string();
+    let token = crate::syncer::syncer_sa_token(&acme, "10m")?;
 
     // An admin's pods: refused, whichever way they come.
     let run = acme.run(&["run", "x", "--image=busybox"])?;

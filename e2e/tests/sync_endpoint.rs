@@ -104,18 +104,7 @@ async fn a_granted_service_account_syncs_through_the_endpoint_with_kube_rs() -> 
     server
         .kubectl_for("root:other")?
         .ok(&["create", "job", "o1", "--image=busybox"])?;
-    let token = acme
-        .ok(&[
-            "-n",
-            "kube-system",
-            "create",
-            "token",
-            "kplane-syncer-east",
-            "--duration",
-            "10m",
-        ])?
-        .trim()
-        .to_string();
+    let token = crate::syncer::syncer_sa_token(&acme, "10m")?;
 
     // List: east's Jobs of root:acme and root:acme:team, each naming its cluster.
     let all = server

@@ -167,14 +167,20 @@ impl Drop for Syncer {
 /// A token of the syncer's ServiceAccount, from `kubectl create token` in the target's
 /// cluster.
 pub(crate) fn syncer_token(data: &KplaneServer) -> Result<String> {
-    let token = data.kubectl_for(TARGET_CLUSTER)?.ok(&[
+    syncer_sa_token(&data.kubectl_for(TARGET_CLUSTER)?, "1h")
+}
+
+/// A token (`kubectl create token`, lasting `duration`) of the syncer's ServiceAccount
+/// `kube-system/kplane-syncer-east` in the cluster `k` addresses.
+pub(crate) fn syncer_sa_token(k: &kplane_e2e::Kubectl, duration: &str) -> Result<String> {
+    let token = k.ok(&[
         "-n",
         "kube-system",
         "create",
         "token",
         SYNCER_SA,
         "--duration",
-        "1h",
+        duration,
     ])?;
     Ok(token.trim().to_owned())
 }

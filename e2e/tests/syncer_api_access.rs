@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{ensure, Context as _, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kplane_e2e::fixtures::error_code;
+use kplane_e2e::fixtures::list_refusal;
 use kplane_e2e::{eventually, KplaneServer};
 use kube::api::{Api, ListParams, PostParams};
 use kube::ResourceExt as _;
@@ -198,14 +198,9 @@ async fn synced_pods_reach_their_own_logical_cluster_in_cluster() -> Result<()> 
         &serde_json::from_value(json!({"metadata": {"name": "from-installer"}}))?,
     )
     .await?;
-    let denied = Api::<Secret>::default_namespaced(pod)
-        .list(&ListParams::default())
-        .await
-        .err();
-    ensure!(
-        denied.as_ref().and_then(error_code) == Some(403),
-        "{denied:?}"
-    );
+    let api = Api::<Secret>::default_namespaced(pod);
+    let code = list_refusal(&api).await;
+    ensure!(code == Some(403), "{code:?}");
     tokio::task::block_in_place(|| -> Result<()> {
         tk.ok(&["get", "configmap", "from-installer", "from-python"])?;
         let out = data.kubectl(&["get", "configmap", "from-installer"])?;

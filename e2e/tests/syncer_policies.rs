@@ -88,10 +88,15 @@ async fn network_policies_travel_with_the_jobs_they_govern() -> Result<()> {
     let syncer = Syncer::start(&data, &host, scratch.path(), "policies")?;
     let hostc = host.client().await?;
     eventually(TIMEOUT, "the Job and both policies on the host", || async {
+        // Policies read first: when the Job is there, they were there before it.
         let h = host_policies(&hostc).await?;
-        Ok(host_jobs(&hostc).await?.contains_key(&key("provision"))
-            && find(&h, "cd-provision").is_some()
-            && find(&h, "web").is_some())
+        let carried = find(&h, "cd-provision").is_some() && find(&h, "web").is_some();
+        let job_there = host_jobs(&hostc).await?.contains_key(&key("provision"));
+        ensure!(
+            !job_there || carried,
+            "the host Job came before its namespace's policies"
+        );
+        Ok(job_there)
     })
     .await
     .with_context(|| syncer.log())?;
@@ -150,15 +155,36 @@ async fn network_policies_travel_with_the_jobs_they_govern() -> Result<()> {
     })
     .await
     .with_context(|| syncer.log())?;
-    // The last synced Job of the namespace goes: its policies go too.
+    // While another synced Job of the namespace remains, the policies stay.
+    jobs.create(&pp, &serde_json::from_value(plain_job("second"))?)
+        .await?;
+    eventually(TIMEOUT, "the second Job on the host", || async {
+        Ok(host_jobs(&hostc).await?.contains_key(&key("second")))
+    })
+    .await
+    .with_context(|| syncer.log())?;
     jobs.delete("provision", &DeleteParams::background())
         .await?;
+    eventually(TIMEOUT, "the first host Job gone", || async {
+        Ok(!host_jobs(&hostc).await?.contains_key(&key("provision")))
+    })
+    .await
+    .with_context(|| syncer.log())?;
+    // Past a resync (3 s) and the sweep, the policy is still there for the second Job.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    ensure!(
+        find(&host_policies(&hostc).await?, "cd-provision").is_some(),
+        "the policy went while a Job of its namespace remains\n{}",
+        syncer.log()
+    );
+    // The last synced Job of the namespace goes: its policies go too.
+    jobs.delete("second", &DeleteParams::background()).await?;
     eventually(
         TIMEOUT,
         "the host policies gone with the last Job",
         || async {
             Ok(host_policies(&hostc).await?.is_empty()
-                && !host_jobs(&hostc).await?.contains_key(&key("provision")))
+                && !host_jobs(&hostc).await?.contains_key(&key("second")))
         },
     )
     .await
