@@ -15,6 +15,7 @@ pub mod client_ca;
 mod connection;
 pub mod http;
 pub mod metrics;
+pub mod pod_logs;
 pub mod server;
 pub mod serviceaccount;
 pub mod shared_credentials;

@@ -600,6 +600,7 @@ impl Server {
             audit: audit.clone(),
             spool_dir: spool_dir.clone(),
             backup: backup_metrics.clone(),
+            pod_logs: Default::default(),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -22,6 +22,7 @@ mod kubectl;
 mod large_lists;
 mod logs;
 mod oidc;
+mod pod_logs;
 mod pods;
 mod postgres;
 mod python;

@@ -65,6 +65,17 @@ impl Syncer {
         id: &str,
         extra: &[&str],
     ) -> Result<Self> {
+        Self::start_with_host(data, host.kubeconfig(), dir, id, extra)
+    }
+
+    /// A syncer whose host is reached with kubeconfig `host`.
+    pub(crate) fn start_with_host(
+        data: &KplaneServer,
+        host: &Path,
+        dir: &Path,
+        id: &str,
+        extra: &[&str],
+    ) -> Result<Self> {
         let kubeconfig = syncer_kubeconfig(data, dir, id)?;
         let log = dir.join(format!("syncer-{id}.log"));
         let out = fs::OpenOptions::new()
@@ -77,7 +88,7 @@ impl Syncer {
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--target", TARGET, "--host-kubeconfig"])
-            .arg(host.kubeconfig())
+            .arg(host)
             .args([
                 "--heartbeat",
                 "1s",

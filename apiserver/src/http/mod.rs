@@ -25,6 +25,7 @@ mod move_tests;
 pub mod negotiation;
 pub mod oidc_discovery;
 pub mod openapi;
+mod pod_log;
 pub mod query;
 #[cfg(test)]
 mod rbac_tests;
@@ -90,6 +91,8 @@ pub struct AppState {
     pub spool_dir: std::path::PathBuf,
     /// The scheduled backups' metrics, when they run (`crate::backup`).
     pub backup: Option<Arc<crate::backup::BackupMetrics>>,
+    /// Where pod log requests meet the syncers that serve them ([`crate::pod_logs`]).
+    pub pod_logs: Arc<crate::pod_logs::LogBroker>,
 }
 
 /// The application router.

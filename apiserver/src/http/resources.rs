@@ -187,6 +187,11 @@ async fn serve(
         return Ok(resp);
     }
 
+    if rp.subresource.as_deref() == Some("log") {
+        let name = rp.name.as_deref().unwrap_or("");
+        return super::pod_log::serve(&state, &target, name, &method, req.uri().query()).await;
+    }
+
     if rp.subresource.as_deref() == Some("scale") {
         let name = rp.name.as_deref().unwrap_or("");
         return handle_scale(&reg, &target, name, (&info.verb, user), &q, &accept, req).await;

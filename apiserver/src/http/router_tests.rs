@@ -108,6 +108,7 @@ pub(super) async fn app_with(
         audit: None,
         spool_dir: dir.path().join("import-spool"),
         backup: None,
+        pod_logs: Default::default(),
     });
     App {
         _dir: dir,

@@ -4,7 +4,8 @@
 //! `synctargets/<target>` in `<cluster>` (the ordinary authorizer, with a synthetic
 //! `RequestInfo`), the allowlist of inner requests ([`classify`]: everything else is 404,
 //! other methods on allowed paths 405), and serving what passes through the ordinary
-//! resource handlers as the target's internal identity. The object rules (assigned?
+//! resource handlers as the target's internal identity; and the target's pod log requests
+//! ([`logs`]). The object rules (assigned?
 //! referenced? finalizer-only change?) live in the registry (`kplane_registry::sync`).
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use super::request_info::{self, ApiPath, ResourcePath};
 use super::resources::AnnotationFilter;
 use super::{authz, health, httplog, impersonation, negotiation, resources, AppState};
 
+mod logs;
 mod pods;
 
 /// The path prefix of every sync endpoint.
@@ -56,6 +58,7 @@ enum Allowed {
     /// The syncer's Lease (get, update, patch; create through the collection).
     Lease,
 }
+// Besides these, the endpoint serves its target's pod log requests ([`logs`]).
 
 /// Splits `/services/sync/<cluster>/<target>/<rest>` into the target and the inner path
 /// (`/` when nothing follows). `None` when the path is not one.
@@ -330,6 +333,9 @@ async fn checked(
         .check_cluster(&ClusterScope::One(t.cluster.clone()))?;
     let spec = state.registry.sync_target_spec(t).await?;
     let Some(ApiPath::Resource(rp)) = api else {
+        if logs::is_log_path(&info.path) {
+            return logs::serve(state, req, t, &info.path).await;
+        }
         return match info.path.trim_end_matches('/') {
             "/version" if *req.method() == Method::GET => Ok(health::version(&state.version)),
             _ => Err(ApiError::not_found_path()),

@@ -230,7 +230,11 @@ pub fn builtin() -> Vec<ResourceType> {
     });
     pod.short_names = vec!["po".into()];
     pod.categories = vec!["all".into()];
-    pod.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+    // `log` is read from the host through the target's syncer (`pod_logs`).
+    pod.subresources = vec![
+        ("log".into(), vec!["get"]),
+        ("status".into(), STATUS_VERBS.to_vec()),
+    ];
     pod.status_subresource = true;
     pod.selectable_fields = strings(&[
         "spec.nodeName",

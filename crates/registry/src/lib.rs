@@ -41,6 +41,7 @@ pub mod options;
 pub mod patch;
 mod pod;
 mod pod_defaults;
+pub mod pod_logs;
 mod pod_template;
 pub mod rbac;
 mod read;

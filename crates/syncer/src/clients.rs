@@ -64,7 +64,17 @@ impl KplaneClients {
 
     /// The client of logical cluster `cluster` (`*` for every cluster the base serves).
     pub fn cluster(&self, cluster: &str) -> Result<Client> {
-        let url = format!("{}/clusters/{cluster}", self.base);
+        self.at(&format!("/clusters/{cluster}"))
+    }
+
+    /// The client of the endpoint itself (its own paths: the pod log requests).
+    pub fn endpoint(&self) -> Result<Client> {
+        self.at("")
+    }
+
+    /// The client whose requests go below `<base><suffix>`.
+    fn at(&self, suffix: &str) -> Result<Client> {
+        let url = format!("{}{suffix}", self.base);
         if let Ok(clients) = self.clients.lock() {
             if let Some(c) = clients.get(&url) {
                 return Ok(c.clone());

@@ -18,6 +18,8 @@
 //! - The pod template's references (`kplane_types::pod_refs`) are copied first ([`copies`]).
 //! - Heartbeats and the drain on deletion are the SyncTarget's status ([`target`]);
 //!   progress is on `/metrics` ([`metrics`]).
+//! - Pods are reflected from the host ([`pods`], [`chosen_pods`]); their logs are read there
+//!   for kplane's log requests ([`logs`]).
 
 pub mod api_access;
 pub mod chosen_pods;
@@ -26,6 +28,7 @@ pub mod copies;
 pub mod error;
 pub mod kinds;
 pub mod lease;
+pub mod logs;
 pub mod metrics;
 pub mod naming;
 pub mod pods;

@@ -104,6 +104,9 @@ impl Engine {
             allowed.push(entry.clone());
             tasks.spawn(crate::chosen_pods::run(Arc::clone(&state), entry));
         }
+        if settings.pod_reflection || !allowed.is_empty() {
+            tasks.spawn(crate::logs::run(Arc::clone(&state), allowed.clone()));
+        }
         tasks.spawn(crate::chosen_pods::remove_stale(
             Arc::clone(&state),
             allowed,
