@@ -542,3 +542,60 @@ async fn without_anonymous_requests_every_path_needs_credentials() {
     let (code, _) = send(&app, Method::GET, "/healthz", Some(ADMIN), None).await;
     assert_eq!(code, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn an_invalid_timeout_is_a_400_before_authentication_except_on_watches() {
+    let app = app_with(
+        Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
+        |_| Arc::new(SuperuserAuthorizer),
+        false,
+        &["root"],
+    )
+    .await;
+    let want = r#"invalid timeout specified in the request URL - time: invalid duration "invalid""#;
+    // Without credentials too: the deadline filter runs before authentication.
+    for (uri, token) in [
+        ("/version?timeout=invalid", None),
+        (
+            "/api/v1/namespaces/default/configmaps?timeout=invalid",
+            Some(ADMIN),
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps/x?timeout=invalid",
+            Some(ADMIN),
+        ),
+    ] {
+        let (code, body) = send(&app, Method::GET, uri, token, None).await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(body["reason"], "BadRequest", "{uri}");
+        assert_eq!(body["message"], want, "{uri}");
+    }
+    let (code, body) = send(
+        &app,
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps?timeout=5",
+        Some(ADMIN),
+        Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})),
+    )
+    .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["message"],
+        r#"invalid timeout specified in the request URL - time: missing unit in duration "5""#
+    );
+    // Valid values (over the maximum, or 0s) are served.
+    for t in ["3m", "0s"] {
+        let uri = format!("/api/v1/namespaces/default/configmaps?timeout={t}");
+        let (code, _) = send(&app, Method::GET, &uri, Some(ADMIN), None).await;
+        assert_eq!(code, StatusCode::OK, "{t}");
+    }
+    // A watch is long-running: the parameter is not read.
+    let req = Request::get(
+        "/api/v1/namespaces/default/configmaps?watch=true&timeout=invalid&timeoutSeconds=1",
+    )
+    .header("authorization", format!("Bearer {ADMIN}"))
+    .body(Body::empty())
+    .unwrap();
+    let resp = app.router.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+}
