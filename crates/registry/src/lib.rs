@@ -42,6 +42,9 @@ pub mod patch;
 mod pod;
 mod pod_defaults;
 mod pod_template;
+mod precondition;
+#[cfg(test)]
+mod precondition_tests;
 pub mod rbac;
 mod read;
 pub mod selection;
