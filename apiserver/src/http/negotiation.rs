@@ -84,6 +84,23 @@ pub enum Representation {
 /// `as=` values are valid (Table works for both; PartialObjectMetadata only for single
 /// objects and watches, PartialObjectMetadataList only for lists).
 pub fn negotiate(accept: &[MediaType], is_list: bool, is_watch: bool) -> ApiResult<Representation> {
+    pick(accept, is_list, is_watch, true)
+}
+
+/// Picks the representation of a watch-list stream (`sendInitialEvents=true` with
+/// `allowWatchBookmarks=true`): as [`negotiate`] for a watch, but a Table is never served
+/// (kube-apiserver's `watchListEndpointRestrictions`, `endpoints/handlers/get.go`): a Table
+/// media range is skipped, so a client that accepts nothing else gets the 406.
+pub fn negotiate_watch_list(accept: &[MediaType]) -> ApiResult<Representation> {
+    pick(accept, true, true, false)
+}
+
+fn pick(
+    accept: &[MediaType],
+    is_list: bool,
+    is_watch: bool,
+    table: bool,
+) -> ApiResult<Representation> {
     for m in accept {
         match m.param("as") {
             None => {
@@ -98,7 +115,7 @@ pub fn negotiate(accept: &[MediaType], is_list: bool, is_watch: bool) -> ApiResu
                     continue;
                 }
                 match kind {
-                    "Table" => return Ok(Representation::Table),
+                    "Table" if table => return Ok(Representation::Table),
                     "PartialObjectMetadata" if !is_list || is_watch => {
                         return Ok(Representation::PartialObjectMetadata)
                     }
@@ -330,6 +347,28 @@ mod tests {
         assert_eq!(negotiate(&a, false, false).unwrap(), Representation::Object);
         let a = parse_accept(Some("application/vnd.kubernetes.protobuf"));
         assert!(negotiate(&a, false, false).is_err());
+    }
+
+    #[test]
+    fn watch_lists_skip_tables() {
+        let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+        let a = parse_accept(Some(table));
+        assert_eq!(negotiate(&a, true, true).unwrap(), Representation::Table);
+        let e = negotiate_watch_list(&a).unwrap_err();
+        assert_eq!(e.code(), 406);
+        assert_eq!(
+            e.0.message,
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
+        let a = parse_accept(Some(&format!("{table},application/json")));
+        assert_eq!(negotiate_watch_list(&a).unwrap(), Representation::Object);
+        let a = parse_accept(Some(
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        ));
+        assert_eq!(
+            negotiate_watch_list(&a).unwrap(),
+            Representation::PartialObjectMetadata
+        );
     }
 
     #[test]

@@ -227,7 +227,11 @@ async fn serve(
                 });
             }
             require_verb(&rt, "watch")?;
-            let repr = negotiation::negotiate(&accept, true, true)?;
+            let repr = if lp.send_initial_events == Some(true) && lp.allow_bookmarks {
+                negotiation::negotiate_watch_list(&accept)?
+            } else {
+                negotiation::negotiate(&accept, true, true)?
+            };
             let setup = reg.watch(&target, &lp).await?;
             Ok(response::watch(
                 rt.clone(),

@@ -599,3 +599,50 @@ async fn an_invalid_timeout_is_a_400_before_authentication_except_on_watches() {
     let resp = app.router.clone().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_watch_list_is_never_a_table() {
+    let app = app(Arc::new(SuperuserAuthorizer)).await;
+    let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let watch_list = "/api/v1/namespaces/default/secrets?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1";
+    let get = |uri: &str, accept: &str| {
+        Request::get(uri)
+            .header("authorization", format!("Bearer {ADMIN}"))
+            .header("accept", accept)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let resp = app
+        .router
+        .clone()
+        .oneshot(get(watch_list, table))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_ACCEPTABLE);
+    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["reason"], "NotAcceptable");
+    assert_eq!(
+        body["message"],
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
+    // With JSON accepted too, the stream is JSON.
+    let resp = app
+        .router
+        .clone()
+        .oneshot(get(watch_list, &format!("{table},application/json")))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    // An ordinary watch (no initial events) still serves Tables.
+    for uri in [
+        "/api/v1/namespaces/default/secrets?watch=true&timeoutSeconds=1",
+        "/api/v1/namespaces/default/secrets?watch=true&allowWatchBookmarks=true&timeoutSeconds=1",
+    ] {
+        let resp = app.router.clone().oneshot(get(uri, table)).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{uri}");
+    }
+}
