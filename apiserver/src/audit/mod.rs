@@ -260,7 +260,7 @@ impl Trail {
             return resp;
         }
         let status = failure_status(&resp);
-        if is_long_running(info) {
+        if crate::http::request_info::is_long_running(info) {
             self.emit(Stage::ResponseStarted, info, Some(status.clone()), None);
             let (parts, body) = resp.into_parts();
             let guard = CompleteOnDrop {
@@ -417,15 +417,6 @@ pub async fn keep_request_body(trail: &mut Trail, req: Request<Body>) -> Request
         // The body broke off: the handler sees an empty one and refuses it.
         Err(_) => Request::from_parts(parts, Body::empty()),
     }
-}
-
-/// kube-apiserver's long-running requests: watches and the streaming subresources.
-pub fn is_long_running(info: &RequestInfo) -> bool {
-    info.verb == Verb::Watch
-        || matches!(
-            info.subresource.as_deref(),
-            Some("log" | "exec" | "attach" | "portforward" | "proxy")
-        )
 }
 
 /// Writes a long-running request's `ResponseComplete` when its body is done (or dropped:

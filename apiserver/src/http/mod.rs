@@ -11,6 +11,7 @@
 pub mod archive;
 pub mod auth;
 pub mod authz;
+pub mod deadline;
 pub mod discovery;
 pub mod error;
 pub mod health;
@@ -153,6 +154,10 @@ async fn route(
     user: &mut Option<Arc<UserInfo>>,
     trail: &mut Option<crate::audit::Trail>,
 ) -> Response {
+    // The request deadline filter runs before authentication.
+    if let Err(e) = deadline::check_timeout(info, req.uri().query()) {
+        return e.into_response();
+    }
     let certs = req.extensions().get::<auth::PeerCertificates>();
     let authenticated = match authenticate(&state, req.headers(), certs, &info.path).await {
         Ok(u) => Arc::new(u),

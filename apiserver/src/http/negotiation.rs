@@ -113,6 +113,105 @@ pub fn negotiate(accept: &[MediaType], is_list: bool, is_watch: bool) -> ApiResu
     Err(not_acceptable())
 }
 
+/// How a watch stream is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamEncoding {
+    /// `application/json`: one JSON `WatchEvent` per line.
+    Json,
+    /// `application/vnd.kubernetes.protobuf;stream=watch`: length-prefixed protobuf
+    /// `WatchEvent`s (`kplane_protobuf::watch_frame`).
+    Protobuf,
+}
+
+/// The media types a resource's serializer offers, in kube-apiserver's order; only JSON
+/// and protobuf have a stream (watch) serializer.
+const SERVED: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+const YAML: usize = 1;
+const PROTOBUF: usize = 2;
+
+/// Negotiates a watch as kube-apiserver does (`handlers/get.go` `ListResource`, then
+/// `handlers/watch.go` `serveWatchHandler`): first the output media type of the endpoint
+/// (the representation; 406 when no media range fits, and never a Table for a watch-list
+/// stream, `watch_list`), then, over the same `Accept`, the stream media type: the first
+/// media range the endpoint accepts must have a stream serializer (JSON or protobuf), a
+/// 406 naming the `;stream=watch` types otherwise (YAML). `no_protobuf`: custom resources
+/// (their `StandardSerializers` leave protobuf out) and kinds without a protobuf message.
+/// Difference: PartialObjectMetadata is not served in protobuf (such a media range is
+/// skipped).
+pub fn negotiate_watch(
+    accept: &[MediaType],
+    no_protobuf: bool,
+    watch_list: bool,
+) -> ApiResult<(Representation, StreamEncoding)> {
+    let Some((_, repr)) = first_served(accept, no_protobuf, !watch_list) else {
+        return Err(not_acceptable());
+    };
+    match first_served(accept, no_protobuf, true) {
+        Some((PROTOBUF, _)) => Ok((repr, StreamEncoding::Protobuf)),
+        Some((i, _)) if i != YAML => Ok((repr, StreamEncoding::Json)),
+        _ => Err(ApiError::new(
+            StatusReason::NotAcceptable,
+            "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",
+        )),
+    }
+}
+
+/// The first (media range, served type) pair the endpoint allows, in the client's order
+/// (upstream's `NegotiateMediaTypeOptions` with the request scope's restrictions): the
+/// index in [`SERVED`] and the representation asked for.
+fn first_served(
+    accept: &[MediaType],
+    custom: bool,
+    table: bool,
+) -> Option<(usize, Representation)> {
+    for m in accept {
+        for (i, served) in SERVED.iter().enumerate() {
+            let matches =
+                m.essence == *served || m.essence == "application/*" || m.essence == "*/*";
+            if !matches {
+                continue;
+            }
+            if let Some(repr) = watch_media_type_allowed(m, i, custom, table) {
+                return Some((i, repr));
+            }
+        }
+    }
+    None
+}
+
+/// Whether served type `i` may answer media range `m` on a watch (upstream's
+/// `acceptMediaTypeOptions` and `RequestScope.AllowsMediaTypeTransform`).
+fn watch_media_type_allowed(
+    m: &MediaType,
+    i: usize,
+    custom: bool,
+    table: bool,
+) -> Option<Representation> {
+    if let Some(stream) = m.param("stream").filter(|s| !s.is_empty()) {
+        if i == YAML || stream != "watch" {
+            return None;
+        }
+    }
+    let converts = ["as", "g", "v"].iter().any(|k| m.param(k).is_some());
+    if !converts {
+        return (!(custom && i == PROTOBUF)).then_some(Representation::Object);
+    }
+    let meta_group =
+        m.param("g") == Some("meta.k8s.io") && matches!(m.param("v"), Some("v1" | "v1beta1"));
+    if !meta_group || i == PROTOBUF {
+        return None;
+    }
+    match m.param("as") {
+        Some("Table") if table => Some(Representation::Table),
+        Some("PartialObjectMetadata") => Some(Representation::PartialObjectMetadata),
+        _ => None,
+    }
+}
+
 pub fn not_acceptable() -> ApiError {
     ApiError::new(
         StatusReason::NotAcceptable,
@@ -330,6 +429,102 @@ mod tests {
         assert_eq!(negotiate(&a, false, false).unwrap(), Representation::Object);
         let a = parse_accept(Some("application/vnd.kubernetes.protobuf"));
         assert!(negotiate(&a, false, false).is_err());
+    }
+
+    #[test]
+    fn watch_lists_skip_tables() {
+        let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+        let a = parse_accept(Some(table));
+        assert_eq!(
+            negotiate_watch(&a, false, false).unwrap(),
+            (Representation::Table, StreamEncoding::Json)
+        );
+        let e = negotiate_watch(&a, false, true).unwrap_err();
+        assert_eq!(e.code(), 406);
+        assert_eq!(
+            e.0.message,
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
+        let a = parse_accept(Some(&format!("{table},application/json")));
+        assert_eq!(
+            negotiate_watch(&a, false, true).unwrap(),
+            (Representation::Object, StreamEncoding::Json)
+        );
+        let a = parse_accept(Some(
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        ));
+        assert_eq!(
+            negotiate_watch(&a, false, true).unwrap().0,
+            Representation::PartialObjectMetadata
+        );
+    }
+
+    #[test]
+    fn protobuf_watches_of_built_ins_and_json_ones_of_custom_resources() {
+        let pb = StreamEncoding::Protobuf;
+        let json = StreamEncoding::Json;
+        for (accept, custom, want) in [
+            ("application/vnd.kubernetes.protobuf", false, Some(pb)),
+            (
+                "application/vnd.kubernetes.protobuf;stream=watch",
+                false,
+                Some(pb),
+            ),
+            (
+                "application/vnd.kubernetes.protobuf,application/json",
+                false,
+                Some(pb),
+            ),
+            (
+                "application/json,application/vnd.kubernetes.protobuf",
+                false,
+                Some(json),
+            ),
+            ("application/json;stream=watch", false, Some(json)),
+            ("*/*", false, Some(json)),
+            (
+                "application/vnd.kubernetes.protobuf,application/json",
+                true,
+                Some(json),
+            ),
+            (
+                "application/vnd.kubernetes.protobuf;stream=watch, application/json;stream=watch",
+                true,
+                Some(json),
+            ),
+            ("application/vnd.kubernetes.protobuf", true, None),
+            (
+                "application/vnd.kubernetes.protobuf;stream=other",
+                false,
+                None,
+            ),
+        ] {
+            let got = negotiate_watch(&parse_accept(Some(accept)), custom, false);
+            match want {
+                Some(enc) => assert_eq!(got.unwrap(), (Representation::Object, enc), "{accept}"),
+                None => {
+                    let e = got.unwrap_err();
+                    assert_eq!(e.code(), 406, "{accept}");
+                    assert_eq!(
+                        e.0.message,
+                        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+                        "{accept}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_watch_s_first_acceptable_type_needs_a_stream_serializer() {
+        for accept in ["application/yaml", "application/yaml,application/json"] {
+            let e = negotiate_watch(&parse_accept(Some(accept)), false, false).unwrap_err();
+            assert_eq!(e.code(), 406, "{accept}");
+            assert_eq!(
+                e.0.message,
+                "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+            );
+        }
     }
 
     #[test]

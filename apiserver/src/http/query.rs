@@ -99,13 +99,6 @@ fn parse_list_params(q: &Query) -> ApiResult<ListParams> {
             )]))
         }
     };
-    if let Some(t) = q.get("timeout") {
-        parse_go_duration(t).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "invalid timeout {t:?}: must be a duration such as 32s"
-            ))
-        })?;
-    }
     let p = ListParams {
         label_selector: q
             .get("labelSelector")
@@ -182,35 +175,6 @@ pub fn write_params(q: &Query, kind: OptionsKind) -> ApiResult<WriteParams> {
     })
 }
 
-/// Parses a Go duration such as `32s`, `1m30s`, `500ms`.
-pub fn parse_go_duration(s: &str) -> Option<std::time::Duration> {
-    if s.is_empty() {
-        return None;
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let n: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let mult = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += n * mult;
-        rest = &rest[unit_end..];
-    }
-    Some(std::time::Duration::from_secs_f64(total))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,19 +216,6 @@ mod tests {
                 .code(),
             422
         );
-    }
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(
-            parse_go_duration("32s"),
-            Some(std::time::Duration::from_secs(32))
-        );
-        assert_eq!(
-            parse_go_duration("1m30s"),
-            Some(std::time::Duration::from_secs(90))
-        );
-        assert_eq!(parse_go_duration("abc"), None);
     }
 
     #[test]

@@ -190,6 +190,19 @@ fn is_namespace_subresource(seg: &str, more: &[&str]) -> bool {
     more.is_empty() && matches!(seg, "status" | "finalize")
 }
 
+/// kube-apiserver's long-running requests (`BasicLongRunningRequestCheck` with the verbs
+/// `watch`, `proxy` and the subresources `attach`, `exec`, `proxy`, `log`, `portforward`):
+/// no request deadline applies to them, and audit ends them when their body does.
+pub fn is_long_running(info: &RequestInfo) -> bool {
+    matches!(&info.verb, Verb::Watch)
+        || matches!(&info.verb, Verb::Other(v) if v == "proxy")
+        || (info.is_resource_request
+            && matches!(
+                info.subresource.as_deref(),
+                Some("log" | "exec" | "attach" | "portforward" | "proxy")
+            ))
+}
+
 /// The request's attributes, from its method, parsed path and query, with kube-apiserver's
 /// verb rules:
 /// - a resource request's verb comes from the method: `POST` create, `GET`/`HEAD` get,

@@ -232,12 +232,16 @@ async fn serve(
                 });
             }
             require_verb(&rt, "watch")?;
-            let repr = negotiation::negotiate(&accept, true, true)?;
+            let watch_list = lp.send_initial_events == Some(true) && lp.allow_bookmarks;
+            // Custom resources, and kplane's own kinds (CRDs in kcp), have no protobuf.
+            let no_protobuf =
+                rt.custom.is_some() || !kplane_protobuf::supports(&rt.api_version(), &rt.kind);
+            let (repr, encoding) = negotiation::negotiate_watch(&accept, no_protobuf, watch_list)?;
             let setup = reg.watch(&target, &lp).await?;
             Ok(response::watch(
                 rt.clone(),
                 setup,
-                repr,
+                (repr, encoding),
                 topts,
                 state.metrics.clone(),
             ))

@@ -1,6 +1,7 @@
 //! Encoding of resource responses in the negotiated representation: the object itself,
 //! a Table, or PartialObjectMetadata(List); lists are assembled from stored bytes without
-//! re-encoding items; watches are newline-delimited JSON events flushed one by one.
+//! re-encoding items; watches are newline-delimited JSON events flushed one by one, or
+//! length-prefixed protobuf events (`application/vnd.kubernetes.protobuf;stream=watch`).
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Value};
 
-use super::negotiation::Representation;
+use super::negotiation::{Representation, StreamEncoding};
 use super::table::{self, TableOptions};
 use crate::registry::{CompleteList, ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
 use kplane_registry::error::{ApiError, ApiResult};
@@ -19,6 +20,8 @@ const JSON: &str = "application/json";
 const TABLE_CT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 const POM_CT: &str = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io";
 const POML_CT: &str = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
+/// A protobuf watch's content type, as kube-apiserver sends it.
+const PROTOBUF_WATCH_CT: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
 fn with_type(code: StatusCode, ct: &'static str, body: impl Into<Body>) -> Response {
     // Sized for the one header: hyper keeps a response's header map on an HTTP/1.1
@@ -290,14 +293,17 @@ impl Drop for WatcherGauge {
 pub fn watch(
     rt: Arc<ResourceType>,
     setup: WatchSetup,
-    repr: Representation,
+    (repr, encoding): (Representation, StreamEncoding),
     topts: TableOptions,
     metrics: Arc<crate::metrics::Metrics>,
 ) -> Response {
-    let ct = match repr {
-        Representation::Table => TABLE_CT,
-        Representation::PartialObjectMetadata | Representation::PartialObjectMetadataList => POM_CT,
-        Representation::Object => JSON,
+    let ct = match (encoding, repr) {
+        (StreamEncoding::Protobuf, _) => PROTOBUF_WATCH_CT,
+        (_, Representation::Table) => TABLE_CT,
+        (_, Representation::PartialObjectMetadata | Representation::PartialObjectMetadataList) => {
+            POM_CT
+        }
+        (_, Representation::Object) => JSON,
     };
     let gauge = WatcherGauge::new(metrics, rt.clone());
     let stream = futures::stream::unfold(
@@ -307,15 +313,38 @@ pub fn watch(
             let topts = topts.clone();
             async move {
                 let item = setup.next().await?;
-                let line = event_line(&item, &rt, repr, &topts, &mut first);
+                let event = match encoding {
+                    StreamEncoding::Json => event_line(&item, &rt, repr, &topts, &mut first),
+                    // An event that cannot be encoded ends the stream, as upstream's
+                    // watch server does (the client watches again).
+                    StreamEncoding::Protobuf => protobuf_event(&item, &rt)?,
+                };
                 Some((
-                    Ok::<Bytes, std::convert::Infallible>(line),
+                    Ok::<Bytes, std::convert::Infallible>(event),
                     (setup, first, gauge),
                 ))
             }
         },
     );
     with_type(StatusCode::OK, ct, Body::from_stream(stream))
+}
+
+/// Encodes one watch event as a protobuf frame; `None` (logged) when the object has no
+/// protobuf form.
+fn protobuf_event(item: &WatchItem, rt: &ResourceType) -> Option<Bytes> {
+    let encoded = parse(&item.object)
+        .map_err(|e| e.0.message.clone())
+        .and_then(|o| kplane_protobuf::encode(&o).map_err(|e| e.to_string()));
+    match encoded {
+        Ok(object) => Some(Bytes::from(kplane_protobuf::watch_frame(
+            item.ty.as_str(),
+            &object,
+        ))),
+        Err(e) => {
+            tracing::warn!(resource = %rt.plural, error = %e, "unable to encode watch object in protobuf");
+            None
+        }
+    }
 }
 
 /// A Status `Success` for an immediate delete.

@@ -543,3 +543,214 @@ async fn without_anonymous_requests_every_path_needs_credentials() {
     let (code, _) = send(&app, Method::GET, "/healthz", Some(ADMIN), None).await;
     assert_eq!(code, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn an_invalid_timeout_is_a_400_before_authentication_except_on_watches() {
+    let app = app_with(
+        Arc::new(Tokens(AdminTokenAuthenticator::new(ADMIN.into()))),
+        |_| Arc::new(SuperuserAuthorizer),
+        false,
+        &["root"],
+    )
+    .await;
+    let want = r#"invalid timeout specified in the request URL - time: invalid duration "invalid""#;
+    // Without credentials too: the deadline filter runs before authentication.
+    for (uri, token) in [
+        ("/version?timeout=invalid", None),
+        (
+            "/api/v1/namespaces/default/configmaps?timeout=invalid",
+            Some(ADMIN),
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps/x?timeout=invalid",
+            Some(ADMIN),
+        ),
+    ] {
+        let (code, body) = send(&app, Method::GET, uri, token, None).await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(body["reason"], "BadRequest", "{uri}");
+        assert_eq!(body["message"], want, "{uri}");
+    }
+    let (code, body) = send(
+        &app,
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps?timeout=5",
+        Some(ADMIN),
+        Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})),
+    )
+    .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["message"],
+        r#"invalid timeout specified in the request URL - time: missing unit in duration "5""#
+    );
+    // Valid values (over the maximum, or 0s) are served.
+    for t in ["3m", "0s"] {
+        let uri = format!("/api/v1/namespaces/default/configmaps?timeout={t}");
+        let (code, _) = send(&app, Method::GET, &uri, Some(ADMIN), None).await;
+        assert_eq!(code, StatusCode::OK, "{t}");
+    }
+    // A watch is long-running: the parameter is not read.
+    let req = Request::get(
+        "/api/v1/namespaces/default/configmaps?watch=true&timeout=invalid&timeoutSeconds=1",
+    )
+    .header("authorization", format!("Bearer {ADMIN}"))
+    .body(Body::empty())
+    .unwrap();
+    let resp = app.router.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_watch_list_is_never_a_table() {
+    let app = app(Arc::new(SuperuserAuthorizer)).await;
+    let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let watch_list = "/api/v1/namespaces/default/secrets?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1";
+    let get = |uri: &str, accept: &str| {
+        Request::get(uri)
+            .header("authorization", format!("Bearer {ADMIN}"))
+            .header("accept", accept)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let resp = app
+        .router
+        .clone()
+        .oneshot(get(watch_list, table))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_ACCEPTABLE);
+    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["reason"], "NotAcceptable");
+    assert_eq!(
+        body["message"],
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
+    // With JSON accepted too, the stream is JSON.
+    let resp = app
+        .router
+        .clone()
+        .oneshot(get(watch_list, &format!("{table},application/json")))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    // An ordinary watch (no initial events) still serves Tables.
+    for uri in [
+        "/api/v1/namespaces/default/secrets?watch=true&timeoutSeconds=1",
+        "/api/v1/namespaces/default/secrets?watch=true&allowWatchBookmarks=true&timeoutSeconds=1",
+    ] {
+        let resp = app.router.clone().oneshot(get(uri, table)).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{uri}");
+    }
+}
+
+/// Splits a protobuf watch body into its events (type, decoded object).
+fn protobuf_events(mut body: &[u8]) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    while body.len() >= 4 {
+        let len = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) as usize;
+        let (event, rest) = body[4..].split_at(len);
+        body = rest;
+        // WatchEvent { type = 1; object = 2 { raw = 1 } }: the fields in this order.
+        let (ty, object) = read_len_field(event, 1);
+        let (raw_ext, _) = read_len_field(object, 2);
+        let (raw, _) = read_len_field(raw_ext, 1);
+        out.push((
+            String::from_utf8(ty.to_vec()).unwrap(),
+            kplane_protobuf::decode(raw).unwrap(),
+        ));
+    }
+    assert!(body.is_empty(), "a partial frame is left");
+    out
+}
+
+/// Reads a length-delimited field `tag` (one-byte tag, varint length) at the start of
+/// `b`: its bytes and the rest.
+fn read_len_field(b: &[u8], tag: u8) -> (&[u8], &[u8]) {
+    assert_eq!(b[0], tag << 3 | 2);
+    let (mut len, mut i, mut shift) = (0usize, 1, 0);
+    loop {
+        len |= ((b[i] & 0x7f) as usize) << shift;
+        i += 1;
+        if b[i - 1] < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    b[i..].split_at(len)
+}
+
+#[tokio::test]
+async fn protobuf_watches_as_client_go_asks_for_them() {
+    let app = app(Arc::new(SuperuserAuthorizer)).await;
+    let (code, _) = send(
+        &app,
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        Some(ADMIN),
+        Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}})),
+    )
+    .await;
+    assert_eq!(code, StatusCode::CREATED);
+    let watch = |uri: &str, accept: &str| {
+        Request::get(uri)
+            .header("authorization", format!("Bearer {ADMIN}"))
+            .header("accept", accept)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let uri = "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0&allowWatchBookmarks=true&timeoutSeconds=1";
+    for accept in [
+        "application/vnd.kubernetes.protobuf",
+        "application/vnd.kubernetes.protobuf;stream=watch",
+        "application/vnd.kubernetes.protobuf,application/json",
+    ] {
+        let resp = app
+            .router
+            .clone()
+            .oneshot(watch(uri, accept))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{accept}");
+        assert_eq!(
+            resp.headers()["content-type"],
+            "application/vnd.kubernetes.protobuf;stream=watch",
+            "{accept}"
+        );
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let events = protobuf_events(&body);
+        let (ty, obj) = &events[0];
+        assert_eq!(ty, "ADDED", "{accept}");
+        assert_eq!(obj["kind"], "ConfigMap");
+        assert_eq!(obj["metadata"]["name"], "a");
+        assert_eq!(obj["data"]["k"], "v");
+    }
+    // JSON first: JSON.
+    let resp = app
+        .router
+        .clone()
+        .oneshot(watch(
+            uri,
+            "application/json,application/vnd.kubernetes.protobuf",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    // kplane's own kinds, like custom resources, have no protobuf.
+    let resp = app
+        .router
+        .clone()
+        .oneshot(watch(
+            "/apis/tenancy.kplane.io/v1alpha1/workspaces?watch=true&timeoutSeconds=1",
+            "application/vnd.kubernetes.protobuf",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_ACCEPTABLE);
+}

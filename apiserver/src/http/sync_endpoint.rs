@@ -269,6 +269,9 @@ async fn serve(
     user: &mut Option<Arc<UserInfo>>,
     trail: &mut Option<crate::audit::Trail>,
 ) -> Response {
+    if let Err(e) = super::deadline::check_timeout(info, req.uri().query()) {
+        return e.into_response();
+    }
     let path = req.uri().path().to_string();
     let certs = req.extensions().get::<super::auth::PeerCertificates>();
     let authenticated = match super::authenticate(state, req.headers(), certs, &path).await {

@@ -101,6 +101,8 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
         "DeleteOptions",
         "apimachinery.pkg.apis.meta.v1.DeleteOptions",
     ),
+    // Encoded by the server (watch ERROR events, errors in protobuf); unversioned.
+    ("v1", "Status", "apimachinery.pkg.apis.meta.v1.Status"),
 ];
 
 /// Messages whose JSON form is not an object of their fields.

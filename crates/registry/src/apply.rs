@@ -100,7 +100,15 @@ impl Registry {
                         &rt.group, &rt.plural, name,
                     )))
                 }
-                None => self.create(t, merged, w).await.map(|b| (b, true)),
+                None => {
+                    // Returned as it is: a conflict here is not one to retry.
+                    super::precondition::check_apply_create_uid(
+                        &rt,
+                        name,
+                        meta::meta_str(&merged, "uid"),
+                    )?;
+                    self.create(t, merged, w).await.map(|b| (b, true))
+                }
                 Some(kv) => {
                     super::typed::typed_decode(&rt, &mut merged, w, &[])?;
                     let obj = self.to_storage(&rt, merged);

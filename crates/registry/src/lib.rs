@@ -43,6 +43,9 @@ mod pod;
 mod pod_defaults;
 pub mod pod_logs;
 mod pod_template;
+mod precondition;
+#[cfg(test)]
+mod precondition_tests;
 pub mod rbac;
 mod read;
 pub mod selection;

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::admission::{Attributes, Operation};
 use super::meta;
 use super::patch::{self, PatchType};
+use super::precondition;
 use super::typed;
 use super::{corrupt, storage_error, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
@@ -466,7 +467,21 @@ impl Registry {
             )));
         }
         let body_rv = meta::body_resource_version(&obj)?;
-        let Some(current) = self.get_current(t, name).await? else {
+        let current = self.get_current(t, name).await?;
+        // The body's uid is a precondition, checked before anything else of the update.
+        let body_uid = meta::meta_str(&obj, "uid").filter(|u| !u.is_empty());
+        if body_uid.is_some() {
+            let stored = current.as_ref().map(decode).transpose()?;
+            let stored_uid = stored.as_ref().and_then(|o| meta::meta_str(o, "uid"));
+            precondition::check_update_uid(
+                &rt,
+                namespace_of(t),
+                name,
+                body_uid,
+                stored_uid.unwrap_or(""),
+            )?;
+        }
+        let Some(current) = current else {
             if rt.strategy.allow_create_on_update() && sub.is_none() {
                 if body_rv.is_some() {
                     return Err(ApiError::from(Status::not_found(
