@@ -2,12 +2,11 @@
 //! to the node's value, `oldSelf` to the correlated old value (transition rules run only
 //! when one exists, unless `optionalOldSelf`), errors shaped like upstream's.
 //!
-//! Cost: each evaluation is charged its AST size plus one unit per comprehension iteration
-//! (plus the accumulator's size, so quadratic list building is charged quadratically).
-//! A single evaluation may spend at most the per-call limit, one `validate` call at most the
-//! runtime budget; beyond either, evaluation stops with upstream's messages.
+//! Cost: each evaluation is charged its actual cost as cel-go computes it (`actual`). One
+//! evaluation may spend at most the per-call limit (`PerCallLimit`), one `validate` call at
+//! most the runtime budget (`RuntimeCELCostBudget`); beyond either, evaluation stops with
+//! upstream's messages, the budget checked first as `validation.go` does.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, LazyLock};
@@ -19,7 +18,7 @@ use kube_cel::cel::{Context, ExecutionError, Value as Cel};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 
-use super::compile::TICK;
+use super::actual;
 use super::{CelRule, Reason};
 use crate::errors::{duplicate, forbidden, invalid, required};
 use crate::formats::{parse_date, parse_duration, Format};
@@ -28,37 +27,18 @@ use crate::path::{join, PathStack, Seg};
 use crate::validate::{json_eq, Correlator};
 
 use crate::path::MAX_WALK_DEPTH;
+/// What a rule reports when the per-validation budget cannot pay for it.
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 /// `MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
-
-thread_local! {
-    /// (spent, limit) of the evaluation running on this thread.
-    static TICKS: Cell<(u64, u64)> = const { Cell::new((0, u64::MAX)) };
-}
-
-fn tick(accu: Cel, cond: Cel) -> Result<Cel, ExecutionError> {
-    let size = match &accu {
-        Cel::List(l) => l.len() as u64,
-        Cel::Map(m) => m.map.len() as u64,
-        Cel::String(s) => s.len() as u64 / 10,
-        _ => 0,
-    };
-    let (spent, limit) = TICKS.with(Cell::get);
-    let spent = spent.saturating_add(1 + size);
-    TICKS.with(|t| t.set((spent, limit)));
-    if spent > limit {
-        return Err(ExecutionError::function_error(
-            TICK,
-            "operation cancelled: actual cost limit exceeded",
-        ));
-    }
-    Ok(cond)
-}
 
 /// Functions and libraries, built once per process and shared by all evaluations.
 static ROOT: LazyLock<Context<'static>> = LazyLock::new(|| {
     let mut ctx = Context::default().with_all();
-    ctx.add_function(TICK, tick);
+    ctx.add_function(actual::CHARGE, actual::charge);
+    ctx.add_function(actual::ARG, actual::arg);
+    ctx.add_function(actual::WORK, actual::work);
     ctx
 });
 
@@ -236,26 +216,28 @@ fn cel_display(v: &Cel) -> String {
     }
 }
 
-/// Evaluates one compiled expression in `ctx`; `(result, cost)`, with `Err(None)` when the
-/// limit was exceeded.
-fn run(
-    expr: &kube_cel::cel::IdedExpr,
-    base_cost: u64,
-    ctx: &Context<'_>,
-    limit: u64,
-) -> (Result<Cel, Option<ExecutionError>>, u64) {
-    TICKS.with(|t| t.set((0, limit)));
+/// How one evaluation ended.
+enum Outcome {
+    Value(Cel),
+    Error(ExecutionError),
+    /// cel-go's `operation cancelled: actual cost limit exceeded`.
+    CostLimit,
+}
+
+/// Evaluates one compiled expression in `ctx` under the per-call `limit`; the outcome
+/// and the actual cost (past the limit when cancelled, as cel-go reports it).
+fn run(expr: &kube_cel::cel::IdedExpr, ctx: &Context<'_>, limit: u64) -> (Outcome, u64) {
+    actual::begin(limit);
     let result = catch_unwind(AssertUnwindSafe(|| ctx.resolve(expr)));
-    let (spent, _) = TICKS.with(Cell::get);
-    let cost = spent.saturating_add(base_cost);
+    let cost = actual::spent();
     let out = match result {
-        _ if spent > limit || cost > limit => Err(None),
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(Some(e)),
-        Err(_) => Err(Some(ExecutionError::function_error(
+        _ if cost > limit => Outcome::CostLimit,
+        Ok(Ok(v)) => Outcome::Value(v),
+        Ok(Err(e)) => Outcome::Error(e),
+        Err(_) => Outcome::Error(ExecutionError::function_error(
             "eval",
             "internal error evaluating the expression",
-        ))),
+        )),
     };
     (out, cost)
 }
@@ -396,7 +378,7 @@ impl Evaluator<'_> {
     ) {
         let ty = n.type_str();
         if self.remaining == 0 {
-            self.stop(self.path(ps), ty, "validation failed due to running out of cost budget, no further validation rules will be run");
+            self.stop(self.path(ps), ty, OUT_OF_BUDGET);
             return;
         }
         let transition = |r: &CelRule| r.program.as_ref().is_some_and(|p| p.uses_old_self);
@@ -448,21 +430,22 @@ impl Evaluator<'_> {
                     None => continue,
                 },
             };
-            let limit = self.per_call.min(self.remaining);
-            let (result, cost) = run(&p.expr, p.base_cost, ctx, limit);
+            // validation.go: the actual cost is checked against the remaining budget before
+            // the evaluation's own error (a cancelled rule may also have run out of budget)
+            let (result, cost) = run(&p.expr, ctx, self.per_call);
             let path = self.path(ps);
+            if cost > self.remaining {
+                self.stop(path, ty, OUT_OF_BUDGET);
+                return;
+            }
+            self.remaining -= cost;
             match result {
-                Err(None) => {
-                    if limit < self.per_call {
-                        self.stop(path, ty, "validation failed due to running out of cost budget, no further validation rules will be run");
-                    } else {
-                        let d = format!("'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}", r.error_string());
-                        self.stop(path, ty, &d);
-                    }
+                Outcome::CostLimit => {
+                    let d = format!("'{}': no further validation rules will be run due to call cost exceeds limit for rule: {}", actual::LIMIT_EXCEEDED, r.error_string());
+                    self.stop(path, ty, &d);
                     return;
                 }
-                Err(Some(e)) => {
-                    self.remaining = self.remaining.saturating_sub(cost);
+                Outcome::Error(e) => {
                     let text = error_text(&e);
                     let d = if text.starts_with("no such overload") {
                         format!("'{text}': call arguments did not match a supported operator, function or macro signature for rule: {}", r.error_string())
@@ -472,11 +455,8 @@ impl Evaluator<'_> {
                     self.out.push(invalid(path, &go_quote(ty), &d));
                     continue;
                 }
-                Ok(Cel::Bool(true)) => {
-                    self.remaining = self.remaining.saturating_sub(cost);
-                    continue;
-                }
-                Ok(_) => self.remaining = self.remaining.saturating_sub(cost),
+                Outcome::Value(Cel::Bool(true)) => continue,
+                Outcome::Value(_) => {}
             }
             let field = match &r.field_path {
                 Some(fp) => join(&path, fp),
@@ -484,27 +464,27 @@ impl Evaluator<'_> {
             };
             let mut detail = None;
             if let Some(m) = &p.message_expr {
-                let limit = self.per_call.min(self.remaining);
-                let (res, cost) = run(m, p.message_base_cost, ctx, limit);
+                let (res, cost) = run(m, ctx, self.per_call);
+                if cost > self.remaining {
+                    let d = "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run";
+                    self.stop(field, ty, d);
+                    return;
+                }
                 match res {
-                    Err(None) => {
-                        let d = if limit < self.per_call {
-                            "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string()
-                        } else {
-                            format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {}", go_quote(r.message_expression.as_deref().unwrap_or("")))
-                        };
+                    Outcome::CostLimit => {
+                        let d = format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {}", go_quote(r.message_expression.as_deref().unwrap_or("")));
                         self.stop(field, ty, &d);
                         return;
                     }
-                    Ok(Cel::String(s)) => {
-                        self.remaining = self.remaining.saturating_sub(cost);
+                    Outcome::Value(Cel::String(s)) => {
                         let t = s.trim();
                         if !t.is_empty() && t.len() <= MAX_MESSAGE_BYTES && !t.contains('\n') {
                             detail = Some(t.to_string());
                         }
                     }
-                    _ => self.remaining = self.remaining.saturating_sub(cost),
+                    _ => {}
                 }
+                self.remaining -= cost;
             }
             let detail = detail.unwrap_or_else(|| default_message(r));
             // upstream reports the node's schema type as the value, whatever its kind
