@@ -2,6 +2,11 @@
 //! to the node's value, `oldSelf` to the correlated old value (transition rules run only
 //! when one exists, unless `optionalOldSelf`), errors shaped like upstream's.
 //!
+//! Ratcheting: every rule runs on update, as upstream's do. A failure of a rule without
+//! `oldSelf` on a value unchanged from its old one (or, for a value that does not correlate,
+//! such as an item of a `set` or atomic list, on its nearest correlated ancestor) is a
+//! warning instead of an error; transition rules and evaluation errors are never ratcheted.
+//!
 //! Cost: each evaluation is charged its actual cost as cel-go computes it (`actual`). One
 //! evaluation may spend at most the per-call limit (`PerCallLimit`), one `validate` call at
 //! most the runtime budget (`RuntimeCELCostBudget`); beyond either, evaluation stops with
@@ -22,9 +27,9 @@ use super::actual;
 use super::{CelRule, Reason};
 use crate::errors::{duplicate, forbidden, invalid, required};
 use crate::formats::{parse_date, parse_duration, Format};
-use crate::node::{ListType, MapType, Node, Ty};
+use crate::node::{Node, Ty};
 use crate::path::{join, PathStack, Seg};
-use crate::validate::{json_eq, Correlator};
+use crate::ratchet::{MapList, Ratchet};
 
 use crate::path::MAX_WALK_DEPTH;
 /// What a rule reports when the per-validation budget cannot pay for it.
@@ -246,9 +251,21 @@ fn run(expr: &kube_cel::cel::IdedExpr, ctx: &Context<'_>, limit: u64) -> (Outcom
 pub(crate) struct Evaluator<'e> {
     base: &'e str,
     out: &'e mut Vec<Cause>,
+    /// On update: decides which failures are ratcheted into `warnings`.
+    ratchet: Option<&'e Ratchet>,
+    warnings: &'e mut Vec<String>,
     remaining: u64,
     per_call: u64,
     stopped: bool,
+}
+
+/// A value and the old value it correlates with: where a failed rule's ratcheting is
+/// decided (`ratchetingOptions`' current or nearest parent correlation).
+#[derive(Clone, Copy)]
+struct Anchor<'a> {
+    node: &'a Node,
+    old: &'a Value,
+    new: &'a Value,
 }
 
 /// Validates the CEL rules in `v` (with `old` for transition rules) below `n`.
@@ -260,27 +277,67 @@ pub(crate) fn validate_value(
     budget: u64,
     out: &mut Vec<Cause>,
 ) {
-    validate_with_limits(n, v, old, base, budget, budget, out);
+    let limits = Limits {
+        budget,
+        per_call: budget,
+    };
+    validate_with_limits(n, v, old, base, limits, None, out, &mut Vec::new());
 }
 
-/// Like [`validate_value`] with an explicit per-call limit.
+/// The runtime cost one validation may spend, and one evaluation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub budget: u64,
+    pub per_call: u64,
+}
+
+/// Like [`validate_value`] with an explicit per-call limit and, on update, ratcheting:
+/// the failures it turns into `warnings` (rendered as Go's `field.Error`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn validate_with_limits(
     n: &Node,
     v: &Value,
     old: Option<&Value>,
     base: &str,
-    budget: u64,
-    per_call: u64,
+    limits: Limits,
+    ratchet: Option<&Ratchet>,
     out: &mut Vec<Cause>,
+    warnings: &mut Vec<String>,
 ) {
     let mut e = Evaluator {
         base,
         out,
-        remaining: budget,
-        per_call,
+        ratchet,
+        warnings,
+        remaining: limits.budget,
+        per_call: limits.per_call,
         stopped: false,
     };
-    e.walk(n, v, old, &mut PathStack::default(), true, false, 0);
+    let at = Walk {
+        root: true,
+        correlated: true,
+        depth: 0,
+    };
+    e.walk(n, v, old, None, &mut PathStack::default(), at);
+}
+
+/// Where the walk is: at the resource root, whether the value may correlate with its old
+/// value for ratcheting (not the root's apiVersion and kind), how deep.
+#[derive(Clone, Copy)]
+struct Walk {
+    root: bool,
+    correlated: bool,
+    depth: usize,
+}
+
+impl Walk {
+    fn child(self, correlated: bool) -> Walk {
+        Walk {
+            root: false,
+            correlated,
+            depth: self.depth + 1,
+        }
+    }
 }
 
 impl Evaluator<'_> {
@@ -288,25 +345,32 @@ impl Evaluator<'_> {
         join(self.base, &ps.field())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// `old` is the correlated old value (`null` included); `parent` the nearest correlated
+    /// ancestor.
     fn walk<'a>(
         &mut self,
         n: &'a Node,
         v: &'a Value,
         old: Option<&'a Value>,
+        parent: Option<Anchor<'a>>,
         ps: &mut PathStack<'a>,
-        root: bool,
-        unchanged: bool,
-        depth: usize,
+        at: Walk,
     ) {
-        if self.stopped || !n.cel_below || v.is_null() || depth > MAX_WALK_DEPTH {
+        if self.stopped || !n.cel_below || v.is_null() || at.depth > MAX_WALK_DEPTH {
             return;
         }
-        let old = old.filter(|o| !o.is_null());
-        // Ratcheting: below a value equal to its old value only transition rules run.
-        let unchanged = unchanged || old.is_some_and(|o| json_eq(o, v));
+        let anchor = match (old, at.correlated) {
+            (Some(o), true) => Some(Anchor {
+                node: n,
+                old: o,
+                new: v,
+            }),
+            (_, true) => parent,
+            (_, false) => None,
+        };
         if !n.rules.is_empty() {
-            self.rules(n, v, old, ps, root || n.embedded, unchanged);
+            let old_self = old.filter(|o| !o.is_null());
+            self.rules(n, v, old_self, anchor, ps, at.root || n.embedded);
             if self.stopped {
                 return;
             }
@@ -316,16 +380,12 @@ impl Evaluator<'_> {
                 let Some(items) = n.items.as_deref() else {
                     return;
                 };
-                let old_items = old.and_then(Value::as_array);
-                // only map lists correlate items for oldSelf
-                let correlator = match &n.list_type {
-                    Some(ListType::Map(_)) => Some(Correlator::new(n, old_items)),
-                    _ => None,
-                };
+                // only map lists correlate items (for oldSelf and ratcheting alike)
+                let old_items = MapList::of(n, old);
                 for (i, x) in a.iter().enumerate() {
-                    let ox = correlator.as_ref().and_then(|c| c.find(x));
+                    let ox = old_items.as_ref().and_then(|l| l.get(x));
                     ps.push(Seg::Index(i));
-                    self.walk(items, x, ox, ps, false, unchanged, depth + 1);
+                    self.walk(items, x, ox, anchor, ps, at.child(at.correlated));
                     ps.pop();
                     if self.stopped {
                         return;
@@ -333,13 +393,15 @@ impl Evaluator<'_> {
                 }
             }
             Value::Object(m) => {
-                let correlatable = n.map_type != Some(MapType::Atomic);
-                let old_map = old.and_then(Value::as_object).filter(|_| correlatable);
+                // every map type correlates its entries (`MapIsCorrelatable`)
+                let old_map = old.and_then(Value::as_object);
+                let correlated =
+                    |k: &str| at.correlated && !(at.root && (k == "apiVersion" || k == "kind"));
                 if let Some(ap) = n.additional.schema() {
                     for (k, x) in m {
                         ps.push(Seg::Key(k));
                         let ox = old_map.and_then(|o| o.get(k));
-                        self.walk(ap, x, ox, ps, false, unchanged, depth + 1);
+                        self.walk(ap, x, ox, anchor, ps, at.child(correlated(k)));
                         ps.pop();
                         if self.stopped {
                             return;
@@ -350,7 +412,7 @@ impl Evaluator<'_> {
                     if let Some(x) = m.get(k.as_ref()) {
                         ps.push(Seg::Field(k));
                         let ox = old_map.and_then(|o| o.get(k.as_ref()));
-                        self.walk(child, x, ox, ps, false, unchanged, depth + 1);
+                        self.walk(child, x, ox, anchor, ps, at.child(correlated(k)));
                         ps.pop();
                         if self.stopped {
                             return;
@@ -359,6 +421,25 @@ impl Evaluator<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Whether a failure of a rule without `oldSelf` at `anchor` is ratcheted
+    /// (`shouldRatchetError`).
+    fn ratcheted(&self, anchor: Option<Anchor<'_>>) -> bool {
+        match (self.ratchet, anchor) {
+            (Some(r), Some(a)) => r.unchanged(a.node, a.old, a.new),
+            _ => false,
+        }
+    }
+
+    /// Reports a failed rule: a warning when ratcheted (`addErr`), an error otherwise.
+    fn fail(&mut self, cause: Cause, ratcheted: bool) {
+        if ratcheted {
+            self.warnings
+                .push(format!("{}: {}", cause.field, cause.message));
+        } else {
+            self.out.push(cause);
         }
     }
 
@@ -372,17 +453,13 @@ impl Evaluator<'_> {
         n: &Node,
         v: &Value,
         old: Option<&Value>,
+        anchor: Option<Anchor<'_>>,
         ps: &PathStack<'_>,
         root: bool,
-        unchanged: bool,
     ) {
         let ty = n.type_str();
         if self.remaining == 0 {
             self.stop(self.path(ps), ty, OUT_OF_BUDGET);
-            return;
-        }
-        let transition = |r: &CelRule| r.program.as_ref().is_some_and(|p| p.uses_old_self);
-        if unchanged && !n.rules.iter().any(transition) {
             return;
         }
         // `self` (and `oldSelf`) are converted once per node and shared by its rules: the
@@ -415,9 +492,6 @@ impl Evaluator<'_> {
         });
         for r in &n.rules {
             let Some(p) = &r.program else { continue };
-            if unchanged && !p.uses_old_self {
-                continue;
-            }
             let optional = r.optional_old_self == Some(true);
             let ctx = match (p.uses_old_self, optional) {
                 (false, _) => &base,
@@ -462,18 +536,21 @@ impl Evaluator<'_> {
                 Some(fp) => join(&path, fp),
                 None => path,
             };
+            let ratcheted = !p.uses_old_self && self.ratcheted(anchor);
             let mut detail = None;
             if let Some(m) = &p.message_expr {
                 let (res, cost) = run(m, ctx, self.per_call);
                 if cost > self.remaining {
                     let d = "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run";
-                    self.stop(field, ty, d);
+                    self.fail(invalid(field, &go_quote(ty), d), ratcheted);
+                    self.stopped = true;
                     return;
                 }
                 match res {
                     Outcome::CostLimit => {
                         let d = format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {}", go_quote(r.message_expression.as_deref().unwrap_or("")));
-                        self.stop(field, ty, &d);
+                        self.fail(invalid(field, &go_quote(ty), &d), ratcheted);
+                        self.stopped = true;
                         return;
                     }
                     Outcome::Value(Cel::String(s)) => {
@@ -489,12 +566,13 @@ impl Evaluator<'_> {
             let detail = detail.unwrap_or_else(|| default_message(r));
             // upstream reports the node's schema type as the value, whatever its kind
             let shown = go_quote(ty);
-            self.out.push(match r.reason {
+            let cause = match r.reason {
                 Some(Reason::Forbidden) => forbidden(field, &detail),
                 Some(Reason::Required) => required(field, &detail),
                 Some(Reason::Duplicate) => duplicate(field, &shown),
                 _ => invalid(field, &shown, &detail),
-            });
+            };
+            self.fail(cause, ratcheted);
         }
     }
 }
