@@ -10,6 +10,7 @@ mod lifecycle;
 mod names;
 mod openapi_v2;
 mod printing;
+mod ratcheting;
 mod subresources;
 mod validation;
 mod versions;

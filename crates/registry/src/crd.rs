@@ -15,6 +15,8 @@ use super::meta;
 
 mod per_version;
 #[cfg(test)]
+mod ratcheting_tests;
+#[cfg(test)]
 mod update_tests;
 
 /// The process-wide cache of compiled schemas: identical schemas in any number of logical

@@ -48,12 +48,30 @@ pub fn prune(rt: &ResourceType, obj: &mut Value) -> ApiResult<Vec<String>> {
     Ok(unknown)
 }
 
-/// Schema validation of a custom resource (`old` on update, for transition rules).
+/// Schema validation of a custom resource (`old` on update, for transition rules and
+/// ratcheting).
 pub fn validate(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cause> {
     match rt.custom.as_ref().and_then(|c| c.schema.as_ref()) {
         Some(schema) => schema.validate(obj, old),
         None => vec![],
     }
+}
+
+/// Schema validation of an update of the stored `old` with CRD validation ratcheting
+/// (`kplane_schema::CompiledSchema::validate_update`): the errors, and the warnings of
+/// ratcheted CEL failures added to `warnings`.
+pub fn validate_update(
+    obj: &Value,
+    old: &Value,
+    rt: &ResourceType,
+    warnings: &mut Vec<String>,
+) -> Vec<Cause> {
+    let Some(schema) = rt.custom.as_ref().and_then(|c| c.schema.as_ref()) else {
+        return vec![];
+    };
+    let v = schema.validate_update(obj, old);
+    warnings.extend(v.warnings);
+    v.errors
 }
 
 /// The stored form: the storage version's apiVersion.

@@ -411,7 +411,7 @@ impl Registry {
             .controller_status(self, &a.cluster, &mut candidate)
             .await?;
         let name = meta::name_of(&candidate).to_string();
-        meta::invalid_if_any(rt, &name, validate(rt, &candidate, None))?;
+        meta::invalid_if_any(rt, &name, validate(rt, &candidate))?;
         for warning in rt.strategy.warnings(rt, &candidate, None) {
             w.warnings.push(warning);
         }
@@ -621,7 +621,13 @@ impl Registry {
                 )));
             }
         }
-        let mut causes = validate(rt, &new, Some(&old));
+        let mut causes = meta::validate_object_meta(&new, rt.strategy.name_rule());
+        let mut warnings = Vec::new();
+        causes.extend(rt.strategy.validate_update(rt, &new, &old, &mut warnings));
+        // warnings found by validation come first, as upstream's validators add them
+        for warning in warnings {
+            w.warnings.push(warning);
+        }
         if sub == Some("status") {
             causes.extend(rt.strategy.validate_status_update(rt, &new));
         }
@@ -934,11 +940,11 @@ fn default_and_canonicalize(rt: &ResourceType, obj: &mut Value) {
     rt.strategy.canonicalize(rt, obj);
 }
 
-/// Validation on create (`old` None) and update: the generic ObjectMeta rules with the
-/// type's name rule, then the type's own.
-fn validate(rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+/// Validation on create: the generic ObjectMeta rules with the type's name rule, then the
+/// type's own. (An update's is in `write_update`, with the validation's warnings.)
+fn validate(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
     let mut causes = meta::validate_object_meta(obj, rt.strategy.name_rule());
-    causes.extend(rt.strategy.validate(rt, obj, old));
+    causes.extend(rt.strategy.validate(rt, obj, None));
     causes
 }
 

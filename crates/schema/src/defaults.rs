@@ -89,6 +89,7 @@ pub(crate) fn validate_defaults(
             let mut v = Validator {
                 base: &dpath,
                 out: errs,
+                ratchet: None,
             };
             v.node(n, d, None, &mut PathStack::default());
         }

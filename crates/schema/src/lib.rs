@@ -24,6 +24,7 @@ mod node;
 mod objectmeta;
 mod path;
 mod prune;
+mod ratchet;
 mod structural;
 mod validate;
 
@@ -115,6 +116,8 @@ pub struct CompiledSchema {
     root: Node,
     nodes: usize,
     rules: usize,
+    /// Whether any rule uses `oldSelf` (an update's CEL validation then needs the old object).
+    transition_rules: bool,
     per_call: u64,
     budget: u64,
     /// Every CEL expression's estimated cost, for [`CompiledSchema::cost_limit_errors`].
@@ -198,10 +201,12 @@ fn compile_on_this_thread(
         return Err((default_errs, costs));
     }
     let rules = count_rules(&root);
+    let transition_rules = any_transition_rule(&root);
     Ok(CompiledSchema {
         root,
         nodes: b.nodes,
         rules,
+        transition_rules,
         per_call: opts.cel_per_call_limit,
         budget: opts.cel_runtime_budget,
         costs,
@@ -216,6 +221,42 @@ fn count_rules(n: &Node) -> usize {
             .sum::<usize>()
         + n.items.as_deref().map_or(0, count_rules)
         + n.additional.schema().map_or(0, count_rules)
+}
+
+fn any_transition_rule(n: &Node) -> bool {
+    n.rules
+        .iter()
+        .any(|r| r.program.as_ref().is_some_and(|p| p.uses_old_self))
+        || n.properties.iter().any(|(_, p)| any_transition_rule(p))
+        || n.items.as_deref().is_some_and(any_transition_rule)
+        || n.additional.schema().is_some_and(any_transition_rule)
+}
+
+/// What validating an update found: the errors, and the warnings of the CEL failures that
+/// ratcheting let through (`warning.AddWarning` in upstream's CEL validator).
+#[derive(Debug, Default)]
+pub struct Validation {
+    pub errors: Vec<Cause>,
+    pub warnings: Vec<String>,
+}
+
+/// The old object of an update in the form upstream validates it against: read back from
+/// storage, so pruned and defaulted under the current schema. Prepared on first use only.
+struct OldObject<'a> {
+    schema: &'a CompiledSchema,
+    stored: &'a Value,
+    prepared: std::cell::OnceCell<Value>,
+}
+
+impl OldObject<'_> {
+    fn get(&self) -> &Value {
+        self.prepared.get_or_init(|| {
+            let mut old = self.stored.clone();
+            self.schema.prune(&mut old);
+            self.schema.apply_defaults(&mut old);
+            old
+        })
+    }
 }
 
 impl CompiledSchema {
@@ -252,29 +293,115 @@ impl CompiledSchema {
     /// embedded-resource metadata, list-type set/map uniqueness, and CEL
     /// `x-kubernetes-validations`. Returns every violation.
     ///
-    /// On update (`old` given) transition rules see `oldSelf`, and, as Kubernetes' CRD
-    /// validation ratcheting does, schema and (non-transition) CEL errors are not reported
-    /// for values unchanged from the old object, correlated through object fields, map keys,
-    /// `map` lists (by key) and `set` lists (by value).
+    /// On update (`old` given, as stored) this is [`CompiledSchema::validate_update`]'s
+    /// errors.
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-        let mut out = Vec::new();
-        validate::Validator {
-            base: "",
-            out: &mut out,
+        if let Some(old) = old {
+            return self.validate_update(obj, old).errors;
         }
-        .node(&self.root, obj, old, &mut PathStack::default());
+        let mut out = Vec::new();
+        self.validate_openapi(obj, None, &mut out);
         objectmeta::validate(&self.root, obj, "", &mut out);
         listtype::validate(&self.root, obj, "", &mut out);
         if self.root.cel_below {
-            self.validate_cel(obj, old, &mut out);
+            self.validate_cel(obj, None, None, &mut out, &mut Vec::new());
         }
         out
     }
 
-    fn validate_cel(&self, obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
+    /// Validates an update of `old` (the stored object) to `obj` with Kubernetes' CRD
+    /// validation ratcheting (`customResourceStrategy.ValidateUpdate`): errors of values
+    /// unchanged from their correlated old values are dropped (OpenAPI validation), `set`
+    /// and `map` uniqueness errors are dropped when the old object has such errors too, and
+    /// failures of CEL rules without `oldSelf` on unchanged values become warnings;
+    /// embedded-resource metadata, transition rules and CEL evaluation errors are never
+    /// ratcheted. `old` is pruned and defaulted as a read from storage would be.
+    ///
+    /// Ratcheting costs nothing when the update is valid: the old object is prepared and
+    /// compared only once there are errors (or transition rules need it).
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Validation {
+        // the prepared copy of a deeply nested old object is dropped recursively
         stacker::maybe_grow(EVAL_RED_ZONE_BYTES, EVAL_STACK_BYTES, || {
-            let (budget, per_call) = (self.budget, self.per_call);
-            cel::eval::validate_with_limits(&self.root, obj, old, "", budget, per_call, out);
+            self.validate_update_here(obj, old)
+        })
+    }
+
+    fn validate_update_here(&self, obj: &Value, old: &Value) -> Validation {
+        let old = OldObject {
+            schema: self,
+            stored: old,
+            prepared: std::cell::OnceCell::new(),
+        };
+        let ratchet = ratchet::Ratchet::default();
+        let mut errors = Vec::new();
+        self.validate_openapi(obj, None, &mut errors);
+        if !errors.is_empty() {
+            errors.clear();
+            self.validate_openapi(obj, Some((old.get(), &ratchet)), &mut errors);
+        }
+        objectmeta::validate(&self.root, obj, "", &mut errors);
+        let mut lists = Vec::new();
+        listtype::validate(&self.root, obj, "", &mut lists);
+        if !lists.is_empty() {
+            let mut old_lists = Vec::new();
+            listtype::validate(&self.root, old.get(), "", &mut old_lists);
+            if !old_lists.is_empty() {
+                lists.clear();
+            }
+        }
+        errors.append(&mut lists);
+        let mut warnings = Vec::new();
+        if self.root.cel_below {
+            let mark = errors.len();
+            if !self.transition_rules {
+                // without transition rules the old object changes nothing but which
+                // failures are ratcheted: needed only when some rule failed
+                self.validate_cel(obj, None, None, &mut errors, &mut warnings);
+            }
+            if self.transition_rules || errors.len() > mark {
+                errors.truncate(mark);
+                let with_old = Some(old.get());
+                self.validate_cel(obj, with_old, Some(&ratchet), &mut errors, &mut warnings);
+            }
+        }
+        Validation { errors, warnings }
+    }
+
+    fn validate_openapi(
+        &self,
+        obj: &Value,
+        old: Option<(&Value, &ratchet::Ratchet)>,
+        out: &mut Vec<Cause>,
+    ) {
+        validate::Validator {
+            base: "",
+            out,
+            ratchet: old.map(|(_, r)| r),
+        }
+        .node(
+            &self.root,
+            obj,
+            old.map(|(o, _)| o),
+            &mut PathStack::default(),
+        );
+    }
+
+    fn validate_cel(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+        ratchet: Option<&ratchet::Ratchet>,
+        out: &mut Vec<Cause>,
+        warnings: &mut Vec<String>,
+    ) {
+        stacker::maybe_grow(EVAL_RED_ZONE_BYTES, EVAL_STACK_BYTES, || {
+            let limits = cel::eval::Limits {
+                budget: self.budget,
+                per_call: self.per_call,
+            };
+            cel::eval::validate_with_limits(
+                &self.root, obj, old, "", limits, ratchet, out, warnings,
+            );
         });
     }
 

@@ -30,6 +30,11 @@ impl<'a> PathStack<'a> {
         self.segs.pop();
     }
 
+    /// Whether this is the validated root.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+
     /// kube-openapi style (`a.b[0].key`), as used in value-validation messages.
     pub(crate) fn openapi(&self) -> String {
         let mut out = String::new();

@@ -7,9 +7,6 @@
 //! (multipleOf, minimum, maximum), array (items, minItems, maxItems), enum, object
 //! (min/maxProperties, additionalProperties, properties, required).
 
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-
 use kplane_types::validation::go_quote;
 use kplane_types::Cause;
 use serde_json::{Map, Number, Value};
@@ -17,8 +14,9 @@ use serde_json::{Map, Number, Value};
 use crate::errors::{
     go_float, go_value, invalid, not_supported, required, too_long, too_many, type_invalid,
 };
-use crate::node::{Additional, Checks, ListType, Node};
+use crate::node::{Additional, Checks, Node};
 use crate::path::{join, PathStack, Seg};
+use crate::ratchet::{self, MapList, Ratchet};
 
 /// Rewrites RE2's ASCII-only Perl classes (`\d`, `\w`, `\s`, `\b`) for the `regex` crate,
 /// whose classes are Unicode-aware by default, and RE2's negated Unicode classes
@@ -108,6 +106,8 @@ pub(crate) struct Validator<'e> {
     /// Field path the errors are relative to (empty for objects, `….default` for defaults).
     pub base: &'e str,
     pub out: &'e mut Vec<Cause>,
+    /// On update: drops the errors of values unchanged from their correlated old values.
+    pub ratchet: Option<&'e Ratchet>,
 }
 
 fn kind_name(v: &Value) -> &'static str {
@@ -146,7 +146,8 @@ impl Validator<'_> {
     }
 
     /// Validates `v` at `ps` against `n`. `old` is the correlated value of the old object on
-    /// update: a value equal to it is not validated (CRD validation ratcheting).
+    /// update: when `v` raised errors and is unchanged from it, they are dropped (CRD
+    /// validation ratcheting: `ratchetingValueValidator.Validate`).
     pub(crate) fn node<'a>(
         &mut self,
         n: &'a Node,
@@ -154,9 +155,24 @@ impl Validator<'_> {
         old: Option<&'a Value>,
         ps: &mut PathStack<'a>,
     ) {
-        if old.is_some_and(|o| json_eq(o, v)) {
-            return;
+        let mark = self.out.len();
+        self.value(n, v, old, ps);
+        if self.out.len() > mark {
+            if let (Some(o), Some(r)) = (old, self.ratchet) {
+                if r.unchanged(n, o, v) {
+                    self.out.truncate(mark);
+                }
+            }
         }
+    }
+
+    fn value<'a>(
+        &mut self,
+        n: &'a Node,
+        v: &'a Value,
+        old: Option<&'a Value>,
+        ps: &mut PathStack<'a>,
+    ) {
         if v.is_null() {
             if let Some(types) = n.type_names() {
                 if !n.nullable {
@@ -203,7 +219,7 @@ impl Validator<'_> {
             _ => {}
         }
         if let Value::Array(a) = v {
-            self.array(n, a, old.and_then(Value::as_array), ps);
+            self.array(n, a, old, ps);
         }
         if let Some(e) = n.checks.as_ref().and_then(|c| c.enumeration.as_ref()) {
             if !e.contains(v) {
@@ -266,6 +282,7 @@ impl Validator<'_> {
         let mut sub = Validator {
             base: self.base,
             out: &mut errs,
+            ratchet: None,
         };
         sub.node(n, v, None, ps);
         errs
@@ -469,14 +486,15 @@ impl Validator<'_> {
         &mut self,
         n: &'a Node,
         a: &'a [Value],
-        old: Option<&'a Vec<Value>>,
+        old: Option<&'a Value>,
         ps: &mut PathStack<'a>,
     ) {
         if let Some(items) = &n.items {
-            let correlator = Correlator::new(n, old);
+            // only the items of map lists correlate, by their keys
+            let old_items = MapList::of(n, old);
             for (i, x) in a.iter().enumerate() {
                 ps.push(Seg::Index(i));
-                self.node(items, x, correlator.find(x), ps);
+                self.node(items, x, old_items.as_ref().and_then(|l| l.get(x)), ps);
                 ps.pop();
             }
         }
@@ -507,6 +525,10 @@ impl Validator<'_> {
         old: Option<&'a Map<String, Value>>,
         ps: &mut PathStack<'a>,
     ) {
+        // apiVersion and kind of the resource are never ratcheted (both objects carry the
+        // requested version's)
+        let root = ps.is_empty();
+        let at_root = |k: &str| root && (k == "apiVersion" || k == "kind");
         let num = m.len() as i64;
         if let Some(c) = &n.checks {
             if let Some(min) = c.min_properties {
@@ -542,8 +564,9 @@ impl Validator<'_> {
             Additional::Schema(ap) => {
                 for (k, x) in m {
                     if n.property(k).is_none() {
+                        let ox = ratchet::field(n, old, k).filter(|_| !at_root(k));
                         ps.push(Seg::Key(k));
-                        self.node(ap, x, old.and_then(|o| o.get(k)), ps);
+                        self.node(ap, x, ox, ps);
                         ps.pop();
                     }
                 }
@@ -552,8 +575,9 @@ impl Validator<'_> {
         }
         for (k, child) in &n.properties {
             if let Some(x) = m.get(k.as_ref()) {
+                let ox = ratchet::field(n, old, k).filter(|_| !at_root(k));
                 ps.push(Seg::Field(k));
-                self.node(child, x, old.and_then(|o| o.get(k.as_ref())), ps);
+                self.node(child, x, ox, ps);
                 ps.pop();
             }
         }
@@ -566,121 +590,6 @@ impl Validator<'_> {
             }
         }
     }
-}
-
-/// Finds the old item each item of a new list correlates with: by map keys in `map` lists,
-/// by value in `set` lists; atomic lists do not correlate items. Long lists are indexed by
-/// a structural hash once, so correlating a whole list is linear, not quadratic.
-pub(crate) struct Correlator<'a> {
-    list_type: Option<&'a ListType>,
-    old: Option<&'a Vec<Value>>,
-    index: Option<HashMap<u64, Vec<&'a Value>>>,
-}
-
-/// Below this many old items a linear scan is cheaper than building an index.
-const INDEX_FROM: usize = 16;
-
-impl<'a> Correlator<'a> {
-    pub(crate) fn new(n: &'a Node, old: Option<&'a Vec<Value>>) -> Self {
-        let list_type = match &n.list_type {
-            Some(t @ (ListType::Map(_) | ListType::Set)) => Some(t),
-            _ => None,
-        };
-        let mut c = Correlator {
-            list_type,
-            old,
-            index: None,
-        };
-        if let (Some(t), Some(items)) = (list_type, old) {
-            if items.len() >= INDEX_FROM {
-                let mut index: HashMap<u64, Vec<&'a Value>> = HashMap::with_capacity(items.len());
-                for o in items {
-                    index.entry(identity_hash(t, o)).or_default().push(o);
-                }
-                c.index = Some(index);
-            }
-        }
-        c
-    }
-
-    pub(crate) fn find(&self, x: &Value) -> Option<&'a Value> {
-        let t = self.list_type?;
-        let same = |o: &&Value| match t {
-            ListType::Map(keys) => same_map_keys(keys, x, o),
-            _ => json_eq(o, x),
-        };
-        match &self.index {
-            Some(index) => index
-                .get(&identity_hash(t, x))?
-                .iter()
-                .copied()
-                .find(|o| same(o)),
-            None => self.old?.iter().find(|o| same(o)),
-        }
-    }
-}
-
-/// Hash of what identifies a list item: its map keys, or (sets) the whole value.
-fn identity_hash(t: &ListType, v: &Value) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    match t {
-        ListType::Map(keys) => {
-            for k in keys {
-                match v.get(k) {
-                    Some(x) => {
-                        1u8.hash(&mut h);
-                        value_hash(x, 0).hash(&mut h);
-                    }
-                    None => 0u8.hash(&mut h),
-                }
-            }
-        }
-        _ => value_hash(v, 0).hash(&mut h),
-    }
-    h.finish()
-}
-
-/// A structural hash consistent with [`json_eq`]: object members are combined without
-/// regard to order; deep values stop contributing (equality still decides).
-fn value_hash(v: &Value, depth: usize) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    if depth > 32 {
-        return 0;
-    }
-    match v {
-        Value::Null => 0u8.hash(&mut h),
-        Value::Bool(b) => (1u8, b).hash(&mut h),
-        Value::Number(n) => (2u8, n.to_string()).hash(&mut h),
-        Value::String(s) => (3u8, s).hash(&mut h),
-        Value::Array(a) => {
-            4u8.hash(&mut h);
-            for x in a {
-                value_hash(x, depth + 1).hash(&mut h);
-            }
-        }
-        Value::Object(m) => {
-            let mut sum = 0u64;
-            for (k, x) in m {
-                let mut e = std::collections::hash_map::DefaultHasher::new();
-                (k, value_hash(x, depth + 1)).hash(&mut e);
-                sum = sum.wrapping_add(e.finish());
-            }
-            (5u8, sum).hash(&mut h);
-        }
-    }
-    h.finish()
-}
-
-/// Whether two list-map items have the same values for all map keys.
-pub(crate) fn same_map_keys(keys: &[String], a: &Value, b: &Value) -> bool {
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return false;
-    };
-    keys.iter().all(|k| match (a.get(k), b.get(k)) {
-        (Some(x), Some(y)) => json_eq(x, y),
-        (None, None) => true,
-        _ => false,
-    })
 }
 
 /// Deep equality of JSON values that gives up (answers `false`) beyond a nesting depth, so
@@ -722,43 +631,6 @@ fn enum_strings(values: &[Value]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn correlator_finds_the_first_matching_old_item_in_long_and_short_lists() {
-        let map = Node {
-            list_type: Some(ListType::Map(vec!["name".into(), "port".into()])),
-            ..Default::default()
-        };
-        for n in [3usize, 200] {
-            let old: Vec<Value> = (0..n)
-                .map(|i| serde_json::json!({"name": format!("e{i}"), "port": i, "v": i}))
-                .collect();
-            let c = Correlator::new(&map, Some(&old));
-            let last = n - 1;
-            let hit =
-                c.find(&serde_json::json!({"name": format!("e{last}"), "port": last, "v": "new"}));
-            assert_eq!(hit, Some(&old[last]));
-            // A different value for one key, or a key missing, correlates with nothing.
-            assert_eq!(c.find(&serde_json::json!({"name": "e1", "port": 2})), None);
-            assert_eq!(c.find(&serde_json::json!({"name": "e1"})), None);
-        }
-        let set = Node {
-            list_type: Some(ListType::Set),
-            ..Default::default()
-        };
-        let old: Vec<Value> = (0..50)
-            .map(|i| serde_json::json!({"a": i, "b": [i, "x"]}))
-            .collect();
-        let c = Correlator::new(&set, Some(&old));
-        assert_eq!(
-            c.find(&serde_json::json!({"b": [7, "x"], "a": 7})),
-            Some(&old[7])
-        );
-        assert_eq!(c.find(&serde_json::json!({"a": 7, "b": [7, "y"]})), None);
-        // Atomic lists never correlate.
-        let atomic = Node::default();
-        assert_eq!(Correlator::new(&atomic, Some(&old)).find(&old[0]), None);
-    }
 
     #[test]
     fn re2_translation() {

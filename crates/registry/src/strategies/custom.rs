@@ -36,6 +36,16 @@ impl TypeStrategy for Custom {
         custom::validate(obj, old, rt)
     }
 
+    fn validate_update(
+        &self,
+        rt: &ResourceType,
+        obj: &Value,
+        old: &Value,
+        warnings: &mut Vec<String>,
+    ) -> Vec<Cause> {
+        custom::validate_update(obj, old, rt, warnings)
+    }
+
     /// apiextensions' converter: `metadata.namespace` only when namespaced, then the
     /// CRD's selectable fields.
     fn field_label(&self, rt: &ResourceType, label: &str) -> Result<String, String> {

@@ -174,6 +174,18 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
         Vec::new()
     }
 
+    /// The type's validation of an update, which may also warn (a custom resource's
+    /// ratcheted CEL failures); by default [`Self::validate`] with the stored object.
+    fn validate_update(
+        &self,
+        rt: &ResourceType,
+        obj: &Value,
+        old: &Value,
+        _warnings: &mut Vec<String>,
+    ) -> Vec<Cause> {
+        self.validate(rt, obj, Some(old))
+    }
+
     /// Warnings a write of a valid object gets (`WarningsOnCreate`/`WarningsOnUpdate`).
     fn warnings(&self, _rt: &ResourceType, _obj: &Value, _old: Option<&Value>) -> Vec<String> {
         Vec::new()

@@ -1,15 +1,15 @@
 //! Compile-time handling of `x-kubernetes-validations`: parse, check, estimate cost,
-//! instrument comprehensions for the runtime budget, and report errors the way
+//! instrument expressions for their runtime cost (`actual`), and report errors the way
 //! apiextensions does (`compilation failed: ...`, `estimated rule cost exceeds budget ...`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use kplane_types::validation::go_quote;
 use kplane_types::Cause;
-use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr};
 use kube_cel::cel::parser::Parser;
 use kube_cel::cel::IdedExpr;
 
+use super::actual;
 use super::check::{self, Kind};
 use super::decl::{cardinality_factor, unbounded_cardinality};
 use super::{CelRule, Program};
@@ -17,9 +17,6 @@ use crate::errors::{forbidden, invalid};
 use crate::node::{Additional, Node};
 use crate::path::join;
 use crate::CompileOptions;
-
-/// Name of the function the instrumented loop conditions call.
-pub(crate) const TICK: &str = "kplaneTick";
 
 /// Parses a CEL expression, never panicking.
 pub(crate) fn parse(src: &str) -> Result<IdedExpr, String> {
@@ -43,53 +40,6 @@ fn cost_error(what: &str, cost: u64, limit: u64) -> String {
         format!("{factor:.1}x")
     };
     format!("{what} exceeds budget by factor of {f} (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)")
-}
-
-/// Makes every comprehension charge the runtime budget once per iteration.
-fn instrument(e: &mut IdedExpr) {
-    match &mut e.expr {
-        Expr::Comprehension(c) => {
-            instrument(&mut c.iter_range);
-            instrument(&mut c.accu_init);
-            instrument(&mut c.loop_cond);
-            instrument(&mut c.loop_step);
-            instrument(&mut c.result);
-            let cond = std::mem::take(&mut c.loop_cond);
-            c.loop_cond = IdedExpr {
-                id: cond.id,
-                expr: Expr::Call(CallExpr {
-                    func_name: TICK.to_string(),
-                    target: None,
-                    args: vec![
-                        IdedExpr {
-                            id: cond.id,
-                            expr: Expr::Ident(c.accu_var.clone()),
-                        },
-                        cond,
-                    ],
-                }),
-            };
-        }
-        Expr::Call(call) => {
-            if let Some(t) = call.target.as_mut() {
-                instrument(t);
-            }
-            for a in call.args.iter_mut() {
-                instrument(a);
-            }
-        }
-        Expr::Select(s) => instrument(&mut s.operand),
-        Expr::List(l) => l.elements.iter_mut().for_each(instrument),
-        Expr::Map(m) => {
-            for entry in m.entries.iter_mut() {
-                if let EntryExpr::MapEntry(me) = &mut entry.expr {
-                    instrument(&mut me.key);
-                    instrument(&mut me.value);
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 /// Where an expression is compiled: the node it is declared on, whether that is a resource
@@ -354,21 +304,17 @@ impl<'o> CelCompiler<'o> {
         if self.errs.len() != before {
             return;
         }
-        if let Some((mut expr, nodes)) = program {
-            instrument(&mut expr);
-            let (message_expr, message_base_cost) = match message {
-                Some((mut m, mn)) => {
-                    instrument(&mut m);
-                    (Some(m), mn)
-                }
+        if let Some((expr, nodes)) = program {
+            let (message_expr, message_nodes) = match message {
+                Some((m, mn)) => (Some(actual::instrument(m)), mn),
                 None => (None, 0),
             };
             r.program = Some(Program {
-                expr,
+                expr: actual::instrument(expr),
                 message_expr,
                 uses_old_self,
-                base_cost: nodes,
-                message_base_cost,
+                nodes,
+                message_nodes,
             });
         }
     }

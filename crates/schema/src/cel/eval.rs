@@ -2,12 +2,16 @@
 //! to the node's value, `oldSelf` to the correlated old value (transition rules run only
 //! when one exists, unless `optionalOldSelf`), errors shaped like upstream's.
 //!
-//! Cost: each evaluation is charged its AST size plus one unit per comprehension iteration
-//! (plus the accumulator's size, so quadratic list building is charged quadratically).
-//! A single evaluation may spend at most the per-call limit, one `validate` call at most the
-//! runtime budget; beyond either, evaluation stops with upstream's messages.
+//! Ratcheting: every rule runs on update, as upstream's do. A failure of a rule without
+//! `oldSelf` on a value unchanged from its old one (or, for a value that does not correlate,
+//! such as an item of a `set` or atomic list, on its nearest correlated ancestor) is a
+//! warning instead of an error; transition rules and evaluation errors are never ratcheted.
+//!
+//! Cost: each evaluation is charged its actual cost as cel-go computes it (`actual`). One
+//! evaluation may spend at most the per-call limit (`PerCallLimit`), one `validate` call at
+//! most the runtime budget (`RuntimeCELCostBudget`); beyond either, evaluation stops with
+//! upstream's messages, the budget checked first as `validation.go` does.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, LazyLock};
@@ -19,46 +23,27 @@ use kube_cel::cel::{Context, ExecutionError, Value as Cel};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 
-use super::compile::TICK;
+use super::actual;
 use super::{CelRule, Reason};
 use crate::errors::{duplicate, forbidden, invalid, required};
 use crate::formats::{parse_date, parse_duration, Format};
-use crate::node::{ListType, MapType, Node, Ty};
+use crate::node::{Node, Ty};
 use crate::path::{join, PathStack, Seg};
-use crate::validate::{json_eq, Correlator};
+use crate::ratchet::{MapList, Ratchet};
 
 use crate::path::MAX_WALK_DEPTH;
+/// What a rule reports when the per-validation budget cannot pay for it.
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 /// `MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
-
-thread_local! {
-    /// (spent, limit) of the evaluation running on this thread.
-    static TICKS: Cell<(u64, u64)> = const { Cell::new((0, u64::MAX)) };
-}
-
-fn tick(accu: Cel, cond: Cel) -> Result<Cel, ExecutionError> {
-    let size = match &accu {
-        Cel::List(l) => l.len() as u64,
-        Cel::Map(m) => m.map.len() as u64,
-        Cel::String(s) => s.len() as u64 / 10,
-        _ => 0,
-    };
-    let (spent, limit) = TICKS.with(Cell::get);
-    let spent = spent.saturating_add(1 + size);
-    TICKS.with(|t| t.set((spent, limit)));
-    if spent > limit {
-        return Err(ExecutionError::function_error(
-            TICK,
-            "operation cancelled: actual cost limit exceeded",
-        ));
-    }
-    Ok(cond)
-}
 
 /// Functions and libraries, built once per process and shared by all evaluations.
 static ROOT: LazyLock<Context<'static>> = LazyLock::new(|| {
     let mut ctx = Context::default().with_all();
-    ctx.add_function(TICK, tick);
+    ctx.add_function(actual::CHARGE, actual::charge);
+    ctx.add_function(actual::ARG, actual::arg);
+    ctx.add_function(actual::WORK, actual::work);
     ctx
 });
 
@@ -236,26 +221,28 @@ fn cel_display(v: &Cel) -> String {
     }
 }
 
-/// Evaluates one compiled expression in `ctx`; `(result, cost)`, with `Err(None)` when the
-/// limit was exceeded.
-fn run(
-    expr: &kube_cel::cel::IdedExpr,
-    base_cost: u64,
-    ctx: &Context<'_>,
-    limit: u64,
-) -> (Result<Cel, Option<ExecutionError>>, u64) {
-    TICKS.with(|t| t.set((0, limit)));
+/// How one evaluation ended.
+enum Outcome {
+    Value(Cel),
+    Error(ExecutionError),
+    /// cel-go's `operation cancelled: actual cost limit exceeded`.
+    CostLimit,
+}
+
+/// Evaluates one compiled expression in `ctx` under the per-call `limit`; the outcome
+/// and the actual cost (past the limit when cancelled, as cel-go reports it).
+fn run(expr: &kube_cel::cel::IdedExpr, ctx: &Context<'_>, limit: u64) -> (Outcome, u64) {
+    actual::begin(limit);
     let result = catch_unwind(AssertUnwindSafe(|| ctx.resolve(expr)));
-    let (spent, _) = TICKS.with(Cell::get);
-    let cost = spent.saturating_add(base_cost);
+    let cost = actual::spent();
     let out = match result {
-        _ if spent > limit || cost > limit => Err(None),
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(Some(e)),
-        Err(_) => Err(Some(ExecutionError::function_error(
+        _ if cost > limit => Outcome::CostLimit,
+        Ok(Ok(v)) => Outcome::Value(v),
+        Ok(Err(e)) => Outcome::Error(e),
+        Err(_) => Outcome::Error(ExecutionError::function_error(
             "eval",
             "internal error evaluating the expression",
-        ))),
+        )),
     };
     (out, cost)
 }
@@ -264,9 +251,21 @@ fn run(
 pub(crate) struct Evaluator<'e> {
     base: &'e str,
     out: &'e mut Vec<Cause>,
+    /// On update: decides which failures are ratcheted into `warnings`.
+    ratchet: Option<&'e Ratchet>,
+    warnings: &'e mut Vec<String>,
     remaining: u64,
     per_call: u64,
     stopped: bool,
+}
+
+/// A value and the old value it correlates with: where a failed rule's ratcheting is
+/// decided (`ratchetingOptions`' current or nearest parent correlation).
+#[derive(Clone, Copy)]
+struct Anchor<'a> {
+    node: &'a Node,
+    old: &'a Value,
+    new: &'a Value,
 }
 
 /// Validates the CEL rules in `v` (with `old` for transition rules) below `n`.
@@ -278,27 +277,67 @@ pub(crate) fn validate_value(
     budget: u64,
     out: &mut Vec<Cause>,
 ) {
-    validate_with_limits(n, v, old, base, budget, budget, out);
+    let limits = Limits {
+        budget,
+        per_call: budget,
+    };
+    validate_with_limits(n, v, old, base, limits, None, out, &mut Vec::new());
 }
 
-/// Like [`validate_value`] with an explicit per-call limit.
+/// The runtime cost one validation may spend, and one evaluation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub budget: u64,
+    pub per_call: u64,
+}
+
+/// Like [`validate_value`] with an explicit per-call limit and, on update, ratcheting:
+/// the failures it turns into `warnings` (rendered as Go's `field.Error`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn validate_with_limits(
     n: &Node,
     v: &Value,
     old: Option<&Value>,
     base: &str,
-    budget: u64,
-    per_call: u64,
+    limits: Limits,
+    ratchet: Option<&Ratchet>,
     out: &mut Vec<Cause>,
+    warnings: &mut Vec<String>,
 ) {
     let mut e = Evaluator {
         base,
         out,
-        remaining: budget,
-        per_call,
+        ratchet,
+        warnings,
+        remaining: limits.budget,
+        per_call: limits.per_call,
         stopped: false,
     };
-    e.walk(n, v, old, &mut PathStack::default(), true, false, 0);
+    let at = Walk {
+        root: true,
+        correlated: true,
+        depth: 0,
+    };
+    e.walk(n, v, old, None, &mut PathStack::default(), at);
+}
+
+/// Where the walk is: at the resource root, whether the value may correlate with its old
+/// value for ratcheting (not the root's apiVersion and kind), how deep.
+#[derive(Clone, Copy)]
+struct Walk {
+    root: bool,
+    correlated: bool,
+    depth: usize,
+}
+
+impl Walk {
+    fn child(self, correlated: bool) -> Walk {
+        Walk {
+            root: false,
+            correlated,
+            depth: self.depth + 1,
+        }
+    }
 }
 
 impl Evaluator<'_> {
@@ -306,25 +345,32 @@ impl Evaluator<'_> {
         join(self.base, &ps.field())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// `old` is the correlated old value (`null` included); `parent` the nearest correlated
+    /// ancestor.
     fn walk<'a>(
         &mut self,
         n: &'a Node,
         v: &'a Value,
         old: Option<&'a Value>,
+        parent: Option<Anchor<'a>>,
         ps: &mut PathStack<'a>,
-        root: bool,
-        unchanged: bool,
-        depth: usize,
+        at: Walk,
     ) {
-        if self.stopped || !n.cel_below || v.is_null() || depth > MAX_WALK_DEPTH {
+        if self.stopped || !n.cel_below || v.is_null() || at.depth > MAX_WALK_DEPTH {
             return;
         }
-        let old = old.filter(|o| !o.is_null());
-        // Ratcheting: below a value equal to its old value only transition rules run.
-        let unchanged = unchanged || old.is_some_and(|o| json_eq(o, v));
+        let anchor = match (old, at.correlated) {
+            (Some(o), true) => Some(Anchor {
+                node: n,
+                old: o,
+                new: v,
+            }),
+            (_, true) => parent,
+            (_, false) => None,
+        };
         if !n.rules.is_empty() {
-            self.rules(n, v, old, ps, root || n.embedded, unchanged);
+            let old_self = old.filter(|o| !o.is_null());
+            self.rules(n, v, old_self, anchor, ps, at.root || n.embedded);
             if self.stopped {
                 return;
             }
@@ -334,16 +380,12 @@ impl Evaluator<'_> {
                 let Some(items) = n.items.as_deref() else {
                     return;
                 };
-                let old_items = old.and_then(Value::as_array);
-                // only map lists correlate items for oldSelf
-                let correlator = match &n.list_type {
-                    Some(ListType::Map(_)) => Some(Correlator::new(n, old_items)),
-                    _ => None,
-                };
+                // only map lists correlate items (for oldSelf and ratcheting alike)
+                let old_items = MapList::of(n, old);
                 for (i, x) in a.iter().enumerate() {
-                    let ox = correlator.as_ref().and_then(|c| c.find(x));
+                    let ox = old_items.as_ref().and_then(|l| l.get(x));
                     ps.push(Seg::Index(i));
-                    self.walk(items, x, ox, ps, false, unchanged, depth + 1);
+                    self.walk(items, x, ox, anchor, ps, at.child(at.correlated));
                     ps.pop();
                     if self.stopped {
                         return;
@@ -351,13 +393,15 @@ impl Evaluator<'_> {
                 }
             }
             Value::Object(m) => {
-                let correlatable = n.map_type != Some(MapType::Atomic);
-                let old_map = old.and_then(Value::as_object).filter(|_| correlatable);
+                // every map type correlates its entries (`MapIsCorrelatable`)
+                let old_map = old.and_then(Value::as_object);
+                let correlated =
+                    |k: &str| at.correlated && !(at.root && (k == "apiVersion" || k == "kind"));
                 if let Some(ap) = n.additional.schema() {
                     for (k, x) in m {
                         ps.push(Seg::Key(k));
                         let ox = old_map.and_then(|o| o.get(k));
-                        self.walk(ap, x, ox, ps, false, unchanged, depth + 1);
+                        self.walk(ap, x, ox, anchor, ps, at.child(correlated(k)));
                         ps.pop();
                         if self.stopped {
                             return;
@@ -368,7 +412,7 @@ impl Evaluator<'_> {
                     if let Some(x) = m.get(k.as_ref()) {
                         ps.push(Seg::Field(k));
                         let ox = old_map.and_then(|o| o.get(k.as_ref()));
-                        self.walk(child, x, ox, ps, false, unchanged, depth + 1);
+                        self.walk(child, x, ox, anchor, ps, at.child(correlated(k)));
                         ps.pop();
                         if self.stopped {
                             return;
@@ -377,6 +421,25 @@ impl Evaluator<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Whether a failure of a rule without `oldSelf` at `anchor` is ratcheted
+    /// (`shouldRatchetError`).
+    fn ratcheted(&self, anchor: Option<Anchor<'_>>) -> bool {
+        match (self.ratchet, anchor) {
+            (Some(r), Some(a)) => r.unchanged(a.node, a.old, a.new),
+            _ => false,
+        }
+    }
+
+    /// Reports a failed rule: a warning when ratcheted (`addErr`), an error otherwise.
+    fn fail(&mut self, cause: Cause, ratcheted: bool) {
+        if ratcheted {
+            self.warnings
+                .push(format!("{}: {}", cause.field, cause.message));
+        } else {
+            self.out.push(cause);
         }
     }
 
@@ -390,17 +453,13 @@ impl Evaluator<'_> {
         n: &Node,
         v: &Value,
         old: Option<&Value>,
+        anchor: Option<Anchor<'_>>,
         ps: &PathStack<'_>,
         root: bool,
-        unchanged: bool,
     ) {
         let ty = n.type_str();
         if self.remaining == 0 {
-            self.stop(self.path(ps), ty, "validation failed due to running out of cost budget, no further validation rules will be run");
-            return;
-        }
-        let transition = |r: &CelRule| r.program.as_ref().is_some_and(|p| p.uses_old_self);
-        if unchanged && !n.rules.iter().any(transition) {
+            self.stop(self.path(ps), ty, OUT_OF_BUDGET);
             return;
         }
         // `self` (and `oldSelf`) are converted once per node and shared by its rules: the
@@ -433,9 +492,6 @@ impl Evaluator<'_> {
         });
         for r in &n.rules {
             let Some(p) = &r.program else { continue };
-            if unchanged && !p.uses_old_self {
-                continue;
-            }
             let optional = r.optional_old_self == Some(true);
             let ctx = match (p.uses_old_self, optional) {
                 (false, _) => &base,
@@ -448,21 +504,22 @@ impl Evaluator<'_> {
                     None => continue,
                 },
             };
-            let limit = self.per_call.min(self.remaining);
-            let (result, cost) = run(&p.expr, p.base_cost, ctx, limit);
+            // validation.go: the actual cost is checked against the remaining budget before
+            // the evaluation's own error (a cancelled rule may also have run out of budget)
+            let (result, cost) = run(&p.expr, ctx, self.per_call);
             let path = self.path(ps);
+            if cost > self.remaining {
+                self.stop(path, ty, OUT_OF_BUDGET);
+                return;
+            }
+            self.remaining -= cost;
             match result {
-                Err(None) => {
-                    if limit < self.per_call {
-                        self.stop(path, ty, "validation failed due to running out of cost budget, no further validation rules will be run");
-                    } else {
-                        let d = format!("'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}", r.error_string());
-                        self.stop(path, ty, &d);
-                    }
+                Outcome::CostLimit => {
+                    let d = format!("'{}': no further validation rules will be run due to call cost exceeds limit for rule: {}", actual::LIMIT_EXCEEDED, r.error_string());
+                    self.stop(path, ty, &d);
                     return;
                 }
-                Err(Some(e)) => {
-                    self.remaining = self.remaining.saturating_sub(cost);
+                Outcome::Error(e) => {
                     let text = error_text(&e);
                     let d = if text.starts_with("no such overload") {
                         format!("'{text}': call arguments did not match a supported operator, function or macro signature for rule: {}", r.error_string())
@@ -472,49 +529,50 @@ impl Evaluator<'_> {
                     self.out.push(invalid(path, &go_quote(ty), &d));
                     continue;
                 }
-                Ok(Cel::Bool(true)) => {
-                    self.remaining = self.remaining.saturating_sub(cost);
-                    continue;
-                }
-                Ok(_) => self.remaining = self.remaining.saturating_sub(cost),
+                Outcome::Value(Cel::Bool(true)) => continue,
+                Outcome::Value(_) => {}
             }
             let field = match &r.field_path {
                 Some(fp) => join(&path, fp),
                 None => path,
             };
+            let ratcheted = !p.uses_old_self && self.ratcheted(anchor);
             let mut detail = None;
             if let Some(m) = &p.message_expr {
-                let limit = self.per_call.min(self.remaining);
-                let (res, cost) = run(m, p.message_base_cost, ctx, limit);
+                let (res, cost) = run(m, ctx, self.per_call);
+                if cost > self.remaining {
+                    let d = "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run";
+                    self.fail(invalid(field, &go_quote(ty), d), ratcheted);
+                    self.stopped = true;
+                    return;
+                }
                 match res {
-                    Err(None) => {
-                        let d = if limit < self.per_call {
-                            "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string()
-                        } else {
-                            format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {}", go_quote(r.message_expression.as_deref().unwrap_or("")))
-                        };
-                        self.stop(field, ty, &d);
+                    Outcome::CostLimit => {
+                        let d = format!("no further validation rules will be run due to call cost exceeds limit for messageExpression: {}", go_quote(r.message_expression.as_deref().unwrap_or("")));
+                        self.fail(invalid(field, &go_quote(ty), &d), ratcheted);
+                        self.stopped = true;
                         return;
                     }
-                    Ok(Cel::String(s)) => {
-                        self.remaining = self.remaining.saturating_sub(cost);
+                    Outcome::Value(Cel::String(s)) => {
                         let t = s.trim();
                         if !t.is_empty() && t.len() <= MAX_MESSAGE_BYTES && !t.contains('\n') {
                             detail = Some(t.to_string());
                         }
                     }
-                    _ => self.remaining = self.remaining.saturating_sub(cost),
+                    _ => {}
                 }
+                self.remaining -= cost;
             }
             let detail = detail.unwrap_or_else(|| default_message(r));
             // upstream reports the node's schema type as the value, whatever its kind
             let shown = go_quote(ty);
-            self.out.push(match r.reason {
+            let cause = match r.reason {
                 Some(Reason::Forbidden) => forbidden(field, &detail),
                 Some(Reason::Required) => required(field, &detail),
                 Some(Reason::Duplicate) => duplicate(field, &shown),
                 _ => invalid(field, &shown, &detail),
-            });
+            };
+            self.fail(cause, ratcheted);
         }
     }
 }

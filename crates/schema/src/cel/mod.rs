@@ -15,15 +15,19 @@
 //!   longest value, formats their longest text, anything unbounded what fits in a
 //!   request), `cost` the arithmetic. kube-apiserver's own cost tables are its tests.
 //! - [`eval`] evaluates them with `self` (and `oldSelf` for transition rules) bound to the
-//!   node's value, under a per-call and a per-request runtime budget: every comprehension
-//!   iteration is charged (by an instrumented loop condition), so no rule can run unbounded.
+//!   node's value, under a per-call and a per-request runtime budget: `actual` instruments
+//!   each expression once so that evaluation charges cel-go's actual cost as it goes.
 //!
 //! Where kplane still differs from kube-apiserver 1.32: the checker is more lenient
 //! (fields of untyped or property-less objects are `dyn`; a `dyn` rule result passes as a
 //! bool), it accepts functions 1.32 does not declare (`base64`, `math`, cel-go's `lists`
 //! extension: costed by kplane's own size-based estimates), and it does not know type
-//! identifiers (`type(x) == string`) or the two-variable comprehensions of 1.32.
+//! identifiers (`type(x) == string`) or the two-variable comprehensions of 1.32. An
+//! evaluation that fails part way is charged only what ran (cel-go keeps evaluating a
+//! call's other arguments), and comprehensions whose accumulators the interpreter copies
+//! are also bounded by a work limit of their own (`actual::work`).
 
+mod actual;
 mod check;
 pub(crate) mod compile;
 mod cost;
@@ -74,9 +78,9 @@ pub(crate) struct Program {
     pub expr: IdedExpr,
     pub message_expr: Option<IdedExpr>,
     pub uses_old_self: bool,
-    /// Number of AST nodes (charged per evaluation on top of loop iterations).
-    pub base_cost: u64,
-    pub message_base_cost: u64,
+    /// Number of AST nodes of the rule and of its `messageExpression` (memory estimate).
+    pub nodes: u64,
+    pub message_nodes: u64,
 }
 
 /// One `x-kubernetes-validations` entry.
@@ -105,7 +109,7 @@ impl CelRule {
             + self
                 .program
                 .as_ref()
-                .map_or(0, |p| (p.base_cost + p.message_base_cost) as usize * 96)
+                .map_or(0, |p| (p.nodes + p.message_nodes) as usize * 96)
     }
 
     /// `ruleErrorString`: the trimmed message if set, else the trimmed rule.
