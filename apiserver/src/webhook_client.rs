@@ -30,6 +30,9 @@ type HttpsClient = Client<
     Full<Bytes>,
 >;
 
+/// A client's key: the trusted CA bundle and the server name override.
+type ClientKey = (Vec<u8>, Option<String>);
+
 /// Where a `service` reference's requests go: `namespace/name:port` → `host:port`.
 pub type ServiceAddresses = HashMap<(String, String, u16), String>;
 
@@ -53,7 +56,7 @@ pub fn parse_service_address(entry: &str) -> Result<((String, String, u16), Stri
 #[derive(Debug, Default)]
 pub struct HttpsTransport {
     services: ServiceAddresses,
-    clients: Mutex<HashMap<(Vec<u8>, Option<String>), HttpsClient>>,
+    clients: Mutex<HashMap<ClientKey, HttpsClient>>,
 }
 
 impl HttpsTransport {
