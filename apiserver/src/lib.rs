@@ -23,6 +23,7 @@ pub mod tls;
 mod tls_stream;
 pub mod version;
 pub mod watchdog;
+pub mod webhook_client;
 
 pub use server::{Server, ServerBuilder, ServerConfig, ServerError};
 pub use version::BuildInfo;

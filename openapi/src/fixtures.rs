@@ -39,7 +39,7 @@ fn resource(
 }
 
 /// The built-in resources the kplane server serves (core, events, coordination, RBAC, batch,
-/// networking, authorization, authentication, apiextensions).
+/// admissionregistration, networking, authorization, authentication, apiextensions).
 pub fn builtin_served_resources_for_tests() -> Vec<ServedResource> {
     let core = |kind: &str, plural: &str, namespaced: bool, subs: &[&str], def: &str| {
         resource("", "v1", kind, plural, namespaced, ALL_VERBS, subs, def)
@@ -138,6 +138,26 @@ pub fn builtin_served_resources_for_tests() -> Vec<ServedResource> {
             ALL_VERBS,
             &["status"],
             "io.k8s.api.batch.v1.Job",
+        ),
+        resource(
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            false,
+            ALL_VERBS,
+            &[],
+            "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+        ),
+        resource(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            false,
+            ALL_VERBS,
+            &[],
+            "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
         ),
         resource(
             "networking.k8s.io",

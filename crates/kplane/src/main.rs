@@ -74,6 +74,12 @@ struct ServeArgs {
     /// `PodReflection` on a kplane standing in for a host cluster in tests.
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     disable_admission_plugins: Vec<String>,
+    /// Where admission webhooks' `service` references go (kplane has no Services):
+    /// `NAMESPACE/NAME[:PORT]=HOST:PORT`, repeatable; the webhook's certificate is
+    /// verified for `NAME.NAMESPACE.svc`. A reference without an entry fails as a missing
+    /// Service does (docs/admission-webhooks.md).
+    #[arg(long = "webhook-service", value_name = "NS/NAME[:PORT]=HOST:PORT")]
+    webhook_services: Vec<String>,
     /// Address to listen on (port 0 picks a free port; the kubeconfig names the real one).
     #[arg(long, default_value = "127.0.0.1:6443", env = "KPLANE_BIND")]
     bind: SocketAddr,
@@ -435,7 +441,17 @@ async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::R
     };
     let data_dir = args.data_dir.clone();
     let issuer_set = args.service_account_issuer.is_some();
+    let mut services = kplane_apiserver::webhook_client::ServiceAddresses::new();
+    for entry in &args.webhook_services {
+        let (service, target) = kplane_apiserver::webhook_client::parse_service_address(entry)
+            .map_err(|e| anyhow::anyhow!("--webhook-service: {e}"))?;
+        services.insert(service, target);
+    }
+    let transport = std::sync::Arc::new(kplane_apiserver::webhook_client::HttpsTransport::new(
+        services,
+    ));
     let admission = kplane_apiserver::registry::admission::Admission::recommended()
+        .with_webhooks(transport)
         .without(&args.disable_admission_plugins)
         .map_err(|e| anyhow::anyhow!("--disable-admission-plugins: {e}"))?;
     let server = kplane_apiserver::Server::builder()

@@ -194,6 +194,19 @@ const SYNC_TARGET_COLUMNS: &[Column] = &[
     AGE,
 ];
 
+// printMutatingWebhook / printValidatingWebhook: the number of webhooks.
+const WEBHOOK_CONFIGURATION_COLUMNS: &[Column] = &[
+    name_col(0),
+    Column {
+        name: "Webhooks",
+        type_: "integer",
+        format: "",
+        description: "Webhooks indicates the number of webhooks registered in this configuration",
+        priority: 0,
+    },
+    AGE,
+];
+
 /// The kinds with a dedicated printer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Printer {
@@ -204,6 +217,7 @@ enum Printer {
     CoreEvent,
     EventsEvent,
     Lease,
+    WebhookConfiguration,
     NetworkPolicy,
     Pod,
     RoleBinding,
@@ -224,6 +238,10 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("", "Event") => Printer::CoreEvent,
         ("events.k8s.io", "Event") => Printer::EventsEvent,
         ("coordination.k8s.io", "Lease") => Printer::Lease,
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
+        ) => Printer::WebhookConfiguration,
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
         ("", "Pod") => Printer::Pod,
         ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
@@ -251,6 +269,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::ServiceAccount => SERVICE_ACCOUNT_COLUMNS,
         Printer::CoreEvent | Printer::EventsEvent => EVENT_COLUMNS,
         Printer::Lease => LEASE_COLUMNS,
+        Printer::WebhookConfiguration => WEBHOOK_CONFIGURATION_COLUMNS,
         Printer::NetworkPolicy => NETWORK_POLICY_COLUMNS,
         Printer::Pod => pod::POD_COLUMNS,
         Printer::RoleBinding => ROLE_BINDING_COLUMNS,
@@ -345,6 +364,14 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         }
         Printer::CoreEvent => event_cells(&EventFields::CORE, obj, now),
         Printer::EventsEvent => event_cells(&EventFields::EVENTS_V1, obj, now),
+        Printer::WebhookConfiguration => vec![
+            name(obj),
+            json!(obj
+                .get("webhooks")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len)),
+            age(obj, now),
+        ],
         Printer::Lease => vec![
             name(obj),
             s(str_at(obj, &["spec", "holderIdentity"])),
@@ -954,6 +981,38 @@ mod tests {
             cells("coordination.k8s.io", "Lease", &lease, now())[1],
             json!("")
         );
+    }
+
+    #[test]
+    fn webhook_configurations_print_their_webhook_count() {
+        for kind in [
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+        ] {
+            let names: Vec<_> = columns("admissionregistration.k8s.io", kind)
+                .iter()
+                .map(|c| (c.name, c.type_))
+                .collect();
+            assert_eq!(
+                names,
+                [
+                    ("Name", "string"),
+                    ("Webhooks", "integer"),
+                    ("Age", "string")
+                ]
+            );
+            let obj = json!({"metadata": {"name": "hooks", "creationTimestamp": ago(120)},
+                             "webhooks": [{"name": "a.b.c"}, {"name": "d.e.f"}]});
+            assert_eq!(
+                cells("admissionregistration.k8s.io", kind, &obj, now()),
+                vec![json!("hooks"), json!(2), json!("2m")]
+            );
+            let bare = json!({"metadata": {"name": "none", "creationTimestamp": ago(120)}});
+            assert_eq!(
+                cells("admissionregistration.k8s.io", kind, &bare, now())[1],
+                json!(0)
+            );
+        }
     }
 
     #[test]

@@ -122,6 +122,7 @@ impl Registry {
                     user: d.user.as_ref(),
                     dry_run: d.dry_run,
                     new_namespace: None,
+                    options: d.admission_options(),
                 };
                 if let Err(e) = self.admission.admit_delete(self, &attrs).await {
                     // As the per-object path: what was listed before it goes, then the

@@ -339,6 +339,33 @@ pub fn builtin() -> Vec<ResourceType> {
     netpol.short_names = vec!["netpol".into()];
     out.push(netpol);
 
+    for (kind, plural, schema, webhooks) in [
+        (
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+            crate::webhooks::config::Kind::Mutating,
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+            crate::webhooks::config::Kind::Validating,
+        ),
+    ] {
+        let mut hooks = base(Spec {
+            group: "admissionregistration.k8s.io",
+            version: "v1",
+            kind,
+            plural,
+            namespaced: false,
+            schema,
+            strategy: Arc::new(WebhookConfiguration(webhooks)),
+        });
+        hooks.categories = vec!["api-extensions".into()];
+        out.push(hooks);
+    }
+
     out.push(base(Spec {
         group: "coordination.k8s.io",
         version: "v1",

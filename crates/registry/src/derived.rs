@@ -63,6 +63,9 @@ pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
         .with(Arc::new(crate::sync_targets::Invalidator(
             registry.sync_target_cache().clone(),
         )))
+        .with(Arc::new(crate::webhooks::cache::Invalidator(
+            registry.webhook_cache().clone(),
+        )))
         .with(Arc::new(crate::sync::ref_index::Indexer(
             registry.sync_ref_index().clone(),
         )))

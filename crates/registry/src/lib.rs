@@ -57,6 +57,7 @@ pub mod sync_targets;
 pub mod typed;
 pub mod warnings;
 mod watch;
+pub mod webhooks;
 pub mod wildcard;
 mod write;
 
@@ -179,6 +180,8 @@ pub struct Registry {
     sync_targets: Arc<sync_targets::Cache>,
     /// What the objects assigned to each target refer to (`sync::ref_index`).
     sync_refs: Arc<sync::ref_index::RefIndex>,
+    /// Each logical cluster's admission webhooks (`webhooks::cache`).
+    webhooks: Arc<webhooks::cache::Cache>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -233,6 +236,7 @@ impl Registry {
             rbac: Arc::default(),
             sync_targets: Arc::default(),
             sync_refs: Arc::default(),
+            webhooks: Arc::default(),
         };
         (Arc::new(r), rx)
     }

@@ -33,6 +33,17 @@ pub struct DeleteParams {
     pub user: Option<crate::admission::UserInfo>,
 }
 
+impl DeleteParams {
+    /// The delete's options as admission webhooks are sent them.
+    pub fn admission_options(&self) -> super::admission::RequestOptions<'_> {
+        super::admission::RequestOptions {
+            propagation_policy: self.propagation_policy.as_deref(),
+            grace_period_seconds: self.grace_period_seconds,
+            ..Default::default()
+        }
+    }
+}
+
 /// What a delete did.
 #[derive(Debug)]
 pub enum DeleteOutcome {
@@ -378,6 +389,7 @@ impl Registry {
             user: w.user.as_ref(),
             dry_run: w.dry_run,
             new_namespace,
+            options: super::admission::RequestOptions::of_write(w),
         };
         self.admission.admit(self, &attrs, Some(&mut obj)).await?;
         Ok(AdmittedCreate {
@@ -429,6 +441,7 @@ impl Registry {
                     user: w.user.as_ref(),
                     dry_run: w.dry_run,
                     new_namespace,
+                    options: super::admission::RequestOptions::of_write(w),
                 },
                 Some(&candidate),
             )
@@ -564,6 +577,7 @@ impl Registry {
             user: w.user.as_ref(),
             dry_run: w.dry_run,
             new_namespace: None,
+            options: super::admission::RequestOptions::of_write(w),
         };
         let mut obj = obj;
         self.admission.admit(self, &attrs, Some(&mut obj)).await?;
@@ -779,6 +793,7 @@ impl Registry {
                 user: d.user.as_ref(),
                 dry_run: d.dry_run,
                 new_namespace: None,
+                options: d.admission_options(),
             };
             self.admission.admit_delete(self, &attrs).await?;
             let key = t.key(name)?;
@@ -935,7 +950,7 @@ fn namespace_of(t: &Target) -> &str {
 }
 
 /// The type's defaulting, then its stored form (on create and on a main-endpoint update).
-fn default_and_canonicalize(rt: &ResourceType, obj: &mut Value) {
+pub(crate) fn default_and_canonicalize(rt: &ResourceType, obj: &mut Value) {
     rt.strategy.default(rt, obj);
     rt.strategy.canonicalize(rt, obj);
 }

@@ -94,6 +94,31 @@ pub struct Attributes<'a> {
     /// the object in the same storage batch (a new cluster's default namespaces and their
     /// bootstrap objects, `namespaces.rs`), as it will be stored.
     pub new_namespace: Option<&'a Value>,
+    /// The request's options and warnings (admission webhooks send the options and add
+    /// their warnings).
+    pub options: RequestOptions<'a>,
+}
+
+/// A write request's options as an AdmissionReview carries them (`CreateOptions`,
+/// `UpdateOptions`, `DeleteOptions`), and where its warnings go.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestOptions<'a> {
+    pub field_manager: Option<&'a str>,
+    pub propagation_policy: Option<&'a str>,
+    pub grace_period_seconds: Option<i64>,
+    /// The response's warnings (none for the server's own deletes).
+    pub warnings: Option<&'a crate::warnings::Warnings>,
+}
+
+impl<'a> RequestOptions<'a> {
+    /// The options of a create or update with `w`.
+    pub fn of_write(w: &'a crate::options::WriteParams) -> Self {
+        RequestOptions {
+            field_manager: w.field_manager.as_deref(),
+            warnings: Some(&w.warnings),
+            ..Default::default()
+        }
+    }
 }
 
 /// A plugin of the mutating phase (`admission.MutationInterface`).
@@ -159,6 +184,18 @@ impl Admission {
             .with_mutating(Arc::new(SyncAssignment))
             .with_validating(Arc::new(RbacEscalation))
             .with_validating(Arc::new(crate::sync::SyncerScope))
+    }
+
+    /// Appends the admission webhook plugins (`MutatingAdmissionWebhook` last among the
+    /// mutating plugins, `ValidatingAdmissionWebhook` last among the validating ones, as
+    /// kube-apiserver orders them), calling webhooks through `transport`.
+    pub fn with_webhooks(self, transport: Arc<dyn crate::webhooks::WebhookTransport>) -> Self {
+        self.with_mutating(Arc::new(crate::webhooks::MutatingWebhooks::new(
+            transport.clone(),
+        )))
+        .with_validating(Arc::new(crate::webhooks::ValidatingWebhooks::new(
+            transport,
+        )))
     }
 
     /// Appends a mutating plugin.

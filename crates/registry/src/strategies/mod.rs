@@ -30,6 +30,7 @@ mod review;
 mod secret;
 mod service_account;
 pub mod sync_target;
+mod webhook_configuration;
 pub mod workspace;
 pub mod workspace_template;
 
@@ -61,6 +62,7 @@ pub use review::Review;
 pub use secret::Secret;
 pub use service_account::ServiceAccount;
 pub use sync_target::SyncTarget;
+pub use webhook_configuration::WebhookConfiguration;
 pub use workspace::Workspace;
 pub use workspace_template::WorkspaceTemplate;
 

@@ -1,0 +1,65 @@
+//! admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration and
+//! MutatingWebhookConfiguration (`pkg/registry/admissionregistration/*webhookconfiguration`):
+//! the rules are in `webhooks::config` (defaults, validation); this is how they plug into
+//! the write path. A generation counting changes of `webhooks`, no status, and after every
+//! write the cluster's cached webhooks are dropped (`webhooks::cache`), so the writer's
+//! next request already goes through the new configuration.
+
+use kplane_types::{Cause, ClusterName};
+use serde_json::Value;
+
+use super::super::catalog::ResourceType;
+use super::super::webhooks::config::{self, Kind};
+use super::super::Registry;
+use super::TypeStrategy;
+use crate::error::ApiResult;
+
+/// The strategy of both configuration kinds.
+#[derive(Debug)]
+pub struct WebhookConfiguration(pub Kind);
+
+#[async_trait::async_trait]
+impl TypeStrategy for WebhookConfiguration {
+    fn has_generation(&self) -> bool {
+        true
+    }
+
+    fn default(&self, _rt: &ResourceType, obj: &mut Value) {
+        config::default(self.0, obj);
+    }
+
+    fn validate(&self, _rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+        config::validate(self.0, obj, old)
+    }
+
+    async fn after_create(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
+        reg.webhook_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
+
+    async fn after_update(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _name: &str,
+        _deleting: bool,
+    ) -> ApiResult<()> {
+        reg.webhook_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
+
+    async fn after_delete(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        _name: &str,
+    ) -> ApiResult<()> {
+        reg.webhook_cache().invalidate(cluster.as_str());
+        Ok(())
+    }
+}

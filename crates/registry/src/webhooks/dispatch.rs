@@ -1,0 +1,514 @@
+//! The two admission plugins: `MutatingAdmissionWebhook` (the last mutating plugin:
+//! webhooks called one after the other, each answer's JSON patch applied before the next
+//! call, `reinvocationPolicy: IfNeeded` webhooks called once more when a later webhook
+//! changed the object) and `ValidatingAdmissionWebhook` (the last validating plugin,
+//! after schema validation: the matching webhooks called in parallel, the first refusal
+//! in webhook order answered). Messages and codes are upstream's
+//! (`mutating/dispatcher.go`, `validating/dispatcher.go`, `errors/statuserror.go`,
+//! `util/webhook/error.go`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use kplane_types::{ClusterName, Status, StatusReason};
+use serde_json::{Map, Value};
+
+use super::cache::{is_configuration, ClusterWebhooks};
+use super::matching::{self, Request};
+use super::model::Webhook;
+use super::review;
+use super::WebhookTransport;
+use crate::admission::{Attributes, MutatingAdmission, Operation, ValidatingAdmission};
+use crate::catalog::{Catalog, ResourceType};
+use crate::error::{ApiError, ApiResult};
+use crate::Registry;
+
+/// The mutating plugin's name (kube-apiserver's).
+pub const MUTATING_PLUGIN: &str = "MutatingAdmissionWebhook";
+/// The validating plugin's name (kube-apiserver's).
+pub const VALIDATING_PLUGIN: &str = "ValidatingAdmissionWebhook";
+
+/// How one webhook call failed.
+#[derive(Debug)]
+enum HookError {
+    /// The webhook could not be called or answered nonsense (`ErrCallingWebhook`): its
+    /// failure policy decides. The message follows `failed calling webhook "<name>": `.
+    Calling(String),
+    /// Anything else (a refusal, a dry run it does not support, a patch that does not
+    /// apply): the request fails whatever the policy.
+    Refused(ApiError),
+}
+
+/// What a mutating call did to the object.
+type CallResult = Result<bool, HookError>;
+
+/// Mutating webhooks (`MutatingAdmissionWebhook`).
+#[derive(Debug)]
+pub struct MutatingWebhooks {
+    transport: Arc<dyn WebhookTransport>,
+}
+
+/// Validating webhooks (`ValidatingAdmissionWebhook`).
+#[derive(Debug)]
+pub struct ValidatingWebhooks {
+    transport: Arc<dyn WebhookTransport>,
+}
+
+impl MutatingWebhooks {
+    pub fn new(transport: Arc<dyn WebhookTransport>) -> Self {
+        MutatingWebhooks { transport }
+    }
+}
+
+impl ValidatingWebhooks {
+    pub fn new(transport: Arc<dyn WebhookTransport>) -> Self {
+        ValidatingWebhooks { transport }
+    }
+}
+
+fn handles(op: Operation) -> bool {
+    matches!(
+        op,
+        Operation::Create | Operation::Update | Operation::Delete
+    )
+}
+
+/// The request as rules see it.
+fn request<'a>(a: &'a Attributes<'a>) -> Request<'a> {
+    let rt = a.resource;
+    let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
+    Request {
+        operation: a.operation,
+        group: &rt.group,
+        version: &rt.version,
+        resource: &rt.plural,
+        subresource: a.subresource.unwrap_or(""),
+        namespace: if is_namespace { a.name } else { a.namespace },
+        is_namespace,
+    }
+}
+
+/// The cluster's webhooks when the request is one webhooks see: it has a requester, and
+/// it is not a write of a webhook configuration (`IsExemptAdmissionConfigurationResource`).
+async fn webhooks_for(
+    reg: &Registry,
+    a: &Attributes<'_>,
+) -> ApiResult<Option<Arc<ClusterWebhooks>>> {
+    if a.user.is_none() || is_configuration(&a.resource.storage_resource) {
+        return Ok(None);
+    }
+    let set = reg.cluster_webhooks(a.cluster).await?;
+    Ok((!set.is_empty()).then_some(set))
+}
+
+/// Per-request state of matching: the catalog and the namespace's labels, each read once
+/// and only when a webhook needs them.
+struct Matcher<'a> {
+    a: &'a Attributes<'a>,
+    r: Request<'a>,
+    catalog: Option<Arc<Catalog>>,
+    namespace_labels: Option<Map<String, Value>>,
+}
+
+impl<'a> Matcher<'a> {
+    fn new(a: &'a Attributes<'a>) -> Self {
+        Matcher {
+            a,
+            r: request(a),
+            catalog: None,
+            namespace_labels: None,
+        }
+    }
+
+    /// The resource `hook` is called for, or `None` when it is not called
+    /// (`ShouldCallHook`); `new` is the request's object.
+    async fn should_call(
+        &mut self,
+        reg: &Registry,
+        hook: &Webhook,
+        new: Option<&Value>,
+    ) -> ApiResult<Option<Arc<ResourceType>>> {
+        let rt = self.rt(reg).await?;
+        let mut invoked = matching::matched_resource(hook, &self.r, &rt, None);
+        if invoked.is_none() && !hook.exact {
+            if self.catalog.is_none() {
+                self.catalog = Some(reg.cluster_catalog(self.a.cluster).await?);
+            }
+            invoked = matching::matched_resource(hook, &self.r, &rt, self.catalog.as_deref());
+        }
+        let Some(invoked) = invoked else {
+            return Ok(None);
+        };
+        if !matching::object_selector_matches(&hook.object_selector, new, self.a.old) {
+            return Ok(None);
+        }
+        if matching::needs_namespace_labels(&hook.namespace_selector, &self.r) {
+            let labels = match &self.namespace_labels {
+                Some(l) => l,
+                None => {
+                    let l = self.read_namespace_labels(reg, new).await?;
+                    self.namespace_labels.insert(l)
+                }
+            };
+            if !hook.namespace_selector.matches(labels) {
+                return Ok(None);
+            }
+        }
+        Ok(Some(invoked))
+    }
+
+    /// The request's resource type, shared.
+    async fn rt(&mut self, reg: &Registry) -> ApiResult<Arc<ResourceType>> {
+        let rt = self.a.resource;
+        let found = reg
+            .cluster_catalog(self.a.cluster)
+            .await?
+            .get(&rt.group, &rt.version, &rt.plural)
+            .cloned();
+        Ok(found.unwrap_or_else(|| Arc::new(rt.clone())))
+    }
+
+    /// `namespace.Matcher.GetNamespaceLabels`: a Namespace's own labels on its create and
+    /// update, else the stored namespace's (404 when it does not exist).
+    async fn read_namespace_labels(
+        &self,
+        reg: &Registry,
+        new: Option<&Value>,
+    ) -> ApiResult<Map<String, Value>> {
+        if self.r.is_namespace && self.r.subresource.is_empty() {
+            if let (Operation::Create | Operation::Update, Some(obj)) = (self.a.operation, new) {
+                return Ok(matching::labels_of(obj));
+            }
+        }
+        if let Some(ns) = self.a.new_namespace {
+            return Ok(matching::labels_of(ns));
+        }
+        reg.namespace_labels_or_404(self.a.cluster, self.r.namespace)
+            .await
+    }
+}
+
+impl Registry {
+    /// The labels of namespace `ns` of `cluster`; 404 when it does not exist.
+    async fn namespace_labels_or_404(
+        &self,
+        cluster: &ClusterName,
+        ns: &str,
+    ) -> ApiResult<Map<String, Value>> {
+        let nst = self.namespace_type()?;
+        let key = kplane_storage::Key::new(cluster.as_str(), nst.storage_resource.as_str(), "", ns);
+        let Some(kv) = self.storage.get(&key).await? else {
+            return Err(ApiError::from(Status::not_found("", "namespaces", ns)));
+        };
+        let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
+        Ok(matching::labels_of(&obj))
+    }
+}
+
+/// `webhookerrors.ToStatusErr`: a refusal with the webhook's code (at least 400), reason
+/// and message, the message prefixed `admission webhook "<name>" denied the request`.
+fn denied(name: &str, result: Option<&Value>) -> ApiError {
+    let result = result.unwrap_or(&Value::Null);
+    let s = |k: &str| result.get(k).and_then(Value::as_str).unwrap_or("");
+    let code = result
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400)
+        .unwrap_or(400);
+    let denied_by = format!("admission webhook {name:?} denied the request");
+    let message = match (s("message"), s("reason")) {
+        (m, _) if !m.is_empty() => format!("{denied_by}: {m}"),
+        (_, r) if !r.is_empty() => format!("{denied_by}: {r}"),
+        _ => format!("{denied_by} without explanation"),
+    };
+    let mut status = Status::new(reason_of(s("reason")), message);
+    status.code = code;
+    ApiError::from(status)
+}
+
+/// A `metav1.StatusReason` by its name; one kplane does not know is sent without reason.
+fn reason_of(name: &str) -> StatusReason {
+    use StatusReason::*;
+    [
+        BadRequest,
+        Unauthorized,
+        Forbidden,
+        NotFound,
+        AlreadyExists,
+        Conflict,
+        Gone,
+        Expired,
+        Invalid,
+        MethodNotAllowed,
+        NotAcceptable,
+        UnsupportedMediaType,
+        RequestEntityTooLarge,
+        TooManyRequests,
+        Timeout,
+        InternalError,
+        ServiceUnavailable,
+    ]
+    .into_iter()
+    .find(|r| r.as_str() == name)
+    .unwrap_or(Unknown)
+}
+
+/// Calls `hook` for `a` through `invoked` with the object `obj` (stored form) and checks
+/// the answer; returns it when the webhook allowed the request.
+async fn call(
+    transport: &dyn WebhookTransport,
+    reg: &Registry,
+    a: &Attributes<'_>,
+    hook: &Webhook,
+    invoked: &ResourceType,
+    obj: Option<&Value>,
+    mutating: bool,
+) -> Result<review::Response, HookError> {
+    if a.dry_run && !hook.dry_run_safe {
+        return Err(HookError::Refused(ApiError::bad_request(format!(
+            "admission webhook {:?} does not support dry run",
+            hook.name
+        ))));
+    }
+    let Some(version) = hook.review_version else {
+        return Err(HookError::Calling(
+            "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)".into(),
+        ));
+    };
+    let uid = uuid::Uuid::new_v4().to_string();
+    let versioned = |o: Option<&Value>| o.map(|o| reg.stored_to_api(invoked, o.clone()));
+    let namespace = request(a).namespace;
+    let body = review::request(
+        &uid,
+        version,
+        a,
+        namespace,
+        invoked,
+        versioned(obj),
+        versioned(a.old),
+    );
+    let bytes = serde_json::to_vec(&body)
+        .map_err(|e| HookError::Calling(format!("could not create admission objects: {e}")))?;
+    let url = hook.client.display_url(hook.timeout);
+    let sent = tokio::time::timeout(
+        hook.timeout,
+        transport.post(&hook.client, bytes, hook.timeout),
+    );
+    let resp = match sent.await {
+        Err(_) => {
+            return Err(HookError::Calling(format!(
+                "failed to call webhook: Post {url:?}: context deadline exceeded"
+            )))
+        }
+        Ok(Err(e)) => {
+            return Err(HookError::Calling(format!(
+                "failed to call webhook: Post {url:?}: {e}"
+            )))
+        }
+        Ok(Ok(r)) => r,
+    };
+    if !(200..300).contains(&resp.status) {
+        let message = serde_json::from_slice::<Value>(&resp.body)
+            .ok()
+            .filter(|v| v.get("kind").and_then(Value::as_str) == Some("Status"))
+            .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| {
+                format!(
+                    "the server responded with the status code {} but did not return more information",
+                    resp.status
+                )
+            });
+        return Err(HookError::Calling(format!(
+            "failed to call webhook: {message}"
+        )));
+    }
+    let answer: Value = serde_json::from_slice(&resp.body)
+        .map_err(|e| HookError::Calling(format!("failed to call webhook: {e}")))?;
+    let checked = review::verify(&uid, version, mutating, &answer)
+        .map_err(|e| HookError::Calling(format!("received invalid webhook response: {e}")))?;
+    if let Some(w) = a.options.warnings {
+        for text in &checked.warnings {
+            w.push(text.clone());
+        }
+    }
+    if !checked.allowed {
+        return Err(HookError::Refused(denied(
+            &hook.name,
+            checked.result.as_ref(),
+        )));
+    }
+    Ok(checked)
+}
+
+/// A failed call under the webhook's failure policy: `None` to go on (Ignore, logged),
+/// else the error to answer (`Internal error occurred: failed calling webhook ...`).
+fn under_policy(hook: &Webhook, e: HookError) -> Option<ApiError> {
+    match e {
+        HookError::Calling(why) => {
+            let msg = format!("failed calling webhook {:?}: {why}", hook.name);
+            if hook.ignore_failures {
+                tracing::warn!(webhook = %hook.name, "Failed calling webhook, failing open: {msg}");
+                None
+            } else {
+                tracing::warn!(webhook = %hook.name, "Failed calling webhook, failing closed: {msg}");
+                Some(ApiError::internal(msg))
+            }
+        }
+        HookError::Refused(e) => Some(e),
+    }
+}
+
+impl MutatingWebhooks {
+    /// One mutating call: the answer's JSON patch applied to `obj` (stored form) through
+    /// `invoked`'s version, then the type's defaults; whether the object changed.
+    async fn call_mutating(
+        &self,
+        reg: &Registry,
+        a: &Attributes<'_>,
+        hook: &Webhook,
+        invoked: &ResourceType,
+        obj: Option<&mut Value>,
+    ) -> CallResult {
+        let answer = call(
+            &*self.transport,
+            reg,
+            a,
+            hook,
+            invoked,
+            obj.as_deref(),
+            true,
+        )
+        .await?;
+        if answer.patch.is_empty() {
+            return Ok(false);
+        }
+        let internal =
+            |e: &dyn std::fmt::Display| HookError::Refused(ApiError::internal(e.to_string()));
+        let patch: json_patch::Patch =
+            serde_json::from_slice(&answer.patch).map_err(|e| internal(&e))?;
+        if patch.0.is_empty() {
+            return Ok(false);
+        }
+        let Some(obj) = obj else {
+            return Err(internal(&format!(
+                "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                hook.name
+            )));
+        };
+        if answer.patch_type != "JSONPatch" {
+            return Err(HookError::Calling(format!(
+                "unsupported patch type {:?}",
+                answer.patch_type
+            )));
+        }
+        let mut versioned = reg.stored_to_api(invoked, obj.clone());
+        json_patch::patch(&mut versioned, &patch).map_err(|e| internal(&e))?;
+        let mut patched = reg.to_storage(invoked, versioned);
+        crate::write::default_and_canonicalize(a.resource, &mut patched);
+        let changed = patched != *obj;
+        *obj = patched;
+        Ok(changed)
+    }
+}
+
+#[async_trait::async_trait]
+impl MutatingAdmission for MutatingWebhooks {
+    fn name(&self) -> &'static str {
+        MUTATING_PLUGIN
+    }
+
+    fn handles(&self, op: Operation) -> bool {
+        handles(op)
+    }
+
+    /// Every matching webhook in order, then, when an object changed after an
+    /// `IfNeeded` webhook was called, those webhooks once more (upstream's reinvocation,
+    /// limited here to the webhooks: kplane's built-in plugins are not reinvoked).
+    async fn admit(
+        &self,
+        reg: &Registry,
+        a: &Attributes<'_>,
+        mut obj: Option<&mut Value>,
+    ) -> ApiResult<()> {
+        let Some(set) = webhooks_for(reg, a).await? else {
+            return Ok(());
+        };
+        let mut m = Matcher::new(a);
+        let mut previously_invoked: HashSet<&str> = HashSet::new();
+        let mut reinvoke: HashSet<&str> = HashSet::new();
+        let mut should_reinvoke = false;
+        for round in 0..2 {
+            if round == 1 && !should_reinvoke {
+                break;
+            }
+            for hook in &set.mutating {
+                if round == 1 && !reinvoke.contains(hook.uid.as_str()) {
+                    continue;
+                }
+                let Some(invoked) = m.should_call(reg, hook, obj.as_deref()).await? else {
+                    continue;
+                };
+                let result = self
+                    .call_mutating(reg, a, hook, &invoked, obj.as_deref_mut())
+                    .await;
+                if matches!(result, Ok(true)) {
+                    // The reinvocable webhooks called so far see the change next round.
+                    reinvoke.extend(previously_invoked.drain());
+                    should_reinvoke = true;
+                }
+                if hook.reinvoke {
+                    previously_invoked.insert(hook.uid.as_str());
+                }
+                if let Err(e) = result {
+                    if let Some(err) = under_policy(hook, e) {
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl ValidatingAdmission for ValidatingWebhooks {
+    fn name(&self) -> &'static str {
+        VALIDATING_PLUGIN
+    }
+
+    fn handles(&self, op: Operation) -> bool {
+        handles(op)
+    }
+
+    /// The matching webhooks in parallel; the first refusal in webhook order answers.
+    async fn validate(
+        &self,
+        reg: &Registry,
+        a: &Attributes<'_>,
+        obj: Option<&Value>,
+    ) -> ApiResult<()> {
+        let Some(set) = webhooks_for(reg, a).await? else {
+            return Ok(());
+        };
+        let mut m = Matcher::new(a);
+        let mut calls = Vec::new();
+        for hook in &set.validating {
+            if let Some(invoked) = m.should_call(reg, hook, obj).await? {
+                calls.push(async move {
+                    let r = call(&*self.transport, reg, a, hook, &invoked, obj, false).await;
+                    r.err().and_then(|e| under_policy(hook, e))
+                });
+            }
+        }
+        match futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .flatten()
+            .next()
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

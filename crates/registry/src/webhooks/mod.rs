@@ -1,0 +1,66 @@
+//! Admission webhooks (admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration and
+//! MutatingWebhookConfiguration), as kube-apiserver's `MutatingAdmissionWebhook` and
+//! `ValidatingAdmissionWebhook` plugins call them, per logical cluster: a cluster's
+//! configurations apply only to the requests of that cluster.
+//!
+//! - `config`: the configurations' defaults and validation (their strategy's rules);
+//! - `model`: a webhook parsed once, its selectors compiled;
+//! - `cache`: each cluster's webhooks, built on first use from storage and dropped on any
+//!   change of its configurations (the strategy's after-write hooks and the shared
+//!   informer), never read per request;
+//! - `matching`: rules, `matchPolicy`, namespace and object selectors;
+//! - `review`: the AdmissionReview sent and the checks of the answer;
+//! - `dispatch`: the two admission plugins (mutating webhooks in order, with JSON patches
+//!   and one reinvocation round; validating webhooks in parallel).
+//!
+//! The registry knows no HTTP: a webhook is called through a [`WebhookTransport`], which
+//! the server provides (`kplane-apiserver`'s HTTPS client) and tests replace. Each call
+//! has its own timeout (`timeoutSeconds`); no lock is held across a call, so one
+//! cluster's slow webhook delays only the requests that call it.
+//!
+//! Writes without a requester (kplane's own controllers and bootstrap) are not sent to
+//! webhooks, and neither are writes of the webhook configurations themselves (upstream
+//! exempts them too).
+
+pub mod cache;
+pub mod config;
+mod dispatch;
+pub mod matching;
+pub mod model;
+pub mod review;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use dispatch::{MutatingWebhooks, ValidatingWebhooks, MUTATING_PLUGIN, VALIDATING_PLUGIN};
+pub use model::{ClientConfig, ServiceRef, Webhook};
+
+/// The storage resource of ValidatingWebhookConfigurations.
+pub const VALIDATING_RESOURCE: &str =
+    "admissionregistration.k8s.io/validatingwebhookconfigurations";
+/// The storage resource of MutatingWebhookConfigurations.
+pub const MUTATING_RESOURCE: &str = "admissionregistration.k8s.io/mutatingwebhookconfigurations";
+
+/// What a webhook's server answered: the HTTP status code and the body.
+#[derive(Debug)]
+pub struct TransportResponse {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// How a webhook is reached: one HTTPS POST of an AdmissionReview.
+#[async_trait::async_trait]
+pub trait WebhookTransport: Send + Sync + fmt::Debug {
+    /// POSTs `body` (JSON) to `client`'s endpoint (its `url`, or its `service` as the
+    /// server resolves services), trusting `client.ca_bundle`, with client-go's
+    /// `?timeout=<timeout>s` query. The error is the message of a transport failure as Go
+    /// words it after `Post "<url>": ` (`dial tcp 127.0.0.1:1: connect: connection
+    /// refused`, `service "x" not found`, a TLS error). The caller bounds the call with
+    /// `timeout` too.
+    async fn post(
+        &self,
+        client: &ClientConfig,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<TransportResponse, String>;
+}
