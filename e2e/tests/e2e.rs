@@ -44,6 +44,7 @@ mod syncer_pods;
 mod syncer_policies;
 mod syncer_status;
 mod templates;
+mod watch_list;
 mod webhooks;
 mod wildcard;
 mod workspace_lifecycle;

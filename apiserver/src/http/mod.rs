@@ -44,6 +44,7 @@ mod sync_tests;
 pub mod table;
 pub mod token_file;
 pub mod token_request;
+mod watch_list;
 pub mod x509;
 
 use error::StatusResponse;

@@ -237,12 +237,16 @@ async fn serve(
             let no_protobuf =
                 rt.custom.is_some() || !kplane_protobuf::supports(&rt.api_version(), &rt.kind);
             let (repr, encoding) = negotiation::negotiate_watch(&accept, no_protobuf, watch_list)?;
+            let blueprint = watch_list
+                .then(|| super::watch_list::blueprint(&rt, repr, encoding))
+                .transpose()?;
             let setup = reg.watch(&target, &lp).await?;
             Ok(response::watch(
                 rt.clone(),
                 setup,
                 (repr, encoding),
                 topts,
+                blueprint,
                 state.metrics.clone(),
             ))
         }

@@ -237,9 +237,9 @@ fn event_line(
     first: &mut bool,
 ) -> Bytes {
     let object: Bytes = match (repr, item.ty) {
-        (_, WatchType::Bookmark | WatchType::Error) | (Representation::Object, _) => {
-            item.object.clone()
-        }
+        (_, WatchType::Error)
+        | (Representation::Object | Representation::Table, WatchType::Bookmark)
+        | (Representation::Object, _) => item.object.clone(),
         (Representation::Table, _) => {
             let converted = parse(&item.object).and_then(|o| {
                 let rv = o
@@ -255,6 +255,8 @@ fn event_line(
                 Err(_) => item.object.clone(),
             }
         }
+        // Bookmarks too: kube-apiserver converts every event's object (`handlers/response.go`
+        // `doTransformObject`), and client-go's metadata decoder knows no other kind.
         (_, _) => match parse(&item.object) {
             Ok(o) => Bytes::from(partial_metadata(&o).to_string()),
             Err(_) => item.object.clone(),
@@ -289,12 +291,14 @@ impl Drop for WatcherGauge {
     }
 }
 
-/// A streaming watch response.
+/// A streaming watch response. `blueprint`: a watch-list stream's encoded empty list,
+/// added to its initial-events-end bookmark (`super::watch_list`).
 pub fn watch(
     rt: Arc<ResourceType>,
     setup: WatchSetup,
     (repr, encoding): (Representation, StreamEncoding),
     topts: TableOptions,
+    blueprint: Option<String>,
     metrics: Arc<crate::metrics::Metrics>,
 ) -> Response {
     let ct = match (encoding, repr) {
@@ -311,8 +315,15 @@ pub fn watch(
         move |(mut setup, mut first, gauge)| {
             let rt = rt.clone();
             let topts = topts.clone();
+            let blueprint = blueprint.clone();
             async move {
-                let item = setup.next().await?;
+                let mut item = setup.next().await?;
+                if let Some(end) = blueprint
+                    .as_deref()
+                    .and_then(|b| super::watch_list::annotate_end(&item, b))
+                {
+                    item = end;
+                }
                 let event = match encoding {
                     StreamEncoding::Json => event_line(&item, &rt, repr, &topts, &mut first),
                     // An event that cannot be encoded ends the stream, as upstream's

@@ -183,16 +183,46 @@ pub fn encode(obj: &serde_json::Value) -> Result<Vec<u8>, Error> {
         });
     };
     let raw = encode::encode_message(root.message, obj, 1)?;
+    Ok(in_envelope(api_version, kind, &raw))
+}
+
+/// The `k8s\0` magic and a `runtime.Unknown` envelope around an encoded message.
+fn in_envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
     let mut type_meta = Vec::new();
     encode::write_bytes(&mut type_meta, 1, api_version.as_bytes());
     encode::write_bytes(&mut type_meta, 2, kind.as_bytes());
     let mut out = MAGIC.to_vec();
     encode::write_bytes(&mut out, 1, &type_meta);
-    encode::write_bytes(&mut out, 2, &raw);
+    encode::write_bytes(&mut out, 2, raw);
     // contentEncoding and contentType: empty, as Go writes them.
     encode::write_bytes(&mut out, 3, b"");
     encode::write_bytes(&mut out, 4, b"");
-    Ok(out)
+    out
+}
+
+/// Encodes the empty list of a supported kind (`SecretList` for `Secret`) as a protobuf
+/// body, as kube-apiserver encodes the list blueprint of a watch-list stream
+/// (`handlers/response.go` `watchListTransformer`): a list message holds its `ListMeta`
+/// under tag 1 (written even when empty, as Go writes non-pointer fields) and its items
+/// under tag 2 (none here), so every built-in list kind has the same empty form.
+/// Only kinds [`encode`] supports have a list here.
+pub fn encode_empty_list(api_version: &str, item_kind: &str) -> Result<Vec<u8>, Error> {
+    if root_for(api_version, item_kind).is_none() {
+        return Err(Error::UnsupportedKind {
+            api_version: api_version.to_string(),
+            kind: item_kind.to_string(),
+        });
+    }
+    // An empty ListMeta as Go's generated marshaller writes it: selfLink,
+    // resourceVersion and continue, each empty (this table's encoder leaves empty
+    // strings out, which decodes the same but is not the same bytes).
+    let mut meta = Vec::new();
+    for tag in 1..=3 {
+        encode::write_bytes(&mut meta, tag, b"");
+    }
+    let mut raw = Vec::new();
+    encode::write_bytes(&mut raw, 1, &meta);
+    Ok(in_envelope(api_version, &format!("{item_kind}List"), &raw))
 }
 
 /// One event of a protobuf watch stream (`application/vnd.kubernetes.protobuf;stream=watch`):

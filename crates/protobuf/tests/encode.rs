@@ -145,3 +145,21 @@ fn watch_frames_are_length_prefixed_watch_events() {
     assert_eq!(raw, object);
     assert_eq!(decode_ok(&raw), cm);
 }
+
+#[test]
+fn empty_lists_are_encoded_as_go_encodes_the_watch_list_blueprint() {
+    let body = kplane_protobuf::encode_empty_list("v1", "Secret").expect("encode");
+    let (api_version, kind, raw) = unwrap_envelope(&body);
+    assert_eq!((api_version.as_str(), kind.as_str()), ("v1", "SecretList"));
+    // Go's generated marshaller writes ListMeta's three strings even when empty.
+    assert_eq!(raw, [0x0a, 0x06, 0x0a, 0x00, 0x12, 0x00, 0x1a, 0x00]);
+    let list = core::SecretList::decode(raw.as_slice()).expect("SecretList");
+    assert!(list.items.is_empty());
+    assert_eq!(
+        list.metadata.and_then(|m| m.resource_version).as_deref(),
+        Some("")
+    );
+    let body = kplane_protobuf::encode_empty_list("batch/v1", "Job").expect("encode");
+    assert_eq!(unwrap_envelope(&body).1, "JobList");
+    assert!(kplane_protobuf::encode_empty_list("apps/v1", "Deployment").is_err());
+}

@@ -32,6 +32,7 @@ mod job;
 mod job_policies;
 mod job_status;
 mod json_map;
+mod key_order;
 mod label_selector;
 pub mod managed;
 pub mod meta;

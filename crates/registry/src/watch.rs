@@ -15,6 +15,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::builtins::Overlay;
+use super::key_order::{KeyOrder, Segment};
 use super::selection::Selection;
 use super::{storage_error, ListPage, Registry, ResourceType, Target};
 use crate::cluster_states::ClusterTable;
@@ -101,6 +102,48 @@ impl Fence {
 struct InitialEvents {
     list: ListPage,
     end_bookmark: bool,
+    /// For a list across namespaces: kube-apiserver's key order (`key_order.rs`).
+    order: Option<KeyOrder>,
+    /// What the ordering put in place of the batches read so far.
+    segments: VecDeque<Segment>,
+    /// Whether the list's last batch has been read.
+    scanned: bool,
+}
+
+impl InitialEvents {
+    /// The next batch of initial events, in key order; `None` after the last.
+    async fn next_batch(&mut self) -> ApiResult<Option<Vec<Bytes>>> {
+        loop {
+            match self.segments.front_mut() {
+                Some(Segment::Items(items)) => {
+                    let items = std::mem::take(items);
+                    self.segments.pop_front();
+                    return Ok(Some(items));
+                }
+                Some(Segment::Namespace(page)) => match page.next_batch().await? {
+                    Some(batch) => return Ok(Some(batch)),
+                    None => {
+                        self.segments.pop_front();
+                        continue;
+                    }
+                },
+                None if self.scanned => return Ok(None),
+                None => {}
+            }
+            let batch = self.list.next_batch().await?;
+            let Some(order) = self.order.as_mut() else {
+                self.scanned = batch.is_none();
+                return Ok(batch);
+            };
+            match batch {
+                Some(batch) => self.segments.extend(order.batch(batch).await?),
+                None => {
+                    self.scanned = true;
+                    self.segments.extend(order.finish().await?);
+                }
+            }
+        }
+    }
 }
 
 /// Where the live events of a watch with initial events start: the storage watch is
@@ -216,8 +259,11 @@ impl Registry {
                 progress,
             });
             setup.initial = Some(InitialEvents {
+                order: KeyOrder::for_target(self, t, p, list.revision()),
                 list,
                 end_bookmark: p.send_initial_events == Some(true),
+                segments: VecDeque::new(),
+                scanned: false,
             });
             return Ok(setup);
         }
@@ -319,7 +365,7 @@ impl WatchSetup {
         let Some(initial) = self.initial.as_mut() else {
             return;
         };
-        match initial.list.next_batch().await {
+        match initial.next_batch().await {
             Ok(Some(batch)) => {
                 self.queue.extend(batch.into_iter().map(|object| WatchItem {
                     ty: WatchType::Added,
