@@ -9,6 +9,7 @@ mod authn;
 mod backups;
 mod clusters;
 mod crash;
+mod crd_conversion;
 mod crds;
 mod deploy;
 mod docs;

@@ -72,7 +72,7 @@ impl Registry {
             let mut live_is_stored = false;
             let live: Option<Value> = match &current {
                 Some(kv) => {
-                    let api = super::to_api(&rt, kv.value.clone())?;
+                    let api = self.api_bytes(&rt, kv.value.clone()).await?;
                     live_is_stored =
                         api.as_ptr() == kv.value.as_ptr() && api.len() == kv.value.len();
                     Some(serde_json::from_slice(&api).map_err(|e| corrupt(&e))?)
@@ -111,7 +111,7 @@ impl Registry {
                 }
                 Some(kv) => {
                     super::typed::typed_decode(&rt, &mut merged, w, &[])?;
-                    let obj = self.to_storage(&rt, merged);
+                    let obj = self.storage_value(&rt, merged).await?;
                     let decoded = live.filter(|_| live_is_stored);
                     self.write_update(t, name, sub, obj, kv, decoded, w)
                         .await

@@ -164,7 +164,7 @@ impl Registry {
         let mut changed = Vec::new();
         for (p, res) in pending.drain(..).zip(results) {
             match res {
-                Ok(kv) => gone(super::to_api(&t.rt, kv.value)?),
+                Ok(kv) => gone(self.api_bytes(&t.rt, kv.value).await?),
                 Err(StorageError::NotFound) => {}
                 Err(StorageError::Conflict { .. }) => changed.push(p.item),
                 Err(e) => return Err(storage_error(e, &t.rt, &p.name)),

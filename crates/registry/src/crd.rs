@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 use super::catalog::ResourceType;
 use super::meta;
 
+mod conversion_rules;
 mod per_version;
 #[cfg(test)]
 mod ratcheting_tests;
@@ -66,6 +67,22 @@ pub struct CustomInfo {
     pub terminating: bool,
     /// List/map semantics for server-side apply and managedFields, built on first use.
     pub merge_types: super::managed::LazyTypeInfo,
+    /// The CRD's conversion webhook (`spec.conversion.strategy: Webhook`).
+    pub webhook: Option<Arc<super::conversion::WebhookConversion>>,
+    /// With a conversion webhook, the storage version's schema: the write path validates
+    /// objects in the storage version (`schema` is the served version's, for decoding and
+    /// defaulting requests and reads).
+    pub storage_schema: Option<Arc<CompiledSchema>>,
+}
+
+impl CustomInfo {
+    /// The schema writes are validated against (stored form).
+    pub fn validation_schema(&self) -> Option<&Arc<CompiledSchema>> {
+        match &self.webhook {
+            Some(_) => self.storage_schema.as_ref(),
+            None => self.schema.as_ref(),
+        }
+    }
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -214,19 +231,8 @@ pub fn validate_crd(obj: &Value, old: Option<&Value>, cache: &SchemaCache) -> Ve
     if let Some(names) = obj.pointer("/spec/names") {
         causes.extend(validate_names(names, "spec.names"));
     }
-    match s(obj, "/spec/conversion/strategy") {
-        "" | "None" => {}
-        "Webhook" => causes.push(Cause::forbidden(
-            "spec.conversion.strategy",
-            "Webhook conversion is not supported by kplane yet; use None",
-        )),
-        other => causes.push(Cause::not_supported(
-            "spec.conversion.strategy",
-            &json!(other),
-            &["None", "Webhook"],
-        )),
-    }
     causes.extend(validate_versions(obj, old, cache));
+    causes.extend(conversion_rules::validate(obj, old));
     if let Some(old) = old {
         // Once established, the scope and kind are fixed (they shape stored objects);
         // group and plural make up the name and never change.
@@ -779,6 +785,15 @@ pub fn resource_types(crd: &Value, cache: &SchemaCache) -> Vec<ResourceType> {
         .find(|v| v.get("storage") == Some(&Value::Bool(true)))
         .map(|v| s(v, "/name").to_string())
         .unwrap_or_default();
+    let webhook = super::conversion::WebhookConversion::of_crd(crd).map(Arc::new);
+    let storage_schema = webhook.as_ref().and_then(|_| {
+        let v = versions(crd)
+            .iter()
+            .find(|v| s(v, "/name") == storage_version)?;
+        let raw = v.pointer("/schema/openAPIV3Schema")?;
+        let serving = CompileOptions::default().without_cost_limits();
+        cache.get_or_compile(raw, "openAPIV3Schema", &serving).ok()
+    });
     let mut out = Vec::new();
     for v in versions(crd)
         .iter()
@@ -850,6 +865,8 @@ pub fn resource_types(crd: &Value, cache: &SchemaCache) -> Vec<ResourceType> {
             deprecation_warning,
             terminating,
             merge_types: Default::default(),
+            webhook: webhook.clone(),
+            storage_schema: storage_schema.clone(),
         };
         // While the CRD terminates only create is refused: updates must still work so
         // that finalizers on the remaining instances can be removed.

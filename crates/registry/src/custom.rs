@@ -51,7 +51,7 @@ pub fn prune(rt: &ResourceType, obj: &mut Value) -> ApiResult<Vec<String>> {
 /// Schema validation of a custom resource (`old` on update, for transition rules and
 /// ratcheting).
 pub fn validate(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cause> {
-    match rt.custom.as_ref().and_then(|c| c.schema.as_ref()) {
+    match rt.custom.as_ref().and_then(|c| c.validation_schema()) {
         Some(schema) => schema.validate(obj, old),
         None => vec![],
     }
@@ -66,7 +66,7 @@ pub fn validate_update(
     rt: &ResourceType,
     warnings: &mut Vec<String>,
 ) -> Vec<Cause> {
-    let Some(schema) = rt.custom.as_ref().and_then(|c| c.schema.as_ref()) else {
+    let Some(schema) = rt.custom.as_ref().and_then(|c| c.validation_schema()) else {
         return vec![];
     };
     let v = schema.validate_update(obj, old);

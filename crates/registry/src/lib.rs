@@ -19,6 +19,7 @@ pub mod cluster_cache;
 pub mod cluster_states;
 pub mod clusters;
 pub mod controllers;
+pub mod conversion;
 pub mod crd;
 mod crd_form;
 pub mod custom;

@@ -164,6 +164,8 @@ struct ListRest {
     overlay: Option<Overlay>,
     /// A multi-cluster list skips the clusters this table hides.
     hide: Option<Arc<ClusterTable>>,
+    /// Conversion webhooks' transport (custom resources with one).
+    transport: Option<Arc<dyn crate::webhooks::WebhookTransport>>,
 }
 
 impl std::fmt::Debug for ListRest {
@@ -188,7 +190,10 @@ impl ListRest {
             limit: Some(LIST_BATCH),
         };
         let read = read_page(
-            &*self.storage,
+            Source {
+                storage: &*self.storage,
+                transport: self.transport.as_deref(),
+            },
             &self.prefix,
             &self.rt,
             &self.selection,
@@ -213,8 +218,15 @@ struct Read {
 /// Reads the items of `prefix` that `selection` matches, as `opts` says (the one storage
 /// read behind a page and behind every batch of a streamed list), with the built-in
 /// objects of `overlay` merged in, without the objects of the clusters `hide` hides.
+/// Where a page is read from, and how its custom resources reach the request's version.
+struct Source<'a> {
+    storage: &'a dyn Storage,
+    /// Conversion webhooks' transport.
+    transport: Option<&'a dyn crate::webhooks::WebhookTransport>,
+}
+
 async fn read_page(
-    storage: &dyn Storage,
+    src: Source<'_>,
     prefix: &Prefix,
     rt: &ResourceType,
     selection: &Selection,
@@ -222,6 +234,7 @@ async fn read_page(
     overlay: Option<&Overlay>,
     hide: Option<&ClusterTable>,
 ) -> ApiResult<Read> {
+    let Source { storage, transport } = src;
     let filter = |kv: &KeyValue| {
         hide.is_none_or(|h| !h.hides(&kv.key.cluster)) && selection.matches_bytes(&kv.value)
     };
@@ -244,13 +257,15 @@ async fn read_page(
     }
     // Objects of a multi-cluster list name their cluster; one cluster's are sent as read.
     let annotate = prefix.cluster.one().is_none();
-    let items = res
-        .items
+    let (keys, values): (Vec<Key>, Vec<Bytes>) =
+        res.items.into_iter().map(|kv| (kv.key, kv.value)).unzip();
+    let converted = crate::conversion::paths::api_list(transport, rt, values).await?;
+    let items = keys
         .into_iter()
-        .map(|kv| {
-            let obj = super::to_api(rt, kv.value)?;
+        .zip(converted)
+        .map(|(key, obj)| {
             if annotate {
-                crate::wildcard::annotate(&obj, &kv.key.cluster)
+                crate::wildcard::annotate(&obj, &key.cluster)
             } else {
                 Ok(obj)
             }
@@ -371,7 +386,7 @@ impl Registry {
     /// Reads one object in the target's API version (a built-in one when none is stored).
     pub async fn get(&self, t: &Target, name: &str) -> ApiResult<Bytes> {
         match self.get_current(t, name).await? {
-            Some(kv) => super::to_api(&t.rt, kv.value),
+            Some(kv) => self.api_bytes(&t.rt, kv.value).await,
             None => Err(ApiError::from(Status::not_found(
                 &t.rt.group,
                 &t.rt.plural,
@@ -495,7 +510,10 @@ impl Registry {
             .is_none()
             .then(|| self.clusters.table.clone());
         let read = read_page(
-            &*self.storage,
+            Source {
+                storage: &*self.storage,
+                transport: self.conversion_transport(),
+            },
             &prefix,
             &t.rt,
             &selection,
@@ -517,6 +535,7 @@ impl Registry {
                     after: Some(after),
                     overlay,
                     hide,
+                    transport: self.admission.webhook_transport().cloned(),
                 })),
             ),
             Some(last) => (Some(encode_continue(read.revision, &last)), None),

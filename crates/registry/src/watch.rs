@@ -76,6 +76,10 @@ pub struct WatchSetup {
     /// floors end it with a 410 once one of them rises above that revision (an import
     /// replaced a watched cluster) and whose phases hide clusters being imported.
     fence: Fence,
+    /// Conversion webhooks' transport, for a custom resource with one: each live event's
+    /// object is converted before it is sent; a failed conversion ends the watch with an
+    /// ERROR event.
+    transport: Option<Arc<dyn crate::webhooks::WebhookTransport>>,
 }
 
 /// What ends a watch when an import makes its clusters new (`cluster_states.rs`).
@@ -217,6 +221,7 @@ impl Registry {
             bookmarks: p.allow_bookmarks,
             deadline: Instant::now() + timeout,
             shutdown: self.shutdown.clone(),
+            transport: self.admission.webhook_transport().cloned(),
             fence: Fence {
                 scope: t.prefix().cluster,
                 start: 0,
@@ -341,7 +346,14 @@ impl WatchSetup {
                     if self.fence.table.hides(&e.kv.key.cluster) {
                         continue;
                     }
-                    if let Some(item) = self.translate(&e) {
+                    let converted = match self.convert_with_webhook(&e).await {
+                        Ok(c) => c,
+                        Err(err) => {
+                            self.rx = None;
+                            return Some(error_item(&err.0));
+                        }
+                    };
+                    if let Some(item) = self.translate(&e, converted) {
                         return Some(item);
                     }
                 }
@@ -387,8 +399,25 @@ impl WatchSetup {
         }
     }
 
-    /// Applies the selection to one storage event.
-    fn translate(&mut self, e: &kplane_storage::Event) -> Option<WatchItem> {
+    /// The event's object converted by the CRD's conversion webhook (`None` for a type
+    /// without one: `translate` converts only the events it sends).
+    async fn convert_with_webhook(&self, e: &kplane_storage::Event) -> ApiResult<Option<Bytes>> {
+        if self.rt.custom.as_ref().is_none_or(|c| c.webhook.is_none()) {
+            return Ok(None);
+        }
+        let t = self.transport.as_deref();
+        crate::conversion::paths::api_bytes(t, &self.rt, e.kv.value.clone())
+            .await
+            .map(Some)
+    }
+
+    /// Applies the selection to one storage event (`converted`: its object already in
+    /// the watch's version).
+    fn translate(
+        &mut self,
+        e: &kplane_storage::Event,
+        converted: Option<Bytes>,
+    ) -> Option<WatchItem> {
         if let Some(mut items) = self.translate_over_builtin(e) {
             let first = items.pop_front();
             self.queue.extend(items);
@@ -408,7 +437,10 @@ impl WatchSetup {
                 _ => None,
             },
         }?;
-        let object = super::to_api(&self.rt, e.kv.value.clone()).ok()?;
+        let object = match converted {
+            Some(c) => c,
+            None => super::to_api(&self.rt, e.kv.value.clone()).ok()?,
+        };
         let object = if self.annotate {
             crate::wildcard::annotate(&object, &e.kv.key.cluster).ok()?
         } else {

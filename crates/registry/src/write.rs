@@ -127,7 +127,7 @@ impl Registry {
         for attempt in 0..attempts {
             let (name, candidate) = self.validate_create(t, &admitted, w, None).await?;
             if w.dry_run {
-                return to_bytes(&candidate).and_then(|b| super::to_api(&rt, b));
+                return self.api_bytes(&rt, to_bytes(&candidate)?).await;
             }
             if !generated {
                 let together = rt
@@ -153,7 +153,7 @@ impl Registry {
                     rt.strategy
                         .after_create(self, &admitted.cluster, &name)
                         .await?;
-                    return super::to_api(&rt, kv.value);
+                    return self.api_bytes(&rt, kv.value).await;
                 }
                 Err(kplane_storage::Error::AlreadyExists) if attempt + 1 < attempts => continue,
                 Err(kplane_storage::Error::AlreadyExists) if attempts > 1 => {
@@ -321,12 +321,12 @@ impl Registry {
                 let r = match r {
                     Ok(kv) => match t.cluster() {
                         Ok(cluster) if hook => {
-                            t.rt.strategy
-                                .after_create(self, cluster, &name)
-                                .await
-                                .and_then(|()| super::to_api(&t.rt, kv.value))
+                            match t.rt.strategy.after_create(self, cluster, &name).await {
+                                Ok(()) => self.api_bytes(&t.rt, kv.value).await,
+                                Err(e) => Err(e),
+                            }
                         }
-                        Ok(_) => super::to_api(&t.rt, kv.value),
+                        Ok(_) => self.api_bytes(&t.rt, kv.value).await,
                         Err(e) => Err(e),
                     },
                     Err(e) => Err(storage_error(e, &t.rt, &name)),
@@ -362,7 +362,7 @@ impl Registry {
         meta::check_type(&mut obj, &rt)?;
         meta::invalid_if_any(&rt, meta::name_of(&obj), meta::check_meta_types(&obj))?;
         typed::typed_decode(&rt, &mut obj, w, &w.duplicates)?;
-        let mut obj = self.to_storage(&rt, obj);
+        let mut obj = self.storage_value(&rt, obj).await?;
         meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
         let generate = meta::meta_str(&obj, "generateName")
             .unwrap_or("")
@@ -469,7 +469,7 @@ impl Registry {
         meta::check_type(&mut obj, &rt)?;
         meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
         typed::typed_decode(&rt, &mut obj, w, &w.duplicates)?;
-        let mut obj = self.to_storage(&rt, obj);
+        let mut obj = self.storage_value(&rt, obj).await?;
         meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
         let body_name = meta::name_of(&obj).to_string();
         if body_name.is_empty() {
@@ -501,7 +501,7 @@ impl Registry {
                         &rt.group, &rt.plural, name,
                     )));
                 }
-                let created = self.create(t, self.stored_to_api(&rt, obj), w).await?;
+                let created = self.create(t, self.api_value(&rt, obj).await?, w).await?;
                 return Ok((created, true));
             }
             return Err(ApiError::from(Status::not_found(
@@ -654,7 +654,7 @@ impl Registry {
         self.admission.validate(self, &attrs, Some(&new)).await?;
         // Nothing changed: no new revision (as Kubernetes does).
         if equal_but_rv(&new, &old) {
-            return super::to_api(rt, current.value.clone());
+            return self.api_bytes(rt, current.value.clone()).await;
         }
         if w.dry_run {
             let mut preview = new;
@@ -662,7 +662,7 @@ impl Registry {
                 "resourceVersion".into(),
                 json!(current.mod_revision.to_string()),
             );
-            return to_bytes(&preview).and_then(|b| super::to_api(rt, b));
+            return self.api_bytes(rt, to_bytes(&preview)?).await;
         }
         let key = t.key(name)?;
         // A built-in object's first write creates the stored object in its place.
@@ -692,7 +692,7 @@ impl Registry {
                 .after_update(self, &cluster, name, deleting)
                 .await?;
         }
-        super::to_api(rt, kv.value)
+        self.api_bytes(rt, kv.value).await
     }
 
     /// Patches an object (JSON patch, merge patch, strategic merge patch).
@@ -715,7 +715,7 @@ impl Registry {
                     &rt.group, &rt.plural, name,
                 )));
             };
-            let api = super::to_api(&rt, current.value.clone())?;
+            let api = self.api_bytes(&rt, current.value.clone()).await?;
             let api_is_stored =
                 api.as_ptr() == current.value.as_ptr() && api.len() == current.value.len();
             let old_api: Value = serde_json::from_slice(&api).map_err(|e| corrupt(&e))?;
@@ -726,7 +726,7 @@ impl Registry {
             meta::check_type(&mut obj, &rt)?;
             meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
             typed::typed_decode_patched(&rt, &mut obj, w, &duplicates)?;
-            let mut obj = self.to_storage(&rt, obj);
+            let mut obj = self.storage_value(&rt, obj).await?;
             meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
             if meta::name_of(&obj) != name {
                 return Err(ApiError::from(Status::invalid(
@@ -810,7 +810,9 @@ impl Registry {
                 || rt.strategy.holds_deletion(&obj);
             if needs_mark {
                 if meta::is_deleting(&obj) {
-                    return Ok(DeleteOutcome::Marked(super::to_api(&rt, current.value)?));
+                    return Ok(DeleteOutcome::Marked(
+                        self.api_bytes(&rt, current.value).await?,
+                    ));
                 }
                 let mut marked = obj;
                 let m = meta::meta_mut(&mut marked)?;
@@ -838,7 +840,7 @@ impl Registry {
                 match put {
                     Ok(kv) => {
                         rt.strategy.after_update(self, &cluster, name, true).await?;
-                        return Ok(DeleteOutcome::Marked(super::to_api(&rt, kv.value)?));
+                        return Ok(DeleteOutcome::Marked(self.api_bytes(&rt, kv.value).await?));
                     }
                     Err(kplane_storage::Error::Conflict { .. }) => continue,
                     Err(e) => return Err(storage_error(e, &rt, name)),
@@ -932,7 +934,7 @@ impl Registry {
         let target = super::bulk_delete::item_target(t, &v);
         match self.delete(&target, &name, d).await {
             Ok(DeleteOutcome::Deleted(obj)) => {
-                Ok(Some(to_bytes(&obj).and_then(|b| super::to_api(&t.rt, b))?))
+                Ok(Some(self.api_bytes(&t.rt, to_bytes(&obj)?).await?))
             }
             Ok(DeleteOutcome::Marked(b)) => Ok(Some(b)),
             Err(e) if e.code() == 404 => Ok(None),

@@ -163,6 +163,9 @@ pub trait ValidatingAdmission: Send + Sync + fmt::Debug {
 pub struct Admission {
     mutating: Vec<Arc<dyn MutatingAdmission>>,
     validating: Vec<Arc<dyn ValidatingAdmission>>,
+    /// The transport of [`Admission::with_webhooks`], which CRD conversion webhooks use
+    /// too (kept when the webhook plugins are disabled: conversion is not admission).
+    transport: Option<Arc<dyn crate::webhooks::WebhookTransport>>,
 }
 
 impl Admission {
@@ -189,7 +192,8 @@ impl Admission {
     /// Appends the admission webhook plugins (`MutatingAdmissionWebhook` last among the
     /// mutating plugins, `ValidatingAdmissionWebhook` last among the validating ones, as
     /// kube-apiserver orders them), calling webhooks through `transport`.
-    pub fn with_webhooks(self, transport: Arc<dyn crate::webhooks::WebhookTransport>) -> Self {
+    pub fn with_webhooks(mut self, transport: Arc<dyn crate::webhooks::WebhookTransport>) -> Self {
+        self.transport = Some(transport.clone());
         self.with_mutating(Arc::new(crate::webhooks::MutatingWebhooks::new(
             transport.clone(),
         )))
@@ -225,6 +229,11 @@ impl Admission {
         self.mutating.retain(|p| keep(p.name()));
         self.validating.retain(|p| keep(p.name()));
         Ok(self)
+    }
+
+    /// The server's webhook transport ([`Admission::with_webhooks`]), for CRD conversion.
+    pub fn webhook_transport(&self) -> Option<&Arc<dyn crate::webhooks::WebhookTransport>> {
+        self.transport.as_ref()
     }
 
     /// The plugins' names, mutating first, in order.

@@ -370,12 +370,18 @@ impl Registry {
     /// A registry target for a stored object.
     async fn gc_target(&self, r: &ObjRef) -> ApiResult<Option<Target>> {
         let catalog = self.cluster_catalog(&r.cluster).await?;
-        // Prefer the type whose API version is the storage form (core Events over events.k8s.io).
+        // Prefer the type whose API version is the storage form (core Events over
+        // events.k8s.io; a custom resource's storage version, which needs no conversion
+        // webhook call).
+        let is_storage_form = |rt: &crate::catalog::ResourceType| match &rt.custom {
+            Some(c) => c.storage_version == rt.version,
+            None => rt.conversion.is_none(),
+        };
         let rt = catalog
             .all()
             .iter()
             .filter(|rt| rt.storage_resource == r.resource)
-            .min_by_key(|rt| rt.conversion.is_some())
+            .min_by_key(|rt| !is_storage_form(rt))
             .cloned();
         Ok(rt.map(|rt| Target {
             cluster: ClusterScope::One(r.cluster.clone()),
@@ -411,7 +417,13 @@ impl Registry {
     /// (logged; the caller's item is retried); an object gone meanwhile needs no write.
     async fn gc_update(&self, t: &Target, obj: Value) -> bool {
         let name = meta::name_of(&obj).to_string();
-        let obj = self.stored_to_api(&t.rt, obj);
+        let obj = match self.api_value(&t.rt, obj).await {
+            Ok(obj) => obj,
+            Err(e) => {
+                self.gc_write_failed(t, &name, &e);
+                return false;
+            }
+        };
         match self
             .update(t, &name, None, obj, &WriteParams::controller())
             .await

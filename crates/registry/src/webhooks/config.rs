@@ -112,7 +112,7 @@ fn webhooks(obj: &Value) -> &[Value] {
 }
 
 /// A list of strings (absent or null: empty; non-strings skipped).
-fn strings(v: Option<&Value>) -> Vec<String> {
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -124,13 +124,13 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 }
 
 /// Go's `%#v` of a `[]string`, as field errors print list values.
-fn go_strings(list: &[String]) -> Value {
+pub(crate) fn go_strings(list: &[String]) -> Value {
     let items: Vec<String> = list.iter().map(|s| format!("{s:?}")).collect();
     Value::String(format!("[]string{{{}}}", items.join(", ")))
 }
 
 /// An Invalid cause whose value is printed as it is (a Go `%#v` rendering).
-fn invalid_raw(field: String, shown: &Value, detail: &str) -> Cause {
+pub(crate) fn invalid_raw(field: String, shown: &Value, detail: &str) -> Cause {
     let shown = shown.as_str().unwrap_or_default();
     Cause::new(
         CauseType::FieldValueInvalid,
@@ -414,7 +414,7 @@ fn validate_review_versions(versions: &[String], require_known: bool, path: &str
 }
 
 /// The `clientConfig` rules: exactly one of `url` and `service`, then theirs.
-fn validate_client_config(cc: &Value, path: &str) -> Vec<Cause> {
+pub(crate) fn validate_client_config(cc: &Value, path: &str) -> Vec<Cause> {
     let url = cc.get("url").filter(|v| !v.is_null());
     let service = cc.get("service").filter(|v| !v.is_null());
     match (url, service) {

@@ -277,17 +277,10 @@ async fn call(
         ));
     };
     let uid = uuid::Uuid::new_v4().to_string();
-    let versioned = |o: Option<&Value>| o.map(|o| reg.stored_to_api(invoked, o.clone()));
+    let object = versioned(reg, invoked, obj).await?;
+    let old_object = versioned(reg, invoked, a.old).await?;
     let namespace = request(a).namespace;
-    let body = review::request(
-        &uid,
-        version,
-        a,
-        namespace,
-        invoked,
-        versioned(obj),
-        versioned(a.old),
-    );
+    let body = review::request(&uid, version, a, namespace, invoked, object, old_object);
     let bytes = serde_json::to_vec(&body)
         .map_err(|e| HookError::Calling(format!("could not create admission objects: {e}")))?;
     let url = hook.client.display_url(hook.timeout);
@@ -339,6 +332,23 @@ async fn call(
         )));
     }
     Ok(checked)
+}
+
+/// A stored object in the version the webhook is sent (a custom resource's conversion
+/// webhook may be called; its failure fails the request whatever the policy).
+async fn versioned(
+    reg: &Registry,
+    invoked: &ResourceType,
+    obj: Option<&Value>,
+) -> Result<Option<Value>, HookError> {
+    match obj {
+        None => Ok(None),
+        Some(o) => reg
+            .api_value(invoked, o.clone())
+            .await
+            .map(Some)
+            .map_err(HookError::Refused),
+    }
 }
 
 /// A failed call under the webhook's failure policy: `None` to go on (Ignore, logged),
@@ -402,9 +412,15 @@ impl MutatingWebhooks {
                 answer.patch_type
             )));
         }
-        let mut versioned = reg.stored_to_api(invoked, obj.clone());
+        let mut versioned = reg
+            .api_value(invoked, obj.clone())
+            .await
+            .map_err(HookError::Refused)?;
         json_patch::patch(&mut versioned, &patch).map_err(|e| internal(&e))?;
-        let mut patched = reg.to_storage(invoked, versioned);
+        let mut patched = reg
+            .storage_value(invoked, versioned)
+            .await
+            .map_err(HookError::Refused)?;
         crate::write::default_and_canonicalize(a.resource, &mut patched);
         let changed = patched != *obj;
         *obj = patched;

@@ -105,7 +105,9 @@ fn selector(v: Option<&Value>) -> LabelSelector {
     }
 }
 
-fn client_config(cc: Option<&Value>) -> ClientConfig {
+/// A stored `clientConfig` (`WebhookClientConfig`; also a CRD's conversion webhook's):
+/// `caBundle` decoded, a service's port defaulted to 443.
+pub(crate) fn client_config(cc: Option<&Value>) -> ClientConfig {
     let cc = cc.unwrap_or(&Value::Null);
     let ca_bundle = cc
         .get("caBundle")

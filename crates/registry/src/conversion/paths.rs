@@ -1,0 +1,166 @@
+//! The registry's conversions of custom resources with a conversion webhook, between a
+//! request's version and the storage version (apiextensions' storage codec, which decodes
+//! each stored object into the request's version and encodes writes into the storage
+//! version). Every read and write path calls these instead of the synchronous
+//! [`crate::Conversion`]; for any other type they are that conversion.
+//!
+//! Objects already in the wanted version (the request is for the storage version, or an
+//! object was stored when another version was the storage version and is read in that
+//! version) are not sent; a list's items go in one review.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kplane_schema::CompiledSchema;
+use kplane_types::StatusReason;
+use serde_json::Value;
+
+use super::WebhookConversion;
+use crate::catalog::ResourceType;
+use crate::error::{ApiError, ApiResult};
+use crate::webhooks::WebhookTransport;
+use crate::{corrupt, Registry};
+
+/// The CRD's conversion webhook, when `rt` is a custom resource with one.
+fn webhook_of(rt: &ResourceType) -> Option<&WebhookConversion> {
+    rt.custom.as_ref().and_then(|c| c.webhook.as_deref())
+}
+
+/// `conversion webhook for <group>/<version>, Kind=<kind> <what>`: 500 with no reason, as
+/// kube-apiserver answers an error that is not a Status.
+fn failed(from: &str, kind: &str, what: &str) -> ApiError {
+    ApiError::new(
+        StatusReason::Unknown,
+        format!("conversion webhook for {from}, Kind={kind} {what}"),
+    )
+}
+
+fn api_version_of(v: &Value) -> &str {
+    v.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+}
+
+fn to_bytes(v: &Value) -> ApiResult<Bytes> {
+    serde_json::to_vec(v)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// Converts objects (decoded, each with its own apiVersion) to `desired` through `hook`;
+/// `kind` names what the message reports (the kind, or the list kind for a list).
+async fn call_webhook(
+    transport: Option<&dyn WebhookTransport>,
+    hook: &WebhookConversion,
+    objects: Vec<Value>,
+    desired: &str,
+    kind: &str,
+) -> ApiResult<Vec<Value>> {
+    let from = objects
+        .iter()
+        .map(api_version_of)
+        .find(|v| *v != desired)
+        .unwrap_or(desired)
+        .to_string();
+    hook.convert(transport, objects, desired)
+        .await
+        .map_err(|e| failed(&from, kind, &e))
+}
+
+/// Drops what `schema` (the target version's) does not declare from converted objects,
+/// as apiextensions' schema-coercing converter prunes a webhook's answers.
+fn pruned(schema: Option<&Arc<CompiledSchema>>, mut objects: Vec<Value>) -> Vec<Value> {
+    if let Some(schema) = schema {
+        for o in &mut objects {
+            schema.prune(o);
+        }
+    }
+    objects
+}
+
+fn served_schema(rt: &ResourceType) -> Option<&Arc<CompiledSchema>> {
+    rt.custom.as_ref().and_then(|c| c.schema.as_ref())
+}
+
+/// A stored object in `rt`'s version, defaulted (the read form of every path).
+pub(crate) async fn api_bytes(
+    transport: Option<&dyn WebhookTransport>,
+    rt: &ResourceType,
+    stored: Bytes,
+) -> ApiResult<Bytes> {
+    let Some(hook) = webhook_of(rt) else {
+        return crate::to_api(rt, stored);
+    };
+    let obj: Value = serde_json::from_slice(&stored).map_err(|e| corrupt(&e))?;
+    if api_version_of(&obj) == rt.api_version() {
+        return crate::to_api(rt, stored);
+    }
+    let converted = call_webhook(transport, hook, vec![obj], &rt.api_version(), &rt.kind).await?;
+    let converted = pruned(served_schema(rt), converted);
+    let obj = converted.into_iter().next().unwrap_or(Value::Null);
+    crate::to_api(rt, to_bytes(&obj)?)
+}
+
+/// Stored objects of one list (or one batch of a streamed list) in `rt`'s version: one
+/// review for all that need it.
+pub(crate) async fn api_list(
+    transport: Option<&dyn WebhookTransport>,
+    rt: &ResourceType,
+    stored: Vec<Bytes>,
+) -> ApiResult<Vec<Bytes>> {
+    let Some(hook) = webhook_of(rt) else {
+        return stored.into_iter().map(|b| crate::to_api(rt, b)).collect();
+    };
+    let want = rt.api_version();
+    let objects = stored
+        .iter()
+        .map(|b| serde_json::from_slice::<Value>(b).map_err(|e| corrupt(&e)))
+        .collect::<ApiResult<Vec<Value>>>()?;
+    if objects.iter().all(|o| api_version_of(o) == want) {
+        return stored.into_iter().map(|b| crate::to_api(rt, b)).collect();
+    }
+    let converted = call_webhook(transport, hook, objects, &want, &rt.list_kind).await?;
+    pruned(served_schema(rt), converted)
+        .iter()
+        .map(|o| to_bytes(o).and_then(|b| crate::to_api(rt, b)))
+        .collect()
+}
+
+impl Registry {
+    /// The transport conversion webhooks are called through.
+    pub(crate) fn conversion_transport(&self) -> Option<&dyn WebhookTransport> {
+        self.admission.webhook_transport().map(|t| &**t)
+    }
+
+    /// A stored object in `rt`'s version ([`api_bytes`]).
+    pub(crate) async fn api_bytes(&self, rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
+        api_bytes(self.conversion_transport(), rt, stored).await
+    }
+
+    /// A decoded stored object in `rt`'s version.
+    pub(crate) async fn api_value(&self, rt: &ResourceType, obj: Value) -> ApiResult<Value> {
+        let Some(hook) = webhook_of(rt) else {
+            return Ok(self.stored_to_api(rt, obj));
+        };
+        if api_version_of(&obj) == rt.api_version() {
+            return Ok(obj);
+        }
+        let t = self.conversion_transport();
+        let converted = call_webhook(t, hook, vec![obj], &rt.api_version(), &rt.kind).await?;
+        let converted = pruned(served_schema(rt), converted);
+        Ok(converted.into_iter().next().unwrap_or(Value::Null))
+    }
+
+    /// A request object of `rt`'s version in the storage version (the write form).
+    pub(crate) async fn storage_value(&self, rt: &ResourceType, obj: Value) -> ApiResult<Value> {
+        let (Some(hook), Some(info)) = (webhook_of(rt), rt.custom.as_ref()) else {
+            return Ok(self.to_storage(rt, obj));
+        };
+        let want = format!("{}/{}", rt.group, info.storage_version);
+        if api_version_of(&obj) == want {
+            return Ok(obj);
+        }
+        let t = self.conversion_transport();
+        let converted = call_webhook(t, hook, vec![obj], &want, &rt.kind).await?;
+        let converted = pruned(info.storage_schema.as_ref(), converted);
+        Ok(converted.into_iter().next().unwrap_or(Value::Null))
+    }
+}
