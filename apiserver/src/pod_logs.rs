@@ -28,10 +28,14 @@ pub const KEEPALIVE: Duration = Duration::from_secs(20);
 /// How long after its last poll a syncer still counts as connected (it polls again at once
 /// after each answer).
 const POLL_GRACE: Duration = Duration::from_secs(10);
-/// Pieces buffered per stream before a syncer's post waits for the reader.
-const BUFFERED_PIECES: usize = 16;
-/// Requests waiting for one target's syncer, at most (a syncer that stopped polling).
-const MAX_PENDING: usize = 1024;
+/// Pieces buffered per stream before a syncer's post waits for the reader (each at most
+/// the sync endpoint's largest piece, 256 KiB: 1 MiB per stream).
+const BUFFERED_PIECES: usize = 4;
+/// Log requests open at once (waiting or streaming) per SyncTarget, and per logical
+/// cluster of the pods: past them a request is refused with 429, so one tenant's many
+/// `kubectl logs -f` neither exhaust the server's memory nor take a shared syncer's.
+pub const MAX_OPEN_PER_TARGET: usize = 256;
+pub const MAX_OPEN_PER_CLUSTER: usize = 64;
 
 /// One log request as the syncer receives it.
 #[derive(Debug, Clone, Serialize)]
@@ -55,7 +59,7 @@ pub enum BrokerError {
     NoSyncer,
     /// The syncer did not answer in time.
     NoAnswer,
-    /// Too many requests wait for the target's syncer.
+    /// Too many requests are open for the target or the pod's logical cluster.
     TooMany,
     /// No such request for this target (delivery).
     Unknown,
@@ -81,6 +85,8 @@ struct TargetQueue {
 
 struct Stream {
     target: String,
+    /// The logical cluster of the pod.
+    cluster: String,
     head: Option<oneshot::Sender<u16>>,
     pieces: Option<mpsc::Sender<Bytes>>,
 }
@@ -180,14 +186,22 @@ impl LogBroker {
         let (tx, rx) = mpsc::channel(BUFFERED_PIECES);
         {
             let mut g = lock(&self.inner);
-            let q = g.targets.entry(route.target.clone()).or_default();
-            let connected = q.polling > 0 || q.last_poll.is_some_and(|t| t.elapsed() < POLL_GRACE);
+            let connected = g.targets.get(&route.target).is_some_and(|q| {
+                q.polling > 0 || q.last_poll.is_some_and(|t| t.elapsed() < POLL_GRACE)
+            });
             if !connected {
                 return Err(BrokerError::NoSyncer);
             }
-            if q.pending.len() >= MAX_PENDING {
+            let (mut of_target, mut of_cluster) = (0, 0);
+            for s in g.streams.values() {
+                of_target += usize::from(s.target == route.target);
+                of_cluster += usize::from(s.cluster == route.cluster);
+            }
+            if of_target >= MAX_OPEN_PER_TARGET || of_cluster >= MAX_OPEN_PER_CLUSTER {
                 return Err(BrokerError::TooMany);
             }
+            let cluster = route.cluster.clone();
+            let q = g.targets.entry(route.target.clone()).or_default();
             q.pending.push_back(LogRequest {
                 id: id.clone(),
                 cluster: route.cluster,
@@ -202,6 +216,7 @@ impl LogBroker {
                 id.clone(),
                 Stream {
                     target: route.target,
+                    cluster,
                     head: Some(head_tx),
                     pieces: Some(tx),
                 },
@@ -417,6 +432,55 @@ mod tests {
             Err(BrokerError::Unknown)
         );
         assert!(lock(&b.inner).streams.is_empty());
+    }
+
+    #[tokio::test]
+    async fn open_requests_are_capped_per_cluster_and_per_target() {
+        let b = Arc::new(LogBroker::default());
+        // A syncer polled a moment ago: it counts as connected.
+        assert!(b
+            .take("root/east", Duration::from_millis(1))
+            .await
+            .is_empty());
+        let mut opens = Vec::new();
+        for _ in 0..MAX_OPEN_PER_CLUSTER {
+            let b = Arc::clone(&b);
+            opens.push(tokio::spawn(
+                async move { b.open(route("root/east")).await },
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            b.open(route("root/east")).await.err(),
+            Some(BrokerError::TooMany),
+            "one more of the same cluster"
+        );
+        // Another cluster's pods on the same target still get through, up to the
+        // target's own cap.
+        let mut other = route("root/east");
+        other.cluster = "root:b".into();
+        let opener = {
+            let b = Arc::clone(&b);
+            tokio::spawn(async move { b.open(other).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let reqs = b.take("root/east", Duration::from_secs(1)).await;
+        assert_eq!(reqs.len(), MAX_OPEN_PER_CLUSTER + 1);
+        for r in &reqs {
+            b.deliver("root/east", &r.id, Some(200), Bytes::new(), true)
+                .await
+                .unwrap();
+        }
+        assert_eq!(opener.await.unwrap().unwrap().code, 200);
+        for o in opens {
+            drop(o.await.unwrap().unwrap());
+        }
+        assert!(lock(&b.inner).streams.is_empty(), "every request forgotten");
+        assert!(b.open(route("root/west")).await.is_err());
+        assert!(
+            !lock(&b.inner).targets.contains_key("root/west"),
+            "a target nobody polls leaves nothing behind"
+        );
     }
 
     #[tokio::test]

@@ -3,7 +3,8 @@
 //! endpoint for the log requests of its pods (`GET <endpoint>/kplane/v1/logrequests`), and
 //! for each one reads the host's `pods/log` with the request's query and posts the answer
 //! back in pieces (`POST <endpoint>/kplane/v1/logrequests/<id>`): the host's status code
-//! first, then the bytes as they come (coalesced up to [`MAX_PIECE`]), an empty piece every
+//! first, then the bytes as they come (coalesced up to [`MAX_PIECE`], at most [`MAX_STREAMS`]
+//! at once), an empty piece every
 //! [`KEEPALIVE`] while the host is quiet, and the end. It serves only host pods of its own:
 //! a synced object's (the target's annotation, and the source cluster and namespace the
 //! request names) or one a `spec.reflectPods` entry chooses.
@@ -24,9 +25,11 @@ use crate::naming::{CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, TARGET_ANNOTATION}
 use crate::pods::resource;
 use crate::state::{annotation, State};
 
+/// Host log streams open at once; requests past it are answered 429.
+const MAX_STREAMS: usize = 256;
 /// The long poll's wait, in seconds (kplane answers sooner when a request comes).
 const POLL_SECONDS: u64 = 30;
-/// The most bytes one post carries.
+/// The most bytes one post carries (the sync endpoint takes up to 256 KiB).
 const MAX_PIECE: usize = 256 * 1024;
 /// A quiet stream is said to be open this often (kplane ends one silent for 60 s).
 const KEEPALIVE: Duration = Duration::from_secs(20);
@@ -66,6 +69,14 @@ pub async fn run(state: Arc<State>, chosen: Vec<Entry>) {
             Ok(requests) => {
                 backoff = Duration::from_secs(1);
                 for r in requests {
+                    if serving.len() >= MAX_STREAMS {
+                        let msg = format!(
+                            "the syncer of sync target {} serves {MAX_STREAMS} logs at once already",
+                            state.target.annotation()
+                        );
+                        refuse(&state, &r, 429, "TooManyRequests", &msg).await;
+                        continue;
+                    }
                     serving.spawn(serve(Arc::clone(&state), Arc::clone(&chosen), r));
                 }
             }
@@ -186,11 +197,7 @@ async fn is_ours(state: &State, chosen: &[Entry], r: &LogRequest, pod: &Value) -
 
 /// Serves one log request.
 async fn serve(state: Arc<State>, chosen: Arc<Vec<Entry>>, r: LogRequest) {
-    let Some((host_ns, host_name)) = r
-        .host_pod
-        .split_once('/')
-        .filter(|(ns, n)| !ns.is_empty() && !n.is_empty())
-    else {
+    let Some((host_ns, host_name)) = host_pod(&r.host_pod) else {
         let msg = format!("the reflection {}/{} names no host pod", r.namespace, r.pod);
         return refuse(&state, &r, 404, "NotFound", &msg).await;
     };
@@ -268,11 +275,28 @@ async fn serve(state: Arc<State>, chosen: Arc<Vec<Entry>>, r: LogRequest) {
                 Bytes::from(piece)
             }
         };
-        if post(&state, &r.id, None, piece, false).await == Posted::Stop {
-            return;
+        // An empty piece says the stream is open; a long one goes in posts of at most
+        // MAX_PIECE (what the sync endpoint takes).
+        let mut rest = piece;
+        loop {
+            let now = rest.split_to(rest.len().min(MAX_PIECE));
+            if post(&state, &r.id, None, now, false).await == Posted::Stop {
+                return;
+            }
+            if rest.is_empty() {
+                break;
+            }
         }
     }
     post(&state, &r.id, None, Bytes::new(), true).await;
+}
+
+/// The host namespace and name of a reflection's `sync.kplane.io/host-pod` annotation,
+/// when both are valid names (they become a host API path).
+fn host_pod(annotation: &str) -> Option<(&str, &str)> {
+    use kplane_types::validation::{is_dns1123_label, is_dns1123_subdomain};
+    let (ns, name) = annotation.split_once('/')?;
+    (is_dns1123_label(ns).is_empty() && is_dns1123_subdomain(name).is_empty()).then_some((ns, name))
 }
 
 fn resp_is_success(code: u16) -> bool {
@@ -297,6 +321,16 @@ mod tests {
         assert_eq!(list.items[1].host_pod, "");
         let empty: RequestList = serde_json::from_value(json!({})).unwrap();
         assert!(empty.items.is_empty());
+    }
+
+    #[test]
+    fn only_valid_host_pod_names_are_asked_for() {
+        assert_eq!(host_pod("kplane-1/pi-x"), Some(("kplane-1", "pi-x")));
+        for bad in [
+            "", "pi-x", "/pi-x", "ns/", "ns/a/b", "ns/..", "../x/y", "NS/x", "ns/x?y",
+        ] {
+            assert_eq!(host_pod(bad), None, "{bad}");
+        }
     }
 
     #[test]

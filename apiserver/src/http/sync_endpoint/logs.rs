@@ -3,7 +3,7 @@
 //! (a long poll: it answers as soon as one waits, or empty after N seconds, at most
 //! [`MAX_POLL_SECONDS`]), and posts each request's answer back with
 //! `POST <endpoint>/kplane/v1/logrequests/<id>`: the first post carries `?code=<host's status
-//! code>`, each carries the next bytes (at most [`MAX_PIECE_BYTES`]), the last `?end=true`.
+//! code>` (2xx, 4xx or 5xx), each carries the next bytes (at most [`MAX_PIECE_BYTES`]), the last `?end=true`.
 //! A post for a request whose reader has gone is answered 410 (404 for one never known or
 //! already ended), and the syncer stops reading the host.
 
@@ -27,7 +27,7 @@ const MAX_POLL_SECONDS: u64 = 60;
 /// The poll's wait without `timeoutSeconds`.
 const DEFAULT_POLL_SECONDS: u64 = 30;
 /// The largest piece one post may carry.
-pub(super) const MAX_PIECE_BYTES: usize = 1024 * 1024;
+pub(super) const MAX_PIECE_BYTES: usize = 256 * 1024;
 
 /// Whether an inner path is served here.
 pub(super) fn is_log_path(path: &str) -> bool {
@@ -96,7 +96,7 @@ pub(super) async fn serve(
         Some(v) => Some(
             v.parse::<u16>()
                 .ok()
-                .filter(|c| (100..=599).contains(c))
+                .filter(|c| (200..=299).contains(c) || (400..=599).contains(c))
                 .ok_or_else(|| ApiError::bad_request(format!("invalid code {v:?}")))?,
         ),
     };
