@@ -147,7 +147,7 @@ fn variable_uses(
     match &e.expr {
         Expr::Select(sel) => {
             if matches!(&sel.operand.expr, Expr::Ident(v) if v == VARIABLES) {
-                if !declared.iter().any(|d| *d == sel.field) {
+                if !declared.contains(&sel.field) {
                     return Err(format!("undefined field '{}'", sel.field));
                 }
                 if let Some(u) = uses {
