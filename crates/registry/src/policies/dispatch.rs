@@ -273,6 +273,13 @@ fn refusal(a: &Attributes<'_>, d: &Denial<'_>) -> ApiError {
     let mut err = crate::admission::forbidden(a, &message);
     err.0.reason = d.decision.reason;
     err.0.code = code_of(d.decision.reason);
+    if let Some(details) = err.0.details.as_mut() {
+        details.causes.push(kplane_types::Cause::new(
+            kplane_types::CauseType::Unspecified,
+            "",
+            message,
+        ));
+    }
     err
 }
 
