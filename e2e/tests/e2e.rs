@@ -2,6 +2,7 @@
 //! and drives it with real clients, kubectl, kube-rs and the official Python client. This file
 //! only declares modules.
 
+mod admission_policies;
 mod archive;
 mod archive_server;
 mod audit;

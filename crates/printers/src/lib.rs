@@ -207,6 +207,48 @@ const WEBHOOK_CONFIGURATION_COLUMNS: &[Column] = &[
     AGE,
 ];
 
+// printValidatingAdmissionPolicy: the number of validations and the param kind.
+const ADMISSION_POLICY_COLUMNS: &[Column] = &[
+    name_col(0),
+    Column {
+        name: "Validations",
+        type_: "integer",
+        format: "",
+        description:
+            "Validations indicates the number of validation rules defined in this configuration",
+        priority: 0,
+    },
+    Column {
+        name: "ParamKind",
+        type_: "string",
+        format: "",
+        description: "ParamKind specifies the kind of resources used to parameterize this policy",
+        priority: 0,
+    },
+    AGE,
+];
+
+// printValidatingAdmissionPolicyBinding: the policy and the param reference.
+const ADMISSION_POLICY_BINDING_COLUMNS: &[Column] = &[
+    name_col(0),
+    Column {
+        name: "PolicyName",
+        type_: "string",
+        format: "",
+        description:
+            "PolicyName indicates the policy definition which the policy binding binded to",
+        priority: 0,
+    },
+    Column {
+        name: "ParamRef",
+        type_: "string",
+        format: "",
+        description: "ParamRef indicates the param resource which sets the configration param",
+        priority: 0,
+    },
+    AGE,
+];
+
 /// The kinds with a dedicated printer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Printer {
@@ -218,6 +260,8 @@ enum Printer {
     EventsEvent,
     Lease,
     WebhookConfiguration,
+    AdmissionPolicy,
+    AdmissionPolicyBinding,
     NetworkPolicy,
     Pod,
     RoleBinding,
@@ -242,6 +286,10 @@ fn printer(group: &str, kind: &str) -> Printer {
             "admissionregistration.k8s.io",
             "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
         ) => Printer::WebhookConfiguration,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => Printer::AdmissionPolicy,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            Printer::AdmissionPolicyBinding
+        }
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
         ("", "Pod") => Printer::Pod,
         ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
@@ -270,6 +318,8 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::CoreEvent | Printer::EventsEvent => EVENT_COLUMNS,
         Printer::Lease => LEASE_COLUMNS,
         Printer::WebhookConfiguration => WEBHOOK_CONFIGURATION_COLUMNS,
+        Printer::AdmissionPolicy => ADMISSION_POLICY_COLUMNS,
+        Printer::AdmissionPolicyBinding => ADMISSION_POLICY_BINDING_COLUMNS,
         Printer::NetworkPolicy => NETWORK_POLICY_COLUMNS,
         Printer::Pod => pod::POD_COLUMNS,
         Printer::RoleBinding => ROLE_BINDING_COLUMNS,
@@ -364,6 +414,25 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         }
         Printer::CoreEvent => event_cells(&EventFields::CORE, obj, now),
         Printer::EventsEvent => event_cells(&EventFields::EVENTS_V1, obj, now),
+        Printer::AdmissionPolicy => {
+            let param_kind = match obj.pointer("/spec/paramKind") {
+                Some(pk) if pk.is_object() => {
+                    format!("{}/{}", str_at(pk, &["apiVersion"]), str_at(pk, &["kind"]))
+                }
+                _ => "<unset>".to_string(),
+            };
+            let validations = obj
+                .pointer("/spec/validations")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            vec![name(obj), json!(validations), s(&param_kind), age(obj, now)]
+        }
+        Printer::AdmissionPolicyBinding => vec![
+            name(obj),
+            s(str_at(obj, &["spec", "policyName"])),
+            s(&param_ref(obj.pointer("/spec/paramRef"))),
+            age(obj, now),
+        ],
         Printer::WebhookConfiguration => vec![
             name(obj),
             json!(obj
@@ -539,6 +608,60 @@ fn since(t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
 
 fn at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(obj, |cur, seg| cur.get(seg))
+}
+
+/// A binding's `paramRef` as `printValidatingAdmissionPolicyBinding` shows it:
+/// `<namespace>/<name>`, `*/<name>` without a namespace, the selector as Go's generated
+/// `String()` writes it, `<unset>` without one.
+fn param_ref(pr: Option<&Value>) -> String {
+    let Some(pr) = pr.filter(|p| p.is_object()) else {
+        return "<unset>".into();
+    };
+    let name = str_at(pr, &["name"]);
+    let namespace = str_at(pr, &["namespace"]);
+    match (name, namespace, pr.get("selector").filter(|s| !s.is_null())) {
+        ("", _, Some(sel)) => go_label_selector(sel),
+        ("", _, None) => "<unset>".into(),
+        (n, "", _) => format!("*/{n}"),
+        (n, ns, _) => format!("{ns}/{n}"),
+    }
+}
+
+/// `metav1.LabelSelector.String()` (gogo-protobuf's generated form).
+fn go_label_selector(sel: &Value) -> String {
+    let mut labels: Vec<(&String, &str)> = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k, v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    labels.sort();
+    let labels: String = labels.iter().map(|(k, v)| format!("{k}: {v},")).collect();
+    let exprs: String = sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    let values: Vec<&str> = e
+                        .get("values")
+                        .and_then(Value::as_array)
+                        .map(|v| v.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    format!(
+                        "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                        str_at(e, &["key"]),
+                        str_at(e, &["operator"]),
+                        values.join(" ")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
 }
 
 fn str_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
@@ -980,6 +1103,47 @@ mod tests {
         assert_eq!(
             cells("coordination.k8s.io", "Lease", &lease, now())[1],
             json!("")
+        );
+    }
+
+    #[test]
+    fn admission_policies_and_bindings_print_as_upstream() {
+        let g = "admissionregistration.k8s.io";
+        let names = |kind: &str| -> Vec<&str> { columns(g, kind).iter().map(|c| c.name).collect() };
+        assert_eq!(
+            names("ValidatingAdmissionPolicy"),
+            ["Name", "Validations", "ParamKind", "Age"]
+        );
+        assert_eq!(
+            names("ValidatingAdmissionPolicyBinding"),
+            ["Name", "PolicyName", "ParamRef", "Age"]
+        );
+        let p = json!({"metadata": {"name": "p", "creationTimestamp": ago(120)},
+                       "spec": {"validations": [{"expression": "true"}],
+                                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}});
+        assert_eq!(
+            cells(g, "ValidatingAdmissionPolicy", &p, now()),
+            vec![json!("p"), json!(1), json!("v1/ConfigMap"), json!("2m")]
+        );
+        let bare = json!({"metadata": {"name": "p", "creationTimestamp": ago(120)}, "spec": {}});
+        assert_eq!(
+            cells(g, "ValidatingAdmissionPolicy", &bare, now())[2],
+            json!("<unset>")
+        );
+        let b = |pr: Value| {
+            let o = json!({"metadata": {"name": "b", "creationTimestamp": ago(120)},
+                           "spec": {"policyName": "p", "paramRef": pr}});
+            cells(g, "ValidatingAdmissionPolicyBinding", &o, now())
+        };
+        assert_eq!(
+            b(json!({"name": "lim", "namespace": "ns"})),
+            vec![json!("b"), json!("p"), json!("ns/lim"), json!("2m")]
+        );
+        assert_eq!(b(json!({"name": "lim"}))[2], json!("*/lim"));
+        assert_eq!(b(Value::Null)[2], json!("<unset>"));
+        assert_eq!(
+            b(json!({"selector": {"matchLabels": {"a": "b"}}}))[2],
+            json!("&LabelSelector{MatchLabels:map[string]string{a: b,},MatchExpressions:[]LabelSelectorRequirement{},}")
         );
     }
 

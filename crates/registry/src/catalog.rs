@@ -366,6 +366,36 @@ pub fn builtin() -> Vec<ResourceType> {
         out.push(hooks);
     }
 
+    for (kind, plural, schema, which) in [
+        (
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+            PolicyKind::Policy,
+        ),
+        (
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+            PolicyKind::Binding,
+        ),
+    ] {
+        let mut p = base(Spec {
+            group: "admissionregistration.k8s.io",
+            version: "v1",
+            kind,
+            plural,
+            namespaced: false,
+            schema,
+            strategy: Arc::new(AdmissionPolicy(which)),
+        });
+        p.categories = vec!["api-extensions".into()];
+        if which == PolicyKind::Policy {
+            p.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+        }
+        out.push(p);
+    }
+
     out.push(base(Spec {
         group: "coordination.k8s.io",
         version: "v1",

@@ -66,6 +66,9 @@ pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
         .with(Arc::new(crate::webhooks::cache::Invalidator(
             registry.webhook_cache().clone(),
         )))
+        .with(Arc::new(crate::policies::Invalidator(
+            registry.policy_cache().clone(),
+        )))
         .with(Arc::new(crate::sync::ref_index::Indexer(
             registry.sync_ref_index().clone(),
         )))

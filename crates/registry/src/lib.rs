@@ -45,6 +45,7 @@ mod pod;
 mod pod_defaults;
 pub mod pod_logs;
 mod pod_template;
+pub mod policies;
 mod precondition;
 #[cfg(test)]
 mod precondition_tests;
@@ -184,6 +185,8 @@ pub struct Registry {
     sync_refs: Arc<sync::ref_index::RefIndex>,
     /// Each logical cluster's admission webhooks (`webhooks::cache`).
     webhooks: Arc<webhooks::cache::Cache>,
+    /// Each logical cluster's admission policies (`policies::cache`).
+    policies: Arc<policies::Cache>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -239,6 +242,7 @@ impl Registry {
             sync_targets: Arc::default(),
             sync_refs: Arc::default(),
             webhooks: Arc::default(),
+            policies: Arc::default(),
         };
         (Arc::new(r), rx)
     }

@@ -32,6 +32,7 @@ use kplane_types::Cause;
 use serde_json::Value;
 
 pub use cache::SchemaCache;
+pub use cel::policy;
 pub use node::{ListType, MapType, PathElem};
 
 use crate::node::Node;

@@ -96,6 +96,9 @@ pub enum CauseType {
     /// kplane: the logical cluster lives elsewhere now; the message is its URL
     /// (`field` is `location`).
     Moved,
+    /// A cause without a reason (`reason` omitted on the wire), as admission policies'
+    /// refusals carry their message.
+    Unspecified,
 }
 
 impl CauseType {
@@ -116,6 +119,7 @@ impl CauseType {
             FieldManagerConflict => "FieldManagerConflict",
             UnexpectedServerResponse => "UnexpectedServerResponse",
             Moved => "Moved",
+            Unspecified => "",
         }
     }
 }
@@ -226,6 +230,7 @@ pub struct Details {
 
 #[derive(Serialize)]
 struct WireCause<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
     reason: &'a str,
     message: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]

@@ -190,13 +190,15 @@ impl Admission {
     }
 
     /// Appends the admission webhook plugins (`MutatingAdmissionWebhook` last among the
-    /// mutating plugins, `ValidatingAdmissionWebhook` last among the validating ones, as
-    /// kube-apiserver orders them), calling webhooks through `transport`.
+    /// mutating plugins; `ValidatingAdmissionPolicy` then `ValidatingAdmissionWebhook`
+    /// last among the validating ones, as kube-apiserver orders them), calling webhooks
+    /// through `transport`.
     pub fn with_webhooks(mut self, transport: Arc<dyn crate::webhooks::WebhookTransport>) -> Self {
         self.transport = Some(transport.clone());
         self.with_mutating(Arc::new(crate::webhooks::MutatingWebhooks::new(
             transport.clone(),
         )))
+        .with_validating(Arc::new(crate::policies::ValidatingAdmissionPolicy))
         .with_validating(Arc::new(crate::webhooks::ValidatingWebhooks::new(
             transport,
         )))

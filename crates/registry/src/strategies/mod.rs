@@ -15,6 +15,7 @@
 //! not a strategy method: it is [`Conversion`], an optional field of the `ResourceType`, so
 //! that a read of a type stored as served costs one `Option` test per item and nothing more.
 
+mod admission_policy;
 mod config_map;
 mod core_event;
 mod crd;
@@ -47,6 +48,7 @@ use super::meta::NameRule;
 use super::Registry;
 use crate::error::{ApiError, ApiResult};
 
+pub use admission_policy::{AdmissionPolicy, PolicyKind};
 pub use config_map::ConfigMap;
 pub use core_event::CoreEvent;
 pub use crd::CustomResourceDefinition;

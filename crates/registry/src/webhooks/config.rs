@@ -261,7 +261,7 @@ fn fully_qualified_name(path: &str, name: &str) -> Vec<Cause> {
 }
 
 /// `validateRuleWithOperations` and `validateRule` (subresources allowed).
-fn validate_rule(rule: &Value, path: &str) -> Vec<Cause> {
+pub(crate) fn validate_rule(rule: &Value, path: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     let ops = strings(rule.get("operations"));
     if ops.is_empty() {

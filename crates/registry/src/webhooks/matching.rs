@@ -87,7 +87,11 @@ pub fn matched_resource(
 
 /// The other served resources stored as `rt` is (kube-apiserver keys its equivalent
 /// resource registry by storage prefix), that have `subresource` when one is asked.
-fn equivalents(rt: &ResourceType, subresource: &str, catalog: &Catalog) -> Vec<Arc<ResourceType>> {
+pub(crate) fn equivalents(
+    rt: &ResourceType,
+    subresource: &str,
+    catalog: &Catalog,
+) -> Vec<Arc<ResourceType>> {
     catalog
         .all()
         .iter()

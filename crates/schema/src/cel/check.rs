@@ -211,6 +211,7 @@ pub(crate) fn analyze(
         optional_old_self,
         uses_old_self: false,
         nodes: 0,
+        dyn_vars: &[],
     };
     let est = a.expr(e, 0)?;
     Ok(Analysis {
@@ -221,6 +222,51 @@ pub(crate) fn analyze(
     })
 }
 
+/// Checks `e` in an environment without `self`, whose variables `vars` are all `dyn`
+/// (admission policies' `object`, `request`, ...); returns the result's kind and its
+/// type as cel-go names it.
+pub(crate) fn analyze_dyn(e: &IdedExpr, vars: &[&str]) -> Result<(Kind, String), String> {
+    let root = Node::default();
+    let mut a = Analyzer {
+        scope: Vec::new(),
+        root: Decl::Node(&root, false),
+        optional_old_self: false,
+        uses_old_self: false,
+        nodes: 0,
+        dyn_vars: vars,
+    };
+    let est = a.expr(e, 0)?;
+    Ok((est.ty.kind(), cel_name(&est.ty)))
+}
+
+/// cel-go's name of a type (`bool`, `list(int)`, `map(string, dyn)`, ...).
+fn cel_name(t: &Ty<'_>) -> String {
+    match t {
+        Ty::Bool => "bool".into(),
+        Ty::Int => "int".into(),
+        Ty::Uint => "uint".into(),
+        Ty::Double => "double".into(),
+        Ty::String => "string".into(),
+        Ty::Bytes => "bytes".into(),
+        Ty::Null => "null_type".into(),
+        Ty::Duration => "google.protobuf.Duration".into(),
+        Ty::Timestamp => "google.protobuf.Timestamp".into(),
+        Ty::List(e) => format!("list({})", cel_name(e)),
+        Ty::Map(k, v) => format!("map({}, {})", cel_name(k), cel_name(v)),
+        Ty::Object(_) => "object".into(),
+        Ty::Opaque(o) => match o {
+            Opaque::Ip => "net.IP".into(),
+            Opaque::Cidr => "net.CIDR".into(),
+            Opaque::Url => "kubernetes.URL".into(),
+            Opaque::Quantity => "kubernetes.Quantity".into(),
+            Opaque::Semver => "kubernetes.Semver".into(),
+            Opaque::Format => "kubernetes.NamedFormat".into(),
+        },
+        Ty::Optional(i) => format!("optional_type({})", cel_name(i)),
+        Ty::Dyn => "dyn".into(),
+    }
+}
+
 struct Analyzer<'n> {
     scope: Vec<Var<'n>>,
     /// The declaration of `self`: every path's sizes are looked up from here.
@@ -228,6 +274,8 @@ struct Analyzer<'n> {
     optional_old_self: bool,
     uses_old_self: bool,
     nodes: u64,
+    /// Variables of type `dyn` besides `self` and `oldSelf` (admission policies').
+    dyn_vars: &'n [&'n str],
 }
 
 fn undeclared(name: &str) -> String {
@@ -326,6 +374,12 @@ impl<'n> Analyzer<'n> {
                 computed: None,
                 cost: SELECT_AND_IDENT,
             });
+        }
+        if !self.dyn_vars.is_empty() {
+            return match self.dyn_vars.contains(&name) {
+                true => Ok(Est::of(Ty::Dyn, SELECT_AND_IDENT)),
+                false => Err(undeclared(name)),
+            };
         }
         let ty = match name {
             "self" => Ty::of(self.root),

@@ -39,7 +39,7 @@ const OUT_OF_BUDGET: &str =
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
 /// Functions and libraries, built once per process and shared by all evaluations.
-static ROOT: LazyLock<Context<'static>> = LazyLock::new(|| {
+pub(crate) static ROOT: LazyLock<Context<'static>> = LazyLock::new(|| {
     let mut ctx = Context::default().with_all();
     ctx.add_function(actual::CHARGE, actual::charge);
     ctx.add_function(actual::ARG, actual::arg);
@@ -191,7 +191,7 @@ fn decode_base64(s: &str) -> Option<Vec<u8>> {
 }
 
 /// cel-go's wording of an evaluation error.
-fn error_text(e: &ExecutionError) -> String {
+pub(crate) fn error_text(e: &ExecutionError) -> String {
     match e {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
         ExecutionError::NoSuchOverload => "no such overload".into(),
@@ -222,7 +222,7 @@ fn cel_display(v: &Cel) -> String {
 }
 
 /// How one evaluation ended.
-enum Outcome {
+pub(crate) enum Outcome {
     Value(Cel),
     Error(ExecutionError),
     /// cel-go's `operation cancelled: actual cost limit exceeded`.
@@ -231,7 +231,7 @@ enum Outcome {
 
 /// Evaluates one compiled expression in `ctx` under the per-call `limit`; the outcome
 /// and the actual cost (past the limit when cancelled, as cel-go reports it).
-fn run(expr: &kube_cel::cel::IdedExpr, ctx: &Context<'_>, limit: u64) -> (Outcome, u64) {
+pub(crate) fn run(expr: &kube_cel::cel::IdedExpr, ctx: &Context<'_>, limit: u64) -> (Outcome, u64) {
     actual::begin(limit);
     let result = catch_unwind(AssertUnwindSafe(|| ctx.resolve(expr)));
     let cost = actual::spent();

@@ -34,6 +34,7 @@ mod cost;
 mod decl;
 pub(crate) mod eval;
 mod functions;
+pub mod policy;
 
 use kube_cel::cel::IdedExpr;
 

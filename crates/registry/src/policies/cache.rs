@@ -1,0 +1,138 @@
+//! Each logical cluster's policies with their bindings, cached as the webhooks are
+//! (`webhooks::cache`): built from the cluster's two resources on first use, every
+//! expression compiled then, and dropped whenever a policy or binding of the cluster
+//! changes (the strategy's after-write hooks for the writer's next request, the shared
+//! informer for every other path). A cluster without policies shares one empty entry.
+
+use std::sync::{Arc, LazyLock};
+
+use kplane_storage::{KeyValue, ListOptions, Prefix};
+use kplane_types::ClusterName;
+use serde_json::Value;
+
+use super::model::{parse_binding, parse_policy, Binding, Policy};
+use super::{BINDING_RESOURCE, POLICY_RESOURCE};
+use crate::cluster_cache::ClusterCache;
+use crate::controllers::informer::InformerHandler;
+use crate::error::ApiResult;
+use crate::Registry;
+
+/// A policy and the bindings naming it, by name.
+#[derive(Debug)]
+pub struct Bound {
+    pub policy: Policy,
+    pub bindings: Vec<Binding>,
+}
+
+/// A cluster's policies (by name) that have at least one binding.
+#[derive(Debug, Default)]
+pub struct ClusterPolicies {
+    pub policies: Vec<Bound>,
+}
+
+static EMPTY: LazyLock<Arc<ClusterPolicies>> = LazyLock::new(Arc::default);
+
+/// Policies by logical cluster name.
+#[derive(Debug, Default)]
+pub struct Cache(ClusterCache<Arc<ClusterPolicies>>);
+
+impl Cache {
+    /// Forgets `cluster`'s policies.
+    pub fn invalidate(&self, cluster: &str) {
+        self.0.invalidate(cluster);
+    }
+
+    /// Entries built from storage so far (tests).
+    pub fn builds(&self) -> u64 {
+        self.0.builds()
+    }
+}
+
+/// Invalidates from the shared informer: any change of a policy or a binding.
+#[derive(Debug)]
+pub struct Invalidator(pub Arc<Cache>);
+
+impl InformerHandler for Invalidator {
+    fn on_resync(&self) {
+        self.0 .0.clear();
+    }
+
+    fn on_object(&self, kv: &KeyValue, _deleted: bool, replay: bool) {
+        if !replay && is_policy_resource(&kv.key.resource) {
+            self.0.invalidate(&kv.key.cluster);
+        }
+    }
+}
+
+/// Whether `resource` (a storage resource) holds policies or bindings.
+pub fn is_policy_resource(resource: &str) -> bool {
+    resource == POLICY_RESOURCE || resource == BINDING_RESOURCE
+}
+
+impl Registry {
+    /// The policy cache (shared with the informer's invalidator).
+    pub fn policy_cache(&self) -> &Arc<Cache> {
+        &self.policies
+    }
+
+    /// The policies of `cluster`.
+    pub async fn cluster_policies(&self, cluster: &ClusterName) -> ApiResult<Arc<ClusterPolicies>> {
+        if let Some(e) = self.policies.0.get(cluster.as_str()) {
+            return Ok(e);
+        }
+        // taken before any read, so that nothing read before an invalidation is stored
+        let generation = self.policies.0.generation();
+        let bindings = self.read_all(cluster, BINDING_RESOURCE).await?;
+        let entry = if bindings.is_empty() {
+            EMPTY.clone()
+        } else {
+            let policies = self.read_all(cluster, POLICY_RESOURCE).await?;
+            Arc::new(assemble(&policies, &bindings))
+        };
+        Ok(self.policies.0.insert(cluster.as_str(), entry, generation))
+    }
+
+    /// The stored objects of `resource` in `cluster`, in name order.
+    async fn read_all(&self, cluster: &ClusterName, resource: &str) -> ApiResult<Vec<Value>> {
+        let prefix = Prefix::resource(cluster.as_str(), resource);
+        let res = self
+            .storage
+            .list(&prefix, &ListOptions::default(), None)
+            .await?;
+        Ok(res
+            .items
+            .iter()
+            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
+            .collect())
+    }
+}
+
+/// The policies that have bindings, each with its bindings (both in name order).
+pub fn assemble(policies: &[Value], bindings: &[Value]) -> ClusterPolicies {
+    let policy_of = |b: &Value| {
+        b.pointer("/spec/policyName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut out: Vec<Bound> = policies
+        .iter()
+        .map(parse_policy)
+        .filter_map(|policy| {
+            let mine: Vec<Binding> = bindings
+                .iter()
+                .filter(|b| policy_of(b) == policy.name)
+                .map(parse_binding)
+                .collect();
+            (!mine.is_empty()).then_some(Bound {
+                policy,
+                bindings: mine,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.policy.name.cmp(&b.policy.name));
+    for p in &mut out {
+        p.bindings.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    ClusterPolicies { policies: out }
+}

@@ -1,0 +1,410 @@
+//! CEL for admission policies (`k8s.io/apiserver/pkg/admission/plugin/cel`): expressions
+//! over the variables `object`, `oldObject`, `request`, `namespaceObject`, `params` (when
+//! the policy has a `paramKind`) and `variables` (the policy's named expressions, each
+//! seeing the ones declared before it), compiled once and evaluated per request under
+//! kube-apiserver's runtime limits.
+//!
+//! - [`compile`] parses and checks an expression: undeclared identifiers and functions, a
+//!   `variables.<name>` that is not declared (yet), and the result type an expression of
+//!   its field must have (`must evaluate to bool but got int`). Every variable is `dyn`:
+//!   fields of `object` and `request` are not checked against a schema (cel-go knows the
+//!   types of `request` and `namespaceObject`), and a result the checker can only call
+//!   `dyn` passes unless the expression is a bare variable or field. `authorizer` is not
+//!   declared: expressions using it do not compile.
+//! - [`Inputs`] converts a request's values once; an [`Evaluator`] then evaluates
+//!   expressions against them under one runtime budget (kube-apiserver's
+//!   `RuntimeCELCostBudget` for one policy's validations, `PerCallLimit` per expression;
+//!   cost as cel-go computes it, see `actual`). Variables are evaluated when an expression
+//!   refers to them, at most once per evaluator, their cost charged to that expression.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube_cel::cel::common::ast::{EntryExpr, Expr};
+use kube_cel::cel::objects::{Key, Map as CelMap};
+use kube_cel::cel::{Context, IdedExpr, Value as Cel};
+use serde_json::Value;
+
+use super::actual;
+use super::check::{self, Kind};
+use super::compile::parse;
+use super::eval::{error_text, run, to_cel, Outcome, ROOT};
+
+/// `celconfig.PerCallLimit`: what one expression may cost.
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+/// `celconfig.RuntimeCELCostBudget`: what one policy's expressions of one kind may cost
+/// together for one request.
+pub const RUNTIME_BUDGET: u64 = 10_000_000;
+/// `celconfig.RuntimeCELCostBudgetMatchConditions`.
+pub const MATCH_CONDITIONS_BUDGET: u64 = 2_500_000;
+/// `celconfig.MaxEvaluatedMessageExpressionSizeBytes`.
+pub const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+/// What an evaluation past the budget reports (`cel.ErrOutOfBudget`'s detail).
+pub const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// The result type an expression must have (its field's `ReturnTypes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Want {
+    /// `validations[].expression`, `matchConditions[].expression`.
+    Bool,
+    /// `messageExpression`.
+    String,
+    /// `auditAnnotations[].valueExpression`.
+    StringOrNull,
+    /// `variables[].expression`.
+    Any,
+}
+
+/// What an expression may refer to.
+#[derive(Clone, Copy, Debug)]
+pub struct Env<'a> {
+    /// The policy has a `paramKind` (`params` is declared).
+    pub params: bool,
+    /// The variables declared before the expression, in order.
+    pub variables: &'a [String],
+}
+
+/// A compiled expression.
+#[derive(Debug)]
+pub struct Expression {
+    src: String,
+    expr: IdedExpr,
+    /// The variables it reads, by name (`None`: `variables` itself, so all of them).
+    uses: Option<Vec<String>>,
+}
+
+impl Expression {
+    /// The expression as written.
+    pub fn source(&self) -> &str {
+        &self.src
+    }
+}
+
+/// A named variable of a policy (`spec.variables[]`).
+#[derive(Debug)]
+pub struct Variable {
+    pub name: String,
+    pub expr: Expression,
+}
+
+const VARIABLES: &str = "variables";
+
+/// Compiles `src` in `env` for a field that wants `want`; the error is upstream's detail
+/// (`compilation failed: ERROR: <input>: ...`, `must evaluate to bool but got int`).
+pub fn compile(src: &str, env: Env<'_>, want: Want) -> Result<Expression, String> {
+    stacker::grow(crate::COMPILE_STACK_BYTES, || compile_here(src, env, want))
+}
+
+fn compile_here(src: &str, env: Env<'_>, want: Want) -> Result<Expression, String> {
+    let expr = parse(src).map_err(|e| format!("compilation failed: {e}"))?;
+    let mut names = vec![
+        "object",
+        "oldObject",
+        "request",
+        "namespaceObject",
+        VARIABLES,
+    ];
+    if env.params {
+        names.push("params");
+    }
+    let (kind, ty) = check::analyze_dyn(&expr, &names)
+        .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
+    let mut uses = Some(Vec::new());
+    variable_uses(&expr, env.variables, &mut uses)
+        .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
+    // cel-go types a bare variable or field of a `dyn` as `dyn`; elsewhere kplane's
+    // checker may say `dyn` where cel-go knows better, so only those are refused
+    let bare = matches!(expr.expr, Expr::Ident(_) | Expr::Select(_));
+    let fits = match (want, kind) {
+        (Want::Any, _) => true,
+        (_, Kind::Dyn) => !bare,
+        (Want::Bool, k) => k == Kind::Bool,
+        (Want::String, k) => k == Kind::String,
+        (Want::StringOrNull, k) => k == Kind::String || ty == "null_type",
+    };
+    if !fits {
+        return Err(match want {
+            Want::Bool => format!("must evaluate to bool but got {ty}"),
+            Want::String => format!("must evaluate to string but got {ty}"),
+            _ => format!("must evaluate to one of [string null_type] but got {ty}"),
+        });
+    }
+    Ok(Expression {
+        src: src.to_string(),
+        expr: actual::instrument(expr),
+        uses,
+    })
+}
+
+/// Collects the `variables.<name>` that `e` reads into `uses` (`None` once `variables`
+/// is read another way); a name not in `declared` is cel-go's `undefined field`.
+fn variable_uses(
+    e: &IdedExpr,
+    declared: &[String],
+    uses: &mut Option<Vec<String>>,
+) -> Result<(), String> {
+    match &e.expr {
+        Expr::Select(sel) => {
+            if matches!(&sel.operand.expr, Expr::Ident(v) if v == VARIABLES) {
+                if !declared.contains(&sel.field) {
+                    return Err(format!("undefined field '{}'", sel.field));
+                }
+                if let Some(u) = uses {
+                    if !u.contains(&sel.field) {
+                        u.push(sel.field.clone());
+                    }
+                }
+                return Ok(());
+            }
+            variable_uses(&sel.operand, declared, uses)
+        }
+        Expr::Ident(v) if v == VARIABLES => {
+            *uses = None;
+            Ok(())
+        }
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                variable_uses(t, declared, uses)?;
+            }
+            c.args
+                .iter()
+                .try_for_each(|a| variable_uses(a, declared, uses))
+        }
+        Expr::List(l) => l
+            .elements
+            .iter()
+            .try_for_each(|x| variable_uses(x, declared, uses)),
+        Expr::Map(m) => m.entries.iter().try_for_each(|en| match &en.expr {
+            EntryExpr::MapEntry(me) => {
+                variable_uses(&me.key, declared, uses)?;
+                variable_uses(&me.value, declared, uses)
+            }
+            EntryExpr::StructField(f) => variable_uses(&f.value, declared, uses),
+        }),
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .try_for_each(|x| variable_uses(x, declared, uses)),
+        _ => Ok(()),
+    }
+}
+
+/// A request's values as CEL sees them, converted once per request.
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    object: Cel,
+    old_object: Cel,
+    request: Cel,
+    namespace_object: Cel,
+    params: Cel,
+}
+
+/// The JSON values of a request (`None`: CEL's `null`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Values<'a> {
+    pub object: Option<&'a Value>,
+    pub old_object: Option<&'a Value>,
+    pub request: Option<&'a Value>,
+    pub namespace_object: Option<&'a Value>,
+    pub params: Option<&'a Value>,
+}
+
+fn cel_of(v: Option<&Value>) -> Cel {
+    v.map_or(Cel::Null, |v| to_cel(v, None, false, 0))
+}
+
+impl Inputs {
+    /// Converts `v`.
+    pub fn new(v: Values<'_>) -> Inputs {
+        Inputs {
+            object: cel_of(v.object),
+            old_object: cel_of(v.old_object),
+            request: cel_of(v.request),
+            namespace_object: cel_of(v.namespace_object),
+            params: cel_of(v.params),
+        }
+    }
+
+    /// The same inputs with other `params`.
+    pub fn with_params(&self, params: Option<&Value>) -> Inputs {
+        Inputs {
+            params: cel_of(params),
+            ..self.clone()
+        }
+    }
+}
+
+/// What an expression evaluated to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Evaluated {
+    Bool(bool),
+    String(String),
+    Null,
+    /// Another type, by cel-go's name.
+    Other(&'static str),
+}
+
+/// The budget ran out: evaluation of this kind of expression stops ([`OUT_OF_BUDGET`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfBudget;
+
+/// Evaluates expressions against one request's [`Inputs`] under one budget.
+pub struct Evaluator<'a> {
+    inputs: &'a Inputs,
+    variables: &'a [Variable],
+    /// Each variable's value once evaluated (an error is upstream's message).
+    values: Vec<Option<Result<Cel, String>>>,
+    remaining: u64,
+}
+
+impl std::fmt::Debug for Evaluator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluator")
+            .field("remaining", &self.remaining)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Evaluator<'a> {
+    /// An evaluator with `budget` to spend, `variables` being the policy's.
+    pub fn new(inputs: &'a Inputs, variables: &'a [Variable], budget: u64) -> Self {
+        Evaluator {
+            inputs,
+            variables,
+            values: variables.iter().map(|_| None).collect(),
+            remaining: budget,
+        }
+    }
+
+    /// What is left of the budget.
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Evaluates `e`: its value, or the error upstream reports
+    /// (`expression '<e>' resulted in error: <why>`).
+    pub fn eval(&mut self, e: &Expression) -> Result<Result<Evaluated, String>, OutOfBudget> {
+        stacker::maybe_grow(crate::EVAL_RED_ZONE_BYTES, crate::EVAL_STACK_BYTES, || {
+            self.eval_here(e)
+        })
+    }
+
+    fn eval_here(&mut self, e: &Expression) -> Result<Result<Evaluated, String>, OutOfBudget> {
+        let needed = self.needed(e);
+        let mut composition = 0u64;
+        let mut failed = None;
+        for &i in &needed {
+            composition = composition.saturating_add(self.variable(i));
+            if let Some(Some(Err(why))) = self.values.get(i) {
+                failed.get_or_insert_with(|| why.clone());
+            }
+        }
+        let result = match failed {
+            Some(why) => Err(why),
+            None => {
+                let ctx = self.context();
+                let (out, cost) = run(&e.expr, &ctx, PER_CALL_LIMIT);
+                composition = composition.saturating_add(cost);
+                match out {
+                    Outcome::Value(v) => Ok(evaluated(&v)),
+                    Outcome::Error(err) => Err(error_text(&err)),
+                    Outcome::CostLimit => Err(actual::LIMIT_EXCEEDED.to_string()),
+                }
+            }
+        };
+        if composition > self.remaining {
+            self.remaining = 0;
+            return Err(OutOfBudget);
+        }
+        self.remaining -= composition;
+        Ok(result.map_err(|why| format!("expression '{}' resulted in error: {why}", e.src)))
+    }
+
+    /// The indexes of the variables `e` needs, with what they need, in order.
+    fn needed(&self, e: &Expression) -> Vec<usize> {
+        let index = |n: &str| self.variables.iter().position(|v| v.name == n);
+        let mut need = vec![false; self.variables.len()];
+        let mark = |uses: &Option<Vec<String>>, need: &mut Vec<bool>, upto: usize| match uses {
+            None => need.iter_mut().take(upto).for_each(|n| *n = true),
+            Some(u) => u
+                .iter()
+                .filter_map(|n| index(n))
+                .for_each(|i| need[i] = true),
+        };
+        mark(&e.uses, &mut need, self.variables.len());
+        // a variable reads only earlier ones: one pass from the last covers the closure
+        for i in (0..self.variables.len()).rev() {
+            if need[i] {
+                mark(&self.variables[i].expr.uses, &mut need, i);
+            }
+        }
+        (0..need.len()).filter(|&i| need[i]).collect()
+    }
+
+    /// Evaluates variable `i` unless done; returns the cost spent now.
+    fn variable(&mut self, i: usize) -> u64 {
+        if self.values[i].is_some() {
+            return 0;
+        }
+        let variables = self.variables;
+        let v = &variables[i];
+        let ctx = self.context();
+        let (out, cost) = run(&v.expr.expr, &ctx, PER_CALL_LIMIT);
+        let fails =
+            |why: String| format!("composited variable {:?} fails to evaluate: {why}", v.name);
+        let value = match out {
+            Outcome::Value(x) => Ok(x),
+            Outcome::Error(err) => Err(fails(error_text(&err))),
+            Outcome::CostLimit => Err(fails(actual::LIMIT_EXCEEDED.to_string())),
+        };
+        drop(ctx);
+        self.values[i] = Some(value);
+        cost
+    }
+
+    /// The inputs with `variables` bound to the variables evaluated so far.
+    fn context(&self) -> Context<'static> {
+        let mut map: HashMap<Key, Cel> = HashMap::new();
+        for (v, value) in self.variables.iter().zip(&self.values) {
+            if let Some(Ok(x)) = value {
+                map.insert(Key::String(Arc::new(v.name.clone())), x.clone());
+            }
+        }
+        let i = self.inputs;
+        let mut ctx = ROOT.new_inner_scope();
+        ctx.add_variable_from_value("object", i.object.clone());
+        ctx.add_variable_from_value("oldObject", i.old_object.clone());
+        ctx.add_variable_from_value("request", i.request.clone());
+        ctx.add_variable_from_value("namespaceObject", i.namespace_object.clone());
+        ctx.add_variable_from_value("params", i.params.clone());
+        ctx.add_variable_from_value(VARIABLES, Cel::Map(CelMap { map: Arc::new(map) }));
+        ctx
+    }
+}
+
+fn evaluated(v: &Cel) -> Evaluated {
+    match v {
+        Cel::Bool(b) => Evaluated::Bool(*b),
+        Cel::String(s) => Evaluated::String(s.to_string()),
+        Cel::Null => Evaluated::Null,
+        Cel::Int(_) => Evaluated::Other("int"),
+        Cel::UInt(_) => Evaluated::Other("uint"),
+        Cel::Float(_) => Evaluated::Other("double"),
+        Cel::Bytes(_) => Evaluated::Other("bytes"),
+        Cel::List(_) => Evaluated::Other("list"),
+        Cel::Map(_) => Evaluated::Other("map"),
+        Cel::Duration(_) => Evaluated::Other("google.protobuf.Duration"),
+        Cel::Timestamp(_) => Evaluated::Other("google.protobuf.Timestamp"),
+        _ => Evaluated::Other("dyn"),
+    }
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

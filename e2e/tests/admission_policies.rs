@@ -1,0 +1,293 @@
+//! ValidatingAdmissionPolicy with kubectl, modelled on upstream's e2e spec
+//! (`test/e2e/apimachinery/validatingadmissionpolicy.go`): a policy limiting a Job's
+//! `spec.parallelism` to a ConfigMap param's `data.max`, bound with Deny in one labelled
+//! namespace and with Warn in another; kubectl shows the denial and the warning; an
+//! invalid expression is refused at create; the same request in another logical cluster
+//! is not touched. An `#[ignore]`d bench measures the overhead of one policy per create.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Result};
+use kplane_e2e::KplaneServer;
+use serde_json::json;
+
+const POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: job-parallelism
+spec:
+  paramKind:
+    apiVersion: v1
+    kind: ConfigMap
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["batch"]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["jobs"]
+  variables:
+  - name: parallelism
+    expression: "has(object.spec.parallelism) ? object.spec.parallelism : 1"
+  validations:
+  - expression: "variables.parallelism <= int(params.data.max)"
+    messageExpression: "'parallelism must be at most ' + params.data.max"
+"#;
+
+fn binding(name: &str, action: &str, label: &str) -> String {
+    format!(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {name}
+spec:
+  policyName: job-parallelism
+  validationActions: ["{action}"]
+  paramRef:
+    name: job-limits
+    namespace: limits
+    parameterNotFoundAction: Deny
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        policy: {label}
+"#
+    )
+}
+
+fn job(ns: &str, name: &str, parallelism: u32) -> String {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"parallelism": parallelism, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}
+    })
+    .to_string()
+}
+
+fn setup(k: &kplane_e2e::Kubectl) -> Result<()> {
+    for (ns, label) in [
+        ("limits", ""),
+        ("enforced", "deny"),
+        ("advised", "warn"),
+        ("free", ""),
+    ] {
+        k.ok(&["create", "namespace", ns])?;
+        if !label.is_empty() {
+            k.ok(&["label", "namespace", ns, &format!("policy={label}")])?;
+        }
+    }
+    k.ok(&[
+        "create",
+        "configmap",
+        "job-limits",
+        "-n",
+        "limits",
+        "--from-literal=max=3",
+    ])?;
+    Ok(())
+}
+
+#[test]
+fn policies_deny_warn_and_stay_in_their_cluster() -> Result<()> {
+    let server = KplaneServer::start()?;
+    server.create_workspace("root:other")?;
+    let k = server.kubectl_for("root")?;
+    let other = server.kubectl_for("root:other")?;
+    setup(&k)?;
+    setup(&other)?;
+    k.ok_stdin(&["apply", "-f", "-"], POLICY)?;
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &binding("limit-deny", "Deny", "deny"),
+    )?;
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &binding("limit-warn", "Warn", "warn"),
+    )?;
+    let table = k.ok(&["get", "validatingadmissionpolicies"])?;
+    ensure!(
+        table.contains("VALIDATIONS")
+            && table.contains("PARAMKIND")
+            && table.contains("v1/ConfigMap"),
+        "{table}"
+    );
+    let table = k.ok(&["get", "validatingadmissionpolicybindings"])?;
+    ensure!(
+        table.contains("POLICYNAME") && table.contains("limits/job-limits"),
+        "{table}"
+    );
+
+    // Denied with the messageExpression's message.
+    let out = k.run_stdin(&["create", "-f", "-"], &job("enforced", "wide", 5))?;
+    ensure!(!out.success());
+    ensure!(
+        out.stderr.contains("ValidatingAdmissionPolicy 'job-parallelism' with binding 'limit-deny' denied request: parallelism must be at most 3"),
+        "{}",
+        out.stderr
+    );
+    // kubectl prints the Invalid status with its one cause, as for kube-apiserver
+    ensure!(
+        out.stderr
+            .contains(r#"The jobs "wide" is invalid: : ValidatingAdmissionPolicy"#),
+        "{}",
+        out.stderr
+    );
+    k.ok_stdin(&["create", "-f", "-"], &job("enforced", "narrow", 2))?;
+    // An update is checked too.
+    let out = k.run(&[
+        "patch",
+        "job",
+        "narrow",
+        "-n",
+        "enforced",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"parallelism":4}}"#,
+    ])?;
+    ensure!(
+        !out.success() && out.stderr.contains("parallelism must be at most 3"),
+        "{}",
+        out.stderr
+    );
+
+    // Warn: allowed, with the warning.
+    let out = k.run_stdin(&["create", "-f", "-"], &job("advised", "wide", 5))?;
+    ensure!(out.success(), "{}", out.stderr);
+    ensure!(
+        out.stderr.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'job-parallelism' with binding 'limit-warn': parallelism must be at most 3"),
+        "{}",
+        out.stderr
+    );
+    // Outside the bindings' namespaces: nothing.
+    let out = k.run_stdin(&["create", "-f", "-"], &job("free", "wide", 5))?;
+    ensure!(
+        out.success() && !out.stderr.contains("Warning"),
+        "{}",
+        out.stderr
+    );
+
+    // The param changed: the next request uses it (params are read per request).
+    k.ok(&[
+        "patch",
+        "configmap",
+        "job-limits",
+        "-n",
+        "limits",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"max":"9"}}"#,
+    ])?;
+    k.ok_stdin(&["create", "-f", "-"], &job("enforced", "wider", 5))?;
+    // A missing param with parameterNotFoundAction: Deny.
+    k.ok(&["delete", "configmap", "job-limits", "-n", "limits"])?;
+    let out = k.run_stdin(&["create", "-f", "-"], &job("enforced", "orphan", 1))?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"),
+        "{}",
+        out.stderr
+    );
+
+    // The other logical cluster has no policy: the same request passes there.
+    let out = other.run_stdin(&["create", "-f", "-"], &job("enforced", "wide", 5))?;
+    ensure!(
+        out.success() && !out.stderr.contains("Warning"),
+        "{}",
+        out.stderr
+    );
+
+    // An expression that does not compile is refused.
+    let bad = POLICY
+        .replace("name: job-parallelism", "name: bad")
+        .replace(
+            "variables.parallelism <= int(params.data.max)",
+            "variables.parallelism + 1",
+        );
+    let out = k.run_stdin(&["create", "-f", "-"], &bad)?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains("spec.validations[0].expression")
+            && out.stderr.contains("must evaluate to bool but got"),
+        "{}",
+        out.stderr
+    );
+
+    // Deleting the binding lifts the policy at once.
+    k.ok(&[
+        "create",
+        "configmap",
+        "job-limits",
+        "-n",
+        "limits",
+        "--from-literal=max=1",
+    ])?;
+    k.ok(&["delete", "validatingadmissionpolicybinding", "limit-deny"])?;
+    k.ok_stdin(&["create", "-f", "-"], &job("enforced", "free-again", 5))?;
+    Ok(())
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Times `n` ConfigMap creates through kube-rs in `ns`.
+async fn time_creates(
+    client: &kube::Client,
+    ns: &str,
+    prefix: &str,
+    n: usize,
+) -> Result<Vec<Duration>> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), ns);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let cm: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": format!("{prefix}-{i}")}, "data": {"k": "v"}}),
+        )?;
+        let t = Instant::now();
+        api.create(&kube::api::PostParams::default(), &cm).await?;
+        out.push(t.elapsed());
+    }
+    Ok(out)
+}
+
+/// The admission overhead of one policy per write: median ConfigMap create latency
+/// without a policy and with one (a variable and a validation, allowing every create).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: run it by name to record the figures"]
+async fn admission_policy_overhead_bench() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let k = server.kubectl_for("root")?;
+    k.ok(&["create", "namespace", "bench"])?;
+    let client = server.client_for("root").await?;
+    let n = 300;
+    time_creates(&client, "bench", "warm", 20).await?;
+    let without = median(time_creates(&client, "bench", "plain", n).await?);
+    let policy = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: bench}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  variables:
+  - {name: keys, expression: "has(object.data) ? size(object.data) : 0"}
+  validations:
+  - {expression: "variables.keys < 100 && object.metadata.name.startsWith('')"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: bench}
+spec: {policyName: bench, validationActions: [Deny]}
+"#;
+    k.ok_stdin(&["apply", "-f", "-"], policy)?;
+    time_creates(&client, "bench", "warm-policy", 20).await?;
+    let with = median(time_creates(&client, "bench", "policy", n).await?);
+    println!("ConfigMap create median over {n}: without a policy {without:?}, with one ValidatingAdmissionPolicy {with:?}");
+    Ok(())
+}
