@@ -1,0 +1,117 @@
+//! Admission webhooks through the registry's write paths, with a [`FakeTransport`]: what a
+//! webhook's answer can do to a write, and what one cluster's webhooks must not do to
+//! another's.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use kplane_types::ClusterName;
+use serde_json::{json, Value};
+
+use super::fake::{allow, as_user, configure, rules, target_in, FakeTransport};
+use crate::testing::fixture_with_admission;
+
+fn cluster(c: &str) -> ClusterName {
+    ClusterName::parse(c).unwrap()
+}
+
+fn crd(plural: &str) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": plural, "kind": "Thing", "listKind": "ThingList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]}})
+}
+
+/// A CRD write waiting on one cluster's slow webhook holds no lock that another cluster's
+/// CRD writes need.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_crd_webhook_does_not_stall_other_clusters_crd_writes() {
+    let fake = FakeTransport::new(|url, review| async move {
+        if url.ends_with("/slow") {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+        Ok(allow(&review, None))
+    });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = f.reg.clone();
+    let (a, b) = (cluster("root:a"), cluster("root:b"));
+    for c in [&a, &b] {
+        reg.ensure_cluster(c).await.unwrap();
+    }
+    let crd_rules = rules("apiextensions.k8s.io", &["customresourcedefinitions"]);
+    configure(
+        &reg,
+        &a,
+        "Validating",
+        "slow",
+        "https://hook.test/slow",
+        crd_rules.clone(),
+        json!({}),
+    )
+    .await;
+    configure(
+        &reg,
+        &a,
+        "Mutating",
+        "slow",
+        "https://hook.test/slow",
+        crd_rules,
+        json!({}),
+    )
+    .await;
+    let crds_a = target_in(
+        &reg,
+        &a,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        None,
+    );
+    let crds_b = target_in(
+        &reg,
+        &b,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        None,
+    );
+    // A create, and a delete of a CRD created without a requester, both in the slow webhook.
+    reg.create(&crds_a, crd("olds"), &Default::default())
+        .await
+        .unwrap();
+    let stuck = {
+        let (reg, t) = (reg.clone(), crds_a.clone());
+        tokio::spawn(async move { reg.create(&t, crd("things"), &as_user()).await })
+    };
+    let stuck_update = {
+        let (reg, t) = (reg.clone(), crds_a.clone());
+        tokio::spawn(async move {
+            let mut obj: Value = serde_json::from_slice(&reg.get(&t, "olds.example.com").await?)
+                .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
+            obj["metadata"]["labels"] = json!({"x": "y"});
+            reg.update(&t, "olds.example.com", None, obj, &as_user())
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!fake.urls().is_empty(), "the slow webhook was not called");
+    let fast = async {
+        reg.create(&crds_b, crd("things"), &as_user()).await?;
+        reg.delete(&crds_b, "things.example.com", &Default::default())
+            .await?;
+        reg.create(&crds_b, crd("others"), &as_user()).await
+    };
+    tokio::time::timeout(Duration::from_secs(10), fast)
+        .await
+        .expect("another cluster's CRD writes waited for the slow webhook")
+        .unwrap();
+    assert!(!stuck.is_finished() && !stuck_update.is_finished());
+    stuck.abort();
+    stuck_update.abort();
+    assert_eq!(
+        reg.catalogs.crd_write.live(),
+        0,
+        "an aborted write kept its lock"
+    );
+}
