@@ -115,3 +115,41 @@ async fn a_slow_crd_webhook_does_not_stall_other_clusters_crd_writes() {
         "an aborted write kept its lock"
     );
 }
+
+/// A mutating webhook whose patch copies the object into itself over and over fails the
+/// request (an internal error, whatever its failure policy) before the object outgrows the
+/// copy limit.
+#[tokio::test]
+async fn a_webhook_patch_cannot_grow_the_object_without_bound() {
+    let fake = FakeTransport::new(|_, review| async move {
+        let ops: Vec<Value> = (0..60)
+            .map(|i| json!({"op": "copy", "from": "/metadata", "path": format!("/metadata/x{i}")}))
+            .collect();
+        Ok(allow(&review, Some(Value::Array(ops))))
+    });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = &f.reg;
+    let root = ClusterName::root();
+    let t = crate::testing::create_namespace(reg, "ns").await;
+    let extra = json!({"failurePolicy": "Ignore"});
+    configure(
+        reg,
+        &root,
+        "Mutating",
+        "grow",
+        "https://hook.test/grow",
+        rules("", &["configmaps"]),
+        extra,
+    )
+    .await;
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "big", "annotations": {"a": "b".repeat(4096)}}});
+    let e = reg.create(&t, cm, &as_user()).await.unwrap_err();
+    assert_eq!(e.code(), 500, "{e:?}");
+    assert!(
+        e.0.message
+            .contains("Unable to complete the copy, the accumulated size increase of copy is"),
+        "{e:?}"
+    );
+    assert_eq!(reg.get(&t, "big").await.unwrap_err().code(), 404);
+}

@@ -416,7 +416,21 @@ impl MutatingWebhooks {
             .api_value(invoked, obj.clone())
             .await
             .map_err(HookError::Refused)?;
-        json_patch::patch(&mut versioned, &patch).map_err(|e| internal(&e))?;
+        // The answer (at most the transport's response limit) bounds what `add` operations
+        // bring; what `copy` operations add is bounded as a user's JSON patch is.
+        let ops = &patch.0;
+        if ops.len() > crate::patch::MAX_JSON_PATCH_OPS {
+            return Err(internal(&format!(
+                "The allowed maximum operations in a JSON patch is {}, got {}",
+                crate::patch::MAX_JSON_PATCH_OPS,
+                ops.len()
+            )));
+        }
+        let mut copied = 0;
+        for op in ops {
+            crate::patch::apply_json_patch_op(&mut versioned, op, &mut copied)
+                .map_err(|e| internal(&e))?;
+        }
         let mut patched = reg
             .storage_value(invoked, versioned)
             .await
