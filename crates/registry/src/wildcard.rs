@@ -204,6 +204,7 @@ fn union(builtin: &Catalog, crds: &[Value], fingerprint: String) -> Catalog {
         for mut t in crd::resource_types(c, crd::schema_cache()) {
             if taken.insert((t.group.clone(), t.version.clone(), t.plural.clone())) {
                 t.conversion = None;
+                t.custom = t.custom.as_deref().map(without_conversion);
                 custom.push(t);
             }
         }
@@ -216,6 +217,27 @@ fn union(builtin: &Catalog, crds: &[Value], fingerprint: String) -> Catalog {
     });
     types.extend(custom.into_iter().map(Arc::new));
     Catalog::from_arcs(types, fingerprint)
+}
+
+/// A custom type's information without its CRD's conversion webhook (and the storage
+/// schema that only a webhook's writes use): the scope's clusters may define the type with
+/// other CRDs, each with its own webhook, and no cluster's objects may be sent to another
+/// cluster's webhook.
+fn without_conversion(info: &crd::CustomInfo) -> Arc<crd::CustomInfo> {
+    Arc::new(crd::CustomInfo {
+        crd_name: info.crd_name.clone(),
+        schema: info.schema.clone(),
+        raw_schema: info.raw_schema.clone(),
+        has_defaults: info.has_defaults,
+        columns: info.columns.clone(),
+        scale: info.scale.clone(),
+        storage_version: info.storage_version.clone(),
+        deprecation_warning: info.deprecation_warning.clone(),
+        terminating: info.terminating,
+        merge_types: Default::default(),
+        webhook: None,
+        storage_schema: None,
+    })
 }
 
 #[cfg(test)]
@@ -659,5 +681,62 @@ mod tests {
             let status: Value = serde_json::from_slice(&item.object).unwrap();
             assert_eq!(status["code"], 410, "{scope}");
         }
+    }
+
+    /// Two clusters define the same type with different CRDs, each with its own conversion
+    /// webhook: a multi-cluster list in the version neither stores calls neither webhook
+    /// (objects are served as stored), so no cluster's objects reach another's webhook.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn multi_cluster_reads_call_no_conversion_webhook() {
+        use crate::webhooks::fake::FakeTransport;
+        let fake = FakeTransport::new(|_, _| async { Err("no webhook may be called".into()) });
+        let f = crate::testing::fixture_with_admission(fake.admission()).await;
+        let reg = &f.reg;
+        let crds = target(
+            reg,
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None,
+        );
+        for (c, kind) in [("root:c1", "Widget"), ("root:c2", "Gadget")] {
+            reg.ensure_cluster(&name(c)).await.unwrap();
+            let mut crd = widget_crd(kind);
+            let v1 = crd["spec"]["versions"][0].clone();
+            let mut v2 = v1.clone();
+            v2["name"] = json!("v2");
+            v2["storage"] = json!(false);
+            crd["spec"]["versions"] = json!([v1, v2]);
+            crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+                "clientConfig": {"url": format!("https://{c}.test/convert")},
+                "conversionReviewVersions": ["v1"]}});
+            let t = scoped(&crds, ClusterScope::One(name(c)));
+            reg.create(&t, crd, &WriteParams::default()).await.unwrap();
+            let cat = reg.cluster_catalog(&name(c)).await.unwrap();
+            let rt = cat.get("example.com", "v1", "widgets").cloned().unwrap();
+            assert!(rt.custom.as_ref().unwrap().webhook.is_some());
+            let t = Target::new(&name(c), rt, Some("default".into()));
+            let obj = json!({"apiVersion": "example.com/v1", "kind": kind,
+                             "metadata": {"name": format!("in-{}", name(c).base_name())}});
+            reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+        }
+        let wild = reg.catalog_for(&ClusterScope::Wildcard).await.unwrap();
+        let rt = wild.get("example.com", "v2", "widgets").cloned().unwrap();
+        let custom = rt.custom.as_ref().unwrap();
+        assert!(custom.webhook.is_none() && custom.storage_schema.is_none());
+        let wt = Target {
+            cluster: ClusterScope::Wildcard,
+            rt,
+            namespace: None,
+        };
+        let items = reg
+            .list(&wt, &ListParams::default())
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(items.len(), 2);
+        assert_eq!(fake.urls(), Vec::<String>::new());
     }
 }
