@@ -153,3 +153,54 @@ async fn a_webhook_patch_cannot_grow_the_object_without_bound() {
     );
     assert_eq!(reg.get(&t, "big").await.unwrap_err().code(), 404);
 }
+
+/// A deletecollection of webhook configurations takes effect on the next request, as a
+/// delete of one does (the cluster's cached webhooks are dropped before it answers).
+#[tokio::test]
+async fn deleted_collections_of_configurations_call_no_webhook() {
+    let fake = FakeTransport::new(|_, review| async move {
+        Ok(
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": false}}),
+        )
+    });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = &f.reg;
+    let root = ClusterName::root();
+    let t = crate::testing::create_namespace(reg, "ns").await;
+    for name in ["deny-a", "deny-b"] {
+        configure(
+            reg,
+            &root,
+            "Validating",
+            name,
+            "https://hook.test/deny",
+            rules("", &["configmaps"]),
+            json!({}),
+        )
+        .await;
+    }
+    let cm = |n: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n}});
+    assert_eq!(
+        reg.create(&t, cm("one"), &as_user())
+            .await
+            .unwrap_err()
+            .code(),
+        400
+    );
+    let calls = fake.urls().len();
+    let configs = target_in(
+        reg,
+        &root,
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+        None,
+    );
+    let (gone, _) = reg
+        .delete_collection(&configs, &Default::default(), &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(gone.len(), 2);
+    reg.create(&t, cm("two"), &as_user()).await.unwrap();
+    assert_eq!(fake.urls().len(), calls, "a deleted webhook was called");
+}
