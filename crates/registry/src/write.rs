@@ -401,6 +401,8 @@ impl Registry {
             options: super::admission::RequestOptions::of_write(w),
         };
         self.admission.admit(self, &attrs, Some(&mut obj)).await?;
+        // A mutating webhook may have moved the object to another namespace.
+        meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
         Ok(AdmittedCreate {
             obj,
             cluster,
@@ -599,6 +601,8 @@ impl Registry {
         };
         let mut obj = obj;
         self.admission.admit(self, &attrs, Some(&mut obj)).await?;
+        // A mutating webhook may have moved the object to another namespace.
+        meta::check_namespace(&mut obj, rt, t.namespace.as_deref())?;
         // A server-side apply through a subresource computed the managedFields (its own
         // Apply entry among them): they replace the old object's.
         let applied_managed = match sub {

@@ -204,3 +204,51 @@ async fn deleted_collections_of_configurations_call_no_webhook() {
     reg.create(&t, cm("two"), &as_user()).await.unwrap();
     assert_eq!(fake.urls().len(), calls, "a deleted webhook was called");
 }
+
+/// A mutating webhook that moves the object to another namespace gets the request refused
+/// with upstream's 400, on create and on update; nothing is stored under the wrong key.
+#[tokio::test]
+async fn a_webhook_cannot_move_an_object_to_another_namespace() {
+    let fake = FakeTransport::new(|_, review| async move {
+        let moved = review["request"]["object"]["metadata"]["labels"]["move"] == "yes";
+        let patch = moved
+            .then(|| json!([{"op": "replace", "path": "/metadata/namespace", "value": "other"}]));
+        Ok(allow(&review, patch))
+    });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = &f.reg;
+    let root = ClusterName::root();
+    let t = crate::testing::create_namespace(reg, "ns").await;
+    crate::testing::create_namespace(reg, "other").await;
+    configure(
+        reg,
+        &root,
+        "Mutating",
+        "mover",
+        "https://hook.test/move",
+        rules("", &["configmaps"]),
+        json!({}),
+    )
+    .await;
+    let cm = |labels: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "labels": labels}});
+    let message =
+        "the namespace of the provided object does not match the namespace sent on the request";
+    let e = reg
+        .create(&t, cm(json!({"move": "yes"})), &as_user())
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), e.0.message.as_str()), (400, message));
+    reg.create(&t, cm(json!({})), &as_user()).await.unwrap();
+    let mut obj: Value = serde_json::from_slice(&reg.get(&t, "cm").await.unwrap()).unwrap();
+    obj["metadata"]["labels"] = json!({"move": "yes"});
+    let e = reg
+        .update(&t, "cm", None, obj, &as_user())
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), e.0.message.as_str()), (400, message));
+    let stored: Value = serde_json::from_slice(&reg.get(&t, "cm").await.unwrap()).unwrap();
+    assert_eq!(stored["metadata"]["namespace"], "ns");
+    assert!(stored["metadata"]
+        .get("labels")
+        .is_none_or(|l| l.get("move").is_none()));
+}
