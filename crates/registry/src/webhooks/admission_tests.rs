@@ -252,3 +252,48 @@ async fn a_webhook_cannot_move_an_object_to_another_namespace() {
         .get("labels")
         .is_none_or(|l| l.get("move").is_none()));
 }
+
+/// On a Namespace's create, a webhook's namespaceSelector sees the labels an earlier
+/// webhook patched onto the namespace itself (upstream reads the current object).
+#[tokio::test]
+async fn a_namespace_selector_sees_labels_an_earlier_webhook_added_to_the_namespace() {
+    let fake = FakeTransport::new(|url, review| async move {
+        let patch = url.ends_with("/label").then(
+            || json!([{"op": "add", "path": "/metadata/labels", "value": {"hooked": "yes"}}]),
+        );
+        Ok(allow(&review, patch))
+    });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = &f.reg;
+    let root = ClusterName::root();
+    let ns_rules = rules("", &["namespaces"]);
+    let unlabelled = json!({"namespaceSelector": {"matchExpressions": [{"key": "hooked", "operator": "DoesNotExist"}]}});
+    configure(
+        reg,
+        &root,
+        "Mutating",
+        "a-label",
+        "https://hook.test/label",
+        ns_rules.clone(),
+        unlabelled,
+    )
+    .await;
+    let labelled = json!({"namespaceSelector": {"matchLabels": {"hooked": "yes"}}});
+    configure(
+        reg,
+        &root,
+        "Mutating",
+        "b-check",
+        "https://hook.test/check",
+        ns_rules,
+        labelled,
+    )
+    .await;
+    let nst = target_in(reg, &root, "", "namespaces", None);
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}});
+    reg.create(&nst, ns, &as_user()).await.unwrap();
+    assert_eq!(
+        fake.urls(),
+        ["https://hook.test/label", "https://hook.test/check"]
+    );
+}
