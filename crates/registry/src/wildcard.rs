@@ -201,10 +201,15 @@ fn union(builtin: &Catalog, crds: &[Value], fingerprint: String) -> Catalog {
         .collect();
     let mut custom: Vec<ResourceType> = Vec::new();
     for c in crds {
+        // Without conversion webhooks: the scope's clusters may define the type with other
+        // CRDs, each with its own webhook, and no cluster's objects may reach another's.
         for mut t in crd::resource_types(c, crd::schema_cache()) {
             if taken.insert((t.group.clone(), t.version.clone(), t.plural.clone())) {
                 t.conversion = None;
-                t.custom = t.custom.as_deref().map(without_conversion);
+                t.custom = t
+                    .custom
+                    .as_deref()
+                    .map(|c| Arc::new(c.without_webhook(&c.storage_version)));
                 custom.push(t);
             }
         }
@@ -217,27 +222,6 @@ fn union(builtin: &Catalog, crds: &[Value], fingerprint: String) -> Catalog {
     });
     types.extend(custom.into_iter().map(Arc::new));
     Catalog::from_arcs(types, fingerprint)
-}
-
-/// A custom type's information without its CRD's conversion webhook (and the storage
-/// schema that only a webhook's writes use): the scope's clusters may define the type with
-/// other CRDs, each with its own webhook, and no cluster's objects may be sent to another
-/// cluster's webhook.
-fn without_conversion(info: &crd::CustomInfo) -> Arc<crd::CustomInfo> {
-    Arc::new(crd::CustomInfo {
-        crd_name: info.crd_name.clone(),
-        schema: info.schema.clone(),
-        raw_schema: info.raw_schema.clone(),
-        has_defaults: info.has_defaults,
-        columns: info.columns.clone(),
-        scale: info.scale.clone(),
-        storage_version: info.storage_version.clone(),
-        deprecation_warning: info.deprecation_warning.clone(),
-        terminating: info.terminating,
-        merge_types: Default::default(),
-        webhook: None,
-        storage_schema: None,
-    })
 }
 
 #[cfg(test)]

@@ -913,13 +913,19 @@ impl Registry {
 
     /// [`Registry::delete_collection`] for the server's own controllers (namespace and
     /// CRD cleanup), which need no answer: returns how many objects were deleted or
-    /// marked, without holding them all in memory.
+    /// marked, without holding them all in memory. What is read is discarded, so no object
+    /// goes through the CRD's conversion webhook (one that is gone or slow does not keep
+    /// the objects, nor the controller's worker).
     pub(super) async fn delete_all(
         &self,
         t: &Target,
         p: &ListParams,
         d: &DeleteParams,
     ) -> ApiResult<usize> {
+        let t = &Target {
+            rt: crate::conversion::paths::without_webhook(&t.rt, None),
+            ..t.clone()
+        };
         let mut n = 0;
         self.delete_each(t, p, d, |_| n += 1).await?;
         Ok(n)
