@@ -1,11 +1,13 @@
 //! The server's own controllers never call a CRD's conversion webhook: with the webhook
-//! down, a CRD whose objects are stored in an older version is still deleted with them.
+//! down, a CRD whose objects are stored in an older version is still deleted with them,
+//! and the garbage collector still removes a dangling owner reference.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kplane_storage::Prefix;
 use kplane_types::ClusterName;
 use serde_json::{json, Value};
 
+use super::ObjRef;
 use crate::options::WriteParams;
 use crate::testing::{create_namespace, fixture_with_admission, target, Fixture};
 use crate::webhooks::fake::FakeTransport;
@@ -93,4 +95,54 @@ async fn a_crd_whose_conversion_webhook_is_down_goes_away_with_its_objects() {
         .unwrap();
     assert_eq!(left, 0);
     assert_eq!(fake.urls(), Vec::<String>::new());
+}
+
+/// The collector drops a dangling owner reference of an object stored in an older
+/// version without converting it: it stays in that version, otherwise unchanged.
+#[tokio::test]
+async fn the_collector_calls_no_conversion_webhook() {
+    let (f, fake) = setup().await;
+    let reg = &f.reg;
+    let cms = target(reg, "", "configmaps", Some("ns"));
+    let owner: Value = serde_json::from_slice(
+        &reg.create(
+            &cms,
+            crate::testing::configmap("owner", "g"),
+            &WriteParams::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let owner_ref = |name: &str, uid: &Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": uid});
+    let refs = json!([
+        owner_ref("owner", &owner["metadata"]["uid"]),
+        owner_ref("gone", &json!("no-such-uid"))
+    ]);
+    store_in_old_version(reg, vec![widget("w", refs)]).await;
+    let r = ObjRef {
+        cluster: ClusterName::root(),
+        resource: "example.com/widgets".into(),
+        namespace: "ns".into(),
+        name: "w".into(),
+    };
+    assert!(reg.gc_dependent(&r).await.unwrap());
+    assert_eq!(fake.urls(), Vec::<String>::new());
+    let kv = reg
+        .storage
+        .get(&kplane_storage::Key::new(
+            ClusterName::root(),
+            "example.com/widgets",
+            "ns",
+            "w",
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    let stored: Value = serde_json::from_slice(&kv.value).unwrap();
+    assert_eq!(stored["apiVersion"], "example.com/v1");
+    assert_eq!(stored["spec"], json!({"size": 1}));
+    let refs = stored["metadata"]["ownerReferences"].as_array().unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(refs[0]["name"], "owner");
 }
