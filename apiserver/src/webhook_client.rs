@@ -10,10 +10,14 @@
 //! entry fails as upstream fails for a missing Service (`service "<name>" not found`),
 //! under the webhook's failure policy.
 //!
-//! No lock is held across a call: the client map is locked only to find or add a client.
+//! No lock is held across a call, nor while a client is built (PEM parsing, the system's
+//! roots, read once per process, on a blocking thread): the client map is locked only to
+//! find or add one. The map is keyed by a digest of the trust and holds at most
+//! [`MAX_CLIENTS`] clients, the least recently used dropped first, so tenants' many
+//! `caBundle`s cannot grow it without bound.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,8 +34,99 @@ type HttpsClient = Client<
     Full<Bytes>,
 >;
 
-/// A client's key: the trusted CA bundle and the server name override.
-type ClientKey = (Vec<u8>, Option<String>);
+/// A client's key: the SHA-256 of the trusted CA bundle and the server name override.
+type ClientKey = ([u8; 32], Option<String>);
+
+/// The most clients kept (each distinct trust and server name has one).
+const MAX_CLIENTS: usize = 256;
+
+/// The clients kept, each with the tick it was last used at.
+#[derive(Debug, Default)]
+struct Clients {
+    by_key: HashMap<ClientKey, (HttpsClient, u64)>,
+    tick: u64,
+}
+
+impl Clients {
+    fn get(&mut self, key: &ClientKey) -> Option<HttpsClient> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.by_key.get_mut(key).map(|(c, used)| {
+            *used = tick;
+            c.clone()
+        })
+    }
+
+    /// Keeps `client` for `key` (one another request added meanwhile wins), dropping the
+    /// least recently used client when full; returns the one kept.
+    fn insert(&mut self, key: ClientKey, client: HttpsClient) -> HttpsClient {
+        if let Some(c) = self.get(&key) {
+            return c;
+        }
+        if self.by_key.len() >= MAX_CLIENTS {
+            let oldest = self
+                .by_key
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.by_key.remove(&k);
+            }
+        }
+        self.by_key.insert(key, (client.clone(), self.tick));
+        client
+    }
+}
+
+/// The system's trusted roots, loaded once (the first client without a `caBundle`).
+fn native_roots() -> &'static rustls::RootCertStore {
+    static ROOTS: OnceLock<rustls::RootCertStore> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+        roots
+    })
+}
+
+/// A client trusting `ca` (PEM; empty: the system's roots), verifying the server as
+/// `server_name` when given (else the URL's host). Blocking (file reads, parsing).
+fn build_client(ca: &[u8], server_name: Option<String>) -> Result<HttpsClient, String> {
+    let roots = if ca.is_empty() {
+        native_roots().clone()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls_pemfile::certs(&mut &ca[..]) {
+            let cert = cert.map_err(|e| format!("tls: failed to parse caBundle: {e}"))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("tls: failed to parse caBundle: {e}"))?;
+        }
+        roots
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only();
+    let builder = match server_name {
+        Some(name) => {
+            let name = rustls::pki_types::ServerName::try_from(name)
+                .map_err(|e| format!("invalid server name: {e}"))?;
+            builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
+        }
+        None => builder,
+    };
+    let connector = builder.enable_http1().enable_http2().build();
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(connector))
+}
 
 /// Where a `service` reference's requests go: `namespace/name:port` → `host:port`.
 pub type ServiceAddresses = HashMap<(String, String, u16), String>;
@@ -56,7 +151,7 @@ pub fn parse_service_address(entry: &str) -> Result<((String, String, u16), Stri
 #[derive(Debug, Default)]
 pub struct HttpsTransport {
     services: ServiceAddresses,
-    clients: Mutex<HashMap<ClientKey, HttpsClient>>,
+    clients: Mutex<Clients>,
 }
 
 impl HttpsTransport {
@@ -68,50 +163,24 @@ impl HttpsTransport {
         }
     }
 
+    fn clients(&self) -> std::sync::MutexGuard<'_, Clients> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The client trusting `ca` (PEM; empty: the system's roots), verifying the server as
-    /// `server_name` when given (else the URL's host).
-    fn client(&self, ca: &[u8], server_name: Option<String>) -> Result<HttpsClient, String> {
-        let key = (ca.to_vec(), server_name.clone());
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = clients.get(&key) {
-            return Ok(c.clone());
+    /// `server_name` when given (else the URL's host); built on a blocking thread, without
+    /// the map's lock, when none is kept for them.
+    async fn client(&self, ca: &[u8], server_name: Option<String>) -> Result<HttpsClient, String> {
+        use sha2::Digest as _;
+        let key: ClientKey = (sha2::Sha256::digest(ca).into(), server_name.clone());
+        if let Some(c) = self.clients().get(&key) {
+            return Ok(c);
         }
-        let mut roots = rustls::RootCertStore::empty();
-        if ca.is_empty() {
-            for cert in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(cert);
-            }
-        } else {
-            for cert in rustls_pemfile::certs(&mut &ca[..]) {
-                let cert = cert.map_err(|e| format!("tls: failed to parse caBundle: {e}"))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("tls: failed to parse caBundle: {e}"))?;
-            }
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_only();
-        let builder = match server_name {
-            Some(name) => {
-                let name = rustls::pki_types::ServerName::try_from(name)
-                    .map_err(|e| format!("invalid server name: {e}"))?;
-                builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
-            }
-            None => builder,
-        };
-        let connector = builder.enable_http1().enable_http2().build();
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(connector);
-        clients.insert(key, client.clone());
-        Ok(client)
+        let ca = ca.to_vec();
+        let client = tokio::task::spawn_blocking(move || build_client(&ca, server_name))
+            .await
+            .map_err(|e| format!("building the webhook client: {e}"))??;
+        Ok(self.clients().insert(key, client))
     }
 
     /// The URL to POST to and the name to verify the server as.
@@ -168,7 +237,7 @@ impl WebhookTransport for HttpsTransport {
         timeout: Duration,
     ) -> Result<TransportResponse, String> {
         let (url, server_name) = self.endpoint(cc, timeout)?;
-        let client = self.client(&cc.ca_bundle, server_name)?;
+        let client = self.client(&cc.ca_bundle, server_name).await?;
         let uri: hyper::Uri = url.parse().map_err(|e| format!("parse {url:?}: {e}"))?;
         let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
         let req = hyper::Request::post(uri)
@@ -197,6 +266,26 @@ impl WebhookTransport for HttpsTransport {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Clients are kept per distinct trust, at most [`MAX_CLIENTS`], the least recently
+    /// used dropped first.
+    #[tokio::test]
+    async fn clients_are_kept_per_trust_within_a_bound() {
+        let t = HttpsTransport::default();
+        let ca = |i: usize| format!("not a certificate {i}").into_bytes();
+        for i in 0..MAX_CLIENTS + 50 {
+            t.client(&ca(i), None).await.unwrap();
+            // The first one stays in use.
+            t.client(&ca(0), None).await.unwrap();
+        }
+        let c = t.clients();
+        assert_eq!(c.by_key.len(), MAX_CLIENTS);
+        use sha2::Digest as _;
+        let key = |i: usize| -> ClientKey { (sha2::Sha256::digest(ca(i)).into(), None) };
+        assert!(c.by_key.contains_key(&key(0)));
+        assert!(!c.by_key.contains_key(&key(1)));
+        assert!(c.by_key.contains_key(&key(MAX_CLIENTS + 49)));
+    }
 
     #[test]
     fn service_addresses_parse() {

@@ -6,7 +6,8 @@
 //! Only what an ordinary Background delete would remove at once goes this way: an object
 //! without finalizers, whose delete preconditions hold, deleted without dry-run and without
 //! an Orphan/Foreground policy (those add a finalizer), of a type whose delete has no side
-//! effect (namespaces and CRDs are marked or rechecked: never in bulk). Each object still
+//! effect beyond its `after_delete` hook, which runs for each object once its batch is
+//! written (namespaces and CRDs are marked or rechecked: never in bulk). Each object still
 //! gets its own revision and its own DELETED event carrying its last state, so watchers and
 //! the garbage collector see exactly what per-object deletes would show them, and passes
 //! the admission chain before its batch as a per-object delete would. Everything else, and
@@ -161,10 +162,16 @@ impl Registry {
             return Ok(());
         }
         let results = self.delete_stored_batch(std::mem::take(doomed)).await?;
+        let cluster = t.cluster()?;
         let mut changed = Vec::new();
         for (p, res) in pending.drain(..).zip(results) {
             match res {
-                Ok(kv) => gone(self.api_bytes(&t.rt, kv.value).await?),
+                Ok(kv) => {
+                    // The type's hook (a cache of the cluster's objects dropped), before
+                    // the deletecollection answers, as after a delete of one.
+                    t.rt.strategy.after_delete(self, cluster, &p.name).await?;
+                    gone(self.api_bytes(&t.rt, kv.value).await?)
+                }
                 Err(StorageError::NotFound) => {}
                 Err(StorageError::Conflict { .. }) => changed.push(p.item),
                 Err(e) => return Err(storage_error(e, &t.rt, &p.name)),

@@ -26,12 +26,46 @@ pub struct Catalogs {
     builtin: Arc<Catalog>,
     by_cluster: RwLock<HashMap<ClusterName, Arc<Catalog>>>,
     by_fingerprint: Mutex<HashMap<String, Weak<Catalog>>>,
-    /// Serialises CRD writes per process so name-conflict checks see each other.
-    pub(super) crd_write: tokio::sync::Mutex<()>,
+    /// Serialises the CRD writes of each logical cluster so that their name-conflict checks
+    /// see each other (held around the status computation and the storage write only,
+    /// never across admission: see `Registry::serialized_write`).
+    pub(super) crd_write: ClusterLocks,
     /// The catalogs of `/clusters/*` and of subtrees, dropped when any cluster's CRDs change.
     pub(crate) multi: crate::wildcard::MultiCatalogs,
     /// Bumped by every [`Catalogs::forget`]: a lazy load that raced with one is not kept.
     generation: std::sync::atomic::AtomicU64,
+}
+
+/// One async lock per logical cluster, alive while someone holds or awaits it (the map
+/// keeps weak references, pruned when a lock is made, so it stays as small as the number of
+/// clusters writing at once).
+#[derive(Debug, Default)]
+pub(crate) struct ClusterLocks(Mutex<HashMap<ClusterName, Weak<tokio::sync::Mutex<()>>>>);
+
+impl ClusterLocks {
+    /// Waits for `cluster`'s lock; other clusters' locks are independent.
+    pub(crate) async fn lock(&self, cluster: &ClusterName) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match map.get(cluster).and_then(Weak::upgrade) {
+                Some(l) => l,
+                None => {
+                    map.retain(|_, w| w.strong_count() > 0);
+                    let l = Arc::new(tokio::sync::Mutex::new(()));
+                    map.insert(cluster.clone(), Arc::downgrade(&l));
+                    l
+                }
+            }
+        };
+        lock.lock_owned().await
+    }
+
+    /// Clusters with a live lock (tests).
+    #[cfg(test)]
+    pub(crate) fn live(&self) -> usize {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.values().filter(|w| w.strong_count() > 0).count()
+    }
 }
 
 impl Catalogs {
@@ -40,7 +74,7 @@ impl Catalogs {
             builtin,
             by_cluster: RwLock::new(HashMap::new()),
             by_fingerprint: Mutex::new(HashMap::new()),
-            crd_write: tokio::sync::Mutex::new(()),
+            crd_write: ClusterLocks::default(),
             multi: Default::default(),
             generation: Default::default(),
         }

@@ -5,8 +5,11 @@
 //!
 //! A generation counter keeps a build that raced with an invalidation from storing what it
 //! read before the change: take [`ClusterCache::generation`] before reading storage and
-//! pass it to [`ClusterCache::insert`], which stores only if no invalidation came in
-//! between. The map holds at most [`MAX_CLUSTERS`] entries; past that it is emptied and
+//! pass it to [`ClusterCache::insert`], which stores only if no invalidation of that
+//! cluster came in between. Invalidations are tracked per cluster (in [`STRIPES`] slots by
+//! the name's hash, so the state stays bounded; two clusters sharing a slot only cost a
+//! build that is not kept), so one cluster's churn does not discard the builds of others;
+//! dropping a subtree or everything discards every build in flight. The map holds at most [`MAX_CLUSTERS`] entries; past that it is emptied and
 //! refills on demand (memory stays bounded).
 
 use std::collections::HashMap;
@@ -16,11 +19,19 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 /// The most logical clusters whose entries are kept.
 pub const MAX_CLUSTERS: usize = 65_536;
 
+/// Slots recording the last invalidation of the clusters hashed to each.
+const STRIPES: usize = 1024;
+
 /// Values of type `V` (an `Arc` of what was built) by logical cluster name.
 #[derive(Debug)]
 pub struct ClusterCache<V> {
     entries: RwLock<HashMap<String, V>>,
+    /// Bumped by every invalidation.
     generation: AtomicU64,
+    /// The generation of the last invalidation of every cluster (a subtree, a clear).
+    all_at: AtomicU64,
+    /// The generation of the last invalidation of one cluster, by its slot.
+    stripes: Box<[AtomicU64]>,
     builds: AtomicU64,
 }
 
@@ -29,9 +40,18 @@ impl<V> Default for ClusterCache<V> {
         ClusterCache {
             entries: RwLock::new(HashMap::new()),
             generation: AtomicU64::new(0),
+            all_at: AtomicU64::new(0),
+            stripes: (0..STRIPES).map(|_| AtomicU64::new(0)).collect(),
             builds: AtomicU64::new(0),
         }
     }
+}
+
+/// The slot of `cluster` in [`ClusterCache::stripes`].
+fn stripe(cluster: &str) -> usize {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let h = BuildHasherDefault::<DefaultHasher>::default().hash_one(cluster);
+    usize::try_from(h % STRIPES as u64).unwrap_or(0)
 }
 
 impl<V: Clone> ClusterCache<V> {
@@ -39,11 +59,16 @@ impl<V: Clone> ClusterCache<V> {
         self.entries.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The write lock, with the generation moved on (whatever is built from reads before
-    /// this point is not stored).
-    fn invalidating(&self) -> RwLockWriteGuard<'_, HashMap<String, V>> {
+    /// The write lock, with the generation moved on and recorded for `cluster` (`None`:
+    /// every cluster): whatever is built for it from reads before this point is not stored.
+    fn invalidating(&self, cluster: Option<&str>) -> RwLockWriteGuard<'_, HashMap<String, V>> {
         let entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        let g = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let at = match cluster {
+            Some(c) => &self.stripes[stripe(c)],
+            None => &self.all_at,
+        };
+        at.store(g, Ordering::Release);
         entries
     }
 
@@ -58,11 +83,15 @@ impl<V: Clone> ClusterCache<V> {
     }
 
     /// Caches `value`, built from what was read after `generation` was taken, unless an
-    /// invalidation came in between; returns it.
+    /// invalidation of `cluster` came in between; returns it.
     pub fn insert(&self, cluster: &str, value: V, generation: u64) -> V {
         self.builds.fetch_add(1, Ordering::Relaxed);
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
-        if self.generation.load(Ordering::Acquire) == generation {
+        let invalidated = self
+            .all_at
+            .load(Ordering::Acquire)
+            .max(self.stripes[stripe(cluster)].load(Ordering::Acquire));
+        if invalidated <= generation {
             if entries.len() >= MAX_CLUSTERS {
                 entries.clear();
             }
@@ -73,12 +102,12 @@ impl<V: Clone> ClusterCache<V> {
 
     /// Forgets `cluster`'s value.
     pub fn invalidate(&self, cluster: &str) {
-        self.invalidating().remove(cluster);
+        self.invalidating(Some(cluster)).remove(cluster);
     }
 
     /// Forgets the values of `cluster` and of every cluster below it (`cluster:...`).
     pub fn invalidate_subtree(&self, cluster: &str) {
-        self.invalidating().retain(|c, _| {
+        self.invalidating(None).retain(|c, _| {
             !(c == cluster
                 || c.strip_prefix(cluster)
                     .is_some_and(|rest| rest.starts_with(':')))
@@ -87,7 +116,7 @@ impl<V: Clone> ClusterCache<V> {
 
     /// Forgets every value.
     pub fn clear(&self) {
-        self.invalidating().clear();
+        self.invalidating(None).clear();
     }
 
     /// Values built from storage so far (tests, metrics).
@@ -126,6 +155,28 @@ mod tests {
         assert_eq!(c.insert("root:a", 2, c.generation()), 2);
         assert_eq!(c.get("root:a"), Some(2));
         assert_eq!(c.builds(), 2);
+    }
+
+    #[test]
+    fn one_clusters_invalidation_keeps_other_clusters_builds() {
+        let c: ClusterCache<u32> = ClusterCache::default();
+        let (a, b) = ("root:a", "root:b");
+        assert_ne!(stripe(a), stripe(b));
+        let g = c.generation();
+        c.invalidate(b);
+        assert_eq!(c.insert(a, 1, g), 1);
+        assert_eq!(
+            c.get(a),
+            Some(1),
+            "root:b's invalidation discarded root:a's build"
+        );
+        assert_eq!(c.insert(b, 2, g), 2);
+        assert_eq!(c.get(b), None);
+        // A subtree's (or everything's) invalidation discards every build in flight.
+        let g = c.generation();
+        c.invalidate_subtree("root:x");
+        c.insert(b, 3, g);
+        assert_eq!(c.get(b), None);
     }
 
     #[test]

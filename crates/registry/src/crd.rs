@@ -76,6 +76,26 @@ pub struct CustomInfo {
 }
 
 impl CustomInfo {
+    /// This information without the CRD's conversion webhook (and the storage schema only
+    /// a webhook's writes use), objects stored in `storage_version`: reads and writes
+    /// through it only relabel `apiVersion`, as for conversion strategy None.
+    pub(crate) fn without_webhook(&self, storage_version: &str) -> CustomInfo {
+        CustomInfo {
+            crd_name: self.crd_name.clone(),
+            schema: self.schema.clone(),
+            raw_schema: self.raw_schema.clone(),
+            has_defaults: self.has_defaults,
+            columns: self.columns.clone(),
+            scale: self.scale.clone(),
+            storage_version: storage_version.to_string(),
+            deprecation_warning: self.deprecation_warning.clone(),
+            terminating: self.terminating,
+            merge_types: Default::default(),
+            webhook: None,
+            storage_schema: None,
+        }
+    }
+
     /// The schema writes are validated against (stored form).
     pub fn validation_schema(&self) -> Option<&Arc<CompiledSchema>> {
         match &self.webhook {

@@ -25,7 +25,12 @@ pub enum Parsed {
 }
 
 /// Most operations accepted in one JSON patch (kube-apiserver's limit).
-const MAX_JSON_PATCH_OPS: usize = 10_000;
+pub(crate) const MAX_JSON_PATCH_OPS: usize = 10_000;
+
+/// Most bytes the `copy` operations of one JSON patch may add to the document, counted as
+/// JSON (kube-apiserver's `JSONPatchMaxCopyBytes`, the request body limit): without it a
+/// few dozen copies of a member into itself double the object each time.
+pub(crate) const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
 
 /// A request body the HTTP layer decoded (JSON or YAML), with the keys it repeated (the last
 /// one wins; `fieldValidation` decides whether that is an error).
@@ -113,18 +118,61 @@ pub fn apply(p: &Parsed, doc: &Value, rt: &ResourceType) -> Result<Value, String
 
 fn apply_json_patch(ops: &[Value], doc: &Value) -> Result<Value, String> {
     let mut out = doc.clone();
+    let mut copied = 0;
     for op in ops {
         let parsed: json_patch::PatchOperation = serde_json::from_value(op.clone())
             .map_err(|e| format!("invalid JSON patch operation: {e}"))?;
-        if let json_patch::PatchOperation::Test(t) = &parsed {
-            // Kubernetes (evanphx/json-patch v4): testing a missing member against null succeeds.
-            if t.value.is_null() && out.pointer(t.path.as_str()).is_none() {
-                continue;
-            }
-        }
-        json_patch::patch(&mut out, &[parsed]).map_err(|e| e.to_string())?;
+        apply_json_patch_op(&mut out, &parsed, &mut copied)?;
     }
     Ok(out)
+}
+
+/// Applies one JSON patch operation to `doc` as kube-apiserver's JSON patch library (evanphx
+/// v4) does: testing a missing member against null succeeds, and the bytes `copy`
+/// operations add (`copied`, summed over the patch) stay within
+/// [`MAX_JSON_PATCH_COPY_BYTES`], checked before each copy is made, with upstream's message.
+pub(crate) fn apply_json_patch_op(
+    doc: &mut Value,
+    op: &json_patch::PatchOperation,
+    copied: &mut usize,
+) -> Result<(), String> {
+    match op {
+        json_patch::PatchOperation::Test(t)
+            if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() =>
+        {
+            return Ok(());
+        }
+        json_patch::PatchOperation::Copy(c) => {
+            if let Some(source) = doc.pointer(c.from.as_str()) {
+                *copied = copied.saturating_add(encoded_len(source));
+                if *copied > MAX_JSON_PATCH_COPY_BYTES {
+                    return Err(format!(
+                        "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}"
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    json_patch::patch(doc, std::slice::from_ref(op)).map_err(|e| e.to_string())
+}
+
+/// The length of `v` as compact JSON, counted without writing it out.
+fn encoded_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    // Writing a Value to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }
 
 #[cfg(test)]
@@ -207,6 +255,29 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!([]));
+    }
+
+    /// Copies of an object into itself double it each time: the patch fails once the
+    /// copies would add more than the limit, before the document grows past it.
+    #[test]
+    fn json_patch_copies_are_limited_in_size() {
+        let doc = json!({"metadata": {"name": "x", "annotations": {"a": "b".repeat(1000)}}});
+        let doubling = |n: usize| -> Vec<Value> {
+            (0..n)
+                .map(|i| json!({"op": "copy", "from": "/metadata", "path": format!("/metadata/x{i}")}))
+                .collect()
+        };
+        // 2^10 KB: within the limit.
+        let out = apply_json_patch(&doubling(10), &doc).unwrap();
+        assert!(encoded_len(&out) > 1 << 20);
+        let e = apply_json_patch(&doubling(13), &doc).unwrap_err();
+        assert!(
+            e.starts_with("Unable to complete the copy, the accumulated size increase of copy is ")
+                && e.ends_with("exceeding the limit 3145728"),
+            "{e}"
+        );
+        let e = apply_json_patch(&doubling(60), &doc).unwrap_err();
+        assert!(e.contains("exceeding the limit 3145728"), "{e}");
     }
 
     #[test]

@@ -201,9 +201,15 @@ fn union(builtin: &Catalog, crds: &[Value], fingerprint: String) -> Catalog {
         .collect();
     let mut custom: Vec<ResourceType> = Vec::new();
     for c in crds {
+        // Without conversion webhooks: the scope's clusters may define the type with other
+        // CRDs, each with its own webhook, and no cluster's objects may reach another's.
         for mut t in crd::resource_types(c, crd::schema_cache()) {
             if taken.insert((t.group.clone(), t.version.clone(), t.plural.clone())) {
                 t.conversion = None;
+                t.custom = t
+                    .custom
+                    .as_deref()
+                    .map(|c| Arc::new(c.without_webhook(&c.storage_version)));
                 custom.push(t);
             }
         }
@@ -659,5 +665,62 @@ mod tests {
             let status: Value = serde_json::from_slice(&item.object).unwrap();
             assert_eq!(status["code"], 410, "{scope}");
         }
+    }
+
+    /// Two clusters define the same type with different CRDs, each with its own conversion
+    /// webhook: a multi-cluster list in the version neither stores calls neither webhook
+    /// (objects are served as stored), so no cluster's objects reach another's webhook.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn multi_cluster_reads_call_no_conversion_webhook() {
+        use crate::webhooks::fake::FakeTransport;
+        let fake = FakeTransport::new(|_, _| async { Err("no webhook may be called".into()) });
+        let f = crate::testing::fixture_with_admission(fake.admission()).await;
+        let reg = &f.reg;
+        let crds = target(
+            reg,
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None,
+        );
+        for (c, kind) in [("root:c1", "Widget"), ("root:c2", "Gadget")] {
+            reg.ensure_cluster(&name(c)).await.unwrap();
+            let mut crd = widget_crd(kind);
+            let v1 = crd["spec"]["versions"][0].clone();
+            let mut v2 = v1.clone();
+            v2["name"] = json!("v2");
+            v2["storage"] = json!(false);
+            crd["spec"]["versions"] = json!([v1, v2]);
+            crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+                "clientConfig": {"url": format!("https://{c}.test/convert")},
+                "conversionReviewVersions": ["v1"]}});
+            let t = scoped(&crds, ClusterScope::One(name(c)));
+            reg.create(&t, crd, &WriteParams::default()).await.unwrap();
+            let cat = reg.cluster_catalog(&name(c)).await.unwrap();
+            let rt = cat.get("example.com", "v1", "widgets").cloned().unwrap();
+            assert!(rt.custom.as_ref().unwrap().webhook.is_some());
+            let t = Target::new(&name(c), rt, Some("default".into()));
+            let obj = json!({"apiVersion": "example.com/v1", "kind": kind,
+                             "metadata": {"name": format!("in-{}", name(c).base_name())}});
+            reg.create(&t, obj, &WriteParams::default()).await.unwrap();
+        }
+        let wild = reg.catalog_for(&ClusterScope::Wildcard).await.unwrap();
+        let rt = wild.get("example.com", "v2", "widgets").cloned().unwrap();
+        let custom = rt.custom.as_ref().unwrap();
+        assert!(custom.webhook.is_none() && custom.storage_schema.is_none());
+        let wt = Target {
+            cluster: ClusterScope::Wildcard,
+            rt,
+            namespace: None,
+        };
+        let items = reg
+            .list(&wt, &ListParams::default())
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(items.len(), 2);
+        assert_eq!(fake.urls(), Vec::<String>::new());
     }
 }

@@ -120,15 +120,17 @@ impl Registry {
     /// Creates an object. `obj` is in the target's API version.
     pub async fn create(&self, t: &Target, obj: Value, w: &WriteParams) -> ApiResult<Bytes> {
         let rt = t.rt.clone();
-        let _crd_guard = self.crd_write_guard(&rt).await;
         let admitted = self.admit_create(t, obj, w, None).await?;
         let generated = admitted.explicit_name.is_empty() && !admitted.generate.is_empty();
         let attempts = if generated { 8 } else { 1 };
         for attempt in 0..attempts {
-            let (name, candidate) = self.validate_create(t, &admitted, w, None).await?;
+            let (name, mut candidate) = self.validate_create(t, &admitted, w, None).await?;
             if w.dry_run {
                 return self.api_bytes(&rt, to_bytes(&candidate)?).await;
             }
+            let _serialized = self
+                .serialized_write(&rt, &admitted.cluster, &mut candidate)
+                .await?;
             if !generated {
                 let together = rt
                     .strategy
@@ -214,11 +216,18 @@ impl Registry {
     /// the item says so ([`BatchCreate::in_new_namespace`]). Returns one result per
     /// object, in order; one object's failure does not stop the others.
     pub(crate) async fn create_batch(&self, items: Vec<BatchCreate>) -> Vec<ApiResult<Bytes>> {
-        // Types whose writes are serialized (CRDs) hold the one lock for the whole batch.
-        let _crd_guard = match items.iter().find(|i| i.t.rt.strategy.serialize_writes()) {
-            Some(i) => self.crd_write_guard(&i.t.rt).await,
-            None => None,
-        };
+        // Types whose writes are serialized (CRDs) hold their clusters' locks for the whole
+        // batch (in name order, so two batches cannot deadlock). Batches are the server's own
+        // writes (no requester), which call no webhook under the locks.
+        let clusters: std::collections::BTreeSet<_> = items
+            .iter()
+            .filter(|i| i.t.rt.strategy.serialize_writes())
+            .filter_map(|i| i.t.cluster().ok().cloned())
+            .collect();
+        let mut _guards = Vec::with_capacity(clusters.len());
+        for c in &clusters {
+            _guards.push(self.catalogs.crd_write.lock(c).await);
+        }
         let prepared = self.prepare_batch(items).await;
         self.commit_batch(prepared).await
     }
@@ -392,6 +401,8 @@ impl Registry {
             options: super::admission::RequestOptions::of_write(w),
         };
         self.admission.admit(self, &attrs, Some(&mut obj)).await?;
+        // A mutating webhook may have moved the object to another namespace.
+        meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
         Ok(AdmittedCreate {
             obj,
             cluster,
@@ -532,14 +543,24 @@ impl Registry {
         Ok((out, false))
     }
 
-    /// Writes of a type whose strategy asks for it (CRDs) are serialised, so that
-    /// name-conflict checks see each other.
-    async fn crd_write_guard(&self, rt: &ResourceType) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        if rt.strategy.serialize_writes() {
-            Some(self.catalogs.crd_write.lock().await)
-        } else {
-            None
+    /// Writes of a type whose strategy asks for it (CRDs) are serialised per logical
+    /// cluster, so that name-conflict checks see each other: the caller holds the returned
+    /// guard from here through its storage write, and `obj`'s controller status is computed
+    /// again under it (from the cluster's objects as they are now). Taken after admission,
+    /// whose webhooks may take their time: no lock is held across a webhook call, and one
+    /// cluster's writes never wait for another's.
+    async fn serialized_write(
+        &self,
+        rt: &ResourceType,
+        cluster: &kplane_types::ClusterName,
+        obj: &mut Value,
+    ) -> ApiResult<Option<tokio::sync::OwnedMutexGuard<()>>> {
+        if !rt.strategy.serialize_writes() {
+            return Ok(None);
         }
+        let guard = self.catalogs.crd_write.lock(cluster).await;
+        rt.strategy.controller_status(self, cluster, obj).await?;
+        Ok(Some(guard))
     }
 
     /// Applies the update rules against `current` and commits with a CAS on its revision.
@@ -560,7 +581,6 @@ impl Registry {
         let cluster = t.cluster()?.clone();
         self.refuse_if_terminating(&cluster)?;
         self.refuse_if_fenced(cluster.as_str())?;
-        let _crd_guard = self.crd_write_guard(rt).await;
         let old = match decoded {
             Some(v) => v,
             None => decode(current)?,
@@ -581,6 +601,8 @@ impl Registry {
         };
         let mut obj = obj;
         self.admission.admit(self, &attrs, Some(&mut obj)).await?;
+        // A mutating webhook may have moved the object to another namespace.
+        meta::check_namespace(&mut obj, rt, t.namespace.as_deref())?;
         // A server-side apply through a subresource computed the managedFields (its own
         // Apply entry among them): they replace the old object's.
         let applied_managed = match sub {
@@ -652,6 +674,7 @@ impl Registry {
             }
         }
         self.admission.validate(self, &attrs, Some(&new)).await?;
+        let crd_guard = self.serialized_write(rt, &cluster, &mut new).await?;
         // Nothing changed: no new revision (as Kubernetes does).
         if equal_but_rv(&new, &old) {
             return self.api_bytes(rt, current.value.clone()).await;
@@ -685,7 +708,7 @@ impl Registry {
         drop(gate);
         if gone {
             // The hook may rewrite other CRDs (name recheck), each under the lock.
-            drop(_crd_guard);
+            drop(crd_guard);
             rt.strategy.after_delete(self, &cluster, name).await?;
         } else {
             rt.strategy
@@ -767,7 +790,6 @@ impl Registry {
         d: &DeleteParams,
     ) -> ApiResult<DeleteOutcome> {
         let rt = t.rt.clone();
-        let _crd_guard = self.crd_write_guard(&rt).await;
         let cluster = t.cluster()?.clone();
         self.refuse_if_terminating(&cluster)?;
         self.refuse_if_fenced(cluster.as_str())?;
@@ -796,6 +818,13 @@ impl Registry {
                 options: d.admission_options(),
             };
             self.admission.admit_delete(self, &attrs).await?;
+            // Serialized types (CRDs): the lock from here through the write (the marked
+            // object's status is computed under it below).
+            let crd_guard = if rt.strategy.serialize_writes() {
+                Some(self.catalogs.crd_write.lock(&cluster).await)
+            } else {
+                None
+            };
             let key = t.key(name)?;
             let pre = Precondition::ModRevision(current.mod_revision);
             // Orphan and Foreground deletion go through the garbage collector's finalizers.
@@ -856,7 +885,7 @@ impl Registry {
             match deleted {
                 Ok(kv) => {
                     // The hook may rewrite other CRDs (name recheck), each under the lock.
-                    drop(_crd_guard);
+                    drop(crd_guard);
                     rt.strategy.after_delete(self, &cluster, name).await?;
                     return Ok(DeleteOutcome::Deleted(decode(&kv)?));
                 }
@@ -884,13 +913,19 @@ impl Registry {
 
     /// [`Registry::delete_collection`] for the server's own controllers (namespace and
     /// CRD cleanup), which need no answer: returns how many objects were deleted or
-    /// marked, without holding them all in memory.
+    /// marked, without holding them all in memory. What is read is discarded, so no object
+    /// goes through the CRD's conversion webhook (one that is gone or slow does not keep
+    /// the objects, nor the controller's worker).
     pub(super) async fn delete_all(
         &self,
         t: &Target,
         p: &ListParams,
         d: &DeleteParams,
     ) -> ApiResult<usize> {
+        let t = &Target {
+            rt: crate::conversion::paths::without_webhook(&t.rt, None),
+            ..t.clone()
+        };
         let mut n = 0;
         self.delete_each(t, p, d, |_| n += 1).await?;
         Ok(n)

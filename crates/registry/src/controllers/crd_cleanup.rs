@@ -39,10 +39,17 @@ impl Registry {
             .and_then(Value::as_str)
             .unwrap_or("");
         let storage_resource = format!("{group}/{plural}");
+        // The storage version's type (its objects need no conversion to be listed).
+        let is_storage = |rt: &crate::ResourceType| {
+            rt.custom
+                .as_ref()
+                .is_none_or(|c| c.storage_version == rt.version)
+        };
         let rt = catalog
             .all()
             .iter()
-            .find(|rt| rt.storage_resource == storage_resource)
+            .filter(|rt| rt.storage_resource == storage_resource)
+            .min_by_key(|rt| !is_storage(rt))
             .cloned();
         if let Some(rt) = rt {
             let t = Target {

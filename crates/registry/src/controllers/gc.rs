@@ -383,11 +383,35 @@ impl Registry {
             .filter(|rt| rt.storage_resource == r.resource)
             .min_by_key(|rt| !is_storage_form(rt))
             .cloned();
+        // Deletes read back what they remove (discarded here): never through a webhook.
         Ok(rt.map(|rt| Target {
             cluster: ClusterScope::One(r.cluster.clone()),
             namespace: rt.namespaced.then(|| r.namespace.clone()),
-            rt,
+            rt: crate::conversion::paths::without_webhook(&rt, None),
         }))
+    }
+
+    /// `t` for writing `obj` (its stored form) back: for a custom resource stored in
+    /// another version than `t`'s, the type of that version without conversion webhook and
+    /// taking that version as the storage version, so the object is read and written as
+    /// is (validated against that version's schema). A version no longer served keeps `t`.
+    async fn gc_write_target(&self, t: &Target, obj: &Value) -> Target {
+        let stored = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let version = stored.rsplit_once('/').map_or(stored, |(_, v)| v);
+        if t.rt.custom.is_none() || version == t.rt.version {
+            return t.clone();
+        }
+        let catalog = match t.cluster() {
+            Ok(c) => self.cluster_catalog(c).await.ok(),
+            Err(_) => None,
+        };
+        match catalog.and_then(|c| c.get(&t.rt.group, version, &t.rt.plural).cloned()) {
+            Some(rt) => Target {
+                rt: crate::conversion::paths::without_webhook(&rt, Some(version)),
+                ..t.clone()
+            },
+            None => t.clone(),
+        }
     }
 
     async fn gc_get(&self, r: &ObjRef) -> ApiResult<Option<Value>> {
@@ -417,6 +441,10 @@ impl Registry {
     /// (logged; the caller's item is retried); an object gone meanwhile needs no write.
     async fn gc_update(&self, t: &Target, obj: Value) -> bool {
         let name = meta::name_of(&obj).to_string();
+        // Only metadata changes: the object is written back in the version it is stored in,
+        // so no conversion webhook is called (a tenant's slow or missing webhook must not
+        // hold the shared worker), as upstream's collector works on metadata only.
+        let t = &self.gc_write_target(t, &obj).await;
         let obj = match self.api_value(&t.rt, obj).await {
             Ok(obj) => obj,
             Err(e) => {

@@ -43,6 +43,8 @@
 //! [`WriteParams::controller`]: crate::options::WriteParams::controller
 //! [`WriteParams::controller_named`]: crate::options::WriteParams::controller_named
 
+#[cfg(test)]
+mod conversion_tests;
 pub mod cr_aggregation;
 mod crd_cleanup;
 pub(crate) mod event_ttl;

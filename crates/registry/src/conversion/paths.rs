@@ -21,6 +21,27 @@ use crate::error::{ApiError, ApiResult};
 use crate::webhooks::WebhookTransport;
 use crate::{corrupt, Registry};
 
+/// `rt` without its CRD's conversion webhook ([`crate::crd::CustomInfo::without_webhook`]),
+/// its objects taken as stored in `storage_version` (`None`: the CRD's storage version), for
+/// the server's own paths that must not call a tenant's webhook: those that discard what
+/// they read (deleting a collection for a controller), or write an object back in the
+/// version it is stored in (the garbage collector).
+pub(crate) fn without_webhook(
+    rt: &Arc<ResourceType>,
+    storage_version: Option<&str>,
+) -> Arc<ResourceType> {
+    match &rt.custom {
+        Some(info) if info.webhook.is_some() || storage_version.is_some() => {
+            let version = storage_version.unwrap_or(&info.storage_version);
+            Arc::new(ResourceType {
+                custom: Some(Arc::new(info.without_webhook(version))),
+                ..(**rt).clone()
+            })
+        }
+        _ => rt.clone(),
+    }
+}
+
 /// The CRD's conversion webhook, when `rt` is a custom resource with one.
 fn webhook_of(rt: &ResourceType) -> Option<&WebhookConversion> {
     rt.custom.as_ref().and_then(|c| c.webhook.as_deref())

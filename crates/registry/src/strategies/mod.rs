@@ -250,7 +250,8 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
     fn prepare_for_delete(&self, _rt: &ResourceType, _marked: &mut Value) {}
 
     /// A deletecollection may remove finalizer-free objects in storage batches: the
-    /// type's delete has no hook ([`Self::after_delete`], marks) to run per object.
+    /// type's delete marks nothing, and its [`Self::after_delete`] (if any) is cheap and
+    /// needs no order with other writes (it runs for each object after its batch).
     fn deletes_in_bulk(&self) -> bool {
         true
     }

@@ -143,12 +143,21 @@ impl<'a> Matcher<'a> {
             return Ok(None);
         }
         if matching::needs_namespace_labels(&hook.namespace_selector, &self.r) {
-            let labels = match &self.namespace_labels {
-                Some(l) => l,
-                None => {
-                    let l = self.read_namespace_labels(reg, new).await?;
-                    self.namespace_labels.insert(l)
+            // A Namespace's own create or update: its labels as the webhooks before this
+            // one left them (never memoised); else the namespace's, read once.
+            let own;
+            let labels = match self.own_labels(new) {
+                Some(l) => {
+                    own = l;
+                    &own
                 }
+                None => match &self.namespace_labels {
+                    Some(l) => l,
+                    None => {
+                        let l = self.read_namespace_labels(reg).await?;
+                        self.namespace_labels.insert(l)
+                    }
+                },
             };
             if !hook.namespace_selector.matches(labels) {
                 return Ok(None);
@@ -168,18 +177,20 @@ impl<'a> Matcher<'a> {
         Ok(found.unwrap_or_else(|| Arc::new(rt.clone())))
     }
 
-    /// `namespace.Matcher.GetNamespaceLabels`: a Namespace's own labels on its create and
-    /// update, else the stored namespace's (404 when it does not exist).
-    async fn read_namespace_labels(
-        &self,
-        reg: &Registry,
-        new: Option<&Value>,
-    ) -> ApiResult<Map<String, Value>> {
+    /// `namespace.Matcher.GetNamespaceLabels` for a Namespace's own create and update:
+    /// the labels of the object as it is now (`None` for any other request).
+    fn own_labels(&self, new: Option<&Value>) -> Option<Map<String, Value>> {
         if self.r.is_namespace && self.r.subresource.is_empty() {
             if let (Operation::Create | Operation::Update, Some(obj)) = (self.a.operation, new) {
-                return Ok(matching::labels_of(obj));
+                return Some(matching::labels_of(obj));
             }
         }
+        None
+    }
+
+    /// `namespace.Matcher.GetNamespaceLabels` for any other request: the stored
+    /// namespace's labels (404 when it does not exist).
+    async fn read_namespace_labels(&self, reg: &Registry) -> ApiResult<Map<String, Value>> {
         if let Some(ns) = self.a.new_namespace {
             return Ok(matching::labels_of(ns));
         }
@@ -416,7 +427,21 @@ impl MutatingWebhooks {
             .api_value(invoked, obj.clone())
             .await
             .map_err(HookError::Refused)?;
-        json_patch::patch(&mut versioned, &patch).map_err(|e| internal(&e))?;
+        // The answer (at most the transport's response limit) bounds what `add` operations
+        // bring; what `copy` operations add is bounded as a user's JSON patch is.
+        let ops = &patch.0;
+        if ops.len() > crate::patch::MAX_JSON_PATCH_OPS {
+            return Err(internal(&format!(
+                "The allowed maximum operations in a JSON patch is {}, got {}",
+                crate::patch::MAX_JSON_PATCH_OPS,
+                ops.len()
+            )));
+        }
+        let mut copied = 0;
+        for op in ops {
+            crate::patch::apply_json_patch_op(&mut versioned, op, &mut copied)
+                .map_err(|e| internal(&e))?;
+        }
         let mut patched = reg
             .storage_value(invoked, versioned)
             .await

@@ -22,9 +22,13 @@
 //! webhooks, and neither are writes of the webhook configurations themselves (upstream
 //! exempts them too).
 
+#[cfg(test)]
+mod admission_tests;
 pub mod cache;
 pub mod config;
 mod dispatch;
+#[cfg(test)]
+pub(crate) mod fake;
 pub mod matching;
 pub mod model;
 pub mod review;
