@@ -4,7 +4,8 @@
 //! webhook that adds a label with a JSON patch, both limited by a namespaceSelector;
 //! failurePolicy Fail and Ignore on a dead URL; a timeout; and a second logical cluster
 //! that the first's webhooks do not touch; `matchConditions` that exclude objects, are
-//! refused when they do not compile, and fail or are ignored when they do not evaluate.
+//! refused when they do not compile, and fail or are ignored when they do not evaluate;
+//! a webhook's warning shown by kubectl before another webhook's denial.
 //! An `#[ignore]`d bench measures the overhead of one webhook per ConfigMap create.
 
 use std::convert::Infallible;
@@ -52,6 +53,7 @@ async fn answer(path: &str, review: &Value, seen: &Seen) -> Value {
             let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
             json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
         }
+        "/warn" => json!({"uid": uid, "allowed": true, "warnings": ["warned before the denial"]}),
         "/slow" => {
             tokio::time::sleep(Duration::from_secs(3)).await;
             json!({"uid": uid, "allowed": true})
@@ -419,6 +421,47 @@ async fn webhook_match_conditions_exclude_objects_and_fail_or_ignore_errors() ->
             && out.stderr.contains(r#"webhooks[0].matchConditions[0].expression: Invalid value: "1 + 2": must evaluate to bool but got int"#)
             && out.stderr.contains(r#"webhooks[0].matchConditions[1].name: Duplicate value: "int""#)
             && out.stderr.contains("undeclared reference to 'variables'"),
+        "{}",
+        out.stderr
+    );
+    Ok(())
+}
+
+/// A webhook's warning reaches kubectl with the refusal of the write that another
+/// webhook denies (kube-apiserver's warning recorder writes its headers on every response).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warning_is_shown_before_the_error_of_a_refused_write() -> Result<()> {
+    let seen = Arc::new(Seen::default());
+    let (base, ca) = webhook_server(seen).await?;
+    let server = KplaneServer::start()?;
+    let k = server.kubectl_for("root")?;
+    k.ok(&["create", "namespace", "warned"])?;
+    for (kind, name, path) in [
+        ("MutatingWebhookConfiguration", "warn", "/warn"),
+        ("ValidatingWebhookConfiguration", "deny", "/validate"),
+    ] {
+        k.ok_stdin(
+            &["apply", "-f", "-"],
+            &configuration(
+                kind,
+                name,
+                &format!("{name}.kplane.test"),
+                &format!("{base}{path}"),
+                &ca,
+                json!({}),
+            ),
+        )?;
+    }
+    let out = k.run_stdin(
+        &["create", "-f", "-"],
+        &configmap("warned", "refused", json!({}), json!({"deny": "yes"})),
+    )?;
+    let warning = out.stderr.find("Warning: warned before the denial");
+    let error = out.stderr.find(
+        r#"Error from server (Forbidden): error when creating "STDIN": admission webhook "deny.kplane.test" denied the request: configmap says deny"#,
+    );
+    ensure!(
+        !out.success() && matches!((warning, error), (Some(w), Some(e)) if w < e),
         "{}",
         out.stderr
     );
