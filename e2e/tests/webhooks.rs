@@ -3,8 +3,10 @@
 //! webhook that denies ConfigMaps carrying a `deny` key and warns otherwise, a mutating
 //! webhook that adds a label with a JSON patch, both limited by a namespaceSelector;
 //! failurePolicy Fail and Ignore on a dead URL; a timeout; and a second logical cluster
-//! that the first's webhooks do not touch. An `#[ignore]`d bench measures the overhead of
-//! one webhook per ConfigMap create.
+//! that the first's webhooks do not touch; `matchConditions` that exclude objects, are
+//! refused when they do not compile, and fail or are ignored when they do not evaluate;
+//! a webhook's warning shown by kubectl before another webhook's denial.
+//! An `#[ignore]`d bench measures the overhead of one webhook per ConfigMap create.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,6 +53,7 @@ async fn answer(path: &str, review: &Value, seen: &Seen) -> Value {
             let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
             json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
         }
+        "/warn" => json!({"uid": uid, "allowed": true, "warnings": ["warned before the denial"]}),
         "/slow" => {
             tokio::time::sleep(Duration::from_secs(3)).await;
             json!({"uid": uid, "allowed": true})
@@ -306,6 +309,162 @@ async fn webhooks_deny_mutate_fail_time_out_and_stay_in_their_cluster() -> Resul
         &configmap("hooked", "bad", json!({}), json!({"deny": "yes"})),
     )
     .context("the deleted webhook still denies")?;
+    Ok(())
+}
+
+/// `matchConditions`: a false condition keeps the webhook from being called; one that
+/// does not evaluate refuses the write (403) under `Fail` and skips the webhook under
+/// `Ignore`; one that does not compile or is not a bool is refused at create.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_match_conditions_exclude_objects_and_fail_or_ignore_errors() -> Result<()> {
+    let seen = Arc::new(Seen::default());
+    let (base, ca) = webhook_server(seen.clone()).await?;
+    let server = KplaneServer::start()?;
+    let k = server.kubectl_for("root")?;
+    k.ok(&["create", "namespace", "conds"])?;
+    let validate = format!("{base}/validate");
+    let skip = json!({"objectSelector": {"matchLabels": {"case": "skip"}}, "matchConditions": [
+        {"name": "not-skipped", "expression": "!object.metadata.name.startsWith('skip-')"},
+        {"name": "creates", "expression": "request.operation == 'CREATE'"}]});
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &configuration(
+            "ValidatingWebhookConfiguration",
+            "conditional",
+            "conditional.kplane.test",
+            &validate,
+            &ca,
+            skip,
+        ),
+    )?;
+    let deny = json!({"deny": "yes"});
+    let skipped = json!({"case": "skip"});
+    // Excluded by the condition: not called, so not denied.
+    let before = seen.validate.load(Ordering::SeqCst);
+    k.ok_stdin(
+        &["create", "-f", "-"],
+        &configmap("conds", "skip-me", skipped.clone(), deny.clone()),
+    )?;
+    ensure!(
+        seen.validate.load(Ordering::SeqCst) == before,
+        "an excluded object was sent"
+    );
+    // All conditions true: called and denied.
+    let out = k.run_stdin(
+        &["create", "-f", "-"],
+        &configmap("conds", "checked", skipped, deny.clone()),
+    )?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains(
+                r#"admission webhook "conditional.kplane.test" denied the request: configmap says deny"#
+            ),
+        "{}",
+        out.stderr
+    );
+
+    // Conditions that do not evaluate (the object has no such key).
+    for (name, policy) in [("fail", "Fail"), ("ignore", "Ignore")] {
+        let extra = json!({"failurePolicy": policy,
+            "objectSelector": {"matchLabels": {"case": name}},
+            "matchConditions": [{"name": "broken", "expression": "object.data.missing == 'x'"}]});
+        k.ok_stdin(
+            &["apply", "-f", "-"],
+            &configuration(
+                "ValidatingWebhookConfiguration",
+                &format!("broken-{name}"),
+                &format!("broken-{name}.kplane.test"),
+                &validate,
+                &ca,
+                extra,
+            ),
+        )?;
+    }
+    let before = seen.validate.load(Ordering::SeqCst);
+    let out = k.run_stdin(
+        &["create", "-f", "-"],
+        &configmap("conds", "broken", json!({"case": "fail"}), deny.clone()),
+    )?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains(
+                r#"Error from server (Forbidden): error when creating "STDIN": configmaps "broken" is forbidden: expression 'object.data.missing == 'x'' resulted in error: no such key: missing"#
+            ),
+        "{}",
+        out.stderr
+    );
+    k.ok_stdin(
+        &["create", "-f", "-"],
+        &configmap("conds", "ignored", json!({"case": "ignore"}), deny),
+    )?;
+    ensure!(
+        seen.validate.load(Ordering::SeqCst) == before,
+        "a webhook was called"
+    );
+
+    // Validation at create.
+    let bad = json!({"matchConditions": [{"name": "int", "expression": "1 + 2"},
+        {"name": "int", "expression": "variables.x"}]});
+    let out = k.run_stdin(
+        &["create", "-f", "-"],
+        &configuration(
+            "ValidatingWebhookConfiguration",
+            "invalid",
+            "invalid.kplane.test",
+            &validate,
+            &ca,
+            bad,
+        ),
+    )?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains(r#"webhooks[0].matchConditions[0].expression: Invalid value: "1 + 2": must evaluate to bool but got int"#)
+            && out.stderr.contains(r#"webhooks[0].matchConditions[1].name: Duplicate value: "int""#)
+            && out.stderr.contains("undeclared reference to 'variables'"),
+        "{}",
+        out.stderr
+    );
+    Ok(())
+}
+
+/// A webhook's warning reaches kubectl with the refusal of the write that another
+/// webhook denies (kube-apiserver's warning recorder writes its headers on every response).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warning_is_shown_before_the_error_of_a_refused_write() -> Result<()> {
+    let seen = Arc::new(Seen::default());
+    let (base, ca) = webhook_server(seen).await?;
+    let server = KplaneServer::start()?;
+    let k = server.kubectl_for("root")?;
+    k.ok(&["create", "namespace", "warned"])?;
+    for (kind, name, path) in [
+        ("MutatingWebhookConfiguration", "warn", "/warn"),
+        ("ValidatingWebhookConfiguration", "deny", "/validate"),
+    ] {
+        k.ok_stdin(
+            &["apply", "-f", "-"],
+            &configuration(
+                kind,
+                name,
+                &format!("{name}.kplane.test"),
+                &format!("{base}{path}"),
+                &ca,
+                json!({}),
+            ),
+        )?;
+    }
+    let out = k.run_stdin(
+        &["create", "-f", "-"],
+        &configmap("warned", "refused", json!({}), json!({"deny": "yes"})),
+    )?;
+    let warning = out.stderr.find("Warning: warned before the denial");
+    let error = out.stderr.find(
+        r#"Error from server (Forbidden): error when creating "STDIN": admission webhook "deny.kplane.test" denied the request: configmap says deny"#,
+    );
+    ensure!(
+        !out.success() && matches!((warning, error), (Some(w), Some(e)) if w < e),
+        "{}",
+        out.stderr
+    );
     Ok(())
 }
 

@@ -59,6 +59,7 @@ use kplane_types::{RequestInfo, UserInfo};
 
 use crate::registry::Registry;
 use kplane_registry::error::ApiError;
+use kplane_registry::warnings::Warnings;
 use request_info::{ApiPath, ClusterScope, RequestTarget};
 
 /// `apiserver_storage_objects` figures and when they were taken.
@@ -111,6 +112,10 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
         return sync_endpoint::dispatch(state, req).await;
     }
     let start = httplog::RequestStart::new(&req);
+    // The request's warnings (`WithWarningRecorder`): whatever adds one reaches it through
+    // the request's extensions, and every response carries them, refusals included.
+    let warnings = Warnings::default();
+    req.extensions_mut().insert(warnings.clone());
     let target = match request_info::parse(req.uri().path()) {
         Ok(t) => t,
         Err(msg) => {
@@ -128,7 +133,8 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
     let mut user = None;
     let peer = req.extensions().get::<httplog::Peer>().map(|p| p.0.ip());
     let mut trail = state.audit.as_ref().map(|a| a.begin(&req, peer));
-    let resp = route(state, req, target, &mut info, &start, &mut user, &mut trail).await;
+    let mut resp = route(state, req, target, &mut info, &start, &mut user, &mut trail).await;
+    add_warnings(&warnings, resp.headers_mut());
     let resp = match trail {
         Some(t) => t.finish(&info, resp).await,
         None => resp,
@@ -140,6 +146,16 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
         &resp,
     );
     resp
+}
+
+/// Sends a request's warnings as `Warning: 299 - "<text>"` headers.
+fn add_warnings(w: &Warnings, headers: &mut axum::http::HeaderMap) {
+    for text in w.texts() {
+        let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            headers.append("warning", v);
+        }
+    }
 }
 
 /// Routes a request; `user` is set once the request is authenticated (and the user is put

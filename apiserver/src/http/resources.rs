@@ -21,6 +21,7 @@ use super::{reviews, AppState};
 use crate::registry::patch::PatchType;
 use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Target};
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::warnings::Warnings;
 
 /// A request extension: lists and watches serve only objects whose annotation (key, value)
 /// has this value (set by the sync endpoint for the objects assigned to its target).
@@ -103,13 +104,19 @@ async fn handle_inner(
         .custom
         .as_ref()
         .and_then(|c| c.deprecation_warning.clone());
-    let mut result = serve(state, rp, rt, info, user, accept, req).await;
-    if let (Ok(resp), Some(text)) = (&mut result, deprecation) {
-        let w = kplane_registry::warnings::Warnings::default();
-        w.push(text);
-        add_warnings(&w, resp.headers_mut());
+    if let Some(text) = deprecation {
+        request_warnings(&req).push(text);
     }
-    result
+    serve(state, rp, rt, info, user, accept, req).await
+}
+
+/// The request's warnings (the recorder `dispatch` put in its extensions, whose texts
+/// every response carries; a detached one when there is none).
+fn request_warnings(req: &Request<Body>) -> Warnings {
+    req.extensions()
+        .get::<Warnings>()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Serves a request for a resolved resource type.
@@ -174,17 +181,19 @@ async fn serve(
                 Err(negotiation::not_acceptable())
             }
         })?;
+        let recorder = request_warnings(&req);
         let (ct, body) = read_body(req).await?;
         let obj = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
         let (out, warnings) = super::token_request::create(&state, &target, name, obj).await?;
-        let mut resp = (
+        for text in warnings.texts() {
+            recorder.push(text);
+        }
+        return Ok((
             StatusCode::CREATED,
             [(header::CONTENT_TYPE, "application/json")],
             out.to_string(),
         )
-            .into_response();
-        add_warnings(&warnings, resp.headers_mut());
-        return Ok(resp);
+            .into_response());
     }
 
     if rp.subresource.as_deref() == Some("log") {
@@ -266,25 +275,24 @@ async fn serve(
                     "POST", &rt.plural,
                 )));
             }
-            let mut w = write_params(&q, OptionsKind::Create, ua, user)?;
+            let mut w = write_params(&q, OptionsKind::Create, ua, user, &req)?;
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
                 negotiation::decode_object_checked(&body, negotiation::body_type(ct.as_deref())?)?;
             w.duplicates = dups;
             let bytes = reg.create(&target, obj, &w).await?;
-            let resp = response::object(
+            response::object(
                 StatusCode::CREATED,
                 &rt,
                 bytes,
                 repr,
                 &TableOptions::default(),
-            );
-            with_warnings(&w, resp)
+            )
         }
         (Verb::Update, Some(name)) => {
             require_verb(&rt, "update")?;
-            let mut w = write_params(&q, OptionsKind::Update, ua, user)?;
+            let mut w = write_params(&q, OptionsKind::Update, ua, user, &req)?;
             let repr = negotiation::negotiate(&accept, false, false)?;
             let (ct, body) = read_body(req).await?;
             let (obj, dups) =
@@ -298,14 +306,11 @@ async fn serve(
             } else {
                 StatusCode::OK
             };
-            with_warnings(
-                &w,
-                response::object(code, &rt, bytes, repr, &TableOptions::default()),
-            )
+            response::object(code, &rt, bytes, repr, &TableOptions::default())
         }
         (Verb::Patch, Some(name)) => {
             require_verb(&rt, "patch")?;
-            let w = write_params(&q, OptionsKind::Patch, ua, user)?;
+            let w = write_params(&q, OptionsKind::Patch, ua, user, &req)?;
             if w.force.is_some() {
                 let (ct, _) = read_body_type(&req);
                 if ct != Some(BodyType::ApplyPatch) {
@@ -334,8 +339,7 @@ async fn serve(
                 } else {
                     StatusCode::OK
                 };
-                let resp = response::object(code, &rt, bytes, repr, &TableOptions::default());
-                return with_warnings(&w, resp);
+                return response::object(code, &rt, bytes, repr, &TableOptions::default());
             }
             let ty = match body_type {
                 BodyType::JsonPatch => PatchType::Json,
@@ -353,13 +357,14 @@ async fn serve(
             let bytes = reg
                 .patch(&target, name, rp.subresource.as_deref(), ty, doc, &w)
                 .await?;
-            let resp = response::object(StatusCode::OK, &rt, bytes, repr, &TableOptions::default());
-            with_warnings(&w, resp)
+            response::object(StatusCode::OK, &rt, bytes, repr, &TableOptions::default())
         }
         (Verb::Delete | Verb::DeleteCollection, name) => {
+            let warnings = request_warnings(&req);
             let (ct, body) = read_body(req).await?;
             let mut d = delete_params(&q, ct.as_deref(), &body)?;
             d.user = Some(user.clone());
+            d.warnings = warnings;
             match name {
                 Some(name) => {
                     require_verb(&rt, "delete")?;
@@ -413,16 +418,18 @@ fn cr_patch_types_only() -> ApiError {
     )
 }
 
-/// Write options from the query, with the User-Agent's default field manager and the
-/// requester (for admission).
+/// Write options from the query, with the User-Agent's default field manager, the
+/// requester (for admission) and the request's warnings.
 fn write_params(
     q: &Query,
     kind: OptionsKind,
     ua: Option<&str>,
     user: &UserInfo,
+    req: &Request<Body>,
 ) -> ApiResult<WriteParams> {
     let mut w = super::query::write_params(q, kind)?.with_user_agent(ua);
     w.user = Some(user.clone());
+    w.warnings = request_warnings(req);
     Ok(w)
 }
 
@@ -457,15 +464,15 @@ async fn handle_scale(
             Ok(json(StatusCode::OK, reg.get_scale(target, name).await?))
         }
         Verb::Update => {
-            let mut w = write_params(q, OptionsKind::Update, ua, user)?;
+            let mut w = write_params(q, OptionsKind::Update, ua, user, &req)?;
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let scale = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
             let out = reg.update_scale(target, name, scale, &w).await?;
-            with_warnings(&w, Ok(json(StatusCode::OK, out)))
+            Ok(json(StatusCode::OK, out))
         }
         Verb::Patch => {
-            let mut w = write_params(q, OptionsKind::Patch, ua, user)?;
+            let mut w = write_params(q, OptionsKind::Patch, ua, user, &req)?;
             w.managed_subresource = Some("scale");
             let (ct, body) = read_body(req).await?;
             let ty = match negotiation::body_type(ct.as_deref())? {
@@ -476,7 +483,7 @@ async fn handle_scale(
             let out = reg
                 .patch_scale(target, name, ty, patch_document(&body)?, &w)
                 .await?;
-            with_warnings(&w, Ok(json(StatusCode::OK, out)))
+            Ok(json(StatusCode::OK, out))
         }
         _ => Err(ApiError::from(kplane_types::Status::method_not_allowed(
             method.as_str(),
@@ -490,24 +497,6 @@ fn patch_document(body: &[u8]) -> ApiResult<kplane_registry::patch::Document> {
     let (value, duplicates) = super::json::parse_with_duplicates(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     Ok(kplane_registry::patch::Document { value, duplicates })
-}
-
-/// Adds the request's warnings to a successful response.
-fn with_warnings(w: &WriteParams, r: ApiResult<Response>) -> ApiResult<Response> {
-    r.map(|mut resp| {
-        add_warnings(&w.warnings, resp.headers_mut());
-        resp
-    })
-}
-
-/// Sends a request's warnings as `Warning: 299 - "<text>"` headers.
-pub fn add_warnings(w: &kplane_registry::warnings::Warnings, headers: &mut axum::http::HeaderMap) {
-    for text in w.texts() {
-        let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
-            headers.append("warning", v);
-        }
-    }
 }
 
 fn read_body_type(req: &Request<Body>) -> (Option<BodyType>, ()) {

@@ -754,3 +754,33 @@ async fn protobuf_watches_as_client_go_asks_for_them() {
         .unwrap();
     assert_eq!(resp.status(), StatusCode::NOT_ACCEPTABLE);
 }
+
+/// The request's warnings travel with every response, a refusal's too
+/// (`WithWarningRecorder`): an unknown field under `fieldValidation=Warn` is a `Warning`
+/// header of the 422 that the invalid name gets, and of a success.
+#[tokio::test]
+async fn warnings_are_sent_with_refusals_too() {
+    let app = app(Arc::new(Recorder::default())).await;
+    let post = |name: &str| {
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name}, "bogus": 1});
+        Request::builder()
+            .method(Method::POST)
+            .uri("/api/v1/namespaces/default/configmaps?fieldValidation=Warn")
+            .header("authorization", format!("Bearer {ADMIN}"))
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    for (name, code) in [("Bad_Name", 422), ("good", 201)] {
+        let resp = app.router.clone().oneshot(post(name)).await.unwrap();
+        assert_eq!(resp.status().as_u16(), code, "{name}");
+        let warnings: Vec<_> = resp
+            .headers()
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(warnings, [r#"299 - "unknown field \"bogus\"""#], "{name}");
+    }
+}

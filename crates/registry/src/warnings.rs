@@ -1,5 +1,6 @@
 //! Warnings collected while serving a request (deduplicated, as kube-apiserver does). The
-//! HTTP layer sends them back as `Warning: 299 - "<text>"` headers.
+//! HTTP layer sends them back as `Warning: 299 - "<text>"` headers with whatever response
+//! the request gets, an error's too.
 
 use std::sync::{Arc, Mutex};
 

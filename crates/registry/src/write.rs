@@ -31,6 +31,8 @@ pub struct DeleteParams {
     pub grace_period_seconds: Option<i64>,
     /// The requester, for admission (`None` for the server's own deletes).
     pub user: Option<crate::admission::UserInfo>,
+    /// The request's warnings (admission webhooks add theirs).
+    pub warnings: crate::warnings::Warnings,
 }
 
 impl DeleteParams {
@@ -39,6 +41,7 @@ impl DeleteParams {
         super::admission::RequestOptions {
             propagation_policy: self.propagation_policy.as_deref(),
             grace_period_seconds: self.grace_period_seconds,
+            warnings: Some(&self.warnings),
             ..Default::default()
         }
     }

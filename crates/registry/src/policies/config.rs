@@ -239,8 +239,13 @@ pub(crate) fn validate_match_resources(mr: &Value, path: &str) -> Vec<Cause> {
     out
 }
 
-/// `validateMatchConditions` (names, count, and each expression compiled).
-fn validate_match_conditions(conditions: &[Value], params: bool, path: &str) -> Vec<Cause> {
+/// `validateMatchConditions` (names, count, and each expression compiled by the stateless
+/// compiler: `params` only when allowed, no `variables`), for policies and webhooks.
+pub(crate) fn validate_match_conditions(
+    conditions: &[Value],
+    params: bool,
+    path: &str,
+) -> Vec<Cause> {
     let mut out = Vec::new();
     if conditions.len() > MAX_MATCH_CONDITIONS {
         out.push(Cause::new(
@@ -258,14 +263,8 @@ fn validate_match_conditions(conditions: &[Value], params: bool, path: &str) -> 
         let expr = str_at(c, "expression").unwrap_or("").trim();
         if expr.is_empty() {
             out.push(Cause::required(format!("{p}.expression")));
-        } else {
-            let env = Env {
-                params,
-                variables: &[],
-            };
-            if let Err(e) = policy::compile(expr, env, Want::Bool) {
-                out.push(Cause::invalid(format!("{p}.expression"), &json!(expr), &e));
-            }
+        } else if let Err(e) = policy::compile_condition(expr, params) {
+            out.push(Cause::invalid(format!("{p}.expression"), &json!(expr), &e));
         }
         let name = str_at(c, "name").unwrap_or("");
         if name.is_empty() {

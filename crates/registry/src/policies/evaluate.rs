@@ -6,7 +6,7 @@
 //! policy; what comes out is the list of failures to act on.
 
 use kplane_schema::policy::{
-    Evaluated, Evaluator, Inputs, OutOfBudget, Values as CelValues, MATCH_CONDITIONS_BUDGET,
+    match_conditions, Evaluated, Evaluator, Inputs, Matched, OutOfBudget, Values as CelValues,
     MAX_MESSAGE_BYTES, OUT_OF_BUDGET, RUNTIME_BUDGET,
 };
 use kplane_types::StatusReason;
@@ -61,40 +61,9 @@ fn failed(p: &Policy, message: String) -> Option<Decision> {
     (!p.ignore_failures).then(|| Decision::error(message))
 }
 
-/// How the match conditions came out.
-enum Matched {
-    Yes,
-    No,
-    Error(String),
-}
-
-/// `matchconditions.Matcher.Match`: a false condition stops; errors are reported after
-/// all conditions ran (one error alone, several as Go's aggregate `[a, b]`).
-fn match_conditions(p: &Policy, inputs: &Inputs) -> Matched {
-    let mut ev = Evaluator::new(inputs, &[], MATCH_CONDITIONS_BUDGET);
-    let mut errors = Vec::new();
-    for c in &p.match_conditions {
-        let r = match c {
-            Ok(e) => ev.eval(e),
-            Err(why) => Ok(Err(format!("compilation error: {why}"))),
-        };
-        match r {
-            Err(OutOfBudget) => return Matched::Error(OUT_OF_BUDGET.into()),
-            Ok(Ok(Evaluated::Bool(false))) => return Matched::No,
-            Ok(Err(why)) => errors.push(why),
-            Ok(Ok(_)) => {}
-        }
-    }
-    match errors.len() {
-        0 => Matched::Yes,
-        1 => Matched::Error(errors.remove(0)),
-        _ => Matched::Error(format!("[{}]", errors.join(", "))),
-    }
-}
-
 /// The failures of `p` with one param.
 fn one(p: &Policy, inputs: &Inputs) -> Vec<Decision> {
-    match match_conditions(p, inputs) {
+    match match_conditions(&p.match_conditions, inputs) {
         Matched::No => return Vec::new(),
         Matched::Error(why) => return failed(p, why).into_iter().collect(),
         Matched::Yes => {}

@@ -297,3 +297,92 @@ async fn a_namespace_selector_sees_labels_an_earlier_webhook_added_to_the_namesp
         ["https://hook.test/label", "https://hook.test/check"]
     );
 }
+
+/// `matchConditions` run after the rules and selectors, against the object (as earlier
+/// webhooks left it) and the request; all must be true for the webhook to be called. An
+/// erroring condition refuses the write with 403 under `Fail` and skips the webhook under
+/// `Ignore`; a false condition wins over an error.
+#[tokio::test]
+async fn match_conditions_decide_whether_a_webhook_is_called() {
+    let fake = FakeTransport::new(|_, review| async move { Ok(allow(&review, None)) });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = &f.reg;
+    let root = ClusterName::root();
+    let t = crate::testing::create_namespace(reg, "ns").await;
+    let conditions = |c: Value| json!({"matchConditions": c});
+    configure(
+        reg,
+        &root,
+        "Validating",
+        "checked",
+        "https://hook.test/checked",
+        rules("", &["configmaps"]),
+        conditions(json!([
+            {"name": "prefix", "expression": "object.metadata.name.startsWith('checked-')"},
+            {"name": "request", "expression": "request.userInfo.username == 'alice' && request.kind.kind == 'ConfigMap' && request.resource.resource == 'configmaps' && request.operation == 'CREATE' && oldObject == null"},
+        ])),
+    )
+    .await;
+    configure(
+        reg,
+        &root,
+        "Validating",
+        "strict",
+        "https://hook.test/strict",
+        rules("", &["configmaps"]),
+        conditions(json!([
+            {"name": "labelled", "expression": "object.metadata.labels.strict == 'yes'"},
+            {"name": "erroring", "expression": "object.data.missing == 'x'"},
+        ])),
+    )
+    .await;
+    configure(
+        reg,
+        &root,
+        "Validating",
+        "lenient",
+        "https://hook.test/lenient",
+        rules("", &["configmaps"]),
+        json!({"failurePolicy": "Ignore", "matchConditions": [
+            {"name": "erroring", "expression": "object.data.missing == 'x'"}]}),
+    )
+    .await;
+    let cm = |name: &str, labels: Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels}})
+    };
+    // "strict"'s two conditions both fail to evaluate: the errors aggregated, no call
+    let e = reg
+        .create(&t, cm("plain", json!({})), &as_user())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.0.message,
+        "configmaps \"plain\" is forbidden: [expression 'object.metadata.labels.strict == 'yes'' resulted in error: no such key: labels, expression 'object.data.missing == 'x'' resulted in error: no such key: data]"
+    );
+    let builds = reg.webhook_cache().builds();
+    // a false condition wins over the error: "strict" is not called and refuses nothing
+    reg.create(&t, cm("plain", json!({"strict": "no"})), &as_user())
+        .await
+        .unwrap();
+    assert!(fake.urls().is_empty(), "{:?}", fake.urls());
+    reg.create(&t, cm("checked-1", json!({"strict": "no"})), &as_user())
+        .await
+        .unwrap();
+    assert_eq!(fake.urls(), ["https://hook.test/checked"]);
+    let e = reg
+        .create(&t, cm("other", json!({"strict": "yes"})), &as_user())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 403);
+    assert_eq!(
+        e.0.message,
+        "configmaps \"other\" is forbidden: expression 'object.data.missing == 'x'' resulted in error: no such key: data"
+    );
+    assert_eq!(fake.urls().len(), 1, "a webhook was called");
+    assert_eq!(
+        reg.webhook_cache().builds(),
+        builds,
+        "conditions recompiled"
+    );
+}

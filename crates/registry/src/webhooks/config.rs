@@ -2,8 +2,9 @@
 //! 1.32 has them (`pkg/apis/admissionregistration/v1/defaults.go`,
 //! `pkg/apis/admissionregistration/validation/validation.go`,
 //! `k8s.io/apiserver/pkg/util/webhook/validation.go`): the defaults of each webhook and
-//! rule, and the validation of `webhooks` on create and update. The ObjectMeta rules are
-//! the caller's. Match conditions (CEL) are not validated: kplane does not evaluate them.
+//! rule, and the validation of `webhooks` on create and update, their `matchConditions`
+//! compiled (`kplane_schema::policy::compile_condition`). The ObjectMeta rules are the
+//! caller's.
 
 use std::collections::HashSet;
 
@@ -13,6 +14,7 @@ use serde_json::{json, Value};
 use crate::json_map::{each_struct, set_default};
 use crate::label_selector::validate_label_selector;
 use crate::pod_template::required;
+use crate::policies::config::validate_match_conditions;
 
 /// Which of the two configuration kinds an object is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +67,9 @@ struct Options {
     require_recognized_review_version: bool,
     require_unique_names: bool,
     allow_invalid_label_values: bool,
+    /// No webhook's `matchConditions` changed (`ignore*WebhookMatchConditions`): they are
+    /// not validated again.
+    ignore_match_conditions: bool,
 }
 
 impl Options {
@@ -74,10 +79,11 @@ impl Options {
             require_recognized_review_version: true,
             require_unique_names: true,
             allow_invalid_label_values: false,
+            ignore_match_conditions: false,
         }
     }
 
-    fn for_update(old: &Value) -> Self {
+    fn for_update(new: &Value, old: &Value) -> Self {
         let hooks = webhooks(old);
         let mut names = HashSet::new();
         Options {
@@ -100,6 +106,11 @@ impl Options {
                         .is_some_and(|sel| !validate_label_selector(sel, "", false).is_empty())
                 })
             }),
+            ignore_match_conditions: webhooks(new).len() == hooks.len()
+                && webhooks(new)
+                    .iter()
+                    .zip(hooks)
+                    .all(|(n, o)| conditions(n) == conditions(o)),
         }
     }
 }
@@ -107,6 +118,13 @@ impl Options {
 /// The webhooks of a configuration.
 fn webhooks(obj: &Value) -> &[Value] {
     obj.get("webhooks")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+}
+
+/// A webhook's `matchConditions` (absent or null: empty).
+fn conditions(hook: &Value) -> &[Value] {
+    hook.get("matchConditions")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice)
 }
@@ -141,7 +159,7 @@ pub(crate) fn invalid_raw(field: String, shown: &Value, detail: &str) -> Cause {
 
 /// The configuration's validation on create (`old` None) and update.
 pub fn validate(kind: Kind, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let opts = old.map_or_else(Options::strict, Options::for_update);
+    let opts = old.map_or_else(Options::strict, |o| Options::for_update(obj, o));
     let mut causes = Vec::new();
     let mut names = HashSet::new();
     for (i, hook) in webhooks(obj).iter().enumerate() {
@@ -238,6 +256,13 @@ fn validate_webhook(kind: Kind, hook: &Value, opts: Options, path: &str) -> Vec<
         hook.get("clientConfig").unwrap_or(&Value::Null),
         &format!("{path}.clientConfig"),
     ));
+    if !opts.ignore_match_conditions {
+        causes.extend(validate_match_conditions(
+            conditions(hook),
+            false,
+            &format!("{path}.matchConditions"),
+        ));
+    }
     causes
 }
 

@@ -161,3 +161,75 @@ fn urls_split_as_go_splits_them() {
     assert_eq!(split_url("no-scheme").scheme, "");
     assert_eq!(split_url("https://h").path, "");
 }
+
+#[test]
+fn match_conditions_are_compiled_and_named() {
+    let conds = |c: Value| config(vec![hook(json!({"matchConditions": c}))]);
+    let ok = conds(json!([{"name": "not-kube-system",
+        "expression": "request.namespace != 'kube-system'"}]));
+    assert!(messages(Kind::Validating, &ok, None).is_empty());
+    let bad = conds(json!([
+        {"name": "int", "expression": "1 + 2"},
+        {"name": "int", "expression": "object.metadata.name == 'a'"},
+        {"name": "Bad Name!", "expression": "variables.x"},
+        {"name": "params", "expression": "params.x == 1"},
+        {"name": "syntax", "expression": "object."},
+        {"name": "", "expression": "  "},
+    ]));
+    let m = messages(Kind::Mutating, &bad, None);
+    let p = "webhooks[0].matchConditions";
+    assert_eq!(
+        m[0],
+        format!("{p}[0].expression: Invalid value: \"1 + 2\": must evaluate to bool but got int")
+    );
+    assert_eq!(m[1], format!("{p}[1].name: Duplicate value: \"int\""));
+    assert!(
+        m[2].starts_with(&format!("{p}[2].expression: Invalid value: \"variables.x\": compilation failed: ERROR: <input>:")) 
+            && m[2].contains("undeclared reference to 'variables'"),
+        "{m:?}"
+    );
+    assert!(
+        m[3].starts_with(&format!(
+            "{p}[2].name: Invalid value: \"Bad Name!\": name part must consist of"
+        )),
+        "{m:?}"
+    );
+    assert!(m[4].contains("undeclared reference to 'params'"), "{m:?}");
+    assert!(
+        m[5].starts_with(&format!(
+            "{p}[4].expression: Invalid value: \"object.\": compilation failed: ERROR: <input>:1:"
+        )),
+        "{m:?}"
+    );
+    assert_eq!(m[6], format!("{p}[5].expression: Required value"));
+    assert_eq!(m[7], format!("{p}[5].name: Required value"));
+    assert_eq!(m.len(), 8, "{m:?}");
+    let many: Vec<Value> = (0..65)
+        .map(|i| json!({"name": format!("c{i}"), "expression": "true"}))
+        .collect();
+    assert_eq!(
+        messages(Kind::Validating, &conds(Value::Array(many)), None),
+        vec![format!("{p}: Too many: 65: must have at most 64 items")]
+    );
+}
+
+#[test]
+fn unchanged_match_conditions_are_not_validated_again() {
+    let with = |c: &str| {
+        config(vec![hook(
+            json!({"matchConditions": [{"name": "a", "expression": c}]}),
+        )])
+    };
+    let stored = with("1 + 2");
+    let mut relabelled = stored.clone();
+    relabelled["metadata"]["labels"] = json!({"x": "y"});
+    assert!(messages(Kind::Validating, &relabelled, Some(&stored)).is_empty());
+    let changed = with("2 + 3");
+    assert_eq!(messages(Kind::Validating, &changed, Some(&stored)).len(), 1);
+    // a webhook added: every webhook's conditions are validated again
+    let mut added = stored.clone();
+    let mut second = hook(json!({}));
+    second["name"] = json!("other.example.com");
+    added["webhooks"].as_array_mut().unwrap().push(second);
+    assert_eq!(messages(Kind::Validating, &added, Some(&stored)).len(), 1);
+}

@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use kplane_schema::policy::{self, Inputs, Matched, Values as CelValues};
 use kplane_types::{ClusterName, Status, StatusReason};
 use serde_json::{Map, Value};
 
@@ -163,7 +164,61 @@ impl<'a> Matcher<'a> {
                 return Ok(None);
             }
         }
+        if !hook.match_conditions.is_empty()
+            && !self.conditions_match(reg, hook, &invoked, new).await?
+        {
+            return Ok(None);
+        }
         Ok(Some(invoked))
+    }
+
+    /// `hook`'s `matchConditions`, once its rules and selectors matched (`ShouldCallHook`):
+    /// evaluated against the object and old object in `invoked`'s version and the request
+    /// (`CreateAdmissionRequest`: the invoked kind with the request's resource), without
+    /// `params` or a namespace object. An error fails the request with 403 under
+    /// `failurePolicy: Fail` (`<resource> "<name>" is forbidden: <error>`) and skips the
+    /// webhook under `Ignore`.
+    async fn conditions_match(
+        &self,
+        reg: &Registry,
+        hook: &Webhook,
+        invoked: &ResourceType,
+        new: Option<&Value>,
+    ) -> ApiResult<bool> {
+        let object = match new {
+            Some(o) => Some(reg.api_value(invoked, o.clone()).await?),
+            None => None,
+        };
+        let old_object = match self.a.old {
+            Some(o) => Some(reg.api_value(invoked, o.clone()).await?),
+            None => None,
+        };
+        let request = cel_request(self.a, self.r.namespace, invoked);
+        let inputs = Inputs::new(CelValues {
+            object: object.as_ref(),
+            old_object: old_object.as_ref(),
+            request: Some(&request),
+            namespace_object: None,
+            params: None,
+        });
+        match policy::match_conditions(&hook.match_conditions, &inputs) {
+            Matched::Yes => Ok(true),
+            Matched::No => Ok(false),
+            Matched::Error(why) if hook.ignore_failures => {
+                tracing::debug!(webhook = %hook.name, "Failed evaluating match conditions, skipping the webhook: {why}");
+                Ok(false)
+            }
+            Matched::Error(why) => {
+                tracing::warn!(webhook = %hook.name, "Failed evaluating match conditions, failing closed: {why}");
+                let rt = self.a.resource;
+                Err(ApiError::from(Status::forbidden(
+                    &rt.group,
+                    &rt.plural,
+                    self.a.name,
+                    &why,
+                )))
+            }
+        }
     }
 
     /// The request's resource type, shared.
@@ -197,6 +252,25 @@ impl<'a> Matcher<'a> {
         reg.namespace_labels_or_404(self.a.cluster, self.r.namespace)
             .await
     }
+}
+
+/// The `request` variable of match conditions: the review's request without `uid`,
+/// `object` and `oldObject`, its `kind` the invoked one and its `resource` the request's
+/// (upstream passes the versioned attributes' resource, which is the request's).
+fn cel_request(a: &Attributes<'_>, namespace: &str, invoked: &ResourceType) -> Value {
+    let review = review::request("", "v1", a, namespace, invoked, None, None);
+    let mut request = review.get("request").cloned().unwrap_or(Value::Null);
+    if let Some(m) = request.as_object_mut() {
+        for f in ["uid", "object", "oldObject"] {
+            m.remove(f);
+        }
+        let rt = a.resource;
+        m.insert(
+            "resource".into(),
+            serde_json::json!({"group": rt.group, "version": rt.version, "resource": rt.plural}),
+        );
+    }
+    request
 }
 
 impl Registry {

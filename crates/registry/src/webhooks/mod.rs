@@ -8,7 +8,8 @@
 //! - `cache`: each cluster's webhooks, built on first use from storage and dropped on any
 //!   change of its configurations (the strategy's after-write hooks and the shared
 //!   informer), never read per request;
-//! - `matching`: rules, `matchPolicy`, namespace and object selectors;
+//! - `matching`: rules, `matchPolicy`, namespace and object selectors (then the
+//!   compiled `matchConditions`, evaluated in `dispatch` with `kplane_schema::policy`);
 //! - `review`: the AdmissionReview sent and the checks of the answer;
 //! - `dispatch`: the two admission plugins (mutating webhooks in order, with JSON patches
 //!   and one reinvocation round; validating webhooks in parallel).

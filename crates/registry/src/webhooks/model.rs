@@ -1,10 +1,11 @@
 //! A webhook as the dispatcher uses it: parsed once from its stored configuration (when a
-//! cluster's entry is built, `cache.rs`), with its selectors compiled, so a request only
-//! compares strings and labels.
+//! cluster's entry is built, `cache.rs`), with its selectors and match conditions
+//! compiled, so a request only compares strings and labels and evaluates CEL.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use kplane_schema::policy::{self, Expression};
 use kplane_types::labels::LabelSelector;
 use serde_json::Value;
 
@@ -81,6 +82,9 @@ pub struct Webhook {
     pub client: Arc<ClientConfig>,
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
     pub reinvoke: bool,
+    /// `matchConditions[].expression`, in order, compiled (an `Err` is the compiler's
+    /// message: evaluating it is an error, as upstream's stored compilation errors are).
+    pub match_conditions: Vec<Result<Expression, String>>,
 }
 
 fn strings(v: Option<&Value>) -> Vec<String> {
@@ -194,6 +198,16 @@ pub fn parse_configuration(obj: &Value) -> Vec<Webhook> {
                 }),
                 client: Arc::new(client_config(h.get("clientConfig"))),
                 reinvoke: s("reinvocationPolicy") == "IfNeeded",
+                match_conditions: h
+                    .get("matchConditions")
+                    .and_then(Value::as_array)
+                    .map_or(&[][..], Vec::as_slice)
+                    .iter()
+                    .map(|c| {
+                        let src = c.get("expression").and_then(Value::as_str).unwrap_or("");
+                        policy::compile_condition(src, false)
+                    })
+                    .collect(),
             }
         })
         .collect()

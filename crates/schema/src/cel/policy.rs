@@ -93,26 +93,44 @@ const VARIABLES: &str = "variables";
 /// Compiles `src` in `env` for a field that wants `want`; the error is upstream's detail
 /// (`compilation failed: ERROR: <input>: ...`, `must evaluate to bool but got int`).
 pub fn compile(src: &str, env: Env<'_>, want: Want) -> Result<Expression, String> {
-    stacker::grow(crate::COMPILE_STACK_BYTES, || compile_here(src, env, want))
+    stacker::grow(crate::COMPILE_STACK_BYTES, || {
+        compile_here(src, env.params, Some(env.variables), want)
+    })
 }
 
-fn compile_here(src: &str, env: Env<'_>, want: Want) -> Result<Expression, String> {
+/// Compiles a match condition as upstream's stateless compiler does (the validation of
+/// every `matchConditions[].expression`, and an admission webhook's conditions when they
+/// run): a bool over `object`, `oldObject`, `request`, `namespaceObject` and, with
+/// `params`, `params`; `variables` is not declared.
+pub fn compile_condition(src: &str, params: bool) -> Result<Expression, String> {
+    stacker::grow(crate::COMPILE_STACK_BYTES, || {
+        compile_here(src, params, None, Want::Bool)
+    })
+}
+
+/// `variables`: the variables declared before the expression, `None` when `variables`
+/// itself is not declared.
+fn compile_here(
+    src: &str,
+    params: bool,
+    variables: Option<&[String]>,
+    want: Want,
+) -> Result<Expression, String> {
     let expr = parse(src).map_err(|e| format!("compilation failed: {e}"))?;
-    let mut names = vec![
-        "object",
-        "oldObject",
-        "request",
-        "namespaceObject",
-        VARIABLES,
-    ];
-    if env.params {
+    let mut names = vec!["object", "oldObject", "request", "namespaceObject"];
+    if variables.is_some() {
+        names.push(VARIABLES);
+    }
+    if params {
         names.push("params");
     }
     let (kind, ty) = check::analyze_dyn(&expr, &names)
         .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
     let mut uses = Some(Vec::new());
-    variable_uses(&expr, env.variables, &mut uses)
-        .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
+    if let Some(declared) = variables {
+        variable_uses(&expr, declared, &mut uses)
+            .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
+    }
     // cel-go types a bare variable or field of a `dyn` as `dyn`; elsewhere kplane's
     // checker may say `dyn` where cel-go knows better, so only those are refused
     let bare = matches!(expr.expr, Expr::Ident(_) | Expr::Select(_));
@@ -385,6 +403,50 @@ impl<'a> Evaluator<'a> {
         ctx.add_variable_from_value("params", i.params.clone());
         ctx.add_variable_from_value(VARIABLES, Cel::Map(CelMap { map: Arc::new(map) }));
         ctx
+    }
+}
+
+/// How a list of match conditions came out for one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Matched {
+    /// None is false and none failed.
+    Yes,
+    /// One is false (whatever the others did).
+    No,
+    /// None is false and some failed: one error's message, several as Go's aggregate
+    /// `[a, b]`, or [`OUT_OF_BUDGET`]; the caller's failure policy decides.
+    Error(String),
+}
+
+/// `matchconditions.Matcher.Match`: every condition evaluated in order under
+/// [`MATCH_CONDITIONS_BUDGET`] (running out of it is an error, even after a false one),
+/// then a false one means no match, else any error is reported. A condition that did not
+/// compile (`Err`, the compiler's message) is an error, `compilation error: <why>`.
+pub fn match_conditions(conditions: &[Result<Expression, String>], inputs: &Inputs) -> Matched {
+    let mut ev = Evaluator::new(inputs, &[], MATCH_CONDITIONS_BUDGET);
+    let mut results = Vec::with_capacity(conditions.len());
+    for c in conditions {
+        let r = match c {
+            Ok(e) => ev.eval(e),
+            Err(why) => Ok(Err(format!("compilation error: {why}"))),
+        };
+        match r {
+            Err(OutOfBudget) => return Matched::Error(OUT_OF_BUDGET.into()),
+            Ok(r) => results.push(r),
+        }
+    }
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok(Evaluated::Bool(false)) => return Matched::No,
+            Ok(_) => {}
+            Err(why) => errors.push(why),
+        }
+    }
+    match errors.len() {
+        0 => Matched::Yes,
+        1 => Matched::Error(errors.remove(0)),
+        _ => Matched::Error(format!("[{}]", errors.join(", "))),
     }
 }
 

@@ -146,3 +146,64 @@ fn per_call_limit_and_budget() {
     let mut poor = Evaluator::new(&inputs, &[], 0);
     assert_eq!(poor.eval(&cheap), Err(OutOfBudget));
 }
+
+#[test]
+fn conditions_do_not_declare_variables() {
+    assert!(compile_condition("object.metadata.name == 'a'", false).is_ok());
+    let e = compile_condition("variables.a", false).unwrap_err();
+    assert!(e.contains("undeclared reference to 'variables'"), "{e}");
+    let e = compile_condition("params.a == 1", false).unwrap_err();
+    assert!(e.contains("undeclared reference to 'params'"), "{e}");
+    assert!(compile_condition("params.a == 1", true).is_ok());
+    assert_eq!(
+        compile_condition("'a'", false).unwrap_err(),
+        "must evaluate to bool but got string"
+    );
+}
+
+#[test]
+fn match_conditions_as_upstream_orders_them() {
+    let obj = json!({"metadata": {"name": "a"}});
+    let inputs = Inputs::new(Values {
+        object: Some(&obj),
+        ..Values::default()
+    });
+    let c = |src: &str| compile_condition(src, false);
+    assert_eq!(match_conditions(&[], &inputs), Matched::Yes);
+    assert_eq!(
+        match_conditions(&[c("true"), c("object.metadata.name == 'a'")], &inputs),
+        Matched::Yes
+    );
+    // a false condition wins over an error, before or after it
+    let err = c("object.spec.x == 1");
+    assert_eq!(
+        match_conditions(&[c("object.spec.x == 1"), c("false")], &inputs),
+        Matched::No
+    );
+    assert_eq!(match_conditions(&[c("false"), err], &inputs), Matched::No);
+    assert_eq!(
+        match_conditions(&[c("object.spec.x == 1"), c("true")], &inputs),
+        Matched::Error(
+            "expression 'object.spec.x == 1' resulted in error: no such key: spec".into()
+        )
+    );
+    assert_eq!(
+        match_conditions(
+            &[c("object.spec.x == 1"), Err("compilation failed: boom".into())],
+            &inputs
+        ),
+        Matched::Error(
+            "[expression 'object.spec.x == 1' resulted in error: no such key: spec, compilation error: compilation failed: boom]"
+                .into()
+        )
+    );
+    // every condition runs: the budget (2,500,000) runs out after a false one
+    let heavy = "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, a + b + c + d + e > 0)))))";
+    let mut conds = vec![c("false")];
+    conds.extend((0..6).map(|_| c(heavy)));
+    assert_eq!(
+        match_conditions(&conds, &inputs),
+        Matched::Error(OUT_OF_BUDGET.into())
+    );
+    assert_eq!(match_conditions(&conds[..2], &inputs), Matched::No);
+}
