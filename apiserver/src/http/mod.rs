@@ -150,7 +150,7 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
 
 /// Sends a request's warnings as `Warning: 299 - "<text>"` headers.
 fn add_warnings(w: &Warnings, headers: &mut axum::http::HeaderMap) {
-    for text in w.texts() {
+    for text in w.header_texts() {
         let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
             headers.append("warning", v);
