@@ -207,3 +207,47 @@ mod tests {
         assert_eq!(c.len(), 10);
     }
 }
+
+/// Drops a cluster's entry whenever an object of one of `resources` (storage resources)
+/// changes in it, from the shared informer; a resync drops every entry. The caches built
+/// from a cluster's configuration objects (webhooks, admission policies) use it.
+#[derive(Debug)]
+pub struct ResourceInvalidator<V> {
+    pub cache: std::sync::Arc<ClusterCache<V>>,
+    pub resources: &'static [&'static str],
+}
+
+impl<V: Clone + Send + Sync + std::fmt::Debug> crate::controllers::informer::InformerHandler
+    for ResourceInvalidator<V>
+{
+    fn on_resync(&self) {
+        self.cache.clear();
+    }
+
+    fn on_object(&self, kv: &kplane_storage::KeyValue, _deleted: bool, replay: bool) {
+        if !replay && self.resources.contains(&kv.key.resource.as_str()) {
+            self.cache.invalidate(&kv.key.cluster);
+        }
+    }
+}
+
+impl crate::Registry {
+    /// The stored objects of `resource` (a storage resource) in `cluster`, decoded, in
+    /// key order (which is name order): what a configuration cache is built from.
+    pub(crate) async fn stored_objects(
+        &self,
+        cluster: &kplane_types::ClusterName,
+        resource: &str,
+    ) -> crate::error::ApiResult<Vec<serde_json::Value>> {
+        let prefix = kplane_storage::Prefix::resource(cluster.as_str(), resource);
+        let res = self
+            .storage
+            .list(&prefix, &kplane_storage::ListOptions::default(), None)
+            .await?;
+        Ok(res
+            .items
+            .iter()
+            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
+            .collect())
+    }
+}

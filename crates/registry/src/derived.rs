@@ -63,12 +63,14 @@ pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
         .with(Arc::new(crate::sync_targets::Invalidator(
             registry.sync_target_cache().clone(),
         )))
-        .with(Arc::new(crate::webhooks::cache::Invalidator(
-            registry.webhook_cache().clone(),
-        )))
-        .with(Arc::new(crate::policies::Invalidator(
-            registry.policy_cache().clone(),
-        )))
+        .with(Arc::new(crate::webhooks::cache::Invalidator {
+            cache: registry.webhook_cache().clone(),
+            resources: crate::webhooks::cache::RESOURCES,
+        }))
+        .with(Arc::new(crate::policies::Invalidator {
+            cache: registry.policy_cache().clone(),
+            resources: crate::policies::RESOURCES,
+        }))
         .with(Arc::new(crate::sync::ref_index::Indexer(
             registry.sync_ref_index().clone(),
         )))

@@ -6,14 +6,12 @@
 
 use std::sync::{Arc, LazyLock};
 
-use kplane_storage::{KeyValue, ListOptions, Prefix};
 use kplane_types::ClusterName;
 use serde_json::Value;
 
 use super::model::{parse_binding, parse_policy, Binding, Policy};
 use super::{BINDING_RESOURCE, POLICY_RESOURCE};
-use crate::cluster_cache::ClusterCache;
-use crate::controllers::informer::InformerHandler;
+use crate::cluster_cache::{ClusterCache, ResourceInvalidator};
 use crate::error::ApiResult;
 use crate::Registry;
 
@@ -33,40 +31,17 @@ pub struct ClusterPolicies {
 static EMPTY: LazyLock<Arc<ClusterPolicies>> = LazyLock::new(Arc::default);
 
 /// Policies by logical cluster name.
-#[derive(Debug, Default)]
-pub struct Cache(ClusterCache<Arc<ClusterPolicies>>);
+pub type Cache = ClusterCache<Arc<ClusterPolicies>>;
 
-impl Cache {
-    /// Forgets `cluster`'s policies.
-    pub fn invalidate(&self, cluster: &str) {
-        self.0.invalidate(cluster);
-    }
-
-    /// Entries built from storage so far (tests).
-    pub fn builds(&self) -> u64 {
-        self.0.builds()
-    }
-}
+/// The storage resources of policies and bindings.
+pub const RESOURCES: &[&str] = &[POLICY_RESOURCE, BINDING_RESOURCE];
 
 /// Invalidates from the shared informer: any change of a policy or a binding.
-#[derive(Debug)]
-pub struct Invalidator(pub Arc<Cache>);
-
-impl InformerHandler for Invalidator {
-    fn on_resync(&self) {
-        self.0 .0.clear();
-    }
-
-    fn on_object(&self, kv: &KeyValue, _deleted: bool, replay: bool) {
-        if !replay && is_policy_resource(&kv.key.resource) {
-            self.0.invalidate(&kv.key.cluster);
-        }
-    }
-}
+pub type Invalidator = ResourceInvalidator<Arc<ClusterPolicies>>;
 
 /// Whether `resource` (a storage resource) holds policies or bindings.
 pub fn is_policy_resource(resource: &str) -> bool {
-    resource == POLICY_RESOURCE || resource == BINDING_RESOURCE
+    RESOURCES.contains(&resource)
 }
 
 impl Registry {
@@ -77,33 +52,19 @@ impl Registry {
 
     /// The policies of `cluster`.
     pub async fn cluster_policies(&self, cluster: &ClusterName) -> ApiResult<Arc<ClusterPolicies>> {
-        if let Some(e) = self.policies.0.get(cluster.as_str()) {
+        if let Some(e) = self.policies.get(cluster.as_str()) {
             return Ok(e);
         }
         // taken before any read, so that nothing read before an invalidation is stored
-        let generation = self.policies.0.generation();
-        let bindings = self.read_all(cluster, BINDING_RESOURCE).await?;
+        let generation = self.policies.generation();
+        let bindings = self.stored_objects(cluster, BINDING_RESOURCE).await?;
         let entry = if bindings.is_empty() {
             EMPTY.clone()
         } else {
-            let policies = self.read_all(cluster, POLICY_RESOURCE).await?;
+            let policies = self.stored_objects(cluster, POLICY_RESOURCE).await?;
             Arc::new(assemble(&policies, &bindings))
         };
-        Ok(self.policies.0.insert(cluster.as_str(), entry, generation))
-    }
-
-    /// The stored objects of `resource` in `cluster`, in name order.
-    async fn read_all(&self, cluster: &ClusterName, resource: &str) -> ApiResult<Vec<Value>> {
-        let prefix = Prefix::resource(cluster.as_str(), resource);
-        let res = self
-            .storage
-            .list(&prefix, &ListOptions::default(), None)
-            .await?;
-        Ok(res
-            .items
-            .iter()
-            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
-            .collect())
+        Ok(self.policies.insert(cluster.as_str(), entry, generation))
     }
 }
 

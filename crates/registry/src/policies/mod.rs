@@ -25,7 +25,7 @@ pub mod model;
 #[cfg(test)]
 mod tests;
 
-pub use cache::{assemble, is_policy_resource, Cache, ClusterPolicies, Invalidator};
+pub use cache::{assemble, is_policy_resource, Cache, ClusterPolicies, Invalidator, RESOURCES};
 pub use dispatch::{ValidatingAdmissionPolicy, PLUGIN};
 
 /// The storage resource of ValidatingAdmissionPolicies.

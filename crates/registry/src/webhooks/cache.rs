@@ -8,14 +8,11 @@
 
 use std::sync::{Arc, LazyLock};
 
-use kplane_storage::{KeyValue, ListOptions, Prefix};
 use kplane_types::ClusterName;
-use serde_json::Value;
 
 use super::model::{parse_configuration, Webhook};
 use super::{MUTATING_RESOURCE, VALIDATING_RESOURCE};
-use crate::cluster_cache::ClusterCache;
-use crate::controllers::informer::InformerHandler;
+use crate::cluster_cache::{ClusterCache, ResourceInvalidator};
 use crate::error::ApiResult;
 use crate::Registry;
 
@@ -36,40 +33,17 @@ impl ClusterWebhooks {
 static EMPTY: LazyLock<Arc<ClusterWebhooks>> = LazyLock::new(Arc::default);
 
 /// Webhooks by logical cluster name.
-#[derive(Debug, Default)]
-pub struct Cache(ClusterCache<Arc<ClusterWebhooks>>);
+pub type Cache = ClusterCache<Arc<ClusterWebhooks>>;
 
-impl Cache {
-    /// Forgets `cluster`'s webhooks.
-    pub fn invalidate(&self, cluster: &str) {
-        self.0.invalidate(cluster);
-    }
-
-    /// Entries built from storage so far (tests).
-    pub fn builds(&self) -> u64 {
-        self.0.builds()
-    }
-}
+/// The storage resources of the two configuration kinds.
+pub const RESOURCES: &[&str] = &[VALIDATING_RESOURCE, MUTATING_RESOURCE];
 
 /// Invalidates from the shared informer: any change of a webhook configuration.
-#[derive(Debug)]
-pub struct Invalidator(pub Arc<Cache>);
-
-impl InformerHandler for Invalidator {
-    fn on_resync(&self) {
-        self.0 .0.clear();
-    }
-
-    fn on_object(&self, kv: &KeyValue, _deleted: bool, replay: bool) {
-        if !replay && is_configuration(&kv.key.resource) {
-            self.0.invalidate(&kv.key.cluster);
-        }
-    }
-}
+pub type Invalidator = ResourceInvalidator<Arc<ClusterWebhooks>>;
 
 /// Whether `resource` (a storage resource) holds webhook configurations.
 pub fn is_configuration(resource: &str) -> bool {
-    resource == VALIDATING_RESOURCE || resource == MUTATING_RESOURCE
+    RESOURCES.contains(&resource)
 }
 
 impl Registry {
@@ -80,11 +54,11 @@ impl Registry {
 
     /// The webhooks of `cluster`.
     pub async fn cluster_webhooks(&self, cluster: &ClusterName) -> ApiResult<Arc<ClusterWebhooks>> {
-        if let Some(e) = self.webhooks.0.get(cluster.as_str()) {
+        if let Some(e) = self.webhooks.get(cluster.as_str()) {
             return Ok(e);
         }
         // Taken before any read, so that nothing read before an invalidation is stored.
-        let generation = self.webhooks.0.generation();
+        let generation = self.webhooks.generation();
         let built = ClusterWebhooks {
             mutating: self.read_webhooks(cluster, MUTATING_RESOURCE).await?,
             validating: self.read_webhooks(cluster, VALIDATING_RESOURCE).await?,
@@ -94,35 +68,19 @@ impl Registry {
         } else {
             Arc::new(built)
         };
-        Ok(self.webhooks.0.insert(cluster.as_str(), entry, generation))
+        Ok(self.webhooks.insert(cluster.as_str(), entry, generation))
     }
 
     /// The webhooks of `cluster`'s configurations stored under `resource`, the
-    /// configurations by name (storage lists in key order, which is name order).
+    /// configurations in name order.
     async fn read_webhooks(
         &self,
         cluster: &ClusterName,
         resource: &str,
     ) -> ApiResult<Vec<Arc<Webhook>>> {
-        let prefix = Prefix::resource(cluster.as_str(), resource);
-        let res = self
-            .storage
-            .list(&prefix, &ListOptions::default(), None)
-            .await?;
-        let mut configs: Vec<Value> = res
-            .items
-            .iter()
-            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
-            .collect();
-        configs.sort_by(|a, b| {
-            let name = |o: &Value| {
-                o.pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            };
-            name(a).cmp(&name(b))
-        });
-        Ok(configs
+        Ok(self
+            .stored_objects(cluster, resource)
+            .await?
             .iter()
             .flat_map(parse_configuration)
             .map(Arc::new)
