@@ -5,11 +5,11 @@
 //! invalid expression is refused at create; the same request in another logical cluster
 //! is not touched. An `#[ignore]`d bench measures the overhead of one policy per create.
 
-use std::time::{Duration, Instant};
-
 use anyhow::{ensure, Result};
 use kplane_e2e::KplaneServer;
 use serde_json::json;
+
+use crate::webhooks::{median, time_creates};
 
 const POLICY: &str = r#"
 apiVersion: admissionregistration.k8s.io/v1
@@ -227,32 +227,6 @@ fn policies_deny_warn_and_stay_in_their_cluster() -> Result<()> {
     k.ok(&["delete", "validatingadmissionpolicybinding", "limit-deny"])?;
     k.ok_stdin(&["create", "-f", "-"], &job("enforced", "free-again", 5))?;
     Ok(())
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-/// Times `n` ConfigMap creates through kube-rs in `ns`.
-async fn time_creates(
-    client: &kube::Client,
-    ns: &str,
-    prefix: &str,
-    n: usize,
-) -> Result<Vec<Duration>> {
-    use k8s_openapi::api::core::v1::ConfigMap;
-    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), ns);
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let cm: ConfigMap = serde_json::from_value(
-            json!({"metadata": {"name": format!("{prefix}-{i}")}, "data": {"k": "v"}}),
-        )?;
-        let t = Instant::now();
-        api.create(&kube::api::PostParams::default(), &cm).await?;
-        out.push(t.elapsed());
-    }
-    Ok(out)
 }
 
 /// The admission overhead of one policy per write: median ConfigMap create latency

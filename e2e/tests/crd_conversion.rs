@@ -5,15 +5,11 @@
 //! list is one review), watched in both; a webhook that renames the object is refused;
 //! a webhook that is down fails reads with upstream's message.
 
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{ensure, Context as _, Result};
 use base64::Engine as _;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use kplane_e2e::KplaneServer;
 use serde_json::{json, Value};
 
@@ -62,49 +58,11 @@ fn answer(path: &str, review: &Value, reviews: &Reviews) -> Value {
 
 /// Starts the webhook on a free loopback port; its base URL and its certificate's PEM.
 async fn conversion_webhook(reviews: Reviews) -> Result<(String, String)> {
-    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])?;
-    let pem = cert.cert.pem();
-    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.cert.der().clone()], key)?;
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("https://127.0.0.1:{}", listener.local_addr()?.port());
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, reviews) = (acceptor.clone(), reviews.clone());
-            tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let svc = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
-                        let reviews = reviews.clone();
-                        async move {
-                            let path = req.uri().path().to_string();
-                            let body = req.into_body().collect().await.map(|b| b.to_bytes());
-                            let review: Value = body
-                                .ok()
-                                .and_then(|b| serde_json::from_slice(&b).ok())
-                                .unwrap_or(Value::Null);
-                            let out = answer(&path, &review, &reviews);
-                            Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(
-                                out.to_string(),
-                            ))))
-                        }
-                    },
-                );
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    Ok((base, pem))
+    crate::webhooks::tls_json_server(move |path, review| {
+        let out = answer(&path, &review, &reviews);
+        async move { out }
+    })
+    .await
 }
 
 /// The Widget CRD converting through `url`.

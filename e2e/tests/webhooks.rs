@@ -66,6 +66,21 @@ async fn answer(path: &str, review: &Value, seen: &Seen) -> Value {
 /// Starts the webhook server on a free loopback port; returns its base URL and the PEM of
 /// its (self-signed) certificate.
 async fn webhook_server(seen: Arc<Seen>) -> Result<(String, String)> {
+    tls_json_server(move |path, review| {
+        let seen = seen.clone();
+        async move { answer(&path, &review, &seen).await }
+    })
+    .await
+}
+
+/// A TLS server on a free loopback port with a self-signed certificate for 127.0.0.1
+/// that answers each POST with `handler(path, the body as JSON)` (as a webhook does);
+/// its base URL and its certificate's PEM (the webhook's caBundle).
+pub(crate) async fn tls_json_server<F, Fut>(handler: F) -> Result<(String, String)>
+where
+    F: Fn(String, Value) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Value> + Send,
+{
     let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])?;
     let pem = cert.cert.pem();
     let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der())
@@ -80,14 +95,14 @@ async fn webhook_server(seen: Arc<Seen>) -> Result<(String, String)> {
     let base = format!("https://127.0.0.1:{}", listener.local_addr()?.port());
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            let (acceptor, handler) = (acceptor.clone(), handler.clone());
             tokio::spawn(async move {
                 let Ok(stream) = acceptor.accept(tcp).await else {
                     return;
                 };
                 let svc = hyper::service::service_fn(
                     move |req: hyper::Request<hyper::body::Incoming>| {
-                        let seen = seen.clone();
+                        let handler = handler.clone();
                         async move {
                             let path = req.uri().path().to_string();
                             let body = req.into_body().collect().await.map(|b| b.to_bytes());
@@ -95,7 +110,7 @@ async fn webhook_server(seen: Arc<Seen>) -> Result<(String, String)> {
                                 .ok()
                                 .and_then(|b| serde_json::from_slice(&b).ok())
                                 .unwrap_or(Value::Null);
-                            let out = answer(&path, &review, &seen).await;
+                            let out = handler(path, review).await;
                             Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from(
                                 out.to_string(),
                             ))))
@@ -469,13 +484,13 @@ async fn a_warning_is_shown_before_the_error_of_a_refused_write() -> Result<()> 
 }
 
 /// Median of `samples`.
-fn median(mut samples: Vec<Duration>) -> Duration {
+pub(crate) fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
 }
 
 /// Times `n` ConfigMap creates through kube-rs in `ns`.
-async fn time_creates(
+pub(crate) async fn time_creates(
     client: &kube::Client,
     ns: &str,
     prefix: &str,
