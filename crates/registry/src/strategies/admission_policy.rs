@@ -13,7 +13,6 @@ use super::super::catalog::ResourceType;
 use super::super::policies::config;
 use super::super::Registry;
 use super::TypeStrategy;
-use crate::error::ApiResult;
 
 /// Which of the two kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,34 +53,7 @@ impl TypeStrategy for AdmissionPolicy {
         }
     }
 
-    async fn after_create(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
+    fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
         reg.policy_cache().invalidate(cluster.as_str());
-        Ok(())
-    }
-
-    async fn after_update(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-        _deleting: bool,
-    ) -> ApiResult<()> {
-        reg.policy_cache().invalidate(cluster.as_str());
-        Ok(())
-    }
-
-    async fn after_delete(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
-        reg.policy_cache().invalidate(cluster.as_str());
-        Ok(())
     }
 }

@@ -299,13 +299,20 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
         Ok(None)
     }
 
+    /// After any committed write of an object of the type in `cluster` (what the three
+    /// hooks below do unless a type overrides them): a type whose objects feed a
+    /// per-cluster cache drops the cluster's entry here, so the writer's next request
+    /// sees the change.
+    fn after_write(&self, _reg: &Registry, _cluster: &ClusterName) {}
+
     /// After a create is committed.
     async fn after_create(
         &self,
-        _reg: &Registry,
-        _cluster: &ClusterName,
+        reg: &Registry,
+        cluster: &ClusterName,
         _name: &str,
     ) -> ApiResult<()> {
+        self.after_write(reg, cluster);
         Ok(())
     }
 
@@ -313,21 +320,23 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
     /// when the object carries a deletionTimestamp.
     async fn after_update(
         &self,
-        _reg: &Registry,
-        _cluster: &ClusterName,
+        reg: &Registry,
+        cluster: &ClusterName,
         _name: &str,
         _deleting: bool,
     ) -> ApiResult<()> {
+        self.after_write(reg, cluster);
         Ok(())
     }
 
     /// After the object is gone from storage.
     async fn after_delete(
         &self,
-        _reg: &Registry,
-        _cluster: &ClusterName,
+        reg: &Registry,
+        cluster: &ClusterName,
         _name: &str,
     ) -> ApiResult<()> {
+        self.after_write(reg, cluster);
         Ok(())
     }
 }

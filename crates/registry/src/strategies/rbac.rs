@@ -12,7 +12,6 @@ use super::super::meta::NameRule;
 use super::super::stored_form;
 use super::TypeStrategy;
 use crate::builtins::Builtins;
-use crate::error::ApiResult;
 use crate::rbac::defaults;
 use crate::Registry;
 
@@ -51,25 +50,8 @@ impl TypeStrategy for Rbac {
     }
 
     /// The cluster's compiled RBAC policy is stale once the write is committed.
-    async fn after_create(&self, reg: &Registry, cluster: &ClusterName, _: &str) -> ApiResult<()> {
+    fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
         reg.rbac_cache().invalidate(cluster.as_str());
-        Ok(())
-    }
-
-    async fn after_update(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _: &str,
-        _: bool,
-    ) -> ApiResult<()> {
-        reg.rbac_cache().invalidate(cluster.as_str());
-        Ok(())
-    }
-
-    async fn after_delete(&self, reg: &Registry, cluster: &ClusterName, _: &str) -> ApiResult<()> {
-        reg.rbac_cache().invalidate(cluster.as_str());
-        Ok(())
     }
 }
 

@@ -115,18 +115,7 @@ impl TypeStrategy for SyncTarget {
         false
     }
 
-    /// The assignment cache sees a new target at once.
-    async fn after_create(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
-        reg.sync_target_cache().invalidate(cluster.as_str());
-        Ok(())
-    }
-
-    /// ... and a changed or deleted one (heartbeats leave it as it is).
+    /// A changed target is re-read for assignment (heartbeats leave it as it is).
     async fn after_update(
         &self,
         reg: &Registry,
@@ -138,14 +127,9 @@ impl TypeStrategy for SyncTarget {
         Ok(())
     }
 
-    async fn after_delete(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
+    /// The assignment cache sees a new or deleted target at once.
+    fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
         reg.sync_target_cache().invalidate(cluster.as_str());
-        Ok(())
     }
 }
 

@@ -12,7 +12,6 @@ use super::super::catalog::ResourceType;
 use super::super::webhooks::config::{self, Kind};
 use super::super::Registry;
 use super::TypeStrategy;
-use crate::error::ApiResult;
 
 /// The strategy of both configuration kinds.
 #[derive(Debug)]
@@ -32,34 +31,7 @@ impl TypeStrategy for WebhookConfiguration {
         config::validate(self.0, obj, old)
     }
 
-    async fn after_create(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
+    fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
         reg.webhook_cache().invalidate(cluster.as_str());
-        Ok(())
-    }
-
-    async fn after_update(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-        _deleting: bool,
-    ) -> ApiResult<()> {
-        reg.webhook_cache().invalidate(cluster.as_str());
-        Ok(())
-    }
-
-    async fn after_delete(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
-        reg.webhook_cache().invalidate(cluster.as_str());
-        Ok(())
     }
 }
