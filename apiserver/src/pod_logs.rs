@@ -484,6 +484,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_target_takes_at_most_its_cap_of_open_requests_from_all_clusters() {
+        let b = Arc::new(LogBroker::default());
+        assert!(b
+            .take("root/east", Duration::from_millis(1))
+            .await
+            .is_empty());
+        let clusters = MAX_OPEN_PER_TARGET / MAX_OPEN_PER_CLUSTER;
+        let mut opens = Vec::new();
+        for c in 0..clusters {
+            for _ in 0..MAX_OPEN_PER_CLUSTER {
+                let b = Arc::clone(&b);
+                let mut r = route("root/east");
+                r.cluster = format!("root:c{c}");
+                opens.push(tokio::spawn(async move { b.open(r).await }));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(lock(&b.inner).streams.len(), MAX_OPEN_PER_TARGET);
+        let mut fresh = route("root/east");
+        fresh.cluster = "root:fresh".into();
+        assert_eq!(
+            b.open(fresh.clone()).await.err(),
+            Some(BrokerError::TooMany),
+            "a cluster with none open is refused once the target is full"
+        );
+        // Another target is not affected.
+        let mut west = fresh;
+        west.target = "root/west".into();
+        assert!(b
+            .take("root/west", Duration::from_millis(1))
+            .await
+            .is_empty());
+        let opener = {
+            let b = Arc::clone(&b);
+            tokio::spawn(async move { b.open(west).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let reqs = b.take("root/west", Duration::from_secs(1)).await;
+        assert_eq!(reqs.len(), 1);
+        b.deliver("root/west", &reqs[0].id, Some(200), Bytes::new(), true)
+            .await
+            .unwrap();
+        assert_eq!(opener.await.unwrap().unwrap().code, 200);
+        for r in b.take("root/east", Duration::from_secs(1)).await {
+            b.deliver("root/east", &r.id, Some(200), Bytes::new(), true)
+                .await
+                .unwrap();
+        }
+        for o in opens {
+            drop(o.await.unwrap().unwrap());
+        }
+        assert!(lock(&b.inner).streams.is_empty());
+    }
+
+    #[tokio::test]
     async fn requests_queued_before_the_poll_are_all_taken_and_a_quiet_poll_ends_empty() {
         let b = Arc::new(LogBroker::default());
         // A syncer polled a moment ago: it counts as connected.

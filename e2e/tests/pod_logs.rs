@@ -434,6 +434,21 @@ async fn kubectl_logs_of_a_synced_jobs_pod_reads_the_host() -> Result<()> {
         bytes as f64 / big[2].as_secs_f64() / 1e6
     );
 
+    // A syncer's piece may be at most 256 KiB: one byte more is refused before anything
+    // else (an unknown request of the right size is a 404).
+    let admin = data.client_unprefixed().await?;
+    for (size, want) in [(256 * 1024, 404), (256 * 1024 + 1, 413)] {
+        let req = http::Request::post("/services/sync/root:t/east/kplane/v1/logrequests/nosuch")
+            .header(header::CONTENT_TYPE, "application/octet-stream")
+            .body(kube::client::Body::from(vec![b'x'; size]))?;
+        let resp = admin.send(req).await?;
+        ensure!(
+            resp.status().as_u16() == want,
+            "{size} bytes: {}",
+            resp.status()
+        );
+    }
+
     // Without a syncer polling, the answer says so at once.
     drop(syncer);
     eventually(TIMEOUT, "503 without a syncer", || async {
