@@ -191,14 +191,21 @@ async fn watch_list(
 
 /// The consistency detector's LIST (`resourceVersionMatch=Exact` at the list's
 /// resourceVersion, with the caller's options) and its comparison, items sorted by uid.
-/// Typed and metadata lists keep their items' TypeMeta (only the list's is cleared).
+/// Typed lists keep their items' TypeMeta as sent (only the list's is cleared), so a
+/// built-in LIST's items must come without it, as upstream's do; the dynamic client's
+/// `UnstructuredList` gives an item without kind and apiVersion the list's.
 async fn check_consistency(
     client: &kube::Client,
     path: &str,
     selector: &str,
-    accept: &str,
+    decoder: Decoder,
     got: &Assembled,
 ) -> Result<()> {
+    let accept = match decoder {
+        Decoder::Typed => TYPED,
+        Decoder::Dynamic => DYNAMIC,
+        Decoder::Metadata => METADATA,
+    };
     let query = format!(
         "{selector}&resourceVersion={}&resourceVersionMatch=Exact",
         got.resource_version
@@ -220,10 +227,22 @@ async fn check_consistency(
         });
         v
     };
-    let listed = list["items"].as_array().context("no items")?;
+    let mut listed = list["items"].as_array().context("no items")?.clone();
+    if decoder == Decoder::Dynamic {
+        let item_kind = list["kind"]
+            .as_str()
+            .and_then(|k| k.strip_suffix("List"))
+            .context("list kind")?;
+        for item in &mut listed {
+            if item.get("kind").is_none() && item.get("apiVersion").is_none() {
+                item["kind"] = json!(item_kind);
+                item["apiVersion"] = list["apiVersion"].clone();
+            }
+        }
+    }
     ensure!(
-        by_uid(listed) == by_uid(&got.items),
-        "data inconsistency: LIST {listed:?}\nwatch-list {:?}",
+        by_uid(&listed) == by_uid(&got.items),
+        "{decoder:?} data inconsistency: LIST {listed:?}\nwatch-list {:?}",
         got.items
     );
     Ok(())
@@ -283,8 +302,8 @@ async fn typed_dynamic_and_metadata_lists_via_watch_are_accepted_and_match_what_
             );
             if decoder == Decoder::Dynamic {
                 ensure!(got.api_version == "v1");
-                check_consistency(&client, ns_path, selector, DYNAMIC, &got).await?;
             }
+            check_consistency(&client, ns_path, selector, decoder, &got).await?;
         }
         // The metadata client: items as its GET returns them.
         let got = watch_list(
@@ -313,6 +332,14 @@ async fn typed_dynamic_and_metadata_lists_via_watch_are_accepted_and_match_what_
     let query = watch_list_query("fieldSelector=metadata.name%3Dsecret-2", "");
     let got = watch_list(&client, ns_path, &query, TYPED, Decoder::Typed, "Secret").await?;
     ensure!(got.items == [as_decoded(in_wl[1].clone(), Decoder::Typed)]);
+    check_consistency(
+        &client,
+        ns_path,
+        "fieldSelector=metadata.name%3Dsecret-2",
+        Decoder::Typed,
+        &got,
+    )
+    .await?;
     let all = "/api/v1/secrets";
     let got = watch_list(
         &client,
@@ -330,7 +357,7 @@ async fn typed_dynamic_and_metadata_lists_via_watch_are_accepted_and_match_what_
         "across namespaces: {:?}",
         got.items.iter().map(key_of).collect::<Vec<_>>()
     );
-    check_consistency(&client, all, selector, DYNAMIC, &got).await?;
+    check_consistency(&client, all, selector, Decoder::Dynamic, &got).await?;
 
     // A Table-only Accept is refused (client-go falls back to a LIST).
     let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -371,7 +398,14 @@ async fn the_dynamic_client_lists_custom_resources_via_watch() -> Result<()> {
     .await?;
     ensure!(got.items == created, "{:?}", got.items);
     ensure!((got.kind.as_str(), got.api_version.as_str()) == ("WidgetList", "example.com/v1"));
-    check_consistency(&client, path, selector, DYNAMIC, &got).await?;
+    check_consistency(&client, path, selector, Decoder::Dynamic, &got).await?;
+    // Custom resources are served unstructured: their LIST items keep kind and apiVersion.
+    let resp = send(&client, path, DYNAMIC).await?;
+    let list: Value =
+        serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 20).await?)?;
+    ensure!(
+        list["items"][0]["kind"] == "Widget" && list["items"][0]["apiVersion"] == "example.com/v1"
+    );
     let got = watch_list(
         &client,
         path,

@@ -18,6 +18,7 @@ pub mod health;
 pub mod httplog;
 pub mod impersonation;
 pub mod json;
+mod list_item;
 #[cfg(test)]
 mod list_tests;
 pub mod move_endpoints;

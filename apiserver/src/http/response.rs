@@ -11,6 +11,7 @@ use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Value};
 
+use super::list_item;
 use super::negotiation::{Representation, StreamEncoding};
 use super::table::{self, TableOptions};
 use crate::registry::{CompleteList, ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
@@ -100,6 +101,8 @@ struct ListBody {
     rest: Option<ListPage>,
     first: bool,
     buf: Option<BytesMut>,
+    /// Items go out without `apiVersion` and `kind` (built-in types).
+    untyped_items: bool,
 }
 
 impl ListBody {
@@ -114,7 +117,7 @@ impl ListBody {
                     buf.put_u8(b',');
                 }
                 self.first = false;
-                buf.put_slice(&item);
+                put_item(&mut buf, &item, self.untyped_items);
             }
             if buf.len() >= LIST_CHUNK {
                 self.buf = Some(chunk_buf());
@@ -138,10 +141,20 @@ impl ListBody {
     }
 }
 
+/// Appends one list item: as stored, or without its type fields.
+fn put_item(buf: &mut BytesMut, item: &[u8], untyped: bool) {
+    if untyped {
+        list_item::put_without_type_meta(buf, item);
+    } else {
+        buf.put_slice(item);
+    }
+}
+
 /// `{"apiVersion":..,"kind":..,"metadata":{..},"items":[<stored items joined by commas>]}`,
-/// built from the stored bytes without re-encoding them. A list with unread batches is
-/// sent as they are read.
-fn list_body(head: String, page: ListPage) -> Body {
+/// built from the stored bytes without re-encoding them (a built-in type's items less
+/// their `apiVersion` and `kind`, as upstream's typed lists). A list with unread batches
+/// is sent as they are read.
+fn list_body(head: String, page: ListPage, untyped_items: bool) -> Body {
     let open = |buf: &mut BytesMut| {
         buf.put_slice(&head.as_bytes()[..head.len() - 1]);
         buf.put_slice(b",\"items\":[");
@@ -159,7 +172,7 @@ fn list_body(head: String, page: ListPage) -> Body {
                     if i > 0 {
                         buf.put_u8(b',');
                     }
-                    buf.put_slice(item);
+                    put_item(&mut buf, item, untyped_items);
                 }
                 buf.put_slice(b"]}");
                 return Body::from(buf.freeze());
@@ -174,6 +187,7 @@ fn list_body(head: String, page: ListPage) -> Body {
         rest: Some(page),
         first: true,
         buf: Some(first),
+        untyped_items,
     };
     let stream = futures::stream::unfold(state, |mut st| async move {
         let chunk = st.next_chunk().await?;
@@ -196,7 +210,12 @@ pub async fn list(
             let head =
                 json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta})
                     .to_string();
-            Ok(with_type(StatusCode::OK, JSON, list_body(head, page)))
+            let untyped_items = rt.custom.is_none();
+            Ok(with_type(
+                StatusCode::OK,
+                JSON,
+                list_body(head, page, untyped_items),
+            ))
         }
         Representation::Table => {
             let list = page.collect().await?;
@@ -374,7 +393,7 @@ pub fn raw_list(rt: &ResourceType, items: Vec<Bytes>, rv: u64) -> Response {
     with_type(
         StatusCode::OK,
         JSON,
-        list_body(head, ListPage::from_items(items, rv)),
+        list_body(head, ListPage::from_items(items, rv), rt.custom.is_none()),
     )
 }
 
@@ -398,7 +417,7 @@ mod tests {
         let head = json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}}).to_string();
         for (n, size) in [(0, 10), (3, 10), (2000, 1000)] {
             let page = ListPage::from_items(items(n, size), 7);
-            let body = collect(list_body(head.clone(), page)).await;
+            let body = collect(list_body(head.clone(), page, false)).await;
             assert_eq!(
                 body.len() > LIST_CHUNK,
                 n == 2000,
@@ -410,6 +429,35 @@ mod tests {
             assert!(got.iter().enumerate().all(|(i, o)| o["i"] == i));
             assert_eq!(v["metadata"]["resourceVersion"], "7");
             assert_eq!(v["kind"], "ConfigMapList");
+        }
+    }
+
+    #[tokio::test]
+    async fn built_in_items_lose_their_type_fields_in_whole_and_streamed_lists() {
+        let head = json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"}}).to_string();
+        let typed = |n: usize, size: usize| -> Vec<Bytes> {
+            (0..n)
+                .map(|i| {
+                    let o = json!({"apiVersion": "v1", "data": {"kind": "x".repeat(size)},
+                        "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}});
+                    Bytes::from(o.to_string())
+                })
+                .collect()
+        };
+        for (n, size) in [(1, 10), (3, 10), (2000, 1000)] {
+            for untyped in [true, false] {
+                let page = ListPage::from_items(typed(n, size), 7);
+                let body = collect(list_body(head.clone(), page, untyped)).await;
+                let v: Value = serde_json::from_slice(&body).unwrap();
+                let got = v["items"].as_array().unwrap();
+                assert_eq!(got.len(), n);
+                for (i, o) in got.iter().enumerate() {
+                    assert_eq!(o["metadata"]["name"], format!("c{i}"));
+                    assert_eq!(o["data"]["kind"].as_str().map(str::len), Some(size));
+                    assert_eq!(o.get("kind").is_some(), !untyped, "n={n}");
+                    assert_eq!(o.get("apiVersion").is_some(), !untyped, "n={n}");
+                }
+            }
         }
     }
 
@@ -436,7 +484,7 @@ mod tests {
         for total in [LIST_CHUNK - 1, LIST_CHUNK, LIST_CHUNK + 1, 10 * LIST_CHUNK] {
             let items = items_totalling(&head, total, 200);
             let largest = items.iter().map(Bytes::len).max().unwrap_or(0);
-            let mut body = list_body(head.clone(), ListPage::from_items(items.clone(), 7));
+            let mut body = list_body(head.clone(), ListPage::from_items(items.clone(), 7), false);
             let mut frames = Vec::new();
             while let Some(frame) = body.frame().await {
                 frames.push(frame.unwrap().into_data().unwrap());
