@@ -567,12 +567,9 @@ impl Server {
                 .unwrap_or(&format!("https://{host}")),
             cfg.service_accounts.api_audiences.clone(),
         ));
-        let sa_lookup = crate::serviceaccount::ServiceAccountLookup::new(storage.clone());
-        sa_lookup.start();
         let sa_authenticator = Arc::new(crate::serviceaccount::ServiceAccountAuthenticator::new(
             sa_tokens.clone(),
-            sa_lookup,
-            storage.clone(),
+            registry.clone(),
         ));
         let authenticator = authenticator_chain(
             &cfg,

@@ -231,7 +231,7 @@ async fn route(
                 rest,
                 req.uri().query(),
                 state.ready.load(Ordering::Acquire),
-                state.registry.storage().health(),
+                state.registry.storage_health(),
             )
         }
         _ if rest.starts_with("/livez/")
@@ -242,7 +242,7 @@ async fn route(
                 rest,
                 req.uri().query(),
                 state.ready.load(Ordering::Acquire),
-                state.registry.storage().health(),
+                state.registry.storage_health(),
             )
         }
         _ => {}
@@ -432,7 +432,6 @@ async fn openapi_v2(
 const OBJECT_COUNT_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 async fn metrics_endpoint(state: &AppState) -> Response {
-    let storage = state.registry.storage();
     let cached = state.object_counts.lock().ok().and_then(|c| {
         c.as_ref()
             .filter(|(t, _)| t.elapsed() < OBJECT_COUNT_TTL)
@@ -441,38 +440,21 @@ async fn metrics_endpoint(state: &AppState) -> Response {
     let objects = match cached {
         Some(v) => v,
         None => {
-            let mut v = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            for rt in state.registry.builtin_catalog().all() {
-                if !rt.is_stored() || !seen.insert(rt.storage_resource.clone()) {
-                    continue;
-                }
-                let prefix = kplane_storage::Prefix {
-                    cluster: kplane_storage::Clusters::All,
-                    resource: Some(rt.storage_resource.clone()),
-                    namespace: None,
-                };
-                let n = storage.count(&prefix).await.unwrap_or(0);
-                let name = if rt.group.is_empty() {
-                    rt.plural.clone()
-                } else {
-                    format!("{}.{}", rt.plural, rt.group)
-                };
-                v.push((name, n));
-            }
+            let v = state.registry.object_counts().await;
             if let Ok(mut c) = state.object_counts.lock() {
                 *c = Some((std::time::Instant::now(), v.clone()));
             }
             v
         }
     };
+    let store = state.registry.store_figures();
     let figures = crate::metrics::StorageFigures {
-        revision: storage.current_revision(),
-        compacted_revision: storage.compacted_revision(),
+        revision: store.revision,
+        compacted_revision: store.compacted_revision,
         objects,
         logical_clusters: state.registry.known_clusters() as u64,
         event_window_seconds: state.event_window.as_secs(),
-        stats: storage.stats(),
+        stats: store.stats,
         extra: vec![
             (
                 "kplane_rbac_cached_clusters".into(),

@@ -28,7 +28,7 @@ async fn fence_changes_and_moved_through_the_router() {
     let cm = |n: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n}});
     let (code, _) = send(&app, Method::POST, cms, Some(ADMIN), Some(cm("one"))).await;
     assert_eq!(code, StatusCode::CREATED);
-    let since = app.registry.storage().current_revision();
+    let since = app.registry.storage_for_tests().current_revision();
     let (code, _) = send(&app, Method::POST, cms, Some(ADMIN), Some(cm("two"))).await;
     assert_eq!(code, StatusCode::CREATED);
 

@@ -438,7 +438,7 @@ async fn unknown_logical_clusters_are_404_on_every_path() {
     // Nothing was written into it.
     let keys = app
         .registry
-        .storage()
+        .storage_for_tests()
         .count(&kplane_storage::Prefix::cluster("root:nope"))
         .await
         .unwrap();

@@ -1,7 +1,7 @@
 //! The ServiceAccount token authenticator: a bearer token issued by this server (its `iss`
 //! is one of this server's per-cluster issuers) is checked ([`Tokens::check`]: signature,
-//! times, audience), then its ServiceAccount must still exist with the same uid
-//! ([`ServiceAccountLookup`], cached) and a Secret it is bound to must too. The user is
+//! times, audience), then its ServiceAccount must still exist with the same uid and a
+//! Secret it is bound to must too, as the registry answers ([`TokenBindings`]: cached). The user is
 //! `system:serviceaccount:<ns>:<name>` in `system:serviceaccounts`,
 //! `system:serviceaccounts:<ns>` and `system:authenticated`, with the ServiceAccount's uid,
 //! the credential id `JTI=<jti>` and the logical cluster in
@@ -16,11 +16,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use kplane_storage::{Key, Storage};
+use kplane_registry::token_bindings::TokenBindings;
 use kplane_types::request::SYSTEM_AUTHENTICATED;
 use kplane_types::UserInfo;
 
-use super::lookup::ServiceAccountLookup;
 use super::token::{Checked, Claims, Tokens, LEEWAY_SECONDS};
 use super::{CLUSTER_EXTRA, CREDENTIAL_ID_EXTRA};
 use crate::http::auth::{AuthError, AuthOutcome, AuthRequest, Authenticator};
@@ -41,8 +40,7 @@ struct Verified {
 /// Authenticates ServiceAccount tokens (see the module doc).
 pub struct ServiceAccountAuthenticator {
     tokens: Arc<Tokens>,
-    lookup: Arc<ServiceAccountLookup>,
-    storage: Arc<dyn Storage>,
+    bindings: Arc<dyn TokenBindings>,
     verified: Mutex<HashMap<[u8; 32], Verified>>,
 }
 
@@ -55,15 +53,10 @@ impl std::fmt::Debug for ServiceAccountAuthenticator {
 }
 
 impl ServiceAccountAuthenticator {
-    pub fn new(
-        tokens: Arc<Tokens>,
-        lookup: Arc<ServiceAccountLookup>,
-        storage: Arc<dyn Storage>,
-    ) -> Self {
+    pub fn new(tokens: Arc<Tokens>, bindings: Arc<dyn TokenBindings>) -> Self {
         ServiceAccountAuthenticator {
             tokens,
-            lookup,
-            storage,
+            bindings,
             verified: Mutex::new(HashMap::new()),
         }
     }
@@ -102,7 +95,11 @@ impl ServiceAccountAuthenticator {
     async fn still_bound(&self, cluster: &str, claims: &Claims) -> Result<(), String> {
         let k = &claims.kubernetes;
         let sa = &k.serviceaccount;
-        match self.lookup.uid(cluster, &k.namespace, &sa.name).await {
+        match self
+            .bindings
+            .service_account_uid(cluster, &k.namespace, &sa.name)
+            .await
+        {
             Ok(Some(uid)) if uid == sa.uid => {}
             Ok(Some(uid)) => {
                 return Err(format!(
@@ -112,23 +109,19 @@ impl ServiceAccountAuthenticator {
             }
             Ok(None) => return Err("service account token has been invalidated".into()),
             Err(e) => {
-                tracing::warn!(error = %e, "reading a ServiceAccount for its token");
+                tracing::warn!(error = %e.0.message, "reading a ServiceAccount for its token");
                 return Err("service account token could not be validated".into());
             }
         }
         if let Some(secret) = &k.secret {
-            let key = Key::new(cluster, "/secrets", &k.namespace, &secret.name);
-            let uid = match self.storage.get(&key).await {
-                Ok(Some(kv)) => serde_json::from_slice::<serde_json::Value>(&kv.value)
-                    .ok()
-                    .and_then(|v| {
-                        v.pointer("/metadata/uid")
-                            .and_then(|u| u.as_str())
-                            .map(str::to_string)
-                    }),
-                Ok(None) => None,
+            let uid = match self
+                .bindings
+                .secret_uid(cluster, &k.namespace, &secret.name)
+                .await
+            {
+                Ok(uid) => uid,
                 Err(e) => {
-                    tracing::warn!(error = %e, "reading a Secret for its token");
+                    tracing::warn!(error = %e.0.message, "reading a Secret for its token");
                     return Err("service account token could not be validated".into());
                 }
             };
@@ -199,30 +192,57 @@ mod tests {
     use super::*;
     use crate::serviceaccount::keys::tests::ec_keys;
     use crate::serviceaccount::token::Grant;
-    use kplane_storage::{Precondition, SledStorage, SledStorageOptions};
+    use kplane_registry::error::ApiResult;
+
+    /// ServiceAccounts and Secrets by (cluster, namespace, name), with their uids.
+    #[derive(Default)]
+    struct Bindings(Mutex<HashMap<(String, String, String), String>>);
+
+    impl Bindings {
+        fn set(&self, cluster: &str, ns: &str, name: &str, uid: Option<&str>) {
+            let key = (cluster.to_string(), ns.to_string(), name.to_string());
+            let mut m = self.0.lock().unwrap();
+            match uid {
+                Some(u) => m.insert(key, u.to_string()),
+                None => m.remove(&key),
+            };
+        }
+
+        fn get(&self, cluster: &str, ns: &str, name: &str) -> Option<String> {
+            let key = (cluster.to_string(), ns.to_string(), name.to_string());
+            self.0.lock().unwrap().get(&key).cloned()
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl TokenBindings for Bindings {
+        async fn service_account_uid(
+            &self,
+            cluster: &str,
+            ns: &str,
+            name: &str,
+        ) -> ApiResult<Option<String>> {
+            Ok(self.get(cluster, ns, &format!("sa/{name}")))
+        }
+
+        async fn secret_uid(
+            &self,
+            cluster: &str,
+            ns: &str,
+            name: &str,
+        ) -> ApiResult<Option<String>> {
+            Ok(self.get(cluster, ns, &format!("secret/{name}")))
+        }
+    }
 
     const BASE: &str = "https://kplane.test";
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tokens_authenticate_until_their_account_goes() {
-        let dir = tempfile::tempdir().unwrap();
-        let s: Arc<dyn Storage> =
-            SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
-        let sa = serde_json::json!({"metadata": {"name": "bot", "namespace": "ci", "uid": "u-7"}});
-        s.put(
-            Key::new("root:acme", "/serviceaccounts", "ci", "bot"),
-            Precondition::MustNotExist,
-            Box::new(move |_| Ok(sa.to_string().into_bytes())),
-        )
-        .await
-        .unwrap();
+        let bindings = Arc::new(Bindings::default());
+        bindings.set("root:acme", "ci", "sa/bot", Some("u-7"));
         let tokens = Arc::new(Tokens::new(Arc::new(ec_keys()), BASE, vec![]));
-        // No watch started: every lookup reads storage.
-        let a = ServiceAccountAuthenticator::new(
-            tokens.clone(),
-            ServiceAccountLookup::new(s.clone()),
-            s.clone(),
-        );
+        let a = ServiceAccountAuthenticator::new(tokens.clone(), bindings.clone());
         let now = chrono::Utc::now().timestamp();
         let cluster = kplane_types::ClusterName::parse("root:acme").unwrap();
         let grant = Grant {
@@ -266,21 +286,39 @@ mod tests {
             a.authenticate(&AuthRequest::token("admin")).await,
             AuthOutcome::NotApplicable
         );
+        // A Secret-bound token needs its Secret, with the claimed uid.
+        let mut bound = grant.clone();
+        bound.secret = Some(super::super::token::ObjectRef {
+            name: "bot-token".into(),
+            uid: "s-1".into(),
+        });
+        let (legacy, _) = tokens.issue(&bound, now).unwrap();
+        assert_eq!(
+            a.authenticate(&AuthRequest::token(&legacy)).await,
+            AuthOutcome::Rejected(AuthError(
+                "service account token has been invalidated".into()
+            ))
+        );
+        bindings.set("root:acme", "ci", "secret/bot-token", Some("s-2"));
+        assert_eq!(
+            a.authenticate(&AuthRequest::token(&legacy)).await,
+            AuthOutcome::Rejected(AuthError(
+                "secret UID (s-2) does not match service account secret ref claim (s-1)".into()
+            ))
+        );
+        bindings.set("root:acme", "ci", "secret/bot-token", Some("s-1"));
+        assert!(matches!(
+            a.authenticate(&AuthRequest::token(&legacy)).await,
+            AuthOutcome::Authenticated(_)
+        ));
         // Deleted: refused.
-        s.delete(
-            Key::new("root:acme", "/serviceaccounts", "ci", "bot"),
-            Precondition::MustExist,
-            Box::new(|_| Ok(b"{}".to_vec())),
-        )
-        .await
-        .unwrap();
+        bindings.set("root:acme", "ci", "sa/bot", None);
         assert_eq!(
             a.authenticate(&AuthRequest::token(&token)).await,
             AuthOutcome::Rejected(AuthError(
                 "service account token has been invalidated".into()
             ))
         );
-        s.shutdown().await.unwrap();
     }
 
     /// A verified token is reused for at most VERIFIED_TTL_SECONDS and never past its
@@ -288,15 +326,8 @@ mod tests {
     /// above VERIFIED_CACHE_ENTRIES distinct tokens.
     #[test]
     fn verified_tokens_are_reused_briefly_and_the_cache_is_bounded() {
-        let dir = tempfile::tempdir().unwrap();
-        let s: Arc<dyn Storage> =
-            SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
         let tokens = Arc::new(Tokens::new(Arc::new(ec_keys()), BASE, vec![]));
-        let a = ServiceAccountAuthenticator::new(
-            tokens.clone(),
-            ServiceAccountLookup::new(s.clone()),
-            s,
-        );
+        let a = ServiceAccountAuthenticator::new(tokens.clone(), Arc::new(Bindings::default()));
         let now = chrono::Utc::now().timestamp();
         let cluster = kplane_types::ClusterName::parse("root:acme").unwrap();
         let grant = |name: String| Grant {

@@ -1,14 +1,13 @@
 //! ServiceAccount tokens: the keys they are signed and verified with ([`keys`]), their
-//! claims and checks ([`token`]), the ServiceAccount uid cache that makes deleting a
-//! ServiceAccount revoke its tokens ([`lookup`]), and the token authenticator
-//! ([`authenticator`]). OIDC ID tokens ([`oidc`], keys in [`oidc_keys`]) share the
+//! claims and checks ([`token`]), and the token authenticator ([`authenticator`]), which
+//! asks the registry whether a token's ServiceAccount still exists
+//! (`kplane_registry::token_bindings`: deleting it revokes its tokens). OIDC ID tokens ([`oidc`], keys in [`oidc_keys`]) share the
 //! signature check ([`token::verify_signature`]). The HTTP side (`http/token_request.rs`: the `token` subresource of
 //! serviceaccounts; `http/oidc_discovery.rs`: `/.well-known/openid-configuration` and
 //! `/openid/v1/jwks`) uses [`ServiceAccounts`], which the server builds at start-up.
 
 pub mod authenticator;
 pub mod keys;
-pub mod lookup;
 pub mod oidc;
 pub mod oidc_keys;
 pub mod token;
@@ -17,7 +16,6 @@ use std::sync::Arc;
 
 pub use authenticator::ServiceAccountAuthenticator;
 pub use keys::{KeySet, KeySources};
-pub use lookup::ServiceAccountLookup;
 pub use oidc::{OidcAuthenticator, OidcConfig};
 pub use token::Tokens;
 

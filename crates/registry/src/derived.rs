@@ -5,8 +5,8 @@
 //!
 //! [`informer`] builds the process's informer with the handlers every replica runs,
 //! whatever the leadership (the leader's controllers add theirs after them: see
-//! `controllers/informer.rs`): the RBAC and SyncTarget caches' invalidators, the sync
-//! endpoint's reference index, and [`Follower`], which keeps
+//! `controllers/informer.rs`): the RBAC, SyncTarget and ServiceAccount caches'
+//! invalidators, the sync endpoint's reference index, and [`Follower`], which keeps
 //!
 //! - the catalogs: a CRD change drops its cluster's catalog (and the multi-cluster ones),
 //!   which the next request loads again from the stored CRDs, with its discovery and
@@ -73,6 +73,9 @@ pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
         }))
         .with(Arc::new(crate::sync::ref_index::Indexer(
             registry.sync_ref_index().clone(),
+        )))
+        .with(Arc::new(crate::token_bindings::Invalidator(
+            registry.service_account_cache().clone(),
         )))
 }
 

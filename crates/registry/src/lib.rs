@@ -52,11 +52,14 @@ mod precondition_tests;
 pub mod rbac;
 mod read;
 pub mod selection;
+pub use store_status::StoreFigures;
+mod store_status;
 mod stored_form;
 pub mod strategies;
 pub mod sync;
 pub mod sync_assignment;
 pub mod sync_targets;
+pub mod token_bindings;
 pub mod typed;
 pub mod warnings;
 mod watch;
@@ -187,6 +190,8 @@ pub struct Registry {
     webhooks: Arc<webhooks::cache::Cache>,
     /// Each logical cluster's admission policies (`policies::cache`).
     policies: Arc<policies::Cache>,
+    /// ServiceAccount uids for the token authenticator (`token_bindings`).
+    service_accounts: Arc<token_bindings::ServiceAccountCache>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -243,6 +248,7 @@ impl Registry {
             sync_refs: Arc::default(),
             webhooks: Arc::default(),
             policies: Arc::default(),
+            service_accounts: Arc::default(),
         };
         (Arc::new(r), rx)
     }
@@ -271,7 +277,7 @@ impl Registry {
             .unwrap_or_else(|| format!("kplane {}", env!("CARGO_PKG_VERSION")))
     }
 
-    pub fn storage(&self) -> &Arc<dyn Storage> {
+    pub(crate) fn storage(&self) -> &Arc<dyn Storage> {
         &self.storage
     }
 

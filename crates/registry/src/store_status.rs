@@ -1,0 +1,63 @@
+//! What the store says of itself, for the health checks and `/metrics`: whether it is
+//! healthy, its revisions and backend figures, and how many objects of each built-in
+//! resource it holds. The HTTP layer reads these here, never the store.
+
+use kplane_storage::{Clusters, Prefix, Revision, StorageStats};
+
+use crate::Registry;
+
+/// The store's revisions and backend figures.
+#[derive(Clone, Debug, Default)]
+pub struct StoreFigures {
+    pub revision: Revision,
+    pub compacted_revision: Revision,
+    pub stats: StorageStats,
+}
+
+impl Registry {
+    /// `Err` with the reason while the store cannot serve.
+    pub fn storage_health(&self) -> Result<(), String> {
+        self.storage.health()
+    }
+
+    /// The store's revisions and backend figures.
+    pub fn store_figures(&self) -> StoreFigures {
+        StoreFigures {
+            revision: self.storage.current_revision(),
+            compacted_revision: self.storage.compacted_revision(),
+            stats: self.storage.stats(),
+        }
+    }
+
+    /// Objects stored of each built-in resource across every logical cluster, named as
+    /// `apiserver_storage_objects` names them (`<plural>` or `<plural>.<group>`); a count
+    /// the store cannot give is 0. Each storage resource is counted once.
+    pub async fn object_counts(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for rt in self.builtin_catalog().all() {
+            if !rt.is_stored() || !seen.insert(rt.storage_resource.clone()) {
+                continue;
+            }
+            let prefix = Prefix {
+                cluster: Clusters::All,
+                resource: Some(rt.storage_resource.clone()),
+                namespace: None,
+            };
+            let n = self.storage.count(&prefix).await.unwrap_or(0);
+            let name = if rt.group.is_empty() {
+                rt.plural.clone()
+            } else {
+                format!("{}.{}", rt.plural, rt.group)
+            };
+            out.push((name, n));
+        }
+        out
+    }
+
+    /// The store, for tests of the layers above the registry.
+    #[cfg(feature = "testing")]
+    pub fn storage_for_tests(&self) -> &std::sync::Arc<dyn kplane_storage::Storage> {
+        &self.storage
+    }
+}
