@@ -4,7 +4,7 @@
 //!
 //! It was added for a defect of sled 0.34 seen under heavy load: the storage writer and
 //! every request reading through sled wait inside sled for a log buffer to become durable
-//! that nothing will write (docs/performance.md, "Creation rate: session 13"; its cause,
+//! that nothing will write (docs/performance-history.md, "Creation rate: session 13"; its cause,
 //! 16 MiB segments, is avoided since session 14, and the watchdog stays as the guard
 //! against any other stop). Such a process answers nothing, not even `/livez`, so only a
 //! supervisor's timeout would end it. A restart recovers from the log: every acknowledged

@@ -14,6 +14,7 @@ mod crd_conversion;
 mod crds;
 mod deploy;
 mod docs;
+mod docs_compatibility;
 mod failover;
 mod gc;
 mod hive_flow;

@@ -9,12 +9,16 @@
 //! its pod is reflected there as Succeeded; the syncer then issues each pod's in-cluster
 //! API token and reflects the pod. With `SYNCER_BENCH_PODS=0` (the default) the syncer runs
 //! with `--no-pod-api-access --no-pod-reflection`, so the two runs give the extra cost.
+//! `SYNCER_BENCH_WORKERS` is the syncer's `--workers` (default 8 here; the syncer's own
+//! default is 32): every figure depends on it, so the commands set it.
 //!
 //! ```sh no-run
 //! cargo build --release -p kplane
-//! SYNCER_BENCH_JOBS=1000 SYNCER_BENCH_CLUSTERS=100 KPLANE_BIN=$PWD/target/release/kplane \
+//! SYNCER_BENCH_WORKERS=8 SYNCER_BENCH_JOBS=1000 SYNCER_BENCH_CLUSTERS=100 \
+//!   KPLANE_BIN=$PWD/target/release/kplane \
 //!   cargo test -p kplane-e2e --test e2e -- --ignored syncer_bench --nocapture
-//! SYNCER_BENCH_PODS=1 SYNCER_BENCH_JOBS=1000 SYNCER_BENCH_CLUSTERS=100 KPLANE_BIN=$PWD/target/release/kplane \
+//! SYNCER_BENCH_WORKERS=8 SYNCER_BENCH_PODS=1 SYNCER_BENCH_JOBS=1000 SYNCER_BENCH_CLUSTERS=100 \
+//!   KPLANE_BIN=$PWD/target/release/kplane \
 //!   cargo test -p kplane-e2e --test e2e -- --ignored syncer_bench --nocapture
 //! ```
 

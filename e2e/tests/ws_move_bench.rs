@@ -1,5 +1,5 @@
 //! The write pause of `kplane ws move` (ignored by default; numbers in docs/performance.md,
-//! "Export and import (issue 16)"): a workspace of N ConfigMaps (default 10,000) moved
+//! "Other operations"): a workspace of N ConfigMaps (default 10,000) moved
 //! between two servers while a writer creates ConfigMaps one after the other (retrying
 //! 429s after 10 ms). Reports the pause the CLI measured (fence to the target's commit),
 //! the time the writer was refused (its first 429 to the source's 410, when it would

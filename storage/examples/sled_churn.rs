@@ -2,13 +2,13 @@
 //! the superseded value (`H key ++ rev`) and an event-log entry (`E rev`), `B` writes per
 //! batch and flush; history older than `WIN` revisions removed in batches of 1,024. Prints
 //! sled's size on disk every 100,000 revisions, to tell sled's own space reclamation apart
-//! from kplane's (docs/performance.md, "Disk usage and throughput under churn").
+//! from kplane's (docs/performance-history.md, "Disk usage and throughput under churn").
 //!
 //! Caution: without `KPVAL`, every write stores the same bytes under the same latest key,
 //! and sled 0.34 skips an insert whose value equals the stored one (`Tree::insert_inner`,
 //! "short-circuit a no-op set or delete"), so the latest values are never rewritten. Use
-//! `KPVAL=1` for kplane's real pattern (see docs/performance.md, "Bisecting kplane against
-//! raw sled").
+//! `KPVAL=1` for kplane's real pattern (see docs/performance-history.md, "Bisecting kplane
+//! against raw sled").
 //!
 //! ```sh
 //! DIR=/tmp/sled-churn N=1500000 WIN=300000 B=16 cargo run --release -p kplane-storage --example sled_churn

@@ -1,6 +1,6 @@
 //! Candidate on-disk layouts for kplane's sled store under churn, measured on raw sled: which
 //! layout keeps sled 0.34's data directory at a plateau within 3x the live data plus the
-//! watch window's history (docs/performance.md, "Layouts that bound sled's space").
+//! watch window's history (docs/performance-history.md, "Layouts that bound sled's space").
 //!
 //! Every layout gets the same stream: `N` revisions, `B` writes per batch and flush, the
 //! key of revision `r` being `r * STRIDE % KEYS` (each key rewritten once per `KEYS`

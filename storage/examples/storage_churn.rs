@@ -12,8 +12,8 @@
 //! fixed write count can be compared with `sled_churn` (`WIN` far above the run's length
 //! keeps the compactor from removing anything). Between
 //! `sled_churn` (raw sled) and a whole server (`crates/bench/scripts/churn.sh`), to tell
-//! which layer makes the data directory grow (docs/performance.md, "Disk usage and
-//! throughput under churn").
+//! which layer makes the data directory grow (docs/performance-history.md, "Disk
+//! usage and throughput under churn").
 //!
 //! ```sh
 //! DIR=/tmp/storage-churn SECS=120 WIN=30 cargo run --release -p kplane-storage --example storage_churn

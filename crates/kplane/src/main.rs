@@ -25,7 +25,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 /// mimalloc instead of the system allocator: profiles of the write path showed glibc
-/// malloc/free at about a quarter of the server's CPU (see docs/performance.md).
+/// malloc/free at about a quarter of the server's CPU (see docs/performance-history.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};

@@ -19,7 +19,7 @@ const LEVEL: i32 = 1;
 /// the record's own compression (9% of the writer's samples while Workspaces were created,
 /// most of their records being 300-900 bytes) and saves a few hundred bytes of history
 /// that the event window drops soon after; longer records (1 KiB values and up) keep
-/// most of the gain (docs/performance.md, "Creation rate: session 13").
+/// most of the gain (docs/performance-history.md, "Creation rate: session 13").
 const MIN_LEN: usize = 1024;
 
 /// Largest record accepted when decompressing (sled's own values are bounded far below).

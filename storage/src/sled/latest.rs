@@ -4,7 +4,7 @@
 //! sled 0.34 never shortens a database's file and reclaims a segment only once at most
 //! half of it is live, so under churn (every value rewritten entry by entry, Events
 //! created and deleted) the latest database's file kept growing while it held ~13 MiB
-//! (docs/performance.md, "Quiet machine, session 10"). So when its size on disk passes
+//! (docs/performance-history.md, "Quiet machine, session 10"). So when its size on disk passes
 //! `rebuild_factor` times its logical size (and at least `rebuild_min_bytes`), the writer
 //! copies it, a chunk between write groups, into a fresh database, and then switches
 //! readers and writes to the copy and deletes the old one:

@@ -137,8 +137,8 @@ impl Default for SledStorageOptions {
 /// never written, so every read of a page in it and every flush after it waits forever
 /// (the stalls of sessions 12 and 13, spacejam/sled#1412), and later reservations start
 /// again at offset 0 over data already given out (the rebuild's corrupted copy of session
-/// 12). With 8 MiB segments the offset never passes 2^23 (docs/performance.md, "The
-/// stall's cause").
+/// 12). With 8 MiB segments the offset never passes 2^23 (docs/performance-history.md,
+/// "The stall's cause").
 pub(crate) const MAX_SEGMENT_SIZE: usize = 8 * 1024 * 1024;
 
 /// sled's segment size for the log's databases: [`MAX_SEGMENT_SIZE`]. Large segments are
@@ -149,7 +149,7 @@ pub(crate) const SEGMENT_SIZE: usize = MAX_SEGMENT_SIZE;
 
 /// sled's segment size for a new latest database: [`MAX_SEGMENT_SIZE`], as the log's.
 /// 2 MiB segments were measured under the churn of a whole server and held the latest
-/// values in 4x the space (docs/performance.md, "Generations as databases of their own").
+/// values in 4x the space (docs/performance-history.md, "Generations as databases of their own").
 pub const LATEST_SEGMENT_SIZE: usize = MAX_SEGMENT_SIZE;
 
 // sled 0.34.7's IO buffer header has 24 bits for the offset: a segment-sized buffer must
