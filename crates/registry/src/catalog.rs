@@ -485,7 +485,7 @@ pub fn builtin() -> Vec<ResourceType> {
     out.push(tpl);
 
     let mut st = base(Spec {
-        group: strategies::sync_target::SYNC_GROUP,
+        group: crate::sync::strategy::SYNC_GROUP,
         version: "v1alpha1",
         kind: "SyncTarget",
         plural: "synctargets",

@@ -604,17 +604,13 @@ fn name_conflicts(obj: &Value, others: &[Value]) -> Vec<(&'static str, &'static 
 }
 
 fn set_condition(conds: &mut Vec<Value>, ty: &str, status: &str, reason: &str, message: &str) {
-    let now = meta::now_time();
-    if let Some(c) = conds.iter_mut().find(|c| s(c, "/type") == ty) {
-        if s(c, "/status") != status {
-            c["lastTransitionTime"] = json!(now);
-        }
-        c["status"] = json!(status);
-        c["reason"] = json!(reason);
-        c["message"] = json!(message);
-    } else {
-        conds.push(json!({"type": ty, "status": status, "lastTransitionTime": now, "reason": reason, "message": message}));
-    }
+    let want = crate::conditions::Condition {
+        ty,
+        status,
+        reason,
+        message,
+    };
+    crate::conditions::set(conds, want, &meta::now_time(), false);
 }
 
 /// Computes the controller-owned status (names, conditions, storedVersions), keeping

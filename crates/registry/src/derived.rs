@@ -60,7 +60,7 @@ pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
         .with(Arc::new(crate::rbac::cache::Invalidator(
             registry.rbac_cache().clone(),
         )))
-        .with(Arc::new(crate::sync_targets::Invalidator(
+        .with(Arc::new(crate::sync::targets::Invalidator(
             registry.sync_target_cache().clone(),
         )))
         .with(Arc::new(crate::webhooks::cache::Invalidator {

@@ -18,6 +18,7 @@ pub mod changes;
 pub mod cluster_cache;
 pub mod cluster_states;
 pub mod clusters;
+pub mod conditions;
 pub mod controllers;
 pub mod conversion;
 pub mod crd;
@@ -57,8 +58,6 @@ mod store_status;
 mod stored_form;
 pub mod strategies;
 pub mod sync;
-pub mod sync_assignment;
-pub mod sync_targets;
 pub mod token_bindings;
 pub mod typed;
 pub mod warnings;
@@ -182,8 +181,8 @@ pub struct Registry {
     server_version: std::sync::OnceLock<String>,
     /// Compiled RBAC objects per logical cluster (`rbac::cache`).
     rbac: Arc<rbac::cache::Cache>,
-    /// The SyncTargets that apply to each logical cluster (`sync_targets`).
-    sync_targets: Arc<sync_targets::Cache>,
+    /// The SyncTargets that apply to each logical cluster (`sync::targets`).
+    sync_targets: Arc<sync::targets::Cache>,
     /// What the objects assigned to each target refer to (`sync::ref_index`).
     sync_refs: Arc<sync::ref_index::RefIndex>,
     /// Each logical cluster's admission webhooks (`webhooks::cache`).

@@ -221,19 +221,6 @@ fn name(s: &str) -> ClusterName {
     ClusterName::parse(s).unwrap()
 }
 
-/// Waits until `f` holds (bounded generously: a failure is a stuck replica, not a slow one).
-async fn until<F, Fut>(what: &str, f: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !f().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 fn in_cluster(t: Target, cluster: &str) -> Target {
     Target {
         cluster: ClusterScope::One(name(cluster)),
@@ -318,7 +305,7 @@ async fn what_one_replica_writes_the_other_serves(
 ) {
     let a = Replica::start(a_store, Some(true)).await;
     let b = Replica::start(b_store, Some(false)).await;
-    until("A leads, B follows", || async {
+    crate::testing::until("A leads, B follows", || async {
         a.reg.is_leader() && !b.reg.is_leader()
     })
     .await;
@@ -333,7 +320,7 @@ async fn what_one_replica_writes_the_other_serves(
         None,
     );
     a.reg.create(&crds, widget_crd(), &w).await.unwrap();
-    until("B serves the widgets", || async {
+    crate::testing::until("B serves the widgets", || async {
         widgets(&b.reg, "root").await.is_some()
     })
     .await;
@@ -356,7 +343,7 @@ async fn what_one_replica_writes_the_other_serves(
     let ws = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
                     "metadata": {"name": "team"}});
     b.reg.create(&wst, ws, &w).await.unwrap();
-    until("the Workspace is Ready, served by B", || async {
+    crate::testing::until("the Workspace is Ready, served by B", || async {
         let v: Value = serde_json::from_slice(&b.reg.get(&wst, "team").await.unwrap()).unwrap();
         v["status"]["phase"] == "Ready"
             && b.reg
@@ -375,7 +362,7 @@ async fn what_one_replica_writes_the_other_serves(
     assert!(exists(&a.reg, &team_cms, "c").await);
     // B made the child cluster with the Workspace (one commit): A learns of it from the
     // shared store, a moment later.
-    until("A knows root:team", || async {
+    crate::testing::until("A knows root:team", || async {
         a.reg
             .check_cluster(&ClusterScope::One(name("root:team")))
             .is_ok()
@@ -413,7 +400,7 @@ async fn what_one_replica_writes_the_other_serves(
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
         "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]});
     a.reg.create(&bindings, binding, &w).await.unwrap();
-    until("B allows alice", || async {
+    crate::testing::until("B allows alice", || async {
         matches!(b.reg.rbac_authorize(&alice, &read).await, Verdict::Allow(_))
     })
     .await;
@@ -428,7 +415,7 @@ async fn what_one_replica_writes_the_other_serves(
         .unwrap();
     let v: Value = serde_json::from_slice(&b.reg.get(&nst, "doomed").await.unwrap()).unwrap();
     assert_eq!(v["status"]["phase"], "Terminating");
-    until("the leader removed the namespace", || async {
+    crate::testing::until("the leader removed the namespace", || async {
         !exists(&b.reg, &nst, "doomed").await
     })
     .await;
@@ -440,7 +427,7 @@ async fn what_one_replica_writes_the_other_serves(
         .delete(&wst, "team", &DeleteParams::default())
         .await
         .unwrap();
-    until("root:team is gone on B", || async {
+    crate::testing::until("root:team is gone on B", || async {
         b.reg
             .check_cluster(&ClusterScope::One(name("root:team")))
             .is_err_and(|e| e.code() == 404)
@@ -474,7 +461,7 @@ async fn ready_workspace(reg: &Registry, cluster: &str, ws: &str, finalizers: &[
     let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
                      "metadata": {"name": ws, "finalizers": finalizers}});
     reg.create(&t, obj, &WriteParams::default()).await.unwrap();
-    until(&format!("{cluster}:{ws} is Ready"), || async {
+    crate::testing::until(&format!("{cluster}:{ws} is Ready"), || async {
         let v: Value = serde_json::from_slice(&reg.get(&t, ws).await.unwrap()).unwrap();
         v["status"]["phase"] == "Ready"
     })
@@ -499,7 +486,7 @@ async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: 
         .delete(&ws, "held", &DeleteParams::default())
         .await
         .unwrap();
-    until("root:held is gone on A", || async {
+    crate::testing::until("root:held is gone on A", || async {
         answer(&a.reg, "root:held") == 404
     })
     .await;
@@ -512,7 +499,7 @@ async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: 
     // B starts (existence and marks loaded from the store), then hears nothing.
     let deaf = Deafness::new(true);
     let b = Replica::start_hearing(b_store, Some(false), deaf.clone()).await;
-    until("B's informer watches", || async {
+    crate::testing::until("B's informer watches", || async {
         deaf.deaf_watchers() == 1
     })
     .await;
@@ -534,7 +521,7 @@ async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: 
         .await
         .unwrap();
     a.reg.unfence_cluster(&name("root:fenced")).await.unwrap();
-    until("A deleted both Workspaces", || async {
+    crate::testing::until("A deleted both Workspaces", || async {
         !exists(&a.reg, &ws, "gone").await && !exists(&a.reg, &ws, "held").await
     })
     .await;
@@ -549,7 +536,7 @@ async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: 
 
     // Cut off: B rescans and ends as A.
     deaf.cut_off();
-    until("B forgot what went", || async {
+    crate::testing::until("B forgot what went", || async {
         answer(&b.reg, "root:gone") == 404
             && answer(&b.reg, "root:gone:inner") == 404
             && !b.reg.is_terminating(&name("root:held"))
@@ -582,7 +569,7 @@ async fn the_controllers_move_with_the_leadership() {
         SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
     let a = Replica::start(store.clone(), Some(true)).await;
     let b = Replica::start(store.clone(), Some(false)).await;
-    until("A leads, B follows", || async {
+    crate::testing::until("A leads, B follows", || async {
         a.reg.is_leader() && !b.reg.is_leader()
     })
     .await;
@@ -592,7 +579,7 @@ async fn the_controllers_move_with_the_leadership() {
     // Deleted through B: A does the work.
     create_namespace_with_content(&b.reg, "one").await;
     b.reg.delete(&nst, "one", &del).await.unwrap();
-    until("A removed one", || async {
+    crate::testing::until("A removed one", || async {
         !exists(&a.reg, &nst, "one").await
     })
     .await;
@@ -600,7 +587,7 @@ async fn the_controllers_move_with_the_leadership() {
 
     // Nobody leads: a deletion waits (nothing is queued anywhere).
     a.lead.send_replace(false);
-    until("nobody leads", || async {
+    crate::testing::until("nobody leads", || async {
         !a.reg.is_leader() && !b.reg.is_leader()
     })
     .await;
@@ -612,14 +599,14 @@ async fn the_controllers_move_with_the_leadership() {
 
     // B takes over: it finds the pending deletion, and does the next one made through A.
     b.lead.send_replace(true);
-    until("B removed two", || async {
+    crate::testing::until("B removed two", || async {
         !exists(&b.reg, &nst, "two").await
     })
     .await;
     assert!(b.reg.is_leader() && !a.reg.is_leader());
     create_namespace_with_content(&a.reg, "three").await;
     a.reg.delete(&nst, "three", &del).await.unwrap();
-    until("B removed three", || async {
+    crate::testing::until("B removed three", || async {
         !exists(&b.reg, &nst, "three").await
     })
     .await;
@@ -665,19 +652,19 @@ async fn a_replica_that_stops_leading_drops_its_work() {
     }
     assert_eq!(reg.queued_work(), 3);
     let controllers = controllers::start(&reg, queue, Duration::from_secs(3600), None);
-    until("the follower dropped its start-up work", || async {
+    crate::testing::until("the follower dropped its start-up work", || async {
         !reg.is_leader() && reg.queued_work() == 0
     })
     .await;
 
     // Leading, with far more queued than runs before the leadership goes.
     lead.send_replace(true);
-    until("it leads", || async { reg.is_leader() }).await;
+    crate::testing::until("it leads", || async { reg.is_leader() }).await;
     for i in 0..20_000 {
         reg.enqueue(missing(i));
     }
     lead.send_replace(false);
-    until("the work is dropped with the leadership", || async {
+    crate::testing::until("the work is dropped with the leadership", || async {
         !reg.is_leader() && reg.queued_work() == 0
     })
     .await;
@@ -690,13 +677,13 @@ async fn a_replica_that_stops_leading_drops_its_work() {
 
     // Leading again: a namespace deletion is done, and the count goes back to 0.
     lead.send_replace(true);
-    until("it leads again", || async { reg.is_leader() }).await;
+    crate::testing::until("it leads again", || async { reg.is_leader() }).await;
     create_namespace_with_content(&reg, "doomed").await;
     let nst = target(&reg, "", "namespaces", None);
     reg.delete(&nst, "doomed", &DeleteParams::default())
         .await
         .unwrap();
-    until("the namespace is removed, nothing left queued", || async {
+    crate::testing::until("the namespace is removed, nothing left queued", || async {
         !exists(&reg, &nst, "doomed").await && reg.queued_work() == 0
     })
     .await;
@@ -716,7 +703,7 @@ async fn one_informer_per_replica() {
     // A leads as sled elects (always); B is told it does not.
     let a = Replica::start(store.clone(), None).await;
     let b = Replica::start(store.clone(), Some(false)).await;
-    until("A leads, B follows", || async {
+    crate::testing::until("A leads, B follows", || async {
         a.reg.is_leader() && !b.reg.is_leader()
     })
     .await;
@@ -729,7 +716,7 @@ async fn one_informer_per_replica() {
     );
     assert!(widgets(&a.reg, "root").await.is_none());
     b.reg.create(&crds, widget_crd(), &w).await.unwrap();
-    until("A serves the widgets", || async {
+    crate::testing::until("A serves the widgets", || async {
         widgets(&a.reg, "root").await.is_some()
     })
     .await;
@@ -739,7 +726,7 @@ async fn one_informer_per_replica() {
         .delete(&nst, "doomed", &DeleteParams::default())
         .await
         .unwrap();
-    until("A's controllers removed the namespace", || async {
+    crate::testing::until("A's controllers removed the namespace", || async {
         !exists(&b.reg, &nst, "doomed").await
     })
     .await;
@@ -813,7 +800,7 @@ async fn postgres_the_other_replica_takes_over() {
         Replica::start(stores[1].clone(), None).await,
     ];
     let mut leader = 0;
-    until("one replica leads", || async {
+    crate::testing::until("one replica leads", || async {
         replicas.iter().filter(|r| r.reg.is_leader()).count() == 1
     })
     .await;
@@ -826,7 +813,7 @@ async fn postgres_the_other_replica_takes_over() {
     let fr = replicas[follower].reg.clone();
     create_namespace_with_content(&fr, "one").await;
     fr.delete(&nst, "one", &del).await.unwrap();
-    until("the leader removed one", || async {
+    crate::testing::until("the leader removed one", || async {
         !exists(&fr, &nst, "one").await
     })
     .await;
@@ -834,10 +821,10 @@ async fn postgres_the_other_replica_takes_over() {
     // The leader goes away (its controllers stop, its store closes its lock's session).
     replicas[leader].controllers.take();
     stores[leader].shutdown().await.unwrap();
-    until("the other replica leads", || async { fr.is_leader() }).await;
+    crate::testing::until("the other replica leads", || async { fr.is_leader() }).await;
     create_namespace_with_content(&fr, "two").await;
     fr.delete(&nst, "two", &del).await.unwrap();
-    until("the new leader removed two", || async {
+    crate::testing::until("the new leader removed two", || async {
         !exists(&fr, &nst, "two").await
     })
     .await;
@@ -881,7 +868,7 @@ async fn every_replica_follows_the_phases(a_store: Arc<dyn Storage>, b_store: Ar
     for r in [&a, &b] {
         r.reg.set_auto_create_clusters(false);
     }
-    until("B knows root:src", || async {
+    crate::testing::until("B knows root:src", || async {
         b.reg.cluster_exists(&name("root:src"))
     })
     .await;
@@ -900,7 +887,7 @@ async fn every_replica_follows_the_phases(a_store: Arc<dyn Storage>, b_store: Ar
         .await
         .unwrap();
     assert_eq!(answer(&a.reg, "root:copy"), 404);
-    until("B hides the staged import", || async {
+    crate::testing::until("B hides the staged import", || async {
         b.reg.cluster_table().phase("root:copy") == Some(crate::cluster_states::Phase::Importing)
     })
     .await;
@@ -912,7 +899,7 @@ async fn every_replica_follows_the_phases(a_store: Arc<dyn Storage>, b_store: Ar
         .unwrap();
     let cms =
         |reg: &Registry| in_cluster(target(reg, "", "configmaps", Some("default")), "root:copy");
-    until("B serves the imported cluster", || async {
+    crate::testing::until("B serves the imported cluster", || async {
         answer(&b.reg, "root:copy") == 200
             && b.reg.cluster_exists(&name("root:copy"))
             && exists(&b.reg, &cms(&b.reg), "two").await
@@ -921,7 +908,7 @@ async fn every_replica_follows_the_phases(a_store: Arc<dyn Storage>, b_store: Ar
 
     // A fence through A, lifted through B.
     a.reg.fence_cluster(&name("root:src")).await.unwrap();
-    until("B knows the fence", || async {
+    crate::testing::until("B knows the fence", || async {
         b.reg.cluster_phase(&name("root:src")) == Some(ClusterPhase::Fenced)
     })
     .await;
@@ -934,7 +921,7 @@ async fn every_replica_follows_the_phases(a_store: Arc<dyn Storage>, b_store: Ar
         429
     );
     b.reg.unfence_cluster(&name("root:src")).await.unwrap();
-    until("A knows the fence is lifted", || async {
+    crate::testing::until("A knows the fence is lifted", || async {
         a.reg.cluster_phase(&name("root:src")).is_none()
     })
     .await;
@@ -946,7 +933,7 @@ async fn every_replica_follows_the_phases(a_store: Arc<dyn Storage>, b_store: Ar
     a.reg.fence_cluster(&name("root:src")).await.unwrap();
     b.reg.mark_moved(&name("root:src"), to).await.unwrap();
     assert_eq!(answer(&b.reg, "root:src"), 410);
-    until("A knows the move", || async {
+    crate::testing::until("A knows the move", || async {
         answer(&a.reg, "root:src") == 410
     })
     .await;
@@ -1054,7 +1041,7 @@ async fn the_leader_does_what_a_follower_cannot_queue() {
         SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
     let a = Replica::start(store.clone(), Some(true)).await;
     let b = Replica::start(store.clone(), Some(false)).await;
-    until("A leads, B follows", || async {
+    crate::testing::until("A leads, B follows", || async {
         a.reg.is_leader() && !b.reg.is_leader()
     })
     .await;
@@ -1074,14 +1061,14 @@ async fn the_leader_does_what_a_follower_cannot_queue() {
         .await
         .unwrap();
     let cms = target(&b.reg, "", "configmaps", Some("bare"));
-    until("the leader published kube-root-ca.crt", || async {
+    crate::testing::until("the leader published kube-root-ca.crt", || async {
         exists(&b.reg, &cms, "kube-root-ca.crt").await
     })
     .await;
 
     // Marked moved while nobody leads; then A leads again.
     a.lead.send_replace(false);
-    until("nobody leads", || async { !a.reg.is_leader() }).await;
+    crate::testing::until("nobody leads", || async { !a.reg.is_leader() }).await;
     b.reg.set_auto_create_clusters(true);
     create_cm(&b.reg, "root:src", "one").await.unwrap();
     b.reg.set_auto_create_clusters(false);
@@ -1093,14 +1080,14 @@ async fn the_leader_does_what_a_follower_cannot_queue() {
         )
         .await
         .unwrap();
-    until("A knows the move", || async {
+    crate::testing::until("A knows the move", || async {
         answer(&a.reg, "root:src") == 410
     })
     .await;
     let keys = || async { store.count(&Prefix::cluster("root:src")).await.unwrap() };
     assert!(keys().await > 0);
     a.lead.send_replace(true);
-    until(
+    crate::testing::until(
         "the new leader removed the moved cluster's keys",
         || async { keys().await == 0 },
     )
@@ -1168,7 +1155,7 @@ async fn configmap_count(store: &dyn Storage, cluster: &str) -> u64 {
 /// Waits until `store` has published every write up to `rev` (made through another
 /// store on the same database; at once for one sled store).
 async fn follows(store: &dyn Storage, rev: u64) {
-    until("the store follows the other's writes", || async {
+    crate::testing::until("the store follows the other's writes", || async {
         store.current_revision() >= rev
     })
     .await;
@@ -1218,7 +1205,7 @@ async fn an_import_in_progress_is_left_to_its_owner(
     // Past the point of no return: still A's.
     j.step = Step::DeletingOld;
     a.reg.put_journal(&mut j, false).await.unwrap();
-    until("B reads the new step", || async {
+    crate::testing::until("B reads the new step", || async {
         b.reg.get_journal("root:dst").await.unwrap().unwrap().step == Step::DeletingOld
     })
     .await;
@@ -1237,7 +1224,7 @@ async fn an_import_in_progress_is_left_to_its_owner(
         target(&b.reg, "", "configmaps", Some("default")),
         "root:dst",
     );
-    until("B serves the import A finished", || async {
+    crate::testing::until("B serves the import A finished", || async {
         answer(&b.reg, "root:dst") == 200 && exists(&b.reg, &cms, "cm-0").await
     })
     .await;
@@ -1273,7 +1260,7 @@ async fn the_leader_resolves_imports_whose_owner_is_gone(
     use crate::archive::Step;
     let b = Replica::start(b_store.clone(), Some(true)).await;
     let a = Replica::start(a_store.clone(), Some(false)).await;
-    until("B leads", || async { b.reg.is_leader() }).await;
+    crate::testing::until("B leads", || async { b.reg.is_leader() }).await;
     seed_configmaps(&a.reg, "root:src", IMPORTED).await;
     let dir = tempfile::tempdir().unwrap();
     let archive = export_file(&a.reg, "root:src", dir.path()).await;
@@ -1314,7 +1301,7 @@ async fn the_leader_resolves_imports_whose_owner_is_gone(
     if shut_a_down {
         a_store.shutdown().await.unwrap();
         drop(a_store);
-        until("A's claims ended with its store", || async {
+        crate::testing::until("A's claims ended with its store", || async {
             !back.is_held() && !fwd.is_held()
         })
         .await;
@@ -1325,7 +1312,7 @@ async fn the_leader_resolves_imports_whose_owner_is_gone(
         target(&b.reg, "", "configmaps", Some("default")),
         "root:fwd",
     );
-    until("the leader resolved both imports", || async {
+    crate::testing::until("the leader resolved both imports", || async {
         b.reg.get_journal("root:back").await.unwrap().is_none()
             && b.reg.get_journal("root:fwd").await.unwrap().is_none()
             && answer(&b.reg, "root:fwd") == 200
@@ -1391,8 +1378,8 @@ async fn postgres_an_owner_that_lost_its_claim_stops() {
          WHERE locktype = 'advisory' AND granted AND objsubid = 2",
     );
     assert_eq!(killed, "1", "the import's claim is the only one held");
-    until("A sees its claim lost", || async { !claim.is_held() }).await;
-    until("the leader rolled the import back", || async {
+    crate::testing::until("A sees its claim lost", || async { !claim.is_held() }).await;
+    crate::testing::until("the leader rolled the import back", || async {
         b.reg.get_journal("root:lost").await.unwrap().is_none()
     })
     .await;

@@ -96,3 +96,18 @@ pub fn name_of(item: &[u8]) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// Polls `check` every few milliseconds until it holds; panics naming `what` after 60 s (a
+/// failure is a stuck controller or replica, not a slow one). The one polling helper of the
+/// registry's tests.
+pub async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

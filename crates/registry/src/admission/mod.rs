@@ -27,7 +27,6 @@
 mod namespace_lifecycle;
 mod pod_reflection;
 mod rbac_escalation;
-pub mod sync_assignment;
 
 #[cfg(test)]
 mod tests;
@@ -42,10 +41,10 @@ use super::catalog::ResourceType;
 use super::Registry;
 use crate::error::{ApiError, ApiResult};
 
+pub use crate::sync::admission::SyncAssignment;
 pub use namespace_lifecycle::NamespaceLifecycle;
 pub use pod_reflection::{PodReflection, REFUSAL as POD_REFUSAL};
 pub use rbac_escalation::RbacEscalation;
-pub use sync_assignment::SyncAssignment;
 
 /// The operation being admitted (`admission.Operation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -58,8 +58,7 @@ pub mod ns_conditions;
 mod ns_purge;
 mod pool;
 pub mod root_ca;
-pub mod sync_target;
-mod timers;
+pub(crate) mod timers;
 pub(crate) mod workspace;
 pub mod workspace_template;
 
@@ -521,7 +520,7 @@ pub(crate) fn start_leading(
         Arc::new(gc::GraphFeed::new(registry.clone())),
         Arc::new(publisher),
         Arc::new(cr_aggregation::Feed(registry.clone())),
-        Arc::new(sync_target::Feed::new(registry.clone())),
+        Arc::new(crate::sync::controllers::Feed::new(registry.clone())),
         Arc::new(job_ttl::Feed(registry.clone())),
     ];
     slot.set(handlers);

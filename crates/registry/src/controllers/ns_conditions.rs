@@ -147,31 +147,13 @@ pub fn apply(ns: &mut Value, report: &DeletionReport, now: &str) -> bool {
                 ("False", r, m.to_string())
             }
         };
-        let existing = conds
-            .iter_mut()
-            .find(|c| c.get("type").and_then(Value::as_str) == Some(kind));
-        match existing {
-            None => {
-                conds.push(json!({
-                    "type": kind, "status": st, "lastTransitionTime": now,
-                    "reason": reason, "message": message,
-                }));
-                changed = true;
-            }
-            Some(c) => {
-                let same = |f: &str, v: &str| c.get(f).and_then(Value::as_str) == Some(v);
-                if same("status", st) && same("reason", reason) && same("message", &message) {
-                    continue;
-                }
-                if !same("status", st) {
-                    c["lastTransitionTime"] = json!(now);
-                }
-                c["status"] = json!(st);
-                c["reason"] = json!(reason);
-                c["message"] = json!(message);
-                changed = true;
-            }
-        }
+        let want = crate::conditions::Condition {
+            ty: kind,
+            status: st,
+            reason,
+            message: &message,
+        };
+        changed |= crate::conditions::set(conds, want, now, false);
     }
     changed
 }

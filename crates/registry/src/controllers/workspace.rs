@@ -486,21 +486,8 @@ mod tests {
         }
     }
 
-    /// Waits until `check` holds (or fails after 10 s).
-    async fn eventually<F, Fut>(what: &str, mut check: F)
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = bool>,
-    {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !check().await {
-            assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
     async fn wait_ready(reg: &Registry, cluster: &str, ws: &str) -> Value {
-        eventually("workspace ready", || async {
+        crate::testing::until("workspace ready", || async {
             get_ws(reg, cluster, ws)
                 .await
                 .is_some_and(|w| w["status"]["phase"] == "Ready")
@@ -701,7 +688,7 @@ mod tests {
         reg.delete(&ns, "kube-node-lease", &Default::default())
             .await
             .unwrap();
-        eventually("kube-node-lease gone", || async {
+        crate::testing::until("kube-node-lease gone", || async {
             reg.get(&ns, "kube-node-lease").await.is_err()
         })
         .await;
@@ -711,7 +698,7 @@ mod tests {
             serde_json::from_slice(&reg.get(&ns, "kube-node-lease").await.unwrap()).unwrap();
         assert_ne!(back["metadata"]["uid"], lease_ns["metadata"]["uid"]);
         let cm = target(&reg, "root:acme", "", "configmaps", Some("kube-node-lease"));
-        eventually("the namespace's root CA", || async {
+        crate::testing::until("the namespace's root CA", || async {
             reg.get(&cm, "kube-root-ca.crt").await.is_ok()
         })
         .await;
@@ -793,7 +780,7 @@ mod tests {
             }
             other => panic!("not marked: {other:?}"),
         }
-        eventually("workspace gone", || async {
+        crate::testing::until("workspace gone", || async {
             get_ws(&reg, "root", "acme").await.is_none()
         })
         .await;
@@ -883,7 +870,7 @@ mod tests {
 
         let (reg, _tx) = registry(storage, true).await;
         reg.resume_pending_work().await.unwrap();
-        eventually("workspace gone", || async {
+        crate::testing::until("workspace gone", || async {
             match get_ws(&reg, "root", "acme").await {
                 None => true,
                 Some(ws) => {
@@ -925,7 +912,7 @@ mod tests {
         reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
             .await
             .unwrap();
-        eventually("workspace gone", || async {
+        crate::testing::until("workspace gone", || async {
             get_ws(&reg, "root", "acme").await.is_none()
         })
         .await;

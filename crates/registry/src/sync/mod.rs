@@ -7,12 +7,17 @@
 //! what the endpoint's identity may write ([`SyncerScope`], an admission plugin). Lists and
 //! watches of the assigned objects are ordinary ones with `ListParams::annotation` set
 //! ([`TargetRef::list_filter`]). The SyncTarget's spec and the names shared with the
-//! SyncTarget type come from `strategies::sync_target`.
+//! SyncTarget type come from [`strategy`].
 
+pub mod admission;
+pub mod assignment;
+pub mod controllers;
 pub mod pods;
 pub mod ref_index;
 pub mod refs;
 mod scope;
+pub mod strategy;
+pub mod targets;
 
 pub use scope::{finalizer_only_change, status_only_change, SyncerScope};
 
@@ -25,9 +30,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::options::ListParams;
 use crate::{Registry, ResourceType, Target};
 
-pub use crate::strategies::sync_target::{
-    SyncedResource, TargetSpec, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION,
-};
+pub use strategy::{SyncedResource, TargetSpec, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION};
 
 /// The version of SyncTargets.
 pub const SYNC_VERSION: &str = "v1alpha1";

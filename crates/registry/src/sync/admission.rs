@@ -1,7 +1,7 @@
 //! `SyncAssignment`: which SyncTarget a new object goes to (issue 15's contract).
 //!
 //! On CREATE of an object whose group and resource a SyncTarget syncs, the applicable
-//! targets are, nearest cluster first (`sync_targets`, cached per cluster): the object's
+//! targets are, nearest cluster first (`sync::targets`, cached per cluster): the object's
 //! own cluster's SyncTargets, then those of each ancestor cluster with
 //! `includeDescendants`, by name within a cluster; only targets not being deleted whose
 //! `namespaceSelector` (if any) matches the labels of the object's namespace (a
@@ -22,10 +22,10 @@
 use kplane_types::{Cause, Status};
 use serde_json::{json, Value};
 
-use super::super::{meta, Registry};
-use super::{Attributes, MutatingAdmission, Operation, UserInfo};
+use crate::admission::{Attributes, MutatingAdmission, Operation, UserInfo};
 use crate::error::{ApiError, ApiResult};
-use crate::strategies::sync_target::{SYNCER_FINALIZER, TARGET_ANNOTATION};
+use crate::sync::strategy::{SYNCER_FINALIZER, TARGET_ANNOTATION};
+use crate::{meta, Registry};
 
 /// The user name prefix of kplane's internal identities.
 pub const INTERNAL_USER_PREFIX: &str = "system:kplane:";

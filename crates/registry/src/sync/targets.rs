@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use crate::cluster_cache::ClusterCache;
 use crate::controllers::informer::InformerHandler;
 use crate::error::ApiResult;
-use crate::strategies::sync_target::{TargetSpec, SYNC_TARGET_RESOURCE};
+use crate::sync::strategy::{TargetSpec, SYNC_TARGET_RESOURCE};
 use crate::Registry;
 
 /// One target as seen from a cluster: the cluster it lives in, and its spec.
@@ -256,7 +256,7 @@ impl Registry {
         Ok(candidates
             .into_iter()
             .filter(|t| {
-                crate::sync_assignment::applies(t, group, resource, namespace.is_some(), &labels)
+                crate::sync::assignment::applies(t, group, resource, namespace.is_some(), &labels)
             })
             .cloned()
             .collect())

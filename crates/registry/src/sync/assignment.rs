@@ -16,9 +16,9 @@ use std::borrow::Borrow;
 use kplane_types::ClusterName;
 use serde_json::{Map, Value};
 
-pub use crate::sync_targets::Applicable;
+pub use crate::sync::targets::Applicable;
 
-pub use crate::strategies::sync_target::{
+pub use crate::sync::strategy::{
     SyncedResource, TargetSpec, DRAIN_FINALIZER, SYNCER_FINALIZER, SYNC_GROUP,
     SYNC_TARGET_RESOURCE, TARGET_ANNOTATION,
 };

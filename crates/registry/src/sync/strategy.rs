@@ -5,18 +5,18 @@
 //! create (released by the syncer or the sync controllers once the target is drained),
 //! counts spec changes in `metadata.generation`, and leaves `status` to `/status` (the
 //! syncer's heartbeat). Which objects go to which target is the `SyncAssignment`
-//! admission plugin's business (`admission::sync_assignment`), which reads the spec
+//! admission plugin's business (`sync::admission`), which reads the spec
 //! through [`TargetSpec`].
 
 use kplane_types::{Cause, ClusterName};
 use serde_json::{json, Value};
 
-use super::super::catalog::ResourceType;
-use super::super::label_selector;
-use super::super::meta::{self, NameRule};
-use super::super::Registry;
-use super::TypeStrategy;
+use crate::catalog::ResourceType;
 use crate::error::ApiResult;
+use crate::label_selector;
+use crate::meta::{self, NameRule};
+use crate::strategies::TypeStrategy;
+use crate::Registry;
 
 /// The group of the sync API.
 pub const SYNC_GROUP: &str = "sync.kplane.io";

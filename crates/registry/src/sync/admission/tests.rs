@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::options::WriteParams;
 use crate::patch::{Document, PatchType};
-use crate::strategies::sync_target::{SYNCER_FINALIZER, TARGET_ANNOTATION};
+use crate::sync::strategy::{SYNCER_FINALIZER, TARGET_ANNOTATION};
 use crate::testing::{self, target};
 use crate::{DeleteParams, Registry, Target};
 
@@ -514,7 +514,7 @@ async fn a_cluster_scoped_object_matches_only_targets_without_a_namespace_select
     sync_target(reg, "root", "a-selective", selective).await;
     sync_target(reg, "root", "b-any", roles).await;
     let root = cluster("root");
-    let names = |v: Vec<std::sync::Arc<crate::sync_targets::Applicable>>| -> Vec<String> {
+    let names = |v: Vec<std::sync::Arc<crate::sync::targets::Applicable>>| -> Vec<String> {
         v.iter().map(|t| t.reference()).collect()
     };
     let got = reg

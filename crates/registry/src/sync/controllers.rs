@@ -1,6 +1,6 @@
 //! The SyncTarget controller (issue 15): kplane's side of a target's health, of assigning
 //! objects that the `SyncAssignment` admission plugin could not, and of draining a deleted
-//! target. Assignment and names follow the shared rule in [`crate::sync_assignment`].
+//! target. Assignment and names follow the shared rule in [`crate::sync::assignment`].
 //!
 //! - Health ([`Work::SyncTarget`]): the syncer writes `status.lastHeartbeatTime` and
 //!   Ready=True with every heartbeat. Until the first one, Ready is Unknown `NoHeartbeat`;
@@ -37,12 +37,12 @@ use kplane_storage::{Clusters, Key, KeyValue, ListOptions, Prefix};
 use kplane_types::{ClusterName, UserInfo};
 use serde_json::{json, Map, Value};
 
-use super::informer::InformerHandler;
-use super::timers::instant_at;
-use super::{stored_cluster, write_failed, Work};
+use crate::controllers::informer::InformerHandler;
+use crate::controllers::timers::instant_at;
+use crate::controllers::{stored_cluster, write_failed, Work};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
-use crate::sync_assignment::{
+use crate::sync::assignment::{
     applies, assigned_to, candidate_clusters, first_applicable, includes_descendants,
     synced_resources, target_ref, SyncedResource, TargetSpec, DRAIN_FINALIZER, SYNCED_CONDITION,
     SYNCER_FINALIZER, SYNC_GROUP, SYNC_TARGETS, SYNC_TARGET_RESOURCE, SYNC_VERSION,
@@ -235,48 +235,16 @@ fn has_condition(obj: &Value, want: &Cond) -> bool {
     })
 }
 
-/// Sets `want` in `status.conditions` (the transition time kept when the status stays);
-/// `probe` adds `lastProbeTime` as the Job conditions have it.
+/// Sets `want` in `status.conditions` ([`crate::conditions::set`]); `probe` adds
+/// `lastProbeTime` as the Job conditions have it.
 pub(crate) fn set_condition(obj: &mut Value, want: &Cond, now: &str, probe: bool) {
-    let Some(o) = obj.as_object_mut() else {
-        return;
+    let want = crate::conditions::Condition {
+        ty: want.ty,
+        status: want.status,
+        reason: want.reason,
+        message: &want.message,
     };
-    let status = o.entry("status").or_insert_with(|| json!({}));
-    if !status.is_object() {
-        *status = json!({});
-    }
-    let Some(status) = status.as_object_mut() else {
-        return;
-    };
-    let conds = status.entry("conditions").or_insert_with(|| json!([]));
-    if !conds.is_array() {
-        *conds = json!([]);
-    }
-    let Some(conds) = conds.as_array_mut() else {
-        return;
-    };
-    let old = conds
-        .iter()
-        .position(|c| c.get("type").and_then(Value::as_str) == Some(want.ty));
-    let transition = old
-        .map(|i| &conds[i])
-        .filter(|c| c.get("status").and_then(Value::as_str) == Some(want.status))
-        .and_then(|c| c.get("lastTransitionTime").cloned())
-        .unwrap_or_else(|| json!(now));
-    let mut c = json!({
-        "type": want.ty,
-        "status": want.status,
-        "reason": want.reason,
-        "message": want.message,
-        "lastTransitionTime": transition,
-    });
-    if probe {
-        c["lastProbeTime"] = json!(now);
-    }
-    match old {
-        Some(i) => conds[i] = c,
-        None => conds.push(c),
-    }
+    crate::conditions::set_in_status(obj, want, now, probe);
 }
 
 /// Whether the syncer reported the target drained (Drained=True).
@@ -409,7 +377,7 @@ impl Registry {
     }
 
     /// Health and drain of one SyncTarget (see the module doc); `false` to be retried.
-    pub(super) async fn sync_target(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
+    pub(crate) async fn sync_target(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
         let work = Work::SyncTarget {
             cluster: cluster.clone(),
             name: name.to_string(),
@@ -639,7 +607,7 @@ impl Registry {
     }
 
     /// Assigns the unassigned objects in the scope of SyncTarget `name` of `cluster`.
-    pub(super) async fn sync_assign(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
+    pub(crate) async fn sync_assign(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
         let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
         let Some((_, target)) = self.read_json(&key).await? else {
             return Ok(true);
@@ -666,7 +634,7 @@ impl Registry {
     }
 
     /// Assigns the unassigned objects of namespace `namespace` of `cluster`.
-    pub(super) async fn sync_assign_namespace(
+    pub(crate) async fn sync_assign_namespace(
         &self,
         cluster: &ClusterName,
         namespace: &str,
@@ -873,7 +841,7 @@ impl Feed {
         {
             return;
         }
-        if let Some((cluster, name)) = crate::sync_assignment::parse_target_ref(to) {
+        if let Some((cluster, name)) = crate::sync::assignment::parse_target_ref(to) {
             self.registry.enqueue(Work::SyncTarget {
                 cluster,
                 name: name.to_string(),
@@ -1189,7 +1157,7 @@ mod tests {
     struct Running {
         reg: Arc<Registry>,
         storage: Arc<dyn Storage>,
-        _controllers: super::super::Controllers,
+        _controllers: crate::controllers::Controllers,
         _shutdown: tokio::sync::watch::Sender<bool>,
         _dir: tempfile::TempDir,
     }
@@ -1208,7 +1176,7 @@ mod tests {
             crate::admission::Admission::recommended(),
         );
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
-        let controllers = super::super::start(&reg, queue, Duration::from_secs(3600), None);
+        let controllers = crate::controllers::start(&reg, queue, Duration::from_secs(3600), None);
         Running {
             reg,
             storage,
@@ -1267,19 +1235,6 @@ mod tests {
         reg.read_json(&key).await.unwrap().map(|(_, v)| v)
     }
 
-    /// Polls `f` until it holds (30 s at most: a hung controller fails the test).
-    async fn until<F, Fut>(what: &str, mut f: F)
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = bool>,
-    {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while !f().await {
-            assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
     fn synced_reason(job: &Value) -> Option<&str> {
         condition(job, SYNCED_CONDITION)
             .filter(|c| c["status"] == "False")
@@ -1319,14 +1274,14 @@ mod tests {
         let east = json!({"apiVersion": "sync.kplane.io/v1alpha1", "kind": "SyncTarget",
                           "metadata": {"name": "east"}, "spec": {"heartbeatTimeoutSeconds": 1}});
         reg.create(&st, east, &w).await.unwrap();
-        until("every Job assigned", || async {
+        crate::testing::until("every Job assigned", || async {
             jobs_of(reg, &root, "d")
                 .await
                 .iter()
                 .all(|j| assigned_to(j) == Some("root/east") && holds_syncer(j))
         })
         .await;
-        until("Ready=False and every Job stale", || async {
+        crate::testing::until("Ready=False and every Job stale", || async {
             let t = stored_target(reg, &root, "east").await.unwrap();
             let ready = condition(&t, "Ready").cloned().unwrap_or_default();
             ready["status"] == "False"
@@ -1348,7 +1303,7 @@ mod tests {
 
         // A Job created during the outage (assigned by admission) is marked too.
         reg.create(&jobs_t, job("during"), &w).await.unwrap();
-        until("the new Job stale", || async {
+        crate::testing::until("the new Job stale", || async {
             let j = reg.get_stored(&jobs_t, "during").await.unwrap().unwrap();
             let j: Value = serde_json::from_slice(&j.value).unwrap();
             assigned_to(&j) == Some("root/east")
@@ -1414,7 +1369,7 @@ mod tests {
             .iter()
             .all(|j| assigned_to(j).is_some()));
         beating.abort();
-        until("the target drained and gone", || async {
+        crate::testing::until("the target drained and gone", || async {
             stored_target(reg, &root, "east").await.is_none()
         })
         .await;
@@ -1473,7 +1428,7 @@ mod tests {
             let reg = reg.clone();
             async move { jobs_of(&reg, &cluster, ns).await.remove(0) }
         };
-        until("the gpu Job assigned", || async {
+        crate::testing::until("the gpu Job assigned", || async {
             assigned_to(&one(root.clone(), "gpu").await) == Some("root/gpus")
         })
         .await;
@@ -1492,7 +1447,7 @@ mod tests {
         )
         .await
         .unwrap();
-        until(
+        crate::testing::until(
             "the child's Job assigned to the parent's target",
             || async { assigned_to(&one(child.clone(), "c").await) == Some("root/wide") },
         )
@@ -1508,7 +1463,7 @@ mod tests {
         reg.create(&st(&child), spec("near", json!({})), &w)
             .await
             .unwrap();
-        until("the Job assigned to the nearest target", || async {
+        crate::testing::until("the Job assigned to the nearest target", || async {
             assigned_to(&one(child.clone(), "c2").await) == Some("root:team/near")
         })
         .await;
@@ -1527,11 +1482,11 @@ mod tests {
         reg.delete(&st(&root), "gpus", &Default::default())
             .await
             .unwrap();
-        until("the released Job gone", || async {
+        crate::testing::until("the released Job gone", || async {
             jobs_of(reg, &root, "gpu").await.is_empty()
         })
         .await;
-        until("the target gone", || async {
+        crate::testing::until("the target gone", || async {
             stored_target(reg, &root, "gpus").await.is_none()
         })
         .await;
@@ -1559,7 +1514,7 @@ mod tests {
             "metadata": {"name": "all"},
             "spec": {"includeDescendants": true, "heartbeatTimeoutSeconds": 1}});
         reg.create(&st, all, &w).await.unwrap();
-        until("the grandchild's Job stale", || async {
+        crate::testing::until("the grandchild's Job stale", || async {
             let j = jobs_of(reg, &deep, "d").await.remove(0);
             assigned_to(&j) == Some("root:x/all")
                 && synced_reason(&j) == Some("SyncerHeartbeatTimeout")
@@ -1570,7 +1525,7 @@ mod tests {
         assert_eq!(assigned_to(&other), None);
         assert!(jobs_of(reg, &root, "d").await.is_empty());
         reg.delete(&st, "all", &Default::default()).await.unwrap();
-        until("the grandchild's Job released", || async {
+        crate::testing::until("the grandchild's Job released", || async {
             let j = jobs_of(reg, &deep, "d").await.remove(0);
             assigned_to(&j).is_none()
                 && !holds_syncer(&j)
@@ -1611,14 +1566,14 @@ mod tests {
         .unwrap();
         reg.delete(&st, "east", &Default::default()).await.unwrap();
         assert!(stored_target(reg, &root, "east").await.is_none());
-        until("the Job released", || async {
+        crate::testing::until("the Job released", || async {
             let j = jobs_of(reg, &root, "d").await.remove(0);
             assigned_to(&j).is_none()
                 && !holds_syncer(&j)
                 && synced_reason(&j) == Some("SyncTargetDeleted")
         })
         .await;
-        until("nothing left to release", || async {
+        crate::testing::until("nothing left to release", || async {
             gone_targets(reg).is_empty()
         })
         .await;
