@@ -265,3 +265,97 @@ spec: {policyName: bench, validationActions: [Deny]}
     println!("ConfigMap create median over {n}: without a policy {without:?}, with one ValidatingAdmissionPolicy {with:?}");
     Ok(())
 }
+
+/// A policy's `auditAnnotations` and its failures under the `Audit` action reach the
+/// request's audit event (`<policy>/<key>` and
+/// `validation.policy.admission.k8s.io/validation_failure`), and the request is allowed.
+#[test]
+fn audit_annotations_and_audit_failures_reach_the_audit_log() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let policy_file = dir.path().join("audit-policy.yaml");
+    std::fs::write(&policy_file, crate::audit::POLICY)?;
+    let log = dir.path().join("audit.log");
+    let server = KplaneServer::start_with(
+        kplane_e2e::ServerOptions::default()
+            .arg("--audit-policy-file")
+            .arg(&policy_file)
+            .arg("--audit-log-path")
+            .arg(&log),
+    )?;
+    let k = server.kubectl_root();
+    let manifests = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: cm-audit
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "object.metadata.name.startsWith('ok-')"
+    message: "name must start with ok-"
+  auditAnnotations:
+  - key: seen
+    valueExpression: "'created ' + object.metadata.name"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: cm-audit-binding
+spec:
+  policyName: cm-audit
+  validationActions: ["Audit"]
+"#;
+    let out = k.run_stdin(&["apply", "-f", "-"], manifests)?;
+    ensure!(out.success(), "{}", out.stderr);
+    // Policies take effect at once (the write path drops the cluster's cached policies).
+    k.ok(&["create", "configmap", "bad", "-n", "default"])?;
+    k.ok(&["create", "configmap", "ok-1", "-n", "default"])?;
+    kplane_e2e::poll_until(
+        std::time::Duration::from_secs(30),
+        "the create events",
+        || {
+            let all = crate::audit::events(&log)?;
+            Ok(["bad", "ok-1"].iter().all(|n| {
+                crate::audit::about(&all, n)
+                    .iter()
+                    .any(|e| e["verb"] == "create")
+            }))
+        },
+    )?;
+    let all = crate::audit::events(&log)?;
+    let create = |name: &str| -> Result<serde_json::Value> {
+        crate::audit::about(&all, name)
+            .into_iter()
+            .find(|e| e["verb"] == "create")
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no create event for {name}"))
+    };
+    let bad = create("bad")?;
+    ensure!(bad["responseStatus"]["code"] == 201, "{bad}");
+    ensure!(
+        bad["annotations"]["cm-audit/seen"] == "created bad",
+        "{bad}"
+    );
+    let failure = bad["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
+        .as_str()
+        .unwrap_or_default();
+    ensure!(
+        failure
+            == r#"[{"message":"name must start with ok-","policy":"cm-audit","binding":"cm-audit-binding","expressionIndex":0,"validationActions":["Audit"]}]"#,
+        "{bad}"
+    );
+    let ok = create("ok-1")?;
+    ensure!(ok["annotations"]["cm-audit/seen"] == "created ok-1", "{ok}");
+    ensure!(
+        ok["annotations"]
+            .get("validation.policy.admission.k8s.io/validation_failure")
+            .is_none(),
+        "{ok}"
+    );
+    Ok(())
+}

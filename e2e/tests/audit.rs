@@ -9,7 +9,7 @@ use anyhow::{ensure, Context as _, Result};
 use kplane_e2e::{base64_encode, poll_until, KplaneServer, Kubectl, ServerOptions};
 use serde_json::{json, Value};
 
-const POLICY: &str = "\
+pub(crate) const POLICY: &str = "\
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -48,7 +48,7 @@ fn kubectl_with_token(
 }
 
 /// The events written so far.
-fn events(log: &Path) -> Result<Vec<Value>> {
+pub(crate) fn events(log: &Path) -> Result<Vec<Value>> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     text.lines()
         .map(|l| serde_json::from_str(l).with_context(|| l.to_string()))
@@ -56,7 +56,7 @@ fn events(log: &Path) -> Result<Vec<Value>> {
 }
 
 /// The events of requests for the configmap `name`.
-fn about<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
+pub(crate) fn about<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
     events
         .iter()
         .filter(|e| e["objectRef"]["resource"] == "configmaps" && e["objectRef"]["name"] == name)

@@ -195,6 +195,18 @@ impl Trail {
         self.impersonated = Some(User::from(user));
     }
 
+    /// The annotations admission added (admission policies and webhooks), recorded at
+    /// `Metadata` level and above as upstream's `Attributes.AddAnnotation` does; the
+    /// authorization annotations keep theirs.
+    pub fn admission_annotations(&mut self, annotations: BTreeMap<String, String>) {
+        if self.level() == Level::None {
+            return;
+        }
+        for (k, v) in annotations {
+            self.annotations.entry(k).or_insert(v);
+        }
+    }
+
     /// The authorizers' decision (`allow` or `forbid`) and reason.
     pub fn authorized(&mut self, allowed: bool, reason: &str) {
         if self.level() == Level::None {

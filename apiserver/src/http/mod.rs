@@ -117,6 +117,9 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
     // the request's extensions, and every response carries them, refusals included.
     let warnings = Warnings::default();
     req.extensions_mut().insert(warnings.clone());
+    // Likewise the audit annotations admission adds, for the request's audit events.
+    let admission_annotations = kplane_registry::audit_annotations::AuditAnnotations::default();
+    req.extensions_mut().insert(admission_annotations.clone());
     let target = match request_info::parse(req.uri().path()) {
         Ok(t) => t,
         Err(msg) => {
@@ -137,7 +140,10 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
     let mut resp = route(state, req, target, &mut info, &start, &mut user, &mut trail).await;
     add_warnings(&warnings, resp.headers_mut());
     let resp = match trail {
-        Some(t) => t.finish(&info, resp).await,
+        Some(mut t) => {
+            t.admission_annotations(admission_annotations.all());
+            t.finish(&info, resp).await
+        }
         None => resp,
     };
     httplog::log(

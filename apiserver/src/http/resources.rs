@@ -119,6 +119,15 @@ fn request_warnings(req: &Request<Body>) -> Warnings {
         .unwrap_or_default()
 }
 
+/// The request's audit annotations (the recorder `dispatch` put in its extensions; a
+/// detached one when there is none).
+fn request_audit(req: &Request<Body>) -> kplane_registry::audit_annotations::AuditAnnotations {
+    req.extensions()
+        .get::<kplane_registry::audit_annotations::AuditAnnotations>()
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// Serves a request for a resolved resource type.
 async fn serve(
     state: Arc<AppState>,
@@ -361,10 +370,12 @@ async fn serve(
         }
         (Verb::Delete | Verb::DeleteCollection, name) => {
             let warnings = request_warnings(&req);
+            let audit = request_audit(&req);
             let (ct, body) = read_body(req).await?;
             let mut d = delete_params(&q, ct.as_deref(), &body)?;
             d.user = Some(user.clone());
             d.warnings = warnings;
+            d.audit = audit;
             match name {
                 Some(name) => {
                     require_verb(&rt, "delete")?;
@@ -430,6 +441,7 @@ fn write_params(
     let mut w = super::query::write_params(q, kind)?.with_user_agent(ua);
     w.user = Some(user.clone());
     w.warnings = request_warnings(req);
+    w.audit = request_audit(req);
     Ok(w)
 }
 

@@ -10,6 +10,7 @@
 pub mod admission;
 pub mod apply;
 pub mod archive;
+pub mod audit_annotations;
 pub mod builtins;
 mod bulk_delete;
 pub mod catalog;

@@ -109,6 +109,8 @@ pub struct WriteParams {
     pub duplicates: Vec<String>,
     /// Warnings for the response.
     pub warnings: crate::warnings::Warnings,
+    /// Audit annotations admission adds.
+    pub audit: crate::audit_annotations::AuditAnnotations,
     /// The manager named by the User-Agent, for writes without `fieldManager`.
     pub default_manager: String,
     /// Set by server-side apply, which records its own managedFields entries.

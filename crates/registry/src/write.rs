@@ -33,6 +33,8 @@ pub struct DeleteParams {
     pub user: Option<crate::admission::UserInfo>,
     /// The request's warnings (admission webhooks add theirs).
     pub warnings: crate::warnings::Warnings,
+    /// Audit annotations admission adds.
+    pub audit: crate::audit_annotations::AuditAnnotations,
 }
 
 impl DeleteParams {
@@ -42,6 +44,7 @@ impl DeleteParams {
             propagation_policy: self.propagation_policy.as_deref(),
             grace_period_seconds: self.grace_period_seconds,
             warnings: Some(&self.warnings),
+            audit: Some(&self.audit),
             ..Default::default()
         }
     }

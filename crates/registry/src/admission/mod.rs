@@ -107,6 +107,8 @@ pub struct RequestOptions<'a> {
     pub grace_period_seconds: Option<i64>,
     /// The response's warnings (none for the server's own deletes).
     pub warnings: Option<&'a crate::warnings::Warnings>,
+    /// The request's audit annotations (none for the server's own deletes).
+    pub audit: Option<&'a crate::audit_annotations::AuditAnnotations>,
 }
 
 impl<'a> RequestOptions<'a> {
@@ -115,6 +117,7 @@ impl<'a> RequestOptions<'a> {
         RequestOptions {
             field_manager: w.field_manager.as_deref(),
             warnings: Some(&w.warnings),
+            audit: Some(&w.audit),
             ..Default::default()
         }
     }

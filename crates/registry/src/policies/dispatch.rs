@@ -4,7 +4,11 @@
 //! the policy's `matchConditions`, `validations` (with `messageExpression`) and
 //! `auditAnnotations` are evaluated (`evaluate.rs`); failures go where the binding's
 //! `validationActions` say (Deny: the first one refuses the request; Warn: a warning;
-//! Audit: dropped, kplane writes no audit annotations). Configuration errors (a param
+//! Audit: the request's `validation.policy.admission.k8s.io/validation_failure` audit
+//! annotation), an audit annotation's error refuses the request whatever the actions, and
+//! the audit annotations' values are recorded as `<policy>/<key>` once the policy's
+//! bindings are done (distinct values of one key joined with `, `, as upstream's
+//! collector). Configuration errors (a param
 //! kind not served, params not found with `Deny`) go under the policy's
 //! `failurePolicy`.
 
@@ -15,7 +19,7 @@ use kplane_types::{Status, StatusReason};
 use serde_json::{Map, Value};
 
 use super::cache::is_policy_resource;
-use super::evaluate::{evaluate, Decision};
+use super::evaluate::{evaluate_all, Decision};
 use super::matching::select;
 use super::model::{Binding, MatchResources, Policy};
 use crate::admission::{Attributes, Operation, ValidatingAdmission};
@@ -24,6 +28,31 @@ use crate::error::{ApiError, ApiResult};
 use crate::webhooks::cache::is_configuration;
 use crate::webhooks::matching::{self, Request};
 use crate::Registry;
+
+/// The audit annotation of a failure under the `Audit` action.
+pub const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_failure";
+
+/// The value of [`VALIDATION_FAILURE`]: upstream's `ValidationFailureValue` in a list, its
+/// fields in its order.
+fn validation_failure(p: &Policy, b: &Binding, d: &Decision) -> String {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Failure<'a> {
+        message: &'a str,
+        policy: &'a str,
+        binding: &'a str,
+        expression_index: usize,
+        validation_actions: &'a [String],
+    }
+    let f = [Failure {
+        message: &d.message,
+        policy: &p.name,
+        binding: &b.name,
+        expression_index: d.index,
+        validation_actions: &b.actions,
+    }];
+    serde_json::to_string(&f).unwrap_or_default()
+}
 
 /// The plugin's name (kube-apiserver's).
 pub const PLUGIN: &str = "ValidatingAdmissionPolicy";
@@ -295,6 +324,7 @@ fn config_error<'p>(p: &'p Policy, b: Option<&'p Binding>, why: &str) -> Option<
         decision: Decision {
             message: format!("failed to configure {what}: {why}"),
             reason: StatusReason::Invalid,
+            index: 0,
         },
     })
 }
@@ -331,6 +361,8 @@ impl ValidatingAdmissionPolicy {
             return Ok(());
         };
         let mut inputs = None;
+        // Audit annotation values by key, distinct values in the order found.
+        let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
         for b in bindings {
             if let Some(mr) = &b.match_resources {
                 if ctx.matches(mr).await?.is_none() {
@@ -351,8 +383,20 @@ impl ValidatingAdmissionPolicy {
                 inputs = Some(Self::inputs(ctx, &via).await?);
             }
             let Some(values) = &inputs else { continue };
-            let decisions = evaluate(p, values, &params);
-            for decision in decisions {
+            let found = evaluate_all(p, values, &params);
+            for (key, value) in found.annotations {
+                match annotations.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, vs)) if vs.contains(&value) => {}
+                    Some((_, vs)) => vs.push(value),
+                    None => annotations.push((key, vec![value])),
+                }
+            }
+            for decision in found.decisions {
+                if b.audit {
+                    if let Some(audit) = ctx.a.options.audit {
+                        audit.record(VALIDATION_FAILURE, &validation_failure(p, b, &decision));
+                    }
+                }
                 if b.warn {
                     if let Some(w) = ctx.a.options.warnings {
                         w.push(format!(
@@ -368,6 +412,18 @@ impl ValidatingAdmissionPolicy {
                         decision,
                     });
                 }
+            }
+            for decision in found.annotation_errors {
+                denied.push(Denial {
+                    policy: &p.name,
+                    binding: Some(&b.name),
+                    decision,
+                });
+            }
+        }
+        if let Some(audit) = ctx.a.options.audit {
+            for (key, values) in annotations {
+                audit.record(&format!("{}/{key}", p.name), &values.join(", "));
             }
         }
         Ok(())

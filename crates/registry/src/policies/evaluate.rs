@@ -1,9 +1,10 @@
 //! One policy evaluated for one request and binding (`policy/validating/validator.go`),
 //! synchronously, once per param: `matchConditions` (their own budget), then
 //! `validations` under one runtime budget, the failed ones' `messageExpression`s under
-//! what is left of it, then `auditAnnotations` under a budget of their own (their values
-//! are dropped; an error still counts). Evaluation errors go under the policy's failure
-//! policy; what comes out is the list of failures to act on.
+//! what is left of it, then `auditAnnotations` under a budget of their own. Evaluation
+//! errors go under the policy's failure policy; what comes out is the failures to act on
+//! as the binding's actions say, the audit annotations' errors (which refuse the request
+//! whatever those actions) and their published values.
 
 use kplane_schema::policy::{
     match_conditions, Evaluated, Evaluator, Inputs, Matched, OutOfBudget, Values as CelValues,
@@ -19,6 +20,9 @@ use super::model::{Policy, Validation};
 pub struct Decision {
     pub message: String,
     pub reason: StatusReason,
+    /// The validation's index (0 for a failure that is not one validation's): the
+    /// `expressionIndex` of an `Audit` action's annotation.
+    pub index: usize,
 }
 
 impl Decision {
@@ -26,9 +30,26 @@ impl Decision {
         Decision {
             message,
             reason: StatusReason::Invalid,
+            index: 0,
         }
     }
 }
+
+/// What evaluating a policy for one binding found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Evaluation {
+    /// Failed validations and evaluation errors, for the binding's actions.
+    pub decisions: Vec<Decision>,
+    /// Errors of the audit annotations' expressions: they refuse the request.
+    pub annotation_errors: Vec<Decision>,
+    /// The audit annotations to publish (key, value), a value at most
+    /// [`MAX_AUDIT_ANNOTATION_VALUE`] bytes.
+    pub annotations: Vec<(String, String)>,
+}
+
+/// The longest audit annotation value published (upstream's
+/// `maxAuditAnnotationValueLength`); longer ones are cut.
+pub const MAX_AUDIT_ANNOTATION_VALUE: usize = 10 * 1024;
 
 /// The request's values (JSON) but `params`.
 #[derive(Debug)]
@@ -39,8 +60,15 @@ pub struct Values {
     pub namespace: Option<Value>,
 }
 
-/// The failures of `p` for each of `params`.
+/// The failures of `p` for each of `params`, the audit annotations' errors among them.
+#[cfg(test)]
 pub fn evaluate(p: &Policy, v: &Values, params: &[Option<Value>]) -> Vec<Decision> {
+    let e = evaluate_all(p, v, params);
+    e.decisions.into_iter().chain(e.annotation_errors).collect()
+}
+
+/// What `p` finds for each of `params`.
+pub fn evaluate_all(p: &Policy, v: &Values, params: &[Option<Value>]) -> Evaluation {
     let base = Inputs::new(CelValues {
         object: v.object.as_ref(),
         old_object: v.old_object.as_ref(),
@@ -48,10 +76,10 @@ pub fn evaluate(p: &Policy, v: &Values, params: &[Option<Value>]) -> Vec<Decisio
         namespace_object: v.namespace.as_ref(),
         params: None,
     });
-    let mut out = Vec::new();
+    let mut out = Evaluation::default();
     for param in params {
         let inputs = base.with_params(param.as_ref());
-        out.extend(one(p, &inputs));
+        one(p, &inputs, &mut out);
     }
     out
 }
@@ -61,11 +89,11 @@ fn failed(p: &Policy, message: String) -> Option<Decision> {
     (!p.ignore_failures).then(|| Decision::error(message))
 }
 
-/// The failures of `p` with one param.
-fn one(p: &Policy, inputs: &Inputs) -> Vec<Decision> {
+/// What `p` finds with one param, into `into`.
+fn one(p: &Policy, inputs: &Inputs, into: &mut Evaluation) {
     match match_conditions(&p.match_conditions, inputs) {
-        Matched::No => return Vec::new(),
-        Matched::Error(why) => return failed(p, why).into_iter().collect(),
+        Matched::No => return,
+        Matched::Error(why) => return into.decisions.extend(failed(p, why)),
         Matched::Yes => {}
     }
     let mut ev = Evaluator::new(inputs, &p.variables, RUNTIME_BUDGET);
@@ -76,7 +104,7 @@ fn one(p: &Policy, inputs: &Inputs) -> Vec<Decision> {
             Err(why) => Ok(Err(format!("compilation error: {why}"))),
         };
         match r {
-            Err(OutOfBudget) => return failed(p, OUT_OF_BUDGET.into()).into_iter().collect(),
+            Err(OutOfBudget) => return into.decisions.extend(failed(p, OUT_OF_BUDGET.into())),
             Ok(Ok(Evaluated::Bool(true))) => {}
             Ok(Ok(_)) => outcomes.push((i, Ok(false))),
             Ok(Err(why)) => outcomes.push((i, Err(why))),
@@ -87,11 +115,12 @@ fn one(p: &Policy, inputs: &Inputs) -> Vec<Decision> {
     for (i, outcome) in outcomes {
         let v = &p.validations[i];
         match outcome {
-            Err(why) => out.extend(failed(p, why)),
+            Err(why) => out.extend(failed(p, why).map(|d| Decision { index: i, ..d })),
             Ok(_) => match message(v, &mut messages) {
                 Ok(m) => out.push(Decision {
                     message: m,
                     reason: v.reason,
+                    index: i,
                 }),
                 Err(OutOfBudget) => out.extend(failed(
                     p,
@@ -100,8 +129,8 @@ fn one(p: &Policy, inputs: &Inputs) -> Vec<Decision> {
             },
         }
     }
-    out.extend(audit_annotations(p, inputs));
-    out
+    into.decisions.extend(out);
+    audit_annotations(p, inputs, into);
 }
 
 /// The message of a failed validation: its `messageExpression`'s (trimmed, at most 5 KiB,
@@ -122,27 +151,43 @@ fn message(v: &Validation, ev: &mut Evaluator<'_>) -> Result<String, OutOfBudget
     Ok(format!("failed expression: {}", v.source.trim()))
 }
 
-/// The errors of the audit annotations' value expressions (the values are not recorded).
-fn audit_annotations(p: &Policy, inputs: &Inputs) -> Vec<Decision> {
+/// The audit annotations' values (a null one is left out) and errors, into `out`.
+fn audit_annotations(p: &Policy, inputs: &Inputs, out: &mut Evaluation) {
     if p.audit_annotations.is_empty() {
-        return Vec::new();
+        return;
     }
     let mut ev = Evaluator::new(inputs, &p.variables, RUNTIME_BUDGET);
-    let mut out = Vec::new();
     for a in &p.audit_annotations {
         let r = match &a.expr {
             Ok(e) => ev.eval(e),
             Err(why) => Ok(Err(format!("compilation error: {why}"))),
         };
         match r {
-            Err(OutOfBudget) => return failed(p, OUT_OF_BUDGET.into()).into_iter().collect(),
-            Ok(Ok(Evaluated::String(_) | Evaluated::Null)) => {}
-            Ok(Ok(Evaluated::Bool(_))) => out.push(unsupported(a.source.trim(), "bool")),
-            Ok(Ok(Evaluated::Other(t))) => out.push(unsupported(a.source.trim(), t)),
-            Ok(Err(why)) => out.extend(failed(p, why)),
+            // Upstream's evaluation of the annotations as a whole failed: one decision.
+            Err(OutOfBudget) => {
+                out.decisions.extend(failed(p, OUT_OF_BUDGET.into()));
+                return;
+            }
+            Ok(Ok(Evaluated::String(v))) => {
+                let v = v.trim();
+                let mut end = v.len().min(MAX_AUDIT_ANNOTATION_VALUE);
+                while !v.is_char_boundary(end) {
+                    end -= 1;
+                }
+                if end > 0 {
+                    out.annotations.push((a.key.clone(), v[..end].to_string()));
+                }
+            }
+            Ok(Ok(Evaluated::Null)) => {}
+            Ok(Ok(Evaluated::Bool(_))) => out
+                .annotation_errors
+                .push(unsupported(a.source.trim(), "bool")),
+            Ok(Ok(Evaluated::Other(t))) => {
+                out.annotation_errors.push(unsupported(a.source.trim(), t))
+            }
+            Ok(Err(why)) => out.annotation_errors.extend(failed(p, why)),
         }
     }
-    out
 }
 
 fn unsupported(expr: &str, ty: &str) -> Decision {

@@ -103,6 +103,8 @@ pub struct Binding {
     pub deny: bool,
     pub warn: bool,
     pub audit: bool,
+    /// `validationActions` as written (an `Audit` annotation names them).
+    pub actions: Vec<String>,
 }
 
 fn selector(v: Option<&Value>) -> LabelSelector {
@@ -271,5 +273,6 @@ pub fn parse_binding(obj: &Value) -> Binding {
         deny: has("Deny"),
         warn: has("Warn"),
         audit: has("Audit"),
+        actions: actions.clone(),
     }
 }

@@ -4,7 +4,7 @@ use kplane_types::StatusReason;
 use serde_json::{json, Value};
 
 use super::config::{default_binding, default_policy, validate_binding, validate_policy};
-use super::evaluate::{evaluate, Decision, Values};
+use super::evaluate::{evaluate, evaluate_all, Decision, Values, MAX_AUDIT_ANNOTATION_VALUE};
 use super::model::parse_policy;
 
 fn policy(spec: Value) -> Value {
@@ -121,10 +121,11 @@ fn values(obj: Value) -> Values {
     }
 }
 
-fn invalid(msg: &str) -> Decision {
+fn invalid(msg: &str, index: usize) -> Decision {
     Decision {
         message: msg.into(),
         reason: StatusReason::Invalid,
+        index,
     }
 }
 
@@ -150,14 +151,16 @@ fn evaluation_messages_reasons_and_params() {
     assert_eq!(
         got,
         [
-            invalid("parallelism must be at most 5"),
+            invalid("parallelism must be at most 5", 0),
             Decision {
                 message: "wrong team".into(),
-                reason: StatusReason::Forbidden
+                reason: StatusReason::Forbidden,
+                index: 1,
             },
-            invalid("failed expression: request.operation == 'DELETE'"),
+            invalid("failed expression: request.operation == 'DELETE'", 2),
             invalid(
-                "expression 'object.spec.nothing == 1' resulted in error: no such key: nothing"
+                "expression 'object.spec.nothing == 1' resulted in error: no such key: nothing",
+                3
             ),
         ]
     );
@@ -194,9 +197,51 @@ fn failure_policy_and_match_conditions() {
     assert_eq!(
         got,
         [
-            invalid("expression 'object.spec.x == 1' resulted in error: no such key: x"),
-            invalid("expression ''v' + object.spec.y' resulted in error: no such key: y"),
+            invalid(
+                "expression 'object.spec.x == 1' resulted in error: no such key: x",
+                0
+            ),
+            invalid(
+                "expression ''v' + object.spec.y' resulted in error: no such key: y",
+                0
+            ),
         ]
     );
     assert!(evaluate(&spec("Ignore"), &values(labelled), &[None]).is_empty());
+}
+
+/// Audit annotations: a string value is published trimmed (at most 10 KiB), an empty or
+/// null one is left out, and an evaluation error counts only under `Fail`.
+#[test]
+fn audit_annotation_values_and_errors() {
+    let spec = |failure: &str| {
+        parse_policy(&policy(json!({
+            "failurePolicy": failure,
+            "matchConstraints": rules(),
+            "auditAnnotations": [
+                {"key": "team", "valueExpression": "' ' + namespaceObject.metadata.labels.team + ' '"},
+                {"key": "empty", "valueExpression": "'  '"},
+                {"key": "none", "valueExpression": "null"},
+                {"key": "long", "valueExpression": "string(object.spec.long)"},
+                {"key": "missing", "valueExpression": "'v' + object.spec.nothing"}]})))
+    };
+    let long = json!({"spec": {"long": "é".repeat(MAX_AUDIT_ANNOTATION_VALUE)}});
+    let got = evaluate_all(&spec("Ignore"), &values(long.clone()), &[None]);
+    assert!(
+        got.decisions.is_empty() && got.annotation_errors.is_empty(),
+        "{got:?}"
+    );
+    let keys: Vec<&str> = got.annotations.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["team", "long"], "{got:?}");
+    assert_eq!(got.annotations[0].1, "a");
+    // Cut at the limit, on a character boundary ("é" is two bytes).
+    assert_eq!(got.annotations[1].1.len(), MAX_AUDIT_ANNOTATION_VALUE);
+    let got = evaluate_all(&spec("Fail"), &values(long), &[None]);
+    assert_eq!(
+        got.annotation_errors,
+        [invalid(
+            "expression ''v' + object.spec.nothing' resulted in error: no such key: nothing",
+            0
+        )]
+    );
 }

@@ -386,3 +386,51 @@ async fn match_conditions_decide_whether_a_webhook_is_called() {
         "conditions recompiled"
     );
 }
+
+/// A webhook's `auditAnnotations` are recorded as `<webhook>/<key>` whether it allows the
+/// request or not, and a key already recorded keeps its first value.
+#[tokio::test]
+async fn webhook_audit_annotations_are_recorded_under_the_webhooks_name() {
+    let fake = FakeTransport::new(|url, review| async move {
+        let allowed = url.ends_with("/allow");
+        Ok(
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": allowed,
+                "auditAnnotations": {"checked": "yes", "by": url}}}),
+        )
+    });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = &f.reg;
+    let root = ClusterName::root();
+    let t = crate::testing::create_namespace(reg, "ns").await;
+    configure(
+        reg,
+        &root,
+        "Validating",
+        "allow",
+        "https://hook.test/allow",
+        rules("", &["configmaps"]),
+        json!({}),
+    )
+    .await;
+    let cm = |n: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n}});
+    let w = as_user();
+    reg.create(&t, cm("one"), &w).await.unwrap();
+    let got = w.audit.all();
+    assert_eq!(got["allow.kplane.test/checked"], "yes", "{got:?}");
+    assert_eq!(got["allow.kplane.test/by"], "https://hook.test/allow");
+    configure(
+        reg,
+        &root,
+        "Validating",
+        "deny",
+        "https://hook.test/deny",
+        rules("", &["configmaps"]),
+        json!({}),
+    )
+    .await;
+    let w = as_user();
+    assert!(reg.create(&t, cm("two"), &w).await.is_err());
+    let got = w.audit.all();
+    assert_eq!(got["deny.kplane.test/checked"], "yes", "{got:?}");
+}

@@ -405,6 +405,11 @@ async fn call(
         .map_err(|e| HookError::Calling(format!("failed to call webhook: {e}")))?;
     let checked = review::verify(&uid, version, mutating, &answer)
         .map_err(|e| HookError::Calling(format!("received invalid webhook response: {e}")))?;
+    if let Some(audit) = a.options.audit {
+        for (k, v) in &checked.audit_annotations {
+            audit.record(&format!("{}/{k}", hook.name), v);
+        }
+    }
     if let Some(w) = a.options.warnings {
         for text in &checked.warnings {
             w.push(text.clone());

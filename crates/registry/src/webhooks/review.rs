@@ -17,6 +17,8 @@ pub struct Response {
     /// `response.status`, as sent.
     pub result: Option<Value>,
     pub warnings: Vec<String>,
+    /// `response.auditAnnotations` (recorded as `<webhook>/<key>`).
+    pub audit_annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// The `options` of the review: the request's `CreateOptions`, `UpdateOptions` or
@@ -157,6 +159,15 @@ pub fn verify(uid: &str, version: &str, mutating: bool, body: &Value) -> Result<
                 w.iter()
                     .filter_map(Value::as_str)
                     .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        audit_annotations: resp
+            .get("auditAnnotations")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
                     .collect()
             })
             .unwrap_or_default(),
