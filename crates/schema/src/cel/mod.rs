@@ -28,6 +28,7 @@
 //! are also bounded by a work limit of their own (`actual::work`).
 
 mod actual;
+mod arg_errors;
 mod check;
 pub(crate) mod compile;
 mod cost;

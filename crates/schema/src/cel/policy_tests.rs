@@ -207,3 +207,39 @@ fn match_conditions_as_upstream_orders_them() {
     );
     assert_eq!(match_conditions(&conds[..2], &inputs), Matched::No);
 }
+
+/// The global conversions pass their operand's own error on, as cel-go does (the `cel`
+/// crate alone says "missing argument or target").
+#[test]
+fn an_operands_error_is_the_calls_error() {
+    let empty = json!({"spec": {}});
+    let inputs = Inputs::new(Values {
+        object: Some(&empty),
+        ..Values::default()
+    });
+    for src in [
+        "string(object.spec.x) == 'a'",
+        "size(object.spec.x) == 1",
+        "int(object.spec.x) == 1",
+        "uint(object.spec.x) == 1u",
+        "double(object.spec.x) == 1.0",
+        "object.spec.x.size() == 1",
+    ] {
+        let mut ev = Evaluator::new(&inputs, &[], RUNTIME_BUDGET);
+        let e = compile(src, env(false, &[]), Want::Bool).unwrap();
+        assert_eq!(
+            ev.eval(&e),
+            Ok(Err(format!(
+                "expression '{src}' resulted in error: no such key: x"
+            ))),
+        );
+    }
+    let mut ev = Evaluator::new(&inputs, &[], RUNTIME_BUDGET);
+    let e = compile(
+        "size('abc') == 3 && string(1) == '1' && int('2') == 2",
+        env(false, &[]),
+        Want::Bool,
+    )
+    .unwrap();
+    assert_eq!(ev.eval(&e), Ok(Ok(Evaluated::Bool(true))));
+}

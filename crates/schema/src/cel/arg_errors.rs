@@ -1,0 +1,51 @@
+//! The global forms of `size`, `string`, `int`, `uint` and `double` with cel-go's errors.
+//! The `cel` crate resolves their one operand through its `This` extractor, which reports
+//! any error of that operand (`size(self.missing)`: no such key) as "missing argument or
+//! target"; cel-go passes the operand's own error on, and kube-apiserver's messages quote
+//! it. These wrappers resolve the operand themselves, so its error is the call's, and then
+//! call the crate's function; member calls (`x.size()`) never needed them.
+
+use kube_cel::cel::extractors::This;
+use kube_cel::cel::functions;
+use kube_cel::cel::{Context, ExecutionError, FunctionContext, Value as Cel};
+
+/// The call's target, or else its first argument, with the argument's own error.
+fn operand(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
+    if let Some(t) = &ftx.this {
+        return Ok(t.clone());
+    }
+    let first = ftx
+        .args
+        .first()
+        .ok_or_else(|| ExecutionError::invalid_argument_count(1, 0))?;
+    Cel::resolve(first, ftx.ptx)
+}
+
+fn size(ftx: &FunctionContext) -> Result<i64, ExecutionError> {
+    functions::size(ftx, This(operand(ftx)?))
+}
+
+fn string(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
+    functions::string(ftx, This(operand(ftx)?))
+}
+
+fn int(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
+    functions::int(ftx, This(operand(ftx)?))
+}
+
+fn uint(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
+    functions::uint(ftx, This(operand(ftx)?))
+}
+
+fn double(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
+    functions::double(ftx, This(operand(ftx)?))
+}
+
+/// Puts the wrappers in place of the crate's functions of the same names.
+pub(crate) fn register(ctx: &mut Context<'static>) {
+    ctx.add_function("size", size);
+    ctx.add_function("string", string);
+    ctx.add_function("int", int);
+    ctx.add_function("uint", uint);
+    ctx.add_function("double", double);
+}
