@@ -1,8 +1,9 @@
 //! The items of a built-in type's LIST body as kube-apiserver writes them: without
 //! `apiVersion` and `kind`. Upstream converts a list to its versioned Go type, whose items
-//! carry an empty `TypeMeta` (both fields `omitempty`); only custom resources, served as
-//! unstructured objects, keep them. client-go relies on it: its list-via-watch consistency
-//! check compares a LIST's typed items with watch events decoded without their kind.
+//! carry an empty `TypeMeta` (both fields `omitempty`); custom resources, served as
+//! unstructured objects, keep them, and so do kplane's own kinds (CRDs in kcp:
+//! `ResourceType::is_typed`). client-go relies on it: its list-via-watch consistency check
+//! compares a LIST's typed items with watch events decoded without their kind.
 //!
 //! The stored bytes are copied as they are, less the two top-level members, found by one
 //! pass over the object that stops once both are seen (both sort early in the stored form).

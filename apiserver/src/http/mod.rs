@@ -14,6 +14,7 @@ pub mod authz;
 pub mod deadline;
 pub mod discovery;
 pub mod error;
+mod filters;
 pub mod health;
 pub mod httplog;
 pub mod impersonation;
@@ -60,7 +61,6 @@ use kplane_types::{RequestInfo, UserInfo};
 
 use crate::registry::Registry;
 use kplane_registry::error::ApiError;
-use kplane_registry::warnings::Warnings;
 use request_info::{ApiPath, ClusterScope, RequestTarget};
 
 /// `apiserver_storage_objects` figures and when they were taken.
@@ -105,21 +105,15 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// Serves one request and writes its line of the request log ([`httplog`]) and its audit
-/// events ([`crate::audit`]). The request's extensions carry its attributes as an
-/// `Arc<RequestInfo>` and, once authenticated, its user as an `Arc<UserInfo>`.
+/// events ([`crate::audit`]), through the request filters of [`filters`]. The request's
+/// extensions carry its attributes as an `Arc<RequestInfo>` and, once authenticated, its
+/// user as an `Arc<UserInfo>`.
 async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) -> Response {
     // The sync endpoint has its own path shape, authorization and allowlist.
     if req.uri().path().starts_with(sync_endpoint::PREFIX) {
         return sync_endpoint::dispatch(state, req).await;
     }
     let start = httplog::RequestStart::new(&req);
-    // The request's warnings (`WithWarningRecorder`): whatever adds one reaches it through
-    // the request's extensions, and every response carries them, refusals included.
-    let warnings = Warnings::default();
-    req.extensions_mut().insert(warnings.clone());
-    // Likewise the audit annotations admission adds, for the request's audit events.
-    let admission_annotations = kplane_registry::audit_annotations::AuditAnnotations::default();
-    req.extensions_mut().insert(admission_annotations.clone());
     let target = match request_info::parse(req.uri().path()) {
         Ok(t) => t,
         Err(msg) => {
@@ -128,107 +122,61 @@ async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) ->
             return resp;
         }
     };
-    let mut info = Arc::new(request_info::request_info(
+    let info = Arc::new(request_info::request_info(
         req.method(),
         &target,
         req.uri().query(),
     ));
-    req.extensions_mut().insert(info.clone());
-    let mut user = None;
-    let peer = req.extensions().get::<httplog::Peer>().map(|p| p.0.ip());
-    let mut trail = state.audit.as_ref().map(|a| a.begin(&req, peer));
-    let mut resp = route(state, req, target, &mut info, &start, &mut user, &mut trail).await;
-    add_warnings(&warnings, resp.headers_mut());
-    let resp = match trail {
-        Some(mut t) => {
-            t.admission_annotations(admission_annotations.all());
-            t.finish(&info, resp).await
-        }
-        None => resp,
-    };
-    httplog::log(
-        &start,
-        Some(&info),
-        user.as_ref().map(|u| u.username.as_str()),
-        &resp,
-    );
-    resp
+    let mut scope = filters::RequestScope::begin(&state, start, &mut req, info);
+    let resp = route(state, req, target, &mut scope).await;
+    scope.end(resp).await
 }
 
-/// Sends a request's warnings as `Warning: 299 - "<text>"` headers.
-fn add_warnings(w: &Warnings, headers: &mut axum::http::HeaderMap) {
-    for text in w.header_texts() {
-        let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
-            headers.append("warning", v);
-        }
-    }
-}
-
-/// Routes a request; `user` is set once the request is authenticated (and the user is put
-/// in the request's extensions too); the audit `trail`, when auditing, learns who the user
-/// is, whom they impersonate and what authorization decided. `info` is replaced when a
-/// ServiceAccount token routes a path without the cluster prefix to its own cluster.
+/// Routes a request within its `scope`, whose user is set once the request is
+/// authenticated and whose audit trail learns who the user is, whom they impersonate and
+/// what authorization decided; its attributes are replaced when a ServiceAccount token
+/// routes a path without the cluster prefix to its own cluster.
 async fn route(
     state: Arc<AppState>,
     mut req: Request<Body>,
     mut target: RequestTarget,
-    info: &mut Arc<RequestInfo>,
-    start: &httplog::RequestStart,
-    user: &mut Option<Arc<UserInfo>>,
-    trail: &mut Option<crate::audit::Trail>,
+    scope: &mut filters::RequestScope,
 ) -> Response {
     // The request deadline filter runs before authentication.
-    if let Err(e) = deadline::check_timeout(info, req.uri().query()) {
+    if let Err(e) = deadline::check_timeout(&scope.info, req.uri().query()) {
         return e.into_response();
     }
-    let certs = req.extensions().get::<auth::PeerCertificates>();
-    let authenticated = match authenticate(&state, req.headers(), certs, &info.path).await {
-        Ok(u) => Arc::new(u),
-        Err(resp) => return resp,
-    };
+    let path = scope.info.path.clone();
+    let authenticated =
+        match filters::authenticated(&state, req.headers(), req.extensions(), &path).await {
+            Ok(u) => u,
+            Err(resp) => return resp,
+        };
     let home = authenticated
         .extra
         .get(crate::serviceaccount::CLUSTER_EXTRA)
         .and_then(|v| v.first());
     if target.route_home(home.map(String::as_str)) {
-        *info = Arc::new(request_info::request_info(
+        scope.info = Arc::new(request_info::request_info(
             req.method(),
             &target,
             req.uri().query(),
         ));
-        req.extensions_mut().insert(info.clone());
+        req.extensions_mut().insert(scope.info.clone());
     }
-    let info: &RequestInfo = info;
+    let info = scope.info.clone();
+    let info: &RequestInfo = &info;
     let rest = info.path.as_str();
-    if let Some(t) = trail.as_mut() {
+    if let Some(t) = scope.trail.as_mut() {
         t.authenticated(&authenticated, info);
     }
-    let acting = match impersonation::impersonate(
-        state.authorizer.as_ref(),
-        req.headers(),
-        info,
-        &authenticated,
-        req.uri()
-            .path_and_query()
-            .map_or(req.uri().path(), |p| p.as_str()),
-    )
-    .await
-    {
-        Ok(None) => authenticated,
-        Ok(Some(impersonated)) => {
-            tracing::debug!(user = %authenticated.username, as_user = %impersonated.username, "impersonating");
-            if let Some(t) = trail.as_mut() {
-                t.impersonating(&impersonated);
-            }
-            req.extensions_mut()
-                .insert(impersonation::Impersonator(authenticated));
-            Arc::new(impersonated)
-        }
-        Err(resp) => return resp,
-    };
-    req.extensions_mut().insert(acting.clone());
-    let user: &UserInfo = user.insert(acting);
+    let acting =
+        match filters::acting_user(&state, &mut req, info, authenticated, &mut scope.trail).await {
+            Ok(u) => u,
+            Err(resp) => return resp,
+        };
+    let arrived = scope.started();
+    let user: &UserInfo = scope.user.insert(acting);
     // Public endpoints (`system:public-info-viewer`): no authorization.
     match rest {
         "/version" | "/version/" => return health::version(&state.version),
@@ -257,25 +205,12 @@ async fn route(
     if !auth::is_public_path(rest) {
         // An import is authorized in the target's parent (it creates the target).
         let authz_info = archive::authorization_info(info);
-        let decided = authz::decide(
-            state.authorizer.as_ref(),
-            user,
-            authz_info.as_ref().unwrap_or(info),
-        )
-        .await;
-        if let Some(t) = trail.as_mut() {
-            match &decided {
-                Ok(reason) => t.authorized(true, reason),
-                Err((reason, _)) => t.authorized(false, reason),
-            }
-        }
-        if let Err((_, forbidden)) = decided {
+        let attrs = authz_info.as_ref().unwrap_or(info);
+        if let Err(forbidden) = filters::authorized(&state, user, attrs, &mut scope.trail).await {
             return forbidden;
         }
     }
-    if let Some(t) = trail.as_mut().filter(|t| t.wants_request_body(info)) {
-        req = crate::audit::keep_request_body(t, req).await;
-    }
+    let req = filters::audited_body(req, info, &mut scope.trail).await;
     // ServiceAccount issuer discovery: the same answer for every cluster name, so it is
     // served before (and tells nothing about) the existence check.
     if oidc_discovery::is_discovery_path(rest) {
@@ -339,7 +274,7 @@ async fn route(
             discovery::group_version(&s, &group, &version)
         }
         (ApiPath::Resource(rp), _) => {
-            let started = start.started();
+            let started = arrived;
             let apply = req
                 .headers()
                 .get(axum::http::header::CONTENT_TYPE)

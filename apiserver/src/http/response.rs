@@ -210,11 +210,10 @@ pub async fn list(
             let head =
                 json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": meta})
                     .to_string();
-            let untyped_items = rt.custom.is_none();
             Ok(with_type(
                 StatusCode::OK,
                 JSON,
-                list_body(head, page, untyped_items),
+                list_body(head, page, rt.is_typed()),
             ))
         }
         Representation::Table => {
@@ -393,7 +392,7 @@ pub fn raw_list(rt: &ResourceType, items: Vec<Bytes>, rv: u64) -> Response {
     with_type(
         StatusCode::OK,
         JSON,
-        list_body(head, ListPage::from_items(items, rv), rt.custom.is_none()),
+        list_body(head, ListPage::from_items(items, rv), rt.is_typed()),
     )
 }
 

@@ -24,7 +24,7 @@ use kplane_types::{ClusterName, ClusterScope, RequestInfo, Status, UserInfo, Ver
 use super::error::StatusResponse;
 use super::request_info::{self, ApiPath, ResourcePath};
 use super::resources::AnnotationFilter;
-use super::{authz, health, httplog, impersonation, negotiation, resources, AppState};
+use super::{filters, health, httplog, negotiation, resources, AppState};
 
 mod logs;
 mod pods;
@@ -242,81 +242,52 @@ pub(super) async fn dispatch(state: Arc<AppState>, mut req: Request<Body>) -> Re
         &target,
         req.uri().query(),
     ));
-    req.extensions_mut().insert(info.clone());
-    let peer = req.extensions().get::<httplog::Peer>().map(|p| p.0.ip());
-    let mut trail = state.audit.as_ref().map(|a| a.begin(&req, peer));
-    let mut user = None;
-    let resp = serve(&state, req, &t, target.api, &info, &mut user, &mut trail).await;
-    let resp = match trail {
-        Some(tr) => tr.finish(&info, resp).await,
-        None => resp,
-    };
-    httplog::log(
-        &start,
-        Some(&info),
-        user.as_ref().map(|u: &Arc<UserInfo>| u.username.as_str()),
-        &resp,
-    );
-    resp
+    let mut scope = filters::RequestScope::begin(&state, start, &mut req, info);
+    let resp = serve(&state, req, &t, target.api, &mut scope).await;
+    scope.end(resp).await
 }
 
+/// The request filters ([`filters`]) with the target's `sync` attributes authorized, then
+/// [`checked`].
 async fn serve(
     state: &Arc<AppState>,
     mut req: Request<Body>,
     t: &TargetRef,
     api: Option<ApiPath>,
-    info: &RequestInfo,
-    user: &mut Option<Arc<UserInfo>>,
-    trail: &mut Option<crate::audit::Trail>,
+    scope: &mut filters::RequestScope,
 ) -> Response {
-    if let Err(e) = super::deadline::check_timeout(info, req.uri().query()) {
+    let info = scope.info.clone();
+    if let Err(e) = super::deadline::check_timeout(&info, req.uri().query()) {
         return e.into_response();
     }
     let path = req.uri().path().to_string();
-    let certs = req.extensions().get::<super::auth::PeerCertificates>();
-    let authenticated = match super::authenticate(state, req.headers(), certs, &path).await {
-        Ok(u) => Arc::new(u),
-        Err(resp) => return resp,
-    };
-    if let Some(tr) = trail.as_mut() {
-        tr.authenticated(&authenticated, info);
+    let authenticated =
+        match filters::authenticated(state, req.headers(), req.extensions(), &path).await {
+            Ok(u) => u,
+            Err(resp) => return resp,
+        };
+    if let Some(tr) = scope.trail.as_mut() {
+        tr.authenticated(&authenticated, &info);
     }
     let attrs = sync_attributes(t, &path);
-    let acting = match impersonation::impersonate(
-        state.authorizer.as_ref(),
-        req.headers(),
+    let acting = match filters::acting_user(
+        state,
+        &mut req,
         &attrs,
-        &authenticated,
-        req.uri().path_and_query().map_or(&*path, |p| p.as_str()),
+        authenticated,
+        &mut scope.trail,
     )
     .await
     {
-        Ok(None) => authenticated,
-        Ok(Some(impersonated)) => {
-            if let Some(tr) = trail.as_mut() {
-                tr.impersonating(&impersonated);
-            }
-            req.extensions_mut()
-                .insert(impersonation::Impersonator(authenticated));
-            Arc::new(impersonated)
-        }
+        Ok(u) => u,
         Err(resp) => return resp,
     };
-    let acting: &UserInfo = user.insert(acting);
-    let decided = authz::decide(state.authorizer.as_ref(), acting, &attrs).await;
-    if let Some(tr) = trail.as_mut() {
-        match &decided {
-            Ok(reason) => tr.authorized(true, reason),
-            Err((reason, _)) => tr.authorized(false, reason),
-        }
-    }
-    if let Err((_, forbidden)) = decided {
+    let acting: &UserInfo = scope.user.insert(acting);
+    if let Err(forbidden) = filters::authorized(state, acting, &attrs, &mut scope.trail).await {
         return forbidden;
     }
-    if let Some(tr) = trail.as_mut().filter(|tr| tr.wants_request_body(info)) {
-        req = crate::audit::keep_request_body(tr, req).await;
-    }
-    match checked(state, req, t, api, info).await {
+    let req = filters::audited_body(req, &info, &mut scope.trail).await;
+    match checked(state, req, t, api, &info).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
@@ -766,7 +737,7 @@ mod tests {
             username: "bob".into(),
             ..Default::default()
         };
-        let s = authz::forbidden(&user, &a, "");
+        let s = super::super::authz::forbidden(&user, &a, "");
         assert_eq!(
             s.message,
             r#"synctargets.sync.kplane.io "east" is forbidden: User "bob" cannot sync resource "synctargets" in API group "sync.kplane.io" at the cluster scope"#

@@ -57,6 +57,13 @@ impl std::fmt::Debug for ResourceType {
 }
 
 impl ResourceType {
+    /// Whether kube-apiserver serves the kind as a Go type (a Kubernetes built-in): its list
+    /// items then carry no `apiVersion` and `kind`. Custom resources and kplane's own kinds
+    /// (`*.kplane.io`, CRDs in kcp) are served unstructured.
+    pub fn is_typed(&self) -> bool {
+        self.custom.is_none() && !self.group.ends_with(".kplane.io")
+    }
+
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.clone()

@@ -8,8 +8,9 @@
 //! informer (`derived::informer` registers [`Invalidator`]), where any change of a
 //! ServiceAccount drops its entry (the next request reads it again). An epoch, bumped by
 //! every change under the map's lock, keeps a read that raced with a change from caching
-//! what it read. Until the informer has begun a pass nothing is cached and every lookup
-//! reads storage; a new pass (the informer fell behind, or the store failed) starts the
+//! what it read. Nothing is cached (every lookup reads storage) until the informer has
+//! replayed the store, while a new pass replays it again (the informer fell behind, the
+//! store failed, leadership changed), or once the informer has ended; each pass starts the
 //! map over. Only ServiceAccounts that present tokens are held, at most [`MAX_ENTRIES`].
 //! Secrets are read each time (legacy Secret-bound tokens are rare).
 
@@ -166,9 +167,16 @@ impl ServiceAccountCache {
 pub(crate) struct Invalidator(pub(crate) Arc<ServiceAccountCache>);
 
 impl InformerHandler for Invalidator {
-    /// Changes may have been missed: start over. Reads from now on are at or after the
-    /// pass's revision, whose later changes all arrive as events.
+    /// Changes may have been missed: start over, caching nothing until the replay ends
+    /// (the changes made during it are delivered only after it).
     fn on_resync(&self) {
+        self.0.following.store(false, Ordering::Release);
+        self.0.invalidate(None);
+    }
+
+    /// From now on every change after a read arrives as an event (the ones made during the
+    /// replay first): entries may be kept.
+    fn on_synced(&self) {
         self.0.invalidate(None);
         self.0.following.store(true, Ordering::Release);
     }
@@ -177,6 +185,15 @@ impl InformerHandler for Invalidator {
         if !replay && kv.key.resource == SERVICE_ACCOUNTS {
             self.0.invalidate(Some(&kv.key));
         }
+    }
+}
+
+/// An informer that ends (the store shut down, or its task stopped) invalidates nothing
+/// more: nothing is cached from then on.
+impl Drop for Invalidator {
+    fn drop(&mut self) {
+        self.0.following.store(false, Ordering::Release);
+        self.0.invalidate(None);
     }
 }
 
@@ -273,6 +290,12 @@ mod tests {
         );
         inv.on_resync();
         assert_eq!(uid("root:a").await.as_deref(), Some("u1"));
+        assert!(
+            cache.entries.read().unwrap().map.is_empty(),
+            "during the replay"
+        );
+        inv.on_synced();
+        assert_eq!(uid("root:a").await.as_deref(), Some("u1"));
         assert_eq!(cache.entries.read().unwrap().map.len(), 1);
         // Same name in another cluster is another ServiceAccount.
         assert_eq!(uid("root:b").await, None);
@@ -303,6 +326,18 @@ mod tests {
         .unwrap();
         inv.on_object(&event("root:a", "sa"), true, false);
         assert_eq!(uid("root:a").await, None);
+        // A new pass starts over; an ended informer leaves nothing cached.
+        put(&s, "root:a", "sa", "u3", Precondition::MustNotExist).await;
+        assert_eq!(uid("root:a").await.as_deref(), Some("u3"));
+        assert_eq!(cache.entries.read().unwrap().map.len(), 1);
+        inv.on_resync();
+        assert!(cache.entries.read().unwrap().map.is_empty());
+        inv.on_synced();
+        assert_eq!(uid("root:a").await.as_deref(), Some("u3"));
+        drop(inv);
+        assert!(cache.entries.read().unwrap().map.is_empty());
+        assert_eq!(uid("root:a").await.as_deref(), Some("u3"));
+        assert!(cache.entries.read().unwrap().map.is_empty(), "no informer");
         s.shutdown().await.unwrap();
     }
 

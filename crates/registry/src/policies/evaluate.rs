@@ -122,15 +122,23 @@ fn one(p: &Policy, inputs: &Inputs, into: &mut Evaluation) {
                     reason: v.reason,
                     index: i,
                 }),
-                Err(OutOfBudget) => out.extend(failed(
-                    p,
-                    format!("failed messageExpression: {OUT_OF_BUDGET}"),
-                )),
+                Err(OutOfBudget) => out.extend(
+                    failed(p, format!("failed messageExpression: {OUT_OF_BUDGET}"))
+                        .map(|d| Decision { index: i, ..d }),
+                ),
             },
         }
     }
+    // Upstream's audit annotations that run out of budget replace everything this param
+    // found with one failure (`validator.go`).
+    let (annotations, errors) = (into.annotations.len(), into.annotation_errors.len());
+    if audit_annotations(p, inputs, into).is_err() {
+        into.annotations.truncate(annotations);
+        into.annotation_errors.truncate(errors);
+        into.decisions.extend(failed(p, OUT_OF_BUDGET.into()));
+        return;
+    }
     into.decisions.extend(out);
-    audit_annotations(p, inputs, into);
 }
 
 /// The message of a failed validation: its `messageExpression`'s (trimmed, at most 5 KiB,
@@ -151,10 +159,11 @@ fn message(v: &Validation, ev: &mut Evaluator<'_>) -> Result<String, OutOfBudget
     Ok(format!("failed expression: {}", v.source.trim()))
 }
 
-/// The audit annotations' values (a null one is left out) and errors, into `out`.
-fn audit_annotations(p: &Policy, inputs: &Inputs, out: &mut Evaluation) {
+/// The audit annotations' values (a null one is left out) and errors, into `out`; `Err`
+/// when they run out of budget.
+fn audit_annotations(p: &Policy, inputs: &Inputs, out: &mut Evaluation) -> Result<(), OutOfBudget> {
     if p.audit_annotations.is_empty() {
-        return;
+        return Ok(());
     }
     let mut ev = Evaluator::new(inputs, &p.variables, RUNTIME_BUDGET);
     for a in &p.audit_annotations {
@@ -163,11 +172,7 @@ fn audit_annotations(p: &Policy, inputs: &Inputs, out: &mut Evaluation) {
             Err(why) => Ok(Err(format!("compilation error: {why}"))),
         };
         match r {
-            // Upstream's evaluation of the annotations as a whole failed: one decision.
-            Err(OutOfBudget) => {
-                out.decisions.extend(failed(p, OUT_OF_BUDGET.into()));
-                return;
-            }
+            Err(OutOfBudget) => return Err(OutOfBudget),
             Ok(Ok(Evaluated::String(v))) => {
                 let v = v.trim();
                 let mut end = v.len().min(MAX_AUDIT_ANNOTATION_VALUE);
@@ -188,6 +193,7 @@ fn audit_annotations(p: &Policy, inputs: &Inputs, out: &mut Evaluation) {
             Ok(Err(why)) => out.annotation_errors.extend(failed(p, why)),
         }
     }
+    Ok(())
 }
 
 fn unsupported(expr: &str, ty: &str) -> Decision {

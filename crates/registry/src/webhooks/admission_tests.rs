@@ -434,3 +434,77 @@ async fn webhook_audit_annotations_are_recorded_under_the_webhooks_name() {
     let got = w.audit.all();
     assert_eq!(got["deny.kplane.test/checked"], "yes", "{got:?}");
 }
+
+/// A webhook answer whose `auditAnnotations` hold a value that is not a string fails to
+/// decode (upstream's `map[string]string`); under `Ignore` the request goes on and the
+/// audit annotation `failed-open.validating.webhook.admission.k8s.io/round_0_index_<i>`
+/// names the webhook, `<i>` its place among the webhooks called.
+#[tokio::test]
+async fn a_failed_call_under_ignore_is_recorded_as_failed_open() {
+    let fake = FakeTransport::new(|url, review| async move {
+        let value = if url.ends_with("/number") {
+            json!(1)
+        } else {
+            json!("ok")
+        };
+        Ok(
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": review["request"]["uid"], "allowed": true,
+                "auditAnnotations": {"k": value}}}),
+        )
+    });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = &f.reg;
+    let root = ClusterName::root();
+    let t = crate::testing::create_namespace(reg, "ns").await;
+    for (name, url, policy) in [
+        ("a-good", "https://hook.test/good", "Fail"),
+        ("b-number", "https://hook.test/number", "Ignore"),
+    ] {
+        configure(
+            reg,
+            &root,
+            "Validating",
+            name,
+            url,
+            rules("", &["configmaps"]),
+            json!({"failurePolicy": policy}),
+        )
+        .await;
+    }
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    let w = as_user();
+    reg.create(&t, cm.clone(), &w).await.unwrap();
+    let got = w.audit.all();
+    assert_eq!(got["a-good.kplane.test/k"], "ok", "{got:?}");
+    assert!(!got.contains_key("b-number.kplane.test/k"), "{got:?}");
+    assert_eq!(
+        got["failed-open.validating.webhook.admission.k8s.io/round_0_index_1"],
+        "b-number.kplane.test",
+        "{got:?}"
+    );
+    // Under Fail the same answer refuses the request.
+    configure(
+        reg,
+        &root,
+        "Validating",
+        "c-number",
+        "https://hook.test/number",
+        rules("", &["configmaps"]),
+        json!({"failurePolicy": "Fail"}),
+    )
+    .await;
+    let e = reg
+        .create(
+            &t,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}),
+            &as_user(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        e.0.message.contains("cannot unmarshal number into Go struct field AdmissionResponse.response.auditAnnotations of type string"),
+        "{}",
+        e.0.message
+    );
+}

@@ -403,6 +403,23 @@ async fn call(
     }
     let answer: Value = serde_json::from_slice(&resp.body)
         .map_err(|e| HookError::Calling(format!("failed to call webhook: {e}")))?;
+    // `response.auditAnnotations` is a `map[string]string`: another value fails the decoding.
+    if let Some(m) = answer
+        .pointer("/response/auditAnnotations")
+        .and_then(Value::as_object)
+    {
+        if let Some(v) = m.values().find(|v| !v.is_string() && !v.is_null()) {
+            let ty = match v {
+                Value::Bool(_) => "bool",
+                Value::Number(_) => "number",
+                Value::Array(_) => "array",
+                _ => "object",
+            };
+            return Err(HookError::Calling(format!(
+                "failed to call webhook: json: cannot unmarshal {ty} into Go struct field AdmissionResponse.response.auditAnnotations of type string"
+            )));
+        }
+    }
     let checked = review::verify(&uid, version, mutating, &answer)
         .map_err(|e| HookError::Calling(format!("received invalid webhook response: {e}")))?;
     if let Some(audit) = a.options.audit {
@@ -441,14 +458,27 @@ async fn versioned(
     }
 }
 
-/// A failed call under the webhook's failure policy: `None` to go on (Ignore, logged),
-/// else the error to answer (`Internal error occurred: failed calling webhook ...`).
-fn under_policy(hook: &Webhook, e: HookError) -> Option<ApiError> {
+/// The audit annotation prefixes naming a webhook whose failed call was ignored.
+const VALIDATING_FAILED_OPEN: &str = "failed-open.validating.webhook.admission.k8s.io/";
+const MUTATING_FAILED_OPEN: &str = "failed-open.mutation.webhook.admission.k8s.io/";
+
+/// A failed call under the webhook's failure policy: `None` to go on (Ignore, logged, and
+/// the webhook's name recorded as the audit annotation `failed_open`), else the error to
+/// answer (`Internal error occurred: failed calling webhook ...`).
+fn under_policy(
+    hook: &Webhook,
+    e: HookError,
+    a: &Attributes<'_>,
+    failed_open: &str,
+) -> Option<ApiError> {
     match e {
         HookError::Calling(why) => {
             let msg = format!("failed calling webhook {:?}: {why}", hook.name);
             if hook.ignore_failures {
                 tracing::warn!(webhook = %hook.name, "Failed calling webhook, failing open: {msg}");
+                if let Some(audit) = a.options.audit {
+                    audit.record(failed_open, &hook.name);
+                }
                 None
             } else {
                 tracing::warn!(webhook = %hook.name, "Failed calling webhook, failing closed: {msg}");
@@ -562,7 +592,7 @@ impl MutatingAdmission for MutatingWebhooks {
             if round == 1 && !should_reinvoke {
                 break;
             }
-            for hook in &set.mutating {
+            for (index, hook) in set.mutating.iter().enumerate() {
                 if round == 1 && !reinvoke.contains(hook.uid.as_str()) {
                     continue;
                 }
@@ -581,7 +611,8 @@ impl MutatingAdmission for MutatingWebhooks {
                     previously_invoked.insert(hook.uid.as_str());
                 }
                 if let Err(e) = result {
-                    if let Some(err) = under_policy(hook, e) {
+                    let key = format!("{MUTATING_FAILED_OPEN}round_{round}_index_{index}");
+                    if let Some(err) = under_policy(hook, e, a, &key) {
                         return Err(err);
                     }
                 }
@@ -615,9 +646,11 @@ impl ValidatingAdmission for ValidatingWebhooks {
         let mut calls = Vec::new();
         for hook in &set.validating {
             if let Some(invoked) = m.should_call(reg, hook, obj).await? {
+                // Upstream's index: among the webhooks called.
+                let key = format!("{VALIDATING_FAILED_OPEN}round_0_index_{}", calls.len());
                 calls.push(async move {
                     let r = call(&*self.transport, reg, a, hook, &invoked, obj, false).await;
-                    r.err().and_then(|e| under_policy(hook, e))
+                    r.err().and_then(|e| under_policy(hook, e, a, &key))
                 });
             }
         }

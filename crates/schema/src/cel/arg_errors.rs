@@ -3,11 +3,22 @@
 //! any error of that operand (`size(self.missing)`: no such key) as "missing argument or
 //! target"; cel-go passes the operand's own error on, and kube-apiserver's messages quote
 //! it. These wrappers resolve the operand themselves, so its error is the call's, and then
-//! call the crate's function; member calls (`x.size()`) never needed them.
+//! call the function they replace: the crate's, or for `string` kube-cel's (which also
+//! converts IPs and CIDRs), run on the operand in a context of its own.
+
+use std::sync::LazyLock;
 
 use kube_cel::cel::extractors::This;
 use kube_cel::cel::functions;
-use kube_cel::cel::{Context, ExecutionError, FunctionContext, Value as Cel};
+use kube_cel::cel::{Context, ExecutionError, FunctionContext, Program, Value as Cel};
+use kube_cel::KubeCelExt;
+
+/// The functions as the libraries register them, for `string`'s own conversion.
+static LIBRARIES: LazyLock<Context<'static>> = LazyLock::new(|| Context::default().with_all());
+
+/// `string(x)`, run in [`LIBRARIES`] with the resolved operand as `x`.
+static STRING_OF_X: LazyLock<Option<Program>> =
+    LazyLock::new(|| Program::compile("string(x)").ok());
 
 /// The call's target, or else its first argument, with the argument's own error.
 fn operand(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
@@ -26,7 +37,13 @@ fn size(ftx: &FunctionContext) -> Result<i64, ExecutionError> {
 }
 
 fn string(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
-    functions::string(ftx, This(operand(ftx)?))
+    let x = operand(ftx)?;
+    let Some(program) = STRING_OF_X.as_ref() else {
+        return functions::string(ftx, This(x));
+    };
+    let mut scope = LIBRARIES.new_inner_scope();
+    scope.add_variable_from_value("x", x);
+    program.execute(&scope)
 }
 
 fn int(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {

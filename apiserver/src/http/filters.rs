@@ -1,0 +1,178 @@
+//! The request filters every request passes, main API and sync endpoint alike, in
+//! kube-apiserver's order (`server/config.go` `DefaultBuildHandlerChain`): the request's
+//! scope (request log line, warning recorder, admission's audit annotations, audit trail:
+//! [`RequestScope::begin`] and [`RequestScope::end`]), the request deadline, authentication
+//! ([`authenticated`]), impersonation ([`acting_user`]), authorization ([`authorized`]) and
+//! the request body kept for an audit event that records it ([`audited_body`]). The two
+//! routers (`http/mod.rs`, `http/sync_endpoint.rs`) call these in that order and differ
+//! only in what they authorize and what they serve.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::Response;
+use kplane_registry::audit_annotations::AuditAnnotations;
+use kplane_registry::warnings::Warnings;
+use kplane_types::{RequestInfo, UserInfo};
+
+use super::{authz, httplog, impersonation, AppState};
+
+/// What lives as long as one request: its log line's start, its attributes, its user once
+/// known, its audit trail, and the recorders admission writes into.
+pub(super) struct RequestScope {
+    start: httplog::RequestStart,
+    /// The request's attributes (replaced when a ServiceAccount token routes a path
+    /// without a cluster prefix to its own cluster).
+    pub info: Arc<RequestInfo>,
+    /// Set once the request is authenticated (the acting user).
+    pub user: Option<Arc<UserInfo>>,
+    pub trail: Option<crate::audit::Trail>,
+    warnings: Warnings,
+    annotations: AuditAnnotations,
+}
+
+impl RequestScope {
+    /// Begins a request's scope: puts its attributes, warning recorder and audit
+    /// annotations in its extensions and begins its audit trail.
+    pub(super) fn begin(
+        state: &AppState,
+        start: httplog::RequestStart,
+        req: &mut Request<Body>,
+        info: Arc<RequestInfo>,
+    ) -> RequestScope {
+        let warnings = Warnings::default();
+        let annotations = AuditAnnotations::default();
+        let ext = req.extensions_mut();
+        ext.insert(warnings.clone());
+        ext.insert(annotations.clone());
+        ext.insert(info.clone());
+        let peer = req.extensions().get::<httplog::Peer>().map(|p| p.0.ip());
+        let trail = state.audit.as_ref().map(|a| a.begin(req, peer));
+        RequestScope {
+            start,
+            info,
+            user: None,
+            trail,
+            warnings,
+            annotations,
+        }
+    }
+
+    /// When the request arrived (for its latency metric).
+    pub(super) fn started(&self) -> std::time::Instant {
+        self.start.started()
+    }
+
+    /// Ends the request: its warnings as `Warning` headers (refusals' too), the audit
+    /// trail finished with admission's annotations, the request log line written.
+    pub(super) async fn end(self, mut resp: Response) -> Response {
+        add_warnings(&self.warnings, resp.headers_mut());
+        let resp = match self.trail {
+            Some(mut t) => {
+                t.admission_annotations(self.annotations.all());
+                t.finish(&self.info, resp).await
+            }
+            None => resp,
+        };
+        httplog::log(
+            &self.start,
+            Some(&self.info),
+            self.user.as_ref().map(|u| u.username.as_str()),
+            &resp,
+        );
+        resp
+    }
+}
+
+/// Sends a request's warnings as `Warning: 299 - "<text>"` headers.
+fn add_warnings(w: &Warnings, headers: &mut axum::http::HeaderMap) {
+    for text in w.header_texts() {
+        let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            headers.append("warning", v);
+        }
+    }
+}
+
+/// Authentication ([`super::authenticate`]) of the request with `headers` (and the
+/// client's certificates, from its extensions): `Err` is the 401.
+pub(super) async fn authenticated(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    extensions: &axum::http::Extensions,
+    path: &str,
+) -> Result<Arc<UserInfo>, Response> {
+    let certs = extensions.get::<super::auth::PeerCertificates>();
+    super::authenticate(state, headers, certs, path)
+        .await
+        .map(Arc::new)
+}
+
+/// Impersonation decided for `attrs`: the acting user (put in the request's extensions,
+/// with the authenticated one as its [`impersonation::Impersonator`] when it differs) and
+/// the audit trail told; `Err` is the refusal.
+pub(super) async fn acting_user(
+    state: &AppState,
+    req: &mut Request<Body>,
+    attrs: &RequestInfo,
+    authenticated: Arc<UserInfo>,
+    trail: &mut Option<crate::audit::Trail>,
+) -> Result<Arc<UserInfo>, Response> {
+    let uri = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string());
+    let acting = match impersonation::impersonate(
+        state.authorizer.as_ref(),
+        req.headers(),
+        attrs,
+        &authenticated,
+        &uri,
+    )
+    .await?
+    {
+        None => authenticated,
+        Some(impersonated) => {
+            tracing::debug!(user = %authenticated.username, as_user = %impersonated.username, "impersonating");
+            if let Some(t) = trail.as_mut() {
+                t.impersonating(&impersonated);
+            }
+            req.extensions_mut()
+                .insert(impersonation::Impersonator(authenticated));
+            Arc::new(impersonated)
+        }
+    };
+    req.extensions_mut().insert(acting.clone());
+    Ok(acting)
+}
+
+/// Authorization of `attrs` for `user`, the decision recorded in the audit trail: `Err` is
+/// the 403.
+pub(super) async fn authorized(
+    state: &AppState,
+    user: &UserInfo,
+    attrs: &RequestInfo,
+    trail: &mut Option<crate::audit::Trail>,
+) -> Result<(), Response> {
+    let decided = authz::decide(state.authorizer.as_ref(), user, attrs).await;
+    if let Some(t) = trail.as_mut() {
+        match &decided {
+            Ok(reason) => t.authorized(true, reason),
+            Err((reason, _)) => t.authorized(false, reason),
+        }
+    }
+    decided.map(|_| ()).map_err(|(_, forbidden)| forbidden)
+}
+
+/// The request, with its body kept for the audit event when the trail's level records it.
+pub(super) async fn audited_body(
+    req: Request<Body>,
+    info: &RequestInfo,
+    trail: &mut Option<crate::audit::Trail>,
+) -> Request<Body> {
+    match trail.as_mut().filter(|t| t.wants_request_body(info)) {
+        Some(t) => crate::audit::keep_request_body(t, req).await,
+        None => req,
+    }
+}
