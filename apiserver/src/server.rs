@@ -92,6 +92,9 @@ pub struct ServerConfig {
     pub audit: Option<AuditConfig>,
     /// Scheduled backups (`--backup-*`, `crate::backup`); `None`: off.
     pub backup: Option<crate::backup::BackupConfig>,
+    /// Encryption at rest (`--encryption-provider-config`); `None`: values are stored as
+    /// they are.
+    pub encryption: Option<Arc<kplane_storage::EncryptionRules>>,
     /// A runtime whose threads yield to request handling (a lower OS priority), for the
     /// controllers' work no request waits for (`controllers::start`); `None`: the server's
     /// own runtime runs everything.
@@ -159,6 +162,7 @@ impl Default for ServerBuilder {
                 audit: None,
                 oidc: None,
                 backup: None,
+                encryption: None,
                 background: None,
             },
             authenticator: None,
@@ -258,6 +262,13 @@ impl ServerBuilder {
     /// `--audit-policy-file` and `--audit-log-*`). Default: none, no audit.
     pub fn audit(mut self, audit: Option<AuditConfig>) -> Self {
         self.config.audit = audit;
+        self
+    }
+
+    /// Encryption at rest of the resources `rules` cover (`--encryption-provider-config`):
+    /// whichever backend the server uses is wrapped in `kplane_storage::EncryptedStorage`.
+    pub fn encryption(mut self, rules: Option<Arc<kplane_storage::EncryptionRules>>) -> Self {
+        self.config.encryption = rules;
         self
     }
 
@@ -484,6 +495,10 @@ impl Server {
                 };
                 SledStorage::open(cfg.data_dir.join("db"), storage_opts)?
             }
+        };
+        let storage: Arc<dyn Storage> = match &cfg.encryption {
+            Some(rules) => kplane_storage::EncryptedStorage::new(storage, rules.clone()),
+            None => storage,
         };
         if let Some(after) = cfg.storage_stall_exit {
             crate::watchdog::spawn(&storage, after)

@@ -15,6 +15,7 @@ mod crds;
 mod deploy;
 mod docs;
 mod docs_compatibility;
+mod encryption;
 mod failover;
 mod gc;
 mod hive_flow;

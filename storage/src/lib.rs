@@ -22,6 +22,7 @@
 //! - Reads never block writers.
 
 pub mod claim;
+pub mod encryption;
 pub mod error;
 pub mod event_log;
 pub mod key;
@@ -37,6 +38,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 pub use self::claim::{Claim, ClaimKeeper, LocalClaims};
+pub use self::encryption::{EncryptedStorage, Rules as EncryptionRules};
 pub use self::postgres::{PostgresStorage, PostgresStorageOptions};
 pub use self::sled::{SledStorage, SledStorageOptions, LATEST_SEGMENT_SIZE, MAX_WRITE_GROUP};
 pub use error::{Error, Result};
@@ -343,6 +345,15 @@ pub trait Storage: Send + Sync + 'static {
         from: Revision,
         progress_every: Option<std::time::Duration>,
     ) -> Result<WatchReceiver>;
+
+    /// Whether `kv`, as this store returned it, is stored in a form it would not write now
+    /// (encryption at rest: a value under an older key, or in the clear): a write of the
+    /// same value must then still be made (kube-apiserver's transformer `stale` flag).
+    /// Backends store what they are given: `false`.
+    fn stale(&self, kv: &KeyValue) -> bool {
+        let _ = kv;
+        false
+    }
 
     /// Figures for metrics (group commit, watchers). Backends without them report zeros.
     fn stats(&self) -> StorageStats {

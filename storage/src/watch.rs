@@ -489,6 +489,7 @@ impl Hub {
             slot: slot.clone(),
             progress_every,
             ticker: None,
+            map: None,
         };
         let live_now = from >= snapshot && {
             // Nothing to replay: go live here unless dispatch already parked events (or
@@ -525,7 +526,12 @@ pub struct WatchReceiver {
     progress_every: Option<Duration>,
     /// Started when the watcher goes live, like the task's ticker was.
     ticker: Option<tokio::time::Interval>,
+    /// Applied to each change on its way out ([`WatchReceiver::map_events`]).
+    map: Option<EventMap>,
 }
+
+/// What [`WatchReceiver::map_events`] applies to each change.
+pub type EventMap = Arc<dyn Fn(Arc<crate::Event>) -> Arc<crate::Event> + Send + Sync>;
 
 impl std::fmt::Debug for WatchReceiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -536,6 +542,13 @@ impl std::fmt::Debug for WatchReceiver {
 }
 
 impl WatchReceiver {
+    /// This watch with `map` applied to each change it delivers (a store decorator's view
+    /// of the values, such as the decrypting one of `encryption`).
+    pub fn map_events(mut self, map: EventMap) -> WatchReceiver {
+        self.map = Some(map);
+        self
+    }
+
     /// The next event; `None` once the watch has ended (after [`WatchEvent::Closed`], or
     /// when the notice could not be delivered). Cancel safe.
     pub async fn recv(&mut self) -> Option<WatchEvent> {
@@ -587,7 +600,10 @@ impl WatchReceiver {
             // The replay task may be waiting for room.
             self.slot.wake_task.notify_one();
         }
-        Some(ev)
+        Some(match (ev, &self.map) {
+            (WatchEvent::Event(e), Some(map)) => WatchEvent::Event(map(e)),
+            (ev, _) => ev,
+        })
     }
 
     /// Queues a progress notification if the watcher was idle since the last tick.

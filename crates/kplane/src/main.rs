@@ -172,6 +172,11 @@ struct ServeArgs {
     /// audited.
     #[arg(long, value_name = "PATH")]
     audit_log_path: Option<PathBuf>,
+    /// An apiserver.config.k8s.io/v1 EncryptionConfiguration: the resources whose values
+    /// are encrypted at rest (aesgcm, secretbox) and the keys, the first provider writing.
+    /// Without it values are stored as they are.
+    #[arg(long, value_name = "FILE")]
+    encryption_provider_config: Option<PathBuf>,
     /// Rotate the audit log when it reaches this many megabytes (0: 100).
     #[arg(long, value_name = "MB", default_value_t = 0)]
     audit_log_maxsize: u64,
@@ -483,6 +488,9 @@ async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::R
                 .service_account_max_token_expiration
                 .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         })
+        .encryption(encryption_rules(
+            args.encryption_provider_config.as_deref(),
+        )?)
         .audit(audit_config(
             args.audit_policy_file,
             args.audit_log_path,
@@ -568,6 +576,20 @@ async fn storage_backend(
         .await
         .context("opening the PostgreSQL storage")?;
     Ok(Some(store))
+}
+
+/// The encryption configuration of `--encryption-provider-config`, read and checked.
+fn encryption_rules(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<Option<std::sync::Arc<kplane_storage::EncryptionRules>>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("--encryption-provider-config {}: {e}", path.display()))?;
+    let rules = kplane_storage::EncryptionRules::parse(&text)
+        .map_err(|e| anyhow::anyhow!("--encryption-provider-config {}: {e}", path.display()))?;
+    Ok(Some(std::sync::Arc::new(rules)))
 }
 
 /// The audit settings: a policy and a log path audit, either alone does nothing (as

@@ -681,8 +681,9 @@ impl Registry {
         }
         self.admission.validate(self, &attrs, Some(&new)).await?;
         let crd_guard = self.serialized_write(rt, &cluster, &mut new).await?;
-        // Nothing changed: no new revision (as Kubernetes does).
-        if equal_but_rv(&new, &old) {
+        // Nothing changed: no new revision (as Kubernetes does), unless the stored form is
+        // stale (encryption at rest under an older key: the write re-encrypts it).
+        if equal_but_rv(&new, &old) && !self.storage.stale(current) {
             return self.api_bytes(rt, current.value.clone()).await;
         }
         if w.dry_run {
