@@ -39,11 +39,11 @@ test: test-tools build
 	$(CARGO) fmt --all -- --check
 	KPLANE_BIN=$(abspath $(TARGET_DIR)/debug/kplane) $(CARGO) test --workspace --lib --bins --tests -- --test-threads=2
 
-## The e2e tests also drive the server with the official Python client: fail early, with
-## the install command, when it is missing (never skip those tests); likewise PostgreSQL.
+## The tools the tests need beyond Rust and kubectl (PostgreSQL's server, the official
+## Python client, curl): scripts/test-tools.sh installs what is missing, or stops with
+## one message saying what to install.
 test-tools:
-	@python3 -c 'import kubernetes' 2>/dev/null || { echo "error: make test needs the official Python client; install it with: python3 -m pip install --quiet kubernetes==32.0.1" >&2; exit 1; }
-	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "error: make test needs PostgreSQL (the PostgreSQL backend's tests start a throwaway server); install it with: apt-get install postgresql" >&2; exit 1; }
+	@bash scripts/test-tools.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
