@@ -8,8 +8,12 @@ ARGS ?=
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 # `make install` puts kplane and its kubectl plugin names into $(PREFIX)/bin.
 PREFIX ?= $(HOME)/.local
+# The container image `make image` builds and tags; docs/deploy's manifests name it.
+IMAGE ?= ghcr.io/kplane/kplane:latest
+# What builds it: podman, else docker (when its daemon answers), else buildah.
+CONTAINER_ENGINE ?= $(shell for e in podman docker buildah; do command -v $$e >/dev/null 2>&1 || continue; [ $$e != docker ] || docker info >/dev/null 2>&1 || continue; echo $$e; break; done)
 
-.PHONY: run test test-tools build build-release install lint fmt bench clean
+.PHONY: run test test-tools build build-release install image image-prebuilt image-engine lint fmt bench clean
 
 ## Build (release) and start the server with data in ./kplane-data.
 run: build-release
@@ -44,6 +48,21 @@ test: test-tools build
 ## one message saying what to install.
 test-tools:
 	@bash scripts/test-tools.sh
+
+## The container image $(IMAGE) from this checkout (Containerfile: a Rust build stage,
+## then the binary and its shared libraries on scratch, run as uid 65532).
+image: image-engine
+	$(CONTAINER_ENGINE) build -f Containerfile -t $(IMAGE) .
+
+## The same image from the release binary built here, without the Rust build image: the
+## context is the root filesystem scripts/image-rootfs.sh lays out.
+image-prebuilt: image-engine build-release
+	rm -rf $(TARGET_DIR)/image-rootfs
+	bash scripts/image-rootfs.sh $(TARGET_DIR)/release/kplane $(TARGET_DIR)/image-rootfs
+	$(CONTAINER_ENGINE) build -f Containerfile --build-arg ROOTFS=prebuilt -t $(IMAGE) $(TARGET_DIR)/image-rootfs
+
+image-engine:
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then echo "error: building the image needs podman, docker (with its daemon running) or buildah on PATH (Debian: apt-get install podman), or CONTAINER_ENGINE=..." >&2; exit 1; fi
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -17,6 +17,7 @@ mod docs;
 mod failover;
 mod gc;
 mod hive_flow;
+mod image;
 mod in_cluster;
 mod kube_rs;
 mod kube_rs_crd;
