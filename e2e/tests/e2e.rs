@@ -9,6 +9,7 @@ mod audit;
 mod authn;
 mod backups;
 mod clusters;
+mod config_file;
 mod crash;
 mod crd_conversion;
 mod crds;
