@@ -25,23 +25,71 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn is_root() -> bool {
+fn uid() -> String {
     Command::new("id")
         .arg("-u")
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn is_root() -> bool {
+    uid() == "0"
+}
+
+/// The runtime directories a rootless `buildah run` makes under /tmp whatever its
+/// environment says (`containers-user-UID`, `podman-run-UID`), those that do not exist yet:
+/// the test removes them after.
+fn new_runtime_dirs() -> Vec<PathBuf> {
+    if is_root() {
+        return Vec::new();
+    }
+    let uid = uid();
+    [
+        format!("containers-user-{uid}"),
+        format!("podman-run-{uid}"),
+    ]
+    .into_iter()
+    .map(|name| Path::new("/tmp").join(name))
+    .filter(|path| !path.exists())
+    .collect()
+}
+
+/// Whether `PATH` has an executable `name` (without running it: even `buildah --version`
+/// makes its runtime directories).
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
 }
 
 /// buildah with its storage in one scratch directory.
 struct Buildah {
     storage: PathBuf,
     run: PathBuf,
+    /// What buildah keeps beside its storage (the XDG directories and `TMPDIR`: lock
+    /// files, the blob cache, its runtime directory), in the scratch directory too.
+    xdg: PathBuf,
 }
 
 impl Buildah {
+    /// `buildah` (or another program run as buildah's helper) with the scratch
+    /// directory's XDG directories.
+    fn program(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env("XDG_RUNTIME_DIR", self.xdg.join("run"))
+            .env("XDG_DATA_HOME", self.xdg.join("data"))
+            .env("XDG_CONFIG_HOME", self.xdg.join("config"))
+            .env("TMPDIR", self.xdg.join("tmp"));
+        cmd
+    }
+
     fn command(&self) -> Command {
-        let mut cmd = Command::new("buildah");
+        let mut cmd = self.program("buildah");
         cmd.arg("--storage-driver")
             .arg("vfs")
             .arg("--root")
@@ -76,7 +124,8 @@ impl Buildah {
         let _ = self.output(&["rm", "--all"]);
         let _ = self.output(&["rmi", "--all", "--force"]);
         if !is_root() {
-            let _ = Command::new("buildah")
+            let _ = self
+                .program("buildah")
                 .arg("unshare")
                 .arg("rm")
                 .arg("-rf")
@@ -90,7 +139,7 @@ impl Buildah {
 
 #[test]
 fn scratch_image_from_a_prebuilt_binary_runs_its_entrypoint() -> Result<()> {
-    if Command::new("buildah").arg("--version").output().is_err() {
+    if !on_path("buildah") {
         println!(
             "skipped: buildah is not installed (Debian: apt-get install buildah; .ci/run does)"
         );
@@ -104,9 +153,19 @@ fn scratch_image_from_a_prebuilt_binary_runs_its_entrypoint() -> Result<()> {
     let buildah = Buildah {
         storage: dir.join("storage"),
         run: dir.join("run"),
+        xdg: dir.join("xdg"),
     };
+    for sub in ["run", "data", "config", "tmp"] {
+        let path = buildah.xdg.join(sub);
+        std::fs::create_dir_all(&path)?;
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    }
+    let runtime_dirs = new_runtime_dirs();
     let result = build_and_run(&buildah, &bin, &dir);
     buildah.clean(&dir);
+    for path in runtime_dirs {
+        let _ = std::fs::remove_dir_all(path);
+    }
     result
 }
 
@@ -212,9 +271,9 @@ for d in {dirs}; do [ -d "$m/$d" ] && path="$path${{path:+:}}$m/$d"; done
         dirs = lib_dirs.join(" "),
     );
     let mut cmd = if is_root() {
-        Command::new("sh")
+        buildah.program("sh")
     } else {
-        let mut c = Command::new("buildah");
+        let mut c = buildah.program("buildah");
         c.arg("unshare").arg("sh");
         c
     };
