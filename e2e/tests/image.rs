@@ -216,6 +216,19 @@ fn build_and_run(buildah: &Buildah, bin: &Path, dir: &Path) -> Result<()> {
         .collect();
     ensure!(entrypoint == [ENTRYPOINT], "entrypoint {entrypoint:?}");
     ensure!(config["User"] == "65532:65532", "user {}", config["User"]);
+    // `kubectl exec POD -- kplane ...` (docs/deploy/README.md) finds it on PATH.
+    let env: Vec<&str> = config["Env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    ensure!(
+        env.iter()
+            .filter_map(|e| e.strip_prefix("PATH="))
+            .any(|path| path.split(':').any(|dir| dir == "/usr/local/bin")),
+        "/usr/local/bin is not on the image's PATH: {env:?}"
+    );
     let expected = Command::new(bin).arg("--version").output()?;
     let expected = String::from_utf8_lossy(&expected.stdout).trim().to_string();
     ensure!(
