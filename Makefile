@@ -8,12 +8,14 @@ ARGS ?=
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 # `make install` puts kplane and its kubectl plugin names into $(PREFIX)/bin.
 PREFIX ?= $(HOME)/.local
+# `make dist` puts the shipped binary and its debug file here.
+DIST_DIR ?= $(TARGET_DIR)/dist
 # The container image `make image` builds and tags; docs/deploy's manifests name it.
 IMAGE ?= ghcr.io/kplane/kplane:latest
 # What builds it: podman, else docker (when its daemon answers), else buildah.
 CONTAINER_ENGINE ?= $(shell for e in podman docker buildah; do command -v $$e >/dev/null 2>&1 || continue; [ $$e != docker ] || docker info >/dev/null 2>&1 || continue; echo $$e; break; done)
 
-.PHONY: run test test-tools build build-release install image image-prebuilt image-engine lint fmt bench clean
+.PHONY: run test test-tools build build-release dist install image image-prebuilt image-engine lint fmt bench clean
 
 ## Build (release) and start the server with data in ./kplane-data.
 run: build-release
@@ -27,11 +29,23 @@ build-release:
 build:
 	$(CARGO) build -p kplane
 
-## Install the release binary as $(PREFIX)/bin/kplane, with the kubectl plugins
-## kubectl-ws and kubectl-kplane as symlinks to it (`kubectl ws use root:acme`).
-install: build-release
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(TARGET_DIR)/release/kplane $(DESTDIR)$(PREFIX)/bin/kplane
+## The release binary as shipped: $(DIST_DIR)/kplane without its DWARF (its symbol table
+## stays: perf and backtraces name functions) and $(DIST_DIR)/kplane.debug, the DWARF (line
+## and inline tables), which perf and gdb find through the binary's .gnu_debuglink beside
+## the binary or in .debug/ next to it.
+dist: build-release
+	@command -v objcopy >/dev/null 2>&1 || { echo "error: make dist needs objcopy (binutils)" >&2; exit 1; }
+	install -d $(DIST_DIR)
+	objcopy --only-keep-debug $(TARGET_DIR)/release/kplane $(DIST_DIR)/kplane.debug
+	objcopy --strip-debug --add-gnu-debuglink=$(DIST_DIR)/kplane.debug $(TARGET_DIR)/release/kplane $(DIST_DIR)/kplane
+
+## Install the shipped binary as $(PREFIX)/bin/kplane (its debug file as
+## $(PREFIX)/bin/.debug/kplane.debug), with the kubectl plugins kubectl-ws and
+## kubectl-kplane as symlinks to it (`kubectl ws use root:acme`).
+install: dist
+	install -d $(DESTDIR)$(PREFIX)/bin/.debug
+	install -m 0755 $(DIST_DIR)/kplane $(DESTDIR)$(PREFIX)/bin/kplane
+	install -m 0644 $(DIST_DIR)/kplane.debug $(DESTDIR)$(PREFIX)/bin/.debug/kplane.debug
 	ln -sf kplane $(DESTDIR)$(PREFIX)/bin/kubectl-ws
 	ln -sf kplane $(DESTDIR)$(PREFIX)/bin/kubectl-kplane
 	@echo "kplane: installed into $(PREFIX)/bin (it must be on PATH for kubectl to find the plugins)"
