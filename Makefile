@@ -8,8 +8,14 @@ ARGS ?=
 TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 # `make install` puts kplane and its kubectl plugin names into $(PREFIX)/bin.
 PREFIX ?= $(HOME)/.local
+# `make dist` puts the shipped binary and its debug file here.
+DIST_DIR ?= $(TARGET_DIR)/dist
+# The container image `make image` builds and tags; docs/deploy's manifests name it.
+IMAGE ?= ghcr.io/kplane/kplane:latest
+# What builds it: podman, else docker (when its daemon answers), else buildah.
+CONTAINER_ENGINE ?= $(shell for e in podman docker buildah; do command -v $$e >/dev/null 2>&1 || continue; [ $$e != docker ] || docker info >/dev/null 2>&1 || continue; echo $$e; break; done)
 
-.PHONY: run test test-tools build build-release install lint fmt bench clean
+.PHONY: run test test-tools build build-release dist install image image-prebuilt image-engine lint fmt bench clean
 
 ## Build (release) and start the server with data in ./kplane-data.
 run: build-release
@@ -23,11 +29,23 @@ build-release:
 build:
 	$(CARGO) build -p kplane
 
-## Install the release binary as $(PREFIX)/bin/kplane, with the kubectl plugins
-## kubectl-ws and kubectl-kplane as symlinks to it (`kubectl ws use root:acme`).
-install: build-release
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(TARGET_DIR)/release/kplane $(DESTDIR)$(PREFIX)/bin/kplane
+## The release binary as shipped: $(DIST_DIR)/kplane without its DWARF (its symbol table
+## stays: perf and backtraces name functions) and $(DIST_DIR)/kplane.debug, the DWARF (line
+## and inline tables), which perf and gdb find through the binary's .gnu_debuglink beside
+## the binary or in .debug/ next to it.
+dist: build-release
+	@command -v objcopy >/dev/null 2>&1 || { echo "error: make dist needs objcopy (binutils)" >&2; exit 1; }
+	install -d $(DIST_DIR)
+	objcopy --only-keep-debug $(TARGET_DIR)/release/kplane $(DIST_DIR)/kplane.debug
+	objcopy --strip-debug --add-gnu-debuglink=$(DIST_DIR)/kplane.debug $(TARGET_DIR)/release/kplane $(DIST_DIR)/kplane
+
+## Install the shipped binary as $(PREFIX)/bin/kplane (its debug file as
+## $(PREFIX)/bin/.debug/kplane.debug), with the kubectl plugins kubectl-ws and
+## kubectl-kplane as symlinks to it (`kubectl ws use root:acme`).
+install: dist
+	install -d $(DESTDIR)$(PREFIX)/bin/.debug
+	install -m 0755 $(DIST_DIR)/kplane $(DESTDIR)$(PREFIX)/bin/kplane
+	install -m 0644 $(DIST_DIR)/kplane.debug $(DESTDIR)$(PREFIX)/bin/.debug/kplane.debug
 	ln -sf kplane $(DESTDIR)$(PREFIX)/bin/kubectl-ws
 	ln -sf kplane $(DESTDIR)$(PREFIX)/bin/kubectl-kplane
 	@echo "kplane: installed into $(PREFIX)/bin (it must be on PATH for kubectl to find the plugins)"
@@ -39,11 +57,26 @@ test: test-tools build
 	$(CARGO) fmt --all -- --check
 	KPLANE_BIN=$(abspath $(TARGET_DIR)/debug/kplane) $(CARGO) test --workspace --lib --bins --tests -- --test-threads=2
 
-## The e2e tests also drive the server with the official Python client: fail early, with
-## the install command, when it is missing (never skip those tests); likewise PostgreSQL.
+## The tools the tests need beyond Rust and kubectl (PostgreSQL's server, the official
+## Python client, curl): scripts/test-tools.sh installs what is missing, or stops with
+## one message saying what to install.
 test-tools:
-	@python3 -c 'import kubernetes' 2>/dev/null || { echo "error: make test needs the official Python client; install it with: python3 -m pip install --quiet kubernetes==32.0.1" >&2; exit 1; }
-	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "error: make test needs PostgreSQL (the PostgreSQL backend's tests start a throwaway server); install it with: apt-get install postgresql" >&2; exit 1; }
+	@bash scripts/test-tools.sh
+
+## The container image $(IMAGE) from this checkout (Containerfile: a Rust build stage,
+## then the binary and its shared libraries on scratch, run as uid 65532).
+image: image-engine
+	$(CONTAINER_ENGINE) build -f Containerfile -t $(IMAGE) .
+
+## The same image from the release binary built here, without the Rust build image: the
+## context is the root filesystem scripts/image-rootfs.sh lays out.
+image-prebuilt: image-engine build-release
+	rm -rf $(TARGET_DIR)/image-rootfs
+	bash scripts/image-rootfs.sh $(TARGET_DIR)/release/kplane $(TARGET_DIR)/image-rootfs
+	$(CONTAINER_ENGINE) build -f Containerfile --build-arg ROOTFS=prebuilt -t $(IMAGE) $(TARGET_DIR)/image-rootfs
+
+image-engine:
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then echo "error: building the image needs podman, docker (with its daemon running) or buildah on PATH (Debian: apt-get install podman), or CONTAINER_ENGINE=..." >&2; exit 1; fi
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -43,6 +43,19 @@ fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy")
 }
 
+/// The image `make image` builds and tags: the Makefile's `IMAGE ?=` default.
+fn made_image() -> Result<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Makefile");
+    let makefile =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    makefile
+        .lines()
+        .find_map(|line| line.strip_prefix("IMAGE ?="))
+        .map(|image| image.trim().to_string())
+        .filter(|image| !image.is_empty())
+        .context("no `IMAGE ?= NAME` in the Makefile")
+}
+
 /// kubectl with an empty kubeconfig in a scratch directory: `kustomize` and
 /// `patch --local` never contact a server.
 struct Offline {

@@ -31,7 +31,7 @@ fn scripts_dir() -> PathBuf {
 /// Fails (with the install command) unless `python3` imports the `kubernetes` package.
 fn require_python_client() -> Result<String> {
     let install =
-        format!("install it with `python3 -m pip install --quiet {PYTHON_CLIENT}` (.ci/run does)");
+        format!("install it with `python3 -m pip install --quiet {PYTHON_CLIENT}` (`make test` installs it: scripts/test-tools.sh)");
     let out = Command::new("python3")
         .args(["-c", "import kubernetes; print(kubernetes.__version__)"])
         .output()

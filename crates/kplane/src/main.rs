@@ -2,8 +2,8 @@
 //!
 //! `kplane serve --data-dir DIR --bind HOST:PORT` starts the server and writes
 //! `DIR/admin.kubeconfig` once it is ready. All server behaviour lives in
-//! `kplane-apiserver`; for it this binary only parses flags, sets up logging (see
-//! [`logging`]) and handles signals.
+//! `kplane-apiserver`; for it this binary only parses flags (and `--config FILE`, the same
+//! settings in YAML: [`config`]), sets up logging (see [`logging`]) and handles signals.
 //!
 //! `kplane syncer --kubeconfig K --target NAME --host-kubeconfig H` runs the syncer of one
 //! SyncTarget (all of its behaviour lives in `kplane-syncer`).
@@ -16,6 +16,7 @@
 mod background;
 mod certs;
 mod client;
+mod config;
 mod logging;
 
 use std::net::SocketAddr;
@@ -67,6 +68,11 @@ enum Command {
 
 #[derive(clap::Args, Debug)]
 struct ServeArgs {
+    /// A YAML file of these settings, keyed by the flags' long names (`data-dir:
+    /// /var/lib/kplane`, `tls-san: [a, b]`, `v: 2`); flags on the command line and their
+    /// environment variables override its fields. An unknown field is an error.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Directory for the store, certificates and admin.kubeconfig.
     #[arg(long, default_value = "./kplane-data", env = "KPLANE_DATA_DIR")]
     data_dir: PathBuf,
@@ -364,7 +370,15 @@ fn main() -> anyhow::Result<()> {
     if let Some(name) = plugin_name {
         command = command.bin_name(name);
     }
-    let cli = match Cli::from_arg_matches(&command.get_matches_from(argv)) {
+    let matches = command.clone().get_matches_from(&argv);
+    let matches = match config::apply(&command, matches, &argv) {
+        Ok(matches) => matches,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2)
+        }
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
@@ -425,6 +439,9 @@ fn exit_on_error(result: anyhow::Result<()>) -> ! {
 }
 
 async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::Result<()> {
+    if let Some(path) = &args.config {
+        tracing::info!(file = %path.display(), "settings from the config file, under the flags");
+    }
     if args.event_window_seconds == 0 {
         anyhow::bail!("--event-window-seconds must be at least 1");
     }

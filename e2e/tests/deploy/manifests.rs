@@ -7,7 +7,8 @@ use anyhow::{ensure, Context as _, Result};
 use serde_json::{json, Value};
 
 use super::{
-    deploy_dir, find, flag, str_of, Offline, KUSTOMIZATIONS, SYNCER_NAMESPACED, SYNCER_VERBS,
+    deploy_dir, find, flag, made_image, str_of, Offline, KUSTOMIZATIONS, SYNCER_NAMESPACED,
+    SYNCER_VERBS,
 };
 
 fn kind_names(objects: &[Value]) -> BTreeSet<(String, String)> {
@@ -65,10 +66,11 @@ fn check_pod_template(workload: &Value, objects: &[Value]) -> Result<()> {
             .map(|v| str_of(&v["metadata"]["name"])),
     );
     let containers = spec["containers"].as_array().context("no containers")?;
+    let image = made_image()?;
     for c in containers {
         ensure!(
-            c["image"] == "ghcr.io/kplane/kplane:latest",
-            "{}",
+            c["image"] == image.as_str(),
+            "{} is not {image}, the image `make image` builds",
             c["image"]
         );
         let env: Vec<&Value> = c["env"].as_array().into_iter().flatten().collect();
