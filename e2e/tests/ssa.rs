@@ -373,6 +373,29 @@ fn apply_field_validation_for_undeclared_and_duplicate_fields() -> Result<()> {
     Ok(())
 }
 
+/// Duplicate keys of a map list: upstream's typed conversion of the apply configuration
+/// fails, and kube-apiserver answers 500 without a reason, naming the object as its field
+/// manager does (`failed to create typed patch object (<ns>/<name>; <gvk>): ...`), as it
+/// does for an undeclared field. Found applying a crossplane e2e manifest with two
+/// pipeline steps of the same name; shown here on a Job's containers.
+#[test]
+fn apply_with_duplicate_map_list_keys_names_the_object() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: dup\n  namespace: default\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - {name: a, image: x}\n      - {name: a, image: y}\n";
+    let out = server.kubectl_stdin(&["apply", "--server-side", "-f", "-"], job)?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains(r#"Error from server: failed to create typed patch object (default/dup; batch/v1, Kind=Job): .spec.template.spec.containers: duplicate entries for key [name="a"]"#),
+        "{}",
+        out.stderr
+    );
+    ensure!(
+        !server.kubectl(&["get", "job", "dup"])?.success(),
+        "a failed apply created the object"
+    );
+    Ok(())
+}
+
 /// A merge patch of `configmap/pv`.
 fn curl_merge_patch(server: &KplaneServer, query: &str, body: &str) -> Result<(String, String)> {
     curl_patch(

@@ -215,9 +215,7 @@ fn apply_core(
         .map(ManagedFields::from_object_lenient)
         .unwrap_or_default();
     // The walkers skip metadata.managedFields: neither object needs stripping first.
-    let mut new_set = w
-        .field_set(applied, true)
-        .map_err(|e| ApplyError::Invalid(format!("failed to create typed patch object: {e}")))?;
+    let mut new_set = w.field_set(applied, true).map_err(ApplyError::Typed)?;
     remove_top(&mut new_set, req.reset_fields);
     let mut merged = match live {
         Some(l) => w

@@ -4,7 +4,7 @@
 //! rule of the type (typed decoding, validation, status subresource) still applies.
 
 use bytes::Bytes;
-use kplane_merge::Request;
+use kplane_merge::{ApplyError, Request};
 use kplane_types::{Cause, Status, StatusReason};
 use serde_json::{json, Value};
 
@@ -50,7 +50,11 @@ impl Registry {
         }
         strict_yaml_problems(w, &duplicates)?;
         if let Some(path) = undeclared_fields(&rt, &applied).first() {
-            return Err(not_typed(t, name, path));
+            return Err(not_typed(
+                t,
+                name,
+                &format!(".{path}: field not declared in schema"),
+            ));
         }
         if let Some(n) = meta::meta_str(&applied, "name").filter(|n| !n.is_empty() && *n != name) {
             return Err(ApiError::bad_request(format!(
@@ -90,7 +94,10 @@ impl Registry {
             };
             let mut merged =
                 kplane_merge::apply(live.as_ref(), &applied, &req, w.force.unwrap_or(false))
-                    .map_err(|e| ApiError::from(e.to_status()))?;
+                    .map_err(|e| match e {
+                        ApplyError::Typed(detail) => not_typed(t, name, &detail),
+                        e => ApiError::from(e.to_status()),
+                    })?;
             if let Some(m) = merged.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.insert("name".into(), json!(name));
             }
@@ -157,18 +164,20 @@ fn undeclared_fields(rt: &ResourceType, applied: &Value) -> Vec<String> {
     unknown
 }
 
-/// kube-apiserver's answer to an undeclared field in an apply configuration: an error
-/// without a status of its own, hence 500 with no reason (kubernetes/kubernetes#122480).
-fn not_typed(t: &Target, name: &str, path: &str) -> ApiError {
+/// kube-apiserver's answer to an apply configuration it cannot turn into a typed object
+/// (an undeclared field, duplicate map-list keys): an error without a status of its own,
+/// hence 500 with no reason (kubernetes/kubernetes#122480), naming the object as its
+/// structured-merge field manager does.
+fn not_typed(t: &Target, name: &str, detail: &str) -> ApiError {
     let rt = &t.rt;
     ApiError::from(Status::new(
         StatusReason::Unknown,
-        format!(
-            "failed to create typed patch object ({}/{name}; {}/{}, Kind={}): .{path}: field not declared in schema",
+        ApplyError::typed_message(
+            detail,
             t.namespace.as_deref().unwrap_or(""),
-            rt.group,
-            rt.version,
-            rt.kind
+            name,
+            &rt.api_version(),
+            &rt.kind,
         ),
     ))
 }
