@@ -15,7 +15,7 @@ IMAGE ?= ghcr.io/kplane/kplane:latest
 # What builds it: podman, else docker (when its daemon answers), else buildah.
 CONTAINER_ENGINE ?= $(shell for e in podman docker buildah; do command -v $$e >/dev/null 2>&1 || continue; [ $$e != docker ] || docker info >/dev/null 2>&1 || continue; echo $$e; break; done)
 
-.PHONY: run test test-tools build build-release dist install image image-prebuilt image-engine lint fmt bench clean
+.PHONY: run test test-tools build build-release dist install image image-prebuilt image-engine lint fmt bench fuzz clean
 
 ## Build (release) and start the server with data in ./kplane-data.
 run: build-release
@@ -78,6 +78,24 @@ image-prebuilt: image-engine build-release
 image-engine:
 	@if [ -z "$(CONTAINER_ENGINE)" ]; then echo "error: building the image needs podman, docker (with its daemon running) or buildah on PATH (Debian: apt-get install podman), or CONTAINER_ENGINE=..." >&2; exit 1; fi
 
+## Fuzz every parser target of crates/fuzz (cargo-fuzz, libFuzzer) for FUZZ_SECONDS seconds
+## each, from its seeds (crates/fuzz/seeds/<target>) and the corpus it grows
+## (crates/fuzz/corpus/<target>); a crash stops it and leaves its input in
+## crates/fuzz/artifacts/<target>/. cargo-fuzz is installed when missing; without
+## sanitizers (-s none) its flags work on the stable toolchain.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(shell sed -n 's/^name = "\(.*\)"$$/\1/p' crates/fuzz/Cargo.toml | grep -v '^kplane-fuzz$$')
+fuzz:
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p crates/fuzz/corpus/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  $(CARGO) fuzz run --fuzz-dir crates/fuzz -s none $$t \
+	    crates/fuzz/corpus/$$t crates/fuzz/seeds/$$t -- \
+	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -print_final_stats=1 || exit 1; \
+	done
+
+## Format check and clippy, as CI runs them.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
