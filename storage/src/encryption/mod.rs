@@ -180,18 +180,20 @@ impl Storage for EncryptedStorage {
             return self.inner.list(prefix, opts, filter).await;
         }
         let rules = &self.rules;
-        let opened = move |kv: &KeyValue| match rules.open(&kv.key, &kv.value) {
-            Ok((value, _)) => filter.is_none_or(|f| {
-                f(&KeyValue {
-                    value,
-                    ..kv.clone()
-                })
+        // A filter sees the plain values (what it keeps is decrypted again below).
+        let opened = move |kv: &KeyValue| match (filter, rules.open(&kv.key, &kv.value)) {
+            (Some(f), Ok((value, _))) => f(&KeyValue {
+                value,
+                ..kv.clone()
             }),
             // Kept, so that the read below reports it.
-            Err(_) => true,
+            (_, _) => true,
         };
-        let f: Filter<'_> = &opened;
-        let mut out = self.inner.list(prefix, opts, Some(f)).await?;
+        let f: Option<Filter<'_>> = match filter {
+            Some(_) => Some(&opened),
+            None => None,
+        };
+        let mut out = self.inner.list(prefix, opts, f).await?;
         out.items = std::mem::take(&mut out.items)
             .into_iter()
             .map(|kv| self.opened(kv))
