@@ -57,6 +57,24 @@ fn secret_value(server: &KplaneServer, name: &str) -> Result<String> {
     )?)
 }
 
+fn create_secret(server: &KplaneServer, name: &str, password: &str) -> Result<()> {
+    let literal = format!("--from-literal=password={password}");
+    server.kubectl_ok(&[
+        "create", "secret", "generic", name, "-n", "default", &literal,
+    ])?;
+    Ok(())
+}
+
+/// Secret `s1` holding `secret` and ConfigMap `c1` (not encrypted) holding `plain`, the
+/// Secret read back through the API.
+fn write_markers(server: &KplaneServer, secret: &str, plain: &str) -> Result<()> {
+    create_secret(server, "s1", secret)?;
+    let literal = format!("--from-literal=v={plain}");
+    server.kubectl_ok(&["create", "configmap", "c1", "-n", "default", &literal])?;
+    ensure!(secret_value(server, "s1")? == secret);
+    Ok(())
+}
+
 #[test]
 fn secrets_are_encrypted_at_rest_and_keys_rotate() -> Result<()> {
     let dir = tempfile::tempdir()?;
@@ -69,24 +87,7 @@ fn secrets_are_encrypted_at_rest_and_keys_rotate() -> Result<()> {
     )?;
     let secret = "marker-secret-7d1f3a";
     let plain_cm = "marker-configmap-42b9c0";
-    server.kubectl_ok(&[
-        "create",
-        "secret",
-        "generic",
-        "s1",
-        "-n",
-        "default",
-        &format!("--from-literal=password={secret}"),
-    ])?;
-    server.kubectl_ok(&[
-        "create",
-        "configmap",
-        "c1",
-        "-n",
-        "default",
-        &format!("--from-literal=v={plain_cm}"),
-    ])?;
-    ensure!(secret_value(&server, "s1")? == secret);
+    write_markers(&server, secret, plain_cm)?;
     server.stop()?;
     let data = server.data_dir().to_path_buf();
     let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
@@ -103,15 +104,7 @@ fn secrets_are_encrypted_at_rest_and_keys_rotate() -> Result<()> {
     std::fs::write(&cfg, config(&[("k2", K2), ("k1", K1)]))?;
     server.restart()?;
     ensure!(secret_value(&server, "s1")? == secret);
-    server.kubectl_ok(&[
-        "create",
-        "secret",
-        "generic",
-        "s2",
-        "-n",
-        "default",
-        "--from-literal=password=second",
-    ])?;
+    create_secret(&server, "s2", "second")?;
     // Every Secret written again, now with the new key (Kubernetes' documented step).
     let all = server.kubectl_ok(&["get", "secrets", "-n", "default", "-o", "json"])?;
     let out = server.kubectl_stdin(&["replace", "-f", "-"], &all)?;
@@ -162,24 +155,7 @@ fn a_postgres_dump_holds_no_secret_value() -> Result<()> {
     )?;
     let secret = "marker-pg-secret-5e21";
     let plain_cm = "marker-pg-configmap-9a07";
-    server.kubectl_ok(&[
-        "create",
-        "secret",
-        "generic",
-        "s1",
-        "-n",
-        "default",
-        &format!("--from-literal=password={secret}"),
-    ])?;
-    server.kubectl_ok(&[
-        "create",
-        "configmap",
-        "c1",
-        "-n",
-        "default",
-        &format!("--from-literal=v={plain_cm}"),
-    ])?;
-    ensure!(secret_value(&server, "s1")? == secret);
+    write_markers(&server, secret, plain_cm)?;
     let bindir = kplane_storage::testing::postgres::bindir()
         .ok_or_else(|| anyhow::anyhow!("no PostgreSQL binaries"))?;
     let dump = std::process::Command::new(bindir.join("pg_dump"))

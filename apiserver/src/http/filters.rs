@@ -29,7 +29,8 @@ pub(super) struct RequestScope {
     pub user: Option<Arc<UserInfo>>,
     pub trail: Option<crate::audit::Trail>,
     warnings: Warnings,
-    annotations: AuditAnnotations,
+    /// Admission's audit annotations, recorded only when there is an audit log.
+    annotations: Option<AuditAnnotations>,
 }
 
 impl RequestScope {
@@ -42,10 +43,12 @@ impl RequestScope {
         info: Arc<RequestInfo>,
     ) -> RequestScope {
         let warnings = Warnings::default();
-        let annotations = AuditAnnotations::default();
+        let annotations = state.audit.as_ref().map(|_| AuditAnnotations::default());
         let ext = req.extensions_mut();
         ext.insert(warnings.clone());
-        ext.insert(annotations.clone());
+        if let Some(a) = &annotations {
+            ext.insert(a.clone());
+        }
         ext.insert(info.clone());
         let peer = req.extensions().get::<httplog::Peer>().map(|p| p.0.ip());
         let trail = state.audit.as_ref().map(|a| a.begin(req, peer));
@@ -70,7 +73,9 @@ impl RequestScope {
         add_warnings(&self.warnings, resp.headers_mut());
         let resp = match self.trail {
             Some(mut t) => {
-                t.admission_annotations(self.annotations.all());
+                if let Some(a) = &self.annotations {
+                    t.admission_annotations(a.all());
+                }
                 t.finish(&self.info, resp).await
             }
             None => resp,
