@@ -245,3 +245,35 @@ fn audit_annotation_values_and_errors() {
         )]
     );
 }
+
+/// An audit annotation value of exactly the limit is published whole; one byte more is cut
+/// to the limit; ten times the limit too.
+#[test]
+fn audit_annotation_values_at_the_limit() {
+    let p = parse_policy(&policy(json!({
+        "matchConstraints": rules(),
+        "auditAnnotations": [
+            {"key": "exact", "valueExpression": "string(object.spec.exact)"},
+            {"key": "over", "valueExpression": "string(object.spec.over)"},
+            {"key": "tenfold", "valueExpression": "string(object.spec.tenfold)"}]})));
+    let obj = json!({"spec": {
+        "exact": "x".repeat(MAX_AUDIT_ANNOTATION_VALUE),
+        "over": "y".repeat(MAX_AUDIT_ANNOTATION_VALUE + 1),
+        "tenfold": "z".repeat(10 * MAX_AUDIT_ANNOTATION_VALUE)}});
+    let got = evaluate_all(&p, &values(obj), &[None]);
+    let lens: Vec<(&str, usize)> = got
+        .annotations
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.len()))
+        .collect();
+    assert_eq!(
+        lens,
+        [
+            ("exact", MAX_AUDIT_ANNOTATION_VALUE),
+            ("over", MAX_AUDIT_ANNOTATION_VALUE),
+            ("tenfold", MAX_AUDIT_ANNOTATION_VALUE)
+        ],
+        "{:?}",
+        got.annotation_errors
+    );
+}
