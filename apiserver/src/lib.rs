@@ -13,6 +13,7 @@ pub mod audit;
 pub mod backup;
 pub mod client_ca;
 mod connection;
+pub mod flowcontrol;
 pub mod http;
 pub mod metrics;
 pub mod pod_logs;

@@ -95,6 +95,8 @@ pub struct ServerConfig {
     /// Encryption at rest (`--encryption-provider-config`); `None`: values are stored as
     /// they are.
     pub encryption: Option<Arc<kplane_storage::EncryptionRules>>,
+    /// Fair queuing of requests per logical cluster (`crate::flowcontrol`).
+    pub flow_control: crate::flowcontrol::FlowConfig,
     /// A runtime whose threads yield to request handling (a lower OS priority), for the
     /// controllers' work no request waits for (`controllers::start`); `None`: the server's
     /// own runtime runs everything.
@@ -163,6 +165,7 @@ impl Default for ServerBuilder {
                 oidc: None,
                 backup: None,
                 encryption: None,
+                flow_control: Default::default(),
                 background: None,
             },
             authenticator: None,
@@ -269,6 +272,13 @@ impl ServerBuilder {
     /// whichever backend the server uses is wrapped in `kplane_storage::EncryptedStorage`.
     pub fn encryption(mut self, rules: Option<Arc<kplane_storage::EncryptionRules>>) -> Self {
         self.config.encryption = rules;
+        self
+    }
+
+    /// Seats, caps and queues of the per-cluster fair queuing (`crate::flowcontrol`;
+    /// `--max-requests-inflight` and the other flags of docs/security.md).
+    pub fn flow_control(mut self, config: crate::flowcontrol::FlowConfig) -> Self {
+        self.config.flow_control = config;
         self
     }
 
@@ -472,6 +482,7 @@ impl Server {
             storage,
             admission,
         } = self;
+        cfg.flow_control.validate().map_err(ServerError::Startup)?;
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(io_err(format!("creating {}", cfg.data_dir.display())))?;
         // Import bodies being received when the process last stopped are useless now.
@@ -613,6 +624,7 @@ impl Server {
             spool_dir: spool_dir.clone(),
             backup: backup_metrics.clone(),
             pod_logs: Default::default(),
+            flow: crate::flowcontrol::FlowControl::new(cfg.flow_control.clone()),
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();

@@ -18,6 +18,7 @@ mod docs;
 mod docs_compatibility;
 mod encryption;
 mod failover;
+mod fair_queuing;
 mod gc;
 mod hive_flow;
 mod image;

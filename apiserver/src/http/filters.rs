@@ -2,8 +2,9 @@
 //! kube-apiserver's order (`server/config.go` `DefaultBuildHandlerChain`): the request's
 //! scope (request log line, warning recorder, admission's audit annotations, audit trail:
 //! [`RequestScope::begin`] and [`RequestScope::end`]), the request deadline, authentication
-//! ([`authenticated`]), impersonation ([`acting_user`]), authorization ([`authorized`]) and
-//! the request body kept for an audit event that records it ([`audited_body`]). The two
+//! ([`authenticated`]), impersonation ([`acting_user`]), fair queuing ([`admitted`], where
+//! upstream runs API Priority and Fairness), authorization ([`authorized`]) and the request
+//! body kept for an audit event that records it ([`audited_body`]). The two
 //! routers (`http/mod.rs`, `http/sync_endpoint.rs`) call these in that order and differ
 //! only in what they authorize and what they serve.
 
@@ -31,6 +32,9 @@ pub(super) struct RequestScope {
     warnings: Warnings,
     /// Admission's audit annotations, recorded only when there is an audit log.
     annotations: Option<AuditAnnotations>,
+    /// The request's seats ([`admitted`]), held until its response body ends (a watch's
+    /// until it is established, that is, until its response is made).
+    pub seat: Option<crate::flowcontrol::Seat>,
 }
 
 impl RequestScope {
@@ -59,6 +63,7 @@ impl RequestScope {
             trail,
             warnings,
             annotations,
+            seat: None,
         }
     }
 
@@ -69,8 +74,13 @@ impl RequestScope {
 
     /// Ends the request: its warnings as `Warning` headers (refusals' too), the audit
     /// trail finished with admission's annotations, the request log line written.
-    pub(super) async fn end(self, mut resp: Response) -> Response {
+    pub(super) async fn end(mut self, mut resp: Response) -> Response {
         add_warnings(&self.warnings, resp.headers_mut());
+        if let Some(seat) = self.seat.take() {
+            if self.info.verb != kplane_types::Verb::Watch {
+                resp = hold_until_sent(resp, seat);
+            }
+        }
         let resp = match self.trail {
             Some(mut t) => {
                 if let Some(a) = &self.annotations {
@@ -88,6 +98,17 @@ impl RequestScope {
         );
         resp
     }
+}
+
+/// The response with `seat` held until its body has been sent (or dropped): a LIST's
+/// body is encoded while it streams.
+fn hold_until_sent(resp: Response, seat: crate::flowcontrol::Seat) -> Response {
+    resp.map(|body| {
+        Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+            let _held = &seat;
+            frame
+        }))
+    })
 }
 
 /// Sends a request's warnings as `Warning: 299 - "<text>"` headers.
@@ -150,6 +171,49 @@ pub(super) async fn acting_user(
     };
     req.extensions_mut().insert(acting.clone());
     Ok(acting)
+}
+
+/// Fair queuing ([`crate::flowcontrol`]): the seats the request's work estimate names,
+/// held in `held` (the request scope's) from here on; `Err` is the 429 when its cluster's queue is full or it
+/// waited too long. `sync`: a request of the sync endpoint (its own seats first).
+pub(super) async fn admitted(
+    state: &AppState,
+    info: &RequestInfo,
+    held: &mut Option<crate::flowcontrol::Seat>,
+    user: &UserInfo,
+    query: Option<&str>,
+    sync: bool,
+) -> Result<(), Response> {
+    let seat = if sync {
+        state.flow.admit_syncer(user).await
+    } else {
+        let seats = crate::flowcontrol::estimate::seats(info, query);
+        let wait = queue_wait(info, query);
+        state
+            .flow
+            .admit(info.cluster.as_str(), user, seats, wait)
+            .await
+    };
+    match seat {
+        Ok(seat) => {
+            *held = Some(seat);
+            Ok(())
+        }
+        Err(why) => Err(super::error::StatusResponse::into_response(
+            kplane_registry::error::ApiError::from(why.status()),
+        )),
+    }
+}
+
+/// How long a request may wait for seats when it sets a `timeout`: a quarter of it, as
+/// upstream's `getRequestWaitContext` allows.
+fn queue_wait(info: &RequestInfo, query: Option<&str>) -> Option<std::time::Duration> {
+    if super::request_info::is_long_running(info) {
+        return None;
+    }
+    let q = super::query::Query::parse(query);
+    let nanos = super::deadline::parse_go_duration(q.get("timeout")?).ok()?;
+    (nanos > 0).then(|| std::time::Duration::from_nanos(nanos as u64 / 4))
 }
 
 /// Authorization of `attrs` for `user`, the decision recorded in the audit trail: `Err` is

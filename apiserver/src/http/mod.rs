@@ -97,6 +97,8 @@ pub struct AppState {
     pub backup: Option<Arc<crate::backup::BackupMetrics>>,
     /// Where pod log requests meet the syncers that serve them ([`crate::pod_logs`]).
     pub pod_logs: Arc<crate::pod_logs::LogBroker>,
+    /// Seats and per-cluster queues of every request ([`crate::flowcontrol`]).
+    pub flow: Arc<crate::flowcontrol::FlowControl>,
 }
 
 /// The application router.
@@ -200,6 +202,20 @@ async fn route(
             )
         }
         _ => {}
+    }
+    // Fair queuing: a seat, or a 429 (upstream's API Priority and Fairness runs here,
+    // between impersonation and authorization).
+    if let Err(resp) = filters::admitted(
+        &state,
+        info,
+        &mut scope.seat,
+        user,
+        req.uri().query(),
+        false,
+    )
+    .await
+    {
+        return resp;
     }
     // The OIDC discovery documents are public too; everything else is authorized.
     if !auth::is_public_path(rest) {
@@ -419,6 +435,7 @@ async fn metrics_endpoint(state: &AppState) -> Response {
         )],
     };
     let mut body = state.metrics.render(&figures);
+    state.flow.render_metrics(&mut body);
     if let Some(a) = &state.audit {
         a.render_metrics(&mut body);
     }

@@ -283,6 +283,18 @@ async fn serve(
         Err(resp) => return resp,
     };
     let acting: &UserInfo = scope.user.insert(acting);
+    if let Err(resp) = filters::admitted(
+        state,
+        &info,
+        &mut scope.seat,
+        acting,
+        req.uri().query(),
+        true,
+    )
+    .await
+    {
+        return resp;
+    }
     if let Err(forbidden) = filters::authorized(state, acting, &attrs, &mut scope.trail).await {
         return forbidden;
     }

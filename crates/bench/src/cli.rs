@@ -29,7 +29,8 @@ pub struct Opts {
     #[arg(long, value_delimiter = ',')]
     pub replica_kubeconfig: Vec<PathBuf>,
     /// Scenarios to run, in order: create, get, update, list, watch, mixed, clusters, churn,
-    /// workspaces, workspace-delete, wildcard-watch (comma-separated or repeated).
+    /// workspaces, workspace-delete, wildcard-watch, noisy-neighbor, tenant-share
+    /// (comma-separated or repeated).
     #[arg(
         long,
         value_delimiter = ',',
@@ -112,7 +113,11 @@ pub struct Opts {
     /// The user name `--rbac-token` authenticates as (the RoleBindings' subject).
     #[arg(long, default_value = "kb-reader")]
     pub rbac_user: String,
-    /// Workspaces to create (workspaces, wildcard-watch) or delete (workspace-delete).
+    /// The quiet tenant's clients (noisy-neighbor).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub quiet_concurrency: u32,
+    /// Workspaces to create (workspaces, wildcard-watch, tenant-share: one tenant each) or
+    /// delete (workspace-delete).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub workspaces: u32,
     /// ConfigMaps per logical cluster (clusters and workspace-delete scenarios).

@@ -36,6 +36,8 @@ pub struct Phase<W> {
     pub ops: u64,
     pub seconds: f64,
     pub workers: Vec<W>,
+    /// Each worker's measured operations, in the order of `workers`.
+    pub per_worker_ops: Vec<u64>,
 }
 
 /// Runs `workers` concurrently within `limits`; `label` is shown in the progress line.
@@ -98,6 +100,7 @@ pub async fn drive<W: Worker>(
         ops: 0,
         seconds: 0.0,
         workers: Vec::new(),
+        per_worker_ops: Vec::new(),
     };
     let mut end = measure_start;
     for h in handles {
@@ -108,6 +111,7 @@ pub async fn drive<W: Worker>(
                 phase.ops += ops;
                 end = end.max(last);
                 phase.workers.push(w);
+                phase.per_worker_ops.push(ops);
             }
             Err(e) => phase.errors.add("panic", &e.to_string()),
         }

@@ -183,6 +183,30 @@ struct ServeArgs {
     /// Without it values are stored as they are.
     #[arg(long, value_name = "FILE")]
     encryption_provider_config: Option<PathBuf>,
+    /// Seats for requests that do not write (kube-apiserver's flag); with
+    /// --max-mutating-requests-inflight, the seats of the whole server, shared fairly
+    /// between logical clusters (docs/security.md, "Fair queuing").
+    #[arg(long, value_name = "N", default_value_t = 400)]
+    max_requests_inflight: u32,
+    /// Seats for writes (kube-apiserver's flag), added to --max-requests-inflight.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    max_mutating_requests_inflight: u32,
+    /// The most seats one logical cluster holds at once (at least 10); past them, and
+    /// when the server has none free, its requests wait in its queue.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    max_seats_per_cluster: u32,
+    /// The most requests one logical cluster has waiting for seats; past them a request
+    /// is refused with 429 and Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    max_queued_per_cluster: u32,
+    /// How long a request waits for seats before it is refused with 429 (a quarter of its
+    /// `timeout` parameter, when shorter).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    queue_wait: Duration,
+    /// Seats of the sync endpoint's own (the syncers' requests), before its requests
+    /// queue like a tenant's.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    syncer_seats: u32,
     /// Rotate the audit log when it reaches this many megabytes (0: 100).
     #[arg(long, value_name = "MB", default_value_t = 0)]
     audit_log_maxsize: u64,
@@ -439,6 +463,7 @@ fn exit_on_error(result: anyhow::Result<()>) -> ! {
 }
 
 async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::Result<()> {
+    let flow = flow_config(&args)?;
     if let Some(path) = &args.config {
         tracing::info!(file = %path.display(), "settings from the config file, under the flags");
     }
@@ -508,6 +533,7 @@ async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::R
         .encryption(encryption_rules(
             args.encryption_provider_config.as_deref(),
         )?)
+        .flow_control(flow)
         .audit(audit_config(
             args.audit_policy_file,
             args.audit_log_path,
@@ -596,6 +622,21 @@ async fn storage_backend(
 }
 
 /// The encryption configuration of `--encryption-provider-config`, read and checked.
+/// The fair-queuing settings of the flags, checked.
+fn flow_config(args: &ServeArgs) -> anyhow::Result<kplane_apiserver::flowcontrol::FlowConfig> {
+    let config = kplane_apiserver::flowcontrol::FlowConfig {
+        max_seats: args
+            .max_requests_inflight
+            .saturating_add(args.max_mutating_requests_inflight),
+        max_seats_per_cluster: args.max_seats_per_cluster,
+        max_queued_per_cluster: args.max_queued_per_cluster,
+        queue_wait: args.queue_wait,
+        syncer_seats: args.syncer_seats,
+    };
+    config.validate().map_err(|e| anyhow::anyhow!(e))?;
+    Ok(config)
+}
+
 fn encryption_rules(
     path: Option<&std::path::Path>,
 ) -> anyhow::Result<Option<std::sync::Arc<kplane_storage::EncryptionRules>>> {

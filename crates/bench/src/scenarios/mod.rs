@@ -4,6 +4,7 @@
 mod churn;
 mod clusters;
 mod crud;
+mod fairness;
 mod list;
 mod mixed;
 mod watch;
@@ -51,6 +52,11 @@ pub enum Scenario {
     /// ConfigMaps spread over --workspaces Workspaces: each write delivered once, in
     /// resourceVersion order, with its cluster annotation.
     WildcardWatch,
+    /// A quiet tenant's GETs (--quiet-concurrency clients) alone, then while a noisy
+    /// tenant's --concurrency clients create and LIST (--list-size ConfigMaps) flat out.
+    NoisyNeighbor,
+    /// --workspaces tenants, one client each, GET flat out: each one's share (Jain's index).
+    TenantShare,
 }
 
 impl Scenario {
@@ -67,6 +73,8 @@ impl Scenario {
             Scenario::Workspaces => "workspaces",
             Scenario::WorkspaceDelete => "workspace-delete",
             Scenario::WildcardWatch => "wildcard-watch",
+            Scenario::NoisyNeighbor => "noisy-neighbor",
+            Scenario::TenantShare => "tenant-share",
         }
     }
 }
@@ -91,6 +99,8 @@ pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {
         Scenario::Workspaces => workspaces::run(&ctx).await,
         Scenario::WorkspaceDelete => workspace_delete::run(&ctx).await,
         Scenario::WildcardWatch => wildcard_watch::run(&ctx).await,
+        Scenario::NoisyNeighbor => fairness::noisy_neighbor(&ctx).await,
+        Scenario::TenantShare => fairness::tenant_share(&ctx).await,
     };
     if let Some(b) = before {
         let mut m = report

@@ -1,0 +1,290 @@
+//! The seats, queues and refusals of [`super::FlowControl`], driven directly.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kplane_types::UserInfo;
+
+use super::*;
+
+fn user(name: &str) -> UserInfo {
+    UserInfo {
+        username: name.into(),
+        ..Default::default()
+    }
+}
+
+fn small(queue: u32) -> Arc<FlowControl> {
+    FlowControl::new(FlowConfig {
+        max_seats: 20,
+        max_seats_per_cluster: 10,
+        max_queued_per_cluster: queue,
+        queue_wait: Duration::from_secs(60),
+        syncer_seats: 2,
+    })
+}
+
+/// Holds `n` one-seat requests of `cluster`.
+async fn hold(fc: &Arc<FlowControl>, cluster: &str, n: usize) -> Vec<Seat> {
+    let mut seats = Vec::new();
+    for _ in 0..n {
+        seats.push(fc.admit(cluster, &user("u"), 1, None).await.unwrap());
+    }
+    seats
+}
+
+/// Lets spawned waiters reach their queue.
+async fn settle() {
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn seats_are_taken_and_given_back() {
+    let fc = small(5);
+    let held = hold(&fc, "a", 3).await;
+    let list = fc.admit("b", &user("u"), 10, None).await.unwrap();
+    assert_eq!((list.seats(), fc.seats_in_use()), (10, 13));
+    drop(list);
+    assert_eq!(fc.seats_in_use(), 3);
+    drop(held);
+    assert_eq!(fc.seats_in_use(), 0);
+    assert_eq!(fc.waiting(), 0);
+}
+
+#[tokio::test]
+async fn a_cluster_past_its_cap_queues_and_then_is_refused_while_another_runs() {
+    let fc = small(5);
+    let _noisy = hold(&fc, "noisy", 10).await;
+    // The noisy cluster is at its cap: its next five requests wait, the sixth and the
+    // fiftieth are refused at once.
+    let mut waiting = Vec::new();
+    for _ in 0..5 {
+        let fc = fc.clone();
+        waiting.push(tokio::spawn(async move {
+            fc.admit("noisy", &user("u"), 1, None)
+                .await
+                .map(|s| s.seats())
+        }));
+    }
+    settle().await;
+    assert_eq!(fc.waiting(), 5);
+    for _ in 0..45 {
+        assert_eq!(
+            fc.admit("noisy", &user("u"), 1, None).await.err(),
+            Some(Rejection::QueueFull)
+        );
+    }
+    // The quiet cluster runs at once: the server has seats.
+    let quiet = fc.admit("quiet", &user("u"), 1, None).await.unwrap();
+    assert_eq!(quiet.seats(), 1);
+    drop(quiet);
+    // Releasing the noisy seats lets its queued requests run, one per release.
+    drop(_noisy);
+    for w in waiting {
+        assert_eq!(w.await.unwrap(), Ok(1));
+    }
+    assert_eq!(fc.seats_in_use(), 0);
+    assert_eq!(fc.waiting(), 0);
+}
+
+#[tokio::test]
+async fn a_quiet_cluster_waits_for_one_release_at_most_when_the_server_is_full() {
+    let fc = small(100);
+    let mut a = hold(&fc, "a", 10).await;
+    let _b = hold(&fc, "b", 10).await;
+    assert_eq!(fc.seats_in_use(), 20);
+    // Cluster a has a backlog; then the quiet cluster c asks.
+    let mut backlog = Vec::new();
+    for _ in 0..20 {
+        let fc = fc.clone();
+        backlog.push(tokio::spawn(async move {
+            let _s = fc.admit("a", &user("u"), 1, None).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }));
+    }
+    settle().await;
+    let quiet = {
+        let fc = fc.clone();
+        tokio::spawn(async move { fc.admit("c", &user("u"), 1, None).await })
+    };
+    settle().await;
+    assert_eq!(fc.waiting(), 21);
+    // Two seats come free: c has run by then, ahead of a's backlog of twenty (one of
+    // which runs at most).
+    drop(a.pop());
+    settle().await;
+    drop(a.pop());
+    let quiet = quiet.await.unwrap().unwrap();
+    assert_eq!(quiet.seats(), 1);
+    assert_eq!(fc.waiting(), 19);
+    for t in backlog {
+        t.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_request_that_waits_too_long_is_refused_and_leaves_nothing_behind() {
+    let fc = FlowControl::new(FlowConfig {
+        max_seats: 10,
+        max_seats_per_cluster: 10,
+        max_queued_per_cluster: 10,
+        queue_wait: Duration::from_millis(20),
+        syncer_seats: 0,
+    });
+    let held = hold(&fc, "a", 10).await;
+    assert_eq!(
+        fc.admit("b", &user("u"), 1, None).await.err(),
+        Some(Rejection::TimeOut)
+    );
+    // A shorter wait the request sets (a quarter of its timeout) wins.
+    assert_eq!(
+        fc.admit("b", &user("u"), 1, Some(Duration::from_millis(1)))
+            .await
+            .err(),
+        Some(Rejection::TimeOut)
+    );
+    assert_eq!(fc.waiting(), 0);
+    drop(held);
+    assert_eq!(fc.seats_in_use(), 0);
+    // The cluster's entry is usable again.
+    assert_eq!(fc.admit("b", &user("u"), 1, None).await.unwrap().seats(), 1);
+}
+
+#[tokio::test]
+async fn a_request_whose_client_goes_away_gives_its_place_and_seats_back() {
+    let fc = small(10);
+    let held = hold(&fc, "a", 10).await;
+    let gone = {
+        let fc = fc.clone();
+        tokio::spawn(async move {
+            let _s = fc.admit("a", &user("u"), 1, None).await;
+        })
+    };
+    settle().await;
+    assert_eq!(fc.waiting(), 1);
+    gone.abort();
+    let _ = gone.await;
+    assert_eq!(fc.waiting(), 0);
+    drop(held);
+    assert_eq!(fc.seats_in_use(), 0);
+    // The cluster can use its whole cap again.
+    let again = hold(&fc, "a", 10).await;
+    assert_eq!(fc.seats_in_use(), 10);
+    drop(again);
+}
+
+#[tokio::test]
+async fn system_masters_never_wait_and_syncers_have_seats_of_their_own() {
+    let fc = small(1);
+    let _a = hold(&fc, "a", 10).await;
+    let _b = hold(&fc, "b", 10).await;
+    let admin = UserInfo {
+        username: "admin".into(),
+        groups: vec!["system:masters".into()],
+        ..Default::default()
+    };
+    for _ in 0..100 {
+        assert_eq!(fc.admit("a", &admin, 10, None).await.unwrap().seats(), 0);
+    }
+    // Two seats of the syncers' own, then they queue like a tenant (one may wait).
+    let s1 = fc.admit_syncer(&user("syncer")).await.unwrap();
+    let s2 = fc.admit_syncer(&user("syncer")).await.unwrap();
+    let third = {
+        let fc = fc.clone();
+        tokio::spawn(async move { fc.admit_syncer(&user("syncer")).await.map(|s| s.seats()) })
+    };
+    settle().await;
+    assert_eq!(fc.waiting(), 1);
+    assert_eq!(
+        fc.admit_syncer(&user("syncer")).await.err(),
+        Some(Rejection::QueueFull)
+    );
+    drop((s1, s2));
+    // Its own seats freed do not serve the queue; a server seat does.
+    drop(_a);
+    assert_eq!(third.await.unwrap(), Ok(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn under_a_thousand_racing_requests_the_limits_hold_and_every_seat_comes_back() {
+    let fc = FlowControl::new(FlowConfig {
+        max_seats: 30,
+        max_seats_per_cluster: 12,
+        max_queued_per_cluster: 1000,
+        queue_wait: Duration::from_secs(60),
+        syncer_seats: 0,
+    });
+    let mut tasks = Vec::new();
+    for i in 0..1000u32 {
+        let fc = fc.clone();
+        tasks.push(tokio::spawn(async move {
+            let cluster = format!("c{}", i % 10);
+            let seats = 1 + i % 10;
+            let s = fc
+                .admit(&cluster, &user(&format!("u{}", i % 3)), seats, None)
+                .await
+                .unwrap();
+            assert!(fc.seats_in_use() <= 30);
+            tokio::task::yield_now().await;
+            drop(s);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(fc.seats_in_use(), 0);
+    assert_eq!(fc.waiting(), 0);
+    for shard in fc.shards.iter() {
+        for c in shard.lock().unwrap().values() {
+            assert_eq!((c.executing, c.queued), (0, 0));
+        }
+    }
+}
+
+#[test]
+fn a_refusal_is_kube_apiservers_429() {
+    let s = Rejection::QueueFull.status();
+    assert_eq!(s.code, 429);
+    assert_eq!(s.reason.as_str(), "TooManyRequests");
+    assert_eq!(s.message, "Too many requests, please try again later.");
+    assert_eq!(s.retry_after, Some(1));
+}
+
+#[test]
+fn settings_below_the_widest_request_are_refused() {
+    let ok = FlowConfig::default();
+    assert!(ok.validate().is_ok());
+    let mut c = ok.clone();
+    c.max_seats_per_cluster = 9;
+    assert!(c
+        .validate()
+        .unwrap_err()
+        .contains("--max-seats-per-cluster"));
+    let mut c = ok.clone();
+    c.max_seats = 5;
+    assert!(c.validate().is_err());
+    let mut c = ok;
+    c.queue_wait = Duration::ZERO;
+    assert!(c.validate().is_err());
+}
+
+#[test]
+fn metrics_name_the_upstream_series() {
+    let fc = FlowControl::new(FlowConfig::default());
+    let mut out = String::new();
+    fc.render_metrics(&mut out);
+    for series in [
+        "apiserver_flowcontrol_current_executing_requests{",
+        "apiserver_flowcontrol_current_executing_seats{",
+        "apiserver_flowcontrol_current_inqueue_requests{",
+        "apiserver_flowcontrol_nominal_limit_seats{priority_level=\"kplane-tenants\"} 600",
+        "apiserver_flowcontrol_rejected_requests_total{flow_schema=\"kplane-tenants\",priority_level=\"kplane-tenants\",reason=\"queue-full\"} 0",
+        "apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute=\"true\"",
+    ] {
+        assert!(out.contains(series), "{series} missing from\n{out}");
+    }
+}
