@@ -54,6 +54,9 @@ enum Command {
     Export(client::ExportCommand),
     /// Import an archive file into a workspace.
     Import(client::ImportCommand),
+    /// Stored objects: write a resource's objects again in every logical cluster (key
+    /// rotation of encryption at rest).
+    Storage(client::StorageArgs),
     /// Client certificates: issue one signed by the server's client CA.
     #[command(subcommand)]
     Certs(certs::CertsCommand),
@@ -426,6 +429,9 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Import(cmd) => {
             exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_import(cmd))))
+        }
+        Command::Storage(args) => {
+            exit_on_error(client_runtime().and_then(|rt| rt.block_on(client::run_storage(args))))
         }
     };
     logging::init(args.verbosity, args.log_format)?;

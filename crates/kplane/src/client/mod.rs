@@ -9,7 +9,7 @@
 //! - [`transfer`]: raw requests with streamed bodies (the archive endpoints), with the
 //!   same connection and credentials as kube-rs; [`progress`]: the progress line.
 //! - [`ws`], [`export`], [`archive`] (`kplane export`/`import`), [`move_cmd`]
-//!   (`kplane ws move`): the commands.
+//!   (`kplane ws move`), [`rewrite`] (`kplane storage rewrite`): the commands.
 //!
 //! Errors are `anyhow` (this is the binary) with messages that say what to do; `main`
 //! prints them on one line and exits 1.
@@ -23,6 +23,7 @@ pub mod kubeconfig;
 mod move_cmd;
 pub mod path;
 mod progress;
+mod rewrite;
 mod transfer;
 mod ws;
 
@@ -194,6 +195,13 @@ pub async fn run_ws(args: WsArgs) -> anyhow::Result<()> {
 }
 
 /// Runs `kplane export`.
+pub use rewrite::StorageArgs;
+
+/// `kplane storage ...`.
+pub async fn run_storage(args: StorageArgs) -> anyhow::Result<()> {
+    rewrite::run(args).await
+}
+
 pub async fn run_export(cmd: ExportCommand) -> anyhow::Result<()> {
     archive::export(&cmd.flags, cmd.args).await
 }
