@@ -10,21 +10,19 @@
 //!
 //! Protocol upgrades (exec, attach, port-forward) are not served.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::graceful::Watcher;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpStream;
 
+use crate::conn_timeouts::{self, Activity, GuardedBody, TimedBody, Watched};
+use crate::limits::{Limits, Refusal, Refusals};
 use crate::tls_stream::{self, TlsStream};
-
-/// Bound on a client completing the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Concurrent streams one HTTP/2 connection may open (kube-apiserver's default for
 /// `--http2-max-streams-per-connection`).
@@ -38,24 +36,43 @@ pub struct Protocols {
     /// Every request carries the client's address (the audit log records it), not only
     /// while the request log would write it.
     pub always_peer: bool,
+    limits: Limits,
+    refusals: Arc<Refusals>,
 }
 
 impl Default for Protocols {
     fn default() -> Self {
-        let http1 = http1::Builder::new();
+        Protocols::new(Limits::default(), Arc::default())
+    }
+}
+
+impl Protocols {
+    /// The settings for `limits`, counting refusals in `refusals`.
+    pub fn new(limits: Limits, refusals: Arc<Refusals>) -> Self {
+        let mut http1 = http1::Builder::new();
+        // A head larger than this is answered 431 by hyper, as Go answers past
+        // `MaxHeaderBytes`; the read buffer may grow a little past it (never below hyper's
+        // minimum of 8 KiB).
+        http1.max_header_size(limits.max_header_bytes);
+        http1.max_buf_size(limits.max_header_bytes.saturating_add(8192).max(400 * 1024));
         let mut http2 = http2::Builder::new(TokioExecutor::new());
         http2.max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+        // Go's HTTP/2 server advertises `MaxHeaderBytes` as its header list size.
+        http2.max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
         Protocols {
             http1,
             http2,
             always_peer: false,
+            limits,
+            refusals,
         }
     }
 }
 
-/// Completes the TLS handshake on `tcp` and serves HTTP on it until the client leaves or the
-/// graceful shutdown behind `watcher` ends the connection. Failures are only logged (debug):
-/// they concern one client.
+/// Completes the TLS handshake on `tcp` and serves HTTP on it until the client leaves, the
+/// graceful shutdown behind `watcher` ends the connection, or the connection's read
+/// timeouts ([`conn_timeouts`]) close it. Failures are only logged (debug): they concern
+/// one client.
 pub async fn serve(
     tcp: TcpStream,
     peer: SocketAddr,
@@ -68,31 +85,50 @@ pub async fn serve(
     // back only a pointer to the boxed connection: a TLS stream held by value in this
     // function (even one already moved into the connection) would size the task for as
     // long as the connection lives, because a future is as large as its largest state.
+    let limits = protocols.limits.clone();
+    let refusals = protocols.refusals.clone();
     let handshake = Box::pin(async move {
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls_stream::accept(tcp, tls)).await {
+        let timeout = protocols.limits.handshake_timeout();
+        match tokio::time::timeout(timeout, tls_stream::accept(tcp, tls)).await {
             Ok(Ok(stream)) => Some(connection(stream, peer, &protocols, app, watcher)),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "TLS handshake failed");
                 None
             }
-            Err(_) => None,
+            Err(_) => {
+                protocols.refusals.count(Refusal::HandshakeTimeout);
+                tracing::debug!(%peer, "TLS handshake timed out");
+                None
+            }
         }
     });
-    let Some(connection) = handshake.await else {
+    let Some((connection, activity)) = handshake.await else {
         return;
     };
-    let result = connection.await;
-    if let Err(e) = result {
-        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    let header = limits.request_header_timeout;
+    let result = conn_timeouts::enforce(connection, &activity, header, limits.idle_timeout).await;
+    match result {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            if e.is_parse_too_large() {
+                refusals.count(Refusal::HeaderSize);
+            }
+            tracing::debug!(%peer, error = %e, "connection ended with an error");
+        }
+        Err(refusal) => {
+            refusals.count(refusal);
+            tracing::debug!(%peer, limit = refusal.label(), "connection closed by a limit");
+        }
     }
 }
 
 /// A served connection, boxed: the task holds only this pointer.
 type Connection = std::pin::Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
 
-/// The HTTP connection on an established TLS stream, with the protocol chosen by ALPN.
-/// Requests carry the client's address only while the request log would write it, and the
-/// client's certificate chain ([`PeerCertificates`], for authenticators) when it sent one.
+/// The HTTP connection on an established TLS stream, with the protocol chosen by ALPN, and
+/// the activity its timeouts watch. Requests carry the client's address only while the
+/// request log would write it, and the client's certificate chain ([`PeerCertificates`],
+/// for authenticators) when it sent one.
 ///
 /// [`PeerCertificates`]: crate::http::auth::PeerCertificates
 fn connection(
@@ -101,15 +137,28 @@ fn connection(
     protocols: &Protocols,
     app: axum::Router,
     watcher: Watcher,
-) -> Connection {
+) -> (Connection, Arc<Activity>) {
     let h2 = stream.alpn_protocol() == Some(b"h2".as_slice());
     let certificates = stream
         .peer_certificates()
         .filter(|chain| !chain.is_empty())
         .map(|chain| crate::http::auth::PeerCertificates(chain.into()));
-    let io = TokioIo::new(stream);
+    let activity = Activity::new(!h2);
+    let io = TokioIo::new(Watched::new(stream, activity.clone()));
     let always_peer = protocols.always_peer;
-    let app = tower::ServiceExt::map_request(app, move |mut req: hyper::Request<_>| {
+    let requests = activity.clone();
+    let body_window = protocols.limits.request_body_timeout;
+    let refusals = protocols.refusals.clone();
+    let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        // Held until the response body ends: the connection is not idle meanwhile.
+        let guard = requests.begin();
+        let mut req = req.map(|body| {
+            if hyper::body::Body::is_end_stream(&body) {
+                axum::body::Body::new(body)
+            } else {
+                axum::body::Body::new(TimedBody::new(body, body_window, refusals.clone()))
+            }
+        });
         if always_peer || crate::http::httplog::wants_peer() {
             req.extensions_mut()
                 .insert(crate::http::httplog::Peer(peer));
@@ -117,12 +166,19 @@ fn connection(
         if let Some(c) = &certificates {
             req.extensions_mut().insert(c.clone());
         }
-        req
+        let response = tower::ServiceExt::oneshot(app.clone(), req);
+        async move {
+            let response = match response.await {
+                Ok(r) => r,
+                Err(never) => match never {},
+            };
+            Ok::<_, Infallible>(response.map(|body| GuardedBody::new(body, guard)))
+        }
     });
-    let svc = TowerToHyperService::new(app);
-    if h2 {
+    let connection: Connection = if h2 {
         Box::pin(watcher.watch(protocols.http2.serve_connection(io, svc)))
     } else {
         Box::pin(watcher.watch(protocols.http1.serve_connection(io, svc)))
-    }
+    };
+    (connection, activity)
 }

@@ -12,8 +12,10 @@
 pub mod audit;
 pub mod backup;
 pub mod client_ca;
+mod conn_timeouts;
 mod connection;
 pub mod http;
+pub mod limits;
 pub mod metrics;
 pub mod pod_logs;
 pub mod server;

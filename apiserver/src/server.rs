@@ -99,6 +99,8 @@ pub struct ServerConfig {
     /// controllers' work no request waits for (`controllers::start`); `None`: the server's
     /// own runtime runs everything.
     pub background: Option<tokio::runtime::Handle>,
+    /// The protective limits (`crate::limits`, docs/security.md "Limits").
+    pub limits: crate::limits::Limits,
 }
 
 /// The audit policy file and the log the events go to.
@@ -164,6 +166,7 @@ impl Default for ServerBuilder {
                 backup: None,
                 encryption: None,
                 background: None,
+                limits: crate::limits::Limits::default(),
             },
             authenticator: None,
             authorizer: None,
@@ -318,6 +321,13 @@ impl ServerBuilder {
     /// The runtime for background controller work ([`ServerConfig::background`]).
     pub fn background(mut self, background: tokio::runtime::Handle) -> Self {
         self.config.background = Some(background);
+        self
+    }
+
+    /// The protective limits: timeouts, header, query, selector and page sizes (default:
+    /// [`crate::limits::Limits::default`]).
+    pub fn limits(mut self, limits: crate::limits::Limits) -> Self {
+        self.config.limits = limits;
         self
     }
 
@@ -593,6 +603,7 @@ impl Server {
             &client_ca,
             configured_authenticator,
         )?;
+        let metrics = Arc::new(crate::metrics::Metrics::default());
         let state = Arc::new(AppState {
             registry: registry.clone(),
             surfaces,
@@ -601,7 +612,8 @@ impl Server {
             anonymous: cfg.anonymous_auth,
             ready: false.into(),
             server_address: host.clone(),
-            metrics: Arc::new(crate::metrics::Metrics::default()),
+            metrics: metrics.clone(),
+            limits: cfg.limits.clone(),
             object_counts: std::sync::Mutex::new(None),
             event_window: cfg.event_window,
             version: cfg.build_info.to_json(),
@@ -616,7 +628,8 @@ impl Server {
         });
         let app = http::router(state.clone());
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let mut protocols = connection::Protocols::default();
+        let mut protocols =
+            connection::Protocols::new(cfg.limits.clone(), metrics.limit_refusals.clone());
         protocols.always_peer = audit.is_some();
         let protocols = Arc::new(protocols);
 

@@ -26,6 +26,7 @@ mod kube_rs;
 mod kube_rs_crd;
 mod kubectl;
 mod large_lists;
+mod limits;
 mod logs;
 mod oidc;
 mod pod_logs;

@@ -97,6 +97,8 @@ pub struct AppState {
     pub backup: Option<Arc<crate::backup::BackupMetrics>>,
     /// Where pod log requests meet the syncers that serve them ([`crate::pod_logs`]).
     pub pod_logs: Arc<crate::pod_logs::LogBroker>,
+    /// The protective limits the handlers apply (query, selectors, page size, body time).
+    pub limits: crate::limits::Limits,
 }
 
 /// The application router.

@@ -66,8 +66,21 @@ async fn read_body(req: Request<Body>) -> ApiResult<(Option<String>, bytes::Byte
     }
     let body = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
         .await
-        .map_err(|_| too_large())?;
+        .map_err(|e| body_error(&e))?;
     Ok((ct, body))
+}
+
+/// A body that could not be read: too slow (`crate::conn_timeouts::TimedBody`: upstream's
+/// answer to a request cut by its timeout) or too large.
+pub(super) fn body_error(e: &axum::Error) -> ApiError {
+    if crate::conn_timeouts::is_body_timeout(e) {
+        ApiError::new(
+            StatusReason::Timeout,
+            "Timeout: request did not complete within the allotted timeout",
+        )
+    } else {
+        too_large()
+    }
 }
 
 /// Oversized bodies up to this size are drained before the 413 is sent.

@@ -109,6 +109,7 @@ pub(super) async fn app_with(
         spool_dir: dir.path().join("import-spool"),
         backup: None,
         pod_logs: Default::default(),
+        limits: Default::default(),
     });
     App {
         _dir: dir,

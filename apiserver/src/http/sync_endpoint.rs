@@ -447,12 +447,7 @@ pub(super) async fn read_object(
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, negotiation::MAX_BODY_BYTES)
         .await
-        .map_err(|_| {
-            ApiError::new(
-                kplane_types::StatusReason::RequestEntityTooLarge,
-                "the request is too large",
-            )
-        })?;
+        .map_err(|e| super::resources::body_error(&e))?;
     let ct = parts
         .headers
         .get(axum::http::header::CONTENT_TYPE)

@@ -1,0 +1,177 @@
+//! The server's protective limits over real sockets (docs/security.md, "Limits"): clients
+//! that trickle a TLS handshake, a request head or a body are cut off, an idle keep-alive
+//! connection is not, and each cut is counted in `kplane_limit_refusals_total`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+use kplane_e2e::{KplaneServer, ServerOptions};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+/// How many bytes a trickling client sends (one every [`TRICKLE_GAP`]) before the test gives
+/// up on the server closing the connection: far beyond the 1 s limits the tests configure.
+const TRICKLE_BYTES: usize = 300;
+const TRICKLE_GAP: Duration = Duration::from_millis(200);
+
+fn server_with_short_timeouts() -> Result<KplaneServer> {
+    KplaneServer::start_with(
+        ServerOptions::default()
+            .arg("--request-header-timeout=1s")
+            .arg("--request-body-timeout=1s"),
+    )
+}
+
+fn addr(server: &KplaneServer) -> String {
+    server.base_url().trim_start_matches("https://").to_string()
+}
+
+/// A TLS client connection to the server (HTTP/1.1 by ALPN).
+async fn tls_connect(server: &KplaneServer) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = server.ca_pem()?;
+    for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
+        roots.add(cert.context("parsing the CA")?)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = TcpStream::connect(addr(server)).await?;
+    Ok(connector
+        .connect(ServerName::try_from("127.0.0.1")?, tcp)
+        .await?)
+}
+
+/// Sends `bytes` one at a time with a pause between them until the server closes the
+/// connection; `Ok` with what the server answered (possibly nothing) once it has.
+async fn trickle_until_closed<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    bytes: &[u8],
+) -> Result<Vec<u8>> {
+    let mut answer = Vec::new();
+    for b in bytes.iter().cycle().take(TRICKLE_BYTES) {
+        if stream.write_all(&[*b]).await.is_err() || stream.flush().await.is_err() {
+            return Ok(answer);
+        }
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout(TRICKLE_GAP, stream.read(&mut buf)).await {
+            Err(_) => {}                                 // nothing yet: keep trickling
+            Ok(Ok(0)) | Ok(Err(_)) => return Ok(answer), // closed
+            Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
+        }
+    }
+    bail!(
+        "the server kept a connection trickling {TRICKLE_BYTES} bytes open; it answered {:?}",
+        String::from_utf8_lossy(&answer)
+    )
+}
+
+/// `GET path` over a new TLS connection with the admin token, the response as text.
+async fn get(server: &KplaneServer, path: &str) -> Result<String> {
+    let mut tls = tls_connect(server).await?;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+        server.token()
+    );
+    tls.write_all(request.as_bytes()).await?;
+    let mut out = Vec::new();
+    tls.read_to_end(&mut out).await.ok();
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The value of `kplane_limit_refusals_total{limit="<limit>"}`.
+async fn refusals(server: &KplaneServer, limit: &str) -> Result<u64> {
+    let metrics = get(server, "/metrics").await?;
+    let prefix = format!("kplane_limit_refusals_total{{limit=\"{limit}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .context("no refusal counter")?
+        .trim()
+        .parse()
+        .context("not a number")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowloris_connection_is_closed() -> Result<()> {
+    let server = server_with_short_timeouts()?;
+
+    // Trickling the TLS handshake itself.
+    let tcp = TcpStream::connect(addr(&server)).await?;
+    trickle_until_closed(tcp, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03").await?;
+
+    // A complete handshake, then a request head one byte at a time.
+    let tls = tls_connect(&server).await?;
+    trickle_until_closed(
+        tls,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaa",
+    )
+    .await?;
+
+    // A request whose body trickles: the server answers upstream's timeout Status.
+    let mut tls = tls_connect(&server).await?;
+    let head = format!(
+        "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {}\r\nContent-Type: application/json\r\n\
+         Content-Length: 100000\r\n\r\n",
+        server.token()
+    );
+    tls.write_all(head.as_bytes()).await?;
+    let answer = trickle_until_closed(tls, b"{\"kind\":").await?;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    assert!(
+        answer.contains("Timeout: request did not complete within the allotted timeout"),
+        "{answer}"
+    );
+
+    for limit in [
+        "tls_handshake_timeout",
+        "request_header_timeout",
+        "request_body_timeout",
+    ] {
+        assert!(refusals(&server, limit).await? >= 1, "{limit} not counted");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_keep_alive_connection_outlives_the_header_timeout() -> Result<()> {
+    let server = server_with_short_timeouts()?;
+    let mut tls = tls_connect(&server).await?;
+    let request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut buf = [0u8; 4096];
+    for _ in 0..2 {
+        tls.write_all(request).await?;
+        let n = tls.read(&mut buf).await?;
+        let answer = String::from_utf8_lossy(&buf[..n]);
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("ok"), "{answer}");
+        // Idle for three header timeouts: only the idle timeout (90 s) may close it.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_connection_is_closed_after_the_idle_timeout() -> Result<()> {
+    let server = KplaneServer::start_with(ServerOptions::default().arg("--idle-timeout=1s"))?;
+    let mut tls = tls_connect(&server).await?;
+    tls.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await?;
+    let mut buf = [0u8; 4096];
+    let n = tls.read(&mut buf).await?;
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // Nothing more is sent: the server closes the connection (read ends).
+    let closed = tokio::time::timeout(Duration::from_secs(60), tls.read(&mut buf)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+    assert!(refusals(&server, "idle_timeout").await? >= 1);
+    Ok(())
+}
