@@ -19,6 +19,8 @@ pub mod health;
 pub mod httplog;
 pub mod impersonation;
 pub mod json;
+#[cfg(test)]
+mod limits_tests;
 mod list_item;
 #[cfg(test)]
 mod list_tests;
@@ -30,6 +32,7 @@ pub mod oidc_discovery;
 pub mod openapi;
 mod pod_log;
 pub mod query;
+mod query_limits;
 #[cfg(test)]
 mod rbac_tests;
 pub mod request_info;
@@ -146,6 +149,10 @@ async fn route(
 ) -> Response {
     // The request deadline filter runs before authentication.
     if let Err(e) = deadline::check_timeout(&scope.info, req.uri().query()) {
+        return e.into_response();
+    }
+    if let Err((refusal, e)) = query_limits::check(&state.limits, req.uri().query()) {
+        state.metrics.limit_refusals.count(refusal);
         return e.into_response();
     }
     let path = scope.info.path.clone();

@@ -284,6 +284,7 @@ async fn serve(
         (Verb::List, None) => {
             let mut lp = super::query::list_params(&q)?;
             lp.annotation = annotation_filter(&req);
+            clamp_page(&state, &mut lp);
             let topts = TableOptions::from_query(&q)?;
             require_verb(&rt, "list")?;
             let repr = negotiation::negotiate(&accept, true, false)?;
@@ -424,6 +425,19 @@ async fn serve(
             method.as_str(),
             &rt.plural,
         ))),
+    }
+}
+
+/// A `limit` above the server's page maximum is served as the maximum: the client gets a
+/// continue token for the rest, as it would from any page (docs/security.md, "Limits").
+fn clamp_page(state: &AppState, lp: &mut super::query::ListParams) {
+    let max = state.limits.max_list_page;
+    if lp.limit.is_some_and(|n| n > max) {
+        lp.limit = Some(max);
+        state
+            .metrics
+            .limit_refusals
+            .count(crate::limits::Refusal::ListPageClamped);
     }
 }
 
