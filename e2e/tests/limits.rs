@@ -175,3 +175,83 @@ async fn an_idle_connection_is_closed_after_the_idle_timeout() -> Result<()> {
     assert!(refusals(&server, "idle_timeout").await? >= 1);
     Ok(())
 }
+
+/// Sends one request head with an `X-Big` header of `size` bytes; the status line answered.
+async fn status_of_head_with_header(server: &KplaneServer, size: usize) -> Result<String> {
+    let tls = tls_connect(server).await?;
+    let (mut read, mut write) = tokio::io::split(tls);
+    let head = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nConnection: close\r\n\r\n",
+        "a".repeat(size)
+    );
+    // The server may answer (and close) before it has read everything.
+    let writer = tokio::spawn(async move {
+        let _ = write.write_all(head.as_bytes()).await;
+        let _ = write.flush().await;
+        write
+    });
+    let mut out = Vec::new();
+    let _ = read.read_to_end(&mut out).await;
+    drop(writer.await);
+    let text = String::from_utf8_lossy(&out);
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_heads_at_above_and_ten_times_the_header_limit() -> Result<()> {
+    const LIMIT: usize = 64 * 1024;
+    let server = KplaneServer::start_with(
+        ServerOptions::default().arg(format!("--max-header-bytes={LIMIT}")),
+    )?;
+    // The request line and the other headers take under 1 KiB of the limit.
+    assert_eq!(
+        status_of_head_with_header(&server, LIMIT - 1024).await?,
+        "HTTP/1.1 200 OK"
+    );
+    assert_eq!(
+        status_of_head_with_header(&server, LIMIT + 1).await?,
+        "HTTP/1.1 431 Request Header Fields Too Large"
+    );
+    let ten_times = status_of_head_with_header(&server, 10 * LIMIT).await?;
+    assert!(
+        ten_times.is_empty() || ten_times.starts_with("HTTP/1.1 431"),
+        "{ten_times}"
+    );
+    assert!(refusals(&server, "max_header_bytes").await? >= 2);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_outlives_the_idle_and_header_timeouts() -> Result<()> {
+    let server = KplaneServer::start_with(
+        ServerOptions::default()
+            .arg("--idle-timeout=1s")
+            .arg("--request-header-timeout=1s"),
+    )?;
+    let mut tls = tls_connect(&server).await?;
+    let head = format!(
+        "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n\
+         Authorization: Bearer {}\r\n\r\n",
+        server.token()
+    );
+    tls.write_all(head.as_bytes()).await?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = tls.read(&mut buf).await?;
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    // Three idle timeouts with nothing sent either way, then an event arrives on the watch.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    server.kubectl_ok(&["create", "configmap", "after-idle"])?;
+    let mut seen = String::new();
+    while !seen.contains("after-idle") {
+        let n = tokio::time::timeout(Duration::from_secs(60), tls.read(&mut buf)).await??;
+        if n == 0 {
+            bail!("the watch was closed; it had sent {seen}");
+        }
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    Ok(())
+}
