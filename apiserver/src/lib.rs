@@ -22,6 +22,7 @@ pub mod server;
 pub mod serviceaccount;
 pub mod shared_credentials;
 pub mod tls;
+mod tls_reload;
 mod tls_stream;
 pub mod version;
 pub mod watchdog;

@@ -365,13 +365,13 @@ fn authenticator_chain(
     cfg: &ServerConfig,
     admin_token: String,
     service_accounts: Arc<dyn Authenticator>,
-    client_ca: &client_ca::ClientCa,
+    x509: Arc<X509Authenticator>,
     configured: Option<Arc<dyn Authenticator>>,
 ) -> Result<Arc<dyn Authenticator>, ServerError> {
     let mut chain: Vec<Arc<dyn Authenticator>> = vec![
         Arc::new(AdminTokenAuthenticator::new(admin_token)),
         service_accounts,
-        Arc::new(X509Authenticator::new(client_ca).map_err(tls::TlsError::from)?),
+        x509,
     ];
     if let Some(path) = &cfg.token_auth_file {
         let tokens = TokenFileAuthenticator::from_file(path)
@@ -524,7 +524,21 @@ impl Server {
             Some(signer) => Some(client_ca::issue_admin(signer, &pki_dir)?),
             None => None,
         };
-        let tls_config = tls::server_config(&pki, Some(&client_ca))?;
+        let x509 = Arc::new(X509Authenticator::new(&client_ca).map_err(tls::TlsError::from)?);
+        let tls_files = crate::tls_reload::TlsFiles {
+            cert: pki_dir.join(tls::SERVING_CERT_FILE),
+            key: pki_dir.join(tls::SERVING_KEY_FILE),
+            client_ca: cfg
+                .client_ca_file
+                .clone()
+                .unwrap_or_else(|| pki_dir.join(client_ca::CA_CERT_FILE)),
+        };
+        let tls_reloader = Arc::new(crate::tls_reload::Reloader::new(
+            tls_files,
+            pki.ca_pem.clone(),
+            tls::server_config(&pki, Some(&client_ca))?,
+            x509.clone(),
+        ));
         let token = load_or_create_token(&cfg.data_dir.join("admin.token"))?;
         let sa_keys = Arc::new(
             crate::serviceaccount::keys::load(
@@ -600,7 +614,7 @@ impl Server {
             &cfg,
             token.clone(),
             sa_authenticator,
-            &client_ca,
+            x509.clone(),
             configured_authenticator,
         )?;
         let metrics = Arc::new(crate::metrics::Metrics::default());
@@ -627,6 +641,7 @@ impl Server {
             pod_logs: Default::default(),
         });
         let app = http::router(state.clone());
+        tokio::spawn(tls_reloader.clone().run(shutdown_tx.subscribe()));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let mut protocols =
             connection::Protocols::new(cfg.limits.clone(), metrics.limit_refusals.clone());
@@ -661,7 +676,7 @@ impl Server {
             tokio::spawn(connection::serve(
                 tcp,
                 peer,
-                tls_config.clone(),
+                tls_reloader.config(),
                 protocols.clone(),
                 app.clone(),
                 graceful.watcher(),
