@@ -128,15 +128,16 @@ impl Drop for ActiveGuard {
     }
 }
 
-/// A response body that keeps its request's [`ActiveGuard`] until it ends.
+/// A response body that keeps a guard (its request's [`ActiveGuard`], a watch's permit)
+/// until it ends.
 #[derive(Debug)]
-pub struct GuardedBody {
+pub struct GuardedBody<G = ActiveGuard> {
     inner: axum::body::Body,
-    _guard: ActiveGuard,
+    _guard: G,
 }
 
-impl GuardedBody {
-    pub fn new(inner: axum::body::Body, guard: ActiveGuard) -> Self {
+impl<G> GuardedBody<G> {
+    pub fn new(inner: axum::body::Body, guard: G) -> Self {
         GuardedBody {
             inner,
             _guard: guard,
@@ -144,7 +145,7 @@ impl GuardedBody {
     }
 }
 
-impl hyper::body::Body for GuardedBody {
+impl<G: Unpin> hyper::body::Body for GuardedBody<G> {
     type Data = bytes::Bytes;
     type Error = axum::Error;
 

@@ -32,6 +32,8 @@ const MAX_CONCURRENT_STREAMS: u32 = 1000;
 #[derive(Debug)]
 pub struct Protocols {
     http1: http1::Builder,
+    /// HTTP/1.1 without keep-alive, for connections over the per-address limit.
+    http1_refusing: http1::Builder,
     http2: http2::Builder<TokioExecutor>,
     /// Every request carries the client's address (the audit log records it), not only
     /// while the request log would write it.
@@ -55,12 +57,15 @@ impl Protocols {
         // minimum of 8 KiB).
         http1.max_header_size(limits.max_header_bytes);
         http1.max_buf_size(limits.max_header_bytes.saturating_add(8192).max(400 * 1024));
+        let mut http1_refusing = http1.clone();
+        http1_refusing.keep_alive(false);
         let mut http2 = http2::Builder::new(TokioExecutor::new());
         http2.max_concurrent_streams(MAX_CONCURRENT_STREAMS);
         // Go's HTTP/2 server advertises `MaxHeaderBytes` as its header list size.
         http2.max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
         Protocols {
             http1,
+            http1_refusing,
             http2,
             always_peer: false,
             limits,
@@ -73,9 +78,13 @@ impl Protocols {
 /// graceful shutdown behind `watcher` ends the connection, or the connection's read
 /// timeouts ([`conn_timeouts`]) close it. Failures are only logged (debug): they concern
 /// one client.
+/// `permit` is the connection's unit of its address' count; without one the address is
+/// over `--max-connections-per-ip` and every request is answered [`too_many_connections`]
+/// until the connection closes (HTTP/1.1 after the first answer, HTTP/2 once idle for the
+/// header timeout).
 pub async fn serve(
     tcp: TcpStream,
-    peer: SocketAddr,
+    (peer, permit): (SocketAddr, Option<crate::quotas::Permit<std::net::IpAddr>>),
     tls: Arc<rustls::ServerConfig>,
     protocols: Arc<Protocols>,
     app: axum::Router,
@@ -87,10 +96,11 @@ pub async fn serve(
     // long as the connection lives, because a future is as large as its largest state.
     let limits = protocols.limits.clone();
     let refusals = protocols.refusals.clone();
+    let refused = permit.is_none();
     let handshake = Box::pin(async move {
         let timeout = protocols.limits.handshake_timeout();
         match tokio::time::timeout(timeout, tls_stream::accept(tcp, tls)).await {
-            Ok(Ok(stream)) => Some(connection(stream, peer, &protocols, app, watcher)),
+            Ok(Ok(stream)) => Some(connection(stream, peer, &protocols, app, watcher, refused)),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "TLS handshake failed");
                 None
@@ -106,7 +116,9 @@ pub async fn serve(
         return;
     };
     let header = limits.request_header_timeout;
-    let result = conn_timeouts::enforce(connection, &activity, header, limits.idle_timeout).await;
+    let idle = if refused { header } else { limits.idle_timeout };
+    let result = conn_timeouts::enforce(connection, &activity, header, idle).await;
+    drop(permit);
     match result {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
@@ -137,6 +149,7 @@ fn connection(
     protocols: &Protocols,
     app: axum::Router,
     watcher: Watcher,
+    refused: bool,
 ) -> (Connection, Arc<Activity>) {
     let h2 = stream.alpn_protocol() == Some(b"h2".as_slice());
     let certificates = stream
@@ -166,7 +179,11 @@ fn connection(
         if let Some(c) = &certificates {
             req.extensions_mut().insert(c.clone());
         }
-        let response = tower::ServiceExt::oneshot(app.clone(), req);
+        let response = if refused {
+            futures::future::Either::Left(std::future::ready(Ok(too_many_connections())))
+        } else {
+            futures::future::Either::Right(tower::ServiceExt::oneshot(app.clone(), req))
+        };
         async move {
             let response = match response.await {
                 Ok(r) => r,
@@ -177,8 +194,21 @@ fn connection(
     });
     let connection: Connection = if h2 {
         Box::pin(watcher.watch(protocols.http2.serve_connection(io, svc)))
+    } else if refused {
+        Box::pin(watcher.watch(protocols.http1_refusing.serve_connection(io, svc)))
     } else {
         Box::pin(watcher.watch(protocols.http1.serve_connection(io, svc)))
     };
     (connection, activity)
+}
+
+/// The answer to every request of a connection over `--max-connections-per-ip`: a 429
+/// Status with Retry-After, as kube-apiserver answers a request it has no seat for.
+fn too_many_connections() -> axum::response::Response {
+    let mut e = kplane_registry::ApiError::new(
+        kplane_types::StatusReason::TooManyRequests,
+        "too many connections from this address, please try again later",
+    );
+    e.0.retry_after = Some(1);
+    crate::http::error::StatusResponse::into_response(e)
 }

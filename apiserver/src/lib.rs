@@ -12,12 +12,13 @@
 pub mod audit;
 pub mod backup;
 pub mod client_ca;
-mod conn_timeouts;
+pub(crate) mod conn_timeouts;
 mod connection;
 pub mod http;
 pub mod limits;
 pub mod metrics;
 pub mod pod_logs;
+pub mod quotas;
 pub mod server;
 pub mod serviceaccount;
 pub mod shared_credentials;

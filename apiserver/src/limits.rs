@@ -38,6 +38,12 @@ pub struct Limits {
     /// The most objects one LIST page holds: a larger `limit` is served as this one, with a
     /// continue token when more remain (kube-apiserver has no maximum).
     pub max_list_page: usize,
+    /// The most watches one user (name and uid) may hold open; more is a 429. Members of
+    /// `system:masters` are exempt, as from kube-apiserver's priority and fairness.
+    pub max_watches_per_user: usize,
+    /// The most connections one client IP address may hold open; more are answered 429 and
+    /// closed.
+    pub max_connections_per_ip: usize,
 }
 
 /// The TLS handshake is bounded by this, or by the header timeout when that is shorter.
@@ -54,6 +60,8 @@ impl Default for Limits {
             max_selector_requirements: 100,
             max_selector_values: 1000,
             max_list_page: 10_000,
+            max_watches_per_user: 1000,
+            max_connections_per_ip: 20_000,
         }
     }
 }
@@ -84,10 +92,14 @@ pub enum Refusal {
     SelectorComplexity,
     /// A LIST `limit` above `max_list_page`, served as the maximum (not an error).
     ListPageClamped,
+    /// A watch over `max_watches_per_user` (429).
+    WatchesPerUser,
+    /// A connection over `max_connections_per_ip` (429, then closed).
+    ConnectionsPerIp,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 8] = [
+    const ALL: [Refusal; 10] = [
         Refusal::HandshakeTimeout,
         Refusal::HeaderTimeout,
         Refusal::BodyTimeout,
@@ -96,6 +108,8 @@ impl Refusal {
         Refusal::QueryLength,
         Refusal::SelectorComplexity,
         Refusal::ListPageClamped,
+        Refusal::WatchesPerUser,
+        Refusal::ConnectionsPerIp,
     ];
 
     /// The metric label.
@@ -109,6 +123,8 @@ impl Refusal {
             Refusal::QueryLength => "max_query_length",
             Refusal::SelectorComplexity => "selector_complexity",
             Refusal::ListPageClamped => "max_list_page",
+            Refusal::WatchesPerUser => "max_watches_per_user",
+            Refusal::ConnectionsPerIp => "max_connections_per_ip",
         }
     }
 }

@@ -628,6 +628,7 @@ impl Server {
             server_address: host.clone(),
             metrics: metrics.clone(),
             limits: cfg.limits.clone(),
+            watches: Default::default(),
             object_counts: std::sync::Mutex::new(None),
             event_window: cfg.event_window,
             version: cfg.build_info.to_json(),
@@ -659,6 +660,7 @@ impl Server {
         write_atomic(&cfg.data_dir.join("admin.kubeconfig"), kc.as_bytes())?;
         tracing::info!(address = %local, kubeconfig = %cfg.data_dir.join("admin.kubeconfig").display(), "kplane is ready");
 
+        let connections = Arc::new(crate::quotas::ConnectionCounts::default());
         tokio::pin!(shutdown);
         loop {
             let (tcp, peer) = tokio::select! {
@@ -673,9 +675,16 @@ impl Server {
                 },
             };
             let _ = tcp.set_nodelay(true);
+            let permit = connections.acquire(&peer.ip(), cfg.limits.max_connections_per_ip);
+            if permit.is_none() {
+                state
+                    .metrics
+                    .limit_refusals
+                    .count(crate::limits::Refusal::ConnectionsPerIp);
+            }
             tokio::spawn(connection::serve(
                 tcp,
-                peer,
+                (peer, permit),
                 tls_reloader.config(),
                 protocols.clone(),
                 app.clone(),

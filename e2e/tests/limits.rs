@@ -255,3 +255,119 @@ async fn a_watch_outlives_the_idle_and_header_timeouts() -> Result<()> {
     }
     Ok(())
 }
+
+/// Sends `head` on a new connection and reads until the response head is complete.
+async fn response_head(
+    server: &KplaneServer,
+    head: &str,
+) -> Result<(String, tokio_rustls::client::TlsStream<TcpStream>)> {
+    let mut tls = tls_connect(server).await?;
+    tls.write_all(head.as_bytes()).await?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !out.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(60), tls.read(&mut buf)).await??;
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    // A little more, for a Status body that came with the head.
+    if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(500), tls.read(&mut buf)).await {
+        out.extend_from_slice(&buf[..n]);
+    }
+    Ok((String::from_utf8_lossy(&out).into_owned(), tls))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_per_address_limit_are_answered_429_and_closed() -> Result<()> {
+    let server =
+        KplaneServer::start_with(ServerOptions::default().arg("--max-connections-per-ip=3"))?;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(tls_connect(&server).await?);
+    }
+    let (answer, _) = response_head(&server, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await?;
+    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
+    assert!(answer.to_lowercase().contains("retry-after: 1"), "{answer}");
+    assert!(
+        answer.contains("\"reason\":\"TooManyRequests\""),
+        "{answer}"
+    );
+    assert!(
+        answer.to_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    // One closed: the address has room again (the server notices the close soon after).
+    drop(held.pop());
+    let mut ok = false;
+    for _ in 0..100 {
+        let (answer, _) =
+            response_head(&server, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await?;
+        if answer.starts_with("HTTP/1.1 200") {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ok, "no connection admitted after one closed");
+    drop(held);
+    assert!(refusals(&server, "max_connections_per_ip").await? >= 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_over_the_per_user_limit_are_answered_429() -> Result<()> {
+    let scratch = tempfile::tempdir()?;
+    let tokens = scratch.path().join("tokens.csv");
+    std::fs::write(&tokens, "alice-token,alice,alice-uid\n")?;
+    let server = KplaneServer::start_with(
+        ServerOptions::default()
+            .arg("--max-watches-per-user=2")
+            .arg(format!("--token-auth-file={}", tokens.display())),
+    )?;
+    server.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "alice-view",
+        "--clusterrole=view",
+        "--user=alice",
+    ])?;
+    let watch = |token: &str| {
+        format!(
+            "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n\
+             Authorization: Bearer {token}\r\n\r\n"
+        )
+    };
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let (answer, conn) = response_head(&server, &watch("alice-token")).await?;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        held.push(conn);
+    }
+    let (answer, _) = response_head(&server, &watch("alice-token")).await?;
+    assert!(answer.starts_with("HTTP/1.1 429"), "{answer}");
+    assert!(answer.to_lowercase().contains("retry-after: 1"), "{answer}");
+    assert!(
+        answer.contains("too many watches: user \\\"alice\\\" has 2 open, the limit"),
+        "{answer}"
+    );
+    // The admin (system:masters) is exempt.
+    let (answer, _admin) = response_head(&server, &watch(server.token())).await?;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A watch that ends gives its place back.
+    drop(held.pop());
+    let mut ok = false;
+    for _ in 0..100 {
+        let (answer, conn) = response_head(&server, &watch("alice-token")).await?;
+        if answer.starts_with("HTTP/1.1 200") {
+            ok = true;
+            held.push(conn);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ok, "no watch admitted after one ended");
+    assert!(refusals(&server, "max_watches_per_user").await? >= 1);
+    Ok(())
+}

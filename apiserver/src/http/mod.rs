@@ -102,6 +102,8 @@ pub struct AppState {
     pub pod_logs: Arc<crate::pod_logs::LogBroker>,
     /// The protective limits the handlers apply (query, selectors, page size, body time).
     pub limits: crate::limits::Limits,
+    /// Watches open per user, under `limits.max_watches_per_user`.
+    pub watches: Arc<crate::quotas::WatchCounts>,
 }
 
 /// The application router.

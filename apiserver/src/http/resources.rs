@@ -271,14 +271,18 @@ async fn serve(
             let blueprint = watch_list
                 .then(|| super::watch_list::blueprint(&rt, repr, encoding))
                 .transpose()?;
+            let permit = watch_permit(&state, user)?;
             let setup = reg.watch(&target, &lp).await?;
-            Ok(response::watch(
-                rt.clone(),
-                setup,
-                (repr, encoding),
-                topts,
-                blueprint,
-                state.metrics.clone(),
+            Ok(with_permit(
+                response::watch(
+                    rt.clone(),
+                    setup,
+                    (repr, encoding),
+                    topts,
+                    blueprint,
+                    state.metrics.clone(),
+                ),
+                permit,
             ))
         }
         (Verb::List, None) => {
@@ -425,6 +429,49 @@ async fn serve(
             method.as_str(),
             &rt.plural,
         ))),
+    }
+}
+
+/// A unit of the user's watch count (`--max-watches-per-user`; `system:masters` are
+/// exempt, as from kube-apiserver's priority and fairness): a 429 with Retry-After when
+/// the user holds the maximum.
+fn watch_permit(
+    state: &AppState,
+    user: &UserInfo,
+) -> ApiResult<Option<crate::quotas::Permit<(String, String)>>> {
+    if user.groups.iter().any(|g| g == "system:masters") {
+        return Ok(None);
+    }
+    let key = (user.username.clone(), user.uid.clone());
+    let max = state.limits.max_watches_per_user;
+    match state.watches.acquire(&key, max) {
+        Some(p) => Ok(Some(p)),
+        None => {
+            state
+                .metrics
+                .limit_refusals
+                .count(crate::limits::Refusal::WatchesPerUser);
+            let mut e = ApiError::new(
+                StatusReason::TooManyRequests,
+                format!(
+                    "too many watches: user {:?} has {max} open, the limit",
+                    user.username
+                ),
+            );
+            e.0.retry_after = Some(1);
+            Err(e)
+        }
+    }
+}
+
+/// The watch response, holding its permit until the stream ends.
+fn with_permit(
+    resp: Response,
+    permit: Option<crate::quotas::Permit<(String, String)>>,
+) -> Response {
+    match permit {
+        Some(p) => resp.map(|b| Body::new(crate::conn_timeouts::GuardedBody::new(b, p))),
+        None => resp,
     }
 }
 

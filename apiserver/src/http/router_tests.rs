@@ -128,6 +128,7 @@ pub(super) async fn app_with_limits(
         backup: None,
         pod_logs: Default::default(),
         limits,
+        watches: Default::default(),
     });
     App {
         _dir: dir,

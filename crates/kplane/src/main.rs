@@ -262,6 +262,16 @@ struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 10_000,
         value_parser = clap::value_parser!(u64).range(1..))]
     max_list_page: u64,
+    /// Limits: the most watches one user may hold open (system:masters exempt); more is a
+    /// 429 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_watches_per_user: u64,
+    /// Limits: the most connections one client IP address may hold open; more are answered
+    /// 429 with Retry-After and closed.
+    #[arg(long, value_name = "N", default_value_t = 20_000,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_ip: u64,
 }
 
 impl ServeArgs {
@@ -277,6 +287,8 @@ impl ServeArgs {
             max_selector_requirements: size(self.max_selector_requirements),
             max_selector_values: size(self.max_selector_values),
             max_list_page: size(self.max_list_page),
+            max_watches_per_user: size(self.max_watches_per_user),
+            max_connections_per_ip: size(self.max_connections_per_ip),
         }
     }
 }
