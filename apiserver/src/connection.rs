@@ -9,6 +9,12 @@
 //! it was a third of the memory of an idle watch (docs/performance.md).
 //!
 //! Protocol upgrades (exec, attach, port-forward) are not served.
+//!
+//! The limits of a connection (docs/security.md, "Limits") are applied here: the handshake
+//! timeout, the header and idle timeouts (`conn_timeouts`, which also times request
+//! bodies), the header size (hyper's settings: HTTP/1.1 answers 431 past it, HTTP/2
+//! advertises it as the header list size), and the answer to a connection over the
+//! per-address limit ([`too_many_connections`]).
 
 use std::convert::Infallible;
 use std::future::Future;
