@@ -153,3 +153,20 @@ async fn query_and_selector_limits_answer_a_status_before_authentication() {
     let (code, body) = send(&app, Method::GET, &uri, Some(ADMIN), None).await;
     assert_eq!(code, StatusCode::OK, "{body}");
 }
+
+#[tokio::test]
+async fn the_sync_endpoint_applies_the_selector_limit_too() {
+    let app = app(Limits::default()).await;
+    let selector: Vec<String> = (0..101).map(|i| format!("k{i}=v")).collect();
+    let uri = format!(
+        "/services/sync/root/east/clusters/*/apis/batch/v1/jobs?labelSelector={}",
+        selector.join(",")
+    );
+    let (code, status) = send(&app, Method::GET, &uri, None, None).await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{status}");
+    assert_eq!(
+        status["message"],
+        "labelSelector has 101 requirements, more than the limit of 100"
+    );
+    assert_eq!(refusals(&app, "selector_complexity").await, 1);
+}

@@ -260,6 +260,10 @@ async fn serve(
     if let Err(e) = super::deadline::check_timeout(&info, req.uri().query()) {
         return e.into_response();
     }
+    if let Err((refusal, e)) = super::query_limits::check(&state.limits, req.uri().query()) {
+        state.metrics.limit_refusals.count(refusal);
+        return e.into_response();
+    }
     let path = req.uri().path().to_string();
     let authenticated =
         match filters::authenticated(state, req.headers(), req.extensions(), &path).await {
