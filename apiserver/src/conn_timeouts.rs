@@ -9,8 +9,8 @@
 //! Three pieces share one [`Activity`] per connection: [`Watched`], the stream, notes the
 //! first bytes read while no request is in flight; [`ActiveGuard`], held by each request
 //! from the moment hyper hands it over until its response body ends (a watch stays active
-//! for as long as it streams); and [`enforce`], which runs the connection and drops it once
-//! the deadline the activity implies has passed.
+//! for as long as it streams); and [`run`], which runs the connection, drops it once its
+//! header deadline has passed and closes it gracefully (HTTP/2: GOAWAY) once idle.
 //!
 //! Request bodies have their own rule ([`TimedBody`]): from the moment a handler starts
 //! reading, each `request_body_timeout` window must bring at least
@@ -324,21 +324,70 @@ where
     }
 }
 
-/// Runs `connection` until it ends, or until `activity` is past its header or idle
-/// deadline: then the connection is dropped (closed) and the refusal returned.
-pub async fn enforce<F: Future + Unpin>(
-    mut connection: F,
+/// A hyper server connection that can be asked to finish gracefully (HTTP/1.1: close once
+/// the request in flight is answered; HTTP/2: GOAWAY, then close once its streams end).
+pub trait Graceful: Future<Output = Result<(), hyper::Error>> {
+    fn graceful_shutdown(self: Pin<&mut Self>);
+}
+
+impl<I, B, S> Graceful for hyper::server::conn::http1::Connection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
+    S::Error: Into<axum::BoxError>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        hyper::server::conn::http1::Connection::graceful_shutdown(self);
+    }
+}
+
+impl<I, B, S, E> Graceful for hyper::server::conn::http2::Connection<I, S, E>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
+    S::Error: Into<axum::BoxError>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<axum::BoxError>,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, B>,
+{
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        hyper::server::conn::http2::Connection::graceful_shutdown(self);
+    }
+}
+
+/// Runs `connection` until it ends, with the connection's result and the limit that ended
+/// it, if one did. Past its header deadline the connection is dropped at once (its client
+/// is trickling a request); past its idle deadline, or when `drain` fires (the server is
+/// shutting down), it is asked to finish gracefully, and dropped if it has not finished by
+/// the next deadline. `drain` is held until the connection ends, so the server's shutdown
+/// can wait for every connection.
+pub async fn run<C: Graceful + ?Sized>(
+    mut connection: Pin<Box<C>>,
     activity: &Activity,
-    header: Duration,
-    idle: Duration,
-) -> Result<F::Output, Refusal> {
+    (header, idle): (Duration, Duration),
+    mut drain: tokio::sync::watch::Receiver<()>,
+) -> (Result<(), hyper::Error>, Option<Refusal>) {
     let sleep = tokio::time::sleep(header.min(idle));
     tokio::pin!(sleep);
+    let mut closing = false;
+    let mut refusal = None;
     loop {
         tokio::select! {
-            out = &mut connection => return Ok(out),
+            out = connection.as_mut() => return (out, refusal),
+            _ = drain.changed(), if !closing => {
+                closing = true;
+                connection.as_mut().graceful_shutdown();
+            }
             () = &mut sleep => match activity.next(Instant::now(), header, idle) {
-                Next::Close(refusal) => return Err(refusal),
+                Next::Close(Refusal::IdleTimeout) if !closing => {
+                    closing = true;
+                    refusal = Some(Refusal::IdleTimeout);
+                    connection.as_mut().graceful_shutdown();
+                    sleep.as_mut().reset(Instant::now() + header);
+                }
+                Next::Close(r) => return (Ok(()), refusal.or(Some(r))),
                 Next::At(at) => sleep.as_mut().reset(at),
             },
         }

@@ -1,6 +1,6 @@
 //! Serving one accepted TCP connection: the TLS handshake, then HTTP/2 or HTTP/1.1 chosen by
 //! the protocol the client negotiated with ALPN (as Go's net/http does: no ALPN means
-//! HTTP/1.1), each served by hyper's own connection type under the graceful-shutdown watcher.
+//! HTTP/1.1), each served by hyper's own connection type until it ends or the server drains it.
 //!
 //! Why not hyper-util's auto-detecting builder: it reads the first bytes to sniff the HTTP/2
 //! preface and replays them to hyper, and that short first read makes hyper's HTTP/1 read
@@ -17,16 +17,14 @@
 //! per-address limit ([`too_many_connections`]).
 
 use std::convert::Infallible;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::graceful::Watcher;
 use tokio::net::TcpStream;
 
-use crate::conn_timeouts::{self, Activity, GuardedBody, TimedBody, Watched};
+use crate::conn_timeouts::{self, Activity, Graceful, GuardedBody, TimedBody, Watched};
 use crate::limits::{Limits, Refusal, Refusals};
 use crate::tls_stream::{self, TlsStream};
 
@@ -80,10 +78,11 @@ impl Protocols {
     }
 }
 
-/// Completes the TLS handshake on `tcp` and serves HTTP on it until the client leaves, the
-/// graceful shutdown behind `watcher` ends the connection, or the connection's read
+/// Completes the TLS handshake on `tcp` and serves HTTP on it until the client leaves,
+/// `drain` (the server's shutdown) ends the connection gracefully, or the connection's
 /// timeouts ([`conn_timeouts`]) close it. Failures are only logged (debug): they concern
 /// one client.
+///
 /// `permit` is the connection's unit of its address' count; without one the address is
 /// over `--max-connections-per-ip` and every request is answered [`too_many_connections`]
 /// until the connection closes (HTTP/1.1 after the first answer, HTTP/2 once idle for the
@@ -94,7 +93,7 @@ pub async fn serve(
     tls: Arc<rustls::ServerConfig>,
     protocols: Arc<Protocols>,
     app: axum::Router,
-    watcher: Watcher,
+    drain: tokio::sync::watch::Receiver<()>,
 ) {
     // The handshake runs in a future of its own, boxed and freed once it is done, and hands
     // back only a pointer to the boxed connection: a TLS stream held by value in this
@@ -106,7 +105,7 @@ pub async fn serve(
     let handshake = Box::pin(async move {
         let timeout = protocols.limits.handshake_timeout();
         match tokio::time::timeout(timeout, tls_stream::accept(tcp, tls)).await {
-            Ok(Ok(stream)) => Some(connection(stream, peer, &protocols, app, watcher, refused)),
+            Ok(Ok(stream)) => Some(connection(stream, peer, &protocols, app, refused)),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "TLS handshake failed");
                 None
@@ -123,25 +122,22 @@ pub async fn serve(
     };
     let header = limits.request_header_timeout;
     let idle = if refused { header } else { limits.idle_timeout };
-    let result = conn_timeouts::enforce(connection, &activity, header, idle).await;
+    let (result, refusal) = conn_timeouts::run(connection, &activity, (header, idle), drain).await;
     drop(permit);
-    match result {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            if e.is_parse_too_large() {
-                refusals.count(Refusal::HeaderSize);
-            }
-            tracing::debug!(%peer, error = %e, "connection ended with an error");
+    if let Err(e) = result {
+        if e.is_parse_too_large() {
+            refusals.count(Refusal::HeaderSize);
         }
-        Err(refusal) => {
-            refusals.count(refusal);
-            tracing::debug!(%peer, limit = refusal.label(), "connection closed by a limit");
-        }
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+    if let Some(refusal) = refusal {
+        refusals.count(refusal);
+        tracing::debug!(%peer, limit = refusal.label(), "connection closed by a limit");
     }
 }
 
 /// A served connection, boxed: the task holds only this pointer.
-type Connection = std::pin::Pin<Box<dyn Future<Output = Result<(), hyper::Error>> + Send>>;
+type Connection = std::pin::Pin<Box<dyn Graceful + Send>>;
 
 /// The HTTP connection on an established TLS stream, with the protocol chosen by ALPN, and
 /// the activity its timeouts watch. Requests carry the client's address only while the
@@ -154,7 +150,6 @@ fn connection(
     peer: SocketAddr,
     protocols: &Protocols,
     app: axum::Router,
-    watcher: Watcher,
     refused: bool,
 ) -> (Connection, Arc<Activity>) {
     let h2 = stream.alpn_protocol() == Some(b"h2".as_slice());
@@ -199,11 +194,11 @@ fn connection(
         }
     });
     let connection: Connection = if h2 {
-        Box::pin(watcher.watch(protocols.http2.serve_connection(io, svc)))
+        Box::pin(protocols.http2.serve_connection(io, svc))
     } else if refused {
-        Box::pin(watcher.watch(protocols.http1_refusing.serve_connection(io, svc)))
+        Box::pin(protocols.http1_refusing.serve_connection(io, svc))
     } else {
-        Box::pin(watcher.watch(protocols.http1.serve_connection(io, svc)))
+        Box::pin(protocols.http1.serve_connection(io, svc))
     };
     (connection, activity)
 }

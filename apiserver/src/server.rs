@@ -643,7 +643,9 @@ impl Server {
         });
         let app = http::router(state.clone());
         tokio::spawn(tls_reloader.clone().run(shutdown_tx.subscribe()));
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        // Every connection holds a receiver until it ends: the shutdown signals them all,
+        // then waits for the last to close.
+        let (drain, _) = tokio::sync::watch::channel(());
         let mut protocols =
             connection::Protocols::new(cfg.limits.clone(), metrics.limit_refusals.clone());
         protocols.always_peer = audit.is_some();
@@ -688,13 +690,14 @@ impl Server {
                 tls_reloader.config(),
                 protocols.clone(),
                 app.clone(),
-                graceful.watcher(),
+                drain.subscribe(),
             ));
         }
         tracing::info!("shutting down: ending watches and finishing in-flight requests");
         drop(listener);
         let _ = shutdown_tx.send(true);
-        if tokio::time::timeout(cfg.shutdown_grace, graceful.shutdown())
+        let _ = drain.send(());
+        if tokio::time::timeout(cfg.shutdown_grace, drain.closed())
             .await
             .is_err()
         {

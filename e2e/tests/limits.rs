@@ -73,17 +73,26 @@ async fn trickle_until_closed<S: AsyncRead + AsyncWrite + Unpin>(
     )
 }
 
-/// `GET path` over a new TLS connection with the admin token, the response as text.
+/// `GET path` over a new TLS connection with the admin token, the response as text. A
+/// connection refused by the per-address limit (the server has not yet seen the test's
+/// earlier connections close) is tried again.
 async fn get(server: &KplaneServer, path: &str) -> Result<String> {
-    let mut tls = tls_connect(server).await?;
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
         server.token()
     );
-    tls.write_all(request.as_bytes()).await?;
-    let mut out = Vec::new();
-    tls.read_to_end(&mut out).await.ok();
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    for _ in 0..100 {
+        let mut tls = tls_connect(server).await?;
+        tls.write_all(request.as_bytes()).await?;
+        let mut out = Vec::new();
+        tls.read_to_end(&mut out).await.ok();
+        let text = String::from_utf8_lossy(&out).into_owned();
+        if !text.starts_with("HTTP/1.1 429") {
+            return Ok(text);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("GET {path} was refused every time")
 }
 
 /// The value of `kplane_limit_refusals_total{limit="<limit>"}`.
