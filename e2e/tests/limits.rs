@@ -31,6 +31,14 @@ fn addr(server: &KplaneServer) -> String {
 
 /// A TLS client connection to the server (HTTP/1.1 by ALPN).
 async fn tls_connect(server: &KplaneServer) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    tls_connect_alpn(server, b"http/1.1").await
+}
+
+/// A TLS client connection to the server offering one ALPN protocol.
+async fn tls_connect_alpn(
+    server: &KplaneServer,
+    alpn: &[u8],
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
     let ca = server.ca_pem()?;
     for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
@@ -41,7 +49,7 @@ async fn tls_connect(server: &KplaneServer) -> Result<tokio_rustls::client::TlsS
         .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let tcp = TcpStream::connect(addr(server)).await?;
     Ok(connector
@@ -378,5 +386,42 @@ async fn watches_over_the_per_user_limit_are_answered_429() -> Result<()> {
     }
     assert!(ok, "no watch admitted after one ended");
     assert!(refusals(&server, "max_watches_per_user").await? >= 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_http2_connection_is_closed_and_one_with_a_watch_is_not() -> Result<()> {
+    let server = KplaneServer::start_with(ServerOptions::default().arg("--idle-timeout=1s"))?;
+    let h2 = |tls| async move {
+        let (sender, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tls),
+        )
+        .await?;
+        anyhow::Ok((sender, tokio::spawn(conn)))
+    };
+    let request = |path: &str| {
+        http::Request::get(format!("{}{path}", server.base_url()))
+            .header("authorization", format!("Bearer {}", server.token()))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+    };
+    let (mut idle, idle_conn) = h2(tls_connect_alpn(&server, b"h2").await?).await?;
+    let (mut watching, watch_conn) = h2(tls_connect_alpn(&server, b"h2").await?).await?;
+    let ok = idle.send_request(request("/healthz")?).await?;
+    assert_eq!(ok.status(), 200);
+    drop(ok);
+    let watch = watching
+        .send_request(request("/api/v1/namespaces/default/configmaps?watch=true")?)
+        .await?;
+    assert_eq!(watch.status(), 200);
+    // The connection without a stream is closed; the one with the watch is not.
+    tokio::time::timeout(Duration::from_secs(60), idle_conn).await???;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !watch_conn.is_finished(),
+        "the watch's connection was closed"
+    );
+    assert!(refusals(&server, "idle_timeout").await? >= 1);
+    drop(watch);
     Ok(())
 }
