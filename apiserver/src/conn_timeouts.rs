@@ -395,8 +395,60 @@ pub async fn run<C: Graceful + ?Sized>(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use futures::StreamExt as _;
+    use http_body_util::BodyExt as _;
+
+    type Frames = std::pin::Pin<
+        Box<
+            dyn futures::Stream<
+                    Item = Result<hyper::body::Frame<bytes::Bytes>, std::convert::Infallible>,
+                > + Send,
+        >,
+    >;
+
+    /// A body that sends `first` bytes at once and then nothing, ever.
+    fn stalling(first: usize) -> http_body_util::StreamBody<Frames> {
+        let frame = hyper::body::Frame::data(bytes::Bytes::from(vec![b'x'; first]));
+        let frames = futures::stream::iter((first > 0).then_some(Ok(frame)))
+            .chain(futures::stream::pending());
+        http_body_util::StreamBody::new(Box::pin(frames))
+    }
+
+    const WINDOW: Duration = Duration::from_millis(50);
+
+    #[tokio::test]
+    async fn a_stalled_body_ends_with_a_timeout_and_is_counted() {
+        let refusals = Arc::new(crate::limits::Refusals::default());
+        let body = TimedBody::new(stalling(0), WINDOW, refusals.clone());
+        let e = body.collect().await.unwrap_err();
+        assert!(is_body_timeout(&*e), "{e}");
+        assert_eq!(refusals.get(Refusal::BodyTimeout), 1);
+    }
+
+    #[tokio::test]
+    async fn each_window_must_bring_its_share_of_the_body() {
+        let refusals = Arc::new(crate::limits::Refusals::default());
+        // The first window brings enough; the second nothing.
+        let first = usize::try_from(MIN_BODY_BYTES_PER_WINDOW).unwrap();
+        let mut body = TimedBody::new(stalling(first), WINDOW, refusals.clone());
+        let frame = body.frame().await.unwrap().unwrap();
+        assert_eq!(frame.into_data().unwrap().len(), first);
+        let e = body.frame().await.unwrap().unwrap_err();
+        assert!(is_body_timeout(&*e), "{e}");
+        assert_eq!(refusals.get(Refusal::BodyTimeout), 1);
+    }
+
+    #[tokio::test]
+    async fn a_complete_body_is_not_timed() {
+        let refusals = Arc::new(crate::limits::Refusals::default());
+        let full = http_body_util::Full::new(bytes::Bytes::from_static(b"{}"));
+        let body = TimedBody::new(full, WINDOW, refusals.clone());
+        assert_eq!(body.collect().await.unwrap().to_bytes(), "{}");
+        assert_eq!(refusals.get(Refusal::BodyTimeout), 0);
+    }
 
     const HEADER: Duration = Duration::from_secs(32);
     const IDLE: Duration = Duration::from_secs(90);
