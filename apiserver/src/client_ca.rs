@@ -119,7 +119,7 @@ pub fn load_bundle(path: &Path) -> Result<ClientCa, TlsError> {
     from_bundle(&pem)
 }
 
-fn from_bundle(pem: &str) -> Result<ClientCa, TlsError> {
+pub(crate) fn from_bundle(pem: &str) -> Result<ClientCa, TlsError> {
     let mut roots = RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut pem.as_bytes()) {
         let cert = cert.map_err(|e| TlsError::Pem(e.to_string()))?;

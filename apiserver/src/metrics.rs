@@ -105,6 +105,8 @@ pub struct Metrics {
     requests: RwLock<HashMap<RequestLabels, Arc<RequestSeries>>>,
     watchers: RwLock<HashMap<(String, String, String), AtomicI64>>,
     started: std::time::Instant,
+    /// `kplane_limit_refusals_total` (`crate::limits`), shared with the connections.
+    pub limit_refusals: Arc<crate::limits::Refusals>,
 }
 
 impl Default for Metrics {
@@ -113,6 +115,7 @@ impl Default for Metrics {
             requests: RwLock::new(HashMap::new()),
             watchers: RwLock::new(HashMap::new()),
             started: std::time::Instant::now(),
+            limit_refusals: Arc::default(),
         }
     }
 }
@@ -197,6 +200,7 @@ impl Metrics {
     pub fn render(&self, storage: &StorageFigures) -> String {
         let mut out = String::with_capacity(16 * 1024);
         self.render_requests(&mut out);
+        self.limit_refusals.render(&mut out);
         let _ = writeln!(out, "# HELP apiserver_registered_watchers Number of currently registered watchers for a given resources");
         let _ = writeln!(out, "# TYPE apiserver_registered_watchers gauge");
         if let Ok(w) = self.watchers.read() {

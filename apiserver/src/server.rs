@@ -101,6 +101,8 @@ pub struct ServerConfig {
     /// controllers' work no request waits for (`controllers::start`); `None`: the server's
     /// own runtime runs everything.
     pub background: Option<tokio::runtime::Handle>,
+    /// The protective limits (`crate::limits`, docs/security.md "Limits").
+    pub limits: crate::limits::Limits,
 }
 
 /// The audit policy file and the log the events go to.
@@ -167,6 +169,7 @@ impl Default for ServerBuilder {
                 encryption: None,
                 flow_control: Default::default(),
                 background: None,
+                limits: crate::limits::Limits::default(),
             },
             authenticator: None,
             authorizer: None,
@@ -331,6 +334,13 @@ impl ServerBuilder {
         self
     }
 
+    /// The protective limits: timeouts, header, query, selector and page sizes (default:
+    /// [`crate::limits::Limits::default`]).
+    pub fn limits(mut self, limits: crate::limits::Limits) -> Self {
+        self.config.limits = limits;
+        self
+    }
+
     pub fn build(self) -> Server {
         Server {
             config: self.config,
@@ -365,13 +375,13 @@ fn authenticator_chain(
     cfg: &ServerConfig,
     admin_token: String,
     service_accounts: Arc<dyn Authenticator>,
-    client_ca: &client_ca::ClientCa,
+    x509: Arc<X509Authenticator>,
     configured: Option<Arc<dyn Authenticator>>,
 ) -> Result<Arc<dyn Authenticator>, ServerError> {
     let mut chain: Vec<Arc<dyn Authenticator>> = vec![
         Arc::new(AdminTokenAuthenticator::new(admin_token)),
         service_accounts,
-        Arc::new(X509Authenticator::new(client_ca).map_err(tls::TlsError::from)?),
+        x509,
     ];
     if let Some(path) = &cfg.token_auth_file {
         let tokens = TokenFileAuthenticator::from_file(path)
@@ -525,7 +535,21 @@ impl Server {
             Some(signer) => Some(client_ca::issue_admin(signer, &pki_dir)?),
             None => None,
         };
-        let tls_config = tls::server_config(&pki, Some(&client_ca))?;
+        let x509 = Arc::new(X509Authenticator::new(&client_ca).map_err(tls::TlsError::from)?);
+        let tls_files = crate::tls_reload::TlsFiles {
+            cert: pki_dir.join(tls::SERVING_CERT_FILE),
+            key: pki_dir.join(tls::SERVING_KEY_FILE),
+            client_ca: cfg
+                .client_ca_file
+                .clone()
+                .unwrap_or_else(|| pki_dir.join(client_ca::CA_CERT_FILE)),
+        };
+        let tls_reloader = Arc::new(crate::tls_reload::Reloader::new(
+            tls_files,
+            pki.ca_pem.clone(),
+            tls::server_config(&pki, Some(&client_ca))?,
+            x509.clone(),
+        ));
         let token = load_or_create_token(&cfg.data_dir.join("admin.token"))?;
         let sa_keys = Arc::new(
             crate::serviceaccount::keys::load(
@@ -601,9 +625,10 @@ impl Server {
             &cfg,
             token.clone(),
             sa_authenticator,
-            &client_ca,
+            x509.clone(),
             configured_authenticator,
         )?;
+        let metrics = Arc::new(crate::metrics::Metrics::default());
         let state = Arc::new(AppState {
             registry: registry.clone(),
             surfaces,
@@ -612,7 +637,9 @@ impl Server {
             anonymous: cfg.anonymous_auth,
             ready: false.into(),
             server_address: host.clone(),
-            metrics: Arc::new(crate::metrics::Metrics::default()),
+            metrics: metrics.clone(),
+            limits: cfg.limits.clone(),
+            watches: Default::default(),
             object_counts: std::sync::Mutex::new(None),
             event_window: cfg.event_window,
             version: cfg.build_info.to_json(),
@@ -627,8 +654,12 @@ impl Server {
             flow: crate::flowcontrol::FlowControl::new(cfg.flow_control.clone()),
         });
         let app = http::router(state.clone());
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let mut protocols = connection::Protocols::default();
+        tokio::spawn(tls_reloader.clone().run(shutdown_tx.subscribe()));
+        // Every connection holds a receiver until it ends: the shutdown signals them all,
+        // then waits for the last to close.
+        let (drain, _) = tokio::sync::watch::channel(());
+        let mut protocols =
+            connection::Protocols::new(cfg.limits.clone(), metrics.limit_refusals.clone());
         protocols.always_peer = audit.is_some();
         let protocols = Arc::new(protocols);
 
@@ -643,6 +674,7 @@ impl Server {
         write_atomic(&cfg.data_dir.join("admin.kubeconfig"), kc.as_bytes())?;
         tracing::info!(address = %local, kubeconfig = %cfg.data_dir.join("admin.kubeconfig").display(), "kplane is ready");
 
+        let connections = Arc::new(crate::quotas::ConnectionCounts::default());
         tokio::pin!(shutdown);
         loop {
             let (tcp, peer) = tokio::select! {
@@ -657,19 +689,27 @@ impl Server {
                 },
             };
             let _ = tcp.set_nodelay(true);
+            let permit = connections.acquire(&peer.ip(), cfg.limits.max_connections_per_ip);
+            if permit.is_none() {
+                state
+                    .metrics
+                    .limit_refusals
+                    .count(crate::limits::Refusal::ConnectionsPerIp);
+            }
             tokio::spawn(connection::serve(
                 tcp,
-                peer,
-                tls_config.clone(),
+                (peer, permit),
+                tls_reloader.config(),
                 protocols.clone(),
                 app.clone(),
-                graceful.watcher(),
+                drain.subscribe(),
             ));
         }
         tracing::info!("shutting down: ending watches and finishing in-flight requests");
         drop(listener);
         let _ = shutdown_tx.send(true);
-        if tokio::time::timeout(cfg.shutdown_grace, graceful.shutdown())
+        let _ = drain.send(());
+        if tokio::time::timeout(cfg.shutdown_grace, drain.closed())
             .await
             .is_err()
         {

@@ -10,6 +10,11 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose,
 };
 
+/// The serving certificate and key in the PKI directory (`<data-dir>/pki`), written at
+/// every start and reloaded when they change (`crate::tls_reload`).
+pub const SERVING_CERT_FILE: &str = "serving.crt";
+pub const SERVING_KEY_FILE: &str = "serving.key";
+
 /// The CA and serving certificate of a server.
 #[derive(Debug)]
 pub struct Pki {
@@ -113,8 +118,8 @@ pub fn load_or_create(dir: &Path, sans: &[String]) -> Result<Pki, TlsError> {
     let cert = leaf.signed_by(&leaf_key, &issuer)?;
     let serving_cert_pem = cert.pem();
     let serving_key_pem = leaf_key.serialize_pem();
-    write_private(&dir.join("serving.crt"), &serving_cert_pem)?;
-    write_private(&dir.join("serving.key"), &serving_key_pem)?;
+    write_private(&dir.join(SERVING_KEY_FILE), &serving_key_pem)?;
+    write_private(&dir.join(SERVING_CERT_FILE), &serving_cert_pem)?;
     Ok(Pki {
         ca_pem,
         serving_cert_pem,
@@ -147,4 +152,46 @@ pub fn server_config(
     let mut cfg = builder.with_single_cert(certs, key)?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// TLS 1.2 and 1.3 only, and only ECDHE key exchange with AEAD ciphers (the suite names
+    /// docs/security.md lists).
+    #[test]
+    fn serves_tls_1_2_and_1_3_with_modern_suites_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = load_or_create(dir.path(), &[]).unwrap();
+        let cfg = server_config(&pki, None).unwrap();
+        let suites: Vec<String> = cfg
+            .crypto_provider()
+            .cipher_suites
+            .iter()
+            .map(|s| format!("{:?}", s.suite()))
+            .collect();
+        assert_eq!(
+            suites,
+            [
+                "TLS13_AES_256_GCM_SHA384",
+                "TLS13_AES_128_GCM_SHA256",
+                "TLS13_CHACHA20_POLY1305_SHA256",
+                "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+            ]
+        );
+        for s in &cfg.crypto_provider().cipher_suites {
+            assert!(matches!(
+                s.version().version,
+                rustls::ProtocolVersion::TLSv1_2 | rustls::ProtocolVersion::TLSv1_3
+            ));
+        }
+        assert_eq!(cfg.alpn_protocols, [b"h2".to_vec(), b"http/1.1".to_vec()]);
+    }
 }

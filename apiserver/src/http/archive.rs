@@ -187,8 +187,13 @@ async fn spool_body_within(dir: &Path, body: Body, limit: u64) -> Result<Spooled
     let mut stream = body.into_data_stream();
     let mut total: u64 = 0;
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk
-            .map_err(|e| ApiError::bad_request(format!("reading the request body failed: {e}")))?;
+        let chunk = chunk.map_err(|e| {
+            if crate::conn_timeouts::is_body_timeout(&e) {
+                super::resources::body_error(&e)
+            } else {
+                ApiError::bad_request(format!("reading the request body failed: {e}"))
+            }
+        })?;
         total += chunk.len() as u64;
         if total > limit {
             return Err(ApiError::new(

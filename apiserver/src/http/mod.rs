@@ -19,6 +19,8 @@ pub mod health;
 pub mod httplog;
 pub mod impersonation;
 pub mod json;
+#[cfg(test)]
+mod limits_tests;
 mod list_item;
 #[cfg(test)]
 mod list_tests;
@@ -30,6 +32,7 @@ pub mod oidc_discovery;
 pub mod openapi;
 mod pod_log;
 pub mod query;
+mod query_limits;
 #[cfg(test)]
 mod rbac_tests;
 pub mod request_info;
@@ -99,6 +102,10 @@ pub struct AppState {
     pub pod_logs: Arc<crate::pod_logs::LogBroker>,
     /// Seats and per-cluster queues of every request ([`crate::flowcontrol`]).
     pub flow: Arc<crate::flowcontrol::FlowControl>,
+    /// The protective limits the handlers apply (query, selectors, page size, body time).
+    pub limits: crate::limits::Limits,
+    /// Watches open per user, under `limits.max_watches_per_user`.
+    pub watches: Arc<crate::quotas::WatchCounts>,
 }
 
 /// The application router.
@@ -146,6 +153,10 @@ async fn route(
 ) -> Response {
     // The request deadline filter runs before authentication.
     if let Err(e) = deadline::check_timeout(&scope.info, req.uri().query()) {
+        return e.into_response();
+    }
+    if let Err((refusal, e)) = query_limits::check(&state.limits, req.uri().query()) {
+        state.metrics.limit_refusals.count(refusal);
         return e.into_response();
     }
     let path = scope.info.path.clone();

@@ -66,8 +66,21 @@ async fn read_body(req: Request<Body>) -> ApiResult<(Option<String>, bytes::Byte
     }
     let body = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
         .await
-        .map_err(|_| too_large())?;
+        .map_err(|e| body_error(&e))?;
     Ok((ct, body))
+}
+
+/// A body that could not be read: too slow (`crate::conn_timeouts::TimedBody`: upstream's
+/// answer to a request cut by its timeout) or too large.
+pub(super) fn body_error(e: &axum::Error) -> ApiError {
+    if crate::conn_timeouts::is_body_timeout(e) {
+        ApiError::new(
+            StatusReason::Timeout,
+            "Timeout: request did not complete within the allotted timeout",
+        )
+    } else {
+        too_large()
+    }
 }
 
 /// Oversized bodies up to this size are drained before the 413 is sent.
@@ -258,19 +271,24 @@ async fn serve(
             let blueprint = watch_list
                 .then(|| super::watch_list::blueprint(&rt, repr, encoding))
                 .transpose()?;
+            let permit = watch_permit(&state, user)?;
             let setup = reg.watch(&target, &lp).await?;
-            Ok(response::watch(
-                rt.clone(),
-                setup,
-                (repr, encoding),
-                topts,
-                blueprint,
-                state.metrics.clone(),
+            Ok(with_permit(
+                response::watch(
+                    rt.clone(),
+                    setup,
+                    (repr, encoding),
+                    topts,
+                    blueprint,
+                    state.metrics.clone(),
+                ),
+                permit,
             ))
         }
         (Verb::List, None) => {
             let mut lp = super::query::list_params(&q)?;
             lp.annotation = annotation_filter(&req);
+            clamp_page(&state, &mut lp);
             let topts = TableOptions::from_query(&q)?;
             require_verb(&rt, "list")?;
             let repr = negotiation::negotiate(&accept, true, false)?;
@@ -411,6 +429,62 @@ async fn serve(
             method.as_str(),
             &rt.plural,
         ))),
+    }
+}
+
+/// A unit of the user's watch count (`--max-watches-per-user`; `system:masters` are
+/// exempt, as from kube-apiserver's priority and fairness): a 429 with Retry-After when
+/// the user holds the maximum.
+fn watch_permit(
+    state: &AppState,
+    user: &UserInfo,
+) -> ApiResult<Option<crate::quotas::Permit<(String, String)>>> {
+    if user.groups.iter().any(|g| g == "system:masters") {
+        return Ok(None);
+    }
+    let key = (user.username.clone(), user.uid.clone());
+    let max = state.limits.max_watches_per_user;
+    match state.watches.acquire(&key, max) {
+        Some(p) => Ok(Some(p)),
+        None => {
+            state
+                .metrics
+                .limit_refusals
+                .count(crate::limits::Refusal::WatchesPerUser);
+            let mut e = ApiError::new(
+                StatusReason::TooManyRequests,
+                format!(
+                    "too many watches: user {:?} has {max} open, the limit",
+                    user.username
+                ),
+            );
+            e.0.retry_after = Some(1);
+            Err(e)
+        }
+    }
+}
+
+/// The watch response, holding its permit until the stream ends.
+fn with_permit(
+    resp: Response,
+    permit: Option<crate::quotas::Permit<(String, String)>>,
+) -> Response {
+    match permit {
+        Some(p) => resp.map(|b| Body::new(crate::conn_timeouts::GuardedBody::new(b, p))),
+        None => resp,
+    }
+}
+
+/// A `limit` above the server's page maximum is served as the maximum: the client gets a
+/// continue token for the rest, as it would from any page (docs/security.md, "Limits").
+fn clamp_page(state: &AppState, lp: &mut super::query::ListParams) {
+    let max = state.limits.max_list_page;
+    if lp.limit.is_some_and(|n| n > max) {
+        lp.limit = Some(max);
+        state
+            .metrics
+            .limit_refusals
+            .count(crate::limits::Refusal::ListPageClamped);
     }
 }
 

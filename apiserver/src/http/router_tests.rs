@@ -16,11 +16,11 @@ use super::{router, AppState};
 use crate::registry::catalog::{builtin, Catalog};
 use crate::registry::Registry;
 
-const ADMIN: &str = "admin-token";
+pub(super) const ADMIN: &str = "admin-token";
 
 /// `Bearer alice` is alice (not a superuser); the admin token is the admin.
 #[derive(Debug)]
-struct Tokens(AdminTokenAuthenticator);
+pub(super) struct Tokens(pub(super) AdminTokenAuthenticator);
 
 #[async_trait::async_trait]
 impl Authenticator for Tokens {
@@ -80,6 +80,24 @@ pub(super) async fn app_with(
     anonymous: bool,
     clusters: &[&str],
 ) -> App {
+    app_with_limits(
+        authenticator,
+        authorizer,
+        anonymous,
+        clusters,
+        Default::default(),
+    )
+    .await
+}
+
+/// [`app_with`], under the given limits.
+pub(super) async fn app_with_limits(
+    authenticator: Arc<dyn Authenticator>,
+    authorizer: impl FnOnce(&Arc<Registry>) -> Arc<dyn Authorizer>,
+    anonymous: bool,
+    clusters: &[&str],
+    limits: crate::limits::Limits,
+) -> App {
     let dir = tempfile::tempdir().unwrap();
     let storage: Arc<dyn Storage> =
         SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
@@ -110,6 +128,8 @@ pub(super) async fn app_with(
         backup: None,
         pod_logs: Default::default(),
         flow: crate::flowcontrol::FlowControl::new(Default::default()),
+        limits,
+        watches: Default::default(),
     });
     App {
         _dir: dir,

@@ -260,6 +260,10 @@ async fn serve(
     if let Err(e) = super::deadline::check_timeout(&info, req.uri().query()) {
         return e.into_response();
     }
+    if let Err((refusal, e)) = super::query_limits::check(&state.limits, req.uri().query()) {
+        state.metrics.limit_refusals.count(refusal);
+        return e.into_response();
+    }
     let path = req.uri().path().to_string();
     let authenticated =
         match filters::authenticated(state, req.headers(), req.extensions(), &path).await {
@@ -459,12 +463,7 @@ pub(super) async fn read_object(
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, negotiation::MAX_BODY_BYTES)
         .await
-        .map_err(|_| {
-            ApiError::new(
-                kplane_types::StatusReason::RequestEntityTooLarge,
-                "the request is too large",
-            )
-        })?;
+        .map_err(|e| super::resources::body_error(&e))?;
     let ct = parts
         .headers
         .get(axum::http::header::CONTENT_TYPE)

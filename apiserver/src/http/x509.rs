@@ -26,7 +26,8 @@ pub const CREDENTIAL_ID_KEY: &str = "authentication.kubernetes.io/credential-id"
 
 /// Authenticates client certificates signed by the client CA.
 pub struct X509Authenticator {
-    verifier: Arc<dyn ClientCertVerifier>,
+    /// Replaced when the client CA file changes ([`X509Authenticator::reload`]).
+    verifier: std::sync::RwLock<Arc<dyn ClientCertVerifier>>,
 }
 
 impl fmt::Debug for X509Authenticator {
@@ -38,12 +39,34 @@ impl fmt::Debug for X509Authenticator {
 impl X509Authenticator {
     /// Trusts the CA certificates of `ca`.
     pub fn new(ca: &ClientCa) -> Result<Self, rustls::Error> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = WebPkiClientVerifier::builder_with_provider(ca.roots.clone(), provider)
-            .build()
-            .map_err(|e| rustls::Error::General(e.to_string()))?;
-        Ok(X509Authenticator { verifier })
+        Ok(X509Authenticator {
+            verifier: std::sync::RwLock::new(verifier(ca)?),
+        })
     }
+
+    /// Trusts the CA certificates of `ca` from now on, instead of the previous ones.
+    pub fn reload(&self, ca: &ClientCa) -> Result<(), rustls::Error> {
+        let new = verifier(ca)?;
+        match self.verifier.write() {
+            Ok(mut v) => *v = new,
+            Err(poisoned) => *poisoned.into_inner() = new,
+        }
+        Ok(())
+    }
+
+    fn current(&self) -> Arc<dyn ClientCertVerifier> {
+        match self.verifier.read() {
+            Ok(v) => v.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+fn verifier(ca: &ClientCa) -> Result<Arc<dyn ClientCertVerifier>, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    WebPkiClientVerifier::builder_with_provider(ca.roots.clone(), provider)
+        .build()
+        .map_err(|e| rustls::Error::General(e.to_string()))
 }
 
 #[async_trait::async_trait]
@@ -57,7 +80,7 @@ impl Authenticator for X509Authenticator {
         };
         let fingerprint = hex::encode(Sha256::digest(leaf.as_ref()));
         if let Err(e) = self
-            .verifier
+            .current()
             .verify_client_cert(leaf, intermediates, UnixTime::now())
         {
             return AuthOutcome::Rejected(AuthError(format!(
@@ -185,6 +208,35 @@ mod tests {
             outcome(&a, vec![der(&nameless)]).await,
             AuthOutcome::NotApplicable
         );
+    }
+
+    #[tokio::test]
+    async fn after_a_reload_only_the_new_client_ca_authenticates() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = client_ca::load_or_create(&dir.path().join("old")).unwrap();
+        let new = client_ca::load_or_create(&dir.path().join("new")).unwrap();
+        let a = X509Authenticator::new(&old).unwrap();
+        let cert = |ca: &ClientCa| {
+            let c = client_ca::issue(signer(ca), "bob", &[], Duration::from_secs(3600)).unwrap();
+            vec![der(&c.cert_pem)]
+        };
+        assert!(matches!(
+            outcome(&a, cert(&old)).await,
+            AuthOutcome::Authenticated(_)
+        ));
+        assert!(matches!(
+            outcome(&a, cert(&new)).await,
+            AuthOutcome::Rejected(_)
+        ));
+        a.reload(&new).unwrap();
+        assert!(matches!(
+            outcome(&a, cert(&new)).await,
+            AuthOutcome::Authenticated(_)
+        ));
+        assert!(matches!(
+            outcome(&a, cert(&old)).await,
+            AuthOutcome::Rejected(_)
+        ));
     }
 
     #[tokio::test]

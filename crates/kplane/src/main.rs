@@ -255,6 +255,69 @@ struct ServeArgs {
     /// the issuer's discovery document.
     #[arg(long, value_name = "FILE")]
     oidc_jwks_file: Option<PathBuf>,
+    /// Limits (docs/security.md "Limits"): how long a request head may take from its first
+    /// byte (a new connection: from its start; also bounds the TLS handshake, to at most
+    /// 10s). Go's ReadHeaderTimeout in kube-apiserver.
+    #[arg(long, value_name = "DURATION", default_value = "32s", value_parser = parse_duration)]
+    request_header_timeout: Duration,
+    /// Limits: each window of this length must bring 16 KiB of a request body, or its end.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    request_body_timeout: Duration,
+    /// Limits: a connection without a request in flight is closed after this long (Go's
+    /// IdleTimeout in kube-apiserver).
+    #[arg(long, value_name = "DURATION", default_value = "90s", value_parser = parse_duration)]
+    idle_timeout: Duration,
+    /// Limits: the largest request head (request line and headers, or an HTTP/2 header
+    /// list), in bytes; larger is a 431 (Go's MaxHeaderBytes in kube-apiserver).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20,
+        value_parser = clap::value_parser!(u64).range(8192..=(1 << 30)))]
+    max_header_bytes: u64,
+    /// Limits: the longest query string, in bytes; longer is a 414.
+    #[arg(long, value_name = "BYTES", default_value_t = 32 * 1024,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_query_length: u64,
+    /// Limits: the most requirements of one label or field selector; more is a 400.
+    #[arg(long, value_name = "N", default_value_t = 100,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_selector_requirements: u64,
+    /// Limits: the most values of one `in`/`notin` selector requirement; more is a 400.
+    #[arg(long, value_name = "N", default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_selector_values: u64,
+    /// Limits: the most objects of one LIST page; a larger `limit` is served as this one,
+    /// with a continue token when more remain.
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_list_page: u64,
+    /// Limits: the most watches one user may hold open (system:masters exempt); more is a
+    /// 429 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 1000,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_watches_per_user: u64,
+    /// Limits: the most connections one client IP address may hold open; more are answered
+    /// 429 with Retry-After and closed.
+    #[arg(long, value_name = "N", default_value_t = 20_000,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_ip: u64,
+}
+
+impl ServeArgs {
+    /// The `--request-*`, `--idle-timeout` and `--max-*` limits.
+    fn limits(&self) -> kplane_apiserver::limits::Limits {
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        kplane_apiserver::limits::Limits {
+            request_header_timeout: self.request_header_timeout,
+            request_body_timeout: self.request_body_timeout,
+            idle_timeout: self.idle_timeout,
+            max_header_bytes: size(self.max_header_bytes),
+            max_query_length: size(self.max_query_length),
+            max_selector_requirements: size(self.max_selector_requirements),
+            max_selector_values: size(self.max_selector_values),
+            max_list_page: size(self.max_list_page),
+            max_watches_per_user: size(self.max_watches_per_user),
+            max_connections_per_ip: size(self.max_connections_per_ip),
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -470,6 +533,7 @@ fn exit_on_error(result: anyhow::Result<()>) -> ! {
 
 async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::Result<()> {
     let flow = flow_config(&args)?;
+    let limits = args.limits();
     if let Some(path) = &args.config {
         tracing::info!(file = %path.display(), "settings from the config file, under the flags");
     }
@@ -508,6 +572,7 @@ async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::R
         .without(&args.disable_admission_plugins)
         .map_err(|e| anyhow::anyhow!("--disable-admission-plugins: {e}"))?;
     let server = kplane_apiserver::Server::builder()
+        .limits(limits)
         .admission(admission)
         .data_dir(args.data_dir)
         .bind(args.bind)

@@ -75,8 +75,10 @@ pub async fn run(args: StorageArgs) -> Result<()> {
     every.cluster_url = format!("{}/clusters/*", session.base)
         .parse()
         .context("the server URL")?;
-    let all: Api<DynamicObject> =
-        Api::all_with(kube::Client::try_from(every).context("building the HTTP client")?, &ar);
+    let all: Api<DynamicObject> = Api::all_with(
+        kube::Client::try_from(every).context("building the HTTP client")?,
+        &ar,
+    );
     let mut base = config;
     base.cluster_url = session.base.parse().context("the server URL")?;
     let writer = kube::Client::try_from(base).context("building the HTTP client")?;
@@ -153,7 +155,10 @@ async fn preferred_version(client: &kube::Client, group: &str) -> Result<String>
 fn target(obj: &mut Value, prefix: &str, plural: &str) -> Option<(String, String)> {
     let meta = obj.get_mut("metadata")?.as_object_mut()?;
     let annotations = meta.get_mut("annotations")?.as_object_mut()?;
-    let cluster = annotations.remove(CLUSTER_ANNOTATION)?.as_str()?.to_string();
+    let cluster = annotations
+        .remove(CLUSTER_ANNOTATION)?
+        .as_str()?
+        .to_string();
     if annotations.is_empty() {
         meta.remove("annotations");
     }
@@ -176,7 +181,10 @@ mod tests {
         let mut o = json!({"metadata": {"name": "s", "namespace": "ns",
             "annotations": {"kplane.io/cluster": "root:a"}}});
         let (c, p) = target(&mut o, "/api/v1", "secrets").unwrap();
-        assert_eq!((c.as_str(), p.as_str()), ("root:a", "/api/v1/namespaces/ns/secrets/s"));
+        assert_eq!(
+            (c.as_str(), p.as_str()),
+            ("root:a", "/api/v1/namespaces/ns/secrets/s")
+        );
         assert_eq!(o, json!({"metadata": {"name": "s", "namespace": "ns"}}));
 
         let mut o = json!({"metadata": {"name": "x",
@@ -185,6 +193,11 @@ mod tests {
         assert_eq!(p, "/apis/example.com/v1/widgets/x");
         assert_eq!(o["metadata"]["annotations"], json!({"keep": "me"}));
 
-        assert!(target(&mut json!({"metadata": {"name": "n"}}), "/api/v1", "secrets").is_none());
+        assert!(target(
+            &mut json!({"metadata": {"name": "n"}}),
+            "/api/v1",
+            "secrets"
+        )
+        .is_none());
     }
 }
