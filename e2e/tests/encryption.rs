@@ -89,6 +89,23 @@ fn secrets_are_encrypted_at_rest_and_keys_rotate() -> Result<()> {
     let secret = "marker-secret-7d1f3a";
     let plain_cm = "marker-configmap-42b9c0";
     write_markers(&server, secret, plain_cm)?;
+    // An export holds the Secret in the clear, and says so.
+    let archive = dir.path().join("root.kpa");
+    let out = std::process::Command::new(kplane_e2e::kplane_bin()?)
+        .args(["export", "root", "-o"])
+        .arg(&archive)
+        .arg("--kubeconfig")
+        .arg(server.kubeconfig())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure!(out.status.success(), "export: {stderr}");
+    ensure!(
+        stderr
+            .contains("holds in the clear the values of /secrets that the server encrypts at rest"),
+        "no warning: {stderr}"
+    );
+    let (header, _) = kplane_archive::verify(std::fs::File::open(&archive)?)?;
+    ensure!(header.decrypted == ["/secrets"], "{:?}", header.decrypted);
     server.stop()?;
     let data = server.data_dir().to_path_buf();
     let b64 = base64::engine::general_purpose::STANDARD.encode(secret);

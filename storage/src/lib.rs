@@ -355,6 +355,14 @@ pub trait Storage: Send + Sync + 'static {
         false
     }
 
+    /// Whether values of `storage_resource` (`<group>/<plural>`) are encrypted at rest
+    /// (an encryption configuration whose first provider for it encrypts). Backends
+    /// store what they are given: `false`.
+    fn encrypts(&self, storage_resource: &str) -> bool {
+        let _ = storage_resource;
+        false
+    }
+
     /// Figures for metrics (group commit, watchers). Backends without them report zeros.
     fn stats(&self) -> StorageStats {
         StorageStats::default()

@@ -70,6 +70,11 @@ pub struct Header {
     pub object_count: u64,
     /// When the export started, RFC 3339.
     pub created: String,
+    /// The storage resources (`<group>/<plural>`) among the records whose values the
+    /// source server encrypts at rest: the archive holds them in the clear. Optional
+    /// (absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decrypted: Vec<String>,
 }
 
 /// One stored object.

@@ -347,6 +347,7 @@ fn placeholder_header() -> Header {
         revision: 0,
         object_count: 0,
         created: String::new(),
+        decrypted: Vec::new(),
     }
 }
 

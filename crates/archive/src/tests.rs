@@ -16,6 +16,7 @@ fn header(cluster: &str, recursive: bool, count: u64) -> Header {
         revision: 42,
         object_count: count,
         created: "2026-11-24T12:00:00Z".into(),
+        decrypted: Vec::new(),
     }
 }
 

@@ -325,6 +325,10 @@ impl Storage for EncryptedStorage {
             .contains(&(kv.key.clone(), kv.mod_revision))
     }
 
+    fn encrypts(&self, storage_resource: &str) -> bool {
+        self.rules.encrypts(storage_resource)
+    }
+
     fn stats(&self) -> StorageStats {
         self.inner.stats()
     }

@@ -89,6 +89,14 @@ pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
         summary.bytes,
         summary.sha256,
     );
+    if !header.decrypted.is_empty() {
+        // Said on stderr whatever the output: the archive needs the protection the
+        // server's encryption at rest gave these values.
+        eprintln!(
+            "warning: {written} holds in the clear the values of {} that the server encrypts at rest: protect it as you protect those",
+            header.decrypted.join(", ")
+        );
+    }
     if to_stdout {
         eprint!("{line}");
         Ok(())

@@ -179,6 +179,7 @@ fn archive(n: usize, compress: bool) -> Vec<u8> {
         revision: 9,
         object_count: n as u64,
         created: "2026-11-24T00:00:00Z".into(),
+        decrypted: Vec::new(),
     };
     let mut w = Writer::new(Vec::new(), &header, compress).unwrap();
     for i in 0..n {

@@ -159,9 +159,15 @@ impl Registry {
             })
             .collect();
         let mut object_count = 0;
+        let mut resources = std::collections::BTreeSet::new();
         for range in &ranges {
-            object_count += self.count_range(range, revision).await?;
+            object_count += self.count_range(range, revision, &mut resources).await?;
         }
+        // What the archive holds in the clear that the store keeps encrypted.
+        let decrypted = resources
+            .into_iter()
+            .filter(|r| self.storage.encrypts(r))
+            .collect();
         let header = Header {
             format_version: FORMAT_VERSION,
             kplane_version: self.server_version(),
@@ -171,6 +177,7 @@ impl Registry {
             revision,
             object_count,
             created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            decrypted,
         };
         let writer = Writer::new(Vec::with_capacity(EXPORT_CHUNK), &header, compress)
             .map_err(|e| format_error(&e))?;
@@ -183,15 +190,26 @@ impl Registry {
         })
     }
 
-    /// How many keys of `range` an export at `revision` writes.
-    async fn count_range(&self, range: &Range, revision: Revision) -> ApiResult<u64> {
+    /// How many keys of `range` an export at `revision` writes; their storage resources
+    /// are added to `resources`.
+    async fn count_range(
+        &self,
+        range: &Range,
+        revision: Revision,
+        resources: &mut std::collections::BTreeSet<String>,
+    ) -> ApiResult<u64> {
         let mut scan = self
             .storage
             .scan(&range.prefix(), Some(revision), EXPORT_PAGE)
             .await?;
         let mut n = 0;
         while let Some(page) = scan.next_page().await? {
-            n += page.iter().filter(|kv| range.exports(kv)).count() as u64;
+            for kv in page.iter().filter(|kv| range.exports(kv)) {
+                n += 1;
+                if !resources.contains(&kv.key.resource) {
+                    resources.insert(kv.key.resource.clone());
+                }
+            }
         }
         Ok(n)
     }

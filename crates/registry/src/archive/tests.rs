@@ -261,6 +261,7 @@ fn archive_of(path: &Path, cluster: &str, records: &[Record]) {
         revision: 1,
         object_count: records.len() as u64,
         created: "2026-01-01T00:00:00Z".into(),
+        decrypted: Vec::new(),
     };
     let mut w = Writer::new(std::fs::File::create(path).unwrap(), &header, false).unwrap();
     for r in records {
