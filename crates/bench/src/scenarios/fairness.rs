@@ -229,6 +229,8 @@ async fn measure_noisy(ctx: &Arc<Ctx>, report: &mut Report, noisy: &Scope, quiet
     report.ops = during.ops;
     report.seconds = during.seconds;
     report.latency = during.samples.summary();
+    report.set("quiet_idle", idle_row.to_json());
+    report.set("quiet_noisy", during_row.to_json());
     add_errors(report, idle.errors, "quiet idle ");
     add_errors(report, during.errors, "quiet noisy ");
     report.rows.push(idle_row);
@@ -241,6 +243,7 @@ async fn measure_noisy(ctx: &Arc<Ctx>, report: &mut Report, noisy: &Scope, quiet
             report.set("noisy_refused", phase.errors.total());
             // The noisy tenant's refusals are the point; they are reported, not failures.
             report.set("noisy_errors", phase.errors.short());
+            report.set("noisy", r.to_json());
             report.rows.push(r);
         }
         Err(e) => report.errors.add("panic", &e.to_string()),
