@@ -99,6 +99,9 @@ pub struct ServerConfig {
     /// controllers' work no request waits for (`controllers::start`); `None`: the server's
     /// own runtime runs everything.
     pub background: Option<tokio::runtime::Handle>,
+    /// The quota of every logical cluster but `root`, where its Workspace sets no other
+    /// (`--quota-*`; `kplane_registry::quota`). Default: no limit.
+    pub quota: kplane_registry::quota::Limits,
 }
 
 /// The audit policy file and the log the events go to.
@@ -164,6 +167,7 @@ impl Default for ServerBuilder {
                 backup: None,
                 encryption: None,
                 background: None,
+                quota: Default::default(),
             },
             authenticator: None,
             authorizer: None,
@@ -190,6 +194,12 @@ impl ServerBuilder {
 
     pub fn event_window(mut self, d: Duration) -> Self {
         self.config.event_window = d;
+        self
+    }
+
+    /// The quota of every logical cluster but `root` where its Workspace sets none.
+    pub fn quota(mut self, limits: kplane_registry::quota::Limits) -> Self {
+        self.config.quota = limits;
         self
     }
 
@@ -534,6 +544,7 @@ impl Server {
             admission,
         );
         registry.set_auto_create_clusters(cfg.auto_create_clusters);
+        registry.quotas().set_default(cfg.quota.clone());
         let authorizer = authorizer_chain(authorizer, &registry);
         // Which logical clusters exist and which are terminating, before anything is served
         // or any controller runs.

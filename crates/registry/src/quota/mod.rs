@@ -61,8 +61,12 @@ impl Limits {
             Some(_) => return Err(("spec.quota".into(), "must be an object".into())),
         };
         let count = |field: &str, v: &Value| {
-            v.as_u64()
-                .ok_or_else(|| (field.to_string(), "must be a non-negative integer".to_string()))
+            v.as_u64().ok_or_else(|| {
+                (
+                    field.to_string(),
+                    "must be a non-negative integer".to_string(),
+                )
+            })
         };
         let mut l = Limits::default();
         if let Some(v) = q.get("objects").filter(|v| !v.is_null()) {

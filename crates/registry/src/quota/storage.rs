@@ -91,9 +91,7 @@ impl QuotaStorage {
     /// The counts of `cluster`, derived from storage if this is its first write.
     async fn usage(&self, cluster: &str) -> Result<Arc<ClusterUsage>> {
         let u = self.quotas.entry(cluster);
-        u.init
-            .get_or_try_init(|| self.derive(cluster, &u))
-            .await?;
+        u.init.get_or_try_init(|| self.derive(cluster, &u)).await?;
         Ok(u)
     }
 
@@ -137,9 +135,12 @@ impl QuotaStorage {
             Precondition::MustNotExist if !delete => (1, 0, precondition, false),
             Precondition::MustNotExist => return Ok(Err(encode)),
             Precondition::ModRevision(r) => match self.inner.get(key).await? {
-                Some(old) if old.mod_revision == r => {
-                    (if delete { -1 } else { 0 }, old.value.len(), precondition, false)
-                }
+                Some(old) if old.mod_revision == r => (
+                    if delete { -1 } else { 0 },
+                    old.value.len(),
+                    precondition,
+                    false,
+                ),
                 _ => return Ok(Err(encode)),
             },
             Precondition::MustExist => match self.inner.get(key).await? {
@@ -200,8 +201,7 @@ impl QuotaStorage {
         match (r, outcome) {
             (Ok(kv), _) => Ok(Ok(kv)),
             (Err(_), Outcome::Refused(why)) => {
-                self.quotas
-                    .count_rejection(&resource_name(&key.resource));
+                self.quotas.count_rejection(&resource_name(&key.resource));
                 Ok(Err(Error::Refused(why)))
             }
             (Err(e), Outcome::Applied(d)) => {
@@ -363,7 +363,10 @@ impl Storage for QuotaStorage {
             };
             out.push(match self.settle(&key, &g, r) {
                 Ok(r) => r,
-                Err(again) => self.write(key, delete, Precondition::MustExist, again).await,
+                Err(again) => {
+                    self.write(key, delete, Precondition::MustExist, again)
+                        .await
+                }
             });
         }
         out

@@ -116,7 +116,9 @@ async fn a_resource_limit_admits_up_to_it_and_refuses_above_it_and_at_ten_times_
     let t = configmaps(&e.reg, &cluster());
     let base = used(&e.reg, "configmaps");
     let limit = base + LIMIT;
-    e.reg.quotas().set_limits(CLUSTER, Some(configmap_limit(limit)));
+    e.reg
+        .quotas()
+        .set_limits(CLUSTER, Some(configmap_limit(limit)));
     for i in 0..LIMIT {
         create(&e.reg, &t, &format!("c{i}")).await.unwrap();
     }
@@ -149,7 +151,9 @@ async fn concurrent_creates_take_exactly_the_free_slots() {
     let e = env().await;
     let t = configmaps(&e.reg, &cluster());
     let limit = used(&e.reg, "configmaps") + FREE;
-    e.reg.quotas().set_limits(CLUSTER, Some(configmap_limit(limit)));
+    e.reg
+        .quotas()
+        .set_limits(CLUSTER, Some(configmap_limit(limit)));
     let tasks: Vec<_> = (0..10 * FREE)
         .map(|i| {
             let (reg, t) = (e.reg.clone(), t.clone());
@@ -175,7 +179,10 @@ async fn a_restart_counts_what_the_cluster_holds() {
     for i in 0..7 {
         create(&e.reg, &t, &format!("c{i}")).await.unwrap();
     }
-    e.reg.delete(&t, "c0", &DeleteParams::default()).await.unwrap();
+    e.reg
+        .delete(&t, "c0", &DeleteParams::default())
+        .await
+        .unwrap();
     let grown = cm("c1", &"x".repeat(500));
     e.reg
         .update(&t, "c1", None, grown, &WriteParams::default())
@@ -186,7 +193,9 @@ async fn a_restart_counts_what_the_cluster_holds() {
     // A new registry over the same store counts the cluster on its first write there.
     let (again, _tx) = registry(&e.storage).await;
     let limit = before.resources["configmaps"] + 1;
-    again.quotas().set_limits(CLUSTER, Some(configmap_limit(limit)));
+    again
+        .quotas()
+        .set_limits(CLUSTER, Some(configmap_limit(limit)));
     let t = configmaps(&again, &cluster());
     create(&again, &t, "last").await.unwrap();
     let err = create(&again, &t, "over").await.unwrap_err();
@@ -201,17 +210,29 @@ async fn deletes_free_quota_and_a_finalizer_holds_it_until_the_object_is_gone() 
     let e = env().await;
     let t = configmaps(&e.reg, &cluster());
     let limit = used(&e.reg, "configmaps") + 2;
-    e.reg.quotas().set_limits(CLUSTER, Some(configmap_limit(limit)));
+    e.reg
+        .quotas()
+        .set_limits(CLUSTER, Some(configmap_limit(limit)));
     create(&e.reg, &t, "a").await.unwrap();
     let mut held = cm("held", "v");
     held["metadata"]["finalizers"] = json!(["example.com/hold"]);
-    e.reg.create(&t, held, &WriteParams::default()).await.unwrap();
+    e.reg
+        .create(&t, held, &WriteParams::default())
+        .await
+        .unwrap();
     assert_eq!(create(&e.reg, &t, "b").await.unwrap_err().0.code, 403);
     // A plain delete frees its slot.
-    e.reg.delete(&t, "a", &DeleteParams::default()).await.unwrap();
+    e.reg
+        .delete(&t, "a", &DeleteParams::default())
+        .await
+        .unwrap();
     create(&e.reg, &t, "b").await.unwrap();
     // A delete held by a finalizer keeps it until the finalizer goes.
-    let marked = e.reg.delete(&t, "held", &DeleteParams::default()).await.unwrap();
+    let marked = e
+        .reg
+        .delete(&t, "held", &DeleteParams::default())
+        .await
+        .unwrap();
     assert!(matches!(marked, DeleteOutcome::Marked(_)));
     assert_eq!(create(&e.reg, &t, "c").await.unwrap_err().0.code, 403);
     let mut obj: Value = serde_json::from_slice(&e.reg.get(&t, "held").await.unwrap()).unwrap();
@@ -285,12 +306,19 @@ async fn stored_bytes_are_limited_on_create_and_on_updates_that_grow() {
         }),
     );
     let big = cm("big", &"x".repeat(2000));
-    let err = e.reg.create(&t, big, &WriteParams::default()).await.unwrap_err();
+    let err = e
+        .reg
+        .create(&t, big, &WriteParams::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.0.code, 403);
     assert!(
         err.0.message.contains(&format!(
             "exceeded quota: workspace, requested: storage/bytes="
-        )) && err.0.message.contains(&format!("used: storage/bytes={bytes}, limited: storage/bytes={}", bytes + 1000)),
+        )) && err.0.message.contains(&format!(
+            "used: storage/bytes={bytes}, limited: storage/bytes={}",
+            bytes + 1000
+        )),
         "{}",
         err.0.message
     );
