@@ -15,16 +15,20 @@
 //! ResourceQuota admission: `exceeded quota: <name>, requested: <r>=1, used: <r>=N,
 //! limited: <r>=N`); `storage.rs` owns the decorator.
 
+mod status;
 mod storage;
 #[cfg(test)]
 mod tests;
 mod workspaces;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::Value;
 
+pub(crate) use status::run as status_controller;
+pub use status::STATUS_EVERY;
 pub use storage::QuotaStorage;
 
 /// The name a refusal gives a limit of the Workspace's `spec.quota`.
@@ -116,11 +120,27 @@ pub struct Usage {
     pub resources: BTreeMap<String, u64>,
 }
 
+impl Usage {
+    /// By quota resource name, as `status.quota.used` shows it.
+    pub fn by_name(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::from([
+            (OBJECTS.to_string(), self.objects),
+            (BYTES.to_string(), self.bytes),
+        ]);
+        for (r, n) in &self.resources {
+            out.insert(format!("count/{r}"), *n);
+        }
+        out
+    }
+}
+
 /// One cluster's counts: derived from storage once (`init`), then kept by the decorator.
 #[derive(Debug, Default)]
 pub(crate) struct ClusterUsage {
     pub(crate) init: tokio::sync::OnceCell<()>,
     counts: Mutex<Usage>,
+    /// Set by every change, taken by the status controller (`status.rs`).
+    changed: AtomicBool,
 }
 
 /// A change of one cluster's usage by one write.
@@ -164,6 +184,7 @@ impl ClusterUsage {
     /// Applies `d` unconditionally (the derivation, a delete, a release).
     pub(crate) fn apply(&self, d: &Delta) {
         apply(&mut self.lock(), d);
+        self.changed.store(true, Ordering::Relaxed);
     }
 
     /// Applies `d` if no limit of `limits` it increases is exceeded; otherwise changes
@@ -193,6 +214,7 @@ impl ClusterUsage {
             }
         }
         apply(&mut u, d);
+        self.changed.store(true, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -340,6 +362,49 @@ impl Quotas {
             .get(cluster)
             .cloned()?;
         u.init.initialized().then(|| u.snapshot())
+    }
+
+    /// The clusters whose counts changed since the last call (counted ones only).
+    pub(crate) fn take_changed(&self) -> Vec<String> {
+        let usage = self.usage.read().unwrap_or_else(PoisonError::into_inner);
+        usage
+            .iter()
+            .filter(|(_, u)| u.init.initialized() && u.changed.swap(false, Ordering::Relaxed))
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+
+    /// Marks `cluster`'s counts changed again (its status write failed: retried later).
+    pub(crate) fn mark_changed(&self, cluster: &str) {
+        if let Some(u) = self
+            .usage
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(cluster)
+        {
+            u.changed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The limits in force for `cluster` by quota resource name (`count/*`,
+    /// `storage/bytes`, `count/<resource>`), as `status.quota.hard` shows them.
+    pub fn hard(&self, cluster: &str) -> BTreeMap<String, u64> {
+        let e = self.effective(cluster);
+        let mut out = BTreeMap::new();
+        if let Some((n, _)) = e.objects {
+            out.insert(OBJECTS.to_string(), n);
+        }
+        if let Some((n, _)) = e.bytes {
+            out.insert(BYTES.to_string(), n);
+        }
+        let names = e.default.resources.keys();
+        let names = names.chain(e.set.iter().flat_map(|s| s.resources.keys()));
+        for r in names {
+            if let Some((n, _)) = e.resource(r) {
+                out.insert(format!("count/{r}"), n);
+            }
+        }
+        out
     }
 
     /// Counts a refusal for `/metrics`.

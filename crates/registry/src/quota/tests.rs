@@ -364,3 +364,52 @@ fn a_workspace_quota_is_read_and_checked() {
     assert_eq!(resource_name("/configmaps"), "configmaps");
     assert_eq!(resource_name("apps/deployments"), "deployments.apps");
 }
+
+#[tokio::test]
+async fn a_workspace_quota_limits_its_cluster_and_its_status_shows_the_usage() {
+    let e = env().await;
+    e.reg.set_external_url("https://kplane.test");
+    let mut ws = crate::testing::target(&e.reg, "tenancy.kplane.io", "workspaces", None);
+    ws.cluster = ClusterScope::One(ClusterName::root());
+    let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",
+                     "metadata": {"name": "w"},
+                     "spec": {"quota": {"resources": {"secrets": 1}}}});
+    e.reg
+        .create(&ws, obj, &WriteParams::default())
+        .await
+        .unwrap();
+    let child = ClusterName::parse("root:w").unwrap();
+    let mut secrets = crate::testing::target(&e.reg, "", "secrets", Some("default"));
+    secrets.cluster = ClusterScope::One(child.clone());
+    let secret = |n: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": n}});
+    let w = WriteParams::default();
+    e.reg.create(&secrets, secret("a"), &w).await.unwrap();
+    let err = e.reg.create(&secrets, secret("b"), &w).await.unwrap_err();
+    assert_eq!(
+        err.0.message,
+        "secrets \"b\" is forbidden: exceeded quota: workspace, requested: count/secrets=1, used: count/secrets=1, limited: count/secrets=1"
+    );
+    // A bad quota is refused with the field's name.
+    let mut bad: Value = serde_json::from_slice(&e.reg.get(&ws, "w").await.unwrap()).unwrap();
+    bad["spec"]["quota"]["objects"] = json!(-1);
+    let err = e.reg.update(&ws, "w", None, bad, &w).await.unwrap_err();
+    assert_eq!(err.0.code, 422, "{}", err.0.message);
+    assert!(
+        err.0.message.contains("spec.quota.objects"),
+        "{}",
+        err.0.message
+    );
+    // The status controller's step writes the limits and the counts.
+    e.reg.write_quota_status("root:w").await.unwrap();
+    let stored: Value = serde_json::from_slice(&e.reg.get(&ws, "w").await.unwrap()).unwrap();
+    let quota = &stored["status"]["quota"];
+    assert_eq!(quota["hard"]["count/secrets"], 1, "{stored}");
+    assert_eq!(quota["used"]["count/secrets"], 1, "{stored}");
+    let used = e.reg.quotas().usage("root:w").unwrap();
+    assert_eq!(quota["used"]["count/*"], used.objects);
+    assert_eq!(stored["status"]["phase"], "Ready");
+    assert_eq!(
+        e.reg.quotas().limits("root:w").unwrap().resources["secrets"],
+        1
+    );
+}
