@@ -306,8 +306,19 @@ impl Storage for QuotaStorage {
     }
 
     /// Each write guarded as alone, committed in one batch; a `MustExist` write that met
-    /// a conflict is retried alone.
+    /// a conflict is retried alone. A batch that writes one key more than once (an
+    /// import's changes) is written one write after the other: each guard must read what
+    /// the write before it left.
     async fn write_batch(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        let mut keys = std::collections::HashSet::with_capacity(writes.len());
+        if !writes.iter().all(|w| keys.insert(&w.key)) {
+            let mut out = Vec::with_capacity(writes.len());
+            for w in writes {
+                out.push(self.write(w.key, w.delete, w.precondition, w.encode).await);
+            }
+            return out;
+        }
+        drop(keys);
         let mut guards: Vec<Option<(Key, bool, Guarded)>> = Vec::with_capacity(writes.len());
         let mut sent = Vec::with_capacity(writes.len());
         let mut failed: Vec<(usize, Error)> = Vec::new();

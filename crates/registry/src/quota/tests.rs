@@ -413,3 +413,32 @@ async fn a_workspace_quota_limits_its_cluster_and_its_status_shows_the_usage() {
         1
     );
 }
+
+#[tokio::test]
+async fn a_batch_that_writes_one_key_several_times_is_counted_in_order() {
+    use kplane_storage::{BatchWrite, Key, Precondition};
+    let e = env().await;
+    let key = Key::new(CLUSTER, "/configmaps", "default", "twice");
+    let w = |delete: bool, precondition: Precondition, v: &str| BatchWrite {
+        key: key.clone(),
+        delete,
+        precondition,
+        encode: Box::new({
+            let v = v.to_string();
+            move |_| Ok(v.into_bytes())
+        }),
+    };
+    let batch = vec![
+        w(false, Precondition::MustNotExist, "one"),
+        w(false, Precondition::MustExist, "two, longer"),
+        w(true, Precondition::MustExist, ""),
+        w(false, Precondition::MustNotExist, "three"),
+    ];
+    for r in e.reg.storage().write_batch(batch).await {
+        r.unwrap();
+    }
+    assert_eq!(
+        e.reg.quotas().usage(CLUSTER).unwrap(),
+        recount(&e.storage, CLUSTER).await
+    );
+}
