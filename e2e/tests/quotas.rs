@@ -113,6 +113,40 @@ async fn quota_exceeded_is_403_and_nothing_is_written() -> Result<()> {
 }
 
 #[tokio::test]
+async fn a_restart_keeps_the_counts_and_a_namespace_deletion_frees_its_objects() -> Result<()> {
+    let mut server = KplaneServer::start()?;
+    apply_workspace(
+        &server,
+        "acme",
+        "  quota:\n    resources:\n      secrets: 2\n",
+    )?;
+    let client = server.client_for("root:acme").await?;
+    kplane_e2e::fixtures::create_namespace(&client, "shop").await?;
+    let shop: Api<Secret> = Api::namespaced(client, "shop");
+    fill(&shop, &["a", "b"]).await?;
+    server.restart()?;
+    let client = server.client_for("root:acme").await?;
+    let shop: Api<Secret> = Api::namespaced(client.clone(), "shop");
+    check_refused(&shop, "c", "workspace", 2).await?;
+    // The namespace's deletion (the namespace controller empties it) frees its secrets.
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    namespaces.delete("shop", &DeleteParams::default()).await?;
+    kplane_e2e::eventually(
+        std::time::Duration::from_secs(60),
+        "namespace shop gone",
+        || {
+            let namespaces = namespaces.clone();
+            async move { Ok(namespaces.get_opt("shop").await?.is_none()) }
+        },
+    )
+    .await?;
+    let default: Api<Secret> = Api::namespaced(client, "default");
+    fill(&default, &["a", "b"]).await?;
+    check_refused(&default, "c", "workspace", 2).await?;
+    Ok(())
+}
+
+#[tokio::test]
 async fn the_server_default_quota_limits_every_cluster_but_root() -> Result<()> {
     let server =
         KplaneServer::start_with(ServerOptions::default().arg("--quota-resource=secrets=2"))?;

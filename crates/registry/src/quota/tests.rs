@@ -313,12 +313,13 @@ async fn stored_bytes_are_limited_on_create_and_on_updates_that_grow() {
         .unwrap_err();
     assert_eq!(err.0.code, 403);
     assert!(
-        err.0.message.contains(&format!(
-            "exceeded quota: workspace, requested: storage/bytes="
-        )) && err.0.message.contains(&format!(
-            "used: storage/bytes={bytes}, limited: storage/bytes={}",
-            bytes + 1000
-        )),
+        err.0
+            .message
+            .contains("exceeded quota: workspace, requested: storage/bytes=")
+            && err.0.message.contains(&format!(
+                "used: storage/bytes={bytes}, limited: storage/bytes={}",
+                bytes + 1000
+            )),
         "{}",
         err.0.message
     );
