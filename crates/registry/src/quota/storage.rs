@@ -24,7 +24,7 @@ use super::{resource_name, ClusterUsage, Delta, Quotas};
 use crate::cluster_states::{HIDDEN_PREFIX, STATE_RESOURCE};
 
 /// Keys read at a time when a cluster is counted from storage.
-const DERIVE_PAGE: usize = 1000;
+pub(super) const DERIVE_PAGE: usize = 1000;
 
 /// How many times a `MustExist` write is retried after a conflict with another writer.
 const MUST_EXIST_RETRIES: usize = 16;

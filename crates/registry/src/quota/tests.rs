@@ -443,3 +443,87 @@ async fn a_batch_that_writes_one_key_several_times_is_counted_in_order() {
         recount(&e.storage, CLUSTER).await
     );
 }
+
+#[tokio::test]
+async fn a_cluster_is_counted_across_scan_pages_at_one_page_one_above_and_ten_pages() {
+    use kplane_storage::{BatchWrite, Key, Precondition};
+    let page = super::storage::DERIVE_PAGE;
+    let e = env().await;
+    for n in [page, page + 1, 10 * page] {
+        let cluster = format!("root:p{n}");
+        // Written behind the registry's back, as a store it finds at start-up.
+        let writes = (0..n)
+            .map(|i| BatchWrite {
+                key: Key::new(&cluster, "/configmaps", "default", format!("c{i}")),
+                delete: false,
+                precondition: Precondition::MustNotExist,
+                encode: Box::new(move |_| Ok(format!("{{\"i\":{i}}}").into_bytes())),
+            })
+            .collect();
+        for r in e.storage.write_batch(writes).await {
+            r.unwrap();
+        }
+        // The registry's first write there counts what the cluster holds.
+        let one = Key::new(&cluster, "/secrets", "default", "first");
+        e.reg
+            .storage()
+            .put(
+                one,
+                Precondition::MustNotExist,
+                Box::new(|_| Ok(b"{}".to_vec())),
+            )
+            .await
+            .unwrap();
+        let u = e.reg.quotas().usage(&cluster).unwrap();
+        assert_eq!(u.resources["configmaps"], n as u64);
+        assert_eq!(u.objects, n as u64 + 1);
+        assert_eq!(u, recount(&e.storage, &cluster).await);
+    }
+}
+
+#[tokio::test]
+async fn failed_writes_change_no_count() {
+    use kplane_storage::{Error, Key, Precondition};
+    let e = env().await;
+    let s = e.reg.storage();
+    let key = Key::new(CLUSTER, "/configmaps", "default", "kube-root-ca.crt");
+    let before = e.reg.quotas().usage(CLUSTER).unwrap();
+    // A create of a key that exists: the precondition fails before anything is counted.
+    let r = s
+        .put(
+            key.clone(),
+            Precondition::MustNotExist,
+            Box::new(|_| Ok(b"{}".to_vec())),
+        )
+        .await;
+    assert!(matches!(r, Err(Error::AlreadyExists)), "{r:?}");
+    // An update whose encoder fails, and one against another revision.
+    let r = s
+        .put(
+            key.clone(),
+            Precondition::MustExist,
+            Box::new(|_| Err("boom".into())),
+        )
+        .await;
+    assert!(matches!(r, Err(Error::Encode(_))), "{r:?}");
+    let r = s
+        .put(
+            key.clone(),
+            Precondition::ModRevision(1),
+            Box::new(|_| Ok(b"{}".to_vec())),
+        )
+        .await;
+    assert!(matches!(r, Err(Error::Conflict { .. })), "{r:?}");
+    // A delete of a key that is not there.
+    let gone = Key::new(CLUSTER, "/configmaps", "default", "nope");
+    let r = s
+        .delete(
+            gone,
+            Precondition::MustExist,
+            Box::new(|_| Ok(b"{}".to_vec())),
+        )
+        .await;
+    assert!(matches!(r, Err(Error::NotFound)), "{r:?}");
+    assert_eq!(e.reg.quotas().usage(CLUSTER).unwrap(), before);
+    assert_eq!(before, recount(&e.storage, CLUSTER).await);
+}
