@@ -744,6 +744,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn quota_flags_make_the_default_limits() {
+        let l = quota_limits(
+            0,
+            100,
+            &["secrets=3".into(), " deployments.apps = 2 ".into()],
+        )
+        .unwrap();
+        assert_eq!(l.objects, None, "0 is no limit");
+        assert_eq!(l.bytes, Some(100));
+        assert_eq!(l.resources["secrets"], 3);
+        assert_eq!(l.resources["deployments.apps"], 2);
+        for bad in [
+            "secrets",
+            "=3",
+            "secrets=-1",
+            "count/secrets=1",
+            "secrets=x",
+        ] {
+            let e = quota_limits(1, 1, &[bad.into()]).unwrap_err();
+            assert!(e.to_string().contains("expected RESOURCE=N"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn go_durations() {
         assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86400)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
