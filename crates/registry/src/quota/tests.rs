@@ -527,3 +527,139 @@ async fn failed_writes_change_no_count() {
     assert_eq!(e.reg.quotas().usage(CLUSTER).unwrap(), before);
     assert_eq!(before, recount(&e.storage, CLUSTER).await);
 }
+
+/// A backend whose writes of keys named `fail-*` run their encoder and then fail, as a
+/// write that fails after the writer took it (a conflict found late, a flush that failed).
+struct FailAfterEncoding {
+    inner: Arc<dyn Storage>,
+    error: fn() -> kplane_storage::Error,
+}
+
+#[async_trait::async_trait]
+impl Storage for FailAfterEncoding {
+    fn current_revision(&self) -> kplane_storage::Revision {
+        self.inner.current_revision()
+    }
+    fn compacted_revision(&self) -> kplane_storage::Revision {
+        self.inner.compacted_revision()
+    }
+    async fn get(
+        &self,
+        key: &kplane_storage::Key,
+    ) -> kplane_storage::Result<Option<kplane_storage::KeyValue>> {
+        self.inner.get(key).await
+    }
+    async fn list(
+        &self,
+        prefix: &Prefix,
+        opts: &kplane_storage::ListOptions,
+        filter: Option<kplane_storage::Filter<'_>>,
+    ) -> kplane_storage::Result<kplane_storage::ListResult> {
+        self.inner.list(prefix, opts, filter).await
+    }
+    async fn count(&self, prefix: &Prefix) -> kplane_storage::Result<u64> {
+        self.inner.count(prefix).await
+    }
+    async fn put(
+        &self,
+        key: kplane_storage::Key,
+        precondition: kplane_storage::Precondition,
+        encode: kplane_storage::Encoder,
+    ) -> kplane_storage::Result<kplane_storage::KeyValue> {
+        if key.name.starts_with("fail-") {
+            encode(self.inner.current_revision() + 1).unwrap();
+            return Err((self.error)());
+        }
+        self.inner.put(key, precondition, encode).await
+    }
+    async fn delete(
+        &self,
+        key: kplane_storage::Key,
+        precondition: kplane_storage::Precondition,
+        encode: kplane_storage::Encoder,
+    ) -> kplane_storage::Result<kplane_storage::KeyValue> {
+        self.inner.delete(key, precondition, encode).await
+    }
+    async fn delete_cluster(
+        &self,
+        cluster: &str,
+        batch: usize,
+        tombstone: kplane_storage::Tombstone,
+    ) -> kplane_storage::Result<u64> {
+        self.inner.delete_cluster(cluster, batch, tombstone).await
+    }
+    async fn clusters(
+        &self,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> kplane_storage::Result<Vec<String>> {
+        self.inner.clusters(start_after, limit).await
+    }
+    async fn scan(
+        &self,
+        prefix: &Prefix,
+        at: Option<kplane_storage::Revision>,
+        page_size: usize,
+    ) -> kplane_storage::Result<Box<dyn kplane_storage::RangeScan>> {
+        self.inner.scan(prefix, at, page_size).await
+    }
+    async fn watch(
+        &self,
+        prefix: &Prefix,
+        from: kplane_storage::Revision,
+        progress_every: Option<std::time::Duration>,
+    ) -> kplane_storage::Result<kplane_storage::WatchReceiver> {
+        self.inner.watch(prefix, from, progress_every).await
+    }
+    async fn claim(&self, name: &str) -> kplane_storage::Result<Option<kplane_storage::Claim>> {
+        self.inner.claim(name).await
+    }
+    async fn shutdown(&self) -> kplane_storage::Result<()> {
+        self.inner.shutdown().await
+    }
+}
+
+#[tokio::test]
+async fn a_write_that_fails_after_its_reservation_gives_it_back() {
+    use kplane_storage::{Error, Key, Precondition};
+    let dir = tempfile::tempdir().unwrap();
+    let sled: Arc<dyn Storage> =
+        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    type MakeError = fn() -> Error;
+    let cases: [(MakeError, &str); 2] = [
+        (|| Error::Conflict { current: 1 }, "released"),
+        (|| Error::Timeout("late".into()), "recounted"),
+    ];
+    for (error, what) in cases {
+        let quotas = Arc::new(Quotas::default());
+        let failing = Arc::new(FailAfterEncoding {
+            inner: sled.clone(),
+            error,
+        });
+        let s = QuotaStorage::wrap(failing, quotas.clone());
+        let cluster = format!("root:{what}");
+        quotas.set_limits(&cluster, Some(configmap_limit(1)));
+        let key = |n: &str| Key::new(&cluster, "/configmaps", "default", n);
+        let put = |n: &str| {
+            s.put(
+                key(n),
+                Precondition::MustNotExist,
+                Box::new(|_| Ok(b"{}".to_vec())),
+            )
+        };
+        // The failed write took the only slot inside its encoder, then failed.
+        let r = put("fail-a").await;
+        assert!(r.is_err(), "{what}");
+        // The slot is free again: given back, or the cluster counted anew.
+        put("ok").await.unwrap();
+        assert!(
+            matches!(put("ok-2").await, Err(Error::Refused(_))),
+            "{what}"
+        );
+        assert_eq!(
+            quotas.usage(&cluster).unwrap(),
+            recount(&sled, &cluster).await,
+            "{what}"
+        );
+    }
+}
