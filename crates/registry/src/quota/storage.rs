@@ -76,10 +76,14 @@ fn len_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Whether writes of `key` are counted: objects of a logical cluster, not the server's
-/// own records (import journals, phases, resourceVersion floors).
+/// Whether writes of `key` are counted: objects of a logical cluster but `root` (which
+/// has no limit and no Workspace to show its usage: its writes pay nothing, and a large
+/// `root` is never scanned), not the server's own records (import journals, phases,
+/// resourceVersion floors).
 fn counted(key: &Key) -> bool {
-    !key.cluster.starts_with(HIDDEN_PREFIX) && key.resource != STATE_RESOURCE
+    key.cluster != "root"
+        && !key.cluster.starts_with(HIDDEN_PREFIX)
+        && key.resource != STATE_RESOURCE
 }
 
 impl QuotaStorage {
