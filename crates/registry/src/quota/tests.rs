@@ -276,7 +276,11 @@ async fn the_server_default_limits_every_cluster_but_root_and_a_workspace_field_
     let root = configmaps(&e.reg, &ClusterName::root());
     create(&e.reg, &root, "a").await.unwrap();
     create(&e.reg, &root, "b").await.unwrap();
-    assert_eq!(e.reg.quotas().usage("root"), None, "root is not even counted");
+    assert_eq!(
+        e.reg.quotas().usage("root"),
+        None,
+        "root is not even counted"
+    );
     // The Workspace's own field wins over the default.
     e.reg.quotas().set_limits(
         CLUSTER,
