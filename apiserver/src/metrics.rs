@@ -133,6 +133,23 @@ pub struct StorageFigures {
     pub extra: Vec<(String, String, f64)>,
 }
 
+/// `kplane_quota_rejections_total{resource}`: writes a logical cluster's quota refused, by
+/// the resource of the object refused (one series per resource, whatever the number of
+/// clusters).
+pub fn render_quota_rejections(
+    out: &mut String,
+    by_resource: &std::collections::BTreeMap<String, u64>,
+) {
+    let _ = writeln!(out, "# HELP kplane_quota_rejections_total Writes refused because they would exceed a logical cluster's quota, by resource.\n# TYPE kplane_quota_rejections_total counter");
+    for (resource, n) in by_resource {
+        let _ = writeln!(
+            out,
+            "kplane_quota_rejections_total{{resource=\"{}\"}} {n}",
+            escape(resource)
+        );
+    }
+}
+
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")

@@ -103,6 +103,9 @@ pub struct ServerConfig {
     pub background: Option<tokio::runtime::Handle>,
     /// The protective limits (`crate::limits`, docs/security.md "Limits").
     pub limits: crate::limits::Limits,
+    /// The quota of every logical cluster but `root`, where its Workspace sets no other
+    /// (`--quota-*`; `kplane_registry::quota`). Default: no limit.
+    pub quota: kplane_registry::quota::Limits,
 }
 
 /// The audit policy file and the log the events go to.
@@ -170,6 +173,7 @@ impl Default for ServerBuilder {
                 flow_control: Default::default(),
                 background: None,
                 limits: crate::limits::Limits::default(),
+                quota: Default::default(),
             },
             authenticator: None,
             authorizer: None,
@@ -196,6 +200,12 @@ impl ServerBuilder {
 
     pub fn event_window(mut self, d: Duration) -> Self {
         self.config.event_window = d;
+        self
+    }
+
+    /// The quota of every logical cluster but `root` where its Workspace sets none.
+    pub fn quota(mut self, limits: kplane_registry::quota::Limits) -> Self {
+        self.config.quota = limits;
         self
     }
 
@@ -569,6 +579,7 @@ impl Server {
             admission,
         );
         registry.set_auto_create_clusters(cfg.auto_create_clusters);
+        registry.quotas().set_default(cfg.quota.clone());
         let authorizer = authorizer_chain(authorizer, &registry);
         // Which logical clusters exist and which are terminating, before anything is served
         // or any controller runs.

@@ -34,6 +34,7 @@ mod pod_logs;
 mod pods;
 mod postgres;
 mod python;
+mod quotas;
 mod rbac;
 mod rbac_aggregation;
 mod rbac_defaults;

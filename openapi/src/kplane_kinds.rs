@@ -195,6 +195,27 @@ fn workspace(type_meta: &TypeMeta) -> Value {
                         "description": "The name of a WorkspaceTemplate to initialise the workspace from.",
                         "type": "string",
                     },
+                    "quota": {
+                        "description": "Limits of the workspace's logical cluster, enforced at write time; a field not set takes the server's default (kplane serve --quota-*).",
+                        "type": "object",
+                        "properties": {
+                            "objects": {
+                                "description": "How many objects the logical cluster may hold, in all.",
+                                "type": "integer",
+                                "format": "int64",
+                            },
+                            "bytes": {
+                                "description": "How many bytes its objects may take, as stored (their serialized JSON).",
+                                "type": "integer",
+                                "format": "int64",
+                            },
+                            "resources": {
+                                "description": "How many objects of a resource it may hold, by resource name (configmaps, deployments.apps).",
+                                "type": "object",
+                                "additionalProperties": {"type": "integer", "format": "int64"},
+                            },
+                        },
+                    },
                 },
             },
             "status": {
@@ -208,6 +229,22 @@ fn workspace(type_meta: &TypeMeta) -> Value {
                     "URL": {
                         "description": "The full URL of the workspace's logical cluster on this server.",
                         "type": "string",
+                    },
+                    "quota": {
+                        "description": "The limits in force and what the logical cluster holds, by quota resource name (count/*, storage/bytes, count/<resource>), refreshed a few seconds after they change.",
+                        "type": "object",
+                        "properties": {
+                            "hard": {
+                                "description": "The limits in force.",
+                                "type": "object",
+                                "additionalProperties": {"type": "integer", "format": "int64"},
+                            },
+                            "used": {
+                                "description": "What the logical cluster holds.",
+                                "type": "object",
+                                "additionalProperties": {"type": "integer", "format": "int64"},
+                            },
+                        },
                     },
                     "conditions": {
                         "description": "The workspace's current conditions (Ready).",

@@ -33,6 +33,10 @@ pub enum Error {
     /// the operation may have been applied or not, and retrying may succeed.
     #[error("storage operation timed out: {0}")]
     Timeout(String),
+    /// A layer in front of the backend (the registry's quota) refused the write, for the
+    /// reason given: nothing was written.
+    #[error("the write was refused: {0}")]
+    Refused(String),
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
     #[error("storage backend error: {0}")]

@@ -453,6 +453,7 @@ async fn metrics_endpoint(state: &AppState) -> Response {
     if let Some(b) = &state.backup {
         b.render(&mut body);
     }
+    crate::metrics::render_quota_rejections(&mut body, &state.registry.quotas().rejections());
     (
         [(
             axum::http::header::CONTENT_TYPE,

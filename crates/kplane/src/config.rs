@@ -277,6 +277,25 @@ mod tests {
     }
 
     #[test]
+    fn the_quota_defaults_come_from_the_file_or_the_flags() {
+        let args = with_file(
+            "quota-objects: 50000\nquota-resource: [secrets=1000, deployments.apps=10]\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(args.quota_objects, 50000);
+        assert_eq!(
+            args.quota_resources,
+            ["secrets=1000", "deployments.apps=10"]
+        );
+        // Left out: the flag's default (4 GiB).
+        assert_eq!(args.quota_bytes, 4 << 30);
+        let args = serve(&[]).unwrap();
+        assert_eq!(args.quota_objects, 1_000_000);
+        assert!(args.quota_resources.is_empty());
+    }
+
+    #[test]
     fn switches_lists_and_empty_files() {
         let args = with_file(
             "auto-create-clusters: true\nstorage-compress-history: false\n\

@@ -113,6 +113,19 @@ struct ServeArgs {
     /// How long Events live after their last update, in seconds (Kubernetes' --event-ttl).
     #[arg(long, default_value_t = 3600)]
     event_ttl_seconds: u64,
+    /// How many objects each logical cluster but `root` may hold, in all, unless its
+    /// Workspace's `spec.quota.objects` says otherwise; 0: no limit (docs/security.md).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    quota_objects: u64,
+    /// How many bytes each logical cluster's objects may take, as stored (their serialized
+    /// JSON), unless its Workspace's `spec.quota.bytes` says otherwise; 0: no limit.
+    #[arg(long, default_value_t = 4 << 30, value_name = "BYTES")]
+    quota_bytes: u64,
+    /// How many objects of one resource each logical cluster may hold, unless its
+    /// Workspace's `spec.quota.resources` names it: `RESOURCE=N` (`configmaps=1000`,
+    /// `deployments.apps=100`), repeatable; none by default.
+    #[arg(long = "quota-resource", value_name = "RESOURCE=N")]
+    quota_resources: Vec<String>,
     /// Size of the storage page cache, in MiB. Lists of more data than this read pages
     /// back from the data files (see docs/performance.md).
     #[arg(long, default_value_t = 64)]
@@ -531,6 +544,31 @@ fn exit_on_error(result: anyhow::Result<()>) -> ! {
     }
 }
 
+/// The server's default quota from `--quota-objects`, `--quota-bytes` (0: no limit) and
+/// `--quota-resource RESOURCE=N`.
+fn quota_limits(
+    objects: u64,
+    bytes: u64,
+    resources: &[String],
+) -> anyhow::Result<kplane_apiserver::registry::quota::Limits> {
+    let mut limits = kplane_apiserver::registry::quota::Limits {
+        objects: (objects > 0).then_some(objects),
+        bytes: (bytes > 0).then_some(bytes),
+        ..Default::default()
+    };
+    for entry in resources {
+        let parsed = entry
+            .split_once('=')
+            .and_then(|(r, n)| Some((r.trim(), n.trim().parse::<u64>().ok()?)))
+            .filter(|(r, _)| !r.is_empty() && !r.contains('/'));
+        let Some((resource, n)) = parsed else {
+            anyhow::bail!("--quota-resource {entry:?}: expected RESOURCE=N, e.g. configmaps=1000 or deployments.apps=100");
+        };
+        limits.resources.insert(resource.to_string(), n);
+    }
+    Ok(limits)
+}
+
 async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::Result<()> {
     let flow = flow_config(&args)?;
     let limits = args.limits();
@@ -571,9 +609,11 @@ async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::R
         .with_webhooks(transport)
         .without(&args.disable_admission_plugins)
         .map_err(|e| anyhow::anyhow!("--disable-admission-plugins: {e}"))?;
+    let quota = quota_limits(args.quota_objects, args.quota_bytes, &args.quota_resources)?;
     let server = kplane_apiserver::Server::builder()
         .limits(limits)
         .admission(admission)
+        .quota(quota)
         .data_dir(args.data_dir)
         .bind(args.bind)
         .tls_sans(args.tls_san)
@@ -814,6 +854,30 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quota_flags_make_the_default_limits() {
+        let l = quota_limits(
+            0,
+            100,
+            &["secrets=3".into(), " deployments.apps = 2 ".into()],
+        )
+        .unwrap();
+        assert_eq!(l.objects, None, "0 is no limit");
+        assert_eq!(l.bytes, Some(100));
+        assert_eq!(l.resources["secrets"], 3);
+        assert_eq!(l.resources["deployments.apps"], 2);
+        for bad in [
+            "secrets",
+            "=3",
+            "secrets=-1",
+            "count/secrets=1",
+            "secrets=x",
+        ] {
+            let e = quota_limits(1, 1, &[bad.into()]).unwrap_err();
+            assert!(e.to_string().contains("expected RESOURCE=N"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn go_durations() {

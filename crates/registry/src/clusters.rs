@@ -193,7 +193,8 @@ impl Registry {
         }
     }
 
-    /// Marks the child of every stored Workspace that carries a deletionTimestamp.
+    /// Marks the child of every stored Workspace that carries a deletionTimestamp, and
+    /// sets each child's quota limits (`quota`).
     async fn load_terminating(&self, page: usize) -> ApiResult<()> {
         let prefix = Prefix {
             cluster: Clusters::All,
@@ -212,8 +213,11 @@ impl Registry {
                 let deleting = serde_json::from_slice::<Deleting>(&kv.value)
                     .is_ok_and(|d| d.metadata.deletion_timestamp.is_some());
                 let child = stored_cluster(&kv.key).and_then(|c| c.child(&kv.key.name));
-                if let (true, Some(child)) = (deleting, child) {
-                    self.set_terminating(&child, true);
+                if let (true, Some(child)) = (deleting, &child) {
+                    self.set_terminating(child, true);
+                }
+                if let Some(child) = &child {
+                    self.load_workspace_quota(child, &kv.value);
                 }
             }
             match res.items.last() {

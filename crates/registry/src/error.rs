@@ -103,6 +103,7 @@ impl From<kplane_storage::Error> for ApiError {
             }
             E::Fenced { cluster } => crate::cluster_states::fenced(&cluster),
             E::Encode(m) => ApiError::internal(m),
+            E::Refused(m) => ApiError::from(Status::forbidden("", "", "", &m)),
             E::Corrupt(_) | E::Backend(_) => ApiError::internal(e.to_string()),
         }
     }

@@ -51,6 +51,7 @@ pub mod policies;
 mod precondition;
 #[cfg(test)]
 mod precondition_tests;
+pub mod quota;
 pub mod rbac;
 mod read;
 pub mod selection;
@@ -192,6 +193,9 @@ pub struct Registry {
     policies: Arc<policies::Cache>,
     /// ServiceAccount uids for the token authenticator (`token_bindings`).
     service_accounts: Arc<token_bindings::ServiceAccountCache>,
+    /// Each logical cluster's quota limits and usage (`quota`), kept by the storage
+    /// decorator every write passes.
+    quotas: Arc<quota::Quotas>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -233,8 +237,9 @@ impl Registry {
         tokio::sync::mpsc::UnboundedReceiver<controllers::Work>,
     ) {
         let (controllers, rx) = controllers::Shared::new();
+        let quotas = Arc::new(quota::Quotas::default());
         let r = Registry {
-            storage,
+            storage: quota::QuotaStorage::wrap(storage, quotas.clone()),
             catalogs: catalogs::Catalogs::new(builtin),
             clusters: clusters::ClusterState::default(),
             root_ca_pem,
@@ -249,6 +254,7 @@ impl Registry {
             webhooks: Arc::default(),
             policies: Arc::default(),
             service_accounts: Arc::default(),
+            quotas,
         };
         (Arc::new(r), rx)
     }
@@ -275,6 +281,11 @@ impl Registry {
             .get()
             .cloned()
             .unwrap_or_else(|| format!("kplane {}", env!("CARGO_PKG_VERSION")))
+    }
+
+    /// Each logical cluster's quota limits and usage.
+    pub fn quotas(&self) -> &Arc<quota::Quotas> {
+        &self.quotas
     }
 
     pub(crate) fn storage(&self) -> &Arc<dyn Storage> {
@@ -318,6 +329,7 @@ pub fn storage_error(e: kplane_storage::Error, rt: &ResourceType, name: &str) ->
         E::NotFound => ApiError::from(Status::not_found(&rt.group, &rt.plural, name)),
         E::AlreadyExists => ApiError::from(Status::already_exists(&rt.group, &rt.plural, name)),
         E::Conflict { .. } => ApiError::from(Status::stale(&rt.group, &rt.plural, name)),
+        E::Refused(why) => ApiError::from(Status::forbidden(&rt.group, &rt.plural, name, &why)),
         other => ApiError::from(other),
     }
 }

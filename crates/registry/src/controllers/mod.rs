@@ -540,6 +540,8 @@ pub(crate) fn start_leading(
         bg.spawn(timers::run(registry.clone())),
         bg.spawn(syncer),
         bg.spawn(event_ttl::run(registry.clone(), event_ttl)),
+        // Workspaces' status.quota (`quota/status.rs`).
+        bg.spawn(crate::quota::status_controller(registry.clone())),
         // Imports whose owner is gone (a replica died mid-way): `archive/recovery.rs`.
         bg.spawn(registry.clone().resolve_imports_while_leading()),
         // In the background: a store with many logical clusters must not delay readiness.

@@ -73,6 +73,10 @@ impl TypeStrategy for Workspace {
             }
             Some(other) => causes.push(Cause::invalid("spec.template", other, "must be a string")),
         }
+        if let Err((field, why)) = crate::quota::Limits::from_workspace(obj) {
+            let value = obj.pointer("/spec/quota").cloned().unwrap_or(Value::Null);
+            causes.push(Cause::invalid(&field, &value, &why));
+        }
         if let Some(old) = old {
             let before = old.pointer("/spec/template").filter(|v| !v.is_null());
             if before != template.filter(|v| !v.is_null()) {
@@ -175,6 +179,7 @@ impl TypeStrategy for Workspace {
         cluster: &ClusterName,
         name: &str,
     ) -> ApiResult<()> {
+        reg.refresh_workspace_quota(cluster, name).await?;
         reg.enqueue(Work::Workspace {
             cluster: cluster.clone(),
             name: name.into(),
@@ -189,6 +194,7 @@ impl TypeStrategy for Workspace {
         name: &str,
         deleting: bool,
     ) -> ApiResult<()> {
+        reg.refresh_workspace_quota(cluster, name).await?;
         if deleting {
             // From the marking write on, nothing new is written into the child.
             if let Some(child) = cluster.child(name) {
@@ -212,6 +218,7 @@ impl TypeStrategy for Workspace {
     ) -> ApiResult<()> {
         if let Some(child) = cluster.child(name) {
             reg.set_terminating(&child, false);
+            reg.quotas().set_limits(child.as_str(), None);
         }
         Ok(())
     }
