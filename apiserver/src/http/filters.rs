@@ -76,11 +76,7 @@ impl RequestScope {
     /// trail finished with admission's annotations, the request log line written.
     pub(super) async fn end(mut self, mut resp: Response) -> Response {
         add_warnings(&self.warnings, resp.headers_mut());
-        if let Some(seat) = self.seat.take() {
-            if self.info.verb != kplane_types::Verb::Watch {
-                resp = hold_until_sent(resp, seat);
-            }
-        }
+        let seat = self.seat.take();
         let resp = match self.trail {
             Some(mut t) => {
                 if let Some(a) = &self.annotations {
@@ -96,7 +92,13 @@ impl RequestScope {
             self.user.as_ref().map(|u| u.username.as_str()),
             &resp,
         );
-        resp
+        // Last, so that the audit trail still sees the body as the handler made it.
+        match seat {
+            Some(seat) if self.info.verb != kplane_types::Verb::Watch => {
+                hold_until_sent(resp, seat)
+            }
+            _ => resp,
+        }
     }
 }
 
