@@ -25,6 +25,7 @@ pub mod claim;
 pub mod encryption;
 pub mod error;
 pub mod event_log;
+pub mod io_wait;
 pub mod key;
 pub mod postgres;
 pub mod range;

@@ -14,6 +14,11 @@
 //! refusals with the same message in plain text). Members of `system:masters` are exempt;
 //! the sync endpoint has `--syncer-seats` seats of its own before it queues like a tenant.
 //!
+//! While a request waits for the store's writer (a write's group commit and fsync:
+//! [`kplane_storage::io_wait`]) its seats are lent to the pool and taken back, past the
+//! caps if need be, when it runs again: seats bound the work that uses the cores, not the
+//! writes waiting for durability, which commit in larger groups the more of them wait.
+//!
 //! The path of a request that finds a seat takes one shard lock and one atomic update
 //! (and the same again when it ends); the queue lock is taken only when requests wait.
 
@@ -25,7 +30,7 @@ mod tests;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -149,19 +154,49 @@ pub struct Seat {
 enum Held {
     Exempt,
     Syncer(Arc<FlowControl>),
-    Seats {
-        fc: Arc<FlowControl>,
-        cluster: Arc<str>,
-        seats: u32,
-    },
+    Seats(Arc<Granted>),
+}
+
+/// Seats given to a request; lent back to the pool while the request waits for the
+/// store's writer ([`kplane_storage::io_wait`]).
+#[derive(Debug)]
+struct Granted {
+    fc: Arc<FlowControl>,
+    cluster: Arc<str>,
+    seats: u32,
+    /// Whether the seats are in the pool now (lent, or given back for good).
+    lent: AtomicBool,
+}
+
+impl kplane_storage::io_wait::IoWait for Granted {
+    fn begin(&self) {
+        if !self.lent.swap(true, Ordering::AcqRel) {
+            self.fc.lend(&self.cluster, self.seats);
+        }
+    }
+
+    fn end(&self) {
+        if self.lent.swap(false, Ordering::AcqRel) {
+            self.fc.take_back(&self.cluster, self.seats);
+        }
+    }
 }
 
 impl Seat {
     /// The seats held (0 when exempt or on the sync endpoint's own seats).
     pub fn seats(&self) -> u32 {
         match &self.held {
-            Held::Seats { seats, .. } => *seats,
+            Held::Seats(g) => g.seats,
             _ => 0,
+        }
+    }
+
+    /// What to tell while the request waits for the store, so that its seats serve
+    /// others meanwhile (`None` when it holds none).
+    pub fn io_waiter(&self) -> Option<Arc<dyn kplane_storage::io_wait::IoWait>> {
+        match &self.held {
+            Held::Seats(g) => Some(g.clone()),
+            _ => None,
         }
     }
 }
@@ -173,7 +208,10 @@ impl Drop for Seat {
             Held::Syncer(fc) => {
                 fc.syncer_in_use.fetch_sub(1, Ordering::AcqRel);
             }
-            Held::Seats { fc, cluster, seats } => fc.release(cluster, *seats),
+            Held::Seats(g) => {
+                let in_pool = g.lent.swap(true, Ordering::AcqRel);
+                g.fc.finished(&g.cluster, if in_pool { 0 } else { g.seats });
+            }
         }
     }
 }
@@ -228,6 +266,8 @@ struct Stats {
     rejected_queue_full: AtomicU64,
     rejected_time_out: AtomicU64,
     executing_requests: AtomicI64,
+    /// Times a request's seats were lent while it waited for the store.
+    lent: AtomicU64,
     waited: Mutex<WaitHistogram>,
 }
 
@@ -424,11 +464,12 @@ impl FlowControl {
             self.observe_wait(0, started.elapsed().as_secs_f64());
         }
         Seat {
-            held: Held::Seats {
+            held: Held::Seats(Arc::new(Granted {
                 fc: self.clone(),
                 cluster,
                 seats,
-            },
+                lent: AtomicBool::new(false),
+            })),
         }
     }
 
@@ -461,7 +502,38 @@ impl FlowControl {
             .is_ok()
     }
 
-    /// Gives back a request's seats and lets waiting requests run.
+    /// A request ends: its `seats` (0 when they are in the pool already) go back.
+    fn finished(&self, cluster: &str, seats: u32) {
+        self.stats
+            .executing_requests
+            .fetch_sub(1, Ordering::Relaxed);
+        if seats > 0 {
+            self.release(cluster, seats);
+        }
+    }
+
+    /// Lends a waiting request's seats to the pool.
+    fn lend(&self, cluster: &str, seats: u32) {
+        self.stats.lent.fetch_add(1, Ordering::Relaxed);
+        self.release(cluster, seats);
+    }
+
+    /// Takes lent seats back once the request runs again: at once, even past the caps
+    /// (what is left of a write after its commit is short).
+    fn take_back(&self, cluster: &str, seats: u32) {
+        {
+            let mut shard = self.shard(cluster);
+            match shard.get_mut(cluster) {
+                Some(e) => e.executing += seats,
+                None => {
+                    shard.entry(Arc::from(cluster)).or_default().executing += seats;
+                }
+            }
+        }
+        self.in_use.fetch_add(seats, Ordering::SeqCst);
+    }
+
+    /// Gives `seats` of `cluster` back to the pool and lets waiting requests run.
     fn release(&self, cluster: &str, seats: u32) {
         {
             let mut shard = self.shard(cluster);
@@ -470,9 +542,6 @@ impl FlowControl {
             }
         }
         self.in_use.fetch_sub(seats, Ordering::SeqCst);
-        self.stats
-            .executing_requests
-            .fetch_sub(1, Ordering::Relaxed);
         if self.waiting.load(Ordering::SeqCst) > 0 {
             let mut q = self.queues();
             self.dispatch(&mut q);
@@ -599,6 +668,11 @@ impl FlowControl {
                 n.load(Ordering::Relaxed)
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP kplane_flowcontrol_seats_lent_total Times a request's seats served others while it waited for the store's writer.\n# TYPE kplane_flowcontrol_seats_lent_total counter\nkplane_flowcontrol_seats_lent_total {}",
+            s.lent.load(Ordering::Relaxed)
+        );
         let name = "apiserver_flowcontrol_request_wait_duration_seconds";
         let _ = writeln!(
             out,

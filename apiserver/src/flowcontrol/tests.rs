@@ -245,6 +245,51 @@ async fn under_a_thousand_racing_requests_the_limits_hold_and_every_seat_comes_b
     }
 }
 
+#[tokio::test]
+async fn a_request_waiting_for_the_store_lends_its_seats_and_takes_them_back() {
+    let fc = small(5);
+    let writer = fc.admit("a", &user("u"), 10, None).await.unwrap();
+    assert_eq!(fc.seats_in_use(), 10);
+    // Cluster a is at its cap: another request of it waits.
+    let next = {
+        let fc = fc.clone();
+        tokio::spawn(async move { fc.admit("a", &user("u"), 10, None).await })
+    };
+    settle().await;
+    assert_eq!(fc.waiting(), 1);
+    // The first waits for the store: its seats go to the waiting one.
+    let waiter = writer.io_waiter().unwrap();
+    let commit = {
+        let waiter = waiter.clone();
+        async move {
+            kplane_storage::io_wait::scope(waiter, async {
+                kplane_storage::io_wait::waiting(async { settle().await }).await
+            })
+            .await
+        }
+    };
+    commit.await;
+    let second = next.await.unwrap().unwrap();
+    assert_eq!(fc.waiting(), 0);
+    // Both hold their seats now, past the cluster's cap for a moment.
+    assert_eq!(fc.seats_in_use(), 20);
+    drop(second);
+    drop(writer);
+    assert_eq!(fc.seats_in_use(), 0);
+    // A request dropped while its seats are lent gives back nothing twice.
+    let lent = fc.admit("b", &user("u"), 3, None).await.unwrap();
+    let w = lent.io_waiter().unwrap();
+    w.begin();
+    assert_eq!(fc.seats_in_use(), 0);
+    drop(lent);
+    w.end();
+    assert_eq!(fc.seats_in_use(), 0);
+    let mut out = String::new();
+    fc.render_metrics(&mut out);
+    assert!(out.contains("kplane_flowcontrol_seats_lent_total 2"), "{out}");
+    assert!(out.contains("apiserver_flowcontrol_current_executing_requests{flow_schema=\"kplane-tenants\",priority_level=\"kplane-tenants\"} 0"), "{out}");
+}
+
 #[test]
 fn a_refusal_is_kube_apiservers_429() {
     let s = Rejection::QueueFull.status();

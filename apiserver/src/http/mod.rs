@@ -308,7 +308,12 @@ async fn route(
                 .is_some_and(|v| v.as_bytes() == b"application/apply-patch+yaml");
             let labels = crate::metrics::RequestLabels::of(info, apply);
             let metrics = state.metrics.clone();
-            let resp = resources::handle(state, rp, info, user, accept, req).await;
+            let handled = resources::handle(state, rp, info, user, accept, req);
+            // While the request waits for the store's writer its seats serve others.
+            let resp = match scope.seat.as_ref().and_then(|s| s.io_waiter()) {
+                Some(waiter) => kplane_storage::io_wait::scope(waiter, handled).await,
+                None => handled.await,
+            };
             metrics.observe_request(
                 labels,
                 resp.status().as_u16(),

@@ -303,7 +303,12 @@ async fn serve(
         return forbidden;
     }
     let req = filters::audited_body(req, &info, &mut scope.trail).await;
-    match checked(state, req, t, api, &info).await {
+    let handled = checked(state, req, t, api, &info);
+    let handled = match scope.seat.as_ref().and_then(|s| s.io_waiter()) {
+        Some(waiter) => kplane_storage::io_wait::scope(waiter, handled).await,
+        None => handled.await,
+    };
+    match handled {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }

@@ -495,7 +495,9 @@ impl PostgresStorage {
             },
         );
         drop(sender);
-        rx.await.map_err(|_| Error::ShuttingDown)?
+        crate::io_wait::waiting(rx)
+            .await
+            .map_err(|_| Error::ShuttingDown)?
     }
 }
 
@@ -566,11 +568,14 @@ impl Storage for PostgresStorage {
             .map(|w| self.send_write(&sender, w))
             .collect();
         drop(sender);
-        let mut out = Vec::with_capacity(pending.len());
-        for rx in pending {
-            out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
-        }
-        out
+        crate::io_wait::waiting(async move {
+            let mut out = Vec::with_capacity(pending.len());
+            for rx in pending {
+                out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
+            }
+            out
+        })
+        .await
     }
 
     async fn delete_cluster(

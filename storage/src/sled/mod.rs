@@ -521,7 +521,9 @@ impl SledStorage {
         self.sender()?
             .send(Request::Write(req))
             .map_err(|_| Error::ShuttingDown)?;
-        rx.await.map_err(|_| Error::ShuttingDown)?
+        crate::io_wait::waiting(rx)
+            .await
+            .map_err(|_| Error::ShuttingDown)?
     }
 
     /// Sends `writes` in chunks of at most [`MAX_WRITE_GROUP`], each committed in one group,
@@ -547,11 +549,14 @@ impl SledStorage {
         if !chunk.is_empty() {
             send_chunk(&sender, chunk);
         }
-        let mut out = Vec::with_capacity(pending.len());
-        for rx in pending {
-            out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
-        }
-        out
+        crate::io_wait::waiting(async move {
+            let mut out = Vec::with_capacity(pending.len());
+            for rx in pending {
+                out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
+            }
+            out
+        })
+        .await
     }
 }
 
