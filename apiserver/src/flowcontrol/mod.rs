@@ -70,12 +70,26 @@ pub struct FlowConfig {
     pub syncer_seats: u32,
 }
 
+impl FlowConfig {
+    /// Seats one logical cluster may hold by default: eight per core of this machine, at
+    /// least [`estimate::MAX_SEATS`] (16 on 2 cores, 128 on 16). Seats bound the work
+    /// that uses the cores (a write waiting for its commit lends its seats), so one
+    /// cluster's share is sized by the cores: past a few requests per core a busy
+    /// cluster only lengthens every other cluster's wait for a core.
+    pub fn default_seats_per_cluster() -> u32 {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        u32::try_from(cores.saturating_mul(8))
+            .unwrap_or(u32::MAX)
+            .max(estimate::MAX_SEATS)
+    }
+}
+
 impl Default for FlowConfig {
     fn default() -> Self {
         FlowConfig {
             // kube-apiserver: --max-requests-inflight 400 + --max-mutating-requests-inflight 200.
             max_seats: 600,
-            max_seats_per_cluster: 200,
+            max_seats_per_cluster: FlowConfig::default_seats_per_cluster(),
             max_queued_per_cluster: 128,
             // Upstream: a quarter of the 60 s request timeout.
             queue_wait: Duration::from_secs(15),

@@ -208,9 +208,10 @@ struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 200)]
     max_mutating_requests_inflight: u32,
     /// The most seats one logical cluster holds at once (at least 10); past them, and
-    /// when the server has none free, its requests wait in its queue.
-    #[arg(long, value_name = "N", default_value_t = 200)]
-    max_seats_per_cluster: u32,
+    /// when the server has none free, its requests wait in its queue. Default: 8 per core,
+    /// at least 10.
+    #[arg(long, value_name = "N")]
+    max_seats_per_cluster: Option<u32>,
     /// The most requests one logical cluster has waiting for seats; past them a request
     /// is refused with 429 and Retry-After.
     #[arg(long, value_name = "N", default_value_t = 128)]
@@ -739,7 +740,9 @@ fn flow_config(args: &ServeArgs) -> anyhow::Result<kplane_apiserver::flowcontrol
         max_seats: args
             .max_requests_inflight
             .saturating_add(args.max_mutating_requests_inflight),
-        max_seats_per_cluster: args.max_seats_per_cluster,
+        max_seats_per_cluster: args
+            .max_seats_per_cluster
+            .unwrap_or_else(kplane_apiserver::flowcontrol::FlowConfig::default_seats_per_cluster),
         max_queued_per_cluster: args.max_queued_per_cluster,
         queue_wait: args.queue_wait,
         syncer_seats: args.syncer_seats,
