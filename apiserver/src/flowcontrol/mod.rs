@@ -30,7 +30,7 @@ mod tests;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -178,19 +178,32 @@ struct Granted {
     fc: Arc<FlowControl>,
     cluster: Arc<str>,
     seats: u32,
-    /// Whether the seats are in the pool now (lent, or given back for good).
-    lent: AtomicBool,
+    /// [`HELD`], [`LENT`] (in the pool while the request waits) or [`DONE`].
+    state: AtomicU8,
 }
+
+/// The request holds its seats.
+const HELD: u8 = 0;
+/// The request's seats are in the pool while it waits for the store.
+const LENT: u8 = 1;
+/// The request has ended; its seats are back for good.
+const DONE: u8 = 2;
 
 impl kplane_storage::io_wait::IoWait for Granted {
     fn begin(&self) {
-        if !self.lent.swap(true, Ordering::AcqRel) {
+        let lent = self
+            .state
+            .compare_exchange(HELD, LENT, Ordering::AcqRel, Ordering::Acquire);
+        if lent.is_ok() {
             self.fc.lend(&self.cluster, self.seats);
         }
     }
 
     fn end(&self) {
-        if self.lent.swap(false, Ordering::AcqRel) {
+        let back = self
+            .state
+            .compare_exchange(LENT, HELD, Ordering::AcqRel, Ordering::Acquire);
+        if back.is_ok() {
             self.fc.take_back(&self.cluster, self.seats);
         }
     }
@@ -223,8 +236,8 @@ impl Drop for Seat {
                 fc.syncer_in_use.fetch_sub(1, Ordering::AcqRel);
             }
             Held::Seats(g) => {
-                let in_pool = g.lent.swap(true, Ordering::AcqRel);
-                g.fc.finished(&g.cluster, if in_pool { 0 } else { g.seats });
+                let held = g.state.swap(DONE, Ordering::AcqRel) == HELD;
+                g.fc.finished(&g.cluster, if held { g.seats } else { 0 });
             }
         }
     }
@@ -482,7 +495,7 @@ impl FlowControl {
                 fc: self.clone(),
                 cluster,
                 seats,
-                lent: AtomicBool::new(false),
+                state: AtomicU8::new(HELD),
             })),
         }
     }

@@ -286,7 +286,10 @@ async fn a_request_waiting_for_the_store_lends_its_seats_and_takes_them_back() {
     assert_eq!(fc.seats_in_use(), 0);
     let mut out = String::new();
     fc.render_metrics(&mut out);
-    assert!(out.contains("kplane_flowcontrol_seats_lent_total 2"), "{out}");
+    assert!(
+        out.contains("kplane_flowcontrol_seats_lent_total 2"),
+        "{out}"
+    );
     assert!(out.contains("apiserver_flowcontrol_current_executing_requests{flow_schema=\"kplane-tenants\",priority_level=\"kplane-tenants\"} 0"), "{out}");
 }
 
