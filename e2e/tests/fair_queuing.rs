@@ -60,6 +60,30 @@ async fn a_noisy_tenant_gets_429s_while_a_quiet_tenants_requests_all_succeed() -
             .await?;
     }
 
+    // The quiet tenant has a request in flight (a create whose body is slow to come), so
+    // the noisy tenant is not alone and its cap binds (a cluster alone may use every
+    // seat).
+    let _quiet_in_flight = raw_request(
+        &server,
+        "POST /clusters/root:quiet/api/v1/namespaces/default/configmaps",
+        "quiet-token",
+    )
+    .await?;
+    let admin = server.kubectl_for("root")?;
+    kplane_e2e::eventually(
+        Duration::from_secs(30),
+        "the quiet create in flight",
+        || {
+            let metrics = admin.ok(&["get", "--raw", "/metrics"]);
+            async move {
+                Ok(metrics?.lines().any(|l| {
+                    l.starts_with("apiserver_flowcontrol_current_executing_seats{")
+                        && l.ends_with(" 1")
+                }))
+            }
+        },
+    )
+    .await?;
     // The noisy tenant opens LISTs of ten megabytes on connections it does not read: the
     // first holds the cluster's ten seats until its body is sent (it never is, while the
     // client does not read), the second waits in the cluster's queue of one, and every
@@ -195,7 +219,8 @@ async fn seats_below_the_widest_request_are_refused_at_start_up() -> Result<()> 
 }
 
 /// A TLS connection to `server` that has sent `GET <path>` with `token` (HTTP/1.1) and
-/// read nothing yet.
+/// read nothing yet; for a `path` of `POST <path>`, the start of a create that sends one
+/// byte of its body and no more.
 async fn raw_request(
     server: &KplaneServer,
     path: &str,
@@ -228,9 +253,15 @@ async fn raw_request(
     let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await?;
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nAccept: application/json\r\n\r\n"
-    );
+    let request = match path.strip_prefix("POST ") {
+        // A create whose body never finishes: it holds its seat while the server waits.
+        Some(path) => format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{"
+        ),
+        None => format!(
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nAccept: application/json\r\n\r\n"
+        ),
+    };
     tls.write_all(request.as_bytes()).await?;
     tls.flush().await?;
     Ok(tls)

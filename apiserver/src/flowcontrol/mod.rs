@@ -5,7 +5,8 @@
 //! The server has a number of seats (`--max-requests-inflight` plus
 //! `--max-mutating-requests-inflight`, as upstream sizes APF); a request holds the seats its
 //! work estimate names ([`estimate`]) while it executes, a watch only until it is
-//! established. One logical cluster holds at most `--max-seats-per-cluster` of them.
+//! established. One logical cluster holds at most `--max-seats-per-cluster` of them while
+//! another cluster holds seats too (alone, it may use them all).
 //! A request that finds no free seat, or its cluster at its cap or with requests already
 //! waiting, waits in its cluster's queue ([`queues`]: deficit round robin over clusters in
 //! seats, round robin over users); past `--max-queued-per-cluster` waiting requests, or
@@ -312,6 +313,8 @@ pub struct FlowControl {
     config: FlowConfig,
     in_use: AtomicU32,
     waiting: AtomicU32,
+    /// Clusters holding seats now.
+    busy: AtomicU32,
     syncer_in_use: AtomicU32,
     hasher: RandomState,
     shards: Box<[Mutex<Shard>]>,
@@ -325,6 +328,7 @@ impl FlowControl {
             config,
             in_use: AtomicU32::new(0),
             waiting: AtomicU32::new(0),
+            busy: AtomicU32::new(0),
             syncer_in_use: AtomicU32::new(0),
             hasher: RandomState::new(),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
@@ -408,11 +412,8 @@ impl FlowControl {
                 None => Arc::from(cluster),
             };
             let entry = shard.entry(key.clone()).or_default();
-            if entry.queued == 0
-                && entry.executing + seats <= self.config.max_seats_per_cluster
-                && self.take_server_seats(seats)
-            {
-                entry.executing += seats;
+            if entry.queued == 0 && self.within_cap(entry, seats) && self.take_server_seats(seats) {
+                self.add_seats(entry, seats);
                 drop(shard);
                 return Ok(self.granted(key, seats, started, false));
             }
@@ -519,6 +520,31 @@ impl FlowControl {
         }
     }
 
+    /// Whether a cluster holding `c`'s seats may take `seats` more: within its cap, or
+    /// while no other cluster holds any (the cap shares the cores between clusters; a
+    /// cluster alone may use them all).
+    fn within_cap(&self, c: &ClusterSeats, seats: u32) -> bool {
+        c.executing + seats <= self.config.max_seats_per_cluster
+            || self.busy.load(Ordering::SeqCst) == u32::from(c.executing > 0)
+    }
+
+    /// Adds `seats` to a cluster's (its shard locked), counting it busy from its first.
+    fn add_seats(&self, c: &mut ClusterSeats, seats: u32) {
+        if c.executing == 0 && seats > 0 {
+            self.busy.fetch_add(1, Ordering::SeqCst);
+        }
+        c.executing += seats;
+    }
+
+    /// Takes `seats` off a cluster's (its shard locked), not busy once it holds none.
+    fn sub_seats(&self, c: &mut ClusterSeats, seats: u32) {
+        let before = c.executing;
+        c.executing = before.saturating_sub(seats);
+        if before > 0 && c.executing == 0 {
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
     /// Takes `seats` of the server's if that many are free.
     fn take_server_seats(&self, seats: u32) -> bool {
         let max = self.config.max_seats;
@@ -551,10 +577,8 @@ impl FlowControl {
         {
             let mut shard = self.shard(cluster);
             match shard.get_mut(cluster) {
-                Some(e) => e.executing += seats,
-                None => {
-                    shard.entry(Arc::from(cluster)).or_default().executing += seats;
-                }
+                Some(e) => self.add_seats(e, seats),
+                None => self.add_seats(shard.entry(Arc::from(cluster)).or_default(), seats),
             }
         }
         self.in_use.fetch_add(seats, Ordering::SeqCst);
@@ -565,7 +589,7 @@ impl FlowControl {
         {
             let mut shard = self.shard(cluster);
             if let Some(c) = shard.get_mut(cluster) {
-                c.executing = c.executing.saturating_sub(seats);
+                self.sub_seats(c, seats);
             }
         }
         self.in_use.fetch_sub(seats, Ordering::SeqCst);
@@ -577,20 +601,19 @@ impl FlowControl {
 
     /// Runs waiting requests while seats allow (with the queue lock held).
     fn dispatch(&self, q: &mut Queues<oneshot::Sender<()>>) {
-        let cap = self.config.max_seats_per_cluster;
         while q.len() > 0 {
             let next = q.pop(|cluster, seats| {
                 let mut shard = self.shard(cluster);
                 let Some(c) = shard.get_mut(cluster) else {
                     return Fit::ClusterFull;
                 };
-                if c.executing + seats > cap {
+                if !self.within_cap(c, seats) {
                     return Fit::ClusterFull;
                 }
                 if !self.take_server_seats(seats) {
                     return Fit::ServerFull;
                 }
-                c.executing += seats;
+                self.add_seats(c, seats);
                 c.queued = c.queued.saturating_sub(1);
                 Fit::Yes
             });
@@ -603,7 +626,7 @@ impl FlowControl {
                 {
                     let mut shard = self.shard(&cluster);
                     if let Some(c) = shard.get_mut(&*cluster) {
-                        c.executing = c.executing.saturating_sub(waiter.seats);
+                        self.sub_seats(c, waiter.seats);
                     }
                 }
                 self.in_use.fetch_sub(waiter.seats, Ordering::SeqCst);

@@ -58,6 +58,8 @@ async fn seats_are_taken_and_given_back() {
 #[tokio::test]
 async fn a_cluster_past_its_cap_queues_and_then_is_refused_while_another_runs() {
     let fc = small(5);
+    // Another cluster holds a seat: the caps bind.
+    let _bystander = hold(&fc, "bystander", 1).await;
     let _noisy = hold(&fc, "noisy", 10).await;
     // The noisy cluster is at its cap: its next five requests wait, the sixth and the
     // fiftieth are refused at once.
@@ -87,7 +89,7 @@ async fn a_cluster_past_its_cap_queues_and_then_is_refused_while_another_runs() 
     for w in waiting {
         assert_eq!(w.await.unwrap(), Ok(1));
     }
-    assert_eq!(fc.seats_in_use(), 0);
+    assert_eq!(fc.seats_in_use(), 1);
     assert_eq!(fc.waiting(), 0);
 }
 
@@ -157,6 +159,7 @@ async fn a_request_that_waits_too_long_is_refused_and_leaves_nothing_behind() {
 #[tokio::test]
 async fn a_request_whose_client_goes_away_gives_its_place_and_seats_back() {
     let fc = small(10);
+    let _bystander = hold(&fc, "bystander", 1).await;
     let held = hold(&fc, "a", 10).await;
     let gone = {
         let fc = fc.clone();
@@ -170,10 +173,10 @@ async fn a_request_whose_client_goes_away_gives_its_place_and_seats_back() {
     let _ = gone.await;
     assert_eq!(fc.waiting(), 0);
     drop(held);
-    assert_eq!(fc.seats_in_use(), 0);
+    assert_eq!(fc.seats_in_use(), 1);
     // The cluster can use its whole cap again.
     let again = hold(&fc, "a", 10).await;
-    assert_eq!(fc.seats_in_use(), 10);
+    assert_eq!(fc.seats_in_use(), 11);
     drop(again);
 }
 
@@ -248,8 +251,9 @@ async fn under_a_thousand_racing_requests_the_limits_hold_and_every_seat_comes_b
 #[tokio::test]
 async fn a_request_waiting_for_the_store_lends_its_seats_and_takes_them_back() {
     let fc = small(5);
+    let bystander = hold(&fc, "bystander", 1).await;
     let writer = fc.admit("a", &user("u"), 10, None).await.unwrap();
-    assert_eq!(fc.seats_in_use(), 10);
+    assert_eq!(fc.seats_in_use(), 11);
     // Cluster a is at its cap: another request of it waits.
     let next = {
         let fc = fc.clone();
@@ -272,9 +276,10 @@ async fn a_request_waiting_for_the_store_lends_its_seats_and_takes_them_back() {
     let second = next.await.unwrap().unwrap();
     assert_eq!(fc.waiting(), 0);
     // Both hold their seats now, past the cluster's cap for a moment.
-    assert_eq!(fc.seats_in_use(), 20);
+    assert_eq!(fc.seats_in_use(), 21);
     drop(second);
     drop(writer);
+    drop(bystander);
     assert_eq!(fc.seats_in_use(), 0);
     // A request dropped while its seats are lent gives back nothing twice.
     let lent = fc.admit("b", &user("u"), 3, None).await.unwrap();
@@ -291,6 +296,31 @@ async fn a_request_waiting_for_the_store_lends_its_seats_and_takes_them_back() {
         "{out}"
     );
     assert!(out.contains("apiserver_flowcontrol_current_executing_requests{flow_schema=\"kplane-tenants\",priority_level=\"kplane-tenants\"} 0"), "{out}");
+}
+
+#[tokio::test]
+async fn a_cluster_alone_may_pass_its_cap_and_the_cap_binds_once_another_holds_seats() {
+    let fc = small(5);
+    // Alone, a cluster takes the server's seats past its cap of ten.
+    let mut alone = hold(&fc, "a", 15).await;
+    assert_eq!((fc.seats_in_use(), fc.waiting()), (15, 0));
+    // Another cluster arrives: it runs at once, and a's next request waits.
+    let b = fc.admit("b", &user("u"), 1, None).await.unwrap();
+    let next = {
+        let fc = fc.clone();
+        tokio::spawn(async move { fc.admit("a", &user("u"), 1, None).await.map(|s| s.seats()) })
+    };
+    settle().await;
+    assert_eq!(fc.waiting(), 1);
+    // Back under its cap (nine seats), a's waiting request runs at the next release.
+    alone.truncate(9);
+    assert_eq!(next.await.unwrap(), Ok(1));
+    // Once b holds nothing, a is alone again and passes its cap at once.
+    drop(b);
+    let more = hold(&fc, "a", 5).await;
+    assert_eq!(fc.seats_in_use(), 9 + 5);
+    drop((alone, more));
+    assert_eq!((fc.seats_in_use(), fc.waiting()), (0, 0));
 }
 
 #[test]
