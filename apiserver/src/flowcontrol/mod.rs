@@ -69,6 +69,9 @@ pub struct FlowConfig {
     pub queue_wait: Duration,
     /// Seats of the sync endpoint's own, before its requests queue like a tenant's.
     pub syncer_seats: u32,
+    /// How long after another cluster's request a cluster's cap still binds (a cluster
+    /// alone may use every seat).
+    pub shared_window: Duration,
 }
 
 impl FlowConfig {
@@ -95,6 +98,7 @@ impl Default for FlowConfig {
             // Upstream: a quarter of the 60 s request timeout.
             queue_wait: Duration::from_secs(15),
             syncer_seats: 50,
+            shared_window: Duration::from_secs(1),
         }
     }
 }
@@ -315,6 +319,12 @@ pub struct FlowControl {
     waiting: AtomicU32,
     /// Clusters holding seats now.
     busy: AtomicU32,
+    /// When this was made (the clock of `shared_until_ms`).
+    epoch: Instant,
+    /// A hash of the cluster of the last request (0: none yet).
+    last_cluster: AtomicU64,
+    /// Until when (ms after `epoch`) the caps bind because clusters take turns.
+    shared_until_ms: AtomicU64,
     syncer_in_use: AtomicU32,
     hasher: RandomState,
     shards: Box<[Mutex<Shard>]>,
@@ -329,6 +339,9 @@ impl FlowControl {
             in_use: AtomicU32::new(0),
             waiting: AtomicU32::new(0),
             busy: AtomicU32::new(0),
+            epoch: Instant::now(),
+            last_cluster: AtomicU64::new(0),
+            shared_until_ms: AtomicU64::new(0),
             syncer_in_use: AtomicU32::new(0),
             hasher: RandomState::new(),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
@@ -400,6 +413,7 @@ impl FlowControl {
     ) -> Result<Seat, Rejection> {
         let seats = seats.clamp(estimate::MIN_SEATS, estimate::MAX_SEATS);
         let started = Instant::now();
+        self.note_cluster(cluster);
         // The path without waiting: nothing of this cluster queued, room under its cap and
         // in the server.
         let key = {
@@ -521,11 +535,33 @@ impl FlowControl {
     }
 
     /// Whether a cluster holding `c`'s seats may take `seats` more: within its cap, or
-    /// while no other cluster holds any (the cap shares the cores between clusters; a
-    /// cluster alone may use them all).
+    /// while it is alone: no other cluster holds seats and none made a request within the
+    /// shared window (the cap shares the cores between clusters; a cluster alone may use
+    /// them all).
     fn within_cap(&self, c: &ClusterSeats, seats: u32) -> bool {
         c.executing + seats <= self.config.max_seats_per_cluster
-            || self.busy.load(Ordering::SeqCst) == u32::from(c.executing > 0)
+            || (self.busy.load(Ordering::SeqCst) == u32::from(c.executing > 0)
+                && self.now_ms() >= self.shared_until_ms.load(Ordering::Relaxed))
+    }
+
+    /// Milliseconds since this was made.
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Notes a request of `cluster`: one of a cluster other than the last one's makes
+    /// the caps bind for the shared window.
+    fn note_cluster(&self, cluster: &str) {
+        let h = self.hasher.hash_one(cluster) | 1;
+        let last = self.last_cluster.load(Ordering::Relaxed);
+        if last != h {
+            self.last_cluster.store(h, Ordering::Relaxed);
+            if last != 0 {
+                let window = u64::try_from(self.config.shared_window.as_millis()).unwrap_or(0);
+                self.shared_until_ms
+                    .store(self.now_ms().saturating_add(window), Ordering::Relaxed);
+            }
+        }
     }
 
     /// Adds `seats` to a cluster's (its shard locked), counting it busy from its first.

@@ -23,6 +23,7 @@ fn small(queue: u32) -> Arc<FlowControl> {
         max_queued_per_cluster: queue,
         queue_wait: Duration::from_secs(60),
         syncer_seats: 2,
+        shared_window: Duration::from_millis(50),
     })
 }
 
@@ -136,6 +137,7 @@ async fn a_request_that_waits_too_long_is_refused_and_leaves_nothing_behind() {
         max_queued_per_cluster: 10,
         queue_wait: Duration::from_millis(20),
         syncer_seats: 0,
+        shared_window: Duration::from_millis(50),
     });
     let held = hold(&fc, "a", 10).await;
     assert_eq!(
@@ -220,6 +222,7 @@ async fn under_a_thousand_racing_requests_the_limits_hold_and_every_seat_comes_b
         max_queued_per_cluster: 1000,
         queue_wait: Duration::from_secs(60),
         syncer_seats: 0,
+        shared_window: Duration::from_millis(50),
     });
     let mut tasks = Vec::new();
     for i in 0..1000u32 {
@@ -315,8 +318,10 @@ async fn a_cluster_alone_may_pass_its_cap_and_the_cap_binds_once_another_holds_s
     // Back under its cap (nine seats), a's waiting request runs at the next release.
     alone.truncate(9);
     assert_eq!(next.await.unwrap(), Ok(1));
-    // Once b holds nothing, a is alone again and passes its cap at once.
+    // Once b holds nothing and the shared window (50 ms here) has passed since its
+    // request, a is alone again and passes its cap at once.
     drop(b);
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let more = hold(&fc, "a", 5).await;
     assert_eq!(fc.seats_in_use(), 9 + 5);
     drop((alone, more));

@@ -746,6 +746,7 @@ fn flow_config(args: &ServeArgs) -> anyhow::Result<kplane_apiserver::flowcontrol
         max_queued_per_cluster: args.max_queued_per_cluster,
         queue_wait: args.queue_wait,
         syncer_seats: args.syncer_seats,
+        shared_window: kplane_apiserver::flowcontrol::FlowConfig::default().shared_window,
     };
     config.validate().map_err(|e| anyhow::anyhow!(e))?;
     Ok(config)
