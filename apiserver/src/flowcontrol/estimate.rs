@@ -49,7 +49,7 @@ fn names_one_object(selector: &str) -> bool {
 }
 
 /// The first value of query parameter `key`.
-fn param(query: Option<&str>, key: &str) -> Option<String> {
+pub fn param(query: Option<&str>, key: &str) -> Option<String> {
     form_urlencoded::parse(query?.as_bytes())
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.into_owned())

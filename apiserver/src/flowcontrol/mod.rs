@@ -31,7 +31,7 @@ mod tests;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -268,6 +268,8 @@ impl Pending<'_> {
         let mut q = self.fc.queues();
         if q.remove(self.cluster, self.user, self.id).is_some() {
             self.fc.waiting.fetch_sub(1, Ordering::SeqCst);
+            // It may have been the request whose turn it was, holding the others back.
+            self.fc.dispatch(&mut q);
             drop(q);
             let mut shard = self.fc.shard(self.cluster);
             if let Some(c) = shard.get_mut(&**self.cluster) {
@@ -319,10 +321,15 @@ pub struct FlowControl {
     waiting: AtomicU32,
     /// Clusters holding seats now.
     busy: AtomicU32,
+    /// Whether the request whose turn it is waits for the server's seats: requests then
+    /// queue rather than take freed seats ahead of it.
+    blocked: AtomicBool,
     /// When this was made (the clock of `shared_until_ms`).
     epoch: Instant,
-    /// A hash of the cluster of the last request (0: none yet).
+    /// A hash of the cluster of the last request (0: none yet), and when it was noted
+    /// (ms after `epoch`).
     last_cluster: AtomicU64,
+    last_seen_ms: AtomicU64,
     /// Until when (ms after `epoch`) the caps bind because clusters take turns.
     shared_until_ms: AtomicU64,
     syncer_in_use: AtomicU32,
@@ -339,8 +346,10 @@ impl FlowControl {
             in_use: AtomicU32::new(0),
             waiting: AtomicU32::new(0),
             busy: AtomicU32::new(0),
+            blocked: AtomicBool::new(false),
             epoch: Instant::now(),
             last_cluster: AtomicU64::new(0),
+            last_seen_ms: AtomicU64::new(0),
             shared_until_ms: AtomicU64::new(0),
             syncer_in_use: AtomicU32::new(0),
             hasher: RandomState::new(),
@@ -426,7 +435,11 @@ impl FlowControl {
                 None => Arc::from(cluster),
             };
             let entry = shard.entry(key.clone()).or_default();
-            if entry.queued == 0 && self.within_cap(entry, seats) && self.take_server_seats(seats) {
+            if entry.queued == 0
+                && !self.blocked.load(Ordering::SeqCst)
+                && self.within_cap(entry, seats)
+                && self.take_server_seats(seats)
+            {
                 self.add_seats(entry, seats);
                 drop(shard);
                 return Ok(self.granted(key, seats, started, false));
@@ -549,19 +562,32 @@ impl FlowControl {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Notes a request of `cluster`: one of a cluster other than the last one's makes
-    /// the caps bind for the shared window.
+    /// Notes a request of `cluster`: one of another cluster than the last request's,
+    /// within the shared window of it, makes the caps bind for the shared window.
     fn note_cluster(&self, cluster: &str) {
         let h = self.hasher.hash_one(cluster) | 1;
+        let window = u64::try_from(self.config.shared_window.as_millis()).unwrap_or(0);
+        let now = self.now_ms();
         let last = self.last_cluster.load(Ordering::Relaxed);
-        if last != h {
-            self.last_cluster.store(h, Ordering::Relaxed);
-            if last != 0 {
-                let window = u64::try_from(self.config.shared_window.as_millis()).unwrap_or(0);
-                self.shared_until_ms
-                    .store(self.now_ms().saturating_add(window), Ordering::Relaxed);
+        let seen = self.last_seen_ms.load(Ordering::Relaxed);
+        if last == h {
+            // A stream of one cluster's requests writes its time a few times a window.
+            if now.saturating_sub(seen) > window / 4 {
+                self.last_seen_ms.store(now, Ordering::Relaxed);
             }
+            return;
         }
+        // Shared for more than half a window still: nothing to write (under many tenants
+        // these words are written a few times a window, not on every request).
+        if self.shared_until_ms.load(Ordering::Relaxed) > now.saturating_add(window / 2) {
+            return;
+        }
+        if last != 0 && now.saturating_sub(seen) < window {
+            self.shared_until_ms
+                .store(now.saturating_add(window), Ordering::Relaxed);
+        }
+        self.last_cluster.store(h, Ordering::Relaxed);
+        self.last_seen_ms.store(now, Ordering::Relaxed);
     }
 
     /// Adds `seats` to a cluster's (its shard locked), counting it busy from its first.
@@ -637,7 +663,9 @@ impl FlowControl {
 
     /// Runs waiting requests while seats allow (with the queue lock held).
     fn dispatch(&self, q: &mut Queues<oneshot::Sender<()>>) {
+        let mut server_full = false;
         while q.len() > 0 {
+            server_full = false;
             let next = q.pop(|cluster, seats| {
                 let mut shard = self.shard(cluster);
                 let Some(c) = shard.get_mut(cluster) else {
@@ -647,6 +675,7 @@ impl FlowControl {
                     return Fit::ClusterFull;
                 }
                 if !self.take_server_seats(seats) {
+                    server_full = true;
                     return Fit::ServerFull;
                 }
                 self.add_seats(c, seats);
@@ -668,6 +697,9 @@ impl FlowControl {
                 self.in_use.fetch_sub(waiter.seats, Ordering::SeqCst);
             }
         }
+        // Set under the queue lock: cleared once nothing waits for the server.
+        self.blocked
+            .store(server_full && q.len() > 0, Ordering::SeqCst);
     }
 
     fn shard(&self, cluster: &str) -> MutexGuard<'_, Shard> {

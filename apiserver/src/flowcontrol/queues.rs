@@ -159,6 +159,9 @@ impl<T> Queues<T> {
             .max()
             .unwrap_or(1) as usize;
         let mut turns = self.ring.len() * (max_width + 1);
+        // Once as many clusters as there are have answered that they are at their cap,
+        // asking again this time is no use.
+        let mut capped = 0;
         while turns > 0 {
             turns -= 1;
             let cluster = self.ring.front()?.clone();
@@ -192,6 +195,10 @@ impl<T> Queues<T> {
             match fit(&cluster, seats) {
                 Fit::ServerFull => return None,
                 Fit::ClusterFull => {
+                    capped += 1;
+                    if capped >= self.ring.len() {
+                        return None;
+                    }
                     self.next_turn();
                     continue;
                 }

@@ -328,6 +328,39 @@ async fn a_cluster_alone_may_pass_its_cap_and_the_cap_binds_once_another_holds_s
     assert_eq!((fc.seats_in_use(), fc.waiting()), (0, 0));
 }
 
+#[tokio::test]
+async fn a_wide_request_waiting_for_the_server_is_not_overtaken_by_narrow_ones() {
+    let fc = small(5);
+    let mut a = hold(&fc, "a", 10).await;
+    let _b = hold(&fc, "b", 9).await;
+    // A LIST of ten seats of c finds one seat free: it waits for the server.
+    let wide = {
+        let fc = fc.clone();
+        tokio::spawn(async move { fc.admit("c", &user("u"), 10, None).await })
+    };
+    settle().await;
+    // A narrow request of d arrives after it: it waits too, though a seat is free.
+    let narrow = {
+        let fc = fc.clone();
+        tokio::spawn(async move { fc.admit("d", &user("u"), 1, None).await })
+    };
+    settle().await;
+    assert_eq!((fc.seats_in_use(), fc.waiting()), (19, 2));
+    // Seats come free one by one: none goes to the narrow request before the wide one
+    // has its ten.
+    for _ in 0..8 {
+        drop(a.pop());
+        settle().await;
+        assert_eq!(fc.waiting(), 2);
+    }
+    drop(a.pop());
+    settle().await;
+    let wide = wide.await.unwrap().unwrap();
+    assert_eq!((wide.seats(), fc.seats_in_use(), fc.waiting()), (10, 20, 1));
+    drop(a.pop());
+    assert_eq!(narrow.await.unwrap().unwrap().seats(), 1);
+}
+
 #[test]
 fn a_refusal_is_kube_apiservers_429() {
     let s = Rejection::QueueFull.status();

@@ -186,6 +186,11 @@ pub(super) async fn admitted(
     query: Option<&str>,
     sync: bool,
 ) -> Result<(), Response> {
+    // Long-running requests other than watches (a followed log, a proxy) take no seat,
+    // as upstream's priority and fairness filter passes them.
+    if super::request_info::is_long_running(info) && info.verb != kplane_types::Verb::Watch {
+        return Ok(());
+    }
     let seat = if sync {
         state.flow.admit_syncer(user).await
     } else {
@@ -213,8 +218,8 @@ fn queue_wait(info: &RequestInfo, query: Option<&str>) -> Option<std::time::Dura
     if super::request_info::is_long_running(info) {
         return None;
     }
-    let q = super::query::Query::parse(query);
-    let nanos = super::deadline::parse_go_duration(q.get("timeout")?).ok()?;
+    let timeout = crate::flowcontrol::estimate::param(query, "timeout")?;
+    let nanos = super::deadline::parse_go_duration(&timeout).ok()?;
     (nanos > 0).then(|| std::time::Duration::from_nanos(nanos as u64 / 4))
 }
 

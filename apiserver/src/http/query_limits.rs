@@ -32,8 +32,9 @@ pub fn check(limits: &Limits, query: Option<&str>) -> Result<(), (Refusal, ApiEr
         .with_code(414);
         return Err((Refusal::QueryLength, e));
     }
-    // Most requests carry no selector: look for one before decoding anything.
-    if !query.contains("Selector=") {
+    // Most requests carry no selector: look for one before decoding anything (a key
+    // written with percent escapes is decoded like any other).
+    if !query.contains("Selector=") && !query.contains('%') {
         return Ok(());
     }
     let selector_error = |m: String| (Refusal::SelectorComplexity, ApiError::bad_request(m));
@@ -182,6 +183,22 @@ mod tests {
             );
             assert!(refusal(&encoded(key, &sel(10 * max))).is_some());
         }
+    }
+
+    #[test]
+    fn a_selector_key_written_with_percent_escapes_is_checked_too() {
+        let sel: Vec<String> = (0..=limits().max_selector_requirements)
+            .map(|i| format!("k{i}=v"))
+            .collect();
+        let query = encoded("labelSelector", &sel.join(",")).replacen(
+            "labelSelector",
+            "labelSelecto%72",
+            1,
+        );
+        assert_eq!(
+            refusal(&query).map(|(r, code, _)| (r, code)),
+            Some((Refusal::SelectorComplexity, 400))
+        );
     }
 
     #[test]

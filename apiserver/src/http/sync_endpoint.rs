@@ -287,17 +287,21 @@ async fn serve(
         Err(resp) => return resp,
     };
     let acting: &UserInfo = scope.user.insert(acting);
-    if let Err(resp) = filters::admitted(
-        state,
-        &info,
-        &mut scope.seat,
-        acting,
-        req.uri().query(),
-        true,
-    )
-    .await
-    {
-        return resp;
+    // The log requests' long poll is long-running: no seat, as upstream's fair queuing
+    // passes long-running requests other than watches.
+    if !logs::is_log_path(&info.path) {
+        if let Err(resp) = filters::admitted(
+            state,
+            &info,
+            &mut scope.seat,
+            acting,
+            req.uri().query(),
+            true,
+        )
+        .await
+        {
+            return resp;
+        }
     }
     if let Err(forbidden) = filters::authorized(state, acting, &attrs, &mut scope.trail).await {
         return forbidden;
