@@ -53,6 +53,7 @@ mod syncer_pods;
 mod syncer_policies;
 mod syncer_status;
 mod templates;
+mod tls_client;
 mod tls_reload;
 mod watch_list;
 mod webhooks;

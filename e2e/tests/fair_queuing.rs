@@ -4,7 +4,6 @@
 //! counted in `apiserver_flowcontrol_rejected_requests_total`, while every request of a
 //! quiet tenant in another logical cluster succeeds; `system:masters` is never queued.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{ensure, Context as _, Result};
@@ -226,33 +225,13 @@ async fn raw_request(
     path: &str,
     token: &str,
 ) -> Result<TlsStream<tokio::net::TcpStream>> {
-    use rustls::pki_types::pem::PemObject as _;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(server.ca_pem()?.as_bytes()) {
-        roots.add(cert?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let addr = server
-        .base_url()
-        .strip_prefix("https://")
-        .context("no https base URL")?
-        .to_string();
-    let host = addr
-        .rsplit_once(':')
-        .map_or(addr.as_str(), |(h, _)| h)
-        .to_string();
     let socket = tokio::net::TcpSocket::new_v4()?;
     socket.set_recv_buffer_size(16 * 1024)?;
-    let tcp = socket.connect(addr.parse()?).await?;
-    let name = rustls::pki_types::ServerName::try_from(host.clone())?;
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
+    let tcp = socket
+        .connect(crate::tls_client::addr(server).parse()?)
         .await?;
+    let mut tls = crate::tls_client::connect_over(server, b"http/1.1", tcp).await?;
+    let host = "127.0.0.1";
     let request = match path.strip_prefix("POST ") {
         // A create whose body never finishes: it holds its seat while the server waits.
         Some(path) => format!(

@@ -2,13 +2,10 @@
 //! that trickle a TLS handshake, a request head or a body are cut off, an idle keep-alive
 //! connection is not, and each cut is counted in `kplane_limit_refusals_total`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use kplane_e2e::{KplaneServer, ServerOptions};
-use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
@@ -25,9 +22,7 @@ fn server_with_short_timeouts() -> Result<KplaneServer> {
     )
 }
 
-fn addr(server: &KplaneServer) -> String {
-    server.base_url().trim_start_matches("https://").to_string()
-}
+use crate::tls_client::addr;
 
 /// A TLS client connection to the server (HTTP/1.1 by ALPN).
 async fn tls_connect(server: &KplaneServer) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
@@ -39,22 +34,7 @@ async fn tls_connect_alpn(
     server: &KplaneServer,
     alpn: &[u8],
 ) -> Result<tokio_rustls::client::TlsStream<TcpStream>> {
-    let mut roots = rustls::RootCertStore::empty();
-    let ca = server.ca_pem()?;
-    for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
-        roots.add(cert.context("parsing the CA")?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![alpn.to_vec()];
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp = TcpStream::connect(addr(server)).await?;
-    Ok(connector
-        .connect(ServerName::try_from("127.0.0.1")?, tcp)
-        .await?)
+    crate::tls_client::connect(server, alpn).await
 }
 
 /// Sends `bytes` one at a time with a pause between them until the server closes the

@@ -1,13 +1,12 @@
 //! The serving certificate is reloaded from its files while the server runs: a new
 //! connection gets the new certificate, and a watch opened before keeps its events.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use kplane_e2e::KplaneServer;
 use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
@@ -15,21 +14,7 @@ use tokio::net::TcpStream;
 async fn connect(
     server: &KplaneServer,
 ) -> Result<(tokio_rustls::client::TlsStream<TcpStream>, Vec<u8>)> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(server.ca_pem()?.as_bytes()) {
-        roots.add(cert?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let addr = server.base_url().trim_start_matches("https://").to_string();
-    let tcp = TcpStream::connect(addr).await?;
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from("127.0.0.1")?, tcp)
-        .await?;
+    let tls = crate::tls_client::connect(server, b"http/1.1").await?;
     let leaf = tls
         .get_ref()
         .1
