@@ -11,6 +11,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use tokio::sync::oneshot;
+
+use crate::{Error, KeyValue, Result};
+
 /// Told when the current request starts and stops waiting for the store.
 pub trait IoWait: Send + Sync {
     /// The request waits for the store from now on.
@@ -47,6 +51,26 @@ pub async fn waiting<F: Future>(f: F) -> F::Output {
     }
     let _ending = Ending(waiter);
     f.await
+}
+
+/// A write's reply from the store's writer, awaited as a wait for the store; the writer
+/// gone is [`Error::ShuttingDown`].
+pub(crate) async fn reply(rx: oneshot::Receiver<Result<KeyValue>>) -> Result<KeyValue> {
+    waiting(rx).await.unwrap_or(Err(Error::ShuttingDown))
+}
+
+/// The replies of a batch's writes, in order, awaited as one wait for the store.
+pub(crate) async fn replies(
+    pending: Vec<oneshot::Receiver<Result<KeyValue>>>,
+) -> Vec<Result<KeyValue>> {
+    waiting(async move {
+        let mut out = Vec::with_capacity(pending.len());
+        for rx in pending {
+            out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
+        }
+        out
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -361,6 +361,32 @@ async fn a_wide_request_waiting_for_the_server_is_not_overtaken_by_narrow_ones()
     assert_eq!(narrow.await.unwrap().unwrap().seats(), 1);
 }
 
+#[tokio::test]
+async fn idle_clusters_are_swept_so_the_counts_stay_bounded_past_the_sweep_size() {
+    let fc = small(5);
+    let held = hold(&fc, "kept", 3).await;
+    // Ten times the clusters that fill every shard to its sweep size, each making one
+    // request and going idle.
+    let clusters = 10 * SHARDS * SHARD_SWEEP_AT;
+    for i in 0..clusters {
+        let s = fc
+            .admit(&format!("c{i}"), &user("u"), 1, None)
+            .await
+            .unwrap();
+        drop(s);
+    }
+    let entries: usize = fc.shards.iter().map(|s| s.lock().unwrap().len()).sum();
+    assert!(
+        entries <= SHARDS * (SHARD_SWEEP_AT + 1),
+        "{entries} cluster entries kept for {clusters} clusters"
+    );
+    // A cluster holding seats is never swept: its seats still come back.
+    assert_eq!(fc.seats_in_use(), 3);
+    drop(held);
+    assert_eq!((fc.seats_in_use(), fc.waiting()), (0, 0));
+    assert_eq!(fc.busy.load(Ordering::SeqCst), 0);
+}
+
 #[test]
 fn a_refusal_is_kube_apiservers_429() {
     let s = Rejection::QueueFull.status();

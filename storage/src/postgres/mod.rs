@@ -495,9 +495,7 @@ impl PostgresStorage {
             },
         );
         drop(sender);
-        crate::io_wait::waiting(rx)
-            .await
-            .map_err(|_| Error::ShuttingDown)?
+        crate::io_wait::reply(rx).await
     }
 }
 
@@ -568,14 +566,7 @@ impl Storage for PostgresStorage {
             .map(|w| self.send_write(&sender, w))
             .collect();
         drop(sender);
-        crate::io_wait::waiting(async move {
-            let mut out = Vec::with_capacity(pending.len());
-            for rx in pending {
-                out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
-            }
-            out
-        })
-        .await
+        crate::io_wait::replies(pending).await
     }
 
     async fn delete_cluster(

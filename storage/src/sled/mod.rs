@@ -521,9 +521,7 @@ impl SledStorage {
         self.sender()?
             .send(Request::Write(req))
             .map_err(|_| Error::ShuttingDown)?;
-        crate::io_wait::waiting(rx)
-            .await
-            .map_err(|_| Error::ShuttingDown)?
+        crate::io_wait::reply(rx).await
     }
 
     /// Sends `writes` in chunks of at most [`MAX_WRITE_GROUP`], each committed in one group,
@@ -549,14 +547,7 @@ impl SledStorage {
         if !chunk.is_empty() {
             send_chunk(&sender, chunk);
         }
-        crate::io_wait::waiting(async move {
-            let mut out = Vec::with_capacity(pending.len());
-            for rx in pending {
-                out.push(rx.await.unwrap_or(Err(Error::ShuttingDown)));
-            }
-            out
-        })
-        .await
+        crate::io_wait::replies(pending).await
     }
 }
 
