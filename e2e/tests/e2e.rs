@@ -40,6 +40,7 @@ mod rbac_aggregation;
 mod rbac_defaults;
 mod rbac_users;
 mod replicas;
+mod resource_quotas;
 mod sa_tokens;
 mod shutdown;
 mod ssa;

@@ -119,6 +119,13 @@ const LEASE_COLUMNS: &[Column] = &[
     AGE,
 ];
 
+const RESOURCE_QUOTA_COLUMNS: &[Column] = &[
+    name_col(0),
+    AGE,
+    col("Request", "Request represents a minimum amount of cpu/memory that a container may consume."),
+    col("Limit", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+];
+
 // Upstream describes the column with extensions/v1beta1's text of the field.
 const NETWORK_POLICY_COLUMNS: &[Column] = &[
     name_col(0),
@@ -263,6 +270,7 @@ enum Printer {
     AdmissionPolicy,
     AdmissionPolicyBinding,
     NetworkPolicy,
+    ResourceQuota,
     Pod,
     RoleBinding,
     ClusterRoleBinding,
@@ -291,6 +299,7 @@ fn printer(group: &str, kind: &str) -> Printer {
             Printer::AdmissionPolicyBinding
         }
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
+        ("", "ResourceQuota") => Printer::ResourceQuota,
         ("", "Pod") => Printer::Pod,
         ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Printer::ClusterRoleBinding,
@@ -300,6 +309,42 @@ fn printer(group: &str, kind: &str) -> Printer {
         ("sync.kplane.io", "SyncTarget") => Printer::SyncTarget,
         _ => Printer::Default,
     }
+}
+
+/// A ResourceQuota's row (`printResourceQuota`): `<name>: <used>/<hard>` for each name of
+/// `status.hard` in name order, `limits.*` names in the Limit column, the rest in Request.
+fn resource_quota_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let empty = serde_json::Map::new();
+    let hard = at(obj, &["status", "hard"])
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let used = at(obj, &["status", "used"]).and_then(Value::as_object);
+    let (mut request, mut limit) = (Vec::new(), Vec::new());
+    let mut names: Vec<&String> = hard.keys().collect();
+    names.sort();
+    for n in names {
+        let text = |v: Option<&Value>| match v {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(x)) => x.to_string(),
+            _ => "0".to_string(),
+        };
+        let cell = format!(
+            "{n}: {}/{}",
+            text(used.and_then(|u| u.get(n))),
+            text(hard.get(n))
+        );
+        if n.split('.').next() == Some("limits") && n.contains('.') {
+            limit.push(cell);
+        } else {
+            request.push(cell);
+        }
+    }
+    vec![
+        name(obj),
+        age(obj, now),
+        Value::String(request.join(", ")),
+        Value::String(limit.join(", ")),
+    ]
 }
 
 /// Whether the kind has its own printer (otherwise [`columns`] gives the default pair).
@@ -321,6 +366,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::AdmissionPolicy => ADMISSION_POLICY_COLUMNS,
         Printer::AdmissionPolicyBinding => ADMISSION_POLICY_BINDING_COLUMNS,
         Printer::NetworkPolicy => NETWORK_POLICY_COLUMNS,
+        Printer::ResourceQuota => RESOURCE_QUOTA_COLUMNS,
         Printer::Pod => pod::POD_COLUMNS,
         Printer::RoleBinding => ROLE_BINDING_COLUMNS,
         Printer::ClusterRoleBinding => CLUSTER_ROLE_BINDING_COLUMNS,
@@ -453,6 +499,7 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
             )),
             age(obj, now),
         ],
+        Printer::ResourceQuota => resource_quota_cells(obj, now),
         Printer::Pod => pod::cells(obj, now),
         Printer::RoleBinding | Printer::ClusterRoleBinding => role_binding_cells(obj, now),
         Printer::Job => job_cells(obj, now),
@@ -1145,6 +1192,27 @@ mod tests {
             b(json!({"selector": {"matchLabels": {"a": "b"}}}))[2],
             json!("&LabelSelector{MatchLabels:map[string]string{a: b,},MatchExpressions:[]LabelSelectorRequirement{},}")
         );
+    }
+
+    #[test]
+    fn resource_quotas_print_used_over_hard_split_into_requests_and_limits() {
+        let q = json!({"metadata": {"name": "q", "creationTimestamp": ago(120)},
+            "status": {"hard": {"pods": "5", "limits.cpu": "2", "configmaps": "10", "cpu": "1"},
+                       "used": {"pods": "1", "configmaps": "3", "limits.cpu": "500m"}}});
+        assert_eq!(
+            cells("", "ResourceQuota", &q, now()),
+            vec![
+                json!("q"),
+                json!("2m"),
+                json!("configmaps: 3/10, cpu: 0/1, pods: 1/5"),
+                json!("limits.cpu: 500m/2")
+            ]
+        );
+        let names: Vec<&str> = columns("", "ResourceQuota")
+            .iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, ["Name", "Age", "Request", "Limit"]);
     }
 
     #[test]

@@ -200,6 +200,20 @@ pub fn builtin() -> Vec<ResourceType> {
     cm.short_names = vec!["cm".into()];
     out.push(cm);
 
+    let mut rq = base(Spec {
+        group: "",
+        version: "v1",
+        kind: "ResourceQuota",
+        plural: "resourcequotas",
+        namespaced: true,
+        schema: "io.k8s.api.core.v1.ResourceQuota",
+        strategy: Arc::new(ResourceQuota),
+    });
+    rq.short_names = vec!["quota".into()];
+    rq.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+    rq.status_subresource = true;
+    out.push(rq);
+
     let mut ev = base(Spec {
         group: "",
         version: "v1",

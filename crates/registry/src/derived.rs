@@ -77,6 +77,9 @@ pub(crate) fn informer(registry: &Arc<Registry>) -> Informer {
         .with(Arc::new(crate::token_bindings::Invalidator(
             registry.service_account_cache().clone(),
         )))
+        .with(Arc::new(crate::resource_quota::index::Indexer(
+            registry.quota_index().clone(),
+        )))
 }
 
 /// Catalogs, cluster existence, terminating marks, floors and phases (see the module doc).

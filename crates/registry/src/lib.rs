@@ -51,9 +51,11 @@ pub mod policies;
 mod precondition;
 #[cfg(test)]
 mod precondition_tests;
+pub mod quantity;
 pub mod quota;
 pub mod rbac;
 mod read;
+pub mod resource_quota;
 pub mod selection;
 pub use store_status::StoreFigures;
 mod store_status;
@@ -196,6 +198,8 @@ pub struct Registry {
     /// Each logical cluster's quota limits and usage (`quota`), kept by the storage
     /// decorator every write passes.
     quotas: Arc<quota::Quotas>,
+    /// The namespaces holding ResourceQuotas (`resource_quota::index`).
+    quota_index: Arc<resource_quota::index::QuotaIndex>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -255,8 +259,14 @@ impl Registry {
             policies: Arc::default(),
             service_accounts: Arc::default(),
             quotas,
+            quota_index: Arc::default(),
         };
         (Arc::new(r), rx)
+    }
+
+    /// The namespaces holding ResourceQuotas.
+    pub fn quota_index(&self) -> &Arc<resource_quota::index::QuotaIndex> {
+        &self.quota_index
     }
 
     /// The built-in types (served in every logical cluster).

@@ -179,8 +179,9 @@ impl Admission {
     /// The default chain: [`NamespaceLifecycle`], then [`PodReflection`] (only syncers
     /// write pods), then `WorkspaceOwner` (a Workspace's creator, `rbac::owner`), then
     /// [`SyncAssignment`] (which SyncTarget a new object goes to), then the validating
-    /// [`RbacEscalation`] (RBAC's escalation and bind checks) and `SyncerScope` (what the
-    /// sync endpoint's identity may write, `crate::sync`).
+    /// [`RbacEscalation`] (RBAC's escalation and bind checks), `SyncerScope` (what the
+    /// sync endpoint's identity may write, `crate::sync`) and `ResourceQuota` (Kubernetes
+    /// ResourceQuotas' object counts, `crate::resource_quota::admission`).
     pub fn recommended() -> Self {
         Self::none()
             .with_mutating(Arc::new(NamespaceLifecycle))
@@ -189,21 +190,36 @@ impl Admission {
             .with_mutating(Arc::new(SyncAssignment))
             .with_validating(Arc::new(RbacEscalation))
             .with_validating(Arc::new(crate::sync::SyncerScope))
+            .with_validating(Arc::new(
+                crate::resource_quota::admission::ResourceQuotaAdmission::default(),
+            ))
     }
 
     /// Appends the admission webhook plugins (`MutatingAdmissionWebhook` last among the
     /// mutating plugins; `ValidatingAdmissionPolicy` then `ValidatingAdmissionWebhook`
-    /// last among the validating ones, as kube-apiserver orders them), calling webhooks
-    /// through `transport`.
+    /// last among the validating ones but `ResourceQuota`, which stays last, as
+    /// kube-apiserver orders them, so that a request a webhook refuses is not counted),
+    /// calling webhooks through `transport`.
     pub fn with_webhooks(mut self, transport: Arc<dyn crate::webhooks::WebhookTransport>) -> Self {
         self.transport = Some(transport.clone());
-        self.with_mutating(Arc::new(crate::webhooks::MutatingWebhooks::new(
-            transport.clone(),
-        )))
-        .with_validating(Arc::new(crate::policies::ValidatingAdmissionPolicy))
-        .with_validating(Arc::new(crate::webhooks::ValidatingWebhooks::new(
-            transport,
-        )))
+        let quota = crate::resource_quota::admission::PLUGIN;
+        let last: Vec<_> = self
+            .validating
+            .iter()
+            .filter(|p| p.name() == quota)
+            .cloned()
+            .collect();
+        self.validating.retain(|p| p.name() != quota);
+        let mut chain = self
+            .with_mutating(Arc::new(crate::webhooks::MutatingWebhooks::new(
+                transport.clone(),
+            )))
+            .with_validating(Arc::new(crate::policies::ValidatingAdmissionPolicy))
+            .with_validating(Arc::new(crate::webhooks::ValidatingWebhooks::new(
+                transport,
+            )));
+        chain.validating.extend(last);
+        chain
     }
 
     /// Appends a mutating plugin.

@@ -485,7 +485,8 @@ async fn namespace_lifecycle_guards_new_content_and_the_default_namespaces() {
             "WorkspaceOwner",
             "SyncAssignment",
             "RBACEscalation",
-            "SyncerScope"
+            "SyncerScope",
+            "ResourceQuota"
         ]
     );
     let w = WriteParams::default();

@@ -135,6 +135,11 @@ pub enum Work {
     },
     /// Delete a finished Job whose `ttlSecondsAfterFinished` passed (`job_ttl`).
     JobTtl(ObjRef),
+    /// Sync the status of a namespace's ResourceQuotas (`resource_quota::controller`).
+    ResourceQuota {
+        cluster: ClusterName,
+        namespace: String,
+    },
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
@@ -224,6 +229,11 @@ impl Registry {
         });
     }
 
+    /// Whether this process runs the controllers now.
+    pub(crate) fn leads(&self) -> bool {
+        self.controllers.leader.load(Ordering::Acquire)
+    }
+
     /// Controller work items queued or running (namespace emptying, CRD cleanup, garbage
     /// collection, root-CA syncs); items waiting to be retried are not counted. For
     /// `/metrics`.
@@ -295,6 +305,9 @@ impl Registry {
                 self.sync_assign_namespace(cluster, namespace).await
             }
             Work::JobTtl(r) => self.job_ttl(r).await,
+            Work::ResourceQuota { cluster, namespace } => {
+                self.sync_resource_quotas(cluster, namespace).await
+            }
         }
     }
 }
@@ -522,6 +535,7 @@ pub(crate) fn start_leading(
         Arc::new(cr_aggregation::Feed(registry.clone())),
         Arc::new(crate::sync::controllers::Feed::new(registry.clone())),
         Arc::new(job_ttl::Feed(registry.clone())),
+        Arc::new(crate::resource_quota::controller::Feed(registry.clone())),
     ];
     slot.set(handlers);
     let resume = registry.clone();

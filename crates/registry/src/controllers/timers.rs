@@ -57,6 +57,14 @@ impl Timers {
         }
     }
 
+    /// Queues `w` at `at` unless it already has a deadline at or before `at`.
+    pub(crate) fn schedule_unless_sooner(&self, w: Work, at: Instant) {
+        if self.wheel().by_item.get(&w).is_some_and(|k| k.0 <= at) {
+            return;
+        }
+        self.schedule(w, at);
+    }
+
     /// Forgets the deadline of `w`, if any.
     pub(crate) fn cancel(&self, w: &Work) {
         let mut wheel = self.wheel();

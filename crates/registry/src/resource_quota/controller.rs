@@ -1,0 +1,187 @@
+//! The resource quota controller (kube-controller-manager's `resourcequota` controller):
+//! keeps each quota's `status.hard` equal to its `spec.hard` and its `status.used` equal
+//! to what its namespace uses of those names ([`super::usage`]), written through the
+//! `/status` subresource with the resourceVersion read as precondition.
+//!
+//! A namespace's quotas are synced as one work item ([`Work::ResourceQuota`]), queued
+//! by the leader's informer handler ([`Feed`]): at once when a quota is replayed (every
+//! informer pass, start-up included), created, or written with a status that does not
+//! match its spec, and when an object of a namespace holding quotas is deleted; a few
+//! seconds later ([`RECHECK_AFTER`], one deadline per namespace however many writes)
+//! when a quota's usage was raised by admission or an object was created there, which
+//! puts right a create that failed after admission counted it and counts what admission
+//! does not (pods). Namespaces without quotas cost one map lookup per event.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kplane_storage::KeyValue;
+use kplane_types::ClusterName;
+use serde_json::{json, Map, Value};
+
+use super::{CONTROLLER, RESOURCE};
+use crate::controllers::informer::InformerHandler;
+use crate::controllers::{stored_cluster, write_failed, Work};
+use crate::error::ApiResult;
+use crate::options::WriteParams;
+use crate::Registry;
+
+/// How long after a create (or admission's raise of a usage) the namespace's quotas are
+/// counted again.
+pub const RECHECK_AFTER: Duration = Duration::from_secs(3);
+
+/// The status a quota should have, given what its namespace uses (`usage`): `hard` from
+/// the spec, `used` for each hard name (the last observation kept for a name with no
+/// usage now), empty lists left out as the Go type leaves them.
+fn desired_status(
+    quota: &Value,
+    usage: &std::collections::BTreeMap<String, crate::quantity::Quantity>,
+) -> Value {
+    let hard = quota
+        .pointer("/spec/hard")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let old_used = quota.pointer("/status/used").and_then(Value::as_object);
+    let mut used = Map::new();
+    for k in hard.keys() {
+        if let Some(q) = usage.get(k) {
+            used.insert(k.clone(), json!(q.to_string()));
+        } else if let Some(v) = old_used.and_then(|u| u.get(k)) {
+            used.insert(k.clone(), v.clone());
+        }
+    }
+    let mut status = Map::new();
+    if !hard.is_empty() {
+        status.insert("hard".into(), Value::Object(hard));
+    }
+    if !used.is_empty() {
+        status.insert("used".into(), Value::Object(used));
+    }
+    Value::Object(status)
+}
+
+impl Registry {
+    /// Syncs the status of every quota of `namespace` in `cluster`; false to be retried
+    /// (a write lost a race).
+    pub(crate) async fn sync_resource_quotas(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+    ) -> ApiResult<bool> {
+        let quotas = self.namespace_quotas(cluster, namespace).await?;
+        if quotas.is_empty() {
+            return Ok(true);
+        }
+        let Some(t) = self.quota_target(cluster, namespace) else {
+            return Ok(true);
+        };
+        let mut decoded = Vec::with_capacity(quotas.len());
+        let mut names = BTreeSet::new();
+        for kv in &quotas {
+            let q: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
+            if let Some(h) = q.pointer("/spec/hard").and_then(Value::as_object) {
+                names.extend(h.keys().cloned());
+            }
+            decoded.push((kv, q));
+        }
+        let names: Vec<String> = names.into_iter().collect();
+        let usage = self.quota_usage(cluster, namespace, &names).await?;
+        let w = WriteParams::controller();
+        let mut done = true;
+        for (kv, mut q) in decoded {
+            let status = desired_status(&q, &usage);
+            let current = q.get("status").cloned().unwrap_or_else(|| json!({}));
+            if current == status {
+                continue;
+            }
+            q["status"] = status;
+            q["metadata"]["resourceVersion"] = json!(kv.mod_revision.to_string());
+            match self.update(&t, &kv.key.name, Some("status"), q, &w).await {
+                Ok(_) => {}
+                // Deleted meanwhile: nothing to keep.
+                Err(e) if e.code() == 404 => {}
+                // Written meanwhile: count again.
+                Err(e) if e.code() == 409 => done = false,
+                Err(e) => {
+                    write_failed(
+                        CONTROLLER,
+                        cluster.as_str(),
+                        &t.rt,
+                        namespace,
+                        &kv.key.name,
+                        &e,
+                    );
+                    done = false;
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// Counts `namespace`'s quotas again after [`RECHECK_AFTER`] (an earlier deadline
+    /// already set is kept). Only where the controllers run.
+    pub(crate) fn recheck_quotas_soon(&self, cluster: &ClusterName, namespace: &str) {
+        if !self.leads() {
+            return;
+        }
+        let w = Work::ResourceQuota {
+            cluster: cluster.clone(),
+            namespace: namespace.to_string(),
+        };
+        self.controllers
+            .timers
+            .schedule_unless_sooner(w, tokio::time::Instant::now() + RECHECK_AFTER);
+    }
+}
+
+/// Whether a quota's stored status is what the controller leaves (`hard` equal to the
+/// spec's, a usage for every hard name); one that is not is synced at once.
+fn status_settled(quota: &Value) -> bool {
+    let spec = quota.pointer("/spec/hard").and_then(Value::as_object);
+    let hard = quota.pointer("/status/hard").and_then(Value::as_object);
+    let used = quota.pointer("/status/used").and_then(Value::as_object);
+    let empty = Map::new();
+    let spec = spec.unwrap_or(&empty);
+    spec == hard.unwrap_or(&empty) && spec.keys().all(|k| used.is_some_and(|u| u.contains_key(k)))
+}
+
+/// The controller's informer handler (on the leader).
+pub(crate) struct Feed(pub(crate) Arc<Registry>);
+
+impl InformerHandler for Feed {
+    fn on_resync(&self) {}
+
+    fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
+        let (reg, key) = (&self.0, &kv.key);
+        if key.namespace.is_empty() {
+            return;
+        }
+        let is_quota = key.resource == RESOURCE;
+        if !is_quota && (replay || !reg.quota_index().has_quotas(&key.cluster, &key.namespace)) {
+            return;
+        }
+        let Some(cluster) = stored_cluster(key) else {
+            return;
+        };
+        if reg.cluster_going(&cluster) {
+            return;
+        }
+        let now = if is_quota {
+            replay
+                || deleted
+                || serde_json::from_slice::<Value>(&kv.value).map_or(true, |q| !status_settled(&q))
+        } else {
+            deleted
+        };
+        if now {
+            reg.enqueue(Work::ResourceQuota {
+                cluster,
+                namespace: key.namespace.clone(),
+            });
+        } else {
+            reg.recheck_quotas_soon(&cluster, &key.namespace);
+        }
+    }
+}

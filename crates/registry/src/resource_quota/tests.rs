@@ -1,0 +1,454 @@
+//! ResourceQuota end to end inside the registry: validation, admission's counts at, above
+//! and ten times the limit, concurrent creates, dry runs, and the controller's status.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use kplane_storage::{KeyValue, Prefix};
+use kplane_types::ClusterName;
+use serde_json::{json, Value};
+
+use super::index::Indexer;
+use crate::controllers::informer::InformerHandler;
+use crate::options::WriteParams;
+use crate::testing::{create_namespace, fixture, target};
+use crate::Registry;
+
+fn root() -> ClusterName {
+    ClusterName::root()
+}
+
+fn quota(name: &str, hard: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ResourceQuota",
+           "metadata": {"name": name}, "spec": {"hard": hard}})
+}
+
+fn cm(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+}
+
+/// Feeds the stored quotas to the index, as the informer does.
+async fn index(reg: &Registry) {
+    let items = reg
+        .storage()
+        .list(
+            &Prefix::resource("root", super::RESOURCE),
+            &Default::default(),
+            None,
+        )
+        .await
+        .unwrap()
+        .items;
+    let ix = Indexer(reg.quota_index().clone());
+    for kv in &items {
+        ix.on_object(kv, false, false);
+    }
+}
+
+async fn stored_quota(reg: &Registry, ns: &str, name: &str) -> Value {
+    let t = target(reg, "", "resourcequotas", Some(ns));
+    let b = reg.get(&t, name).await.unwrap();
+    serde_json::from_slice(&b).unwrap()
+}
+
+/// Creates a quota in `ns`, indexes it and lets the controller write its status.
+async fn make_quota(reg: &Registry, ns: &str, q: Value) -> Value {
+    let t = target(reg, "", "resourcequotas", Some(ns));
+    let name = q["metadata"]["name"].as_str().unwrap().to_string();
+    reg.create(&t, q, &WriteParams::default()).await.unwrap();
+    index(reg).await;
+    assert!(reg.sync_resource_quotas(&root(), ns).await.unwrap());
+    stored_quota(reg, ns, &name).await
+}
+
+#[tokio::test]
+async fn validation_refuses_what_upstream_refuses() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    create_namespace(reg, "v").await;
+    let t = target(reg, "", "resourcequotas", Some("v"));
+    let w = WriteParams::default();
+    for (hard, scopes, want) in [
+        (json!({"foo": "1"}), json!(null), vec![
+            "spec.hard[foo]: Invalid value: \"foo\": must be a standard resource type or fully qualified",
+            "spec.hard[foo]: Invalid value: \"foo\": must be a standard resource for quota",
+        ]),
+        (json!({"storage": "1"}), json!(null), vec![
+            "spec.hard[storage]: Invalid value: \"storage\": must be a standard resource for quota",
+        ]),
+        (json!({"pods": "-1"}), json!(null), vec![
+            "spec.hard[pods]: Invalid value: \"-1\": must be greater than or equal to 0",
+        ]),
+        (json!({"configmaps": "1500m"}), json!(null), vec![
+            "spec.hard[configmaps]: Invalid value: \"1500m\": must be an integer",
+        ]),
+        (json!({"cpu": "x1"}), json!(null), vec![
+            "spec.hard[cpu]: Invalid value: \"x1\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ]),
+        (json!({"configmaps": "1"}), json!(["BestEffort"]), vec![
+            "spec.scopes: Invalid value: [\"BestEffort\"]: unsupported scope applied to resource",
+        ]),
+        (json!({"pods": "1"}), json!(["Terminating", "NotTerminating"]), vec![
+            "spec.scopes: Invalid value: [\"Terminating\",\"NotTerminating\"]: conflicting scopes",
+        ]),
+    ] {
+        let mut q = quota("bad", hard.clone());
+        if !scopes.is_null() {
+            q["spec"]["scopes"] = scopes;
+        }
+        let e = reg.create(&t, q, &w).await.unwrap_err();
+        assert_eq!(e.code(), 422, "{hard}");
+        let got: Vec<String> = e.0.details.as_ref().unwrap().causes.iter().map(|c| c.render()).collect();
+        assert_eq!(got, want, "{hard}");
+    }
+    // Qualified names, count names and huge pages are accepted; quantities are stored in
+    // their canonical text and the status a client sends on create is dropped.
+    let mut ok = quota(
+        "ok",
+        json!({"count/widgets.example.com": "5", "requests.example.com/dongle": "3",
+        "hugepages-2Mi": "1Gi", "memory": "1024Mi", "cpu": "1000m", "configmaps": 10}),
+    );
+    ok["status"] = json!({"used": {"configmaps": "1"}});
+    reg.create(&t, ok, &w).await.unwrap();
+    let got = stored_quota(reg, "v", "ok").await;
+    assert_eq!(got["spec"]["hard"]["memory"], "1Gi");
+    assert_eq!(got["spec"]["hard"]["cpu"], "1");
+    assert_eq!(got["spec"]["hard"]["configmaps"], "10");
+    assert_eq!(got["status"], json!({}));
+    // Scopes may not change.
+    let mut scoped = quota("scoped", json!({"pods": "1"}));
+    scoped["spec"]["scopes"] = json!(["BestEffort"]);
+    reg.create(&t, scoped.clone(), &w).await.unwrap();
+    scoped["spec"]["scopes"] = json!(["NotBestEffort"]);
+    let e = reg
+        .update(&t, "scoped", None, scoped, &w)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 422);
+    assert!(
+        e.0.message
+            .contains("spec.scopes: Invalid value: [\"NotBestEffort\"]: field is immutable"),
+        "{}",
+        e.0.message
+    );
+}
+
+#[tokio::test]
+async fn creates_are_counted_and_refused_past_the_limit_with_upstreams_message() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    let cms = create_namespace(reg, "q").await;
+    let w = WriteParams::default();
+    // The namespace's own ConfigMaps (kube-root-ca.crt) count.
+    let start = reg
+        .storage()
+        .count(&Prefix {
+            cluster: kplane_storage::Clusters::One("root".into()),
+            resource: Some("/configmaps".into()),
+            namespace: Some("q".into()),
+        })
+        .await
+        .unwrap();
+    let limit = start + 3;
+    let q = make_quota(
+        reg,
+        "q",
+        quota(
+            "test-quota",
+            json!({
+        "configmaps": limit.to_string(), "count/configmaps": "100", "resourcequotas": "1",
+        "services": "10", "cpu": "1", "count/widgets.example.com": "1"}),
+        ),
+    )
+    .await;
+    assert_eq!(q["status"]["hard"], q["spec"]["hard"]);
+    let used = &q["status"]["used"];
+    assert_eq!(used["configmaps"], start.to_string());
+    assert_eq!(used["resourcequotas"], "1");
+    assert_eq!(used["services"], "0");
+    assert_eq!(used["cpu"], "0");
+    assert!(
+        used.get("count/widgets.example.com").is_none(),
+        "an unserved resource has no usage"
+    );
+
+    // A dry run is checked, not recorded.
+    let dry = WriteParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    reg.create(&cms, cm("dry"), &dry).await.unwrap();
+    assert_eq!(
+        stored_quota(reg, "q", "test-quota").await["status"]["used"]["configmaps"],
+        start.to_string()
+    );
+
+    for i in 0..3 {
+        reg.create(&cms, cm(&format!("c{i}")), &w).await.unwrap();
+    }
+    let used = stored_quota(reg, "q", "test-quota").await["status"]["used"].clone();
+    assert_eq!(used["configmaps"], limit.to_string());
+    assert_eq!(used["count/configmaps"], limit.to_string());
+    // One more is refused, with nothing written.
+    let e = reg.create(&cms, cm("over"), &w).await.unwrap_err();
+    assert_eq!(e.code(), 403);
+    assert_eq!(
+        e.0.message,
+        format!("configmaps \"over\" is forbidden: exceeded quota: test-quota, requested: configmaps=1, used: configmaps={limit}, limited: configmaps={limit}")
+    );
+    assert!(reg.get(&cms, "over").await.is_err());
+    // A generated name is named as generated (validating admission runs after it is).
+    let e = reg
+        .create(
+            &cms,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}),
+            &w,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        e.0.message.starts_with("configmaps \"gen-")
+            && e.0
+                .message
+                .contains("is forbidden: exceeded quota: test-quota"),
+        "{}",
+        e.0.message
+    );
+    // A second quota is refused by the first's resourcequotas limit.
+    let rqs = target(reg, "", "resourcequotas", Some("q"));
+    let e = reg
+        .create(&rqs, quota("second", json!({"pods": "1"})), &w)
+        .await
+        .unwrap_err();
+    assert_eq!(e.0.message, "resourcequotas \"second\" is forbidden: exceeded quota: test-quota, requested: resourcequotas=1, used: resourcequotas=1, limited: resourcequotas=1");
+    // Another namespace is not limited.
+    let other = create_namespace(reg, "free").await;
+    reg.create(&other, cm("fine"), &w).await.unwrap();
+
+    // A delete releases its usage once the controller counts again.
+    reg.delete(&cms, "c0", &Default::default()).await.unwrap();
+    assert!(reg.sync_resource_quotas(&root(), "q").await.unwrap());
+    assert_eq!(
+        stored_quota(reg, "q", "test-quota").await["status"]["used"]["configmaps"],
+        (limit - 1).to_string()
+    );
+    reg.create(&cms, cm("again"), &w).await.unwrap();
+    // The controller's count agrees with admission's.
+    assert!(reg.sync_resource_quotas(&root(), "q").await.unwrap());
+    assert_eq!(
+        stored_quota(reg, "q", "test-quota").await["status"]["used"]["configmaps"],
+        limit.to_string()
+    );
+}
+
+#[tokio::test]
+async fn a_quota_without_usage_for_a_counted_name_refuses_with_status_unknown() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    let cms = create_namespace(reg, "u").await;
+    let mut q = make_quota(reg, "u", quota("q", json!({"configmaps": "5"}))).await;
+    // A status whose hard names configmaps without a usage for it.
+    q["status"] = json!({"hard": {"configmaps": "5"}});
+    let t = target(reg, "", "resourcequotas", Some("u"));
+    reg.update(&t, "q", Some("status"), q, &WriteParams::default())
+        .await
+        .unwrap();
+    let e = reg
+        .create(&cms, cm("x"), &WriteParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 403);
+    assert_eq!(
+        e.0.message,
+        "configmaps \"x\" is forbidden: status unknown for quota: q, resources: configmaps"
+    );
+    // A new quota (no status yet) limits nothing until the controller has counted.
+    let t2 = create_namespace(reg, "fresh").await;
+    let rqs = target(reg, "", "resourcequotas", Some("fresh"));
+    reg.create(
+        &rqs,
+        quota("q", json!({"configmaps": "0"})),
+        &WriteParams::default(),
+    )
+    .await
+    .unwrap();
+    index(reg).await;
+    reg.create(&t2, cm("before-count"), &WriteParams::default())
+        .await
+        .unwrap();
+    assert!(reg.sync_resource_quotas(&root(), "fresh").await.unwrap());
+    let e = reg
+        .create(&t2, cm("after-count"), &WriteParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 403);
+}
+
+/// Concurrent creates at ten times the limit: exactly the limit's worth succeed, every
+/// other one is refused with 403 (none fails on a conflict), and the recorded usage is
+/// exact; the lock map does not keep the namespaces' locks once unused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_creates_at_ten_times_the_limit_take_exactly_the_limit() {
+    let f = fixture().await;
+    let reg = f.reg.clone();
+    let cms = create_namespace(&reg, "c").await;
+    let base: u64 = reg
+        .storage()
+        .count(&Prefix {
+            cluster: kplane_storage::Clusters::One("root".into()),
+            resource: Some("/configmaps".into()),
+            namespace: Some("c".into()),
+        })
+        .await
+        .unwrap();
+    const LIMIT: u64 = 50;
+    make_quota(
+        &reg,
+        "c",
+        quota("q", json!({"count/configmaps": (base + LIMIT).to_string()})),
+    )
+    .await;
+    let tasks: Vec<_> = (0..LIMIT * 10)
+        .map(|i| {
+            let (reg, cms) = (reg.clone(), cms.clone());
+            tokio::spawn(async move {
+                reg.create(&cms, cm(&format!("p{i}")), &WriteParams::default())
+                    .await
+                    .map_err(|e| e.code())
+            })
+        })
+        .collect();
+    let (mut ok, mut refused) = (0, 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(403) => refused += 1,
+            Err(code) => panic!("a create failed with {code}"),
+        }
+    }
+    assert_eq!((ok, refused), (LIMIT, LIMIT * 9));
+    let used = stored_quota(&reg, "c", "q").await["status"]["used"]["count/configmaps"].clone();
+    assert_eq!(used, (base + LIMIT).to_string());
+    assert!(reg.sync_resource_quotas(&root(), "c").await.unwrap());
+    assert_eq!(
+        stored_quota(&reg, "c", "q").await["status"]["used"]["count/configmaps"],
+        used
+    );
+}
+
+#[tokio::test]
+async fn the_status_subresource_keeps_the_spec_and_the_main_endpoint_keeps_the_status() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    create_namespace(reg, "s").await;
+    let t = target(reg, "", "resourcequotas", Some("s"));
+    let w = WriteParams::default();
+    let mut q = make_quota(
+        reg,
+        "s",
+        quota("q", json!({"cpu": "500m", "memory": "500Mi"})),
+    )
+    .await;
+    q["spec"]["hard"]["cpu"] = json!("9");
+    q["status"]["hard"] = json!({"cpu": "2", "memory": "2Gi"});
+    let b = reg
+        .update(&t, "q", Some("status"), q.clone(), &w)
+        .await
+        .unwrap()
+        .0;
+    let got: Value = serde_json::from_slice(&b).unwrap();
+    assert_eq!(got["spec"]["hard"]["cpu"], "500m");
+    assert_eq!(got["status"]["hard"]["cpu"], "2");
+    // The controller puts the status back to the spec.
+    assert!(reg.sync_resource_quotas(&root(), "s").await.unwrap());
+    let got = stored_quota(reg, "s", "q").await;
+    assert_eq!(
+        got["status"]["hard"],
+        json!({"cpu": "500m", "memory": "500Mi"})
+    );
+    // The main endpoint changes the spec, not the status.
+    let mut upd = got.clone();
+    upd["spec"]["hard"]["cpu"] = json!("1");
+    upd["status"] = json!({"hard": {"cpu": "7"}});
+    let b = reg.update(&t, "q", None, upd, &w).await.unwrap().0;
+    let got: Value = serde_json::from_slice(&b).unwrap();
+    assert_eq!(got["spec"]["hard"]["cpu"], "1");
+    assert_eq!(got["status"]["hard"]["cpu"], "500m");
+    // A /status write with a malformed quantity is refused.
+    let mut bad = got.clone();
+    bad["status"]["used"] = json!({"cpu": "lots"});
+    assert_eq!(
+        reg.update(&t, "q", Some("status"), bad, &w)
+            .await
+            .unwrap_err()
+            .code(),
+        422
+    );
+}
+
+#[test]
+fn the_index_follows_quotas_and_a_replay_swaps_in_whole() {
+    let ix = std::sync::Arc::new(super::index::QuotaIndex::default());
+    let h = Indexer(ix.clone());
+    let kv = |c: &str, ns: &str, name: &str| KeyValue {
+        key: kplane_storage::Key::new(c, super::RESOURCE, ns, name),
+        value: Default::default(),
+        create_revision: 1,
+        mod_revision: 1,
+    };
+    h.on_object(&kv("root", "a", "q1"), false, false);
+    h.on_object(&kv("root", "a", "q2"), false, false);
+    assert!(ix.has_quotas("root", "a"));
+    h.on_object(&kv("root", "a", "q1"), true, false);
+    assert!(ix.has_quotas("root", "a"));
+    h.on_object(&kv("root", "a", "q2"), true, false);
+    assert!(!ix.has_quotas("root", "a"));
+    // Other resources are ignored.
+    let mut other = kv("root", "b", "x");
+    other.key.resource = "/configmaps".into();
+    h.on_object(&other, false, false);
+    assert!(!ix.has_quotas("root", "b"));
+    // A replay keeps answering from the old map until it ends.
+    h.on_object(&kv("root", "old", "q"), false, false);
+    h.on_resync();
+    h.on_object(&kv("root:w", "new", "q"), false, true);
+    assert!(ix.has_quotas("root", "old") && !ix.has_quotas("root:w", "new"));
+    h.on_synced();
+    assert!(!ix.has_quotas("root", "old") && ix.has_quotas("root:w", "new"));
+    assert_eq!(ix.namespaces(), 1);
+}
+
+#[test]
+fn the_lock_map_is_swept_past_its_size() {
+    let p = super::admission::ResourceQuotaAdmission::default();
+    // Ten times the sweep size, each lock dropped after use: the map stays bounded.
+    for i in 0..super::admission::SWEEP_AT * 10 {
+        drop(p.lock_of("root", &format!("ns{i}")));
+    }
+    assert!(p.locks() <= super::admission::SWEEP_AT);
+    // A lock in use is kept across a sweep.
+    let held = p.lock_of("root", "held");
+    for i in 0..super::admission::SWEEP_AT * 2 {
+        drop(p.lock_of("root", &format!("more{i}")));
+    }
+    assert!(std::sync::Arc::ptr_eq(&held, &p.lock_of("root", "held")));
+}
+
+/// As on Kubernetes, quota admission runs after the webhooks and policies (a request they
+/// refuse is not counted).
+#[test]
+fn the_quota_plugin_stays_last_when_webhooks_are_added() {
+    let t = crate::webhooks::fake::FakeTransport::new(|_, _| async { Err("unused".to_string()) });
+    let names = t.admission().plugin_names();
+    assert_eq!(
+        &names[names.len() - 3..],
+        [
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionWebhook",
+            "ResourceQuota"
+        ]
+    );
+    let without = t
+        .admission()
+        .without(&["ResourceQuota".to_string()])
+        .unwrap();
+    assert!(!without.plugin_names().contains(&"ResourceQuota"));
+}
