@@ -284,7 +284,7 @@ async fn a_quota_without_usage_for_a_counted_name_refuses_with_status_unknown() 
 
 /// Concurrent creates at ten times the limit: exactly the limit's worth succeed, every
 /// other one is refused with 403 (none fails on a conflict), and the recorded usage is
-/// exact; the lock map does not keep the namespaces' locks once unused.
+/// exact; requests that are dropped do not stall the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_creates_at_ten_times_the_limit_take_exactly_the_limit() {
     let f = fixture().await;
@@ -331,6 +331,47 @@ async fn concurrent_creates_at_ten_times_the_limit_take_exactly_the_limit() {
     assert_eq!(
         stored_quota(&reg, "c", "q").await["status"]["used"]["count/configmaps"],
         used
+    );
+
+    // Requests cancelled while they wait or while they check the batch (a client gone)
+    // leave the others answered, and the controller's recount is exact.
+    let cms = create_namespace(&reg, "d").await;
+    make_quota(&reg, "d", quota("q", json!({"count/configmaps": "100000"}))).await;
+    let mut kept = Vec::new();
+    for i in 0..LIMIT * 4 {
+        let (r, t) = (reg.clone(), cms.clone());
+        let task = tokio::spawn(async move {
+            r.create(&t, cm(&format!("d{i}")), &WriteParams::default())
+                .await
+                .map(|_| ())
+        });
+        if i % 2 == 0 {
+            tokio::task::yield_now().await;
+            task.abort();
+        } else {
+            kept.push(task);
+        }
+    }
+    for t in kept {
+        tokio::time::timeout(std::time::Duration::from_secs(30), t)
+            .await
+            .expect("a create stalled behind a cancelled one")
+            .unwrap()
+            .unwrap();
+    }
+    assert!(reg.sync_resource_quotas(&root(), "d").await.unwrap());
+    let stored = reg
+        .storage()
+        .count(&Prefix {
+            cluster: kplane_storage::Clusters::One("root".into()),
+            resource: Some("/configmaps".into()),
+            namespace: Some("d".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        stored_quota(&reg, "d", "q").await["status"]["used"]["count/configmaps"],
+        stored.to_string()
     );
 }
 
@@ -417,19 +458,19 @@ fn the_index_follows_quotas_and_a_replay_swaps_in_whole() {
 }
 
 #[test]
-fn the_lock_map_is_swept_past_its_size() {
+fn the_queue_map_is_swept_past_its_size() {
     let p = super::admission::ResourceQuotaAdmission::default();
-    // Ten times the sweep size, each lock dropped after use: the map stays bounded.
+    // Ten times the sweep size, each queue dropped after use: the map stays bounded.
     for i in 0..super::admission::SWEEP_AT * 10 {
-        drop(p.lock_of("root", &format!("ns{i}")));
+        drop(p.queue_of("root", &format!("ns{i}")));
     }
-    assert!(p.locks() <= super::admission::SWEEP_AT);
-    // A lock in use is kept across a sweep.
-    let held = p.lock_of("root", "held");
+    assert!(p.queues() <= super::admission::SWEEP_AT);
+    // A queue in use is kept across a sweep.
+    let held = p.queue_of("root", "held");
     for i in 0..super::admission::SWEEP_AT * 2 {
-        drop(p.lock_of("root", &format!("more{i}")));
+        drop(p.queue_of("root", &format!("more{i}")));
     }
-    assert!(std::sync::Arc::ptr_eq(&held, &p.lock_of("root", "held")));
+    assert!(std::sync::Arc::ptr_eq(&held, &p.queue_of("root", "held")));
 }
 
 /// As on Kubernetes, quota admission runs after the webhooks and policies (a request they
