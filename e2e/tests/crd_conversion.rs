@@ -3,7 +3,8 @@
 //! (`spec.hostPort: "host:port"`, the storage version) and `v2` (`spec.host`, `spec.port`).
 //! Created in v1 and read in v2, changed in v2 and read back in v1, listed in both (a
 //! list is one review), watched in both; a webhook that renames the object is refused;
-//! a webhook that is down fails reads with upstream's message.
+//! a webhook that is down fails reads with upstream's message. A write in v2 is validated
+//! against v2's schema, not the storage version's.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -67,11 +68,16 @@ async fn conversion_webhook(reviews: Reviews) -> Result<(String, String)> {
 
 /// The Widget CRD converting through `url`.
 fn crd(url: &str, ca: &str) -> String {
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
     let v1 = json!({"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"hostPort": {"type": "string"}}}}});
     let v2 = json!({"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"host": {"type": "string"}, "port": {"type": "integer"}}}}});
+    crd_with(url, ca, v1, v2)
+}
+
+/// The Widget CRD converting through `url`, with these schemas of `v1` and `v2`.
+fn crd_with(url: &str, ca: &str, v1: Value, v2: Value) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
         "spec": {"group": "example.com", "scope": "Namespaced",
@@ -257,6 +263,68 @@ async fn conversion_webhook_converts_reads_writes_lists_and_watches() -> Result<
     );
     ensure!(
         get_json(&k, &["widgets.v1.example.com", "a"])?["spec"]["hostPort"] == "a.example:9090"
+    );
+    Ok(())
+}
+
+/// A write in `v2` is validated against `v2`'s schema (a `maximum` only `v2` has refuses
+/// it), not `v1`'s (a CEL rule only `v1` has does not), then stored in `v1`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_is_validated_in_the_request_version() -> Result<()> {
+    let (base, ca) = conversion_webhook(Reviews::default()).await?;
+    let server = KplaneServer::start()?;
+    let k = server.kubectl_for("root")?;
+    let v1 = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"hostPort": {"type": "string"}},
+        "x-kubernetes-validations": [{"rule": "!self.hostPort.startsWith('bad')", "message": "no bad hosts"}]}}});
+    let v2 = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"host": {"type": "string"}, "port": {"type": "integer", "maximum": 9000}}}}});
+    k.ok_stdin(
+        &["apply", "-f", "-"],
+        &crd_with(&format!("{base}/convert"), &ca, v1, v2),
+    )?;
+    k.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/widgets.example.com",
+    ])?;
+    let v2_widget = |name: &str, host: &str, port: i64| {
+        json!({"apiVersion": "example.com/v2", "kind": "Widget",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"host": host, "port": port}})
+        .to_string()
+    };
+    let out = k.run_stdin(&["create", "-f", "-"], &v2_widget("a", "a.example", 9090))?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains(
+                r#"The Widget "a" is invalid: spec.port: Invalid value: 9090: spec.port in body should be less than or equal to 9000"#
+            ),
+        "{}",
+        out.stderr
+    );
+    k.ok_stdin(&["create", "-f", "-"], &v2_widget("b", "bad.example", 80))?;
+    let b1 = get_json(&k, &["widgets.v1.example.com", "b"])?;
+    ensure!(b1["spec"] == json!({"hostPort": "bad.example:80"}), "{b1}");
+    // v1's rule holds for v1's writes
+    let out = k.run(&[
+        "patch",
+        "widgets.v1.example.com",
+        "b",
+        "-n",
+        "default",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"hostPort":"bad.example:81"}}"#,
+    ])?;
+    ensure!(
+        !out.success()
+            && out
+                .stderr
+                .contains(r#"spec: Invalid value: "object": no bad hosts"#),
+        "{}",
+        out.stderr
     );
     Ok(())
 }

@@ -118,8 +118,12 @@ impl Registry {
                 }
                 Some(kv) => {
                     super::typed::typed_decode(&rt, &mut merged, w, &[])?;
-                    let obj = self.storage_value(&rt, merged).await?;
-                    let decoded = live.filter(|_| live_is_stored);
+                    let obj = self.write_value(&rt, merged).await?;
+                    let decoded = match live {
+                        Some(v) if live_is_stored => super::write::Decoded::Stored(v),
+                        Some(v) => super::write::Decoded::Api(v),
+                        None => super::write::Decoded::Nothing,
+                    };
                     self.write_update(t, name, sub, obj, kv, decoded, w)
                         .await
                         .map(|b| (b, false))

@@ -69,9 +69,9 @@ pub struct CustomInfo {
     pub merge_types: super::managed::LazyTypeInfo,
     /// The CRD's conversion webhook (`spec.conversion.strategy: Webhook`).
     pub webhook: Option<Arc<super::conversion::WebhookConversion>>,
-    /// With a conversion webhook, the storage version's schema: the write path validates
-    /// objects in the storage version (`schema` is the served version's, for decoding and
-    /// defaulting requests and reads).
+    /// With a conversion webhook, the storage version's schema, which prunes what the
+    /// webhook answers for the storage version (`schema`, the served version's, decodes,
+    /// defaults and validates requests, and prunes and defaults reads).
     pub storage_schema: Option<Arc<CompiledSchema>>,
 }
 
@@ -93,14 +93,6 @@ impl CustomInfo {
             merge_types: Default::default(),
             webhook: None,
             storage_schema: None,
-        }
-    }
-
-    /// The schema writes are validated against (stored form).
-    pub fn validation_schema(&self) -> Option<&Arc<CompiledSchema>> {
-        match &self.webhook {
-            Some(_) => self.storage_schema.as_ref(),
-            None => self.schema.as_ref(),
         }
     }
 }

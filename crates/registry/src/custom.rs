@@ -48,25 +48,28 @@ pub fn prune(rt: &ResourceType, obj: &mut Value) -> ApiResult<Vec<String>> {
     Ok(unknown)
 }
 
-/// Schema validation of a custom resource (`old` on update, for transition rules and
-/// ratcheting).
+/// Schema validation of a custom resource against its version's schema (`old` on update,
+/// for transition rules and ratcheting), both in that version: the write path keeps a
+/// custom resource in the request's version until it is stored, as kube-apiserver's
+/// strategy of each version validates with that version's schema.
 pub fn validate(obj: &Value, old: Option<&Value>, rt: &ResourceType) -> Vec<Cause> {
-    match rt.custom.as_ref().and_then(|c| c.validation_schema()) {
+    match rt.custom.as_ref().and_then(|c| c.schema.as_ref()) {
         Some(schema) => schema.validate(obj, old),
         None => vec![],
     }
 }
 
-/// Schema validation of an update of the stored `old` with CRD validation ratcheting
-/// (`kplane_schema::CompiledSchema::validate_update`): the errors, and the warnings of
-/// ratcheted CEL failures added to `warnings`.
+/// Schema validation of an update of the stored `old` (converted to `rt`'s version) with
+/// CRD validation ratcheting (`kplane_schema::CompiledSchema::validate_update`) against
+/// `rt`'s version's schema: the errors, and the warnings of ratcheted CEL failures added
+/// to `warnings`.
 pub fn validate_update(
     obj: &Value,
     old: &Value,
     rt: &ResourceType,
     warnings: &mut Vec<String>,
 ) -> Vec<Cause> {
-    let Some(schema) = rt.custom.as_ref().and_then(|c| c.validation_schema()) else {
+    let Some(schema) = rt.custom.as_ref().and_then(|c| c.schema.as_ref()) else {
         return vec![];
     };
     let v = schema.validate_update(obj, old);

@@ -62,13 +62,27 @@ pub enum DeleteOutcome {
 
 /// A create after its mutating admission (see [`Registry::create`]'s steps).
 struct AdmittedCreate {
-    /// The object as admitted (storage form, defaulted), before its name is settled.
+    /// The object as admitted (write form, defaulted), before its name is settled: the
+    /// request's version for a custom resource, else the stored form
+    /// ([`Registry::write_value`]).
     obj: Value,
     cluster: kplane_types::ClusterName,
     /// `metadata.generateName` ("" when not set).
     generate: String,
     /// `metadata.name` as sent ("" when it is to be generated).
     explicit_name: String,
+}
+
+/// What a caller of [`Registry::write_update`] already decoded of the current object.
+pub(super) enum Decoded {
+    /// Nothing: it is decoded there.
+    Nothing,
+    /// Exactly its stored form.
+    Stored(Value),
+    /// The object in the request's version (a patch and an apply read it so), when that is
+    /// not the stored bytes as they are: for a custom resource stored in another version,
+    /// the old object its write is validated against, converted once.
+    Api(Value),
 }
 
 /// A batch of creates admitted and validated, not yet written
@@ -360,7 +374,7 @@ impl Registry {
     }
 
     /// The steps of a create before the name is settled: type and metadata checks, typed
-    /// decoding, the storage form, the cluster's existence, defaulting, managed fields and
+    /// decoding, the write form, the cluster's existence, defaulting, managed fields and
     /// the mutating admission.
     async fn admit_create(
         &self,
@@ -377,7 +391,7 @@ impl Registry {
         meta::check_type(&mut obj, &rt)?;
         meta::invalid_if_any(&rt, meta::name_of(&obj), meta::check_meta_types(&obj))?;
         typed::typed_decode(&rt, &mut obj, w, &w.duplicates)?;
-        let mut obj = self.storage_value(&rt, obj).await?;
+        let mut obj = self.write_value(&rt, obj).await?;
         meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
         let generate = meta::meta_str(&obj, "generateName")
             .unwrap_or("")
@@ -420,7 +434,8 @@ impl Registry {
     /// One attempt's steps of a create after admission: the name (generated when asked
     /// for), create-time metadata, the strategy's preparation and status, validation,
     /// warnings, the validating admission and the built-in-name check. Returns the name
-    /// and the object to store.
+    /// and the object to store (its stored form: a custom resource validated in the
+    /// request's version is converted to the storage version last).
     async fn validate_create(
         &self,
         t: &Target,
@@ -469,6 +484,7 @@ impl Registry {
                 &rt.group, &rt.plural, &name,
             )));
         }
+        let candidate = self.stored_of_write(rt, candidate).await?;
         Ok((name, candidate))
     }
 
@@ -486,7 +502,7 @@ impl Registry {
         meta::check_type(&mut obj, &rt)?;
         meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
         typed::typed_decode(&rt, &mut obj, w, &w.duplicates)?;
-        let mut obj = self.storage_value(&rt, obj).await?;
+        let mut obj = self.write_value(&rt, obj).await?;
         meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
         let body_name = meta::name_of(&obj).to_string();
         if body_name.is_empty() {
@@ -544,7 +560,7 @@ impl Registry {
             _ => {}
         }
         let out = self
-            .write_update(t, name, sub, obj, &current, None, w)
+            .write_update(t, name, sub, obj, &current, Decoded::Nothing, w)
             .await?;
         Ok((out, false))
     }
@@ -570,8 +586,12 @@ impl Registry {
     }
 
     /// Applies the update rules against `current` and commits with a CAS on its revision.
-    /// `decoded` is `current` already decoded by the caller (exactly its stored form), which
-    /// spares decoding a large object twice; `None` decodes it here.
+    /// `obj` is in the write form ([`Registry::write_value`]); so is the old object the
+    /// rules, admission and validation see: `current` decoded, a custom resource stored in
+    /// another version than the request's converted to it (ratcheting compares the request
+    /// with that). The new object is converted to the stored form to be stored. `decoded`
+    /// is what the caller already decoded of `current`, which spares decoding (or
+    /// converting) a large object twice.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn write_update(
         &self,
@@ -580,17 +600,20 @@ impl Registry {
         sub: Option<&str>,
         obj: Value,
         current: &KeyValue,
-        decoded: Option<Value>,
+        decoded: Decoded,
         w: &WriteParams,
     ) -> ApiResult<Bytes> {
         let rt = &t.rt;
         let cluster = t.cluster()?.clone();
         self.refuse_if_terminating(&cluster)?;
         self.refuse_if_fenced(cluster.as_str())?;
-        let old = match decoded {
-            Some(v) => v,
-            None => decode(current)?,
+        let (old_stored, read) = match decoded {
+            Decoded::Stored(v) => (v, None),
+            Decoded::Api(v) => (decode(current)?, Some(v)),
+            Decoded::Nothing => (decode(current)?, None),
         };
+        let old_write = self.old_write_value(rt, &old_stored, read).await?;
+        let old = old_write.as_ref().unwrap_or(&old_stored);
         let attrs = Attributes {
             operation: Operation::Update,
             resource: rt,
@@ -599,7 +622,7 @@ impl Registry {
             cluster: &cluster,
             namespace: namespace_of(t),
             name,
-            old: Some(&old),
+            old: Some(old),
             user: w.user.as_ref(),
             dry_run: w.dry_run,
             new_namespace: None,
@@ -619,13 +642,13 @@ impl Registry {
             None => {
                 let mut n = obj;
                 default_and_canonicalize(rt, &mut n);
-                rt.strategy.prepare_for_update(rt, &mut n, &old);
+                rt.strategy.prepare_for_update(rt, &mut n, old);
                 n
             }
             Some(sub) => {
                 let mut n = rt
                     .strategy
-                    .prepare_for_subresource_update(rt, sub, obj, &old)?;
+                    .prepare_for_subresource_update(rt, sub, obj, old)?;
                 rt.strategy.canonicalize(rt, &mut n);
                 n
             }
@@ -633,7 +656,7 @@ impl Registry {
         if let (Some(mf), Ok(m)) = (applied_managed, meta::meta_mut(&mut new)) {
             m.insert("managedFields".into(), mf);
         }
-        meta::prepare_update(&mut new, &old, rt)?;
+        meta::prepare_update(&mut new, old, rt)?;
         if current.create_revision == 0 {
             // The stored object written over a built-in one is a new object: once it is
             // deleted the built-in shows again, and a client waiting for the deletion
@@ -642,14 +665,14 @@ impl Registry {
             m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             m.insert("creationTimestamp".into(), json!(meta::now_time()));
         }
-        super::managed::record_update(rt, Some(&old), &mut new, sub, w);
+        super::managed::record_update(rt, Some(old), &mut new, sub, w);
         rt.strategy
             .controller_status(self, &cluster, &mut new)
             .await?;
-        if meta::is_deleting(&old) {
+        if meta::is_deleting(old) {
             let added: Vec<String> = meta::finalizers(&new)
                 .into_iter()
-                .filter(|f| !meta::finalizers(&old).contains(f))
+                .filter(|f| !meta::finalizers(old).contains(f))
                 .collect();
             if !added.is_empty() {
                 return Err(ApiError::from(Status::invalid(
@@ -665,7 +688,7 @@ impl Registry {
         }
         let mut causes = meta::validate_object_meta(&new, rt.strategy.name_rule());
         let mut warnings = Vec::new();
-        causes.extend(rt.strategy.validate_update(rt, &new, &old, &mut warnings));
+        causes.extend(rt.strategy.validate_update(rt, &new, old, &mut warnings));
         // warnings found by validation come first, as upstream's validators add them
         for warning in warnings {
             w.warnings.push(warning);
@@ -675,15 +698,16 @@ impl Registry {
         }
         meta::invalid_if_any(rt, name, causes)?;
         if sub.is_none() {
-            for warning in rt.strategy.warnings(rt, &new, Some(&old)) {
+            for warning in rt.strategy.warnings(rt, &new, Some(old)) {
                 w.warnings.push(warning);
             }
         }
         self.admission.validate(self, &attrs, Some(&new)).await?;
+        let mut new = self.stored_of_write(rt, new).await?;
         let crd_guard = self.serialized_write(rt, &cluster, &mut new).await?;
         // Nothing changed: no new revision (as Kubernetes does), unless the stored form is
         // stale (encryption at rest under an older key: the write re-encrypts it).
-        if equal_but_rv(&new, &old) && !self.storage.stale(current) {
+        if equal_but_rv(&new, &old_stored) && !self.storage.stale(current) {
             return self.api_bytes(rt, current.value.clone()).await;
         }
         if w.dry_run {
@@ -756,7 +780,7 @@ impl Registry {
             meta::check_type(&mut obj, &rt)?;
             meta::invalid_if_any(&rt, name, meta::check_meta_types(&obj))?;
             typed::typed_decode_patched(&rt, &mut obj, w, &duplicates)?;
-            let mut obj = self.storage_value(&rt, obj).await?;
+            let mut obj = self.write_value(&rt, obj).await?;
             meta::check_namespace(&mut obj, &rt, t.namespace.as_deref())?;
             if meta::name_of(&obj) != name {
                 return Err(ApiError::from(Status::invalid(
@@ -778,7 +802,11 @@ impl Registry {
                 Some(_) => patch::mentions_resource_version(&parsed),
                 None => false,
             };
-            let decoded = api_is_stored.then_some(old_api);
+            let decoded = if api_is_stored {
+                Decoded::Stored(old_api)
+            } else {
+                Decoded::Api(old_api)
+            };
             match self
                 .write_update(t, name, sub, obj, &current, decoded, w)
                 .await

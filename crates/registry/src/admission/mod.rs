@@ -84,7 +84,8 @@ pub struct Attributes<'a> {
     pub namespace: &'a str,
     /// The object's name ("" on a create that generates it).
     pub name: &'a str,
-    /// The stored object, on update and delete (in its stored form).
+    /// The stored object, on update (in the write form: a custom resource in the request's
+    /// version, any other type as stored) and delete (in its stored form).
     pub old: Option<&'a Value>,
     /// The requester, when the write came from a request (controllers' writes have none).
     pub user: Option<&'a UserInfo>,
@@ -132,7 +133,7 @@ pub trait MutatingAdmission: Send + Sync + fmt::Debug {
     /// Whether the plugin takes part in `op` (`admission.Handler.Handles`).
     fn handles(&self, op: Operation) -> bool;
 
-    /// Admits `obj` (in its stored form; `None` on delete), changing it if the plugin's
+    /// Admits `obj` (in the write form, see [`Attributes::old`]; `None` on delete), changing it if the plugin's
     /// policy says so, or refuses the request. `reg` reads cluster state.
     async fn admit(
         &self,

@@ -16,6 +16,8 @@
 
 pub(crate) mod paths;
 pub mod review;
+#[cfg(test)]
+mod write_tests;
 
 use std::sync::Arc;
 use std::time::Duration;

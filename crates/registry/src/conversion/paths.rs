@@ -2,7 +2,10 @@
 //! request's version and the storage version (apiextensions' storage codec, which decodes
 //! each stored object into the request's version and encodes writes into the storage
 //! version). Every read and write path calls these instead of the synchronous
-//! [`crate::Conversion`]; for any other type they are that conversion.
+//! [`crate::Conversion`]; for any other type they are that conversion. A custom resource's
+//! write is admitted and validated in the request's version (the current object converted
+//! to it) and converted to the storage version to be stored, as apiextensions' request
+//! scope and per-version strategy do; every other type's write works in the stored form.
 //!
 //! Objects already in the wanted version (the request is for the storage version, or an
 //! object was stored when another version was the storage version and is read in that
@@ -40,6 +43,16 @@ pub(crate) fn without_webhook(
         }
         _ => rt.clone(),
     }
+}
+
+/// Whether `rt`'s writes are admitted and validated in the request's version and converted
+/// to the storage version only to be stored ([`crate::Conversion::writes_in_request_version`]:
+/// custom resources, each version validated against its own schema as kube-apiserver's
+/// per-version strategies validate it). Every other type is written in its stored form.
+pub(crate) fn writes_in_request_version(rt: &ResourceType) -> bool {
+    rt.conversion
+        .as_ref()
+        .is_some_and(|c| c.writes_in_request_version())
 }
 
 /// The CRD's conversion webhook, when `rt` is a custom resource with one.
@@ -170,7 +183,63 @@ impl Registry {
         Ok(converted.into_iter().next().unwrap_or(Value::Null))
     }
 
-    /// A request object of `rt`'s version in the storage version (the write form).
+    /// A decoded request object in the form the write path admits and validates: the
+    /// request's version for a type that writes in it (custom resources, see
+    /// [`writes_in_request_version`]), else the stored form ([`Registry::storage_value`]).
+    pub(crate) async fn write_value(&self, rt: &ResourceType, obj: Value) -> ApiResult<Value> {
+        if writes_in_request_version(rt) {
+            return Ok(obj);
+        }
+        self.storage_value(rt, obj).await
+    }
+
+    /// The stored object `old` in the write form when that is another object: a custom
+    /// resource stored in another version than the request's, converted to it as
+    /// apiextensions' storage decodes the current object into the request's version
+    /// (through the webhook, or relabelled for strategy `None`); `read` is the object in
+    /// the request's version when the caller already read it so (then not converted
+    /// again). `None` when `old` is the write form itself (a single-version CRD, any other
+    /// type): no conversion, no copy.
+    pub(crate) async fn old_write_value(
+        &self,
+        rt: &ResourceType,
+        old: &Value,
+        read: Option<Value>,
+    ) -> ApiResult<Option<Value>> {
+        if !writes_in_request_version(rt) || api_version_of(old) == rt.api_version() {
+            return Ok(None);
+        }
+        match read {
+            Some(v) => Ok(Some(v)),
+            None => self.api_value(rt, old.clone()).await.map(Some),
+        }
+    }
+
+    /// An object in the write form, to be stored: a custom resource converted to the
+    /// storage version ([`Registry::storage_value`]); any other type's write form is
+    /// already the stored form.
+    pub(crate) async fn stored_of_write(&self, rt: &ResourceType, obj: Value) -> ApiResult<Value> {
+        if writes_in_request_version(rt) {
+            return self.storage_value(rt, obj).await;
+        }
+        Ok(obj)
+    }
+
+    /// An object a mutating admission webhook changed in `invoked`'s version, back in the
+    /// write form of the request's type `rt`.
+    pub(crate) async fn write_value_from(
+        &self,
+        invoked: &ResourceType,
+        rt: &ResourceType,
+        obj: Value,
+    ) -> ApiResult<Value> {
+        if writes_in_request_version(rt) {
+            return self.api_value(rt, obj).await;
+        }
+        self.storage_value(invoked, obj).await
+    }
+
+    /// A request object of `rt`'s version in the storage version (the stored form).
     pub(crate) async fn storage_value(&self, rt: &ResourceType, obj: Value) -> ApiResult<Value> {
         let (Some(hook), Some(info)) = (webhook_of(rt), rt.custom.as_ref()) else {
             return Ok(self.to_storage(rt, obj));

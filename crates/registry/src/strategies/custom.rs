@@ -3,7 +3,8 @@
 //! plug into the write path. Path-segment names, no unconditional update, a generation,
 //! schema validation, and apiextensions' field selector labels (the CRD's selectable
 //! fields). The version conversion (`strategy: None`: `apiVersion` rewritten, defaults
-//! applied on read) is [`CustomConversion`].
+//! applied on read) is [`CustomConversion`]; a write is validated in the request's version
+//! and converted to the storage version to be stored.
 
 use bytes::Bytes;
 use kplane_types::Cause;
@@ -76,5 +77,11 @@ impl Conversion for CustomConversion {
     fn to_api_value(&self, rt: &ResourceType, mut obj: Value) -> Value {
         obj["apiVersion"] = json!(rt.api_version());
         obj
+    }
+
+    /// Each served version has its own schema: a write is validated in its version (the
+    /// stored object converted to it), as kube-apiserver's per-version strategies do.
+    fn writes_in_request_version(&self) -> bool {
+        true
     }
 }

@@ -352,6 +352,14 @@ pub trait Conversion: Send + Sync + fmt::Debug {
 
     /// A decoded stored object in `rt`'s API version.
     fn to_api_value(&self, rt: &ResourceType, obj: Value) -> Value;
+
+    /// Whether a write is admitted, defaulted and validated in the request's version and
+    /// converted to the stored form only to be stored (custom resources: apiextensions
+    /// serves each version with its own strategy and schema), rather than converted to the
+    /// stored form as it is decoded (every other type: its strategy knows the stored form).
+    fn writes_in_request_version(&self) -> bool {
+        false
+    }
 }
 
 /// The main endpoint of a type with a status subresource keeps the stored status.

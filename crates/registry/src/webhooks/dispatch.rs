@@ -339,7 +339,7 @@ fn reason_of(name: &str) -> StatusReason {
     .unwrap_or(Unknown)
 }
 
-/// Calls `hook` for `a` through `invoked` with the object `obj` (stored form) and checks
+/// Calls `hook` for `a` through `invoked` with the object `obj` (write form) and checks
 /// the answer; returns it when the webhook allowed the request.
 async fn call(
     transport: &dyn WebhookTransport,
@@ -490,8 +490,9 @@ fn under_policy(
 }
 
 impl MutatingWebhooks {
-    /// One mutating call: the answer's JSON patch applied to `obj` (stored form) through
-    /// `invoked`'s version, then the type's defaults; whether the object changed.
+    /// One mutating call: the answer's JSON patch applied to `obj` (the write form: a
+    /// custom resource in the request's version, any other type stored) through `invoked`'s
+    /// version, then the type's defaults; whether the object changed.
     async fn call_mutating(
         &self,
         reg: &Registry,
@@ -552,7 +553,7 @@ impl MutatingWebhooks {
                 .map_err(|e| internal(&e))?;
         }
         let mut patched = reg
-            .storage_value(invoked, versioned)
+            .write_value_from(invoked, a.resource, versioned)
             .await
             .map_err(HookError::Refused)?;
         crate::write::default_and_canonicalize(a.resource, &mut patched);
