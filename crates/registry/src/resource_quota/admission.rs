@@ -309,15 +309,15 @@ impl Registry {
             return reply_all(accepted);
         };
         let w = WriteParams::controller_named(APISERVER_MANAGER);
-        for i in 0..states.len() {
-            if !states[i].raised || accepted.is_empty() {
+        for state in states.iter_mut() {
+            if !state.raised || accepted.is_empty() {
                 continue;
             }
             let mut attempt = 0;
             loop {
-                let name = states[i].kv.key.name.clone();
+                let name = state.kv.key.name.clone();
                 match self
-                    .update(&t, &name, Some("status"), states[i].written(), &w)
+                    .update(&t, &name, Some("status"), state.written(), &w)
                     .await
                 {
                     Ok(_) => break,
@@ -330,13 +330,13 @@ impl Registry {
                             Ok(None) => break,
                             Err(e) => return fail_all(accepted, &e),
                         };
-                        states[i] = match QuotaState::of(fresh) {
+                        *state = match QuotaState::of(fresh) {
                             Ok(s) => s,
                             Err(e) => return fail_all(accepted, &e),
                         };
                         let mut still = Vec::with_capacity(accepted.len());
                         for p in accepted {
-                            match decide(std::slice::from_mut(&mut states[i]), &p.names, true) {
+                            match decide(std::slice::from_mut(state), &p.names, true) {
                                 Err(why) => {
                                     let _ = p.reply.send(Err(Refusal::Quota(why)));
                                 }
@@ -344,7 +344,7 @@ impl Registry {
                             }
                         }
                         accepted = still;
-                        if !states[i].raised || accepted.is_empty() {
+                        if !state.raised || accepted.is_empty() {
                             break;
                         }
                     }
