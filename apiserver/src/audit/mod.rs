@@ -207,6 +207,12 @@ impl Trail {
         }
     }
 
+    /// Whether the request is audited at the `Request` level or above (annotations
+    /// added with that level are kept only then).
+    pub fn at_request_level(&self) -> bool {
+        self.level() >= Level::Request
+    }
+
     /// The authorizers' decision (`allow` or `forbid`) and reason.
     pub fn authorized(&mut self, allowed: bool, reason: &str) {
         if self.level() == Level::None {

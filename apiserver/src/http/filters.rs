@@ -80,7 +80,7 @@ impl RequestScope {
         let resp = match self.trail {
             Some(mut t) => {
                 if let Some(a) = &self.annotations {
-                    t.admission_annotations(a.all());
+                    t.admission_annotations(a.at_level(t.at_request_level()));
                 }
                 t.finish(&self.info, resp).await
             }

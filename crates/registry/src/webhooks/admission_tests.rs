@@ -508,3 +508,60 @@ async fn a_failed_call_under_ignore_is_recorded_as_failed_open() {
         e.0.message
     );
 }
+
+/// Each mutating call records `mutation.webhook.admission.k8s.io/round_<r>_index_<i>`
+/// (whether it changed the object) and, for a patch, `patch.webhook.admission.k8s.io/...`
+/// with the patch, which audit events carry only at the `Request` level and above.
+#[tokio::test]
+async fn mutating_calls_record_upstreams_mutation_and_patch_annotations() {
+    let fake = FakeTransport::new(|url, review| async move {
+        let patch = url.ends_with("/label").then(
+            || json!([{"value": {"hooked": "yes"}, "path": "/metadata/labels", "op": "add"}]),
+        );
+        Ok(allow(&review, patch))
+    });
+    let f = fixture_with_admission(fake.admission()).await;
+    let reg = &f.reg;
+    let root = ClusterName::root();
+    let t = crate::testing::create_namespace(reg, "ns").await;
+    for (name, url) in [
+        ("a-label", "https://hook.test/label"),
+        ("b-noop", "https://hook.test/noop"),
+    ] {
+        configure(
+            reg,
+            &root,
+            "Mutating",
+            name,
+            url,
+            rules("", &["configmaps"]),
+            json!({}),
+        )
+        .await;
+    }
+    let w = as_user();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m"}});
+    reg.create(&t, cm, &w).await.unwrap();
+    let got = w.audit.all();
+    assert_eq!(
+        got["mutation.webhook.admission.k8s.io/round_0_index_0"],
+        r#"{"configuration":"a-label","webhook":"a-label.kplane.test","mutated":true}"#,
+        "{got:?}"
+    );
+    assert_eq!(
+        got["mutation.webhook.admission.k8s.io/round_0_index_1"],
+        r#"{"configuration":"b-noop","webhook":"b-noop.kplane.test","mutated":false}"#
+    );
+    let patch = "patch.webhook.admission.k8s.io/round_0_index_0";
+    assert_eq!(
+        got[patch],
+        r#"{"configuration":"a-label","webhook":"a-label.kplane.test","patch":[{"op":"add","path":"/metadata/labels","value":{"hooked":"yes"}}],"patchType":"JSONPatch"}"#
+    );
+    assert!(!got.contains_key("patch.webhook.admission.k8s.io/round_0_index_1"));
+    // The patch is kept only for the Request level and above.
+    assert!(!w.audit.at_level(false).contains_key(patch));
+    assert!(w
+        .audit
+        .at_level(false)
+        .contains_key("mutation.webhook.admission.k8s.io/round_0_index_0"));
+}

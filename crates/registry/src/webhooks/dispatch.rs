@@ -461,6 +461,75 @@ async fn versioned(
 /// The audit annotation prefixes naming a webhook whose failed call was ignored.
 const VALIDATING_FAILED_OPEN: &str = "failed-open.validating.webhook.admission.k8s.io/";
 const MUTATING_FAILED_OPEN: &str = "failed-open.mutation.webhook.admission.k8s.io/";
+/// Upstream's `MutationAuditAnnotationPrefix`: whether each mutating call changed the object.
+const MUTATION: &str = "mutation.webhook.admission.k8s.io/";
+/// Upstream's `PatchAuditAnnotationPrefix`: each applied patch (`Request` level and above).
+const PATCH: &str = "patch.webhook.admission.k8s.io/";
+
+/// Records `mutation.webhook.admission.k8s.io/round_<r>_index_<i>` for a mutating call
+/// (`{"configuration","webhook","mutated"}`, as upstream's `MutationAuditAnnotation`).
+fn record_mutation(a: &Attributes<'_>, hook: &Webhook, key: &str, mutated: bool) {
+    #[derive(serde::Serialize)]
+    struct Mutation<'a> {
+        configuration: &'a str,
+        webhook: &'a str,
+        mutated: bool,
+    }
+    if let Some(audit) = a.options.audit {
+        let value = Mutation {
+            configuration: &hook.configuration,
+            webhook: &hook.name,
+            mutated,
+        };
+        if let Ok(v) = serde_json::to_string(&value) {
+            audit.record(&format!("{MUTATION}{key}"), &v);
+        }
+    }
+}
+
+/// Records `patch.webhook.admission.k8s.io/round_<r>_index_<i>`: the JSON patch a mutating
+/// call applied, each operation's keys in name order as Go writes its map
+/// (`PatchAuditAnnotation`), kept for the `Request` audit level and above.
+fn record_patch(a: &Attributes<'_>, hook: &Webhook, key: &str, patch: &Value) {
+    let Some(audit) = a.options.audit else {
+        return;
+    };
+    let ops: Vec<Value> = patch
+        .as_array()
+        .map(|ops| {
+            ops.iter()
+                .map(|op| match op.as_object() {
+                    Some(m) => {
+                        let sorted: std::collections::BTreeMap<&String, &Value> =
+                            m.iter().collect();
+                        serde_json::to_value(sorted).unwrap_or(Value::Null)
+                    }
+                    None => op.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    #[derive(serde::Serialize)]
+    struct Patched<'a> {
+        configuration: &'a str,
+        webhook: &'a str,
+        patch: Vec<Value>,
+        #[serde(rename = "patchType")]
+        patch_type: &'a str,
+    }
+    let value = Patched {
+        configuration: &hook.configuration,
+        webhook: &hook.name,
+        patch: ops,
+        patch_type: "JSONPatch",
+    };
+    let Ok(value) = serde_json::to_string(&value) else {
+        return;
+    };
+    if let Err(e) = audit.add_at_request_level(&format!("{PATCH}{key}"), &value) {
+        tracing::debug!(error = %e, "audit annotation not recorded");
+    }
+}
 
 /// A failed call under the webhook's failure policy: `None` to go on (Ignore, logged, and
 /// the webhook's name recorded as the audit annotation `failed_open`), else the error to
@@ -500,6 +569,7 @@ impl MutatingWebhooks {
         hook: &Webhook,
         invoked: &ResourceType,
         obj: Option<&mut Value>,
+        key: &str,
     ) -> CallResult {
         let answer = call(
             &*self.transport,
@@ -559,6 +629,9 @@ impl MutatingWebhooks {
         crate::write::default_and_canonicalize(a.resource, &mut patched);
         let changed = patched != *obj;
         *obj = patched;
+        if let Ok(v) = serde_json::from_slice::<Value>(&answer.patch) {
+            record_patch(a, hook, key, &v);
+        }
         Ok(changed)
     }
 }
@@ -600,9 +673,12 @@ impl MutatingAdmission for MutatingWebhooks {
                 let Some(invoked) = m.should_call(reg, hook, obj.as_deref()).await? else {
                     continue;
                 };
+                let key = format!("round_{round}_index_{index}");
                 let result = self
-                    .call_mutating(reg, a, hook, &invoked, obj.as_deref_mut())
+                    .call_mutating(reg, a, hook, &invoked, obj.as_deref_mut(), &key)
                     .await;
+                // Whatever the outcome, as upstream's deferred annotation.
+                record_mutation(a, hook, &key, matches!(result, Ok(true)));
                 if matches!(result, Ok(true)) {
                     // The reinvocable webhooks called so far see the change next round.
                     reinvoke.extend(previously_invoked.drain());
@@ -612,7 +688,7 @@ impl MutatingAdmission for MutatingWebhooks {
                     previously_invoked.insert(hook.uid.as_str());
                 }
                 if let Err(e) = result {
-                    let key = format!("{MUTATING_FAILED_OPEN}round_{round}_index_{index}");
+                    let key = format!("{MUTATING_FAILED_OPEN}{key}");
                     if let Some(err) = under_policy(hook, e, a, &key) {
                         return Err(err);
                     }
