@@ -159,3 +159,61 @@ async fn resource_quota_counts_objects_and_refuses_past_the_limit() -> Result<()
     );
     Ok(())
 }
+
+/// A quota naming `count/<plural>.<group>` of a CRD created after it counts the custom
+/// resources as soon as the CRD is served (upstream's spec "capture the life of a custom
+/// resource"), instead of refusing them as a usage it does not know.
+#[tokio::test]
+async fn a_quota_counts_custom_resources_of_a_crd_created_after_it() -> Result<()> {
+    let server = KplaneServer::start()?;
+    server.kubectl_ok(&["create", "namespace", "crq"])?;
+    let quotas: Api<ResourceQuota> = Api::namespaced(server.client().await?, "crq");
+    server.kubectl_ok(&[
+        "create",
+        "quota",
+        "widgets",
+        "-n",
+        "crq",
+        "--hard=count/widgets.example.com=1,resourcequotas=5",
+    ])?;
+    wait_used(&quotas, "widgets", &[("resourcequotas", "1")]).await?;
+    let crd = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+    let out = server.kubectl_stdin(&["apply", "-f", "-"], crd)?;
+    ensure!(out.success(), "{}", out.stderr);
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/widgets.example.com",
+        "--timeout=30s",
+    ])?;
+    wait_used(&quotas, "widgets", &[("count/widgets.example.com", "0")]).await?;
+    let widget = |name: &str| {
+        format!("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\n  namespace: crq\n")
+    };
+    let out = server.kubectl_stdin(&["create", "-f", "-"], &widget("w1"))?;
+    ensure!(out.success(), "{}", out.stderr);
+    let out = server.kubectl_stdin(&["create", "-f", "-"], &widget("w2"))?;
+    ensure!(
+        !out.success()
+            && out.stderr.contains(
+                "widgets.example.com \"w2\" is forbidden: exceeded quota: widgets, requested: count/widgets.example.com=1, used: count/widgets.example.com=1, limited: count/widgets.example.com=1"
+            ),
+        "{}",
+        out.stderr
+    );
+    Ok(())
+}

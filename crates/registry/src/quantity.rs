@@ -150,6 +150,12 @@ impl Quantity {
         if nanos > NANO * 10i128.pow(20) * 1_000_000_000 {
             return None;
         }
+        // A binary value between 0 and 1 is decimal (`ParseQuantity`).
+        let format = if format == Format::BinarySi && nanos > 0 && nanos < NANO {
+            Format::DecimalSi
+        } else {
+            format
+        };
         Some(Quantity {
             nanos: if negative { -nanos } else { nanos },
             format,
@@ -179,20 +185,29 @@ impl Quantity {
         milli % 1000 == 0
     }
 
-    /// The sum, in the left-hand format (as `Quantity.Add` keeps its receiver's);
-    /// `None` on overflow.
+    /// The format a sum or difference keeps: the left-hand one, or the right-hand one
+    /// when the left is zero (`Quantity.Add`, `Sub`).
+    fn format_with(&self, other: &Quantity) -> Format {
+        if self.nanos == 0 {
+            other.format
+        } else {
+            self.format
+        }
+    }
+
+    /// The sum (see [`Self::format_with`] for its format); `None` on overflow.
     pub fn checked_add(&self, other: &Quantity) -> Option<Quantity> {
         Some(Quantity {
             nanos: self.nanos.checked_add(other.nanos)?,
-            format: self.format,
+            format: self.format_with(other),
         })
     }
 
-    /// The difference, in the left-hand format; `None` on overflow.
+    /// The difference; `None` on overflow.
     pub fn checked_sub(&self, other: &Quantity) -> Option<Quantity> {
         Some(Quantity {
             nanos: self.nanos.checked_sub(other.nanos)?,
-            format: self.format,
+            format: self.format_with(other),
         })
     }
 }
@@ -336,6 +351,22 @@ mod tests {
         assert!(!Quantity::parse("2500m").unwrap().is_integer());
         assert!(Quantity::parse("-1").unwrap().is_negative());
         assert_eq!(Quantity::count(7).to_string(), "7");
+        // A zero takes the other's format; a binary value below one is decimal.
+        let mi = Quantity::parse("64Mi").unwrap();
+        assert_eq!(
+            Quantity::zero().checked_add(&mi).unwrap().to_string(),
+            "64Mi"
+        );
+        assert_eq!(
+            mi.checked_add(&Quantity::zero()).unwrap().to_string(),
+            "64Mi"
+        );
+        let half = Quantity::parse("0.5Ki").unwrap();
+        assert_eq!(half.checked_add(&half).unwrap().to_string(), "1Ki");
+        assert_eq!(
+            Quantity::parse("0.0001Ki").unwrap().format(),
+            Format::DecimalSi
+        );
         assert_eq!(
             parse_value(&serde_json::json!(3)).unwrap(),
             Quantity::count(3)

@@ -140,6 +140,11 @@ pub enum Work {
         cluster: ClusterName,
         namespace: String,
     },
+    /// The same, once admission's recent raises of its quotas have settled.
+    ResourceQuotaRecheck {
+        cluster: ClusterName,
+        namespace: String,
+    },
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
@@ -307,6 +312,9 @@ impl Registry {
             Work::JobTtl(r) => self.job_ttl(r).await,
             Work::ResourceQuota { cluster, namespace } => {
                 self.sync_resource_quotas(cluster, namespace).await
+            }
+            Work::ResourceQuotaRecheck { cluster, namespace } => {
+                self.settle_resource_quotas(cluster, namespace).await
             }
         }
     }

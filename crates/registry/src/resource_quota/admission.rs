@@ -40,6 +40,9 @@ use crate::{Registry, Target};
 /// The plugin's name (as upstream's).
 pub const PLUGIN: &str = "ResourceQuota";
 
+/// How long a create waits for its quota check.
+pub const EVALUATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Reads of a quota after the first, when its status write conflicts.
 const RETRIES: usize = 3;
 
@@ -144,12 +147,15 @@ struct QuotaState {
     used: BTreeMap<String, Quantity>,
     /// Whether the batch raised its usage.
     raised: bool,
+    /// Whether the quota has scopes ([`super::is_scoped`]).
+    scoped: bool,
 }
 
 impl QuotaState {
     fn of(kv: KeyValue) -> ApiResult<QuotaState> {
         let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
         Ok(QuotaState {
+            scoped: super::is_scoped(&obj),
             hard: parse_list(obj.pointer("/status/hard")),
             used: parse_list(obj.pointer("/status/used")),
             kv,
@@ -158,8 +164,12 @@ impl QuotaState {
         })
     }
 
-    /// The names of `names` this quota limits.
+    /// The names of `names` this quota limits (none when it is scoped: object counts
+    /// never match a scoped quota).
     fn limited<'a>(&self, names: &'a [String]) -> Vec<&'a String> {
+        if self.scoped {
+            return Vec::new();
+        }
         names
             .iter()
             .filter(|n| self.hard.contains_key(*n))
@@ -235,7 +245,7 @@ fn decide(quotas: &mut [QuotaState], names: &[String], apply: bool) -> Result<()
         ));
     }
     if apply {
-        for q in quotas.iter_mut() {
+        for q in quotas.iter_mut().filter(|q| !q.scoped) {
             for n in names {
                 if q.hard.contains_key(n) {
                     if let Some(u) = q.used.get_mut(n) {
@@ -392,6 +402,8 @@ impl ValidatingAdmission for ResourceQuotaAdmission {
             || a.namespace.is_empty()
             || !rt.namespaced
             || (rt.group.is_empty() && rt.plural == "pods")
+            || !rt.is_stored()
+            || super::ignored(&rt.group, &rt.plural)
             || !reg
                 .quota_index()
                 .has_quotas(a.cluster.as_str(), a.namespace)
@@ -402,16 +414,23 @@ impl ValidatingAdmission for ResourceQuotaAdmission {
         names.extend(legacy_count_name(&rt.group, &rt.plural).map(str::to_string));
         let queue = self.queue_of(a.cluster.as_str(), a.namespace);
         let mut rx = queue.push(&names, a.dry_run);
-        let verdict = loop {
-            let _held = queue.lock.lock().await;
-            match rx.try_recv() {
-                Ok(v) => break v,
-                // Taken by a check whose request was cancelled before it answered: again.
-                Err(oneshot::error::TryRecvError::Closed) => rx = queue.push(&names, a.dry_run),
-                Err(oneshot::error::TryRecvError::Empty) => {}
+        let wait = async {
+            loop {
+                let _held = queue.lock.lock().await;
+                match rx.try_recv() {
+                    Ok(v) => break v,
+                    // Taken by a check whose request was cancelled before it answered.
+                    Err(oneshot::error::TryRecvError::Closed) => rx = queue.push(&names, a.dry_run),
+                    Err(oneshot::error::TryRecvError::Empty) => {}
+                }
+                let batch = queue.take();
+                reg.check_quota_batch(a.cluster, a.namespace, batch).await;
             }
-            let batch = queue.take();
-            reg.check_quota_batch(a.cluster, a.namespace, batch).await;
+        };
+        // Upstream's evaluator gives up after ten seconds (a slow webhook on the quota's
+        // status, a store that does not answer).
+        let Ok(verdict) = tokio::time::timeout(EVALUATION_TIMEOUT, wait).await else {
+            return Err(ApiError::internal("resource quota evaluation timed out"));
         };
         match verdict {
             Ok(()) => Ok(()),

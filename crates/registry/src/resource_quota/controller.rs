@@ -6,11 +6,15 @@
 //! A namespace's quotas are synced as one work item ([`Work::ResourceQuota`]), queued
 //! by the leader's informer handler ([`Feed`]): at once when a quota is replayed (every
 //! informer pass, start-up included), created, or written with a status that does not
-//! match its spec, and when an object of a namespace holding quotas is deleted; a few
-//! seconds later ([`RECHECK_AFTER`], one deadline per namespace however many writes)
-//! when a quota's usage was raised by admission or an object was created there, which
-//! puts right a create that failed after admission counted it and counts what admission
-//! does not (pods). Namespaces without quotas cost one map lookup per event.
+//! match its spec, when an object of a namespace holding quotas is deleted, and, for
+//! every namespace of the cluster holding quotas, when a CRD changes (its
+//! `count/<plural>.<group>` gains or loses a usage); a few seconds later
+//! ([`RECHECK_AFTER`], [`Work::ResourceQuotaRecheck`], one deadline per namespace however
+//! many writes) when a quota's usage was raised by admission or an object was created
+//! there, which puts right a create that failed after admission counted it and counts what
+//! admission does not (pods). A recheck waits until no quota of the namespace was raised
+//! for [`GRACE`], so that it never counts out a create admitted but not yet stored.
+//! Namespaces without quotas cost one map lookup per event.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -23,6 +27,7 @@ use serde_json::{json, Map, Value};
 use super::{CONTROLLER, RESOURCE};
 use crate::controllers::informer::InformerHandler;
 use crate::controllers::{stored_cluster, write_failed, Work};
+use crate::crd::CRD_RESOURCE;
 use crate::error::ApiResult;
 use crate::options::WriteParams;
 use crate::Registry;
@@ -31,6 +36,11 @@ use crate::Registry;
 /// counted again.
 pub const RECHECK_AFTER: Duration = Duration::from_secs(3);
 
+/// How long after a quota's last raise a recheck waits before it may count again: the
+/// creates admission counted by then have been stored (a recount between a create's
+/// admission and its storage would count it out, letting one more create past the limit).
+pub const GRACE: Duration = Duration::from_secs(2);
+
 /// The status a quota should have, given what its namespace uses (`usage`): `hard` from
 /// the spec, `used` for each hard name (the last observation kept for a name with no
 /// usage now), empty lists left out as the Go type leaves them.
@@ -38,6 +48,8 @@ fn desired_status(
     quota: &Value,
     usage: &std::collections::BTreeMap<String, crate::quantity::Quantity>,
 ) -> Value {
+    // Object counts never match a scoped quota: only the pods' names have a usage there.
+    let scoped = super::is_scoped(quota);
     let hard = quota
         .pointer("/spec/hard")
         .and_then(Value::as_object)
@@ -46,7 +58,9 @@ fn desired_status(
     let old_used = quota.pointer("/status/used").and_then(Value::as_object);
     let mut used = Map::new();
     for k in hard.keys() {
-        if let Some(q) = usage.get(k) {
+        if scoped && !super::usage::is_pod_name(k) {
+            used.insert(k.clone(), json!("0"));
+        } else if let Some(q) = usage.get(k) {
             used.insert(k.clone(), json!(q.to_string()));
         } else if let Some(v) = old_used.and_then(|u| u.get(k)) {
             used.insert(k.clone(), v.clone());
@@ -120,13 +134,35 @@ impl Registry {
         Ok(done)
     }
 
+    /// The recheck [`Self::recheck_quotas_soon`] scheduled: a recount unless a quota of the
+    /// namespace was raised within [`GRACE`], in which case the recheck waits for it.
+    pub(crate) async fn settle_resource_quotas(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+    ) -> ApiResult<bool> {
+        if let Some(at) = self
+            .quota_index()
+            .raised_within(cluster.as_str(), namespace, GRACE)
+        {
+            let w = Work::ResourceQuotaRecheck {
+                cluster: cluster.clone(),
+                namespace: namespace.to_string(),
+            };
+            let due = tokio::time::Instant::from_std(at + GRACE + Duration::from_millis(100));
+            self.controllers.timers.schedule_unless_sooner(w, due);
+            return Ok(true);
+        }
+        self.sync_resource_quotas(cluster, namespace).await
+    }
+
     /// Counts `namespace`'s quotas again after [`RECHECK_AFTER`] (an earlier deadline
     /// already set is kept). Only where the controllers run.
     pub(crate) fn recheck_quotas_soon(&self, cluster: &ClusterName, namespace: &str) {
         if !self.leads() {
             return;
         }
-        let w = Work::ResourceQuota {
+        let w = Work::ResourceQuotaRecheck {
             cluster: cluster.clone(),
             namespace: namespace.to_string(),
         };
@@ -155,6 +191,20 @@ impl InformerHandler for Feed {
 
     fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool) {
         let (reg, key) = (&self.0, &kv.key);
+        if key.resource == CRD_RESOURCE && !replay {
+            // A CRD came, changed or went: its `count/<plural>.<group>` may have a usage
+            // now, or none any more.
+            let Some(cluster) = stored_cluster(key) else {
+                return;
+            };
+            for namespace in reg.quota_index().namespaces_of(&key.cluster) {
+                reg.enqueue(Work::ResourceQuota {
+                    cluster: cluster.clone(),
+                    namespace,
+                });
+            }
+            return;
+        }
         if key.namespace.is_empty() {
             return;
         }
@@ -181,6 +231,9 @@ impl InformerHandler for Feed {
                 namespace: key.namespace.clone(),
             });
         } else {
+            if is_quota {
+                reg.quota_index().note_raise(&key.cluster, &key.namespace);
+            }
             reg.recheck_quotas_soon(&cluster, &key.namespace);
         }
     }

@@ -2,7 +2,9 @@
 //! replica runs (`crate::derived`), so that quota admission and the quota controller learn
 //! in one map lookup that a namespace has no quota (the common case) without reading
 //! storage. A replay builds a fresh map, swapped in when it ends, so the answers stay
-//! whole while the informer rescans.
+//! whole while the informer rescans. Until the informer's first replay has ended (just
+//! after start-up) every namespace may hold quotas: admission then reads them from
+//! storage, so no create goes unchecked.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
@@ -18,17 +20,69 @@ type Map = HashMap<String, HashMap<String, HashSet<String>>>;
 /// The namespaces holding quotas.
 #[derive(Debug, Default)]
 pub struct QuotaIndex {
+    /// Whether a replay has ended since start-up (the map is whole).
+    synced: std::sync::atomic::AtomicBool,
     live: RwLock<Map>,
     /// The map a replay under way builds.
     replay: RwLock<Option<Map>>,
+    /// When a quota of "cluster/namespace" was last written with a settled status (what
+    /// admission's raises look like), on the leader: the quota controller's recheck does
+    /// not recount a namespace within [`super::controller::GRACE`] of one, so that a
+    /// create counted but not yet stored is not counted out again.
+    raised: std::sync::Mutex<HashMap<String, std::time::Instant>>,
 }
 
 impl QuotaIndex {
-    /// Whether `namespace` of `cluster` holds a quota.
+    /// Whether `namespace` of `cluster` may hold a quota: it does, or the index is not
+    /// whole yet.
     pub fn has_quotas(&self, cluster: &str, namespace: &str) -> bool {
+        if !self.synced.load(std::sync::atomic::Ordering::Acquire) {
+            return true;
+        }
         let live = self.live.read().unwrap_or_else(|e| e.into_inner());
         live.get(cluster)
             .is_some_and(|ns| ns.contains_key(namespace))
+    }
+
+    /// The namespaces of `cluster` holding quotas.
+    pub fn namespaces_of(&self, cluster: &str) -> Vec<String> {
+        let live = self.live.read().unwrap_or_else(|e| e.into_inner());
+        live.get(cluster)
+            .map(|ns| ns.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Notes that a quota of `cluster`'s `namespace` was just raised.
+    pub(crate) fn note_raise(&self, cluster: &str, namespace: &str) {
+        let mut m = self.raised.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(format!("{cluster}/{namespace}"), std::time::Instant::now());
+    }
+
+    /// When a quota of the namespace was last raised, forgetting it once it is older than
+    /// `grace` (the map keeps only namespaces raised within it).
+    pub(crate) fn raised_within(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        grace: std::time::Duration,
+    ) -> Option<std::time::Instant> {
+        let mut m = self.raised.lock().unwrap_or_else(|e| e.into_inner());
+        let key = format!("{cluster}/{namespace}");
+        match m.get(&key) {
+            Some(at) if at.elapsed() < grace => Some(*at),
+            Some(_) => {
+                m.remove(&key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Marks the index whole without a replay (tests that feed it by hand).
+    #[cfg(test)]
+    pub(crate) fn mark_synced(&self) {
+        self.synced
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Namespaces holding quotas (tests, metrics).
@@ -102,6 +156,9 @@ impl InformerHandler for Indexer {
             .take()
         {
             *self.0.live.write().unwrap_or_else(|e| e.into_inner()) = m;
+            self.0
+                .synced
+                .store(true, std::sync::atomic::Ordering::Release);
         }
     }
 }

@@ -39,6 +39,40 @@ pub const RESOURCE: &str = "/resourcequotas";
 /// kube-controller-manager).
 pub const CONTROLLER: &str = "resourcequota-controller";
 
+/// Whether quota ignores a resource (upstream's `ignoredResources`: Events, which were
+/// never counted, and the review kinds, which are not stored).
+pub fn ignored(group: &str, plural: &str) -> bool {
+    matches!(
+        (group, plural),
+        ("", "events" | "bindings" | "componentstatuses")
+            | ("events.k8s.io", "events")
+            | (
+                "authentication.k8s.io",
+                "tokenreviews" | "selfsubjectreviews"
+            )
+            | (
+                "authorization.k8s.io",
+                "subjectaccessreviews"
+                    | "selfsubjectaccessreviews"
+                    | "localsubjectaccessreviews"
+                    | "selfsubjectrulesreviews"
+            )
+    )
+}
+
+/// Whether a quota is scoped (`spec.scopes` or `spec.scopeSelector`): object counts
+/// never match a scoped quota (upstream's object-count evaluators match no scope), so
+/// such a quota limits pods only and reports no usage of other objects.
+pub fn is_scoped(quota: &serde_json::Value) -> bool {
+    quota
+        .pointer("/spec/scopes")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|s| !s.is_empty())
+        || quota
+            .pointer("/spec/scopeSelector")
+            .is_some_and(|s| !s.is_null())
+}
+
 /// The quota resource name counting objects of `plural` in `group`
 /// (`count/<plural>` for the core group, `count/<plural>.<group>` otherwise).
 pub fn count_name(group: &str, plural: &str) -> String {

@@ -428,6 +428,9 @@ async fn the_status_subresource_keeps_the_spec_and_the_main_endpoint_keeps_the_s
 #[test]
 fn the_index_follows_quotas_and_a_replay_swaps_in_whole() {
     let ix = std::sync::Arc::new(super::index::QuotaIndex::default());
+    // Before the first replay has ended, every namespace may hold quotas.
+    assert!(ix.has_quotas("root", "anything"));
+    ix.mark_synced();
     let h = Indexer(ix.clone());
     let kv = |c: &str, ns: &str, name: &str| KeyValue {
         key: kplane_storage::Key::new(c, super::RESOURCE, ns, name),
@@ -492,4 +495,104 @@ fn the_quota_plugin_stays_last_when_webhooks_are_added() {
         .without(&["ResourceQuota".to_string()])
         .unwrap();
     assert!(!without.plugin_names().contains(&"ResourceQuota"));
+}
+
+/// Object counts never match a scoped quota (upstream's object-count evaluators match no
+/// scope): it refuses no ConfigMap and reports none used. Events and the review kinds are
+/// never counted.
+#[tokio::test]
+async fn scoped_quotas_and_ignored_resources_count_no_objects() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    let cms = create_namespace(reg, "sc").await;
+    let mut scoped = quota("scoped", json!({"count/configmaps": "0", "pods": "3"}));
+    scoped["spec"]["scopes"] = json!(["NotBestEffort"]);
+    let q = make_quota(reg, "sc", scoped).await;
+    assert_eq!(q["status"]["used"]["count/configmaps"], "0");
+    assert_eq!(q["status"]["used"]["pods"], "0");
+    reg.create(&cms, cm("free"), &WriteParams::default())
+        .await
+        .unwrap();
+    make_quota(
+        reg,
+        "sc",
+        quota(
+            "events",
+            json!({"count/events": "0", "count/events.events.k8s.io": "0"}),
+        ),
+    )
+    .await;
+    let ev = target(reg, "", "events", Some("sc"));
+    let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+        "involvedObject": {"kind": "ConfigMap", "name": "free", "namespace": "sc"}});
+    reg.create(&ev, event, &WriteParams::default())
+        .await
+        .unwrap();
+    let got = stored_quota(reg, "sc", "events").await;
+    assert!(got["status"]["used"].get("count/events").is_none(), "{got}");
+}
+
+/// A status write that conflicts (the quota changed between the batch's read and its
+/// write) reads the quota again and decides once more: no create fails with a conflict and
+/// the usage admission records stays exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn creates_racing_other_writes_of_the_quota_are_counted_exactly() {
+    let f = fixture().await;
+    let reg = f.reg.clone();
+    let cms = create_namespace(&reg, "r").await;
+    let base = reg
+        .storage()
+        .count(&Prefix {
+            cluster: kplane_storage::Clusters::One("root".into()),
+            resource: Some("/configmaps".into()),
+            namespace: Some("r".into()),
+        })
+        .await
+        .unwrap();
+    make_quota(&reg, "r", quota("q", json!({"count/configmaps": "100000"}))).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Another writer relabels the quota over and over (each write a new resourceVersion).
+    let writer = {
+        let (reg, stop) = (reg.clone(), stop.clone());
+        tokio::spawn(async move {
+            let t = target(&reg, "", "resourcequotas", Some("r"));
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut q = stored_quota(&reg, "r", "q").await;
+                q["metadata"]["labels"] = json!({"n": n.to_string()});
+                if reg
+                    .update(&t, "q", None, q, &WriteParams::default())
+                    .await
+                    .is_ok()
+                {
+                    n += 1;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+            n
+        })
+    };
+    let creates: Vec<_> = (0..200)
+        .map(|i| {
+            let (reg, cms) = (reg.clone(), cms.clone());
+            tokio::spawn(async move {
+                reg.create(&cms, cm(&format!("x{i}")), &WriteParams::default())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.code())
+            })
+        })
+        .collect();
+    for c in creates {
+        c.await.unwrap().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        writer.await.unwrap() > 0,
+        "the quota was never written meanwhile"
+    );
+    assert_eq!(
+        stored_quota(&reg, "r", "q").await["status"]["used"]["count/configmaps"],
+        (base + 200).to_string()
+    );
 }

@@ -57,6 +57,11 @@ fn pod_resource(name: &str) -> Option<(bool, String)> {
     }
 }
 
+/// Whether `name` is one of the pods' quota names (their count, requests and limits).
+pub fn is_pod_name(name: &str) -> bool {
+    name == "pods" || name == "count/pods" || pod_resource(name).is_some()
+}
+
 /// Whether a pod counts (not in a terminal phase).
 fn pod_counts(pod: &Value) -> bool {
     !matches!(
@@ -118,7 +123,13 @@ fn counted_resource(catalog: &Catalog, name: &str) -> Option<String> {
     catalog
         .all()
         .iter()
-        .find(|t| t.group == group && t.plural == plural && t.namespaced && t.is_stored())
+        .find(|t| {
+            t.group == group
+                && t.plural == plural
+                && t.namespaced
+                && t.is_stored()
+                && !super::ignored(&t.group, &t.plural)
+        })
         .map(|t| t.storage_resource.clone())
 }
 
