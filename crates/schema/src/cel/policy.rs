@@ -171,8 +171,8 @@ fn compile_here(
 
 /// The variable `authorizer.requestResource` is bound under its qualified name: `e` with
 /// every selection of `requestResource` from `authorizer` made a read of that name
-/// (cel-go resolves the qualified name before the selection; an `authorizer` bound by a
-/// comprehension is not seen here, as the checker refused any other field).
+/// (cel-go resolves the qualified name before the selection), except where a
+/// comprehension's variable named `authorizer` hides it.
 fn request_resource_ident(mut e: IdedExpr) -> IdedExpr {
     fn walk(e: &mut IdedExpr) {
         if let Expr::Select(sel) = &e.expr {
@@ -207,9 +207,14 @@ fn request_resource_ident(mut e: IdedExpr) -> IdedExpr {
             Expr::Comprehension(c) => {
                 walk(&mut c.iter_range);
                 walk(&mut c.accu_init);
-                walk(&mut c.loop_cond);
-                walk(&mut c.loop_step);
-                walk(&mut c.result);
+                let hides = c.iter_var == AUTHORIZER
+                    || c.accu_var == AUTHORIZER
+                    || c.iter_var2.as_deref() == Some(AUTHORIZER);
+                if !hides {
+                    walk(&mut c.loop_cond);
+                    walk(&mut c.loop_step);
+                    walk(&mut c.result);
+                }
             }
             _ => {}
         }

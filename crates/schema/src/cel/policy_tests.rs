@@ -451,6 +451,9 @@ fn request_resource_service_accounts_and_selectors() {
             target: Target::Resource(request.clone()),
         })
     );
+    // a comprehension's variable named `authorizer` hides the library's
+    let hidden = "[{'requestResource': 1}].all(authorizer, authorizer.requestResource == 1)";
+    assert_eq!(eval_authz(hidden, &inputs), Ok(Evaluated::Bool(true)));
     // the builders apply to the request's resource too
     let src = "authorizer.requestResource.subresource('').name('other').check('get').allowed()";
     assert_eq!(eval_authz(src, &inputs), Ok(Evaluated::Bool(false)));
