@@ -26,7 +26,7 @@ use kplane_types::{Status, StatusReason, UserInfo};
 use kplane_registry::error::ApiError;
 
 /// The user the admin token authenticates as.
-pub const ADMIN_USER: &str = "kplane-admin";
+pub const ADMIN_USER: &str = kplane_registry::rbac::chain::ADMIN_USER;
 
 /// The certificate chain a TLS client presented (leaf first, DER), which the connection
 /// adds to each of its requests' extensions when there is one (the TLS layer asks for one,

@@ -127,12 +127,9 @@ pub struct SuperuserAuthorizer;
 #[async_trait::async_trait]
 impl Authorizer for SuperuserAuthorizer {
     async fn authorize(&self, user: &UserInfo, _request: &RequestInfo) -> Decision {
-        if user.in_group(SYSTEM_MASTERS) {
-            Decision::Allow("kplane: member of system:masters".into())
-        } else if user.username == ADMIN_USER {
-            Decision::Allow("kplane: the kplane-admin user".into())
-        } else {
-            Decision::NoOpinion(Reason::Borrowed(""))
+        match kplane_registry::rbac::chain::superuser_reason(user) {
+            Some(why) => Decision::Allow(Reason::Borrowed(why)),
+            None => Decision::NoOpinion(Reason::Borrowed("")),
         }
     }
 

@@ -4,8 +4,7 @@
 //! `selfsubjectaccessreviews`, `selfsubjectrulesreviews`). About anything else it has no
 //! opinion. Once RBAC serves `system:basic-user`, this authorizer is redundant.
 
-use kplane_types::request::SYSTEM_AUTHENTICATED;
-use kplane_types::{RequestInfo, UserInfo, Verb};
+use kplane_types::{RequestInfo, UserInfo};
 
 use super::authz::{Authorizer, Decision, Reason};
 
@@ -16,16 +15,7 @@ pub struct SelfReviewAuthorizer;
 #[async_trait::async_trait]
 impl Authorizer for SelfReviewAuthorizer {
     async fn authorize(&self, user: &UserInfo, r: &RequestInfo) -> Decision {
-        let self_review = r.is_resource_request
-            && r.verb == Verb::Create
-            && r.subresource.is_none()
-            && matches!(
-                (r.api_group.as_str(), r.resource.as_str()),
-                ("authentication.k8s.io", "selfsubjectreviews")
-                    | ("authorization.k8s.io", "selfsubjectaccessreviews")
-                    | ("authorization.k8s.io", "selfsubjectrulesreviews")
-            );
-        if self_review && user.in_group(SYSTEM_AUTHENTICATED) {
+        if kplane_registry::rbac::chain::is_self_review(user, r) {
             Decision::Allow(Reason::Borrowed(""))
         } else {
             Decision::NoOpinion(Reason::Borrowed(""))
@@ -36,7 +26,8 @@ impl Authorizer for SelfReviewAuthorizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kplane_types::{ClusterName, ClusterScope};
+    use kplane_types::request::SYSTEM_AUTHENTICATED;
+    use kplane_types::{ClusterName, ClusterScope, Verb};
 
     fn req(group: &str, resource: &str, verb: Verb) -> RequestInfo {
         RequestInfo {

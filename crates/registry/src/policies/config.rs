@@ -117,6 +117,7 @@ pub fn validate_policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     let env = Env {
         params: params.is_some(),
+        authorizer: true,
         variables: &declared,
     };
     let validations = list(spec, "validations");
@@ -343,6 +344,7 @@ fn validate_variable(
     }
     let env = Env {
         params,
+        authorizer: true,
         variables: declared,
     };
     // upstream declares a variable whatever its compilation gave (as `dyn` on failure)
@@ -381,9 +383,11 @@ fn validate_validation(v: &Value, env: Env<'_>, path: &str) -> Vec<Cause> {
             "must be non-empty if specified",
         ));
     } else if !me.trim().is_empty() {
-        // upstream compiles messageExpressions without the policy's variables
+        // upstream compiles messageExpressions without the policy's variables and
+        // without `authorizer`
         let menv = Env {
             params: env.params,
+            authorizer: false,
             variables: &[],
         };
         if let Err(e) = policy::compile(me, menv, Want::String) {

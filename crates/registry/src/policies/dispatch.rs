@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use kplane_schema::policy::ResourceAttributes;
 use kplane_storage::{Key, ListOptions, Prefix};
 use kplane_types::{Status, StatusReason};
 use serde_json::{Map, Value};
@@ -73,6 +74,19 @@ fn request<'a>(a: &'a Attributes<'a>) -> Request<'a> {
         subresource: a.subresource.unwrap_or(""),
         namespace: if is_namespace { a.name } else { a.namespace },
         is_namespace,
+    }
+}
+
+/// `authorizer.requestResource`'s attributes: the request's own resource (upstream's
+/// versioned attributes' resource, the request's, whatever version matched).
+pub fn request_resource(a: &Attributes<'_>) -> ResourceAttributes {
+    ResourceAttributes {
+        group: a.resource.group.clone(),
+        resource: a.resource.plural.clone(),
+        subresource: a.subresource.unwrap_or("").to_string(),
+        namespace: a.namespace.to_string(),
+        name: a.name.to_string(),
+        ..Default::default()
     }
 }
 
@@ -445,11 +459,19 @@ impl ValidatingAdmissionPolicy {
                 m.remove("namespace");
             }
         }
+        let authorizer = match ctx.a.user {
+            Some(user) => Some((
+                ctx.reg.cel_authorizer(ctx.a.cluster, user).await,
+                request_resource(ctx.a),
+            )),
+            None => None,
+        };
         Ok(super::evaluate::Values {
             object,
             old_object,
             request,
             namespace,
+            authorizer,
         })
     }
 }

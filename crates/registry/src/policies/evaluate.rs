@@ -7,8 +7,8 @@
 //! whatever those actions) and their published values.
 
 use kplane_schema::policy::{
-    match_conditions, Evaluated, Evaluator, Inputs, Matched, OutOfBudget, Values as CelValues,
-    MAX_MESSAGE_BYTES, OUT_OF_BUDGET, RUNTIME_BUDGET,
+    match_conditions, Authorize, Evaluated, Evaluator, Inputs, Matched, OutOfBudget,
+    ResourceAttributes, Values as CelValues, MAX_MESSAGE_BYTES, OUT_OF_BUDGET, RUNTIME_BUDGET,
 };
 use kplane_types::StatusReason;
 use serde_json::Value;
@@ -51,13 +51,27 @@ pub struct Evaluation {
 /// `maxAuditAnnotationValueLength`); longer ones are cut.
 pub const MAX_AUDIT_ANNOTATION_VALUE: usize = 10 * 1024;
 
-/// The request's values (JSON) but `params`.
-#[derive(Debug)]
+/// The request's values (JSON) but `params`, and its `authorizer`.
 pub struct Values {
     pub object: Option<Value>,
     pub old_object: Option<Value>,
     pub request: Value,
     pub namespace: Option<Value>,
+    /// The requester's authorizer and the request's own resource
+    /// (`authorizer.requestResource`).
+    pub authorizer: Option<(Authorize, ResourceAttributes)>,
+}
+
+impl std::fmt::Debug for Values {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Values")
+            .field("object", &self.object)
+            .field("old_object", &self.old_object)
+            .field("request", &self.request)
+            .field("namespace", &self.namespace)
+            .field("authorizer", &self.authorizer.as_ref().map(|(_, r)| r))
+            .finish()
+    }
 }
 
 /// The failures of `p` for each of `params`, the audit annotations' errors among them.
@@ -76,6 +90,10 @@ pub fn evaluate_all(p: &Policy, v: &Values, params: &[Option<Value>]) -> Evaluat
         namespace_object: v.namespace.as_ref(),
         params: None,
     });
+    let base = match &v.authorizer {
+        Some((a, r)) => base.with_authorizer(a.clone(), r.clone()),
+        None => base,
+    };
     let mut out = Evaluation::default();
     for param in params {
         let inputs = base.with_params(param.as_ref());

@@ -23,10 +23,12 @@ pub mod matching;
 pub mod model;
 
 #[cfg(test)]
+mod authz_tests;
+#[cfg(test)]
 mod tests;
 
 pub use cache::{assemble, is_policy_resource, Cache, ClusterPolicies, Invalidator, RESOURCES};
-pub use dispatch::{ValidatingAdmissionPolicy, PLUGIN};
+pub use dispatch::{request_resource, ValidatingAdmissionPolicy, PLUGIN};
 
 /// The storage resource of ValidatingAdmissionPolicies.
 pub const POLICY_RESOURCE: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";

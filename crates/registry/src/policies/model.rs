@@ -184,6 +184,7 @@ pub fn parse_policy(obj: &Value) -> Policy {
     for v in list(spec, "variables") {
         let env = Env {
             params,
+            authorizer: true,
             variables: &names,
         };
         if let Ok(expr) = policy::compile(s(v, "expression"), env, Want::Any) {
@@ -196,11 +197,17 @@ pub fn parse_policy(obj: &Value) -> Policy {
     }
     let env = Env {
         params,
+        authorizer: true,
         variables: &names,
     };
-    let bare = Env {
-        params,
+    // match conditions: no variables; messages: no variables and no authorizer
+    let conditions = Env {
         variables: &[],
+        ..env
+    };
+    let bare = Env {
+        authorizer: false,
+        ..conditions
     };
     Policy {
         name: obj
@@ -216,7 +223,7 @@ pub fn parse_policy(obj: &Value) -> Policy {
             .map(match_resources),
         match_conditions: list(spec, "matchConditions")
             .iter()
-            .map(|c| policy::compile(s(c, "expression"), bare, Want::Bool))
+            .map(|c| policy::compile(s(c, "expression"), conditions, Want::Bool))
             .collect(),
         validations: list(spec, "validations")
             .iter()

@@ -118,6 +118,7 @@ fn values(obj: Value) -> Values {
         old_object: None,
         request: json!({"operation": "CREATE"}),
         namespace: Some(json!({"metadata": {"name": "ns", "labels": {"team": "a"}}})),
+        authorizer: None,
     }
 }
 

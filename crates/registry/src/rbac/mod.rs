@@ -21,6 +21,7 @@
 //! [`Registry::rbac_authorize`] and [`Registry::rbac_rules`].
 
 pub mod cache;
+pub mod chain;
 pub mod covers;
 pub mod defaults;
 pub mod owner;

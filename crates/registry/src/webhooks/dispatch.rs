@@ -175,7 +175,8 @@ impl<'a> Matcher<'a> {
     /// `hook`'s `matchConditions`, once its rules and selectors matched (`ShouldCallHook`):
     /// evaluated against the object and old object in `invoked`'s version and the request
     /// (`CreateAdmissionRequest`: the invoked kind with the request's resource), without
-    /// `params` or a namespace object. An error fails the request with 403 under
+    /// `params` or a namespace object, with the requester's `authorizer` (`rbac::chain`).
+    /// An error fails the request with 403 under
     /// `failurePolicy: Fail` (`<resource> "<name>" is forbidden: <error>`) and skips the
     /// webhook under `Ignore`.
     async fn conditions_match(
@@ -201,6 +202,13 @@ impl<'a> Matcher<'a> {
             namespace_object: None,
             params: None,
         });
+        let inputs = match self.a.user {
+            Some(user) => inputs.with_authorizer(
+                reg.cel_authorizer(self.a.cluster, user).await,
+                crate::policies::request_resource(self.a),
+            ),
+            None => inputs,
+        };
         match policy::match_conditions(&hook.match_conditions, &inputs) {
             Matched::Yes => Ok(true),
             Matched::No => Ok(false),

@@ -27,8 +27,8 @@ use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue};
 use kube_cel::cel::{ExecutionError, IdedExpr, Value as Cel};
 
 use super::cost::{
-    LIST_CREATE, MAP_CREATE, MAX_NAME_FORMAT_REGEX, REGEX_STRING_LENGTH, SELECT_AND_IDENT,
-    STRING_TRAVERSAL,
+    selector_cost, AUTHZ_CHECK, LIST_CREATE, MAP_CREATE, MAX_NAME_FORMAT_REGEX,
+    REGEX_STRING_LENGTH, SELECT_AND_IDENT, STRING_TRAVERSAL,
 };
 
 /// The function that charges a region's fixed cost.
@@ -182,9 +182,11 @@ enum Rule {
     ContainsIp,
     /// `containsCIDR`: 3, plus ceil(0.1 * size) of a string.
     ContainsCidr,
+    /// `fieldSelector`, `labelSelector`: `selectorCostEstimate` of the selector's length.
+    Selector,
 }
 
-const RULES: [Rule; 14] = [
+const RULES: [Rule; 15] = [
     Rule::Equality,
     Rule::Ordering,
     Rule::Concat,
@@ -199,6 +201,7 @@ const RULES: [Rule; 14] = [
     Rule::Join,
     Rule::ContainsIp,
     Rule::ContainsCidr,
+    Rule::Selector,
 ];
 
 fn tenth(n: u64, factor: f64) -> u64 {
@@ -231,6 +234,7 @@ impl Rule {
             }
             Rule::Traversal => a.traversal,
             Rule::Join => tenth(a.traversal + b.size * a.size.saturating_sub(1), 0.2),
+            Rule::Selector => selector_cost(a.size),
             Rule::ContainsIp | Rule::ContainsCidr => {
                 let base = if self == Rule::ContainsIp { 1 } else { 3 };
                 match b.class {
@@ -511,6 +515,8 @@ fn call_cost(name: &str, args: &[IdedExpr], has_target: bool) -> CallCost {
         "join" => Sized(Rule::Join, &[0]),
         "containsIP" => Sized(Rule::ContainsIp, &[0, 1]),
         "containsCIDR" => Sized(Rule::ContainsCidr, &[0, 1]),
+        "check" if has_target => Fixed(AUTHZ_CHECK),
+        "fieldSelector" | "labelSelector" if has_target => Sized(Rule::Selector, &[1]),
         _ => Fixed(1),
     }
 }

@@ -13,9 +13,12 @@
 
 use std::rc::Rc;
 
-use kube_cel::cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, LiteralValue};
+use kube_cel::cel::common::ast::{
+    CallExpr, ComprehensionExpr, EntryExpr, Expr, LiteralValue, SelectExpr,
+};
 use kube_cel::cel::IdedExpr;
 
+use super::authz;
 use super::cost::{GoPath, Size, LIST_CREATE, MAP_CREATE, SELECT_AND_IDENT};
 use super::decl::{Decl, MAX_REQUEST_BYTES};
 use super::escape;
@@ -46,6 +49,25 @@ enum Opaque {
     Quantity,
     Semver,
     Format,
+    /// The `authorizer` library's values (`authz`).
+    Authorizer,
+    PathCheck,
+    GroupCheck,
+    ResourceCheck,
+    Decision,
+}
+
+impl Opaque {
+    fn is_authz(self) -> bool {
+        matches!(
+            self,
+            Opaque::Authorizer
+                | Opaque::PathCheck
+                | Opaque::GroupCheck
+                | Opaque::ResourceCheck
+                | Opaque::Decision
+        )
+    }
 }
 
 /// The checked type of an expression.
@@ -212,6 +234,7 @@ pub(crate) fn analyze(
         uses_old_self: false,
         nodes: 0,
         dyn_vars: &[],
+        authorizer: false,
     };
     let est = a.expr(e, 0)?;
     Ok(Analysis {
@@ -223,9 +246,14 @@ pub(crate) fn analyze(
 }
 
 /// Checks `e` in an environment without `self`, whose variables `vars` are all `dyn`
-/// (admission policies' `object`, `request`, ...); returns the result's kind and its
-/// type as cel-go names it.
-pub(crate) fn analyze_dyn(e: &IdedExpr, vars: &[&str]) -> Result<(Kind, String), String> {
+/// (admission policies' `object`, `request`, ...), and with `authorizer`, also
+/// `authorizer` and `authorizer.requestResource`; returns the result's kind and its type
+/// as cel-go names it.
+pub(crate) fn analyze_dyn(
+    e: &IdedExpr,
+    vars: &[&str],
+    authorizer: bool,
+) -> Result<(Kind, String), String> {
     let root = Node::default();
     let mut a = Analyzer {
         scope: Vec::new(),
@@ -234,6 +262,7 @@ pub(crate) fn analyze_dyn(e: &IdedExpr, vars: &[&str]) -> Result<(Kind, String),
         uses_old_self: false,
         nodes: 0,
         dyn_vars: vars,
+        authorizer,
     };
     let est = a.expr(e, 0)?;
     Ok((est.ty.kind(), cel_name(&est.ty)))
@@ -261,6 +290,11 @@ fn cel_name(t: &Ty<'_>) -> String {
             Opaque::Quantity => "kubernetes.Quantity".into(),
             Opaque::Semver => "kubernetes.Semver".into(),
             Opaque::Format => "kubernetes.NamedFormat".into(),
+            Opaque::Authorizer => authz::AUTHORIZER.into(),
+            Opaque::PathCheck => authz::PATH_CHECK.into(),
+            Opaque::GroupCheck => authz::GROUP_CHECK.into(),
+            Opaque::ResourceCheck => authz::RESOURCE_CHECK.into(),
+            Opaque::Decision => authz::DECISION.into(),
         },
         Ty::Optional(i) => format!("optional_type({})", cel_name(i)),
         Ty::Dyn => "dyn".into(),
@@ -276,6 +310,8 @@ struct Analyzer<'n> {
     nodes: u64,
     /// Variables of type `dyn` besides `self` and `oldSelf` (admission policies').
     dyn_vars: &'n [&'n str],
+    /// `authorizer` and `authorizer.requestResource` are declared.
+    authorizer: bool,
 }
 
 fn undeclared(name: &str) -> String {
@@ -298,6 +334,9 @@ impl<'n> Analyzer<'n> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(name),
             Expr::Select(sel) => {
+                if let Some(est) = self.authorizer_select(sel)? {
+                    return Ok(est);
+                }
                 let op = self.expr(&sel.operand, depth + 1)?;
                 let field = self.field(&op, &sel.field)?;
                 if sel.test {
@@ -375,6 +414,9 @@ impl<'n> Analyzer<'n> {
                 cost: SELECT_AND_IDENT,
             });
         }
+        if self.authorizer && name == "authorizer" {
+            return Ok(Est::of(Ty::Opaque(Opaque::Authorizer), SELECT_AND_IDENT));
+        }
         if !self.dyn_vars.is_empty() {
             return match self.dyn_vars.contains(&name) {
                 true => Ok(Est::of(Ty::Dyn, SELECT_AND_IDENT)),
@@ -401,6 +443,26 @@ impl<'n> Analyzer<'n> {
             computed: None,
             cost: SELECT_AND_IDENT,
         })
+    }
+
+    /// `authorizer.requestResource`, a variable of its own (cel-go resolves the qualified
+    /// name first); any other field of an `authorizer` library value is an error: those
+    /// types have no fields cel-go can resolve.
+    fn authorizer_select(&self, sel: &SelectExpr) -> Result<Option<Est<'n>>, String> {
+        let Expr::Ident(v) = &sel.operand.expr else {
+            return Ok(None);
+        };
+        if !self.authorizer || v != "authorizer" || self.scope.iter().any(|s| s.name == *v) {
+            return Ok(None);
+        }
+        if sel.field == "requestResource" && !sel.test {
+            let ty = Ty::Opaque(Opaque::ResourceCheck);
+            return Ok(Some(Est::of(ty, SELECT_AND_IDENT)));
+        }
+        Err(format!(
+            "unexpected failed resolution of '{}'",
+            authz::AUTHORIZER
+        ))
     }
 
     fn comprehension(&mut self, c: &ComprehensionExpr, depth: usize) -> Result<Est<'n>, String> {
@@ -487,6 +549,12 @@ impl<'n> Analyzer<'n> {
                 return self.field(&inner, field);
             }
             Ty::Dyn => return Ok(Est::of(Ty::Dyn, 0)),
+            Ty::Opaque(o) if o.is_authz() => {
+                return Err(format!(
+                    "unexpected failed resolution of '{}'",
+                    cel_name(&op.ty)
+                ))
+            }
             other => {
                 return match op.decl {
                     Some(Decl::Node(n, _)) => Err(format!(
@@ -592,7 +660,11 @@ impl<'n> Analyzer<'n> {
         let fname = qualified.as_deref().unwrap_or(name);
         let is_operator =
             fname.starts_with('_') || fname.starts_with('@') || fname == "!_" || fname == "-_";
-        if !is_operator && qualified.is_none() && !FUNCTIONS.contains(&fname) {
+        if !is_operator
+            && qualified.is_none()
+            && !FUNCTIONS.contains(&fname)
+            && !authz::FUNCTIONS.contains(&fname)
+        {
             return Err(undeclared(fname));
         }
         let mut out = self.function(fname, target.as_ref(), &args, call)?;

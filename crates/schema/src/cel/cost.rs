@@ -15,6 +15,11 @@ pub(crate) const SELECT_AND_IDENT: u64 = 1;
 pub(crate) const LIST_CREATE: u64 = 10;
 /// Cost of building a map literal.
 pub(crate) const MAP_CREATE: u64 = 30;
+/// `common.StructCreateBaseCost`.
+pub(crate) const STRUCT_CREATE: u64 = 40;
+/// What one authorization check costs (the Kubernetes library's fixed figure, "to allow
+/// for only two authorization checks per expression").
+pub(crate) const AUTHZ_CHECK: u64 = 350_000;
 /// Cost of traversing one character (byte) of a string.
 pub(crate) const STRING_TRAVERSAL: f64 = 0.1;
 /// Cost per pattern character of applying a regex to a string of unit cost.
@@ -68,6 +73,17 @@ impl Size {
     pub(crate) fn cost(self, factor: f64) -> u64 {
         by_factor(self.max, factor)
     }
+}
+
+/// `selectorCostEstimate` (its maximum) for a field or label selector of `len`
+/// characters: a list, the parse, and a struct and a list per requirement (at most one
+/// per two characters).
+pub(crate) fn selector_cost(len: u64) -> u64 {
+    let requirements = by_factor(len, 0.5);
+    let per_requirement = (LIST_CREATE + STRUCT_CREATE) as f64;
+    LIST_CREATE
+        .saturating_add(by_factor(len, STRING_TRAVERSAL))
+        .saturating_add(by_factor(requirements, per_requirement))
 }
 
 /// `x * factor` rounded up, saturating (cel-go's `multiplyByCostFactor`, in `f64`).

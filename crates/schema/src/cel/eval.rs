@@ -42,6 +42,7 @@ const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 pub(crate) static ROOT: LazyLock<Context<'static>> = LazyLock::new(|| {
     let mut ctx = Context::default().with_all();
     super::arg_errors::register(&mut ctx);
+    super::authz::register(&mut ctx);
     ctx.add_function(actual::CHARGE, actual::charge);
     ctx.add_function(actual::ARG, actual::arg);
     ctx.add_function(actual::WORK, actual::work);

@@ -29,6 +29,7 @@
 
 mod actual;
 mod arg_errors;
+mod authz;
 mod check;
 pub(crate) mod compile;
 mod cost;

@@ -9,9 +9,11 @@
 //!   its field must have (`must evaluate to bool but got int`). Every variable is `dyn`:
 //!   fields of `object` and `request` are not checked against a schema (cel-go knows the
 //!   types of `request` and `namespaceObject`), and a result the checker can only call
-//!   `dyn` passes unless the expression is a bare variable or field. `authorizer` is not
-//!   declared: expressions using it do not compile.
-//! - [`Inputs`] converts a request's values once; an [`Evaluator`] then evaluates
+//!   `dyn` passes unless the expression is a bare variable or field. `authorizer` and
+//!   `authorizer.requestResource` (the `authz` library) are declared everywhere but in
+//!   `messageExpression`, as upstream declares them.
+//! - [`Inputs`] converts a request's values once (with an [`Authorize`] function the caller
+//!   prepared for the request's checks, synchronous); an [`Evaluator`] then evaluates
 //!   expressions against them under one runtime budget (kube-apiserver's
 //!   `RuntimeCELCostBudget` for one policy's validations, `PerCallLimit` per expression;
 //!   cost as cel-go computes it, see `actual`). Variables are evaluated when an expression
@@ -26,6 +28,8 @@ use kube_cel::cel::{Context, IdedExpr, Value as Cel};
 use serde_json::Value;
 
 use super::actual;
+use super::authz;
+pub use super::authz::{Authorize, AuthzDecision, AuthzRequest, ResourceAttributes, Target};
 use super::check::{self, Kind};
 use super::compile::parse;
 use super::eval::{error_text, run, to_cel, Outcome, ROOT};
@@ -61,6 +65,9 @@ pub enum Want {
 pub struct Env<'a> {
     /// The policy has a `paramKind` (`params` is declared).
     pub params: bool,
+    /// `authorizer` and `authorizer.requestResource` are declared (everywhere but in
+    /// `messageExpression`).
+    pub authorizer: bool,
     /// The variables declared before the expression, in order.
     pub variables: &'a [String],
 }
@@ -89,22 +96,24 @@ pub struct Variable {
 }
 
 const VARIABLES: &str = "variables";
+const AUTHORIZER: &str = "authorizer";
+const REQUEST_RESOURCE: &str = "authorizer.requestResource";
 
 /// Compiles `src` in `env` for a field that wants `want`; the error is upstream's detail
 /// (`compilation failed: ERROR: <input>: ...`, `must evaluate to bool but got int`).
 pub fn compile(src: &str, env: Env<'_>, want: Want) -> Result<Expression, String> {
     stacker::grow(crate::COMPILE_STACK_BYTES, || {
-        compile_here(src, env.params, Some(env.variables), want)
+        compile_here(src, env.params, env.authorizer, Some(env.variables), want)
     })
 }
 
 /// Compiles a match condition as upstream's stateless compiler does (the validation of
 /// every `matchConditions[].expression`, and an admission webhook's conditions when they
-/// run): a bool over `object`, `oldObject`, `request`, `namespaceObject` and, with
-/// `params`, `params`; `variables` is not declared.
+/// run): a bool over `object`, `oldObject`, `request`, `namespaceObject`, `authorizer`,
+/// `authorizer.requestResource` and, with `params`, `params`; `variables` is not declared.
 pub fn compile_condition(src: &str, params: bool) -> Result<Expression, String> {
     stacker::grow(crate::COMPILE_STACK_BYTES, || {
-        compile_here(src, params, None, Want::Bool)
+        compile_here(src, params, true, None, Want::Bool)
     })
 }
 
@@ -113,6 +122,7 @@ pub fn compile_condition(src: &str, params: bool) -> Result<Expression, String> 
 fn compile_here(
     src: &str,
     params: bool,
+    authorizer: bool,
     variables: Option<&[String]>,
     want: Want,
 ) -> Result<Expression, String> {
@@ -124,7 +134,7 @@ fn compile_here(
     if params {
         names.push("params");
     }
-    let (kind, ty) = check::analyze_dyn(&expr, &names)
+    let (kind, ty) = check::analyze_dyn(&expr, &names, authorizer)
         .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
     let mut uses = Some(Vec::new());
     if let Some(declared) = variables {
@@ -148,11 +158,69 @@ fn compile_here(
             _ => format!("must evaluate to one of [string null_type] but got {ty}"),
         });
     }
+    let expr = match authorizer {
+        true => request_resource_ident(expr),
+        false => expr,
+    };
     Ok(Expression {
         src: src.to_string(),
         expr: actual::instrument(expr),
         uses,
     })
+}
+
+/// The variable `authorizer.requestResource` is bound under its qualified name: `e` with
+/// every selection of `requestResource` from `authorizer` made a read of that name
+/// (cel-go resolves the qualified name before the selection), except where a
+/// comprehension's variable named `authorizer` hides it.
+fn request_resource_ident(mut e: IdedExpr) -> IdedExpr {
+    fn walk(e: &mut IdedExpr) {
+        if let Expr::Select(sel) = &e.expr {
+            if !sel.test
+                && sel.field == "requestResource"
+                && matches!(&sel.operand.expr, Expr::Ident(v) if v == AUTHORIZER)
+            {
+                e.expr = Expr::Ident(REQUEST_RESOURCE.to_string());
+                return;
+            }
+        }
+        match &mut e.expr {
+            Expr::Select(sel) => walk(&mut sel.operand),
+            Expr::Call(c) => {
+                if let Some(t) = c.target.as_deref_mut() {
+                    walk(t);
+                }
+                c.args.iter_mut().for_each(walk);
+            }
+            Expr::List(l) => l.elements.iter_mut().for_each(walk),
+            Expr::Map(m) => {
+                for en in m.entries.iter_mut() {
+                    match &mut en.expr {
+                        EntryExpr::MapEntry(me) => {
+                            walk(&mut me.key);
+                            walk(&mut me.value);
+                        }
+                        EntryExpr::StructField(f) => walk(&mut f.value),
+                    }
+                }
+            }
+            Expr::Comprehension(c) => {
+                walk(&mut c.iter_range);
+                walk(&mut c.accu_init);
+                let hides = c.iter_var == AUTHORIZER
+                    || c.accu_var == AUTHORIZER
+                    || c.iter_var2.as_deref() == Some(AUTHORIZER);
+                if !hides {
+                    walk(&mut c.loop_cond);
+                    walk(&mut c.loop_step);
+                    walk(&mut c.result);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(&mut e);
+    e
 }
 
 /// Collects the `variables.<name>` that `e` reads into `uses` (`None` once `variables`
@@ -221,6 +289,8 @@ pub struct Inputs {
     request: Cel,
     namespace_object: Cel,
     params: Cel,
+    /// `authorizer` and `authorizer.requestResource`, when the request has a requester.
+    authorizer: Option<(Cel, Cel)>,
 }
 
 /// The JSON values of a request (`None`: CEL's `null`).
@@ -246,6 +316,21 @@ impl Inputs {
             request: cel_of(v.request),
             namespace_object: cel_of(v.namespace_object),
             params: cel_of(v.params),
+            authorizer: None,
+        }
+    }
+
+    /// The same inputs with `authorizer` deciding as `authorize` does, and
+    /// `authorizer.requestResource` the check of `request` (the request's own group,
+    /// resource, subresource, namespace and name).
+    pub fn with_authorizer(self, authorize: Authorize, request: ResourceAttributes) -> Inputs {
+        let vars = (
+            authz::authorizer(authorize.clone()),
+            authz::request_resource(authorize, request),
+        );
+        Inputs {
+            authorizer: Some(vars),
+            ..self
         }
     }
 
@@ -401,6 +486,10 @@ impl<'a> Evaluator<'a> {
         ctx.add_variable_from_value("request", i.request.clone());
         ctx.add_variable_from_value("namespaceObject", i.namespace_object.clone());
         ctx.add_variable_from_value("params", i.params.clone());
+        if let Some((a, r)) = &i.authorizer {
+            ctx.add_variable_from_value(AUTHORIZER, a.clone());
+            ctx.add_variable_from_value(REQUEST_RESOURCE, r.clone());
+        }
         ctx.add_variable_from_value(VARIABLES, Cel::Map(CelMap { map: Arc::new(map) }));
         ctx
     }

@@ -3,7 +3,11 @@ use serde_json::json;
 use super::*;
 
 fn env(params: bool, variables: &[String]) -> Env<'_> {
-    Env { params, variables }
+    Env {
+        params,
+        authorizer: false,
+        variables,
+    }
 }
 
 #[test]
@@ -242,4 +246,312 @@ fn an_operands_error_is_the_calls_error() {
     )
     .unwrap();
     assert_eq!(ev.eval(&e), Ok(Ok(Evaluated::Bool(true))));
+}
+
+fn authz_env() -> Env<'static> {
+    Env {
+        params: false,
+        authorizer: true,
+        variables: &[],
+    }
+}
+
+/// A fake authorizer: allows `get` of `secrets` in `ns1` (any name) and `get` of the
+/// path `/healthz`, each to the requester only; records every request.
+fn fake() -> (
+    Authorize,
+    std::sync::Arc<std::sync::Mutex<Vec<AuthzRequest>>>,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let f: Authorize = std::sync::Arc::new(move |r: &AuthzRequest| {
+        log.lock().unwrap().push(r.clone());
+        let allowed = r.service_account.is_none()
+            && r.verb == "get"
+            && match &r.target {
+                Target::Path(p) => p == "/healthz",
+                Target::Resource(a) => a.resource == "secrets" && a.namespace == "ns1",
+            };
+        AuthzDecision {
+            allowed,
+            reason: if allowed { "ok".into() } else { String::new() },
+            error: (r.verb == "boom").then(|| "authorizer failed".to_string()),
+        }
+    });
+    (f, seen)
+}
+
+fn authz_inputs(f: Authorize) -> Inputs {
+    let request = ResourceAttributes {
+        group: "apps".into(),
+        resource: "deployments".into(),
+        subresource: "scale".into(),
+        namespace: "ns1".into(),
+        name: "web".into(),
+        ..Default::default()
+    };
+    Inputs::new(Values::default()).with_authorizer(f, request)
+}
+
+fn eval_authz(src: &str, inputs: &Inputs) -> Result<Evaluated, String> {
+    let e = compile(src, authz_env(), Want::Any).unwrap();
+    Evaluator::new(inputs, &[], RUNTIME_BUDGET)
+        .eval(&e)
+        .unwrap()
+}
+
+#[test]
+fn authorizer_compiles_as_upstream_declares_it() {
+    let ok = |src: &str| compile(src, authz_env(), Want::Bool).map(|_| ());
+    for src in [
+        "authorizer.group('').resource('secrets').namespace('a').name('b').check('get').allowed()",
+        "authorizer.group('apps').resource('deployments').subresource('scale').check('update').errored()",
+        "authorizer.path('/healthz').check('get').reason() == ''",
+        "authorizer.serviceAccount('ns', 'sa').group('').resource('pods').check('list').error() == ''",
+        "authorizer.requestResource.check('delete').allowed()",
+        "authorizer.requestResource.namespace('other').check('get').allowed()",
+        "authorizer.group('').resource('pods').fieldSelector('spec.nodeName=a').labelSelector('a=b').check('list').allowed()",
+        "authorizer.group(object.spec.g).resource('x').check('get').allowed()",
+    ] {
+        assert_eq!(ok(src), Ok(()), "{src}");
+    }
+    let err = |src: &str| compile(src, authz_env(), Want::Bool).unwrap_err();
+    // unknown methods and wrong receivers, cel-go's messages
+    assert_eq!(
+        err("authorizer.group('').resource('x').verb('get').allowed()"),
+        "compilation failed: ERROR: <input>: undeclared reference to 'verb' (in container '')"
+    );
+    assert_eq!(
+        err("authorizer.check('get').allowed()"),
+        "compilation failed: ERROR: <input>: found no matching overload for 'check' applied to 'kubernetes.authorization.Authorizer.(string)'"
+    );
+    assert_eq!(
+        err("authorizer.group('').check('get').allowed()"),
+        "compilation failed: ERROR: <input>: found no matching overload for 'check' applied to 'kubernetes.authorization.GroupCheck.(string)'"
+    );
+    assert_eq!(
+        err("authorizer.group(1).resource('x').check('get').allowed()"),
+        "compilation failed: ERROR: <input>: found no matching overload for 'group' applied to 'kubernetes.authorization.Authorizer.(int)'"
+    );
+    assert_eq!(
+        err("authorizer.serviceAccount('ns').group('').resource('x').check('get').allowed()"),
+        "compilation failed: ERROR: <input>: found no matching overload for 'serviceAccount' applied to 'kubernetes.authorization.Authorizer.(string)'"
+    );
+    assert_eq!(
+        err("authorizer.path('/').check('get').size() > 0"),
+        "compilation failed: ERROR: <input>: found no matching overload for 'size' applied to 'kubernetes.authorization.Decision.()'"
+    );
+    assert_eq!(
+        err("'a'.name('b') == 'c'"),
+        "compilation failed: ERROR: <input>: found no matching overload for 'name' applied to 'string.(string)'"
+    );
+    assert!(err("authorizer.foo.check('get').allowed()").contains("unexpected failed resolution"));
+    // the result type is known: a decision is not a bool
+    assert_eq!(
+        err("authorizer.requestResource.check('get')"),
+        "must evaluate to bool but got kubernetes.authorization.Decision"
+    );
+    // messageExpression's environment has no authorizer
+    let e = compile(
+        "authorizer.path('/').check('get').reason()",
+        env(false, &[]),
+        Want::String,
+    );
+    assert!(e
+        .unwrap_err()
+        .contains("undeclared reference to 'authorizer'"));
+    // match conditions have it
+    assert!(compile_condition("authorizer.requestResource.check('get').allowed()", false).is_ok());
+}
+
+#[test]
+fn authorizer_checks_ask_the_request_authorizer() {
+    let (f, seen) = fake();
+    let inputs = authz_inputs(f);
+    let src = "authorizer.group('').resource('secrets').namespace('ns1').name('s').check('get')";
+    assert_eq!(
+        eval_authz(&format!("{src}.allowed()"), &inputs),
+        Ok(Evaluated::Bool(true))
+    );
+    assert_eq!(
+        eval_authz(&format!("{src}.reason()"), &inputs),
+        Ok(Evaluated::String("ok".into()))
+    );
+    assert_eq!(
+        eval_authz(&format!("{src}.errored()"), &inputs),
+        Ok(Evaluated::Bool(false))
+    );
+    assert_eq!(
+        eval_authz(&format!("{src}.error()"), &inputs),
+        Ok(Evaluated::String(String::new()))
+    );
+    assert_eq!(
+        seen.lock().unwrap()[0],
+        AuthzRequest {
+            service_account: None,
+            verb: "get".into(),
+            target: Target::Resource(ResourceAttributes {
+                group: String::new(),
+                resource: "secrets".into(),
+                namespace: "ns1".into(),
+                name: "s".into(),
+                ..Default::default()
+            }),
+        }
+    );
+    let denied = "authorizer.group('').resource('secrets').namespace('ns2').check('get').allowed()";
+    assert_eq!(eval_authz(denied, &inputs), Ok(Evaluated::Bool(false)));
+    assert_eq!(
+        eval_authz(
+            "authorizer.path('/healthz').check('get').allowed()",
+            &inputs
+        ),
+        Ok(Evaluated::Bool(true))
+    );
+    // an authorizer error is a decision, not an evaluation error
+    let boom = "authorizer.path('/x').check('boom')";
+    assert_eq!(
+        eval_authz(&format!("{boom}.errored()"), &inputs),
+        Ok(Evaluated::Bool(true))
+    );
+    assert_eq!(
+        eval_authz(&format!("{boom}.error()"), &inputs),
+        Ok(Evaluated::String("authorizer failed".into()))
+    );
+    // any verb is passed on as written
+    let odd = "authorizer.group('').resource('secrets').namespace('ns1').check('Get').allowed()";
+    assert_eq!(eval_authz(odd, &inputs), Ok(Evaluated::Bool(false)));
+    assert_eq!(seen.lock().unwrap().last().unwrap().verb, "Get");
+}
+
+#[test]
+fn request_resource_service_accounts_and_selectors() {
+    let (f, seen) = fake();
+    let inputs = authz_inputs(f);
+    assert_eq!(
+        eval_authz(
+            "authorizer.requestResource.check('delete').allowed()",
+            &inputs
+        ),
+        Ok(Evaluated::Bool(false))
+    );
+    let request = ResourceAttributes {
+        group: "apps".into(),
+        resource: "deployments".into(),
+        subresource: "scale".into(),
+        namespace: "ns1".into(),
+        name: "web".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        seen.lock().unwrap().pop(),
+        Some(AuthzRequest {
+            service_account: None,
+            verb: "delete".into(),
+            target: Target::Resource(request.clone()),
+        })
+    );
+    // a comprehension's variable named `authorizer` hides the library's
+    let hidden = "[{'requestResource': 1}].all(authorizer, authorizer.requestResource == 1)";
+    assert_eq!(eval_authz(hidden, &inputs), Ok(Evaluated::Bool(true)));
+    // the builders apply to the request's resource too
+    let src = "authorizer.requestResource.subresource('').name('other').check('get').allowed()";
+    assert_eq!(eval_authz(src, &inputs), Ok(Evaluated::Bool(false)));
+    let Some(Target::Resource(r)) = seen.lock().unwrap().pop().map(|r| r.target) else {
+        panic!("no resource check");
+    };
+    assert_eq!((r.subresource.as_str(), r.name.as_str()), ("", "other"));
+    // a service account: the same check, asked as the service account
+    let sa = "authorizer.serviceAccount('ns1', 'builder').group('').resource('secrets').namespace('ns1').check('get').allowed()";
+    assert_eq!(eval_authz(sa, &inputs), Ok(Evaluated::Bool(false)));
+    let asked = seen.lock().unwrap().pop().unwrap();
+    assert_eq!(
+        asked.service_account,
+        Some(("ns1".to_string(), "builder".to_string()))
+    );
+    let sel = "authorizer.group('').resource('pods').fieldSelector('spec.nodeName=n1').labelSelector('app=web').check('list').allowed()";
+    assert_eq!(eval_authz(sel, &inputs), Ok(Evaluated::Bool(false)));
+    let Some(Target::Resource(r)) = seen.lock().unwrap().pop().map(|r| r.target) else {
+        panic!("no resource check");
+    };
+    assert_eq!(
+        (r.field_selector.as_str(), r.label_selector.as_str()),
+        ("spec.nodeName=n1", "app=web")
+    );
+}
+
+#[test]
+fn authorizer_argument_errors_as_upstream() {
+    let (f, seen) = fake();
+    let inputs = authz_inputs(f);
+    let cases = [
+        (
+            "authorizer.path(' ').check('get').allowed()",
+            "path must not be empty",
+        ),
+        (
+            "authorizer.group('').resource('').check('get').allowed()",
+            "resource must not be empty",
+        ),
+        (
+            "authorizer.serviceAccount('ns', 'Bad_Name').path('/').check('get').allowed()",
+            "Invalid service account name",
+        ),
+        (
+            "authorizer.serviceAccount('a.b', 'sa').path('/').check('get').allowed()",
+            "Invalid service account namespace",
+        ),
+    ];
+    for (src, why) in cases {
+        assert_eq!(
+            eval_authz(src, &inputs),
+            Err(format!("expression '{src}' resulted in error: {why}")),
+            "{src}"
+        );
+    }
+    assert!(seen.lock().unwrap().is_empty(), "no check was made");
+    // without an authorizer bound (no requester), the variable does not resolve
+    let e = compile(
+        "authorizer.path('/').check('get').allowed()",
+        authz_env(),
+        Want::Bool,
+    )
+    .unwrap();
+    let bare = Inputs::new(Values::default());
+    let r = Evaluator::new(&bare, &[], RUNTIME_BUDGET).eval(&e).unwrap();
+    assert!(r
+        .unwrap_err()
+        .contains("undeclared reference to 'authorizer'"));
+}
+
+#[test]
+fn authorizer_costs_as_upstream() {
+    let (f, _) = fake();
+    let inputs = authz_inputs(f);
+    // a check costs 350,000: two fit in the per-call limit, three do not
+    let two = "authorizer.path('/a').check('get').allowed() || authorizer.path('/b').check('get').allowed()";
+    let e = compile(two, authz_env(), Want::Bool).unwrap();
+    let mut ev = Evaluator::new(&inputs, &[], RUNTIME_BUDGET);
+    assert_eq!(ev.eval(&e), Ok(Ok(Evaluated::Bool(false))));
+    // twice authorizer 1, path 1, check 350,000, allowed 1 (`||` is free)
+    assert_eq!(RUNTIME_BUDGET - ev.remaining(), 2 * 350_003);
+    let three = format!("{two} || authorizer.path('/c').check('get').allowed()");
+    let e = compile(&three, authz_env(), Want::Bool).unwrap();
+    let r = Evaluator::new(&inputs, &[], RUNTIME_BUDGET)
+        .eval(&e)
+        .unwrap();
+    assert!(
+        r.unwrap_err()
+            .ends_with("operation cancelled: actual cost limit exceeded"),
+        "three checks are over the per-call limit"
+    );
+    // a selector costs its parse: 10 + ceil(0.1 * n) + 50 * ceil(0.5 * n)
+    let sel =
+        "authorizer.group('').resource('pods').labelSelector('app=web').check('list').allowed()";
+    let e = compile(sel, authz_env(), Want::Bool).unwrap();
+    let mut ev = Evaluator::new(&inputs, &[], RUNTIME_BUDGET);
+    assert_eq!(ev.eval(&e), Ok(Ok(Evaluated::Bool(false))));
+    // authorizer, group, resource, allowed 1 each, the check, the selector (7 chars)
+    let selector = 10 + 1 + 50 * 4;
+    assert_eq!(RUNTIME_BUDGET - ev.remaining(), 4 + 350_000 + selector);
 }

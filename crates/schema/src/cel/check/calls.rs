@@ -7,9 +7,11 @@ use std::rc::Rc;
 
 use kube_cel::cel::common::ast::{CallExpr, Expr, LiteralValue};
 
-use super::{add, class, classes, Analyzer, Class, Est, Opaque, Ty, MAX_REQUEST_BYTES};
+use super::{add, cel_name, class, classes, Analyzer, Class, Est, Opaque, Ty, MAX_REQUEST_BYTES};
+use crate::cel::authz;
 use crate::cel::cost::{
-    by_factor, Size, MAX_NAME_FORMAT_REGEX, REGEX_STRING_LENGTH, STRING_TRAVERSAL,
+    by_factor, selector_cost, Size, AUTHZ_CHECK, MAX_NAME_FORMAT_REGEX, REGEX_STRING_LENGTH,
+    STRING_TRAVERSAL,
 };
 
 /// Largest serialized format value (`MaxFormatSize`), what comparing two costs.
@@ -30,6 +32,9 @@ impl<'n> Analyzer<'n> {
         call: &CallExpr,
     ) -> Result<Est<'n>, String> {
         let arg_sum = args.iter().fold(0, |s, a| add(s, a.cost));
+        if let Some((ty, cost)) = self.authz(f, target, args)? {
+            return Ok(Est::of(ty, add(cost, arg_sum)));
+        }
         if let Some((ty, cost, size)) = self.library(f, target, args, call) {
             return Ok(Est::of(ty, add(cost, arg_sum)).sized(size));
         }
@@ -37,6 +42,60 @@ impl<'n> Analyzer<'n> {
             return Ok(est);
         }
         Ok(self.other(f, target, args, arg_sum, call))
+    }
+
+    /// The `authorizer` library (`library.Authz`, `AuthzSelectors`): the result type and
+    /// cost (`CostEstimator`: 350,000 a check, a selector's parse by its length, 1 for
+    /// the rest) of a call of one of its functions, or of any function on one of its
+    /// values; cel-go's error when no overload takes the receiver and arguments.
+    fn authz(
+        &self,
+        f: &str,
+        target: Option<&Est<'n>>,
+        args: &[Est<'n>],
+    ) -> Result<Option<(Ty<'n>, u64)>, String> {
+        use Opaque::{Authorizer, Decision, GroupCheck, PathCheck, ResourceCheck};
+        let on_authz = target.is_some_and(|t| matches!(t.ty, Ty::Opaque(o) if o.is_authz()));
+        if !authz::FUNCTIONS.contains(&f) && !on_authz {
+            return Ok(None);
+        }
+        // the receivers an overload takes, its string arguments, its result
+        let (receivers, strings, result): (&[Opaque], usize, Ty<'n>) = match f {
+            "path" => (&[Authorizer], 1, Ty::Opaque(PathCheck)),
+            "group" => (&[Authorizer], 1, Ty::Opaque(GroupCheck)),
+            "serviceAccount" => (&[Authorizer], 2, Ty::Opaque(Authorizer)),
+            "resource" => (&[GroupCheck], 1, Ty::Opaque(ResourceCheck)),
+            "subresource" | "namespace" | "name" | "fieldSelector" | "labelSelector" => {
+                (&[ResourceCheck], 1, Ty::Opaque(ResourceCheck))
+            }
+            "check" => (&[PathCheck, ResourceCheck], 1, Ty::Opaque(Decision)),
+            "allowed" | "errored" => (&[Decision], 0, Ty::Bool),
+            "reason" | "error" => (&[Decision], 0, Ty::String),
+            _ => (&[], 0, Ty::Dyn),
+        };
+        let receiver_fits = target.is_some_and(|t| match t.ty {
+            Ty::Dyn => true,
+            Ty::Opaque(o) => receivers.contains(&o),
+            _ => false,
+        });
+        let args_fit =
+            args.len() == strings && args.iter().all(|a| matches!(a.ty, Ty::String | Ty::Dyn));
+        if !receiver_fits || !args_fit {
+            let list = args.iter().map(|a| cel_name(&a.ty)).collect::<Vec<_>>();
+            let signature = match target {
+                Some(t) => format!("{}.({})", cel_name(&t.ty), list.join(", ")),
+                None => format!("({})", list.join(", ")),
+            };
+            return Err(format!(
+                "found no matching overload for '{f}' applied to '{signature}'"
+            ));
+        }
+        let cost = match (f, args.first()) {
+            ("check", _) => AUTHZ_CHECK,
+            ("fieldSelector" | "labelSelector", Some(s)) => selector_cost(self.lib_size(s).max),
+            _ => 1,
+        };
+        Ok(Some((result, cost)))
     }
 
     /// The size of a list's items as the library sees them: at the list's path plus
@@ -204,6 +263,11 @@ impl<'n> Analyzer<'n> {
                 let cost = match (&l.ty, &r.ty) {
                     (Ty::Opaque(a), Ty::Opaque(b)) if a == b => match a {
                         Opaque::Ip | Opaque::Cidr | Opaque::Quantity | Opaque::Semver => 1,
+                        Opaque::Authorizer
+                        | Opaque::PathCheck
+                        | Opaque::GroupCheck
+                        | Opaque::ResourceCheck
+                        | Opaque::Decision => 1,
                         Opaque::Format => by_factor(MAX_FORMAT_SIZE, STRING_TRAVERSAL),
                         // upstream reads the right side's size for both sides
                         Opaque::Url => by_factor(r.computed.map_or(1, |s| s.max), STRING_TRAVERSAL),

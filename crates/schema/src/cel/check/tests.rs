@@ -849,3 +849,28 @@ fn shared_paths_alias_as_in_go() {
         "b": {"type": "object", "properties": {"c": {"type": "object", "properties": {"d": list}}}}}}}});
     assert_eq!(cost(&deep, "self.a.b.c.d.all(x, x.s == x.t)"), 476);
 }
+
+/// The `authorizer` library is in every environment upstream (its functions at least;
+/// `authorizer` itself only in admission's): its estimates are `library.CostEstimator`'s.
+#[test]
+fn authz_library_estimates() {
+    let untyped = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    // self 1, .a 1, check 350,000, allowed 1
+    assert_eq!(cost(&untyped, "self.a.check('get').allowed()"), 350_003);
+    // a selector of 7 characters: 10 + ceil(0.7) + 50 * ceil(3.5)
+    assert_eq!(
+        cost(
+            &untyped,
+            "self.a.labelSelector('app=web').check('list').allowed()"
+        ),
+        350_003 + 211
+    );
+    let node = Builder::new(&CompileOptions::default())
+        .node(&json!({"type": "string"}), &Walk::root("test"));
+    let expr = parse("self.check('get').allowed()").unwrap();
+    let err = analyze(&expr, &node, false, false).err().unwrap();
+    assert_eq!(
+        err,
+        "found no matching overload for 'check' applied to 'string.(string)'"
+    );
+}
