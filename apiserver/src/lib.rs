@@ -25,7 +25,10 @@ pub mod serviceaccount;
 pub mod shared_credentials;
 pub mod tls;
 mod tls_reload;
-mod tls_stream;
+/// Public only so that the fuzz target `tls_stream` (`crates/fuzz`) can drive the accept
+/// path; the server's connection handling is its user.
+#[doc(hidden)]
+pub mod tls_stream;
 pub mod version;
 pub mod watchdog;
 pub mod webhook_client;

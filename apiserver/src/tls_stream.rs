@@ -81,6 +81,9 @@ pub struct TlsStream {
     eof: bool,
     /// close_notify is queued.
     close_sent: bool,
+    /// rustls reported an error: the connection is not driven again (rustls' unbuffered
+    /// API is not to be called after a fatal error, which it has already answered).
+    failed: bool,
 }
 
 fn tls_error(e: rustls::Error) -> io::Error {
@@ -101,6 +104,7 @@ pub async fn accept(tcp: TcpStream, config: Arc<ServerConfig>) -> io::Result<Tls
         peer_closed: false,
         eof: false,
         close_sent: false,
+        failed: false,
     };
     poll_fn(|cx| stream.poll_handshake(cx)).await?;
     Ok(stream)
@@ -137,29 +141,71 @@ impl TlsStream {
         }
     }
 
+    /// Marks the connection failed after rustls reported `e`: the ciphertext left is
+    /// dropped and rustls is not called again.
+    fn fail(&mut self, e: rustls::Error) -> io::Error {
+        self.failed = true;
+        self.incoming = Vec::new();
+        tls_error(e)
+    }
+
+    /// The error of every operation on a failed connection.
+    fn check_failed(&self) -> io::Result<()> {
+        match self.failed {
+            true => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the TLS connection failed earlier",
+            )),
+            false => Ok(()),
+        }
+    }
+
     /// Runs rustls over the buffered ciphertext until it needs I/O: decrypted data goes to
     /// `plaintext`, handshake and alert records to `outgoing`.
     fn process(&mut self) -> io::Result<Next> {
+        self.check_failed()?;
         loop {
             let UnbufferedStatus { mut discard, state } =
                 self.conn.process_tls_records(&mut self.incoming);
-            let next = match state.map_err(tls_error)? {
-                ConnectionState::ReadTraffic(mut records) => {
+            let next = match state {
+                Err(e) => return Err(self.fail(e)),
+                Ok(ConnectionState::ReadTraffic(mut records)) => {
+                    let mut error = None;
                     while let Some(record) = records.next_record() {
-                        let record = record.map_err(tls_error)?;
-                        discard += record.discard;
-                        self.plaintext.extend_from_slice(record.payload);
+                        match record {
+                            Ok(record) => {
+                                discard += record.discard;
+                                self.plaintext.extend_from_slice(record.payload);
+                            }
+                            Err(e) => {
+                                error = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    if let Some(e) = error {
+                        return Err(self.fail(e));
                     }
                     None
                 }
-                ConnectionState::ReadEarlyData(mut records) => {
+                Ok(ConnectionState::ReadEarlyData(mut records)) => {
                     // Early data is not enabled in the server config; drain what arrives.
+                    let mut error = None;
                     while let Some(record) = records.next_record() {
-                        discard += record.map_err(tls_error)?.discard;
+                        match record {
+                            Ok(record) => discard += record.discard,
+                            Err(e) => {
+                                error = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    if let Some(e) = error {
+                        return Err(self.fail(e));
                     }
                     None
                 }
-                ConnectionState::EncodeTlsData(mut encoder) => {
+                Ok(ConnectionState::EncodeTlsData(mut encoder)) => {
                     let start = self.outgoing.len();
                     let mut room = 1024;
                     loop {
@@ -178,15 +224,15 @@ impl TlsStream {
                     }
                     None
                 }
-                ConnectionState::TransmitTlsData(transmit) => {
+                Ok(ConnectionState::TransmitTlsData(transmit)) => {
                     // The records wait in `outgoing`, which is sent before anything else.
                     transmit.done();
                     None
                 }
-                ConnectionState::BlockedHandshake => Some(Next::Read),
+                Ok(ConnectionState::BlockedHandshake) => Some(Next::Read),
                 // Whatever remains in `incoming` is an incomplete record.
-                ConnectionState::WriteTraffic(_) => Some(Next::Write),
-                ConnectionState::PeerClosed => {
+                Ok(ConnectionState::WriteTraffic(_)) => Some(Next::Write),
+                Ok(ConnectionState::PeerClosed) => {
                     self.peer_closed = true;
                     None
                 }
@@ -273,9 +319,10 @@ impl TlsStream {
             Next::Read => return Err(io::Error::other("TLS handshake not complete")),
         }
         let UnbufferedStatus { discard, state } = self.conn.process_tls_records(&mut self.incoming);
-        let result = match state.map_err(tls_error)? {
-            ConnectionState::WriteTraffic(mut writer) => write(&mut writer, &mut self.outgoing),
-            other => Err(io::Error::other(format!("unexpected TLS state {other:?}"))),
+        let result = match state {
+            Err(e) => return Err(self.fail(e)),
+            Ok(ConnectionState::WriteTraffic(mut writer)) => write(&mut writer, &mut self.outgoing),
+            Ok(other) => Err(io::Error::other(format!("unexpected TLS state {other:?}"))),
         };
         self.discard(discard);
         result
@@ -623,6 +670,25 @@ mod tests {
         let mut buf = [0u8; 64];
         let err = s.read(&mut buf).await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+    }
+
+    /// Found by the `tls_stream` fuzz target: after a record failed to decrypt, closing the
+    /// stream ran rustls again over the same record, which rustls answers with a second
+    /// fatal alert (a debug assertion in rustls). A failed connection is not driven again.
+    #[tokio::test]
+    async fn a_failed_connection_is_not_driven_again() {
+        let (mut s, mut c, _d) = pair(&[b"http/1.1"]).await;
+        let mut junk = vec![0x17, 0x03, 0x03, 0x00, 0x40];
+        junk.extend_from_slice(&[0xAB; 0x40]);
+        c.get_mut().0.write_all(&junk).await.unwrap();
+        let mut buf = [0u8; 64];
+        for _ in 0..2 {
+            let err = s.read(&mut buf).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        }
+        assert!(s.write_all(b"late").await.is_err());
+        s.shutdown().await.unwrap();
+        assert!(holds_no_buffers(&s));
     }
 
     #[tokio::test]

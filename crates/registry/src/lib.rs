@@ -20,6 +20,7 @@ pub mod cluster_cache;
 pub mod cluster_states;
 pub mod clusters;
 pub mod conditions;
+pub mod continue_token;
 pub mod controllers;
 pub mod conversion;
 pub mod crd;

@@ -6,13 +6,12 @@
 //! batch to the end ([`ListPage::next_batch`]), so a response body, a watch's initial
 //! events and a deletecollection all see every item with bounded memory.
 
-use base64::Engine;
 use bytes::Bytes;
 use kplane_storage::{Key, KeyValue, ListOptions, Prefix, Revision, Storage};
-use serde_json::json;
 use std::sync::Arc;
 
 use super::builtins::Overlay;
+use super::continue_token;
 use super::selection::Selection;
 use super::{storage_error, too_large_rv, Registry, ResourceType, Target};
 use crate::cluster_states::ClusterTable;
@@ -346,37 +345,6 @@ fn list_error(e: kplane_storage::Error, rt: &ResourceType) -> ApiError {
     }
 }
 
-/// The decoded form of a continue token.
-struct ContinueToken {
-    rv: Revision,
-    start: Key,
-}
-
-fn encode_continue(rv: Revision, last: &Key) -> String {
-    let body = json!({"v": "meta.k8s.io/v1", "rv": rv, "c": last.cluster, "ns": last.namespace, "n": last.name});
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(body.to_string())
-}
-
-fn decode_continue(token: &str, resource: &str) -> ApiResult<ContinueToken> {
-    let bad = || {
-        ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
-    };
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| bad())?;
-    let v: serde_json::Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    let s = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
-    Ok(ContinueToken {
-        rv: v.get("rv").and_then(|x| x.as_u64()).ok_or_else(bad)?,
-        start: Key::new(
-            s("c").ok_or_else(bad)?,
-            resource,
-            s("ns").ok_or_else(bad)?,
-            s("n").ok_or_else(bad)?,
-        ),
-    })
-}
-
 fn parse_rv(s: &str) -> ApiResult<Revision> {
     s.parse::<Revision>()
         .map_err(|_| ApiError::bad_request(format!("invalid resource version {s:?}")))
@@ -467,7 +435,7 @@ impl Registry {
                     "specifying resource version is not allowed when using continue",
                 ));
             }
-            let c = decode_continue(tok, &t.rt.storage_resource)?;
+            let c = continue_token::decode(tok, &t.rt.storage_resource)?;
             self.clusters.table.check_rv(&t.prefix().cluster, c.rv)?;
             if c.rv <= self.storage.compacted_revision() {
                 return Err(ApiError::from(Status::expired(
@@ -538,7 +506,7 @@ impl Registry {
                     transport: self.admission.webhook_transport().cloned(),
                 })),
             ),
-            Some(last) => (Some(encode_continue(read.revision, &last)), None),
+            Some(last) => (Some(continue_token::encode(read.revision, &last)), None),
             None => (None, None),
         };
         Ok(ListPage {
@@ -557,6 +525,7 @@ mod tests {
     use crate::options::WriteParams;
     use crate::DeleteParams;
     use kplane_storage::{SledStorage, SledStorageOptions};
+    use serde_json::json;
 
     async fn registry(dir: &std::path::Path) -> (Arc<Registry>, Target) {
         let storage: Arc<dyn Storage> =

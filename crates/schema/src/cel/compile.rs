@@ -335,3 +335,29 @@ impl<'o> CelCompiler<'o> {
         (self.errs, self.costs)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Found by the `crd_schema_and_cel` fuzz target: nested about twice past the `cel`
+    /// parser's recursion limit (96), its depth counter goes below zero, a panic inside
+    /// the parser where overflow is checked (debug builds; release builds wrap, and the
+    /// limit is reported). Either way `parse` answers a parse error, never a panic. On a
+    /// thread of its own: the parser's frames are large in a debug build.
+    #[test]
+    fn an_expression_nested_past_the_recursion_limit_is_a_parse_error() {
+        let run = || {
+            for src in [
+                format!("{}1 == 1", "true ? 1 : ".repeat(500)),
+                format!("{}1{}", "(".repeat(200), ")".repeat(200)),
+            ] {
+                assert!(parse(&src).is_err(), "{}", &src[..40]);
+            }
+            assert!(parse(&format!("{}1 == 1", "true ? 1 : ".repeat(20))).is_ok());
+        };
+        let thread = std::thread::Builder::new().stack_size(256 << 20);
+        thread.spawn(run).unwrap().join().unwrap();
+    }
+}
