@@ -596,3 +596,45 @@ async fn creates_racing_other_writes_of_the_quota_are_counted_exactly() {
         (base + 200).to_string()
     );
 }
+
+/// Pods are read a page ([`super::usage::PAGE`]) at a time: a namespace holding 2.5 pages
+/// of pods (ten times a usual namespace's few hundred), some terminal, is counted whole.
+#[tokio::test]
+async fn pod_usage_is_counted_across_pages() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    create_namespace(reg, "p").await;
+    let pods = target(reg, "", "pods", Some("p"));
+    let n = super::usage::PAGE * 5 / 2;
+    let objs: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}")},
+                "spec": {"containers": [{"name": "c", "image": "x",
+                    "resources": {"requests": {"cpu": "10m"}}}]}})
+        })
+        .collect();
+    crate::testing::create_all(reg, &pods, objs).await;
+    // A create keeps no status: the terminal phases are written through `/status`.
+    for i in (0..n).step_by(10) {
+        let name = format!("p{i}");
+        let mut pod: Value = serde_json::from_slice(&reg.get(&pods, &name).await.unwrap()).unwrap();
+        pod["status"] = json!({"phase": "Succeeded"});
+        reg.update(&pods, &name, Some("status"), pod, &WriteParams::default())
+            .await
+            .unwrap();
+    }
+    let live = n - n / 10;
+    let q = make_quota(
+        reg,
+        "p",
+        quota("pods", json!({"pods": "100000", "requests.cpu": "1000"})),
+    )
+    .await;
+    assert_eq!(q["status"]["used"]["pods"], live.to_string());
+    assert_eq!(
+        q["status"]["used"]["requests.cpu"],
+        crate::quantity::Quantity::parse(&format!("{}m", live * 10))
+            .unwrap()
+            .to_string()
+    );
+}

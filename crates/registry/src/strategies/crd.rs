@@ -12,8 +12,8 @@ use super::super::catalog::ResourceType;
 use super::super::controllers::Work;
 use super::super::crd;
 use super::super::Registry;
-use super::{default_reset_fields, with_field_from, TypeStrategy};
-use crate::error::{ApiError, ApiResult};
+use super::{default_reset_fields, status_keeps_spec, TypeStrategy};
+use crate::error::ApiResult;
 
 #[derive(Debug)]
 pub struct CustomResourceDefinition;
@@ -50,10 +50,7 @@ impl TypeStrategy for CustomResourceDefinition {
         new: Value,
         old: &Value,
     ) -> ApiResult<Value> {
-        match sub {
-            "status" => Ok(with_field_from(new, old, "spec")),
-            other => Err(ApiError::not_found_sub(other)),
-        }
+        status_keeps_spec(sub, new, old)
     }
 
     fn reset_fields(&self, rt: &ResourceType, sub: Option<&str>) -> &'static [&'static str] {

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::super::catalog::ResourceType;
 use super::super::{field_labels, job, stored_form};
-use super::{with_field_from, FieldValues, TypeStrategy};
-use crate::error::{ApiError, ApiResult};
+use super::{status_keeps_spec, FieldValues, TypeStrategy};
+use crate::error::ApiResult;
 
 #[derive(Debug)]
 pub struct Job;
@@ -48,10 +48,7 @@ impl TypeStrategy for Job {
         new: Value,
         old: &Value,
     ) -> ApiResult<Value> {
-        match sub {
-            "status" => Ok(with_field_from(new, old, "spec")),
-            other => Err(ApiError::not_found_sub(other)),
-        }
+        status_keeps_spec(sub, new, old)
     }
 
     fn field_label(&self, rt: &ResourceType, label: &str) -> Result<String, String> {

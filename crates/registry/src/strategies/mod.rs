@@ -377,6 +377,16 @@ pub(crate) fn keep_stored_status(rt: &ResourceType, new: &mut Value, old: &Value
     }
 }
 
+/// The subresource write of the types whose `/status` takes the request's metadata and
+/// status and keeps the stored spec (Job, CRD, ResourceQuota status strategies); any
+/// other subresource is not found.
+pub(crate) fn status_keeps_spec(sub: &str, new: Value, old: &Value) -> ApiResult<Value> {
+    match sub {
+        "status" => Ok(with_field_from(new, old, "spec")),
+        other => Err(ApiError::not_found_sub(other)),
+    }
+}
+
 /// `base` with its top-level `field` replaced by `from`'s (removed when `from` has none).
 pub(crate) fn with_field_from(mut base: Value, from: &Value, field: &str) -> Value {
     if let Some(o) = base.as_object_mut() {

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::super::catalog::ResourceType;
 use super::super::resource_quota::validation;
-use super::{with_field_from, TypeStrategy};
-use crate::error::{ApiError, ApiResult};
+use super::{status_keeps_spec, TypeStrategy};
+use crate::error::ApiResult;
 
 #[derive(Debug)]
 pub struct ResourceQuota;
@@ -38,11 +38,8 @@ impl TypeStrategy for ResourceQuota {
         new: Value,
         old: &Value,
     ) -> ApiResult<Value> {
-        match sub {
-            // The request's metadata and status; the stored spec.
-            "status" => Ok(with_field_from(new, old, "spec")),
-            other => Err(ApiError::not_found_sub(other)),
-        }
+        // The request's metadata and status; the stored spec.
+        status_keeps_spec(sub, new, old)
     }
 
     fn validate_status_update(&self, _rt: &ResourceType, obj: &Value) -> Vec<Cause> {
