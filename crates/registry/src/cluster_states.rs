@@ -46,7 +46,7 @@ use kplane_types::status::Details;
 use kplane_types::{Cause, CauseType, ClusterName, Status, StatusReason};
 use serde::{Deserialize, Serialize};
 
-use crate::controllers::Work;
+use crate::controllers::{Named, Workspaces};
 use crate::error::{ApiError, ApiResult};
 use crate::Registry;
 
@@ -611,10 +611,7 @@ impl Registry {
     /// Queues the removal of a moved cluster's keys and its Workspace's status.
     pub(crate) fn enqueue_moved(&self, cluster: &ClusterName) {
         if let Some(parent) = cluster.parent() {
-            self.enqueue(Work::Workspace {
-                cluster: parent,
-                name: cluster.base_name().to_string(),
-            });
+            self.enqueue::<Workspaces>(Named::new(parent, cluster.base_name().to_string()));
         }
     }
 

@@ -219,7 +219,7 @@ impl Registry {
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> (
         Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<controllers::Work>,
+        tokio::sync::mpsc::UnboundedReceiver<controllers::Item>,
     ) {
         Self::with_admission(
             storage,
@@ -239,9 +239,9 @@ impl Registry {
         admission: admission::Admission,
     ) -> (
         Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<controllers::Work>,
+        tokio::sync::mpsc::UnboundedReceiver<controllers::Item>,
     ) {
-        let (controllers, rx) = controllers::Shared::new();
+        let (controllers, rx) = controllers::Shared::new(controllers::builtin());
         let quotas = Arc::new(quota::Quotas::default());
         let r = Registry {
             storage: quota::QuotaStorage::wrap(storage, quotas.clone()),

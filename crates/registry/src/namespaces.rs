@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 use super::{Registry, ResourceType, Target};
+use crate::controllers::{InNamespace, RootCa};
 use crate::error::ApiResult;
 use crate::options::WriteParams;
 use crate::strategies::BatchCreate;
@@ -217,10 +218,7 @@ impl Registry {
         super::controllers::write_failed("namespace-bootstrap", cluster.as_str(), rt, ns, name, e);
         if rt.plural == "configmaps" {
             // The root-CA publisher makes it later.
-            self.enqueue(super::controllers::Work::RootCa {
-                cluster: cluster.clone(),
-                namespace: ns.to_string(),
-            });
+            self.enqueue::<RootCa>(InNamespace::new(cluster.clone(), ns.to_string()));
         }
     }
 

@@ -641,14 +641,11 @@ async fn a_replica_that_stops_leading_drops_its_work() {
     reg.set_external_url("https://kplane.test");
     reg.load_cluster_state().await.unwrap();
     reg.ensure_cluster(&ClusterName::root()).await.unwrap();
-    let missing = |i: usize| controllers::Work::Namespace {
-        cluster: ClusterName::root(),
-        name: format!("missing-{i}"),
-    };
+    let missing = |i: usize| controllers::Named::new(ClusterName::root(), format!("missing-{i}"));
     // Queued before the controllers start (as start-up may): the store then says another
     // replica leads.
     for i in 0..3 {
-        reg.enqueue(missing(i));
+        reg.enqueue::<controllers::Namespaces>(missing(i));
     }
     assert_eq!(reg.queued_work(), 3);
     let controllers = controllers::start(&reg, queue, Duration::from_secs(3600), None);
@@ -661,14 +658,14 @@ async fn a_replica_that_stops_leading_drops_its_work() {
     lead.send_replace(true);
     crate::testing::until("it leads", || async { reg.is_leader() }).await;
     for i in 0..20_000 {
-        reg.enqueue(missing(i));
+        reg.enqueue::<controllers::Namespaces>(missing(i));
     }
     lead.send_replace(false);
     crate::testing::until("the work is dropped with the leadership", || async {
         !reg.is_leader() && reg.queued_work() == 0
     })
     .await;
-    reg.enqueue(missing(0));
+    reg.enqueue::<controllers::Namespaces>(missing(0));
     assert_eq!(
         reg.queued_work(),
         0,

@@ -38,6 +38,7 @@ use super::IMPORT_BATCH;
 use crate::cluster_states::{Phase, FLOOR_NAME, STATE_RESOURCE};
 use crate::clusters::FloorRecord;
 use crate::controllers::workspace::last_state_tombstone;
+use crate::controllers::{Named, Workspaces};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 use crate::{Registry, Target};
@@ -349,10 +350,7 @@ impl Registry {
             .filter_map(|m| ClusterName::parse(&m.target))
         {
             if let Some(parent) = c.parent() {
-                self.enqueue(crate::controllers::Work::Workspace {
-                    cluster: parent,
-                    name: c.base_name().to_string(),
-                });
+                self.enqueue::<Workspaces>(Named::new(parent, c.base_name().to_string()));
             }
         }
         self.delete_journal(&j.target).await?;
@@ -391,10 +389,7 @@ impl Registry {
             Ok(_) => Ok(()),
             Err(e) if e.code() == 409 => {
                 // There already: the controller re-checks it (URL, Ready).
-                self.enqueue(crate::controllers::Work::Workspace {
-                    cluster: parent,
-                    name: target.base_name().to_string(),
-                });
+                self.enqueue::<Workspaces>(Named::new(parent, target.base_name().to_string()));
                 Ok(())
             }
             Err(e) => Err(e),

@@ -11,7 +11,7 @@
 //! aggregated at evaluation.
 //!
 //! Fed by the shared informer ([`Feed`]): every change of a ClusterRole queues its cluster
-//! ([`Work::ClusterRoleAggregation`]); the replay of a scan queues only the clusters that
+//! ([`Aggregation`]); the replay of a scan queues only the clusters that
 //! store an aggregated ClusterRole. A sync reads the cluster's ClusterRoles and updates
 //! those whose rules differ, with the resourceVersion read as precondition, under upstream's
 //! field manager ([`FIELD_MANAGER`]); its own write queues one more sync, which finds
@@ -31,7 +31,8 @@ use kplane_types::{ClusterName, ClusterScope};
 use serde_json::{json, Value};
 
 use super::informer::InformerHandler;
-use super::{write_failed, Work};
+use super::write_failed;
+use super::Controller;
 use crate::error::ApiResult;
 use crate::options::WriteParams;
 use crate::rbac::{defaults, Policy, Rule, CLUSTER_ROLES};
@@ -183,7 +184,22 @@ impl InformerHandler for Feed {
         let Some(cluster) = super::stored_cluster(&kv.key) else {
             return;
         };
-        self.0.enqueue(Work::ClusterRoleAggregation { cluster });
+        self.0.enqueue::<Aggregation>(cluster);
+    }
+}
+
+/// The ClusterRole aggregation controller, for one logical cluster's aggregated ClusterRoles.
+pub struct Aggregation;
+
+impl Controller for Aggregation {
+    type Key = ClusterName;
+
+    fn name(&self) -> &'static str {
+        FIELD_MANAGER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &ClusterName) -> ApiResult<bool> {
+        registry.sync_cluster_role_aggregation(key).await
     }
 }
 
@@ -345,8 +361,9 @@ mod tests {
         while let Ok(w) = queue.try_recv() {
             got.push(w);
         }
-        let c = |n: &str| Work::ClusterRoleAggregation {
-            cluster: ClusterName::parse(n).unwrap(),
+        let c = |n: &str| {
+            reg.work::<Aggregation>(ClusterName::parse(n).unwrap())
+                .unwrap()
         };
         assert_eq!(got, [c("root:c"), c("root:d")]);
         storage.shutdown().await.unwrap();

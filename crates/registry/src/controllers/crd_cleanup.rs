@@ -10,6 +10,7 @@ use kplane_types::{ClusterName, ClusterScope};
 use serde_json::Value;
 
 use super::write_failed;
+use super::{Controller, Named};
 use crate::crd::{self, CLEANUP_FINALIZER, CRD_RESOURCE};
 use crate::error::{ApiError, ApiResult};
 use crate::options::{ListParams, WriteParams, APISERVER_MANAGER};
@@ -104,5 +105,19 @@ impl Registry {
                 Ok(false)
             }
         }
+    }
+}
+/// The CRD finalizer: deletes a deleted CRD's custom resources, then drops its finalizer.
+pub struct CrdCleanup;
+
+impl Controller for CrdCleanup {
+    type Key = Named;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
+        registry.cleanup_crd(&key.cluster, &key.name).await
     }
 }

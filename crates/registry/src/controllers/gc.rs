@@ -24,7 +24,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::informer::InformerHandler;
-use super::{write_failed, Work};
+use super::write_failed;
+use super::Controller;
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 use crate::{meta, DeleteParams, Registry, Target};
@@ -284,7 +285,7 @@ impl Registry {
                     .remember_deleted_owner(&r.cluster, &m.uid);
             }
             for d in dependents {
-                self.enqueue(Work::GcDependent(d));
+                self.enqueue::<Dependents>(d);
             }
             return;
         }
@@ -304,10 +305,10 @@ impl Registry {
             .map(|mut g| g.set_owners(&r, uids))
             .unwrap_or(false);
         if changed && !m.owner_references.is_empty() {
-            self.enqueue(Work::GcDependent(r.clone()));
+            self.enqueue::<Dependents>(r.clone());
         }
         if wants_owner_work(&m) {
-            self.enqueue(Work::GcOwner(r));
+            self.enqueue::<Owners>(r);
         }
     }
 
@@ -432,7 +433,7 @@ impl Registry {
     /// kinds could not be resolved are examined again.
     pub(crate) fn gc_kinds_changed(&self, cluster: &ClusterName) {
         for r in self.controllers.gc.take_unresolved(cluster) {
-            self.enqueue(Work::GcDependent(r));
+            self.enqueue::<Dependents>(r);
         }
     }
 
@@ -604,7 +605,7 @@ impl Registry {
                 };
                 waiting = true;
                 if !meta::is_deleting(&dep) {
-                    self.enqueue(Work::GcDependent(d.clone()));
+                    self.enqueue::<Dependents>(d.clone());
                 }
             }
             if waiting {
@@ -649,6 +650,36 @@ impl InformerHandler for GraphFeed {
         let gc = &self.0.controllers.gc;
         gc.mark_synced();
         tracing::info!(owned = gc.owned_objects(), "garbage collector graph built");
+    }
+}
+
+/// The garbage collector, for an object whose owners may be gone (or are deleted in the foreground).
+pub struct Dependents;
+
+impl Controller for Dependents {
+    type Key = ObjRef;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &ObjRef) -> ApiResult<bool> {
+        registry.gc_dependent(key).await
+    }
+}
+
+/// The garbage collector, for an owner's `orphan` / `foregroundDeletion` finalizer.
+pub struct Owners;
+
+impl Controller for Owners {
+    type Key = ObjRef;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &ObjRef) -> ApiResult<bool> {
+        registry.gc_owner(key).await
     }
 }
 

@@ -6,7 +6,7 @@
 //! finish time is unknown, or that is already being deleted, is left alone.
 //!
 //! Fed by the shared informer ([`Feed`]): every change of a Job sets or clears its
-//! deadline in the controllers' timers (`timers`); when it comes, [`Work::JobTtl`] reads
+//! deadline in the controllers' timers (`timers`); when it comes, [`JobTtl`] reads
 //! the Job again and deletes it if it still expired (a Job changed meanwhile may have a
 //! later deadline, or none). Nothing polls the Jobs.
 
@@ -18,7 +18,8 @@ use serde_json::Value;
 
 use super::informer::InformerHandler;
 use super::timers::instant_at;
-use super::{write_failed, ObjRef, Work};
+use super::Controller;
+use super::{write_failed, ObjRef};
 use crate::error::ApiResult;
 use crate::write::DeleteParams;
 use crate::{meta, Registry, Target};
@@ -83,9 +84,9 @@ impl Registry {
             return Ok(true);
         };
         if at > Utc::now() {
-            self.controllers
-                .timers
-                .schedule(Work::JobTtl(r.clone()), instant_at(at));
+            if let Some(w) = self.work::<JobTtl>(r.clone()) {
+                self.controllers.timers.schedule(w, instant_at(at));
+            }
             return Ok(true);
         }
         let Some(rt) = self.builtin_catalog().get("batch", "v1", "jobs").cloned() else {
@@ -137,7 +138,9 @@ impl InformerHandler for Feed {
         let Some(r) = ObjRef::of(kv) else {
             return;
         };
-        let work = Work::JobTtl(r);
+        let Some(work) = self.0.work::<JobTtl>(r) else {
+            return;
+        };
         let timers = &self.0.controllers.timers;
         // Most Jobs have no TTL: those are not decoded.
         let at = if deleted || memchr::memmem::find(&kv.value, b"ttlSecondsAfterFinished").is_none()
@@ -152,6 +155,21 @@ impl InformerHandler for Feed {
             Some(at) => timers.schedule(work, instant_at(at)),
             None => timers.cancel(&work),
         }
+    }
+}
+
+/// The TTL-after-finished controller, for one finished Job.
+pub struct JobTtl;
+
+impl Controller for JobTtl {
+    type Key = ObjRef;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &ObjRef) -> ApiResult<bool> {
+        registry.job_ttl(key).await
     }
 }
 
@@ -256,12 +274,14 @@ mod tests {
         }
         assert!(reg.get_stored(&t, "long").await.unwrap().is_some());
         assert!(reg.get_stored(&t, "running").await.unwrap().is_some());
-        let long = Work::JobTtl(ObjRef {
-            cluster: kplane_types::ClusterName::root(),
-            resource: JOBS.into(),
-            namespace: "d".into(),
-            name: "long".into(),
-        });
+        let long = reg
+            .work::<JobTtl>(ObjRef {
+                cluster: kplane_types::ClusterName::root(),
+                resource: JOBS.into(),
+                namespace: "d".into(),
+                name: "long".into(),
+            })
+            .unwrap();
         assert!(reg.controllers.timers.deadline(&long).is_some());
         // Deleted otherwise: its deadline goes.
         reg.delete(&t, "long", &Default::default()).await.unwrap();

@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::informer::{HandlerSlot, InformerHandler};
-use super::{stored_cluster, Controllers, Work};
+use super::{stored_cluster, Controllers, Item, Named};
 use crate::crd::CRD_RESOURCE;
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::{meta, Registry};
@@ -49,7 +49,7 @@ impl Registry {
 /// What starting the writing controllers takes.
 pub(crate) struct Leading {
     pub(crate) registry: Arc<Registry>,
-    pub(crate) queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
+    pub(crate) queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Item>>>,
     pub(crate) event_ttl: Duration,
     pub(crate) background: Option<tokio::runtime::Handle>,
     /// Where the controllers' informer handlers join the process's informer.
@@ -151,7 +151,7 @@ async fn stop_and_wait(mut c: Controllers) {
 /// goes back to 0, including the items the stopped worker had taken in. Runs after the
 /// leader flag is cleared and the worker stopped: nothing is queued meanwhile
 /// ([`Registry::enqueue`]).
-async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedReceiver<Work>>) {
+async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedReceiver<Item>>) {
     let mut rx = queue.lock().await;
     let c = &registry.controllers;
     let mut waiting = c.waiting();
@@ -223,12 +223,11 @@ impl InformerHandler for PendingFeed {
             && kv.create_revision == kv.mod_revision
             && reg.storage().shared()
         {
-            let check = Work::RootCa {
-                cluster: cluster.clone(),
-                namespace: kv.key.name.clone(),
-            };
-            let at = tokio::time::Instant::now() + super::RETRY_EVERY;
-            reg.controllers.timers.schedule(check, at);
+            let key = super::InNamespace::new(cluster.clone(), kv.key.name.clone());
+            if let Some(check) = reg.work::<super::RootCa>(key) {
+                let at = tokio::time::Instant::now() + super::RETRY_EVERY;
+                reg.controllers.timers.schedule(check, at);
+            }
         }
         let Ok(v) = serde_json::from_slice::<Value>(&kv.value) else {
             return;
@@ -236,15 +235,15 @@ impl InformerHandler for PendingFeed {
         let name = kv.key.name.clone();
         match resource {
             "/namespaces" if meta::is_deleting(&v) => {
-                reg.enqueue(Work::Namespace { cluster, name })
+                reg.enqueue::<super::Namespaces>(Named::new(cluster, name))
             }
             CRD_RESOURCE if meta::is_deleting(&v) => {
-                reg.enqueue(Work::CrdCleanup { cluster, name })
+                reg.enqueue::<super::CrdCleanup>(Named::new(cluster, name))
             }
             WORKSPACE_RESOURCE
                 if meta::is_deleting(&v) || v.pointer("/status/phase") != Some(&"Ready".into()) =>
             {
-                reg.enqueue(Work::Workspace { cluster, name })
+                reg.enqueue::<super::Workspaces>(Named::new(cluster, name))
             }
             _ => {}
         }

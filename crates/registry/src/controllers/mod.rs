@@ -29,8 +29,11 @@
 //! failed write is logged with the object's coordinates (`write_failed`) and its work item
 //! retried.
 //!
-//! Work items are queued by the write path and by the informer's handlers and run one at a
-//! time by [`run_worker`], except Workspace items, which run on a bounded concurrent pool
+//! Each controller implements [`Controller`] ([`queue`]: its key type, its `reconcile`);
+//! [`builtin`] registers kplane's own when the registry is built, and the rest of the
+//! registry names one by its type (`registry.enqueue::<C>(key)`). Work items are queued by
+//! the write path and by the informer's handlers and run one at a time by [`run_worker`],
+//! except those of pooled controllers (Workspaces), which run on a bounded concurrent pool
 //! (`pool`) beside it. As in client-go's work queue, an item queued again before it
 //! runs runs once, and an unfinished item waits [`RETRY_EVERY`] in a delay set where
 //! further retries of it merge, so each item is at most once queued and once delayed.
@@ -57,6 +60,7 @@ mod namespace;
 pub mod ns_conditions;
 mod ns_purge;
 mod pool;
+pub mod queue;
 pub mod root_ca;
 pub(crate) mod timers;
 pub(crate) mod workspace;
@@ -77,6 +81,14 @@ use crate::crd::CRD_RESOURCE;
 use crate::error::{ApiError, ApiResult};
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::{meta, Registry, ResourceType};
+pub use cr_aggregation::Aggregation;
+pub use crd_cleanup::CrdCleanup;
+pub use gc::{Dependents, Owners};
+pub use job_ttl::JobTtl;
+pub use namespace::Namespaces;
+pub use queue::{Controller, InNamespace, Item, Named, Registered};
+pub use root_ca::RootCa;
+pub use workspace::Workspaces;
 
 /// How long an unfinished work item (content with finalizers, a failed write) waits before
 /// it runs again.
@@ -103,61 +115,38 @@ impl ObjRef {
     }
 }
 
-/// One unit of controller work.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Work {
-    /// Empty and then remove a Terminating namespace.
-    Namespace { cluster: ClusterName, name: String },
-    /// Delete every custom resource of a deleted CRD, then drop its cleanup finalizer.
-    CrdCleanup { cluster: ClusterName, name: String },
-    /// Collect an object whose owners may be gone (or are deleted in the foreground).
-    GcDependent(ObjRef),
-    /// Honour an owner's `orphan` / `foregroundDeletion` finalizer.
-    GcOwner(ObjRef),
-    /// Recreate or republish a namespace's `kube-root-ca.crt` (`root_ca`).
-    RootCa {
-        cluster: ClusterName,
-        namespace: String,
-    },
-    /// Bootstrap a Workspace's logical cluster and report it Ready, or delete the cluster
-    /// of a Terminating one (`workspace`).
-    Workspace { cluster: ClusterName, name: String },
-    /// Write the rules of the aggregated ClusterRoles of a cluster (`cr_aggregation`).
-    ClusterRoleAggregation { cluster: ClusterName },
-    /// A SyncTarget's Ready condition, stale objects, drain (`sync_target`).
-    SyncTarget { cluster: ClusterName, name: String },
-    /// Assign the unassigned objects in a SyncTarget's scope (`sync_target`).
-    SyncAssign { cluster: ClusterName, name: String },
-    /// Assign the unassigned objects of one namespace (`sync_target`).
-    SyncAssignNamespace {
-        cluster: ClusterName,
-        namespace: String,
-    },
-    /// Delete a finished Job whose `ttlSecondsAfterFinished` passed (`job_ttl`).
-    JobTtl(ObjRef),
-    /// Sync the status of a namespace's ResourceQuotas (`resource_quota::controller`).
-    ResourceQuota {
-        cluster: ClusterName,
-        namespace: String,
-    },
-    /// The same, once admission's recent raises of its quotas have settled.
-    ResourceQuotaRecheck {
-        cluster: ClusterName,
-        namespace: String,
-    },
+/// kplane's own controllers, registered by [`Registry::new`]: what each reconciles is in
+/// its module.
+pub fn builtin() -> Registered {
+    Registered::default()
+        .with(Namespaces)
+        .with(CrdCleanup)
+        .with(Dependents)
+        .with(Owners)
+        .with(RootCa)
+        .with(Workspaces)
+        .with(Aggregation)
+        .with(JobTtl)
+        .with(crate::sync::controllers::Targets)
+        .with(crate::sync::controllers::Assign)
+        .with(crate::sync::controllers::AssignNamespace)
+        .with(crate::resource_quota::controller::Quotas)
+        .with(crate::resource_quota::controller::Recheck)
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
 #[derive(Debug, Default)]
 struct Waiting {
-    queued: HashSet<Work>,
-    delayed: HashSet<Work>,
+    queued: HashSet<Item>,
+    delayed: HashSet<Item>,
 }
 
 /// The controllers' state inside the registry: the work queue and the collector's graph.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    queue: UnboundedSender<Work>,
+    /// The controllers, one of each type.
+    registered: Registered,
+    queue: UnboundedSender<Item>,
     waiting: Mutex<Waiting>,
     /// Items queued or running (delayed ones not counted), for `/metrics`.
     queued: AtomicU64,
@@ -176,10 +165,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The state and the receiving end of its work queue (for [`run_worker`]).
-    pub(crate) fn new() -> (Shared, UnboundedReceiver<Work>) {
+    /// The state of `registered` and the receiving end of its work queue (for
+    /// [`run_worker`]).
+    pub(crate) fn new(registered: Registered) -> (Shared, UnboundedReceiver<Item>) {
         let (queue, rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = Shared {
+            registered,
             queue,
             waiting: Mutex::new(Waiting::default()),
             queued: AtomicU64::new(0),
@@ -201,10 +192,23 @@ impl Shared {
 }
 
 impl Registry {
+    /// The work item of `key` for the registered controller `C` (`None`, logged, when `C`
+    /// is not registered).
+    pub(crate) fn work<C: Controller>(&self, key: C::Key) -> Option<Item> {
+        self.controllers.registered.item::<C>(key)
+    }
+
+    /// Queues `key` for controller `C` ([`Registry::enqueue_item`]).
+    pub(crate) fn enqueue<C: Controller>(&self, key: C::Key) {
+        if let Some(w) = self.work::<C>(key) {
+            self.enqueue_item(w);
+        }
+    }
+
     /// Queues `w` unless it is queued already (then it runs once, seeing the latest state).
     /// Not on a replica that is not the leader: there nothing runs the queue, and the
     /// leader's informer finds the same work from the write's storage event.
-    pub(crate) fn enqueue(&self, w: Work) {
+    pub(crate) fn enqueue_item(&self, w: Item) {
         let c = &self.controllers;
         // Read under the lock: a replica that stops leading empties the queue under it
         // (`leader::drop_work`), so nothing is queued after that.
@@ -222,7 +226,7 @@ impl Registry {
     }
 
     /// Queues `w` again after [`RETRY_EVERY`], unless a retry of it is already waiting.
-    fn retry_later(self: &Arc<Self>, w: Work) {
+    fn retry_later(self: &Arc<Self>, w: Item) {
         if !self.controllers.waiting().delayed.insert(w.clone()) {
             return;
         }
@@ -230,7 +234,7 @@ impl Registry {
         tokio::spawn(async move {
             tokio::time::sleep(RETRY_EVERY).await;
             r.controllers.waiting().delayed.remove(&w);
-            r.enqueue(w);
+            r.enqueue_item(w);
         });
     }
 
@@ -249,24 +253,24 @@ impl Registry {
     /// Queues work left unfinished by an earlier run: Terminating namespaces, deleted CRDs,
     /// and Workspaces being deleted or not yet Ready.
     pub async fn resume_pending_work(&self) -> ApiResult<()> {
-        type Make = fn(ClusterName, String) -> Work;
+        type Make = fn(&Registry, Named) -> Option<Item>;
         type Pending = fn(&Value) -> bool;
         let workspace_pending: Pending =
             |v| meta::is_deleting(v) || v.pointer("/status/phase") != Some(&"Ready".into());
         for (resource, make, pending) in [
             (
                 "/namespaces",
-                (|cluster, name| Work::Namespace { cluster, name }) as Make,
+                Registry::work::<Namespaces> as Make,
                 meta::is_deleting as Pending,
             ),
             (
                 CRD_RESOURCE,
-                |cluster, name| Work::CrdCleanup { cluster, name },
+                Registry::work::<CrdCleanup>,
                 meta::is_deleting,
             ),
             (
                 WORKSPACE_RESOURCE,
-                |cluster, name| Work::Workspace { cluster, name },
+                Registry::work::<Workspaces>,
                 workspace_pending,
             ),
         ] {
@@ -285,45 +289,20 @@ impl Registry {
                     continue;
                 };
                 if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| pending(&v)) {
-                    self.enqueue(make(cluster, kv.key.name.clone()));
+                    if let Some(w) = make(self, Named::new(cluster, kv.key.name.clone())) {
+                        self.enqueue_item(w);
+                    }
                 }
             }
         }
         Ok(())
     }
-
-    /// Runs one item; `Ok(false)` when it must run again later.
-    async fn run_one(&self, w: &Work) -> ApiResult<bool> {
-        match w {
-            Work::Namespace { cluster, name } => self.finalize_namespace(cluster, name).await,
-            Work::CrdCleanup { cluster, name } => self.cleanup_crd(cluster, name).await,
-            Work::GcDependent(r) => self.gc_dependent(r).await,
-            Work::GcOwner(r) => self.gc_owner(r).await,
-            Work::RootCa { cluster, namespace } => self.sync_root_ca(cluster, namespace).await,
-            Work::Workspace { cluster, name } => self.sync_workspace(cluster, name).await,
-            Work::ClusterRoleAggregation { cluster } => {
-                self.sync_cluster_role_aggregation(cluster).await
-            }
-            Work::SyncTarget { cluster, name } => self.sync_target(cluster, name).await,
-            Work::SyncAssign { cluster, name } => self.sync_assign(cluster, name).await,
-            Work::SyncAssignNamespace { cluster, namespace } => {
-                self.sync_assign_namespace(cluster, namespace).await
-            }
-            Work::JobTtl(r) => self.job_ttl(r).await,
-            Work::ResourceQuota { cluster, namespace } => {
-                self.sync_resource_quotas(cluster, namespace).await
-            }
-            Work::ResourceQuotaRecheck { cluster, namespace } => {
-                self.settle_resource_quotas(cluster, namespace).await
-            }
-        }
-    }
 }
 
 impl Registry {
     /// Runs one item, logging a failure; `false` when it must run again later.
-    async fn run_logged(&self, work: &Work) -> bool {
-        match self.run_one(work).await {
+    async fn run_logged(&self, work: &Item) -> bool {
+        match work.run(self).await {
             Ok(done) => done,
             Err(e) => {
                 tracing::warn!(?work, code = e.code(), error = %e.0.message, "controller work failed; retrying");
@@ -336,7 +315,7 @@ impl Registry {
 /// Runs controller work until the queue closes; unfinished items are retried. Workspace
 /// items go to their own bounded concurrent pool ([`pool`]), run in this same task; every
 /// other item runs here, one at a time. Everything runs on the caller's runtime.
-pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Work>) {
+pub async fn run_worker(registry: Arc<Registry>, mut queue: UnboundedReceiver<Item>) {
     let places = Places {
         foreground: tokio::runtime::Handle::current(),
         background: None,
@@ -369,7 +348,7 @@ impl Places {
 /// background thread to be scheduled.
 async fn run_worker_on(
     registry: Arc<Registry>,
-    queue: &mut UnboundedReceiver<Work>,
+    queue: &mut UnboundedReceiver<Item>,
     places: Places,
 ) {
     let (to_pool, pool_items) = tokio::sync::mpsc::unbounded_channel();
@@ -379,10 +358,10 @@ async fn run_worker_on(
         while let Some(work) = queue.recv().await {
             // From here on, queueing it again runs it again (it may change while it runs).
             registry.controllers.waiting().queued.remove(&work);
-            if matches!(work, Work::Workspace { .. }) {
+            if work.pooled() {
                 if let Err(e) = to_pool.send(work) {
                     // The pool ends only after this loop: not reached; counted as done.
-                    tracing::warn!(work = ?e.0, "workspace pool gone; item dropped");
+                    tracing::warn!(work = ?e.0, "controller pool gone; item dropped");
                     registry.controllers.queued.fetch_sub(1, Ordering::Relaxed);
                 }
                 continue;
@@ -493,7 +472,7 @@ impl Drop for Controllers {
 /// resolution on that runtime instead of the caller's.
 pub fn start(
     registry: &Arc<Registry>,
-    queue: UnboundedReceiver<Work>,
+    queue: UnboundedReceiver<Item>,
     event_ttl: Duration,
     background: Option<tokio::runtime::Handle>,
 ) -> Controllers {
@@ -527,7 +506,7 @@ pub fn start(
 /// stops them and empties the slot.
 pub(crate) fn start_leading(
     registry: &Arc<Registry>,
-    queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Work>>>,
+    queue: Arc<tokio::sync::Mutex<UnboundedReceiver<Item>>>,
     event_ttl: Duration,
     background: Option<tokio::runtime::Handle>,
     slot: &informer::HandlerSlot,
@@ -585,11 +564,9 @@ mod tests {
     use crate::catalog::{builtin, Catalog};
     use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 
-    fn ns(name: &str) -> Work {
-        Work::Namespace {
-            cluster: kplane_types::ClusterName::root(),
-            name: name.into(),
-        }
+    fn ns(reg: &Registry, name: &str) -> Item {
+        let key = Named::new(kplane_types::ClusterName::root(), name);
+        reg.work::<Namespaces>(key).unwrap()
     }
 
     /// An item queued twice before it runs is queued once; retries of one item merge while
@@ -602,12 +579,12 @@ mod tests {
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, mut queue) = Registry::new(storage, catalog, String::new(), shutdown);
-        reg.enqueue(ns("a"));
-        reg.enqueue(ns("a"));
-        reg.enqueue(ns("b"));
+        reg.enqueue_item(ns(&reg, "a"));
+        reg.enqueue_item(ns(&reg, "a"));
+        reg.enqueue_item(ns(&reg, "b"));
         assert_eq!(reg.queued_work(), 2);
-        reg.retry_later(ns("c"));
-        reg.retry_later(ns("c"));
+        reg.retry_later(ns(&reg, "c"));
+        reg.retry_later(ns(&reg, "c"));
         assert_eq!(reg.controllers.waiting().delayed.len(), 1);
         assert_eq!(reg.queued_work(), 2, "delayed items are not counted");
         let mut got = Vec::new();
@@ -618,7 +595,7 @@ mod tests {
                 .unwrap();
             got.push(w);
         }
-        assert_eq!(got, [ns("a"), ns("b"), ns("c")]);
+        assert_eq!(got, [ns(&reg, "a"), ns(&reg, "b"), ns(&reg, "c")]);
         assert!(reg.controllers.waiting().delayed.is_empty());
         assert!(queue.try_recv().is_err(), "each item was queued once");
     }
@@ -711,7 +688,7 @@ mod tests {
             namespace: "d".into(),
             name: "dep".into(),
         };
-        reg.enqueue(Work::GcDependent(dep_ref));
+        reg.enqueue::<Dependents>(dep_ref);
         let failed = || {
             logs.lines_with(&[
                 "controller write failed",

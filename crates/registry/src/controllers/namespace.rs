@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::ns_conditions::{self, DeletionReport};
 use super::ns_purge::FinalizersOnly;
 use super::write_failed;
+use super::{Controller, Named};
 use crate::error::{ApiError, ApiResult};
 use crate::options::{ListParams, WriteParams};
 use crate::{meta, Registry, Target};
@@ -201,5 +202,19 @@ impl Registry {
                 Ok(false)
             }
         }
+    }
+}
+/// The namespace controller: empties a Terminating namespace, then removes it.
+pub struct Namespaces;
+
+impl Controller for Namespaces {
+    type Key = Named;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
+        registry.finalize_namespace(&key.cluster, &key.name).await
     }
 }

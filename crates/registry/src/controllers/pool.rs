@@ -23,7 +23,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinSet;
 
-use super::{Places, Work};
+use super::{Item, Places};
 use crate::Registry;
 
 /// Workspace items run at once (bootstrap or deletion).
@@ -49,18 +49,12 @@ impl Registry {
     }
 }
 
-/// The runtime for Workspace item `w`: a deletion (its cluster is terminating) in the
-/// background, a bootstrap on the foreground. Only the place depends on it; the item's work
-/// is the same wherever it runs.
-fn place<'a>(places: &'a Places, registry: &Registry, w: &Work) -> &'a Handle {
-    let deleting = match w {
-        Work::Workspace { cluster, name } => cluster
-            .child(name)
-            .is_some_and(|child| registry.is_terminating(&child)),
-        _ => false,
-    };
+/// The runtime for item `w`: the foreground when its controller says a client waits for
+/// it (a Workspace bootstrap), else the background (a Workspace deletion). Only the place
+/// depends on it; the item's work is the same wherever it runs.
+fn place<'a>(places: &'a Places, registry: &Registry, w: &Item) -> &'a Handle {
     match &places.background {
-        Some(bg) if deleting => bg,
+        Some(bg) if !w.in_foreground(registry) => bg,
         _ => &places.foreground,
     }
 }
@@ -68,18 +62,18 @@ fn place<'a>(places: &'a Places, registry: &Registry, w: &Work) -> &'a Handle {
 /// Pool state: items waiting for a slot and items running.
 #[derive(Default)]
 struct Slots {
-    waiting: VecDeque<Work>,
+    waiting: VecDeque<Item>,
     /// Waiting or running (each item at most once).
-    known: HashSet<Work>,
-    running: HashSet<Work>,
+    known: HashSet<Item>,
+    running: HashSet<Item>,
     /// Running items queued again meanwhile: run once more when they finish.
-    again: HashSet<Work>,
+    again: HashSet<Item>,
 }
 
 impl Slots {
     /// Takes in an item from the queue; `false` when it merged into one already known (the
     /// caller then counts it as done).
-    fn submit(&mut self, w: Work) -> bool {
+    fn submit(&mut self, w: Item) -> bool {
         if self.running.contains(&w) {
             return self.again.insert(w);
         }
@@ -91,7 +85,7 @@ impl Slots {
     }
 
     /// The next item to start, if a slot is free.
-    fn next(&mut self, running: usize, limit: usize) -> Option<Work> {
+    fn next(&mut self, running: usize, limit: usize) -> Option<Item> {
         if running >= limit {
             return None;
         }
@@ -101,7 +95,7 @@ impl Slots {
     }
 
     /// An item finished; returns whether it must run again at once.
-    fn finished(&mut self, w: &Work) -> bool {
+    fn finished(&mut self, w: &Item) -> bool {
         self.running.remove(w);
         self.known.remove(w);
         if self.again.remove(w) {
@@ -117,11 +111,11 @@ impl Slots {
 /// item has finished.
 pub(super) async fn run_pool(
     registry: Arc<Registry>,
-    mut items: UnboundedReceiver<Work>,
+    mut items: UnboundedReceiver<Item>,
     places: Places,
 ) {
     let mut slots = Slots::default();
-    let mut tasks: JoinSet<(Work, bool)> = JoinSet::new();
+    let mut tasks: JoinSet<(Item, bool)> = JoinSet::new();
     let mut open = true;
     loop {
         while let Some(w) = slots.next(tasks.len(), WORKSPACE_WORKERS) {
@@ -170,11 +164,9 @@ mod tests {
     use kplane_types::ClusterName;
     use serde_json::{json, Value};
 
-    fn ws(name: &str) -> Work {
-        Work::Workspace {
-            cluster: ClusterName::root(),
-            name: name.into(),
-        }
+    fn ws(name: &str) -> Item {
+        let key = super::super::Named::new(ClusterName::root(), name);
+        Item::new(Arc::new(super::super::Workspaces), key)
     }
 
     #[test]

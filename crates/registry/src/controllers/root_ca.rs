@@ -6,7 +6,7 @@
 //! the shared informer (`Publisher`): every namespace is synced each time the informer
 //! (re)starts from a scan — at start-up, and after it fell behind or its revision was
 //! compacted — on a task of its own (`run_syncer`); afterwards each change of a
-//! `kube-root-ca.crt` the informer delivers queues a sync ([`Work::RootCa`]) when the
+//! `kube-root-ca.crt` the informer delivers queues a sync ([`RootCa`]) when the
 //! ConfigMap was deleted or changed away from that content; the sync recreates it, or puts
 //! back `data` and the annotation, keeping everything else (labels, other annotations,
 //! `binaryData`), as upstream does. Nothing polls: an untouched namespace costs nothing.
@@ -22,7 +22,8 @@ use serde_json::{json, Map, Value};
 use tokio::sync::Notify;
 
 use super::informer::InformerHandler;
-use super::{write_failed, Work};
+use super::write_failed;
+use super::{Controller, InNamespace};
 use crate::error::ApiResult;
 use crate::options::WriteParams;
 use crate::{meta, Registry, Target};
@@ -181,17 +182,14 @@ impl Registry {
                     continue;
                 };
                 let (cluster, ns) = (&cluster, &kv.key.name);
-                let retry = Work::RootCa {
-                    cluster: cluster.clone(),
-                    namespace: ns.clone(),
-                };
+                let retry = InNamespace::new(cluster.clone(), ns.clone());
                 match self.sync_root_ca(cluster, ns).await {
                     Ok(true) => {}
                     // A failed write (logged): retried through the queue.
-                    Ok(false) => self.enqueue(retry),
+                    Ok(false) => self.enqueue::<RootCa>(retry),
                     Err(e) => {
                         tracing::warn!(cluster = %cluster, namespace = ns, error = %e.0.message, "kube-root-ca.crt sync failed");
-                        self.enqueue(retry);
+                        self.enqueue::<RootCa>(retry);
                     }
                 }
             }
@@ -245,10 +243,8 @@ impl InformerHandler for Publisher {
                 // thousand.
                 return;
             }
-            self.registry.enqueue(Work::RootCa {
-                cluster,
-                namespace: kv.key.namespace.clone(),
-            });
+            let key = InNamespace::new(cluster, kv.key.namespace.clone());
+            self.registry.enqueue::<RootCa>(key);
         }
     }
 }
@@ -259,6 +255,21 @@ pub(crate) async fn run_syncer(registry: Arc<Registry>, resync: Arc<Notify>) {
     loop {
         resync.notified().await;
         registry.sync_all_namespaces().await;
+    }
+}
+
+/// The root-CA publisher, for one namespace's `kube-root-ca.crt` (recreated or republished).
+pub struct RootCa;
+
+impl Controller for RootCa {
+    type Key = InNamespace;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {
+        registry.sync_root_ca(&key.cluster, &key.namespace).await
     }
 }
 

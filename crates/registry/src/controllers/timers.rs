@@ -11,20 +11,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::Work;
+use super::Item;
 use crate::Registry;
 
 /// The deadlines, earliest first.
 #[derive(Debug, Default)]
 struct Wheel {
     /// (deadline, sequence number) → item; the sequence keeps equal deadlines apart.
-    by_time: BTreeMap<(Instant, u64), Work>,
+    by_time: BTreeMap<(Instant, u64), Item>,
     /// item → its key in `by_time`.
-    by_item: HashMap<Work, (Instant, u64)>,
+    by_item: HashMap<Item, (Instant, u64)>,
     seq: u64,
 }
 
-/// Work items waiting for their deadline.
+/// Item items waiting for their deadline.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
     wheel: Mutex<Wheel>,
@@ -41,7 +41,7 @@ impl Timers {
     }
 
     /// Queues `w` at `at` (replacing an earlier deadline of the same item).
-    pub(crate) fn schedule(&self, w: Work, at: Instant) {
+    pub(crate) fn schedule(&self, w: Item, at: Instant) {
         let mut wheel = self.wheel();
         if let Some(old) = wheel.by_item.remove(&w) {
             wheel.by_time.remove(&old);
@@ -58,7 +58,7 @@ impl Timers {
     }
 
     /// Queues `w` at `at` unless it already has a deadline at or before `at`.
-    pub(crate) fn schedule_unless_sooner(&self, w: Work, at: Instant) {
+    pub(crate) fn schedule_unless_sooner(&self, w: Item, at: Instant) {
         if self.wheel().by_item.get(&w).is_some_and(|k| k.0 <= at) {
             return;
         }
@@ -66,7 +66,7 @@ impl Timers {
     }
 
     /// Forgets the deadline of `w`, if any.
-    pub(crate) fn cancel(&self, w: &Work) {
+    pub(crate) fn cancel(&self, w: &Item) {
         let mut wheel = self.wheel();
         if let Some(old) = wheel.by_item.remove(w) {
             wheel.by_time.remove(&old);
@@ -83,7 +83,7 @@ impl Timers {
 
     /// The deadline of `w`, if it has one.
     #[cfg(test)]
-    pub(crate) fn deadline(&self, w: &Work) -> Option<Instant> {
+    pub(crate) fn deadline(&self, w: &Item) -> Option<Instant> {
         self.wheel().by_item.get(w).map(|k| k.0)
     }
 
@@ -94,7 +94,7 @@ impl Timers {
     }
 
     /// Removes and returns the items due at `now`; and the next deadline after them.
-    fn take_due(&self, now: Instant) -> (Vec<Work>, Option<Instant>) {
+    fn take_due(&self, now: Instant) -> (Vec<Item>, Option<Instant>) {
         let mut wheel = self.wheel();
         let mut due = Vec::new();
         while let Some(entry) = wheel.by_time.first_entry() {
@@ -119,7 +119,7 @@ pub(crate) async fn run(registry: Arc<Registry>) {
         let changed = timers.changed.notified();
         let (due, next) = timers.take_due(Instant::now());
         for w in due {
-            registry.enqueue(w);
+            registry.enqueue_item(w);
         }
         match next {
             Some(at) => {
@@ -147,11 +147,9 @@ mod tests {
     use kplane_types::ClusterName;
     use std::time::Duration;
 
-    fn w(name: &str) -> Work {
-        Work::Namespace {
-            cluster: ClusterName::root(),
-            name: name.into(),
-        }
+    fn w(name: &str) -> Item {
+        let key = super::super::Named::new(ClusterName::root(), name);
+        Item::new(Arc::new(super::super::Namespaces), key)
     }
 
     #[test]

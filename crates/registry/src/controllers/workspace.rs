@@ -30,6 +30,7 @@ use kplane_types::{ClusterName, ClusterScope};
 use serde_json::{json, Value};
 
 use super::write_failed;
+use super::{Controller, Named};
 use crate::cluster_states::ClusterPhase;
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
@@ -391,6 +392,33 @@ pub(crate) fn last_state_tombstone() -> Tombstone {
         }
         serde_json::to_vec(&obj).map_err(|e| e.to_string())
     })
+}
+
+/// The Workspace controller: bootstraps a Workspace's logical cluster and reports it Ready, or deletes the cluster of a Terminating one. Its items run on the concurrent pool: a deletion in the background, a bootstrap on the foreground (its creator waits for Ready).
+pub struct Workspaces;
+
+impl Controller for Workspaces {
+    type Key = Named;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
+        registry.sync_workspace(&key.cluster, &key.name).await
+    }
+
+    fn pooled(&self) -> bool {
+        true
+    }
+
+    fn in_foreground(&self, registry: &Registry, key: &Named) -> bool {
+        let deleting = key
+            .cluster
+            .child(&key.name)
+            .is_some_and(|child| registry.is_terminating(&child));
+        !deleting
+    }
 }
 
 #[cfg(test)]

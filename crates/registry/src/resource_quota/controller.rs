@@ -3,13 +3,13 @@
 //! to what its namespace uses of those names ([`super::usage`]), written through the
 //! `/status` subresource with the resourceVersion read as precondition.
 //!
-//! A namespace's quotas are synced as one work item ([`Work::ResourceQuota`]), queued
+//! A namespace's quotas are synced as one work item ([`Quotas`]), queued
 //! by the leader's informer handler ([`Feed`]): at once when a quota is replayed (every
 //! informer pass, start-up included), created, or written with a status that does not
 //! match its spec, when an object of a namespace holding quotas is deleted, and, for
 //! every namespace of the cluster holding quotas, when a CRD changes (its
 //! `count/<plural>.<group>` gains or loses a usage); a few seconds later
-//! ([`RECHECK_AFTER`], [`Work::ResourceQuotaRecheck`], one deadline per namespace however
+//! ([`RECHECK_AFTER`], [`Recheck`], one deadline per namespace however
 //! many writes) when a quota's usage was raised by admission or an object was created
 //! there, which puts right a create that failed after admission counted it and counts what
 //! admission does not (pods). A recheck waits until no quota of the namespace was raised
@@ -26,7 +26,8 @@ use serde_json::{json, Map, Value};
 
 use super::{CONTROLLER, RESOURCE};
 use crate::controllers::informer::InformerHandler;
-use crate::controllers::{stored_cluster, write_failed, Work};
+use crate::controllers::{stored_cluster, write_failed};
+use crate::controllers::{Controller, InNamespace};
 use crate::crd::CRD_RESOURCE;
 use crate::error::ApiResult;
 use crate::options::WriteParams;
@@ -145,12 +146,11 @@ impl Registry {
             .quota_index()
             .raised_within(cluster.as_str(), namespace, GRACE)
         {
-            let w = Work::ResourceQuotaRecheck {
-                cluster: cluster.clone(),
-                namespace: namespace.to_string(),
-            };
-            let due = tokio::time::Instant::from_std(at + GRACE + Duration::from_millis(100));
-            self.controllers.timers.schedule_unless_sooner(w, due);
+            let key = InNamespace::new(cluster.clone(), namespace);
+            if let Some(w) = self.work::<Recheck>(key) {
+                let due = tokio::time::Instant::from_std(at + GRACE + Duration::from_millis(100));
+                self.controllers.timers.schedule_unless_sooner(w, due);
+            }
             return Ok(true);
         }
         self.sync_resource_quotas(cluster, namespace).await
@@ -162,9 +162,8 @@ impl Registry {
         if !self.leads() {
             return;
         }
-        let w = Work::ResourceQuotaRecheck {
-            cluster: cluster.clone(),
-            namespace: namespace.to_string(),
+        let Some(w) = self.work::<Recheck>(InNamespace::new(cluster.clone(), namespace)) else {
+            return;
         };
         self.controllers
             .timers
@@ -198,10 +197,7 @@ impl InformerHandler for Feed {
                 return;
             };
             for namespace in reg.quota_index().namespaces_of(&key.cluster) {
-                reg.enqueue(Work::ResourceQuota {
-                    cluster: cluster.clone(),
-                    namespace,
-                });
+                reg.enqueue::<Quotas>(InNamespace::new(cluster.clone(), namespace));
             }
             return;
         }
@@ -226,15 +222,45 @@ impl InformerHandler for Feed {
             deleted
         };
         if now {
-            reg.enqueue(Work::ResourceQuota {
-                cluster,
-                namespace: key.namespace.clone(),
-            });
+            reg.enqueue::<Quotas>(InNamespace::new(cluster, key.namespace.clone()));
         } else {
             if is_quota {
                 reg.quota_index().note_raise(&key.cluster, &key.namespace);
             }
             reg.recheck_quotas_soon(&cluster, &key.namespace);
         }
+    }
+}
+/// The status of a namespace's ResourceQuotas.
+pub struct Quotas;
+
+impl Controller for Quotas {
+    type Key = InNamespace;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {
+        registry
+            .sync_resource_quotas(&key.cluster, &key.namespace)
+            .await
+    }
+}
+
+/// The same, once admission's recent raises of the namespace's quotas have settled.
+pub struct Recheck;
+
+impl Controller for Recheck {
+    type Key = InNamespace;
+
+    fn name(&self) -> &'static str {
+        CONTROLLER
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {
+        registry
+            .settle_resource_quotas(&key.cluster, &key.namespace)
+            .await
     }
 }

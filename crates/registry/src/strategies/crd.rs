@@ -9,10 +9,10 @@ use kplane_types::ClusterName;
 use serde_json::Value;
 
 use super::super::catalog::ResourceType;
-use super::super::controllers::Work;
 use super::super::crd;
 use super::super::Registry;
 use super::{default_reset_fields, status_keeps_spec, TypeStrategy};
+use crate::controllers::{CrdCleanup, Named};
 use crate::error::ApiResult;
 
 #[derive(Debug)]
@@ -105,10 +105,7 @@ impl TypeStrategy for CustomResourceDefinition {
         reg.refresh_catalog(cluster).await?;
         reg.gc_kinds_changed(cluster);
         if deleting {
-            reg.enqueue(Work::CrdCleanup {
-                cluster: cluster.clone(),
-                name: name.into(),
-            });
+            reg.enqueue::<CrdCleanup>(Named::new(cluster.clone(), name));
         }
         Ok(())
     }

@@ -8,10 +8,10 @@ use kplane_types::ClusterName;
 use serde_json::{json, Value};
 
 use super::super::catalog::ResourceType;
-use super::super::controllers::Work;
 use super::super::meta::{self, NameRule};
 use super::super::Registry;
 use super::{keep_stored_status, with_field_from, TypeStrategy};
+use crate::controllers::{Named, Namespaces};
 use crate::error::{ApiError, ApiResult};
 
 #[derive(Debug)]
@@ -150,10 +150,7 @@ impl TypeStrategy for Namespace {
         deleting: bool,
     ) -> ApiResult<()> {
         if deleting {
-            reg.enqueue(Work::Namespace {
-                cluster: cluster.clone(),
-                name: name.into(),
-            });
+            reg.enqueue::<Namespaces>(Named::new(cluster.clone(), name));
         }
         Ok(())
     }

@@ -12,10 +12,10 @@ use kplane_types::{Cause, ClusterName, Status};
 use serde_json::{json, Value};
 
 use super::super::catalog::ResourceType;
-use super::super::controllers::Work;
 use super::super::meta::{self, NameRule};
 use super::super::Registry;
 use super::{with_field_from, Together, TypeStrategy};
+use crate::controllers::{Named, Workspaces};
 use crate::error::{ApiError, ApiResult};
 
 /// The group of the tenancy API.
@@ -180,10 +180,7 @@ impl TypeStrategy for Workspace {
         name: &str,
     ) -> ApiResult<()> {
         reg.refresh_workspace_quota(cluster, name).await?;
-        reg.enqueue(Work::Workspace {
-            cluster: cluster.clone(),
-            name: name.into(),
-        });
+        reg.enqueue::<Workspaces>(Named::new(cluster.clone(), name));
         Ok(())
     }
 
@@ -200,10 +197,7 @@ impl TypeStrategy for Workspace {
             if let Some(child) = cluster.child(name) {
                 reg.set_terminating(&child, true);
             }
-            reg.enqueue(Work::Workspace {
-                cluster: cluster.clone(),
-                name: name.into(),
-            });
+            reg.enqueue::<Workspaces>(Named::new(cluster.clone(), name));
         }
         Ok(())
     }

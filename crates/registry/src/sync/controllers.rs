@@ -2,7 +2,7 @@
 //! objects that the `SyncAssignment` admission plugin could not, and of draining a deleted
 //! target. Assignment and names follow the shared rule in [`crate::sync::assignment`].
 //!
-//! - Health ([`Work::SyncTarget`]): the syncer writes `status.lastHeartbeatTime` and
+//! - Health ([`Targets`]): the syncer writes `status.lastHeartbeatTime` and
 //!   Ready=True with every heartbeat. Until the first one, Ready is Unknown `NoHeartbeat`;
 //!   when `spec.heartbeatTimeoutSeconds` pass without one (counted from the last
 //!   heartbeat, or from the target's creation when there was none), Ready turns False
@@ -11,14 +11,14 @@
 //!   assigned to it later, while the heartbeat is still overdue). Each target has one
 //!   deadline in the controllers' timers (`timers`), moved by every heartbeat; nothing
 //!   polls the targets.
-//! - Drain (also [`Work::SyncTarget`]): a target being deleted keeps its
+//! - Drain (also [`Targets`]): a target being deleted keeps its
 //!   `sync.kplane.io/drain` finalizer until its syncer reported Drained=True, or it has
 //!   no live syncer (the heartbeat timed out or never came). Then every assigned object
 //!   gets Synced=False `SyncTargetDeleted` and loses the assignment annotation and the
 //!   `sync.kplane.io/syncer` finalizer, and the drain finalizer is removed. A target that
 //!   goes without it (the finalizer removed by hand) has its objects released the same
 //!   way, by its last state (kept in `gone_targets` until they are).
-//! - Assignment ([`Work::SyncAssign`], [`Work::SyncAssignNamespace`]): when a target
+//! - Assignment ([`Assign`], [`AssignNamespace`]): when a target
 //!   appears or its spec changes, the unassigned objects in its scope are assigned by the
 //!   rule (annotation plus syncer finalizer); when a namespace's labels change so that a
 //!   target's selector matches, the unassigned objects of that namespace.
@@ -39,7 +39,8 @@ use serde_json::{json, Map, Value};
 
 use crate::controllers::informer::InformerHandler;
 use crate::controllers::timers::instant_at;
-use crate::controllers::{stored_cluster, write_failed, Work};
+use crate::controllers::{stored_cluster, write_failed};
+use crate::controllers::{Controller, InNamespace, Named};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 use crate::sync::assignment::{
@@ -378,9 +379,8 @@ impl Registry {
 
     /// Health and drain of one SyncTarget (see the module doc); `false` to be retried.
     pub(crate) async fn sync_target(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
-        let work = Work::SyncTarget {
-            cluster: cluster.clone(),
-            name: name.to_string(),
+        let Some(work) = self.work::<Targets>(Named::new(cluster.clone(), name)) else {
+            return Ok(true);
         };
         let Some(rt) = self.sync_target_rt() else {
             return Ok(true);
@@ -430,7 +430,7 @@ impl Registry {
         match self.each_assigned(cluster, &target, &me, &act).await? {
             Pass::Failed => return Ok(false),
             Pass::More => {
-                self.enqueue(work);
+                self.enqueue_item(work);
                 return Ok(true);
             }
             Pass::Done => {}
@@ -471,10 +471,7 @@ impl Registry {
         {
             Pass::Failed => Ok(false),
             Pass::More => {
-                self.enqueue(Work::SyncTarget {
-                    cluster: cluster.clone(),
-                    name: name.to_string(),
-                });
+                self.enqueue::<Targets>(Named::new(cluster.clone(), name.to_string()));
                 Ok(true)
             }
             Pass::Done => {
@@ -623,10 +620,7 @@ impl Registry {
         let mut ctx = AssignCtx::default();
         for r in synced_resources(&target) {
             if !self.assign_in(scope.clone(), None, &r, &mut ctx).await? {
-                self.enqueue(Work::SyncAssign {
-                    cluster: cluster.clone(),
-                    name: name.to_string(),
-                });
+                self.enqueue::<Assign>(Named::new(cluster.clone(), name.to_string()));
                 return Ok(true);
             }
         }
@@ -652,10 +646,10 @@ impl Registry {
         for r in resources {
             let scope = Clusters::One(cluster.as_str().to_string());
             if !self.assign_in(scope, Some(namespace), &r, &mut ctx).await? {
-                self.enqueue(Work::SyncAssignNamespace {
-                    cluster: cluster.clone(),
-                    namespace: namespace.to_string(),
-                });
+                self.enqueue::<AssignNamespace>(InNamespace::new(
+                    cluster.clone(),
+                    namespace.to_string(),
+                ));
                 return Ok(true);
             }
         }
@@ -842,10 +836,8 @@ impl Feed {
             return;
         }
         if let Some((cluster, name)) = crate::sync::assignment::parse_target_ref(to) {
-            self.registry.enqueue(Work::SyncTarget {
-                cluster,
-                name: name.to_string(),
-            });
+            self.registry
+                .enqueue::<Targets>(Named::new(cluster, name.to_string()));
         }
     }
 
@@ -863,11 +855,10 @@ impl Feed {
         deleted: bool,
         replay: bool,
     ) {
-        let work = Work::SyncTarget {
-            cluster: cluster.clone(),
-            name: name.to_string(),
-        };
         let reg = &self.registry;
+        let Some(work) = reg.work::<Targets>(Named::new(cluster.clone(), name)) else {
+            return;
+        };
         let me = target_ref(&cluster, name);
         if deleted {
             reg.controllers.timers.cancel(&work);
@@ -876,7 +867,7 @@ impl Feed {
             // after a drain).
             if let Ok(last) = serde_json::from_slice::<Value>(&kv.value) {
                 gone_targets(reg).insert((cluster.clone(), name.to_string()), last);
-                reg.enqueue(work.clone());
+                reg.enqueue_item(work.clone());
             }
             let mut known = self.known();
             if let Some(m) = known.get_mut(&cluster) {
@@ -899,7 +890,7 @@ impl Feed {
             self.stale().remove(&me);
         }
         if p.ready.is_some() || p.drain || (replay && p.stale) {
-            reg.enqueue(work.clone());
+            reg.enqueue_item(work.clone());
         }
         match p.recheck {
             Some(at) => reg
@@ -920,10 +911,7 @@ impl Feed {
             changed
         };
         if changed && !now.deleting {
-            reg.enqueue(Work::SyncAssign {
-                cluster,
-                name: name.to_string(),
-            });
+            reg.enqueue::<Assign>(Named::new(cluster, name.to_string()));
         }
     }
 
@@ -952,10 +940,8 @@ impl Feed {
             })
         };
         if selects {
-            self.registry.enqueue(Work::SyncAssignNamespace {
-                cluster,
-                namespace: name.to_string(),
-            });
+            self.registry
+                .enqueue::<AssignNamespace>(InNamespace::new(cluster, name.to_string()));
         }
     }
 }
@@ -983,6 +969,53 @@ impl InformerHandler for Feed {
         } else {
             self.on_namespace(cluster, &kv.key.name, kv);
         }
+    }
+}
+
+/// A SyncTarget's Ready condition, its stale objects and its drain.
+pub struct Targets;
+
+impl Controller for Targets {
+    type Key = Named;
+
+    fn name(&self) -> &'static str {
+        "synctarget-controller"
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
+        registry.sync_target(&key.cluster, &key.name).await
+    }
+}
+
+/// The assignment of the unassigned objects in a SyncTarget's scope.
+pub struct Assign;
+
+impl Controller for Assign {
+    type Key = Named;
+
+    fn name(&self) -> &'static str {
+        "synctarget-assignment"
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
+        registry.sync_assign(&key.cluster, &key.name).await
+    }
+}
+
+/// The assignment of the unassigned objects of one namespace.
+pub struct AssignNamespace;
+
+impl Controller for AssignNamespace {
+    type Key = InNamespace;
+
+    fn name(&self) -> &'static str {
+        "synctarget-assignment"
+    }
+
+    async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {
+        registry
+            .sync_assign_namespace(&key.cluster, &key.namespace)
+            .await
     }
 }
 

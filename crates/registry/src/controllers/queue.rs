@@ -1,0 +1,308 @@
+//! The controllers' contract and the items of their shared work queue.
+//!
+//! A controller implements [`Controller`]: its own key type (what one unit of its work
+//! names: a namespace, an object, a logical cluster), its state, and `reconcile`, which
+//! brings the stored state of one key to what it should be. Controllers are registered
+//! once, when the registry is built ([`Registered`]: [`super::builtin`] lists kplane's
+//! own); everything else names one by its type: `registry.enqueue::<C>(key)`,
+//! `registry.schedule::<C>(key, at)`. The queue's machinery (deduplication, retries,
+//! deadlines, the one-at-a-time worker and the concurrent pool) sees only [`Item`]s, a
+//! key with its controller behind a type-erased handle, and never what the key means.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use kplane_types::ClusterName;
+
+use crate::error::ApiResult;
+use crate::Registry;
+
+/// One controller: the work it does for a key. Its items run one at a time on the
+/// controllers' worker unless [`Controller::pooled`] says they run on the concurrent pool.
+pub trait Controller: Send + Sync + 'static {
+    /// What one unit of its work names. Two equal keys queued before the first runs run
+    /// once.
+    type Key: Clone + fmt::Debug + Eq + Hash + Send + Sync + 'static;
+
+    /// The name it logs under (upstream's controller name where there is one).
+    fn name(&self) -> &'static str;
+
+    /// Brings `key`'s stored state where it should be, reading it afresh: `Ok(true)` when
+    /// done, `Ok(false)` (or an error, logged) to run again after [`super::RETRY_EVERY`].
+    fn reconcile<'a>(
+        &'a self,
+        registry: &'a Registry,
+        key: &'a Self::Key,
+    ) -> impl Future<Output = ApiResult<bool>> + Send + 'a;
+
+    /// Whether its items run on the bounded concurrent pool (`pool`) instead of the
+    /// one-at-a-time worker.
+    fn pooled(&self) -> bool {
+        false
+    }
+
+    /// Whether `key` runs on the foreground runtime (a client waits for it) rather than the
+    /// background one. Only pooled items are asked; the worker's all run in the background.
+    fn in_foreground(&self, _registry: &Registry, _key: &Self::Key) -> bool {
+        false
+    }
+}
+
+/// An object in a logical cluster, by name (a namespace, a CRD, a Workspace, a SyncTarget).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Named {
+    pub cluster: ClusterName,
+    pub name: String,
+}
+
+impl Named {
+    pub fn new(cluster: ClusterName, name: impl Into<String>) -> Named {
+        Named {
+            cluster,
+            name: name.into(),
+        }
+    }
+}
+
+/// A namespace of a logical cluster, for work over what it holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InNamespace {
+    pub cluster: ClusterName,
+    pub namespace: String,
+}
+
+impl InNamespace {
+    pub fn new(cluster: ClusterName, namespace: impl Into<String>) -> InNamespace {
+        InNamespace {
+            cluster,
+            namespace: namespace.into(),
+        }
+    }
+}
+
+type Reconciling<'a> = Pin<Box<dyn Future<Output = ApiResult<bool>> + Send + 'a>>;
+
+/// What the queue needs of a key and its controller, without their types.
+trait Erased: Send + Sync {
+    fn controller(&self) -> TypeId;
+    fn key(&self) -> &dyn Any;
+    fn same_key(&self, other: &dyn Erased) -> bool;
+    fn hash_key(&self, state: &mut dyn Hasher);
+    fn run<'a>(&'a self, registry: &'a Registry) -> Reconciling<'a>;
+    fn pooled(&self) -> bool;
+    fn in_foreground(&self, registry: &Registry) -> bool;
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
+}
+
+struct Typed<C: Controller> {
+    controller: Arc<C>,
+    key: C::Key,
+}
+
+impl<C: Controller> Erased for Typed<C> {
+    fn controller(&self) -> TypeId {
+        TypeId::of::<C>()
+    }
+
+    fn key(&self) -> &dyn Any {
+        &self.key
+    }
+
+    fn same_key(&self, other: &dyn Erased) -> bool {
+        other
+            .key()
+            .downcast_ref::<C::Key>()
+            .is_some_and(|k| *k == self.key)
+    }
+
+    fn hash_key(&self, mut state: &mut dyn Hasher) {
+        self.key.hash(&mut state);
+    }
+
+    fn run<'a>(&'a self, registry: &'a Registry) -> Reconciling<'a> {
+        Box::pin(self.controller.reconcile(registry, &self.key))
+    }
+
+    fn pooled(&self) -> bool {
+        self.controller.pooled()
+    }
+
+    fn in_foreground(&self, registry: &Registry) -> bool {
+        self.controller.in_foreground(registry, &self.key)
+    }
+
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{:?}", self.controller.name(), self.key)
+    }
+}
+
+/// One unit of controller work: a key of one controller. Equal when both are.
+#[derive(Clone)]
+pub struct Item(Arc<dyn Erased>);
+
+impl Item {
+    /// The item of `key` for `controller`.
+    pub fn new<C: Controller>(controller: Arc<C>, key: C::Key) -> Item {
+        Item(Arc::new(Typed { controller, key }))
+    }
+
+    /// Reconciles it.
+    pub(crate) fn run<'a>(&'a self, registry: &'a Registry) -> Reconciling<'a> {
+        self.0.run(registry)
+    }
+
+    pub(crate) fn pooled(&self) -> bool {
+        self.0.pooled()
+    }
+
+    pub(crate) fn in_foreground(&self, registry: &Registry) -> bool {
+        self.0.in_foreground(registry)
+    }
+
+    /// Its key, when it is an item of controller `C`.
+    #[cfg(test)]
+    pub(crate) fn key_of<C: Controller>(&self) -> Option<&C::Key> {
+        match self.0.controller() == TypeId::of::<C>() {
+            true => self.0.key().downcast_ref::<C::Key>(),
+            false => None,
+        }
+    }
+}
+
+impl PartialEq for Item {
+    fn eq(&self, other: &Item) -> bool {
+        self.0.controller() == other.0.controller() && self.0.same_key(&*other.0)
+    }
+}
+
+impl Eq for Item {}
+
+impl Hash for Item {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.controller().hash(state);
+        self.0.hash_key(state);
+    }
+}
+
+impl fmt::Debug for Item {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.describe(f)
+    }
+}
+
+/// The controllers a registry runs, one of each type.
+#[derive(Default)]
+pub struct Registered {
+    by_type: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+}
+
+impl Registered {
+    /// Adds `controller` (replacing one of the same type).
+    pub fn with<C: Controller>(mut self, controller: C) -> Registered {
+        self.by_type.insert(
+            TypeId::of::<C>(),
+            Arc::new(controller) as Arc<dyn Any + Send + Sync>,
+        );
+        self
+    }
+
+    /// The registered controller of type `C`.
+    pub(crate) fn get<C: Controller>(&self) -> Option<Arc<C>> {
+        self.by_type
+            .get(&TypeId::of::<C>())?
+            .clone()
+            .downcast::<C>()
+            .ok()
+    }
+
+    /// The item of `key` for the registered `C`; `None` (logged) when `C` is not
+    /// registered, a mistake of whoever built the registry.
+    pub(crate) fn item<C: Controller>(&self, key: C::Key) -> Option<Item> {
+        match self.get::<C>() {
+            Some(c) => Some(Item::new(c, key)),
+            None => {
+                tracing::error!(
+                    controller = std::any::type_name::<C>(),
+                    ?key,
+                    "work for a controller that is not registered; dropped"
+                );
+                None
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Registered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registered")
+            .field("controllers", &self.by_type.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    struct A;
+    struct B;
+
+    impl Controller for A {
+        type Key = Named;
+        fn name(&self) -> &'static str {
+            "a"
+        }
+        async fn reconcile(&self, _: &Registry, _: &Named) -> ApiResult<bool> {
+            Ok(true)
+        }
+    }
+
+    impl Controller for B {
+        type Key = Named;
+        fn name(&self) -> &'static str {
+            "b"
+        }
+        async fn reconcile(&self, _: &Registry, _: &Named) -> ApiResult<bool> {
+            Ok(true)
+        }
+    }
+
+    fn key(name: &str) -> Named {
+        Named::new(ClusterName::root(), name)
+    }
+
+    #[test]
+    fn items_are_equal_when_controller_and_key_are() {
+        let reg = Registered::default().with(A).with(B);
+        let a1 = reg.item::<A>(key("x")).unwrap();
+        let a1_again = reg.item::<A>(key("x")).unwrap();
+        let a2 = reg.item::<A>(key("y")).unwrap();
+        let b1 = reg.item::<B>(key("x")).unwrap();
+        assert_eq!(a1, a1_again);
+        assert_ne!(a1, a2);
+        assert_ne!(a1, b1, "the same key of another controller is another item");
+        let set: HashSet<Item> = [a1, a1_again, a2, b1].into_iter().collect();
+        assert_eq!(set.len(), 3);
+        assert_eq!(
+            format!("{:?}", reg.item::<B>(key("x")).unwrap()),
+            format!("b{:?}", key("x"))
+        );
+    }
+
+    #[test]
+    fn an_unregistered_controller_gets_no_item() {
+        let reg = Registered::default().with(A);
+        assert!(reg.item::<B>(key("x")).is_none());
+        assert_eq!(
+            reg.item::<A>(key("x")).unwrap().key_of::<A>(),
+            Some(&key("x"))
+        );
+        assert_eq!(reg.item::<A>(key("x")).unwrap().key_of::<B>(), None);
+    }
+}
