@@ -26,8 +26,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use kplane_storage::{Clusters, Key, ListOptions, Prefix, Revision};
+use std::sync::Arc;
+
+use kplane_storage::{
+    Clusters, Key, ListOptions, Prefix, Revision, Tombstone, CLUSTER_DELETE_BATCH,
+};
 use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
+use serde_json::Value;
 
 use crate::cluster_states::{ClusterTable, FLOOR_NAME, HIDDEN_PREFIX, STATE_RESOURCE};
 use crate::controllers::stored_cluster;
@@ -52,6 +57,40 @@ pub(crate) struct ClusterState {
     /// Clusters being imported or replaced, and resourceVersion floors
     /// (`cluster_states.rs`).
     pub(crate) table: std::sync::Arc<ClusterTable>,
+}
+
+impl Registry {
+    /// Deletes every key of `cluster` (in batches; each tombstone carries the object's last
+    /// state) and forgets it: from now on it does not exist, and its name starts afresh
+    /// when it is used again. Resumable: a rerun deletes what is left.
+    pub(crate) async fn erase_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
+        self.storage
+            .delete_cluster(
+                cluster.as_str(),
+                CLUSTER_DELETE_BATCH,
+                last_state_tombstone(),
+            )
+            .await
+            .map_err(ApiError::from)?;
+        self.unmark_cluster(cluster);
+        self.catalogs.forget(cluster);
+        Ok(())
+    }
+}
+
+/// The tombstone of a range delete, as the write path's delete makes it: the object's last
+/// state with the delete's resourceVersion. A value that does not decode is passed on as
+/// stored (it is still deleted).
+pub(crate) fn last_state_tombstone() -> Tombstone {
+    Arc::new(|kv, rev| {
+        let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
+            return Ok(kv.value.to_vec());
+        };
+        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert("resourceVersion".into(), Value::String(rev.to_string()));
+        }
+        serde_json::to_vec(&obj).map_err(|e| e.to_string())
+    })
 }
 
 impl Registry {

@@ -372,9 +372,30 @@ impl Registry {
             .map_err(|e| storage_error(e, &t.rt, name))
     }
 
+    /// Reads one stored object by key, as stored (the controllers, which address objects
+    /// by key rather than by request target).
+    pub(crate) async fn get_by_key(
+        &self,
+        key: &kplane_storage::Key,
+    ) -> ApiResult<Option<KeyValue>> {
+        self.storage.get(key).await.map_err(ApiError::from)
+    }
+
+    /// One page of the stored objects under `prefix`, as stored (the controllers' scans).
+    pub(crate) async fn list_by_prefix(
+        &self,
+        prefix: &kplane_storage::Prefix,
+        opts: &kplane_storage::ListOptions,
+    ) -> ApiResult<kplane_storage::ListResult> {
+        self.storage
+            .list(prefix, opts, None)
+            .await
+            .map_err(ApiError::from)
+    }
+
     /// Reads and decodes one stored object by key (background workers, which address
     /// objects by key rather than by request target).
-    pub(super) async fn get_decoded(
+    pub(crate) async fn get_decoded(
         &self,
         key: &kplane_storage::Key,
     ) -> ApiResult<Option<(KeyValue, serde_json::Value)>> {

@@ -1,6 +1,7 @@
 //! What the store says of itself, for the health checks and `/metrics`: whether it is
 //! healthy, its revisions and backend figures, and how many objects of each built-in
-//! resource it holds. The HTTP layer reads these here, never the store.
+//! resource it holds; whether it is shared and who leads, for the controllers. The HTTP
+//! layer and the controllers read these here, never the store.
 
 use kplane_storage::{Clusters, Prefix, Revision, StorageStats};
 
@@ -15,6 +16,17 @@ pub struct StoreFigures {
 }
 
 impl Registry {
+    /// Whether other processes share the store (replicas on PostgreSQL; never on sled).
+    pub(crate) fn store_shared(&self) -> bool {
+        self.storage.shared()
+    }
+
+    /// Whether this process leads, as the store elects it (always, on sled), and its
+    /// changes.
+    pub(crate) fn store_leadership(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.storage.leadership()
+    }
+
     /// `Err` with the reason while the store cannot serve.
     pub fn storage_health(&self) -> Result<(), String> {
         self.storage.health()

@@ -36,8 +36,8 @@ use serde_json::json;
 
 use super::IMPORT_BATCH;
 use crate::cluster_states::{Phase, FLOOR_NAME, STATE_RESOURCE};
+use crate::clusters::last_state_tombstone;
 use crate::clusters::FloorRecord;
-use crate::controllers::workspace::last_state_tombstone;
 use crate::controllers::{Named, Workspaces};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;

@@ -364,7 +364,7 @@ impl Registry {
         name: &str,
     ) -> ApiResult<Option<HeadMeta>> {
         let key = kplane_storage::Key::new(cluster, rt.storage_resource.clone(), namespace, name);
-        let kv = self.storage.get(&key).await.map_err(ApiError::from)?;
+        let kv = self.get_by_key(&key).await?;
         Ok(kv.map(|kv| head(&kv.value)))
     }
 
@@ -422,7 +422,7 @@ impl Registry {
             r.namespace.clone(),
             r.name.clone(),
         );
-        let kv = self.storage.get(&key).await.map_err(ApiError::from)?;
+        let kv = self.get_by_key(&key).await?;
         kv.map(|kv| {
             serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))
         })

@@ -74,7 +74,7 @@ impl Registry {
             r.namespace.as_str(),
             r.name.as_str(),
         );
-        let Some(kv) = self.storage.get(&key).await? else {
+        let Some(kv) = self.get_by_key(&key).await? else {
             return Ok(true);
         };
         let Ok(job) = serde_json::from_slice::<Value>(&kv.value) else {

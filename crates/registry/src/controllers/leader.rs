@@ -221,7 +221,7 @@ impl InformerHandler for PendingFeed {
         if resource == "/namespaces"
             && !replay
             && kv.create_revision == kv.mod_revision
-            && reg.storage().shared()
+            && reg.store_shared()
         {
             let key = super::InNamespace::new(cluster.clone(), kv.key.name.clone());
             if let Some(check) = reg.work::<super::RootCa>(key) {

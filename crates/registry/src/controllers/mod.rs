@@ -487,7 +487,7 @@ pub fn start(
     };
     // The store's first answer before the informer's first pass: a leader's handlers join
     // that pass instead of starting a second one.
-    let mut leadership = registry.storage().leadership();
+    let mut leadership = registry.store_leadership();
     let mut running = None;
     let first = leading.step(*leadership.borrow_and_update(), &mut running);
     Controllers {

@@ -31,7 +31,7 @@ impl Registry {
     ) -> ApiResult<bool> {
         let nst = self.namespace_type()?;
         let key = Key::new(cluster, nst.storage_resource.clone(), "", ns);
-        let current = self.storage.get(&key).await.map_err(ApiError::from)?;
+        let current = self.get_by_key(&key).await?;
         let deleting = current.is_some_and(|kv| {
             serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| meta::is_deleting(&v))
         });

@@ -170,10 +170,10 @@ impl Registry {
             ..Default::default()
         };
         loop {
-            let page = match self.storage.list(&prefix, &opts, None).await {
+            let page = match self.list_by_prefix(&prefix, &opts).await {
                 Ok(p) => p,
                 Err(e) => {
-                    tracing::warn!(error = %e, "root CA publisher could not list namespaces");
+                    tracing::warn!(error = %e.0.message, "root CA publisher could not list namespaces");
                     return;
                 }
             };

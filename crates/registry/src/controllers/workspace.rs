@@ -25,7 +25,7 @@
 
 use std::sync::Arc;
 
-use kplane_storage::{Key, Prefix, Tombstone, CLUSTER_DELETE_BATCH};
+use kplane_storage::{Key, Prefix};
 use kplane_types::{ClusterName, ClusterScope};
 use serde_json::{json, Value};
 
@@ -240,11 +240,7 @@ impl Registry {
         }
         self.set_terminating(child, true);
         for c in self.subtree(child).await? {
-            self.storage
-                .delete_cluster(c.as_str(), CLUSTER_DELETE_BATCH, last_state_tombstone())
-                .await
-                .map_err(ApiError::from)?;
-            self.forget_cluster(&c);
+            self.erase_cluster(&c).await?;
             if c != *child {
                 // Its Workspace object went with its parent's keys, without a hook. The
                 // child's own mark stays until its Workspace is gone (the strategy's
@@ -275,12 +271,7 @@ impl Registry {
     /// whatever is left) and forgets it. Resumable: the state stays, so a rerun (or the
     /// start-up, `cluster_states.rs`) deletes what is left.
     async fn remove_moved_cluster(&self, child: &ClusterName) -> ApiResult<()> {
-        self.storage
-            .delete_cluster(child.as_str(), CLUSTER_DELETE_BATCH, last_state_tombstone())
-            .await
-            .map_err(ApiError::from)?;
-        self.forget_cluster(child);
-        Ok(())
+        self.erase_cluster(child).await
     }
 
     /// Records in a Workspace's status that its cluster moved: `status.URL` is the new
@@ -370,28 +361,6 @@ impl Registry {
         found.sort_by(|a, b| b.depth().cmp(&a.depth()).then_with(|| a.cmp(b)));
         Ok(found)
     }
-
-    /// Drops what the process remembers of a deleted logical cluster: from now on it does
-    /// not exist, and its name starts afresh when it is used again.
-    fn forget_cluster(&self, cluster: &ClusterName) {
-        self.unmark_cluster(cluster);
-        self.catalogs.forget(cluster);
-    }
-}
-
-/// The tombstone of a range delete, as the write path's delete makes it: the object's last
-/// state with the delete's resourceVersion. A value that does not decode is passed on as
-/// stored (it is still deleted).
-pub(crate) fn last_state_tombstone() -> Tombstone {
-    Arc::new(|kv, rev| {
-        let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
-            return Ok(kv.value.to_vec());
-        };
-        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.insert("resourceVersion".into(), Value::String(rev.to_string()));
-        }
-        serde_json::to_vec(&obj).map_err(|e| e.to_string())
-    })
 }
 
 /// The Workspace controller: bootstraps a Workspace's logical cluster and reports it Ready, or deletes the cluster of a Terminating one. Its items run on the concurrent pool: a deletion in the background, a bootstrap on the foreground (its creator waits for Ready).

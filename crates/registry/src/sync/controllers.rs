@@ -350,7 +350,7 @@ impl Registry {
     }
 
     async fn read_json(&self, key: &Key) -> ApiResult<Option<(KeyValue, Value)>> {
-        let Some(kv) = self.storage.get(key).await? else {
+        let Some(kv) = self.get_by_key(key).await? else {
             return Ok(None);
         };
         match serde_json::from_slice::<Value>(&kv.value) {
@@ -508,7 +508,7 @@ impl Registry {
                 ..Default::default()
             };
             loop {
-                let read = self.storage.list(&prefix, &opts, None).await?;
+                let read = self.list_by_prefix(&prefix, &opts).await?;
                 for kv in &read.items {
                     let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) else {
                         continue;
@@ -704,7 +704,7 @@ impl Registry {
         };
         let w = write_params();
         loop {
-            let read = self.storage.list(&prefix, &opts, None).await?;
+            let read = self.list_by_prefix(&prefix, &opts).await?;
             for kv in &read.items {
                 let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
                     continue;
