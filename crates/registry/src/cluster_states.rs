@@ -417,7 +417,7 @@ impl Registry {
     pub fn refuse_if_fenced(&self, cluster: &str) -> ApiResult<()> {
         match self.clusters.table.move_phase(cluster) {
             None => Ok(()),
-            Some(ClusterPhase::Fenced) => Err(fenced(cluster)),
+            Some(ClusterPhase::Fenced) => Err(crate::error::fenced(cluster)),
             Some(ClusterPhase::Moved { location }) => match ClusterName::parse(cluster) {
                 Some(c) => Err(moved(&c, &location)),
                 None => Ok(()),
@@ -706,16 +706,6 @@ impl Registry {
 /// The key of the durable move phase of `cluster`.
 fn phase_key(cluster: &ClusterName) -> Key {
     Key::new(PHASES_CLUSTER, STATE_RESOURCE, "", cluster.as_str())
-}
-
-/// 429 for a write into a fenced cluster.
-pub(crate) fn fenced(cluster: &str) -> ApiError {
-    let mut s = Status::new(
-        StatusReason::TooManyRequests,
-        format!("logical cluster \"{cluster}\" is being moved: writes are paused, please retry"),
-    );
-    s.retry_after = Some(1);
-    ApiError::from(s)
 }
 
 /// 410 Gone for any request into a moved cluster, naming the new location (also as the

@@ -101,7 +101,7 @@ impl From<kplane_storage::Error> for ApiError {
                 s.retry_after = Some(STORAGE_TIMEOUT_RETRY_SECONDS);
                 ApiError::from(s)
             }
-            E::Fenced { cluster } => crate::cluster_states::fenced(&cluster),
+            E::Fenced { cluster } => fenced(&cluster),
             E::Encode(m) => ApiError::internal(m),
             E::Refused(m) => ApiError::from(Status::forbidden("", "", "", &m)),
             E::Corrupt(_) | E::Backend(_) => ApiError::internal(e.to_string()),
@@ -120,6 +120,16 @@ pub fn too_large_rv() -> ApiError {
         )],
         ..Default::default()
     });
+    s.retry_after = Some(1);
+    ApiError::from(s)
+}
+
+/// 429 for a write into a fenced cluster.
+pub(crate) fn fenced(cluster: &str) -> ApiError {
+    let mut s = Status::new(
+        StatusReason::TooManyRequests,
+        format!("logical cluster \"{cluster}\" is being moved: writes are paused, please retry"),
+    );
     s.retry_after = Some(1);
     ApiError::from(s)
 }

@@ -119,7 +119,7 @@ pub struct WriteParams {
     /// through another path (`scale`).
     pub managed_subresource: Option<&'static str>,
     /// The requester, for admission (`None` for the server's own writes).
-    pub user: Option<crate::admission::UserInfo>,
+    pub user: Option<kplane_types::UserInfo>,
 }
 
 /// `fieldValidation`.

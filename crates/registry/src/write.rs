@@ -30,7 +30,7 @@ pub struct DeleteParams {
     pub propagation_policy: Option<String>,
     pub grace_period_seconds: Option<i64>,
     /// The requester, for admission (`None` for the server's own deletes).
-    pub user: Option<crate::admission::UserInfo>,
+    pub user: Option<kplane_types::UserInfo>,
     /// The request's warnings (admission webhooks add theirs).
     pub warnings: crate::warnings::Warnings,
     /// Audit annotations admission adds.

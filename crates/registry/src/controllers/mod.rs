@@ -20,11 +20,12 @@
 //!   derived state's handlers and, on the leader, the controllers' that follow every
 //!   change (the garbage collector's graph, the root-CA publisher).
 //!
-//! Controllers read storage directly (reads have no side effects) but write only through
-//! the registry: `create`, `update` (with the resourceVersion they read as precondition),
-//! `delete`, deletecollection's path, and its bulk delete of already-read objects
-//! (`bulk_delete`), so that managedFields, the after-write hooks (and admission and audit)
-//! apply to their writes as to any client's. Writes carry the field manager upstream's
+//! Controllers read through the registry (`get_by_key`, `list_by_prefix`; only the
+//! informer reads the store itself) and write only through it: `create`, `update` (with
+//! the resourceVersion they read as precondition), `delete`, deletecollection's path, and its bulk delete of already-read objects
+//! (`bulk_delete`), so that managedFields, the after-write hooks and the built-in admission
+//! plugins apply to their writes as to any client's (webhooks and policies see only writes
+//! with a requester, docs/admission-webhooks.md). Writes carry the field manager upstream's
 //! controller would ([`WriteParams::controller`], [`WriteParams::controller_named`]). A
 //! failed write is logged with the object's coordinates (`write_failed`) and its work item
 //! retried.

@@ -550,28 +550,35 @@ async fn creates_racing_other_writes_of_the_quota_are_counted_exactly() {
         .await
         .unwrap();
     make_quota(&reg, "r", quota("q", json!({"count/configmaps": "100000"}))).await;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let written = std::sync::Arc::new(AtomicU64::new(0));
     // Another writer relabels the quota over and over (each write a new resourceVersion).
     let writer = {
-        let (reg, stop) = (reg.clone(), stop.clone());
+        let (reg, stop, written) = (reg.clone(), stop.clone(), written.clone());
         tokio::spawn(async move {
             let t = target(&reg, "", "resourcequotas", Some("r"));
-            let mut n = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 let mut q = stored_quota(&reg, "r", "q").await;
+                let n = written.load(Ordering::Relaxed);
                 q["metadata"]["labels"] = json!({"n": n.to_string()});
                 if reg
                     .update(&t, "q", None, q, &WriteParams::default())
                     .await
                     .is_ok()
                 {
-                    n += 1;
+                    written.fetch_add(1, Ordering::Relaxed);
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(2)).await;
             }
-            n
         })
     };
+    // The creates start once the writer is writing (on a loaded machine it may otherwise
+    // not be scheduled before they are all done).
+    crate::testing::until("the other writer wrote the quota", || async {
+        written.load(Ordering::Relaxed) > 0
+    })
+    .await;
     let creates: Vec<_> = (0..200)
         .map(|i| {
             let (reg, cms) = (reg.clone(), cms.clone());
@@ -586,11 +593,8 @@ async fn creates_racing_other_writes_of_the_quota_are_counted_exactly() {
     for c in creates {
         c.await.unwrap().unwrap();
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(
-        writer.await.unwrap() > 0,
-        "the quota was never written meanwhile"
-    );
+    stop.store(true, Ordering::Relaxed);
+    writer.await.unwrap();
     assert_eq!(
         stored_quota(&reg, "r", "q").await["status"]["used"]["count/configmaps"],
         (base + 200).to_string()
