@@ -125,10 +125,10 @@ pub fn builtin() -> Registered {
         .with(Dependents)
         .with(Owners)
         .with(RootCa)
-        .with(Workspaces)
+        .with(Workspaces::default())
         .with(Aggregation)
         .with(JobTtl)
-        .with(crate::sync::controllers::Targets)
+        .with(crate::sync::controllers::Targets::default())
         .with(crate::sync::controllers::Assign)
         .with(crate::sync::controllers::AssignNamespace)
         .with(crate::resource_quota::controller::Quotas)
@@ -152,13 +152,8 @@ pub(crate) struct Shared {
     /// Items queued or running (delayed ones not counted), for `/metrics`.
     queued: AtomicU64,
     pub(crate) gc: gc::Collector,
-    /// Workspace deletions running at once ([`pool::WORKSPACE_DELETIONS`]).
-    deletions: tokio::sync::Semaphore,
     /// Deadlines of work that waits for time to pass (`timers`).
     pub(crate) timers: timers::Timers,
-    /// SyncTargets that went without being drained, with their last state, until their
-    /// objects are released (`sync_target`).
-    pub(crate) gone_targets: Mutex<std::collections::HashMap<(ClusterName, String), Value>>,
     /// Whether this process runs the controllers now ([`leader`]): true until [`start`]
     /// learns otherwise from the store. While false, nothing is queued (the leader finds
     /// the work from the storage events).
@@ -176,9 +171,7 @@ impl Shared {
             waiting: Mutex::new(Waiting::default()),
             queued: AtomicU64::new(0),
             gc: gc::Collector::default(),
-            deletions: tokio::sync::Semaphore::new(pool::WORKSPACE_DELETIONS),
             timers: timers::Timers::default(),
-            gone_targets: Mutex::default(),
             leader: std::sync::atomic::AtomicBool::new(true),
         };
         (shared, rx)
@@ -197,6 +190,11 @@ impl Registry {
     /// is not registered).
     pub(crate) fn work<C: Controller>(&self, key: C::Key) -> Option<Item> {
         self.controllers.registered.item::<C>(key)
+    }
+
+    /// The registered controller `C`, for its state.
+    pub(crate) fn controller<C: Controller>(&self) -> Option<Arc<C>> {
+        self.controllers.registered.get::<C>()
     }
 
     /// Queues `key` for controller `C` ([`Registry::enqueue_item`]).

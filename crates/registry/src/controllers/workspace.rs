@@ -364,7 +364,18 @@ impl Registry {
 }
 
 /// The Workspace controller: bootstraps a Workspace's logical cluster and reports it Ready, or deletes the cluster of a Terminating one. Its items run on the concurrent pool: a deletion in the background, a bootstrap on the foreground (its creator waits for Ready).
-pub struct Workspaces;
+pub struct Workspaces {
+    /// Workspace deletions running at once ([`super::pool::WORKSPACE_DELETIONS`]).
+    pub(super) deletions: tokio::sync::Semaphore,
+}
+
+impl Default for Workspaces {
+    fn default() -> Workspaces {
+        Workspaces {
+            deletions: tokio::sync::Semaphore::new(super::pool::WORKSPACE_DELETIONS),
+        }
+    }
+}
 
 impl Controller for Workspaces {
     type Key = Named;

@@ -17,7 +17,7 @@
 //!   gets Synced=False `SyncTargetDeleted` and loses the assignment annotation and the
 //!   `sync.kplane.io/syncer` finalizer, and the drain finalizer is removed. A target that
 //!   goes without it (the finalizer removed by hand) has its objects released the same
-//!   way, by its last state (kept in `gone_targets` until they are).
+//!   way, by its last state (kept by the [`Targets`] controller until they are).
 //! - Assignment ([`Assign`], [`AssignNamespace`]): when a target
 //!   appears or its spec changes, the unassigned objects in its scope are assigned by the
 //!   rule (annotation plus syncer finalizer); when a namespace's labels change so that a
@@ -460,7 +460,7 @@ impl Registry {
     /// (its drain finalizer removed by hand, say), as a drain would, by its last state.
     async fn release_orphans(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
         let k = (cluster.clone(), name.to_string());
-        let last = gone_targets(self).get(&k).cloned();
+        let last = with_gone(self, |g| g.get(&k).cloned());
         let Some(last) = last else {
             return Ok(true);
         };
@@ -475,7 +475,7 @@ impl Registry {
                 Ok(true)
             }
             Pass::Done => {
-                gone_targets(self).remove(&k);
+                with_gone(self, |g| g.remove(&k));
                 Ok(true)
             }
         }
@@ -769,13 +769,21 @@ impl Registry {
     }
 }
 
-/// The targets gone without a drain (see [`Registry::release_orphans`]).
-fn gone_targets(reg: &Registry) -> MutexGuard<'_, HashMap<(ClusterName, String), Value>> {
-    reg.controllers
-        .gone_targets
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Runs `f` over the targets gone without a drain, by their last state (see
+/// [`Registry::release_orphans`]); the [`Targets`] controller holds them.
+fn with_gone<T>(reg: &Registry, f: impl FnOnce(&mut GoneTargets) -> T) -> T {
+    match reg.controller::<Targets>() {
+        Some(t) => f(&mut t
+            .gone
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)),
+        None => f(&mut GoneTargets::new()),
+    }
 }
+
+/// SyncTargets that went without being drained, with their last state, until their
+/// objects are released.
+type GoneTargets = HashMap<(ClusterName, String), Value>;
 
 fn set_rv(obj: &mut Value, rv: u64) {
     if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -866,7 +874,7 @@ impl Feed {
             // Whatever is still assigned to it is released by its last state (nothing,
             // after a drain).
             if let Ok(last) = serde_json::from_slice::<Value>(&kv.value) {
-                gone_targets(reg).insert((cluster.clone(), name.to_string()), last);
+                with_gone(reg, |g| g.insert((cluster.clone(), name.to_string()), last));
                 reg.enqueue_item(work.clone());
             }
             let mut known = self.known();
@@ -882,7 +890,7 @@ impl Feed {
             return;
         };
         // There again (created anew): its objects are its own.
-        gone_targets(reg).remove(&(cluster.clone(), name.to_string()));
+        with_gone(reg, |g| g.remove(&(cluster.clone(), name.to_string())));
         let p = plan(&v, Utc::now());
         if p.stale {
             self.stale().insert(me);
@@ -973,7 +981,11 @@ impl InformerHandler for Feed {
 }
 
 /// A SyncTarget's Ready condition, its stale objects and its drain.
-pub struct Targets;
+#[derive(Default)]
+pub struct Targets {
+    /// The targets gone without a drain, until their objects are released.
+    gone: Mutex<GoneTargets>,
+}
 
 impl Controller for Targets {
     type Key = Named;
@@ -1607,7 +1619,7 @@ mod tests {
         })
         .await;
         crate::testing::until("nothing left to release", || async {
-            gone_targets(reg).is_empty()
+            with_gone(reg, |g| g.is_empty())
         })
         .await;
         r.storage.shutdown().await.unwrap();
