@@ -37,6 +37,7 @@ mod decl;
 pub(crate) mod eval;
 mod functions;
 pub mod policy;
+pub mod typecheck;
 
 use kube_cel::cel::IdedExpr;
 
