@@ -16,6 +16,7 @@
 //! - [`job_ttl`]: deletes finished Jobs after their `ttlSecondsAfterFinished`;
 //! - `timers`: the deadlines of those two (one sleeping task, no polling);
 //! - [`cr_aggregation`]: writes the rules of aggregated ClusterRoles (`aggregationRule`);
+//! - `policies::status`: type checks ValidatingAdmissionPolicies and writes their status;
 //! - [`informer`]: the process's one scan-then-watch of the whole store, fanned out to the
 //!   derived state's handlers and, on the leader, the controllers' that follow every
 //!   change (the garbage collector's graph, the root-CA publisher).
@@ -145,6 +146,9 @@ pub enum Work {
         cluster: ClusterName,
         namespace: String,
     },
+    /// Type check a ValidatingAdmissionPolicy and write its status
+    /// (`policies::status`).
+    PolicyStatus { cluster: ClusterName, name: String },
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
@@ -316,6 +320,7 @@ impl Registry {
             Work::ResourceQuotaRecheck { cluster, namespace } => {
                 self.settle_resource_quotas(cluster, namespace).await
             }
+            Work::PolicyStatus { cluster, name } => self.sync_policy_status(cluster, name).await,
         }
     }
 }
@@ -544,6 +549,7 @@ pub(crate) fn start_leading(
         Arc::new(crate::sync::controllers::Feed::new(registry.clone())),
         Arc::new(job_ttl::Feed(registry.clone())),
         Arc::new(crate::resource_quota::controller::Feed(registry.clone())),
+        Arc::new(crate::policies::status::Feed(registry.clone())),
     ];
     slot.set(handlers);
     let resume = registry.clone();

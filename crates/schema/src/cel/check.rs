@@ -667,7 +667,17 @@ impl<'n> Analyzer<'n> {
                 }
             }
         };
-        if let Some(d) = decl.field(field) {
+        // 1.31+ environments (a policy's type check) also find a property named like a
+        // CEL keyword by its plain name (`namespace` for `__namespace__`)
+        let keyword = || {
+            let escaped = escape(field).filter(|e| *e == format!("__{field}__"));
+            escaped.and_then(|e| decl.field(&e))
+        };
+        let found = match decl.field(field) {
+            None if self.variables.is_some() => keyword(),
+            found => found,
+        };
+        if let Some(d) = found {
             return Ok(Est {
                 decl: Some(d),
                 ..Est::of(Ty::of(d), 0)

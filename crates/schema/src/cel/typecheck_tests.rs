@@ -47,6 +47,8 @@ fn expressions_over_the_matched_kind_are_typed() {
         "object.spec.replicas > 1",
         "oldObject == null || oldObject.spec.replicas <= object.spec.replicas",
         "object.metadata.name.startsWith('a') && object.kind == 'CronTab'",
+        // a property named like a CEL keyword, by its plain or its escaped name
+        "object.metadata.namespace == object.metadata.__namespace__",
         "object.metadata.labels['app'] == 'x'",
         "object.metadata.creationTimestamp < timestamp('2030-01-01T00:00:00Z')",
         "'wants replicas > 1, got ' + string(object.spec.replicas)",
