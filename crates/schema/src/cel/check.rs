@@ -6,8 +6,9 @@
 //! subexpression's field path (`decl`), and comprehensions multiply their per-iteration
 //! cost by the size of what they iterate (`cost`).
 //!
-//! The checker is more lenient than cel-go's in places (untyped and property-less objects
-//! allow any field, as `dyn`), and it accepts a few functions Kubernetes 1.32 does not
+//! Operator calls are checked against cel-go's overloads (`overloads`). The checker is
+//! more lenient than cel-go's in places (untyped and property-less objects allow any
+//! field, as `dyn`; equality and `in` take any operands), and it accepts a few functions Kubernetes 1.32 does not
 //! declare (`base64`, `math`, cel-go's `lists` extension); those are costed by their own
 //! size-based formulas below, since no upstream figure exists for them.
 
