@@ -465,3 +465,153 @@ fn authorizer_checks_ask_rbac_about_the_requester() -> Result<()> {
     );
     Ok(())
 }
+
+const CRONTAB_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.typecheck.example.com
+spec:
+  group: stable.typecheck.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab, listKind: CronTabList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              image: {type: string}
+              replicas: {type: integer}
+"#;
+
+fn crontab_policy(name: &str, validations: &str) -> String {
+    format!(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: {name}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["stable.typecheck.example.com"]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["crontabs"]
+  validations:
+{validations}
+"#
+    )
+}
+
+/// Polls the policy `name` until the status controller wrote `status.typeChecking`; the
+/// status.
+fn type_checked(k: &kplane_e2e::Kubectl, name: &str) -> Result<serde_json::Value> {
+    let mut status = serde_json::Value::Null;
+    kplane_e2e::poll_until(
+        std::time::Duration::from_secs(30),
+        "status.typeChecking",
+        || {
+            let out = k.ok(&["get", "validatingadmissionpolicy", name, "-o", "json"])?;
+            let v: serde_json::Value = serde_json::from_str(&out)?;
+            status = v["status"].clone();
+            Ok(!status["typeChecking"].is_null())
+        },
+    )?;
+    Ok(status)
+}
+
+/// Upstream's e2e "should type check a CRD": a policy over the crontab CRD that checks gets
+/// `typeChecking` without warnings; one comparing an int to a string and reading a field
+/// the schema does not have gets one warning for each, naming the kind.
+#[test]
+fn policies_are_type_checked_against_a_crd() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let k = server.kubectl_for("root")?;
+    k.ok_stdin(&["apply", "-f", "-"], CRONTAB_CRD)?;
+    k.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/crontabs.stable.typecheck.example.com",
+    ])?;
+    // as upstream's spec, wait for the CRD's OpenAPI to be published
+    kplane_e2e::poll_until(
+        std::time::Duration::from_secs(30),
+        "the CRD's OpenAPI v3",
+        || {
+            let out = k.run(&[
+                "get",
+                "--raw",
+                "/openapi/v3/apis/stable.typecheck.example.com/v1",
+            ])?;
+            Ok(out.success() && out.stdout.contains("CronTab"))
+        },
+    )?;
+
+    let good = crontab_policy(
+        "crontab-good",
+        r#"  - expression: "object.spec.replicas > 1""#,
+    );
+    k.ok_stdin(&["apply", "-f", "-"], &good)?;
+    let status = type_checked(&k, "crontab-good")?;
+    ensure!(status["observedGeneration"] == 1, "{status}");
+    ensure!(
+        status["typeChecking"]["expressionWarnings"].is_null(),
+        "{status}"
+    );
+
+    let bad = crontab_policy(
+        "crontab-bad",
+        r#"  - expression: "object.spec.replicas > '1'"
+  - expression: "object.spec.maxRetries < 10""#,
+    );
+    k.ok_stdin(&["apply", "-f", "-"], &bad)?;
+    let status = type_checked(&k, "crontab-bad")?;
+    let warnings = status["typeChecking"]["expressionWarnings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    ensure!(warnings.len() == 2, "{status}");
+    let (w0, w1) = (&warnings[0], &warnings[1]);
+    ensure!(
+        w0["fieldRef"] == "spec.validations[0].expression",
+        "{status}"
+    );
+    ensure!(
+        w0["warning"].as_str().is_some_and(|w| w
+            .contains("found no matching overload for '_>_' applied to '(int, string)'")
+            && w.starts_with("stable.typecheck.example.com/v1, Kind=CronTab: ")),
+        "{status}"
+    );
+    ensure!(
+        w1["fieldRef"] == "spec.validations[1].expression",
+        "{status}"
+    );
+    ensure!(
+        w1["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("undefined field 'maxRetries'")),
+        "{status}"
+    );
+    // warnings do not change what the policy does: it was created and is served as is
+    let fields = k.ok(&[
+        "get",
+        "validatingadmissionpolicy",
+        "crontab-bad",
+        "-o",
+        "jsonpath={.metadata.managedFields[*].manager}",
+    ])?;
+    ensure!(
+        fields.contains("validatingadmissionpolicy-status-controller"),
+        "{fields}"
+    );
+    Ok(())
+}

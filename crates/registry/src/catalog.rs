@@ -413,6 +413,9 @@ pub fn builtin() -> Vec<ResourceType> {
         p.categories = vec!["api-extensions".into()];
         if which == PolicyKind::Policy {
             p.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+            // the main endpoint keeps the stored status, and a status write is no new
+            // generation (which the status controller's `observedGeneration` relies on)
+            p.status_subresource = true;
         }
         out.push(p);
     }

@@ -33,6 +33,7 @@ use serde_json::Value;
 
 pub use cache::SchemaCache;
 pub use cel::policy;
+pub use cel::typecheck;
 pub use node::{ListType, MapType, PathElem};
 
 use crate::node::Node;

@@ -284,3 +284,37 @@ fn defaults_must_satisfy_rules() {
     ));
     assert_eq!(errs, vec![format!("{PREFIX}.properties[spec].properties[n].default: Invalid value: \"integer\": failed rule: self < 3")]);
 }
+
+/// Operators are checked against cel-go's overloads, as kube-apiserver checks them when a
+/// CRD is created: `int > string` and `string + int` have none; a `dyn` operand
+/// (int-or-string) fits any, and int, uint and double may be compared with each other.
+#[test]
+fn operators_without_an_overload_refuse_the_crd() {
+    let errs = compile_errors(rule_schema(
+        json!({"replicas": {"type": "integer"}, "name": {"type": "string"},
+               "port": {"x-kubernetes-int-or-string": true}, "ratio": {"type": "number"}}),
+        json!([
+            {"rule": "self.replicas > '1'"},
+            {"rule": "self.replicas > 1", "messageExpression": "'got ' + self.replicas"},
+            {"rule": "self.port > 1 && self.ratio < self.replicas && self.name + 'x' != ''"},
+        ]),
+    ));
+    let v = format!("{PREFIX}.properties[spec].x-kubernetes-validations");
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+    assert!(
+        errs[0].starts_with(&format!("{v}[0].rule: Invalid value: ")),
+        "{errs:#?}"
+    );
+    assert!(
+        errs[0].ends_with(": compilation failed: ERROR: <input>: found no matching overload for '_>_' applied to '(int, string)'"),
+        "{errs:#?}"
+    );
+    assert!(
+        errs[1].starts_with(&format!("{v}[1].messageExpression: Invalid value: ")),
+        "{errs:#?}"
+    );
+    assert!(
+        errs[1].ends_with(": messageExpression compilation failed: ERROR: <input>: found no matching overload for '_+_' applied to '(string, int)'"),
+        "{errs:#?}"
+    );
+}

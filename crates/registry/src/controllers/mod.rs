@@ -16,6 +16,7 @@
 //! - [`job_ttl`]: deletes finished Jobs after their `ttlSecondsAfterFinished`;
 //! - `timers`: the deadlines of those two (one sleeping task, no polling);
 //! - [`cr_aggregation`]: writes the rules of aggregated ClusterRoles (`aggregationRule`);
+//! - `policies::status`: type checks ValidatingAdmissionPolicies and writes their status;
 //! - [`informer`]: the process's one scan-then-watch of the whole store, fanned out to the
 //!   derived state's handlers and, on the leader, the controllers' that follow every
 //!   change (the garbage collector's graph, the root-CA publisher).
@@ -133,6 +134,7 @@ pub fn builtin() -> Registered {
         .with(crate::sync::controllers::AssignNamespace)
         .with(crate::resource_quota::controller::Quotas)
         .with(crate::resource_quota::controller::Recheck)
+        .with(crate::policies::status::PolicyStatus)
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
@@ -522,6 +524,7 @@ pub(crate) fn start_leading(
         Arc::new(crate::sync::controllers::Feed::new(registry.clone())),
         Arc::new(job_ttl::Feed(registry.clone())),
         Arc::new(crate::resource_quota::controller::Feed(registry.clone())),
+        Arc::new(crate::policies::status::Feed(registry.clone())),
     ];
     slot.set(handlers);
     let resume = registry.clone();

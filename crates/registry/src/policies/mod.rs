@@ -11,7 +11,8 @@
 //!   `matchPolicy`; the selectors are the webhooks');
 //! - `evaluate`: match conditions, validations, messages and audit annotations of one
 //!   policy for one request and param, under upstream's runtime cost limits;
-//! - `dispatch`: the plugin (bindings, params, validation actions, the refusal).
+//! - `dispatch`: the plugin (bindings, params, validation actions, the refusal);
+//! - [`status`]: the status controller (`status.typeChecking`, `observedGeneration`).
 //!
 //! The CEL environment is `kplane_schema::policy`'s.
 
@@ -21,6 +22,7 @@ mod dispatch;
 mod evaluate;
 pub mod matching;
 pub mod model;
+pub mod status;
 
 #[cfg(test)]
 mod authz_tests;

@@ -6,8 +6,9 @@
 //! subexpression's field path (`decl`), and comprehensions multiply their per-iteration
 //! cost by the size of what they iterate (`cost`).
 //!
-//! The checker is more lenient than cel-go's in places (untyped and property-less objects
-//! allow any field, as `dyn`), and it accepts a few functions Kubernetes 1.32 does not
+//! Operator calls are checked against cel-go's overloads (`overloads`). The checker is
+//! more lenient than cel-go's in places (untyped and property-less objects allow any
+//! field, as `dyn`; equality and `in` take any operands), and it accepts a few functions Kubernetes 1.32 does not
 //! declare (`base64`, `math`, cel-go's `lists` extension); those are costed by their own
 //! size-based formulas below, since no upstream figure exists for them.
 
@@ -23,10 +24,10 @@ use super::cost::{GoPath, Size, LIST_CREATE, MAP_CREATE, SELECT_AND_IDENT};
 use super::decl::{Decl, MAX_REQUEST_BYTES};
 use super::escape;
 use super::functions::{FUNCTIONS, NAMESPACED};
-use crate::formats::Format;
 use crate::node::{Node, Ty as SchemaTy};
 
 mod calls;
+mod overloads;
 
 /// Deepest expression tree accepted (bounds interpreter recursion).
 pub(crate) const MAX_AST_DEPTH: usize = 100;
@@ -116,10 +117,11 @@ impl<'n> Ty<'n> {
                 Some(v) => Ty::Map(Rc::new(Ty::String), Rc::new(Ty::of(v))),
                 None => Ty::Object(d),
             },
-            Some(SchemaTy::String) => match n.format.as_ref().map(|f| f.0) {
-                Some(Format::Byte) => Ty::Bytes,
-                Some(Format::Duration) => Ty::Duration,
-                Some(Format::Date) | Some(Format::DateTime) => Ty::Timestamp,
+            // by the format as written (`datetime` is a plain string to CEL, as upstream)
+            Some(SchemaTy::String) => match n.format.as_ref().map(|f| &*f.1) {
+                Some("byte") => Ty::Bytes,
+                Some("duration") => Ty::Duration,
+                Some("date" | "date-time") => Ty::Timestamp,
                 _ => Ty::String,
             },
             Some(SchemaTy::Integer) => Ty::Int,
@@ -235,6 +237,7 @@ pub(crate) fn analyze(
         nodes: 0,
         dyn_vars: &[],
         authorizer: false,
+        variables: None,
     };
     let est = a.expr(e, 0)?;
     Ok(Analysis {
@@ -263,9 +266,84 @@ pub(crate) fn analyze_dyn(
         nodes: 0,
         dyn_vars: vars,
         authorizer,
+        variables: None,
     };
     let est = a.expr(e, 0)?;
     Ok((est.ty.kind(), cel_name(&est.ty)))
+}
+
+/// The variables of an admission policy's type check (upstream's `TypeChecker`): `object`
+/// and `oldObject` typed from the matched kind's schema (a resource root), `params` from
+/// the param kind's (undeclared without one), `request` and `namespaceObject` as `dyn`,
+/// `authorizer` declared, and `variables` typed by their own expressions in order (one
+/// that fails to check is `dyn`; objects, optionals and library values are `dyn` there,
+/// lists and maps keep their element types, as upstream's composition environment keeps
+/// them). Returns the first error of `e`.
+pub(crate) fn analyze_policy(
+    e: &IdedExpr,
+    object: &Node,
+    params: Option<&Node>,
+    variables: &[(&str, Option<&IdedExpr>)],
+) -> Result<(), String> {
+    let mut base = Vec::new();
+    for name in ["object", "oldObject"] {
+        base.push((name, Decl::Node(object, true)));
+    }
+    if let Some(p) = params {
+        base.push(("params", Decl::Node(p, true)));
+    }
+    let root = Node::default();
+    let analyzer = |vars| policy_analyzer(&base, &root, vars);
+    let mut known: Vec<(String, Ty<'_>)> = Vec::new();
+    for (name, expr) in variables {
+        let ty = match expr {
+            Some(v) => analyzer(known.clone())
+                .expr(v, 0)
+                .map_or(Ty::Dyn, |est| composition_type(&est.ty)),
+            None => Ty::Dyn,
+        };
+        known.push((name.to_string(), ty));
+    }
+    analyzer(known).expr(e, 0).map(|_| ())
+}
+
+/// An analyzer for [`analyze_policy`] with `base` typed and `vars` the variables' types.
+fn policy_analyzer<'n>(
+    base: &[(&str, Decl<'n>)],
+    root: &'n Node,
+    vars: Vec<(String, Ty<'n>)>,
+) -> Analyzer<'n> {
+    const DYN_VARS: &[&str] = &["request", "namespaceObject", "variables"];
+    let scope = base
+        .iter()
+        .map(|(name, d)| Var {
+            name: name.to_string(),
+            ty: Ty::of(*d),
+            decl: Some(*d),
+            range: Some(Range::Other),
+        })
+        .collect();
+    Analyzer {
+        scope,
+        root: Decl::Node(root, false),
+        optional_old_self: false,
+        uses_old_self: false,
+        nodes: 0,
+        dyn_vars: DYN_VARS,
+        authorizer: true,
+        variables: Some(vars),
+    }
+}
+
+/// The type a policy variable has to the expressions after it: objects, optionals and
+/// library values lose their type (`dyn`), lists and maps keep their parameters so.
+fn composition_type<'n>(t: &Ty<'n>) -> Ty<'n> {
+    match t {
+        Ty::List(e) => Ty::list(composition_type(e)),
+        Ty::Map(k, v) => Ty::Map(Rc::new(composition_type(k)), Rc::new(composition_type(v))),
+        Ty::Object(_) | Ty::Opaque(_) | Ty::Optional(_) => Ty::Dyn,
+        other => other.clone(),
+    }
 }
 
 /// cel-go's name of a type (`bool`, `list(int)`, `map(string, dyn)`, ...).
@@ -312,6 +390,9 @@ struct Analyzer<'n> {
     dyn_vars: &'n [&'n str],
     /// `authorizer` and `authorizer.requestResource` are declared.
     authorizer: bool,
+    /// The types of a policy's variables, when `variables.<name>` is typed by them (a
+    /// policy's type check); a name not there is an undefined field.
+    variables: Option<Vec<(String, Ty<'n>)>>,
 }
 
 fn undeclared(name: &str) -> String {
@@ -334,6 +415,9 @@ impl<'n> Analyzer<'n> {
             Expr::Literal(l) => Ok(literal(l)),
             Expr::Ident(name) => self.ident(name),
             Expr::Select(sel) => {
+                if let Some(est) = self.variable_select(sel)? {
+                    return Ok(est);
+                }
                 if let Some(est) = self.authorizer_select(sel)? {
                     return Ok(est);
                 }
@@ -443,6 +527,25 @@ impl<'n> Analyzer<'n> {
             computed: None,
             cost: SELECT_AND_IDENT,
         })
+    }
+
+    /// `variables.<name>` where the variables are typed: that variable's type, or cel-go's
+    /// error for a name not declared (yet).
+    fn variable_select(&self, sel: &SelectExpr) -> Result<Option<Est<'n>>, String> {
+        let Some(vars) = &self.variables else {
+            return Ok(None);
+        };
+        let Expr::Ident(v) = &sel.operand.expr else {
+            return Ok(None);
+        };
+        if v != "variables" || self.scope.iter().any(|s| s.name == *v) {
+            return Ok(None);
+        }
+        match vars.iter().rev().find(|(name, _)| *name == sel.field) {
+            Some(_) if sel.test => Ok(Some(Est::of(Ty::Bool, SELECT_AND_IDENT))),
+            Some((_, ty)) => Ok(Some(Est::of(ty.clone(), SELECT_AND_IDENT))),
+            None => Err(format!("undefined field '{}'", sel.field)),
+        }
     }
 
     /// `authorizer.requestResource`, a variable of its own (cel-go resolves the qualified
@@ -565,7 +668,17 @@ impl<'n> Analyzer<'n> {
                 }
             }
         };
-        if let Some(d) = decl.field(field) {
+        // 1.31+ environments (a policy's type check) also find a property named like a
+        // CEL keyword by its plain name (`namespace` for `__namespace__`)
+        let keyword = || {
+            let escaped = escape(field).filter(|e| *e == format!("__{field}__"));
+            escaped.and_then(|e| decl.field(&e))
+        };
+        let found = match decl.field(field) {
+            None if self.variables.is_some() => keyword(),
+            found => found,
+        };
+        if let Some(d) = found {
             return Ok(Est {
                 decl: Some(d),
                 ..Est::of(Ty::of(d), 0)

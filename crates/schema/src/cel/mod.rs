@@ -18,9 +18,15 @@
 //!   node's value, under a per-call and a per-request runtime budget: `actual` instruments
 //!   each expression once so that evaluation charges cel-go's actual cost as it goes.
 //!
+//! - [`typecheck`] checks an admission policy's expressions with `object` typed by a
+//!   matched kind's schema (the policy status controller's warnings).
+//!
+//! Operators are checked against cel-go's overloads (`int > string` is refused with
+//! cel-go's `found no matching overload` message) when both operand types are known.
 //! Where kplane still differs from kube-apiserver 1.32: the checker is more lenient
 //! (fields of untyped or property-less objects are `dyn`; a `dyn` rule result passes as a
-//! bool), it accepts functions 1.32 does not declare (`base64`, `math`, cel-go's `lists`
+//! bool; `==`, `in` and indexing are not checked against their operand types; errors
+//! carry no line and column), it accepts functions 1.32 does not declare (`base64`, `math`, cel-go's `lists`
 //! extension: costed by kplane's own size-based estimates), and it does not know type
 //! identifiers (`type(x) == string`) or the two-variable comprehensions of 1.32. An
 //! evaluation that fails part way is charged only what ran (cel-go keeps evaluating a
@@ -37,6 +43,7 @@ mod decl;
 pub(crate) mod eval;
 mod functions;
 pub mod policy;
+pub mod typecheck;
 
 use kube_cel::cel::IdedExpr;
 

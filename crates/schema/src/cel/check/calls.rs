@@ -32,6 +32,12 @@ impl<'n> Analyzer<'n> {
         call: &CallExpr,
     ) -> Result<Est<'n>, String> {
         let arg_sum = args.iter().fold(0, |s, a| add(s, a.cost));
+        if target.is_none() {
+            let types: Vec<&Ty<'n>> = args.iter().map(|a| &a.ty).collect();
+            if let Some(e) = super::overloads::mismatch(f, &types) {
+                return Err(e);
+            }
+        }
         if let Some((ty, cost)) = self.authz(f, target, args)? {
             return Ok(Est::of(ty, add(cost, arg_sum)));
         }
@@ -465,6 +471,8 @@ impl<'n> Analyzer<'n> {
             f if f.starts_with("is") || f.starts_with("sets.") => Ty::Bool,
             "math.isFinite" | "math.isInf" | "math.isNaN" => Ty::Bool,
             "math.ceil" | "math.floor" | "math.round" | "math.trunc" | "math.sqrt" => Ty::Double,
+            // the mixed overloads (`math.greatest(1, 2.0)`) answer `dyn`
+            "math.greatest" | "math.least" => Ty::Dyn,
             f if f.starts_with("math.") => arg(0),
             f if f.starts_with("format.") => Ty::Opaque(Opaque::Format),
             "value" | "orValue" => match target_ty {
@@ -487,8 +495,10 @@ impl<'n> Analyzer<'n> {
             }
             "_[?_]" => Ty::optional(args.first().map_or(Ty::Dyn, |c| self.index(c).ty)),
             "-_" => arg(0),
+            // with a `dyn` operand, the overloads the other operand still allows decide
             "_-_" => match (arg(0), arg(1)) {
-                (Ty::Timestamp, Ty::Timestamp) => Ty::Duration,
+                (Ty::Timestamp, Ty::Timestamp) | (Ty::Dyn, Ty::Timestamp) => Ty::Duration,
+                (Ty::Timestamp, Ty::Dyn) | (Ty::Dyn, Ty::Duration) => Ty::Dyn,
                 (Ty::Dyn, r) => r,
                 (l, _) => l,
             },
@@ -516,6 +526,9 @@ fn sum_type<'n>(l: &Ty<'n>, r: &Ty<'n>) -> Ty<'n> {
     match (l, r) {
         (Ty::List(a), Ty::List(_)) if a.is_dyn() => r.clone(),
         (Ty::Timestamp, Ty::Duration) | (Ty::Duration, Ty::Timestamp) => Ty::Timestamp,
+        (Ty::Timestamp, Ty::Dyn) | (Ty::Dyn, Ty::Timestamp) => Ty::Timestamp,
+        // a duration plus a duration, or a timestamp
+        (Ty::Duration, Ty::Dyn) | (Ty::Dyn, Ty::Duration) => Ty::Dyn,
         (Ty::Dyn, r) => r.clone(),
         (l, _) => l.clone(),
     }
