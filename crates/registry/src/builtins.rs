@@ -571,14 +571,22 @@ mod tests {
         let t = clusterroles(&f.reg);
         let w = WriteParams::default();
         let root = ClusterName::root();
-        assert!(f.reg.sync_cluster_role_aggregation(&root).await.unwrap());
+        assert!(
+            crate::controllers::cr_aggregation::sync_cluster_role_aggregation(&f.reg, &root)
+                .await
+                .unwrap()
+        );
         assert!(f.reg.get_stored(&t, "view").await.unwrap().is_none());
         let label = json!({"rbac.authorization.k8s.io/aggregate-to-view": "true"});
         f.reg
             .create(&t, role("crontabs-view", label, "crontabs"), &w)
             .await
             .unwrap();
-        assert!(f.reg.sync_cluster_role_aggregation(&root).await.unwrap());
+        assert!(
+            crate::controllers::cr_aggregation::sync_cluster_role_aggregation(&f.reg, &root)
+                .await
+                .unwrap()
+        );
         for name in ["view", "edit", "admin"] {
             let v = parse(&f.reg.get(&t, name).await.unwrap());
             let shows = v["rules"]

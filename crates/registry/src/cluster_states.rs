@@ -968,7 +968,11 @@ mod move_tests {
             let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1",
                              "kind": "Workspace", "metadata": {"name": "a"}});
             reg.create(&t, obj, &WriteParams::default()).await.unwrap();
-            assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+            assert!(
+                crate::controllers::workspace::sync_workspace(&reg, &ClusterName::root(), "a")
+                    .await
+                    .unwrap()
+            );
             create_cm(&reg, "root:a", "data").await.unwrap();
             let e = reg.mark_moved(&name("root:a"), to).await.unwrap_err();
             assert_eq!(e.code(), 409, "{}", e.0.message);
@@ -1027,7 +1031,11 @@ mod move_tests {
             410
         );
         // What start-up queued for it: the parent's Workspace.
-        assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+        assert!(
+            crate::controllers::workspace::sync_workspace(&reg, &ClusterName::root(), "a")
+                .await
+                .unwrap()
+        );
         assert_eq!(keys(&storage, "root:a").await, 0);
         assert!(!reg.cluster_exists(&name("root:a")));
         assert_eq!(
@@ -1049,7 +1057,11 @@ mod move_tests {
             .any(|c| c["type"] == "Ready" && c["status"] == "False"));
         // Deleting the Workspace forgets the move: the name starts afresh.
         reg.delete(&t, "a", &Default::default()).await.unwrap();
-        assert!(reg.sync_workspace(&ClusterName::root(), "a").await.unwrap());
+        assert!(
+            crate::controllers::workspace::sync_workspace(&reg, &ClusterName::root(), "a")
+                .await
+                .unwrap()
+        );
         assert_eq!(reg.cluster_phase(&name("root:a")), None);
         reg.check_cluster(&ClusterScope::One(name("root:a")))
             .unwrap_err();

@@ -210,6 +210,21 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
+    /// Sets the base URL clients reach this server at (`https://host:port`), from which
+    /// Workspace URLs are made. Only the first call counts.
+    pub fn set_external_url(&self, url: impl Into<String>) {
+        let _ = self
+            .external_url
+            .set(url.into().trim_end_matches('/').to_string());
+    }
+
+    /// The base URL set by [`Registry::set_external_url`].
+    pub fn external_url(&self) -> Option<&str> {
+        self.external_url.get().map(String::as_str)
+    }
+}
+
+impl Registry {
     /// Creates the registry, with the recommended admission chain, and the receiver of its
     /// controllers' work queue (run them with [`controllers::start`]).
     pub fn new(

@@ -201,10 +201,13 @@ async fn a_namespace_over_the_batch_size_is_emptied_in_one_pass() {
         .unwrap();
     assert!(matches!(marked, DeleteOutcome::Marked(_)));
     // One pass of the namespace deleter empties it and removes it.
-    assert!(reg
-        .finalize_namespace(&kplane_types::ClusterName::root(), "big")
-        .await
-        .unwrap());
+    assert!(crate::controllers::namespace::finalize_namespace(
+        reg,
+        &kplane_types::ClusterName::root(),
+        "big"
+    )
+    .await
+    .unwrap());
     let prefix = Prefix::namespace("root", t.rt.storage_resource.clone(), "big");
     assert_eq!(stored(reg, &prefix).await, 0);
     assert!(reg.get_stored(&nst, "big").await.unwrap().is_none());
@@ -264,10 +267,13 @@ async fn a_crd_with_instances_over_the_batch_size_is_cleaned_up_in_one_pass() {
         .unwrap();
     assert!(matches!(marked, DeleteOutcome::Marked(_)));
     // One pass of the CRD cleanup deletes every instance and lets the CRD go.
-    assert!(reg
-        .cleanup_crd(&kplane_types::ClusterName::root(), "widgets.example.com")
-        .await
-        .unwrap());
+    assert!(crate::controllers::crd_cleanup::cleanup_crd(
+        reg,
+        &kplane_types::ClusterName::root(),
+        "widgets.example.com"
+    )
+    .await
+    .unwrap());
     assert_eq!(stored(reg, &prefix).await, 0);
     assert!(reg
         .get_stored(&crds, "widgets.example.com")
@@ -310,7 +316,9 @@ async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound
             .collect();
         create_all(reg, &t, objs).await;
         assert_eq!(stored(reg, &prefix).await, n as u64);
-        let first = reg.sweep_events_in(expired, page, most).await.unwrap();
+        let first = crate::controllers::event_ttl::sweep_events_in(reg, expired, page, most)
+            .await
+            .unwrap();
         assert_eq!(
             first,
             n.min(most),
@@ -318,13 +326,20 @@ async fn the_event_sweeper_deletes_every_expired_event_across_its_page_and_bound
         );
         let mut total = first;
         while total < n {
-            let more = reg.sweep_events_in(expired, page, most).await.unwrap();
+            let more = crate::controllers::event_ttl::sweep_events_in(reg, expired, page, most)
+                .await
+                .unwrap();
             assert!(more > 0 && more <= most, "a later sweep deleted {more}");
             total += more;
         }
         assert_eq!(total, n);
         assert_eq!(stored(reg, &prefix).await, 0, "{n} events left behind");
-        assert_eq!(reg.sweep_events_in(expired, page, most).await.unwrap(), 0);
+        assert_eq!(
+            crate::controllers::event_ttl::sweep_events_in(reg, expired, page, most)
+                .await
+                .unwrap(),
+            0
+        );
     }
 }
 

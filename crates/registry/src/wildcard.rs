@@ -528,10 +528,13 @@ mod tests {
             reg.delete(&t, "widgets.example.com", &crate::DeleteParams::default())
                 .await
                 .unwrap();
-            assert!(reg
-                .cleanup_crd(&name(c), "widgets.example.com")
-                .await
-                .unwrap());
+            assert!(crate::controllers::crd_cleanup::cleanup_crd(
+                reg,
+                &name(c),
+                "widgets.example.com"
+            )
+            .await
+            .unwrap());
         }
         assert!(has(&reg.catalog_for(&ClusterScope::Wildcard).await.unwrap()).is_none());
     }

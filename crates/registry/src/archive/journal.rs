@@ -380,7 +380,7 @@ impl Registry {
         };
         let t = Target {
             cluster: ClusterScope::One(parent.clone()),
-            rt: self.workspace_type()?,
+            rt: crate::controllers::workspace::workspace_type(self)?,
             namespace: None,
         };
         let obj = json!({"apiVersion": "tenancy.kplane.io/v1alpha1", "kind": "Workspace",

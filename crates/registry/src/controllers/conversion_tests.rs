@@ -83,7 +83,11 @@ async fn a_crd_whose_conversion_webhook_is_down_goes_away_with_its_objects() {
     reg.delete(&crds(reg), CRD, &Default::default())
         .await
         .unwrap();
-    assert!(reg.cleanup_crd(&ClusterName::root(), CRD).await.unwrap());
+    assert!(
+        crate::controllers::crd_cleanup::cleanup_crd(reg, &ClusterName::root(), CRD)
+            .await
+            .unwrap()
+    );
     assert_eq!(reg.get(&crds(reg), CRD).await.unwrap_err().code(), 404);
     let left = reg
         .storage
@@ -126,7 +130,7 @@ async fn the_collector_calls_no_conversion_webhook() {
         namespace: "ns".into(),
         name: "w".into(),
     };
-    assert!(reg.gc_dependent(&r).await.unwrap());
+    assert!(crate::controllers::gc::gc_dependent(reg, &r).await.unwrap());
     assert_eq!(fake.urls(), Vec::<String>::new());
     let kv = reg
         .storage

@@ -63,106 +63,101 @@ fn normalized_rules(v: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-impl Registry {
-    /// Writes the rules of every aggregated ClusterRole of `cluster`; `false` to be retried.
-    pub(crate) async fn sync_cluster_role_aggregation(
-        &self,
-        cluster: &ClusterName,
-    ) -> ApiResult<bool> {
-        let prefix = Prefix::resource(cluster.as_str(), CLUSTER_ROLES);
-        let res = self
-            .storage
-            .list(&prefix, &Default::default(), None)
-            .await?;
-        let aggregated: Vec<(&KeyValue, Value)> = res
-            .items
+/// Writes the rules of every aggregated ClusterRole of `cluster`; `false` to be retried.
+pub(crate) async fn sync_cluster_role_aggregation(
+    reg: &Registry,
+    cluster: &ClusterName,
+) -> ApiResult<bool> {
+    let prefix = Prefix::resource(cluster.as_str(), CLUSTER_ROLES);
+    let res = reg.storage.list(&prefix, &Default::default(), None).await?;
+    let aggregated: Vec<(&KeyValue, Value)> = res
+        .items
+        .iter()
+        .filter_map(|kv| Some((kv, serde_json::from_slice::<Value>(&kv.value).ok()?)))
+        .filter(|(_, v)| aggregates(v) && !meta::is_deleting(v))
+        .collect();
+    // The default aggregated roles this cluster does not store: written (as the
+    // stored object in the default's place) once the cluster's own roles add to them.
+    let unstored: Vec<&str> = defaults::aggregated_names()
+        .filter(|n| !res.items.iter().any(|kv| kv.key.name == *n))
+        .collect();
+    let labelled = res
+        .items
+        .iter()
+        .any(|kv| contributes_to_defaults(&kv.value));
+    if aggregated.is_empty() && !labelled {
+        return Ok(true);
+    }
+    let Some(rt) = reg
+        .builtin_catalog()
+        .get("rbac.authorization.k8s.io", "v1", "clusterroles")
+        .cloned()
+    else {
+        return Ok(true);
+    };
+    let t = Target {
+        cluster: ClusterScope::One(cluster.clone()),
+        rt,
+        namespace: None,
+    };
+    let layer = reg.rbac_layer(cluster).await?;
+    let policy = Policy {
+        cluster: &layer,
+        defaults: defaults::layer(),
+    };
+    let w = WriteParams::controller_named(FIELD_MANAGER);
+    let mut done = true;
+    for name in unstored {
+        let Some(default) = defaults::cluster_role_objects().get(name) else {
+            continue;
+        };
+        let want: Vec<Value> = policy
+            .cluster_role_rules(name)
+            .unwrap_or_default()
             .iter()
-            .filter_map(|kv| Some((kv, serde_json::from_slice::<Value>(&kv.value).ok()?)))
-            .filter(|(_, v)| aggregates(v) && !meta::is_deleting(v))
+            .map(Rule::to_json)
             .collect();
-        // The default aggregated roles this cluster does not store: written (as the
-        // stored object in the default's place) once the cluster's own roles add to them.
-        let unstored: Vec<&str> = defaults::aggregated_names()
-            .filter(|n| !res.items.iter().any(|kv| kv.key.name == *n))
-            .collect();
-        let labelled = res
-            .items
-            .iter()
-            .any(|kv| contributes_to_defaults(&kv.value));
-        if aggregated.is_empty() && !labelled {
-            return Ok(true);
+        if want == normalized_rules(default) {
+            continue;
         }
-        let Some(rt) = self
-            .builtin_catalog()
-            .get("rbac.authorization.k8s.io", "v1", "clusterroles")
-            .cloned()
-        else {
-            return Ok(true);
+        let Some(current) = reg.builtin_current(&t, name).await? else {
+            continue;
         };
-        let t = Target {
-            cluster: ClusterScope::One(cluster.clone()),
-            rt,
-            namespace: None,
-        };
-        let layer = self.rbac_layer(cluster).await?;
-        let policy = Policy {
-            cluster: &layer,
-            defaults: defaults::layer(),
-        };
-        let w = WriteParams::controller_named(FIELD_MANAGER);
-        let mut done = true;
-        for name in unstored {
-            let Some(default) = defaults::cluster_role_objects().get(name) else {
-                continue;
-            };
-            let want: Vec<Value> = policy
-                .cluster_role_rules(name)
-                .unwrap_or_default()
-                .iter()
-                .map(Rule::to_json)
-                .collect();
-            if want == normalized_rules(default) {
-                continue;
-            }
-            let Some(current) = self.builtin_current(&t, name).await? else {
-                continue;
-            };
-            let mut updated: Value = serde_json::from_slice(&current.value)
-                .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
-            updated["rules"] = Value::Array(want);
-            if let Err(e) = self.update(&t, name, None, updated, &w).await {
+        let mut updated: Value = serde_json::from_slice(&current.value)
+            .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
+        updated["rules"] = Value::Array(want);
+        if let Err(e) = reg.update(&t, name, None, updated, &w).await {
+            write_failed(FIELD_MANAGER, cluster.as_str(), &t.rt, "", name, &e);
+            done = false;
+        }
+    }
+    for (kv, role) in aggregated {
+        let name = kv.key.name.as_str();
+        let want: Vec<Value> = policy
+            .cluster_role_rules(name)
+            .unwrap_or_default()
+            .iter()
+            .map(Rule::to_json)
+            .collect();
+        if want == normalized_rules(&role) {
+            continue;
+        }
+        let mut updated = role;
+        updated["rules"] = Value::Array(want);
+        meta::meta_mut(&mut updated)?
+            .insert("resourceVersion".into(), json!(kv.mod_revision.to_string()));
+        match reg.update(&t, name, None, updated, &w).await {
+            Ok(_) => {}
+            // Deleted meanwhile: nothing to write.
+            Err(e) if e.code() == 404 => {}
+            // Changed meanwhile: that change queued another sync; this one retries too.
+            Err(e) => {
                 write_failed(FIELD_MANAGER, cluster.as_str(), &t.rt, "", name, &e);
                 done = false;
             }
         }
-        for (kv, role) in aggregated {
-            let name = kv.key.name.as_str();
-            let want: Vec<Value> = policy
-                .cluster_role_rules(name)
-                .unwrap_or_default()
-                .iter()
-                .map(Rule::to_json)
-                .collect();
-            if want == normalized_rules(&role) {
-                continue;
-            }
-            let mut updated = role;
-            updated["rules"] = Value::Array(want);
-            meta::meta_mut(&mut updated)?
-                .insert("resourceVersion".into(), json!(kv.mod_revision.to_string()));
-            match self.update(&t, name, None, updated, &w).await {
-                Ok(_) => {}
-                // Deleted meanwhile: nothing to write.
-                Err(e) if e.code() == 404 => {}
-                // Changed meanwhile: that change queued another sync; this one retries too.
-                Err(e) => {
-                    write_failed(FIELD_MANAGER, cluster.as_str(), &t.rt, "", name, &e);
-                    done = false;
-                }
-            }
-        }
-        Ok(done)
     }
+    Ok(done)
 }
 
 /// The controller's [`InformerHandler`] (see the module doc).
@@ -199,7 +194,7 @@ impl Controller for Aggregation {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &ClusterName) -> ApiResult<bool> {
-        registry.sync_cluster_role_aggregation(key).await
+        sync_cluster_role_aggregation(registry, key).await
     }
 }
 
@@ -281,7 +276,7 @@ mod tests {
         reg.create(&t, create("unrelated", json!({}), vec![rule("leases")]), &w)
             .await
             .unwrap();
-        assert!(reg.sync_cluster_role_aggregation(&cluster).await.unwrap());
+        assert!(sync_cluster_role_aggregation(&reg, &cluster).await.unwrap());
         assert_eq!(
             rules_of(&reg, &t, "monitoring").await,
             json!([rule("pods"), rule("secrets"), rule("nodes")])
@@ -291,7 +286,7 @@ mod tests {
             .contains(&FIELD_MANAGER.to_string()));
         // A second sync writes nothing.
         let before = reg.get_stored(&t, "monitoring").await.unwrap().unwrap();
-        assert!(reg.sync_cluster_role_aggregation(&cluster).await.unwrap());
+        assert!(sync_cluster_role_aggregation(&reg, &cluster).await.unwrap());
         let after = reg.get_stored(&t, "monitoring").await.unwrap().unwrap();
         assert_eq!(before.mod_revision, after.mod_revision);
 
@@ -304,7 +299,7 @@ mod tests {
         .await
         .unwrap();
         reg.delete(&t, "b-role", &Default::default()).await.unwrap();
-        assert!(reg.sync_cluster_role_aggregation(&cluster).await.unwrap());
+        assert!(sync_cluster_role_aggregation(&reg, &cluster).await.unwrap());
         assert_eq!(
             rules_of(&reg, &t, "monitoring").await,
             json!([
@@ -320,7 +315,7 @@ mod tests {
         viewish["aggregationRule"] = json!({"clusterRoleSelectors": [
             {"matchLabels": {defaults::AGGREGATE_TO_VIEW: "true"}}]});
         reg.create(&t, viewish, &w).await.unwrap();
-        assert!(reg.sync_cluster_role_aggregation(&cluster).await.unwrap());
+        assert!(sync_cluster_role_aggregation(&reg, &cluster).await.unwrap());
         let got = rules_of(&reg, &t, "my-view").await;
         assert_eq!(
             got.as_array().unwrap().len(),

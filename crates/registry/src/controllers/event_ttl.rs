@@ -41,100 +41,97 @@ fn event_last_written(ev: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
     .max()
 }
 
-impl Registry {
-    /// Deletes Events older than `ttl` in every logical cluster; at most
-    /// `EVENT_SWEEP_BATCH` per call. Returns how many were deleted.
-    pub async fn sweep_events(&self, ttl: Duration) -> ApiResult<usize> {
-        self.sweep_events_in(ttl, EVENT_SWEEP_PAGE, EVENT_SWEEP_BATCH)
-            .await
-    }
+/// Deletes Events older than `ttl` in every logical cluster; at most
+/// `EVENT_SWEEP_BATCH` per call. Returns how many were deleted.
+pub async fn sweep_events(reg: &Registry, ttl: Duration) -> ApiResult<usize> {
+    sweep_events_in(reg, ttl, EVENT_SWEEP_PAGE, EVENT_SWEEP_BATCH).await
+}
 
-    /// [`Registry::sweep_events`] reading `page` Events at a time and deleting at most
-    /// `most` (the sizes are parameters so that tests can cross them cheaply).
-    pub(crate) async fn sweep_events_in(
-        &self,
-        ttl: Duration,
-        page: usize,
-        most: usize,
-    ) -> ApiResult<usize> {
-        let cutoff = chrono::Utc::now()
-            - chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::zero());
-        let prefix = Prefix {
-            cluster: kplane_storage::Clusters::All,
-            resource: Some("/events".into()),
-            namespace: None,
-        };
-        let mut opts = kplane_storage::ListOptions {
-            limit: Some(page),
-            ..Default::default()
-        };
-        let mut deleted = 0;
-        loop {
-            let read = self
-                .storage
-                .list(&prefix, &opts, None)
-                .await
-                .map_err(ApiError::from)?;
-            let expired: Vec<Doomed> = read
-                .items
-                .iter()
-                .filter_map(|kv| {
-                    let ev = serde_json::from_slice::<Value>(&kv.value).ok()?;
-                    event_last_written(&ev)
-                        .is_some_and(|t| t < cutoff)
-                        .then(|| Doomed {
-                            key: kv.key.clone(),
-                            revision: kv.mod_revision,
-                            obj: ev,
-                        })
-                })
-                .take(most - deleted)
-                .collect();
-            let mut expired = expired.into_iter().peekable();
-            while expired.peek().is_some() {
-                let batch: Vec<Doomed> = expired.by_ref().take(BULK_DELETE_BATCH).collect();
-                deleted += self.expire_events(batch).await?;
-            }
-            if deleted >= most {
-                return Ok(deleted);
-            }
-            match (read.more, read.items.last()) {
-                (true, Some(last)) => opts.start_after = Some(last.key.clone()),
-                _ => return Ok(deleted),
-            }
+/// [`sweep_events`] reading `page` Events at a time and deleting at most
+/// `most` (the sizes are parameters so that tests can cross them cheaply).
+pub(crate) async fn sweep_events_in(
+    reg: &Registry,
+    ttl: Duration,
+    page: usize,
+    most: usize,
+) -> ApiResult<usize> {
+    let cutoff =
+        chrono::Utc::now() - chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::zero());
+    let prefix = Prefix {
+        cluster: kplane_storage::Clusters::All,
+        resource: Some("/events".into()),
+        namespace: None,
+    };
+    let mut opts = kplane_storage::ListOptions {
+        limit: Some(page),
+        ..Default::default()
+    };
+    let mut deleted = 0;
+    loop {
+        let read = reg
+            .storage
+            .list(&prefix, &opts, None)
+            .await
+            .map_err(ApiError::from)?;
+        let expired: Vec<Doomed> = read
+            .items
+            .iter()
+            .filter_map(|kv| {
+                let ev = serde_json::from_slice::<Value>(&kv.value).ok()?;
+                event_last_written(&ev)
+                    .is_some_and(|t| t < cutoff)
+                    .then(|| Doomed {
+                        key: kv.key.clone(),
+                        revision: kv.mod_revision,
+                        obj: ev,
+                    })
+            })
+            .take(most - deleted)
+            .collect();
+        let mut expired = expired.into_iter().peekable();
+        while expired.peek().is_some() {
+            let batch: Vec<Doomed> = expired.by_ref().take(BULK_DELETE_BATCH).collect();
+            deleted += expire_events(reg, batch).await?;
+        }
+        if deleted >= most {
+            return Ok(deleted);
+        }
+        match (read.more, read.items.last()) {
+            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+            _ => return Ok(deleted),
         }
     }
+}
 
-    /// Deletes one batch of expired Events; returns how many went. An Event changed since
-    /// it was read is kept (the next sweep looks at it again); gone ones are not counted.
-    async fn expire_events(&self, batch: Vec<Doomed>) -> ApiResult<usize> {
-        let rt = self
-            .builtin_catalog()
-            .get("", "v1", "events")
-            .cloned()
-            .ok_or_else(|| ApiError::internal("events are not registered"))?;
-        let keys: Vec<_> = batch.iter().map(|d| d.key.clone()).collect();
-        let mut deleted = 0;
-        let mut failed = None;
-        for (key, res) in keys.iter().zip(self.delete_stored_batch(batch).await?) {
-            match res {
-                Ok(_) => deleted += 1,
-                Err(StorageError::NotFound) => {}
-                Err(e) => {
-                    let conflict = matches!(e, StorageError::Conflict { .. });
-                    let e = storage_error(e, &rt, &key.name);
-                    write_failed(CONTROLLER, &key.cluster, &rt, &key.namespace, &key.name, &e);
-                    if !conflict {
-                        failed = Some(e);
-                    }
+/// Deletes one batch of expired Events; returns how many went. An Event changed since
+/// it was read is kept (the next sweep looks at it again); gone ones are not counted.
+async fn expire_events(reg: &Registry, batch: Vec<Doomed>) -> ApiResult<usize> {
+    let rt = reg
+        .builtin_catalog()
+        .get("", "v1", "events")
+        .cloned()
+        .ok_or_else(|| ApiError::internal("events are not registered"))?;
+    let keys: Vec<_> = batch.iter().map(|d| d.key.clone()).collect();
+    let mut deleted = 0;
+    let mut failed = None;
+    for (key, res) in keys.iter().zip(reg.delete_stored_batch(batch).await?) {
+        match res {
+            Ok(_) => deleted += 1,
+            Err(StorageError::NotFound) => {}
+            Err(e) => {
+                let conflict = matches!(e, StorageError::Conflict { .. });
+                let e = storage_error(e, &rt, &key.name);
+                write_failed(CONTROLLER, &key.cluster, &rt, &key.namespace, &key.name, &e);
+                if !conflict {
+                    failed = Some(e);
                 }
             }
         }
-        match failed {
-            // The store refuses writes: this sweep stops (the next one tries again).
-            Some(e) => Err(e),
-            None => Ok(deleted),
-        }
+    }
+    match failed {
+        // The store refuses writes: this sweep stops (the next one tries again).
+        Some(e) => Err(e),
+        None => Ok(deleted),
     }
 }
 
@@ -143,7 +140,7 @@ pub async fn run(registry: Arc<Registry>, ttl: Duration) {
     let every = (ttl / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
     loop {
         tokio::time::sleep(every).await;
-        match registry.sweep_events(ttl).await {
+        match sweep_events(&registry, ttl).await {
             Ok(0) => {}
             Ok(n) => tracing::debug!(deleted = n, "expired events removed"),
             Err(e) => tracing::warn!(error = %e.0.message, "event sweep failed"),

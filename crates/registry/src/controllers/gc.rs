@@ -262,366 +262,366 @@ fn wants_owner_work(m: &HeadMeta) -> bool {
             .any(|f| f == ORPHAN_FINALIZER || f == FOREGROUND_FINALIZER)
 }
 
-impl Registry {
-    /// Feeds one stored object (scan or event) to the graph and queues the work it implies.
-    fn gc_observe(&self, kv: &KeyValue, deleted: bool) {
-        let mentions_owners = memchr_contains(&kv.value, b"ownerReferences");
-        let mentions_finalizers = memchr_contains(&kv.value, b"finalizers");
-        let Some(r) = ObjRef::of(kv) else {
-            return;
-        };
-        if deleted {
-            let m = head(&kv.value);
-            let dependents = {
-                let Ok(mut g) = self.controllers.gc.graph.lock() else {
-                    return;
-                };
-                g.set_owners(&r, vec![]);
-                g.dependents_of(&r.cluster, &m.uid)
-            };
-            if !dependents.is_empty() {
-                self.controllers
-                    .gc
-                    .remember_deleted_owner(&r.cluster, &m.uid);
-            }
-            for d in dependents {
-                self.enqueue::<Dependents>(d);
-            }
-            return;
-        }
-        if !mentions_owners && !mentions_finalizers {
-            if let Ok(mut g) = self.controllers.gc.graph.lock() {
-                g.set_owners(&r, vec![]);
-            }
-            return;
-        }
+/// Feeds one stored object (scan or event) to the graph and queues the work it implies.
+fn gc_observe(reg: &Registry, kv: &KeyValue, deleted: bool) {
+    let mentions_owners = memchr_contains(&kv.value, b"ownerReferences");
+    let mentions_finalizers = memchr_contains(&kv.value, b"finalizers");
+    let Some(r) = ObjRef::of(kv) else {
+        return;
+    };
+    if deleted {
         let m = head(&kv.value);
-        let uids: Vec<String> = m.owner_references.iter().map(|o| o.uid.clone()).collect();
-        let changed = self
-            .controllers
-            .gc
-            .graph
-            .lock()
-            .map(|mut g| g.set_owners(&r, uids))
-            .unwrap_or(false);
-        if changed && !m.owner_references.is_empty() {
-            self.enqueue::<Dependents>(r.clone());
-        }
-        if wants_owner_work(&m) {
-            self.enqueue::<Owners>(r);
-        }
-    }
-
-    /// Resolves one owner reference of `dep` (whose stored form is `obj`). Namespaced
-    /// owners are looked up in the dependent's namespace only; one found elsewhere is
-    /// reported with an `OwnerRefInvalidNamespace` Warning, as Kubernetes does.
-    async fn owner_state(&self, dep: &ObjRef, obj: &Value, o: &OwnerRef) -> ApiResult<OwnerState> {
-        let group = o.api_version.split_once('/').map(|(g, _)| g).unwrap_or("");
-        let catalog = self.cluster_catalog(&dep.cluster).await?;
-        let Some(rt) = catalog
-            .all()
-            .iter()
-            .find(|rt| rt.group == group && rt.kind == o.kind)
-            .cloned()
-        else {
-            return Ok(OwnerState::UnknownKind);
+        let dependents = {
+            let Ok(mut g) = reg.controllers.gc.graph.lock() else {
+                return;
+            };
+            g.set_owners(&r, vec![]);
+            g.dependents_of(&r.cluster, &m.uid)
         };
-        if rt.namespaced && dep.namespace.is_empty() {
-            if self.owner_elsewhere(dep, &rt, o).await? {
-                self.report_invalid_namespace(dep, obj, o).await;
-            }
-            return Ok(OwnerState::NamespacedOwnerOfClusterScoped);
+        if !dependents.is_empty() {
+            reg.controllers
+                .gc
+                .remember_deleted_owner(&r.cluster, &m.uid);
         }
-        let ns = if rt.namespaced {
-            dep.namespace.clone()
-        } else {
-            String::new()
-        };
-        let state = self
-            .stored_head(&dep.cluster, &rt, &ns, &o.name)
-            .await?
-            .filter(|m| m.uid == o.uid)
-            .map_or(OwnerState::Absent, |m| OwnerState::Present {
-                foreground: m.deletion_timestamp.is_some()
-                    && m.finalizers.iter().any(|f| f == FOREGROUND_FINALIZER),
-            });
-        if state == OwnerState::Absent
-            && rt.namespaced
-            && !self.controllers.gc.was_deleted_owner(&dep.cluster, &o.uid)
-            && self.owner_elsewhere(dep, &rt, o).await?
-        {
-            self.report_invalid_namespace(dep, obj, o).await;
+        for d in dependents {
+            reg.enqueue::<Dependents>(d);
         }
-        Ok(state)
+        return;
     }
-
-    /// The collector's view of the stored object `name` of `rt` in `namespace`.
-    pub(super) async fn stored_head(
-        &self,
-        cluster: &ClusterName,
-        rt: &crate::ResourceType,
-        namespace: &str,
-        name: &str,
-    ) -> ApiResult<Option<HeadMeta>> {
-        let key = kplane_storage::Key::new(cluster, rt.storage_resource.clone(), namespace, name);
-        let kv = self.get_by_key(&key).await?;
-        Ok(kv.map(|kv| head(&kv.value)))
-    }
-
-    /// A registry target for a stored object.
-    async fn gc_target(&self, r: &ObjRef) -> ApiResult<Option<Target>> {
-        let catalog = self.cluster_catalog(&r.cluster).await?;
-        // Prefer the type whose API version is the storage form (core Events over
-        // events.k8s.io; a custom resource's storage version, which needs no conversion
-        // webhook call).
-        let is_storage_form = |rt: &crate::catalog::ResourceType| match &rt.custom {
-            Some(c) => c.storage_version == rt.version,
-            None => rt.conversion.is_none(),
-        };
-        let rt = catalog
-            .all()
-            .iter()
-            .filter(|rt| rt.storage_resource == r.resource)
-            .min_by_key(|rt| !is_storage_form(rt))
-            .cloned();
-        // Deletes read back what they remove (discarded here): never through a webhook.
-        Ok(rt.map(|rt| Target {
-            cluster: ClusterScope::One(r.cluster.clone()),
-            namespace: rt.namespaced.then(|| r.namespace.clone()),
-            rt: crate::conversion::paths::without_webhook(&rt, None),
-        }))
-    }
-
-    /// `t` for writing `obj` (its stored form) back: for a custom resource stored in
-    /// another version than `t`'s, the type of that version without conversion webhook and
-    /// taking that version as the storage version, so the object is read and written as
-    /// is (validated against that version's schema). A version no longer served keeps `t`.
-    async fn gc_write_target(&self, t: &Target, obj: &Value) -> Target {
-        let stored = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let version = stored.rsplit_once('/').map_or(stored, |(_, v)| v);
-        if t.rt.custom.is_none() || version == t.rt.version {
-            return t.clone();
+    if !mentions_owners && !mentions_finalizers {
+        if let Ok(mut g) = reg.controllers.gc.graph.lock() {
+            g.set_owners(&r, vec![]);
         }
-        let catalog = match t.cluster() {
-            Ok(c) => self.cluster_catalog(c).await.ok(),
-            Err(_) => None,
-        };
-        match catalog.and_then(|c| c.get(&t.rt.group, version, &t.rt.plural).cloned()) {
-            Some(rt) => Target {
-                rt: crate::conversion::paths::without_webhook(&rt, Some(version)),
-                ..t.clone()
-            },
-            None => t.clone(),
-        }
+        return;
     }
+    let m = head(&kv.value);
+    let uids: Vec<String> = m.owner_references.iter().map(|o| o.uid.clone()).collect();
+    let changed = reg
+        .controllers
+        .gc
+        .graph
+        .lock()
+        .map(|mut g| g.set_owners(&r, uids))
+        .unwrap_or(false);
+    if changed && !m.owner_references.is_empty() {
+        reg.enqueue::<Dependents>(r.clone());
+    }
+    if wants_owner_work(&m) {
+        reg.enqueue::<Owners>(r);
+    }
+}
 
-    async fn gc_get(&self, r: &ObjRef) -> ApiResult<Option<Value>> {
-        let key = kplane_storage::Key::new(
-            r.cluster.clone(),
-            r.resource.clone(),
-            r.namespace.clone(),
-            r.name.clone(),
-        );
-        let kv = self.get_by_key(&key).await?;
-        kv.map(|kv| {
-            serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string()))
-        })
+/// Resolves one owner reference of `dep` (whose stored form is `obj`). Namespaced
+/// owners are looked up in the dependent's namespace only; one found elsewhere is
+/// reported with an `OwnerRefInvalidNamespace` Warning, as Kubernetes does.
+async fn owner_state(
+    reg: &Registry,
+    dep: &ObjRef,
+    obj: &Value,
+    o: &OwnerRef,
+) -> ApiResult<OwnerState> {
+    let group = o.api_version.split_once('/').map(|(g, _)| g).unwrap_or("");
+    let catalog = reg.cluster_catalog(&dep.cluster).await?;
+    let Some(rt) = catalog
+        .all()
+        .iter()
+        .find(|rt| rt.group == group && rt.kind == o.kind)
+        .cloned()
+    else {
+        return Ok(OwnerState::UnknownKind);
+    };
+    if rt.namespaced && dep.namespace.is_empty() {
+        if crate::controllers::gc_events::owner_elsewhere(reg, dep, &rt, o).await? {
+            crate::controllers::gc_events::report_invalid_namespace(reg, dep, obj, o).await;
+        }
+        return Ok(OwnerState::NamespacedOwnerOfClusterScoped);
+    }
+    let ns = if rt.namespaced {
+        dep.namespace.clone()
+    } else {
+        String::new()
+    };
+    let state = stored_head(reg, &dep.cluster, &rt, &ns, &o.name)
+        .await?
+        .filter(|m| m.uid == o.uid)
+        .map_or(OwnerState::Absent, |m| OwnerState::Present {
+            foreground: m.deletion_timestamp.is_some()
+                && m.finalizers.iter().any(|f| f == FOREGROUND_FINALIZER),
+        });
+    if state == OwnerState::Absent
+        && rt.namespaced
+        && !reg.controllers.gc.was_deleted_owner(&dep.cluster, &o.uid)
+        && crate::controllers::gc_events::owner_elsewhere(reg, dep, &rt, o).await?
+    {
+        crate::controllers::gc_events::report_invalid_namespace(reg, dep, obj, o).await;
+    }
+    Ok(state)
+}
+
+/// The collector's view of the stored object `name` of `rt` in `namespace`.
+pub(super) async fn stored_head(
+    reg: &Registry,
+    cluster: &ClusterName,
+    rt: &crate::ResourceType,
+    namespace: &str,
+    name: &str,
+) -> ApiResult<Option<HeadMeta>> {
+    let key = kplane_storage::Key::new(cluster, rt.storage_resource.clone(), namespace, name);
+    let kv = reg.get_by_key(&key).await?;
+    Ok(kv.map(|kv| head(&kv.value)))
+}
+
+/// A registry target for a stored object.
+async fn gc_target(reg: &Registry, r: &ObjRef) -> ApiResult<Option<Target>> {
+    let catalog = reg.cluster_catalog(&r.cluster).await?;
+    // Prefer the type whose API version is the storage form (core Events over
+    // events.k8s.io; a custom resource's storage version, which needs no conversion
+    // webhook call).
+    let is_storage_form = |rt: &crate::catalog::ResourceType| match &rt.custom {
+        Some(c) => c.storage_version == rt.version,
+        None => rt.conversion.is_none(),
+    };
+    let rt = catalog
+        .all()
+        .iter()
+        .filter(|rt| rt.storage_resource == r.resource)
+        .min_by_key(|rt| !is_storage_form(rt))
+        .cloned();
+    // Deletes read back what they remove (discarded here): never through a webhook.
+    Ok(rt.map(|rt| Target {
+        cluster: ClusterScope::One(r.cluster.clone()),
+        namespace: rt.namespaced.then(|| r.namespace.clone()),
+        rt: crate::conversion::paths::without_webhook(&rt, None),
+    }))
+}
+
+/// `t` for writing `obj` (its stored form) back: for a custom resource stored in
+/// another version than `t`'s, the type of that version without conversion webhook and
+/// taking that version as the storage version, so the object is read and written as
+/// is (validated against that version's schema). A version no longer served keeps `t`.
+async fn gc_write_target(reg: &Registry, t: &Target, obj: &Value) -> Target {
+    let stored = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let version = stored.rsplit_once('/').map_or(stored, |(_, v)| v);
+    if t.rt.custom.is_none() || version == t.rt.version {
+        return t.clone();
+    }
+    let catalog = match t.cluster() {
+        Ok(c) => reg.cluster_catalog(c).await.ok(),
+        Err(_) => None,
+    };
+    match catalog.and_then(|c| c.get(&t.rt.group, version, &t.rt.plural).cloned()) {
+        Some(rt) => Target {
+            rt: crate::conversion::paths::without_webhook(&rt, Some(version)),
+            ..t.clone()
+        },
+        None => t.clone(),
+    }
+}
+
+async fn gc_get(reg: &Registry, r: &ObjRef) -> ApiResult<Option<Value>> {
+    let key = kplane_storage::Key::new(
+        r.cluster.clone(),
+        r.resource.clone(),
+        r.namespace.clone(),
+        r.name.clone(),
+    );
+    let kv = reg.get_by_key(&key).await?;
+    kv.map(|kv| serde_json::from_slice(&kv.value).map_err(|e| ApiError::internal(e.to_string())))
         .transpose()
-    }
+}
 
-    /// The kinds served in `cluster` changed (a CRD was written): dependents whose owner
-    /// kinds could not be resolved are examined again.
-    pub(crate) fn gc_kinds_changed(&self, cluster: &ClusterName) {
-        for r in self.controllers.gc.take_unresolved(cluster) {
-            self.enqueue::<Dependents>(r);
-        }
+/// The kinds served in `cluster` changed (a CRD was written): dependents whose owner
+/// kinds could not be resolved are examined again.
+pub(crate) fn gc_kinds_changed(reg: &Registry, cluster: &ClusterName) {
+    for r in reg.controllers.gc.take_unresolved(cluster) {
+        reg.enqueue::<Dependents>(r);
     }
+}
 
-    /// Writes `obj` back through the registry (validation, finalizer semantics), with the
-    /// resourceVersion it was read at as precondition. Returns false when the write failed
-    /// (logged; the caller's item is retried); an object gone meanwhile needs no write.
-    async fn gc_update(&self, t: &Target, obj: Value) -> bool {
-        let name = meta::name_of(&obj).to_string();
-        // Only metadata changes: the object is written back in the version it is stored in,
-        // so no conversion webhook is called (a tenant's slow or missing webhook must not
-        // hold the shared worker), as upstream's collector works on metadata only.
-        let t = &self.gc_write_target(t, &obj).await;
-        let obj = match self.api_value(&t.rt, obj).await {
-            Ok(obj) => obj,
-            Err(e) => {
-                self.gc_write_failed(t, &name, &e);
-                return false;
-            }
-        };
-        match self
-            .update(t, &name, None, obj, &WriteParams::controller())
-            .await
-        {
-            Ok(_) => true,
-            Err(e) if e.code() == 404 => true,
-            Err(e) => {
-                self.gc_write_failed(t, &name, &e);
-                false
-            }
+/// Writes `obj` back through the registry (validation, finalizer semantics), with the
+/// resourceVersion it was read at as precondition. Returns false when the write failed
+/// (logged; the caller's item is retried); an object gone meanwhile needs no write.
+async fn gc_update(reg: &Registry, t: &Target, obj: Value) -> bool {
+    let name = meta::name_of(&obj).to_string();
+    // Only metadata changes: the object is written back in the version it is stored in,
+    // so no conversion webhook is called (a tenant's slow or missing webhook must not
+    // hold the shared worker), as upstream's collector works on metadata only.
+    let t = &gc_write_target(reg, t, &obj).await;
+    let obj = match reg.api_value(&t.rt, obj).await {
+        Ok(obj) => obj,
+        Err(e) => {
+            gc_write_failed(t, &name, &e);
+            return false;
         }
-    }
-
-    fn gc_write_failed(&self, t: &Target, name: &str, e: &ApiError) {
-        write_failed(
-            CONTROLLER,
-            t.cluster.as_str(),
-            &t.rt,
-            t.namespace.as_deref().unwrap_or(""),
-            name,
-            e,
-        );
-    }
-
-    /// Deletes a dependent whose owners are gone, removes dangling references when some
-    /// owner remains, or cascades a foreground deletion. Returns false to retry later.
-    pub(super) async fn gc_dependent(&self, r: &ObjRef) -> ApiResult<bool> {
-        let Some(obj) = self.gc_get(r).await? else {
-            return Ok(true);
-        };
-        let Some(t) = self.gc_target(r).await? else {
-            return Ok(true);
-        };
-        let m: HeadMeta = serde_json::from_value(obj.get("metadata").cloned().unwrap_or_default())
-            .unwrap_or_default();
-        if m.owner_references.is_empty() {
-            return Ok(true);
-        }
-        // Upstream's classification: solid owners exist; dangling ones are gone; waiting
-        // ones are being deleted in the foreground.
-        let (mut dangling, mut waiting, mut solid) = (Vec::new(), Vec::new(), 0usize);
-        for o in &m.owner_references {
-            match self.owner_state(r, &obj, o).await? {
-                OwnerState::Absent => dangling.push(o.uid.clone()),
-                OwnerState::Present { foreground: true } => waiting.push(o.uid.clone()),
-                OwnerState::Present { foreground: false } => solid += 1,
-                // Unresolvable references stop the collector here, whatever the others say.
-                OwnerState::UnknownKind => {
-                    self.controllers.gc.park_unresolved(r);
-                    return Ok(true);
-                }
-                OwnerState::NamespacedOwnerOfClusterScoped => return Ok(true),
-            }
-        }
-        if solid > 0 {
-            // Kept by a live owner: drop only the references that no longer hold.
-            if !dangling.is_empty() || !waiting.is_empty() {
-                let mut updated = obj;
-                if let Some(Value::Array(refs)) = updated.pointer_mut("/metadata/ownerReferences") {
-                    refs.retain(|o| {
-                        let uid = o.get("uid").and_then(Value::as_str).unwrap_or("");
-                        !dangling.iter().chain(&waiting).any(|u| u == uid)
-                    });
-                }
-                return Ok(self.gc_update(&t, updated).await);
-            }
-            return Ok(true);
-        }
-        if m.deletion_timestamp.is_some() {
-            return Ok(true);
-        }
-        if !waiting.is_empty() && !self.controllers.gc.synced() {
-            // Whether to cascade in the foreground depends on the whole graph.
-            return Ok(false);
-        }
-        let has_dependents = self
-            .controllers
-            .gc
-            .graph
-            .lock()
-            .map(|g| !g.dependents_of(&r.cluster, &m.uid).is_empty())
-            .unwrap_or(false);
-        // Foreground only when an owner waits and this object has dependents of its own,
-        // so the cascade continues down the chain; otherwise an ordinary delete.
-        let policy = if !waiting.is_empty() && has_dependents {
-            "Foreground"
-        } else {
-            "Background"
-        };
-        let d = DeleteParams {
-            propagation_policy: Some(policy.into()),
-            ..Default::default()
-        };
-        match self.delete(&t, &r.name, &d).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.code() == 404 => Ok(true),
-            Err(e) => {
-                self.gc_write_failed(&t, &r.name, &e);
-                Ok(false)
-            }
+    };
+    match reg
+        .update(t, &name, None, obj, &WriteParams::controller())
+        .await
+    {
+        Ok(_) => true,
+        Err(e) if e.code() == 404 => true,
+        Err(e) => {
+            gc_write_failed(t, &name, &e);
+            false
         }
     }
+}
 
-    /// Honours the `orphan` and `foregroundDeletion` finalizers of a deleting owner.
-    pub(super) async fn gc_owner(&self, r: &ObjRef) -> ApiResult<bool> {
-        let Some(obj) = self.gc_get(r).await? else {
-            return Ok(true);
-        };
-        let Some(t) = self.gc_target(r).await? else {
-            return Ok(true);
-        };
-        if !meta::is_deleting(&obj) {
-            return Ok(true);
-        }
-        if !self.controllers.gc.synced() {
-            // Orphaning or waiting for dependents needs every dependent in the graph.
-            return Ok(false);
-        }
-        let uid = meta::meta_str(&obj, "uid").unwrap_or("").to_string();
-        let fins = meta::finalizers(&obj);
-        let deps = self
-            .controllers
-            .gc
-            .graph
-            .lock()
-            .map(|g| g.dependents_of(&r.cluster, &uid))
-            .unwrap_or_default();
-        let mut remove = Vec::new();
-        if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
-            for d in &deps {
-                let (Some(mut dep), Some(dt)) = (self.gc_get(d).await?, self.gc_target(d).await?)
-                else {
-                    continue;
-                };
-                if let Some(Value::Array(refs)) = dep.pointer_mut("/metadata/ownerReferences") {
-                    refs.retain(|o| o.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
-                }
-                if !self.gc_update(&dt, dep).await {
-                    // The finalizer stays until every dependent is orphaned.
-                    return Ok(false);
-                }
+fn gc_write_failed(t: &Target, name: &str, e: &ApiError) {
+    write_failed(
+        CONTROLLER,
+        t.cluster.as_str(),
+        &t.rt,
+        t.namespace.as_deref().unwrap_or(""),
+        name,
+        e,
+    );
+}
+
+/// Deletes a dependent whose owners are gone, removes dangling references when some
+/// owner remains, or cascades a foreground deletion. Returns false to retry later.
+pub(super) async fn gc_dependent(reg: &Registry, r: &ObjRef) -> ApiResult<bool> {
+    let Some(obj) = gc_get(reg, r).await? else {
+        return Ok(true);
+    };
+    let Some(t) = gc_target(reg, r).await? else {
+        return Ok(true);
+    };
+    let m: HeadMeta = serde_json::from_value(obj.get("metadata").cloned().unwrap_or_default())
+        .unwrap_or_default();
+    if m.owner_references.is_empty() {
+        return Ok(true);
+    }
+    // Upstream's classification: solid owners exist; dangling ones are gone; waiting
+    // ones are being deleted in the foreground.
+    let (mut dangling, mut waiting, mut solid) = (Vec::new(), Vec::new(), 0usize);
+    for o in &m.owner_references {
+        match owner_state(reg, r, &obj, o).await? {
+            OwnerState::Absent => dangling.push(o.uid.clone()),
+            OwnerState::Present { foreground: true } => waiting.push(o.uid.clone()),
+            OwnerState::Present { foreground: false } => solid += 1,
+            // Unresolvable references stop the collector here, whatever the others say.
+            OwnerState::UnknownKind => {
+                reg.controllers.gc.park_unresolved(r);
+                return Ok(true);
             }
-            remove.push(ORPHAN_FINALIZER);
+            OwnerState::NamespacedOwnerOfClusterScoped => return Ok(true),
         }
-        if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
-            let mut waiting = false;
-            for d in &deps {
-                let Some(dep) = self.gc_get(d).await? else {
-                    continue;
-                };
-                waiting = true;
-                if !meta::is_deleting(&dep) {
-                    self.enqueue::<Dependents>(d.clone());
-                }
+    }
+    if solid > 0 {
+        // Kept by a live owner: drop only the references that no longer hold.
+        if !dangling.is_empty() || !waiting.is_empty() {
+            let mut updated = obj;
+            if let Some(Value::Array(refs)) = updated.pointer_mut("/metadata/ownerReferences") {
+                refs.retain(|o| {
+                    let uid = o.get("uid").and_then(Value::as_str).unwrap_or("");
+                    !dangling.iter().chain(&waiting).any(|u| u == uid)
+                });
             }
-            if waiting {
+            return Ok(gc_update(reg, &t, updated).await);
+        }
+        return Ok(true);
+    }
+    if m.deletion_timestamp.is_some() {
+        return Ok(true);
+    }
+    if !waiting.is_empty() && !reg.controllers.gc.synced() {
+        // Whether to cascade in the foreground depends on the whole graph.
+        return Ok(false);
+    }
+    let has_dependents = reg
+        .controllers
+        .gc
+        .graph
+        .lock()
+        .map(|g| !g.dependents_of(&r.cluster, &m.uid).is_empty())
+        .unwrap_or(false);
+    // Foreground only when an owner waits and this object has dependents of its own,
+    // so the cascade continues down the chain; otherwise an ordinary delete.
+    let policy = if !waiting.is_empty() && has_dependents {
+        "Foreground"
+    } else {
+        "Background"
+    };
+    let d = DeleteParams {
+        propagation_policy: Some(policy.into()),
+        ..Default::default()
+    };
+    match reg.delete(&t, &r.name, &d).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == 404 => Ok(true),
+        Err(e) => {
+            gc_write_failed(&t, &r.name, &e);
+            Ok(false)
+        }
+    }
+}
+
+/// Honours the `orphan` and `foregroundDeletion` finalizers of a deleting owner.
+pub(super) async fn gc_owner(reg: &Registry, r: &ObjRef) -> ApiResult<bool> {
+    let Some(obj) = gc_get(reg, r).await? else {
+        return Ok(true);
+    };
+    let Some(t) = gc_target(reg, r).await? else {
+        return Ok(true);
+    };
+    if !meta::is_deleting(&obj) {
+        return Ok(true);
+    }
+    if !reg.controllers.gc.synced() {
+        // Orphaning or waiting for dependents needs every dependent in the graph.
+        return Ok(false);
+    }
+    let uid = meta::meta_str(&obj, "uid").unwrap_or("").to_string();
+    let fins = meta::finalizers(&obj);
+    let deps = reg
+        .controllers
+        .gc
+        .graph
+        .lock()
+        .map(|g| g.dependents_of(&r.cluster, &uid))
+        .unwrap_or_default();
+    let mut remove = Vec::new();
+    if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
+        for d in &deps {
+            let (Some(mut dep), Some(dt)) = (gc_get(reg, d).await?, gc_target(reg, d).await?)
+            else {
+                continue;
+            };
+            if let Some(Value::Array(refs)) = dep.pointer_mut("/metadata/ownerReferences") {
+                refs.retain(|o| o.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
+            }
+            if !gc_update(reg, &dt, dep).await {
+                // The finalizer stays until every dependent is orphaned.
                 return Ok(false);
             }
-            remove.push(FOREGROUND_FINALIZER);
         }
-        if remove.is_empty() {
-            return Ok(true);
-        }
-        let mut updated = obj;
-        if let Some(Value::Array(f)) = updated.pointer_mut("/metadata/finalizers") {
-            f.retain(|x| !remove.iter().any(|r| x == r));
-        }
-        Ok(self.gc_update(&t, updated).await)
+        remove.push(ORPHAN_FINALIZER);
     }
+    if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
+        let mut waiting = false;
+        for d in &deps {
+            let Some(dep) = gc_get(reg, d).await? else {
+                continue;
+            };
+            waiting = true;
+            if !meta::is_deleting(&dep) {
+                reg.enqueue::<Dependents>(d.clone());
+            }
+        }
+        if waiting {
+            return Ok(false);
+        }
+        remove.push(FOREGROUND_FINALIZER);
+    }
+    if remove.is_empty() {
+        return Ok(true);
+    }
+    let mut updated = obj;
+    if let Some(Value::Array(f)) = updated.pointer_mut("/metadata/finalizers") {
+        f.retain(|x| !remove.iter().any(|r| x == r));
+    }
+    Ok(gc_update(reg, &t, updated).await)
 }
 
 fn memchr_contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -643,7 +643,7 @@ impl InformerHandler for GraphFeed {
     }
 
     fn on_object(&self, kv: &KeyValue, deleted: bool, _replay: bool) {
-        self.0.gc_observe(kv, deleted);
+        gc_observe(&self.0, kv, deleted);
     }
 
     fn on_synced(&self) {
@@ -664,7 +664,7 @@ impl Controller for Dependents {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &ObjRef) -> ApiResult<bool> {
-        registry.gc_dependent(key).await
+        gc_dependent(registry, key).await
     }
 }
 
@@ -679,7 +679,7 @@ impl Controller for Owners {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &ObjRef) -> ApiResult<bool> {
-        registry.gc_owner(key).await
+        gc_owner(registry, key).await
     }
 }
 

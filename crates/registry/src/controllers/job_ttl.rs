@@ -65,62 +65,60 @@ pub(crate) fn expires_at(job: &Value) -> Option<DateTime<Utc>> {
     Some(finish_time(job)? + chrono::Duration::seconds(ttl))
 }
 
-impl Registry {
-    /// Deletes the Job of `r` if it expired; reschedules it when not yet.
-    pub(super) async fn job_ttl(&self, r: &ObjRef) -> ApiResult<bool> {
-        let key = Key::new(
-            r.cluster.as_str(),
-            JOBS,
-            r.namespace.as_str(),
-            r.name.as_str(),
-        );
-        let Some(kv) = self.get_by_key(&key).await? else {
-            return Ok(true);
-        };
-        let Ok(job) = serde_json::from_slice::<Value>(&kv.value) else {
-            return Ok(true);
-        };
-        let Some(at) = expires_at(&job) else {
-            return Ok(true);
-        };
-        if at > Utc::now() {
-            if let Some(w) = self.work::<JobTtl>(r.clone()) {
-                self.controllers.timers.schedule(w, instant_at(at));
-            }
-            return Ok(true);
+/// Deletes the Job of `r` if it expired; reschedules it when not yet.
+pub(super) async fn job_ttl(reg: &Registry, r: &ObjRef) -> ApiResult<bool> {
+    let key = Key::new(
+        r.cluster.as_str(),
+        JOBS,
+        r.namespace.as_str(),
+        r.name.as_str(),
+    );
+    let Some(kv) = reg.get_by_key(&key).await? else {
+        return Ok(true);
+    };
+    let Ok(job) = serde_json::from_slice::<Value>(&kv.value) else {
+        return Ok(true);
+    };
+    let Some(at) = expires_at(&job) else {
+        return Ok(true);
+    };
+    if at > Utc::now() {
+        if let Some(w) = reg.work::<JobTtl>(r.clone()) {
+            reg.controllers.timers.schedule(w, instant_at(at));
         }
-        let Some(rt) = self.builtin_catalog().get("batch", "v1", "jobs").cloned() else {
-            return Ok(true);
-        };
-        let t = Target::new(&r.cluster, rt.clone(), Some(r.namespace.clone()));
-        let d = DeleteParams {
-            precondition_uid: meta::meta_str(&job, "uid").map(str::to_string),
-            propagation_policy: Some("Foreground".into()),
-            user: Some(kplane_types::UserInfo {
-                username: USER.into(),
-                groups: vec!["system:authenticated".into()],
-                ..Default::default()
-            }),
+        return Ok(true);
+    }
+    let Some(rt) = reg.builtin_catalog().get("batch", "v1", "jobs").cloned() else {
+        return Ok(true);
+    };
+    let t = Target::new(&r.cluster, rt.clone(), Some(r.namespace.clone()));
+    let d = DeleteParams {
+        precondition_uid: meta::meta_str(&job, "uid").map(str::to_string),
+        propagation_policy: Some("Foreground".into()),
+        user: Some(kplane_types::UserInfo {
+            username: USER.into(),
+            groups: vec!["system:authenticated".into()],
             ..Default::default()
-        };
-        match self.delete(&t, &r.name, &d).await {
-            Ok(_) => {
-                tracing::info!(cluster = %r.cluster.as_str(), namespace = %r.namespace, name = %r.name, "finished Job deleted after its ttlSecondsAfterFinished");
-                Ok(true)
-            }
-            // Gone, or another Job of the name (uid precondition): nothing to do.
-            Err(e) if e.code() == 404 || e.code() == 409 => Ok(true),
-            Err(e) => {
-                write_failed(
-                    CONTROLLER,
-                    r.cluster.as_str(),
-                    &rt,
-                    &r.namespace,
-                    &r.name,
-                    &e,
-                );
-                Ok(false)
-            }
+        }),
+        ..Default::default()
+    };
+    match reg.delete(&t, &r.name, &d).await {
+        Ok(_) => {
+            tracing::info!(cluster = %r.cluster.as_str(), namespace = %r.namespace, name = %r.name, "finished Job deleted after its ttlSecondsAfterFinished");
+            Ok(true)
+        }
+        // Gone, or another Job of the name (uid precondition): nothing to do.
+        Err(e) if e.code() == 404 || e.code() == 409 => Ok(true),
+        Err(e) => {
+            write_failed(
+                CONTROLLER,
+                r.cluster.as_str(),
+                &rt,
+                &r.namespace,
+                &r.name,
+                &e,
+            );
+            Ok(false)
         }
     }
 }
@@ -169,7 +167,7 @@ impl Controller for JobTtl {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &ObjRef) -> ApiResult<bool> {
-        registry.job_ttl(key).await
+        job_ttl(registry, key).await
     }
 }
 

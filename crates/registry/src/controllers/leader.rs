@@ -213,7 +213,7 @@ impl InformerHandler for PendingFeed {
         if resource == CRD_RESOURCE {
             // The derived state's handlers, before this one, dropped the cluster's catalog:
             // the collector resolves the new kinds.
-            reg.gc_kinds_changed(&cluster);
+            crate::controllers::gc::gc_kinds_changed(reg, &cluster);
         }
         if deleted {
             return;

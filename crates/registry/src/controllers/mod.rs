@@ -51,14 +51,14 @@
 #[cfg(test)]
 mod conversion_tests;
 pub mod cr_aggregation;
-mod crd_cleanup;
+pub(crate) mod crd_cleanup;
 pub(crate) mod event_ttl;
 pub mod gc;
 mod gc_events;
 pub mod informer;
 pub mod job_ttl;
 pub mod leader;
-mod namespace;
+pub(crate) mod namespace;
 pub mod ns_conditions;
 mod ns_purge;
 mod pool;

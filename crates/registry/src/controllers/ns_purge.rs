@@ -46,56 +46,54 @@ fn finalizer_free(kv: &KeyValue) -> bool {
         .is_ok_and(|o| o.metadata.finalizers.is_empty())
 }
 
-impl Registry {
-    /// Deletes, in batches, every object of `storage_resource` in namespace `ns` of
-    /// `cluster` that has no finalizers. Returns how many were deleted. Objects changed
-    /// or removed meanwhile are skipped (the namespace worker's next pass sees them).
-    pub(super) async fn purge_namespace_resource(
-        &self,
-        cluster: &ClusterName,
-        ns: &str,
-        storage_resource: &str,
-    ) -> ApiResult<usize> {
-        let prefix = Prefix::namespace(cluster, storage_resource, ns);
-        let filter = finalizer_free;
-        let mut opts = ListOptions {
-            limit: Some(BULK_DELETE_BATCH),
-            ..Default::default()
-        };
-        let mut deleted = 0;
-        loop {
-            let started = Instant::now();
-            let page = self
-                .storage
-                .list(&prefix, &opts, Some(&filter))
-                .await
-                .map_err(ApiError::from)?;
-            let doomed: Vec<Doomed> = page
-                .items
-                .iter()
-                .filter_map(|kv| {
-                    let obj: Value = serde_json::from_slice(&kv.value).ok()?;
-                    Some(Doomed {
-                        key: kv.key.clone(),
-                        revision: kv.mod_revision,
-                        obj,
-                    })
+/// Deletes, in batches, every object of `storage_resource` in namespace `ns` of
+/// `cluster` that has no finalizers. Returns how many were deleted. Objects changed
+/// or removed meanwhile are skipped (the namespace worker's next pass sees them).
+pub(super) async fn purge_namespace_resource(
+    reg: &Registry,
+    cluster: &ClusterName,
+    ns: &str,
+    storage_resource: &str,
+) -> ApiResult<usize> {
+    let prefix = Prefix::namespace(cluster, storage_resource, ns);
+    let filter = finalizer_free;
+    let mut opts = ListOptions {
+        limit: Some(BULK_DELETE_BATCH),
+        ..Default::default()
+    };
+    let mut deleted = 0;
+    loop {
+        let started = Instant::now();
+        let page = reg
+            .storage
+            .list(&prefix, &opts, Some(&filter))
+            .await
+            .map_err(ApiError::from)?;
+        let doomed: Vec<Doomed> = page
+            .items
+            .iter()
+            .filter_map(|kv| {
+                let obj: Value = serde_json::from_slice(&kv.value).ok()?;
+                Some(Doomed {
+                    key: kv.key.clone(),
+                    revision: kv.mod_revision,
+                    obj,
                 })
-                .collect();
-            for res in self.delete_stored_batch(doomed).await? {
-                match res {
-                    Ok(_) => deleted += 1,
-                    Err(StorageError::Conflict { .. } | StorageError::NotFound) => {}
-                    Err(e) => return Err(ApiError::from(e)),
-                }
+            })
+            .collect();
+        for res in reg.delete_stored_batch(doomed).await? {
+            match res {
+                Ok(_) => deleted += 1,
+                Err(StorageError::Conflict { .. } | StorageError::NotFound) => {}
+                Err(e) => return Err(ApiError::from(e)),
             }
-            match (page.more, page.items.last()) {
-                (true, Some(last)) => opts.start_after = Some(last.key.clone()),
-                _ => return Ok(deleted),
-            }
-            let pause = (started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE);
-            tokio::time::sleep(pause).await;
         }
+        match (page.more, page.items.last()) {
+            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+            _ => return Ok(deleted),
+        }
+        let pause = (started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE);
+        tokio::time::sleep(pause).await;
     }
 }
 
@@ -159,14 +157,14 @@ mod tests {
             let from = reg.storage.current_revision();
             let prefix = Prefix::namespace("root", "/configmaps", "doomed");
             let mut rx = reg.storage.watch(&prefix, from, None).await.unwrap();
-            let deleted = reg
-                .purge_namespace_resource(
-                    &kplane_types::ClusterName::root(),
-                    "doomed",
-                    "/configmaps",
-                )
-                .await
-                .unwrap();
+            let deleted = purge_namespace_resource(
+                &reg,
+                &kplane_types::ClusterName::root(),
+                "doomed",
+                "/configmaps",
+            )
+            .await
+            .unwrap();
             assert_eq!(deleted, n, "n = {n}");
             let left: Vec<String> = reg
                 .storage

@@ -90,113 +90,112 @@ fn republished(mut cm: Value, pem: &str) -> Value {
     cm
 }
 
-impl Registry {
-    fn config_map_target(&self, cluster: &ClusterName, ns: &str) -> Option<Target> {
-        let rt = self
-            .builtin_catalog()
-            .get("", "v1", "configmaps")
-            .cloned()?;
-        Some(Target {
-            cluster: ClusterScope::One(cluster.clone()),
-            rt,
-            namespace: Some(ns.to_string()),
-        })
-    }
+fn config_map_target(reg: &Registry, cluster: &ClusterName, ns: &str) -> Option<Target> {
+    let rt = reg.builtin_catalog().get("", "v1", "configmaps").cloned()?;
+    Some(Target {
+        cluster: ClusterScope::One(cluster.clone()),
+        rt,
+        namespace: Some(ns.to_string()),
+    })
+}
 
-    /// Whether `ns` exists in `cluster` and is Active (not being deleted).
-    async fn namespace_active(&self, cluster: &ClusterName, ns: &str) -> ApiResult<bool> {
-        let key = kplane_storage::Key::new(cluster, NAMESPACES, "", ns);
-        Ok(self.get_decoded(&key).await?.is_some_and(|(_, v)| {
-            !meta::is_deleting(&v)
-                && v.pointer("/status/phase").and_then(Value::as_str) == Some("Active")
-        }))
-    }
+/// Whether `ns` exists in `cluster` and is Active (not being deleted).
+async fn namespace_active(reg: &Registry, cluster: &ClusterName, ns: &str) -> ApiResult<bool> {
+    let key = kplane_storage::Key::new(cluster, NAMESPACES, "", ns);
+    Ok(reg.get_decoded(&key).await?.is_some_and(|(_, v)| {
+        !meta::is_deleting(&v)
+            && v.pointer("/status/phase").and_then(Value::as_str) == Some("Active")
+    }))
+}
 
-    /// Makes `kube-root-ca.crt` in `cluster`/`ns` what the publisher publishes.
-    /// Returns false to be retried (a concurrent write won the race).
-    pub(super) async fn sync_root_ca(&self, cluster: &ClusterName, ns: &str) -> ApiResult<bool> {
-        if !self.namespace_active(cluster, ns).await? {
-            return Ok(true);
-        }
-        let Some(t) = self.config_map_target(cluster, ns) else {
-            return Ok(true);
-        };
-        let w = WriteParams::controller();
-        let Some(kv) = self.get_stored(&t, CONFIG_MAP_NAME).await? else {
-            return match self.create(&t, desired(ns, &self.root_ca_pem), &w).await {
-                Ok(_) => Ok(true),
-                // The namespace went away or began terminating meanwhile.
-                Err(e) if e.code() == 404 || e.code() == 403 => Ok(true),
-                // Made meanwhile (by the namespace's bootstrap): look at it again.
-                Err(e) if e.code() == 409 => Ok(false),
-                Err(e) => {
-                    write_failed(CONTROLLER, cluster.as_str(), &t.rt, ns, CONFIG_MAP_NAME, &e);
-                    Ok(false)
-                }
-            };
-        };
-        let cm: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
-        if is_published(&cm, &self.root_ca_pem) {
-            return Ok(true);
-        }
-        let mut fixed = republished(cm, &self.root_ca_pem);
-        meta::meta_mut(&mut fixed)?
-            .insert("resourceVersion".into(), json!(kv.mod_revision.to_string()));
-        match self.update(&t, CONFIG_MAP_NAME, None, fixed, &w).await {
+/// Makes `kube-root-ca.crt` in `cluster`/`ns` what the publisher publishes.
+/// Returns false to be retried (a concurrent write won the race).
+pub(super) async fn sync_root_ca(
+    reg: &Registry,
+    cluster: &ClusterName,
+    ns: &str,
+) -> ApiResult<bool> {
+    if !namespace_active(reg, cluster, ns).await? {
+        return Ok(true);
+    }
+    let Some(t) = config_map_target(reg, cluster, ns) else {
+        return Ok(true);
+    };
+    let w = WriteParams::controller();
+    let Some(kv) = reg.get_stored(&t, CONFIG_MAP_NAME).await? else {
+        return match reg.create(&t, desired(ns, &reg.root_ca_pem), &w).await {
             Ok(_) => Ok(true),
-            // Deleted meanwhile: the next sync recreates it.
-            Err(e) if e.code() == 404 => Ok(false),
+            // The namespace went away or began terminating meanwhile.
+            Err(e) if e.code() == 404 || e.code() == 403 => Ok(true),
+            // Made meanwhile (by the namespace's bootstrap): look at it again.
+            Err(e) if e.code() == 409 => Ok(false),
             Err(e) => {
                 write_failed(CONTROLLER, cluster.as_str(), &t.rt, ns, CONFIG_MAP_NAME, &e);
-                // An `immutable: true` copy cannot be put back; retrying would not help.
-                Ok(e.code() == 422)
+                Ok(false)
             }
+        };
+    };
+    let cm: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
+    if is_published(&cm, &reg.root_ca_pem) {
+        return Ok(true);
+    }
+    let mut fixed = republished(cm, &reg.root_ca_pem);
+    meta::meta_mut(&mut fixed)?
+        .insert("resourceVersion".into(), json!(kv.mod_revision.to_string()));
+    match reg.update(&t, CONFIG_MAP_NAME, None, fixed, &w).await {
+        Ok(_) => Ok(true),
+        // Deleted meanwhile: the next sync recreates it.
+        Err(e) if e.code() == 404 => Ok(false),
+        Err(e) => {
+            write_failed(CONTROLLER, cluster.as_str(), &t.rt, ns, CONFIG_MAP_NAME, &e);
+            // An `immutable: true` copy cannot be put back; retrying would not help.
+            Ok(e.code() == 422)
         }
     }
+}
 
-    /// Syncs every namespace of every logical cluster, one at a time, as upstream's
-    /// publisher does when its informers start: at start-up (stores written before the
-    /// publisher, or a crash between a namespace and its ConfigMap) and after the informer
-    /// lost events it cannot replay. Inline, so a large store queues nothing but the syncs
-    /// that must be retried.
-    async fn sync_all_namespaces(&self) {
-        let prefix = Prefix {
-            cluster: kplane_storage::Clusters::All,
-            resource: Some(NAMESPACES.into()),
-            namespace: None,
+/// Syncs every namespace of every logical cluster, one at a time, as upstream's
+/// publisher does when its informers start: at start-up (stores written before the
+/// publisher, or a crash between a namespace and its ConfigMap) and after the informer
+/// lost events it cannot replay. Inline, so a large store queues nothing but the syncs
+/// that must be retried.
+async fn sync_all_namespaces(reg: &Registry) {
+    let prefix = Prefix {
+        cluster: kplane_storage::Clusters::All,
+        resource: Some(NAMESPACES.into()),
+        namespace: None,
+    };
+    let mut opts = kplane_storage::ListOptions {
+        limit: Some(1000),
+        ..Default::default()
+    };
+    loop {
+        let page = match reg.list_by_prefix(&prefix, &opts).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e.0.message, "root CA publisher could not list namespaces");
+                return;
+            }
         };
-        let mut opts = kplane_storage::ListOptions {
-            limit: Some(1000),
-            ..Default::default()
-        };
-        loop {
-            let page = match self.list_by_prefix(&prefix, &opts).await {
-                Ok(p) => p,
-                Err(e) => {
-                    tracing::warn!(error = %e.0.message, "root CA publisher could not list namespaces");
-                    return;
-                }
+        for kv in &page.items {
+            let Some(cluster) = super::stored_cluster(&kv.key) else {
+                continue;
             };
-            for kv in &page.items {
-                let Some(cluster) = super::stored_cluster(&kv.key) else {
-                    continue;
-                };
-                let (cluster, ns) = (&cluster, &kv.key.name);
-                let retry = InNamespace::new(cluster.clone(), ns.clone());
-                match self.sync_root_ca(cluster, ns).await {
-                    Ok(true) => {}
-                    // A failed write (logged): retried through the queue.
-                    Ok(false) => self.enqueue::<RootCa>(retry),
-                    Err(e) => {
-                        tracing::warn!(cluster = %cluster, namespace = ns, error = %e.0.message, "kube-root-ca.crt sync failed");
-                        self.enqueue::<RootCa>(retry);
-                    }
+            let (cluster, ns) = (&cluster, &kv.key.name);
+            let retry = InNamespace::new(cluster.clone(), ns.clone());
+            match sync_root_ca(reg, cluster, ns).await {
+                Ok(true) => {}
+                // A failed write (logged): retried through the queue.
+                Ok(false) => reg.enqueue::<RootCa>(retry),
+                Err(e) => {
+                    tracing::warn!(cluster = %cluster, namespace = ns, error = %e.0.message, "kube-root-ca.crt sync failed");
+                    reg.enqueue::<RootCa>(retry);
                 }
             }
-            match (page.more, page.items.last()) {
-                (true, Some(last)) => opts.start_after = Some(last.key.clone()),
-                _ => return,
-            }
+        }
+        match (page.more, page.items.last()) {
+            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+            _ => return,
         }
     }
 }
@@ -254,7 +253,7 @@ impl InformerHandler for Publisher {
 pub(crate) async fn run_syncer(registry: Arc<Registry>, resync: Arc<Notify>) {
     loop {
         resync.notified().await;
-        registry.sync_all_namespaces().await;
+        sync_all_namespaces(&registry).await;
     }
 }
 
@@ -269,7 +268,7 @@ impl Controller for RootCa {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {
-        registry.sync_root_ca(&key.cluster, &key.namespace).await
+        sync_root_ca(registry, &key.cluster, &key.namespace).await
     }
 }
 
@@ -422,7 +421,7 @@ mod tests {
             .await
             .unwrap();
 
-        reg.sync_all_namespaces().await;
+        sync_all_namespaces(&reg).await;
         for c in ["root", "root:b"] {
             for ns in crate::namespaces::DEFAULT_NAMESPACES {
                 let cm =

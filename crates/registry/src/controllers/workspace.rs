@@ -43,324 +43,314 @@ use crate::{meta, Registry, ResourceType, Target};
 /// The controller's name in logs and its field manager.
 pub(super) const CONTROLLER: &str = "kplane-workspace-controller";
 
-impl Registry {
-    /// Sets the base URL clients reach this server at (`https://host:port`), from which
-    /// Workspace URLs are made. Only the first call counts.
-    pub fn set_external_url(&self, url: impl Into<String>) {
-        let _ = self
-            .external_url
-            .set(url.into().trim_end_matches('/').to_string());
-    }
+pub(crate) fn workspace_type(reg: &Registry) -> ApiResult<Arc<ResourceType>> {
+    reg.builtin_catalog()
+        .get(TENANCY_GROUP, "v1alpha1", "workspaces")
+        .cloned()
+        .ok_or_else(|| ApiError::internal("workspaces are not registered"))
+}
 
-    /// The base URL set by [`Registry::set_external_url`].
-    pub fn external_url(&self) -> Option<&str> {
-        self.external_url.get().map(String::as_str)
+/// Brings Workspace `name` of `cluster` to what it should be; `Ok(false)` to retry.
+pub(crate) async fn sync_workspace(
+    reg: &Registry,
+    cluster: &ClusterName,
+    name: &str,
+) -> ApiResult<bool> {
+    let key = Key::new(cluster, WORKSPACE_RESOURCE, "", name);
+    let moved_to = match cluster.child(name).and_then(|c| reg.cluster_phase(&c)) {
+        Some(ClusterPhase::Moved { location }) => Some(location),
+        _ => None,
+    };
+    let Some((_, obj)) = reg.get_decoded(&key).await? else {
+        if let (Some(child), Some(_)) = (cluster.child(name), &moved_to) {
+            // A moved cluster without a Workspace here: its keys go all the same.
+            remove_moved_cluster(reg, &child).await?;
+        }
+        return Ok(true);
+    };
+    let Some(child) = cluster.child(name) else {
+        // Refused at create; a stored one is damaged.
+        tracing::warn!(%cluster, name, "workspace with an invalid child path; skipped");
+        return Ok(true);
+    };
+    let t = Target {
+        cluster: ClusterScope::One(cluster.clone()),
+        rt: workspace_type(reg)?,
+        namespace: None,
+    };
+    if meta::is_deleting(&obj) {
+        return reg
+            .paced_deletion(delete_workspace_cluster(reg, &t, name, &child, obj))
+            .await;
     }
-
-    pub(crate) fn workspace_type(&self) -> ApiResult<Arc<ResourceType>> {
-        self.builtin_catalog()
-            .get(TENANCY_GROUP, "v1alpha1", "workspaces")
-            .cloned()
-            .ok_or_else(|| ApiError::internal("workspaces are not registered"))
-    }
-
-    /// Brings Workspace `name` of `cluster` to what it should be; `Ok(false)` to retry.
-    pub(crate) async fn sync_workspace(
-        &self,
-        cluster: &ClusterName,
-        name: &str,
-    ) -> ApiResult<bool> {
-        let key = Key::new(cluster, WORKSPACE_RESOURCE, "", name);
-        let moved_to = match cluster.child(name).and_then(|c| self.cluster_phase(&c)) {
-            Some(ClusterPhase::Moved { location }) => Some(location),
-            _ => None,
-        };
-        let Some((_, obj)) = self.get_decoded(&key).await? else {
-            if let (Some(child), Some(_)) = (cluster.child(name), &moved_to) {
-                // A moved cluster without a Workspace here: its keys go all the same.
-                self.remove_moved_cluster(&child).await?;
-            }
-            return Ok(true);
-        };
-        let Some(child) = cluster.child(name) else {
-            // Refused at create; a stored one is damaged.
-            tracing::warn!(%cluster, name, "workspace with an invalid child path; skipped");
-            return Ok(true);
-        };
+    if let Some(location) = moved_to {
         let t = Target {
             cluster: ClusterScope::One(cluster.clone()),
-            rt: self.workspace_type()?,
+            rt: workspace_type(reg)?,
             namespace: None,
         };
-        if meta::is_deleting(&obj) {
-            return self
-                .paced_deletion(self.delete_workspace_cluster(&t, name, &child, obj))
-                .await;
-        }
-        if let Some(location) = moved_to {
-            let t = Target {
-                cluster: ClusterScope::One(cluster.clone()),
-                rt: self.workspace_type()?,
-                namespace: None,
-            };
-            self.remove_moved_cluster(&child).await?;
-            return self.report_workspace_moved(&t, name, obj, &location).await;
-        }
-        if obj.pointer("/status/phase") == Some(&json!("Failed")) {
-            // Failed for good (its template did not apply): only deletion changes it.
-            return Ok(true);
-        }
-        let Some(base) = self.external_url() else {
-            return Ok(false);
-        };
-        let url = format!("{base}/clusters/{child}");
-        let status = obj.get("status").cloned().unwrap_or(Value::Null);
-        let ready = status
-            .pointer("/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|c| {
-                c.iter()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-            });
-        if status["phase"] == "Ready" && status["URL"] == url.as_str() && ready {
-            // Run again (queued twice at its creation, or a cluster brought in by an
-            // import): only a missing default namespace is written, and checking for one
-            // costs reads, not four refused creates through the storage writer.
-            if !self.has_default_namespaces(&child).await? {
-                self.bootstrap_cluster(&child).await?;
-            }
-            return Ok(true);
-        }
-        // The owner's binding is written with the default namespaces (one commit for
-        // both), before the Workspace turns Ready.
-        let w = WriteParams::controller_named(CONTROLLER);
-        let binding = self.workspace_owner_binding(&child, &obj)?;
-        let extra = binding
-            .into_iter()
-            .map(|(t, b)| (t, b, w.clone()))
-            .collect();
-        self.bootstrap_cluster_with(&child, extra).await?;
-        if let Some(failure) = self.apply_workspace_template(cluster, &child, &obj).await? {
-            return self.report_workspace_failed(&t, name, obj, failure).await;
-        }
-        let mut next = obj;
-        next["status"] = ready_status(&child, &url, Some(&status));
-        // `next` carries the resourceVersion it was read at: the update's precondition.
-        match self.update(&t, name, Some("status"), next, &w).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.code() == 404 => Ok(true),
-            Err(e) => {
-                write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
-                Ok(false)
-            }
-        }
+        remove_moved_cluster(reg, &child).await?;
+        return report_workspace_moved(reg, &t, name, obj, &location).await;
     }
-
-    /// What a new Workspace `obj` of `cluster` is created together with, in one commit
-    /// that stores it Ready: its child cluster's bootstrap (the default namespaces, the
-    /// owner's binding, each namespace's objects), as [`Registry::sync_workspace`] would
-    /// write it next. `None` leaves the child to the controller: a template to apply, no
-    /// URL known yet, or a child that exists already, is terminating or has a state of its
-    /// own (moved, being imported), or a Workspace of that name stored already (its
-    /// controller's work).
-    pub(crate) async fn workspace_created_together(
-        &self,
-        cluster: &ClusterName,
-        obj: &Value,
-    ) -> ApiResult<Option<Together>> {
-        let templated = obj
-            .pointer("/spec/template")
-            .and_then(Value::as_str)
-            .is_some_and(|t| !t.is_empty());
-        let name = meta::name_of(obj);
-        let (Some(child), Some(base)) = (cluster.child(name), self.external_url()) else {
-            return Ok(None);
-        };
-        if templated
-            || self.is_marked(&child)
-            || self.is_terminating(&child)
-            || self.cluster_phase(&child).is_some()
-        {
-            return Ok(None);
-        }
-        let workspaces = Target::new(cluster, self.workspace_type()?, None);
-        if self.get_stored(&workspaces, name).await?.is_some() {
-            return Ok(None);
-        }
-        // As the controller's bootstrap: the SyncTargets first, then the mark, pinned
-        // while the keys are written; only the one who marked it goes on.
-        self.cache_sync_targets_of_new_cluster(&child).await;
-        if !self.pin_cluster(&child) {
-            return Ok(None);
-        }
-        let w = WriteParams::controller_named(CONTROLLER);
-        let items = self
-            .workspace_owner_binding(&child, obj)
-            .map(|b| b.into_iter().map(|(t, b)| (t, b, w.clone())).collect())
-            .and_then(|extra| self.bootstrap_items(&child, true, extra));
-        let items = match items {
-            Ok(items) => items,
-            Err(e) => {
-                self.unmark_cluster(&child);
-                return Err(e);
-            }
-        };
-        let url = format!("{base}/clusters/{child}");
-        let mut ready = obj.clone();
-        ready["status"] = ready_status(&child, &url, obj.get("status"));
-        let finish = Box::new(move |reg: &Registry, written: bool| {
-            if written {
-                reg.unpin_cluster(&child);
-            } else {
-                reg.unmark_cluster(&child);
-            }
+    if obj.pointer("/status/phase") == Some(&json!("Failed")) {
+        // Failed for good (its template did not apply): only deletion changes it.
+        return Ok(true);
+    }
+    let Some(base) = reg.external_url() else {
+        return Ok(false);
+    };
+    let url = format!("{base}/clusters/{child}");
+    let status = obj.get("status").cloned().unwrap_or(Value::Null);
+    let ready = status
+        .pointer("/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
         });
-        Ok(Some(Together {
-            obj: ready,
-            items,
-            finish,
-        }))
+    if status["phase"] == "Ready" && status["URL"] == url.as_str() && ready {
+        // Run again (queued twice at its creation, or a cluster brought in by an
+        // import): only a missing default namespace is written, and checking for one
+        // costs reads, not four refused creates through the storage writer.
+        if !reg.has_default_namespaces(&child).await? {
+            reg.bootstrap_cluster(&child).await?;
+        }
+        return Ok(true);
     }
-
-    /// Deletes the child cluster of a Terminating Workspace and its descendants, then
-    /// drops the workspace finalizer.
-    async fn delete_workspace_cluster(
-        &self,
-        t: &Target,
-        name: &str,
-        child: &ClusterName,
-        obj: Value,
-    ) -> ApiResult<bool> {
-        if !meta::finalizers(&obj)
-            .iter()
-            .any(|f| f == WORKSPACE_FINALIZER)
-        {
-            // Already done: the Workspace waits for other parties' finalizers only.
-            return Ok(true);
-        }
-        self.set_terminating(child, true);
-        for c in self.subtree(child).await? {
-            self.erase_cluster(&c).await?;
-            if c != *child {
-                // Its Workspace object went with its parent's keys, without a hook. The
-                // child's own mark stays until its Workspace is gone (the strategy's
-                // `after_delete`).
-                self.set_terminating(&c, false);
-            }
-        }
-        // A moved child: its name starts afresh once its Workspace is gone.
-        self.clear_cluster_phase(child).await?;
-        let mut next = obj;
-        if let Some(Value::Array(fins)) = next.pointer_mut("/metadata/finalizers") {
-            fins.retain(|f| f != WORKSPACE_FINALIZER);
-        }
-        let w = WriteParams::controller_named(CONTROLLER);
-        let cluster = t.cluster()?;
-        match self.update(t, name, None, next, &w).await {
-            Ok(_) => {}
-            Err(e) if e.code() == 404 => {}
-            Err(e) => {
-                write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    // The owner's binding is written with the default namespaces (one commit for
+    // both), before the Workspace turns Ready.
+    let w = WriteParams::controller_named(CONTROLLER);
+    let binding = reg.workspace_owner_binding(&child, &obj)?;
+    let extra = binding
+        .into_iter()
+        .map(|(t, b)| (t, b, w.clone()))
+        .collect();
+    reg.bootstrap_cluster_with(&child, extra).await?;
+    if let Some(failure) =
+        crate::controllers::workspace_template::apply_workspace_template(reg, cluster, &child, &obj)
+            .await?
+    {
+        return crate::controllers::workspace_template::report_workspace_failed(
+            reg, &t, name, obj, failure,
+        )
+        .await;
     }
-
-    /// Removes the keys of a moved cluster (it answers 410 from the moment it was marked,
-    /// whatever is left) and forgets it. Resumable: the state stays, so a rerun (or the
-    /// start-up, `cluster_states.rs`) deletes what is left.
-    async fn remove_moved_cluster(&self, child: &ClusterName) -> ApiResult<()> {
-        self.erase_cluster(child).await
-    }
-
-    /// Records in a Workspace's status that its cluster moved: `status.URL` is the new
-    /// location, the `Moved` condition names it, `Ready` is False.
-    async fn report_workspace_moved(
-        &self,
-        t: &Target,
-        name: &str,
-        obj: Value,
-        location: &str,
-    ) -> ApiResult<bool> {
-        let status = obj.get("status").cloned().unwrap_or(Value::Null);
-        let has_moved = status
-            .pointer("/conditions")
-            .and_then(Value::as_array)
-            .is_some_and(|c| {
-                c.iter().any(|c| {
-                    c["type"] == "Moved" && c["status"] == "True" && c["message"] == location
-                })
-            });
-        if has_moved && status["URL"] == location {
-            return Ok(true);
-        }
-        let mut conditions: Vec<Value> = status
-            .pointer("/conditions")
-            .and_then(Value::as_array)
-            .map(|c| {
-                c.iter()
-                    .filter(|c| c["type"] != "Ready" && c["type"] != "Moved")
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        conditions.push(ready_condition(
-            "False",
-            "Moved",
-            &format!("the logical cluster has moved to {location}"),
-        ));
-        conditions.push(json!({
-            "type": "Moved",
-            "status": "True",
-            "reason": "MovedToServer",
-            "message": location,
-            "lastTransitionTime": meta::now_time(),
-        }));
-        let mut next = obj;
-        next["status"] = json!({"phase": "Ready", "URL": location, "conditions": conditions});
-        let w = WriteParams::controller_named(CONTROLLER);
-        match self.update(t, name, Some("status"), next, &w).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.code() == 404 => Ok(true),
-            Err(e) => {
-                write_failed(CONTROLLER, t.cluster()?.as_str(), &t.rt, "", name, &e);
-                Ok(false)
-            }
+    let mut next = obj;
+    next["status"] = ready_status(&child, &url, Some(&status));
+    // `next` carries the resourceVersion it was read at: the update's precondition.
+    match reg.update(&t, name, Some("status"), next, &w).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == 404 => Ok(true),
+        Err(e) => {
+            write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
+            Ok(false)
         }
     }
+}
 
-    /// `root` and every descendant that still holds keys, deepest first, `root` last:
-    /// children are found through the Workspace objects of each cluster, and through the
-    /// clusters known to exist (also those created on a first write, without a Workspace).
-    async fn subtree(&self, root: &ClusterName) -> ApiResult<Vec<ClusterName>> {
-        let mut found = vec![root.clone()];
-        found.extend(self.existing_descendants(root));
-        let mut i = 0;
-        while i < found.len() {
-            let c = found[i].clone();
-            i += 1;
-            let res = self
-                .storage
-                .list(
-                    &Prefix::resource(&c, WORKSPACE_RESOURCE),
-                    &Default::default(),
-                    None,
-                )
-                .await
-                .map_err(ApiError::from)?;
-            for kv in res.items {
-                if let Some(grandchild) = c.child(&kv.key.name) {
-                    if !found.contains(&grandchild) {
-                        found.push(grandchild);
-                    }
+/// What a new Workspace `obj` of `cluster` is created together with, in one commit
+/// that stores it Ready: its child cluster's bootstrap (the default namespaces, the
+/// owner's binding, each namespace's objects), as [`sync_workspace`] would
+/// write it next. `None` leaves the child to the controller: a template to apply, no
+/// URL known yet, or a child that exists already, is terminating or has a state of its
+/// own (moved, being imported), or a Workspace of that name stored already (its
+/// controller's work).
+pub(crate) async fn workspace_created_together(
+    reg: &Registry,
+    cluster: &ClusterName,
+    obj: &Value,
+) -> ApiResult<Option<Together>> {
+    let templated = obj
+        .pointer("/spec/template")
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty());
+    let name = meta::name_of(obj);
+    let (Some(child), Some(base)) = (cluster.child(name), reg.external_url()) else {
+        return Ok(None);
+    };
+    if templated
+        || reg.is_marked(&child)
+        || reg.is_terminating(&child)
+        || reg.cluster_phase(&child).is_some()
+    {
+        return Ok(None);
+    }
+    let workspaces = Target::new(cluster, workspace_type(reg)?, None);
+    if reg.get_stored(&workspaces, name).await?.is_some() {
+        return Ok(None);
+    }
+    // As the controller's bootstrap: the SyncTargets first, then the mark, pinned
+    // while the keys are written; only the one who marked it goes on.
+    reg.cache_sync_targets_of_new_cluster(&child).await;
+    if !reg.pin_cluster(&child) {
+        return Ok(None);
+    }
+    let w = WriteParams::controller_named(CONTROLLER);
+    let items = reg
+        .workspace_owner_binding(&child, obj)
+        .map(|b| b.into_iter().map(|(t, b)| (t, b, w.clone())).collect())
+        .and_then(|extra| reg.bootstrap_items(&child, true, extra));
+    let items = match items {
+        Ok(items) => items,
+        Err(e) => {
+            reg.unmark_cluster(&child);
+            return Err(e);
+        }
+    };
+    let url = format!("{base}/clusters/{child}");
+    let mut ready = obj.clone();
+    ready["status"] = ready_status(&child, &url, obj.get("status"));
+    let finish = Box::new(move |reg: &Registry, written: bool| {
+        if written {
+            reg.unpin_cluster(&child);
+        } else {
+            reg.unmark_cluster(&child);
+        }
+    });
+    Ok(Some(Together {
+        obj: ready,
+        items,
+        finish,
+    }))
+}
+
+/// Deletes the child cluster of a Terminating Workspace and its descendants, then
+/// drops the workspace finalizer.
+async fn delete_workspace_cluster(
+    reg: &Registry,
+    t: &Target,
+    name: &str,
+    child: &ClusterName,
+    obj: Value,
+) -> ApiResult<bool> {
+    if !meta::finalizers(&obj)
+        .iter()
+        .any(|f| f == WORKSPACE_FINALIZER)
+    {
+        // Already done: the Workspace waits for other parties' finalizers only.
+        return Ok(true);
+    }
+    reg.set_terminating(child, true);
+    for c in subtree(reg, child).await? {
+        reg.erase_cluster(&c).await?;
+        if c != *child {
+            // Its Workspace object went with its parent's keys, without a hook. The
+            // child's own mark stays until its Workspace is gone (the strategy's
+            // `after_delete`).
+            reg.set_terminating(&c, false);
+        }
+    }
+    // A moved child: its name starts afresh once its Workspace is gone.
+    reg.clear_cluster_phase(child).await?;
+    let mut next = obj;
+    if let Some(Value::Array(fins)) = next.pointer_mut("/metadata/finalizers") {
+        fins.retain(|f| f != WORKSPACE_FINALIZER);
+    }
+    let w = WriteParams::controller_named(CONTROLLER);
+    let cluster = t.cluster()?;
+    match reg.update(t, name, None, next, &w).await {
+        Ok(_) => {}
+        Err(e) if e.code() == 404 => {}
+        Err(e) => {
+            write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Removes the keys of a moved cluster (it answers 410 from the moment it was marked,
+/// whatever is left) and forgets it. Resumable: the state stays, so a rerun (or the
+/// start-up, `cluster_states.rs`) deletes what is left.
+async fn remove_moved_cluster(reg: &Registry, child: &ClusterName) -> ApiResult<()> {
+    reg.erase_cluster(child).await
+}
+
+/// Records in a Workspace's status that its cluster moved: `status.URL` is the new
+/// location, the `Moved` condition names it, `Ready` is False.
+async fn report_workspace_moved(
+    reg: &Registry,
+    t: &Target,
+    name: &str,
+    obj: Value,
+    location: &str,
+) -> ApiResult<bool> {
+    let status = obj.get("status").cloned().unwrap_or(Value::Null);
+    let has_moved = status
+        .pointer("/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Moved" && c["status"] == "True" && c["message"] == location)
+        });
+    if has_moved && status["URL"] == location {
+        return Ok(true);
+    }
+    let mut conditions: Vec<Value> = status
+        .pointer("/conditions")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter(|c| c["type"] != "Ready" && c["type"] != "Moved")
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    conditions.push(ready_condition(
+        "False",
+        "Moved",
+        &format!("the logical cluster has moved to {location}"),
+    ));
+    conditions.push(json!({
+        "type": "Moved",
+        "status": "True",
+        "reason": "MovedToServer",
+        "message": location,
+        "lastTransitionTime": meta::now_time(),
+    }));
+    let mut next = obj;
+    next["status"] = json!({"phase": "Ready", "URL": location, "conditions": conditions});
+    let w = WriteParams::controller_named(CONTROLLER);
+    match reg.update(t, name, Some("status"), next, &w).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == 404 => Ok(true),
+        Err(e) => {
+            write_failed(CONTROLLER, t.cluster()?.as_str(), &t.rt, "", name, &e);
+            Ok(false)
+        }
+    }
+}
+
+/// `root` and every descendant that still holds keys, deepest first, `root` last:
+/// children are found through the Workspace objects of each cluster, and through the
+/// clusters known to exist (also those created on a first write, without a Workspace).
+async fn subtree(reg: &Registry, root: &ClusterName) -> ApiResult<Vec<ClusterName>> {
+    let mut found = vec![root.clone()];
+    found.extend(reg.existing_descendants(root));
+    let mut i = 0;
+    while i < found.len() {
+        let c = found[i].clone();
+        i += 1;
+        let res = reg
+            .storage
+            .list(
+                &Prefix::resource(&c, WORKSPACE_RESOURCE),
+                &Default::default(),
+                None,
+            )
+            .await
+            .map_err(ApiError::from)?;
+        for kv in res.items {
+            if let Some(grandchild) = c.child(&kv.key.name) {
+                if !found.contains(&grandchild) {
+                    found.push(grandchild);
                 }
             }
         }
-        // Deepest first; `root` (the shallowest) last.
-        found.sort_by(|a, b| b.depth().cmp(&a.depth()).then_with(|| a.cmp(b)));
-        Ok(found)
     }
+    // Deepest first; `root` (the shallowest) last.
+    found.sort_by(|a, b| b.depth().cmp(&a.depth()).then_with(|| a.cmp(b)));
+    Ok(found)
 }
 
 /// The Workspace controller: bootstraps a Workspace's logical cluster and reports it Ready, or deletes the cluster of a Terminating one. Its items run on the concurrent pool: a deletion in the background, a bootstrap on the foreground (its creator waits for Ready).
@@ -385,7 +375,7 @@ impl Controller for Workspaces {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
-        registry.sync_workspace(&key.cluster, &key.name).await
+        sync_workspace(registry, &key.cluster, &key.name).await
     }
 
     fn pooled(&self) -> bool {
@@ -563,7 +553,7 @@ mod tests {
         }
         // The controller's run (queued by the create) writes nothing more.
         let keys_now = keys(&reg, "root:acme").await;
-        assert!(reg.sync_workspace(&name("root"), "acme").await.unwrap());
+        assert!(sync_workspace(&reg, &name("root"), "acme").await.unwrap());
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert_eq!(get_ws(&reg, "root", "acme").await.unwrap(), created);
         assert_eq!(keys(&reg, "root:acme").await, keys_now);
@@ -686,7 +676,7 @@ mod tests {
         let ns = target(&reg, "root:acme", "", "namespaces", None);
         let lease_ns: Value =
             serde_json::from_slice(&reg.get(&ns, "kube-node-lease").await.unwrap()).unwrap();
-        assert!(reg.sync_workspace(&name("root"), "acme").await.unwrap());
+        assert!(sync_workspace(&reg, &name("root"), "acme").await.unwrap());
         assert_eq!(keys(&reg, "root:acme").await, before);
         let again: Value =
             serde_json::from_slice(&reg.get(&ns, "kube-node-lease").await.unwrap()).unwrap();
@@ -701,7 +691,7 @@ mod tests {
         })
         .await;
         assert!(!reg.has_default_namespaces(&child).await.unwrap());
-        assert!(reg.sync_workspace(&name("root"), "acme").await.unwrap());
+        assert!(sync_workspace(&reg, &name("root"), "acme").await.unwrap());
         let back: Value =
             serde_json::from_slice(&reg.get(&ns, "kube-node-lease").await.unwrap()).unwrap();
         assert_ne!(back["metadata"]["uid"], lease_ns["metadata"]["uid"]);

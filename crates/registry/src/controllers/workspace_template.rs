@@ -64,199 +64,194 @@ pub(crate) struct TemplateFailure {
     pub message: String,
 }
 
-impl Registry {
-    /// Applies the template a Workspace (`ws`, stored in `parent`) names, if any, into its
-    /// logical cluster `child`. `Ok(Some(_))` is a failure that will not heal by retrying;
-    /// `Err` is one that may (the work item is retried).
-    pub(crate) async fn apply_workspace_template(
-        &self,
-        parent: &ClusterName,
-        child: &ClusterName,
-        ws: &Value,
-    ) -> ApiResult<Option<TemplateFailure>> {
-        let Some(name) = ws
-            .pointer("/spec/template")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        else {
-            return Ok(None);
-        };
-        let Some((found_in, template)) = self.find_workspace_template(parent, name).await? else {
+/// Applies the template a Workspace (`ws`, stored in `parent`) names, if any, into its
+/// logical cluster `child`. `Ok(Some(_))` is a failure that will not heal by retrying;
+/// `Err` is one that may (the work item is retried).
+pub(crate) async fn apply_workspace_template(
+    reg: &Registry,
+    parent: &ClusterName,
+    child: &ClusterName,
+    ws: &Value,
+) -> ApiResult<Option<TemplateFailure>> {
+    let Some(name) = ws
+        .pointer("/spec/template")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    else {
+        return Ok(None);
+    };
+    let Some((found_in, template)) = find_workspace_template(reg, parent, name).await? else {
+        return Ok(Some(TemplateFailure {
+            reason: "TemplateNotFound",
+            message: format!(
+                "WorkspaceTemplate \"{name}\" was not found in logical cluster \"{parent}\" or any of its ancestors"
+            ),
+        }));
+    };
+    let manifests = template
+        .pointer("/spec/manifests")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for (i, m) in manifests.iter().enumerate() {
+        if let Some(why) = apply_manifest(reg, child, m, &manifests[..i]).await? {
             return Ok(Some(TemplateFailure {
-                reason: "TemplateNotFound",
+                reason: "TemplateApplyFailed",
                 message: format!(
-                    "WorkspaceTemplate \"{name}\" was not found in logical cluster \"{parent}\" or any of its ancestors"
+                    "{} of WorkspaceTemplate \"{name}\" (logical cluster \"{found_in}\"): {why}",
+                    describe(i, m)
                 ),
             }));
-        };
-        let manifests = template
-            .pointer("/spec/manifests")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        for (i, m) in manifests.iter().enumerate() {
-            if let Some(why) = self.apply_manifest(child, m, &manifests[..i]).await? {
-                return Ok(Some(TemplateFailure {
-                    reason: "TemplateApplyFailed",
-                    message: format!(
-                        "{} of WorkspaceTemplate \"{name}\" (logical cluster \"{found_in}\"): {why}",
-                        describe(i, m)
-                    ),
-                }));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Applies manifest `m` (which follows `earlier` in its template) into `child`.
-    /// `Ok(Some(why))` when the server refuses it for good.
-    async fn apply_manifest(
-        &self,
-        child: &ClusterName,
-        m: &Value,
-        earlier: &[Value],
-    ) -> ApiResult<Option<String>> {
-        let api_version = m.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
-        let Some(obj_name) = meta::meta_str(m, "name").filter(|n| !n.is_empty()) else {
-            return Ok(Some("metadata.name: Required value".into()));
-        };
-        let (group, version) = match api_version.split_once('/') {
-            Some((g, v)) => (g, v),
-            None => ("", api_version),
-        };
-        let defined_earlier = crd_defines(earlier, group, kind);
-        let Some(rt) = self
-            .template_type(child, group, version, kind, defined_earlier)
-            .await?
-        else {
-            let why = if defined_earlier {
-                format!(
-                    " (its CustomResourceDefinition earlier in the template was not \
-                     Established within {}s)",
-                    CRD_WAIT.as_secs()
-                )
-            } else {
-                String::new()
-            };
-            return Ok(Some(format!(
-                "the server does not serve kind \"{kind}\" in version \"{api_version}\" \
-                 in logical cluster \"{child}\"{why}"
-            )));
-        };
-        if !rt.is_stored() || !rt.has_verb("patch") {
-            return Ok(Some(format!("kind \"{kind}\" cannot be applied")));
-        }
-        let mut doc = m.clone();
-        let namespace = rt.namespaced.then(|| {
-            meta::meta_str(m, "namespace")
-                .filter(|n| !n.is_empty())
-                .unwrap_or("default")
-                .to_string()
-        });
-        if let Ok(md) = meta::meta_mut(&mut doc) {
-            for f in SERVER_SET_METADATA {
-                md.remove(*f);
-            }
-            match &namespace {
-                Some(ns) => md.insert("namespace".into(), json!(ns)),
-                None => md.remove("namespace"),
-            };
-        }
-        let w = WriteParams {
-            field_manager: Some(TEMPLATE_MANAGER.into()),
-            default_manager: TEMPLATE_MANAGER.into(),
-            force: Some(true),
-            field_validation: FieldValidation::Strict,
-            ..Default::default()
-        };
-        let t = Target::new(child, rt, namespace);
-        match self.apply(&t, obj_name, None, Document::new(doc), &w).await {
-            Ok(_) => Ok(None),
-            Err(e) if matches!(e.code(), 409 | 429 | 503 | 504) => Err(e),
-            Err(e) => Ok(Some(e.0.message)),
         }
     }
+    Ok(None)
+}
 
-    /// The WorkspaceTemplate `name` seen from `cluster`: its own, else the nearest
-    /// ancestor's; with the cluster it was found in.
-    async fn find_workspace_template(
-        &self,
-        cluster: &ClusterName,
-        name: &str,
-    ) -> ApiResult<Option<(ClusterName, Value)>> {
-        let mut at = Some(cluster.clone());
-        while let Some(c) = at {
-            let key = Key::new(c.as_str(), WORKSPACE_TEMPLATE_RESOURCE, "", name);
-            if let Some((_, obj)) = self.get_decoded(&key).await? {
-                return Ok(Some((c, obj)));
-            }
-            at = c.parent();
-        }
-        Ok(None)
+/// Applies manifest `m` (which follows `earlier` in its template) into `child`.
+/// `Ok(Some(why))` when the server refuses it for good.
+async fn apply_manifest(
+    reg: &Registry,
+    child: &ClusterName,
+    m: &Value,
+    earlier: &[Value],
+) -> ApiResult<Option<String>> {
+    let api_version = m.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = m.get("kind").and_then(Value::as_str).unwrap_or("");
+    let Some(obj_name) = meta::meta_str(m, "name").filter(|n| !n.is_empty()) else {
+        return Ok(Some("metadata.name: Required value".into()));
+    };
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    };
+    let defined_earlier = crd_defines(earlier, group, kind);
+    let Some(rt) = template_type(reg, child, group, version, kind, defined_earlier).await? else {
+        let why = if defined_earlier {
+            format!(
+                " (its CustomResourceDefinition earlier in the template was not \
+                 Established within {}s)",
+                CRD_WAIT.as_secs()
+            )
+        } else {
+            String::new()
+        };
+        return Ok(Some(format!(
+            "the server does not serve kind \"{kind}\" in version \"{api_version}\" \
+             in logical cluster \"{child}\"{why}"
+        )));
+    };
+    if !rt.is_stored() || !rt.has_verb("patch") {
+        return Ok(Some(format!("kind \"{kind}\" cannot be applied")));
     }
-
-    /// The served type of `kind` in `group/version` in `cluster`; when a CRD earlier in the
-    /// template defines it, waits (bounded) for it to be served.
-    async fn template_type(
-        &self,
-        cluster: &ClusterName,
-        group: &str,
-        version: &str,
-        kind: &str,
-        wait: bool,
-    ) -> ApiResult<Option<Arc<ResourceType>>> {
-        let deadline = tokio::time::Instant::now() + CRD_WAIT;
-        loop {
-            let catalog = self.cluster_catalog(cluster).await?;
-            if let Some(rt) = catalog
-                .in_group_version(group, version)
-                .find(|rt| rt.kind == kind)
-            {
-                return Ok(Some(rt.clone()));
-            }
-            if !wait || tokio::time::Instant::now() >= deadline {
-                return Ok(None);
-            }
-            tokio::time::sleep(CRD_POLL).await;
-            self.refresh_catalog(cluster).await?;
+    let mut doc = m.clone();
+    let namespace = rt.namespaced.then(|| {
+        meta::meta_str(m, "namespace")
+            .filter(|n| !n.is_empty())
+            .unwrap_or("default")
+            .to_string()
+    });
+    if let Ok(md) = meta::meta_mut(&mut doc) {
+        for f in SERVER_SET_METADATA {
+            md.remove(*f);
         }
+        match &namespace {
+            Some(ns) => md.insert("namespace".into(), json!(ns)),
+            None => md.remove("namespace"),
+        };
     }
+    let w = WriteParams {
+        field_manager: Some(TEMPLATE_MANAGER.into()),
+        default_manager: TEMPLATE_MANAGER.into(),
+        force: Some(true),
+        field_validation: FieldValidation::Strict,
+        ..Default::default()
+    };
+    let t = Target::new(child, rt, namespace);
+    match reg.apply(&t, obj_name, None, Document::new(doc), &w).await {
+        Ok(_) => Ok(None),
+        Err(e) if matches!(e.code(), 409 | 429 | 503 | 504) => Err(e),
+        Err(e) => Ok(Some(e.0.message)),
+    }
+}
 
-    /// Reports Workspace `name` (read as `ws`) Failed with `failure`; `Ok(false)` to retry
-    /// the write.
-    pub(crate) async fn report_workspace_failed(
-        &self,
-        t: &Target,
-        name: &str,
-        ws: Value,
-        failure: TemplateFailure,
-    ) -> ApiResult<bool> {
-        let cluster = t.cluster()?;
-        tracing::warn!(
-            %cluster,
-            name,
-            reason = failure.reason,
-            message = %failure.message,
-            "workspace failed"
-        );
-        let mut next = ws;
-        let mut conditions: Vec<Value> = next
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .map(|c| c.iter().filter(|c| c["type"] != "Ready").cloned().collect())
-            .unwrap_or_default();
-        conditions.push(ready_condition("False", failure.reason, &failure.message));
-        next["status"] = json!({"phase": "Failed", "conditions": conditions});
-        // `next` carries the resourceVersion it was read at: the update's precondition.
-        let w = WriteParams::controller_named(CONTROLLER);
-        match self.update(t, name, Some("status"), next, &w).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.code() == 404 => Ok(true),
-            Err(e) => {
-                write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
-                Ok(false)
-            }
+/// The WorkspaceTemplate `name` seen from `cluster`: its own, else the nearest
+/// ancestor's; with the cluster it was found in.
+async fn find_workspace_template(
+    reg: &Registry,
+    cluster: &ClusterName,
+    name: &str,
+) -> ApiResult<Option<(ClusterName, Value)>> {
+    let mut at = Some(cluster.clone());
+    while let Some(c) = at {
+        let key = Key::new(c.as_str(), WORKSPACE_TEMPLATE_RESOURCE, "", name);
+        if let Some((_, obj)) = reg.get_decoded(&key).await? {
+            return Ok(Some((c, obj)));
+        }
+        at = c.parent();
+    }
+    Ok(None)
+}
+
+/// The served type of `kind` in `group/version` in `cluster`; when a CRD earlier in the
+/// template defines it, waits (bounded) for it to be served.
+async fn template_type(
+    reg: &Registry,
+    cluster: &ClusterName,
+    group: &str,
+    version: &str,
+    kind: &str,
+    wait: bool,
+) -> ApiResult<Option<Arc<ResourceType>>> {
+    let deadline = tokio::time::Instant::now() + CRD_WAIT;
+    loop {
+        let catalog = reg.cluster_catalog(cluster).await?;
+        if let Some(rt) = catalog
+            .in_group_version(group, version)
+            .find(|rt| rt.kind == kind)
+        {
+            return Ok(Some(rt.clone()));
+        }
+        if !wait || tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(CRD_POLL).await;
+        reg.refresh_catalog(cluster).await?;
+    }
+}
+
+/// Reports Workspace `name` (read as `ws`) Failed with `failure`; `Ok(false)` to retry
+/// the write.
+pub(crate) async fn report_workspace_failed(
+    reg: &Registry,
+    t: &Target,
+    name: &str,
+    ws: Value,
+    failure: TemplateFailure,
+) -> ApiResult<bool> {
+    let cluster = t.cluster()?;
+    tracing::warn!(
+        %cluster,
+        name,
+        reason = failure.reason,
+        message = %failure.message,
+        "workspace failed"
+    );
+    let mut next = ws;
+    let mut conditions: Vec<Value> = next
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().filter(|c| c["type"] != "Ready").cloned().collect())
+        .unwrap_or_default();
+    conditions.push(ready_condition("False", failure.reason, &failure.message));
+    next["status"] = json!({"phase": "Failed", "conditions": conditions});
+    // `next` carries the resourceVersion it was read at: the update's precondition.
+    let w = WriteParams::controller_named(CONTROLLER);
+    match reg.update(t, name, Some("status"), next, &w).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == 404 => Ok(true),
+        Err(e) => {
+            write_failed(CONTROLLER, cluster.as_str(), &t.rt, "", name, &e);
+            Ok(false)
         }
     }
 }
@@ -361,7 +356,11 @@ mod tests {
             obj["spec"] = json!({"template": tpl});
         }
         reg.create(&t, obj, &WriteParams::default()).await.unwrap();
-        assert!(reg.sync_workspace(&name(cluster), ws).await.unwrap());
+        assert!(
+            crate::controllers::workspace::sync_workspace(reg, &name(cluster), ws)
+                .await
+                .unwrap()
+        );
         get(reg, &t, ws).await.unwrap()
     }
 
@@ -579,7 +578,11 @@ mod tests {
         // Running again (a retry, a restart) leaves it as it is, even once the template
         // exists: nothing is retried endlessly.
         create_template(reg, "root", "nowhere", vec![cm("late", None)]).await;
-        assert!(reg.sync_workspace(&name("root"), "acme").await.unwrap());
+        assert!(
+            crate::controllers::workspace::sync_workspace(reg, &name("root"), "acme")
+                .await
+                .unwrap()
+        );
         reg.resume_pending_work().await.unwrap();
         let t = target(reg, "root", "tenancy.kplane.io", "workspaces", None).await;
         let again = get(reg, &t, "acme").await.unwrap();
@@ -588,7 +591,11 @@ mod tests {
         reg.delete(&t, "acme", &DeleteParams::default())
             .await
             .unwrap();
-        assert!(reg.sync_workspace(&name("root"), "acme").await.unwrap());
+        assert!(
+            crate::controllers::workspace::sync_workspace(reg, &name("root"), "acme")
+                .await
+                .unwrap()
+        );
         assert!(get(reg, &t, "acme").await.is_none());
         assert_eq!(
             reg.storage()
@@ -742,7 +749,7 @@ mod tests {
         // Applying the template again (as after a restart while Initializing).
         let child = name("root:acme");
         assert_eq!(
-            reg.apply_workspace_template(&name("root"), &child, &ws)
+            apply_workspace_template(reg, &name("root"), &child, &ws)
                 .await
                 .unwrap(),
             None

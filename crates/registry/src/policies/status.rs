@@ -334,73 +334,70 @@ fn status_document(name: &str, generation: i64, warnings: &[ExpressionWarning]) 
     })
 }
 
-impl Registry {
-    /// Type checks the policy `name` of `cluster` and applies its status, unless its
-    /// generation was observed already; false to be retried.
-    pub(crate) async fn sync_policy_status(
-        &self,
-        cluster: &ClusterName,
-        name: &str,
-    ) -> ApiResult<bool> {
-        let key = kplane_storage::Key::new(cluster.as_str(), POLICY_RESOURCE, "", name);
-        let Some((_, policy)) = self.get_decoded(&key).await? else {
-            return Ok(true);
-        };
-        if !needs_check(&policy) {
-            return Ok(true);
-        }
-        let catalog = self.cluster_catalog(cluster).await?;
-        let Some(rt) = catalog
-            .get(
-                "admissionregistration.k8s.io",
-                "v1",
-                "validatingadmissionpolicies",
-            )
-            .cloned()
-        else {
-            return Ok(true);
-        };
-        let checked = policy.clone();
-        let checked_catalog = catalog.clone();
-        // CPU work (schemas built, expressions checked): off the async threads
-        let warnings =
-            tokio::task::spawn_blocking(move || check_policy(&checked, &checked_catalog))
-                .await
-                .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
-        let generation = policy
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        let doc = status_document(name, generation, &warnings);
-        let w = WriteParams {
-            field_manager: Some(MANAGER.into()),
-            default_manager: MANAGER.into(),
-            force: Some(true),
-            ..Default::default()
-        };
-        let t = Target::new(cluster, rt.clone(), None);
-        let mut applied = self
-            .apply(&t, name, Some("status"), Document::new(doc.clone()), &w)
+/// Type checks the policy `name` of `cluster` and applies its status, unless its
+/// generation was observed already; false to be retried.
+pub(crate) async fn sync_policy_status(
+    reg: &Registry,
+    cluster: &ClusterName,
+    name: &str,
+) -> ApiResult<bool> {
+    let key = kplane_storage::Key::new(cluster.as_str(), POLICY_RESOURCE, "", name);
+    let Some((_, policy)) = reg.get_decoded(&key).await? else {
+        return Ok(true);
+    };
+    if !needs_check(&policy) {
+        return Ok(true);
+    }
+    let catalog = reg.cluster_catalog(cluster).await?;
+    let Some(rt) = catalog
+        .get(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicies",
+        )
+        .cloned()
+    else {
+        return Ok(true);
+    };
+    let checked = policy.clone();
+    let checked_catalog = catalog.clone();
+    // CPU work (schemas built, expressions checked): off the async threads
+    let warnings = tokio::task::spawn_blocking(move || check_policy(&checked, &checked_catalog))
+        .await
+        .map_err(|e| crate::error::ApiError::internal(e.to_string()))?;
+    let generation = policy
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let doc = status_document(name, generation, &warnings);
+    let w = WriteParams {
+        field_manager: Some(MANAGER.into()),
+        default_manager: MANAGER.into(),
+        force: Some(true),
+        ..Default::default()
+    };
+    let t = Target::new(cluster, rt.clone(), None);
+    let mut applied = reg
+        .apply(&t, name, Some("status"), Document::new(doc.clone()), &w)
+        .await;
+    // The merge drops a map emptied of the fields the manager no longer applies (the
+    // earlier warnings), `{}` applied or not; applied again, the `{}` is added back.
+    let dropped = |bytes: &[u8]| {
+        serde_json::from_slice::<Value>(bytes)
+            .is_ok_and(|v| v.pointer("/status/typeChecking").is_none())
+    };
+    if matches!(&applied, Ok((bytes, _)) if dropped(bytes)) {
+        applied = reg
+            .apply(&t, name, Some("status"), Document::new(doc), &w)
             .await;
-        // The merge drops a map emptied of the fields the manager no longer applies (the
-        // earlier warnings), `{}` applied or not; applied again, the `{}` is added back.
-        let dropped = |bytes: &[u8]| {
-            serde_json::from_slice::<Value>(bytes)
-                .is_ok_and(|v| v.pointer("/status/typeChecking").is_none())
-        };
-        if matches!(&applied, Ok((bytes, _)) if dropped(bytes)) {
-            applied = self
-                .apply(&t, name, Some("status"), Document::new(doc), &w)
-                .await;
-        }
-        match applied {
-            Ok(_) => Ok(true),
-            // Deleted meanwhile: nothing to report.
-            Err(e) if e.code() == 404 => Ok(true),
-            Err(e) => {
-                write_failed(MANAGER, cluster.as_str(), &rt, "", name, &e);
-                Ok(false)
-            }
+    }
+    match applied {
+        Ok(_) => Ok(true),
+        // Deleted meanwhile: nothing to report.
+        Err(e) if e.code() == 404 => Ok(true),
+        Err(e) => {
+            write_failed(MANAGER, cluster.as_str(), &rt, "", name, &e);
+            Ok(false)
         }
     }
 }
@@ -444,7 +441,7 @@ impl Controller for PolicyStatus {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
-        registry.sync_policy_status(&key.cluster, &key.name).await
+        sync_policy_status(registry, &key.cluster, &key.name).await
     }
 }
 

@@ -244,7 +244,11 @@ async fn the_status_of_policies_over_a_crd() {
         reg.create(&policies, p, &w).await.unwrap();
     }
     for name in ["good", "bad", "wild"] {
-        assert!(reg.sync_policy_status(&root, name).await.unwrap());
+        assert!(
+            crate::policies::status::sync_policy_status(reg, &root, name)
+                .await
+                .unwrap()
+        );
     }
 
     let good = stored_policy(reg, "good").await;
@@ -285,7 +289,11 @@ async fn the_status_of_policies_over_a_crd() {
     // Nothing to do once observed; a new generation is checked again (the warnings go:
     // the forced apply owns the whole list).
     let rv = bad["metadata"]["resourceVersion"].clone();
-    assert!(reg.sync_policy_status(&root, "bad").await.unwrap());
+    assert!(
+        crate::policies::status::sync_policy_status(reg, &root, "bad")
+            .await
+            .unwrap()
+    );
     let again = stored_policy(reg, "bad").await;
     assert_eq!(again["metadata"]["resourceVersion"], rv);
     assert_eq!(
@@ -296,7 +304,11 @@ async fn the_status_of_policies_over_a_crd() {
     fixed["spec"]["validations"] =
         json!([{"expression": "object.spec.replicas > 1 && object.metadata.namespace != ''"}]);
     reg.update(&policies, "bad", None, fixed, &w).await.unwrap();
-    assert!(reg.sync_policy_status(&root, "bad").await.unwrap());
+    assert!(
+        crate::policies::status::sync_policy_status(reg, &root, "bad")
+            .await
+            .unwrap()
+    );
     let fixed = stored_policy(reg, "bad").await;
     assert_eq!(fixed["metadata"]["generation"], 2);
     assert_eq!(
@@ -304,7 +316,11 @@ async fn the_status_of_policies_over_a_crd() {
         json!({"observedGeneration": 2, "typeChecking": {}})
     );
     // a policy gone meanwhile is done with
-    assert!(reg.sync_policy_status(&root, "nope").await.unwrap());
+    assert!(
+        crate::policies::status::sync_policy_status(reg, &root, "nope")
+            .await
+            .unwrap()
+    );
 }
 
 /// The work is queued by the informer handler for a policy whose generation is not yet

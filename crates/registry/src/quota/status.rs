@@ -27,7 +27,7 @@ pub(crate) async fn run(reg: Arc<Registry>) {
     loop {
         tick.tick().await;
         for cluster in reg.quotas().take_changed() {
-            if let Err(e) = reg.write_quota_status(&cluster).await {
+            if let Err(e) = write_quota_status(&reg, &cluster).await {
                 tracing::debug!(cluster, error = %e.0.message, "quota status not written; retried");
                 reg.quotas().mark_changed(&cluster);
             }
@@ -35,45 +35,47 @@ pub(crate) async fn run(reg: Arc<Registry>) {
     }
 }
 
-impl Registry {
-    /// Writes `cluster`'s limits and counts into its Workspace's `status.quota`, unless
-    /// they are there already or the Workspace is not Ready (being created or deleted:
-    /// its own controller writes its status then). `root` has no Workspace.
-    pub(crate) async fn write_quota_status(&self, cluster: &str) -> ApiResult<()> {
-        let Some(c) = ClusterName::parse(cluster) else {
-            return Ok(());
-        };
-        let (Some(parent), Some(used)) = (c.parent(), self.quotas().usage(cluster)) else {
-            return Ok(());
-        };
-        let t = Target::new(&parent, self.workspace_type()?, None);
-        let name = c.base_name();
-        let mut obj: Value = match self.get(&t, name).await {
-            Ok(b) => serde_json::from_slice(&b).map_err(|e| crate::corrupt(&e))?,
-            Err(e) if e.code() == 404 => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        if obj.pointer("/status/phase") != Some(&json!("Ready")) {
-            return Ok(());
-        }
-        let quota = json!({"hard": self.quotas().hard(cluster), "used": used.by_name()});
-        if obj.pointer("/status/quota") == Some(&quota) {
-            return Ok(());
-        }
-        obj["status"]["quota"] = quota;
-        match self
-            .update(
-                &t,
-                name,
-                Some("status"),
-                obj,
-                &WriteParams::controller_named(MANAGER),
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.code() == 404 => Ok(()),
-            Err(e) => Err(e),
-        }
+/// Writes `cluster`'s limits and counts into its Workspace's `status.quota`, unless
+/// they are there already or the Workspace is not Ready (being created or deleted:
+/// its own controller writes its status then). `root` has no Workspace.
+pub(crate) async fn write_quota_status(reg: &Registry, cluster: &str) -> ApiResult<()> {
+    let Some(c) = ClusterName::parse(cluster) else {
+        return Ok(());
+    };
+    let (Some(parent), Some(used)) = (c.parent(), reg.quotas().usage(cluster)) else {
+        return Ok(());
+    };
+    let t = Target::new(
+        &parent,
+        crate::controllers::workspace::workspace_type(reg)?,
+        None,
+    );
+    let name = c.base_name();
+    let mut obj: Value = match reg.get(&t, name).await {
+        Ok(b) => serde_json::from_slice(&b).map_err(|e| crate::corrupt(&e))?,
+        Err(e) if e.code() == 404 => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if obj.pointer("/status/phase") != Some(&json!("Ready")) {
+        return Ok(());
+    }
+    let quota = json!({"hard": reg.quotas().hard(cluster), "used": used.by_name()});
+    if obj.pointer("/status/quota") == Some(&quota) {
+        return Ok(());
+    }
+    obj["status"]["quota"] = quota;
+    match reg
+        .update(
+            &t,
+            name,
+            Some("status"),
+            obj,
+            &WriteParams::controller_named(MANAGER),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == 404 => Ok(()),
+        Err(e) => Err(e),
     }
 }

@@ -406,7 +406,9 @@ async fn a_workspace_quota_limits_its_cluster_and_its_status_shows_the_usage() {
         err.0.message
     );
     // The status controller's step writes the limits and the counts.
-    e.reg.write_quota_status("root:w").await.unwrap();
+    crate::quota::status::write_quota_status(&e.reg, "root:w")
+        .await
+        .unwrap();
     let stored: Value = serde_json::from_slice(&e.reg.get(&ws, "w").await.unwrap()).unwrap();
     let quota = &stored["status"]["quota"];
     assert_eq!(quota["hard"]["count/secrets"], 1, "{stored}");

@@ -77,98 +77,96 @@ fn desired_status(
     Value::Object(status)
 }
 
-impl Registry {
-    /// Syncs the status of every quota of `namespace` in `cluster`; false to be retried
-    /// (a write lost a race).
-    pub(crate) async fn sync_resource_quotas(
-        &self,
-        cluster: &ClusterName,
-        namespace: &str,
-    ) -> ApiResult<bool> {
-        let quotas = self.namespace_quotas(cluster, namespace).await?;
-        if quotas.is_empty() {
-            return Ok(true);
-        }
-        let Some(t) = self.quota_target(cluster, namespace) else {
-            return Ok(true);
-        };
-        let mut decoded = Vec::with_capacity(quotas.len());
-        let mut names = BTreeSet::new();
-        for kv in &quotas {
-            let q: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
-            if let Some(h) = q.pointer("/spec/hard").and_then(Value::as_object) {
-                names.extend(h.keys().cloned());
-            }
-            decoded.push((kv, q));
-        }
-        let names: Vec<String> = names.into_iter().collect();
-        let usage = self.quota_usage(cluster, namespace, &names).await?;
-        let w = WriteParams::controller();
-        let mut done = true;
-        for (kv, mut q) in decoded {
-            let status = desired_status(&q, &usage);
-            let current = q.get("status").cloned().unwrap_or_else(|| json!({}));
-            if current == status {
-                continue;
-            }
-            q["status"] = status;
-            q["metadata"]["resourceVersion"] = json!(kv.mod_revision.to_string());
-            match self.update(&t, &kv.key.name, Some("status"), q, &w).await {
-                Ok(_) => {}
-                // Deleted meanwhile: nothing to keep.
-                Err(e) if e.code() == 404 => {}
-                // Written meanwhile: count again.
-                Err(e) if e.code() == 409 => done = false,
-                Err(e) => {
-                    write_failed(
-                        CONTROLLER,
-                        cluster.as_str(),
-                        &t.rt,
-                        namespace,
-                        &kv.key.name,
-                        &e,
-                    );
-                    done = false;
-                }
-            }
-        }
-        Ok(done)
+/// Syncs the status of every quota of `namespace` in `cluster`; false to be retried
+/// (a write lost a race).
+pub(crate) async fn sync_resource_quotas(
+    reg: &Registry,
+    cluster: &ClusterName,
+    namespace: &str,
+) -> ApiResult<bool> {
+    let quotas = reg.namespace_quotas(cluster, namespace).await?;
+    if quotas.is_empty() {
+        return Ok(true);
     }
+    let Some(t) = reg.quota_target(cluster, namespace) else {
+        return Ok(true);
+    };
+    let mut decoded = Vec::with_capacity(quotas.len());
+    let mut names = BTreeSet::new();
+    for kv in &quotas {
+        let q: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
+        if let Some(h) = q.pointer("/spec/hard").and_then(Value::as_object) {
+            names.extend(h.keys().cloned());
+        }
+        decoded.push((kv, q));
+    }
+    let names: Vec<String> = names.into_iter().collect();
+    let usage = reg.quota_usage(cluster, namespace, &names).await?;
+    let w = WriteParams::controller();
+    let mut done = true;
+    for (kv, mut q) in decoded {
+        let status = desired_status(&q, &usage);
+        let current = q.get("status").cloned().unwrap_or_else(|| json!({}));
+        if current == status {
+            continue;
+        }
+        q["status"] = status;
+        q["metadata"]["resourceVersion"] = json!(kv.mod_revision.to_string());
+        match reg.update(&t, &kv.key.name, Some("status"), q, &w).await {
+            Ok(_) => {}
+            // Deleted meanwhile: nothing to keep.
+            Err(e) if e.code() == 404 => {}
+            // Written meanwhile: count again.
+            Err(e) if e.code() == 409 => done = false,
+            Err(e) => {
+                write_failed(
+                    CONTROLLER,
+                    cluster.as_str(),
+                    &t.rt,
+                    namespace,
+                    &kv.key.name,
+                    &e,
+                );
+                done = false;
+            }
+        }
+    }
+    Ok(done)
+}
 
-    /// The recheck [`Self::recheck_quotas_soon`] scheduled: a recount unless a quota of the
-    /// namespace was raised within [`GRACE`], in which case the recheck waits for it.
-    pub(crate) async fn settle_resource_quotas(
-        &self,
-        cluster: &ClusterName,
-        namespace: &str,
-    ) -> ApiResult<bool> {
-        if let Some(at) = self
-            .quota_index()
-            .raised_within(cluster.as_str(), namespace, GRACE)
-        {
-            let key = InNamespace::new(cluster.clone(), namespace);
-            if let Some(w) = self.work::<Recheck>(key) {
-                let due = tokio::time::Instant::from_std(at + GRACE + Duration::from_millis(100));
-                self.controllers.timers.schedule_unless_sooner(w, due);
-            }
-            return Ok(true);
+/// The recheck [`recheck_quotas_soon`] scheduled: a recount unless a quota of the
+/// namespace was raised within [`GRACE`], in which case the recheck waits for it.
+pub(crate) async fn settle_resource_quotas(
+    reg: &Registry,
+    cluster: &ClusterName,
+    namespace: &str,
+) -> ApiResult<bool> {
+    if let Some(at) = reg
+        .quota_index()
+        .raised_within(cluster.as_str(), namespace, GRACE)
+    {
+        let key = InNamespace::new(cluster.clone(), namespace);
+        if let Some(w) = reg.work::<Recheck>(key) {
+            let due = tokio::time::Instant::from_std(at + GRACE + Duration::from_millis(100));
+            reg.controllers.timers.schedule_unless_sooner(w, due);
         }
-        self.sync_resource_quotas(cluster, namespace).await
+        return Ok(true);
     }
+    sync_resource_quotas(reg, cluster, namespace).await
+}
 
-    /// Counts `namespace`'s quotas again after [`RECHECK_AFTER`] (an earlier deadline
-    /// already set is kept). Only where the controllers run.
-    pub(crate) fn recheck_quotas_soon(&self, cluster: &ClusterName, namespace: &str) {
-        if !self.leads() {
-            return;
-        }
-        let Some(w) = self.work::<Recheck>(InNamespace::new(cluster.clone(), namespace)) else {
-            return;
-        };
-        self.controllers
-            .timers
-            .schedule_unless_sooner(w, tokio::time::Instant::now() + RECHECK_AFTER);
+/// Counts `namespace`'s quotas again after [`RECHECK_AFTER`] (an earlier deadline
+/// already set is kept). Only where the controllers run.
+pub(crate) fn recheck_quotas_soon(reg: &Registry, cluster: &ClusterName, namespace: &str) {
+    if !reg.leads() {
+        return;
     }
+    let Some(w) = reg.work::<Recheck>(InNamespace::new(cluster.clone(), namespace)) else {
+        return;
+    };
+    reg.controllers
+        .timers
+        .schedule_unless_sooner(w, tokio::time::Instant::now() + RECHECK_AFTER);
 }
 
 /// Whether a quota's stored status is what the controller leaves (`hard` equal to the
@@ -227,7 +225,7 @@ impl InformerHandler for Feed {
             if is_quota {
                 reg.quota_index().note_raise(&key.cluster, &key.namespace);
             }
-            reg.recheck_quotas_soon(&cluster, &key.namespace);
+            recheck_quotas_soon(reg, &cluster, &key.namespace);
         }
     }
 }
@@ -242,9 +240,7 @@ impl Controller for Quotas {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {
-        registry
-            .sync_resource_quotas(&key.cluster, &key.namespace)
-            .await
+        sync_resource_quotas(registry, &key.cluster, &key.namespace).await
     }
 }
 
@@ -259,8 +255,6 @@ impl Controller for Recheck {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {
-        registry
-            .settle_resource_quotas(&key.cluster, &key.namespace)
-            .await
+        settle_resource_quotas(registry, &key.cluster, &key.namespace).await
     }
 }

@@ -55,7 +55,11 @@ async fn make_quota(reg: &Registry, ns: &str, q: Value) -> Value {
     let name = q["metadata"]["name"].as_str().unwrap().to_string();
     reg.create(&t, q, &WriteParams::default()).await.unwrap();
     index(reg).await;
-    assert!(reg.sync_resource_quotas(&root(), ns).await.unwrap());
+    assert!(
+        crate::resource_quota::controller::sync_resource_quotas(reg, &root(), ns)
+            .await
+            .unwrap()
+    );
     stored_quota(reg, ns, &name).await
 }
 
@@ -225,14 +229,22 @@ async fn creates_are_counted_and_refused_past_the_limit_with_upstreams_message()
 
     // A delete releases its usage once the controller counts again.
     reg.delete(&cms, "c0", &Default::default()).await.unwrap();
-    assert!(reg.sync_resource_quotas(&root(), "q").await.unwrap());
+    assert!(
+        crate::resource_quota::controller::sync_resource_quotas(reg, &root(), "q")
+            .await
+            .unwrap()
+    );
     assert_eq!(
         stored_quota(reg, "q", "test-quota").await["status"]["used"]["configmaps"],
         (limit - 1).to_string()
     );
     reg.create(&cms, cm("again"), &w).await.unwrap();
     // The controller's count agrees with admission's.
-    assert!(reg.sync_resource_quotas(&root(), "q").await.unwrap());
+    assert!(
+        crate::resource_quota::controller::sync_resource_quotas(reg, &root(), "q")
+            .await
+            .unwrap()
+    );
     assert_eq!(
         stored_quota(reg, "q", "test-quota").await["status"]["used"]["configmaps"],
         limit.to_string()
@@ -274,7 +286,11 @@ async fn a_quota_without_usage_for_a_counted_name_refuses_with_status_unknown() 
     reg.create(&t2, cm("before-count"), &WriteParams::default())
         .await
         .unwrap();
-    assert!(reg.sync_resource_quotas(&root(), "fresh").await.unwrap());
+    assert!(
+        crate::resource_quota::controller::sync_resource_quotas(reg, &root(), "fresh")
+            .await
+            .unwrap()
+    );
     let e = reg
         .create(&t2, cm("after-count"), &WriteParams::default())
         .await
@@ -327,7 +343,11 @@ async fn concurrent_creates_at_ten_times_the_limit_take_exactly_the_limit() {
     assert_eq!((ok, refused), (LIMIT, LIMIT * 9));
     let used = stored_quota(&reg, "c", "q").await["status"]["used"]["count/configmaps"].clone();
     assert_eq!(used, (base + LIMIT).to_string());
-    assert!(reg.sync_resource_quotas(&root(), "c").await.unwrap());
+    assert!(
+        crate::resource_quota::controller::sync_resource_quotas(&reg, &root(), "c")
+            .await
+            .unwrap()
+    );
     assert_eq!(
         stored_quota(&reg, "c", "q").await["status"]["used"]["count/configmaps"],
         used
@@ -359,7 +379,11 @@ async fn concurrent_creates_at_ten_times_the_limit_take_exactly_the_limit() {
             .unwrap()
             .unwrap();
     }
-    assert!(reg.sync_resource_quotas(&root(), "d").await.unwrap());
+    assert!(
+        crate::resource_quota::controller::sync_resource_quotas(&reg, &root(), "d")
+            .await
+            .unwrap()
+    );
     let stored = reg
         .storage()
         .count(&Prefix {
@@ -399,7 +423,11 @@ async fn the_status_subresource_keeps_the_spec_and_the_main_endpoint_keeps_the_s
     assert_eq!(got["spec"]["hard"]["cpu"], "500m");
     assert_eq!(got["status"]["hard"]["cpu"], "2");
     // The controller puts the status back to the spec.
-    assert!(reg.sync_resource_quotas(&root(), "s").await.unwrap());
+    assert!(
+        crate::resource_quota::controller::sync_resource_quotas(reg, &root(), "s")
+            .await
+            .unwrap()
+    );
     let got = stored_quota(reg, "s", "q").await;
     assert_eq!(
         got["status"]["hard"],

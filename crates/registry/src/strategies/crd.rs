@@ -103,7 +103,7 @@ impl TypeStrategy for CustomResourceDefinition {
         deleting: bool,
     ) -> ApiResult<()> {
         reg.refresh_catalog(cluster).await?;
-        reg.gc_kinds_changed(cluster);
+        crate::controllers::gc::gc_kinds_changed(reg, cluster);
         if deleting {
             reg.enqueue::<CrdCleanup>(Named::new(cluster.clone(), name));
         }

@@ -163,14 +163,14 @@ impl TypeStrategy for Workspace {
     }
 
     /// A Workspace without a template is stored Ready in the commit that creates its
-    /// logical cluster ([`Registry::workspace_created_together`]).
+    /// logical cluster (`controllers::workspace::workspace_created_together`).
     async fn created_together(
         &self,
         reg: &Registry,
         cluster: &ClusterName,
         obj: &Value,
     ) -> ApiResult<Option<Together>> {
-        reg.workspace_created_together(cluster, obj).await
+        crate::controllers::workspace::workspace_created_together(reg, cluster, obj).await
     }
 
     async fn after_create(

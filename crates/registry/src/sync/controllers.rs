@@ -342,435 +342,442 @@ struct AssignCtx {
     failed: bool,
 }
 
-impl Registry {
-    fn sync_target_rt(&self) -> Option<Arc<ResourceType>> {
-        self.builtin_catalog()
-            .get(SYNC_GROUP, SYNC_VERSION, SYNC_TARGETS)
-            .cloned()
-    }
+fn sync_target_rt(reg: &Registry) -> Option<Arc<ResourceType>> {
+    reg.builtin_catalog()
+        .get(SYNC_GROUP, SYNC_VERSION, SYNC_TARGETS)
+        .cloned()
+}
 
-    async fn read_json(&self, key: &Key) -> ApiResult<Option<(KeyValue, Value)>> {
-        let Some(kv) = self.get_by_key(key).await? else {
-            return Ok(None);
-        };
-        match serde_json::from_slice::<Value>(&kv.value) {
-            Ok(v) => Ok(Some((kv, v))),
-            Err(e) => Err(ApiError::internal(format!(
-                "stored object {key:?} does not decode: {e}"
-            ))),
-        }
+async fn read_json(reg: &Registry, key: &Key) -> ApiResult<Option<(KeyValue, Value)>> {
+    let Some(kv) = reg.get_by_key(key).await? else {
+        return Ok(None);
+    };
+    match serde_json::from_slice::<Value>(&kv.value) {
+        Ok(v) => Ok(Some((kv, v))),
+        Err(e) => Err(ApiError::internal(format!(
+            "stored object {key:?} does not decode: {e}"
+        ))),
     }
+}
 
-    /// The resource type serving `r` in `cluster` (custom resources from its catalog).
-    async fn synced_rt(
-        &self,
-        cluster: &ClusterName,
-        r: &SyncedResource,
-    ) -> Option<Arc<ResourceType>> {
-        if let Some(rt) = self
-            .builtin_catalog()
-            .get(&r.group, &r.version, &r.resource)
-        {
-            return Some(rt.clone());
-        }
-        let catalog = self.cluster_catalog(cluster).await.ok()?;
-        catalog.get(&r.group, &r.version, &r.resource).cloned()
+/// The resource type serving `r` in `cluster` (custom resources from its catalog).
+async fn synced_rt(
+    reg: &Registry,
+    cluster: &ClusterName,
+    r: &SyncedResource,
+) -> Option<Arc<ResourceType>> {
+    if let Some(rt) = reg.builtin_catalog().get(&r.group, &r.version, &r.resource) {
+        return Some(rt.clone());
     }
+    let catalog = reg.cluster_catalog(cluster).await.ok()?;
+    catalog.get(&r.group, &r.version, &r.resource).cloned()
+}
 
-    /// Health and drain of one SyncTarget (see the module doc); `false` to be retried.
-    pub(crate) async fn sync_target(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
-        let Some(work) = self.work::<Targets>(Named::new(cluster.clone(), name)) else {
-            return Ok(true);
-        };
-        let Some(rt) = self.sync_target_rt() else {
-            return Ok(true);
-        };
-        let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
-        let Some((kv, mut target)) = self.read_json(&key).await? else {
-            self.controllers.timers.cancel(&work);
-            return self.release_orphans(cluster, name).await;
-        };
-        let now = Utc::now();
-        let p = plan(&target, now);
-        let t = Target::new(cluster, rt.clone(), None);
-        let w = write_params();
-        let mut rv = kv.mod_revision;
-        if let Some(cond) = &p.ready {
-            set_condition(&mut target, cond, &meta::now_time(), false);
-            meta::meta_mut(&mut target)?.insert("resourceVersion".into(), json!(rv.to_string()));
-            match self.update(&t, name, Some("status"), target, &w).await {
-                Ok((bytes, _)) => {
-                    target = serde_json::from_slice(&bytes)
-                        .map_err(|e| ApiError::internal(e.to_string()))?;
-                    rv = meta::meta_str(&target, "resourceVersion")
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or(rv);
-                }
-                Err(e) if e.code() == 404 => return Ok(true),
-                Err(e) => {
-                    write_failed(FIELD_MANAGER, cluster.as_str(), &rt, "", name, &e);
-                    return Ok(false);
-                }
-            }
-        }
-        if let Some(at) = p.recheck {
-            self.controllers
-                .timers
-                .schedule(work.clone(), instant_at(at) + SLACK);
-        }
-        let me = target_ref(cluster, name);
-        let act = if p.drain {
-            Act::Release(deleted_condition(&me))
-        } else if p.stale {
-            Act::MarkStale(stale_condition(&me, &health(&target, now)))
-        } else {
-            return Ok(true);
-        };
-        let drain = matches!(act, Act::Release(_));
-        match self.each_assigned(cluster, &target, &me, &act).await? {
-            Pass::Failed => return Ok(false),
-            Pass::More => {
-                self.enqueue_item(work);
-                return Ok(true);
-            }
-            Pass::Done => {}
-        }
-        if !drain {
-            return Ok(true);
-        }
-        // Every object released: the target may go.
-        if let Some(f) = target
-            .pointer_mut("/metadata/finalizers")
-            .and_then(Value::as_array_mut)
-        {
-            f.retain(|x| x != DRAIN_FINALIZER);
-        }
+/// Health and drain of one SyncTarget (see the module doc); `false` to be retried.
+pub(crate) async fn sync_target(
+    reg: &Registry,
+    cluster: &ClusterName,
+    name: &str,
+) -> ApiResult<bool> {
+    let Some(work) = reg.work::<Targets>(Named::new(cluster.clone(), name)) else {
+        return Ok(true);
+    };
+    let Some(rt) = sync_target_rt(reg) else {
+        return Ok(true);
+    };
+    let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
+    let Some((kv, mut target)) = read_json(reg, &key).await? else {
+        reg.controllers.timers.cancel(&work);
+        return release_orphans(reg, cluster, name).await;
+    };
+    let now = Utc::now();
+    let p = plan(&target, now);
+    let t = Target::new(cluster, rt.clone(), None);
+    let w = write_params();
+    let mut rv = kv.mod_revision;
+    if let Some(cond) = &p.ready {
+        set_condition(&mut target, cond, &meta::now_time(), false);
         meta::meta_mut(&mut target)?.insert("resourceVersion".into(), json!(rv.to_string()));
-        match self.update(&t, name, None, target, &w).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.code() == 404 => Ok(true),
+        match reg.update(&t, name, Some("status"), target, &w).await {
+            Ok((bytes, _)) => {
+                target = serde_json::from_slice(&bytes)
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+                rv = meta::meta_str(&target, "resourceVersion")
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(rv);
+            }
+            Err(e) if e.code() == 404 => return Ok(true),
             Err(e) => {
                 write_failed(FIELD_MANAGER, cluster.as_str(), &rt, "", name, &e);
-                Ok(false)
+                return Ok(false);
             }
         }
     }
-
-    /// Releases the objects still assigned to a SyncTarget that went without being drained
-    /// (its drain finalizer removed by hand, say), as a drain would, by its last state.
-    async fn release_orphans(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
-        let k = (cluster.clone(), name.to_string());
-        let last = with_gone(self, |g| g.get(&k).cloned());
-        let Some(last) = last else {
-            return Ok(true);
-        };
-        let me = target_ref(cluster, name);
-        match self
-            .each_assigned(cluster, &last, &me, &Act::Release(deleted_condition(&me)))
-            .await?
-        {
-            Pass::Failed => Ok(false),
-            Pass::More => {
-                self.enqueue::<Targets>(Named::new(cluster.clone(), name.to_string()));
-                Ok(true)
-            }
-            Pass::Done => {
-                with_gone(self, |g| g.remove(&k));
-                Ok(true)
-            }
-        }
+    if let Some(at) = p.recheck {
+        reg.controllers
+            .timers
+            .schedule(work.clone(), instant_at(at) + SLACK);
     }
-
-    /// Applies `act` to every object assigned to `me` (the target `target` of `cluster`),
-    /// at most [`WRITE_BATCH`] writes.
-    async fn each_assigned(
-        &self,
-        cluster: &ClusterName,
-        target: &Value,
-        me: &str,
-        act: &Act,
-    ) -> ApiResult<Pass> {
-        let scope = if includes_descendants(target) {
-            Clusters::Subtree(cluster.as_str().to_string())
-        } else {
-            Clusters::One(cluster.as_str().to_string())
-        };
-        let mut writes = 0;
-        let mut failed = false;
-        for r in synced_resources(target) {
-            let prefix = Prefix {
-                cluster: scope.clone(),
-                resource: Some(storage_resource(self, &r)),
-                namespace: None,
-            };
-            let mut opts = ListOptions {
-                limit: Some(PAGE),
-                ..Default::default()
-            };
-            loop {
-                let read = self.list_by_prefix(&prefix, &opts).await?;
-                for kv in &read.items {
-                    let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) else {
-                        continue;
-                    };
-                    if assigned_to(&obj) != Some(me) {
-                        continue;
-                    }
-                    let Some(oc) = stored_cluster(&kv.key) else {
-                        continue;
-                    };
-                    let Some(rt) = self.synced_rt(&oc, &r).await else {
-                        continue;
-                    };
-                    match self.act_on(&oc, &rt, kv, obj, act).await {
-                        Ok(n) => writes += n,
-                        Err(()) => failed = true,
-                    }
-                    if writes >= WRITE_BATCH {
-                        return Ok(Pass::More);
-                    }
-                }
-                match (read.more, read.items.last()) {
-                    (true, Some(last)) => opts.start_after = Some(last.key.clone()),
-                    _ => break,
-                }
-            }
-        }
-        Ok(if failed { Pass::Failed } else { Pass::Done })
-    }
-
-    /// One assigned object: its condition, and for a release the annotation and finalizer.
-    /// Returns how many writes it made; `Err` when one failed (logged).
-    async fn act_on(
-        &self,
-        cluster: &ClusterName,
-        rt: &Arc<ResourceType>,
-        kv: &KeyValue,
-        mut obj: Value,
-        act: &Act,
-    ) -> Result<usize, ()> {
-        let (ns, name) = (kv.key.namespace.as_str(), kv.key.name.as_str());
-        let t = Target::new(
-            cluster,
-            rt.clone(),
-            (!ns.is_empty()).then(|| ns.to_string()),
-        );
-        let w = write_params();
-        let failed = |e: &ApiError| write_failed(FIELD_MANAGER, cluster.as_str(), rt, ns, name, e);
-        let cond = match act {
-            Act::MarkStale(c) | Act::Release(c) => c,
-        };
-        let mut rv = kv.mod_revision;
-        let mut writes = 0;
-        if !has_condition(&obj, cond) {
-            let sub = rt.status_subresource.then_some("status");
-            set_condition(&mut obj, cond, &meta::now_time(), true);
-            set_rv(&mut obj, rv);
-            match self.update(&t, name, sub, obj, &w).await {
-                Ok((bytes, _)) => {
-                    writes += 1;
-                    obj = serde_json::from_slice(&bytes).map_err(|_| ())?;
-                    rv = meta::meta_str(&obj, "resourceVersion")
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or(rv);
-                }
-                Err(e) if e.code() == 404 => return Ok(writes),
-                Err(e) => {
-                    failed(&e);
-                    return Err(());
-                }
-            }
-        }
-        if matches!(act, Act::MarkStale(_)) {
-            return Ok(writes);
-        }
-        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            if let Some(a) = m.get_mut("annotations").and_then(Value::as_object_mut) {
-                a.remove(TARGET_ANNOTATION);
-            }
-            if let Some(f) = m.get_mut("finalizers").and_then(Value::as_array_mut) {
-                f.retain(|x| x != SYNCER_FINALIZER);
-            }
-        }
-        set_rv(&mut obj, rv);
-        match self.update(&t, name, None, obj, &w).await {
-            Ok(_) => Ok(writes + 1),
-            Err(e) if e.code() == 404 => Ok(writes),
-            Err(e) => {
-                failed(&e);
-                Err(())
-            }
-        }
-    }
-
-    /// Assigns the unassigned objects in the scope of SyncTarget `name` of `cluster`.
-    pub(crate) async fn sync_assign(&self, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
-        let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
-        let Some((_, target)) = self.read_json(&key).await? else {
-            return Ok(true);
-        };
-        if meta::is_deleting(&target) {
+    let me = target_ref(cluster, name);
+    let act = if p.drain {
+        Act::Release(deleted_condition(&me))
+    } else if p.stale {
+        Act::MarkStale(stale_condition(&me, &health(&target, now)))
+    } else {
+        return Ok(true);
+    };
+    let drain = matches!(act, Act::Release(_));
+    match each_assigned(reg, cluster, &target, &me, &act).await? {
+        Pass::Failed => return Ok(false),
+        Pass::More => {
+            reg.enqueue_item(work);
             return Ok(true);
         }
-        let scope = if includes_descendants(&target) {
-            Clusters::Subtree(cluster.as_str().to_string())
-        } else {
-            Clusters::One(cluster.as_str().to_string())
-        };
-        let mut ctx = AssignCtx::default();
-        for r in synced_resources(&target) {
-            if !self.assign_in(scope.clone(), None, &r, &mut ctx).await? {
-                self.enqueue::<Assign>(Named::new(cluster.clone(), name.to_string()));
-                return Ok(true);
-            }
-        }
-        Ok(!ctx.failed)
+        Pass::Done => {}
     }
-
-    /// Assigns the unassigned objects of namespace `namespace` of `cluster`.
-    pub(crate) async fn sync_assign_namespace(
-        &self,
-        cluster: &ClusterName,
-        namespace: &str,
-    ) -> ApiResult<bool> {
-        let mut ctx = AssignCtx::default();
-        let labels = self.ns_labels(&mut ctx, cluster, namespace).await?;
-        let mut resources: Vec<SyncedResource> = Vec::new();
-        for t in self.effective_sync_targets(cluster).await?.iter() {
-            for r in &t.spec.resources {
-                if !resources.contains(r) && applies(t, &r.group, &r.resource, true, &labels) {
-                    resources.push(r.clone());
-                }
-            }
-        }
-        for r in resources {
-            let scope = Clusters::One(cluster.as_str().to_string());
-            if !self.assign_in(scope, Some(namespace), &r, &mut ctx).await? {
-                self.enqueue::<AssignNamespace>(InNamespace::new(
-                    cluster.clone(),
-                    namespace.to_string(),
-                ));
-                return Ok(true);
-            }
-        }
-        Ok(!ctx.failed)
+    if !drain {
+        return Ok(true);
     }
-
-    /// The labels of namespace `ns` of `cluster` (empty for cluster-scoped objects).
-    async fn ns_labels(
-        &self,
-        ctx: &mut AssignCtx,
-        cluster: &ClusterName,
-        ns: &str,
-    ) -> ApiResult<Map<String, Value>> {
-        if ns.is_empty() {
-            return Ok(Map::new());
-        }
-        let k = (cluster.clone(), ns.to_string());
-        if let Some(l) = ctx.labels.get(&k) {
-            return Ok(l.clone());
-        }
-        let key = Key::new(cluster.as_str(), NAMESPACES, "", ns);
-        let labels = self
-            .read_json(&key)
-            .await?
-            .and_then(|(_, v)| {
-                v.pointer("/metadata/labels")
-                    .and_then(Value::as_object)
-                    .cloned()
-            })
-            .unwrap_or_default();
-        ctx.labels.insert(k, labels.clone());
-        Ok(labels)
+    // Every object released: the target may go.
+    if let Some(f) = target
+        .pointer_mut("/metadata/finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        f.retain(|x| x != DRAIN_FINALIZER);
     }
+    meta::meta_mut(&mut target)?.insert("resourceVersion".into(), json!(rv.to_string()));
+    match reg.update(&t, name, None, target, &w).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.code() == 404 => Ok(true),
+        Err(e) => {
+            write_failed(FIELD_MANAGER, cluster.as_str(), &rt, "", name, &e);
+            Ok(false)
+        }
+    }
+}
 
-    /// Assigns the unassigned objects of `r` in `scope` (one namespace or all); `false`
-    /// when the write batch is used up.
-    async fn assign_in(
-        &self,
-        scope: Clusters,
-        namespace: Option<&str>,
-        r: &SyncedResource,
-        ctx: &mut AssignCtx,
-    ) -> ApiResult<bool> {
+/// Releases the objects still assigned to a SyncTarget that went without being drained
+/// (its drain finalizer removed by hand, say), as a drain would, by its last state.
+async fn release_orphans(reg: &Registry, cluster: &ClusterName, name: &str) -> ApiResult<bool> {
+    let k = (cluster.clone(), name.to_string());
+    let last = with_gone(reg, |g| g.get(&k).cloned());
+    let Some(last) = last else {
+        return Ok(true);
+    };
+    let me = target_ref(cluster, name);
+    match each_assigned(
+        reg,
+        cluster,
+        &last,
+        &me,
+        &Act::Release(deleted_condition(&me)),
+    )
+    .await?
+    {
+        Pass::Failed => Ok(false),
+        Pass::More => {
+            reg.enqueue::<Targets>(Named::new(cluster.clone(), name.to_string()));
+            Ok(true)
+        }
+        Pass::Done => {
+            with_gone(reg, |g| g.remove(&k));
+            Ok(true)
+        }
+    }
+}
+
+/// Applies `act` to every object assigned to `me` (the target `target` of `cluster`),
+/// at most [`WRITE_BATCH`] writes.
+async fn each_assigned(
+    reg: &Registry,
+    cluster: &ClusterName,
+    target: &Value,
+    me: &str,
+    act: &Act,
+) -> ApiResult<Pass> {
+    let scope = if includes_descendants(target) {
+        Clusters::Subtree(cluster.as_str().to_string())
+    } else {
+        Clusters::One(cluster.as_str().to_string())
+    };
+    let mut writes = 0;
+    let mut failed = false;
+    for r in synced_resources(target) {
         let prefix = Prefix {
-            cluster: scope,
-            resource: Some(storage_resource(self, r)),
-            namespace: namespace.map(str::to_string),
+            cluster: scope.clone(),
+            resource: Some(storage_resource(reg, &r)),
+            namespace: None,
         };
         let mut opts = ListOptions {
             limit: Some(PAGE),
             ..Default::default()
         };
-        let w = write_params();
         loop {
-            let read = self.list_by_prefix(&prefix, &opts).await?;
+            let read = reg.list_by_prefix(&prefix, &opts).await?;
             for kv in &read.items {
-                let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
+                let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) else {
                     continue;
                 };
-                if assigned_to(&obj).is_some() || meta::is_deleting(&obj) {
+                if assigned_to(&obj) != Some(me) {
                     continue;
                 }
                 let Some(oc) = stored_cluster(&kv.key) else {
                     continue;
                 };
-                let Some(rt) = self.synced_rt(&oc, r).await else {
+                let Some(rt) = synced_rt(reg, &oc, &r).await else {
                     continue;
                 };
-                let effective = self.effective_sync_targets(&oc).await?;
-                if effective.is_empty() {
-                    continue;
+                match act_on(reg, &oc, &rt, kv, obj, act).await {
+                    Ok(n) => writes += n,
+                    Err(()) => failed = true,
                 }
-                let labels = self.ns_labels(ctx, &oc, &kv.key.namespace).await?;
-                let Some(want) =
-                    first_applicable(&effective, &rt.group, &rt.plural, rt.namespaced, &labels)
-                        .map(|t| t.reference())
-                else {
-                    continue;
-                };
-                let m = meta::meta_mut(&mut obj)?;
-                let annotations = m.entry("annotations").or_insert_with(|| json!({}));
-                if !annotations.is_object() {
-                    *annotations = json!({});
-                }
-                if let Some(a) = annotations.as_object_mut() {
-                    a.insert(TARGET_ANNOTATION.into(), json!(want));
-                }
-                let fins = m.entry("finalizers").or_insert_with(|| json!([]));
-                if !fins.is_array() {
-                    *fins = json!([]);
-                }
-                if let Some(f) = fins.as_array_mut() {
-                    if !f.iter().any(|x| x == SYNCER_FINALIZER) {
-                        f.push(json!(SYNCER_FINALIZER));
-                    }
-                }
-                set_rv(&mut obj, kv.mod_revision);
-                let ns = kv.key.namespace.as_str();
-                let t = Target::new(&oc, rt.clone(), (!ns.is_empty()).then(|| ns.to_string()));
-                match self.update(&t, &kv.key.name, None, obj, &w).await {
-                    Ok(_) => ctx.writes += 1,
-                    Err(e) if e.code() == 404 => {}
-                    Err(e) => {
-                        write_failed(FIELD_MANAGER, oc.as_str(), &rt, ns, &kv.key.name, &e);
-                        ctx.failed = true;
-                    }
-                }
-                if ctx.writes >= WRITE_BATCH {
-                    return Ok(false);
+                if writes >= WRITE_BATCH {
+                    return Ok(Pass::More);
                 }
             }
             match (read.more, read.items.last()) {
                 (true, Some(last)) => opts.start_after = Some(last.key.clone()),
-                _ => return Ok(true),
+                _ => break,
             }
+        }
+    }
+    Ok(if failed { Pass::Failed } else { Pass::Done })
+}
+
+/// One assigned object: its condition, and for a release the annotation and finalizer.
+/// Returns how many writes it made; `Err` when one failed (logged).
+async fn act_on(
+    reg: &Registry,
+    cluster: &ClusterName,
+    rt: &Arc<ResourceType>,
+    kv: &KeyValue,
+    mut obj: Value,
+    act: &Act,
+) -> Result<usize, ()> {
+    let (ns, name) = (kv.key.namespace.as_str(), kv.key.name.as_str());
+    let t = Target::new(
+        cluster,
+        rt.clone(),
+        (!ns.is_empty()).then(|| ns.to_string()),
+    );
+    let w = write_params();
+    let failed = |e: &ApiError| write_failed(FIELD_MANAGER, cluster.as_str(), rt, ns, name, e);
+    let cond = match act {
+        Act::MarkStale(c) | Act::Release(c) => c,
+    };
+    let mut rv = kv.mod_revision;
+    let mut writes = 0;
+    if !has_condition(&obj, cond) {
+        let sub = rt.status_subresource.then_some("status");
+        set_condition(&mut obj, cond, &meta::now_time(), true);
+        set_rv(&mut obj, rv);
+        match reg.update(&t, name, sub, obj, &w).await {
+            Ok((bytes, _)) => {
+                writes += 1;
+                obj = serde_json::from_slice(&bytes).map_err(|_| ())?;
+                rv = meta::meta_str(&obj, "resourceVersion")
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(rv);
+            }
+            Err(e) if e.code() == 404 => return Ok(writes),
+            Err(e) => {
+                failed(&e);
+                return Err(());
+            }
+        }
+    }
+    if matches!(act, Act::MarkStale(_)) {
+        return Ok(writes);
+    }
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        if let Some(a) = m.get_mut("annotations").and_then(Value::as_object_mut) {
+            a.remove(TARGET_ANNOTATION);
+        }
+        if let Some(f) = m.get_mut("finalizers").and_then(Value::as_array_mut) {
+            f.retain(|x| x != SYNCER_FINALIZER);
+        }
+    }
+    set_rv(&mut obj, rv);
+    match reg.update(&t, name, None, obj, &w).await {
+        Ok(_) => Ok(writes + 1),
+        Err(e) if e.code() == 404 => Ok(writes),
+        Err(e) => {
+            failed(&e);
+            Err(())
+        }
+    }
+}
+
+/// Assigns the unassigned objects in the scope of SyncTarget `name` of `cluster`.
+pub(crate) async fn sync_assign(
+    reg: &Registry,
+    cluster: &ClusterName,
+    name: &str,
+) -> ApiResult<bool> {
+    let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
+    let Some((_, target)) = read_json(reg, &key).await? else {
+        return Ok(true);
+    };
+    if meta::is_deleting(&target) {
+        return Ok(true);
+    }
+    let scope = if includes_descendants(&target) {
+        Clusters::Subtree(cluster.as_str().to_string())
+    } else {
+        Clusters::One(cluster.as_str().to_string())
+    };
+    let mut ctx = AssignCtx::default();
+    for r in synced_resources(&target) {
+        if !assign_in(reg, scope.clone(), None, &r, &mut ctx).await? {
+            reg.enqueue::<Assign>(Named::new(cluster.clone(), name.to_string()));
+            return Ok(true);
+        }
+    }
+    Ok(!ctx.failed)
+}
+
+/// Assigns the unassigned objects of namespace `namespace` of `cluster`.
+pub(crate) async fn sync_assign_namespace(
+    reg: &Registry,
+    cluster: &ClusterName,
+    namespace: &str,
+) -> ApiResult<bool> {
+    let mut ctx = AssignCtx::default();
+    let labels = ns_labels(reg, &mut ctx, cluster, namespace).await?;
+    let mut resources: Vec<SyncedResource> = Vec::new();
+    for t in reg.effective_sync_targets(cluster).await?.iter() {
+        for r in &t.spec.resources {
+            if !resources.contains(r) && applies(t, &r.group, &r.resource, true, &labels) {
+                resources.push(r.clone());
+            }
+        }
+    }
+    for r in resources {
+        let scope = Clusters::One(cluster.as_str().to_string());
+        if !assign_in(reg, scope, Some(namespace), &r, &mut ctx).await? {
+            reg.enqueue::<AssignNamespace>(InNamespace::new(
+                cluster.clone(),
+                namespace.to_string(),
+            ));
+            return Ok(true);
+        }
+    }
+    Ok(!ctx.failed)
+}
+
+/// The labels of namespace `ns` of `cluster` (empty for cluster-scoped objects).
+async fn ns_labels(
+    reg: &Registry,
+    ctx: &mut AssignCtx,
+    cluster: &ClusterName,
+    ns: &str,
+) -> ApiResult<Map<String, Value>> {
+    if ns.is_empty() {
+        return Ok(Map::new());
+    }
+    let k = (cluster.clone(), ns.to_string());
+    if let Some(l) = ctx.labels.get(&k) {
+        return Ok(l.clone());
+    }
+    let key = Key::new(cluster.as_str(), NAMESPACES, "", ns);
+    let labels = read_json(reg, &key)
+        .await?
+        .and_then(|(_, v)| {
+            v.pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .cloned()
+        })
+        .unwrap_or_default();
+    ctx.labels.insert(k, labels.clone());
+    Ok(labels)
+}
+
+/// Assigns the unassigned objects of `r` in `scope` (one namespace or all); `false`
+/// when the write batch is used up.
+async fn assign_in(
+    reg: &Registry,
+    scope: Clusters,
+    namespace: Option<&str>,
+    r: &SyncedResource,
+    ctx: &mut AssignCtx,
+) -> ApiResult<bool> {
+    let prefix = Prefix {
+        cluster: scope,
+        resource: Some(storage_resource(reg, r)),
+        namespace: namespace.map(str::to_string),
+    };
+    let mut opts = ListOptions {
+        limit: Some(PAGE),
+        ..Default::default()
+    };
+    let w = write_params();
+    loop {
+        let read = reg.list_by_prefix(&prefix, &opts).await?;
+        for kv in &read.items {
+            let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
+                continue;
+            };
+            if assigned_to(&obj).is_some() || meta::is_deleting(&obj) {
+                continue;
+            }
+            let Some(oc) = stored_cluster(&kv.key) else {
+                continue;
+            };
+            let Some(rt) = synced_rt(reg, &oc, r).await else {
+                continue;
+            };
+            let effective = reg.effective_sync_targets(&oc).await?;
+            if effective.is_empty() {
+                continue;
+            }
+            let labels = ns_labels(reg, ctx, &oc, &kv.key.namespace).await?;
+            let Some(want) =
+                first_applicable(&effective, &rt.group, &rt.plural, rt.namespaced, &labels)
+                    .map(|t| t.reference())
+            else {
+                continue;
+            };
+            let m = meta::meta_mut(&mut obj)?;
+            let annotations = m.entry("annotations").or_insert_with(|| json!({}));
+            if !annotations.is_object() {
+                *annotations = json!({});
+            }
+            if let Some(a) = annotations.as_object_mut() {
+                a.insert(TARGET_ANNOTATION.into(), json!(want));
+            }
+            let fins = m.entry("finalizers").or_insert_with(|| json!([]));
+            if !fins.is_array() {
+                *fins = json!([]);
+            }
+            if let Some(f) = fins.as_array_mut() {
+                if !f.iter().any(|x| x == SYNCER_FINALIZER) {
+                    f.push(json!(SYNCER_FINALIZER));
+                }
+            }
+            set_rv(&mut obj, kv.mod_revision);
+            let ns = kv.key.namespace.as_str();
+            let t = Target::new(&oc, rt.clone(), (!ns.is_empty()).then(|| ns.to_string()));
+            match reg.update(&t, &kv.key.name, None, obj, &w).await {
+                Ok(_) => ctx.writes += 1,
+                Err(e) if e.code() == 404 => {}
+                Err(e) => {
+                    write_failed(FIELD_MANAGER, oc.as_str(), &rt, ns, &kv.key.name, &e);
+                    ctx.failed = true;
+                }
+            }
+            if ctx.writes >= WRITE_BATCH {
+                return Ok(false);
+            }
+        }
+        match (read.more, read.items.last()) {
+            (true, Some(last)) => opts.start_after = Some(last.key.clone()),
+            _ => return Ok(true),
         }
     }
 }
 
 /// Runs `f` over the targets gone without a drain, by their last state (see
-/// [`Registry::release_orphans`]); the [`Targets`] controller holds them.
+/// [`release_orphans`]); the [`Targets`] controller holds them.
 fn with_gone<T>(reg: &Registry, f: impl FnOnce(&mut GoneTargets) -> T) -> T {
     match reg.controller::<Targets>() {
         Some(t) => f(&mut t
@@ -995,7 +1002,7 @@ impl Controller for Targets {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
-        registry.sync_target(&key.cluster, &key.name).await
+        sync_target(registry, &key.cluster, &key.name).await
     }
 }
 
@@ -1010,7 +1017,7 @@ impl Controller for Assign {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
-        registry.sync_assign(&key.cluster, &key.name).await
+        sync_assign(registry, &key.cluster, &key.name).await
     }
 }
 
@@ -1025,9 +1032,7 @@ impl Controller for AssignNamespace {
     }
 
     async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {
-        registry
-            .sync_assign_namespace(&key.cluster, &key.namespace)
-            .await
+        sync_assign_namespace(registry, &key.cluster, &key.namespace).await
     }
 }
 
@@ -1277,7 +1282,7 @@ mod tests {
 
     async fn stored_target(reg: &Registry, cluster: &ClusterName, name: &str) -> Option<Value> {
         let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);
-        reg.read_json(&key).await.unwrap().map(|(_, v)| v)
+        read_json(reg, &key).await.unwrap().map(|(_, v)| v)
     }
 
     fn synced_reason(job: &Value) -> Option<&str> {
