@@ -381,11 +381,17 @@ async fn the_informer_scan_feeds_every_owned_object_to_the_collector_across_its_
         feed.on_synced();
         assert_eq!(replayed, total, "scan in pages of {page}");
         assert_eq!(
-            fresh.controllers.gc.owned_objects(),
+            fresh
+                .controller::<crate::controllers::GarbageCollector>()
+                .unwrap()
+                .owned_objects(),
             n,
             "scan in pages of {page}"
         );
-        assert!(fresh.controllers.gc.synced());
+        assert!(fresh
+            .controller::<crate::controllers::GarbageCollector>()
+            .unwrap()
+            .synced());
     }
 }
 

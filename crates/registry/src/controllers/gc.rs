@@ -98,9 +98,10 @@ impl Graph {
     }
 }
 
-/// The collector's shared state.
+/// The garbage collector (upstream's `garbage-collector-controller`): its graph of owner
+/// references, fed by [`GraphFeed`], and the work of its [`GcKey`]s.
 #[derive(Debug, Default)]
-pub struct Collector {
+pub struct GarbageCollector {
     graph: Mutex<Graph>,
     /// Dependents with an owner reference to a kind their cluster does not serve (yet):
     /// looked at again when that cluster's CRDs change, as Kubernetes' collector keeps
@@ -144,7 +145,7 @@ impl RecentUids {
     }
 }
 
-impl Collector {
+impl GarbageCollector {
     pub fn owned_objects(&self) -> usize {
         self.graph.lock().map(|g| g.len()).unwrap_or(0)
     }
@@ -263,7 +264,7 @@ fn wants_owner_work(m: &HeadMeta) -> bool {
 }
 
 /// Feeds one stored object (scan or event) to the graph and queues the work it implies.
-fn gc_observe(reg: &Registry, kv: &KeyValue, deleted: bool) {
+fn gc_observe(reg: &Registry, gc: &GarbageCollector, kv: &KeyValue, deleted: bool) {
     let mentions_owners = memchr_contains(&kv.value, b"ownerReferences");
     let mentions_finalizers = memchr_contains(&kv.value, b"finalizers");
     let Some(r) = ObjRef::of(kv) else {
@@ -272,42 +273,38 @@ fn gc_observe(reg: &Registry, kv: &KeyValue, deleted: bool) {
     if deleted {
         let m = head(&kv.value);
         let dependents = {
-            let Ok(mut g) = reg.controllers.gc.graph.lock() else {
+            let Ok(mut g) = gc.graph.lock() else {
                 return;
             };
             g.set_owners(&r, vec![]);
             g.dependents_of(&r.cluster, &m.uid)
         };
         if !dependents.is_empty() {
-            reg.controllers
-                .gc
-                .remember_deleted_owner(&r.cluster, &m.uid);
+            gc.remember_deleted_owner(&r.cluster, &m.uid);
         }
         for d in dependents {
-            reg.enqueue::<Dependents>(d);
+            reg.enqueue::<GarbageCollector>(GcKey::Dependent(d));
         }
         return;
     }
     if !mentions_owners && !mentions_finalizers {
-        if let Ok(mut g) = reg.controllers.gc.graph.lock() {
+        if let Ok(mut g) = gc.graph.lock() {
             g.set_owners(&r, vec![]);
         }
         return;
     }
     let m = head(&kv.value);
     let uids: Vec<String> = m.owner_references.iter().map(|o| o.uid.clone()).collect();
-    let changed = reg
-        .controllers
-        .gc
+    let changed = gc
         .graph
         .lock()
         .map(|mut g| g.set_owners(&r, uids))
         .unwrap_or(false);
     if changed && !m.owner_references.is_empty() {
-        reg.enqueue::<Dependents>(r.clone());
+        reg.enqueue::<GarbageCollector>(GcKey::Dependent(r.clone()));
     }
     if wants_owner_work(&m) {
-        reg.enqueue::<Owners>(r);
+        reg.enqueue::<GarbageCollector>(GcKey::Owner(r));
     }
 }
 
@@ -350,7 +347,7 @@ async fn owner_state(
         });
     if state == OwnerState::Absent
         && rt.namespaced
-        && !reg.controllers.gc.was_deleted_owner(&dep.cluster, &o.uid)
+        && !gc(reg).was_deleted_owner(&dep.cluster, &o.uid)
         && crate::controllers::gc_events::owner_elsewhere(reg, dep, &rt, o).await?
     {
         crate::controllers::gc_events::report_invalid_namespace(reg, dep, obj, o).await;
@@ -433,8 +430,8 @@ async fn gc_get(reg: &Registry, r: &ObjRef) -> ApiResult<Option<Value>> {
 /// The kinds served in `cluster` changed (a CRD was written): dependents whose owner
 /// kinds could not be resolved are examined again.
 pub(crate) fn gc_kinds_changed(reg: &Registry, cluster: &ClusterName) {
-    for r in reg.controllers.gc.take_unresolved(cluster) {
-        reg.enqueue::<Dependents>(r);
+    for r in gc(reg).take_unresolved(cluster) {
+        reg.enqueue::<GarbageCollector>(GcKey::Dependent(r));
     }
 }
 
@@ -502,7 +499,7 @@ pub(super) async fn gc_dependent(reg: &Registry, r: &ObjRef) -> ApiResult<bool> 
             OwnerState::Present { foreground: false } => solid += 1,
             // Unresolvable references stop the collector here, whatever the others say.
             OwnerState::UnknownKind => {
-                reg.controllers.gc.park_unresolved(r);
+                gc(reg).park_unresolved(r);
                 return Ok(true);
             }
             OwnerState::NamespacedOwnerOfClusterScoped => return Ok(true),
@@ -525,13 +522,11 @@ pub(super) async fn gc_dependent(reg: &Registry, r: &ObjRef) -> ApiResult<bool> 
     if m.deletion_timestamp.is_some() {
         return Ok(true);
     }
-    if !waiting.is_empty() && !reg.controllers.gc.synced() {
+    if !waiting.is_empty() && !gc(reg).synced() {
         // Whether to cascade in the foreground depends on the whole graph.
         return Ok(false);
     }
-    let has_dependents = reg
-        .controllers
-        .gc
+    let has_dependents = gc(reg)
         .graph
         .lock()
         .map(|g| !g.dependents_of(&r.cluster, &m.uid).is_empty())
@@ -568,15 +563,13 @@ pub(super) async fn gc_owner(reg: &Registry, r: &ObjRef) -> ApiResult<bool> {
     if !meta::is_deleting(&obj) {
         return Ok(true);
     }
-    if !reg.controllers.gc.synced() {
+    if !gc(reg).synced() {
         // Orphaning or waiting for dependents needs every dependent in the graph.
         return Ok(false);
     }
     let uid = meta::meta_str(&obj, "uid").unwrap_or("").to_string();
     let fins = meta::finalizers(&obj);
-    let deps = reg
-        .controllers
-        .gc
+    let deps = gc(reg)
         .graph
         .lock()
         .map(|g| g.dependents_of(&r.cluster, &uid))
@@ -606,7 +599,7 @@ pub(super) async fn gc_owner(reg: &Registry, r: &ObjRef) -> ApiResult<bool> {
             };
             waiting = true;
             if !meta::is_deleting(&dep) {
-                reg.enqueue::<Dependents>(d.clone());
+                reg.enqueue::<GarbageCollector>(GcKey::Dependent(d.clone()));
             }
         }
         if waiting {
@@ -629,58 +622,59 @@ fn memchr_contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// The collector's [`InformerHandler`]: feeds every stored object and change to the graph.
-pub(crate) struct GraphFeed(Arc<Registry>);
+pub(crate) struct GraphFeed(Arc<Registry>, Arc<GarbageCollector>);
 
 impl GraphFeed {
     pub(crate) fn new(registry: Arc<Registry>) -> GraphFeed {
-        GraphFeed(registry)
+        let gc = gc(&registry);
+        GraphFeed(registry, gc)
     }
 }
 
 impl InformerHandler for GraphFeed {
     fn on_resync(&self) {
-        self.0.controllers.gc.reset();
+        self.1.reset();
     }
 
     fn on_object(&self, kv: &KeyValue, deleted: bool, _replay: bool) {
-        gc_observe(&self.0, kv, deleted);
+        gc_observe(&self.0, &self.1, kv, deleted);
     }
 
     fn on_synced(&self) {
-        let gc = &self.0.controllers.gc;
+        let gc = &self.1;
         gc.mark_synced();
         tracing::info!(owned = gc.owned_objects(), "garbage collector graph built");
     }
 }
 
-/// The garbage collector, for an object whose owners may be gone (or are deleted in the foreground).
-pub struct Dependents;
+/// A unit of the garbage collector's work.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum GcKey {
+    /// An object whose owners may be gone (or are deleted in the foreground).
+    Dependent(ObjRef),
+    /// An owner's `orphan` / `foregroundDeletion` finalizer to honour.
+    Owner(ObjRef),
+}
 
-impl Controller for Dependents {
-    type Key = ObjRef;
+impl Controller for GarbageCollector {
+    type Key = GcKey;
 
     fn name(&self) -> &'static str {
         CONTROLLER
     }
 
-    async fn reconcile(&self, registry: &Registry, key: &ObjRef) -> ApiResult<bool> {
-        gc_dependent(registry, key).await
+    async fn reconcile(&self, registry: &Registry, key: &GcKey) -> ApiResult<bool> {
+        match key {
+            GcKey::Dependent(r) => gc_dependent(registry, r).await,
+            GcKey::Owner(r) => gc_owner(registry, r).await,
+        }
     }
 }
 
-/// The garbage collector, for an owner's `orphan` / `foregroundDeletion` finalizer.
-pub struct Owners;
-
-impl Controller for Owners {
-    type Key = ObjRef;
-
-    fn name(&self) -> &'static str {
-        CONTROLLER
-    }
-
-    async fn reconcile(&self, registry: &Registry, key: &ObjRef) -> ApiResult<bool> {
-        gc_owner(registry, key).await
-    }
+/// The registered garbage collector (a detached, empty one when none is registered:
+/// then nothing is collected).
+fn gc(reg: &Registry) -> Arc<GarbageCollector> {
+    reg.controller::<GarbageCollector>().unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -165,7 +165,9 @@ async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedRece
     drop(waiting);
     c.timers.clear();
     // Rebuilt by the controllers' informer when this replica leads again.
-    c.gc.reset();
+    if let Some(gc) = registry.controller::<super::GarbageCollector>() {
+        gc.reset();
+    }
     if dropped > 0 {
         tracing::info!(
             dropped,

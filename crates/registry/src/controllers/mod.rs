@@ -85,7 +85,7 @@ use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::{meta, Registry, ResourceType};
 pub use cr_aggregation::Aggregation;
 pub use crd_cleanup::CrdCleanup;
-pub use gc::{Dependents, Owners};
+pub use gc::{GarbageCollector, GcKey};
 pub use job_ttl::JobTtl;
 pub use namespace::Namespaces;
 pub use queue::{Controller, InNamespace, Item, Named, Registered};
@@ -123,8 +123,7 @@ pub fn builtin() -> Registered {
     Registered::default()
         .with(Namespaces)
         .with(CrdCleanup)
-        .with(Dependents)
-        .with(Owners)
+        .with(GarbageCollector::default())
         .with(RootCa)
         .with(Workspaces::default())
         .with(Aggregation)
@@ -144,7 +143,8 @@ struct Waiting {
     delayed: HashSet<Item>,
 }
 
-/// The controllers' state inside the registry: the work queue and the collector's graph.
+/// The controllers' shared state inside the registry: the registered controllers, the work
+/// queue and the deadlines.
 #[derive(Debug)]
 pub(crate) struct Shared {
     /// The controllers, one of each type.
@@ -153,7 +153,6 @@ pub(crate) struct Shared {
     waiting: Mutex<Waiting>,
     /// Items queued or running (delayed ones not counted), for `/metrics`.
     queued: AtomicU64,
-    pub(crate) gc: gc::Collector,
     /// Deadlines of work that waits for time to pass (`timers`).
     pub(crate) timers: timers::Timers,
     /// Whether this process runs the controllers now ([`leader`]): true until [`start`]
@@ -172,7 +171,6 @@ impl Shared {
             queue,
             waiting: Mutex::new(Waiting::default()),
             queued: AtomicU64::new(0),
-            gc: gc::Collector::default(),
             timers: timers::Timers::default(),
             leader: std::sync::atomic::AtomicBool::new(true),
         };
@@ -690,7 +688,7 @@ mod tests {
             namespace: "d".into(),
             name: "dep".into(),
         };
-        reg.enqueue::<Dependents>(dep_ref);
+        reg.enqueue::<GarbageCollector>(GcKey::Dependent(dep_ref));
         let failed = || {
             logs.lines_with(&[
                 "controller write failed",
