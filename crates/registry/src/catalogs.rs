@@ -178,7 +178,7 @@ impl Registry {
     }
 
     /// The catalog serving one logical cluster: built-ins and its established CRDs.
-    pub async fn cluster_catalog(&self, cluster: &ClusterName) -> ApiResult<Arc<Catalog>> {
+    pub(crate) async fn cluster_catalog(&self, cluster: &ClusterName) -> ApiResult<Arc<Catalog>> {
         if let Some(c) = self.catalogs.cached(cluster) {
             return Ok(c);
         }

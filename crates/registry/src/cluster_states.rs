@@ -394,7 +394,7 @@ impl Registry {
     }
 
     /// Every cluster with a state, in name order.
-    pub fn cluster_phases(&self) -> Vec<(ClusterName, ClusterPhase)> {
+    pub(crate) fn cluster_phases(&self) -> Vec<(ClusterName, ClusterPhase)> {
         let t = &self.clusters.table;
         let names: Vec<String> = t.read().keys().cloned().collect();
         let mut v: Vec<_> = names
@@ -406,7 +406,7 @@ impl Registry {
     }
 
     /// The answer to any request into a moved cluster; `Ok` otherwise.
-    pub fn refuse_if_moved(&self, cluster: &ClusterName) -> ApiResult<()> {
+    pub(crate) fn refuse_if_moved(&self, cluster: &ClusterName) -> ApiResult<()> {
         match self.cluster_phase(cluster) {
             Some(ClusterPhase::Moved { location }) => Err(moved(cluster, &location)),
             _ => Ok(()),
@@ -414,7 +414,7 @@ impl Registry {
     }
 
     /// The answer to a write into a fenced (429) or moved (410) cluster; `Ok` otherwise.
-    pub fn refuse_if_fenced(&self, cluster: &str) -> ApiResult<()> {
+    pub(crate) fn refuse_if_fenced(&self, cluster: &str) -> ApiResult<()> {
         match self.clusters.table.move_phase(cluster) {
             None => Ok(()),
             Some(ClusterPhase::Fenced) => Err(crate::error::fenced(cluster)),

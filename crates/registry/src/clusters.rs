@@ -107,7 +107,7 @@ impl Registry {
     }
 
     /// Whether logical cluster `cluster` exists (`root` always does).
-    pub fn cluster_exists(&self, cluster: &ClusterName) -> bool {
+    pub(crate) fn cluster_exists(&self, cluster: &ClusterName) -> bool {
         cluster.is_root() || self.is_marked(cluster)
     }
 
@@ -141,7 +141,7 @@ impl Registry {
     }
 
     /// The per-cluster state table (phases of imports, resourceVersion floors).
-    pub fn cluster_table(&self) -> &std::sync::Arc<ClusterTable> {
+    pub(crate) fn cluster_table(&self) -> &std::sync::Arc<ClusterTable> {
         &self.clusters.table
     }
 
@@ -416,7 +416,7 @@ impl Registry {
     }
 
     /// Whether `cluster` itself is marked terminating.
-    pub fn is_terminating(&self, cluster: &ClusterName) -> bool {
+    pub(crate) fn is_terminating(&self, cluster: &ClusterName) -> bool {
         self.clusters
             .terminating
             .lock()

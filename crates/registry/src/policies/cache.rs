@@ -46,12 +46,15 @@ pub fn is_policy_resource(resource: &str) -> bool {
 
 impl Registry {
     /// The policy cache (shared with the informer's invalidator).
-    pub fn policy_cache(&self) -> &Arc<Cache> {
+    pub(crate) fn policy_cache(&self) -> &Arc<Cache> {
         &self.policies
     }
 
     /// The policies of `cluster`.
-    pub async fn cluster_policies(&self, cluster: &ClusterName) -> ApiResult<Arc<ClusterPolicies>> {
+    pub(crate) async fn cluster_policies(
+        &self,
+        cluster: &ClusterName,
+    ) -> ApiResult<Arc<ClusterPolicies>> {
         if let Some(e) = self.policies.get(cluster.as_str()) {
             return Ok(e);
         }

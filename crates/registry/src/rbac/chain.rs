@@ -132,7 +132,7 @@ pub fn decide(
 impl Registry {
     /// The `authorizer` of CEL expressions evaluated for a request of `user` in
     /// `cluster`: the cluster's RBAC read now (from the cache), decisions as [`decide`].
-    pub async fn cel_authorizer(&self, cluster: &ClusterName, user: &UserInfo) -> Authorize {
+    pub(crate) async fn cel_authorizer(&self, cluster: &ClusterName, user: &UserInfo) -> Authorize {
         let layer = self.rbac_layer(cluster).await.map_err(|e| e.0.message);
         let cluster = cluster.clone();
         let user = user.clone();

@@ -136,7 +136,7 @@ fn counted_resource(catalog: &Catalog, name: &str) -> Option<String> {
 impl Registry {
     /// What `namespace` of `cluster` uses of each of `names`; names without usage (not a
     /// resource kplane can count) are absent.
-    pub async fn quota_usage(
+    pub(crate) async fn quota_usage(
         &self,
         cluster: &ClusterName,
         namespace: &str,

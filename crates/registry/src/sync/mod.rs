@@ -142,7 +142,7 @@ pub fn list_scope(target_cluster: &ClusterName) -> ClusterScope {
 
 impl Registry {
     /// The index of what assigned objects refer to (fed by the informer).
-    pub fn sync_ref_index(&self) -> &Arc<ref_index::RefIndex> {
+    pub(crate) fn sync_ref_index(&self) -> &Arc<ref_index::RefIndex> {
         &self.sync_refs
     }
 

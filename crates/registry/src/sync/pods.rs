@@ -108,7 +108,7 @@ impl Registry {
 impl Registry {
     /// Whether the SyncTarget `id` (`<cluster>/<target>`) reflects chosen host pods into
     /// `cluster`/`namespace` (`spec.reflectPods`, into a cluster it covers).
-    pub async fn sync_reflects_pods_into(
+    pub(crate) async fn sync_reflects_pods_into(
         &self,
         id: &str,
         cluster: &ClusterName,

@@ -1,6 +1,6 @@
 //! The SyncTargets that apply to each logical cluster, cached for the `SyncAssignment`
 //! admission plugin (`admission::sync_assignment`), which asks on every create, and
-//! [`Registry::applicable_sync_targets`]: the targets one object may go to, in order (the
+//! [`Registry::applicable_sync_targets_in`]: the targets one object may go to, in order (the
 //! one rule of assignment, for the plugin and the sync controllers alike).
 //!
 //! A cluster's entry is its *effective* list: its own SyncTargets (by name), then those of
@@ -141,14 +141,17 @@ impl InformerHandler for Invalidator {
 
 impl Registry {
     /// The SyncTarget cache (shared with the informer's invalidator).
-    pub fn sync_target_cache(&self) -> &Arc<Cache> {
+    pub(crate) fn sync_target_cache(&self) -> &Arc<Cache> {
         &self.sync_targets
     }
 
     /// The SyncTargets that apply to objects of `cluster`, nearest cluster first: the
     /// cluster's own, then each ancestor's with `includeDescendants` (targets being
     /// deleted included: callers skip them).
-    pub async fn effective_sync_targets(&self, cluster: &ClusterName) -> ApiResult<Effective> {
+    pub(crate) async fn effective_sync_targets(
+        &self,
+        cluster: &ClusterName,
+    ) -> ApiResult<Effective> {
         if let Some(e) = self.sync_targets.get(cluster.as_str()) {
             return Ok(e);
         }
@@ -209,9 +212,9 @@ impl Registry {
     /// preference: the first is the one the `SyncAssignment` plugin picks. Leaves out
     /// targets being deleted, those that do not sync the resource (in any version), and
     /// those whose `namespaceSelector` does not match the namespace's labels (a
-    /// cluster-scoped object matches only targets without a selector). The sync
-    /// controllers use it to assign objects created before their target.
-    pub async fn applicable_sync_targets(
+    /// cluster-scoped object matches only targets without a selector).
+    #[cfg(test)]
+    pub(crate) async fn applicable_sync_targets(
         &self,
         cluster: &ClusterName,
         group: &str,
@@ -222,8 +225,9 @@ impl Registry {
             .await
     }
 
-    /// [`Registry::applicable_sync_targets`], the namespace given as `new_namespace` when
-    /// it is not stored yet (written in the same batch, before the object).
+    /// The SyncTargets an object of `group`/`resource` created in `cluster` may go to (see
+    /// `applicable_sync_targets`), the namespace given as `new_namespace` when it is not
+    /// stored yet (written in the same batch, before the object).
     pub(crate) async fn applicable_sync_targets_in(
         &self,
         cluster: &ClusterName,

@@ -48,12 +48,15 @@ pub fn is_configuration(resource: &str) -> bool {
 
 impl Registry {
     /// The webhook cache (shared with the informer's invalidator).
-    pub fn webhook_cache(&self) -> &Arc<Cache> {
+    pub(crate) fn webhook_cache(&self) -> &Arc<Cache> {
         &self.webhooks
     }
 
     /// The webhooks of `cluster`.
-    pub async fn cluster_webhooks(&self, cluster: &ClusterName) -> ApiResult<Arc<ClusterWebhooks>> {
+    pub(crate) async fn cluster_webhooks(
+        &self,
+        cluster: &ClusterName,
+    ) -> ApiResult<Arc<ClusterWebhooks>> {
         if let Some(e) = self.webhooks.get(cluster.as_str()) {
             return Ok(e);
         }
