@@ -176,7 +176,7 @@ pub struct Registry {
     root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
     shutdown: tokio::sync::watch::Receiver<bool>,
-    /// The controllers' work queue and the garbage collector's graph.
+    /// The registered controllers, their work queue and deadlines (`controllers`).
     controllers: controllers::Shared,
     /// The admission chain every write passes between validation and storage.
     admission: admission::Admission,
