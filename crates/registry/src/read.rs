@@ -381,16 +381,23 @@ impl Registry {
         self.storage.get(key).await.map_err(ApiError::from)
     }
 
-    /// One page of the stored objects under `prefix`, as stored (the controllers' scans).
+    /// One page of the stored objects under `prefix`, as stored, of those `filter` keeps
+    /// (the controllers' scans).
     pub(crate) async fn list_by_prefix(
         &self,
         prefix: &kplane_storage::Prefix,
         opts: &kplane_storage::ListOptions,
+        filter: Option<kplane_storage::Filter<'_>>,
     ) -> ApiResult<kplane_storage::ListResult> {
         self.storage
-            .list(prefix, opts, None)
+            .list(prefix, opts, filter)
             .await
             .map_err(ApiError::from)
+    }
+
+    /// How many objects are stored under `prefix` (the controllers' checks).
+    pub(crate) async fn count_by_prefix(&self, prefix: &kplane_storage::Prefix) -> ApiResult<u64> {
+        self.storage.count(prefix).await.map_err(ApiError::from)
     }
 
     /// Reads and decodes one stored object by key (background workers, which address

@@ -163,6 +163,29 @@ fn kubernetes_libraries_and_formats() {
     assert!(errs.contains(&"spec: Invalid value: \"object\": failed rule: !has(self.x__dash__dash) || self.x__dash__dash < self.__namespace__.size()".to_string()), "{errs:#?}");
 }
 
+/// A format CEL does not know by its written name (`datetime`, not `date-time`) leaves the
+/// value a string, both for the checker and at runtime, as kube-apiserver's `values.go`.
+#[test]
+fn a_format_is_known_to_cel_only_by_its_written_name() {
+    let s = schema(rule_schema(
+        json!({
+            "when": {"type": "string", "format": "datetime", "x-kubernetes-validations": [{"rule": "self.startsWith('2024')"}]},
+            "at": {"type": "string", "format": "date-time", "x-kubernetes-validations": [{"rule": "self > timestamp('2020-01-01T00:00:00Z')"}]},
+        }),
+        json!([]),
+    ));
+    let ok = json!({"spec": {"when": "2024-01-01T00:00:00Z", "at": "2024-01-01T00:00:00Z"}});
+    let errs = errors(&s, &ok);
+    assert!(errs.is_empty(), "{errs:#?}");
+    let bad = json!({"spec": {"when": "2023-01-01T00:00:00Z", "at": "2024-01-01T00:00:00Z"}});
+    let errs = errors(&s, &bad);
+    assert_eq!(
+        errs,
+        ["spec.when: Invalid value: \"string\": failed rule: self.startsWith('2024')"],
+        "{errs:#?}"
+    );
+}
+
 #[test]
 fn compile_errors_point_at_the_rule() {
     let errs = compile_errors(rule_schema(

@@ -69,7 +69,9 @@ pub(crate) async fn sync_cluster_role_aggregation(
     cluster: &ClusterName,
 ) -> ApiResult<bool> {
     let prefix = Prefix::resource(cluster.as_str(), CLUSTER_ROLES);
-    let res = reg.storage.list(&prefix, &Default::default(), None).await?;
+    let res = reg
+        .list_by_prefix(&prefix, &Default::default(), None)
+        .await?;
     let aggregated: Vec<(&KeyValue, Value)> = res
         .items
         .iter()

@@ -65,10 +65,8 @@ pub(crate) async fn cleanup_crd(
             .await?;
     }
     let left = reg
-        .storage
-        .count(&Prefix::resource(cluster, storage_resource))
-        .await
-        .map_err(ApiError::from)?;
+        .count_by_prefix(&Prefix::resource(cluster, storage_resource))
+        .await?;
     if left > 0 {
         return Ok(false);
     }

@@ -68,11 +68,7 @@ pub(crate) async fn sweep_events_in(
     };
     let mut deleted = 0;
     loop {
-        let read = reg
-            .storage
-            .list(&prefix, &opts, None)
-            .await
-            .map_err(ApiError::from)?;
+        let read = reg.list_by_prefix(&prefix, &opts, None).await?;
         let expired: Vec<Doomed> = read
             .items
             .iter()

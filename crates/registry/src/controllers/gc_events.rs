@@ -11,7 +11,7 @@ use kplane_types::ClusterScope;
 use serde_json::{json, Value};
 
 use super::gc::{ObjRef, OwnerRef};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::options::WriteParams;
 use crate::{meta, Registry, ResourceType, Target};
 
@@ -36,8 +36,7 @@ pub(super) async fn owner_elsewhere(
     o: &OwnerRef,
 ) -> ApiResult<bool> {
     let namespaces = reg
-        .storage
-        .list(
+        .list_by_prefix(
             &Prefix::resource(
                 dep.cluster.clone(),
                 reg.namespace_type()?.storage_resource.clone(),
@@ -45,8 +44,7 @@ pub(super) async fn owner_elsewhere(
             &Default::default(),
             None,
         )
-        .await
-        .map_err(ApiError::from)?;
+        .await?;
     for ns in namespaces.items.iter().map(|kv| &kv.key.name) {
         if *ns == dep.namespace {
             continue;

@@ -279,10 +279,8 @@ impl Registry {
                 namespace: None,
             };
             let res = self
-                .storage
-                .list(&prefix, &Default::default(), None)
-                .await
-                .map_err(ApiError::from)?;
+                .list_by_prefix(&prefix, &Default::default(), None)
+                .await?;
             for kv in res.items {
                 let Some(cluster) = stored_cluster(&kv.key) else {
                     continue;

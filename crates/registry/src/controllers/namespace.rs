@@ -13,7 +13,7 @@ use super::ns_conditions::{self, DeletionReport};
 use super::ns_purge::FinalizersOnly;
 use super::write_failed;
 use super::{Controller, Named};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::options::{ListParams, WriteParams};
 use crate::{meta, Registry, Target};
 
@@ -123,14 +123,12 @@ async fn delete_namespace_content(
             report.errors.push(e.0.message.clone());
         }
         let left = reg
-            .storage
-            .list(
+            .list_by_prefix(
                 &Prefix::namespace(cluster, rt.storage_resource.clone(), ns),
                 &Default::default(),
                 None,
             )
-            .await
-            .map_err(ApiError::from)?;
+            .await?;
         if left.items.is_empty() {
             continue;
         }

@@ -64,11 +64,7 @@ pub(super) async fn purge_namespace_resource(
     let mut deleted = 0;
     loop {
         let started = Instant::now();
-        let page = reg
-            .storage
-            .list(&prefix, &opts, Some(&filter))
-            .await
-            .map_err(ApiError::from)?;
+        let page = reg.list_by_prefix(&prefix, &opts, Some(&filter)).await?;
         let doomed: Vec<Doomed> = page
             .items
             .iter()

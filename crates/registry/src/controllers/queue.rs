@@ -4,8 +4,8 @@
 //! names: a namespace, an object, a logical cluster), its state, and `reconcile`, which
 //! brings the stored state of one key to what it should be. Controllers are registered
 //! once, when the registry is built ([`Registered`]: [`super::builtin`] lists kplane's
-//! own); everything else names one by its type: `registry.enqueue::<C>(key)`,
-//! `registry.schedule::<C>(key, at)`. The queue's machinery (deduplication, retries,
+//! own); everything else names one by its type: `registry.enqueue::<C>(key)`, or
+//! `registry.work::<C>(key)` for an item to give a deadline (`timers`). The queue's machinery (deduplication, retries,
 //! deadlines, the one-at-a-time worker and the concurrent pool) sees only [`Item`]s, a
 //! key with its controller behind a type-erased handle, and never what the key means.
 
@@ -137,7 +137,7 @@ impl<C: Controller> Erased for Typed<C> {
     }
 
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{:?}", self.controller.name(), self.key)
+        write!(f, "{} {:?}", self.controller.name(), self.key)
     }
 }
 
@@ -291,7 +291,7 @@ mod tests {
         assert_eq!(set.len(), 3);
         assert_eq!(
             format!("{:?}", reg.item::<B>(key("x")).unwrap()),
-            format!("b{:?}", key("x"))
+            format!("b {:?}", key("x"))
         );
     }
 

@@ -170,7 +170,7 @@ async fn sync_all_namespaces(reg: &Registry) {
         ..Default::default()
     };
     loop {
-        let page = match reg.list_by_prefix(&prefix, &opts).await {
+        let page = match reg.list_by_prefix(&prefix, &opts, None).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(error = %e.0.message, "root CA publisher could not list namespaces");

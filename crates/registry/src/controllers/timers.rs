@@ -24,7 +24,7 @@ struct Wheel {
     seq: u64,
 }
 
-/// Item items waiting for their deadline.
+/// Work items waiting for their deadline.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
     wheel: Mutex<Wheel>,

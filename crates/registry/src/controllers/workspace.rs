@@ -332,14 +332,12 @@ async fn subtree(reg: &Registry, root: &ClusterName) -> ApiResult<Vec<ClusterNam
         let c = found[i].clone();
         i += 1;
         let res = reg
-            .storage
-            .list(
+            .list_by_prefix(
                 &Prefix::resource(&c, WORKSPACE_RESOURCE),
                 &Default::default(),
                 None,
             )
-            .await
-            .map_err(ApiError::from)?;
+            .await?;
         for kv in res.items {
             if let Some(grandchild) = c.child(&kv.key.name) {
                 if !found.contains(&grandchild) {

@@ -36,7 +36,7 @@ use crate::patch::Document;
 use crate::{Registry, Target};
 
 /// The field manager of the status writes (upstream's controller name).
-pub const MANAGER: &str = "validatingadmissionpolicy-status-controller";
+pub const MANAGER: &str = "validatingadmissionpolicy-status";
 /// The most kinds one rule contributes (`maxTypesToCheck`).
 pub const MAX_TYPES: usize = 10;
 
@@ -377,20 +377,12 @@ pub(crate) async fn sync_policy_status(
         ..Default::default()
     };
     let t = Target::new(cluster, rt.clone(), None);
-    let mut applied = reg
-        .apply(&t, name, Some("status"), Document::new(doc.clone()), &w)
+    // When earlier warnings are gone, the apply removes them and the `typeChecking` map
+    // they emptied with them, as upstream's server-side apply does: the status is then
+    // only `observedGeneration`.
+    let applied = reg
+        .apply(&t, name, Some("status"), Document::new(doc), &w)
         .await;
-    // The merge drops a map emptied of the fields the manager no longer applies (the
-    // earlier warnings), `{}` applied or not; applied again, the `{}` is added back.
-    let dropped = |bytes: &[u8]| {
-        serde_json::from_slice::<Value>(bytes)
-            .is_ok_and(|v| v.pointer("/status/typeChecking").is_none())
-    };
-    if matches!(&applied, Ok((bytes, _)) if dropped(bytes)) {
-        applied = reg
-            .apply(&t, name, Some("status"), Document::new(doc), &w)
-            .await;
-    }
     match applied {
         Ok(_) => Ok(true),
         // Deleted meanwhile: nothing to report.

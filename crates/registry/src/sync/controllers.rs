@@ -513,7 +513,7 @@ async fn each_assigned(
             ..Default::default()
         };
         loop {
-            let read = reg.list_by_prefix(&prefix, &opts).await?;
+            let read = reg.list_by_prefix(&prefix, &opts, None).await?;
             for kv in &read.items {
                 let Ok(obj) = serde_json::from_slice::<Value>(&kv.value) else {
                     continue;
@@ -712,7 +712,7 @@ async fn assign_in(
     };
     let w = write_params();
     loop {
-        let read = reg.list_by_prefix(&prefix, &opts).await?;
+        let read = reg.list_by_prefix(&prefix, &opts, None).await?;
         for kv in &read.items {
             let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
                 continue;
@@ -998,7 +998,7 @@ impl Controller for Targets {
     type Key = Named;
 
     fn name(&self) -> &'static str {
-        "synctarget-controller"
+        FIELD_MANAGER
     }
 
     async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
@@ -1013,7 +1013,7 @@ impl Controller for Assign {
     type Key = Named;
 
     fn name(&self) -> &'static str {
-        "synctarget-assignment"
+        FIELD_MANAGER
     }
 
     async fn reconcile(&self, registry: &Registry, key: &Named) -> ApiResult<bool> {
@@ -1028,7 +1028,7 @@ impl Controller for AssignNamespace {
     type Key = InNamespace;
 
     fn name(&self) -> &'static str {
-        "synctarget-assignment"
+        FIELD_MANAGER
     }
 
     async fn reconcile(&self, registry: &Registry, key: &InNamespace) -> ApiResult<bool> {

@@ -156,6 +156,24 @@ impl<'n> Ty<'n> {
         std::mem::discriminant(self) == std::mem::discriminant(o)
     }
 
+    /// The type of a literal's elements (or a conditional's branches) that are `self` and
+    /// `o`: cel-go's most general of the two (`dyn` wins, also inside lists, maps and
+    /// optionals); two types cel-go could not join (a compile error with homogeneous
+    /// aggregate literals) are `dyn` here, never an error kplane would raise and cel-go not.
+    fn join(&self, o: &Ty<'n>) -> Ty<'n> {
+        match (self, o) {
+            (Ty::Dyn, _) | (_, Ty::Dyn) => Ty::Dyn,
+            (Ty::List(a), Ty::List(b)) => Ty::list(a.join(b)),
+            (Ty::Map(ka, va), Ty::Map(kb, vb)) => {
+                Ty::Map(Rc::new(ka.join(kb)), Rc::new(va.join(vb)))
+            }
+            (Ty::Optional(a), Ty::Optional(b)) => Ty::optional(a.join(b)),
+            (Ty::Opaque(a), Ty::Opaque(b)) if a != b => Ty::Dyn,
+            (a, b) if a.same_kind(b) => a.clone(),
+            _ => Ty::Dyn,
+        }
+    }
+
     /// The first type parameter (a list's element, a map's key, an optional's value).
     fn first_param(&self) -> Option<&Ty<'n>> {
         match self {
@@ -447,8 +465,7 @@ impl<'n> Analyzer<'n> {
                     cost = add(cost, est.cost);
                     elem = Some(match elem {
                         None => est.ty,
-                        Some(t) if t.same_kind(&est.ty) => t,
-                        Some(_) => Ty::Dyn,
+                        Some(t) => t.join(&est.ty),
                     });
                 }
                 let size = Size::exact(l.elements.len() as u64);
@@ -456,16 +473,17 @@ impl<'n> Analyzer<'n> {
             }
             Expr::Map(m) => {
                 let mut cost = MAP_CREATE;
-                let (mut key, mut value) = (Ty::Dyn, Ty::Dyn);
-                for (i, entry) in m.entries.iter().enumerate() {
+                let mut joined: Option<(Ty<'n>, Ty<'n>)> = None;
+                for entry in m.entries.iter() {
                     match &entry.expr {
                         EntryExpr::MapEntry(me) => {
                             let k = self.expr(&me.key, depth + 1)?;
                             let v = self.expr(&me.value, depth + 1)?;
                             cost = add(add(cost, k.cost), v.cost);
-                            if i == 0 {
-                                (key, value) = (k.ty, v.ty);
-                            }
+                            joined = Some(match joined {
+                                None => (k.ty, v.ty),
+                                Some((key, value)) => (key.join(&k.ty), value.join(&v.ty)),
+                            });
                         }
                         EntryExpr::StructField(_) => {
                             return Err("unsupported syntax: struct field in map".into())
@@ -473,6 +491,7 @@ impl<'n> Analyzer<'n> {
                     }
                 }
                 let size = Size::exact(m.entries.len() as u64);
+                let (key, value) = joined.unwrap_or((Ty::Dyn, Ty::Dyn));
                 let ty = Ty::Map(Rc::new(key), Rc::new(value));
                 Ok(Est::of(ty, cost).sized(Some(size)))
             }

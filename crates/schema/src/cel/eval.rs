@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::actual;
 use super::{CelRule, Reason};
 use crate::errors::{duplicate, forbidden, invalid, required};
-use crate::formats::{parse_date, parse_duration, Format};
+use crate::formats::{parse_date, parse_duration};
 use crate::node::{Node, Ty};
 use crate::path::{join, PathStack, Seg};
 use crate::ratchet::{MapList, Ratchet};
@@ -143,19 +143,20 @@ pub(crate) fn to_cel(v: &Value, n: Option<&Node>, resource_root: bool, depth: us
 
 fn string_to_cel(s: &str, n: Option<&Node>) -> Cel {
     let plain = || Cel::String(Arc::new(s.to_string()));
-    match n.and_then(|n| n.format.as_ref()).map(|f| f.0) {
-        Some(Format::Byte) => decode_base64(s)
+    // by the format as written, as the checker types it (`datetime` stays a string)
+    match n.and_then(|n| n.format.as_ref()).map(|f| &*f.1) {
+        Some("byte") => decode_base64(s)
             .map(|b| Cel::Bytes(Arc::new(b)))
             .unwrap_or_else(plain),
-        Some(Format::Duration) => match parse_duration(s).and_then(|ns| i64::try_from(ns).ok()) {
+        Some("duration") => match parse_duration(s).and_then(|ns| i64::try_from(ns).ok()) {
             Some(ns) => Cel::Duration(chrono::Duration::nanoseconds(ns)),
             None => plain(),
         },
-        Some(Format::DateTime) => match chrono::DateTime::parse_from_rfc3339(s) {
+        Some("date-time") => match chrono::DateTime::parse_from_rfc3339(s) {
             Ok(t) => Cel::Timestamp(t),
             Err(_) => plain(),
         },
-        Some(Format::Date) => {
+        Some("date") => {
             match parse_date(s).and_then(|(y, m, d)| chrono::NaiveDate::from_ymd_opt(y, m, d)) {
                 Some(date) => match date.and_hms_opt(0, 0, 0) {
                     Some(dt) => Cel::Timestamp(dt.and_utc().fixed_offset()),

@@ -351,11 +351,7 @@ impl<'n> Analyzer<'n> {
             }
             ("_&&_" | "_||_", None, _) => Some(Est::of(Ty::Bool, arg_sum)),
             ("_?_:_", None, [c, yes, no]) => {
-                let ty = if yes.ty.same_kind(&no.ty) {
-                    yes.ty.clone()
-                } else {
-                    Ty::Dyn
-                };
+                let ty = yes.ty.join(&no.ty);
                 let cost = add(c.cost, yes.cost.max(no.cost));
                 Some(Est::of(ty, cost).sized(Some(size(yes).union(size(no)))))
             }

@@ -192,6 +192,14 @@ mod tests {
             "self.t - self.any > self.dur",
             "self.any - self.dur < self.t",
             "self.m['a'] > 1",
+            // literals and conditionals take the most general of their elements' types
+            "{'a': 1, 'b': self.ios}['b'] + 'x' == 'y'",
+            "{'a': 1, self.ios: 2}.size() > 0",
+            "[[1], [self.ios]][1][0] + 'x' == 'y'",
+            "[1, self.ios][0] + 'x' == 'y'",
+            "(self.flag ? [1] : [self.ios])[0] + 'x' == 'y'",
+            "(self.flag ? 1 : self.ios) + 'x' == 'y'",
+            "{'a': [1], 'b': [self.any]}['a'][0] > '1'",
         ] {
             assert_eq!(check(rule), Ok(()), "{rule}");
         }
@@ -230,6 +238,8 @@ mod tests {
                 "map(string, int), map(string, int)",
             ),
             ("self.s * 2 == 'x'", "_*_", "string, int"),
+            ("{'a': 1, 'b': 2}['b'] + 'x' == 'y'", "_+_", "int, string"),
+            ("(self.flag ? 1 : 2) + 'x' == 'y'", "_+_", "int, string"),
             ("self.b > 'a'", "_>_", "bytes, string"),
             ("self.i && true", "_&&_", "int, bool"),
             ("-self.flag", "-_", "bool"),
