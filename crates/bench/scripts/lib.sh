@@ -3,7 +3,9 @@
 #
 #   bench_init NAME            scratch directory "$work" (kplane-NAME.XXXXXX), trap on EXIT
 #   start_server DATA [ARGS]   kplane serve on a free port, data in DATA; waits for
-#                              DATA/admin.kubeconfig (sets "$pid"; server log in $work/server.log)
+#                              DATA/admin.kubeconfig, which the server writes once /readyz
+#                              answers 200 (a restart's old one is removed first, so the wait
+#                              is for the new server) (sets "$pid"; server log in $work/server.log)
 #   stop_server                stops the server started last
 #   cluster_kubeconfig DATA CLUSTER OUT
 #                              writes a kubeconfig for logical cluster CLUSTER to OUT
@@ -33,6 +35,7 @@ bench_init() {
 start_server() {
     local data="$1"
     shift
+    rm -f "$data/admin.kubeconfig"
     "$KPLANE" serve --data-dir "$data" --bind 127.0.0.1:0 "$@" >"$work/server.log" 2>&1 &
     pid=$!
     for _ in $(seq 1 300); do
