@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kplane_storage::{Clusters, Prefix, SledStorage, SledStorageOptions, Storage};
+use kplane_storage::{Clusters, Prefix, Storage};
 use kplane_types::{ClusterName, ClusterScope, StatusReason};
 use serde_json::{json, Value};
 
@@ -41,8 +41,7 @@ async fn registry(storage: &Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::wa
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let storage: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let storage: Arc<dyn Storage> = crate::testing::memory_store();
     let (reg, tx) = registry(&storage).await;
     Env {
         _dir: dir,
@@ -627,9 +626,7 @@ impl Storage for FailAfterEncoding {
 #[tokio::test]
 async fn a_write_that_fails_after_its_reservation_gives_it_back() {
     use kplane_storage::{Error, Key, Precondition};
-    let dir = tempfile::tempdir().unwrap();
-    let sled: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let store: Arc<dyn Storage> = crate::testing::memory_store();
     type MakeError = fn() -> Error;
     let cases: [(MakeError, &str); 2] = [
         (|| Error::Conflict { current: 1 }, "released"),
@@ -638,7 +635,7 @@ async fn a_write_that_fails_after_its_reservation_gives_it_back() {
     for (error, what) in cases {
         let quotas = Arc::new(Quotas::default());
         let failing = Arc::new(FailAfterEncoding {
-            inner: sled.clone(),
+            inner: store.clone(),
             error,
         });
         let s = QuotaStorage::wrap(failing, quotas.clone());
@@ -663,7 +660,7 @@ async fn a_write_that_fails_after_its_reservation_gives_it_back() {
         );
         assert_eq!(
             quotas.usage(&cluster).unwrap(),
-            recount(&sled, &cluster).await,
+            recount(&store, &cluster).await,
             "{what}"
         );
     }

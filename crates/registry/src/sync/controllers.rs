@@ -1150,7 +1150,7 @@ mod tests {
 
     use crate::catalog::{builtin, Catalog};
     use crate::testing::{create_all, target as target_of};
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
     use kplane_types::ClusterScope;
 
     /// A registry with its controllers running; dropping it stops them.
@@ -1164,8 +1164,7 @@ mod tests {
 
     async fn running() -> Running {
         let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let catalog = Arc::new(Catalog::new(builtin()));
         let (tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, queue) = Registry::with_admission(
