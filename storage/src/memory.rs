@@ -149,6 +149,19 @@ fn past(prefix: &Prefix, key: &Key) -> bool {
     }
 }
 
+/// Two iterators of values in key order, with no key in both, merged in key order.
+fn merge<'a>(
+    a: impl Iterator<Item = &'a KeyValue>,
+    b: impl Iterator<Item = &'a KeyValue>,
+) -> impl Iterator<Item = &'a KeyValue> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if y.key < x.key => b.next(),
+        (Some(_), _) => a.next(),
+        (None, _) => b.next(),
+    })
+}
+
 fn key_len(k: &Key) -> u64 {
     (k.cluster.len() + k.resource.len() + k.namespace.len() + k.name.len()) as u64
 }
@@ -175,9 +188,15 @@ impl State {
     }
 
     /// The state at `rev` (validated) of the keys under `prefix` after `start_after`, in
-    /// key order: the latest values with every version newer than `rev` undone.
-    fn snapshot(&self, prefix: &Prefix, rev: Revision, start_after: Option<&Key>) -> Vec<KeyValue> {
-        let mut undone: BTreeMap<&Key, Option<&KeyValue>> = BTreeMap::new();
+    /// key order: the latest values with every version newer than `rev` undone. Lazy, so
+    /// that a page costs its own length plus the revisions since `rev`.
+    fn snapshot<'a>(
+        &'a self,
+        prefix: &'a Prefix,
+        rev: Revision,
+        start_after: Option<&Key>,
+    ) -> impl Iterator<Item = &'a KeyValue> + 'a {
+        let mut undone: BTreeMap<&'a Key, Option<&'a KeyValue>> = BTreeMap::new();
         for v in self
             .history
             .iter()
@@ -190,16 +209,11 @@ impl State {
                 undone.insert(k, v.prev.as_ref());
             }
         }
-        let mut out: Vec<KeyValue> = self
+        let older: Vec<&KeyValue> = undone.values().filter_map(|v| *v).collect();
+        let latest = self
             .range(prefix, start_after)
-            .filter(|kv| !undone.contains_key(&kv.key))
-            .cloned()
-            .collect();
-        if !undone.is_empty() {
-            out.extend(undone.into_values().flatten().cloned());
-            out.sort_by(|a, b| a.key.cmp(&b.key));
-        }
-        out
+            .filter(move |kv| !undone.contains_key(&kv.key));
+        merge(latest, older.into_iter())
     }
 
     /// Applies one write at the next revision; returns the stored value and its event.
@@ -332,17 +346,15 @@ impl Inner {
         let st = lock(&self.state);
         let rev = self.read_revision(&st, opts.at_revision)?;
         let limit = opts.limit.filter(|l| *l > 0);
-        let snapshot = st.snapshot(prefix, rev, opts.start_after.as_ref());
-        drop(st);
         let mut items = Vec::new();
         let mut more = false;
-        for kv in snapshot {
+        for kv in st.snapshot(prefix, rev, opts.start_after.as_ref()) {
             if limit.is_some_and(|l| items.len() >= l) {
                 more = true;
                 break;
             }
-            if filter.is_none_or(|f| f(&kv)) {
-                items.push(kv);
+            if filter.is_none_or(|f| f(kv)) {
+                items.push(kv.clone());
             }
         }
         Ok(ListResult {
@@ -469,6 +481,15 @@ impl MemoryStorage {
         self.inner.compacted.fetch_max(rev, Ordering::AcqRel);
     }
 
+    /// Commits `writes` as one group, then yields to the runtime once, as a write to a
+    /// backend does while it waits for its commit: without it, tasks writing in a loop
+    /// would never let the readers of their watches run, and would close them as too slow.
+    async fn write(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
+        let out = self.inner.write_group(writes);
+        tokio::task::yield_now().await;
+        out
+    }
+
     /// Number of live watchers.
     pub fn watcher_count(&self) -> usize {
         self.inner.hub.watcher_count()
@@ -550,8 +571,10 @@ impl Storage for MemoryStorage {
             precondition,
             encode,
         };
-        let mut out = self.inner.write_group(vec![w]);
-        out.pop().unwrap_or(Err(Error::ShuttingDown))
+        self.write(vec![w])
+            .await
+            .pop()
+            .unwrap_or(Err(Error::ShuttingDown))
     }
 
     async fn delete(
@@ -566,12 +589,14 @@ impl Storage for MemoryStorage {
             precondition,
             encode,
         };
-        let mut out = self.inner.write_group(vec![w]);
-        out.pop().unwrap_or(Err(Error::ShuttingDown))
+        self.write(vec![w])
+            .await
+            .pop()
+            .unwrap_or(Err(Error::ShuttingDown))
     }
 
     async fn write_batch(&self, writes: Vec<BatchWrite>) -> Vec<Result<KeyValue>> {
-        self.inner.write_group(writes)
+        self.write(writes).await
     }
 
     async fn delete_cluster(
