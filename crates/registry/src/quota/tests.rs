@@ -665,3 +665,45 @@ async fn a_write_that_fails_after_its_reservation_gives_it_back() {
         );
     }
 }
+
+/// A create that is durable but reported failed (the ambiguous commit: a timeout, or a
+/// backend error after the commit) keeps its slot: its outcome is unknown to the quota,
+/// which counts the cluster from storage again, so the count is exact and the limit
+/// holds.
+#[tokio::test]
+async fn an_ambiguous_commit_keeps_its_slot() {
+    use kplane_storage::faults::{Fault, Faulty, Op};
+    use kplane_storage::{Error, Key, Precondition};
+    let store = Faulty::new(crate::testing::memory_store());
+    let inner: Arc<dyn Storage> = store.inner().clone();
+    type MakeError = fn() -> Error;
+    let cases: [MakeError; 2] = [
+        || Error::Timeout("no reply".into()),
+        || Error::Backend("connection lost".into()),
+    ];
+    for (i, error) in cases.into_iter().enumerate() {
+        let quotas = Arc::new(Quotas::default());
+        let s = QuotaStorage::wrap(store.clone(), quotas.clone());
+        let cluster = format!("root:ambiguous-{i}");
+        quotas.set_limits(&cluster, Some(configmap_limit(1)));
+        let key = |n: &str| Key::new(&cluster, "/configmaps", "default", n);
+        let put = |n: &str| {
+            s.put(
+                key(n),
+                Precondition::MustNotExist,
+                Box::new(|_| Ok(b"{}".to_vec())),
+            )
+        };
+        store.inject(Op::Put, Fault::commit_then_fail(error).times(1));
+        assert!(put("a").await.is_err());
+        assert!(inner.get(&key("a")).await.unwrap().is_some(), "durable");
+        assert!(
+            matches!(put("b").await, Err(Error::Refused(_))),
+            "the ambiguous create holds the only slot"
+        );
+        assert_eq!(
+            quotas.usage(&cluster).unwrap(),
+            recount(&inner, &cluster).await
+        );
+    }
+}
