@@ -1176,6 +1176,13 @@ mod tests {
         );
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
         let controllers = crate::controllers::start(&reg, queue, Duration::from_secs(3600), None);
+        // The informer's first pass done (the collector's graph with it): from here on
+        // every change is a live event, not folded into a first list that no longer shows
+        // a SyncTarget deleted meanwhile.
+        crate::testing::until("the informer follows", || async {
+            reg.controllers.gc.synced()
+        })
+        .await;
         Running {
             reg,
             storage,
