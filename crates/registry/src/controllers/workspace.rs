@@ -869,9 +869,10 @@ mod tests {
 
         let (reg, _tx) = registry(storage, true).await;
         reg.resume_pending_work().await.unwrap();
+        // Gone, and its `after_delete` hook (which unmarks the cluster) has run.
         crate::testing::until("workspace gone", || async {
             match get_ws(&reg, "root", "acme").await {
-                None => true,
+                None => !reg.is_terminating(&name("root:acme")),
                 Some(ws) => {
                     assert_ne!(ws["status"]["phase"], "Ready", "{ws}");
                     false
@@ -910,8 +911,10 @@ mod tests {
         reg.delete(&workspaces(&reg, "root"), "acme", &DeleteParams::default())
             .await
             .unwrap();
+        // The deletion finishes with the Workspace's `after_delete` hook, which unmarks
+        // the cluster just after the delete is stored.
         crate::testing::until("workspace gone", || async {
-            get_ws(&reg, "root", "acme").await.is_none()
+            get_ws(&reg, "root", "acme").await.is_none() && !reg.is_terminating(&name("root:acme"))
         })
         .await;
         for c in ["root:acme", "root:acme:team-a"] {
