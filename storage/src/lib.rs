@@ -8,8 +8,10 @@
 //! The crate root is backend-neutral: the [`Storage`] trait and its types, keys, errors,
 //! the watch fan-out ([`watch`]) with the [`EventLog`] seam it replays history through,
 //! the whole-range operations' types ([`range`]) and, behind the `testing` feature, the
-//! conformance suite every backend must pass. The backends: [`sled`] (the default, one
-//! process on a local directory) and [`postgres`] (a PostgreSQL database).
+//! conformance suite every backend must pass, an in-memory store for unit tests
+//! (`memory`) and a wrapper that injects failures into any store (`faults`). The
+//! backends: [`sled`] (the default, one process on a local directory) and [`postgres`]
+//! (a PostgreSQL database).
 //!
 //! Architecture invariants:
 //! - One global, strictly increasing [`Revision`] for the whole store. Every committed write
@@ -25,8 +27,12 @@ pub mod claim;
 pub mod encryption;
 pub mod error;
 pub mod event_log;
+#[cfg(feature = "testing")]
+pub mod faults;
 pub mod io_wait;
 pub mod key;
+#[cfg(feature = "testing")]
+pub mod memory;
 pub mod postgres;
 pub mod range;
 pub mod sled;

@@ -199,7 +199,7 @@ pub(super) fn item_target(t: &Target, item: &Value) -> Target {
 mod tests {
     use super::*;
     use crate::options::{ListParams, WriteParams};
-    use kplane_storage::{EventType, Prefix, SledStorage, SledStorageOptions, Storage, WatchEvent};
+    use kplane_storage::{EventType, Prefix, Storage, WatchEvent};
     use serde_json::json;
     use std::sync::Arc;
 
@@ -215,8 +215,7 @@ mod tests {
     /// ([`ours`]): the namespace also holds the server's `kube-root-ca.crt`.
     async fn fixture(n: usize, held: &[&str]) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let catalog = Arc::new(super::super::Catalog::new(super::super::catalog::builtin()));
         let (tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);

@@ -170,7 +170,7 @@ mod tests {
     use std::sync::Arc;
 
     use kplane_archive::ChangeReader;
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
     use serde_json::json;
 
     use super::*;
@@ -199,9 +199,7 @@ mod tests {
     /// and deletes, in order; not a neighbour's, not later ones), above the chunk size.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_stream_holds_the_clusters_changes_after_since_through_the_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _q) = Registry::new(
             storage.clone(),

@@ -815,7 +815,7 @@ mod tests {
 mod move_tests {
     use std::sync::Arc;
 
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
     use kplane_types::ClusterScope;
     use serde_json::json;
 
@@ -824,8 +824,8 @@ mod move_tests {
     use crate::options::{ListParams, WriteParams};
     use crate::Target;
 
-    fn open(dir: &tempfile::TempDir) -> Arc<dyn Storage> {
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap()
+    fn open() -> Arc<dyn Storage> {
+        crate::testing::memory_store()
     }
 
     async fn create_cm(reg: &Registry, cluster: &str, cm: &str) -> ApiResult<bytes::Bytes> {
@@ -843,8 +843,7 @@ mod move_tests {
     /// took; the fence survives a restart, and lifting it lets writes in again.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_fenced_cluster_refuses_writes_serves_reads_and_stays_fenced_after_a_restart() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage = open(&dir);
+        let storage = open();
         {
             let (reg, _tx) = registry(storage.clone());
             reg.set_auto_create_clusters(true);
@@ -901,8 +900,7 @@ mod move_tests {
     /// refused: none lands after it (ten times the gate's shard count of writers).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_write_lands_after_the_fence_revision() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage = open(&dir);
+        let storage = open();
         let (reg, _tx) = registry(storage.clone());
         reg.set_auto_create_clusters(true);
         create_cm(&reg, "root:a", "first").await.unwrap();
@@ -950,8 +948,7 @@ mod move_tests {
     /// in the parent's Workspace.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_moved_cluster_answers_410_with_its_location_and_its_keys_go() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage = open(&dir);
+        let storage = open();
         let to = "https://other.example:6443/clusters/root:b";
         let ws_rt;
         {

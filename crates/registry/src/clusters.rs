@@ -470,7 +470,7 @@ pub fn no_such_cluster(cluster: &ClusterName) -> ApiError {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
     use serde_json::json;
 
     use super::*;
@@ -507,8 +507,8 @@ pub(crate) mod tests {
             .await
     }
 
-    fn open(dir: &tempfile::TempDir) -> Arc<dyn Storage> {
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap()
+    fn open() -> Arc<dyn Storage> {
+        crate::testing::memory_store()
     }
 
     /// Clusters created by first writes (as older versions did, here in development mode)
@@ -516,8 +516,7 @@ pub(crate) mod tests {
     /// ten times the number of clusters.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn existence_is_loaded_from_storage_at_start_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage = open(&dir);
+        let storage = open();
         let clusters = ["root", "root:a", "root:a:b", "root:a-b", "root:b", "legacy"];
         {
             let (reg, _tx) = registry(storage.clone());
@@ -555,8 +554,7 @@ pub(crate) mod tests {
     /// pass. With the flag, everything passes and the first write bootstraps the cluster.
     #[tokio::test]
     async fn unknown_clusters_are_404_unless_the_development_flag_is_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage = open(&dir);
+        let storage = open();
         let (reg, _tx) = registry(storage.clone());
         reg.load_cluster_state().await.unwrap();
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
@@ -605,8 +603,7 @@ pub(crate) mod tests {
     /// those of other Workspaces are not.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn terminating_marks_are_loaded_from_stored_workspaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage = open(&dir);
+        let storage = open();
         let deleting = ["root:a", "root:b", "root:b:x", "root:c"];
         {
             let (reg, _tx) = registry(storage.clone());
@@ -655,8 +652,7 @@ pub(crate) mod tests {
     /// them stay.
     #[tokio::test]
     async fn a_replay_drops_what_it_did_not_show_and_nothing_newer() {
-        let dir = tempfile::tempdir().unwrap();
-        let (reg, _tx) = registry(open(&dir));
+        let (reg, _tx) = registry(open());
         reg.set_auto_create_clusters(true);
         for c in ["root:old", "root:shown", "root:imp"] {
             reg.mark_cluster(&name(c));
@@ -724,8 +720,7 @@ pub(crate) mod tests {
     /// Terminating marks cover descendants, not siblings with the same prefix.
     #[tokio::test]
     async fn a_terminating_mark_covers_the_cluster_and_its_descendants() {
-        let dir = tempfile::tempdir().unwrap();
-        let (reg, _tx) = registry(open(&dir));
+        let (reg, _tx) = registry(open());
         reg.set_terminating(&name("root:a"), true);
         for c in ["root:a", "root:a:b", "root:a:b:c"] {
             let e = reg.refuse_if_terminating(&name(c)).unwrap_err();

@@ -72,6 +72,8 @@ pub mod wildcard;
 mod write;
 
 #[cfg(test)]
+mod fault_tests;
+#[cfg(test)]
 mod replica_tests;
 #[cfg(test)]
 mod size_tests;

@@ -552,12 +552,11 @@ mod tests {
     use crate::catalog::{builtin, Catalog};
     use crate::options::WriteParams;
     use crate::DeleteParams;
-    use kplane_storage::{SledStorage, SledStorageOptions};
+
     use serde_json::json;
 
-    async fn registry(dir: &std::path::Path) -> (Arc<Registry>, Target) {
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.join("db"), SledStorageOptions::default()).unwrap();
+    async fn registry() -> (Arc<Registry>, Target) {
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let catalog = Arc::new(Catalog::new(builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog.clone(), String::new(), shutdown);
@@ -581,7 +580,7 @@ mod tests {
         odd: impl Fn(usize) -> bool,
     ) -> (tempfile::TempDir, Arc<Registry>, Target) {
         let dir = tempfile::tempdir().unwrap();
-        let (reg, t) = registry(dir.path()).await;
+        let (reg, t) = registry().await;
         let w = WriteParams::default();
         for i in 0..n {
             reg.create(&t, cm(&format!("cm-{i:05}"), value, odd(i)), &w)

@@ -1,10 +1,14 @@
 //! Fixtures for tests of the registry and of the layers above it (enabled by the `testing`
-//! feature): a registry over a sled store in a temporary directory, with `root` bootstrapped.
-//! Fixtures panic on failure, as the tests using them should.
+//! feature): a registry with `root` bootstrapped, over an in-memory store
+//! (`kplane_storage::memory`) unless the test asks for sled ([`fixture_with`], for sled
+//! options such as a short event window, or [`sled_fixture`]) or for a store of its own
+//! ([`fixture_over`], e.g. one wrapped in `kplane_storage::faults::Faulty`). Fixtures panic
+//! on failure, as the tests using them should.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 
+use kplane_storage::memory::{MemoryStorage, MemoryStorageOptions};
 use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 use serde_json::{json, Value};
 
@@ -13,33 +17,57 @@ use crate::catalog::{builtin, Catalog};
 use crate::options::WriteParams;
 use crate::{Registry, Target};
 
-/// A registry, the directory of its store and the sender that keeps its workers running.
+/// A registry, its store, the directory of the store when it is on disk and the sender
+/// that keeps its workers running.
 pub struct Fixture {
-    pub _dir: tempfile::TempDir,
+    pub _dir: Option<tempfile::TempDir>,
     pub _shutdown: tokio::sync::watch::Sender<bool>,
     pub reg: Arc<Registry>,
+    /// The store under the registry (without the registry's quota decorator).
+    pub storage: Arc<dyn Storage>,
 }
 
+/// A registry over an in-memory store, with the recommended admission chain.
 pub async fn fixture() -> Fixture {
+    fixture_with_admission(Admission::recommended()).await
+}
+
+/// A registry over a sled store in a temporary directory opened with `opts`.
+pub async fn fixture_with(opts: SledStorageOptions) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = SledStorage::open(dir.path().join("db"), opts).unwrap();
+    build(Some(dir), storage, Admission::recommended()).await
+}
+
+/// A registry over a sled store with the default options.
+pub async fn sled_fixture() -> Fixture {
     fixture_with(SledStorageOptions::default()).await
 }
 
-pub async fn fixture_with(opts: SledStorageOptions) -> Fixture {
-    build(opts, Admission::recommended()).await
-}
-
-/// A fixture whose registry has the admission chain `admission`.
+/// A fixture whose registry has the admission chain `admission`, over an in-memory store.
 pub async fn fixture_with_admission(admission: Admission) -> Fixture {
-    build(SledStorageOptions::default(), admission).await
+    build(None, memory_store(), admission).await
 }
 
-async fn build(opts: SledStorageOptions, admission: Admission) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let storage: Arc<dyn Storage> = SledStorage::open(dir.path().join("db"), opts).unwrap();
+/// A registry over `storage`, with the recommended admission chain.
+pub async fn fixture_over(storage: Arc<dyn Storage>) -> Fixture {
+    build(None, storage, Admission::recommended()).await
+}
+
+/// A fresh in-memory store with the default options.
+pub fn memory_store() -> Arc<dyn Storage> {
+    MemoryStorage::new(MemoryStorageOptions::default())
+}
+
+async fn build(
+    dir: Option<tempfile::TempDir>,
+    storage: Arc<dyn Storage>,
+    admission: Admission,
+) -> Fixture {
     let catalog = Arc::new(Catalog::new(builtin()));
     let (tx, shutdown) = tokio::sync::watch::channel(false);
     let (reg, _queue) =
-        Registry::with_admission(storage, catalog, String::new(), shutdown, admission);
+        Registry::with_admission(storage.clone(), catalog, String::new(), shutdown, admission);
     reg.ensure_cluster(&kplane_types::ClusterName::root())
         .await
         .unwrap();
@@ -47,6 +75,7 @@ async fn build(opts: SledStorageOptions, admission: Admission) -> Fixture {
         _dir: dir,
         _shutdown: tx,
         reg,
+        storage,
     }
 }
 

@@ -218,7 +218,7 @@ fn uid_of(bytes: &[u8], live: bool) -> Option<String> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use kplane_storage::{Precondition, SledStorage, SledStorageOptions};
+    use kplane_storage::Precondition;
 
     async fn put(s: &Arc<dyn Storage>, cluster: &str, name: &str, uid: &str, p: Precondition) {
         let body =
@@ -247,9 +247,7 @@ mod tests {
     /// over instead of growing, and every answer stays right.
     #[tokio::test]
     async fn the_map_stays_within_its_bound() {
-        let dir = tempfile::tempdir().unwrap();
-        let s: Arc<dyn Storage> =
-            SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+        let s: Arc<dyn Storage> = crate::testing::memory_store();
         let c = ServiceAccountCache::with_bound(3);
         c.following.store(true, Ordering::Release);
         for i in 0..31 {
@@ -273,9 +271,7 @@ mod tests {
 
     #[tokio::test]
     async fn nothing_is_cached_before_the_informer_follows_and_changes_drop_entries() {
-        let dir = tempfile::tempdir().unwrap();
-        let s: Arc<dyn Storage> =
-            SledStorage::open(dir.path(), SledStorageOptions::default()).unwrap();
+        let s: Arc<dyn Storage> = crate::testing::memory_store();
         let cache = Arc::new(ServiceAccountCache::default());
         let inv = Invalidator(cache.clone());
         put(&s, "root:a", "sa", "u1", Precondition::MustNotExist).await;

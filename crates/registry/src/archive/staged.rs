@@ -322,7 +322,7 @@ fn read_changes(
 mod tests {
     use std::sync::Arc;
 
-    use kplane_storage::{Prefix, SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::{Prefix, Storage};
     use kplane_types::ClusterScope;
     use serde_json::json;
 
@@ -335,8 +335,8 @@ mod tests {
     // A registry over `storage` as after a restart: the archive tests' fixture.
     use super::super::tests::restart as open;
 
-    fn store(dir: &Path) -> Arc<dyn Storage> {
-        SledStorage::open(dir.join("db"), SledStorageOptions::default()).unwrap()
+    fn store() -> Arc<dyn Storage> {
+        crate::testing::memory_store()
     }
 
     /// Puts (`Some`) or deletes (`None`) ConfigMaps of `cluster` directly in storage.
@@ -405,8 +405,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_staged_import_takes_the_sources_changes_and_commits() {
         let dir = tempfile::tempdir().unwrap();
-        let (src_dir, dst_dir) = (dir.path().join("src"), dir.path().join("dst"));
-        let (src_store, dst_store) = (store(&src_dir), store(&dst_dir));
+        let (src_store, dst_store) = (store(), store());
         let (src, _t1) = open(src_store.clone()).await;
         let (dst, t2) = open(dst_store.clone()).await;
         src.ensure_cluster(&name("root:a")).await.unwrap();

@@ -46,11 +46,7 @@ pub(super) async fn restart(
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let storage: Arc<dyn Storage> = kplane_storage::SledStorage::open(
-        dir.path().join("db"),
-        kplane_storage::SledStorageOptions::default(),
-    )
-    .unwrap();
+    let storage: Arc<dyn Storage> = crate::testing::memory_store();
     let (reg, _tx) = restart(storage.clone()).await;
     Env {
         dir,

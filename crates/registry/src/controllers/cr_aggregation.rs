@@ -205,7 +205,7 @@ mod tests {
     use super::*;
     use crate::catalog::{builtin, Catalog};
     use crate::testing::target;
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
 
     fn rule(resource: &str) -> Value {
         json!({"verbs": ["get"], "apiGroups": [""], "resources": [resource]})
@@ -233,9 +233,7 @@ mod tests {
     /// role, a changed one and a removed one; the defaults it selects count too.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn aggregated_roles_follow_their_selected_roles() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, _queue) = Registry::new(storage.clone(), catalog, String::new(), shutdown);
@@ -331,9 +329,7 @@ mod tests {
     /// only when it aggregates; other resources queue nothing.
     #[tokio::test]
     async fn the_feed_queues_clusters_of_cluster_role_changes() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, mut queue) = Registry::new(storage.clone(), catalog, String::new(), shutdown);

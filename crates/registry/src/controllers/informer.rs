@@ -367,7 +367,7 @@ async fn scan_hiding(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kplane_storage::{Key, Precondition, SledStorage, SledStorageOptions};
+    use kplane_storage::{Key, Precondition};
     use std::collections::BTreeMap;
     use std::sync::Mutex;
 
@@ -452,16 +452,13 @@ mod tests {
     // the writes below is what stalls them.
     #[allow(clippy::await_holding_lock)]
     async fn each_change_reaches_every_handler_once_across_a_rescan() {
-        let dir = tempfile::tempdir().unwrap();
         let capacity = 16;
-        let storage: Arc<dyn Storage> = SledStorage::open(
-            dir.path().join("db"),
-            SledStorageOptions {
+        let storage: Arc<dyn Storage> = kplane_storage::memory::MemoryStorage::new(
+            kplane_storage::memory::MemoryStorageOptions {
                 watch_channel_capacity: capacity,
                 ..Default::default()
             },
-        )
-        .unwrap();
+        );
         // Before the informer: three objects, one updated (the replay has its latest state).
         for name in ["a", "b", "c"] {
             put(&storage, name, Precondition::MustNotExist).await;
@@ -591,9 +588,7 @@ mod tests {
     /// page size, and every object is replayed exactly once.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_scan_is_one_snapshot_in_pages() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         for i in 0..10 {
             put(&storage, &format!("o-{i:02}"), Precondition::MustNotExist).await;
         }
@@ -619,9 +614,7 @@ mod tests {
     /// from the next change on, while the others go on without a new pass.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn handlers_join_with_a_pass_and_leave_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         for name in ["a", "b", "c"] {
             put(&storage, name, Precondition::MustNotExist).await;
         }
@@ -689,9 +682,7 @@ mod tests {
     /// the imported cluster's objects.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn imports_are_hidden_until_their_floor_rises() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let table = Arc::new(ClusterTable::default());
         table.set_phase("root:new", Some(crate::cluster_states::Phase::Importing));
         let put_in = |cluster: &'static str, name: &'static str| {

@@ -232,12 +232,10 @@ mod tests {
         use crate::catalog::{builtin, Catalog};
         use crate::options::WriteParams;
         use crate::testing::{create_namespace, target};
-        use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+        use kplane_storage::Storage;
         use std::time::Duration;
 
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, queue) = Registry::new(storage.clone(), catalog, String::new(), shutdown);

@@ -560,7 +560,7 @@ pub(crate) fn start_leading(
 mod tests {
     use super::*;
     use crate::catalog::{builtin, Catalog};
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
 
     fn ns(reg: &Registry, name: &str) -> Item {
         let key = Named::new(kplane_types::ClusterName::root(), name);
@@ -571,9 +571,7 @@ mod tests {
     /// one waits, and a waiting retry is queued when its delay is over.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn queued_and_delayed_items_merge() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, mut queue) = Registry::new(storage, catalog, String::new(), shutdown);
@@ -642,9 +640,7 @@ mod tests {
         // Current-thread runtime: every task of the test logs to this subscriber.
         let _guard = tracing::subscriber::set_default(subscriber);
 
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, queue) = Registry::new(storage.clone(), catalog, String::new(), shutdown);

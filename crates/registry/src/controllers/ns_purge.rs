@@ -97,14 +97,11 @@ pub(super) async fn purge_namespace_resource(
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use kplane_storage::{
-        BatchWrite, Key, Precondition, SledStorage, SledStorageOptions, Storage, WatchEvent,
-    };
+    use kplane_storage::{BatchWrite, Key, Precondition, Storage, WatchEvent};
     use std::sync::Arc;
 
-    async fn registry(dir: &std::path::Path) -> Arc<Registry> {
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.join("db"), SledStorageOptions::default()).unwrap();
+    async fn registry() -> Arc<Registry> {
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
@@ -138,8 +135,7 @@ mod tests {
             BULK_DELETE_BATCH + 1,
             2 * BULK_DELETE_BATCH + 3,
         ] {
-            let dir = tempfile::tempdir().unwrap();
-            let reg = registry(dir.path()).await;
+            let reg = registry().await;
             let mut writes: Vec<BatchWrite> = (0..n)
                 .map(|i| stored_cm("doomed", &format!("cm-{i:05}"), false))
                 .collect();

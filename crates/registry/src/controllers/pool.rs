@@ -164,7 +164,7 @@ mod tests {
     use crate::catalog::{builtin, Catalog};
     use crate::options::WriteParams;
     use crate::{DeleteParams, Target};
-    use kplane_storage::{Prefix, SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::{Prefix, Storage};
     use kplane_types::ClusterName;
     use serde_json::{json, Value};
 
@@ -226,9 +226,7 @@ mod tests {
     /// bootstrap to the foreground; without a background runtime, both to the foreground.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn deletions_run_in_the_background_and_bootstraps_do_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
@@ -261,9 +259,7 @@ mod tests {
     }
 
     async fn create_and_delete(background: Option<Handle>) {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, queue) = Registry::new(storage, catalog, String::new(), shutdown);

@@ -313,10 +313,8 @@ mod tests {
     /// workspace drops four copies, 40,000 for 10,000 workspaces).
     #[tokio::test]
     async fn a_deleted_copy_queues_a_sync_only_where_it_can_be_written() {
-        use kplane_storage::{Key, SledStorage, SledStorageOptions, Storage};
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        use kplane_storage::{Key, Storage};
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog, "PEM".into(), shutdown);
@@ -363,10 +361,8 @@ mod tests {
     /// every logical cluster, and leaves a Terminating namespace alone.
     #[tokio::test]
     async fn start_up_pass_publishes_in_every_namespace_of_every_cluster() {
-        use kplane_storage::{Key, Precondition, SledStorage, SledStorageOptions, Storage};
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        use kplane_storage::{Key, Precondition, Storage};
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage.clone(), catalog, "PEM".into(), shutdown);

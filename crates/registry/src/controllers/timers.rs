@@ -143,7 +143,7 @@ pub(crate) fn instant_at(at: chrono::DateTime<chrono::Utc>) -> Instant {
 mod tests {
     use super::*;
     use crate::catalog::{builtin, Catalog};
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
     use kplane_types::ClusterName;
     use std::time::Duration;
 
@@ -180,9 +180,7 @@ mod tests {
     /// deadline added while it sleeps wakes it.
     #[tokio::test]
     async fn items_are_queued_when_due() {
-        let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let catalog = Arc::new(Catalog::new(builtin()));
         let (reg, mut queue) = Registry::new(storage.clone(), catalog, String::new(), shutdown);

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kplane_storage::{Clusters, Prefix, SledStorage, SledStorageOptions, Storage};
+use kplane_storage::{Clusters, Prefix, Storage};
 use kplane_types::{ClusterName, ClusterScope, StatusReason};
 use serde_json::{json, Value};
 
@@ -41,8 +41,7 @@ async fn registry(storage: &Arc<dyn Storage>) -> (Arc<Registry>, tokio::sync::wa
 
 async fn env() -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let storage: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let storage: Arc<dyn Storage> = crate::testing::memory_store();
     let (reg, tx) = registry(&storage).await;
     Env {
         _dir: dir,
@@ -629,9 +628,7 @@ impl Storage for FailAfterEncoding {
 #[tokio::test]
 async fn a_write_that_fails_after_its_reservation_gives_it_back() {
     use kplane_storage::{Error, Key, Precondition};
-    let dir = tempfile::tempdir().unwrap();
-    let sled: Arc<dyn Storage> =
-        SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    let store: Arc<dyn Storage> = crate::testing::memory_store();
     type MakeError = fn() -> Error;
     let cases: [(MakeError, &str); 2] = [
         (|| Error::Conflict { current: 1 }, "released"),
@@ -640,7 +637,7 @@ async fn a_write_that_fails_after_its_reservation_gives_it_back() {
     for (error, what) in cases {
         let quotas = Arc::new(Quotas::default());
         let failing = Arc::new(FailAfterEncoding {
-            inner: sled.clone(),
+            inner: store.clone(),
             error,
         });
         let s = QuotaStorage::wrap(failing, quotas.clone());
@@ -665,8 +662,50 @@ async fn a_write_that_fails_after_its_reservation_gives_it_back() {
         );
         assert_eq!(
             quotas.usage(&cluster).unwrap(),
-            recount(&sled, &cluster).await,
+            recount(&store, &cluster).await,
             "{what}"
+        );
+    }
+}
+
+/// A create that is durable but reported failed (the ambiguous commit: a timeout, or a
+/// backend error after the commit) keeps its slot: its outcome is unknown to the quota,
+/// which counts the cluster from storage again, so the count is exact and the limit
+/// holds.
+#[tokio::test]
+async fn an_ambiguous_commit_keeps_its_slot() {
+    use kplane_storage::faults::{Fault, Faulty, Op};
+    use kplane_storage::{Error, Key, Precondition};
+    let store = Faulty::new(crate::testing::memory_store());
+    let inner: Arc<dyn Storage> = store.inner().clone();
+    type MakeError = fn() -> Error;
+    let cases: [MakeError; 2] = [
+        || Error::Timeout("no reply".into()),
+        || Error::Backend("connection lost".into()),
+    ];
+    for (i, error) in cases.into_iter().enumerate() {
+        let quotas = Arc::new(Quotas::default());
+        let s = QuotaStorage::wrap(store.clone(), quotas.clone());
+        let cluster = format!("root:ambiguous-{i}");
+        quotas.set_limits(&cluster, Some(configmap_limit(1)));
+        let key = |n: &str| Key::new(&cluster, "/configmaps", "default", n);
+        let put = |n: &str| {
+            s.put(
+                key(n),
+                Precondition::MustNotExist,
+                Box::new(|_| Ok(b"{}".to_vec())),
+            )
+        };
+        store.inject(Op::Put, Fault::commit_then_fail(error).times(1));
+        assert!(put("a").await.is_err());
+        assert!(inner.get(&key("a")).await.unwrap().is_some(), "durable");
+        assert!(
+            matches!(put("b").await, Err(Error::Refused(_))),
+            "the ambiguous create holds the only slot"
+        );
+        assert_eq!(
+            quotas.usage(&cluster).unwrap(),
+            recount(&inner, &cluster).await
         );
     }
 }

@@ -487,11 +487,10 @@ mod with_registry {
     use crate::catalog::{builtin, Catalog};
     use crate::options::WriteParams;
     use crate::{Registry, Target};
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
 
-    async fn registry(dir: &tempfile::TempDir) -> Arc<Registry> {
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+    async fn registry() -> Arc<Registry> {
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(
             storage,
@@ -519,8 +518,7 @@ mod with_registry {
 
     #[tokio::test]
     async fn the_cache_is_built_once_and_invalidated_by_writes_in_its_cluster_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let reg = registry(&dir).await;
+        let reg = registry().await;
         let a = ClusterName::parse("root:a").unwrap();
         let b = ClusterName::parse("root:b").unwrap();
         let alice = user("alice", &["system:authenticated"]);
@@ -616,8 +614,7 @@ mod with_registry {
 
     #[tokio::test]
     async fn wildcard_requests_need_a_cluster_wide_grant_in_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let reg = registry(&dir).await;
+        let reg = registry().await;
         let root = ClusterName::root();
         let w = WriteParams::default();
         reg.create(
@@ -671,8 +668,7 @@ mod with_registry {
 
     #[tokio::test]
     async fn a_workspace_records_its_creator_immutably() {
-        let dir = tempfile::tempdir().unwrap();
-        let reg = registry(&dir).await;
+        let reg = registry().await;
         let root = ClusterName::root();
         let rt = reg
             .builtin_catalog()
@@ -731,8 +727,7 @@ mod with_registry {
     /// policybased storage: what a writer may put into roles and bindings.
     #[tokio::test]
     async fn roles_and_bindings_grant_only_what_their_writer_holds() {
-        let dir = tempfile::tempdir().unwrap();
-        let reg = registry(&dir).await;
+        let reg = registry().await;
         let a = ClusterName::parse("root:a").unwrap();
         let admin = WriteParams::default();
         let bob_groups = ["system:authenticated"];

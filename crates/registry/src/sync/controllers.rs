@@ -1200,7 +1200,7 @@ mod tests {
 
     use crate::catalog::{builtin, Catalog};
     use crate::testing::{create_all, target as target_of};
-    use kplane_storage::{SledStorage, SledStorageOptions, Storage};
+    use kplane_storage::Storage;
     use kplane_types::ClusterScope;
 
     /// A registry with its controllers running; dropping it stops them.
@@ -1214,8 +1214,7 @@ mod tests {
 
     async fn running() -> Running {
         let dir = tempfile::tempdir().unwrap();
-        let storage: Arc<dyn Storage> =
-            SledStorage::open(dir.path().join("db"), SledStorageOptions::default()).unwrap();
+        let storage: Arc<dyn Storage> = crate::testing::memory_store();
         let catalog = Arc::new(Catalog::new(builtin()));
         let (tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, queue) = Registry::with_admission(
@@ -1227,6 +1226,14 @@ mod tests {
         );
         reg.ensure_cluster(&ClusterName::root()).await.unwrap();
         let controllers = crate::controllers::start(&reg, queue, Duration::from_secs(3600), None);
+        // The informer's first pass done (the collector's graph with it): from here on
+        // every change is a live event, not folded into a first list that no longer shows
+        // a SyncTarget deleted meanwhile.
+        crate::testing::until("the informer follows", || async {
+            reg.controller::<crate::controllers::GarbageCollector>()
+                .is_some_and(|gc| gc.synced())
+        })
+        .await;
         Running {
             reg,
             storage,
