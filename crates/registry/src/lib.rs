@@ -64,6 +64,7 @@ mod stored_form;
 pub mod strategies;
 pub mod sync;
 pub mod token_bindings;
+pub mod token_request;
 pub mod typed;
 pub mod warnings;
 mod watch;
