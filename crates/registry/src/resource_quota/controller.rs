@@ -45,12 +45,11 @@ pub const GRACE: Duration = Duration::from_secs(2);
 /// The status a quota should have, given what its namespace uses (`usage`): `hard` from
 /// the spec, `used` for each hard name (the last observation kept for a name with no
 /// usage now), empty lists left out as the Go type leaves them.
-fn desired_status(
-    quota: &Value,
-    usage: &std::collections::BTreeMap<String, crate::quantity::Quantity>,
-) -> Value {
-    // Object counts never match a scoped quota: only the pods' names have a usage there.
-    let scoped = super::is_scoped(quota);
+fn desired_status(quota: &Value, usage: &super::usage::Usage) -> Value {
+    // Object counts never match a scoped quota: only the pods' names have a usage there,
+    // over the pods its scopes match.
+    let scopes = super::scopes::PodScopes::of(quota);
+    let scoped = scopes.is_scoped();
     let hard = quota
         .pointer("/spec/hard")
         .and_then(Value::as_object)
@@ -61,7 +60,7 @@ fn desired_status(
     for k in hard.keys() {
         if scoped && !super::usage::is_pod_name(k) {
             used.insert(k.clone(), json!("0"));
-        } else if let Some(q) = usage.get(k) {
+        } else if let Some(q) = usage.of(k, &scopes) {
             used.insert(k.clone(), json!(q.to_string()));
         } else if let Some(v) = old_used.and_then(|u| u.get(k)) {
             used.insert(k.clone(), v.clone());

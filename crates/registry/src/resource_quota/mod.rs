@@ -9,6 +9,8 @@
 //!   legacy names `configmaps`, `secrets`, `resourcequotas`, `pods`), the requests and
 //!   limits of the namespace's pods (reflections of synced Jobs' pods), and zero for the
 //!   kinds kplane does not serve (`services`, `persistentvolumeclaims`, ...);
+//! - [`scopes`]: which pods a scoped quota counts (`Terminating`, `BestEffort`,
+//!   `PriorityClass`, `CrossNamespacePodAffinity` and their negations);
 //! - [`admission`] (the `ResourceQuota` validating plugin): a create that a quota's
 //!   `status.hard` counts is refused with upstream's `exceeded quota: ...` 403 when it
 //!   would pass the limit, and otherwise recorded in the quota's `status.used` before the
@@ -26,6 +28,7 @@
 pub mod admission;
 pub mod controller;
 pub mod index;
+pub mod scopes;
 pub mod usage;
 pub mod validation;
 

@@ -659,14 +659,104 @@ async fn pod_usage_is_counted_across_pages() {
     let q = make_quota(
         reg,
         "p",
-        quota("pods", json!({"pods": "100000", "requests.cpu": "1000"})),
+        quota(
+            "pods",
+            json!({"pods": "100000", "count/pods": "100000", "requests.cpu": "1000"}),
+        ),
     )
     .await;
     assert_eq!(q["status"]["used"]["pods"], live.to_string());
+    // `count/pods` counts every stored pod, terminal ones too (upstream's PodUsageFunc).
+    assert_eq!(q["status"]["used"]["count/pods"], n.to_string());
     assert_eq!(
         q["status"]["used"]["requests.cpu"],
         crate::quantity::Quantity::parse(&format!("{}m", live * 10))
             .unwrap()
             .to_string()
     );
+}
+
+/// A scoped quota counts the pods its scopes and scope selector match, as upstream's pod
+/// evaluator: `BestEffort` by QoS class, `Terminating` by `activeDeadlineSeconds`,
+/// `PriorityClass` by class name, all of a quota's requirements at once.
+#[tokio::test]
+async fn scoped_quotas_count_the_pods_their_scopes_match() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    create_namespace(reg, "sp").await;
+    let pods = target(reg, "", "pods", Some("sp"));
+    let pod = |name: &str, spec: Value| {
+        let mut spec = spec;
+        spec["containers"][0]["name"] = json!("c");
+        spec["containers"][0]["image"] = json!("x");
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+    };
+    let cpu = json!({"requests": {"cpu": "100m"}});
+    crate::testing::create_all(
+        reg,
+        &pods,
+        vec![
+            pod("best", json!({"containers": [{}]})),
+            pod("burst", json!({"containers": [{"resources": cpu}]})),
+            pod(
+                "deadline",
+                json!({"activeDeadlineSeconds": 30, "containers": [{"resources": cpu}]}),
+            ),
+            pod(
+                "high",
+                json!({"priorityClassName": "high", "containers": [{"resources": cpu}]}),
+            ),
+        ],
+    )
+    .await;
+    let scoped = |name: &str, hard: Value, spec: Value| {
+        let mut q = quota(name, hard);
+        for (k, v) in spec.as_object().unwrap() {
+            q["spec"][k] = v.clone();
+        }
+        q
+    };
+    let hard = json!({"pods": "10", "requests.cpu": "10"});
+    let cases = [
+        ("best-effort", json!({"scopes": ["BestEffort"]}), "1", "0"),
+        (
+            "not-best-effort",
+            json!({"scopes": ["NotBestEffort"]}),
+            "3",
+            "300m",
+        ),
+        (
+            "terminating",
+            json!({"scopes": ["Terminating"]}),
+            "1",
+            "100m",
+        ),
+        (
+            "not-terminating-burstable",
+            json!({"scopes": ["NotTerminating", "NotBestEffort"]}),
+            "2",
+            "200m",
+        ),
+        (
+            "high",
+            json!({"scopeSelector": {"matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}),
+            "1",
+            "100m",
+        ),
+        ("all", json!({}), "4", "300m"),
+    ];
+    for (name, spec, pods_used, cpu_used) in cases {
+        // BestEffort quotas may limit only pods (upstream's validation).
+        let hard = if name == "best-effort" {
+            json!({"pods": "10"})
+        } else {
+            hard.clone()
+        };
+        let q = make_quota(reg, "sp", scoped(name, hard, spec)).await;
+        assert_eq!(q["status"]["used"]["pods"], pods_used, "{name}: {q}");
+        if name != "best-effort" {
+            assert_eq!(q["status"]["used"]["requests.cpu"], cpu_used, "{name}: {q}");
+        }
+    }
 }

@@ -4,8 +4,8 @@
 //! - `count/<resource>[.<group>]` of a namespaced resource the cluster serves: its
 //!   objects in the namespace (a resource the cluster does not serve has no usage, as
 //!   upstream has no evaluator for what discovery does not list);
-//! - `configmaps`, `secrets`, `resourcequotas`: their objects; `pods` and `count/pods`:
-//!   the pods not in a terminal phase (`Succeeded`, `Failed`);
+//! - `configmaps`, `secrets`, `resourcequotas`: their objects; `pods`: the pods not in a
+//!   terminal phase (`Succeeded`, `Failed`); `count/pods`: every stored pod;
 //! - `cpu`/`requests.cpu`, `memory`/`requests.memory`, `ephemeral-storage`/
 //!   `requests.ephemeral-storage`, `limits.*`, `requests.<extended resource>` and huge
 //!   pages: the sum over those pods of each pod's requests (or limits): its containers'
@@ -13,6 +13,8 @@
 //! - the names of kinds kplane does not serve (`services`, `services.nodeports`,
 //!   `services.loadbalancers`, `replicationcontrollers`, `persistentvolumeclaims`,
 //!   `requests.storage`, storage-class names): zero, since none can exist.
+//!
+//! The pods' names are counted per quota over the pods its scopes match (`scopes`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -20,6 +22,7 @@ use kplane_storage::{ListOptions, Prefix};
 use kplane_types::ClusterName;
 use serde_json::Value;
 
+use super::scopes::PodScopes;
 use crate::catalog::Catalog;
 use crate::error::{ApiError, ApiResult};
 use crate::quantity::{self, Quantity};
@@ -133,81 +136,98 @@ fn counted_resource(catalog: &Catalog, name: &str) -> Option<String> {
         .map(|t| t.storage_resource.clone())
 }
 
+/// What a namespace uses: the object counts of the names asked for, and its pods when a
+/// pod name was asked for (each quota counts those its scopes match, [`Usage::of`]).
+#[derive(Debug, Default)]
+pub(crate) struct Usage {
+    counted: BTreeMap<String, Quantity>,
+    /// Every stored pod of the namespace, terminal ones included.
+    pods: Vec<Value>,
+}
+
+impl Usage {
+    /// What a quota with `scopes` uses of `name` (`None`: not a name kplane can count).
+    pub(crate) fn of(&self, name: &str, scopes: &PodScopes) -> Option<Quantity> {
+        if !is_pod_name(name) {
+            return self.counted.get(name).cloned();
+        }
+        let matching = || self.pods.iter().filter(|p| scopes.matches(p));
+        let count = |n: usize| Quantity::count(i64::try_from(n).unwrap_or(i64::MAX));
+        match name {
+            "count/pods" => Some(count(matching().count())),
+            "pods" => Some(count(matching().filter(|p| pod_counts(p)).count())),
+            _ => {
+                let (limits, resource) = pod_resource(name)?;
+                let mut total = Quantity::zero();
+                for p in matching().filter(|p| pod_counts(p)) {
+                    if let Some(q) = pod_amount(p, limits, &resource) {
+                        total = total.checked_add(&q).unwrap_or(total);
+                    }
+                }
+                Some(total)
+            }
+        }
+    }
+}
+
 impl Registry {
-    /// What `namespace` of `cluster` uses of each of `names`; names without usage (not a
-    /// resource kplane can count) are absent.
+    /// What `namespace` of `cluster` uses of each of `names` ([`Usage::of`]); names without
+    /// usage (not a resource kplane can count) have none.
     pub(crate) async fn quota_usage(
         &self,
         cluster: &ClusterName,
         namespace: &str,
         names: &[String],
-    ) -> ApiResult<BTreeMap<String, Quantity>> {
+    ) -> ApiResult<Usage> {
         let catalog = self.cluster_catalog(cluster).await?;
-        let mut out = BTreeMap::new();
+        let mut out = Usage::default();
         let mut counts: HashMap<String, u64> = HashMap::new();
-        let mut pods: Option<Vec<Value>> = None;
+        let mut read_pods = false;
         for name in names {
             let storage = match name.as_str() {
-                "configmaps" | "secrets" | "resourcequotas" => Some(format!("/{name}")),
-                "pods" | "count/pods" => None,
+                "configmaps" | "secrets" | "resourcequotas" => format!("/{name}"),
                 n if UNSERVED.contains(&n)
                     || n.ends_with(".storageclass.storage.k8s.io/requests.storage")
                     || n.ends_with(".storageclass.storage.k8s.io/persistentvolumeclaims") =>
                 {
-                    out.insert(name.clone(), Quantity::zero());
+                    out.counted.insert(name.clone(), Quantity::zero());
+                    continue;
+                }
+                n if is_pod_name(n) => {
+                    read_pods = true;
                     continue;
                 }
                 n if n.starts_with("count/") => match counted_resource(&catalog, n) {
-                    Some(s) => Some(s),
+                    Some(s) => s,
                     None => continue,
                 },
-                n if pod_resource(n).is_some() => None,
                 _ => continue,
             };
-            if let Some(storage) = storage {
-                let n = match counts.get(&storage) {
-                    Some(n) => *n,
-                    None => {
-                        let prefix = Prefix {
-                            cluster: kplane_storage::Clusters::One(cluster.as_str().into()),
-                            resource: Some(storage.clone()),
-                            namespace: Some(namespace.into()),
-                        };
-                        let n = self.storage.count(&prefix).await.map_err(ApiError::from)?;
-                        counts.insert(storage, n);
-                        n
-                    }
-                };
-                out.insert(
-                    name.clone(),
-                    Quantity::count(i64::try_from(n).unwrap_or(i64::MAX)),
-                );
-                continue;
-            }
-            if pods.is_none() {
-                pods = Some(self.namespace_pods(cluster, namespace).await?);
-            }
-            let live = pods.as_deref().unwrap_or_default();
-            let used = if name == "pods" || name == "count/pods" {
-                Quantity::count(i64::try_from(live.len()).unwrap_or(i64::MAX))
-            } else {
-                let Some((limits, resource)) = pod_resource(name) else {
-                    continue;
-                };
-                let mut total = Quantity::zero();
-                for p in live {
-                    if let Some(q) = pod_amount(p, limits, &resource) {
-                        total = total.checked_add(&q).unwrap_or(total);
-                    }
+            let n = match counts.get(&storage) {
+                Some(n) => *n,
+                None => {
+                    let prefix = Prefix {
+                        cluster: kplane_storage::Clusters::One(cluster.as_str().into()),
+                        resource: Some(storage.clone()),
+                        namespace: Some(namespace.into()),
+                    };
+                    let n = self.storage.count(&prefix).await.map_err(ApiError::from)?;
+                    counts.insert(storage, n);
+                    n
                 }
-                total
             };
-            out.insert(name.clone(), used);
+            out.counted.insert(
+                name.clone(),
+                Quantity::count(i64::try_from(n).unwrap_or(i64::MAX)),
+            );
+        }
+        if read_pods {
+            out.pods = self.namespace_pods(cluster, namespace).await?;
         }
         Ok(out)
     }
 
-    /// The pods of `namespace` that count for quota, read a page at a time.
+    /// The pods of `namespace`, read a page at a time.
     async fn namespace_pods(
         &self,
         cluster: &ClusterName,
@@ -232,9 +252,7 @@ impl Registry {
             for kv in &page.items {
                 let pod: Value =
                     serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
-                if pod_counts(&pod) {
-                    out.push(pod);
-                }
+                out.push(pod);
             }
             match (page.more, page.items.last()) {
                 (true, Some(last)) => {
