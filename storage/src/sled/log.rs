@@ -248,10 +248,9 @@ fn reopen_log_db(path: &Path, config: &LogConfig) -> Result<sled::Db> {
 
 /// The generation database at `path`, freshly opened after [`tree_bytes`] counted it:
 /// its first revision and logical bytes. The count reads every page, and sled 0.34 keeps
-/// pages read once far beyond its `cache_capacity` (it accounts accesses in batches of 64
-/// per shard of its LRU, 256 shards, so a single pass over fewer than about 16,000 pages
-/// evicts nothing, and a larger one keeps about that many): reopening drops them, so a
-/// restart does not hold the whole history in memory (docs/performance.md, "Memory").
+/// the pages a scan reads far beyond its `cache_capacity` (its LRU accounts accesses in
+/// batches of 64 per shard, 256 shards): reopening drops them, so a restart does not hold
+/// the whole history in memory (docs/performance.md, "To be measured").
 /// `None` with the database when it records no first revision (not a generation).
 fn open_counted(path: &Path, config: &LogConfig) -> Result<(sled::Db, Option<(Revision, u64)>)> {
     let db = open_log_db(path, config.cache_per_db, config.flush_every_ms)?;
