@@ -587,8 +587,8 @@ impl Server {
             .load_cluster_state()
             .await
             .map_err(|e| ServerError::Startup(e.0.to_string()))?;
-        // The controllers, their shared informer and the resumption of unfinished
-        // namespace/CRD deletions run in the background.
+        // The controllers and their shared informer (whose replay also queues the
+        // namespace, CRD and Workspace work an earlier run left) run in the background.
         let controllers =
             controllers::start(&registry, work_queue, cfg.event_ttl, cfg.background.clone());
         let backup_metrics = cfg.backup.as_ref().map(|b| {

@@ -33,7 +33,9 @@
 //! Each generation database has its own page cache (the log's budget split evenly over
 //! the configured generations + 2 databases) and its own sled flusher thread, so the
 //! threads are bounded by the number of generations (one window's, the one being filled,
-//! one being dropped and the spare).
+//! one being dropped and the spare). On open, each generation's logical size is counted by
+//! reading it whole, and the database is then opened again, so that the pages the count
+//! read are not kept (sled 0.34 keeps the pages of a single pass beyond its cache size).
 //!
 //! The log also accounts for its logical size (the bytes of its entries' keys and values,
 //! what sled's files hold before amplification), per generation and for the commits of the
@@ -219,24 +221,47 @@ fn create_store(dir: &Path, seq: u64, config: &LogConfig) -> Result<Arc<GenStore
     drop(db);
     std::fs::rename(&tmp, &path).map_err(|e| io("rename", &tmp, e))?;
     sync_dir(dir)?;
-    // sled releases a closed database's file lock from its own threads, a little after
-    // the handle is dropped: retry the reopen for a while.
+    let db = reopen_log_db(&path, config)?;
+    Ok(Arc::new(GenStore {
+        db,
+        dir: path,
+        legacy: false,
+    }))
+}
+
+/// Opens the log database at `path` whose last handle was just dropped: sled releases a
+/// closed database's file lock from its own threads, a little after the handle is
+/// dropped, so the open is retried for a while.
+fn reopen_log_db(path: &Path, config: &LogConfig) -> Result<sled::Db> {
     let mut attempt = 0;
-    let db = loop {
-        match open_log_db(&path, config.cache_per_db, config.flush_every_ms) {
-            Ok(db) => break db,
+    loop {
+        match open_log_db(path, config.cache_per_db, config.flush_every_ms) {
+            Ok(db) => return Ok(db),
             Err(e) if attempt >= REOPEN_ATTEMPTS => return Err(e),
             Err(_) => {
                 attempt += 1;
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
         }
+    }
+}
+
+/// The generation database at `path`, freshly opened after [`tree_bytes`] counted it:
+/// its first revision and logical bytes. The count reads every page, and sled 0.34 keeps
+/// the pages a scan reads far beyond its `cache_capacity` (its LRU accounts accesses in
+/// batches of 64 per shard, 256 shards): reopening drops them, so a restart does not hold
+/// the whole history in memory (docs/performance.md, "To be measured").
+/// `None` with the database when it records no first revision (not a generation).
+fn open_counted(path: &Path, config: &LogConfig) -> Result<(sled::Db, Option<(Revision, u64)>)> {
+    let db = open_log_db(path, config.cache_per_db, config.flush_every_ms)?;
+    let Some(first) = db.get(FIRST_KEY).map_err(backend)? else {
+        return Ok((db, None));
     };
-    Ok(Arc::new(GenStore {
-        db,
-        dir: path,
-        legacy: false,
-    }))
+    let first = decode_u64(&first)?;
+    let bytes = tree_bytes(&db)?;
+    drop(db);
+    let db = reopen_log_db(path, config)?;
+    Ok((db, Some((first, bytes))))
 }
 
 /// Closes `store` and deletes its directory.
@@ -392,14 +417,13 @@ impl Log {
         let next_seq = entries.last().map_or(0, |(seq, _)| seq + 1);
         let mut spare = None;
         for (_, path) in entries {
-            let db = open_log_db(&path, config.cache_per_db, config.flush_every_ms)?;
-            let first = db.get(FIRST_KEY).map_err(backend)?;
+            let (db, counted) = open_counted(&path, &config)?;
             let store = Arc::new(GenStore {
                 db,
                 dir: path,
                 legacy: false,
             });
-            let Some(first) = first else {
+            let Some((first, bytes)) = counted else {
                 // Never a generation (a spare, or one started and never flushed); one with
                 // segments sled 0.34 can stop on is not kept.
                 match spare {
@@ -409,8 +433,7 @@ impl Log {
                 continue;
             };
             let tree: sled::Tree = (*store.db).clone();
-            let bytes = tree_bytes(&tree)?;
-            gens.push(Generation::new(decode_u64(&first)?, tree, bytes, store));
+            gens.push(Generation::new(first, tree, bytes, store));
         }
         sync_dir(&dir)?;
         gens.sort_by_key(|g| g.first);

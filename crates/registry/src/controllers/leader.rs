@@ -192,6 +192,19 @@ async fn drop_work(registry: &Registry, queue: &tokio::sync::Mutex<UnboundedRece
 /// nothing). Replayed namespaces are the root-CA publisher's own resync.
 pub(crate) struct PendingFeed(pub(crate) Arc<Registry>);
 
+/// What a new leader's first pass queues from the store as it is now: a replay of every
+/// stored object through [`PendingFeed`] alone (tests of a restart that run the worker
+/// without the informer).
+#[cfg(test)]
+pub(crate) async fn replay_pending(reg: &Arc<Registry>) {
+    let feed: Arc<dyn InformerHandler> = Arc::new(PendingFeed(reg.clone()));
+    let at = reg.storage().current_revision();
+    feed.on_resync_at(at);
+    super::informer::scan(&**reg.storage(), &[feed], super::informer::SCAN_PAGE, at)
+        .await
+        .unwrap();
+}
+
 impl InformerHandler for PendingFeed {
     fn on_resync(&self) {
         for (cluster, phase) in self.0.cluster_phases() {

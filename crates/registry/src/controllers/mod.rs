@@ -39,8 +39,10 @@
 //! (`pool`) beside it. As in client-go's work queue, an item queued again before it
 //! runs runs once, and an unfinished item waits [`RETRY_EVERY`] in a delay set where
 //! further retries of it merge, so each item is at most once queued and once delayed.
-//! Work left unfinished by an earlier run is found again at start-up
-//! ([`Registry::resume_pending_work`]). [`start`] runs them all: the informer, the queue's
+//! Work left unfinished by an earlier run is found again at start-up by the leader's
+//! informer handler (`leader::PendingFeed`) in the informer's replay of the store (no
+//! read of its own: a second read of every namespace, CRD and Workspace kept them all in
+//! memory at once). [`start`] runs them all: the informer, the queue's
 //! dispatch and Workspace bootstraps on the caller's runtime, the work no request waits
 //! for on the background runtime it is given (`Places`), whose threads run at a lower OS
 //! priority so that on few cores requests are scheduled first.
@@ -74,15 +76,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use kplane_storage::{KeyValue, Prefix};
-use serde_json::Value;
+use kplane_storage::KeyValue;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
-use crate::crd::CRD_RESOURCE;
-use crate::error::{ApiError, ApiResult};
-use crate::strategies::workspace::WORKSPACE_RESOURCE;
-use crate::{meta, Registry, ResourceType};
+use crate::error::ApiError;
+use crate::{Registry, ResourceType};
 pub use cr_aggregation::Aggregation;
 pub use crd_cleanup::CrdCleanup;
 pub use gc::{GarbageCollector, GcKey};
@@ -247,52 +246,6 @@ impl Registry {
     /// `/metrics`.
     pub fn queued_work(&self) -> u64 {
         self.controllers.queued.load(Ordering::Relaxed)
-    }
-
-    /// Queues work left unfinished by an earlier run: Terminating namespaces, deleted CRDs,
-    /// and Workspaces being deleted or not yet Ready.
-    pub async fn resume_pending_work(&self) -> ApiResult<()> {
-        type Make = fn(&Registry, Named) -> Option<Item>;
-        type Pending = fn(&Value) -> bool;
-        let workspace_pending: Pending =
-            |v| meta::is_deleting(v) || v.pointer("/status/phase") != Some(&"Ready".into());
-        for (resource, make, pending) in [
-            (
-                "/namespaces",
-                Registry::work::<Namespaces> as Make,
-                meta::is_deleting as Pending,
-            ),
-            (
-                CRD_RESOURCE,
-                Registry::work::<CrdCleanup>,
-                meta::is_deleting,
-            ),
-            (
-                WORKSPACE_RESOURCE,
-                Registry::work::<Workspaces>,
-                workspace_pending,
-            ),
-        ] {
-            let prefix = Prefix {
-                cluster: kplane_storage::Clusters::All,
-                resource: Some(resource.into()),
-                namespace: None,
-            };
-            let res = self
-                .list_by_prefix(&prefix, &Default::default(), None)
-                .await?;
-            for kv in res.items {
-                let Some(cluster) = stored_cluster(&kv.key) else {
-                    continue;
-                };
-                if serde_json::from_slice::<Value>(&kv.value).is_ok_and(|v| pending(&v)) {
-                    if let Some(w) = make(self, Named::new(cluster, kv.key.name.clone())) {
-                        self.enqueue_item(w);
-                    }
-                }
-            }
-        }
-        Ok(())
     }
 }
 
@@ -462,9 +415,9 @@ impl Drop for Controllers {
 /// controllers: the worker of its queue (`queue`, from [`Registry::new`]), the informer
 /// handlers feeding the garbage collector, the root-CA publisher, the ClusterRole
 /// aggregation controller, the SyncTarget and Job TTL controllers (with the task of their
-/// timers), the queueing of pending namespace, CRD and Workspace work, the Event sweeper
-/// for `event_ttl`, the resolution of imports whose owner is gone, and the resumption of
-/// unfinished work, and, with `background`, the items of the one-at-a-time worker,
+/// timers), the queueing of pending namespace, CRD and Workspace work (unfinished work of
+/// an earlier run among it, from the informer's replay), the Event sweeper for
+/// `event_ttl` and the resolution of imports whose owner is gone, and, with `background`, the items of the one-at-a-time worker,
 /// Workspace deletions, the timers, the root-CA syncer, the Event sweeper and the import
 /// resolution on that runtime instead of the caller's.
 pub fn start(
@@ -523,7 +476,6 @@ pub(crate) fn start_leading(
         Arc::new(crate::policies::status::Feed(registry.clone())),
     ];
     slot.set(handlers);
-    let resume = registry.clone();
     let places = Places {
         foreground: tokio::runtime::Handle::current(),
         background,
@@ -543,12 +495,6 @@ pub(crate) fn start_leading(
         bg.spawn(crate::quota::status_controller(registry.clone())),
         // Imports whose owner is gone (a replica died mid-way): `archive/recovery.rs`.
         bg.spawn(registry.clone().resolve_imports_while_leading()),
-        // In the background: a store with many logical clusters must not delay readiness.
-        tokio::spawn(async move {
-            if let Err(e) = resume.resume_pending_work().await {
-                tracing::warn!(error = %e.0.message, "could not resume pending controller work");
-            }
-        }),
     ];
     Controllers {
         tasks,
@@ -561,6 +507,7 @@ mod tests {
     use super::*;
     use crate::catalog::{builtin, Catalog};
     use kplane_storage::Storage;
+    use serde_json::Value;
 
     fn ns(reg: &Registry, name: &str) -> Item {
         let key = Named::new(kplane_types::ClusterName::root(), name);

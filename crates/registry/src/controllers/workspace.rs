@@ -20,7 +20,8 @@
 //!
 //! Deletion is resumable: a descendant's Workspace object lives in its parent's key range,
 //! which is deleted only after that descendant is gone, so a rerun (after an error or a
-//! restart, where [`Registry::resume_pending_work`] queues every deleting Workspace again)
+//! restart, where the leader's informer handler `PendingFeed` queues every deleting
+//! Workspace its replay shows)
 //! finds exactly the clusters that still hold keys.
 
 use std::sync::Arc;
@@ -835,7 +836,7 @@ mod tests {
 
     /// A Workspace marked for deletion while no controller ran: its cluster refuses writes
     /// from the delete on, also after a restart (before any controller runs), and the next
-    /// run (`resume_pending_work`) deletes it; it is never reported Ready, and afterwards
+    /// run (the informer's replay through `PendingFeed`) deletes it; it is never reported Ready, and afterwards
     /// the cluster does not exist.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn deletion_resumes_after_a_restart() {
@@ -864,7 +865,7 @@ mod tests {
         drop(reg);
 
         let (reg, _tx) = registry(storage, true).await;
-        reg.resume_pending_work().await.unwrap();
+        crate::controllers::leader::replay_pending(&reg).await;
         // Gone, and its `after_delete` hook (which unmarks the cluster) has run.
         crate::testing::until("workspace gone", || async {
             match get_ws(&reg, "root", "acme").await {

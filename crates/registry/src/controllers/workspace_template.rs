@@ -583,7 +583,7 @@ mod tests {
                 .await
                 .unwrap()
         );
-        reg.resume_pending_work().await.unwrap();
+        crate::controllers::leader::replay_pending(reg).await;
         let t = target(reg, "root", "tenancy.kplane.io", "workspaces", None).await;
         let again = get(reg, &t, "acme").await.unwrap();
         assert_eq!(rv(&again), rv(&ws));
