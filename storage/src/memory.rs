@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::event_log::{EventLog, EventPage};
-use crate::range::{RangeScan, Tombstone};
+use crate::range::{ListCursor, RangeScan, Tombstone};
 use crate::watch::Hub;
 use crate::{
     BatchWrite, Clusters, Encoder, Error, Event, EventType, Filter, Key, KeyValue, ListOptions,
@@ -501,39 +501,21 @@ impl MemoryStorage {
 struct MemoryScan {
     inner: Arc<Inner>,
     prefix: Prefix,
-    revision: Revision,
-    page_size: usize,
-    after: Option<Key>,
-    done: bool,
+    cursor: ListCursor,
 }
 
 #[async_trait::async_trait]
 impl RangeScan for MemoryScan {
     fn revision(&self) -> Revision {
-        self.revision
+        self.cursor.revision
     }
 
     async fn next_page(&mut self) -> Result<Option<Vec<KeyValue>>> {
-        if self.done {
+        let Some(opts) = self.cursor.next_options() else {
             return Ok(None);
-        }
-        let opts = ListOptions {
-            at_revision: Some(self.revision),
-            start_after: self.after.clone(),
-            limit: Some(self.page_size),
         };
         let page = self.inner.list(&self.prefix, &opts, None)?;
-        self.done = !page.more;
-        match page.items.last() {
-            Some(last) => {
-                self.after = Some(last.key.clone());
-                Ok(Some(page.items))
-            }
-            None => {
-                self.done = true;
-                Ok(None)
-            }
-        }
+        Ok(self.cursor.advance(page))
     }
 }
 
@@ -650,10 +632,7 @@ impl Storage for MemoryStorage {
         Ok(Box::new(MemoryScan {
             inner: self.inner.clone(),
             prefix: prefix.clone(),
-            revision,
-            page_size: page_size.max(1),
-            after: None,
-            done: false,
+            cursor: ListCursor::new(revision, page_size),
         }))
     }
 

@@ -33,3 +33,51 @@ pub trait RangeScan: Send {
     /// does every later call: start a new scan at a newer revision.
     async fn next_page(&mut self) -> Result<Option<Vec<KeyValue>>>;
 }
+
+/// Where a [`RangeScan`] served by repeated [`crate::Storage::list`] calls stands: the
+/// options of its next page, and the step past each page read. The backends whose scan is
+/// paged lists (sled, the in-memory store) share it.
+#[derive(Debug)]
+pub(crate) struct ListCursor {
+    pub(crate) revision: Revision,
+    page_size: usize,
+    /// The last key returned; the next page starts after it.
+    after: Option<crate::Key>,
+    done: bool,
+}
+
+impl ListCursor {
+    /// A cursor at `revision` reading `page_size` keys a page (at least one).
+    pub(crate) fn new(revision: Revision, page_size: usize) -> ListCursor {
+        ListCursor {
+            revision,
+            page_size: page_size.max(1),
+            after: None,
+            done: false,
+        }
+    }
+
+    /// The options of the next page's list, `None` once every key was returned.
+    pub(crate) fn next_options(&self) -> Option<crate::ListOptions> {
+        (!self.done).then(|| crate::ListOptions {
+            at_revision: Some(self.revision),
+            start_after: self.after.clone(),
+            limit: Some(self.page_size),
+        })
+    }
+
+    /// Steps past `page` (the list the options asked for): its keys, `None` when empty.
+    pub(crate) fn advance(&mut self, page: crate::ListResult) -> Option<Vec<KeyValue>> {
+        self.done = !page.more;
+        match page.items.last() {
+            Some(last) => {
+                self.after = Some(last.key.clone());
+                Some(page.items)
+            }
+            None => {
+                self.done = true;
+                None
+            }
+        }
+    }
+}

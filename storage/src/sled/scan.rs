@@ -8,18 +8,14 @@
 use std::sync::Arc;
 
 use super::Shared;
-use crate::range::RangeScan;
-use crate::{Key, KeyValue, ListOptions, Prefix, Result, Revision};
+use crate::range::{ListCursor, RangeScan};
+use crate::{KeyValue, Prefix, Result, Revision};
 
 /// One scan. It holds the store's shared state (so its database stays open) until dropped.
 pub(crate) struct SledScan {
     shared: Arc<Shared>,
     prefix: Prefix,
-    revision: Revision,
-    page_size: usize,
-    /// The last key returned; the next page starts after it.
-    after: Option<Key>,
-    done: bool,
+    cursor: ListCursor,
 }
 
 impl SledScan {
@@ -34,10 +30,7 @@ impl SledScan {
         Ok(SledScan {
             shared,
             prefix: prefix.clone(),
-            revision,
-            page_size: page_size.max(1),
-            after: None,
-            done: false,
+            cursor: ListCursor::new(revision, page_size),
         })
     }
 }
@@ -45,29 +38,14 @@ impl SledScan {
 #[async_trait::async_trait]
 impl RangeScan for SledScan {
     fn revision(&self) -> Revision {
-        self.revision
+        self.cursor.revision
     }
 
     async fn next_page(&mut self) -> Result<Option<Vec<KeyValue>>> {
-        if self.done {
+        let Some(opts) = self.cursor.next_options() else {
             return Ok(None);
-        }
-        let opts = ListOptions {
-            at_revision: Some(self.revision),
-            start_after: self.after.clone(),
-            limit: Some(self.page_size),
         };
         let page = self.shared.list(&self.prefix, &opts, None).await?;
-        self.done = !page.more;
-        match page.items.last() {
-            Some(last) => {
-                self.after = Some(last.key.clone());
-                Ok(Some(page.items))
-            }
-            None => {
-                self.done = true;
-                Ok(None)
-            }
-        }
+        Ok(self.cursor.advance(page))
     }
 }
