@@ -15,6 +15,7 @@ pub mod client_ca;
 pub(crate) mod conn_timeouts;
 mod connection;
 pub mod flowcontrol;
+pub mod health_metrics;
 pub mod http;
 pub mod limits;
 pub mod metrics;

@@ -107,6 +107,8 @@ pub struct Metrics {
     started: std::time::Instant,
     /// `kplane_limit_refusals_total` (`crate::limits`), shared with the connections.
     pub limit_refusals: Arc<crate::limits::Refusals>,
+    /// The health checks' results (`/metrics/slis`).
+    pub health: crate::health_metrics::HealthChecks,
 }
 
 impl Default for Metrics {
@@ -116,6 +118,7 @@ impl Default for Metrics {
             watchers: RwLock::new(HashMap::new()),
             started: std::time::Instant::now(),
             limit_refusals: Arc::default(),
+            health: Default::default(),
         }
     }
 }

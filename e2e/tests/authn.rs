@@ -104,6 +104,42 @@ fn fails(kubectl: &Kubectl, args: &[&str]) -> Result<String> {
     Ok(out.stderr)
 }
 
+/// `/metrics/slis` as kube-apiserver serves it (upstream's "should grab all metrics slis
+/// from API server"): authenticated like `/metrics`, with each health check's last result
+/// and counts once an endpoint has run its list.
+#[test]
+fn health_check_slis_are_served_at_metrics_slis() -> Result<()> {
+    let server = KplaneServer::start()?;
+    let base = server.base_url();
+    let (code, _) = curl(&format!("{base}/metrics/slis"), &[])?;
+    ensure!(code == 401, "anonymous /metrics/slis: {code}");
+    for path in ["/readyz", "/readyz", "/livez"] {
+        let (code, body) = curl(&format!("{base}{path}"), &[])?;
+        ensure!(code == 200, "{path}: {code} {body}");
+    }
+    let auth = format!("Authorization: Bearer {}", server.token());
+    let (code, body) = curl(&format!("{base}/metrics/slis"), &["-H", &auth])?;
+    ensure!(code == 200, "/metrics/slis: {code} {body}");
+    for line in [
+        "# TYPE kubernetes_healthcheck gauge",
+        "kubernetes_healthcheck{name=\"storage\",type=\"readyz\"} 1",
+        "kubernetes_healthcheck{name=\"ping\",type=\"livez\"} 1",
+    ] {
+        ensure!(body.lines().any(|l| l == line), "no {line:?} in:\n{body}");
+    }
+    // the two `/readyz` above, and whatever the start-up's readiness polls added
+    let total = "kubernetes_healthchecks_total{name=\"bootstrap-namespaces\",status=\"success\",type=\"readyz\"} ";
+    let count = body
+        .lines()
+        .find_map(|l| l.strip_prefix(total))
+        .and_then(|n| n.parse::<u64>().ok());
+    ensure!(
+        count.is_some_and(|n| n >= 2),
+        "{total}: {count:?} in:\n{body}"
+    );
+    Ok(())
+}
+
 #[test]
 fn anonymous_requests_reach_only_the_public_endpoints() -> Result<()> {
     let server = KplaneServer::start()?;

@@ -3,6 +3,8 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use crate::health_metrics::HealthChecks;
+
 /// `/version`: the body built once from the server's [`crate::BuildInfo`]. kubectl's
 /// version dispatcher picks its own minor from it, so it says 1.32.
 pub fn version(body: &str) -> Response {
@@ -17,12 +19,14 @@ pub fn version(body: &str) -> Response {
 /// (`/readyz` only); `storage`: the store's own verdict ([`kplane_storage::Storage::health`]).
 /// As kube-apiserver: a failing check makes the answer 500 with every check listed and the
 /// failing one's reason withheld (it is logged; the endpoints are public), and a single
-/// check (`/livez/storage`) gives its reason.
+/// check (`/livez/storage`) gives its reason. Each check of a whole list is recorded in
+/// `slis` (`/metrics/slis`).
 pub fn check(
     path: &str,
     query: Option<&str>,
     ready: bool,
     storage: Result<(), String>,
+    slis: &HealthChecks,
 ) -> Response {
     let (name, checks): (&str, &[&str]) = match path.trim_end_matches('/') {
         p if p.starts_with("/livez") => ("livez", &["ping", "log", "storage"]),
@@ -66,7 +70,9 @@ pub fn check(
     let mut lines = String::new();
     let mut failed = Vec::new();
     for c in checks {
-        match verdict(c) {
+        let v = verdict(c);
+        slis.observe(name, c, v.is_ok());
+        match v {
             Ok(()) => lines.push_str(&format!("[+]{c} ok\n")),
             Err(e) => {
                 lines.push_str(&format!("[-]{c} failed: reason withheld\n"));
@@ -93,7 +99,7 @@ mod tests {
     use super::*;
 
     async fn answer(path: &str, query: Option<&str>, storage: Result<(), String>) -> (u16, String) {
-        let resp = check(path, query, true, storage);
+        let resp = check(path, query, true, storage, &HealthChecks::default());
         let code = resp.status().as_u16();
         let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
             .await

@@ -199,6 +199,7 @@ async fn route(
                 req.uri().query(),
                 state.ready.load(Ordering::Acquire),
                 state.registry.storage_health(),
+                &state.metrics.health,
             )
         }
         _ if rest.starts_with("/livez/")
@@ -210,6 +211,7 @@ async fn route(
                 req.uri().query(),
                 state.ready.load(Ordering::Acquire),
                 state.registry.storage_health(),
+                &state.metrics.health,
             )
         }
         _ => {}
@@ -271,6 +273,16 @@ async fn route(
     }
     if rest == "/metrics" {
         return metrics_endpoint(&state).await;
+    }
+    if rest == "/metrics/slis" {
+        return (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            state.metrics.health.render(),
+        )
+            .into_response();
     }
     if rest == "/openapi/v2" {
         return openapi_v2(&state, cluster, req.headers()).await;

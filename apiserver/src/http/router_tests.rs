@@ -779,6 +779,92 @@ async fn protobuf_watches_as_client_go_asks_for_them() {
 /// The request's warnings travel with every response, a refusal's too
 /// (`WithWarningRecorder`): an unknown field under `fieldValidation=Warn` is a `Warning`
 /// header of the 422 that the invalid name gets, and of a success.
+/// client-go's typed clients send protobuf bodies for every built-in kind, admission
+/// policies and webhook configurations included (upstream's "should support
+/// ValidatingAdmissionPolicy API operations"): they are decoded and stored as their JSON.
+#[tokio::test]
+async fn admission_configuration_bodies_in_protobuf_are_accepted() {
+    let app = app(Arc::new(SuperuserAuthorizer)).await;
+    let objects = [
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                   "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "p"},
+                   "spec": {
+                       "matchConstraints": {"resourceRules": [{
+                           "operations": ["CREATE"], "apiGroups": [""],
+                           "apiVersions": ["v1"], "resources": ["configmaps"]}]},
+                       "variables": [{"name": "n", "expression": "object.metadata.name"}],
+                       "validations": [{"expression": "variables.n != 'forbidden'"}]}}),
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                   "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "b"},
+                   "spec": {"policyName": "p", "validationActions": ["Deny"]}}),
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                   "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "w"},
+                   "webhooks": [{"name": "w.example.com",
+                       "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+                       "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"],
+                                  "apiVersions": ["v1"], "resources": ["things"]}],
+                       "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}),
+        ),
+    ];
+    for (uri, obj) in objects {
+        let body = kplane_protobuf::encode(&obj).unwrap();
+        let req = Request::post(uri)
+            .header("authorization", format!("Bearer {ADMIN}"))
+            .header("content-type", "application/vnd.kubernetes.protobuf")
+            .header("accept", "application/json")
+            .body(Body::from(body))
+            .unwrap();
+        let resp = app.router.clone().oneshot(req).await.unwrap();
+        let code = resp.status();
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert_eq!(
+            code,
+            StatusCode::CREATED,
+            "{uri}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        let stored: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(stored["kind"], obj["kind"]);
+    }
+    let (code, policy) = send(
+        &app,
+        Method::GET,
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/p",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(
+        policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"],
+        json!(["configmaps"])
+    );
+    assert_eq!(policy["spec"]["variables"][0]["name"], "n");
+    let (code, hooks) = send(
+        &app,
+        Method::GET,
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/w",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(
+        hooks["webhooks"][0]["clientConfig"]["url"],
+        "https://127.0.0.1:1/validate"
+    );
+}
+
 #[tokio::test]
 async fn warnings_are_sent_with_refusals_too() {
     let app = app(Arc::new(Recorder::default())).await;

@@ -97,6 +97,26 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
     ),
     ("autoscaling/v1", "Scale", "api.autoscaling.v1.Scale"),
     (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "api.admissionregistration.v1.ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "api.admissionregistration.v1.MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        "api.admissionregistration.v1.ValidatingAdmissionPolicy",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        "api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+    ),
+    (
         "*",
         "DeleteOptions",
         "apimachinery.pkg.apis.meta.v1.DeleteOptions",
@@ -795,15 +815,9 @@ pub fn generate(inputs: &Inputs) -> Result<Generated, String> {
                 // Go `json:",inline"` embedded struct: its fields are fields of
                 // this object.
                 if let (Scalar::Message(child), Label::Single) = (&f.kind, &f.label) {
-                    let child_fields = &pb[child].fields;
-                    let covered = !child_fields.is_empty()
-                        && child_fields
-                            .iter()
-                            .all(|cf| by_norm.contains_key(&normalize(&cf.rust_name)));
-                    if covered {
-                        for cf in &pb[child].fields {
-                            matched.insert(normalize(&cf.rust_name));
-                        }
+                    let mut names = BTreeSet::new();
+                    if inline_fields(&pb, child, &by_norm, &mut names) {
+                        matched.extend(names);
                         fields.push(OutField {
                             tag: f.tag,
                             json: String::new(),
@@ -956,4 +970,33 @@ pub fn generate(inputs: &Inputs) -> Result<Generated, String> {
         unclassified,
         stale,
     })
+}
+
+/// Whether the message `child`, embedded with Go's `json:",inline"`, has all its fields
+/// among the parent's JSON names `by_norm`, each directly or through an inline message of
+/// its own (`NamedRuleWithOperations` embeds `RuleWithOperations`, which embeds `Rule`);
+/// collects the normalized names it covers into `names`.
+fn inline_fields(
+    pb: &BTreeMap<String, PbMessage>,
+    child: &str,
+    by_norm: &BTreeMap<String, &OaField>,
+    names: &mut BTreeSet<String>,
+) -> bool {
+    let Some(msg) = pb.get(child) else {
+        return false;
+    };
+    !msg.fields.is_empty()
+        && msg.fields.iter().all(|cf| {
+            let key = normalize(&cf.rust_name);
+            if by_norm.contains_key(&key) {
+                names.insert(key);
+                return true;
+            }
+            match (&cf.kind, &cf.label) {
+                (Scalar::Message(grandchild), Label::Single) => {
+                    inline_fields(pb, grandchild, by_norm, names)
+                }
+                _ => false,
+            }
+        })
 }

@@ -8,6 +8,7 @@ mod common;
 
 use common::{body, decode_ok, encode_envelope, go_meta};
 use k8s_openapi::serde::{de::DeserializeOwned, Serialize};
+use k8s_pb::api::admissionregistration::v1 as admission;
 use k8s_pb::api::authentication::v1 as authn;
 use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::batch::v1 as batch;
@@ -1171,6 +1172,252 @@ fn scale_and_resource_quota() {
     oracle::<k8s_openapi::api::core::v1::ResourceQuota>(&v);
 }
 
+/// A rule as Go nests it: `NamedRuleWithOperations` embeds `RuleWithOperations`, which
+/// embeds `Rule`, all three `json:",inline"`.
+fn named_rule(resources: &[&str]) -> admission::NamedRuleWithOperations {
+    admission::NamedRuleWithOperations {
+        resource_names: vec![],
+        rule_with_operations: Some(admission::RuleWithOperations {
+            operations: vec!["CREATE".into(), "UPDATE".into()],
+            rule: Some(admission::Rule {
+                api_groups: vec!["apps".into()],
+                api_versions: vec!["v1".into()],
+                resources: resources.iter().map(|r| r.to_string()).collect(),
+                scope: None,
+            }),
+        }),
+    }
+}
+
+#[test]
+fn validating_admission_policy_and_binding() {
+    let policy = admission::ValidatingAdmissionPolicy {
+        metadata: Some(go_meta("replicas", "")),
+        spec: Some(admission::ValidatingAdmissionPolicySpec {
+            param_kind: None,
+            match_constraints: Some(admission::MatchResources {
+                namespace_selector: Some(meta::LabelSelector::default()),
+                object_selector: Some(meta::LabelSelector::default()),
+                resource_rules: vec![named_rule(&["deployments"])],
+                exclude_resource_rules: vec![],
+                match_policy: s("Equivalent"),
+            }),
+            validations: vec![admission::Validation {
+                expression: s("variables.oddReplicas"),
+                message: s(""),
+                reason: None,
+                message_expression: s(""),
+            }],
+            failure_policy: s("Fail"),
+            audit_annotations: vec![],
+            match_conditions: vec![],
+            variables: vec![admission::Variable {
+                name: s("oddReplicas"),
+                expression: s("object.spec.replicas % 2 == 1"),
+            }],
+        }),
+        status: Some(admission::ValidatingAdmissionPolicyStatus {
+            observed_generation: Some(0),
+            type_checking: None,
+            conditions: vec![],
+        }),
+    };
+    let v = decode_ok(&body(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        &policy,
+    ));
+    assert_eq!(
+        v,
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "replicas"},
+            "spec": {
+                "matchConstraints": {
+                    "namespaceSelector": {},
+                    "objectSelector": {},
+                    "resourceRules": [{
+                        "operations": ["CREATE", "UPDATE"],
+                        "apiGroups": ["apps"],
+                        "apiVersions": ["v1"],
+                        "resources": ["deployments"]
+                    }],
+                    "matchPolicy": "Equivalent"
+                },
+                "validations": [{"expression": "variables.oddReplicas"}],
+                "failurePolicy": "Fail",
+                "variables": [
+                    {"name": "oddReplicas", "expression": "object.spec.replicas % 2 == 1"}
+                ]
+            },
+            "status": {}
+        })
+    );
+    oracle::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>(&v);
+
+    let binding = admission::ValidatingAdmissionPolicyBinding {
+        metadata: Some(go_meta("replicas-binding", "")),
+        spec: Some(admission::ValidatingAdmissionPolicyBindingSpec {
+            policy_name: s("replicas"),
+            param_ref: Some(admission::ParamRef {
+                name: s("limits"),
+                namespace: s(""),
+                selector: None,
+                parameter_not_found_action: s("Deny"),
+            }),
+            match_resources: Some(admission::MatchResources {
+                namespace_selector: Some(meta::LabelSelector {
+                    match_labels: BTreeMap::from([("env".to_string(), "test".to_string())]),
+                    match_expressions: vec![],
+                }),
+                object_selector: None,
+                resource_rules: vec![],
+                exclude_resource_rules: vec![named_rule(&["replicasets"])],
+                match_policy: None,
+            }),
+            validation_actions: vec!["Deny".into(), "Audit".into()],
+        }),
+    };
+    let v = decode_ok(&body(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        &binding,
+    ));
+    assert_eq!(
+        v["spec"],
+        json!({
+            "policyName": "replicas",
+            "paramRef": {"name": "limits", "parameterNotFoundAction": "Deny"},
+            "matchResources": {
+                "namespaceSelector": {"matchLabels": {"env": "test"}},
+                "excludeResourceRules": [{
+                    "operations": ["CREATE", "UPDATE"],
+                    "apiGroups": ["apps"],
+                    "apiVersions": ["v1"],
+                    "resources": ["replicasets"]
+                }]
+            },
+            "validationActions": ["Deny", "Audit"]
+        })
+    );
+    oracle::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(&v);
+}
+
+#[test]
+fn webhook_configurations() {
+    let client_config = admission::WebhookClientConfig {
+        url: None,
+        service: Some(admission::ServiceReference {
+            namespace: s("hive"),
+            name: s("hiveadmission"),
+            path: s("/apis/admission.hive.openshift.io/v1/clusterdeploymentvalidators"),
+            port: Some(443),
+        }),
+        ca_bundle: Some(b"CA".to_vec()),
+    };
+    let rule = admission::RuleWithOperations {
+        operations: vec!["CREATE".into()],
+        rule: Some(admission::Rule {
+            api_groups: vec!["hive.openshift.io".into()],
+            api_versions: vec!["v1".into()],
+            resources: vec!["clusterdeployments".into()],
+            scope: s("*"),
+        }),
+    };
+    let validating = admission::ValidatingWebhookConfiguration {
+        metadata: Some(go_meta("clusterdeploymentvalidators", "")),
+        webhooks: vec![admission::ValidatingWebhook {
+            name: s("clusterdeploymentvalidators.admission.hive.openshift.io"),
+            client_config: Some(client_config.clone()),
+            rules: vec![rule.clone()],
+            failure_policy: s("Fail"),
+            match_policy: s("Equivalent"),
+            namespace_selector: Some(meta::LabelSelector::default()),
+            object_selector: Some(meta::LabelSelector::default()),
+            side_effects: s("None"),
+            timeout_seconds: Some(10),
+            admission_review_versions: vec!["v1".into()],
+            match_conditions: vec![admission::MatchCondition {
+                name: s("not-system"),
+                expression: s("!request.userInfo.username.startsWith('system:')"),
+            }],
+        }],
+    };
+    let v = decode_ok(&body(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        &validating,
+    ));
+    assert_eq!(
+        v["webhooks"],
+        json!([{
+            "name": "clusterdeploymentvalidators.admission.hive.openshift.io",
+            "clientConfig": {
+                "service": {
+                    "namespace": "hive", "name": "hiveadmission",
+                    "path": "/apis/admission.hive.openshift.io/v1/clusterdeploymentvalidators",
+                    "port": 443
+                },
+                "caBundle": "Q0E="
+            },
+            "rules": [{
+                "operations": ["CREATE"],
+                "apiGroups": ["hive.openshift.io"],
+                "apiVersions": ["v1"],
+                "resources": ["clusterdeployments"],
+                "scope": "*"
+            }],
+            "failurePolicy": "Fail",
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": {},
+            "objectSelector": {},
+            "sideEffects": "None",
+            "timeoutSeconds": 10,
+            "admissionReviewVersions": ["v1"],
+            "matchConditions": [{
+                "name": "not-system",
+                "expression": "!request.userInfo.username.startsWith('system:')"
+            }]
+        }])
+    );
+    oracle::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(&v);
+
+    let mutating = admission::MutatingWebhookConfiguration {
+        metadata: Some(go_meta("defaults", "")),
+        webhooks: vec![admission::MutatingWebhook {
+            name: s("defaults.example.com"),
+            client_config: Some(admission::WebhookClientConfig {
+                url: s("https://127.0.0.1:9443/mutate"),
+                service: None,
+                ca_bundle: None,
+            }),
+            rules: vec![rule],
+            failure_policy: s("Ignore"),
+            match_policy: None,
+            namespace_selector: None,
+            object_selector: None,
+            side_effects: s("NoneOnDryRun"),
+            timeout_seconds: None,
+            admission_review_versions: vec!["v1".into(), "v1beta1".into()],
+            reinvocation_policy: s("IfNeeded"),
+            match_conditions: vec![],
+        }],
+    };
+    let v = decode_ok(&body(
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        &mutating,
+    ));
+    assert_eq!(
+        v["webhooks"][0]["clientConfig"],
+        json!({"url": "https://127.0.0.1:9443/mutate"})
+    );
+    assert_eq!(v["webhooks"][0]["reinvocationPolicy"], json!("IfNeeded"));
+    assert_eq!(v["webhooks"][0]["rules"][0]["scope"], json!("*"));
+    oracle::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(&v);
+}
+
 #[test]
 fn managed_fields_and_owner_references() {
     let cm = core::ConfigMap {
@@ -1462,6 +1709,22 @@ fn supports_lists_exactly_the_table() {
         ("authentication.k8s.io/v1", "TokenRequest"),
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         ("autoscaling/v1", "Scale"),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicy",
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicyBinding",
+        ),
     ] {
         assert!(
             kplane_protobuf::supports(api_version, kind),

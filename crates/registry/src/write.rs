@@ -20,6 +20,8 @@ use crate::strategies::{BatchCreate, Together};
 /// How many times a patch is retried on a write conflict when the client did not ask
 /// for optimistic locking.
 const PATCH_RETRIES: usize = 5;
+/// How often an unconditional update is retried when another write commits first.
+const UPDATE_RETRIES: usize = 5;
 
 /// Options of a delete.
 #[derive(Clone, Debug, Default)]
@@ -513,6 +515,36 @@ impl Registry {
             )));
         }
         let body_rv = meta::body_resource_version(&obj)?;
+        // An unconditional update (no resourceVersion) is applied to the object as it is
+        // when it commits: a write that lands between the read and the commit makes it
+        // read again and retry, as kube-apiserver's `GuaranteedUpdate` does.
+        let mut attempt = 0;
+        loop {
+            let retry = body_rv.is_none() && attempt < UPDATE_RETRIES;
+            attempt += 1;
+            let candidate = if retry {
+                obj.clone()
+            } else {
+                std::mem::take(&mut obj)
+            };
+            match self.update_once(t, name, sub, candidate, body_rv, w).await {
+                Err(e) if retry && e.is_conflict() => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// One attempt of [`Registry::update`] against the object as stored now.
+    async fn update_once(
+        &self,
+        t: &Target,
+        name: &str,
+        sub: Option<&str>,
+        obj: Value,
+        body_rv: Option<u64>,
+        w: &WriteParams,
+    ) -> ApiResult<(Bytes, bool)> {
+        let rt = t.rt.clone();
         let current = self.get_current(t, name).await?;
         // The body's uid is a precondition, checked before anything else of the update.
         let body_uid = meta::meta_str(&obj, "uid").filter(|u| !u.is_empty());

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use kplane_schema::policy::{self, Env, Want};
+use kplane_schema::policy::{self, Declared, Env, Want};
 use kplane_types::{validation, Cause};
 use serde_json::{json, Value};
 
@@ -320,7 +320,7 @@ fn is_cel_identifier(name: &str) -> bool {
 fn validate_variable(
     v: &Value,
     params: bool,
-    declared: &mut Vec<String>,
+    declared: &mut Vec<Declared>,
     path: &str,
 ) -> Vec<Cause> {
     let mut out = Vec::new();
@@ -355,7 +355,7 @@ fn validate_variable(
             &e,
         ));
     }
-    declared.push(name.to_string());
+    declared.push(Declared::new(name, expr));
     out
 }
 

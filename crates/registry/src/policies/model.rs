@@ -2,7 +2,7 @@
 //! when a cluster's entry is built (`cache.rs`), every expression compiled and every
 //! selector parsed, so a request only matches, reads params and evaluates.
 
-use kplane_schema::policy::{self, Env, Expression, Variable, Want};
+use kplane_schema::policy::{self, Declared, Env, Expression, Variable, Want};
 use kplane_types::labels::LabelSelector;
 use kplane_types::StatusReason;
 use serde_json::Value;
@@ -179,7 +179,7 @@ pub fn parse_policy(obj: &Value) -> Policy {
             kind: s(pk, "kind").to_string(),
         });
     let params = param_kind.is_some();
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<Declared> = Vec::new();
     let mut variables = Vec::new();
     for v in list(spec, "variables") {
         let env = Env {
@@ -193,7 +193,7 @@ pub fn parse_policy(obj: &Value) -> Policy {
                 expr,
             });
         }
-        names.push(s(v, "name").to_string());
+        names.push(Declared::new(s(v, "name"), s(v, "expression")));
     }
     let env = Env {
         params,

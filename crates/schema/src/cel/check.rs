@@ -269,14 +269,18 @@ pub(crate) fn analyze(
 /// Checks `e` in an environment without `self`, whose variables `vars` are all `dyn`
 /// (admission policies' `object`, `request`, ...), and with `authorizer`, also
 /// `authorizer` and `authorizer.requestResource`; returns the result's kind and its type
-/// as cel-go names it.
+/// as cel-go names it. With `variables` (a policy's variables declared before `e`, in
+/// order), `variables.<name>` has the type of that variable's expression, checked in the
+/// same environment (`dyn` when it does not check), as upstream's composition
+/// environment declares it; `vars` then holds `variables` too.
 pub(crate) fn analyze_dyn(
     e: &IdedExpr,
     vars: &[&str],
     authorizer: bool,
+    variables: Option<&[(&str, Option<&IdedExpr>)]>,
 ) -> Result<(Kind, String), String> {
     let root = Node::default();
-    let mut a = Analyzer {
+    let analyzer = |typed| Analyzer {
         scope: Vec::new(),
         root: Decl::Node(&root, false),
         optional_old_self: false,
@@ -284,9 +288,22 @@ pub(crate) fn analyze_dyn(
         nodes: 0,
         dyn_vars: vars,
         authorizer,
-        variables: None,
+        variables: typed,
     };
-    let est = a.expr(e, 0)?;
+    let typed = variables.map(|declared| {
+        let mut known: Vec<(String, Ty<'_>)> = Vec::new();
+        for (name, expr) in declared {
+            let ty = match expr {
+                Some(v) => analyzer(Some(known.clone()))
+                    .expr(v, 0)
+                    .map_or(Ty::Dyn, |est| composition_type(&est.ty)),
+                None => Ty::Dyn,
+            };
+            known.push((name.to_string(), ty));
+        }
+        known
+    });
+    let est = analyzer(typed).expr(e, 0)?;
     Ok((est.ty.kind(), cel_name(&est.ty)))
 }
 

@@ -6,10 +6,12 @@
 //!
 //! - [`compile`] parses and checks an expression: undeclared identifiers and functions, a
 //!   `variables.<name>` that is not declared (yet), and the result type an expression of
-//!   its field must have (`must evaluate to bool but got int`). Every variable is `dyn`:
-//!   fields of `object` and `request` are not checked against a schema (cel-go knows the
-//!   types of `request` and `namespaceObject`), and a result the checker can only call
-//!   `dyn` passes unless the expression is a bare variable or field. `authorizer` and
+//!   its field must have (`must evaluate to bool but got int`). `object`, `oldObject`,
+//!   `request`, `namespaceObject` and `params` are `dyn`: their fields are not checked
+//!   against a schema (cel-go knows the types of `request` and `namespaceObject`);
+//!   `variables.<name>` has the type of that variable's expression (a [`Declared`]), and a
+//!   result the checker can only call `dyn` passes unless the expression is a bare
+//!   variable or field. `authorizer` and
 //!   `authorizer.requestResource` (the `authz` library) are declared everywhere but in
 //!   `messageExpression`, as upstream declares them.
 //! - [`Inputs`] converts a request's values once (with an [`Authorize`] function the caller
@@ -69,7 +71,31 @@ pub struct Env<'a> {
     /// `messageExpression`).
     pub authorizer: bool,
     /// The variables declared before the expression, in order.
-    pub variables: &'a [String],
+    pub variables: &'a [Declared],
+}
+
+/// A policy variable as the expressions after it see it: its name and its parsed
+/// expression, whose type `variables.<name>` has (`dyn` when it does not parse).
+#[derive(Clone, Debug)]
+pub struct Declared {
+    name: String,
+    expr: Option<IdedExpr>,
+}
+
+impl Declared {
+    /// The variable `name` with the expression `src`.
+    pub fn new(name: &str, src: &str) -> Self {
+        let expr = stacker::grow(crate::COMPILE_STACK_BYTES, || parse(src).ok());
+        Declared {
+            name: name.to_string(),
+            expr,
+        }
+    }
+
+    /// The variable's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// A compiled expression.
@@ -123,7 +149,7 @@ fn compile_here(
     src: &str,
     params: bool,
     authorizer: bool,
-    variables: Option<&[String]>,
+    variables: Option<&[Declared]>,
     want: Want,
 ) -> Result<Expression, String> {
     let expr = parse(src).map_err(|e| format!("compilation failed: {e}"))?;
@@ -134,11 +160,18 @@ fn compile_here(
     if params {
         names.push("params");
     }
-    let (kind, ty) = check::analyze_dyn(&expr, &names, authorizer)
+    let typed: Option<Vec<(&str, Option<&IdedExpr>)>> = variables.map(|declared| {
+        declared
+            .iter()
+            .map(|d| (d.name.as_str(), d.expr.as_ref()))
+            .collect()
+    });
+    let (kind, ty) = check::analyze_dyn(&expr, &names, authorizer, typed.as_deref())
         .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
     let mut uses = Some(Vec::new());
     if let Some(declared) = variables {
-        variable_uses(&expr, declared, &mut uses)
+        let names: Vec<String> = declared.iter().map(|d| d.name.clone()).collect();
+        variable_uses(&expr, &names, &mut uses)
             .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
     }
     // cel-go types a bare variable or field of a `dyn` as `dyn`; elsewhere kplane's

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 
-fn env(params: bool, variables: &[String]) -> Env<'_> {
+fn env(params: bool, variables: &[Declared]) -> Env<'_> {
     Env {
         params,
         authorizer: false,
@@ -37,7 +37,7 @@ fn compile_checks_identifiers_variables_and_result_types() {
     );
     assert!(compile("null", env(false, &[]), Want::StringOrNull).is_ok());
     assert!(compile("'a' + object.metadata.name", env(false, &[]), Want::String).is_ok());
-    let vars = vec!["a".to_string()];
+    let vars = vec![Declared::new("a", "object.a")];
     assert!(compile("variables.a > 1", env(false, &vars), Want::Bool).is_ok());
     let e = compile("variables.b > 1", env(false, &vars), Want::Bool).unwrap_err();
     assert!(e.ends_with("undefined field 'b'"), "{e}");
@@ -48,7 +48,45 @@ fn compile_checks_identifiers_variables_and_result_types() {
     );
 }
 
-fn var(name: &str, src: &str, before: &[String]) -> Variable {
+/// Upstream's conformance spec "should allow expressions to refer variables": a
+/// variable's type is its expression's, so a bool variable is a valid validation.
+#[test]
+fn variables_have_the_types_of_their_expressions() {
+    let mut vars = Vec::new();
+    for (name, src) in [
+        ("replicas", "object.spec.replicas"),
+        ("oddReplicas", "variables.replicas % 2 == 1"),
+        ("three", "1 + 2"),
+        ("names", "['a', 'b']"),
+        ("broken", "object.("),
+    ] {
+        vars.push(Declared::new(name, src));
+    }
+    let ok = |src: &str| compile(src, env(false, &vars), Want::Bool).map(|_| ());
+    assert_eq!(ok("variables.oddReplicas"), Ok(()));
+    assert_eq!(ok("variables.replicas > 1"), Ok(()));
+    assert_eq!(ok("variables.names.all(n, n.startsWith('a'))"), Ok(()));
+    // a variable that does not parse is `dyn` to the expressions after it
+    assert_eq!(ok("variables.broken == 1"), Ok(()));
+    assert_eq!(
+        ok("variables.replicas"),
+        Err("must evaluate to bool but got dyn".into())
+    );
+    assert_eq!(
+        ok("variables.three"),
+        Err("must evaluate to bool but got int".into())
+    );
+    let e = ok("variables.names[0] > 1").unwrap_err();
+    assert!(
+        e.contains("found no matching overload for '_>_' applied to '(string, int)'"),
+        "{e}"
+    );
+    // each variable sees only the ones before it
+    let e = compile("variables.oddReplicas", env(false, &vars[..1]), Want::Bool).unwrap_err();
+    assert!(e.ends_with("undefined field 'oddReplicas'"), "{e}");
+}
+
+fn var(name: &str, src: &str, before: &[Declared]) -> Variable {
     Variable {
         name: name.into(),
         expr: compile(src, env(true, before), Want::Any).unwrap(),
@@ -64,12 +102,22 @@ fn evaluates_with_object_params_and_variables() {
         params: Some(&params),
         ..Values::default()
     });
-    let vars = vec![
-        var("p", "object.spec.parallelism", &[]),
-        var("max", "int(params.data.max)", &["p".into()]),
-        var("bad", "object.spec.missing", &["p".into(), "max".into()]),
-    ];
-    let names: Vec<String> = vars.iter().map(|v| v.name.clone()).collect();
+    let declared = [
+        ("p", "object.spec.parallelism"),
+        ("max", "int(params.data.max)"),
+        ("bad", "object.spec.missing"),
+    ]
+    .map(|(n, src)| Declared::new(n, src));
+    let vars: Vec<Variable> = [
+        "object.spec.parallelism",
+        "int(params.data.max)",
+        "object.spec.missing",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, src)| var(declared[i].name(), src, &declared[..i]))
+    .collect();
+    let names = declared.to_vec();
     let mut ev = Evaluator::new(&inputs, &vars, RUNTIME_BUDGET);
     let e = compile(
         "variables.p <= variables.max",
