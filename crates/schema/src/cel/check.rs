@@ -19,6 +19,7 @@ use kube_cel::cel::common::ast::{
 };
 use kube_cel::cel::IdedExpr;
 
+use super::admission_types;
 use super::authz;
 use super::cost::{GoPath, Size, LIST_CREATE, MAP_CREATE, SELECT_AND_IDENT};
 use super::decl::{Decl, MAX_REQUEST_BYTES};
@@ -256,6 +257,7 @@ pub(crate) fn analyze(
         dyn_vars: &[],
         authorizer: false,
         variables: None,
+        plain_keywords: false,
     };
     let est = a.expr(e, 0)?;
     Ok(Analysis {
@@ -266,8 +268,9 @@ pub(crate) fn analyze(
     })
 }
 
-/// Checks `e` in an environment without `self`, whose variables `vars` are all `dyn`
-/// (admission policies' `object`, `request`, ...), and with `authorizer`, also
+/// Checks `e` in an environment without `self`, whose variables `vars` are `dyn`
+/// (admission policies' `object`, `params`, ...) but for `request` and `namespaceObject`,
+/// typed as upstream declares them (`admission_types`), and with `authorizer`, also
 /// `authorizer` and `authorizer.requestResource`; returns the result's kind and its type
 /// as cel-go names it. With `variables` (a policy's variables declared before `e`, in
 /// order), `variables.<name>` has the type of that variable's expression, checked in the
@@ -280,8 +283,14 @@ pub(crate) fn analyze_dyn(
     variables: Option<&[(&str, Option<&IdedExpr>)]>,
 ) -> Result<(Kind, String), String> {
     let root = Node::default();
+    let (request, namespace) = (admission_types::request(), admission_types::namespace());
+    let typed_vars = [("request", &request), ("namespaceObject", &namespace)];
     let analyzer = |typed| Analyzer {
-        scope: Vec::new(),
+        scope: typed_vars
+            .iter()
+            .filter(|(name, _)| vars.contains(name))
+            .map(|(name, node)| typed_var(name, Decl::Node(node, false)))
+            .collect(),
         root: Decl::Node(&root, false),
         optional_old_self: false,
         uses_old_self: false,
@@ -289,6 +298,7 @@ pub(crate) fn analyze_dyn(
         dyn_vars: vars,
         authorizer,
         variables: typed,
+        plain_keywords: true,
     };
     let typed = variables.map(|declared| {
         let mut known: Vec<(String, Ty<'_>)> = Vec::new();
@@ -309,7 +319,8 @@ pub(crate) fn analyze_dyn(
 
 /// The variables of an admission policy's type check (upstream's `TypeChecker`): `object`
 /// and `oldObject` typed from the matched kind's schema (a resource root), `params` from
-/// the param kind's (undeclared without one), `request` and `namespaceObject` as `dyn`,
+/// the param kind's (undeclared without one), `request` and `namespaceObject` as upstream
+/// declares them,
 /// `authorizer` declared, and `variables` typed by their own expressions in order (one
 /// that fails to check is `dyn`; objects, optionals and library values are `dyn` there,
 /// lists and maps keep their element types, as upstream's composition environment keeps
@@ -327,6 +338,9 @@ pub(crate) fn analyze_policy(
     if let Some(p) = params {
         base.push(("params", Decl::Node(p, true)));
     }
+    let (request, namespace) = (admission_types::request(), admission_types::namespace());
+    base.push(("request", Decl::Node(&request, false)));
+    base.push(("namespaceObject", Decl::Node(&namespace, false)));
     let root = Node::default();
     let analyzer = |vars| policy_analyzer(&base, &root, vars);
     let mut known: Vec<(String, Ty<'_>)> = Vec::new();
@@ -348,16 +362,8 @@ fn policy_analyzer<'n>(
     root: &'n Node,
     vars: Vec<(String, Ty<'n>)>,
 ) -> Analyzer<'n> {
-    const DYN_VARS: &[&str] = &["request", "namespaceObject", "variables"];
-    let scope = base
-        .iter()
-        .map(|(name, d)| Var {
-            name: name.to_string(),
-            ty: Ty::of(*d),
-            decl: Some(*d),
-            range: Some(Range::Other),
-        })
-        .collect();
+    const DYN_VARS: &[&str] = &["variables"];
+    let scope = base.iter().map(|(name, d)| typed_var(name, *d)).collect();
     Analyzer {
         scope,
         root: Decl::Node(root, false),
@@ -367,6 +373,17 @@ fn policy_analyzer<'n>(
         dyn_vars: DYN_VARS,
         authorizer: true,
         variables: Some(vars),
+        plain_keywords: true,
+    }
+}
+
+/// A variable of the type `d` declares.
+fn typed_var<'n>(name: &str, d: Decl<'n>) -> Var<'n> {
+    Var {
+        name: name.to_string(),
+        ty: Ty::of(d),
+        decl: Some(d),
+        range: Some(Range::Other),
     }
 }
 
@@ -428,6 +445,9 @@ struct Analyzer<'n> {
     /// The types of a policy's variables, when `variables.<name>` is typed by them (a
     /// policy's type check); a name not there is an undefined field.
     variables: Option<Vec<(String, Ty<'n>)>>,
+    /// A property named like a CEL keyword is also found by its plain name (`namespace`
+    /// for `__namespace__`), as in the 1.31+ environments of admission CEL.
+    plain_keywords: bool,
 }
 
 fn undeclared(name: &str) -> String {
@@ -704,14 +724,14 @@ impl<'n> Analyzer<'n> {
                 }
             }
         };
-        // 1.31+ environments (a policy's type check) also find a property named like a
-        // CEL keyword by its plain name (`namespace` for `__namespace__`)
+        // 1.31+ environments (admission CEL) also find a property named like a CEL
+        // keyword by its plain name (`namespace` for `__namespace__`)
         let keyword = || {
             let escaped = escape(field).filter(|e| *e == format!("__{field}__"));
             escaped.and_then(|e| decl.field(&e))
         };
         let found = match decl.field(field) {
-            None if self.variables.is_some() => keyword(),
+            None if self.plain_keywords => keyword(),
             found => found,
         };
         if let Some(d) = found {

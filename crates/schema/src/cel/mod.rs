@@ -34,6 +34,7 @@
 //! are also bounded by a work limit of their own (`actual::work`).
 
 mod actual;
+mod admission_types;
 mod arg_errors;
 mod authz;
 mod check;

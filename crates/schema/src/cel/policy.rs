@@ -6,9 +6,9 @@
 //!
 //! - [`compile`] parses and checks an expression: undeclared identifiers and functions, a
 //!   `variables.<name>` that is not declared (yet), and the result type an expression of
-//!   its field must have (`must evaluate to bool but got int`). `object`, `oldObject`,
-//!   `request`, `namespaceObject` and `params` are `dyn`: their fields are not checked
-//!   against a schema (cel-go knows the types of `request` and `namespaceObject`);
+//!   its field must have (`must evaluate to bool but got int`). `object`, `oldObject` and
+//!   `params` are `dyn`: their fields are not checked against a schema; `request` and
+//!   `namespaceObject` have the types upstream declares for them (`admission_types`);
 //!   `variables.<name>` has the type of that variable's expression (a [`Declared`]), and a
 //!   result the checker can only call `dyn` passes unless the expression is a bare
 //!   variable or field. `authorizer` and

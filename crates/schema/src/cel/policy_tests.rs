@@ -86,6 +86,44 @@ fn variables_have_the_types_of_their_expressions() {
     assert!(e.ends_with("undefined field 'oddReplicas'"), "{e}");
 }
 
+/// `request` and `namespaceObject` have upstream's declared types at compile time, so a
+/// policy or match condition that reads a field they lack, or uses one as the wrong type,
+/// is refused when it is written, as kube-apiserver refuses it.
+#[test]
+fn request_and_namespace_are_typed_as_upstream_declares_them() {
+    let ok = |src: &str| compile(src, env(false, &[]), Want::Bool).map(|_| ());
+    for src in [
+        "request.operation == 'CREATE'",
+        "request.namespace == 'default' && request.name != ''",
+        "request.dryRun",
+        "request.userInfo.groups.exists(g, g == 'system:masters')",
+        "request.kind.group == 'apps' && request.requestResource.resource == 'deployments'",
+        "has(request.options.dryRun)",
+        "namespaceObject.metadata.labels['env'] == 'prod'",
+        "namespaceObject.metadata.UID != ''",
+        "namespaceObject.status.phase == 'Active'",
+    ] {
+        assert_eq!(ok(src), Ok(()), "{src}");
+    }
+    let e = ok("request.userInfo.username").unwrap_err();
+    assert_eq!(e, "must evaluate to bool but got string");
+    let e = ok("request.foo == 1").unwrap_err();
+    assert!(e.ends_with("undefined field 'foo'"), "{e}");
+    let e = ok("namespaceObject.metadata.uid == ''").unwrap_err();
+    assert!(e.ends_with("undefined field 'uid'"), "{e}");
+    let e = ok("request.operation > 1").unwrap_err();
+    assert!(
+        e.ends_with("found no matching overload for '_>_' applied to '(string, int)'"),
+        "{e}"
+    );
+    // match conditions are compiled in the same environment
+    let e = compile_condition("request.userInfo.uid > 1", false).unwrap_err();
+    assert!(
+        e.ends_with("found no matching overload for '_>_' applied to '(string, int)'"),
+        "{e}"
+    );
+}
+
 fn var(name: &str, src: &str, before: &[Declared]) -> Variable {
     Variable {
         name: name.into(),

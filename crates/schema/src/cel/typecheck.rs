@@ -6,14 +6,16 @@
 //! [`PolicyTypes::check`] checks one expression with `object` and `oldObject` of that type
 //! (a resource root: `apiVersion`, `kind` and `metadata` always there), `params` of the
 //! param kind's (not declared when the param kind's schema is unknown, as upstream),
-//! `request` and `namespaceObject` as `dyn`, `authorizer` declared in every expression, and
+//! `request` and `namespaceObject` of upstream's declared types, `authorizer` declared in
+//! every expression, and
 //! `variables.<name>` typed by the policy's variables. The result type is not judged (the
 //! expression's field decides that at admission), only what cel-go's checker refuses as
 //! kplane's checker knows it: undeclared names, undefined fields of typed objects,
 //! operators without an overload for their operand types.
 //!
-//! Nothing here changes what a policy does: admission compiles its expressions with every
-//! variable `dyn` (`policy::compile`), whatever the type check finds.
+//! Nothing here changes what a policy does: admission compiles its expressions with
+//! `object`, `oldObject` and `params` `dyn` (`policy::compile`), whatever the type check
+//! finds.
 
 use serde_json::Value;
 

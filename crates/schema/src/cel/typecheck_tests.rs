@@ -52,9 +52,14 @@ fn expressions_over_the_matched_kind_are_typed() {
         "object.metadata.labels['app'] == 'x'",
         "object.metadata.creationTimestamp < timestamp('2030-01-01T00:00:00Z')",
         "'wants replicas > 1, got ' + string(object.spec.replicas)",
-        // request, namespaceObject and authorizer are known, untyped
+        // request and namespaceObject typed as upstream declares them, authorizer known
         "request.userInfo.username + object.spec.image != ''",
-        "namespaceObject.metadata.name > 1",
+        "request.namespace == namespaceObject.metadata.name",
+        "request.userInfo.groups.exists(g, g == 'admins') || request.dryRun",
+        "request.userInfo.extra['scopes'].size() > 0",
+        "request.options.anything == 1",
+        "namespaceObject.metadata.labels['env'] == 'prod'",
+        "namespaceObject.status.conditions.all(c, c.lastTransitionTime < timestamp('2030-01-01T00:00:00Z'))",
         "authorizer.group('').resource('pods').check('get').allowed()",
         // a non-bool result is the admission compiler's business, not the type check's
         "object.spec.replicas",
@@ -89,6 +94,18 @@ fn issues_are_cel_gos_errors() {
         (
             "self.spec.replicas > 1",
             "ERROR: <input>: undeclared reference to 'self' (in container '')",
+        ),
+        (
+            "namespaceObject.metadata.name > 1",
+            "ERROR: <input>: found no matching overload for '_>_' applied to '(string, int)'",
+        ),
+        (
+            "namespaceObject.metadata.uid == ''",
+            "ERROR: <input>: undefined field 'uid'",
+        ),
+        (
+            "request.object.spec == null",
+            "ERROR: <input>: undefined field 'object'",
         ),
     ];
     for (expr, want) in cases {
