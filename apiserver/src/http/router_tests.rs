@@ -776,9 +776,6 @@ async fn protobuf_watches_as_client_go_asks_for_them() {
     assert_eq!(resp.status(), StatusCode::NOT_ACCEPTABLE);
 }
 
-/// The request's warnings travel with every response, a refusal's too
-/// (`WithWarningRecorder`): an unknown field under `fieldValidation=Warn` is a `Warning`
-/// header of the 422 that the invalid name gets, and of a success.
 /// client-go's typed clients send protobuf bodies for every built-in kind, admission
 /// policies and webhook configurations included (upstream's "should support
 /// ValidatingAdmissionPolicy API operations"): they are decoded and stored as their JSON.
@@ -865,6 +862,9 @@ async fn admission_configuration_bodies_in_protobuf_are_accepted() {
     );
 }
 
+/// The request's warnings travel with every response, a refusal's too
+/// (`WithWarningRecorder`): an unknown field under `fieldValidation=Warn` is a `Warning`
+/// header of the 422 that the invalid name gets, and of a success.
 #[tokio::test]
 async fn warnings_are_sent_with_refusals_too() {
     let app = app(Arc::new(Recorder::default())).await;

@@ -1416,6 +1416,17 @@ fn webhook_configurations() {
     assert_eq!(v["webhooks"][0]["reinvocationPolicy"], json!("IfNeeded"));
     assert_eq!(v["webhooks"][0]["rules"][0]["scope"], json!("*"));
     oracle::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(&v);
+
+    // `sideEffects` is a Go pointer without `omitempty`: absent, it is absent (validation
+    // then says it is required), never an empty string
+    let mut without = mutating.clone();
+    without.webhooks[0].side_effects = None;
+    let v = decode_ok(&body(
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        &without,
+    ));
+    assert!(v["webhooks"][0].get("sideEffects").is_none(), "{v}");
 }
 
 #[test]

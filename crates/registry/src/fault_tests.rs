@@ -216,68 +216,75 @@ async fn a_controller_item_whose_writes_fail_is_retried_until_they_succeed() {
     worker.abort();
 }
 
-/// An update without a resourceVersion whose commit loses to another write (the store's
-/// compare-and-swap reports a conflict) reads the object again and is applied to it, as
-/// kube-apiserver's `GuaranteedUpdate` retries; an update with a resourceVersion is an
-/// optimistic lock and answers 409 instead. (Upstream's "should be able to update and
+/// An update without a resourceVersion whose commit loses to another write (the write
+/// lands between its read and its commit, so the store's compare-and-swap fails) reads the
+/// object again and is applied to it, as kube-apiserver's `GuaranteedUpdate` retries; an
+/// update with a resourceVersion is an optimistic lock and answers 409 instead, and so does
+/// a conflict while the object has not moved. (Upstream's "should be able to update and
 /// delete ResourceQuota" updates without one while the quota controller writes status.)
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unconditional_update_that_loses_a_race_is_retried() {
     let store = faulty();
     let f = fixture_over(store.clone()).await;
     let t = create_namespace(&f.reg, "u").await;
-    let created = f
-        .reg
+    f.reg
         .create(&t, configmap("cm", "g"), &WriteParams::default())
         .await
         .unwrap();
-    let rv =
-        serde_json::from_slice::<Value>(&created).unwrap()["metadata"]["resourceVersion"].clone();
-    let lost = || Error::Conflict { current: 0 };
     let body = |data: &str| {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                                    "metadata": {"name": "cm"}, "data": {"k": data}})
     };
+    let stored = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap();
 
+    // The unconditional update's commit waits; meanwhile another writer commits.
     let puts = store.calls(Op::Put);
-    store.fail_next(&[Op::Put], 1, lost);
-    let (out, created) = f
-        .reg
-        .update(
-            &t,
-            "cm",
-            None,
-            body("unconditional"),
-            &WriteParams::default(),
-        )
+    store.inject(
+        Op::Put,
+        Fault::delay(std::time::Duration::from_secs(3)).times(1),
+    );
+    let reg = f.reg.clone();
+    let (t2, racing) = (t.clone(), body("unconditional"));
+    let slow = tokio::spawn(async move {
+        reg.update(&t2, "cm", None, racing, &WriteParams::default())
+            .await
+    });
+    until("the unconditional update's commit is under way", || {
+        let started = store.calls(Op::Put) > puts;
+        async move { started }
+    })
+    .await;
+    let current = stored(&f.reg.get(&t, "cm").await.unwrap());
+    let mut other = body("other");
+    other["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+    f.reg
+        .update(&t, "cm", None, other, &WriteParams::default())
         .await
         .unwrap();
+    let (out, created) = slow.await.unwrap().unwrap();
     assert!(!created);
-    assert_eq!(store.injected(Op::Put), 1, "the first commit lost");
-    assert_eq!(store.calls(Op::Put) - puts, 2, "read again and committed");
-    let out: Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(out["data"]["k"], "unconditional");
-    let stored: Value = serde_json::from_slice(&f.reg.get(&t, "cm").await.unwrap()).unwrap();
-    assert_eq!(stored["data"]["k"], "unconditional");
+    assert_eq!(
+        store.calls(Op::Put) - puts,
+        3,
+        "lost once, read again, committed"
+    );
+    assert_eq!(stored(&out)["data"]["k"], "unconditional");
+    let now = stored(&f.reg.get(&t, "cm").await.unwrap());
+    assert_eq!(now["data"]["k"], "unconditional");
 
     // with the resourceVersion the client read, a lost race is the client's conflict
     let mut locked = body("locked");
-    locked["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
-    assert_ne!(locked["metadata"]["resourceVersion"], rv);
-    let puts = store.calls(Op::Put);
-    store.fail_next(&[Op::Put], 1, lost);
+    locked["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
     let e = f
         .reg
         .update(&t, "cm", None, locked, &WriteParams::default())
         .await
         .unwrap_err();
     assert_eq!((e.code(), &e.0.reason), (409, &StatusReason::Conflict));
-    assert_eq!(store.calls(Op::Put) - puts, 1, "not retried");
-    let stored: Value = serde_json::from_slice(&f.reg.get(&t, "cm").await.unwrap()).unwrap();
-    assert_eq!(stored["data"]["k"], "unconditional");
 
-    // a store that keeps losing gives up with the conflict after the retries
-    store.fail_next(&[Op::Put], 100, lost);
+    // a conflict while the object has not moved is the answer, not retried
+    let puts = store.calls(Op::Put);
+    store.fail_next(&[Op::Put], 1, || Error::Conflict { current: 0 });
     let e = f
         .reg
         .update(&t, "cm", None, body("never"), &WriteParams::default())
@@ -285,4 +292,7 @@ async fn an_unconditional_update_that_loses_a_race_is_retried() {
         .unwrap_err();
     store.clear();
     assert_eq!((e.code(), &e.0.reason), (409, &StatusReason::Conflict));
+    assert_eq!(store.calls(Op::Put) - puts, 1, "not retried");
+    let now = stored(&f.reg.get(&t, "cm").await.unwrap());
+    assert_eq!(now["data"]["k"], "unconditional");
 }

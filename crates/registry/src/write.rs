@@ -516,8 +516,10 @@ impl Registry {
         }
         let body_rv = meta::body_resource_version(&obj)?;
         // An unconditional update (no resourceVersion) is applied to the object as it is
-        // when it commits: a write that lands between the read and the commit makes it
-        // read again and retry, as kube-apiserver's `GuaranteedUpdate` does.
+        // when it commits: when another write commits between the read and the commit (the
+        // store's compare-and-swap fails: the object moved), it reads the object again and
+        // retries, as kube-apiserver's `GuaranteedUpdate` does. Any other conflict (a uid
+        // precondition, a webhook's denial) is the answer.
         let mut attempt = 0;
         loop {
             let retry = body_rv.is_none() && attempt < UPDATE_RETRIES;
@@ -527,14 +529,28 @@ impl Registry {
             } else {
                 std::mem::take(&mut obj)
             };
-            match self.update_once(t, name, sub, candidate, body_rv, w).await {
-                Err(e) if retry && e.is_conflict() => continue,
+            let current = self.get_current(t, name).await?;
+            let read = current.as_ref().map(|c| c.mod_revision);
+            match self
+                .update_once(t, name, sub, candidate, body_rv, current, w)
+                .await
+            {
+                Err(e) if retry && e.is_conflict() && self.moved(t, name, read).await => continue,
                 other => return other,
             }
         }
     }
 
-    /// One attempt of [`Registry::update`] against the object as stored now.
+    /// Whether the object `name` is no longer at revision `read` (`None`: absent).
+    async fn moved(&self, t: &Target, name: &str, read: Option<u64>) -> bool {
+        match self.get_current(t, name).await {
+            Ok(now) => now.map(|c| c.mod_revision) != read,
+            Err(_) => false,
+        }
+    }
+
+    /// One attempt of [`Registry::update`] against `current`, the object as read for it.
+    #[allow(clippy::too_many_arguments)]
     async fn update_once(
         &self,
         t: &Target,
@@ -542,10 +558,10 @@ impl Registry {
         sub: Option<&str>,
         obj: Value,
         body_rv: Option<u64>,
+        current: Option<KeyValue>,
         w: &WriteParams,
     ) -> ApiResult<(Bytes, bool)> {
         let rt = t.rt.clone();
-        let current = self.get_current(t, name).await?;
         // The body's uid is a precondition, checked before anything else of the update.
         let body_uid = meta::meta_str(&obj, "uid").filter(|u| !u.is_empty());
         if body_uid.is_some() {

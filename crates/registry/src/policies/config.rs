@@ -348,14 +348,15 @@ fn validate_variable(
         variables: declared,
     };
     // upstream declares a variable whatever its compilation gave (as `dyn` on failure)
-    if let Err(e) = policy::compile(expr, env, Want::Any) {
+    let compiled = policy::compile(expr, env, Want::Any);
+    if let Err(e) = &compiled {
         out.push(Cause::invalid(
             format!("{path}.expression"),
             &json!(expr),
-            &e,
+            e,
         ));
     }
-    declared.push(Declared::new(name, expr));
+    declared.push(Declared::new(name, compiled.as_ref().ok()));
     out
 }
 

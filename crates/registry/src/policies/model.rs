@@ -187,13 +187,16 @@ pub fn parse_policy(obj: &Value) -> Policy {
             authorizer: true,
             variables: &names,
         };
-        if let Ok(expr) = policy::compile(s(v, "expression"), env, Want::Any) {
-            variables.push(Variable {
-                name: s(v, "name").to_string(),
-                expr,
-            });
+        match policy::compile(s(v, "expression"), env, Want::Any) {
+            Ok(expr) => {
+                names.push(Declared::new(s(v, "name"), Some(&expr)));
+                variables.push(Variable {
+                    name: s(v, "name").to_string(),
+                    expr,
+                });
+            }
+            Err(_) => names.push(Declared::new(s(v, "name"), None)),
         }
-        names.push(Declared::new(s(v, "name"), s(v, "expression")));
     }
     let env = Env {
         params,

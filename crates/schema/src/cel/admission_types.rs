@@ -6,6 +6,8 @@
 //! `request.options` anything). Upstream's namespace type is a subset of a Namespace:
 //! metadata without `uid` (it declares `UID`), `ownerReferences` or `managedFields`.
 
+use std::sync::LazyLock;
+
 use serde_json::{json, Value};
 
 use crate::build::{Builder, Walk};
@@ -28,8 +30,20 @@ fn node(schema: &Value) -> Node {
     Builder::new(&CompileOptions::default()).node(schema, &Walk::root(""))
 }
 
-/// `kubernetes.AdmissionRequest`.
-pub(crate) fn request() -> Node {
+static REQUEST: LazyLock<Node> = LazyLock::new(request_type);
+static NAMESPACE: LazyLock<Node> = LazyLock::new(namespace_type);
+
+/// `kubernetes.AdmissionRequest` (built once).
+pub(crate) fn request() -> &'static Node {
+    &REQUEST
+}
+
+/// `kubernetes.Namespace` (built once).
+pub(crate) fn namespace() -> &'static Node {
+    &NAMESPACE
+}
+
+fn request_type() -> Node {
     let gvk = object(json!({"group": string(), "version": string(), "kind": string()}));
     let gvr = object(json!({"group": string(), "version": string(), "resource": string()}));
     let user = object(json!({
@@ -54,8 +68,7 @@ pub(crate) fn request() -> Node {
     })))
 }
 
-/// `kubernetes.Namespace`.
-pub(crate) fn namespace() -> Node {
+fn namespace_type() -> Node {
     let time = json!({"type": "string", "format": "date-time"});
     let map = json!({"type": "object", "additionalProperties": {"type": "string"}});
     let condition = object(json!({

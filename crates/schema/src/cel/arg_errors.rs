@@ -1,4 +1,5 @@
-//! The global forms of `size`, `string`, `int`, `uint` and `double` with cel-go's errors.
+//! The global forms of `size`, `string`, `int`, `uint` and `double` with cel-go's errors,
+//! and `dyn`, the identity conversion cel-go declares and the `cel` crate lacks.
 //! The `cel` crate resolves their one operand through its `This` extractor, which reports
 //! any error of that operand (`size(self.missing)`: no such key) as "missing argument or
 //! target"; cel-go passes the operand's own error on, and kube-apiserver's messages quote
@@ -58,8 +59,17 @@ fn double(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
     functions::double(ftx, This(operand(ftx)?))
 }
 
-/// Puts the wrappers in place of the crate's functions of the same names.
+/// `dyn(x)`: `x` itself (the conversion changes only the type the checker gives it).
+fn dyn_(ftx: &FunctionContext) -> Result<Cel, ExecutionError> {
+    if ftx.this.is_some() || ftx.args.len() != 1 {
+        return Err(ExecutionError::function_error("dyn", "no such overload"));
+    }
+    operand(ftx)
+}
+
+/// Puts the wrappers in place of the crate's functions of the same names, and adds `dyn`.
 pub(crate) fn register(ctx: &mut Context<'static>) {
+    ctx.add_function("dyn", dyn_);
     ctx.add_function("size", size);
     ctx.add_function("string", string);
     ctx.add_function("int", int);

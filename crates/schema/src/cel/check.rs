@@ -271,50 +271,96 @@ pub(crate) fn analyze(
 /// Checks `e` in an environment without `self`, whose variables `vars` are `dyn`
 /// (admission policies' `object`, `params`, ...) but for `request` and `namespaceObject`,
 /// typed as upstream declares them (`admission_types`), and with `authorizer`, also
-/// `authorizer` and `authorizer.requestResource`; returns the result's kind and its type
-/// as cel-go names it. With `variables` (a policy's variables declared before `e`, in
-/// order), `variables.<name>` has the type of that variable's expression, checked in the
-/// same environment (`dyn` when it does not check), as upstream's composition
+/// `authorizer` and `authorizer.requestResource`; returns the result's kind, its type as
+/// cel-go names it and the type a variable of this expression has to the expressions after
+/// it. With `variables` (a policy's variables declared before `e`, in order, with their
+/// types), `variables.<name>` has that variable's type, as upstream's composition
 /// environment declares it; `vars` then holds `variables` too.
 pub(crate) fn analyze_dyn(
     e: &IdedExpr,
     vars: &[&str],
     authorizer: bool,
-    variables: Option<&[(&str, Option<&IdedExpr>)]>,
-) -> Result<(Kind, String), String> {
+    variables: Option<&[(&str, &VarTy)]>,
+) -> Result<(Kind, String, VarTy), String> {
     let root = Node::default();
     let (request, namespace) = (admission_types::request(), admission_types::namespace());
-    let typed_vars = [("request", &request), ("namespaceObject", &namespace)];
-    let analyzer = |typed| Analyzer {
-        scope: typed_vars
-            .iter()
-            .filter(|(name, _)| vars.contains(name))
-            .map(|(name, node)| typed_var(name, Decl::Node(node, false)))
-            .collect(),
+    let scope = [("request", request), ("namespaceObject", namespace)]
+        .into_iter()
+        .filter(|(name, _)| vars.contains(name))
+        .map(|(name, node)| typed_var(name, Decl::Node(node, false)))
+        .collect();
+    let mut a = Analyzer {
+        scope,
         root: Decl::Node(&root, false),
         optional_old_self: false,
         uses_old_self: false,
         nodes: 0,
         dyn_vars: vars,
         authorizer,
-        variables: typed,
+        variables: variables.map(|declared| {
+            declared
+                .iter()
+                .map(|(name, ty)| (name.to_string(), ty.ty()))
+                .collect()
+        }),
         plain_keywords: true,
     };
-    let typed = variables.map(|declared| {
-        let mut known: Vec<(String, Ty<'_>)> = Vec::new();
-        for (name, expr) in declared {
-            let ty = match expr {
-                Some(v) => analyzer(Some(known.clone()))
-                    .expr(v, 0)
-                    .map_or(Ty::Dyn, |est| composition_type(&est.ty)),
-                None => Ty::Dyn,
-            };
-            known.push((name.to_string(), ty));
+    let est = a.expr(e, 0)?;
+    Ok((est.ty.kind(), cel_name(&est.ty), VarTy::of(&est.ty)))
+}
+
+/// A policy variable's type as the expressions after it see it (see [`composition_type`]),
+/// owned and free of schema references, so a compiled variable keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum VarTy {
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Null,
+    Duration,
+    Timestamp,
+    List(Box<VarTy>),
+    Map(Box<VarTy>, Box<VarTy>),
+    Dyn,
+}
+
+impl VarTy {
+    fn of(t: &Ty<'_>) -> VarTy {
+        match t {
+            Ty::Bool => VarTy::Bool,
+            Ty::Int => VarTy::Int,
+            Ty::Uint => VarTy::Uint,
+            Ty::Double => VarTy::Double,
+            Ty::String => VarTy::String,
+            Ty::Bytes => VarTy::Bytes,
+            Ty::Null => VarTy::Null,
+            Ty::Duration => VarTy::Duration,
+            Ty::Timestamp => VarTy::Timestamp,
+            Ty::List(e) => VarTy::List(Box::new(VarTy::of(e))),
+            Ty::Map(k, v) => VarTy::Map(Box::new(VarTy::of(k)), Box::new(VarTy::of(v))),
+            Ty::Object(_) | Ty::Opaque(_) | Ty::Optional(_) | Ty::Dyn => VarTy::Dyn,
         }
-        known
-    });
-    let est = analyzer(typed).expr(e, 0)?;
-    Ok((est.ty.kind(), cel_name(&est.ty)))
+    }
+
+    fn ty<'n>(&self) -> Ty<'n> {
+        match self {
+            VarTy::Bool => Ty::Bool,
+            VarTy::Int => Ty::Int,
+            VarTy::Uint => Ty::Uint,
+            VarTy::Double => Ty::Double,
+            VarTy::String => Ty::String,
+            VarTy::Bytes => Ty::Bytes,
+            VarTy::Null => Ty::Null,
+            VarTy::Duration => Ty::Duration,
+            VarTy::Timestamp => Ty::Timestamp,
+            VarTy::List(e) => Ty::list(e.ty()),
+            VarTy::Map(k, v) => Ty::Map(Rc::new(k.ty()), Rc::new(v.ty())),
+            VarTy::Dyn => Ty::Dyn,
+        }
+    }
 }
 
 /// The variables of an admission policy's type check (upstream's `TypeChecker`): `object`
@@ -339,8 +385,8 @@ pub(crate) fn analyze_policy(
         base.push(("params", Decl::Node(p, true)));
     }
     let (request, namespace) = (admission_types::request(), admission_types::namespace());
-    base.push(("request", Decl::Node(&request, false)));
-    base.push(("namespaceObject", Decl::Node(&namespace, false)));
+    base.push(("request", Decl::Node(request, false)));
+    base.push(("namespaceObject", Decl::Node(namespace, false)));
     let root = Node::default();
     let analyzer = |vars| policy_analyzer(&base, &root, vars);
     let mut known: Vec<(String, Ty<'_>)> = Vec::new();

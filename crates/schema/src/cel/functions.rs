@@ -15,6 +15,7 @@ pub(super) const FUNCTIONS: &[&str] = &[
     "containsIP",
     "distinct",
     "double",
+    "dyn",
     "duration",
     "endsWith",
     "family",

@@ -32,7 +32,7 @@ use serde_json::Value;
 use super::actual;
 use super::authz;
 pub use super::authz::{Authorize, AuthzDecision, AuthzRequest, ResourceAttributes, Target};
-use super::check::{self, Kind};
+use super::check::{self, Kind, VarTy};
 use super::compile::parse;
 use super::eval::{error_text, run, to_cel, Outcome, ROOT};
 
@@ -74,21 +74,20 @@ pub struct Env<'a> {
     pub variables: &'a [Declared],
 }
 
-/// A policy variable as the expressions after it see it: its name and its parsed
-/// expression, whose type `variables.<name>` has (`dyn` when it does not parse).
+/// A policy variable as the expressions after it see it: its name and the type of its
+/// expression, worked out once when it was compiled (`dyn` when it did not compile).
 #[derive(Clone, Debug)]
 pub struct Declared {
     name: String,
-    expr: Option<IdedExpr>,
+    ty: VarTy,
 }
 
 impl Declared {
-    /// The variable `name` with the expression `src`.
-    pub fn new(name: &str, src: &str) -> Self {
-        let expr = stacker::grow(crate::COMPILE_STACK_BYTES, || parse(src).ok());
+    /// The variable `name` whose expression compiled to `expr` (`None`: it did not).
+    pub fn new(name: &str, expr: Option<&Expression>) -> Self {
         Declared {
             name: name.to_string(),
-            expr,
+            ty: expr.map_or(VarTy::Dyn, |e| e.ty.clone()),
         }
     }
 
@@ -105,6 +104,8 @@ pub struct Expression {
     expr: IdedExpr,
     /// The variables it reads, by name (`None`: `variables` itself, so all of them).
     uses: Option<Vec<String>>,
+    /// The type a variable of this expression has to the expressions after it.
+    ty: VarTy,
 }
 
 impl Expression {
@@ -160,13 +161,9 @@ fn compile_here(
     if params {
         names.push("params");
     }
-    let typed: Option<Vec<(&str, Option<&IdedExpr>)>> = variables.map(|declared| {
-        declared
-            .iter()
-            .map(|d| (d.name.as_str(), d.expr.as_ref()))
-            .collect()
-    });
-    let (kind, ty) = check::analyze_dyn(&expr, &names, authorizer, typed.as_deref())
+    let typed: Option<Vec<(&str, &VarTy)>> =
+        variables.map(|declared| declared.iter().map(|d| (d.name.as_str(), &d.ty)).collect());
+    let (kind, ty, var_ty) = check::analyze_dyn(&expr, &names, authorizer, typed.as_deref())
         .map_err(|d| format!("compilation failed: ERROR: <input>: {d}"))?;
     let mut uses = Some(Vec::new());
     if let Some(declared) = variables {
@@ -199,6 +196,7 @@ fn compile_here(
         src: src.to_string(),
         expr: actual::instrument(expr),
         uses,
+        ty: var_ty,
     })
 }
 

@@ -10,6 +10,16 @@ fn env(params: bool, variables: &[Declared]) -> Env<'_> {
     }
 }
 
+/// The variables `(name, expression)`, each compiled after the ones before it.
+fn declare(params: bool, vars: &[(&str, &str)]) -> Vec<Declared> {
+    let mut out: Vec<Declared> = Vec::new();
+    for (name, src) in vars {
+        let compiled = compile(src, env(params, &out), Want::Any);
+        out.push(Declared::new(name, compiled.as_ref().ok()));
+    }
+    out
+}
+
 #[test]
 fn compile_checks_identifiers_variables_and_result_types() {
     assert!(compile("object.spec.replicas <= 5", env(false, &[]), Want::Bool).is_ok());
@@ -37,7 +47,7 @@ fn compile_checks_identifiers_variables_and_result_types() {
     );
     assert!(compile("null", env(false, &[]), Want::StringOrNull).is_ok());
     assert!(compile("'a' + object.metadata.name", env(false, &[]), Want::String).is_ok());
-    let vars = vec![Declared::new("a", "object.a")];
+    let vars = declare(false, &[("a", "object.a")]);
     assert!(compile("variables.a > 1", env(false, &vars), Want::Bool).is_ok());
     let e = compile("variables.b > 1", env(false, &vars), Want::Bool).unwrap_err();
     assert!(e.ends_with("undefined field 'b'"), "{e}");
@@ -52,21 +62,21 @@ fn compile_checks_identifiers_variables_and_result_types() {
 /// variable's type is its expression's, so a bool variable is a valid validation.
 #[test]
 fn variables_have_the_types_of_their_expressions() {
-    let mut vars = Vec::new();
-    for (name, src) in [
-        ("replicas", "object.spec.replicas"),
-        ("oddReplicas", "variables.replicas % 2 == 1"),
-        ("three", "1 + 2"),
-        ("names", "['a', 'b']"),
-        ("broken", "object.("),
-    ] {
-        vars.push(Declared::new(name, src));
-    }
+    let vars = declare(
+        false,
+        &[
+            ("replicas", "object.spec.replicas"),
+            ("oddReplicas", "variables.replicas % 2 == 1"),
+            ("three", "1 + 2"),
+            ("names", "['a', 'b']"),
+            ("broken", "object.("),
+        ],
+    );
     let ok = |src: &str| compile(src, env(false, &vars), Want::Bool).map(|_| ());
     assert_eq!(ok("variables.oddReplicas"), Ok(()));
     assert_eq!(ok("variables.replicas > 1"), Ok(()));
     assert_eq!(ok("variables.names.all(n, n.startsWith('a'))"), Ok(()));
-    // a variable that does not parse is `dyn` to the expressions after it
+    // a variable that does not compile is `dyn` to the expressions after it
     assert_eq!(ok("variables.broken == 1"), Ok(()));
     assert_eq!(
         ok("variables.replicas"),
@@ -140,12 +150,14 @@ fn evaluates_with_object_params_and_variables() {
         params: Some(&params),
         ..Values::default()
     });
-    let declared = [
-        ("p", "object.spec.parallelism"),
-        ("max", "int(params.data.max)"),
-        ("bad", "object.spec.missing"),
-    ]
-    .map(|(n, src)| Declared::new(n, src));
+    let declared = declare(
+        true,
+        &[
+            ("p", "object.spec.parallelism"),
+            ("max", "int(params.data.max)"),
+            ("bad", "object.spec.missing"),
+        ],
+    );
     let vars: Vec<Variable> = [
         "object.spec.parallelism",
         "int(params.data.max)",
@@ -640,4 +652,43 @@ fn authorizer_costs_as_upstream() {
     // authorizer, group, resource, allowed 1 each, the check, the selector (7 chars)
     let selector = 10 + 1 + 50 * 4;
     assert_eq!(RUNTIME_BUDGET - ev.remaining(), 4 + 350_000 + selector);
+}
+
+/// A long chain of variables, each typed from the one before it: the type reaches the end
+/// (each variable's type is worked out once, when it is compiled).
+#[test]
+fn variable_types_follow_a_long_chain() {
+    let mut chain = vec![("v0".to_string(), "1".to_string())];
+    for i in 1..1_000 {
+        chain.push((format!("v{i}"), format!("variables.v{} + 1", i - 1)));
+    }
+    let pairs: Vec<(&str, &str)> = chain
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .collect();
+    let vars = declare(false, &pairs);
+    let ok = |src: &str| compile(src, env(false, &vars), Want::Bool).map(|_| ());
+    assert_eq!(ok("variables.v999 > 0"), Ok(()));
+    assert_eq!(
+        ok("variables.v999"),
+        Err("must evaluate to bool but got int".into())
+    );
+}
+
+/// `dyn(x)` is declared, as cel-go declares it: the way to step outside the declared type
+/// of `request` (`dyn(request).foo`), evaluated as `x` itself.
+#[test]
+fn dyn_steps_outside_the_declared_types() {
+    let ok = |src: &str| compile(src, env(false, &[]), Want::Bool);
+    assert!(ok("dyn(request).foo == 1").is_ok());
+    let e = ok("request.foo == 1").unwrap_err();
+    assert!(e.ends_with("undefined field 'foo'"), "{e}");
+    let obj = json!({"spec": {"replicas": 3}});
+    let inputs = Inputs::new(Values {
+        object: Some(&obj),
+        ..Values::default()
+    });
+    let mut ev = Evaluator::new(&inputs, &[], RUNTIME_BUDGET);
+    let e = ok("dyn(object.spec).replicas == 3 && dyn(2) + 1 == 3").unwrap();
+    assert_eq!(ev.eval(&e), Ok(Ok(Evaluated::Bool(true))));
 }
