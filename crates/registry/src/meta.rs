@@ -347,6 +347,56 @@ pub fn strip_empty_meta(meta: &mut Map<String, Value>) {
     }
 }
 
+/// An update may not start an object's deletion nor change its grace period
+/// (`ValidateObjectMetaUpdate`'s immutable `deletionTimestamp` and
+/// `deletionGracePeriodSeconds`): a timestamp the stored object has is kept whatever the
+/// update says, as is its grace period when the update leaves it out (`BeforeUpdate`), but
+/// one the stored object lacks, or another grace period, is refused.
+fn deletion_fields_kept(new: &Value, old_meta: &Value) -> Vec<Cause> {
+    let set =
+        |m: Option<&Value>, f: &str| m.and_then(|m| m.get(f)).filter(|v| !v.is_null()).cloned();
+    let new_meta = new.get("metadata");
+    let mut causes = Vec::new();
+    if set(Some(old_meta), "deletionTimestamp").is_none() {
+        if let Some(ts) = set(new_meta, "deletionTimestamp") {
+            let shown = ts.as_str().map_or_else(|| ts.to_string(), go_time_string);
+            causes.push(Cause::new(
+                kplane_types::CauseType::FieldValueInvalid,
+                "metadata.deletionTimestamp",
+                format!("Invalid value: {shown}: field is immutable"),
+            ));
+        }
+    }
+    let grace = "deletionGracePeriodSeconds";
+    if let Some(g) = set(new_meta, grace) {
+        if Some(&g) != set(Some(old_meta), grace).as_ref() {
+            causes.push(Cause::invalid(
+                format!("metadata.{grace}"),
+                &g,
+                "field is immutable",
+            ));
+        }
+    }
+    causes
+}
+
+/// A timestamp as Go's `time.Time.String` prints it in UTC (`2026-01-02 15:04:05 +0000
+/// UTC`, with the fraction of a second when there is one), as validation messages show a
+/// `metav1.Time`; the text itself when it is not RFC 3339.
+fn go_time_string(ts: &str) -> String {
+    let Ok(t) = chrono::DateTime::parse_from_rfc3339(ts) else {
+        return ts.to_string();
+    };
+    let t = t.with_timezone(&chrono::Utc);
+    let nanos = t.timestamp_subsec_nanos();
+    let fraction = if nanos == 0 {
+        String::new()
+    } else {
+        format!(".{nanos:09}").trim_end_matches('0').to_string()
+    };
+    format!("{}{fraction} +0000 UTC", t.format("%Y-%m-%d %H:%M:%S"))
+}
+
 /// Carries the server-owned fields from the stored object into an update.
 pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiResult<()> {
     // An empty uid takes the stored one; another one is an error (ValidateObjectMetaUpdate).
@@ -357,6 +407,7 @@ pub fn prepare_update(new: &mut Value, old: &Value, rt: &ResourceType) -> ApiRes
         }
     }
     let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    invalid_if_any(rt, name_of(old), deletion_fields_kept(new, &old_meta))?;
     let meta = meta_mut(new)?;
     for f in [
         "uid",

@@ -142,3 +142,82 @@ async fn apply_creating_an_object_with_a_uid_is_a_uid_mismatch() {
         .unwrap();
     assert!(!created);
 }
+
+/// An update cannot start a deletion nor change its grace period (`ValidateObjectMetaUpdate`):
+/// a `deletionTimestamp` on an object that has none, or another
+/// `deletionGracePeriodSeconds`, is 422 `field is immutable` with upstream's value
+/// printing; once the object is being deleted, an update keeps its timestamp whatever the
+/// body says and its grace period when the body leaves it out.
+#[tokio::test]
+async fn an_update_cannot_start_a_deletion_or_change_its_grace_period() {
+    let f = fixture().await;
+    let t = create_namespace(&f.reg, "ns").await;
+    let mut obj = cm("d", None);
+    obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    f.reg
+        .create(&t, obj.clone(), &WriteParams::default())
+        .await
+        .unwrap();
+
+    let mut starting = obj.clone();
+    starting["metadata"]["deletionTimestamp"] = json!("2026-11-29T14:00:00.5+02:00");
+    let e = f
+        .reg
+        .update(&t, "d", None, starting, &WriteParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), 422);
+    assert_eq!(
+        e.0.message,
+        "ConfigMap \"d\" is invalid: metadata.deletionTimestamp: Invalid value: 2026-11-29 12:00:00.5 +0000 UTC: field is immutable"
+    );
+    let mut grace = obj.clone();
+    grace["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+    let e = f
+        .reg
+        .update(&t, "d", None, grace, &WriteParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.0.message,
+        "ConfigMap \"d\" is invalid: metadata.deletionGracePeriodSeconds: Invalid value: 30: field is immutable"
+    );
+    let stored: Value = serde_json::from_slice(&f.reg.get(&t, "d").await.unwrap()).unwrap();
+    assert!(stored["metadata"].get("deletionTimestamp").is_none());
+
+    // being deleted (the finalizer holds it): the timestamp and grace period stay
+    f.reg
+        .delete(&t, "d", &crate::write::DeleteParams::default())
+        .await
+        .unwrap();
+    let marked: Value = serde_json::from_slice(&f.reg.get(&t, "d").await.unwrap()).unwrap();
+    let since = marked["metadata"]["deletionTimestamp"].clone();
+    assert!(since.is_string(), "{marked}");
+    let mut other = obj.clone();
+    other["metadata"]["deletionTimestamp"] = json!("2030-01-01T00:00:00Z");
+    other["data"] = json!({"k": "v"});
+    let (out, _) = f
+        .reg
+        .update(&t, "d", None, other, &WriteParams::default())
+        .await
+        .unwrap();
+    let out: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(out["metadata"]["deletionTimestamp"], since);
+    assert_eq!(
+        out["metadata"]["deletionGracePeriodSeconds"],
+        marked["metadata"]["deletionGracePeriodSeconds"]
+    );
+    let mut regrace = obj;
+    regrace["metadata"]["deletionGracePeriodSeconds"] = json!(5);
+    let e = f
+        .reg
+        .update(&t, "d", None, regrace, &WriteParams::default())
+        .await
+        .unwrap_err();
+    assert!(
+        e.0.message
+            .ends_with("metadata.deletionGracePeriodSeconds: Invalid value: 5: field is immutable"),
+        "{}",
+        e.0.message
+    );
+}
