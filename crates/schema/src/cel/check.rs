@@ -366,8 +366,8 @@ impl VarTy {
 /// The variables of an admission policy's type check (upstream's `TypeChecker`): `object`
 /// and `oldObject` typed from the matched kind's schema (a resource root), `params` from
 /// the param kind's (undeclared without one), `request` and `namespaceObject` as upstream
-/// declares them,
-/// `authorizer` declared, and `variables` typed by their own expressions in order (one
+/// declares them, `authorizer` declared, and `variables` typed by their own expressions in
+/// order (one
 /// that fails to check is `dyn`; objects, optionals and library values are `dyn` there,
 /// lists and maps keep their element types, as upstream's composition environment keeps
 /// them). Returns the first error of `e`.
@@ -436,12 +436,7 @@ fn typed_var<'n>(name: &str, d: Decl<'n>) -> Var<'n> {
 /// The type a policy variable has to the expressions after it: objects, optionals and
 /// library values lose their type (`dyn`), lists and maps keep their parameters so.
 fn composition_type<'n>(t: &Ty<'n>) -> Ty<'n> {
-    match t {
-        Ty::List(e) => Ty::list(composition_type(e)),
-        Ty::Map(k, v) => Ty::Map(Rc::new(composition_type(k)), Rc::new(composition_type(v))),
-        Ty::Object(_) | Ty::Opaque(_) | Ty::Optional(_) => Ty::Dyn,
-        other => other.clone(),
-    }
+    VarTy::of(t).ty()
 }
 
 /// cel-go's name of a type (`bool`, `list(int)`, `map(string, dyn)`, ...).
