@@ -1,6 +1,6 @@
-//! Small in-place helpers over JSON objects, shared by the passes that default objects and
+//! Small helpers over JSON objects: in place, shared by the passes that default objects and
 //! bring them to their stored form (`pod_template`, `pod_defaults`, `crd_form`,
-//! `stored_form`).
+//! `stored_form`); and readers of common shapes (`strings`).
 
 use serde_json::{Map, Value};
 
@@ -60,6 +60,18 @@ pub(super) fn each_struct<'a>(
             }
             item.as_object_mut()
         })
+}
+
+/// The strings of a JSON array (other items and a missing or non-array value give none).
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

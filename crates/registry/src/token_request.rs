@@ -10,6 +10,7 @@
 use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
+use crate::json_map::strings;
 use crate::{Registry, Target};
 use kplane_types::{Cause, Status};
 
@@ -78,16 +79,6 @@ fn expiration(spec: &Value) -> ApiResult<i64> {
         ));
     }
     Ok(secs)
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl Registry {

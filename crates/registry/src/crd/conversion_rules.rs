@@ -8,7 +8,8 @@ use base64::Engine as _;
 use kplane_types::{validation, Cause};
 use serde_json::{json, Value};
 
-use crate::webhooks::config::{go_strings, invalid_raw, strings, validate_client_config};
+use crate::json_map::strings;
+use crate::webhooks::config::{go_strings, invalid_raw, validate_client_config};
 
 const ACCEPTED: &[&str] = &["v1", "v1beta1"];
 const PATH: &str = "spec.conversion";

@@ -10,10 +10,11 @@ use kplane_schema::policy::{self, Declared, Env, Want};
 use kplane_types::{validation, Cause};
 use serde_json::{json, Value};
 
+use crate::json_map::strings;
 use crate::json_map::{each_struct, set_default};
 use crate::label_selector::validate_label_selector;
 use crate::pod_template::required;
-use crate::webhooks::config::{invalid_raw, strings, validate_rule};
+use crate::webhooks::config::{invalid_raw, validate_rule};
 
 const FAILURE_POLICIES: &[&str] = &["Fail", "Ignore"];
 const MATCH_POLICIES: &[&str] = &["Equivalent", "Exact"];

@@ -7,7 +7,7 @@ use kplane_types::labels::LabelSelector;
 use kplane_types::StatusReason;
 use serde_json::Value;
 
-use crate::webhooks::config::strings;
+use crate::json_map::strings;
 use crate::webhooks::model::Rule;
 
 /// A `NamedRuleWithOperations`.

@@ -31,6 +31,7 @@ use crate::catalog::{Catalog, ResourceType};
 use crate::controllers::informer::InformerHandler;
 use crate::controllers::{stored_cluster, write_failed, Controller, Named};
 use crate::error::ApiResult;
+use crate::json_map::strings;
 use crate::options::WriteParams;
 use crate::patch::Document;
 use crate::{Registry, Target};
@@ -65,17 +66,6 @@ fn needs_check(policy: &Value) -> bool {
         .and_then(Value::as_i64)
         .unwrap_or(0);
     generation.unwrap_or(0) > observed
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The served type of `resource` (its plural, else its singular) in `group/version`.

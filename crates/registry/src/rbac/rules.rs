@@ -10,6 +10,7 @@
 //!   such as list or create, is not covered by a rule with resourceNames);
 //! - a nonResourceURL ending in `*` matches every path with the part before it as prefix.
 
+use crate::json_map::strings;
 use kplane_types::RequestInfo;
 use serde_json::Value;
 
@@ -24,16 +25,6 @@ pub struct Rule {
     pub resources: Vec<String>,
     pub resource_names: Vec<String>,
     pub non_resource_urls: Vec<String>,
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn owned(v: &[&str]) -> Vec<String> {

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use kplane_types::{validation, Cause, CauseType};
 use serde_json::{json, Value};
 
+use crate::json_map::strings;
 use crate::json_map::{each_struct, set_default};
 use crate::label_selector::validate_label_selector;
 use crate::pod_template::required;
@@ -127,18 +128,6 @@ fn conditions(hook: &Value) -> &[Value] {
     hook.get("matchConditions")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice)
-}
-
-/// A list of strings (absent or null: empty; non-strings skipped).
-pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Go's `%#v` of a `[]string`, as field errors print list values.

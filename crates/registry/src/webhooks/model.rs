@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::json_map::strings;
 use kplane_schema::policy::{self, Expression};
 use kplane_types::labels::LabelSelector;
 use serde_json::Value;
@@ -85,17 +86,6 @@ pub struct Webhook {
     /// `matchConditions[].expression`, in order, compiled (an `Err` is the compiler's
     /// message: evaluating it is an error, as upstream's stored compilation errors are).
     pub match_conditions: Vec<Result<Expression, String>>,
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A selector as stored (defaulted to `{}`); one that does not compile selects nothing,
