@@ -12,7 +12,7 @@
 //! declare (`base64`, `math`, cel-go's `lists` extension); those are costed by their own
 //! size-based formulas below, since no upstream figure exists for them.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use kube_cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, LiteralValue, SelectExpr,
@@ -84,22 +84,22 @@ enum Ty<'n> {
     Null,
     Duration,
     Timestamp,
-    List(Rc<Ty<'n>>),
-    Map(Rc<Ty<'n>>, Rc<Ty<'n>>),
+    List(Arc<Ty<'n>>),
+    Map(Arc<Ty<'n>>, Arc<Ty<'n>>),
     /// An object of the schema (a struct in CEL).
     Object(Decl<'n>),
     Opaque(Opaque),
-    Optional(Rc<Ty<'n>>),
+    Optional(Arc<Ty<'n>>),
     Dyn,
 }
 
 impl<'n> Ty<'n> {
     fn list(elem: Ty<'n>) -> Ty<'n> {
-        Ty::List(Rc::new(elem))
+        Ty::List(Arc::new(elem))
     }
 
     fn optional(inner: Ty<'n>) -> Ty<'n> {
-        Ty::Optional(Rc::new(inner))
+        Ty::Optional(Arc::new(inner))
     }
 
     /// The type CEL declares for a schema declaration.
@@ -115,7 +115,7 @@ impl<'n> Ty<'n> {
         match n.ty {
             Some(SchemaTy::Array) => Ty::list(d.elem().map_or(Ty::Dyn, Ty::of)),
             Some(SchemaTy::Object) => match d.elem() {
-                Some(v) => Ty::Map(Rc::new(Ty::String), Rc::new(Ty::of(v))),
+                Some(v) => Ty::Map(Arc::new(Ty::String), Arc::new(Ty::of(v))),
                 None => Ty::Object(d),
             },
             // by the format as written (`datetime` is a plain string to CEL, as upstream)
@@ -166,7 +166,7 @@ impl<'n> Ty<'n> {
             (Ty::Dyn, _) | (_, Ty::Dyn) => Ty::Dyn,
             (Ty::List(a), Ty::List(b)) => Ty::list(a.join(b)),
             (Ty::Map(ka, va), Ty::Map(kb, vb)) => {
-                Ty::Map(Rc::new(ka.join(kb)), Rc::new(va.join(vb)))
+                Ty::Map(Arc::new(ka.join(kb)), Arc::new(va.join(vb)))
             }
             (Ty::Optional(a), Ty::Optional(b)) => Ty::optional(a.join(b)),
             (Ty::Opaque(a), Ty::Opaque(b)) if a != b => Ty::Dyn,
@@ -300,67 +300,27 @@ pub(crate) fn analyze_dyn(
         variables: variables.map(|declared| {
             declared
                 .iter()
-                .map(|(name, ty)| (name.to_string(), ty.ty()))
+                .map(|(name, ty)| (name.to_string(), ty.0.clone()))
                 .collect()
         }),
         plain_keywords: true,
     };
     let est = a.expr(e, 0)?;
-    Ok((est.ty.kind(), cel_name(&est.ty), VarTy::of(&est.ty)))
+    Ok((
+        est.ty.kind(),
+        cel_name(&est.ty),
+        VarTy(composition_type(&est.ty)),
+    ))
 }
 
-/// A policy variable's type as the expressions after it see it (see [`composition_type`]),
-/// owned and free of schema references, so a compiled variable keeps it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum VarTy {
-    Bool,
-    Int,
-    Uint,
-    Double,
-    String,
-    Bytes,
-    Null,
-    Duration,
-    Timestamp,
-    List(Box<VarTy>),
-    Map(Box<VarTy>, Box<VarTy>),
-    Dyn,
-}
+/// A policy variable's type as the expressions after it see it ([`composition_type`]):
+/// free of schema references, so a compiled variable keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct VarTy(Ty<'static>);
 
 impl VarTy {
-    fn of(t: &Ty<'_>) -> VarTy {
-        match t {
-            Ty::Bool => VarTy::Bool,
-            Ty::Int => VarTy::Int,
-            Ty::Uint => VarTy::Uint,
-            Ty::Double => VarTy::Double,
-            Ty::String => VarTy::String,
-            Ty::Bytes => VarTy::Bytes,
-            Ty::Null => VarTy::Null,
-            Ty::Duration => VarTy::Duration,
-            Ty::Timestamp => VarTy::Timestamp,
-            Ty::List(e) => VarTy::List(Box::new(VarTy::of(e))),
-            Ty::Map(k, v) => VarTy::Map(Box::new(VarTy::of(k)), Box::new(VarTy::of(v))),
-            Ty::Object(_) | Ty::Opaque(_) | Ty::Optional(_) | Ty::Dyn => VarTy::Dyn,
-        }
-    }
-
-    fn ty<'n>(&self) -> Ty<'n> {
-        match self {
-            VarTy::Bool => Ty::Bool,
-            VarTy::Int => Ty::Int,
-            VarTy::Uint => Ty::Uint,
-            VarTy::Double => Ty::Double,
-            VarTy::String => Ty::String,
-            VarTy::Bytes => Ty::Bytes,
-            VarTy::Null => Ty::Null,
-            VarTy::Duration => Ty::Duration,
-            VarTy::Timestamp => Ty::Timestamp,
-            VarTy::List(e) => Ty::list(e.ty()),
-            VarTy::Map(k, v) => Ty::Map(Rc::new(k.ty()), Rc::new(v.ty())),
-            VarTy::Dyn => Ty::Dyn,
-        }
-    }
+    /// `dyn`: the type of a variable whose expression did not compile.
+    pub(crate) const DYN: VarTy = VarTy(Ty::Dyn);
 }
 
 /// The variables of an admission policy's type check (upstream's `TypeChecker`): `object`
@@ -435,8 +395,21 @@ fn typed_var<'n>(name: &str, d: Decl<'n>) -> Var<'n> {
 
 /// The type a policy variable has to the expressions after it: objects, optionals and
 /// library values lose their type (`dyn`), lists and maps keep their parameters so.
-fn composition_type<'n>(t: &Ty<'n>) -> Ty<'n> {
-    VarTy::of(t).ty()
+fn composition_type(t: &Ty<'_>) -> Ty<'static> {
+    match t {
+        Ty::List(e) => Ty::list(composition_type(e)),
+        Ty::Map(k, v) => Ty::Map(Arc::new(composition_type(k)), Arc::new(composition_type(v))),
+        Ty::Object(_) | Ty::Opaque(_) | Ty::Optional(_) | Ty::Dyn => Ty::Dyn,
+        Ty::Bool => Ty::Bool,
+        Ty::Int => Ty::Int,
+        Ty::Uint => Ty::Uint,
+        Ty::Double => Ty::Double,
+        Ty::String => Ty::String,
+        Ty::Bytes => Ty::Bytes,
+        Ty::Null => Ty::Null,
+        Ty::Duration => Ty::Duration,
+        Ty::Timestamp => Ty::Timestamp,
+    }
 }
 
 /// cel-go's name of a type (`bool`, `list(int)`, `map(string, dyn)`, ...).
@@ -570,7 +543,7 @@ impl<'n> Analyzer<'n> {
                 }
                 let size = Size::exact(m.entries.len() as u64);
                 let (key, value) = joined.unwrap_or((Ty::Dyn, Ty::Dyn));
-                let ty = Ty::Map(Rc::new(key), Rc::new(value));
+                let ty = Ty::Map(Arc::new(key), Arc::new(value));
                 Ok(Est::of(ty, cost).sized(Some(size)))
             }
             Expr::Struct(s) => Err(undeclared(&s.type_name)),

@@ -87,7 +87,7 @@ impl Declared {
     pub fn new(name: &str, expr: Option<&Expression>) -> Self {
         Declared {
             name: name.to_string(),
-            ty: expr.map_or(VarTy::Dyn, |e| e.ty.clone()),
+            ty: expr.map_or(VarTy::DYN, |e| e.ty.clone()),
         }
     }
 

@@ -4,6 +4,7 @@
 //! unit. Every cost here includes the arguments' costs; the caller adds the target's.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use kube_cel::cel::common::ast::{CallExpr, Expr, LiteralValue};
 
@@ -261,8 +262,8 @@ impl<'n> Analyzer<'n> {
                 (Ty::String, 1, None)
             }
             ("getQuery", _, _) => {
-                let values = Rc::new(Ty::list(Ty::String));
-                (Ty::Map(Rc::new(Ty::String), values), 1, None)
+                let values = Arc::new(Ty::list(Ty::String));
+                (Ty::Map(Arc::new(Ty::String), values), 1, None)
             }
             ("_==_", _, Some(l)) if args.len() == 2 => {
                 let r = &args[1];
