@@ -296,3 +296,57 @@ async fn an_unconditional_update_that_loses_a_race_is_retried() {
     let now = stored(&f.reg.get(&t, "cm").await.unwrap());
     assert_eq!(now["data"]["k"], "unconditional");
 }
+
+/// An unconditional update that loses every race (another writer commits while each of
+/// its commits waits) gives up after its retries with the 409, having tried exactly
+/// `UPDATE_RETRIES` times more than once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unconditional_update_that_keeps_losing_gives_up_after_its_retries() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let store = faulty();
+    let f = fixture_over(store.clone()).await;
+    let t = create_namespace(&f.reg, "u").await;
+    f.reg
+        .create(&t, configmap("cm", "g"), &WriteParams::default())
+        .await
+        .unwrap();
+    let key = Key::new("root", "/configmaps", "u", "cm");
+    store.inject(Op::Put, Fault::delay(std::time::Duration::from_secs(1)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (inner, key, stop) = (store.inner().clone(), key.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let kv = inner.get(&key).await.unwrap().unwrap();
+                let value = kv.value.to_vec();
+                inner
+                    .put(
+                        key.clone(),
+                        kplane_storage::Precondition::MustExist,
+                        Box::new(move |_| Ok(value)),
+                    )
+                    .await
+                    .unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let puts = store.calls(Op::Put);
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "cm"}, "data": {"k": "never"}});
+    let e = f
+        .reg
+        .update(&t, "cm", None, body, &WriteParams::default())
+        .await
+        .unwrap_err();
+    stop.store(true, Ordering::Relaxed);
+    writer.await.unwrap();
+    store.clear();
+    assert_eq!((e.code(), &e.0.reason), (409, &StatusReason::Conflict));
+    assert_eq!(
+        store.calls(Op::Put) - puts,
+        crate::write::UPDATE_RETRIES as u64 + 1
+    );
+    let now: Value = serde_json::from_slice(&f.reg.get(&t, "cm").await.unwrap()).unwrap();
+    assert_eq!(now["data"]["k"], "v");
+}

@@ -21,7 +21,7 @@ use crate::strategies::{BatchCreate, Together};
 /// for optimistic locking.
 const PATCH_RETRIES: usize = 5;
 /// How often an unconditional update is retried when another write commits first.
-const UPDATE_RETRIES: usize = 5;
+pub(crate) const UPDATE_RETRIES: usize = 5;
 
 /// Options of a delete.
 #[derive(Clone, Debug, Default)]
