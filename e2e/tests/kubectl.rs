@@ -9,6 +9,7 @@ mod get;
 mod jobs;
 mod modify;
 mod network_policies;
+mod pod_templates;
 mod root_ca;
 mod status;
 mod stored_form;

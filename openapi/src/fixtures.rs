@@ -69,6 +69,13 @@ pub fn builtin_served_resources_for_tests() -> Vec<ServedResource> {
         ),
         core("Event", "events", true, &[], "io.k8s.api.core.v1.Event"),
         core("Pod", "pods", true, &["status"], "io.k8s.api.core.v1.Pod"),
+        core(
+            "PodTemplate",
+            "podtemplates",
+            true,
+            &[],
+            "io.k8s.api.core.v1.PodTemplate",
+        ),
         resource(
             "events.k8s.io",
             "v1",

@@ -217,6 +217,9 @@ pub struct StorageStats {
 /// fails, so that a supervisor restarts the process: its log is durable).
 pub const STALL_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How many keys [`Storage::count_after`]'s default reads at a time.
+pub const COUNT_CHUNK: usize = 1000;
+
 /// The storage interface. The server reaches storage only through this trait.
 #[async_trait::async_trait]
 pub trait Storage: Send + Sync + 'static {
@@ -247,8 +250,29 @@ pub trait Storage: Send + Sync + 'static {
         filter: Option<Filter<'_>>,
     ) -> Result<ListResult>;
 
-    /// Counts keys under `prefix` at the latest revision (for `remainingItemCount`, metrics).
+    /// Counts keys under `prefix` at the latest revision (for metrics and quotas).
     async fn count(&self, prefix: &Prefix) -> Result<u64>;
+
+    /// Counts the keys under `prefix` strictly after `start_after` as of revision `at`:
+    /// a list page's `remainingItemCount` (etcd answers it with the count of its range
+    /// read). Exact at `at`, as [`Storage::list`] at that revision would see them, and
+    /// linear in the keys counted; fails as such a list would ([`Error::Compacted`]).
+    async fn count_after(&self, prefix: &Prefix, start_after: &Key, at: Revision) -> Result<u64> {
+        let mut counted = 0u64;
+        let mut opts = ListOptions {
+            at_revision: Some(at),
+            start_after: Some(start_after.clone()),
+            limit: Some(COUNT_CHUNK),
+        };
+        loop {
+            let page = self.list(prefix, &opts, None).await?;
+            counted += page.items.len() as u64;
+            match page.items.last() {
+                Some(last) if page.more => opts.start_after = Some(last.key.clone()),
+                _ => return Ok(counted),
+            }
+        }
+    }
 
     /// Writes `key` if `precondition` holds. The value is produced by `encode` with the
     /// revision this write will commit at. Returns the stored value once durable.

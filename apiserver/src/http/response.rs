@@ -67,7 +67,7 @@ pub fn object(
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
-            let t = table::build(rt, std::slice::from_ref(&obj), &rv, None, topts, true)?;
+            let t = table::build(rt, std::slice::from_ref(&obj), &rv, None, None, topts, true)?;
             with_type(code, TABLE_CT, t.to_string())
         }
         Representation::PartialObjectMetadata | Representation::PartialObjectMetadataList => {
@@ -77,10 +77,13 @@ pub fn object(
     })
 }
 
-fn list_meta(rv: u64, cont: Option<&str>) -> Value {
+fn list_meta(rv: u64, cont: Option<&str>, remaining: Option<u64>) -> Value {
     let mut m = json!({"resourceVersion": rv.to_string()});
     if let Some(c) = cont {
         m["continue"] = json!(c);
+    }
+    if let Some(n) = remaining {
+        m["remainingItemCount"] = json!(n);
     }
     m
 }
@@ -204,7 +207,11 @@ pub async fn list(
     repr: Representation,
     topts: &TableOptions,
 ) -> ApiResult<Response> {
-    let meta = list_meta(page.revision(), page.continue_token());
+    let meta = list_meta(
+        page.revision(),
+        page.continue_token(),
+        page.remaining_item_count(),
+    );
     match repr {
         Representation::Object => {
             let head =
@@ -228,6 +235,7 @@ pub async fn list(
                 &objs,
                 &list.revision.to_string(),
                 list.continue_token.as_deref(),
+                list.remaining,
                 topts,
                 true,
             )?;
@@ -265,7 +273,7 @@ fn event_line(
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string();
-                table::build(rt, std::slice::from_ref(&o), &rv, None, topts, *first)
+                table::build(rt, std::slice::from_ref(&o), &rv, None, None, topts, *first)
             });
             *first = false;
             match converted {
@@ -387,7 +395,7 @@ pub fn delete_success(rt: &ResourceType, name: &str, uid: &str) -> Response {
 
 /// A list body built from already-encoded items (deletecollection).
 pub fn raw_list(rt: &ResourceType, items: Vec<Bytes>, rv: u64) -> Response {
-    let head = json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": list_meta(rv, None)})
+    let head = json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": list_meta(rv, None, None)})
         .to_string();
     with_type(
         StatusCode::OK,

@@ -48,6 +48,7 @@ pub fn build(
     objs: &[Value],
     rv: &str,
     cont: Option<&str>,
+    remaining: Option<u64>,
     opts: &TableOptions,
     headers: bool,
 ) -> ApiResult<Value> {
@@ -72,6 +73,9 @@ pub fn build(
     let mut meta = json!({"resourceVersion": rv});
     if let Some(c) = cont {
         meta["continue"] = json!(c);
+    }
+    if let Some(n) = remaining {
+        meta["remainingItemCount"] = json!(n);
     }
     let cols = if headers && !opts.no_headers {
         column_definitions(rt)

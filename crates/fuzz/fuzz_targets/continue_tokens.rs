@@ -32,7 +32,7 @@ fn client_token(rest: &[u8]) {
     for resource in RESOURCES {
         for t in std::iter::once(&*token).chain(from_query.as_deref()) {
             if let Ok(decoded) = decode(t, resource) {
-                let again = encode(decoded.rv, &decoded.start);
+                let again = encode(decoded.rv, &decoded.start, decoded.remaining);
                 assert_eq!(decode(&again, resource).ok(), Some(decoded));
             }
         }
@@ -57,10 +57,15 @@ fn round_trip(rest: &[u8]) {
             namespace.as_str(),
             name.as_str(),
         );
-        let token = encode(rv, &key);
+        let remaining = (rv % 3 == 0).then_some(rv / 3);
+        let token = encode(rv, &key, remaining);
         assert_eq!(
             decode(&token, resource).ok(),
-            Some(ContinueToken { rv, start: key })
+            Some(ContinueToken {
+                rv,
+                start: key,
+                remaining
+            })
         );
     }
 }

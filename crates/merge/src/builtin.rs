@@ -298,6 +298,7 @@ mod tests {
             ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
             ("batch", "Job"),
             ("networking.k8s.io", "NetworkPolicy"),
+            ("", "PodTemplate"),
             ("apiextensions.k8s.io", "CustomResourceDefinition"),
             ("sync.kplane.io", "SyncTarget"),
         ] {

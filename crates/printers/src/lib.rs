@@ -162,6 +162,14 @@ const JOB_COLUMNS: &[Column] = &[
     wide("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
 ];
 
+// printPodTemplate: no Age column.
+const POD_TEMPLATE_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Containers", CONTAINERS_DESC),
+    col("Images", IMAGES_DESC),
+    col("Pod Labels", "The labels for the pod template."),
+];
+
 const WORKSPACE_COLUMNS: &[Column] = &[
     name_col(0),
     col("Phase", "Initializing, Ready, Terminating or Failed."),
@@ -272,6 +280,7 @@ enum Printer {
     NetworkPolicy,
     ResourceQuota,
     Pod,
+    PodTemplate,
     RoleBinding,
     ClusterRoleBinding,
     Job,
@@ -299,6 +308,7 @@ fn printer(group: &str, kind: &str) -> Printer {
             Printer::AdmissionPolicyBinding
         }
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
+        ("", "PodTemplate") => Printer::PodTemplate,
         ("", "ResourceQuota") => Printer::ResourceQuota,
         ("", "Pod") => Printer::Pod,
         ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
@@ -366,6 +376,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::AdmissionPolicy => ADMISSION_POLICY_COLUMNS,
         Printer::AdmissionPolicyBinding => ADMISSION_POLICY_BINDING_COLUMNS,
         Printer::NetworkPolicy => NETWORK_POLICY_COLUMNS,
+        Printer::PodTemplate => POD_TEMPLATE_COLUMNS,
         Printer::ResourceQuota => RESOURCE_QUOTA_COLUMNS,
         Printer::Pod => pod::POD_COLUMNS,
         Printer::RoleBinding => ROLE_BINDING_COLUMNS,
@@ -501,6 +512,7 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         ],
         Printer::ResourceQuota => resource_quota_cells(obj, now),
         Printer::Pod => pod::cells(obj, now),
+        Printer::PodTemplate => pod_template_cells(obj),
         Printer::RoleBinding | Printer::ClusterRoleBinding => role_binding_cells(obj, now),
         Printer::Job => job_cells(obj, now),
         Printer::Workspace => vec![
@@ -899,6 +911,38 @@ fn has_job_condition(obj: &Value, kind: &str) -> bool {
         .is_some_and(|c| str_at(c, &["status"]) == "True")
 }
 
+/// `printPodTemplate`: the name, the containers' names and images joined by commas
+/// (`layoutContainerCells`), and the template's labels as `labels.FormatLabels` writes them.
+fn pod_template_cells(obj: &Value) -> Vec<Value> {
+    let containers = at(obj, &["template", "spec", "containers"]).and_then(Value::as_array);
+    let join = |field: &str| -> String {
+        containers
+            .into_iter()
+            .flatten()
+            .map(|c| str_at(c, &[field]))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut labels: Vec<String> = at(obj, &["template", "metadata", "labels"])
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    labels.sort();
+    let labels = if labels.is_empty() {
+        "<none>".to_string()
+    } else {
+        labels.join(",")
+    };
+    vec![
+        name(obj),
+        s(&join("name")),
+        s(&join("image")),
+        Value::String(labels),
+    ]
+}
+
 /// `printJob`, wide: Name, Status, Completions, Duration, Age, Containers, Images, Selector.
 fn job_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let succeeded = int_at(obj, &["status", "succeeded"]).unwrap_or(0);
@@ -1245,6 +1289,40 @@ mod tests {
                 json!(0)
             );
         }
+    }
+
+    #[test]
+    fn pod_templates_print_containers_images_and_pod_labels_without_an_age() {
+        assert_eq!(
+            columns("", "PodTemplate")
+                .iter()
+                .map(|c| (c.name, c.priority))
+                .collect::<Vec<_>>(),
+            [
+                ("Name", 0),
+                ("Containers", 0),
+                ("Images", 0),
+                ("Pod Labels", 0)
+            ]
+        );
+        let obj = json!({"metadata": {"name": "t", "creationTimestamp": ago(120)},
+            "template": {"metadata": {"labels": {"tier": "web", "app": "a", "a": "z"}},
+                "spec": {"containers": [{"name": "one", "image": "nginx"},
+                                        {"name": "two", "image": "busybox:1"}]}}});
+        assert_eq!(
+            cells("", "PodTemplate", &obj, now()),
+            vec![
+                json!("t"),
+                json!("one,two"),
+                json!("nginx,busybox:1"),
+                json!("a=z,app=a,tier=web")
+            ]
+        );
+        let bare = json!({"metadata": {"name": "t"}});
+        assert_eq!(
+            cells("", "PodTemplate", &bare, now()),
+            vec![json!("t"), json!(""), json!(""), json!("<none>")]
+        );
     }
 
     #[test]

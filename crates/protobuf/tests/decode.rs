@@ -382,6 +382,43 @@ fn job_with_full_pod_template() {
 }
 
 #[test]
+fn pod_template_with_full_pod_spec() {
+    let tpl = core::PodTemplate {
+        metadata: Some(go_meta("web", "default")),
+        template: Some(core::PodTemplateSpec {
+            metadata: Some(meta::ObjectMeta {
+                labels: BTreeMap::from([("app".to_string(), "web".to_string())]),
+                ..go_meta("", "")
+            }),
+            spec: Some(go_pod_spec()),
+        }),
+    };
+    let v = decode_ok(&body("v1", "PodTemplate", &tpl));
+    assert_eq!(
+        v,
+        json!({
+            "apiVersion": "v1", "kind": "PodTemplate",
+            "metadata": {"name": "web", "namespace": "default"},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "volumes": [{"name": "cfg", "configMap": {
+                        "name": "app-config",
+                        "items": [{"key": "a", "path": "a.txt"}],
+                        "defaultMode": 420
+                    }}],
+                    "containers": [expected_container()],
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 0,
+                    "securityContext": {}
+                }
+            }
+        })
+    );
+    oracle::<k8s_openapi::api::core::v1::PodTemplate>(&v);
+}
+
+#[test]
 fn pod_with_status() {
     let ts = |sec| meta::Time {
         seconds: Some(sec),

@@ -270,6 +270,16 @@ pub fn builtin() -> Vec<ResourceType> {
     ]);
     out.push(pod);
 
+    out.push(base(Spec {
+        group: "",
+        version: "v1",
+        kind: "PodTemplate",
+        plural: "podtemplates",
+        namespaced: true,
+        schema: "io.k8s.api.core.v1.PodTemplate",
+        strategy: Arc::new(PodTemplate),
+    }));
+
     let mut secret = base(Spec {
         group: "",
         version: "v1",

@@ -1,6 +1,7 @@
-//! The `continue` token of a LIST page: the revision the first page was read at and the
-//! key of its last item, as URL-safe base64 of a small JSON object (`v`, `rv`, `c`, `ns`,
-//! `n`), the shape kube-apiserver's tokens have. The token is opaque to clients, but it
+//! The `continue` token of a LIST page: the revision the first page was read at, the key
+//! of its last item and, when it was counted, how many items follow it, as URL-safe
+//! base64 of a small JSON object (`v`, `rv`, `c`, `ns`, `n`, and `r` for the count), the
+//! shape kube-apiserver's tokens have. The token is opaque to clients, but it
 //! comes back from them, so decoding takes any string. Public so that the fuzz target
 //! (`crates/fuzz`, `continue_tokens`) and tests can reach the codec; the read path
 //! (`super::read`) is its only other user.
@@ -18,11 +19,19 @@ pub struct ContinueToken {
     pub rv: Revision,
     /// The last key of the previous page (the next page starts after it).
     pub start: Key,
+    /// How many items of the list follow `start` at `rv` (the previous page's
+    /// `remainingItemCount`), when it was counted: the next page's count is this one less
+    /// what it returns, without counting the rest again.
+    pub remaining: Option<u64>,
 }
 
-/// The token for a page read at `rv` whose last item is `last`.
-pub fn encode(rv: Revision, last: &Key) -> String {
-    let body = json!({"v": "meta.k8s.io/v1", "rv": rv, "c": last.cluster, "ns": last.namespace, "n": last.name});
+/// The token for a page read at `rv` whose last item is `last`, with `remaining` items
+/// after it when they were counted.
+pub fn encode(rv: Revision, last: &Key, remaining: Option<u64>) -> String {
+    let mut body = json!({"v": "meta.k8s.io/v1", "rv": rv, "c": last.cluster, "ns": last.namespace, "n": last.name});
+    if let Some(r) = remaining {
+        body["r"] = json!(r);
+    }
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(body.to_string())
 }
 
@@ -45,6 +54,10 @@ pub fn decode(token: &str, resource: &str) -> ApiResult<ContinueToken> {
             s("ns").ok_or_else(bad)?,
             s("n").ok_or_else(bad)?,
         ),
+        remaining: match v.get("r") {
+            None => None,
+            Some(r) => Some(r.as_u64().ok_or_else(bad)?),
+        },
     })
 }
 
@@ -56,16 +69,25 @@ mod tests {
     #[test]
     fn a_token_decodes_to_what_was_encoded() {
         let key = Key::new("root:a", "/configmaps", "default", "cm-1");
-        let token = encode(42, &key);
-        assert_eq!(
-            decode(&token, "/configmaps").unwrap(),
-            ContinueToken { rv: 42, start: key }
-        );
+        for remaining in [None, Some(0), Some(383)] {
+            let token = encode(42, &key, remaining);
+            assert_eq!(
+                decode(&token, "/configmaps").unwrap(),
+                ContinueToken {
+                    rv: 42,
+                    start: key.clone(),
+                    remaining
+                }
+            );
+        }
     }
 
     #[test]
     fn anything_else_is_a_bad_request() {
-        for token in ["", "!", "e30", "bm90IGpzb24", "eyJydiI6LTF9"] {
+        // The last: a count that is not a number.
+        let bad_count = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(r#"{"rv":1,"c":"root","ns":"d","n":"a","r":"x"}"#);
+        for token in ["", "!", "e30", "bm90IGpzb24", "eyJydiI6LTF9", &bad_count] {
             assert_eq!(
                 decode(token, "/configmaps").unwrap_err().code(),
                 400,

@@ -106,6 +106,17 @@ pub fn round_trip(obj: &mut Value) {
     }
 }
 
+/// What a PodTemplate's pod spec keeps of its trip through the internal type: the
+/// deprecated `serviceAccount` alias, as a pod's.
+pub fn template_round_trip(obj: &mut Value) {
+    if let Some(spec) = obj
+        .pointer_mut("/template/spec")
+        .and_then(Value::as_object_mut)
+    {
+        service_account_alias(spec);
+    }
+}
+
 /// `serviceAccount` is read when `serviceAccountName` is unset, and always written as it.
 fn service_account_alias(spec: &mut Map<String, Value>) {
     let name = |k: &str| {

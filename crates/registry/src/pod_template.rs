@@ -13,6 +13,35 @@ use super::json_map::set_default;
 use kplane_types::{validation, Cause, CauseType};
 use serde_json::{json, Map, Value};
 
+/// `SetObjectDefaults_PodTemplate`: a core/v1 PodTemplate's `template.spec` takes the pod
+/// spec defaults (the template and its spec are structs, so they are there to default).
+pub fn default_pod_template(obj: &mut Value) {
+    let Some(o) = obj.as_object_mut() else {
+        return;
+    };
+    let template = o.entry("template").or_insert_with(|| json!({}));
+    if template.is_null() {
+        *template = json!({});
+    }
+    let Some(t) = template.as_object_mut() else {
+        return;
+    };
+    let spec = t.entry("spec").or_insert_with(|| json!({}));
+    if spec.is_null() {
+        *spec = json!({});
+    }
+    if let Some(spec) = spec.as_object_mut() {
+        default_pod_spec(spec);
+    }
+}
+
+/// `ValidatePodTemplate` and `ValidatePodTemplateUpdate` past the object metadata (checked
+/// by the generic path): the template is validated the same way on create and update.
+pub fn validate_pod_template(obj: &Value) -> Vec<Cause> {
+    let empty = json!({});
+    validate_template(obj.get("template").unwrap_or(&empty), "template")
+}
+
 /// Sets the pod spec defaults kube-apiserver applies to a template.
 pub fn default_pod_spec(pod: &mut Map<String, Value>) {
     set_default(pod, "restartPolicy", json!("Always"));

@@ -37,6 +37,8 @@ pub const LIST_BATCH: usize = 500;
 pub struct ListPage {
     revision: Revision,
     continue_token: Option<String>,
+    /// How many items follow a `limit` page (`remainingItemCount`), when known.
+    remaining: Option<u64>,
     /// The batch read eagerly (so that its errors still become a Status), until taken.
     first: Option<Vec<Bytes>>,
     /// The batches still to read; `None` when `first` is everything. Boxed: most lists
@@ -50,6 +52,8 @@ pub struct CompleteList {
     pub items: Vec<Bytes>,
     pub revision: Revision,
     pub continue_token: Option<String>,
+    /// How many items follow this page (`remainingItemCount`), when known.
+    pub remaining: Option<u64>,
 }
 
 impl ListPage {
@@ -58,6 +62,7 @@ impl ListPage {
         ListPage {
             revision,
             continue_token: None,
+            remaining: None,
             first: Some(items),
             rest: None,
         }
@@ -71,6 +76,13 @@ impl ListPage {
     /// The continue token of a `limit` page with more items after it.
     pub fn continue_token(&self) -> Option<&str> {
         self.continue_token.as_deref()
+    }
+
+    /// How many items follow a `limit` page (its `remainingItemCount`). As upstream, known
+    /// only for a list without label or field selectors (the count is of stored keys);
+    /// `None` too for a list of several clusters and for built-in objects merged in.
+    pub fn remaining_item_count(&self) -> Option<u64> {
+        self.remaining
     }
 
     /// The next batch of items, in key order; `None` once every item has been returned.
@@ -107,6 +119,7 @@ impl ListPage {
             items,
             revision: self.revision,
             continue_token: self.continue_token,
+            remaining: self.remaining,
         })
     }
 
@@ -118,6 +131,7 @@ impl ListPage {
                 items: first.unwrap_or_default(),
                 revision: self.revision,
                 continue_token: self.continue_token,
+                remaining: self.remaining,
             }),
             (false, first) => Err(ListPage { first, ..self }),
         }
@@ -129,6 +143,7 @@ impl From<CompleteList> for ListPage {
         ListPage {
             revision: c.revision,
             continue_token: c.continue_token,
+            remaining: c.remaining,
             first: Some(c.items),
             rest: None,
         }
@@ -457,6 +472,8 @@ impl Registry {
             limit: p.limit.or(Some(LIST_BATCH)),
             ..Default::default()
         };
+        // The count of what follows the previous page, when its token carries one.
+        let mut carried = None;
         if let Some(tok) = &p.continue_token {
             if p.resource_version.as_deref().is_some_and(|rv| rv != "0") {
                 return Err(ApiError::bad_request(
@@ -472,6 +489,7 @@ impl Registry {
             }
             opts.at_revision = Some(c.rv);
             opts.start_after = Some(c.start);
+            carried = c.remaining;
         } else if let Some(rv) = p.resource_version.as_deref() {
             let n = parse_rv(rv)?;
             if n != 0 {
@@ -518,6 +536,22 @@ impl Registry {
             hide.as_deref(),
         )
         .await?;
+        // etcd's count of the rest of the range: exact only when every key is an item. A
+        // continued list's count is the previous page's less this page's items, carried
+        // in the token; the first page counts the rest once.
+        let counted = !batched && selection.is_everything() && overlay.is_none() && hide.is_none();
+        let remaining = match (&read.last, carried) {
+            (Some(_), Some(before)) if counted => {
+                Some(before.saturating_sub(read.items.len() as u64))
+            }
+            (Some(last), None) if counted => Some(
+                self.storage
+                    .count_after(&prefix, last, read.revision)
+                    .await
+                    .map_err(|e| list_error(e, &t.rt))?,
+            ),
+            _ => None,
+        };
         let (continue_token, rest) = match read.last {
             Some(after) if batched => (
                 None,
@@ -534,12 +568,16 @@ impl Registry {
                     transport: self.admission.webhook_transport().cloned(),
                 })),
             ),
-            Some(last) => (Some(continue_token::encode(read.revision, &last)), None),
+            Some(last) => (
+                Some(continue_token::encode(read.revision, &last, remaining)),
+                None,
+            ),
             None => (None, None),
         };
         Ok(ListPage {
             revision: read.revision,
             continue_token,
+            remaining,
             first: Some(read.items),
             rest,
         })
@@ -675,5 +713,84 @@ mod tests {
         let page = reg.list(&t, &limited).await.unwrap();
         assert!(page.rest.is_none() && page.continue_token.is_some());
         assert_eq!(page.collect().await.unwrap().items.len(), 700);
+    }
+
+    #[tokio::test]
+    async fn limit_pages_count_what_follows_them_at_their_snapshot() {
+        let n = kplane_storage::COUNT_CHUNK + LIST_BATCH + 3;
+        let (_dir, reg, t) = with_configmaps(n, "v", |i| i % 2 == 1).await;
+        let total = reg
+            .list(&t, &ListParams::default())
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap()
+            .items
+            .len();
+        assert!(total >= n);
+        let mut params = ListParams {
+            limit: Some(17),
+            ..Default::default()
+        };
+        let first = reg.list(&t, &params).await.unwrap();
+        assert_eq!(first.remaining_item_count(), Some((total - 17) as u64));
+        // Deleting after the first page changes nothing the pages of its snapshot count.
+        for name in ["cm-00100", "cm-00101"] {
+            reg.delete(&t, name, &DeleteParams::default())
+                .await
+                .unwrap();
+        }
+        let mut seen = 17;
+        let mut token = first.continue_token().map(str::to_string);
+        params.limit = Some(400);
+        while let Some(tok) = token {
+            params.continue_token = Some(tok);
+            let page = reg.list(&t, &params).await.unwrap();
+            token = page.continue_token().map(str::to_string);
+            let remaining = page.remaining_item_count();
+            seen += page.collect().await.unwrap().items.len();
+            match token {
+                Some(_) => assert_eq!(remaining, Some((total - seen) as u64)),
+                None => assert_eq!(remaining, None),
+            }
+        }
+        assert_eq!(seen, total);
+        // Selectors make the count unknowable without reading every object: none.
+        let selected = ListParams {
+            limit: Some(17),
+            label_selector: Some("odd=true".into()),
+            ..Default::default()
+        };
+        let page = reg.list(&t, &selected).await.unwrap();
+        assert!(page.continue_token().is_some());
+        assert_eq!(page.remaining_item_count(), None);
+        // Its token carries no count: a continuation without the selector counts the rest
+        // at the token's snapshot, which is after the two deletes. The selected page ended
+        // at the 17th odd name, cm-00033: 34 names up to it.
+        let token = page.continue_token().map(str::to_string);
+        let page = reg
+            .list(
+                &t,
+                &ListParams {
+                    limit: Some(10),
+                    continue_token: token,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            page.remaining_item_count(),
+            Some((total - 2 - 34 - 10) as u64)
+        );
+        // A page that ends the list has no count either.
+        let everything = ListParams {
+            limit: Some(total + 1),
+            ..Default::default()
+        };
+        let page = reg.list(&t, &everything).await.unwrap();
+        assert_eq!(page.continue_token(), None);
+        assert_eq!(page.remaining_item_count(), None);
     }
 }

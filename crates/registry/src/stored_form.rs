@@ -59,6 +59,11 @@ pub fn network_policy(obj: &mut Value) {
     on_object(obj, network_policy_fields);
 }
 
+/// core/v1 PodTemplate.
+pub fn pod_template(obj: &mut Value) {
+    on_object(obj, pod_template_fields);
+}
+
 /// core/v1 Pod.
 pub fn pod(obj: &mut Value) {
     on_object(obj, pod_fields);
@@ -177,6 +182,23 @@ fn job_fields(o: &mut Map<String, Value>) {
         if let Some(Value::Object(meta)) = template.get_mut("metadata") {
             always(meta, "creationTimestamp", Value::Null);
         }
+    }
+}
+
+/// core/v1 PodTemplate: the template, its metadata (with a `null` creation time) and its
+/// spec are structs, always written; the spec is written as a pod's.
+fn pod_template_fields(o: &mut Map<String, Value>) {
+    always(o, "template", Value::Object(Map::new()));
+    let Some(Value::Object(template)) = o.get_mut("template") else {
+        return;
+    };
+    always(template, "metadata", Value::Object(Map::new()));
+    if let Some(Value::Object(meta)) = template.get_mut("metadata") {
+        always(meta, "creationTimestamp", Value::Null);
+    }
+    always(template, "spec", Value::Object(Map::new()));
+    if let Some(Value::Object(spec)) = template.get_mut("spec") {
+        pod_spec_fields(spec);
     }
 }
 

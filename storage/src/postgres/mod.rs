@@ -541,6 +541,11 @@ impl Storage for PostgresStorage {
         read::count(&self.shared, prefix).await
     }
 
+    async fn count_after(&self, prefix: &Prefix, start_after: &Key, at: Revision) -> Result<u64> {
+        self.reach(Some(at)).await;
+        read::count_after(&self.shared, prefix, start_after, at).await
+    }
+
     async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue> {
         self.write(key, false, precondition, encode).await
     }

@@ -190,6 +190,43 @@ pub(crate) async fn list(
     })
 }
 
+/// The keys under `prefix` after `after` that exist at `rev`, counted in the database as
+/// [`page`] reads them: objects not changed since `rev`, and keys changed since whose first
+/// later log row says they existed at `rev`.
+pub(crate) async fn count_after(
+    shared: &Shared,
+    prefix: &Prefix,
+    after: &Key,
+    rev: Revision,
+) -> Result<u64> {
+    let rev = shared.read_revision(Some(rev))?;
+    let client = shared.client().await?;
+    let mut p = Params::default();
+    let r = p.add(from_rev(rev)?);
+    let oc = prefix_cond(&mut p, "o", prefix);
+    let oa = after_cond(&mut p, "o", Some(after));
+    let lc = prefix_cond(&mut p, "l", prefix);
+    let la = after_cond(&mut p, "l", Some(after));
+    let sql = format!(
+        "SELECT (SELECT count(*) FROM kplane_objects o \
+                  WHERE {oc} AND {oa} AND o.mod_revision <= {r}) \
+              + (SELECT count(*) FROM ( \
+                  SELECT DISTINCT ON (l.cluster, l.resource, l.namespace, l.name) l.prev_value \
+                    FROM kplane_log l \
+                   WHERE l.revision > {r} AND l.event <> {GAP_EVENT} AND {lc} AND {la} \
+                   ORDER BY l.cluster, l.resource, l.namespace, l.name, l.revision) f \
+                 WHERE f.prev_value IS NOT NULL)"
+    );
+    let stmt = client.prepare_cached(&sql).await.map_err(pg_err)?;
+    let n: i64 = client
+        .query_one(&stmt, &p.refs())
+        .await
+        .map_err(pg_err)?
+        .get(0);
+    shared.check_not_compacted(rev)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
 pub(crate) async fn count(shared: &Shared, prefix: &Prefix) -> Result<u64> {
     let client = shared.client().await?;
     let mut p = Params::default();

@@ -26,6 +26,7 @@ mod lease;
 mod namespace;
 mod network_policy;
 mod pod;
+mod pod_template;
 mod rbac;
 mod resource_quota;
 mod review;
@@ -60,6 +61,7 @@ pub use lease::Lease;
 pub use namespace::Namespace;
 pub use network_policy::NetworkPolicy;
 pub use pod::Pod;
+pub use pod_template::PodTemplate;
 pub use rbac::Rbac;
 pub use resource_quota::ResourceQuota;
 pub use review::Review;
@@ -429,6 +431,7 @@ mod tests {
             ("", "namespaces", false, true, false, true),
             ("", "configmaps", false, true, false, true),
             ("", "pods", false, true, false, true),
+            ("", "podtemplates", false, true, true, true),
             ("", "events", true, true, false, true),
             ("events.k8s.io", "events", true, true, false, true),
             ("coordination.k8s.io", "leases", true, false, false, true),

@@ -2,10 +2,13 @@
 //! lists, paging through one snapshot, exact state at every retained revision.
 
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::Arc;
 
 use super::{create, enc, key, list_all, val, RES};
-use crate::{Error, Key, KeyValue, ListOptions, Precondition, Prefix, Revision, Storage};
+use crate::{
+    BatchWrite, Error, Key, KeyValue, ListOptions, Precondition, Prefix, Revision, Storage,
+};
 
 pub(super) async fn list_order_prefixes_filter_limit(s: &Arc<dyn Storage>) {
     // Names chosen so that naive string concatenation would mis-order or leak.
@@ -349,4 +352,79 @@ pub(super) async fn snapshots_match_model(s: &Arc<dyn Storage>) {
         let want: Vec<KeyValue> = state.values().cloned().collect();
         assert_eq!(got, want, "state at {rev}");
     }
+    // What remains after each key at a revision, deleted and later-created keys included.
+    let every: Vec<Key> = ["a", "b"]
+        .iter()
+        .flat_map(|r| (0..6).map(move |i| key(cluster, r, &format!("k{i}"))))
+        .collect();
+    for (rev, state) in states.iter().step_by(10) {
+        for k in &every {
+            let want = state.range::<Key, _>((Excluded(k), Unbounded)).count() as u64;
+            let got = s.count_after(&p, k, *rev).await.unwrap();
+            assert_eq!(got, want, "keys after {k:?} at {rev}");
+        }
+    }
+}
+
+/// `count_after` past [`crate::COUNT_CHUNK`]: from the first key, at the chunk boundary on
+/// both sides, at the last key, and at a revision before half of the keys were deleted.
+pub(super) async fn count_after_crosses_chunks(s: &Arc<dyn Storage>) {
+    let cluster = "counting";
+    let p = Prefix::resource(cluster, RES);
+    let n = 2 * crate::COUNT_CHUNK + 1;
+    let name = |i: usize| format!("k{i:05}");
+    for start in (0..n).step_by(500) {
+        let batch: Vec<BatchWrite> = (start..n.min(start + 500))
+            .map(|i| BatchWrite {
+                key: key(cluster, "ns", &name(i)),
+                delete: false,
+                precondition: Precondition::MustNotExist,
+                encode: enc("v"),
+            })
+            .collect();
+        for r in s.write_batch(batch).await {
+            r.unwrap();
+        }
+    }
+    let full = s.current_revision();
+    let chunk = crate::COUNT_CHUNK;
+    for (after, want) in [
+        (0, n - 1),
+        (n - chunk - 2, chunk + 1),
+        (n - chunk - 1, chunk),
+        (n - chunk, chunk - 1),
+        (n - 1, 0),
+    ] {
+        let got = s
+            .count_after(&p, &key(cluster, "ns", &name(after)), full)
+            .await
+            .unwrap();
+        assert_eq!(got, want as u64, "after {}", name(after));
+    }
+    // A key before every stored one counts them all.
+    let got = s
+        .count_after(&p, &key(cluster, "a", "a"), full)
+        .await
+        .unwrap();
+    assert_eq!(got, n as u64);
+    // Deleting every other key changes the latest count, not the one at `full`.
+    for i in (0..n).step_by(2) {
+        s.delete(
+            key(cluster, "ns", &name(i)),
+            Precondition::MustExist,
+            enc("d"),
+        )
+        .await
+        .unwrap();
+    }
+    let first = key(cluster, "ns", &name(0));
+    let now = s.current_revision();
+    assert_eq!(
+        s.count_after(&p, &first, now).await.unwrap(),
+        (n / 2) as u64
+    );
+    assert_eq!(
+        s.count_after(&p, &first, full).await.unwrap(),
+        (n - 1) as u64
+    );
 }
