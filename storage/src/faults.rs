@@ -326,6 +326,14 @@ impl<S: Storage + ?Sized> Storage for Faulty<S> {
         faulty!(self, Op::Count, self.inner.count(prefix))
     }
 
+    async fn count_after(&self, prefix: &Prefix, start_after: &Key, at: Revision) -> Result<u64> {
+        faulty!(
+            self,
+            Op::Count,
+            self.inner.count_after(prefix, start_after, at)
+        )
+    }
+
     async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue> {
         faulty!(self, Op::Put, self.inner.put(key, precondition, encode))
     }

@@ -217,6 +217,30 @@ pub struct StorageStats {
 /// fails, so that a supervisor restarts the process: its log is durable).
 pub const STALL_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// [`Storage::count_after`] by listing the keys [`COUNT_CHUNK`] at a time at `at`: exact,
+/// for backends without a cheaper count.
+pub async fn count_by_listing<S: Storage + ?Sized>(
+    s: &S,
+    prefix: &Prefix,
+    start_after: &Key,
+    at: Revision,
+) -> Result<u64> {
+    let mut counted = 0u64;
+    let mut opts = ListOptions {
+        at_revision: Some(at),
+        start_after: Some(start_after.clone()),
+        limit: Some(COUNT_CHUNK),
+    };
+    loop {
+        let page = s.list(prefix, &opts, None).await?;
+        counted += page.items.len() as u64;
+        match page.items.last() {
+            Some(last) if page.more => opts.start_after = Some(last.key.clone()),
+            _ => return Ok(counted),
+        }
+    }
+}
+
 /// How many keys [`Storage::count_after`]'s default reads at a time.
 pub const COUNT_CHUNK: usize = 1000;
 
@@ -258,20 +282,7 @@ pub trait Storage: Send + Sync + 'static {
     /// read). Exact at `at`, as [`Storage::list`] at that revision would see them, and
     /// linear in the keys counted; fails as such a list would ([`Error::Compacted`]).
     async fn count_after(&self, prefix: &Prefix, start_after: &Key, at: Revision) -> Result<u64> {
-        let mut counted = 0u64;
-        let mut opts = ListOptions {
-            at_revision: Some(at),
-            start_after: Some(start_after.clone()),
-            limit: Some(COUNT_CHUNK),
-        };
-        loop {
-            let page = self.list(prefix, &opts, None).await?;
-            counted += page.items.len() as u64;
-            match page.items.last() {
-                Some(last) if page.more => opts.start_after = Some(last.key.clone()),
-                _ => return Ok(counted),
-            }
-        }
+        count_by_listing(self, prefix, start_after, at).await
     }
 
     /// Writes `key` if `precondition` holds. The value is produced by `encode` with the

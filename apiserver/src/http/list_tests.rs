@@ -1,6 +1,7 @@
 //! A LIST without `limit` through the response encoder, around the registry's list batch:
 //! every representation (objects, Table, PartialObjectMetadataList) carries every item, in
-//! order, in one body at the list's revision.
+//! order, in one body at the list's revision; and a `limit` page's continue token and
+//! `remainingItemCount` in each.
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -74,5 +75,40 @@ async fn every_representation_of_a_list_carries_every_item_around_the_batch_size
                 assert_eq!(v["kind"], "ConfigMapList");
             }
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_representation_of_a_limit_page_carries_its_remaining_item_count() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    let t = create_namespace(reg, "pages").await;
+    let new: Vec<String> = (0..40).map(|i| format!("cm-{i:05}")).collect();
+    create_all(reg, &t, new.iter().map(|n| configmap(n, "all")).collect()).await;
+    // 41 with kube-root-ca.crt.
+    for repr in [
+        Representation::Object,
+        Representation::Table,
+        Representation::PartialObjectMetadataList,
+    ] {
+        let params = ListParams {
+            limit: Some(17),
+            ..Default::default()
+        };
+        let page = reg.list(&t, &params).await.unwrap();
+        let (got, v) = body(page, &t.rt, repr).await;
+        assert_eq!(got.len(), 17, "{repr:?}");
+        assert_eq!(v["metadata"]["remainingItemCount"], 24, "{repr:?}");
+        let token = v["metadata"]["continue"].as_str().unwrap().to_string();
+        let last = ListParams {
+            limit: Some(30),
+            continue_token: Some(token),
+            ..Default::default()
+        };
+        let page = reg.list(&t, &last).await.unwrap();
+        let (got, v) = body(page, &t.rt, repr).await;
+        assert_eq!(got.len(), 24, "{repr:?}");
+        assert!(v["metadata"].get("continue").is_none(), "{repr:?}");
+        assert!(v["metadata"].get("remainingItemCount").is_none(), "{repr:?}");
     }
 }

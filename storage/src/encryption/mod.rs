@@ -205,6 +205,10 @@ impl Storage for EncryptedStorage {
         self.inner.count(prefix).await
     }
 
+    async fn count_after(&self, prefix: &Prefix, start_after: &Key, at: Revision) -> Result<u64> {
+        self.inner.count_after(prefix, start_after, at).await
+    }
+
     async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue> {
         let encode = self.rules.encoder(&key, encode);
         let kv = self.inner.put(key, precondition, encode).await?;

@@ -614,6 +614,18 @@ impl Storage for SledStorage {
         read::count(&self.shared.latest().tree, prefix, rev).await
     }
 
+    async fn count_after(&self, prefix: &Prefix, start_after: &Key, at: Revision) -> Result<u64> {
+        let rev = self.shared.read_revision(Some(at))?;
+        let latest = self.shared.latest();
+        let counted =
+            read::count_after(&latest.tree, &self.shared.log, prefix, rev, start_after).await?;
+        self.shared.check_not_compacted(rev)?;
+        match counted {
+            Some(n) => Ok(n),
+            None => crate::count_by_listing(self, prefix, start_after, rev).await,
+        }
+    }
+
     async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue> {
         self.write(key, false, precondition, encode).await
     }
