@@ -109,6 +109,9 @@ async fn every_representation_of_a_limit_page_carries_its_remaining_item_count()
         let (got, v) = body(page, &t.rt, repr).await;
         assert_eq!(got.len(), 24, "{repr:?}");
         assert!(v["metadata"].get("continue").is_none(), "{repr:?}");
-        assert!(v["metadata"].get("remainingItemCount").is_none(), "{repr:?}");
+        assert!(
+            v["metadata"].get("remainingItemCount").is_none(),
+            "{repr:?}"
+        );
     }
 }

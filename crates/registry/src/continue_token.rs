@@ -12,10 +12,14 @@ use serde_json::json;
 
 use crate::error::{ApiError, ApiResult};
 
+/// The `rv` of an inconsistent continuation: the next page is read at the latest revision
+/// (kube-apiserver writes `-1` in the token, as does this codec).
+pub const LATEST: Revision = 0;
+
 /// A decoded continue token: where the next page starts, and at which revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContinueToken {
-    /// The revision every page of the list is read at.
+    /// The revision every page of the list is read at ([`LATEST`]: whatever is latest).
     pub rv: Revision,
     /// The last key of the previous page (the next page starts after it).
     pub start: Key,
@@ -28,6 +32,10 @@ pub struct ContinueToken {
 /// The token for a page read at `rv` whose last item is `last`, with `remaining` items
 /// after it when they were counted.
 pub fn encode(rv: Revision, last: &Key, remaining: Option<u64>) -> String {
+    let rv = match rv {
+        LATEST => json!(-1),
+        rv => json!(rv),
+    };
     let mut body = json!({"v": "meta.k8s.io/v1", "rv": rv, "c": last.cluster, "ns": last.namespace, "n": last.name});
     if let Some(r) = remaining {
         body["r"] = json!(r);
@@ -47,7 +55,14 @@ pub fn decode(token: &str, resource: &str) -> ApiResult<ContinueToken> {
     let v: serde_json::Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
     let s = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
     Ok(ContinueToken {
-        rv: v.get("rv").and_then(|x| x.as_u64()).ok_or_else(bad)?,
+        rv: match v.get("rv").and_then(|x| x.as_i64()) {
+            Some(-1) => LATEST,
+            _ => v
+                .get("rv")
+                .and_then(|x| x.as_u64())
+                .filter(|rv| *rv != LATEST)
+                .ok_or_else(bad)?,
+        },
         start: Key::new(
             s("c").ok_or_else(bad)?,
             resource,
@@ -69,6 +84,13 @@ mod tests {
     #[test]
     fn a_token_decodes_to_what_was_encoded() {
         let key = Key::new("root:a", "/configmaps", "default", "cm-1");
+        let inconsistent = encode(LATEST, &key, None);
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&inconsistent)
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+        assert_eq!(body["rv"], -1, "as kube-apiserver writes it");
+        assert_eq!(decode(&inconsistent, "/configmaps").unwrap().rv, LATEST);
         for remaining in [None, Some(0), Some(383)] {
             let token = encode(42, &key, remaining);
             assert_eq!(
@@ -84,10 +106,21 @@ mod tests {
 
     #[test]
     fn anything_else_is_a_bad_request() {
-        // The last: a count that is not a number.
-        let bad_count = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(r#"{"rv":1,"c":"root","ns":"d","n":"a","r":"x"}"#);
-        for token in ["", "!", "e30", "bm90IGpzb24", "eyJydiI6LTF9", &bad_count] {
+        // A count that is not a number; a revision of 0 or below -1 (upstream refuses 0).
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let bad_count = b64(r#"{"rv":1,"c":"root","ns":"d","n":"a","r":"x"}"#);
+        let zero = b64(r#"{"rv":0,"c":"root","ns":"d","n":"a"}"#);
+        let minus_two = b64(r#"{"rv":-2,"c":"root","ns":"d","n":"a"}"#);
+        for token in [
+            "",
+            "!",
+            "e30",
+            "bm90IGpzb24",
+            "eyJydiI6LTF9",
+            &bad_count,
+            &zero,
+            &minus_two,
+        ] {
             assert_eq!(
                 decode(token, "/configmaps").unwrap_err().code(),
                 400,

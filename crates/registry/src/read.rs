@@ -46,6 +46,9 @@ pub struct ListPage {
     rest: Option<Box<ListRest>>,
 }
 
+/// etcd3's store's answer to a continue token whose snapshot was compacted away.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
 /// Every item of a list, read into memory ([`ListPage::collect`]).
 #[derive(Debug)]
 pub struct CompleteList {
@@ -481,13 +484,19 @@ impl Registry {
                 ));
             }
             let c = continue_token::decode(tok, &t.rt.storage_resource)?;
-            self.clusters.table.check_rv(&t.prefix().cluster, c.rv)?;
-            if c.rv <= self.storage.compacted_revision() {
-                return Err(ApiError::from(Status::expired(
-                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-                )));
+            if c.rv != continue_token::LATEST {
+                self.clusters.table.check_rv(&t.prefix().cluster, c.rv)?;
+                if c.rv < self.storage.compacted_revision() {
+                    // As etcd3's store: the rest of the list can still be had, at the
+                    // latest revision, with the token the Status offers.
+                    let inconsistent =
+                        continue_token::encode(continue_token::LATEST, &c.start, None);
+                    return Err(ApiError::from(
+                        Status::expired(INCONSISTENT_CONTINUE).with_continue(inconsistent),
+                    ));
+                }
+                opts.at_revision = Some(c.rv);
             }
-            opts.at_revision = Some(c.rv);
             opts.start_after = Some(c.start);
             carried = c.remaining;
         } else if let Some(rv) = p.resource_version.as_deref() {
@@ -792,5 +801,84 @@ mod tests {
         let page = reg.list(&t, &everything).await.unwrap();
         assert_eq!(page.continue_token(), None);
         assert_eq!(page.remaining_item_count(), None);
+    }
+
+    #[tokio::test]
+    async fn a_compacted_continue_offers_an_inconsistent_continuation_at_the_latest_revision() {
+        let mem = kplane_storage::memory::MemoryStorage::new(Default::default());
+        let storage: Arc<dyn Storage> = mem.clone();
+        let catalog = Arc::new(Catalog::new(builtin()));
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let (reg, _queue) = Registry::new(storage, catalog.clone(), String::new(), shutdown);
+        reg.ensure_cluster(&kplane_types::ClusterName::root())
+            .await
+            .unwrap();
+        let t = Target {
+            cluster: kplane_types::ClusterScope::One(kplane_types::ClusterName::root()),
+            rt: catalog.get("", "v1", "configmaps").unwrap().clone(),
+            namespace: Some("default".into()),
+        };
+        let w = WriteParams::default();
+        for i in 0..30 {
+            reg.create(&t, cm(&format!("cm-{i:05}"), "v", false), &w)
+                .await
+                .unwrap();
+        }
+        let first = reg
+            .list(
+                &t,
+                &ListParams {
+                    limit: Some(10),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let first_rv = first.revision();
+        let token = first.continue_token().unwrap().to_string();
+        // A change after the first page, then its snapshot is compacted away.
+        reg.delete(&t, "cm-00015", &DeleteParams::default())
+            .await
+            .unwrap();
+        mem.compact_to(mem.current_revision());
+        let mut params = ListParams {
+            limit: Some(10),
+            continue_token: Some(token),
+            ..Default::default()
+        };
+        let err = reg.list(&t, &params).await.err().unwrap();
+        assert_eq!(err.code(), 410);
+        assert_eq!(err.0.message, INCONSISTENT_CONTINUE);
+        let body = err.0.to_json();
+        let inconsistent = body["metadata"]["continue"].as_str().unwrap().to_string();
+        assert_eq!(
+            continue_token::decode(&inconsistent, &t.rt.storage_resource)
+                .unwrap()
+                .rv,
+            continue_token::LATEST
+        );
+        // The rest, from where the first page stopped, at the latest revision: the delete
+        // shows; the pages after it keep that revision and count what follows.
+        params.continue_token = Some(inconsistent);
+        let second = reg.list(&t, &params).await.unwrap();
+        assert!(second.revision() > first_rv);
+        let second_rv = second.revision();
+        let remaining = second.remaining_item_count();
+        params.continue_token = second.continue_token().map(str::to_string);
+        let names = names_and_values(&second.collect().await.unwrap().items);
+        let want: Vec<String> = (10..21)
+            .filter(|i| *i != 15)
+            .map(|i| format!("cm-{i:05}"))
+            .collect();
+        assert_eq!(names.into_iter().map(|(n, _)| n).collect::<Vec<_>>(), want);
+        let third = reg.list(&t, &params).await.unwrap();
+        assert_eq!(third.revision(), second_rv);
+        let third = names_and_values(&third.collect().await.unwrap().items);
+        assert_eq!(
+            remaining,
+            Some(third.len() as u64 + 1),
+            "kube-root-ca.crt too"
+        );
+        assert_eq!(third.first().map(|(n, _)| n.as_str()), Some("cm-00021"));
     }
 }

@@ -215,6 +215,9 @@ pub struct Status {
     pub details: Option<Details>,
     /// Seconds a client should wait before retrying (`details.retryAfterSeconds`).
     pub retry_after: Option<u32>,
+    /// A continue token offered with the error (`metadata.continue`: the inconsistent
+    /// continuation of a list whose snapshot is gone).
+    pub list_continue: Option<String>,
 }
 
 /// `metav1.StatusDetails`.
@@ -245,7 +248,14 @@ impl Status {
             message: message.into(),
             details: None,
             retry_after: None,
+            list_continue: None,
         }
+    }
+
+    /// The same Status offering `token` as its `metadata.continue`.
+    pub fn with_continue(mut self, token: String) -> Self {
+        self.list_continue = Some(token);
+        self
     }
 
     pub fn with_details(mut self, details: Details) -> Self {
@@ -407,6 +417,9 @@ impl Status {
             if let Some(o) = v.as_object_mut() {
                 o.remove("reason");
             }
+        }
+        if let Some(c) = &self.list_continue {
+            v["metadata"] = json!({"continue": c});
         }
         let mut details = serde_json::Map::new();
         if let Some(d) = &self.details {
