@@ -69,9 +69,14 @@ pub fn decode(token: &str, resource: &str) -> ApiResult<ContinueToken> {
             s("ns").ok_or_else(bad)?,
             s("n").ok_or_else(bad)?,
         ),
+        // A count past int64 would not decode in a Go client's ListMeta.
         remaining: match v.get("r") {
             None => None,
-            Some(r) => Some(r.as_u64().ok_or_else(bad)?),
+            Some(r) => Some(
+                r.as_u64()
+                    .filter(|r| i64::try_from(*r).is_ok())
+                    .ok_or_else(bad)?,
+            ),
         },
     })
 }
@@ -111,6 +116,7 @@ mod tests {
         let bad_count = b64(r#"{"rv":1,"c":"root","ns":"d","n":"a","r":"x"}"#);
         let zero = b64(r#"{"rv":0,"c":"root","ns":"d","n":"a"}"#);
         let minus_two = b64(r#"{"rv":-2,"c":"root","ns":"d","n":"a"}"#);
+        let huge_count = b64(r#"{"rv":1,"c":"root","ns":"d","n":"a","r":9223372036854775808}"#);
         for token in [
             "",
             "!",
@@ -120,6 +126,7 @@ mod tests {
             &bad_count,
             &zero,
             &minus_two,
+            &huge_count,
         ] {
             assert_eq!(
                 decode(token, "/configmaps").unwrap_err().code(),

@@ -46,6 +46,13 @@ pub struct ListPage {
     rest: Option<Box<ListRest>>,
 }
 
+/// The 410 for a continuation from `start` whose snapshot is gone: the rest of the list can
+/// still be had, at the latest revision, with the token the Status offers (etcd3's store).
+fn inconsistent_continue(start: &Key) -> ApiError {
+    let token = continue_token::encode(continue_token::LATEST, start, None);
+    ApiError::from(Status::expired(INCONSISTENT_CONTINUE).with_continue(token))
+}
+
 /// etcd3's store's answer to a continue token whose snapshot was compacted away.
 const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
@@ -475,8 +482,12 @@ impl Registry {
             limit: p.limit.or(Some(LIST_BATCH)),
             ..Default::default()
         };
+        let prefix = t.prefix();
         // The count of what follows the previous page, when its token carries one.
         let mut carried = None;
+        // Where a consistent continuation starts: should its snapshot go while the page is
+        // read, the 410 offers the inconsistent continuation from there.
+        let mut continued_after = None;
         if let Some(tok) = &p.continue_token {
             if p.resource_version.as_deref().is_some_and(|rv| rv != "0") {
                 return Err(ApiError::bad_request(
@@ -487,18 +498,16 @@ impl Registry {
             if c.rv != continue_token::LATEST {
                 self.clusters.table.check_rv(&t.prefix().cluster, c.rv)?;
                 if c.rv < self.storage.compacted_revision() {
-                    // As etcd3's store: the rest of the list can still be had, at the
-                    // latest revision, with the token the Status offers.
-                    let inconsistent =
-                        continue_token::encode(continue_token::LATEST, &c.start, None);
-                    return Err(ApiError::from(
-                        Status::expired(INCONSISTENT_CONTINUE).with_continue(inconsistent),
-                    ));
+                    return Err(inconsistent_continue(&c.start));
                 }
                 opts.at_revision = Some(c.rv);
+                continued_after = Some(c.start.clone());
+                // A count is carried only for the range it was counted in.
+                if prefix.contains(&c.start) {
+                    carried = c.remaining;
+                }
             }
             opts.start_after = Some(c.start);
-            carried = c.remaining;
         } else if let Some(rv) = p.resource_version.as_deref() {
             let n = parse_rv(rv)?;
             if n != 0 {
@@ -515,7 +524,6 @@ impl Registry {
                 _ => self.wait_for_revision(n).await?,
             }
         }
-        let prefix = t.prefix();
         // Built-in objects are merged at one revision (a stored object of the same name
         // at that revision hides one), so the read is pinned first.
         let overlay = match with_builtins && self.builtins_of(t).is_some() {
@@ -544,24 +552,38 @@ impl Registry {
             overlay.as_ref(),
             hide.as_deref(),
         )
-        .await?;
+        .await
+        .map_err(|e| match &continued_after {
+            Some(start) if e.code() == 410 => inconsistent_continue(start),
+            _ => e,
+        })?;
         // etcd's count of the rest of the range: exact only when every key is an item. A
         // continued list's count is the previous page's less this page's items, carried
-        // in the token; the first page counts the rest once.
+        // in the token; the first page counts the rest once. The count is optional: a
+        // page whose count fails is sent without one.
         let counted = !batched && selection.is_everything() && overlay.is_none() && hide.is_none();
         let remaining = match (&read.last, carried) {
             (Some(_), Some(before)) if counted => {
                 Some(before.saturating_sub(read.items.len() as u64))
             }
-            (Some(last), None) if counted => Some(
-                self.storage
-                    .count_after(&prefix, last, read.revision)
-                    .await
-                    .map_err(|e| list_error(e, &t.rt))?,
-            ),
+            (Some(last), None) if counted => {
+                match self.storage.count_after(&prefix, last, read.revision).await {
+                    Ok(n) => Some(n),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "remainingItemCount not counted");
+                        None
+                    }
+                }
+            }
             _ => None,
         };
-        let (continue_token, rest) = match read.last {
+        // Keys created after the snapshot can make a store report more after a page that
+        // in fact ends the list: a count of none left ends it, as etcd's does.
+        let (last, remaining) = match remaining {
+            Some(0) => (None, None),
+            _ => (read.last, remaining),
+        };
+        let (continue_token, rest) = match last {
             Some(after) if batched => (
                 None,
                 Some(Box::new(ListRest {
@@ -880,5 +902,47 @@ mod tests {
             "kube-root-ca.crt too"
         );
         assert_eq!(third.first().map(|(n, _)| n.as_str()), Some("cm-00021"));
+    }
+
+    #[tokio::test]
+    async fn a_page_that_ends_the_snapshot_has_no_token_and_a_count_is_kept_to_its_range() {
+        use crate::testing::{configmap, create_all, create_namespace};
+        let f = crate::testing::fixture_with(Default::default()).await;
+        let reg = &f.reg;
+        let a = create_namespace(reg, "a").await;
+        let b = create_namespace(reg, "b").await;
+        // Names that sort before kube-root-ca.crt, which each namespace also holds.
+        let names = |n: usize| {
+            (0..n)
+                .map(|i| configmap(&format!("a-{i:02}"), "x"))
+                .collect()
+        };
+        create_all(reg, &a, names(20)).await;
+        create_all(reg, &b, names(30)).await;
+        let ten = |token: Option<String>| ListParams {
+            limit: Some(10),
+            continue_token: token,
+            ..Default::default()
+        };
+        let first = reg.list(&a, &ten(None)).await.unwrap();
+        assert_eq!(first.remaining_item_count(), Some(11));
+        let token = first.continue_token().map(str::to_string);
+        // A name created after the snapshot, after everything the snapshot holds.
+        create_all(reg, &a, vec![configmap("z-new", "x")]).await;
+        // The rest of the snapshot exactly fills the next page (ten names and
+        // kube-root-ca.crt); the store sees the new name after it, but the count says the
+        // snapshot ends: no token, no count.
+        let mut eleven = ten(token.clone());
+        eleven.limit = Some(11);
+        let second = reg.list(&a, &eleven).await.unwrap();
+        assert_eq!(second.continue_token(), None);
+        assert_eq!(second.remaining_item_count(), None);
+        assert_eq!(second.collect().await.unwrap().items.len(), 11);
+
+        // The first token of namespace `a`, sent for `b`: the page starts after a key of
+        // `a`, so at b's first name, and its count is b's own (31 - 10), not the carried
+        // one (11 - 10).
+        let in_b = reg.list(&b, &ten(token)).await.unwrap();
+        assert_eq!(in_b.remaining_item_count(), Some(21), "counted in b");
     }
 }

@@ -207,13 +207,26 @@ pub(crate) async fn count_after(
     let oa = after_cond(&mut p, "o", Some(after));
     let lc = prefix_cond(&mut p, "l", prefix);
     let la = after_cond(&mut p, "l", Some(after));
+    // The keys changed after `rev` are found as `page` finds them (the log's tail near the
+    // latest revision, the prefix's log rows further back).
+    let lag = shared.current_revision().saturating_sub(rev);
+    let (with, source) = if lag <= TAIL_SCAN_MAX_LAG {
+        (
+            format!("WITH tail AS MATERIALIZED (SELECT * FROM kplane_log WHERE revision > {r})"),
+            format!("tail l WHERE l.event <> {GAP_EVENT}"),
+        )
+    } else {
+        (
+            String::new(),
+            format!("kplane_log l WHERE l.revision > {r} AND l.event <> {GAP_EVENT}"),
+        )
+    };
     let sql = format!(
-        "SELECT (SELECT count(*) FROM kplane_objects o \
+        "{with} SELECT (SELECT count(*) FROM kplane_objects o \
                   WHERE {oc} AND {oa} AND o.mod_revision <= {r}) \
               + (SELECT count(*) FROM ( \
                   SELECT DISTINCT ON (l.cluster, l.resource, l.namespace, l.name) l.prev_value \
-                    FROM kplane_log l \
-                   WHERE l.revision > {r} AND l.event <> {GAP_EVENT} AND {lc} AND {la} \
+                    FROM {source} AND {lc} AND {la} \
                    ORDER BY l.cluster, l.resource, l.namespace, l.name, l.revision) f \
                  WHERE f.prev_value IS NOT NULL)"
     );

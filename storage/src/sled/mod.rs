@@ -72,6 +72,10 @@ use crate::{
 /// latest values and correcting through the event-log tail; older ones merge history.
 pub(crate) const LATEST_SCAN_MAX_LAG: Revision = 4096;
 
+/// How many times `count_after` counts in the latest keyspace before it counts by
+/// listing, when writes keep touching the range it counts.
+const COUNT_TRIES: usize = 3;
+
 /// Tuning knobs for [`SledStorage`].
 #[derive(Clone, Debug)]
 pub struct SledStorageOptions {
@@ -614,16 +618,27 @@ impl Storage for SledStorage {
         read::count(&self.shared.latest().tree, prefix, rev).await
     }
 
+    /// Counts in the latest keyspace when no write touches the range meanwhile (a few
+    /// tries), otherwise by listing, which is exact however the store changes.
     async fn count_after(&self, prefix: &Prefix, start_after: &Key, at: Revision) -> Result<u64> {
-        let rev = self.shared.read_revision(Some(at))?;
-        let latest = self.shared.latest();
-        let counted =
-            read::count_after(&latest.tree, &self.shared.log, prefix, rev, start_after).await?;
-        self.shared.check_not_compacted(rev)?;
-        match counted {
-            Some(n) => Ok(n),
-            None => crate::count_by_listing(self, prefix, start_after, rev).await,
+        let shared = &self.shared;
+        let rev = shared.read_revision(Some(at))?;
+        for _ in 0..COUNT_TRIES {
+            // Every change the count may see that is not at or below `applied` shows up in
+            // the event log after it (as for a list).
+            let applied = shared.applied.load(Ordering::Acquire);
+            let latest = shared.latest();
+            let counted =
+                read::count_after(&latest.tree, &shared.log, prefix, rev, start_after).await?;
+            shared.check_not_compacted(rev)?;
+            let Some(n) = counted else {
+                break;
+            };
+            if !read::touched_since(&shared.log, prefix, start_after, applied)? {
+                return Ok(n);
+            }
         }
+        crate::count_by_listing(self, prefix, start_after, rev).await
     }
 
     async fn put(&self, key: Key, precondition: Precondition, encode: Encoder) -> Result<KeyValue> {

@@ -393,11 +393,11 @@ async fn correct(
 }
 
 /// Counts the keys of one cluster's `prefix` after `start_after` that exist at `rev`, as
-/// [`list`] in its latest mode finds them but without reading them out: the latest
+/// [`list`] in its latest mode finds them but without collecting them: the latest
 /// keyspace (a key changed since `rev` counts if it had a version then), then the keys
 /// deleted since `rev` that had one. `None` for the prefixes [`list`] reads through the
-/// index (subtrees, wildcards), which the caller counts by listing. A key deleted while
-/// the count runs may be counted twice (`remainingItemCount` is documented as inexact).
+/// index (subtrees, wildcards), which the caller counts by listing. The count is exact
+/// when no key of the range changed while it ran ([`touched_since`] tells).
 pub(crate) async fn count_after(
     latest: &sled::Tree,
     log: &Log,
@@ -454,6 +454,25 @@ pub(crate) async fn count_after(
         }
     }
     Ok(Some(n))
+}
+
+/// Whether a change committed after `applied` touched a key of `prefix` after
+/// `start_after` (a count over that range may then have seen it half-way).
+pub(crate) fn touched_since(
+    log: &Log,
+    prefix: &Prefix,
+    start_after: &Key,
+    applied: Revision,
+) -> Result<bool> {
+    for entry in log.entries(applied, Revision::MAX) {
+        let (_, v) = entry?;
+        let (_, kb) = peek_version(&v)?;
+        let (key, _) = decode_key(kb)?;
+        if prefix.contains(&key) && key > *start_after {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Counts keys under `prefix` that exist at `rev` (approximately: a key deleted by a

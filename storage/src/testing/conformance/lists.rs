@@ -428,3 +428,42 @@ pub(super) async fn count_after_crosses_chunks(s: &Arc<dyn Storage>) {
         (n - 1) as u64
     );
 }
+
+/// `count_after` while another task deletes and creates keys of the counted range: every
+/// count equals what a list at the same revision holds after the key.
+pub(super) async fn count_after_under_writes(s: &Arc<dyn Storage>) {
+    let cluster = "counting-live";
+    let p = Prefix::resource(cluster, RES);
+    for i in 0..300 {
+        create(s, key(cluster, "ns", &format!("k{i:03}")), "v").await;
+    }
+    let writer = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            for i in 0..300 {
+                let k = key(cluster, "ns", &format!("k{:03}", (i * 7) % 300));
+                if s.delete(k.clone(), Precondition::MustExist, enc("d"))
+                    .await
+                    .is_err()
+                {
+                    let _ = s.put(k, Precondition::MustNotExist, enc("again")).await;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    let first = key(cluster, "ns", "k000");
+    let mut counts = 0;
+    while !writer.is_finished() || counts < 5 {
+        let rev = s.current_revision();
+        let got = s.count_after(&p, &first, rev).await.unwrap();
+        let want = list_all(s, &p, Some(rev))
+            .await
+            .iter()
+            .filter(|kv| kv.key > first)
+            .count() as u64;
+        assert_eq!(got, want, "keys after k000 at {rev}");
+        counts += 1;
+    }
+    writer.await.unwrap();
+}

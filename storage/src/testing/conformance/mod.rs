@@ -48,6 +48,7 @@ pub async fn run_all(s: Arc<dyn Storage>) {
     lists::paging_snapshot_under_writes(&s).await;
     lists::snapshots_match_model(&s).await;
     lists::count_after_crosses_chunks(&s).await;
+    lists::count_after_under_writes(&s).await;
     watches::watch_replay_then_live(&s).await;
     watches::watch_prefixes_and_prev(&s).await;
     watches::watch_future_from_waits(&s).await;
