@@ -2,7 +2,7 @@
 window (the server runs with a short `--event-window-seconds`): a watch from an old
 resourceVersion ends in an ApiException 410 "Expired" (after the client's own single retry
 when no `timeout_seconds` is given), an old continue token is 410 Expired with a Status
-body, and the recovery the client's docs prescribe (list, then watch from the list's
+body offering the inconsistent continuation (which lists the rest), and the recovery the client's docs prescribe (list, then watch from the list's
 resourceVersion) works."""
 
 import threading
@@ -61,10 +61,21 @@ def main():
         except ApiException as e:
             check_eq(e.status, 410, "status of an expired watch after the client's retry")
 
-        expect_api_error(
+        status = expect_api_error(
             lambda: v1.list_namespaced_config_map(NS, limit=1, _continue=token), 410, "Expired",
             "The provided continue parameter is too old to display a consistent list result. "
-            "You can start a new list without the continue parameter.", "expired continue")
+            "You can start a new list without the continue parameter, or use the continue "
+            "token in this response to retrieve the remainder of the results. Continuing with "
+            "the provided token results in an inconsistent list - objects that were created, "
+            "modified, or deleted between the time the first chunk was returned and now may "
+            "show up in the list.", "expired continue")
+        # The Status offers the inconsistent continuation: the rest at the latest revision.
+        inconsistent = status.get("metadata", {}).get("continue")
+        check(inconsistent, f"no continue token in the expired Status: {status}")
+        rest = v1.list_namespaced_config_map(NS, _continue=inconsistent)
+        names = [cm.metadata.name for cm in rest.items]
+        check_eq(names[:2], ["cm-1", "cm-2"], "the rest of the list after cm-0")
+        check("later-1" in names, f"the inconsistent list shows later writes: {names}")
 
         # Recovery: list, then watch from the list's resourceVersion.
         fresh = v1.list_namespaced_config_map(NS)
