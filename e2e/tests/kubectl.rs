@@ -14,6 +14,7 @@ mod root_ca;
 mod status;
 mod stored_form;
 mod version;
+mod volume_claims;
 
 use anyhow::{Context as _, Result};
 use kplane_e2e::KplaneServer;

@@ -70,6 +70,13 @@ pub fn builtin_served_resources_for_tests() -> Vec<ServedResource> {
         core("Event", "events", true, &[], "io.k8s.api.core.v1.Event"),
         core("Pod", "pods", true, &["status"], "io.k8s.api.core.v1.Pod"),
         core(
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            true,
+            &["status"],
+            "io.k8s.api.core.v1.PersistentVolumeClaim",
+        ),
+        core(
             "PodTemplate",
             "podtemplates",
             true,

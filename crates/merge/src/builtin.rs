@@ -299,6 +299,7 @@ mod tests {
             ("batch", "Job"),
             ("networking.k8s.io", "NetworkPolicy"),
             ("", "PodTemplate"),
+            ("", "PersistentVolumeClaim"),
             ("apiextensions.k8s.io", "CustomResourceDefinition"),
             ("sync.kplane.io", "SyncTarget"),
         ] {

@@ -162,6 +162,19 @@ const JOB_COLUMNS: &[Column] = &[
     wide("Selector", "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
 ];
 
+// printPersistentVolumeClaim: VolumeMode only with -o wide.
+const PVC_COLUMNS: &[Column] = &[
+    name_col(0),
+    col("Status", "phase represents the current phase of PersistentVolumeClaim."),
+    col("Volume", "volumeName is the binding reference to the PersistentVolume backing this claim."),
+    col("Capacity", "capacity represents the actual resources of the underlying volume."),
+    col("Access Modes", "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1"),
+    col("StorageClass", "StorageClass of the pvc"),
+    col("VolumeAttributesClass", "VolumeAttributesClass of the pvc"),
+    AGE,
+    wide("VolumeMode", "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec."),
+];
+
 // printPodTemplate: no Age column.
 const POD_TEMPLATE_COLUMNS: &[Column] = &[
     name_col(0),
@@ -281,6 +294,7 @@ enum Printer {
     ResourceQuota,
     Pod,
     PodTemplate,
+    PersistentVolumeClaim,
     RoleBinding,
     ClusterRoleBinding,
     Job,
@@ -309,6 +323,7 @@ fn printer(group: &str, kind: &str) -> Printer {
         }
         ("networking.k8s.io", "NetworkPolicy") => Printer::NetworkPolicy,
         ("", "PodTemplate") => Printer::PodTemplate,
+        ("", "PersistentVolumeClaim") => Printer::PersistentVolumeClaim,
         ("", "ResourceQuota") => Printer::ResourceQuota,
         ("", "Pod") => Printer::Pod,
         ("rbac.authorization.k8s.io", "RoleBinding") => Printer::RoleBinding,
@@ -377,6 +392,7 @@ pub fn columns(group: &str, kind: &str) -> &'static [Column] {
         Printer::AdmissionPolicyBinding => ADMISSION_POLICY_BINDING_COLUMNS,
         Printer::NetworkPolicy => NETWORK_POLICY_COLUMNS,
         Printer::PodTemplate => POD_TEMPLATE_COLUMNS,
+        Printer::PersistentVolumeClaim => PVC_COLUMNS,
         Printer::ResourceQuota => RESOURCE_QUOTA_COLUMNS,
         Printer::Pod => pod::POD_COLUMNS,
         Printer::RoleBinding => ROLE_BINDING_COLUMNS,
@@ -513,6 +529,7 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         Printer::ResourceQuota => resource_quota_cells(obj, now),
         Printer::Pod => pod::cells(obj, now),
         Printer::PodTemplate => pod_template_cells(obj),
+        Printer::PersistentVolumeClaim => pvc_cells(obj, now),
         Printer::RoleBinding | Printer::ClusterRoleBinding => role_binding_cells(obj, now),
         Printer::Job => job_cells(obj, now),
         Printer::Workspace => vec![
@@ -911,6 +928,66 @@ fn has_job_condition(obj: &Value, kind: &str) -> bool {
         .is_some_and(|c| str_at(c, &["status"]) == "True")
 }
 
+/// `printPersistentVolumeClaim`: the phase (`Terminating` while deleting), the volume and,
+/// once one is named, the status's capacity and access modes (`GetAccessModesAsString`),
+/// the class (the beta annotation first), the volume attributes class and mode
+/// (`<unset>` when absent).
+fn pvc_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let deleting = at(obj, &["metadata", "deletionTimestamp"]).is_some_and(|v| !v.is_null());
+    let phase = if deleting {
+        "Terminating"
+    } else {
+        str_at(obj, &["status", "phase"])
+    };
+    let volume = str_at(obj, &["spec", "volumeName"]);
+    let (capacity, modes) = if volume.is_empty() {
+        (String::new(), String::new())
+    } else {
+        let held: Vec<&str> = at(obj, &["status", "accessModes"])
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let modes: Vec<&str> = [
+            ("ReadWriteOnce", "RWO"),
+            ("ReadOnlyMany", "ROX"),
+            ("ReadWriteMany", "RWX"),
+            ("ReadWriteOncePod", "RWOP"),
+        ]
+        .iter()
+        .filter(|(m, _)| held.contains(m))
+        .map(|(_, short)| *short)
+        .collect();
+        (
+            str_at(obj, &["status", "capacity", "storage"]).to_string(),
+            modes.join(","),
+        )
+    };
+    let class = at(
+        obj,
+        &[
+            "metadata",
+            "annotations",
+            "volume.beta.kubernetes.io/storage-class",
+        ],
+    )
+    .and_then(Value::as_str)
+    .unwrap_or_else(|| str_at(obj, &["spec", "storageClassName"]));
+    let unset = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("<unset>").to_string();
+    vec![
+        name(obj),
+        s(phase),
+        s(volume),
+        s(&capacity),
+        s(&modes),
+        s(class),
+        s(&unset(at(obj, &["spec", "volumeAttributesClassName"]))),
+        age(obj, now),
+        s(&unset(at(obj, &["spec", "volumeMode"]))),
+    ]
+}
+
 /// `printPodTemplate`: the name, the containers' names and images joined by commas
 /// (`layoutContainerCells`), and the template's labels as `labels.FormatLabels` writes them.
 fn pod_template_cells(obj: &Value) -> Vec<Value> {
@@ -1289,6 +1366,63 @@ mod tests {
                 json!(0)
             );
         }
+    }
+
+    #[test]
+    fn claims_print_their_phase_and_once_bound_their_capacity_and_modes() {
+        assert_eq!(
+            columns("", "PersistentVolumeClaim")
+                .iter()
+                .map(|c| (c.name, c.priority))
+                .collect::<Vec<_>>(),
+            [
+                ("Name", 0),
+                ("Status", 0),
+                ("Volume", 0),
+                ("Capacity", 0),
+                ("Access Modes", 0),
+                ("StorageClass", 0),
+                ("VolumeAttributesClass", 0),
+                ("Age", 0),
+                ("VolumeMode", 1)
+            ]
+        );
+        let pending = json!({"metadata": {"name": "data", "creationTimestamp": ago(120)},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+                     "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"},
+            "status": {"phase": "Pending"}});
+        assert_eq!(
+            cells("", "PersistentVolumeClaim", &pending, now()),
+            vec![
+                json!("data"),
+                json!("Pending"),
+                json!(""),
+                json!(""),
+                json!(""),
+                json!("fast"),
+                json!("<unset>"),
+                json!("2m"),
+                json!("Filesystem")
+            ]
+        );
+        let bound = json!({"metadata": {"name": "data", "creationTimestamp": ago(120),
+                "annotations": {"volume.beta.kubernetes.io/storage-class": "legacy"},
+                "deletionTimestamp": ago(1)},
+            "spec": {"volumeName": "pv-1", "storageClassName": "fast"},
+            "status": {"phase": "Bound", "capacity": {"storage": "2Gi"},
+                       "accessModes": ["ReadWriteMany", "ReadWriteOnce"]}});
+        let row = cells("", "PersistentVolumeClaim", &bound, now());
+        assert_eq!(
+            row[1..6].to_vec(),
+            vec![
+                json!("Terminating"),
+                json!("pv-1"),
+                json!("2Gi"),
+                json!("RWO,RWX"),
+                json!("legacy")
+            ]
+        );
+        assert_eq!(row[8], json!("<unset>"));
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
     ("v1", "Event", "api.core.v1.Event"),
     ("v1", "Pod", "api.core.v1.Pod"),
     ("v1", "PodTemplate", "api.core.v1.PodTemplate"),
+    (
+        "v1",
+        "PersistentVolumeClaim",
+        "api.core.v1.PersistentVolumeClaim",
+    ),
     ("v1", "ResourceQuota", "api.core.v1.ResourceQuota"),
     ("events.k8s.io/v1", "Event", "api.events.v1.Event"),
     (

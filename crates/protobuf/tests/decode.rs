@@ -382,6 +382,44 @@ fn job_with_full_pod_template() {
 }
 
 #[test]
+fn persistent_volume_claim_with_status() {
+    let pvc = core::PersistentVolumeClaim {
+        metadata: Some(go_meta("data", "default")),
+        spec: Some(core::PersistentVolumeClaimSpec {
+            access_modes: vec!["ReadWriteOnce".into()],
+            resources: Some(core::VolumeResourceRequirements {
+                requests: BTreeMap::from([("storage".to_string(), Quantity { string: s("1Gi") })]),
+                ..Default::default()
+            }),
+            volume_name: s(""),
+            storage_class_name: s("fast"),
+            volume_mode: s("Filesystem"),
+            ..Default::default()
+        }),
+        status: Some(core::PersistentVolumeClaimStatus {
+            phase: s("Pending"),
+            ..Default::default()
+        }),
+    };
+    let v = decode_ok(&body("v1", "PersistentVolumeClaim", &pvc));
+    assert_eq!(
+        v,
+        json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "default"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": "fast",
+                "volumeMode": "Filesystem"
+            },
+            "status": {"phase": "Pending"}
+        })
+    );
+    oracle::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(&v);
+}
+
+#[test]
 fn pod_template_with_full_pod_spec() {
     let tpl = core::PodTemplate {
         metadata: Some(go_meta("web", "default")),

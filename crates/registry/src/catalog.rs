@@ -270,6 +270,21 @@ pub fn builtin() -> Vec<ResourceType> {
     ]);
     out.push(pod);
 
+    // Stored as data: nothing provisions or binds volumes here.
+    let mut pvc = base(Spec {
+        group: "",
+        version: "v1",
+        kind: "PersistentVolumeClaim",
+        plural: "persistentvolumeclaims",
+        namespaced: true,
+        schema: "io.k8s.api.core.v1.PersistentVolumeClaim",
+        strategy: Arc::new(PersistentVolumeClaim),
+    });
+    pvc.short_names = vec!["pvc".into()];
+    pvc.subresources = vec![("status".into(), STATUS_VERBS.to_vec())];
+    pvc.status_subresource = true;
+    out.push(pvc);
+
     out.push(base(Spec {
         group: "",
         version: "v1",

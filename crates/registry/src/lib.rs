@@ -52,6 +52,7 @@ pub mod policies;
 mod precondition;
 #[cfg(test)]
 mod precondition_tests;
+mod pvc;
 pub mod quantity;
 pub mod quota;
 pub mod rbac;

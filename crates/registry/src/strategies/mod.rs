@@ -27,6 +27,7 @@ mod namespace;
 mod network_policy;
 mod pod;
 mod pod_template;
+mod pvc;
 mod rbac;
 mod resource_quota;
 mod review;
@@ -62,6 +63,7 @@ pub use namespace::Namespace;
 pub use network_policy::NetworkPolicy;
 pub use pod::Pod;
 pub use pod_template::PodTemplate;
+pub use pvc::PersistentVolumeClaim;
 pub use rbac::Rbac;
 pub use resource_quota::ResourceQuota;
 pub use review::Review;
@@ -432,6 +434,7 @@ mod tests {
             ("", "configmaps", false, true, false, true),
             ("", "pods", false, true, false, true),
             ("", "podtemplates", false, true, true, true),
+            ("", "persistentvolumeclaims", false, true, false, true),
             ("", "events", true, true, false, true),
             ("events.k8s.io", "events", true, true, false, true),
             ("coordination.k8s.io", "leases", true, false, false, true),

@@ -1,0 +1,274 @@
+//! core/v1 PersistentVolumeClaim, stored as data (nothing provisions or binds volumes
+//! here): upstream's defaults (`volumeMode: Filesystem`, a `Pending` phase), what a create
+//! and an update keep of the status, and `ValidatePersistentVolumeClaim`/`-Update` with
+//! upstream's paths and messages (access modes, the storage request, class names, volume
+//! mode, the selector, the spec fixed after creation except a first `volumeName`, a
+//! storage request that may not shrink). Data sources are not checked; what is left out
+//! is listed in docs/compatibility.md.
+
+use kplane_types::{validation, Cause};
+use serde_json::{json, Value};
+
+use super::json_map::set_default;
+use super::label_selector::validate_label_selector;
+use super::quantity::{self, Quantity};
+
+const ACCESS_MODES: &[&str] = &[
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOnce",
+    "ReadWriteOncePod",
+];
+const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
+
+/// `SetDefaults_PersistentVolumeClaim` and `-Spec`: a volume mode of `Filesystem`, a
+/// `Pending` phase.
+pub fn default(obj: &mut Value) {
+    let Some(o) = obj.as_object_mut() else {
+        return;
+    };
+    for field in ["spec", "status"] {
+        if o.get(field).is_none_or(|v| !v.is_object()) {
+            o.insert(field.into(), json!({}));
+        }
+    }
+    if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+        set_default(spec, "volumeMode", json!("Filesystem"));
+    }
+    if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
+        if status
+            .get("phase")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
+            status.insert("phase".into(), json!("Pending"));
+        }
+    }
+}
+
+/// `PrepareForCreate`: the status is the client's to read, not to write; a new claim is
+/// `Pending` (as its defaults show it on every read upstream).
+pub fn prepare_create(obj: &mut Value) {
+    if let Some(o) = obj.as_object_mut() {
+        o.insert("status".into(), json!({"phase": "Pending"}));
+    }
+}
+
+/// The form the v1 type encodes: `spec`, its `resources` and `status` are structs, always
+/// written.
+pub fn stored_form(obj: &mut Value) {
+    let Some(o) = obj.as_object_mut() else {
+        return;
+    };
+    for field in ["spec", "status"] {
+        if o.get(field).is_none_or(|v| !v.is_object()) {
+            o.insert(field.into(), json!({}));
+        }
+    }
+    if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+        if spec.get("resources").is_none_or(|v| !v.is_object()) {
+            spec.insert("resources".into(), json!({}));
+        }
+    }
+}
+
+/// `ValidatePersistentVolumeClaim`, and on update `ValidatePersistentVolumeClaimUpdate`.
+pub fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let empty = json!({});
+    let spec = obj.get("spec").unwrap_or(&empty);
+    let mut causes = validate_spec(spec);
+    if let Some(old) = old {
+        causes.extend(validate_update(obj, old));
+    }
+    causes
+}
+
+fn validate_spec(spec: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let modes: Vec<&str> = spec
+        .get("accessModes")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|m| m.as_str().unwrap_or("")).collect())
+        .unwrap_or_default();
+    if modes.is_empty() {
+        causes.push(Cause::new(
+            kplane_types::CauseType::FieldValueRequired,
+            "spec.accessModes",
+            "Required value: at least 1 access mode is required",
+        ));
+    }
+    if let Some(sel) = spec.get("selector").filter(|s| !s.is_null()) {
+        causes.extend(validate_label_selector(sel, "spec.selector", false));
+    }
+    let (mut once_pod, mut others) = (false, false);
+    for mode in &modes {
+        if !ACCESS_MODES.contains(mode) {
+            causes.push(Cause::not_supported(
+                "spec.accessModes",
+                &json!(mode),
+                ACCESS_MODES,
+            ));
+        } else if *mode == "ReadWriteOncePod" {
+            once_pod = true;
+        } else {
+            others = true;
+        }
+    }
+    if once_pod && others {
+        causes.push(Cause::forbidden(
+            "spec.accessModes",
+            "may not use ReadWriteOncePod with other access modes",
+        ));
+    }
+    let storage_path = "spec.resources[storage]";
+    match spec.pointer("/resources/requests/storage") {
+        None => causes.push(Cause::required(storage_path)),
+        Some(v) => match quantity::parse_value(v) {
+            None => causes.push(Cause::invalid(storage_path, v, quantity::FORMAT_ERROR)),
+            Some(q) if Some(&q) <= zero().as_ref() => causes.push(Cause::invalid(
+                storage_path,
+                &json!(q.to_string()),
+                "must be greater than zero",
+            )),
+            Some(_) => {}
+        },
+    }
+    for (field, value) in [
+        ("storageClassName", spec.get("storageClassName")),
+        (
+            "volumeAttributesClassName",
+            spec.get("volumeAttributesClassName"),
+        ),
+    ] {
+        let class = value.and_then(Value::as_str).unwrap_or("");
+        if !class.is_empty() {
+            for msg in validation::is_dns1123_subdomain(class) {
+                causes.push(Cause::invalid(format!("spec.{field}"), &json!(class), &msg));
+            }
+        }
+    }
+    if let Some(mode) = spec.get("volumeMode").and_then(Value::as_str) {
+        if !VOLUME_MODES.contains(&mode) {
+            causes.push(Cause::not_supported(
+                "spec.volumeMode",
+                &json!(mode),
+                VOLUME_MODES,
+            ));
+        }
+    }
+    causes
+}
+
+/// The update rules: the spec is fixed after creation except a first `volumeName` (and,
+/// for a bound claim, the storage request and volume attributes class); the storage
+/// request never shrinks; the volume mode is immutable.
+fn validate_update(obj: &Value, old: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let empty = json!({});
+    let new_spec = obj.get("spec").unwrap_or(&empty);
+    let old_spec = old.get("spec").unwrap_or(&empty);
+    let mut comparable_new = new_spec.clone();
+    let mut comparable_old = old_spec.clone();
+    let old_volume = old_spec
+        .get("volumeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if old_volume.is_empty() {
+        set_field(
+            &mut comparable_old,
+            "volumeName",
+            new_spec.get("volumeName"),
+        );
+    }
+    let bound = obj.pointer("/status/phase").and_then(Value::as_str) == Some("Bound");
+    if bound {
+        if let Some(requests) = comparable_new
+            .pointer_mut("/resources/requests")
+            .and_then(Value::as_object_mut)
+        {
+            match old_spec.pointer("/resources/requests/storage") {
+                Some(v) => {
+                    requests.insert("storage".into(), v.clone());
+                }
+                None => {
+                    requests.remove("storage");
+                }
+            }
+        }
+        if comparable_new.get("volumeAttributesClassName").is_some() {
+            set_field(
+                &mut comparable_new,
+                "volumeAttributesClassName",
+                old_spec.get("volumeAttributesClassName"),
+            );
+        }
+    }
+    if !same_spec(&comparable_new, &comparable_old) {
+        causes.push(Cause::forbidden(
+            "spec",
+            "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+        ));
+    }
+    let size = |s: &Value| {
+        s.pointer("/resources/requests/storage")
+            .and_then(quantity::parse_value)
+            .or_else(zero)
+    };
+    if size(new_spec) < size(old_spec) {
+        causes.push(Cause::forbidden(
+            "spec.resources.requests.storage",
+            "field can not be less than previous value",
+        ));
+    }
+    let mode = |s: &Value| s.get("volumeMode").cloned().unwrap_or(Value::Null);
+    if mode(new_spec) != mode(old_spec) {
+        causes.push(Cause::invalid(
+            "volumeMode",
+            &mode(new_spec),
+            "field is immutable",
+        ));
+    }
+    causes
+}
+
+fn zero() -> Option<Quantity> {
+    Quantity::parse("0")
+}
+
+fn set_field(spec: &mut Value, field: &str, value: Option<&Value>) {
+    if let Some(o) = spec.as_object_mut() {
+        match value {
+            Some(v) => {
+                o.insert(field.into(), v.clone());
+            }
+            None => {
+                o.remove(field);
+            }
+        }
+    }
+}
+
+/// `Semantic.DeepEqual` of two specs as JSON holds them: quantities compare by value.
+fn same_spec(a: &Value, b: &Value) -> bool {
+    let canon = |s: &Value| {
+        let mut s = s.clone();
+        for list in ["requests", "limits"] {
+            if let Some(m) = s
+                .pointer_mut(&format!("/resources/{list}"))
+                .and_then(Value::as_object_mut)
+            {
+                for v in m.values_mut() {
+                    if let Some(c) = quantity::canonical(v) {
+                        *v = Value::String(c);
+                    }
+                }
+            }
+        }
+        s
+    };
+    canon(a) == canon(b)
+}
+
+#[cfg(test)]
+mod tests;
