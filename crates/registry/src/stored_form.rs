@@ -64,6 +64,11 @@ pub fn pod_template(obj: &mut Value) {
     on_object(obj, pod_template_fields);
 }
 
+/// core/v1 PersistentVolumeClaim.
+pub fn persistent_volume_claim(obj: &mut Value) {
+    on_object(obj, pvc_fields);
+}
+
 /// core/v1 Pod.
 pub fn pod(obj: &mut Value) {
     on_object(obj, pod_fields);
@@ -199,6 +204,59 @@ fn pod_template_fields(o: &mut Map<String, Value>) {
     always(template, "spec", Value::Object(Map::new()));
     if let Some(Value::Object(spec)) = template.get_mut("spec") {
         pod_spec_fields(spec);
+    }
+}
+
+/// core/v1 PersistentVolumeClaim: `spec`, its `resources` and `status` are structs, always
+/// written; `omitempty` lists, maps and strings are dropped when empty, pointers when
+/// null; a data source's `apiGroup` and a condition's times are always written.
+fn pvc_fields(o: &mut Map<String, Value>) {
+    always(o, "spec", Value::Object(Map::new()));
+    always(o, "status", Value::Object(Map::new()));
+    if let Some(Value::Object(spec)) = o.get_mut("spec") {
+        drop_zero(spec, &["accessModes", "volumeName"]);
+        drop_null(
+            spec,
+            &[
+                "selector",
+                "storageClassName",
+                "volumeMode",
+                "dataSource",
+                "dataSourceRef",
+                "volumeAttributesClassName",
+            ],
+        );
+        always(spec, "resources", Value::Object(Map::new()));
+        if let Some(Value::Object(r)) = spec.get_mut("resources") {
+            drop_zero(r, &["limits", "requests"]);
+        }
+        for source in ["dataSource", "dataSourceRef"] {
+            if let Some(Value::Object(d)) = spec.get_mut(source) {
+                always(d, "apiGroup", Value::Null);
+            }
+        }
+    }
+    if let Some(Value::Object(status)) = o.get_mut("status") {
+        drop_zero(
+            status,
+            &[
+                "phase",
+                "accessModes",
+                "capacity",
+                "conditions",
+                "allocatedResources",
+                "allocatedResourceStatuses",
+            ],
+        );
+        drop_null(
+            status,
+            &["currentVolumeAttributesClassName", "modifyVolumeStatus"],
+        );
+        for c in each_struct(status, "conditions") {
+            always(c, "lastProbeTime", Value::Null);
+            always(c, "lastTransitionTime", Value::Null);
+            drop_zero(c, &["reason", "message"]);
+        }
     }
 }
 

@@ -112,12 +112,26 @@ fn the_spec_is_fixed_after_creation_but_a_first_volume_name() {
     let mut bound_grown = grown.clone();
     bound_grown["status"]["phase"] = json!("Bound");
     assert!(validate(&bound_grown, Some(&bound_old)).is_empty());
-    let mut shrunk = bound_old.clone();
-    shrunk["spec"]["resources"]["requests"]["storage"] = json!("512Mi");
+    // A bound claim's request may come back down to just above the capacity it reached
+    // (`RecoverVolumeExpansionFailure`, on in 1.32), not to it or below.
+    let mut expanding = bound_old.clone();
+    expanding["spec"]["resources"]["requests"]["storage"] = json!("4Gi");
+    expanding["status"]["capacity"] = json!({"storage": "1Gi"});
+    let mut back = expanding.clone();
+    back["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
+    assert!(validate(&back, Some(&expanding)).is_empty());
+    let mut shrunk = expanding.clone();
+    shrunk["spec"]["resources"]["requests"]["storage"] = json!("1Gi");
     assert_eq!(
-        rendered(&validate(&shrunk, Some(&bound_old))),
-        ["spec.resources.requests.storage: Forbidden: field can not be less than previous value"]
+        rendered(&validate(&shrunk, Some(&expanding))),
+        ["spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"]
     );
+    // A field written as null is no field: the spec is the same.
+    let mut with_null = old.clone();
+    with_null["spec"]["storageClassName"] = Value::Null;
+    with_null["spec"]["selector"] = Value::Null;
+    assert!(validate(&old, Some(&with_null)).is_empty());
+    assert!(validate(&with_null, Some(&old)).is_empty());
     let mut block = old.clone();
     block["spec"]["volumeMode"] = json!("Block");
     assert_eq!(
@@ -127,6 +141,80 @@ fn the_spec_is_fixed_after_creation_but_a_first_volume_name() {
             "volumeMode: Invalid value: \"Block\": field is immutable",
         ]
     );
+}
+
+#[test]
+fn update_errors_list_the_spec_twice_and_every_quantity_must_parse() {
+    let mut old = claim(ok_spec());
+    default(&mut old);
+    let mut bad = old.clone();
+    bad["spec"]["accessModes"] = json!(["Sometimes"]);
+    bad["spec"]["resources"]["limits"] = json!({"storage": "x"});
+    let once = [
+        "spec.accessModes: Unsupported value: \"Sometimes\": supported values: \"ReadOnlyMany\", \"ReadWriteMany\", \"ReadWriteOnce\", \"ReadWriteOncePod\"",
+        "spec.resources.limits[storage]: Invalid value: \"x\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+    ];
+    assert_eq!(rendered(&validate(&bad, None)), once);
+    let immutable = "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims";
+    let want: Vec<&str> = once
+        .iter()
+        .chain(once.iter())
+        .copied()
+        .chain([immutable])
+        .collect();
+    assert_eq!(rendered(&validate(&bad, Some(&old))), want);
+    let mut odd_status = old.clone();
+    odd_status["status"]["capacity"] = json!({"storage": "lots"});
+    assert_eq!(
+        rendered(&validate(&odd_status, None)),
+        ["status.capacity[storage]: Invalid value: \"lots\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"]
+    );
+}
+
+#[tokio::test]
+async fn claims_are_stored_as_the_v1_type_encodes_them_without_a_volume_attributes_class() {
+    let fx = testing::fixture().await;
+    let reg = &fx.reg;
+    let t = target(reg, "", "persistentvolumeclaims", Some("default"));
+    let w = WriteParams::default();
+    let mut body = claim(json!({"accessModes": ["ReadWriteOnce"], "selector": null,
+        "storageClassName": null, "volumeName": "", "volumeAttributesClassName": "gold",
+        "resources": {"requests": {"storage": "1Gi"}, "limits": {}},
+        "dataSource": {"kind": "PersistentVolumeClaim", "name": "src"}}));
+    body["status"] = Value::Null;
+    let created: Value = serde_json::from_slice(&reg.create(&t, body, &w).await.unwrap()).unwrap();
+    assert_eq!(
+        created["spec"],
+        json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+               "volumeMode": "Filesystem",
+               "dataSource": {"apiGroup": null, "kind": "PersistentVolumeClaim", "name": "src"}})
+    );
+    // An update that leaves out what was written as null or empty changes no spec.
+    let mut relabelled = created.clone();
+    relabelled["metadata"]["labels"] = json!({"a": "b"});
+    relabelled["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("dataSource");
+    relabelled["spec"]["dataSource"] = json!({"kind": "PersistentVolumeClaim", "name": "src"});
+    let relabelled: Value = serde_json::from_slice(
+        &reg.update(&t, "data", None, relabelled, &w)
+            .await
+            .unwrap()
+            .0,
+    )
+    .unwrap();
+    // A status write without a phase is Pending, and the class status fields go.
+    let mut status = relabelled.clone();
+    status["status"] = json!({"currentVolumeAttributesClassName": "gold"});
+    let after: Value = serde_json::from_slice(
+        &reg.update(&t, "data", Some("status"), status, &w)
+            .await
+            .unwrap()
+            .0,
+    )
+    .unwrap();
+    assert_eq!(after["status"], json!({"phase": "Pending"}));
 }
 
 #[tokio::test]

@@ -760,3 +760,52 @@ async fn scoped_quotas_count_the_pods_their_scopes_match() {
         }
     }
 }
+
+#[tokio::test]
+async fn claims_are_counted_and_their_storage_requests_are_not() {
+    let f = fixture().await;
+    let reg = &f.reg;
+    let claims = create_namespace(reg, "pvcq").await;
+    let claims = crate::Target {
+        rt: target(reg, "", "persistentvolumeclaims", Some("pvcq")).rt,
+        ..claims
+    };
+    let claim = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+               "spec": {"accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}}}})
+    };
+    let w = WriteParams::default();
+    reg.create(&claims, claim("first"), &w).await.unwrap();
+    let q = make_quota(
+        reg,
+        "pvcq",
+        quota(
+            "claims",
+            json!({"persistentvolumeclaims": "2", "count/persistentvolumeclaims": "5",
+                   "requests.storage": "10Gi"}),
+        ),
+    )
+    .await;
+    let used = &q["status"]["used"];
+    assert_eq!(used["persistentvolumeclaims"], "1");
+    assert_eq!(used["count/persistentvolumeclaims"], "1");
+    assert_eq!(used["requests.storage"], "0");
+    reg.create(&claims, claim("second"), &w).await.unwrap();
+    let e = reg.create(&claims, claim("third"), &w).await.unwrap_err();
+    assert_eq!(e.code(), 403);
+    assert_eq!(
+        e.0.message,
+        "persistentvolumeclaims \"third\" is forbidden: exceeded quota: claims, requested: persistentvolumeclaims=1, used: persistentvolumeclaims=2, limited: persistentvolumeclaims=2"
+    );
+    assert!(
+        crate::resource_quota::controller::sync_resource_quotas(reg, &root(), "pvcq")
+            .await
+            .is_ok()
+    );
+    let used = stored_quota(reg, "pvcq", "claims").await["status"]["used"].clone();
+    assert_eq!(
+        used["persistentvolumeclaims"], "2",
+        "the recount keeps them"
+    );
+}

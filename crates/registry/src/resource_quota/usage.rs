@@ -4,15 +4,17 @@
 //! - `count/<resource>[.<group>]` of a namespaced resource the cluster serves: its
 //!   objects in the namespace (a resource the cluster does not serve has no usage, as
 //!   upstream has no evaluator for what discovery does not list);
-//! - `configmaps`, `secrets`, `resourcequotas`: their objects; `pods`: the pods not in a
-//!   terminal phase (`Succeeded`, `Failed`); `count/pods`: every stored pod;
+//! - `configmaps`, `secrets`, `resourcequotas`, `persistentvolumeclaims`: their objects;
+//!   `pods`: the pods not in a terminal phase (`Succeeded`, `Failed`); `count/pods`: every stored pod;
 //! - `cpu`/`requests.cpu`, `memory`/`requests.memory`, `ephemeral-storage`/
 //!   `requests.ephemeral-storage`, `limits.*`, `requests.<extended resource>` and huge
 //!   pages: the sum over those pods of each pod's requests (or limits): its containers'
 //!   sum, or its largest init container's when that is larger, plus its overhead;
 //! - the names of kinds kplane does not serve (`services`, `services.nodeports`,
-//!   `services.loadbalancers`, `replicationcontrollers`, `persistentvolumeclaims`,
-//!   `requests.storage`, storage-class names): zero, since none can exist.
+//!   `services.loadbalancers`, `replicationcontrollers`): zero, since none can exist; and
+//!   what claims request of storage (`requests.storage` and the storage-class names): zero,
+//!   as kplane's claims are data that no volume backs (a difference from upstream's claim
+//!   evaluator, listed in docs/compatibility.md).
 //!
 //! The pods' names are counted per quota over the pods its scopes match (`scopes`).
 
@@ -37,11 +39,9 @@ const UNSERVED: &[&str] = &[
     "services.nodeports",
     "services.loadbalancers",
     "replicationcontrollers",
-    "persistentvolumeclaims",
     "requests.storage",
     "count/services",
     "count/replicationcontrollers",
-    "count/persistentvolumeclaims",
 ];
 
 /// The pods' part: the name a pod's requests or limits feed, and from which.
@@ -185,7 +185,9 @@ impl Registry {
         let mut read_pods = false;
         for name in names {
             let storage = match name.as_str() {
-                "configmaps" | "secrets" | "resourcequotas" => format!("/{name}"),
+                "configmaps" | "secrets" | "resourcequotas" | "persistentvolumeclaims" => {
+                    format!("/{name}")
+                }
                 n if UNSERVED.contains(&n)
                     || n.ends_with(".storageclass.storage.k8s.io/requests.storage")
                     || n.ends_with(".storageclass.storage.k8s.io/persistentvolumeclaims") =>

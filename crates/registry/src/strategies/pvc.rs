@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::super::catalog::ResourceType;
 use super::super::pvc;
-use super::{status_keeps_spec, TypeStrategy};
+use super::{keep_stored_status, status_keeps_spec, TypeStrategy};
 use crate::error::ApiResult;
 
 #[derive(Debug)]
@@ -32,6 +32,11 @@ impl TypeStrategy for PersistentVolumeClaim {
         pvc::validate(obj, old)
     }
 
+    fn prepare_for_update(&self, rt: &ResourceType, new: &mut Value, old: &Value) {
+        keep_stored_status(rt, new, old);
+        pvc::prepare_update(new, old);
+    }
+
     /// `/status` takes the request's metadata and status and keeps the stored spec.
     fn prepare_for_subresource_update(
         &self,
@@ -40,6 +45,8 @@ impl TypeStrategy for PersistentVolumeClaim {
         new: Value,
         old: &Value,
     ) -> ApiResult<Value> {
-        status_keeps_spec(sub, new, old)
+        let mut obj = status_keeps_spec(sub, new, old)?;
+        pvc::prepare_status_update(&mut obj, old);
+        Ok(obj)
     }
 }
