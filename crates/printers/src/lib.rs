@@ -988,10 +988,9 @@ fn pvc_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     ]
 }
 
-/// `printPodTemplate`: the name, the containers' names and images joined by commas
-/// (`layoutContainerCells`), and the template's labels as `labels.FormatLabels` writes them.
-fn pod_template_cells(obj: &Value) -> Vec<Value> {
-    let containers = at(obj, &["template", "spec", "containers"]).and_then(Value::as_array);
+/// `layoutContainerCells`: the containers' names and their images, each joined by commas.
+fn layout_container_cells(containers: Option<&Value>) -> (String, String) {
+    let containers = containers.and_then(Value::as_array);
     let join = |field: &str| -> String {
         containers
             .into_iter()
@@ -1000,6 +999,13 @@ fn pod_template_cells(obj: &Value) -> Vec<Value> {
             .collect::<Vec<_>>()
             .join(",")
     };
+    (join("name"), join("image"))
+}
+
+/// `printPodTemplate`: the name, the containers' names and images joined by commas
+/// (`layoutContainerCells`), and the template's labels as `labels.FormatLabels` writes them.
+fn pod_template_cells(obj: &Value) -> Vec<Value> {
+    let (names, images) = layout_container_cells(at(obj, &["template", "spec", "containers"]));
     let mut labels: Vec<String> = at(obj, &["template", "metadata", "labels"])
         .and_then(Value::as_object)
         .into_iter()
@@ -1014,8 +1020,8 @@ fn pod_template_cells(obj: &Value) -> Vec<Value> {
     };
     vec![
         name(obj),
-        s(&join("name")),
-        s(&join("image")),
+        Value::String(names),
+        Value::String(images),
         Value::String(labels),
     ]
 }
@@ -1050,15 +1056,8 @@ fn job_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     } else {
         "Running"
     };
-    let containers = at(obj, &["spec", "template", "spec", "containers"]).and_then(Value::as_array);
-    let join = |field: &str| -> String {
-        containers
-            .into_iter()
-            .flatten()
-            .map(|c| str_at(c, &[field]))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let (names, images) =
+        layout_container_cells(at(obj, &["spec", "template", "spec", "containers"]));
     let selector = at(obj, &["spec", "selector"]).unwrap_or(&Value::Null);
     vec![
         name(obj),
@@ -1066,8 +1065,8 @@ fn job_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         Value::String(completions),
         Value::String(duration),
         age(obj, now),
-        Value::String(join("name")),
-        Value::String(join("image")),
+        Value::String(names),
+        Value::String(images),
         Value::String(kplane_types::labels::format_label_selector(selector)),
     ]
 }
@@ -1368,13 +1367,18 @@ mod tests {
         }
     }
 
+    /// A kind's columns as (name, priority).
+    fn headers(group: &str, kind: &str) -> Vec<(&'static str, i32)> {
+        columns(group, kind)
+            .iter()
+            .map(|c| (c.name, c.priority))
+            .collect()
+    }
+
     #[test]
     fn claims_print_their_phase_and_once_bound_their_capacity_and_modes() {
         assert_eq!(
-            columns("", "PersistentVolumeClaim")
-                .iter()
-                .map(|c| (c.name, c.priority))
-                .collect::<Vec<_>>(),
+            headers("", "PersistentVolumeClaim"),
             [
                 ("Name", 0),
                 ("Status", 0),
@@ -1428,10 +1432,7 @@ mod tests {
     #[test]
     fn pod_templates_print_containers_images_and_pod_labels_without_an_age() {
         assert_eq!(
-            columns("", "PodTemplate")
-                .iter()
-                .map(|c| (c.name, c.priority))
-                .collect::<Vec<_>>(),
+            headers("", "PodTemplate"),
             [
                 ("Name", 0),
                 ("Containers", 0),
@@ -1462,10 +1463,7 @@ mod tests {
     #[test]
     fn network_policies_print_their_pod_selector() {
         assert_eq!(
-            columns("networking.k8s.io", "NetworkPolicy")
-                .iter()
-                .map(|c| (c.name, c.priority))
-                .collect::<Vec<_>>(),
+            headers("networking.k8s.io", "NetworkPolicy"),
             [("Name", 0), ("Pod-Selector", 0), ("Age", 0)]
         );
         let np = |sel: Value| {

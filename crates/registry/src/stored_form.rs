@@ -183,10 +183,15 @@ fn job_fields(o: &mut Map<String, Value>) {
     };
     always(spec, "template", Value::Object(Map::new()));
     if let Some(Value::Object(template)) = spec.get_mut("template") {
-        always(template, "metadata", Value::Object(Map::new()));
-        if let Some(Value::Object(meta)) = template.get_mut("metadata") {
-            always(meta, "creationTimestamp", Value::Null);
-        }
+        template_meta_fields(template);
+    }
+}
+
+/// A PodTemplateSpec's metadata is a struct, always written, with a `null` creation time.
+fn template_meta_fields(template: &mut Map<String, Value>) {
+    always(template, "metadata", Value::Object(Map::new()));
+    if let Some(Value::Object(meta)) = template.get_mut("metadata") {
+        always(meta, "creationTimestamp", Value::Null);
     }
 }
 
@@ -197,10 +202,7 @@ fn pod_template_fields(o: &mut Map<String, Value>) {
     let Some(Value::Object(template)) = o.get_mut("template") else {
         return;
     };
-    always(template, "metadata", Value::Object(Map::new()));
-    if let Some(Value::Object(meta)) = template.get_mut("metadata") {
-        always(meta, "creationTimestamp", Value::Null);
-    }
+    template_meta_fields(template);
     always(template, "spec", Value::Object(Map::new()));
     if let Some(Value::Object(spec)) = template.get_mut("spec") {
         pod_spec_fields(spec);
