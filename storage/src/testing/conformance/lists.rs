@@ -366,12 +366,13 @@ pub(super) async fn snapshots_match_model(s: &Arc<dyn Storage>) {
     }
 }
 
-/// `count_after` past [`crate::COUNT_CHUNK`]: from the first key, at the chunk boundary on
-/// both sides, at the last key, and at a revision before half of the keys were deleted.
+/// `count_after` at ten times [`crate::COUNT_CHUNK`]: from the first key, at the chunk
+/// boundary on both sides, at the last key, and at a revision before half of the keys
+/// were deleted.
 pub(super) async fn count_after_crosses_chunks(s: &Arc<dyn Storage>) {
     let cluster = "counting";
     let p = Prefix::resource(cluster, RES);
-    let n = 2 * crate::COUNT_CHUNK + 1;
+    let n = 10 * crate::COUNT_CHUNK + 1;
     let name = |i: usize| format!("k{i:05}");
     for start in (0..n).step_by(500) {
         let batch: Vec<BatchWrite> = (start..n.min(start + 500))
@@ -408,14 +409,20 @@ pub(super) async fn count_after_crosses_chunks(s: &Arc<dyn Storage>) {
         .unwrap();
     assert_eq!(got, n as u64);
     // Deleting every other key changes the latest count, not the one at `full`.
-    for i in (0..n).step_by(2) {
-        s.delete(
-            key(cluster, "ns", &name(i)),
-            Precondition::MustExist,
-            enc("d"),
-        )
-        .await
-        .unwrap();
+    let evens: Vec<usize> = (0..n).step_by(2).collect();
+    for chunk in evens.chunks(500) {
+        let batch: Vec<BatchWrite> = chunk
+            .iter()
+            .map(|i| BatchWrite {
+                key: key(cluster, "ns", &name(*i)),
+                delete: true,
+                precondition: Precondition::MustExist,
+                encode: enc("d"),
+            })
+            .collect();
+        for r in s.write_batch(batch).await {
+            r.unwrap();
+        }
     }
     let first = key(cluster, "ns", &name(0));
     let now = s.current_revision();
