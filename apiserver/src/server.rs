@@ -25,7 +25,7 @@ use crate::http::token_file::TokenFileAuthenticator;
 use crate::http::x509::X509Authenticator;
 use crate::http::{self, AppState};
 use crate::registry::admission::Admission;
-use crate::registry::{catalog, controllers, Catalog, Registry};
+use crate::registry::{builtin_types, controllers, Catalog, Registry};
 use crate::tls;
 
 /// Errors that stop the server from starting or stopping cleanly.
@@ -569,7 +569,7 @@ impl Server {
             .map_err(|e| ServerError::Startup(format!("service account keys: {e}")))?,
         );
 
-        let catalog = Arc::new(Catalog::new(catalog::builtin()));
+        let catalog = Arc::new(Catalog::new(builtin_types::builtin()));
         let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
         let (registry, work_queue) = Registry::with_admission(
             storage.clone(),

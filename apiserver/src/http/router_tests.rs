@@ -13,7 +13,8 @@ use tower::ServiceExt;
 use super::auth::{AdminTokenAuthenticator, AuthOutcome, AuthRequest, Authenticator};
 use super::authz::{Authorizer, Decision, DenyAll, SuperuserAuthorizer, UnionAuthorizer};
 use super::{router, AppState};
-use crate::registry::catalog::{builtin, Catalog};
+use crate::registry::builtin_types::builtin;
+use crate::registry::catalog::Catalog;
 use crate::registry::Registry;
 
 pub(super) const ADMIN: &str = "admin-token";

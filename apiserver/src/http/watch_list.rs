@@ -78,7 +78,8 @@ pub fn annotate_end(item: &WatchItem, blueprint: &str) -> Option<WatchItem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::catalog::{builtin, Catalog};
+    use crate::registry::builtin_types::builtin;
+    use crate::registry::catalog::Catalog;
     use serde_json::json;
 
     fn decoded(b64: &str) -> String {

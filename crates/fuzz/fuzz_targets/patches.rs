@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
                 "containers": [{"name": "a", "image": "x", "env": [{"name": "E", "value": "1"}]}],
                 "restartPolicy": "Never"}}}}),
     ];
-    let types = kplane_registry::catalog::builtin();
+    let types = kplane_registry::builtin_types::builtin();
     for obj in &targets {
         let plural = if obj["kind"] == "Job" {
             "jobs"

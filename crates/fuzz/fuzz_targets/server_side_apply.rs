@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let live = live.and_then(|l| negotiation::parse_yaml(l).ok());
-    let types = kplane_registry::catalog::builtin();
+    let types = kplane_registry::builtin_types::builtin();
     for plural in ["configmaps", "jobs"] {
         let Some(rt) = types.iter().find(|t| t.plural == plural) else {
             continue;

@@ -216,7 +216,9 @@ mod tests {
     async fn fixture(n: usize, held: &[&str]) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> = crate::testing::memory_store();
-        let catalog = Arc::new(super::super::Catalog::new(super::super::catalog::builtin()));
+        let catalog = Arc::new(super::super::Catalog::new(
+            super::super::builtin_types::builtin(),
+        ));
         let (tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
         reg.ensure_cluster(&kplane_types::ClusterName::root())

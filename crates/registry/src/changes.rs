@@ -174,7 +174,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use crate::options::WriteParams;
     use crate::Target;
 

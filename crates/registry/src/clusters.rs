@@ -474,7 +474,8 @@ pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use crate::options::WriteParams;
     use crate::Target;
 

@@ -12,7 +12,8 @@ use kplane_storage::{Error, Key, Storage};
 use kplane_types::{ClusterName, ClusterScope, RequestInfo, StatusReason, UserInfo, Verb};
 use serde_json::{json, Value};
 
-use crate::catalog::{builtin, Catalog};
+use crate::builtin_types::builtin;
+use crate::catalog::Catalog;
 use crate::options::WriteParams;
 use crate::rbac::Verdict;
 use crate::testing::{configmap, create_namespace, fixture_over, memory_store, target, until};

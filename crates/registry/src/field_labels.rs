@@ -149,7 +149,7 @@ mod tests {
     use serde_json::json;
 
     fn rt(kind: &str, group: &str) -> ResourceType {
-        super::super::catalog::builtin()
+        super::super::builtin_types::builtin()
             .into_iter()
             .find(|r| r.kind == kind && r.group == group)
             .unwrap()

@@ -11,6 +11,7 @@ pub mod admission;
 pub mod apply;
 pub mod archive;
 pub mod audit_annotations;
+pub mod builtin_types;
 pub mod builtins;
 mod bulk_delete;
 pub mod catalog;
@@ -63,6 +64,7 @@ pub use store_status::StoreFigures;
 mod store_status;
 mod stored_form;
 pub mod strategies;
+pub mod strategy;
 pub mod sync;
 pub mod token_bindings;
 pub mod token_request;
@@ -82,286 +84,16 @@ mod size_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-use std::sync::Arc;
+mod registry;
 
-use bytes::Bytes;
-use kplane_storage::{Clusters, Key, Prefix, Storage};
-use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
-use serde_json::Value;
+pub(crate) use registry::{corrupt, to_api};
+pub use registry::{storage_error, Registry, Target};
 
 pub use catalog::{Catalog, ResourceType};
+pub use error::{ApiError, ApiResult};
 pub use read::{CompleteList, ListPage, LIST_BATCH};
-pub use strategies::{Conversion, TypeStrategy};
+pub use strategy::{Conversion, TypeStrategy};
 pub use watch::{WatchItem, WatchSetup, WatchType};
 pub use write::{DeleteOutcome, DeleteParams};
-
-pub use error::{ApiError, ApiResult};
-
-/// Where a request points: one logical cluster (or every one, for list and watch), one
-/// resource type, maybe a namespace.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub cluster: ClusterScope,
-    pub rt: Arc<ResourceType>,
-    pub namespace: Option<String>,
-}
-
-impl Target {
-    /// A target in one logical cluster.
-    pub fn new(cluster: &ClusterName, rt: Arc<ResourceType>, namespace: Option<String>) -> Self {
-        Target {
-            cluster: ClusterScope::One(cluster.clone()),
-            rt,
-            namespace,
-        }
-    }
-
-    /// The one logical cluster addressed; 405 for the `*` wildcard and subtrees.
-    fn cluster(&self) -> ApiResult<&ClusterName> {
-        match &self.cluster {
-            ClusterScope::One(c) => Ok(c),
-            ClusterScope::Wildcard => Err(ApiError::new(
-                StatusReason::MethodNotAllowed,
-                "only list and watch are supported across all logical clusters",
-            )),
-            ClusterScope::Subtree { pattern, .. } => Err(ApiError::new(
-                StatusReason::MethodNotAllowed,
-                format!("only list and watch are supported across the logical clusters {pattern}"),
-            )),
-        }
-    }
-
-    fn key(&self, name: &str) -> ApiResult<Key> {
-        Ok(Key::new(
-            self.cluster()?.as_str(),
-            self.rt.storage_resource.clone(),
-            if self.rt.namespaced {
-                self.namespace.clone().unwrap_or_default()
-            } else {
-                String::new()
-            },
-            name,
-        ))
-    }
-
-    fn prefix(&self) -> Prefix {
-        Prefix {
-            cluster: match &self.cluster {
-                ClusterScope::One(c) => Clusters::One(c.as_str().to_string()),
-                ClusterScope::Wildcard => Clusters::All,
-                ClusterScope::Subtree { root, .. } => Clusters::Subtree(root.as_str().to_string()),
-            },
-            resource: Some(self.rt.storage_resource.clone()),
-            namespace: if self.rt.namespaced {
-                self.namespace.clone()
-            } else {
-                None
-            },
-        }
-    }
-}
-
-/// Converts a stored value to the representation of `rt`'s API version (per item of a
-/// LIST and per watch event: a type stored as served costs one test).
-pub(crate) fn to_api(rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
-    match &rt.conversion {
-        None => Ok(stored),
-        Some(c) => c.to_api(rt, stored),
-    }
-}
-
-/// Object semantics for every served type.
-pub struct Registry {
-    storage: Arc<dyn Storage>,
-    catalogs: catalogs::Catalogs,
-    /// Which logical clusters exist and which are terminating (`clusters.rs`).
-    clusters: clusters::ClusterState,
-    /// The CA published in every namespace's `kube-root-ca.crt`.
-    root_ca_pem: String,
-    /// Flips to true when the server shuts down; long-running watches end.
-    shutdown: tokio::sync::watch::Receiver<bool>,
-    /// The registered controllers, their work queue and deadlines (`controllers`).
-    controllers: controllers::Shared,
-    /// The admission chain every write passes between validation and storage.
-    admission: admission::Admission,
-    /// The base URL clients reach the server at, for Workspace URLs.
-    external_url: std::sync::OnceLock<String>,
-    /// The server's version (`/version`'s gitVersion), for archive headers.
-    server_version: std::sync::OnceLock<String>,
-    /// Compiled RBAC objects per logical cluster (`rbac::cache`).
-    rbac: Arc<rbac::cache::Cache>,
-    /// The SyncTargets that apply to each logical cluster (`sync::targets`).
-    sync_targets: Arc<sync::targets::Cache>,
-    /// What the objects assigned to each target refer to (`sync::ref_index`).
-    sync_refs: Arc<sync::ref_index::RefIndex>,
-    /// Each logical cluster's admission webhooks (`webhooks::cache`).
-    webhooks: Arc<webhooks::cache::Cache>,
-    /// Each logical cluster's admission policies (`policies::cache`).
-    policies: Arc<policies::Cache>,
-    /// ServiceAccount uids for the token authenticator (`token_bindings`).
-    service_accounts: Arc<token_bindings::ServiceAccountCache>,
-    /// Each logical cluster's quota limits and usage (`quota`), kept by the storage
-    /// decorator every write passes.
-    quotas: Arc<quota::Quotas>,
-    /// The namespaces holding ResourceQuotas (`resource_quota::index`).
-    quota_index: Arc<resource_quota::index::QuotaIndex>,
-}
-
-impl std::fmt::Debug for Registry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registry").finish_non_exhaustive()
-    }
-}
-
-impl Registry {
-    /// Sets the base URL clients reach this server at (`https://host:port`), from which
-    /// Workspace URLs are made. Only the first call counts.
-    pub fn set_external_url(&self, url: impl Into<String>) {
-        let _ = self
-            .external_url
-            .set(url.into().trim_end_matches('/').to_string());
-    }
-
-    /// The base URL set by [`Registry::set_external_url`].
-    pub fn external_url(&self) -> Option<&str> {
-        self.external_url.get().map(String::as_str)
-    }
-}
-
-impl Registry {
-    /// Creates the registry, with the recommended admission chain, and the receiver of its
-    /// controllers' work queue (run them with [`controllers::start`]).
-    pub fn new(
-        storage: Arc<dyn Storage>,
-        builtin: Arc<Catalog>,
-        root_ca_pem: String,
-        shutdown: tokio::sync::watch::Receiver<bool>,
-    ) -> (
-        Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<controllers::Item>,
-    ) {
-        Self::with_admission(
-            storage,
-            builtin,
-            root_ca_pem,
-            shutdown,
-            admission::Admission::recommended(),
-        )
-    }
-
-    /// [`Registry::new`] with the admission chain `admission`.
-    pub fn with_admission(
-        storage: Arc<dyn Storage>,
-        builtin: Arc<Catalog>,
-        root_ca_pem: String,
-        shutdown: tokio::sync::watch::Receiver<bool>,
-        admission: admission::Admission,
-    ) -> (
-        Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<controllers::Item>,
-    ) {
-        let (controllers, rx) = controllers::Shared::new(controllers::builtin());
-        let quotas = Arc::new(quota::Quotas::default());
-        let r = Registry {
-            storage: quota::QuotaStorage::wrap(storage, quotas.clone()),
-            catalogs: catalogs::Catalogs::new(builtin),
-            clusters: clusters::ClusterState::default(),
-            root_ca_pem,
-            shutdown,
-            controllers,
-            admission,
-            external_url: std::sync::OnceLock::new(),
-            server_version: std::sync::OnceLock::new(),
-            rbac: Arc::default(),
-            sync_targets: Arc::default(),
-            sync_refs: Arc::default(),
-            webhooks: Arc::default(),
-            policies: Arc::default(),
-            service_accounts: Arc::default(),
-            quotas,
-            quota_index: Arc::default(),
-        };
-        (Arc::new(r), rx)
-    }
-
-    /// The namespaces holding ResourceQuotas.
-    pub fn quota_index(&self) -> &Arc<resource_quota::index::QuotaIndex> {
-        &self.quota_index
-    }
-
-    /// The built-in types (served in every logical cluster).
-    pub fn builtin_catalog(&self) -> &Arc<Catalog> {
-        self.catalogs.builtin()
-    }
-
-    /// Distinct catalogs alive (clusters with identical CRDs share one).
-    pub fn distinct_catalogs(&self) -> usize {
-        self.catalogs.distinct()
-    }
-
-    /// Sets the server's version as `/version` reports it (`v1.32.x-kplane.<version>+<commit>`),
-    /// which archive headers carry. Only the first call counts.
-    pub fn set_server_version(&self, version: impl Into<String>) {
-        let _ = self.server_version.set(version.into());
-    }
-
-    /// The version set by [`Registry::set_server_version`], or the registry crate's.
-    pub fn server_version(&self) -> String {
-        self.server_version
-            .get()
-            .cloned()
-            .unwrap_or_else(|| format!("kplane {}", env!("CARGO_PKG_VERSION")))
-    }
-
-    /// Each logical cluster's quota limits and usage.
-    pub fn quotas(&self) -> &Arc<quota::Quotas> {
-        &self.quotas
-    }
-
-    pub(crate) fn storage(&self) -> &Arc<dyn Storage> {
-        &self.storage
-    }
-
-    fn namespace_type(&self) -> ApiResult<Arc<ResourceType>> {
-        self.builtin_catalog()
-            .get("", "v1", "namespaces")
-            .cloned()
-            .ok_or_else(|| ApiError::internal("namespaces are not registered"))
-    }
-
-    /// Converts a request object of `rt`'s API version to the stored form.
-    fn to_storage(&self, rt: &ResourceType, obj: Value) -> Value {
-        match &rt.conversion {
-            None => obj,
-            Some(c) => c.to_storage(rt, obj),
-        }
-    }
-
-    /// Converts a decoded stored object to `rt`'s API version.
-    fn stored_to_api(&self, rt: &ResourceType, obj: Value) -> Value {
-        match &rt.conversion {
-            None => obj,
-            Some(c) => c.to_api_value(rt, obj),
-        }
-    }
-}
-
-fn corrupt(e: &dyn std::fmt::Display) -> ApiError {
-    ApiError::internal(format!("stored object could not be decoded: {e}"))
-}
-
-/// Maps a storage error into a Status for `rt`/`name`: the errors that name an object get
-/// its resource and name; every other one takes the one storage mapping
-/// (`From<kplane_storage::Error> for ApiError`).
-pub fn storage_error(e: kplane_storage::Error, rt: &ResourceType, name: &str) -> ApiError {
-    use kplane_storage::Error as E;
-    match e {
-        E::NotFound => ApiError::from(Status::not_found(&rt.group, &rt.plural, name)),
-        E::AlreadyExists => ApiError::from(Status::already_exists(&rt.group, &rt.plural, name)),
-        E::Conflict { .. } => ApiError::from(Status::stale(&rt.group, &rt.plural, name)),
-        E::Refused(why) => ApiError::from(Status::forbidden(&rt.group, &rt.plural, name, &why)),
-        other => ApiError::from(other),
-    }
-}
 
 pub use crate::error::too_large_rv;

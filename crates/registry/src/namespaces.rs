@@ -15,7 +15,7 @@ use super::{Registry, ResourceType, Target};
 use crate::controllers::{InNamespace, RootCa};
 use crate::error::ApiResult;
 use crate::options::WriteParams;
-use crate::strategies::BatchCreate;
+use crate::strategy::BatchCreate;
 
 /// Namespaces every logical cluster starts with.
 pub const DEFAULT_NAMESPACES: &[&str] =

@@ -181,7 +181,7 @@ mod tests {
     use serde_json::json;
 
     fn rt_of(kind: &str) -> ResourceType {
-        super::super::catalog::builtin()
+        super::super::builtin_types::builtin()
             .into_iter()
             .find(|r| r.kind == kind)
             .unwrap()

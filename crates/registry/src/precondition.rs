@@ -84,7 +84,7 @@ pub(crate) fn check_apply_create_uid(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::builtin;
+    use crate::builtin_types::builtin;
 
     fn rt(group: &str, plural: &str) -> ResourceType {
         builtin()

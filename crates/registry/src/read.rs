@@ -618,7 +618,8 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use crate::options::WriteParams;
     use crate::DeleteParams;
 

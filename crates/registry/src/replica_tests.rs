@@ -17,7 +17,8 @@ use kplane_types::{ClusterName, ClusterScope, RequestInfo, UserInfo, Verb};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-use crate::catalog::{builtin, Catalog};
+use crate::builtin_types::builtin;
+use crate::catalog::Catalog;
 use crate::cluster_states::ClusterPhase;
 use crate::controllers::{self, Controllers};
 use crate::options::WriteParams;

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::catalog::ResourceType;
 use super::field_labels;
-use super::strategies::FieldValues;
 use crate::error::{ApiError, ApiResult};
+use crate::strategy::FieldValues;
 
 /// A compiled selection. Matches everything when both selectors and the annotation
 /// requirement are absent.
@@ -152,7 +152,7 @@ mod tests {
     use serde_json::json;
 
     fn cm_type() -> ResourceType {
-        super::super::catalog::builtin()
+        super::super::builtin_types::builtin()
             .into_iter()
             .find(|r| r.kind == "ConfigMap")
             .unwrap()

@@ -13,7 +13,8 @@ use bytes::Bytes;
 use kplane_storage::{Prefix, SledStorageOptions};
 use serde_json::{json, Value};
 
-use super::catalog::{builtin, Catalog};
+use super::builtin_types::builtin;
+use super::catalog::Catalog;
 use super::read::LIST_BATCH;
 use super::{DeleteOutcome, DeleteParams, Registry, Target, WatchType};
 use crate::options::{ListParams, WriteParams};

@@ -499,11 +499,12 @@ fn label_selector_fields(sel: &mut Map<String, Value>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::catalog::{self, ResourceType};
+    use crate::builtin_types;
+    use crate::catalog::ResourceType;
     use serde_json::{json, Value};
 
     fn rt(group: &str, kind: &str) -> ResourceType {
-        catalog::builtin()
+        builtin_types::builtin()
             .into_iter()
             .find(|r| r.group == group && r.kind == kind)
             .unwrap()

@@ -13,7 +13,8 @@ use kplane_storage::{SledStorage, SledStorageOptions, Storage};
 use serde_json::{json, Value};
 
 use crate::admission::Admission;
-use crate::catalog::{builtin, Catalog};
+use crate::builtin_types::builtin;
+use crate::catalog::Catalog;
 use crate::options::WriteParams;
 use crate::{Registry, Target};
 

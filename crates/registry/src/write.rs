@@ -15,7 +15,7 @@ use super::typed;
 use super::{corrupt, storage_error, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::options::{ListParams, WriteParams};
-use crate::strategies::{BatchCreate, Together};
+use crate::strategy::{BatchCreate, Together};
 
 /// How many times a patch is retried on a write conflict when the client did not ask
 /// for optimistic locking.
@@ -200,7 +200,7 @@ impl Registry {
     /// object last. `None` when one of them is refused before the commit (nothing is
     /// written): the caller writes the object alone.
     ///
-    /// [`TypeStrategy::created_together`]: crate::strategies::TypeStrategy::created_together
+    /// [`TypeStrategy::created_together`]: crate::strategy::TypeStrategy::created_together
     async fn create_together(
         &self,
         t: &Target,

@@ -9,9 +9,9 @@
 use kplane_types::{Cause, CauseType, Status, StatusReason};
 use serde_json::Value;
 
-use super::super::{meta, Registry, Target};
 use super::{Attributes, MutatingAdmission, Operation};
 use crate::error::{ApiError, ApiResult};
+use crate::{meta, Registry, Target};
 
 /// Namespaces that may never be deleted.
 const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
@@ -68,8 +68,7 @@ impl MutatingAdmission for NamespaceLifecycle {
         let Some(kv) = reg.get_stored(&nst, ns).await? else {
             return Err(ApiError::from(Status::not_found("", "namespaces", ns)));
         };
-        let obj: Value =
-            serde_json::from_slice(&kv.value).map_err(|e| super::super::corrupt(&e))?;
+        let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
         if meta::is_deleting(&obj) {
             return Err(terminating(a));
         }

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use super::journal::{Journal, Step};
 use super::{EXPORT_CHUNK, IMPORT_BATCH};
-use crate::catalog::{builtin, Catalog};
+use crate::builtin_types::builtin;
+use crate::catalog::Catalog;
 use crate::options::{ListParams, WriteParams};
 use crate::{Registry, Target, WatchType};
 

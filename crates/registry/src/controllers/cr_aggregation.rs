@@ -203,7 +203,8 @@ impl Controller for Aggregation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use crate::testing::target;
     use kplane_storage::Storage;
 

@@ -229,7 +229,8 @@ mod tests {
     /// garbage collector lets it go); one with a long TTL and one not finished stay.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn finished_jobs_go_after_their_ttl() {
-        use crate::catalog::{builtin, Catalog};
+        use crate::builtin_types::builtin;
+        use crate::catalog::Catalog;
         use crate::options::WriteParams;
         use crate::testing::{create_namespace, target};
         use kplane_storage::Storage;

@@ -505,7 +505,8 @@ pub(crate) fn start_leading(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use kplane_storage::Storage;
     use serde_json::Value;
 

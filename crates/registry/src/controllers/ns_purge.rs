@@ -102,7 +102,7 @@ mod tests {
 
     async fn registry() -> Arc<Registry> {
         let storage: Arc<dyn Storage> = crate::testing::memory_store();
-        let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
+        let catalog = Arc::new(crate::Catalog::new(crate::builtin_types::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
         reg

@@ -161,7 +161,8 @@ pub(super) async fn run_pool(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use crate::options::WriteParams;
     use crate::{DeleteParams, Target};
     use kplane_storage::{Prefix, Storage};

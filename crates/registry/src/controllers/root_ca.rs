@@ -315,7 +315,7 @@ mod tests {
     async fn a_deleted_copy_queues_a_sync_only_where_it_can_be_written() {
         use kplane_storage::{Key, Storage};
         let storage: Arc<dyn Storage> = crate::testing::memory_store();
-        let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
+        let catalog = Arc::new(crate::Catalog::new(crate::builtin_types::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage, catalog, "PEM".into(), shutdown);
         let (publisher, _syncer) = publisher(reg.clone());
@@ -363,7 +363,7 @@ mod tests {
     async fn start_up_pass_publishes_in_every_namespace_of_every_cluster() {
         use kplane_storage::{Key, Precondition, Storage};
         let storage: Arc<dyn Storage> = crate::testing::memory_store();
-        let catalog = Arc::new(crate::Catalog::new(crate::catalog::builtin()));
+        let catalog = Arc::new(crate::Catalog::new(crate::builtin_types::builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (reg, _queue) = Registry::new(storage.clone(), catalog, "PEM".into(), shutdown);
         for c in ["root", "root:b"] {

@@ -142,7 +142,8 @@ pub(crate) fn instant_at(at: chrono::DateTime<chrono::Utc>) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use kplane_storage::Storage;
     use kplane_types::ClusterName;
     use std::time::Duration;

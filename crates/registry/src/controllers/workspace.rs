@@ -38,7 +38,7 @@ use crate::options::WriteParams;
 use crate::strategies::workspace::{
     ready_condition, ready_status, TENANCY_GROUP, WORKSPACE_FINALIZER, WORKSPACE_RESOURCE,
 };
-use crate::strategies::Together;
+use crate::strategy::Together;
 use crate::{meta, Registry, ResourceType, Target};
 
 /// The controller's name in logs and its field manager.
@@ -401,7 +401,8 @@ mod tests {
 
     use super::super::run_worker;
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use crate::options::WriteParams;
     use crate::DeleteParams;
 

@@ -6,10 +6,11 @@ use kplane_types::Cause;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::catalog::{self, ResourceType};
+use crate::builtin_types;
+use crate::catalog::ResourceType;
 
 fn rt() -> ResourceType {
-    catalog::builtin()
+    builtin_types::builtin()
         .into_iter()
         .find(|r| r.group.is_empty() && r.plural == "pods")
         .unwrap()

@@ -19,8 +19,8 @@ use std::collections::HashSet;
 use kplane_types::{validation, Cause, CauseType};
 use serde_json::{json, Value};
 
-use super::super::go_cidr::ip_is_v4;
-use super::super::pod_template;
+use crate::go_cidr::ip_is_v4;
+use crate::pod_template;
 
 /// What `ValidatePodUpdate` lets a pod update change (`updatablePodSpecFields`).
 const UPDATABLE: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";

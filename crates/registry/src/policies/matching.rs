@@ -76,7 +76,7 @@ mod tests {
     use serde_json::json;
 
     fn catalog() -> Catalog {
-        Catalog::new(crate::catalog::builtin())
+        Catalog::new(crate::builtin_types::builtin())
     }
 
     fn req(

@@ -6,7 +6,8 @@ use kplane_types::ClusterName;
 use serde_json::{json, Value};
 
 use super::{check_policy, types_to_check, ExpressionWarning, MANAGER, MAX_TYPES};
-use crate::catalog::{builtin, Catalog};
+use crate::builtin_types::builtin;
+use crate::catalog::Catalog;
 use crate::options::WriteParams;
 use crate::testing::{fixture, target};
 use crate::Registry;

@@ -10,7 +10,8 @@ use kplane_types::{ClusterName, ClusterScope, StatusReason};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::catalog::{builtin, Catalog};
+use crate::builtin_types::builtin;
+use crate::catalog::Catalog;
 use crate::options::WriteParams;
 use crate::{DeleteOutcome, DeleteParams, Registry, Target};
 

@@ -484,7 +484,8 @@ fn bound_credentials_act_in_their_cluster_only() {
 
 mod with_registry {
     use super::*;
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use crate::options::WriteParams;
     use crate::{Registry, Target};
     use kplane_storage::Storage;

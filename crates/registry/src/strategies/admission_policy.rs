@@ -9,10 +9,10 @@
 use kplane_types::{Cause, ClusterName};
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::policies::config;
-use super::super::Registry;
-use super::TypeStrategy;
+use crate::catalog::ResourceType;
+use crate::policies::config;
+use crate::strategy::TypeStrategy;
+use crate::Registry;
 
 /// Which of the two kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

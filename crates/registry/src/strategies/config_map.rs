@@ -5,9 +5,9 @@ use base64::Engine;
 use kplane_types::{validation, Cause};
 use serde_json::{json, Value};
 
-use super::super::catalog::ResourceType;
-use super::super::stored_form;
-use super::TypeStrategy;
+use crate::catalog::ResourceType;
+use crate::stored_form;
+use crate::strategy::TypeStrategy;
 
 /// Total size limit of ConfigMap and Secret data (`MaxSecretSize`, 1 MiB).
 pub(super) const MAX_DATA_BYTES: usize = 1024 * 1024;

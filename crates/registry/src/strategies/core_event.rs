@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::{field_labels, stored_form};
-use super::{FieldValues, TypeStrategy};
+use crate::catalog::ResourceType;
+use crate::strategy::{FieldValues, TypeStrategy};
+use crate::{field_labels, stored_form};
 
 #[derive(Debug)]
 pub struct CoreEvent;

@@ -8,12 +8,12 @@ use kplane_types::Cause;
 use kplane_types::ClusterName;
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::crd;
-use super::super::Registry;
-use super::{default_reset_fields, status_keeps_spec, TypeStrategy};
+use crate::catalog::ResourceType;
 use crate::controllers::{CrdCleanup, Named};
+use crate::crd;
 use crate::error::ApiResult;
+use crate::strategy::{default_reset_fields, status_keeps_spec, TypeStrategy};
+use crate::Registry;
 
 #[derive(Debug)]
 pub struct CustomResourceDefinition;

@@ -10,11 +10,11 @@ use bytes::Bytes;
 use kplane_types::Cause;
 use serde_json::{json, Value};
 
-use super::super::catalog::ResourceType;
-use super::super::custom;
-use super::super::meta::NameRule;
-use super::{Conversion, TypeStrategy};
+use crate::catalog::ResourceType;
+use crate::custom;
 use crate::error::ApiResult;
+use crate::meta::NameRule;
+use crate::strategy::{Conversion, TypeStrategy};
 
 #[derive(Debug)]
 pub struct Custom;

@@ -6,10 +6,10 @@ use bytes::Bytes;
 use kplane_types::Cause;
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::{corrupt, events, field_labels, stored_form};
-use super::{Conversion, FieldValues, TypeStrategy};
+use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
+use crate::strategy::{Conversion, FieldValues, TypeStrategy};
+use crate::{corrupt, events, field_labels, stored_form};
 
 #[derive(Debug)]
 pub struct EventsV1Event;

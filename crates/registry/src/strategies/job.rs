@@ -6,10 +6,10 @@
 use kplane_types::Cause;
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::{field_labels, job, stored_form};
-use super::{status_keeps_spec, FieldValues, TypeStrategy};
+use crate::catalog::ResourceType;
 use crate::error::ApiResult;
+use crate::strategy::{status_keeps_spec, FieldValues, TypeStrategy};
+use crate::{field_labels, job, stored_form};
 
 #[derive(Debug)]
 pub struct Job;

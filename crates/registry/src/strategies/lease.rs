@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::stored_form;
-use super::TypeStrategy;
+use crate::catalog::ResourceType;
+use crate::stored_form;
+use crate::strategy::TypeStrategy;
 
 #[derive(Debug)]
 pub struct Lease;

@@ -7,12 +7,12 @@ use kplane_types::Cause;
 use kplane_types::ClusterName;
 use serde_json::{json, Value};
 
-use super::super::catalog::ResourceType;
-use super::super::meta::{self, NameRule};
-use super::super::Registry;
-use super::{keep_stored_status, with_field_from, TypeStrategy};
+use crate::catalog::ResourceType;
 use crate::controllers::{Named, Namespaces};
 use crate::error::{ApiError, ApiResult};
+use crate::meta::{self, NameRule};
+use crate::strategy::{keep_stored_status, with_field_from, TypeStrategy};
+use crate::Registry;
 
 #[derive(Debug)]
 pub struct Namespace;

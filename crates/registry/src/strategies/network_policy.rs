@@ -6,9 +6,9 @@
 use kplane_types::Cause;
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::{network_policy, stored_form};
-use super::TypeStrategy;
+use crate::catalog::ResourceType;
+use crate::strategy::TypeStrategy;
+use crate::{network_policy, stored_form};
 
 #[derive(Debug)]
 pub struct NetworkPolicy;

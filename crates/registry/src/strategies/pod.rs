@@ -9,10 +9,10 @@
 use kplane_types::Cause;
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::{field_labels, pod, stored_form};
-use super::{FieldValues, TypeStrategy};
+use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
+use crate::strategy::{FieldValues, TypeStrategy};
+use crate::{field_labels, pod, stored_form};
 
 #[derive(Debug)]
 pub struct Pod;

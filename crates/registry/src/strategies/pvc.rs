@@ -6,10 +6,10 @@
 use kplane_types::Cause;
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::pvc;
-use super::{keep_stored_status, status_keeps_spec, TypeStrategy};
+use crate::catalog::ResourceType;
 use crate::error::ApiResult;
+use crate::pvc;
+use crate::strategy::{keep_stored_status, status_keeps_spec, TypeStrategy};
 
 #[derive(Debug)]
 pub struct PersistentVolumeClaim;

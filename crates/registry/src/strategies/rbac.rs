@@ -7,12 +7,12 @@
 use kplane_types::{Cause, ClusterName};
 use serde_json::{json, Value};
 
-use super::super::catalog::ResourceType;
-use super::super::meta::NameRule;
-use super::super::stored_form;
-use super::TypeStrategy;
 use crate::builtins::Builtins;
+use crate::catalog::ResourceType;
+use crate::meta::NameRule;
 use crate::rbac::defaults;
+use crate::stored_form;
+use crate::strategy::TypeStrategy;
 use crate::Registry;
 
 #[derive(Debug)]

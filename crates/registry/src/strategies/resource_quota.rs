@@ -7,10 +7,10 @@
 use kplane_types::Cause;
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::resource_quota::validation;
-use super::{status_keeps_spec, TypeStrategy};
+use crate::catalog::ResourceType;
 use crate::error::ApiResult;
+use crate::resource_quota::validation;
+use crate::strategy::{status_keeps_spec, TypeStrategy};
 
 #[derive(Debug)]
 pub struct ResourceQuota;

@@ -2,7 +2,7 @@
 //! from the request by the HTTP layer, never stored, so no write path, no managedFields
 //! and no bulk delete.
 
-use super::TypeStrategy;
+use crate::strategy::TypeStrategy;
 
 #[derive(Debug)]
 pub struct Review;

@@ -6,10 +6,10 @@ use base64::Engine;
 use kplane_types::{validation, Cause};
 use serde_json::{json, Value};
 
-use super::super::catalog::ResourceType;
-use super::super::{field_labels, stored_form};
 use super::config_map::{check_immutable, MAX_DATA_BYTES};
-use super::TypeStrategy;
+use crate::catalog::ResourceType;
+use crate::strategy::TypeStrategy;
+use crate::{field_labels, stored_form};
 
 #[derive(Debug)]
 pub struct Secret;

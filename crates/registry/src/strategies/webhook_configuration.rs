@@ -8,10 +8,10 @@
 use kplane_types::{Cause, ClusterName};
 use serde_json::Value;
 
-use super::super::catalog::ResourceType;
-use super::super::webhooks::config::{self, Kind};
-use super::super::Registry;
-use super::TypeStrategy;
+use crate::catalog::ResourceType;
+use crate::strategy::TypeStrategy;
+use crate::webhooks::config::{self, Kind};
+use crate::Registry;
 
 /// The strategy of both configuration kinds.
 #[derive(Debug)]

@@ -11,12 +11,12 @@
 use kplane_types::{Cause, ClusterName, Status};
 use serde_json::{json, Value};
 
-use super::super::catalog::ResourceType;
-use super::super::meta::{self, NameRule};
-use super::super::Registry;
-use super::{with_field_from, Together, TypeStrategy};
+use crate::catalog::ResourceType;
 use crate::controllers::{Named, Workspaces};
 use crate::error::{ApiError, ApiResult};
+use crate::meta::{self, NameRule};
+use crate::strategy::{with_field_from, Together, TypeStrategy};
+use crate::Registry;
 
 /// The group of the tenancy API.
 pub const TENANCY_GROUP: &str = "tenancy.kplane.io";
@@ -248,7 +248,7 @@ pub(crate) fn ready_condition(status: &str, reason: &str, message: &str) -> Valu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::builtin;
+    use crate::builtin_types::builtin;
 
     #[test]
     fn the_template_is_a_name_and_cannot_change() {

@@ -8,8 +8,8 @@
 use kplane_types::Cause;
 use serde_json::{json, Value};
 
-use super::super::catalog::ResourceType;
-use super::TypeStrategy;
+use crate::catalog::ResourceType;
+use crate::strategy::TypeStrategy;
 
 /// The storage resource of WorkspaceTemplates.
 pub const WORKSPACE_TEMPLATE_RESOURCE: &str = "tenancy.kplane.io/workspacetemplates";

@@ -1198,7 +1198,8 @@ mod tests {
             .is_none());
     }
 
-    use crate::catalog::{builtin, Catalog};
+    use crate::builtin_types::builtin;
+    use crate::catalog::Catalog;
     use crate::testing::{create_all, target as target_of};
     use kplane_storage::Storage;
     use kplane_types::ClusterScope;

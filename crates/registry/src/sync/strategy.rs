@@ -15,7 +15,7 @@ use crate::catalog::ResourceType;
 use crate::error::ApiResult;
 use crate::label_selector;
 use crate::meta::{self, NameRule};
-use crate::strategies::TypeStrategy;
+use crate::strategy::TypeStrategy;
 use crate::Registry;
 
 /// The group of the sync API.
@@ -456,7 +456,7 @@ pub(crate) fn validate_status(obj: &Value) -> Vec<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::builtin;
+    use crate::builtin_types::builtin;
 
     fn rendered(causes: Vec<Cause>) -> Vec<String> {
         causes.iter().map(Cause::render).collect()

@@ -109,7 +109,7 @@ fn webhook(extra: serde_json::Value) -> Webhook {
 
 #[test]
 fn equivalent_resources_match_unless_the_policy_is_exact() {
-    let catalog = Catalog::new(crate::catalog::builtin());
+    let catalog = Catalog::new(crate::builtin_types::builtin());
     let core = catalog.get("", "v1", "events").unwrap().clone();
     let r = req(Operation::Create, "", "events", "", "default");
     let equivalent = webhook(json!({}));
