@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::catalog::ResourceType;
+use crate::hooks::{Table, WriteHooks};
 use crate::strategies;
 use crate::strategy::TypeStrategy;
 
@@ -466,6 +467,60 @@ pub fn builtin() -> Vec<ResourceType> {
     out
 }
 
+/// The hooks of the built-in types that have work around their writes
+/// ([`crate::hooks`]): each is the type's strategy value, registered by group and plural.
+pub fn hooks() -> Table {
+    use strategies::*;
+    let rbac: Arc<dyn WriteHooks> = Arc::new(Rbac);
+    let admission = "admissionregistration.k8s.io";
+    let mut table = Table::default()
+        .with("", "namespaces", Arc::new(Namespace))
+        .with(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            Arc::new(CustomResourceDefinition),
+        )
+        .with(
+            admission,
+            "mutatingwebhookconfigurations",
+            Arc::new(WebhookConfiguration(
+                crate::webhooks::config::Kind::Mutating,
+            )),
+        )
+        .with(
+            admission,
+            "validatingwebhookconfigurations",
+            Arc::new(WebhookConfiguration(
+                crate::webhooks::config::Kind::Validating,
+            )),
+        )
+        .with(
+            admission,
+            "validatingadmissionpolicies",
+            Arc::new(AdmissionPolicy(PolicyKind::Policy)),
+        )
+        .with(
+            admission,
+            "validatingadmissionpolicybindings",
+            Arc::new(AdmissionPolicy(PolicyKind::Binding)),
+        )
+        .with(workspace::TENANCY_GROUP, "workspaces", Arc::new(Workspace))
+        .with(
+            crate::sync::strategy::SYNC_GROUP,
+            "synctargets",
+            Arc::new(SyncTarget),
+        );
+    for plural in [
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "clusterrolebindings",
+    ] {
+        table = table.with("rbac.authorization.k8s.io", plural, rbac.clone());
+    }
+    table
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -549,5 +604,17 @@ mod tests {
         let cms = rt("configmaps");
         cms.strategy.prepare_for_update(cms, &mut cm, &old);
         assert_eq!(cm["status"], json!({"a": 2}));
+    }
+
+    #[test]
+    fn every_hooked_type_is_a_builtin_type() {
+        let types = super::builtin();
+        for (group, plural) in super::hooks().entries() {
+            assert!(
+                types.iter().any(|t| t.group == group && t.plural == plural),
+                "{group}/{plural} has hooks but is not served"
+            );
+        }
+        assert_eq!(super::hooks().entries().count(), 13);
     }
 }

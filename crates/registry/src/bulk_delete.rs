@@ -169,7 +169,10 @@ impl Registry {
                 Ok(kv) => {
                     // The type's hook (a cache of the cluster's objects dropped), before
                     // the deletecollection answers, as after a delete of one.
-                    t.rt.strategy.after_delete(self, cluster, &p.name).await?;
+                    self.hooks
+                        .of(&t.rt)
+                        .after_delete(self, cluster, &p.name)
+                        .await?;
                     gone(self.api_bytes(&t.rt, kv.value).await?)
                 }
                 Err(StorageError::NotFound) => {}

@@ -42,7 +42,7 @@ pub struct ResourceType {
     /// accepts and refuses labels is in `field_labels`).
     pub selectable_fields: Vec<String>,
     /// What a custom resource's CRD says (schema, columns, scale); `None` for built-ins.
-    pub custom: Option<Arc<super::crd::CustomInfo>>,
+    pub custom: Option<Arc<crate::crd::info::CustomInfo>>,
 }
 
 impl std::fmt::Debug for ResourceType {

@@ -84,6 +84,8 @@ mod size_tests;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+mod assembly;
+pub mod hooks;
 mod registry;
 
 pub(crate) use registry::{corrupt, to_api};

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use super::{Registry, ResourceType, Target};
 use crate::controllers::{InNamespace, RootCa};
 use crate::error::ApiResult;
+use crate::hooks::BatchCreate;
 use crate::options::WriteParams;
-use crate::strategy::BatchCreate;
 
 /// Namespaces every logical cluster starts with.
 pub const DEFAULT_NAMESPACES: &[&str] =

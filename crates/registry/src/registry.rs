@@ -119,6 +119,8 @@ pub struct Registry {
     pub(crate) policies: Arc<policies::Cache>,
     /// ServiceAccount uids for the token authenticator (`token_bindings`).
     pub(crate) service_accounts: Arc<token_bindings::ServiceAccountCache>,
+    /// The built-in types' work around their writes (`hooks`).
+    pub(crate) hooks: crate::hooks::Table,
     /// Each logical cluster's quota limits and usage (`quota`), kept by the storage
     /// decorator every write passes.
     pub(crate) quotas: Arc<quota::Quotas>,
@@ -148,61 +150,6 @@ impl Registry {
 }
 
 impl Registry {
-    /// Creates the registry, with the recommended admission chain, and the receiver of its
-    /// controllers' work queue (run them with [`controllers::start`]).
-    pub fn new(
-        storage: Arc<dyn Storage>,
-        builtin: Arc<Catalog>,
-        root_ca_pem: String,
-        shutdown: tokio::sync::watch::Receiver<bool>,
-    ) -> (
-        Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<controllers::Item>,
-    ) {
-        Self::with_admission(
-            storage,
-            builtin,
-            root_ca_pem,
-            shutdown,
-            admission::Admission::recommended(),
-        )
-    }
-
-    /// [`Registry::new`] with the admission chain `admission`.
-    pub fn with_admission(
-        storage: Arc<dyn Storage>,
-        builtin: Arc<Catalog>,
-        root_ca_pem: String,
-        shutdown: tokio::sync::watch::Receiver<bool>,
-        admission: admission::Admission,
-    ) -> (
-        Arc<Registry>,
-        tokio::sync::mpsc::UnboundedReceiver<controllers::Item>,
-    ) {
-        let (controllers, rx) = controllers::Shared::new(controllers::builtin());
-        let quotas = Arc::new(quota::Quotas::default());
-        let r = Registry {
-            storage: quota::QuotaStorage::wrap(storage, quotas.clone()),
-            catalogs: catalogs::Catalogs::new(builtin),
-            clusters: clusters::ClusterState::default(),
-            root_ca_pem,
-            shutdown,
-            controllers,
-            admission,
-            external_url: std::sync::OnceLock::new(),
-            server_version: std::sync::OnceLock::new(),
-            rbac: Arc::default(),
-            sync_targets: Arc::default(),
-            sync_refs: Arc::default(),
-            webhooks: Arc::default(),
-            policies: Arc::default(),
-            service_accounts: Arc::default(),
-            quotas,
-            quota_index: Arc::default(),
-        };
-        (Arc::new(r), rx)
-    }
-
     /// The namespaces holding ResourceQuotas.
     pub fn quota_index(&self) -> &Arc<resource_quota::index::QuotaIndex> {
         &self.quota_index

@@ -15,7 +15,6 @@
 //! not a strategy method: it is [`Conversion`], an optional field of the `ResourceType`, so
 //! that a read of a type stored as served costs one `Option` test per item and nothing more.
 
-use kplane_types::ClusterName;
 use std::fmt;
 
 use bytes::Bytes;
@@ -26,65 +25,16 @@ use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
 use crate::field_labels;
 use crate::meta::NameRule;
-use crate::Registry;
 
 /// How a field selector reads the value of a (converted) label from a stored object. A
 /// plain function, chosen once per request ([`TypeStrategy::field_values`]): it runs per
 /// object a field selector tests.
 pub type FieldValues = fn(&Value, &str) -> Option<String>;
 
-/// What a new object is created together with, in the same storage commit
-/// ([`TypeStrategy::created_together`]).
-pub struct Together {
-    /// The new object's stored form when it is written with `items` (a Workspace: Ready).
-    pub obj: Value,
-    /// The objects, in order, each admitted, validated and hooked as by a create of its
-    /// own with its own write parameters. If any is refused before the commit, the new
-    /// object is written alone, as it was before [`TypeStrategy::created_together`].
-    pub items: Vec<BatchCreate>,
-    /// Runs once the commit is over or given up, told whether any of `items` was written.
-    pub finish: TogetherDone,
-}
-
-/// The end of a [`Together`]: told whether any of its objects was written.
-pub type TogetherDone = Box<dyn FnOnce(&Registry, bool) + Send>;
-
-/// One object of a batch of creates (`Registry::create_batch`, a [`Together`]): admitted,
-/// validated and hooked as by a create of its own, with its own write parameters.
-pub struct BatchCreate {
-    pub t: super::Target,
-    pub obj: Value,
-    pub w: crate::options::WriteParams,
-    /// The index, in the same batch, of the Namespace the object is created in, when that
-    /// namespace is created by the batch (before the object): admission takes it as
-    /// existing, as it is when the object is. If that namespace cannot be prepared, the
-    /// object is refused as in a missing namespace; if its write fails (it exists
-    /// already), the object is written all the same: use it for a new cluster's
-    /// namespaces only.
-    pub in_new_namespace: Option<usize>,
-    /// Whether the type's `after_create` hook runs once the object is stored; false when
-    /// the batch carries what the hook would create (a new namespace's bootstrap objects).
-    pub hook: bool,
-}
-
-impl BatchCreate {
-    /// An object created as by `Registry::create`.
-    pub fn new(t: super::Target, obj: Value, w: crate::options::WriteParams) -> BatchCreate {
-        BatchCreate {
-            t,
-            obj,
-            w,
-            in_new_namespace: None,
-            hook: true,
-        }
-    }
-}
-
 /// What is particular to one type. Every method has the behaviour of a plain type as its
 /// default (a ConfigMap-like object without status, subresources or hooks), so an
 /// implementation states only what differs. `rt` is the served resource the request went
 /// through (kind, scope, subresources, a custom resource's schema).
-#[async_trait::async_trait]
 pub trait TypeStrategy: Send + Sync + fmt::Debug {
     // ---- What the type is -------------------------------------------------------------
 
@@ -235,69 +185,6 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
     /// see each other).
     fn serialize_writes(&self) -> bool {
         false
-    }
-
-    /// The status a controller would write, computed in the same write (CRDs).
-    async fn controller_status(
-        &self,
-        _reg: &Registry,
-        _cluster: &ClusterName,
-        _obj: &mut Value,
-    ) -> ApiResult<()> {
-        Ok(())
-    }
-
-    /// Objects to create in the same commit as a new object of this type (a create with
-    /// an explicit name, not a dry run), once `obj` (its stored form) has passed admission
-    /// and validation; `None`, the default, writes it alone.
-    async fn created_together(
-        &self,
-        _reg: &Registry,
-        _cluster: &ClusterName,
-        _obj: &Value,
-    ) -> ApiResult<Option<Together>> {
-        Ok(None)
-    }
-
-    /// After any committed write of an object of the type in `cluster` (what the three
-    /// hooks below do unless a type overrides them): a type whose objects feed a
-    /// per-cluster cache drops the cluster's entry here, so the writer's next request
-    /// sees the change.
-    fn after_write(&self, _reg: &Registry, _cluster: &ClusterName) {}
-
-    /// After a create is committed.
-    async fn after_create(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
-        self.after_write(reg, cluster);
-        Ok(())
-    }
-
-    /// After an update (or a delete that marked the object) is committed; `deleting`
-    /// when the object carries a deletionTimestamp.
-    async fn after_update(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-        _deleting: bool,
-    ) -> ApiResult<()> {
-        self.after_write(reg, cluster);
-        Ok(())
-    }
-
-    /// After the object is gone from storage.
-    async fn after_delete(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
-        self.after_write(reg, cluster);
-        Ok(())
     }
 }
 

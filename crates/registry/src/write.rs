@@ -14,8 +14,8 @@ use super::precondition;
 use super::typed;
 use super::{corrupt, storage_error, Registry, ResourceType, Target};
 use crate::error::{ApiError, ApiResult};
+use crate::hooks::{BatchCreate, Together};
 use crate::options::{ListParams, WriteParams};
-use crate::strategy::{BatchCreate, Together};
 
 /// How many times a patch is retried on a write conflict when the client did not ask
 /// for optimistic locking.
@@ -154,8 +154,9 @@ impl Registry {
                 .serialized_write(&rt, &admitted.cluster, &mut candidate)
                 .await?;
             if !generated {
-                let together = rt
-                    .strategy
+                let together = self
+                    .hooks
+                    .of(&rt)
                     .created_together(self, &admitted.cluster, &candidate)
                     .await?;
                 if let Some(together) = together {
@@ -174,7 +175,8 @@ impl Registry {
             };
             match put {
                 Ok(kv) => {
-                    rt.strategy
+                    self.hooks
+                        .of(&rt)
                         .after_create(self, &admitted.cluster, &name)
                         .await?;
                     return self.api_bytes(&rt, kv.value).await;
@@ -200,7 +202,7 @@ impl Registry {
     /// object last. `None` when one of them is refused before the commit (nothing is
     /// written): the caller writes the object alone.
     ///
-    /// [`TypeStrategy::created_together`]: crate::strategy::TypeStrategy::created_together
+    /// [`TypeStrategy::created_together`]: crate::hooks::WriteHooks::created_together
     async fn create_together(
         &self,
         t: &Target,
@@ -352,7 +354,12 @@ impl Registry {
                 let r = match r {
                     Ok(kv) => match t.cluster() {
                         Ok(cluster) if hook => {
-                            match t.rt.strategy.after_create(self, cluster, &name).await {
+                            match self
+                                .hooks
+                                .of(&t.rt)
+                                .after_create(self, cluster, &name)
+                                .await
+                            {
                                 Ok(()) => self.api_bytes(&t.rt, kv.value).await,
                                 Err(e) => Err(e),
                             }
@@ -453,7 +460,8 @@ impl Registry {
         }
         meta::prepare_create(&mut candidate, rt)?;
         rt.strategy.prepare_for_create(rt, &mut candidate);
-        rt.strategy
+        self.hooks
+            .of(&rt)
             .controller_status(self, &a.cluster, &mut candidate)
             .await?;
         let name = meta::name_of(&candidate).to_string();
@@ -629,7 +637,10 @@ impl Registry {
             return Ok(None);
         }
         let guard = self.catalogs.crd_write.lock(cluster).await;
-        rt.strategy.controller_status(self, cluster, obj).await?;
+        self.hooks
+            .of(&rt)
+            .controller_status(self, cluster, obj)
+            .await?;
         Ok(Some(guard))
     }
 
@@ -714,7 +725,8 @@ impl Registry {
             m.insert("creationTimestamp".into(), json!(meta::now_time()));
         }
         super::managed::record_update(rt, Some(old), &mut new, sub, w);
-        rt.strategy
+        self.hooks
+            .of(&rt)
             .controller_status(self, &cluster, &mut new)
             .await?;
         if meta::is_deleting(old) {
@@ -788,9 +800,13 @@ impl Registry {
         if gone {
             // The hook may rewrite other CRDs (name recheck), each under the lock.
             drop(crd_guard);
-            rt.strategy.after_delete(self, &cluster, name).await?;
+            self.hooks
+                .of(&rt)
+                .after_delete(self, &cluster, name)
+                .await?;
         } else {
-            rt.strategy
+            self.hooks
+                .of(&rt)
                 .after_update(self, &cluster, name, deleting)
                 .await?;
         }
@@ -939,7 +955,8 @@ impl Registry {
                 m.insert("deletionTimestamp".into(), json!(meta::now_time()));
                 m.insert("deletionGracePeriodSeconds".into(), json!(0));
                 rt.strategy.prepare_for_delete(&rt, &mut marked);
-                rt.strategy
+                self.hooks
+                    .of(&rt)
                     .controller_status(self, &cluster, &mut marked)
                     .await?;
                 if d.dry_run {
@@ -951,7 +968,10 @@ impl Registry {
                 };
                 match put {
                     Ok(kv) => {
-                        rt.strategy.after_update(self, &cluster, name, true).await?;
+                        self.hooks
+                            .of(&rt)
+                            .after_update(self, &cluster, name, true)
+                            .await?;
                         return Ok(DeleteOutcome::Marked(self.api_bytes(&rt, kv.value).await?));
                     }
                     Err(kplane_storage::Error::Conflict { .. }) => continue,
@@ -969,7 +989,10 @@ impl Registry {
                 Ok(kv) => {
                     // The hook may rewrite other CRDs (name recheck), each under the lock.
                     drop(crd_guard);
-                    rt.strategy.after_delete(self, &cluster, name).await?;
+                    self.hooks
+                        .of(&rt)
+                        .after_delete(self, &cluster, name)
+                        .await?;
                     return Ok(DeleteOutcome::Deleted(decode(&kv)?));
                 }
                 Err(kplane_storage::Error::Conflict { .. }) => continue,

@@ -34,11 +34,11 @@ use super::write_failed;
 use super::{Controller, Named};
 use crate::cluster_states::ClusterPhase;
 use crate::error::{ApiError, ApiResult};
+use crate::hooks::Together;
 use crate::options::WriteParams;
 use crate::strategies::workspace::{
     ready_condition, ready_status, TENANCY_GROUP, WORKSPACE_FINALIZER, WORKSPACE_RESOURCE,
 };
-use crate::strategy::Together;
 use crate::{meta, Registry, ResourceType, Target};
 
 /// The controller's name in logs and its field manager.

@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::webhooks::{ClientConfig, WebhookTransport};
+use crate::webhooks::model::ClientConfig;
+use crate::webhooks::transport::WebhookTransport;
 
 /// Every conversion call's timeout (client-go's `?timeout=30s` too).
 pub const TIMEOUT: Duration = Duration::from_secs(30);

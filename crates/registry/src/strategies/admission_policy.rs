@@ -10,6 +10,7 @@ use kplane_types::{Cause, ClusterName};
 use serde_json::Value;
 
 use crate::catalog::ResourceType;
+use crate::hooks::WriteHooks;
 use crate::policies::config;
 use crate::strategy::TypeStrategy;
 use crate::Registry;
@@ -25,7 +26,6 @@ pub enum PolicyKind {
 #[derive(Debug)]
 pub struct AdmissionPolicy(pub PolicyKind);
 
-#[async_trait::async_trait]
 impl TypeStrategy for AdmissionPolicy {
     fn has_generation(&self) -> bool {
         true
@@ -52,7 +52,10 @@ impl TypeStrategy for AdmissionPolicy {
             PolicyKind::Binding => config::validate_binding(obj),
         }
     }
+}
 
+#[async_trait::async_trait]
+impl WriteHooks for AdmissionPolicy {
     fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
         reg.policy_cache().invalidate(cluster.as_str());
     }

@@ -12,13 +12,13 @@ use crate::catalog::ResourceType;
 use crate::controllers::{CrdCleanup, Named};
 use crate::crd;
 use crate::error::ApiResult;
+use crate::hooks::WriteHooks;
 use crate::strategy::{default_reset_fields, status_keeps_spec, TypeStrategy};
 use crate::Registry;
 
 #[derive(Debug)]
 pub struct CustomResourceDefinition;
 
-#[async_trait::async_trait]
 impl TypeStrategy for CustomResourceDefinition {
     fn allow_unconditional_update(&self) -> bool {
         false
@@ -72,7 +72,10 @@ impl TypeStrategy for CustomResourceDefinition {
     fn serialize_writes(&self) -> bool {
         true
     }
+}
 
+#[async_trait::async_trait]
+impl WriteHooks for CustomResourceDefinition {
     async fn controller_status(
         &self,
         reg: &Registry,

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::catalog::ResourceType;
 use crate::controllers::{Named, Namespaces};
 use crate::error::{ApiError, ApiResult};
+use crate::hooks::WriteHooks;
 use crate::meta::{self, NameRule};
 use crate::strategy::{keep_stored_status, with_field_from, TypeStrategy};
 use crate::Registry;
@@ -17,7 +18,6 @@ use crate::Registry;
 #[derive(Debug)]
 pub struct Namespace;
 
-#[async_trait::async_trait]
 impl TypeStrategy for Namespace {
     fn name_rule(&self) -> NameRule {
         NameRule::Dns1123Label
@@ -129,7 +129,10 @@ impl TypeStrategy for Namespace {
             Err(format!("field label not supported: {label}"))
         }
     }
+}
 
+#[async_trait::async_trait]
+impl WriteHooks for Namespace {
     /// A new namespace gets its `default` ServiceAccount and `kube-root-ca.crt`.
     async fn after_create(
         &self,

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::builtins::Builtins;
 use crate::catalog::ResourceType;
+use crate::hooks::WriteHooks;
 use crate::meta::NameRule;
 use crate::rbac::defaults;
 use crate::stored_form;
@@ -18,7 +19,6 @@ use crate::Registry;
 #[derive(Debug)]
 pub struct Rbac;
 
-#[async_trait::async_trait]
 impl TypeStrategy for Rbac {
     fn allow_create_on_update(&self) -> bool {
         true
@@ -48,7 +48,10 @@ impl TypeStrategy for Rbac {
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         validate_rbac(obj, old, rt)
     }
+}
 
+#[async_trait::async_trait]
+impl WriteHooks for Rbac {
     /// The cluster's compiled RBAC policy is stale once the write is committed.
     fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
         reg.rbac_cache().invalidate(cluster.as_str());

@@ -9,6 +9,7 @@ use kplane_types::{Cause, ClusterName};
 use serde_json::Value;
 
 use crate::catalog::ResourceType;
+use crate::hooks::WriteHooks;
 use crate::strategy::TypeStrategy;
 use crate::webhooks::config::{self, Kind};
 use crate::Registry;
@@ -17,7 +18,6 @@ use crate::Registry;
 #[derive(Debug)]
 pub struct WebhookConfiguration(pub Kind);
 
-#[async_trait::async_trait]
 impl TypeStrategy for WebhookConfiguration {
     fn has_generation(&self) -> bool {
         true
@@ -30,7 +30,10 @@ impl TypeStrategy for WebhookConfiguration {
     fn validate(&self, _rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         config::validate(self.0, obj, old)
     }
+}
 
+#[async_trait::async_trait]
+impl WriteHooks for WebhookConfiguration {
     fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
         reg.webhook_cache().invalidate(cluster.as_str());
     }

@@ -14,8 +14,10 @@ use serde_json::{json, Value};
 use crate::catalog::ResourceType;
 use crate::controllers::{Named, Workspaces};
 use crate::error::{ApiError, ApiResult};
+use crate::hooks::Together;
+use crate::hooks::WriteHooks;
 use crate::meta::{self, NameRule};
-use crate::strategy::{with_field_from, Together, TypeStrategy};
+use crate::strategy::{with_field_from, TypeStrategy};
 use crate::Registry;
 
 /// The group of the tenancy API.
@@ -30,7 +32,6 @@ pub const PHASES: &[&str] = &["Initializing", "Ready", "Terminating", "Failed"];
 #[derive(Debug)]
 pub struct Workspace;
 
-#[async_trait::async_trait]
 impl TypeStrategy for Workspace {
     /// A workspace name is one segment of a logical cluster path.
     fn name_rule(&self) -> NameRule {
@@ -130,7 +131,10 @@ impl TypeStrategy for Workspace {
     fn deletes_in_bulk(&self) -> bool {
         false
     }
+}
 
+#[async_trait::async_trait]
+impl WriteHooks for Workspace {
     /// The child path (`<cluster>:<name>`) must be a valid logical cluster name: at most
     /// 253 characters. (A name that is not a DNS-1123 label is refused by the name rule.)
     async fn controller_status(

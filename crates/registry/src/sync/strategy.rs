@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::catalog::ResourceType;
 use crate::error::ApiResult;
+use crate::hooks::WriteHooks;
 use crate::label_selector;
 use crate::meta::{self, NameRule};
 use crate::strategy::TypeStrategy;
@@ -34,7 +35,6 @@ pub const DEFAULT_HEARTBEAT_TIMEOUT_SECONDS: i64 = 30;
 #[derive(Debug)]
 pub struct SyncTarget;
 
-#[async_trait::async_trait]
 impl TypeStrategy for SyncTarget {
     fn has_generation(&self) -> bool {
         true
@@ -114,7 +114,10 @@ impl TypeStrategy for SyncTarget {
     fn deletes_in_bulk(&self) -> bool {
         false
     }
+}
 
+#[async_trait::async_trait]
+impl WriteHooks for SyncTarget {
     /// A changed target is re-read for assignment (heartbeats leave it as it is).
     async fn after_update(
         &self,

@@ -33,39 +33,14 @@ pub(crate) mod fake;
 pub mod matching;
 pub mod model;
 pub mod review;
-
-use std::fmt;
-use std::time::Duration;
+pub mod transport;
 
 pub use dispatch::{MutatingWebhooks, ValidatingWebhooks, MUTATING_PLUGIN, VALIDATING_PLUGIN};
 pub use model::{ClientConfig, ServiceRef, Webhook};
+pub use transport::{TransportResponse, WebhookTransport};
 
 /// The storage resource of ValidatingWebhookConfigurations.
 pub const VALIDATING_RESOURCE: &str =
     "admissionregistration.k8s.io/validatingwebhookconfigurations";
 /// The storage resource of MutatingWebhookConfigurations.
 pub const MUTATING_RESOURCE: &str = "admissionregistration.k8s.io/mutatingwebhookconfigurations";
-
-/// What a webhook's server answered: the HTTP status code and the body.
-#[derive(Debug)]
-pub struct TransportResponse {
-    pub status: u16,
-    pub body: Vec<u8>,
-}
-
-/// How a webhook is reached: one HTTPS POST of an AdmissionReview.
-#[async_trait::async_trait]
-pub trait WebhookTransport: Send + Sync + fmt::Debug {
-    /// POSTs `body` (JSON) to `client`'s endpoint (its `url`, or its `service` as the
-    /// server resolves services), trusting `client.ca_bundle`, with client-go's
-    /// `?timeout=<timeout>s` query. The error is the message of a transport failure as Go
-    /// words it after `Post "<url>": ` (`dial tcp 127.0.0.1:1: connect: connection
-    /// refused`, `service "x" not found`, a TLS error). The caller bounds the call with
-    /// `timeout` too.
-    async fn post(
-        &self,
-        client: &ClientConfig,
-        body: Vec<u8>,
-        timeout: Duration,
-    ) -> Result<TransportResponse, String>;
-}
