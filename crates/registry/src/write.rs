@@ -461,7 +461,7 @@ impl Registry {
         meta::prepare_create(&mut candidate, rt)?;
         rt.strategy.prepare_for_create(rt, &mut candidate);
         self.hooks
-            .of(&rt)
+            .of(rt)
             .controller_status(self, &a.cluster, &mut candidate)
             .await?;
         let name = meta::name_of(&candidate).to_string();
@@ -638,7 +638,7 @@ impl Registry {
         }
         let guard = self.catalogs.crd_write.lock(cluster).await;
         self.hooks
-            .of(&rt)
+            .of(rt)
             .controller_status(self, cluster, obj)
             .await?;
         Ok(Some(guard))
@@ -726,7 +726,7 @@ impl Registry {
         }
         super::managed::record_update(rt, Some(old), &mut new, sub, w);
         self.hooks
-            .of(&rt)
+            .of(rt)
             .controller_status(self, &cluster, &mut new)
             .await?;
         if meta::is_deleting(old) {
@@ -801,12 +801,12 @@ impl Registry {
             // The hook may rewrite other CRDs (name recheck), each under the lock.
             drop(crd_guard);
             self.hooks
-                .of(&rt)
+                .of(rt)
                 .after_delete(self, &cluster, name)
                 .await?;
         } else {
             self.hooks
-                .of(&rt)
+                .of(rt)
                 .after_update(self, &cluster, name, deleting)
                 .await?;
         }
