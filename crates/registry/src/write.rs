@@ -800,10 +800,7 @@ impl Registry {
         if gone {
             // The hook may rewrite other CRDs (name recheck), each under the lock.
             drop(crd_guard);
-            self.hooks
-                .of(rt)
-                .after_delete(self, &cluster, name)
-                .await?;
+            self.hooks.of(rt).after_delete(self, &cluster, name).await?;
         } else {
             self.hooks
                 .of(rt)
