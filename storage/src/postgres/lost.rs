@@ -34,8 +34,9 @@ use std::sync::Mutex;
 
 use deadpool_postgres::{GenericClient, Transaction};
 
-use super::pg_err;
-use super::schema::{from_rev, to_rev};
+use super::counter::finish;
+use super::errors::pg_err;
+use super::schema::{event_code, from_rev, to_rev};
 use crate::{Error, Event, Result, Revision};
 
 /// `kplane_log.event` of a gap row: revisions `create_revision..revision` (exclusive) are
@@ -71,7 +72,7 @@ impl Entry {
     fn fingerprint(&self) -> u64 {
         match self {
             Entry::Event(e) => fingerprint(
-                super::writer::event_code(e.event_type),
+                event_code(e.event_type),
                 [
                     e.kv.key.cluster.as_bytes(),
                     e.kv.key.resource.as_bytes(),
@@ -275,7 +276,7 @@ async fn write_gap(tx: &Transaction<'_>, gap: Gap) -> Result<()> {
     tx.execute(&stmt, &[&from_rev(gap.at)?, &from_rev(gap.from)?])
         .await
         .map_err(pg_err)?;
-    super::writer::finish(tx, gap.at).await
+    finish(tx, gap.at).await
 }
 
 /// Under the counter row's lock, with the counter at `counter` at or above `position`
