@@ -4,7 +4,7 @@
 //!
 //! - **Detection.** A process whose position (the revision it published) is above the
 //!   database's counter, read under the counter row's lock, knows the database lost
-//!   revisions it published ([`super::writer::lock_revision`], used by the writer and by
+//!   revisions it published ([`super::transaction::lock_revision`], used by the writer and by
 //!   the tailer when it sees the counter below the position).
 //! - **The raise.** In the same transaction, still under the lock, it writes ONE log row of
 //!   kind [`GAP_EVENT`] at the revision after its position `p` (`at = p + 1`), recording that

@@ -43,7 +43,7 @@ pub(crate) struct Sizes {
 pub(crate) struct Shared {
     pub(crate) pool: Pool,
     /// The position: every revision up to it is published (to the hub and the cache).
-    /// Written only by [`publish`], under its lock.
+    /// Written only by [`super::publish`], under its lock.
     pub(crate) current: AtomicU64,
     pub(crate) compacted: AtomicU64,
     pub(crate) closing: AtomicBool,
@@ -69,7 +69,7 @@ pub(crate) struct Shared {
     pub(crate) confirmed_at: AtomicU64,
     /// How long the cache may answer without a successful catch-up.
     pub(crate) cache_trust: Duration,
-    /// The bound on a statement, and on a `COMMIT` ([`writer`]).
+    /// The bound on a statement, and on a `COMMIT` ([`super::writer`]).
     pub(crate) statement_timeout: Duration,
 }
 

@@ -30,8 +30,8 @@ pub(crate) struct Locked {
 /// Opens the group's transaction: takes the revision lock and returns the revision the
 /// database is at (and follows its compaction point). Nothing is read from the log under
 /// the lock: revisions this process has not published yet (other replicas' writes, a
-/// commit whose acknowledgement was lost) are published after the commit
-/// ([`publish_group`]), so the lock every writer of the database waits for is held for
+/// commit whose acknowledgement was lost) are published after the commit (`publish_group`
+/// in [`super::writer`]), so the lock every writer of the database waits for is held for
 /// the group's own statements only. A counter below the position (the database lost
 /// revisions this process published) is raised past it in the same transaction
 /// ([`lost::raise`]).

@@ -26,7 +26,7 @@ pub(crate) const MAX_SEGMENT_SIZE: usize = 8 * 1024 * 1024;
 /// sled's segment size for the log's databases: [`MAX_SEGMENT_SIZE`]. Large segments are
 /// what keeps the log's files near its live size (docs/performance.md). Databases created
 /// with larger segments by an older kplane are replaced as they are written: the log starts
-/// a new generation at start-up, the latest database is rebuilt ([`latest`]).
+/// a new generation at start-up, the latest database is rebuilt ([`super::latest`]).
 pub(crate) const SEGMENT_SIZE: usize = MAX_SEGMENT_SIZE;
 
 /// sled's segment size for a new latest database: [`MAX_SEGMENT_SIZE`], as the log's.

@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::db::LATEST_SEGMENT_SIZE;
 use super::log;
 
-/// Tuning knobs for [`SledStorage`].
+/// Tuning knobs for [`super::SledStorage`].
 #[derive(Clone, Debug)]
 pub struct SledStorageOptions {
     /// How long history and the event log are kept (watch and continue resumption window).
@@ -29,9 +29,9 @@ pub struct SledStorageOptions {
     /// window and one window plus a generation (default [`log::GENERATIONS`]).
     pub generations: u32,
     /// sled's segment size for a new latest database (a power of two from 256 bytes to
-    /// [`MAX_SEGMENT_SIZE`], 8 MiB; default [`LATEST_SEGMENT_SIZE`]). An existing one keeps
+    /// [`MAX_SEGMENT_SIZE`](super::db::MAX_SEGMENT_SIZE), 8 MiB; default [`LATEST_SEGMENT_SIZE`]). An existing one keeps
     /// the size it was created with (sled fixes it at creation) unless that is above
-    /// [`MAX_SEGMENT_SIZE`]: such a database is rebuilt with this size.
+    /// [`MAX_SEGMENT_SIZE`](super::db::MAX_SEGMENT_SIZE): such a database is rebuilt with this size.
     pub latest_segment_size: usize,
     /// Rebuild the latest database into a fresh one once its size on disk passes this many
     /// times its logical size (and [`SledStorageOptions::latest_rebuild_min_bytes`]); 0:
@@ -66,7 +66,7 @@ impl Default for SledStorageOptions {
 /// rebuilt once its files pass 4x what it holds (and [`LATEST_REBUILD_MIN_BYTES`]). It was
 /// off from session 12 to session 14: it had stopped the writer once and made a corrupted
 /// copy once, both from sled's IO buffer offset overflowing with 16 MiB segments
-/// ([`MAX_SEGMENT_SIZE`]).
+/// ([`MAX_SEGMENT_SIZE`](super::db::MAX_SEGMENT_SIZE)).
 pub const LATEST_REBUILD_FACTOR: u64 = 4;
 
 /// Default of [`SledStorageOptions::latest_rebuild_min_bytes`]: a fresh latest database
