@@ -21,8 +21,9 @@ use std::sync::Arc;
 
 use tokio::sync::{oneshot, watch};
 
+use super::errors::pg_err;
 use super::lease::{CHECK_EVERY, CHECK_TIMEOUT, TAKEOVER_GRACE};
-use super::{pg_err, Shared};
+use super::shared::Shared;
 use crate::{Claim, ClaimKeeper, Error, Result};
 
 /// The first key of every claim's lock ("kpcl" in ASCII).

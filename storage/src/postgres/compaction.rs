@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use deadpool_postgres::GenericClient;
 
+use super::errors::pg_err;
 use super::schema::{from_rev, to_rev};
-use super::{pg_err, Shared};
+use super::shared::Shared;
 use crate::Result;
 
 /// Log rows deleted per statement.

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::Shared;
+use super::shared::Shared;
 
 /// The advisory lock's key ("kplane" in ASCII). Schema migration uses another
 /// (transaction-scoped) key, so the two never wait for each other.

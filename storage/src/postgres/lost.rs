@@ -4,7 +4,7 @@
 //!
 //! - **Detection.** A process whose position (the revision it published) is above the
 //!   database's counter, read under the counter row's lock, knows the database lost
-//!   revisions it published ([`super::writer::lock_revision`], used by the writer and by
+//!   revisions it published ([`super::transaction::lock_revision`], used by the writer and by
 //!   the tailer when it sees the counter below the position).
 //! - **The raise.** In the same transaction, still under the lock, it writes ONE log row of
 //!   kind [`GAP_EVENT`] at the revision after its position `p` (`at = p + 1`), recording that
@@ -34,8 +34,9 @@ use std::sync::Mutex;
 
 use deadpool_postgres::{GenericClient, Transaction};
 
-use super::pg_err;
-use super::schema::{from_rev, to_rev};
+use super::counter::finish;
+use super::errors::pg_err;
+use super::schema::{event_code, from_rev, to_rev};
 use crate::{Error, Event, Result, Revision};
 
 /// `kplane_log.event` of a gap row: revisions `create_revision..revision` (exclusive) are
@@ -71,7 +72,7 @@ impl Entry {
     fn fingerprint(&self) -> u64 {
         match self {
             Entry::Event(e) => fingerprint(
-                super::writer::event_code(e.event_type),
+                event_code(e.event_type),
                 [
                     e.kv.key.cluster.as_bytes(),
                     e.kv.key.resource.as_bytes(),
@@ -275,7 +276,7 @@ async fn write_gap(tx: &Transaction<'_>, gap: Gap) -> Result<()> {
     tx.execute(&stmt, &[&from_rev(gap.at)?, &from_rev(gap.from)?])
         .await
         .map_err(pg_err)?;
-    super::writer::finish(tx, gap.at).await
+    finish(tx, gap.at).await
 }
 
 /// Under the counter row's lock, with the counter at `counter` at or above `position`

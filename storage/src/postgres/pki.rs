@@ -15,7 +15,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{pg_err, PostgresStorage};
+use super::errors::pg_err;
+use super::store::PostgresStorage;
 use crate::Result;
 
 /// The id of the advisory lock serializing proposals (any constant; not the schema's).

@@ -30,11 +30,9 @@
 //! row's revision (the position never moves back).
 
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard};
 
-use super::cache::Cache;
 use super::lost::{Entry, Gap, Recent};
-use super::Shared;
+use super::shared::{Shared, State};
 use crate::{CloseReason, Error, Key, KeyValue, Result, Revision};
 
 /// What [`publish`] did with a page.
@@ -44,34 +42,6 @@ pub(crate) enum Outcome {
     Done,
     /// The page starts beyond the position: nothing was published.
     Deferred { position: Revision },
-}
-
-/// The lock of the publish path and what it guards besides the position.
-pub(crate) struct Publisher {
-    state: Mutex<State>,
-}
-
-/// What the publish lock guards: the GET cache and the last revisions published.
-pub(crate) struct State {
-    pub(crate) cache: Cache,
-    pub(crate) recent: Recent,
-}
-
-impl Publisher {
-    pub(crate) fn new(cache_bytes: usize) -> Publisher {
-        Publisher {
-            state: Mutex::new(State {
-                cache: Cache::new(cache_bytes),
-                recent: Recent::default(),
-            }),
-        }
-    }
-
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 /// Publishes the entries of revisions `(after, through]` (every revision in the range,

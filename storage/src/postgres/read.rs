@@ -17,10 +17,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use deadpool_postgres::GenericClient;
 
+use super::errors::pg_err;
 use super::lost::{Entry, Gap, GAP_EVENT};
+use super::publish;
 use super::schema::{from_rev, to_rev};
+use super::shared::Shared;
 use super::sql::{after_cond, key_at, kv, prefix_cond, Params, KEY_COLS};
-use super::{pg_err, publish, Shared};
 use crate::event_log::{EventLog, EventPage};
 use crate::range::RangeScan;
 use crate::{

@@ -28,8 +28,8 @@
 
 use tokio_postgres::Client;
 
-use super::pg_err;
-use crate::{Error, Result};
+use super::errors::pg_err;
+use crate::{Error, EventType, Result};
 
 /// The schema version this build writes. Opening a database with a newer one fails.
 pub const SCHEMA_VERSION: i32 = 3;
@@ -154,4 +154,13 @@ pub(crate) fn to_rev(v: i64) -> Result<u64> {
 /// A revision for a `bigint` parameter.
 pub(crate) fn from_rev(v: u64) -> Result<i64> {
     i64::try_from(v).map_err(|_| Error::Backend(format!("revision {v} out of range")))
+}
+
+/// The event type's code in `kplane_log.event`.
+pub(crate) fn event_code(t: EventType) -> i16 {
+    match t {
+        EventType::Added => 0,
+        EventType::Modified => 1,
+        EventType::Deleted => 2,
+    }
 }

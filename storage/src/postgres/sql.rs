@@ -5,6 +5,7 @@ use bytes::Bytes;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use super::errors::pg_err;
 use super::schema::to_rev;
 use crate::{Clusters, Error, Key, KeyValue, Prefix, Result};
 
@@ -77,7 +78,7 @@ pub(crate) fn after_cond(p: &mut Params, alias: &str, after: Option<&Key>) -> St
 }
 
 fn text(row: &Row, i: usize) -> Result<String> {
-    let b: Vec<u8> = row.try_get(i).map_err(super::pg_err)?;
+    let b: Vec<u8> = row.try_get(i).map_err(pg_err)?;
     String::from_utf8(b).map_err(|_| Error::Corrupt("a key part is not UTF-8".into()))
 }
 
@@ -93,12 +94,12 @@ pub(crate) fn key_at(row: &Row, at: usize) -> Result<Key> {
 
 /// A key-value from columns `key..4, value, create_revision, mod_revision` starting at 0.
 pub(crate) fn kv(row: &Row) -> Result<KeyValue> {
-    let value: Vec<u8> = row.try_get(4).map_err(super::pg_err)?;
+    let value: Vec<u8> = row.try_get(4).map_err(pg_err)?;
     Ok(KeyValue {
         key: key_at(row, 0)?,
         value: Bytes::from(value),
-        create_revision: to_rev(row.try_get(5).map_err(super::pg_err)?)?,
-        mod_revision: to_rev(row.try_get(6).map_err(super::pg_err)?)?,
+        create_revision: to_rev(row.try_get(5).map_err(pg_err)?)?,
+        mod_revision: to_rev(row.try_get(6).map_err(pg_err)?)?,
     })
 }
 

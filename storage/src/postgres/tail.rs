@@ -13,11 +13,11 @@
 //! process's own (another replica's compactor may have moved it). A counter below the
 //! position means the database lost revisions this process published (a failover to a
 //! standby that had not received them): the tailer raises the counter past the position
-//! with one gap row ([`super::lost`], [`super::writer::settle`]); gap rows are published
+//! with one gap row ([`super::lost`], [`super::transaction::settle`]); gap rows are published
 //! like events. Before publishing the rows after the position, each catch-up checks that
 //! the row at the position is the one this process published there: if another replica
 //! wrote over lost revisions before this one noticed, it is not, and the revisions from
-//! where they differ are recorded as lost too ([`super::writer::realign`]).
+//! where they differ are recorded as lost too ([`super::transaction::realign`]).
 //!
 //! When to look: writers send `NOTIFY kplane_log` (payload: the last revision) in their
 //! commit transaction, which PostgreSQL delivers at commit; a dedicated connection
@@ -35,10 +35,14 @@ use futures::StreamExt;
 use tokio::sync::{watch, Notify};
 use tokio_postgres::{AsyncMessage, IsolationLevel, NoTls};
 
+use super::counter::CHANNEL;
+use super::errors::pg_err;
 use super::lost;
 use super::publish::{self, Outcome};
+use super::read;
 use super::schema::to_rev;
-use super::{pg_err, read, Shared};
+use super::shared::Shared;
+use super::transaction;
 use crate::{Clusters, Error, Prefix, Result, Revision};
 
 /// Events the tailer publishes at once (a page of the log). Watchers receive a page in one
@@ -51,9 +55,6 @@ const PAGES_PER_SNAPSHOT: usize = 64;
 
 /// The longest wait between two attempts to open the LISTEN connection.
 const MAX_LISTEN_BACKOFF: Duration = Duration::from_secs(5);
-
-/// The channel writers notify and the tailer listens on.
-pub(crate) const CHANNEL: &str = "kplane_log";
 
 fn all() -> Prefix {
     Prefix {
@@ -84,7 +85,7 @@ async fn read_up(shared: &Shared) -> Result<()> {
     if head < seen {
         // Decided again under the counter row's lock.
         drop(client);
-        return super::writer::settle(shared).await;
+        return transaction::settle(shared).await;
     }
     shared.compacted.fetch_max(compacted, Ordering::AcqRel);
     if head <= shared.current_revision() {
@@ -112,7 +113,7 @@ async fn read_up(shared: &Shared) -> Result<()> {
             verified = true;
             if !continues(shared, &tx, pos, compacted).await? {
                 tx.rollback().await.map_err(pg_err)?;
-                super::writer::realign(shared, pos).await?;
+                transaction::realign(shared, pos).await?;
                 continue;
             }
         }

@@ -12,10 +12,9 @@
 
 use tokio::sync::oneshot;
 
+use super::db::backend;
 use super::encoding::{decode_key, Plan, Record, TreeRange, TAG_LATEST};
-use super::read::backend;
-use super::writer::{Request, WriteRequest, MAX_WRITE_GROUP};
-use super::SledStorage;
+use super::request::{WriteRequest, MAX_WRITE_GROUP};
 use crate::range::Tombstone;
 use crate::{Error, KeyValue, Precondition, Prefix, Result};
 
@@ -41,9 +40,10 @@ pub(crate) struct PendingBatch {
     reply: oneshot::Sender<Result<BatchDeleted>>,
 }
 
-/// Deletes every key of `cluster`, `batch` keys per request to the writer.
+/// Deletes every key of `cluster`, `batch` keys per request to the writer, which `send`
+/// queues (it fails once the writer is gone).
 pub(super) async fn delete_cluster(
-    store: &SledStorage,
+    send: impl Fn(RangeDelete) -> Result<()>,
     cluster: &str,
     batch: usize,
     tombstone: Tombstone,
@@ -61,10 +61,7 @@ pub(super) async fn delete_cluster(
             tombstone: tombstone.clone(),
             reply,
         };
-        store
-            .sender()?
-            .send(Request::DeleteRange(req))
-            .map_err(|_| Error::ShuttingDown)?;
+        send(req)?;
         let done = rx.await.map_err(|_| Error::ShuttingDown)??;
         total += done.deleted;
         if !done.more {

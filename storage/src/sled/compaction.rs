@@ -20,14 +20,15 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::db::backend;
 use super::encoding::{
     decode_key, encode_u64, index_key, index_key_bytes, meta_key, split_xref_key, version_key,
     version_logical_len, xref_key, META_COMPACTED, TAG_XREF,
 };
 use super::log::{Generation, Log, SizedBatch};
 use super::ops::Ops;
-use super::read::{backend, read_latest};
-use super::Shared;
+use super::read::read_latest;
+use super::shared::Shared;
 use crate::{Result, Revision};
 
 /// Most per-key index entries of the dropped generation examined per chunk.

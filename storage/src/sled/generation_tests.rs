@@ -9,8 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::db::SEGMENT_SIZE;
 use super::log::{legacy_tree_name, LEGACY_DIR, LOG_DIR};
-use super::{SledStorage, SledStorageOptions, SEGMENT_SIZE};
+use super::{SledStorage, SledStorageOptions};
 use crate::{
     Encoder, EventType, Key, KeyValue, ListOptions, Precondition, Prefix, Revision, Storage,
     WatchEvent,
@@ -413,8 +414,8 @@ async fn a_single_log_database_is_read_until_it_ages_out_then_deleted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_latest_database_keeps_the_segment_size_it_was_created_with() {
-    use super::{existing_segment_size, LATEST_SEGMENT_SIZE, MAX_SEGMENT_SIZE};
-    let latest = |d: &Path| d.join(super::migrate::LATEST_DIR);
+    use super::db::{existing_segment_size, LATEST_SEGMENT_SIZE, MAX_SEGMENT_SIZE};
+    let latest = |d: &Path| d.join(super::latest::LATEST_DIR);
     // New: the latest database gets the configured size, the log 8 MiB.
     let dir = tempfile::tempdir().unwrap();
     let small = SledStorageOptions {

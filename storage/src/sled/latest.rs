@@ -20,7 +20,7 @@
 //! - The old database's chunks are read on a thread of the copy's own, never on the
 //!   writer: a sled 0.34 read can wait forever for a log buffer to become durable (seen
 //!   once here, half-way through a copy, under 20 minutes of churn; the cause, 16 MiB
-//!   segments, is avoided since ([`super::MAX_SEGMENT_SIZE`]), and the guard stays against
+//!   segments, is avoided since ([`super::db::MAX_SEGMENT_SIZE`]), and the guard stays against
 //!   any other), and the writer must not stop with it. The writer asks for a chunk and
 //!   waits for it (at most [`COPY_READ_TIMEOUT`]); it writes nothing meanwhile and is the only thread that writes
 //!   the latest database, so the chunk is exact. A chunk that does not come in time gives
@@ -30,7 +30,7 @@
 //!   marker (last: sled recovers a prefix of what was written, so a recovered marker means
 //!   the whole copy is there) and swaps the database readers get, between two groups. A
 //!   reader holding the old database keeps reading it: it holds every write up to the swap,
-//!   and a reader takes its revision before the database ([`super::Shared::latest`]).
+//!   and a reader takes its revision before the database ([`super::shared::Shared::latest`]).
 //! - The old database is deleted once no reader holds it and the target has been flushed
 //!   (so its marker is durable first).
 //!
@@ -38,7 +38,7 @@
 //! - `latest/`: the latest database as every kplane before this one made it; used while no
 //!   rebuild has completed. One an older kplane made with 16 MiB segments is rebuilt at the
 //!   first write group after start-up, whatever the size policy says
-//!   ([`super::MAX_SEGMENT_SIZE`]).
+//!   ([`super::db::MAX_SEGMENT_SIZE`]).
 //! - `latest.<n>` (20 digits, a sequence number): a rebuilt database; the newest one with
 //!   its completion marker is the latest database. Others (older ones, or one whose copy
 //!   was cut short) are deleted on open. A crash before the marker is durable reopens the
@@ -55,12 +55,31 @@ use std::time::{Duration, Instant};
 
 use sled::IVec;
 
+use super::db::{backend, existing_segment_size, has_unsafe_segments};
 use super::log::{delete_dir, sync_dir, DROPPING_SUFFIX};
-use super::migrate::LATEST_DIR;
 use super::ops::Ops;
-use super::read::backend;
-use super::{has_unsafe_segments, open_db, SledStorageOptions, LATEST_TREE};
+use super::options::SledStorageOptions;
 use crate::{Error, Result};
+
+/// The latest database's directory in the data directory, while no rebuild has completed.
+pub(crate) const LATEST_DIR: &str = "latest";
+
+/// The tree of the latest database that holds its data.
+pub(super) const LATEST_TREE: &str = "kplane";
+
+/// Opens the latest database at `path`, with the segment size it has or, when new,
+/// `opts.latest_segment_size`.
+pub(crate) fn open_db(path: &Path, opts: &SledStorageOptions, cache: u64) -> Result<sled::Db> {
+    let segment_size = existing_segment_size(path, opts.latest_segment_size)?;
+    sled::Config::new()
+        .path(path)
+        .cache_capacity(cache)
+        .segment_size(segment_size)
+        .flush_every_ms(opts.flush_every_ms)
+        .mode(sled::Mode::HighThroughput)
+        .open()
+        .map_err(backend)
+}
 
 /// Key of the completion marker, in a rebuilt database's default tree.
 const BUILT_KEY: &[u8] = b"kplane-latest-built";

@@ -11,8 +11,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::migrate::LATEST_DIR;
-use super::{existing_segment_size, SledStorage, SledStorageOptions, MAX_SEGMENT_SIZE};
+use super::db::{existing_segment_size, MAX_SEGMENT_SIZE};
+use super::latest::LATEST_DIR;
+use super::{SledStorage, SledStorageOptions};
 use crate::{Encoder, Key, ListOptions, Precondition, Prefix, Storage};
 
 /// Keys written: more than three copy steps of entries (each key has a value and an index

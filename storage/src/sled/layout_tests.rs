@@ -12,10 +12,10 @@ use super::encoding::{
     encode_u64, index_key, index_key_bytes, key_bytes, latest_key, meta_key, Record,
     META_COMPACTED, META_REVISION,
 };
+use super::latest::{LATEST_DIR, LATEST_TREE};
 use super::log::GENERATIONS;
 use super::log::LOG_DIR;
-use super::migrate::LATEST_DIR;
-use super::{SledStorage, SledStorageOptions, LATEST_TREE};
+use super::{SledStorage, SledStorageOptions};
 use crate::{
     Encoder, Error, EventType, Key, KeyValue, ListOptions, Precondition, Prefix, Revision, Storage,
     WatchEvent, WatchReceiver,

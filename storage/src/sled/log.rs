@@ -48,12 +48,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
+use super::db::{backend, existing_segment_size, has_unsafe_segments, SEGMENT_SIZE};
 use super::encoding::{
     decode_u64, decode_version, encode_u64, rev_of_tagged, split_xref_key, time_key, version_key,
     version_logical_len, xref_key, Record, TAG_VERSION,
 };
 use super::ops::Ops;
-use super::read::backend;
 use crate::{Error, Result, Revision};
 
 /// Generation trees per event window: history is kept for between one window and one
@@ -196,12 +196,12 @@ fn parse_gen_dir(name: &str) -> Option<u64> {
 }
 
 /// Opens (or creates) a log sled database at `path`: with the segment size it has, or
-/// [`super::SEGMENT_SIZE`] when new.
+/// [`SEGMENT_SIZE`] when new.
 fn open_log_db(path: &Path, cache: u64, flush_every_ms: Option<u64>) -> Result<sled::Db> {
     sled::Config::new()
         .path(path)
         .cache_capacity(cache)
-        .segment_size(super::existing_segment_size(path, super::SEGMENT_SIZE)?)
+        .segment_size(existing_segment_size(path, SEGMENT_SIZE)?)
         .flush_every_ms(flush_every_ms)
         .mode(sled::Mode::HighThroughput)
         .open()
@@ -427,7 +427,7 @@ impl Log {
                 // Never a generation (a spare, or one started and never flushed); one with
                 // segments sled 0.34 can stop on is not kept.
                 match spare {
-                    None if !super::has_unsafe_segments(&store.dir)? => spare = Some(store),
+                    None if !has_unsafe_segments(&store.dir)? => spare = Some(store),
                     _ => close_and_delete(store)?,
                 }
                 continue;
@@ -449,9 +449,9 @@ impl Log {
             recent: Mutex::new(VecDeque::new()),
         };
         // New history goes to a database with safe segments: a current generation an older
-        // kplane made with larger ones (super::MAX_SEGMENT_SIZE) is followed by a new one.
+        // kplane made with larger ones (super::db::MAX_SEGMENT_SIZE) is followed by a new one.
         let current_unsafe = match gens.last() {
-            Some(g) => super::has_unsafe_segments(&g.store.dir)?,
+            Some(g) => has_unsafe_segments(&g.store.dir)?,
             None => true,
         };
         if current_unsafe {

@@ -11,16 +11,16 @@
 
 use std::path::Path;
 
+use super::db::backend;
 use super::encoding::{
     decode_index_key, decode_u64, encode_u64, key_bytes, latest_key, meta_key, META_COMPACTED,
     META_REVISION, TAG_INDEX, TAG_LATEST,
 };
+use super::latest::{open_db, LATEST_DIR, LATEST_TREE};
 use super::ops::Ops;
-use super::read::backend;
-use super::{open_db, SledStorageOptions, LATEST_TREE};
+use super::options::SledStorageOptions;
 use crate::{Error, Result};
 
-pub(crate) const LATEST_DIR: &str = "latest";
 /// Where a conversion builds the new latest database before renaming it.
 const CONVERTING_DIR: &str = "latest.converting";
 

@@ -11,19 +11,16 @@
 //! after `R` (or while a scan was running) are found again through the log's versions after
 //! `R` (the "correction" step of [`list`]).
 
+use super::db::backend;
 use super::encoding::{
     after_cluster, decode_cluster, decode_index_key, decode_key, key_bytes, latest_key,
     peek_version, split_xref_key, Plan, Record, TAG_LATEST, TAG_XREF,
 };
 use super::log::Log;
-use crate::{Clusters, Error, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
+use crate::{Clusters, EventType, Filter, Key, KeyValue, Prefix, Result, Revision};
 
 /// How many scanned entries between cooperative yields to the async runtime.
 const YIELD_EVERY: usize = 1024;
-
-pub(crate) fn backend(e: sled::Error) -> Error {
-    Error::Backend(e.to_string())
-}
 
 /// The latest live record of an encoded key (may be newer than the durable revision).
 pub(crate) fn read_latest(tree: &sled::Tree, kb: &[u8]) -> Result<Option<Record>> {

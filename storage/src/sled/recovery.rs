@@ -10,13 +10,13 @@
 //!    committed groups, or hold part of one. They are replayed from the log, in revision
 //!    order, the revision counter last.
 
+use super::db::backend;
 use super::encoding::{
     decode_version, encode_u64, index_key, index_key_bytes, latest_key, meta_key, peek_version,
     rev_of_tagged, time_key, version_key, xref_key, META_REVISION,
 };
 use super::log::{tree_bytes, Log};
 use super::ops::Ops;
-use super::read::backend;
 use crate::{EventType, Result, Revision};
 
 /// Removes the log's versions written after the last group end marker (a group cut short

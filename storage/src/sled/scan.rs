@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::Shared;
+use super::shared::Shared;
 use crate::range::{ListCursor, RangeScan};
 use crate::{KeyValue, Prefix, Result, Revision};
 

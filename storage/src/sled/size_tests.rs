@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use super::compaction::CHUNK;
 use super::event_log::SCAN_FACTOR;
-use super::writer::MAX_WRITE_GROUP;
-use super::LATEST_SCAN_MAX_LAG;
+use super::shared::LATEST_SCAN_MAX_LAG;
+use super::MAX_WRITE_GROUP;
 use crate::watch::{REPLAY_BUFFER_FACTOR, REPLAY_CHUNK};
 use crate::{
     CloseReason, Encoder, Key, ListOptions, Precondition, Prefix, Revision, SledStorage,

@@ -28,20 +28,9 @@ use super::encoding::{
 use super::log::{log_commit_time, SizedBatch};
 use super::ops::{Ops, Target};
 use super::read::read_latest;
-use super::Shared;
-use crate::{Encoder, Error, Event, EventType, Key, KeyValue, Precondition, Result, Revision};
-
-/// Upper bound on the writes committed together (one sled batch, one flush), except that a
-/// [`crate::Storage::write_batch`] chunk is never split: a group is at most twice this.
-pub const MAX_WRITE_GROUP: usize = 8192;
-
-pub(crate) struct WriteRequest {
-    pub key: Key,
-    pub delete: bool,
-    pub precondition: Precondition,
-    pub encode: Encoder,
-    pub reply: oneshot::Sender<Result<KeyValue>>,
-}
+use super::request::{WriteRequest, MAX_WRITE_GROUP};
+use super::shared::{mono_millis, Shared};
+use crate::{Error, Event, EventType, KeyValue, Precondition, Result, Revision};
 
 pub(crate) enum Request {
     Write(WriteRequest),
@@ -125,7 +114,7 @@ impl Writer {
             };
             self.shared
                 .writer_busy_since
-                .store(super::mono_millis(), Ordering::Release);
+                .store(mono_millis(), Ordering::Release);
             if let Some(first) = first {
                 let mut group = Vec::new();
                 let mut range_deletes: Vec<PendingBatch> = Vec::new();
