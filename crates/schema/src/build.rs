@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 use crate::errors::{forbidden, go_value, invalid, not_supported, too_many};
 use crate::formats::Format;
 use crate::node::{Additional, Checks, EnumSet, Node, Pattern, Ty};
+use crate::options::CompileOptions;
 use crate::path::join;
 use crate::structural::{self, Level};
-use crate::CompileOptions;
 
 const OPENAPI_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::build::{Builder, Walk};
 use crate::node::Node;
-use crate::CompileOptions;
+use crate::options::CompileOptions;
 
 fn string() -> Value {
     json!({"type": "string"})

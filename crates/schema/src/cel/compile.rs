@@ -15,8 +15,8 @@ use super::decl::{cardinality_factor, unbounded_cardinality};
 use super::rule::{CelRule, Program};
 use crate::errors::{forbidden, invalid};
 use crate::node::{Additional, Node};
+use crate::options::CompileOptions;
 use crate::path::join;
-use crate::CompileOptions;
 
 /// Parses a CEL expression, never panicking.
 pub(crate) fn parse(src: &str) -> Result<IdedExpr, String> {

@@ -113,7 +113,7 @@ mod tests {
     use crate::build::{Builder, Walk};
     use crate::cel::check::analyze;
     use crate::cel::compile::parse;
-    use crate::CompileOptions;
+    use crate::options::CompileOptions;
 
     /// Checks `rule` on an object of one field per type; the checker's error, if any.
     fn check(rule: &str) -> Result<(), String> {
