@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::node::{ListType, MapType, Node, PathElem};
 use crate::options::{CompileOptions, COMPILE_STACK_BYTES, EVAL_RED_ZONE_BYTES, EVAL_STACK_BYTES};
 use crate::path::PathStack;
+use crate::walk::Walk;
 use crate::{
     build, cel, defaults, errors, listtype, node, objectmeta, prune, ratchet, structural, validate,
 };
@@ -73,7 +74,7 @@ fn compile_on_this_thread(
     opts: &CompileOptions,
 ) -> Result<CompiledSchema, (Vec<Cause>, Vec<cel::ExprCost>)> {
     let mut b = build::Builder::new(opts);
-    let mut root = b.node(schema, &build::Walk::root(prefix));
+    let mut root = b.node(schema, &Walk::root(prefix));
     let mut structural_errs = std::mem::take(&mut b.structural_errs);
     structural::completeness(&root, prefix, &mut structural_errs);
     structural_errs.sort_by_key(Cause::render);

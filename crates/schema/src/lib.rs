@@ -29,6 +29,7 @@ mod prune;
 mod ratchet;
 mod structural;
 mod validate;
+mod walk;
 
 pub use cache::SchemaCache;
 pub use cel::policy;

@@ -21,9 +21,10 @@ use serde_json::Value;
 
 use super::check;
 use super::compile::parse;
-use crate::build::{Builder, Walk};
+use crate::build::Builder;
 use crate::node::Node;
 use crate::options::CompileOptions;
+use crate::walk::Walk;
 
 /// A kind's schema as the type checker reads it.
 pub struct TypeSchema {
