@@ -20,6 +20,8 @@
 //!
 //! - [`typecheck`] checks an admission policy's expressions with `object` typed by a
 //!   matched kind's schema (the policy status controller's warnings).
+//! - `rule` holds an entry's compiled form ([`CelRule`]), `escaping` CEL's escaping of
+//!   property names and `field_path` the check of an entry's `fieldPath`.
 //!
 //! Operators are checked against cel-go's overloads (`int > string` is refused with
 //! cel-go's `found no matching overload` message) when both operand types are known.
