@@ -13,8 +13,9 @@
 
 use std::io::Read;
 
+use crate::error::{Error, Result};
+use crate::format::Record;
 use crate::frame::{self, FrameError, CHANGE, END};
-use crate::{Error, Record, Result};
 
 /// The HTTP content type of a change stream.
 pub const CHANGES_CONTENT_TYPE: &str = "application/vnd.kplane.changes";

@@ -7,7 +7,8 @@
 
 use std::io::{self, Read};
 
-use crate::{Error, Record, Result};
+use crate::error::{Error, Result};
+use crate::format::Record;
 
 /// The header frame's tag.
 pub(crate) const HEADER: u8 = b'H';

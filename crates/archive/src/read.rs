@@ -7,9 +7,10 @@ use std::io::{self, BufReader, Chain, Cursor, Read};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::error::{Error, Result};
+use crate::format::{Header, Record, Summary, FORMAT_VERSION, MAGIC};
 use crate::frame::{self, Frame, FrameError, HEADER, RECORD, TRAILER, TRAILER_LEN};
 use crate::rules::Rules;
-use crate::{Error, Header, Record, Result, Summary, FORMAT_VERSION, MAGIC};
 
 /// The first four bytes of a zstd frame.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::{Record, CRD_RESOURCE};
+use crate::format::{Record, CRD_RESOURCE};
 
 /// The state of the checks over one archive's records.
 #[derive(Debug)]

@@ -7,9 +7,10 @@ use std::io::Write;
 
 use sha2::{Digest, Sha256};
 
+use crate::error::{Error, Result};
+use crate::format::{Header, Record, Summary, FORMAT_VERSION, MAGIC};
 use crate::frame::{self, HEADER, RECORD, TRAILER};
 use crate::rules::Rules;
-use crate::{Error, Header, Record, Result, Summary, FORMAT_VERSION, MAGIC};
 
 /// The zstd level: zstd's default, a good speed/size balance for JSON.
 const ZSTD_LEVEL: i32 = 3;

@@ -5,12 +5,13 @@
 
 use serde_json::{Map, Value};
 
+use crate::apply_error::ApplyError;
 use crate::conflict::{sort_conflicts, Conflict};
+use crate::error::MergeError;
 use crate::fieldset::{go_json, FieldSet};
 use crate::managed::{ManagedFields, ManagedFieldsEntry, Operation, MAX_UPDATE_MANAGERS};
 use crate::ssa::{strip_nulls, Walker};
 use crate::types::TypeInfo;
-use crate::{ApplyError, MergeError};
 
 /// `kubectl.kubernetes.io/last-applied-configuration`.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";

@@ -28,9 +28,9 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::error::MergeError;
 use crate::model::{Model, ModelTypeInfo, Node, UNKNOWN};
 use crate::types::{ListType, MapType, PatchMeta, PatchStrategy, TypeInfo};
-use crate::MergeError;
 
 const TABLE_YAML: &str = include_str!("../data/builtin.yaml");
 

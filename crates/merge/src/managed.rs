@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
+use crate::error::MergeError;
 use crate::fieldset::FieldSet;
-use crate::MergeError;
 
 /// `operation` of a managedFields entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

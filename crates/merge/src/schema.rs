@@ -10,9 +10,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::builtin::{parse_spec, Builder};
+use crate::error::MergeError;
 use crate::model::{Model, ModelTypeInfo, Node, DEDUCED, UNKNOWN};
 use crate::types::{ListType, MapType, PatchMeta};
-use crate::MergeError;
 
 /// Deepest schema nesting converted (deeper levels are treated as schemaless).
 const MAX_DEPTH: usize = 64;

@@ -20,10 +20,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use crate::error::MergeError;
 use crate::fieldset::go_json;
 use crate::ssa::json_eq;
 use crate::types::{render_type_path, PatchMeta, PatchStrategy, PathElement, TypeInfo};
-use crate::MergeError;
 
 const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";

@@ -13,68 +13,13 @@ use serde_json::{Map, Value};
 use crate::errors::{forbidden, go_value, invalid, not_supported, too_many};
 use crate::formats::Format;
 use crate::node::{Additional, Checks, EnumSet, Node, Pattern, Ty};
+use crate::options::CompileOptions;
 use crate::path::join;
-use crate::structural::{self, Level};
-use crate::CompileOptions;
+use crate::structural;
+use crate::walk::{Level, Walk};
 
 const OPENAPI_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
-
-/// Where a schema object sits, and what the checks above it decided for it.
-#[derive(Clone)]
-pub(crate) struct Walk {
-    pub path: String,
-    pub level: Level,
-    /// Inside allOf/anyOf/oneOf/not (value validation only).
-    pub nested: bool,
-    /// Skip checking `anyOf` (the int-or-string exception).
-    pub skip_any_of: bool,
-    pub is_root: bool,
-    pub depth: usize,
-    pub allow_defaults: bool,
-    pub disallow_defaults_reason: String,
-    pub inside_resource_meta: bool,
-    /// The first ancestor below which `oldSelf` cannot be correlated.
-    pub uncorrelatable: Option<String>,
-}
-
-impl Walk {
-    pub(crate) fn root(path: &str) -> Walk {
-        Walk {
-            path: path.to_string(),
-            level: Level::Root,
-            nested: false,
-            skip_any_of: false,
-            is_root: true,
-            depth: 0,
-            allow_defaults: true,
-            disallow_defaults_reason: String::new(),
-            inside_resource_meta: false,
-            uncorrelatable: None,
-        }
-    }
-
-    fn child(&self, suffix: &str, level: Level) -> Walk {
-        let mut w = self.clone();
-        w.path = join(&self.path, suffix);
-        w.level = level;
-        w.is_root = false;
-        w.skip_any_of = false;
-        w.depth = self.depth + 1;
-        w
-    }
-
-    fn forbid_defaults(&mut self, reason: &str) {
-        self.allow_defaults = false;
-        self.disallow_defaults_reason = reason.to_string();
-    }
-
-    fn forbid_old_self(&mut self, path: &str) {
-        if self.uncorrelatable.is_none() {
-            self.uncorrelatable = Some(path.to_string());
-        }
-    }
-}
 
 /// Collects errors while building the node tree.
 pub(crate) struct Builder<'o> {

@@ -12,8 +12,9 @@ use kplane_types::Cause;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::compiled::{compile_without_cost_limits, CompiledSchema};
 use crate::listtype::canonical_json;
-use crate::{compile_without_cost_limits, CompileOptions, CompiledSchema};
+use crate::options::CompileOptions;
 
 /// A cache of compiled schemas keyed by content.
 #[derive(Debug, Default)]

@@ -4,11 +4,12 @@
 
 use serde_json::{Map, Value};
 
-use crate::build::{Builder, Walk};
+use crate::build::Builder;
 use crate::cel::{CelRule, Reason};
 use crate::errors::{forbidden, go_value, invalid, not_supported, required};
 use crate::node::{ListType, MapType, Node};
 use crate::path::join;
+use crate::walk::Walk;
 
 const VALIDATION_REASONS: [&str; 4] = [
     "FieldValueDuplicate",

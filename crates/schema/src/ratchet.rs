@@ -19,7 +19,6 @@ use serde_json::{Map, Value};
 
 use crate::node::{ListType, Node};
 use crate::path::MAX_WALK_DEPTH;
-use crate::validate::json_eq;
 
 /// The memory of one validation's equality checks, keyed by the new value's address (a
 /// value is always correlated with the same old value within one validation).
@@ -171,6 +170,31 @@ fn item_key(keys: &[String], x: &Value) -> Option<ItemKey> {
         }
     }
     Some(ItemKey::Composite(out))
+}
+
+/// Deep equality of JSON values that gives up (answers `false`) beyond a nesting depth, so
+/// hostile objects cannot exhaust the stack.
+fn json_eq(a: &Value, b: &Value) -> bool {
+    fn eq(a: &Value, b: &Value, depth: usize) -> bool {
+        if depth > 200 {
+            return false;
+        }
+        match (a, b) {
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq(p, q, depth + 1))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len()
+                    && x.iter()
+                        .all(|(k, p)| y.get(k).is_some_and(|q| eq(p, q, depth + 1)))
+            }
+            (Value::Array(_) | Value::Object(_), _) | (_, Value::Array(_) | Value::Object(_)) => {
+                false
+            }
+            _ => a == b,
+        }
+    }
+    eq(a, b, 0)
 }
 
 #[cfg(test)]

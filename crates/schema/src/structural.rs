@@ -6,18 +6,10 @@
 use kplane_types::Cause;
 use serde_json::{Map, Value};
 
-use crate::build::Walk;
 use crate::errors::{forbidden, go_value, invalid, required};
 use crate::node::Node;
 use crate::path::join;
-
-/// Where a schema object sits in the structural spine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Level {
-    Root,
-    Item,
-    Field,
-}
+use crate::walk::{Level, Walk};
 
 fn is_type_only(v: &Value, ty: &str) -> bool {
     v.as_object()

@@ -592,31 +592,6 @@ impl Validator<'_> {
     }
 }
 
-/// Deep equality of JSON values that gives up (answers `false`) beyond a nesting depth, so
-/// hostile objects cannot exhaust the stack.
-pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
-    fn eq(a: &Value, b: &Value, depth: usize) -> bool {
-        if depth > 200 {
-            return false;
-        }
-        match (a, b) {
-            (Value::Array(x), Value::Array(y)) => {
-                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| eq(p, q, depth + 1))
-            }
-            (Value::Object(x), Value::Object(y)) => {
-                x.len() == y.len()
-                    && x.iter()
-                        .all(|(k, p)| y.get(k).is_some_and(|q| eq(p, q, depth + 1)))
-            }
-            (Value::Array(_) | Value::Object(_), _) | (_, Value::Array(_) | Value::Object(_)) => {
-                false
-            }
-            _ => a == b,
-        }
-    }
-    eq(a, b, 0)
-}
-
 /// Enum members as the `supported values` list shows them: strings raw, others as JSON.
 fn enum_strings(values: &[Value]) -> Vec<String> {
     values

@@ -10,9 +10,10 @@ use std::sync::LazyLock;
 
 use serde_json::{json, Value};
 
-use crate::build::{Builder, Walk};
+use crate::build::Builder;
 use crate::node::Node;
-use crate::CompileOptions;
+use crate::options::CompileOptions;
+use crate::walk::Walk;
 
 fn string() -> Value {
     json!({"type": "string"})

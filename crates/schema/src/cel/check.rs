@@ -23,7 +23,7 @@ use super::admission_types;
 use super::authz;
 use super::cost::{GoPath, Size, LIST_CREATE, MAP_CREATE, SELECT_AND_IDENT};
 use super::decl::{Decl, MAX_REQUEST_BYTES};
-use super::escape;
+use super::escaping::escape;
 use super::functions::{FUNCTIONS, NAMESPACED};
 use crate::node::{Node, Ty as SchemaTy};
 

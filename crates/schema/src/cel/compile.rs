@@ -12,11 +12,11 @@ use kube_cel::cel::IdedExpr;
 use super::actual;
 use super::check::{self, Kind};
 use super::decl::{cardinality_factor, unbounded_cardinality};
-use super::{CelRule, Program};
+use super::rule::{CelRule, Program};
 use crate::errors::{forbidden, invalid};
 use crate::node::{Additional, Node};
+use crate::options::CompileOptions;
 use crate::path::join;
-use crate::CompileOptions;
 
 /// Parses a CEL expression, never panicking.
 pub(crate) fn parse(src: &str) -> Result<IdedExpr, String> {

@@ -7,7 +7,7 @@
 //! Sizes are kept as Kubernetes keeps them (signed, before the estimator reads them as
 //! unsigned), so every figure below is the one kube-apiserver computes for the same schema.
 
-use super::escape;
+use super::escaping::escape;
 use crate::node::{Additional, Node, Ty as SchemaTy};
 
 /// Largest request Kubernetes accepts (`celconfig.MaxRequestSizeBytes`).

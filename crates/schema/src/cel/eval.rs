@@ -24,7 +24,7 @@ use kube_cel::KubeCelExt;
 use serde_json::Value;
 
 use super::actual;
-use super::{CelRule, Reason};
+use super::rule::{CelRule, Reason};
 use crate::errors::{duplicate, forbidden, invalid, required};
 use crate::formats::{parse_date, parse_duration};
 use crate::node::{Node, Ty};
@@ -118,7 +118,7 @@ pub(crate) fn to_cel(v: &Value, n: Option<&Node>, resource_root: bool, depth: us
                         }),
                     );
                 } else if let Some(p) = n.property(k) {
-                    if let Some(ek) = super::escape(k) {
+                    if let Some(ek) = super::escaping::escape(k) {
                         out.insert(
                             Key::String(Arc::new(ek)),
                             to_cel(x, Some(p), p.embedded, depth + 1),

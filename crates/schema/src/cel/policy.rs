@@ -129,7 +129,7 @@ const REQUEST_RESOURCE: &str = "authorizer.requestResource";
 /// Compiles `src` in `env` for a field that wants `want`; the error is upstream's detail
 /// (`compilation failed: ERROR: <input>: ...`, `must evaluate to bool but got int`).
 pub fn compile(src: &str, env: Env<'_>, want: Want) -> Result<Expression, String> {
-    stacker::grow(crate::COMPILE_STACK_BYTES, || {
+    stacker::grow(crate::options::COMPILE_STACK_BYTES, || {
         compile_here(src, env.params, env.authorizer, Some(env.variables), want)
     })
 }
@@ -139,7 +139,7 @@ pub fn compile(src: &str, env: Env<'_>, want: Want) -> Result<Expression, String
 /// run): a bool over `object`, `oldObject`, `request`, `namespaceObject`, `authorizer`,
 /// `authorizer.requestResource` and, with `params`, `params`; `variables` is not declared.
 pub fn compile_condition(src: &str, params: bool) -> Result<Expression, String> {
-    stacker::grow(crate::COMPILE_STACK_BYTES, || {
+    stacker::grow(crate::options::COMPILE_STACK_BYTES, || {
         compile_here(src, params, true, None, Want::Bool)
     })
 }
@@ -424,9 +424,11 @@ impl<'a> Evaluator<'a> {
     /// Evaluates `e`: its value, or the error upstream reports
     /// (`expression '<e>' resulted in error: <why>`).
     pub fn eval(&mut self, e: &Expression) -> Result<Result<Evaluated, String>, OutOfBudget> {
-        stacker::maybe_grow(crate::EVAL_RED_ZONE_BYTES, crate::EVAL_STACK_BYTES, || {
-            self.eval_here(e)
-        })
+        stacker::maybe_grow(
+            crate::options::EVAL_RED_ZONE_BYTES,
+            crate::options::EVAL_STACK_BYTES,
+            || self.eval_here(e),
+        )
     }
 
     fn eval_here(&mut self, e: &Expression) -> Result<Result<Evaluated, String>, OutOfBudget> {

@@ -21,9 +21,10 @@ use serde_json::Value;
 
 use super::check;
 use super::compile::parse;
-use crate::build::{Builder, Walk};
+use crate::build::Builder;
 use crate::node::Node;
-use crate::CompileOptions;
+use crate::options::CompileOptions;
+use crate::walk::Walk;
 
 /// A kind's schema as the type checker reads it.
 pub struct TypeSchema {
@@ -43,7 +44,7 @@ impl TypeSchema {
     /// `dyn`.
     pub fn new(schema: &Value) -> TypeSchema {
         let opts = CompileOptions::default();
-        let root = stacker::grow(crate::COMPILE_STACK_BYTES, || {
+        let root = stacker::grow(crate::options::COMPILE_STACK_BYTES, || {
             Builder::new(&opts).node(schema, &Walk::root(""))
         });
         TypeSchema { root }
@@ -73,7 +74,9 @@ impl PolicyTypes<'_> {
     /// cel-go reports them (`ERROR: <input>: undefined field 'maxRetries'`; kplane gives no
     /// line and column for checker errors), or `None` when it checks.
     pub fn check(&self, expression: &str) -> Option<String> {
-        stacker::grow(crate::COMPILE_STACK_BYTES, || self.check_here(expression))
+        stacker::grow(crate::options::COMPILE_STACK_BYTES, || {
+            self.check_here(expression)
+        })
     }
 
     fn check_here(&self, expression: &str) -> Option<String> {

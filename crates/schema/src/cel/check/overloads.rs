@@ -110,10 +110,11 @@ pub(super) fn mismatch(f: &str, args: &[&Ty<'_>]) -> Option<String> {
 mod tests {
     use serde_json::json;
 
-    use crate::build::{Builder, Walk};
+    use crate::build::Builder;
     use crate::cel::check::analyze;
     use crate::cel::compile::parse;
-    use crate::CompileOptions;
+    use crate::options::CompileOptions;
+    use crate::walk::Walk;
 
     /// Checks `rule` on an object of one field per type; the checker's error, if any.
     fn check(rule: &str) -> Result<(), String> {

@@ -8,9 +8,10 @@
 use serde_json::{json, Value};
 
 use super::analyze;
-use crate::build::{Builder, Walk};
+use crate::build::Builder;
 use crate::cel::compile::parse;
-use crate::CompileOptions;
+use crate::options::CompileOptions;
+use crate::walk::Walk;
 
 /// The estimated cost of `rule` on a (non-resource-root) node of `schema`.
 fn cost(schema: &Value, rule: &str) -> u64 {
