@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256, Sha512};
 
 use super::negotiation::{wants_aggregated_discovery, MediaType};
 use super::surface::Surface;
-use crate::registry::{Catalog, ResourceType};
 use kplane_registry::error::ApiError;
+use kplane_registry::{Catalog, ResourceType};
 
 /// A precomputed body with its ETag.
 #[derive(Debug, Clone)]

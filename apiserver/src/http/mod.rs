@@ -62,8 +62,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use kplane_types::{RequestInfo, UserInfo};
 
-use crate::registry::Registry;
 use kplane_registry::error::ApiError;
+use kplane_registry::Registry;
 use request_info::{ApiPath, ClusterScope, RequestTarget};
 
 /// `apiserver_storage_objects` figures and when they were taken.

@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use super::list_item;
 use super::negotiation::{Representation, StreamEncoding};
 use super::table::{self, TableOptions};
-use crate::registry::{CompleteList, ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::{CompleteList, ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
 
 const JSON: &str = "application/json";
 const TABLE_CT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";

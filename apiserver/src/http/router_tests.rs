@@ -13,8 +13,8 @@ use tower::ServiceExt;
 use super::auth::{AdminTokenAuthenticator, AuthOutcome, AuthRequest, Authenticator};
 use super::authz::{Authorizer, Decision, DenyAll, SuperuserAuthorizer, UnionAuthorizer};
 use super::{router, AppState};
-use crate::registry::catalog::{builtin, Catalog};
-use crate::registry::Registry;
+use kplane_registry::catalog::{builtin, Catalog};
+use kplane_registry::Registry;
 
 pub(super) const ADMIN: &str = "admin-token";
 

@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::query::Query;
 use super::response::partial_metadata;
-use crate::registry::ResourceType;
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::ResourceType;
 
 /// What each row carries besides its cells (`includeObject`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
