@@ -4,7 +4,6 @@
 use serde_json::{json, Value};
 
 use super::query::Query;
-use super::response::partial_metadata;
 use kplane_registry::error::{ApiError, ApiResult};
 use kplane_registry::ResourceType;
 
@@ -15,6 +14,15 @@ pub enum IncludeObject {
     #[default]
     Metadata,
     Object,
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
 }
 
 #[derive(Clone, Debug, Default)]
