@@ -24,7 +24,7 @@ use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use crate::tls::{read_optional, write_private, TlsError};
+use crate::tls_files::{read_optional, write_private, TlsError};
 
 /// The client CA's certificate and key in the PKI directory (`<data-dir>/pki`).
 pub const CA_CERT_FILE: &str = "client-ca.crt";

@@ -25,6 +25,7 @@ pub mod server;
 pub mod serviceaccount;
 pub mod shared_credentials;
 pub mod tls;
+mod tls_files;
 mod tls_reload;
 /// Public only so that the fuzz target `tls_stream` (`crates/fuzz`) can drive the accept
 /// path; the server's connection handling is its user.

@@ -24,9 +24,9 @@ use crate::http::authz::{Authorizer, RbacAuthorizer, SuperuserAuthorizer, UnionA
 use crate::http::token_file::TokenFileAuthenticator;
 use crate::http::x509::X509Authenticator;
 use crate::http::{self, AppState};
-use crate::registry::admission::Admission;
-use crate::registry::{builtin_types, controllers, Catalog, Registry};
 use crate::tls;
+use kplane_registry::admission::Admission;
+use kplane_registry::{builtin_types, controllers, Catalog, Registry};
 
 /// Errors that stop the server from starting or stopping cleanly.
 #[derive(Debug, thiserror::Error)]

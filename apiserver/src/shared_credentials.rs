@@ -80,10 +80,10 @@ pub fn adopt(
     let mut replaced = Vec::new();
     for (name, text) in files {
         let path = data_dir.join(name);
-        if crate::tls::read_optional(&path)?.as_deref() == Some(text) {
+        if crate::tls_files::read_optional(&path)?.as_deref() == Some(text) {
             continue;
         }
-        crate::tls::write_private(&path, text)?;
+        crate::tls_files::write_private(&path, text)?;
         replaced.push(name);
     }
     Ok(replaced)

@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+pub use crate::tls_files::TlsError;
+use crate::tls_files::{read_optional, write_private};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose,
@@ -23,21 +25,6 @@ pub struct Pki {
     pub serving_key_pem: String,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    #[error("certificate generation failed: {0}")]
-    Generate(#[from] rcgen::Error),
-    #[error("reading or writing {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("invalid PEM material: {0}")]
-    Pem(String),
-    #[error("TLS configuration failed: {0}")]
-    Rustls(#[from] rustls::Error),
-}
-
 fn ca_params() -> Result<CertificateParams, rcgen::Error> {
     let mut p = CertificateParams::new(Vec::<String>::new())?;
     let mut dn = DistinguishedName::new();
@@ -51,32 +38,6 @@ fn ca_params() -> Result<CertificateParams, rcgen::Error> {
         KeyUsagePurpose::DigitalSignature,
     ];
     Ok(p)
-}
-
-pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, TlsError> {
-    match std::fs::read_to_string(path) {
-        Ok(s) => Ok(Some(s)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(TlsError::Io {
-            path: path.display().to_string(),
-            source: e,
-        }),
-    }
-}
-
-pub(crate) fn write_private(path: &Path, contents: &str) -> Result<(), TlsError> {
-    let io = |e| TlsError::Io {
-        path: path.display().to_string(),
-        source: e,
-    };
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, contents).map_err(io)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
-    }
-    std::fs::rename(&tmp, path).map_err(io)
 }
 
 /// Loads or creates the CA under `dir`, and issues a fresh serving certificate for `sans`.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{LIST_META, OBJECT_META};
+use crate::names::{LIST_META, OBJECT_META};
 
 /// The prefix of every reference inside a published document.
 pub(crate) const REF_PREFIX: &str = "#/components/schemas/";

@@ -5,7 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{add_gvk, Gvk, TypeMeta};
+use crate::catalog::builtin_type_meta;
+use crate::kind_schema::{add_gvk, Gvk};
 use crate::{convert, Error, ServedResource};
 
 /// The definition name of a custom kind: reversed group, version, kind.
@@ -44,7 +45,7 @@ pub(crate) fn kind_definition(
         Some(_) => return Err(invalid("the root type must be \"object\"")),
     }
 
-    let type_meta = TypeMeta::get();
+    let type_meta = builtin_type_meta();
     let properties = obj
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -94,7 +95,7 @@ pub(crate) fn add_embedded_properties(schema: &mut Value, skip_preserved: bool) 
     if !flag(obj, "x-kubernetes-embedded-resource") {
         return;
     }
-    let type_meta = TypeMeta::get();
+    let type_meta = builtin_type_meta();
     let described = |schema: &Value, text: &str| {
         let mut schema = schema.clone();
         if let Value::Object(o) = &mut schema {

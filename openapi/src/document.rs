@@ -5,10 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
-use crate::catalog::{
-    add_gvk, builtin_definitions, has_gvk, list_definition, Gvk, TypeMeta, DELETE_OPTIONS,
-    WATCH_EVENT,
-};
+use crate::catalog::{builtin_definitions, builtin_type_meta};
+use crate::kind_schema::{add_gvk, has_gvk, list_definition, Gvk};
+use crate::names::{DELETE_OPTIONS, WATCH_EVENT};
 use crate::paths::{self, Target};
 use crate::{custom, Error, SchemaSource, ServedResource, KUBERNETES_VERSION};
 
@@ -81,7 +80,7 @@ pub(crate) fn build(members: &[&ServedResource]) -> Result<Value, Error> {
         let existing = local.get(&list_name).or_else(|| builtins.get(&list_name));
         let listed = r.verbs.iter().any(|v| v == "list");
         if listed && !existing.is_some_and(|def| has_gvk(def, &list_gvk)) {
-            let list = list_definition(TypeMeta::get(), &kind_name, &r.kind, &list_gvk);
+            let list = list_definition(builtin_type_meta(), &kind_name, &r.kind, &list_gvk);
             local.insert(list_name.clone(), list);
         }
 

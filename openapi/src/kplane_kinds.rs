@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::catalog::{add_gvk, list_definition, Gvk, TypeMeta};
 use crate::convert::schema_ref;
+use crate::kind_schema::{add_gvk, list_definition, Gvk, TypeMeta};
 
 /// The definition name of the Workspace kind.
 pub const WORKSPACE: &str = "io.kplane.tenancy.v1alpha1.Workspace";

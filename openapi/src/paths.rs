@@ -4,8 +4,10 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::catalog::{builtin_definitions, Gvk, DELETE_OPTIONS, PATCH, STATUS};
+use crate::catalog::builtin_definitions;
 use crate::convert::schema_ref;
+use crate::kind_schema::Gvk;
+use crate::names::{API_RESOURCE_LIST, DELETE_OPTIONS, PATCH, STATUS};
 use crate::ServedResource;
 
 /// What the operations of one resource refer to.
@@ -128,7 +130,7 @@ pub(crate) fn discovery_path(group: &str, version: &str) -> (String, Value) {
     let op = json!({
         "description": "get available resources",
         "operationId": format!("get{gv}APIResources"),
-        "responses": responses(&[("200", "OK")], crate::catalog::API_RESOURCE_LIST, &[JSON, YAML, PROTOBUF]),
+        "responses": responses(&[("200", "OK")], API_RESOURCE_LIST, &[JSON, YAML, PROTOBUF]),
         "tags": [tag(group, version)],
     });
     (

@@ -12,9 +12,8 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256, Sha512};
 
 use super::negotiation::{wants_aggregated_discovery, MediaType};
-use super::surface::Surface;
-use crate::registry::{Catalog, ResourceType};
 use kplane_registry::error::ApiError;
+use kplane_registry::{Catalog, ResourceType};
 
 /// A precomputed body with its ETag.
 #[derive(Debug, Clone)]
@@ -243,39 +242,31 @@ fn aggregated_index(version: &str) -> usize {
 
 /// `GET /api`
 pub fn core_root(
-    surface: &Surface,
+    discovery: &Discovery,
     server_address: &str,
     accept: &[MediaType],
     headers: &HeaderMap,
 ) -> Response {
     if let Some(v) = wants_aggregated_discovery(accept) {
-        return serve_aggregated(
-            &surface.discovery.aggregated[aggregated_index(v)].0,
-            v,
-            headers,
-        );
+        return serve_aggregated(&discovery.aggregated[aggregated_index(v)].0, v, headers);
     }
-    let mut body = surface.discovery.core_legacy.clone();
+    let mut body = discovery.core_legacy.clone();
     body["serverAddressByClientCIDRs"] =
         json!([{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]);
     json_response(body.to_string())
 }
 
 /// `GET /apis`
-pub fn groups_root(surface: &Surface, accept: &[MediaType], headers: &HeaderMap) -> Response {
+pub fn groups_root(discovery: &Discovery, accept: &[MediaType], headers: &HeaderMap) -> Response {
     if let Some(v) = wants_aggregated_discovery(accept) {
-        return serve_aggregated(
-            &surface.discovery.aggregated[aggregated_index(v)].1,
-            v,
-            headers,
-        );
+        return serve_aggregated(&discovery.aggregated[aggregated_index(v)].1, v, headers);
     }
-    json_response(surface.discovery.groups_legacy.body.clone())
+    json_response(discovery.groups_legacy.body.clone())
 }
 
 /// `GET /apis/<group>`
-pub fn group(surface: &Surface, group: &str) -> Response {
-    match surface.discovery.groups.get(group) {
+pub fn group(discovery: &Discovery, group: &str) -> Response {
+    match discovery.groups.get(group) {
         Some(g) => {
             let mut body = g.clone();
             if let Some(o) = body.as_object_mut() {
@@ -289,12 +280,8 @@ pub fn group(surface: &Surface, group: &str) -> Response {
 }
 
 /// `GET /api/v1`, `GET /apis/<group>/<version>`
-pub fn group_version(surface: &Surface, group: &str, version: &str) -> Response {
-    match surface
-        .discovery
-        .resource_lists
-        .get(&gv_string(group, version))
-    {
+pub fn group_version(discovery: &Discovery, group: &str, version: &str) -> Response {
+    match discovery.resource_lists.get(&gv_string(group, version)) {
         Some(list) => json_response(list.to_string()),
         None => ApiError::not_found_path().into_response(),
     }

@@ -42,6 +42,7 @@ pub mod reviews;
 #[cfg(test)]
 mod router_tests;
 pub mod self_review_authz;
+mod spool;
 pub mod surface;
 pub mod sync_endpoint;
 #[cfg(test)]
@@ -62,8 +63,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use kplane_types::{RequestInfo, UserInfo};
 
-use crate::registry::Registry;
 use kplane_registry::error::ApiError;
+use kplane_registry::Registry;
 use request_info::{ApiPath, ClusterScope, RequestTarget};
 
 /// `apiserver_storage_objects` figures and when they were taken.
@@ -305,12 +306,14 @@ async fn route(
     };
     match (api, discovery_surface) {
         (ApiPath::CoreRoot, Some(s)) => {
-            discovery::core_root(&s, &state.server_address, &accept, req.headers())
+            discovery::core_root(&s.discovery, &state.server_address, &accept, req.headers())
         }
-        (ApiPath::GroupsRoot, Some(s)) => discovery::groups_root(&s, &accept, req.headers()),
-        (ApiPath::Group { group }, Some(s)) => discovery::group(&s, &group),
+        (ApiPath::GroupsRoot, Some(s)) => {
+            discovery::groups_root(&s.discovery, &accept, req.headers())
+        }
+        (ApiPath::Group { group }, Some(s)) => discovery::group(&s.discovery, &group),
         (ApiPath::GroupVersion { group, version }, Some(s)) => {
-            discovery::group_version(&s, &group, &version)
+            discovery::group_version(&s.discovery, &group, &version)
         }
         (ApiPath::Resource(rp), _) => {
             let started = arrived;

@@ -169,7 +169,7 @@ pub(super) async fn import_staged(
     target: &ClusterName,
     body: Body,
 ) -> Response {
-    let spool = match super::archive::spool_body(&state.spool_dir, body).await {
+    let spool = match super::spool::spool_body(&state.spool_dir, body).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
@@ -205,7 +205,7 @@ pub(super) async fn staged(
                 .and_then(|v| v.parse::<u64>().ok());
             match since {
                 None => Err(ApiError::bad_request("since=REVISION is required")),
-                Some(since) => match super::archive::spool_body(&state.spool_dir, body).await {
+                Some(since) => match super::spool::spool_body(&state.spool_dir, body).await {
                     Err(e) => Err(e),
                     Ok(spool) => reg
                         .apply_staged_changes(&spool.0, target, since)

@@ -18,10 +18,10 @@ use super::request_info::ResourcePath;
 use super::response;
 use super::table::TableOptions;
 use super::{reviews, AppState};
-use crate::registry::patch::PatchType;
-use crate::registry::{DeleteOutcome, DeleteParams, ResourceType, Target};
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::patch::PatchType;
 use kplane_registry::warnings::Warnings;
+use kplane_registry::{DeleteOutcome, DeleteParams, ResourceType, Target};
 
 /// A request extension: lists and watches serve only objects whose annotation (key, value)
 /// has this value (set by the sync endpoint for the objects assigned to its target).
@@ -529,7 +529,7 @@ fn user_agent(req: &Request<Body>) -> Option<String> {
 
 /// `GET|PUT|PATCH .../scale` (custom resources with a scale subresource).
 async fn handle_scale(
-    reg: &Arc<crate::registry::Registry>,
+    reg: &Arc<kplane_registry::Registry>,
     target: &Target,
     name: &str,
     (verb, user): (&Verb, &UserInfo),

@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 
 use super::list_item;
 use super::negotiation::{Representation, StreamEncoding};
-use super::table::{self, TableOptions};
-use crate::registry::{CompleteList, ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
+use super::table::{self, partial_metadata, TableOptions};
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::{CompleteList, ListPage, ResourceType, WatchItem, WatchSetup, WatchType};
 
 const JSON: &str = "application/json";
 const TABLE_CT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -39,15 +39,6 @@ fn with_type(code: StatusCode, ct: &'static str, body: impl Into<Body>) -> Respo
 fn parse(bytes: &[u8]) -> ApiResult<Value> {
     serde_json::from_slice(bytes)
         .map_err(|e| ApiError::internal(format!("stored object could not be decoded: {e}")))
-}
-
-/// `PartialObjectMetadata` of an object.
-pub fn partial_metadata(obj: &Value) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
 }
 
 /// One object in the negotiated representation.

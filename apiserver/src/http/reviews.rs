@@ -15,9 +15,9 @@ use kplane_types::{RequestInfo, UserInfo, Verb};
 use super::auth::{AuthOutcome, AuthRequest};
 use super::authz::Decision;
 use super::AppState;
-use crate::registry::meta;
-use crate::registry::ResourceType;
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::meta;
+use kplane_registry::ResourceType;
 
 fn user_info_json(u: &UserInfo) -> Value {
     let mut v = json!({"username": u.username, "groups": u.groups});

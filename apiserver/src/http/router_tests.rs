@@ -13,9 +13,9 @@ use tower::ServiceExt;
 use super::auth::{AdminTokenAuthenticator, AuthOutcome, AuthRequest, Authenticator};
 use super::authz::{Authorizer, Decision, DenyAll, SuperuserAuthorizer, UnionAuthorizer};
 use super::{router, AppState};
-use crate::registry::builtin_types::builtin;
-use crate::registry::catalog::Catalog;
-use crate::registry::Registry;
+use kplane_registry::builtin_types::builtin;
+use kplane_registry::catalog::Catalog;
+use kplane_registry::Registry;
 
 pub(super) const ADMIN: &str = "admin-token";
 

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::SystemTime;
 
 use super::discovery::Discovery;
-use crate::registry::Catalog;
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::Catalog;
 
 /// Discovery and OpenAPI for one catalog.
 #[derive(Debug)]

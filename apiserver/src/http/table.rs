@@ -4,9 +4,8 @@
 use serde_json::{json, Value};
 
 use super::query::Query;
-use super::response::partial_metadata;
-use crate::registry::ResourceType;
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::ResourceType;
 
 /// What each row carries besides its cells (`includeObject`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -15,6 +14,15 @@ pub enum IncludeObject {
     #[default]
     Metadata,
     Object,
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
 }
 
 #[derive(Clone, Debug, Default)]

@@ -12,8 +12,8 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::negotiation::{Representation, StreamEncoding};
-use crate::registry::{ResourceType, WatchItem, WatchType};
 use kplane_registry::error::{ApiError, ApiResult};
+use kplane_registry::{ResourceType, WatchItem, WatchType};
 
 /// The annotation of the bookmark that ends the initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -78,8 +78,8 @@ pub fn annotate_end(item: &WatchItem, blueprint: &str) -> Option<WatchItem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::builtin_types::builtin;
-    use crate::registry::catalog::Catalog;
+    use kplane_registry::builtin_types::builtin;
+    use kplane_registry::catalog::Catalog;
     use serde_json::json;
 
     fn decoded(b64: &str) -> String {

@@ -5,7 +5,7 @@
 //! `system:serviceaccount:<ns>:<name>` in `system:serviceaccounts`,
 //! `system:serviceaccounts:<ns>` and `system:authenticated`, with the ServiceAccount's uid,
 //! the credential id `JTI=<jti>` and the logical cluster in
-//! [`CLUSTER_EXTRA`](super::CLUSTER_EXTRA). Any other token is not its business; a token of
+//! [`CLUSTER_EXTRA`]. Any other token is not its business; a token of
 //! this server that fails a check is rejected (401).
 //!
 //! A verified token's claims are kept for [`VERIFIED_TTL_SECONDS`] (never past its expiry),
@@ -21,8 +21,12 @@ use kplane_types::request::SYSTEM_AUTHENTICATED;
 use kplane_types::UserInfo;
 
 use super::token::{Checked, Claims, Tokens, LEEWAY_SECONDS};
-use super::{CLUSTER_EXTRA, CREDENTIAL_ID_EXTRA};
 use crate::http::auth::{AuthError, AuthOutcome, AuthRequest, Authenticator};
+
+/// The extra a ServiceAccount user carries: the logical cluster its token is bound to.
+pub const CLUSTER_EXTRA: &str = "authentication.kplane.io/cluster";
+/// The extra naming the credential (`JTI=<jti>`), as upstream.
+pub const CREDENTIAL_ID_EXTRA: &str = "authentication.kubernetes.io/credential-id";
 
 /// How long a verified token's claims are reused without checking its signature again.
 pub const VERIFIED_TTL_SECONDS: i64 = 10;

@@ -8,77 +8,18 @@
 //! groups claim's groups (prefixed by `--oidc-groups-prefix`). Tokens of other issuers are
 //! another authenticator's business.
 
-use std::path::PathBuf;
-
 use jsonwebtoken::Algorithm;
 use kplane_types::UserInfo;
 use serde_json::{Map, Value};
 
 use super::keys::KeyError;
+pub use super::oidc_config::OidcConfig;
 use super::oidc_keys::ProviderKeys;
 use super::token::{go_quoted, unverified_issuer, verify_signature};
 use crate::http::auth::{AuthError, AuthOutcome, AuthRequest, Authenticator};
 
 /// How far in the future `nbf` may be, as go-oidc allows.
 const NBF_LEEWAY_SECONDS: i64 = 60;
-
-/// The `--oidc-*` flags.
-#[derive(Clone, Debug, Default)]
-pub struct OidcConfig {
-    /// `--oidc-issuer-url`: must be `https://`; tokens must carry exactly this `iss`.
-    pub issuer_url: String,
-    /// `--oidc-client-id`: the audience tokens must be issued for.
-    pub client_id: String,
-    /// `--oidc-username-claim` (default `sub`).
-    pub username_claim: Option<String>,
-    /// `--oidc-username-prefix`: `-` for none. Unset: `<issuer-url>#` unless the username
-    /// claim is `email`.
-    pub username_prefix: Option<String>,
-    /// `--oidc-groups-claim`: a string or a list of strings; unset, no groups.
-    pub groups_claim: Option<String>,
-    /// `--oidc-groups-prefix`.
-    pub groups_prefix: Option<String>,
-    /// `--oidc-ca-file`: the CAs the issuer's HTTPS certificate must chain to (default: the
-    /// system's roots).
-    pub ca_file: Option<PathBuf>,
-    /// `--oidc-jwks-file` (kplane's own): the provider's keys from a file, read at start-up,
-    /// instead of fetching them from the issuer.
-    pub jwks_file: Option<PathBuf>,
-}
-
-impl OidcConfig {
-    /// The username claim, `sub` by default.
-    pub fn username_claim(&self) -> &str {
-        self.username_claim.as_deref().unwrap_or("sub")
-    }
-
-    /// The prefix of user names, as upstream: the flag (`-` = none), else the issuer URL and
-    /// `#` for any claim but `email`.
-    pub fn username_prefix(&self) -> String {
-        match self.username_prefix.as_deref() {
-            Some("-") => String::new(),
-            Some(p) => p.to_string(),
-            None if self.username_claim() == "email" => String::new(),
-            None => format!("{}#", self.issuer_url),
-        }
-    }
-
-    /// Start-up checks of the flags.
-    fn validate(&self) -> Result<(), KeyError> {
-        if !self.issuer_url.starts_with("https://") {
-            return Err(KeyError(format!(
-                "--oidc-issuer-url {:?}: must use the https scheme",
-                self.issuer_url
-            )));
-        }
-        if self.client_id.is_empty() {
-            return Err(KeyError(
-                "--oidc-client-id is required with --oidc-issuer-url".into(),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// Authenticates OIDC ID tokens (see the module doc).
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
 use super::keys::{keys_from_jwks, KeyError, VerificationKey};
-use super::oidc::OidcConfig;
+use super::oidc_config::OidcConfig;
 
 /// The least time between two fetches of the provider's keys.
 pub const REFETCH_INTERVAL: Duration = Duration::from_secs(10);

@@ -38,14 +38,6 @@ pub struct KubernetesClaim {
     pub secret: Option<ObjectRef>,
 }
 
-/// `aud`: one string or a list, as JWTs allow.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-enum Audience {
-    One(String),
-    Many(Vec<String>),
-}
-
 /// A token's claims.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
@@ -65,8 +57,15 @@ pub struct Claims {
 }
 
 mod audience {
-    use super::Audience;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// `aud`: one string or a list, as JWTs allow.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Audience {
+        One(String),
+        Many(Vec<String>),
+    }
 
     pub fn serialize<S: Serializer>(aud: &[String], s: S) -> Result<S::Ok, S::Error> {
         aud.serialize(s)

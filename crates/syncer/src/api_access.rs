@@ -22,6 +22,7 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{json, Value};
 
 use crate::error::{is_status, Error, KubeContext as _, Result};
+pub use crate::pod_api::PodApi;
 use crate::state::{annotation, ObjectKey, State};
 
 /// Where a pod finds its ServiceAccount credentials.
@@ -36,60 +37,6 @@ pub const EXPIRES_ANNOTATION: &str = "sync.kplane.io/token-expires";
 pub const FOR_ANNOTATION: &str = "sync.kplane.io/api-access-for";
 /// The lifetime of the tokens the syncer requests (the TokenRequest default).
 pub const TOKEN_SECONDS: i64 = 3600;
-
-/// Where host pods reach kplane, and the CA that signs kplane's serving certificate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodApi {
-    pub host: String,
-    pub port: String,
-    pub ca_pem: String,
-}
-
-impl PodApi {
-    /// From `server` (`https://HOST[:PORT]`; default: the kubeconfig's server URL) and the
-    /// kubeconfig's CA (`config.root_cert`, DER).
-    pub fn new(server: Option<&str>, config: &kube::Config) -> Result<Self> {
-        let uri: http::Uri = match server {
-            Some(s) => s
-                .parse()
-                .map_err(|e| Error::Config(format!("invalid --pod-api-server {s:?}: {e}")))?,
-            None => config.cluster_url.clone(),
-        };
-        let host = uri
-            .host()
-            .ok_or_else(|| Error::Config(format!("the pod API server URL {uri} has no host")))?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
-        let port = uri
-            .port_u16()
-            .unwrap_or(if uri.scheme_str() == Some("http") {
-                80
-            } else {
-                443
-            })
-            .to_string();
-        let ca_pem = config
-            .root_cert
-            .iter()
-            .flatten()
-            .map(|der| pem("CERTIFICATE", der))
-            .collect::<String>();
-        Ok(PodApi { host, port, ca_pem })
-    }
-}
-
-/// `der` as a PEM block with `label`.
-fn pem(label: &str, der: &[u8]) -> String {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for chunk in b64.as_bytes().chunks(64) {
-        out.push_str(&String::from_utf8_lossy(chunk));
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
-}
 
 /// The ServiceAccount a pod spec runs as (`default` when unset).
 pub fn service_account(pod_spec: &Value) -> &str {

@@ -15,7 +15,7 @@
 //! reflections in line ([`reconcile`]) once both watches have listed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
@@ -29,6 +29,7 @@ use crate::naming::{
     HostLayout, CLUSTER_ANNOTATION, NAMESPACE_ANNOTATION, NAME_ANNOTATION, TARGET_ANNOTATION,
     TARGET_LABEL, UID_ANNOTATION,
 };
+pub use crate::pod_state::PodState;
 use crate::policies::SOURCE_LABEL;
 use crate::state::{annotation, slim, Compact, ObjectKey, State};
 
@@ -45,28 +46,6 @@ const JOB_LABELS: [(&str, bool); 4] = [
 
 pub fn resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Pod"), "pods")
-}
-
-/// What the syncer knows of the pods of each synced object.
-#[derive(Debug, Default)]
-pub struct PodState {
-    /// Host pods of each source object, by host pod name.
-    pub host: Mutex<HashMap<ObjectKey, BTreeMap<String, Compact>>>,
-    /// Reflections in kplane of each source object, by name.
-    pub reflected: Mutex<HashMap<ObjectKey, BTreeMap<String, Compact>>>,
-    /// Whether each watch has listed once (before that, a missing pod may just be unseen).
-    pub host_listed: AtomicBool,
-    pub reflected_listed: AtomicBool,
-    /// Reflections the syncer itself deleted (their DELETED event is not a user's).
-    pub own_deletes: Mutex<HashSet<(String, String, String)>>,
-    /// Host pods to delete because their reflection was deleted in kplane.
-    pub doomed: Mutex<HashSet<(ObjectKey, String)>>,
-}
-
-impl PodState {
-    fn listed(&self) -> bool {
-        self.host_listed.load(Ordering::Acquire) && self.reflected_listed.load(Ordering::Acquire)
-    }
 }
 
 /// The pod template labels and annotations every host pod of source `key` carries, so

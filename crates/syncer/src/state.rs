@@ -15,26 +15,8 @@ use crate::kinds::SyncedKind;
 use crate::metrics::Metrics;
 use crate::naming::{HostLayout, TargetRef, CLUSTER_ANNOTATION, TARGET_ANNOTATION};
 use crate::queue::WorkQueue;
-use kplane_types::pod_refs::RefKind;
 
-/// A source object: index of its synced kind, logical cluster, namespace, name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
-    pub kind: usize,
-    pub cluster: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-/// A Secret, ConfigMap or ServiceAccount in kplane that synced objects reference.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CopyKey {
-    pub kind: RefKind,
-    pub cluster: String,
-    pub namespace: String,
-    pub name: String,
-}
-
+pub use crate::object::{annotation, slim, Compact, CopyKey, ObjectKey};
 /// See the module docs.
 pub struct State {
     pub target: TargetRef,
@@ -76,7 +58,7 @@ pub struct State {
     pub resync: Duration,
     /// Where synced pods reach kplane (`api_access`); `None`: their pod templates are not
     /// rewritten.
-    pub pod_api: Option<crate::api_access::PodApi>,
+    pub pod_api: Option<crate::pod_api::PodApi>,
     /// When each synced object's in-cluster API Secret was last found fresh or renewed.
     pub access_checked: Mutex<HashMap<ObjectKey, Instant>>,
     /// When the NetworkPolicies of each source (cluster, namespace) were last carried.
@@ -85,7 +67,7 @@ pub struct State {
     /// object going never removes them under a new object that just carried them.
     pub policy_lock: tokio::sync::Mutex<()>,
     /// The host pods of synced objects and their reflections in kplane.
-    pub pods: crate::pods::PodState,
+    pub pods: crate::pod_state::PodState,
     /// The cached objects not being deleted, per source (cluster, namespace): whether a
     /// namespace still has a live synced object, without a scan of the cache.
     pub live: Mutex<HashMap<(String, String), HashSet<ObjectKey>>>,
@@ -307,33 +289,4 @@ impl State {
     pub fn synced_count(&self) -> usize {
         self.synced.lock().map(|s| s.len()).unwrap_or(0)
     }
-}
-
-/// A cached JSON object kept as its text: a `serde_json::Value` takes several times the
-/// memory of the text, and the caches hold every synced object twice (source and host).
-/// Shared, so a whole-cache pass can copy the entries out cheaply and parse them unlocked.
-#[derive(Debug, Clone)]
-pub struct Compact(Arc<str>);
-
-impl Compact {
-    pub fn new(v: &Value) -> Self {
-        Compact(Arc::from(serde_json::to_string(v).unwrap_or_default()))
-    }
-
-    pub fn value(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
-    }
-}
-
-/// An annotation of a JSON object.
-pub fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/annotations")?.get(key)?.as_str()
-}
-
-/// `obj` as cached: without managedFields, which the syncer never reads.
-pub fn slim(mut obj: Value) -> Value {
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    obj
 }

@@ -16,8 +16,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::catalog::{add_gvk, Gvk, TypeMeta};
+use crate::catalog::builtin_type_meta;
 use crate::convert::REF_PREFIX;
+use crate::kind_schema::{add_gvk, Gvk};
 use crate::ServedResource;
 
 /// The prefix of every reference inside a Swagger 2.0 document.
@@ -206,7 +207,7 @@ pub(crate) fn custom_kind_definition(resource: &ServedResource, crd_schema: &Val
     }
     let mut def = crd_schema.clone();
     structural_to_v2(&mut def);
-    let type_meta = TypeMeta::get();
+    let type_meta = builtin_type_meta();
     if let Value::Object(obj) = &mut def {
         let properties = obj
             .entry("properties")

@@ -20,7 +20,7 @@ use prost::Message as _;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
 
-use crate::catalog::{add_gvk, Gvk};
+use crate::kind_schema::{add_gvk, Gvk};
 use crate::{canonical, custom, document, Error, SchemaSource, ServedResource, KUBERNETES_VERSION};
 
 /// A piece of an encoded document, shared without copying.
@@ -108,7 +108,7 @@ impl OpenApiV2 {
         let mut seen = std::collections::BTreeSet::new();
         for resource in resources {
             document::validate(resource)?;
-            let id = crate::resource_id(resource);
+            let id = crate::served::resource_id(resource);
             if !seen.insert(id.clone()) {
                 return Err(Error::DuplicateResource(id));
             }

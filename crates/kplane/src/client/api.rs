@@ -11,9 +11,9 @@ use kube::config::KubeConfigOptions;
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{json, Value};
 
+use super::args::ClientFlags;
 use super::kubeconfig::{self, ContextInfo, Kubeconfigs};
 use super::path::{self, WsPath};
-use super::ClientFlags;
 
 /// How often `--wait` looks at a workspace.
 const POLL: Duration = Duration::from_millis(100);
@@ -321,6 +321,19 @@ fn reason(ws: &Value) -> String {
     } else {
         format!(": {}", parts.join(": "))
     }
+}
+
+/// A target resolved against the context's current and previous workspace. An unquoted
+/// `~` reaches us expanded by the shell: `$HOME` itself means home too.
+pub(super) fn resolve(session: &Session, target: &str) -> Result<WsPath> {
+    let home = std::env::var("HOME").ok().filter(|h| !h.is_empty());
+    let target = if home.as_deref() == Some(target) {
+        "~"
+    } else {
+        target
+    };
+    let previous = session.previous()?;
+    Ok(path::resolve(target, &session.current, previous.as_ref())?)
 }
 
 #[cfg(test)]

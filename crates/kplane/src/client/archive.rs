@@ -22,11 +22,12 @@ use kplane_archive::{Header, Summary, CONTENT_TYPE};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::api::Session;
+use super::api::{self, Session};
+use super::args::{ClientFlags, ExportArgs, ImportArgs};
+use super::output::out;
 use super::path::WsPath;
 use super::progress::Progress;
 use super::transfer::{self, Refused, Transfer};
-use super::{out, ws, ClientFlags, ExportArgs, ImportArgs};
 
 /// Chunks of the export stream in flight between the network and the check (memory
 /// bound: this many of hyper's chunks, typically 16 KiB to 256 KiB each).
@@ -46,7 +47,7 @@ pub async fn export(flags: &ClientFlags, args: ExportArgs) -> Result<()> {
         bail!("not writing an archive to a terminal: redirect stdout, or use -o FILE");
     }
     let session = Session::load(flags)?;
-    let path = ws::resolve(&session, &args.path)?;
+    let path = api::resolve(&session, &args.path)?;
     let (config, url) = session.config(&path).await?;
     let mut transfer = Transfer::new(&config, url)?;
     let accept = [("accept", CONTENT_TYPE.to_owned())];
@@ -149,7 +150,7 @@ async fn pump(
             Err(e) => {
                 let msg = format!(
                     "the transfer broke off after {bytes} bytes: {}",
-                    super::api::chain(&e)
+                    api::chain(&e)
                 );
                 let _ = tx.send(Err(io::Error::other(msg.clone()))).await;
                 bail!(msg);
@@ -331,7 +332,7 @@ pub async fn import(flags: &ClientFlags, args: ImportArgs) -> Result<()> {
     let file = args.file;
     let (header, summary) = verify_file(&file).await?;
     let target = match &args.as_path {
-        Some(p) => ws::resolve(&session, p)?,
+        Some(p) => api::resolve(&session, p)?,
         None => WsPath::parse(&header.cluster).with_context(|| {
             format!(
                 "the archive's cluster {:?} is not a workspace path; choose one with --as",

@@ -15,7 +15,8 @@ use hyper::body::{Frame, Incoming};
 use kplane_archive::{Header, Record, Writer, FORMAT_VERSION};
 use tower::BoxError;
 
-use super::{archive, ClientFlags, ExportArgs, ImportArgs};
+use super::archive;
+use super::args::{ClientFlags, ExportArgs, ImportArgs};
 
 /// A request the fake server saw.
 #[derive(Debug, Clone)]

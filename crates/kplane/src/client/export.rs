@@ -10,9 +10,10 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use super::api::Session;
+use super::args::ClientFlags;
 use super::kubeconfig;
+use super::output::out;
 use super::path::{self, WsPath};
-use super::{out, ClientFlags};
 
 /// Prints the kubeconfig for `target` (resolved as `kplane ws use` resolves it).
 pub async fn run(flags: &ClientFlags, target: &str) -> Result<()> {

@@ -20,10 +20,11 @@ use http_body_util::BodyExt as _;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt as _;
 
-use super::api::Session;
+use super::api::{self, Session};
+use super::args::{ClientFlags, MoveArgs};
+use super::output::out;
 use super::path::WsPath;
 use super::transfer::{self, Refused, Transfer};
-use super::{out, ws, ClientFlags};
 
 /// Catch-up rounds before the fence at most; the last round before it should be short.
 const MAX_ROUNDS: usize = 10;
@@ -31,27 +32,6 @@ const MAX_ROUNDS: usize = 10;
 const SMALL_ROUND: u64 = 1000;
 /// Bytes per chunk when uploading a file.
 const UPLOAD_CHUNK: usize = 256 * 1024;
-
-/// What `kplane ws move` takes.
-#[derive(clap::Args, Debug)]
-pub struct MoveArgs {
-    /// The workspace to move (absolute `root:...`, or relative to the current one).
-    #[arg(value_name = "PATH")]
-    pub path: String,
-    /// The kubeconfig of the target server (its current context, or --to-context).
-    #[arg(long, value_name = "KUBECONFIG")]
-    pub to: PathBuf,
-    /// The context of --to's kubeconfig to use.
-    #[arg(long, value_name = "NAME")]
-    pub to_context: Option<String>,
-    /// The workspace path on the target (default: the same path). Its parent must exist.
-    #[arg(long = "as", value_name = "NEWPATH")]
-    pub as_path: Option<String>,
-    /// Roll back a move that has not switched yet: drop the target's staged copy and lift
-    /// the source's fence.
-    #[arg(long)]
-    pub abort: bool,
-}
 
 /// One side of the move: a workspace on a server.
 struct Side {
@@ -175,12 +155,12 @@ pub async fn run(flags: &ClientFlags, args: MoveArgs) -> Result<()> {
         context: args.to_context.clone(),
     })
     .with_context(|| format!("reading the target's kubeconfig {}", args.to.display()))?;
-    let path = ws::resolve(&source_session, &args.path)?;
+    let path = api::resolve(&source_session, &args.path)?;
     if path.parent().is_none() {
         bail!("the root workspace cannot be moved");
     }
     let new_path = match &args.as_path {
-        Some(p) => ws::resolve(&target_session, p)?,
+        Some(p) => api::resolve(&target_session, p)?,
         None => path.clone(),
     };
     let mut src = Side::open(&source_session, path).await?;

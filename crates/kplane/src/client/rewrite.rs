@@ -13,7 +13,8 @@ use kube::core::ApiResource;
 use serde_json::Value;
 
 use super::api::Session;
-use super::ClientFlags;
+use super::args::ClientFlags;
+use super::output::out;
 
 /// The annotation a `/clusters/*` list puts on each object (kplane_registry::wildcard).
 const CLUSTER_ANNOTATION: &str = "kplane.io/cluster";
@@ -124,7 +125,7 @@ pub async fn run(args: StorageArgs) -> Result<()> {
             break;
         }
     }
-    super::out(&format!(
+    out(&format!(
         "rewrote {} {resource} in {} logical clusters ({} changed or deleted meanwhile, skipped)",
         counts.rewritten,
         counts.clusters.len(),

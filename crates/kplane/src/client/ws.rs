@@ -9,9 +9,10 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use super::api::{phase, Session};
+use super::api::{phase, resolve, Session};
+use super::args::{ClientFlags, WsCommand};
+use super::output::out;
 use super::path::{self, WsPath};
-use super::{out, ClientFlags, WsCommand};
 
 /// Runs one `kplane ws` command.
 pub async fn run(flags: &ClientFlags, command: Option<WsCommand>) -> Result<()> {
@@ -61,19 +62,6 @@ pub async fn run(flags: &ClientFlags, command: Option<WsCommand>) -> Result<()> 
 /// What `use` and `current` print.
 fn current_line(path: &WsPath) -> String {
     format!("Current workspace is {:?}.", path.as_str())
-}
-
-/// A target resolved against the context's current and previous workspace. An unquoted
-/// `~` reaches us expanded by the shell: `$HOME` itself means home too.
-pub(super) fn resolve(session: &Session, target: &str) -> Result<WsPath> {
-    let home = std::env::var("HOME").ok().filter(|h| !h.is_empty());
-    let target = if home.as_deref() == Some(target) {
-        "~"
-    } else {
-        target
-    };
-    let previous = session.previous()?;
-    Ok(path::resolve(target, &session.current, previous.as_ref())?)
 }
 
 async fn use_workspace(mut session: Session, target: &str) -> Result<()> {
