@@ -615,6 +615,27 @@ impl Registry {
     }
 }
 
+impl crate::Registry {
+    /// The stored objects of `resource` (a storage resource) in `cluster`, decoded, in
+    /// key order (which is name order): what a configuration cache is built from.
+    pub(crate) async fn stored_objects(
+        &self,
+        cluster: &kplane_types::ClusterName,
+        resource: &str,
+    ) -> crate::error::ApiResult<Vec<serde_json::Value>> {
+        let prefix = kplane_storage::Prefix::resource(cluster.as_str(), resource);
+        let res = self
+            .storage
+            .list(&prefix, &kplane_storage::ListOptions::default(), None)
+            .await?;
+        Ok(res
+            .items
+            .iter()
+            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
+            .collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,12 +4,21 @@
 
 use std::sync::Arc;
 
+use crate::admission::Admission;
 use crate::catalog::{Catalog, ResourceType};
+use crate::catalogs::Catalogs;
+use crate::clusters::ClusterState;
+use crate::controllers::Shared;
 use crate::error::{ApiError, ApiResult};
-use crate::{
-    admission, catalogs, clusters, controllers, policies, quota, rbac, resource_quota, sync,
-    token_bindings, webhooks,
-};
+use crate::hooks::Table as Hooks;
+use crate::policies::cache::Cache as PolicyCache;
+use crate::quota::Quotas;
+use crate::rbac::cache::Cache as RbacCache;
+use crate::resource_quota::index::QuotaIndex;
+use crate::sync::ref_index::RefIndex;
+use crate::sync::targets::Cache as SyncTargetCache;
+use crate::token_bindings::cache::ServiceAccountCache;
+use crate::webhooks::cache::Cache as WebhookCache;
 
 use bytes::Bytes;
 use kplane_storage::{Clusters, Key, Prefix, Storage};
@@ -92,40 +101,40 @@ pub(crate) fn to_api(rt: &ResourceType, stored: Bytes) -> ApiResult<Bytes> {
 /// Object semantics for every served type.
 pub struct Registry {
     pub(crate) storage: Arc<dyn Storage>,
-    pub(crate) catalogs: catalogs::Catalogs,
+    pub(crate) catalogs: Catalogs,
     /// Which logical clusters exist and which are terminating (`clusters.rs`).
-    pub(crate) clusters: clusters::ClusterState,
+    pub(crate) clusters: ClusterState,
     /// The CA published in every namespace's `kube-root-ca.crt`.
     pub(crate) root_ca_pem: String,
     /// Flips to true when the server shuts down; long-running watches end.
     pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
     /// The registered controllers, their work queue and deadlines (`controllers`).
-    pub(crate) controllers: controllers::Shared,
+    pub(crate) controllers: Shared,
     /// The admission chain every write passes between validation and storage.
-    pub(crate) admission: admission::Admission,
+    pub(crate) admission: Admission,
     /// The base URL clients reach the server at, for Workspace URLs.
     pub(crate) external_url: std::sync::OnceLock<String>,
     /// The server's version (`/version`'s gitVersion), for archive headers.
     pub(crate) server_version: std::sync::OnceLock<String>,
     /// Compiled RBAC objects per logical cluster (`rbac::cache`).
-    pub(crate) rbac: Arc<rbac::cache::Cache>,
+    pub(crate) rbac: Arc<RbacCache>,
     /// The SyncTargets that apply to each logical cluster (`sync::targets`).
-    pub(crate) sync_targets: Arc<sync::targets::Cache>,
+    pub(crate) sync_targets: Arc<SyncTargetCache>,
     /// What the objects assigned to each target refer to (`sync::ref_index`).
-    pub(crate) sync_refs: Arc<sync::ref_index::RefIndex>,
+    pub(crate) sync_refs: Arc<RefIndex>,
     /// Each logical cluster's admission webhooks (`webhooks::cache`).
-    pub(crate) webhooks: Arc<webhooks::cache::Cache>,
+    pub(crate) webhooks: Arc<WebhookCache>,
     /// Each logical cluster's admission policies (`policies::cache`).
-    pub(crate) policies: Arc<policies::Cache>,
+    pub(crate) policies: Arc<PolicyCache>,
     /// ServiceAccount uids for the token authenticator (`token_bindings`).
-    pub(crate) service_accounts: Arc<token_bindings::ServiceAccountCache>,
+    pub(crate) service_accounts: Arc<ServiceAccountCache>,
     /// The built-in types' work around their writes (`hooks`).
-    pub(crate) hooks: crate::hooks::Table,
+    pub(crate) hooks: Hooks,
     /// Each logical cluster's quota limits and usage (`quota`), kept by the storage
     /// decorator every write passes.
-    pub(crate) quotas: Arc<quota::Quotas>,
+    pub(crate) quotas: Arc<Quotas>,
     /// The namespaces holding ResourceQuotas (`resource_quota::index`).
-    pub(crate) quota_index: Arc<resource_quota::index::QuotaIndex>,
+    pub(crate) quota_index: Arc<QuotaIndex>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -151,7 +160,7 @@ impl Registry {
 
 impl Registry {
     /// The namespaces holding ResourceQuotas.
-    pub fn quota_index(&self) -> &Arc<resource_quota::index::QuotaIndex> {
+    pub fn quota_index(&self) -> &Arc<QuotaIndex> {
         &self.quota_index
     }
 
@@ -180,7 +189,7 @@ impl Registry {
     }
 
     /// Each logical cluster's quota limits and usage.
-    pub fn quotas(&self) -> &Arc<quota::Quotas> {
+    pub fn quotas(&self) -> &Arc<Quotas> {
         &self.quotas
     }
 

@@ -37,39 +37,15 @@ use tokio::sync::watch;
 
 use crate::cluster_states::ClusterTable;
 
+mod handler;
+pub use handler::InformerHandler;
+
 /// Objects read from storage at a time by the scan.
 pub(crate) const SCAN_PAGE: usize = 1000;
 
 /// How long the informer waits before a new pass after the store failed (not after it fell
 /// behind: that pass starts at once).
 const FAILURE_BACKOFF: Duration = Duration::from_secs(1);
-
-/// Something that follows every object of the store.
-pub trait InformerHandler: Send + Sync {
-    /// A fresh scan begins: what the handler knows may be stale (changes were missed), and
-    /// every stored object follows with `replay` set, then [`InformerHandler::on_synced`].
-    fn on_resync(&self);
-
-    /// [`InformerHandler::on_resync`], for a replay of the store as of revision `at`.
-    fn on_resync_at(&self, at: Revision) {
-        let _ = at;
-        self.on_resync();
-    }
-
-    /// One object: from the scan (`replay`, never `deleted`) or a change after it (`deleted`
-    /// for a DELETED event, whose `kv` is the object's last state).
-    fn on_object(&self, kv: &KeyValue, deleted: bool, replay: bool);
-
-    /// The replay ended; live changes follow.
-    fn on_synced(&self) {}
-
-    /// Whether the handler also follows the records of the hidden pseudo-clusters that
-    /// hold clusters' phases (the move's phases, the import journal: [`is_phase_record`]),
-    /// which an informer following imports shows no other handler.
-    fn follows_phases(&self) -> bool {
-        false
-    }
-}
 
 /// Whether `cluster` is a pseudo-cluster of phase records (see
 /// [`InformerHandler::follows_phases`]).

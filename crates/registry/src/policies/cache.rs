@@ -6,14 +6,15 @@
 
 use std::sync::{Arc, LazyLock};
 
-use kplane_types::ClusterName;
 use serde_json::Value;
 
 use super::model::{parse_binding, parse_policy, Binding, Policy};
-use super::{BINDING_RESOURCE, POLICY_RESOURCE};
 use crate::cluster_cache::{ClusterCache, ResourceInvalidator};
-use crate::error::ApiResult;
-use crate::Registry;
+
+/// The storage resource of ValidatingAdmissionPolicies.
+pub const POLICY_RESOURCE: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
+/// The storage resource of ValidatingAdmissionPolicyBindings.
+pub const BINDING_RESOURCE: &str = "admissionregistration.k8s.io/validatingadmissionpolicybindings";
 
 /// A policy and the bindings naming it, by name.
 #[derive(Debug)]
@@ -28,7 +29,7 @@ pub struct ClusterPolicies {
     pub policies: Vec<Bound>,
 }
 
-static EMPTY: LazyLock<Arc<ClusterPolicies>> = LazyLock::new(Arc::default);
+pub(super) static EMPTY: LazyLock<Arc<ClusterPolicies>> = LazyLock::new(Arc::default);
 
 /// Policies by logical cluster name.
 pub type Cache = ClusterCache<Arc<ClusterPolicies>>;
@@ -42,33 +43,6 @@ pub type Invalidator = ResourceInvalidator<Arc<ClusterPolicies>>;
 /// Whether `resource` (a storage resource) holds policies or bindings.
 pub fn is_policy_resource(resource: &str) -> bool {
     RESOURCES.contains(&resource)
-}
-
-impl Registry {
-    /// The policy cache (shared with the informer's invalidator).
-    pub(crate) fn policy_cache(&self) -> &Arc<Cache> {
-        &self.policies
-    }
-
-    /// The policies of `cluster`.
-    pub(crate) async fn cluster_policies(
-        &self,
-        cluster: &ClusterName,
-    ) -> ApiResult<Arc<ClusterPolicies>> {
-        if let Some(e) = self.policies.get(cluster.as_str()) {
-            return Ok(e);
-        }
-        // taken before any read, so that nothing read before an invalidation is stored
-        let generation = self.policies.generation();
-        let bindings = self.stored_objects(cluster, BINDING_RESOURCE).await?;
-        let entry = if bindings.is_empty() {
-            EMPTY.clone()
-        } else {
-            let policies = self.stored_objects(cluster, POLICY_RESOURCE).await?;
-            Arc::new(assemble(&policies, &bindings))
-        };
-        Ok(self.policies.insert(cluster.as_str(), entry, generation))
-    }
 }
 
 /// The policies that have bindings, each with its bindings (both in name order).

@@ -16,7 +16,7 @@
 //!
 //! The CEL environment is `kplane_schema::policy`'s.
 
-mod cache;
+pub(crate) mod cache;
 pub mod config;
 mod dispatch;
 mod evaluate;
@@ -29,10 +29,42 @@ mod authz_tests;
 #[cfg(test)]
 mod tests;
 
-pub use cache::{assemble, is_policy_resource, Cache, ClusterPolicies, Invalidator, RESOURCES};
+pub use cache::{
+    assemble, is_policy_resource, Cache, ClusterPolicies, Invalidator, BINDING_RESOURCE,
+    POLICY_RESOURCE, RESOURCES,
+};
 pub use dispatch::{request_resource, ValidatingAdmissionPolicy, PLUGIN};
 
-/// The storage resource of ValidatingAdmissionPolicies.
-pub const POLICY_RESOURCE: &str = "admissionregistration.k8s.io/validatingadmissionpolicies";
-/// The storage resource of ValidatingAdmissionPolicyBindings.
-pub const BINDING_RESOURCE: &str = "admissionregistration.k8s.io/validatingadmissionpolicybindings";
+use std::sync::Arc;
+
+use kplane_types::ClusterName;
+
+use crate::error::ApiResult;
+use crate::Registry;
+
+impl Registry {
+    /// The policy cache (shared with the informer's invalidator).
+    pub(crate) fn policy_cache(&self) -> &Arc<Cache> {
+        &self.policies
+    }
+
+    /// The policies of `cluster`.
+    pub(crate) async fn cluster_policies(
+        &self,
+        cluster: &ClusterName,
+    ) -> ApiResult<Arc<ClusterPolicies>> {
+        if let Some(e) = self.policies.get(cluster.as_str()) {
+            return Ok(e);
+        }
+        // taken before any read, so that nothing read before an invalidation is stored
+        let generation = self.policies.generation();
+        let bindings = self.stored_objects(cluster, BINDING_RESOURCE).await?;
+        let entry = if bindings.is_empty() {
+            cache::EMPTY.clone()
+        } else {
+            let policies = self.stored_objects(cluster, POLICY_RESOURCE).await?;
+            Arc::new(assemble(&policies, &bindings))
+        };
+        Ok(self.policies.insert(cluster.as_str(), entry, generation))
+    }
+}

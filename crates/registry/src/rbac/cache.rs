@@ -16,7 +16,7 @@ use std::sync::{Arc, LazyLock};
 use kplane_storage::KeyValue;
 
 use super::policy::Layer;
-use super::RBAC_RESOURCES;
+use super::resources::RBAC_RESOURCES;
 use crate::cluster_cache::ClusterCache;
 use crate::controllers::informer::InformerHandler;
 

@@ -26,6 +26,7 @@ pub mod covers;
 pub mod defaults;
 pub mod owner;
 pub mod policy;
+pub mod resources;
 pub mod rules;
 
 #[cfg(test)]
@@ -38,17 +39,11 @@ use kplane_types::{ClusterName, ClusterScope, RequestInfo, UserInfo};
 use serde_json::Value;
 
 pub use policy::{Layer, Policy, Role, Verdict};
+pub use resources::{CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, RBAC_RESOURCES, ROLES, ROLE_BINDINGS};
 pub use rules::Rule;
 
 use crate::error::{ApiError, ApiResult};
 use crate::Registry;
-
-/// The storage resources of RBAC objects.
-pub const CLUSTER_ROLES: &str = "rbac.authorization.k8s.io/clusterroles";
-pub const ROLES: &str = "rbac.authorization.k8s.io/roles";
-pub const CLUSTER_ROLE_BINDINGS: &str = "rbac.authorization.k8s.io/clusterrolebindings";
-pub const ROLE_BINDINGS: &str = "rbac.authorization.k8s.io/rolebindings";
-pub const RBAC_RESOURCES: &[&str] = &[CLUSTER_ROLES, ROLES, CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS];
 
 /// The user extra naming the one logical cluster a credential is valid in (ServiceAccount
 /// tokens carry it).

@@ -8,13 +8,14 @@
 
 use std::sync::{Arc, LazyLock};
 
-use kplane_types::ClusterName;
-
-use super::model::{parse_configuration, Webhook};
-use super::{MUTATING_RESOURCE, VALIDATING_RESOURCE};
+use super::model::Webhook;
 use crate::cluster_cache::{ClusterCache, ResourceInvalidator};
-use crate::error::ApiResult;
-use crate::Registry;
+
+/// The storage resource of ValidatingWebhookConfigurations.
+pub const VALIDATING_RESOURCE: &str =
+    "admissionregistration.k8s.io/validatingwebhookconfigurations";
+/// The storage resource of MutatingWebhookConfigurations.
+pub const MUTATING_RESOURCE: &str = "admissionregistration.k8s.io/mutatingwebhookconfigurations";
 
 /// A cluster's webhooks, in the order they are called.
 #[derive(Debug, Default)]
@@ -30,7 +31,7 @@ impl ClusterWebhooks {
     }
 }
 
-static EMPTY: LazyLock<Arc<ClusterWebhooks>> = LazyLock::new(Arc::default);
+pub(super) static EMPTY: LazyLock<Arc<ClusterWebhooks>> = LazyLock::new(Arc::default);
 
 /// Webhooks by logical cluster name.
 pub type Cache = ClusterCache<Arc<ClusterWebhooks>>;
@@ -44,49 +45,4 @@ pub type Invalidator = ResourceInvalidator<Arc<ClusterWebhooks>>;
 /// Whether `resource` (a storage resource) holds webhook configurations.
 pub fn is_configuration(resource: &str) -> bool {
     RESOURCES.contains(&resource)
-}
-
-impl Registry {
-    /// The webhook cache (shared with the informer's invalidator).
-    pub(crate) fn webhook_cache(&self) -> &Arc<Cache> {
-        &self.webhooks
-    }
-
-    /// The webhooks of `cluster`.
-    pub(crate) async fn cluster_webhooks(
-        &self,
-        cluster: &ClusterName,
-    ) -> ApiResult<Arc<ClusterWebhooks>> {
-        if let Some(e) = self.webhooks.get(cluster.as_str()) {
-            return Ok(e);
-        }
-        // Taken before any read, so that nothing read before an invalidation is stored.
-        let generation = self.webhooks.generation();
-        let built = ClusterWebhooks {
-            mutating: self.read_webhooks(cluster, MUTATING_RESOURCE).await?,
-            validating: self.read_webhooks(cluster, VALIDATING_RESOURCE).await?,
-        };
-        let entry = if built.is_empty() {
-            EMPTY.clone()
-        } else {
-            Arc::new(built)
-        };
-        Ok(self.webhooks.insert(cluster.as_str(), entry, generation))
-    }
-
-    /// The webhooks of `cluster`'s configurations stored under `resource`, the
-    /// configurations in name order.
-    async fn read_webhooks(
-        &self,
-        cluster: &ClusterName,
-        resource: &str,
-    ) -> ApiResult<Vec<Arc<Webhook>>> {
-        Ok(self
-            .stored_objects(cluster, resource)
-            .await?
-            .iter()
-            .flat_map(parse_configuration)
-            .map(Arc::new)
-            .collect())
-    }
 }

@@ -35,12 +35,61 @@ pub mod model;
 pub mod review;
 pub mod transport;
 
+pub use cache::{MUTATING_RESOURCE, VALIDATING_RESOURCE};
 pub use dispatch::{MutatingWebhooks, ValidatingWebhooks, MUTATING_PLUGIN, VALIDATING_PLUGIN};
 pub use model::{ClientConfig, ServiceRef, Webhook};
 pub use transport::{TransportResponse, WebhookTransport};
 
-/// The storage resource of ValidatingWebhookConfigurations.
-pub const VALIDATING_RESOURCE: &str =
-    "admissionregistration.k8s.io/validatingwebhookconfigurations";
-/// The storage resource of MutatingWebhookConfigurations.
-pub const MUTATING_RESOURCE: &str = "admissionregistration.k8s.io/mutatingwebhookconfigurations";
+use std::sync::Arc;
+
+use kplane_types::ClusterName;
+
+use crate::error::ApiResult;
+use crate::Registry;
+use cache::{Cache, ClusterWebhooks, EMPTY};
+use model::parse_configuration;
+
+impl Registry {
+    /// The webhook cache (shared with the informer's invalidator).
+    pub(crate) fn webhook_cache(&self) -> &Arc<Cache> {
+        &self.webhooks
+    }
+
+    /// The webhooks of `cluster`.
+    pub(crate) async fn cluster_webhooks(
+        &self,
+        cluster: &ClusterName,
+    ) -> ApiResult<Arc<ClusterWebhooks>> {
+        if let Some(e) = self.webhooks.get(cluster.as_str()) {
+            return Ok(e);
+        }
+        // Taken before any read, so that nothing read before an invalidation is stored.
+        let generation = self.webhooks.generation();
+        let built = ClusterWebhooks {
+            mutating: self.read_webhooks(cluster, MUTATING_RESOURCE).await?,
+            validating: self.read_webhooks(cluster, VALIDATING_RESOURCE).await?,
+        };
+        let entry = if built.is_empty() {
+            EMPTY.clone()
+        } else {
+            Arc::new(built)
+        };
+        Ok(self.webhooks.insert(cluster.as_str(), entry, generation))
+    }
+
+    /// The webhooks of `cluster`'s configurations stored under `resource`, the
+    /// configurations in name order.
+    async fn read_webhooks(
+        &self,
+        cluster: &ClusterName,
+        resource: &str,
+    ) -> ApiResult<Vec<Arc<Webhook>>> {
+        Ok(self
+            .stored_objects(cluster, resource)
+            .await?
+            .iter()
+            .flat_map(parse_configuration)
+            .map(Arc::new)
+            .collect())
+    }
+}
