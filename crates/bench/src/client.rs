@@ -5,6 +5,8 @@
 //!
 //! [`H2Conn`] is the HTTP/2 counterpart for watches that share one connection (as client-go
 //! multiplexes them): cheap to clone, one stream per request, never reconnects.
+//!
+//! [`encode_query`] percent-encodes the values put into request paths' queries.
 
 use std::fmt;
 use std::sync::Arc;
@@ -97,6 +99,19 @@ pub fn status_failure(status: u16, body: &[u8]) -> Failure {
         })
         .unwrap_or_else(|| text.trim().to_string());
     Failure::Status(status, msg)
+}
+
+/// Percent-encodes a query value (continue tokens may hold `=`, `+`, `/`).
+pub fn encode_query(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Where and how to connect; shared by all connections.
@@ -463,4 +478,14 @@ where
         let _ = conn.await;
     });
     Ok(sender)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_encoding() {
+        assert_eq!(encode_query("a+b/c=="), "a%2Bb%2Fc%3D%3D");
+    }
 }

@@ -13,9 +13,8 @@ use std::time::{Duration, Instant};
 use hyper::Method;
 use serde::Deserialize;
 
-use crate::client::{Conn, Failure};
+use crate::client::{encode_query, Conn, Failure};
 use crate::ctx::{Ctx, Scope};
-use crate::setup::encode_query;
 use crate::stats::ErrorCounts;
 
 /// How often the server is polled while waiting.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use hyper::Method;
 use serde::Deserialize;
 
-use crate::client::{status_failure, Conn, Failure};
+use crate::client::{encode_query, status_failure, Conn, Failure};
 use crate::ctx::{Ctx, Scope};
 use crate::stats::ErrorCounts;
 
@@ -338,27 +338,13 @@ pub async fn delete_namespaces(ctx: &Arc<Ctx>) -> ErrorCounts {
     join_errors(handles).await
 }
 
-/// Percent-encodes a query value (continue tokens may hold `=`, `+`, `/`).
-pub fn encode_query(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
     #[test]
-    fn query_encoding_and_parsing() {
-        assert_eq!(encode_query("a+b/c=="), "a%2Bb%2Fc%3D%3D");
+    fn namespace_and_list_parsing() {
         assert!(terminating(br#"{"status":{"phase":"Terminating"}}"#));
         assert!(!terminating(br#"{"status":{"phase":"Active"}}"#));
         assert!(!terminating(b"{}"));

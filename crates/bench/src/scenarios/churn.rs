@@ -32,11 +32,11 @@ use serde_json::{json, Value};
 
 use super::crud::resource_version;
 use super::{add_errors, fill, limits, progress};
-use crate::client::{Conn, Failure};
+use crate::client::{encode_query, Conn, Failure};
 use crate::ctx::{Ctx, Scope, RUN_LABEL, SCENARIO_LABEL};
 use crate::report::Report;
 use crate::runner::{drive, Worker};
-use crate::setup::{bulk_create, cleanup_objects, encode_query, ensure_namespaces};
+use crate::setup::{bulk_create, cleanup_objects, ensure_namespaces};
 use crate::stats::ErrorCounts;
 
 const SCENARIO: &str = "churn";

@@ -21,11 +21,11 @@ use serde_json::Value;
 use super::churn::random_text;
 use super::crud::resource_version;
 use super::{add_errors, limits, progress};
-use crate::client::{Conn, Failure};
+use crate::client::{encode_query, Conn, Failure};
 use crate::ctx::Ctx;
 use crate::report::{Report, Row};
 use crate::runner::{drive, Limits, Worker};
-use crate::setup::{bulk_create, cleanup_objects, encode_query, ensure_namespaces};
+use crate::setup::{bulk_create, cleanup_objects, ensure_namespaces};
 use crate::stats::{ErrorCounts, Samples};
 
 #[derive(Deserialize)]

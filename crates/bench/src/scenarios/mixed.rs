@@ -12,13 +12,11 @@ use serde_json::{Map, Value};
 use super::crud::resource_version;
 use super::watch::WatcherSet;
 use super::{add_errors, fill, limits, progress};
-use crate::client::{Conn, Failure};
+use crate::client::{encode_query, Conn, Failure};
 use crate::ctx::{Ctx, Rng, Scope};
 use crate::report::{Report, Row};
 use crate::runner::{drive, Worker};
-use crate::setup::{
-    bulk_create, cleanup_objects, encode_query, ensure_namespaces, list_resource_version,
-};
+use crate::setup::{bulk_create, cleanup_objects, ensure_namespaces, list_resource_version};
 use crate::stats::Samples;
 
 const VERBS: [&str; 5] = ["get", "list", "update", "create", "delete"];

@@ -1,5 +1,6 @@
-//! The scenarios and what they share: selection by name, limits, turning a measured phase into
-//! a report, and the optional server memory readings (`--server-pid`).
+//! The scenarios and what they share: running the one selected (the names are
+//! [`crate::cli::Scenario`]), limits, turning a measured phase into a report, and the optional
+//! server memory readings (`--server-pid`).
 
 mod churn;
 mod clusters;
@@ -17,67 +18,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::cli::Scenario;
 use crate::ctx::Ctx;
 use crate::report::Report;
 use crate::runner::{Limits, Phase};
 use crate::stats::ErrorCounts;
-
-/// A benchmark scenario (`--scenario NAME[,NAME...]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Scenario {
-    /// POST ConfigMaps of --size bytes.
-    Create,
-    /// GET single ConfigMaps from a pool of --pool objects.
-    Get,
-    /// PUT (with resourceVersion) one ConfigMap per client.
-    Update,
-    /// LIST a namespace of --list-size ConfigMaps, full and paged (--page-size).
-    List,
-    /// --watchers watches; latency from write acknowledgement to receipt at every watcher.
-    Watch,
-    /// A controller-like mix of get, list, update, create, delete with a few watchers.
-    Mixed,
-    /// Create --clusters logical clusters (each through a Workspace) with
-    /// --objects-per-cluster ConfigMaps each.
-    Clusters,
-    /// Create --workspaces Workspaces, each until Ready (creations/s, memory per Workspace).
-    Workspaces,
-    /// Delete --workspaces Workspaces holding --objects-per-cluster ConfigMaps each while
-    /// another tenant's GETs run (time until all gone, the tenant's p99 idle vs during).
-    WorkspaceDelete,
-    /// Rewrite --live-set ConfigMaps, renew --leases Leases, create and expire Events;
-    /// samples write rate and disk usage every --sample-every.
-    Churn,
-    /// One watch on `/clusters/*` and one on a subtree while --concurrency clients write
-    /// ConfigMaps spread over --workspaces Workspaces: each write delivered once, in
-    /// resourceVersion order, with its cluster annotation.
-    WildcardWatch,
-    /// A quiet tenant's GETs (--quiet-concurrency clients) alone, then while a noisy
-    /// tenant's --concurrency clients create and LIST (--list-size ConfigMaps) flat out.
-    NoisyNeighbor,
-    /// --workspaces tenants, one client each, GET flat out: each one's share (Jain's index).
-    TenantShare,
-}
-
-impl Scenario {
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Create => "create",
-            Scenario::Get => "get",
-            Scenario::Update => "update",
-            Scenario::List => "list",
-            Scenario::Watch => "watch",
-            Scenario::Mixed => "mixed",
-            Scenario::Clusters => "clusters",
-            Scenario::Churn => "churn",
-            Scenario::Workspaces => "workspaces",
-            Scenario::WorkspaceDelete => "workspace-delete",
-            Scenario::WildcardWatch => "wildcard-watch",
-            Scenario::NoisyNeighbor => "noisy-neighbor",
-            Scenario::TenantShare => "tenant-share",
-        }
-    }
-}
 
 /// Runs one scenario, including its setup and cleanup, and reports it.
 pub async fn run(ctx: Arc<Ctx>, s: Scenario) -> Report {

@@ -32,10 +32,10 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
 use super::{add_errors, rss_mib};
-use crate::client::{Failure, H2Conn};
+use crate::client::{encode_query, Failure, H2Conn};
 use crate::ctx::Ctx;
 use crate::report::{Report, Row};
-use crate::setup::{cleanup_objects, encode_query, ensure_namespaces, list_resource_version};
+use crate::setup::{cleanup_objects, ensure_namespaces, list_resource_version};
 use crate::stats::{ErrorCounts, Samples};
 
 /// How long after the last write the watchers may take to receive everything.

@@ -28,11 +28,10 @@ use tokio::sync::watch;
 
 use super::ws::{self, WsWatch};
 use super::{add_errors, fill, limits, progress};
-use crate::client::{Conn, Failure};
+use crate::client::{encode_query, Conn, Failure};
 use crate::ctx::{Ctx, SCENARIO_LABEL};
 use crate::report::Report;
 use crate::runner::{drive, Worker};
-use crate::setup::encode_query;
 use crate::stats::{ErrorCounts, Samples};
 
 const SCENARIO: &str = "wildcard-watch";

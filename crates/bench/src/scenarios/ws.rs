@@ -204,7 +204,7 @@ async fn run_watch(
         let path = format!(
             "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}",
             collection(&ctx),
-            crate::setup::encode_query(&rv)
+            crate::client::encode_query(&rv)
         );
         let body = tokio::select! {
             _ = stop.changed() => break,
