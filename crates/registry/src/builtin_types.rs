@@ -453,7 +453,7 @@ pub fn builtin() -> Vec<ResourceType> {
     out.push(tpl);
 
     let mut st = base(Spec {
-        group: crate::sync::strategy::SYNC_GROUP,
+        group: crate::sync::spec::SYNC_GROUP,
         version: "v1alpha1",
         kind: "SyncTarget",
         plural: "synctargets",
@@ -506,7 +506,7 @@ pub fn hooks() -> Table {
         )
         .with(workspace::TENANCY_GROUP, "workspaces", Arc::new(Workspace))
         .with(
-            crate::sync::strategy::SYNC_GROUP,
+            crate::sync::spec::SYNC_GROUP,
             "synctargets",
             Arc::new(SyncTarget),
         );

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 
 use crate::admission::{Attributes, MutatingAdmission, Operation, UserInfo};
 use crate::error::{ApiError, ApiResult};
-use crate::sync::strategy::{SYNCER_FINALIZER, TARGET_ANNOTATION};
+use crate::sync::spec::{SYNCER_FINALIZER, TARGET_ANNOTATION};
 use crate::{meta, Registry};
 
 /// The user name prefix of kplane's internal identities.

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 pub use crate::sync::targets::Applicable;
 
-pub use crate::sync::strategy::{
+pub use crate::sync::spec::{
     SyncedResource, TargetSpec, DRAIN_FINALIZER, SYNCER_FINALIZER, SYNC_GROUP,
     SYNC_TARGET_RESOURCE, TARGET_ANNOTATION,
 };

@@ -12,10 +12,12 @@
 pub mod admission;
 pub mod assignment;
 pub mod controllers;
+mod effective;
 pub mod pods;
 pub mod ref_index;
 pub mod refs;
 mod scope;
+pub mod spec;
 pub mod strategy;
 pub mod targets;
 
@@ -30,7 +32,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::options::ListParams;
 use crate::{Registry, ResourceType, Target};
 
-pub use strategy::{SyncedResource, TargetSpec, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION};
+pub use spec::{SyncedResource, TargetSpec, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION};
 
 /// The version of SyncTargets.
 pub const SYNC_VERSION: &str = "v1alpha1";

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::options::WriteParams;
 use crate::patch::{Document, PatchType};
-use crate::sync::strategy::{SYNCER_FINALIZER, TARGET_ANNOTATION};
+use crate::sync::spec::{SYNCER_FINALIZER, TARGET_ANNOTATION};
 use crate::testing::{self, target};
 use crate::{DeleteParams, Registry, Target};
 
