@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::admission::Admission;
+use crate::admission::chain::Admission;
 use crate::catalog::{Catalog, ResourceType};
 use crate::catalogs::Catalogs;
 use crate::clusters::ClusterState;

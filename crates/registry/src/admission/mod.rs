@@ -24,6 +24,7 @@
 //! (`crate::rbac::owner::WorkspaceOwner`), the assignment of new objects to SyncTargets
 //! ([`SyncAssignment`]) and RBAC's escalation checks ([`RbacEscalation`]).
 
+pub(crate) mod chain;
 mod namespace_lifecycle;
 mod pod_reflection;
 mod rbac_escalation;
@@ -31,158 +32,19 @@ mod rbac_escalation;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
 use std::sync::Arc;
 
-use kplane_types::{ClusterName, Status};
-use serde_json::Value;
-
-use super::catalog::ResourceType;
-use super::Registry;
-use crate::error::{ApiError, ApiResult};
+pub use chain::{
+    forbidden, Admission, Attributes, MutatingAdmission, Operation, RequestOptions, UserInfo,
+    ValidatingAdmission,
+};
 
 pub use crate::sync::admission::SyncAssignment;
 pub use namespace_lifecycle::NamespaceLifecycle;
 pub use pod_reflection::{PodReflection, REFUSAL as POD_REFUSAL};
 pub use rbac_escalation::RbacEscalation;
 
-/// The operation being admitted (`admission.Operation`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operation {
-    Create,
-    Update,
-    Delete,
-    Connect,
-}
-
-impl Operation {
-    /// The name upstream gives it (`CREATE`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-            Operation::Delete => "DELETE",
-            Operation::Connect => "CONNECT",
-        }
-    }
-}
-
-/// Who is making a request, as authenticated (`user.Info`).
-pub use kplane_types::UserInfo;
-
-/// What a plugin is asked to admit (`admission.Attributes`). The object itself is passed
-/// next to it: mutable to mutating plugins, read-only to validating ones, absent on delete.
-#[derive(Clone, Copy, Debug)]
-pub struct Attributes<'a> {
-    pub operation: Operation,
-    /// The resource the request went through (group, version, plural, kind, scope).
-    pub resource: &'a ResourceType,
-    pub subresource: Option<&'a str>,
-    /// The logical cluster.
-    pub cluster: &'a ClusterName,
-    /// The namespace ("" for a cluster-scoped resource).
-    pub namespace: &'a str,
-    /// The object's name ("" on a create that generates it).
-    pub name: &'a str,
-    /// The stored object, on update (in the write form: a custom resource in the request's
-    /// version, any other type as stored) and delete (in its stored form).
-    pub old: Option<&'a Value>,
-    /// The requester, when the write came from a request (controllers' writes have none).
-    pub user: Option<&'a UserInfo>,
-    pub dry_run: bool,
-    /// On a create: the object's namespace when it is not stored yet but written before
-    /// the object in the same storage batch (a new cluster's default namespaces and their
-    /// bootstrap objects, `namespaces.rs`), as it will be stored.
-    pub new_namespace: Option<&'a Value>,
-    /// The request's options and warnings (admission webhooks send the options and add
-    /// their warnings).
-    pub options: RequestOptions<'a>,
-}
-
-/// A write request's options as an AdmissionReview carries them (`CreateOptions`,
-/// `UpdateOptions`, `DeleteOptions`), and where its warnings go.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RequestOptions<'a> {
-    pub field_manager: Option<&'a str>,
-    pub propagation_policy: Option<&'a str>,
-    pub grace_period_seconds: Option<i64>,
-    /// The response's warnings (none for the server's own deletes).
-    pub warnings: Option<&'a crate::warnings::Warnings>,
-    /// The request's audit annotations (none for the server's own deletes).
-    pub audit: Option<&'a crate::audit_annotations::AuditAnnotations>,
-}
-
-impl<'a> RequestOptions<'a> {
-    /// The options of a create or update with `w`.
-    pub fn of_write(w: &'a crate::options::WriteParams) -> Self {
-        RequestOptions {
-            field_manager: w.field_manager.as_deref(),
-            warnings: Some(&w.warnings),
-            audit: Some(&w.audit),
-            ..Default::default()
-        }
-    }
-}
-
-/// A plugin of the mutating phase (`admission.MutationInterface`).
-#[async_trait::async_trait]
-pub trait MutatingAdmission: Send + Sync + fmt::Debug {
-    /// The plugin's name (for logs and messages).
-    fn name(&self) -> &'static str;
-
-    /// Whether the plugin takes part in `op` (`admission.Handler.Handles`).
-    fn handles(&self, op: Operation) -> bool;
-
-    /// Admits `obj` (in the write form, see [`Attributes::old`]; `None` on delete), changing it if the plugin's
-    /// policy says so, or refuses the request. `reg` reads cluster state.
-    async fn admit(
-        &self,
-        reg: &Registry,
-        a: &Attributes<'_>,
-        obj: Option<&mut Value>,
-    ) -> ApiResult<()>;
-}
-
-/// A plugin of the validating phase (`admission.ValidationInterface`).
-#[async_trait::async_trait]
-pub trait ValidatingAdmission: Send + Sync + fmt::Debug {
-    /// The plugin's name (for logs and messages).
-    fn name(&self) -> &'static str;
-
-    /// Whether the plugin takes part in `op`.
-    fn handles(&self, op: Operation) -> bool;
-
-    /// Accepts `obj` as it would be stored (`None` on delete) or refuses the request.
-    async fn validate(
-        &self,
-        reg: &Registry,
-        a: &Attributes<'_>,
-        obj: Option<&Value>,
-    ) -> ApiResult<()>;
-}
-
-/// The admission chain: mutating plugins, then validating plugins, each in order.
-#[derive(Clone, Debug, Default)]
-pub struct Admission {
-    mutating: Vec<Arc<dyn MutatingAdmission>>,
-    validating: Vec<Arc<dyn ValidatingAdmission>>,
-    /// The transport of [`Admission::with_webhooks`], which CRD conversion webhooks use
-    /// too (kept when the webhook plugins are disabled: conversion is not admission).
-    transport: Option<Arc<dyn crate::webhooks::WebhookTransport>>,
-}
-
 impl Admission {
-    /// A chain without plugins: every write is admitted as it is.
-    pub fn none() -> Self {
-        Self::default()
-    }
-
-    /// The default chain: [`NamespaceLifecycle`], then [`PodReflection`] (only syncers
-    /// write pods), then `WorkspaceOwner` (a Workspace's creator, `rbac::owner`), then
-    /// [`SyncAssignment`] (which SyncTarget a new object goes to), then the validating
-    /// [`RbacEscalation`] (RBAC's escalation and bind checks), `SyncerScope` (what the
-    /// sync endpoint's identity may write, `crate::sync`) and `ResourceQuota` (Kubernetes
-    /// ResourceQuotas' object counts, `crate::resource_quota::admission`).
     pub fn recommended() -> Self {
         Self::none()
             .with_mutating(Arc::new(NamespaceLifecycle))
@@ -196,11 +58,6 @@ impl Admission {
             ))
     }
 
-    /// Appends the admission webhook plugins (`MutatingAdmissionWebhook` last among the
-    /// mutating plugins; `ValidatingAdmissionPolicy` then `ValidatingAdmissionWebhook`
-    /// last among the validating ones but `ResourceQuota`, which stays last, as
-    /// kube-apiserver orders them, so that a request a webhook refuses is not counted),
-    /// calling webhooks through `transport`.
     pub fn with_webhooks(mut self, transport: Arc<dyn crate::webhooks::WebhookTransport>) -> Self {
         self.transport = Some(transport.clone());
         let quota = crate::resource_quota::admission::PLUGIN;
@@ -221,98 +78,5 @@ impl Admission {
             )));
         chain.validating.extend(last);
         chain
-    }
-
-    /// Appends a mutating plugin.
-    pub fn with_mutating(mut self, plugin: Arc<dyn MutatingAdmission>) -> Self {
-        self.mutating.push(plugin);
-        self
-    }
-
-    /// Appends a validating plugin.
-    pub fn with_validating(mut self, plugin: Arc<dyn ValidatingAdmission>) -> Self {
-        self.validating.push(plugin);
-        self
-    }
-
-    /// The chain without the plugins named in `names` (kube-apiserver's
-    /// `--disable-admission-plugins`); a name that is not in the chain is an error naming
-    /// the plugins there are.
-    pub fn without(mut self, names: &[String]) -> Result<Self, String> {
-        let known = self.plugin_names();
-        if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
-            return Err(format!(
-                "{bad} is not an admission plugin of this server; the plugins are {}",
-                known.join(", ")
-            ));
-        }
-        let keep = |n: &str| !names.iter().any(|x| x == n);
-        self.mutating.retain(|p| keep(p.name()));
-        self.validating.retain(|p| keep(p.name()));
-        Ok(self)
-    }
-
-    /// The server's webhook transport ([`Admission::with_webhooks`]), for CRD conversion.
-    pub fn webhook_transport(&self) -> Option<&Arc<dyn crate::webhooks::WebhookTransport>> {
-        self.transport.as_ref()
-    }
-
-    /// The plugins' names, mutating first, in order.
-    pub fn plugin_names(&self) -> Vec<&'static str> {
-        let m = self.mutating.iter().map(|p| p.name());
-        m.chain(self.validating.iter().map(|p| p.name())).collect()
-    }
-
-    /// Whether any plugin takes part in `op` (a deletecollection skips the per-object
-    /// calls when none does).
-    pub fn handles(&self, op: Operation) -> bool {
-        self.mutating.iter().any(|p| p.handles(op)) || self.validating.iter().any(|p| p.handles(op))
-    }
-
-    /// The mutating phase.
-    pub async fn admit(
-        &self,
-        reg: &Registry,
-        a: &Attributes<'_>,
-        mut obj: Option<&mut Value>,
-    ) -> ApiResult<()> {
-        for p in self.mutating.iter().filter(|p| p.handles(a.operation)) {
-            p.admit(reg, a, obj.as_deref_mut()).await?;
-        }
-        Ok(())
-    }
-
-    /// The validating phase.
-    pub async fn validate(
-        &self,
-        reg: &Registry,
-        a: &Attributes<'_>,
-        obj: Option<&Value>,
-    ) -> ApiResult<()> {
-        for p in self.validating.iter().filter(|p| p.handles(a.operation)) {
-            p.validate(reg, a, obj).await?;
-        }
-        Ok(())
-    }
-
-    /// Both phases, for a delete (no object to change).
-    pub async fn admit_delete(&self, reg: &Registry, a: &Attributes<'_>) -> ApiResult<()> {
-        self.admit(reg, a, None).await?;
-        self.validate(reg, a, None).await
-    }
-}
-
-/// A plugin's refusal as upstream's `errors.NewForbidden`: 403, reason `Forbidden`,
-/// `<resource> "<name>" is forbidden: <why>` (`<resource> is forbidden: <why>` without a
-/// name), with the resource in the details.
-pub fn forbidden(a: &Attributes<'_>, why: &str) -> ApiError {
-    let rt = a.resource;
-    ApiError::from(Status::forbidden(&rt.group, &rt.plural, a.name, why))
-}
-
-impl Registry {
-    /// The admission chain every write passes.
-    pub fn admission(&self) -> &Admission {
-        &self.admission
     }
 }

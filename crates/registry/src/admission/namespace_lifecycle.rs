@@ -9,7 +9,7 @@
 use kplane_types::{Cause, CauseType, Status, StatusReason};
 use serde_json::Value;
 
-use super::{Attributes, MutatingAdmission, Operation};
+use super::chain::{Attributes, MutatingAdmission, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::{meta, Registry, Target};
 

@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use super::{forbidden, Attributes, MutatingAdmission, Operation};
+use super::chain::{forbidden, Attributes, MutatingAdmission, Operation};
 use crate::error::ApiResult;
 use crate::sync::TargetRef;
 use crate::Registry;

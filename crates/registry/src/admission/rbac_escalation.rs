@@ -20,7 +20,7 @@ use kplane_types::request::SYSTEM_MASTERS;
 use kplane_types::{ClusterScope, RequestInfo, UserInfo, Verb};
 use serde_json::Value;
 
-use super::{forbidden, Attributes, Operation, ValidatingAdmission};
+use super::chain::{forbidden, Attributes, Operation, ValidatingAdmission};
 use crate::error::ApiResult;
 use crate::rbac::covers::escalation_message;
 use crate::rbac::{Rule, Verdict};

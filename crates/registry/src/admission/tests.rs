@@ -8,9 +8,11 @@ use kplane_types::{CauseType, StatusReason};
 use serde_json::{json, Value};
 
 use super::*;
+use crate::error::{ApiError, ApiResult};
 use crate::options::{ListParams, WriteParams};
 use crate::patch::{Document, PatchType};
 use crate::testing::{self, create_namespace, fixture_with_admission, target};
+use crate::Registry;
 use crate::{DeleteOutcome, DeleteParams, Target};
 
 /// What the test plugins were called with, one line per call.

@@ -20,7 +20,7 @@ use kplane_storage::{
 };
 use kplane_storage::{Filter, Key, Precondition};
 
-use super::{resource_name, ClusterUsage, Delta, Quotas};
+use super::model::{resource_name, ClusterUsage, Delta, Quotas};
 use crate::cluster_states::{HIDDEN_PREFIX, STATE_RESOURCE};
 
 /// Keys read at a time when a cluster is counted from storage.

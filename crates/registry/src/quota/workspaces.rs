@@ -6,7 +6,7 @@ use bytes::Bytes;
 use kplane_storage::Key;
 use kplane_types::ClusterName;
 
-use super::Limits;
+use super::model::Limits;
 use crate::error::ApiResult;
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::Registry;
