@@ -22,9 +22,9 @@
 //! hooks set and clear the mark), and the marks are rebuilt at start-up from the stored
 //! Workspaces, so a restart never reopens a terminating cluster for writes.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
 
 use std::sync::Arc;
 
@@ -40,24 +40,12 @@ use crate::error::{ApiError, ApiResult};
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::Registry;
 
+pub(crate) mod state;
+pub use crate::cluster_states::table::no_such_cluster;
+pub(crate) use state::ClusterState;
+
 /// How many cluster names (and stored Workspaces) one start-up read brings in.
 pub(crate) const LOAD_PAGE: usize = 1024;
-
-/// The registry's view of the logical clusters.
-#[derive(Debug, Default)]
-pub(crate) struct ClusterState {
-    /// Clusters that exist (besides `root`, which always does), in name order, so that a
-    /// cluster's descendants are one range; each with the revision of its last mark
-    /// (`mark_revision`: a rescan leaves marks made after its snapshot alone).
-    existing: RwLock<BTreeMap<ClusterName, Revision>>,
-    /// Clusters whose Workspace is being deleted, each with the revision of its last mark.
-    terminating: Mutex<HashMap<ClusterName, Revision>>,
-    /// Development mode: unknown clusters answer, and a first write bootstraps them.
-    auto_create: AtomicBool,
-    /// Clusters being imported or replaced, and resourceVersion floors
-    /// (`cluster_states.rs`).
-    pub(crate) table: std::sync::Arc<ClusterTable>,
-}
 
 impl Registry {
     /// Deletes every key of `cluster` (in batches; each tombstone carries the object's last
@@ -456,14 +444,6 @@ struct Deleting {
 struct DeletingMeta {
     #[serde(rename = "deletionTimestamp")]
     deletion_timestamp: Option<serde::de::IgnoredAny>,
-}
-
-/// The 404 of a request into a logical cluster that does not exist.
-pub fn no_such_cluster(cluster: &ClusterName) -> ApiError {
-    ApiError::from(Status::new(
-        StatusReason::NotFound,
-        format!("logical cluster \"{cluster}\" does not exist"),
-    ))
 }
 
 #[cfg(test)]

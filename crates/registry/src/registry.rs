@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::admission::chain::Admission;
 use crate::catalog::{Catalog, ResourceType};
 use crate::catalogs::Catalogs;
-use crate::clusters::ClusterState;
+use crate::clusters::state::ClusterState;
 use crate::controllers::Shared;
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Table as Hooks;
