@@ -7,8 +7,7 @@
 //! cost one catalog, not 10,000. A cluster without CRDs uses the built-in catalog.
 
 use kplane_types::{ClusterName, ClusterScope};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::Arc;
 
 use kplane_storage::Prefix;
 use serde_json::{json, Value};
@@ -20,138 +19,8 @@ use super::{corrupt, meta, Registry};
 use crate::error::{ApiError, ApiResult};
 use crate::options::{WriteParams, APISERVER_MANAGER};
 
-/// The catalogs of all logical clusters.
-#[derive(Debug)]
-pub struct Catalogs {
-    builtin: Arc<Catalog>,
-    by_cluster: RwLock<HashMap<ClusterName, Arc<Catalog>>>,
-    by_fingerprint: Mutex<HashMap<String, Weak<Catalog>>>,
-    /// Serialises the CRD writes of each logical cluster so that their name-conflict checks
-    /// see each other (held around the status computation and the storage write only,
-    /// never across admission: see `Registry::serialized_write`).
-    pub(super) crd_write: ClusterLocks,
-    /// The catalogs of `/clusters/*` and of subtrees, dropped when any cluster's CRDs change.
-    pub(crate) multi: crate::wildcard::MultiCatalogs,
-    /// Bumped by every [`Catalogs::forget`]: a lazy load that raced with one is not kept.
-    generation: std::sync::atomic::AtomicU64,
-}
-
-/// One async lock per logical cluster, alive while someone holds or awaits it (the map
-/// keeps weak references, pruned when a lock is made, so it stays as small as the number of
-/// clusters writing at once).
-#[derive(Debug, Default)]
-pub(crate) struct ClusterLocks(Mutex<HashMap<ClusterName, Weak<tokio::sync::Mutex<()>>>>);
-
-impl ClusterLocks {
-    /// Waits for `cluster`'s lock; other clusters' locks are independent.
-    pub(crate) async fn lock(&self, cluster: &ClusterName) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = {
-            let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            match map.get(cluster).and_then(Weak::upgrade) {
-                Some(l) => l,
-                None => {
-                    map.retain(|_, w| w.strong_count() > 0);
-                    let l = Arc::new(tokio::sync::Mutex::new(()));
-                    map.insert(cluster.clone(), Arc::downgrade(&l));
-                    l
-                }
-            }
-        };
-        lock.lock_owned().await
-    }
-
-    /// Clusters with a live lock (tests).
-    #[cfg(test)]
-    pub(crate) fn live(&self) -> usize {
-        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        map.values().filter(|w| w.strong_count() > 0).count()
-    }
-}
-
-impl Catalogs {
-    pub fn new(builtin: Arc<Catalog>) -> Catalogs {
-        Catalogs {
-            builtin,
-            by_cluster: RwLock::new(HashMap::new()),
-            by_fingerprint: Mutex::new(HashMap::new()),
-            crd_write: ClusterLocks::default(),
-            multi: Default::default(),
-            generation: Default::default(),
-        }
-    }
-
-    pub fn builtin(&self) -> &Arc<Catalog> {
-        &self.builtin
-    }
-
-    /// Number of distinct catalogs alive (for metrics and tests of sharing).
-    pub fn distinct(&self) -> usize {
-        self.by_fingerprint
-            .lock()
-            .map(|m| m.values().filter(|w| w.strong_count() > 0).count())
-            .unwrap_or(0)
-            + 1
-    }
-
-    fn cached(&self, cluster: &ClusterName) -> Option<Arc<Catalog>> {
-        self.by_cluster.read().ok()?.get(cluster).cloned()
-    }
-
-    /// Forgets a deleted cluster's catalog (the next use loads it again).
-    pub(crate) fn forget(&self, cluster: &ClusterName) {
-        if let Ok(mut m) = self.by_cluster.write() {
-            self.generation
-                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-            m.remove(cluster);
-        }
-        self.multi.invalidate();
-    }
-
-    fn store(&self, cluster: &ClusterName, c: Arc<Catalog>) {
-        if let Ok(mut m) = self.by_cluster.write() {
-            m.insert(cluster.clone(), c);
-        }
-    }
-
-    /// Stores a lazily loaded catalog unless a [`Catalogs::forget`] happened since
-    /// `generation` (it may have been read before the change that caused it).
-    fn store_loaded(&self, cluster: &ClusterName, c: Arc<Catalog>, generation: u64) {
-        if let Ok(mut m) = self.by_cluster.write() {
-            if self.generation.load(std::sync::atomic::Ordering::Acquire) == generation {
-                m.insert(cluster.clone(), c);
-            }
-        }
-    }
-
-    /// Drops every cached catalog (the derived-state informer resyncs: changes may have
-    /// been missed). Each loads again on its next use.
-    pub(crate) fn forget_all(&self) {
-        if let Ok(mut m) = self.by_cluster.write() {
-            self.generation
-                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-            m.clear();
-        }
-        self.multi.invalidate();
-    }
-
-    /// The shared catalog for this content, building it at most once while it is alive.
-    pub(crate) fn intern(
-        &self,
-        fingerprint: String,
-        build: impl FnOnce() -> Catalog,
-    ) -> Arc<Catalog> {
-        let Ok(mut m) = self.by_fingerprint.lock() else {
-            return Arc::new(build());
-        };
-        if let Some(c) = m.get(&fingerprint).and_then(Weak::upgrade) {
-            return c;
-        }
-        m.retain(|_, w| w.strong_count() > 0);
-        let c = Arc::new(build());
-        m.insert(fingerprint, Arc::downgrade(&c));
-        c
-    }
-}
+pub(crate) mod cache;
+pub use cache::Catalogs;
 
 /// The part of a CRD that decides what it serves.
 pub(crate) fn serving_content(crd: &Value) -> Value {

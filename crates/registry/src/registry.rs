@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::admission::chain::Admission;
 use crate::catalog::{Catalog, ResourceType};
-use crate::catalogs::Catalogs;
+use crate::catalogs::cache::Catalogs;
 use crate::clusters::state::ClusterState;
 use crate::controllers::Shared;
 use crate::error::{ApiError, ApiResult};

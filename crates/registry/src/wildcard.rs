@@ -14,12 +14,12 @@
 //!   annotation naming its cluster. It is added when serving, never stored; reads of one
 //!   cluster never pass through here.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use kplane_storage::{Clusters, ListOptions, Prefix};
-use kplane_types::{ClusterName, ClusterScope};
+use kplane_types::ClusterScope;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -34,9 +34,6 @@ pub const CLUSTER_ANNOTATION: &str = "kplane.io/cluster";
 
 /// CRDs read per storage list while building a multi-cluster catalog.
 pub(crate) const CRD_PAGE: usize = 500;
-
-/// Distinct subtree roots whose catalogs are kept; the cache starts over past this.
-const MAX_CACHED_SCOPES: usize = 1024;
 
 /// The object with `metadata.annotations["kplane.io/cluster"] = cluster`.
 pub(crate) fn annotate(obj: &[u8], cluster: &str) -> ApiResult<Bytes> {
@@ -62,58 +59,6 @@ pub(crate) fn annotate(obj: &[u8], cluster: &str) -> ApiResult<Bytes> {
     serde_json::to_vec(&v)
         .map(Bytes::from)
         .map_err(|e| corrupt(&e))
-}
-
-/// The cached catalogs of multi-cluster scopes (`None`: every cluster; `Some(root)`: a
-/// subtree).
-#[derive(Debug, Default)]
-pub(crate) struct MultiCatalogs {
-    state: Mutex<MultiState>,
-}
-
-#[derive(Debug, Default)]
-struct MultiState {
-    /// Bumped by every invalidation: a catalog built from CRDs read before it is not kept.
-    generation: u64,
-    by_scope: HashMap<Option<ClusterName>, Arc<Catalog>>,
-}
-
-impl MultiCatalogs {
-    /// The cached catalog, or the generation a catalog built now belongs to.
-    fn lookup(&self, key: &Option<ClusterName>) -> Result<Arc<Catalog>, u64> {
-        let Ok(st) = self.state.lock() else {
-            return Err(u64::MAX);
-        };
-        st.by_scope.get(key).cloned().ok_or(st.generation)
-    }
-
-    /// Keeps a catalog built at `generation`, unless CRDs changed meanwhile.
-    fn store(&self, key: Option<ClusterName>, generation: u64, c: Arc<Catalog>) {
-        let Ok(mut st) = self.state.lock() else {
-            return;
-        };
-        if st.generation != generation {
-            return;
-        }
-        if st.by_scope.len() >= MAX_CACHED_SCOPES {
-            st.by_scope.clear();
-        }
-        st.by_scope.insert(key, c);
-    }
-
-    /// Some cluster's CRDs changed: every multi-cluster catalog is rebuilt on next use.
-    pub(crate) fn invalidate(&self) {
-        if let Ok(mut st) = self.state.lock() {
-            st.generation = st.generation.wrapping_add(1);
-            st.by_scope.clear();
-        }
-    }
-
-    /// Number of cached scopes (for tests).
-    #[cfg(test)]
-    pub(crate) fn cached(&self) -> usize {
-        self.state.lock().map(|s| s.by_scope.len()).unwrap_or(0)
-    }
 }
 
 impl Registry {
@@ -231,6 +176,7 @@ mod tests {
     use crate::options::{ListParams, WriteParams};
     use crate::testing::{create_all, fixture, target};
     use crate::{Target, WatchType, LIST_BATCH};
+    use kplane_types::ClusterName;
     use serde_json::json;
 
     fn name(c: &str) -> ClusterName {
