@@ -123,6 +123,34 @@ fn add_warnings(w: &Warnings, headers: &mut axum::http::HeaderMap) {
     }
 }
 
+/// The checks that run before authentication: the request deadline (a valid `timeout`)
+/// and the protective query limits (a refusal counted). `Err` is the refusal.
+pub(super) fn preflight(
+    state: &AppState,
+    info: &RequestInfo,
+    query: Option<&str>,
+) -> Result<(), Response> {
+    use super::error::StatusResponse;
+    super::deadline::check_timeout(info, query).map_err(StatusResponse::into_response)?;
+    if let Err((refusal, e)) = super::query_limits::check(&state.limits, query) {
+        state.metrics.limit_refusals.count(refusal);
+        return Err(e.into_response());
+    }
+    Ok(())
+}
+
+/// Runs a request's handler: while it waits for the store's writer, the request's seats
+/// (when it holds any) serve others.
+pub(super) async fn handle<F: std::future::Future>(
+    seat: Option<&crate::flowcontrol::Seat>,
+    handler: F,
+) -> F::Output {
+    match seat.and_then(|s| s.io_waiter()) {
+        Some(waiter) => kplane_storage::io_wait::scope(waiter, handler).await,
+        None => handler.await,
+    }
+}
+
 /// Authentication ([`super::authenticate`]) of the request with `headers` (and the
 /// client's certificates, from its extensions): `Err` is the 401.
 pub(super) async fn authenticated(

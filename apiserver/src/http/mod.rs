@@ -153,12 +153,8 @@ async fn route(
     scope: &mut filters::RequestScope,
 ) -> Response {
     // The request deadline filter runs before authentication.
-    if let Err(e) = deadline::check_timeout(&scope.info, req.uri().query()) {
-        return e.into_response();
-    }
-    if let Err((refusal, e)) = query_limits::check(&state.limits, req.uri().query()) {
-        state.metrics.limit_refusals.count(refusal);
-        return e.into_response();
+    if let Err(resp) = filters::preflight(&state, &scope.info, req.uri().query()) {
+        return resp;
     }
     let path = scope.info.path.clone();
     let authenticated =
@@ -325,10 +321,7 @@ async fn route(
             let metrics = state.metrics.clone();
             let handled = resources::handle(state, rp, info, user, accept, req);
             // While the request waits for the store's writer its seats serve others.
-            let resp = match scope.seat.as_ref().and_then(|s| s.io_waiter()) {
-                Some(waiter) => kplane_storage::io_wait::scope(waiter, handled).await,
-                None => handled.await,
-            };
+            let resp = filters::handle(scope.seat.as_ref(), handled).await;
             metrics.observe_request(
                 labels,
                 resp.status().as_u16(),

@@ -257,12 +257,8 @@ async fn serve(
     scope: &mut filters::RequestScope,
 ) -> Response {
     let info = scope.info.clone();
-    if let Err(e) = super::deadline::check_timeout(&info, req.uri().query()) {
-        return e.into_response();
-    }
-    if let Err((refusal, e)) = super::query_limits::check(&state.limits, req.uri().query()) {
-        state.metrics.limit_refusals.count(refusal);
-        return e.into_response();
+    if let Err(resp) = filters::preflight(state, &info, req.uri().query()) {
+        return resp;
     }
     let path = req.uri().path().to_string();
     let authenticated =
@@ -308,11 +304,7 @@ async fn serve(
     }
     let req = filters::audited_body(req, &info, &mut scope.trail).await;
     let handled = checked(state, req, t, api, &info);
-    let handled = match scope.seat.as_ref().and_then(|s| s.io_waiter()) {
-        Some(waiter) => kplane_storage::io_wait::scope(waiter, handled).await,
-        None => handled.await,
-    };
-    match handled {
+    match filters::handle(scope.seat.as_ref(), handled).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
