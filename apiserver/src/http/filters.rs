@@ -4,9 +4,8 @@
 //! [`RequestScope::begin`] and [`RequestScope::end`]), the request deadline, authentication
 //! ([`authenticated`]), impersonation ([`acting_user`]), fair queuing ([`admitted`], where
 //! upstream runs API Priority and Fairness), authorization ([`authorized`]) and the request
-//! body kept for an audit event that records it ([`audited_body`]). The two
-//! routers (`http/mod.rs`, `http/sync_endpoint.rs`) call these in that order and differ
-//! only in what they authorize and what they serve.
+//! body kept for an audit event that records it ([`audited_body`]). [`super::chain`] calls these in that order for both the main API and the sync
+//! endpoint.
 
 use std::sync::Arc;
 
@@ -140,12 +139,12 @@ pub(super) fn preflight(
 }
 
 /// Runs a request's handler: while it waits for the store's writer, the request's seats
-/// (when it holds any) serve others.
+/// (their `waiter`, when it holds any) serve others.
 pub(super) async fn handle<F: std::future::Future>(
-    seat: Option<&crate::flowcontrol::Seat>,
+    waiter: Option<Arc<dyn kplane_storage::io_wait::IoWait>>,
     handler: F,
 ) -> F::Output {
-    match seat.and_then(|s| s.io_waiter()) {
+    match waiter {
         Some(waiter) => kplane_storage::io_wait::scope(waiter, handler).await,
         None => handler.await,
     }
