@@ -66,11 +66,6 @@ impl RequestScope {
         }
     }
 
-    /// When the request arrived (for its latency metric).
-    pub(super) fn started(&self) -> std::time::Instant {
-        self.start.started()
-    }
-
     /// Ends the request: its warnings as `Warning` headers (refusals' too), the audit
     /// trail finished with admission's annotations, the request log line written.
     pub(super) async fn end(mut self, mut resp: Response) -> Response {

@@ -112,7 +112,7 @@ pub struct AppState {
 
 /// The application router.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new().fallback(chain::dispatch).with_state(state)
+    chain::app(state)
 }
 
 /// Serves a request of the main API once the filters ([`chain`]) have passed it: the

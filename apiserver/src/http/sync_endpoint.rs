@@ -222,12 +222,13 @@ fn sync_attributes(t: &TargetRef, path: &str) -> RequestInfo {
 
 /// A request under [`PREFIX`]: its target, its inner path, and the attributes authorized
 /// for it ([`sync_attributes`], impersonation's too).
+#[derive(Clone, Debug)]
 pub(super) struct Route {
     target: TargetRef,
     /// The inner path, parsed.
     pub inner: request_info::RequestTarget,
     /// Verb `sync` on the target.
-    pub attrs: RequestInfo,
+    pub attrs: Arc<RequestInfo>,
 }
 
 impl Route {
@@ -236,7 +237,7 @@ impl Route {
     pub(super) fn parse(path: &str) -> Option<Route> {
         let (target, inner) = split(path)?;
         let inner = request_info::parse(&inner).ok()?;
-        let attrs = sync_attributes(&target, path);
+        let attrs = Arc::new(sync_attributes(&target, path));
         Some(Route {
             target,
             inner,
