@@ -2,6 +2,9 @@
 //! tower layers ([`app`]), in kube-apiserver's order (`server/config.go`
 //! `DefaultBuildHandlerChain`), outermost first:
 //!
+//! 0. panic recovery ([`recover_panics`]): a panic answers kube-apiserver's 500 rather than
+//!    dropping the connection (the scope layer recovers those of the layers inside it and
+//!    the handler, so that they are logged and audited);
 //! 1. request info ([`request_info`]): the path parsed into a [`Route`] and the request's
 //!    attributes (a path that does not parse is answered here);
 //! 2. the request's scope ([`request_scope`]): its request log line, warnings, admission's
@@ -23,13 +26,16 @@
 //! impersonation and authorization see, whether there are public endpoints, which seats the
 //! request takes, and which handler serves it.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{from_fn, from_fn_with_state, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
+use futures::FutureExt;
 use kplane_registry::error::ApiError;
 use kplane_types::{RequestInfo, UserInfo};
 use tower::ServiceBuilder;
@@ -42,6 +48,7 @@ use super::{archive, auth, health, httplog, sync_endpoint, AppState};
 /// The application: the handler behind the filters' layers, in order.
 pub(super) fn app(state: Arc<AppState>) -> Router {
     let layers = ServiceBuilder::new()
+        .layer(from_fn(recover_panics))
         .layer(from_fn(request_info))
         .layer(from_fn_with_state(state.clone(), request_scope))
         .layer(from_fn_with_state(state.clone(), request_deadline))
@@ -227,6 +234,44 @@ impl Passage {
     }
 }
 
+/// Panic recovery (upstream's `WithPanicRecovery`): a panic of the layers inside that the
+/// scope layer does not recover itself (its own, request info's) answers the 500 too. A
+/// response body that panics while it streams (a watch) ends its connection's stream; the
+/// server goes on.
+async fn recover_panics(req: Request<Body>, next: Next) -> Response {
+    let (method, uri) = (req.method().clone(), req.uri().clone());
+    match AssertUnwindSafe(next.run(req)).catch_unwind().await {
+        Ok(resp) => resp,
+        Err(panic) => {
+            let message = panic_message(panic.as_ref());
+            tracing::error!(%method, %uri, panic = %message, "apiserver panic'd");
+            panic_response()
+        }
+    }
+}
+
+/// kube-apiserver's answer to a request whose handling panicked.
+fn panic_response() -> Response {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        "This request caused apiserver to panic. Look in the logs for details.\n",
+    )
+        .into_response()
+}
+
+/// What a panic said (its message, when it is text).
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(not text)".to_string())
+}
+
 /// Request info: the route and attributes of the request (an `Arc<RequestInfo>` in its
 /// extensions from here on), or the answer to a path that does not parse, with its
 /// request log line.
@@ -271,7 +316,8 @@ async fn request_scope(
         seat: None,
     })));
     req.extensions_mut().insert(passage.clone());
-    let resp = next.run(req).await;
+    let (method, uri) = (req.method().clone(), req.uri().clone());
+    let handled = AssertUnwindSafe(next.run(req)).catch_unwind().await;
     {
         let mut p = passage.lock();
         scope.info = p.info.clone();
@@ -279,6 +325,22 @@ async fn request_scope(
         scope.trail = p.trail.take();
         scope.seat = p.seat.take();
     }
+    let resp = match handled {
+        Ok(resp) => resp,
+        Err(panic) => {
+            let message = panic_message(panic.as_ref());
+            let audit_id = scope.trail.as_ref().map(|t| t.id().to_string());
+            tracing::error!(%method, %uri, audit_id = audit_id.as_deref().unwrap_or(""), panic = %message, "apiserver panic'd");
+            let mut resp = panic_response();
+            if let Some(t) = scope.trail.take() {
+                if let Ok(v) = HeaderValue::from_str(t.id()) {
+                    resp.headers_mut().insert("audit-id", v);
+                }
+                t.panicked(&scope.info, &message);
+            }
+            resp
+        }
+    };
     scope.end(resp).await
 }
 
@@ -465,6 +527,10 @@ async fn handler(
     let Some(user) = user else {
         return misassembled("the handler before impersonation");
     };
+    #[cfg(test)]
+    if info.path == PANIC_PATH {
+        panic!("a test handler panicked");
+    }
     match route {
         Route::Main(target) => {
             super::serve(state, req, target, &info, &user, waiter, arrived).await
@@ -472,6 +538,10 @@ async fn handler(
         Route::Sync(r) => sync_endpoint::serve(&state, req, r, &info, waiter).await,
     }
 }
+
+/// A path whose handler panics, in tests.
+#[cfg(test)]
+pub(super) const PANIC_PATH: &str = "/debug/panic";
 
 /// The answer when a layer finds what an outer one should have put in the request missing:
 /// the layers are out of order (a bug), a 500.
