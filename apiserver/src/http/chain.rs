@@ -86,18 +86,12 @@ enum Seats {
 impl Route {
     /// The route and attributes of `req`; `Err` is the answer to a path that does not
     /// parse: 400 on the main API, 404 under the sync endpoint.
-    fn of(req: &Request<Body>) -> Result<(Route, RequestInfo), Response> {
+    fn of(req: &Request<Body>) -> Result<(Route, RequestInfo), ApiError> {
         let path = req.uri().path();
         let route = if path.starts_with(sync_endpoint::PREFIX) {
-            Route::Sync(
-                sync_endpoint::Route::parse(path)
-                    .ok_or_else(|| ApiError::not_found_path().into_response())?,
-            )
+            Route::Sync(sync_endpoint::Route::parse(path).ok_or_else(ApiError::not_found_path)?)
         } else {
-            Route::Main(
-                request_info::parse(path)
-                    .map_err(|msg| ApiError::bad_request(msg).into_response())?,
-            )
+            Route::Main(request_info::parse(path).map_err(ApiError::bad_request)?)
         };
         let target = match &route {
             Route::Main(target) => target,
@@ -279,7 +273,8 @@ async fn request_info(mut req: Request<Body>, next: Next) -> Response {
     let start = httplog::RequestStart::new(&req);
     let (route, info) = match Route::of(&req) {
         Ok(r) => r,
-        Err(resp) => {
+        Err(e) => {
+            let resp = e.into_response();
             httplog::log(&start, None, None, &resp);
             return resp;
         }
@@ -352,8 +347,8 @@ async fn request_deadline(
     next: Next,
 ) -> Response {
     let info = passage.lock().info.clone();
-    if let Err(resp) = filters::preflight(&state, &info, req.uri().query()) {
-        return resp;
+    if let Err(e) = filters::preflight(&state, &info, req.uri().query()) {
+        return e.into_response();
     }
     next.run(req).await
 }

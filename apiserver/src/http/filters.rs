@@ -123,12 +123,11 @@ pub(super) fn preflight(
     state: &AppState,
     info: &RequestInfo,
     query: Option<&str>,
-) -> Result<(), Response> {
-    use super::error::StatusResponse;
-    super::deadline::check_timeout(info, query).map_err(StatusResponse::into_response)?;
+) -> Result<(), kplane_registry::error::ApiError> {
+    super::deadline::check_timeout(info, query)?;
     if let Err((refusal, e)) = super::query_limits::check(&state.limits, query) {
         state.metrics.limit_refusals.count(refusal);
-        return Err(e.into_response());
+        return Err(e);
     }
     Ok(())
 }

@@ -1,12 +1,14 @@
-//! HTTP and routing: one fallback handler parses the path (logical cluster prefix,
-//! API group/version, resource) and computes the request's attributes once
-//! ([`request_info::request_info`]: a [`RequestInfo`], put in the request's extensions),
-//! authenticates ([`auth`]: anonymous requests reach only the public endpoints), applies
-//! impersonation ([`impersonation`]), answers the public endpoints, authorizes ([`authz`]),
-//! asks the registry whether the logical cluster exists (404 otherwise), and dispatches to the
-//! non-resource endpoints (version, health, discovery, OpenAPI, metrics) or to the resource
-//! handlers. Paths under `/services/sync/` go to the sync endpoint ([`sync_endpoint`]) first. [`router`] builds the whole app without a socket, so tests
-//! can drive it directly.
+//! HTTP and routing. Every request passes the filters of `chain.rs`, tower layers in
+//! kube-apiserver's order (panic recovery; the request's attributes, computed once by
+//! [`request_info::request_info`] and put in its extensions as a [`RequestInfo`]; its
+//! scope and audit trail; authentication ([`auth`]: anonymous requests reach only the public
+//! endpoints); impersonation ([`impersonation`]); the public endpoints; fair queuing;
+//! authorization ([`authz`])), the same for the main API and the sync endpoint
+//! ([`sync_endpoint`], paths under `/services/sync/`). A main API request is then served by
+//! `serve`: it asks the registry whether the logical cluster exists (404 otherwise) and
+//! dispatches to the non-resource endpoints (version, health, discovery, OpenAPI, metrics) or
+//! to the resource handlers. [`router`] builds the whole app without a socket, so tests can
+//! drive it directly.
 
 pub mod archive;
 pub mod auth;
