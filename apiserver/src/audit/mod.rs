@@ -257,6 +257,25 @@ impl Trail {
         self.request_object = Some(v);
     }
 
+    /// The handler panicked: writes the `Panic` event (a 500 with upstream's message)
+    /// instead of the response's.
+    pub fn panicked(mut self, info: &RequestInfo, message: &str) {
+        if self.decision.is_none() {
+            self.decision = Some(self.auditor.policy.evaluate(&Attributes {
+                user: None,
+                request: info,
+            }));
+        }
+        let status = ResponseStatus {
+            status: Some("Failure".into()),
+            reason: Some("InternalError".into()),
+            message: Some(format!("APIServer panic'd: {message}")),
+            code: 500,
+            ..Default::default()
+        };
+        self.emit(Stage::Panic, info, Some(status), None);
+    }
+
     /// The response is ready: writes `ResponseComplete`, or for a long-running request
     /// `ResponseStarted` now and `ResponseComplete` when its body ends; a request that was
     /// never authenticated (a 401) gets one `ResponseStarted`. Adds the `Audit-Id` header.

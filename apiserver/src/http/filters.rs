@@ -4,9 +4,8 @@
 //! [`RequestScope::begin`] and [`RequestScope::end`]), the request deadline, authentication
 //! ([`authenticated`]), impersonation ([`acting_user`]), fair queuing ([`admitted`], where
 //! upstream runs API Priority and Fairness), authorization ([`authorized`]) and the request
-//! body kept for an audit event that records it ([`audited_body`]). The two
-//! routers (`http/mod.rs`, `http/sync_endpoint.rs`) call these in that order and differ
-//! only in what they authorize and what they serve.
+//! body kept for an audit event that records it ([`audited_body`]). [`super::chain`] calls these in that order for both the main API and the sync
+//! endpoint.
 
 use std::sync::Arc;
 
@@ -67,11 +66,6 @@ impl RequestScope {
         }
     }
 
-    /// When the request arrived (for its latency metric).
-    pub(super) fn started(&self) -> std::time::Instant {
-        self.start.started()
-    }
-
     /// Ends the request: its warnings as `Warning` headers (refusals' too), the audit
     /// trail finished with admission's annotations, the request log line written.
     pub(super) async fn end(mut self, mut resp: Response) -> Response {
@@ -120,6 +114,33 @@ fn add_warnings(w: &Warnings, headers: &mut axum::http::HeaderMap) {
         if let Ok(v) = axum::http::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
             headers.append("warning", v);
         }
+    }
+}
+
+/// The checks that run before authentication: the request deadline (a valid `timeout`)
+/// and the protective query limits (a refusal counted). `Err` is the refusal.
+pub(super) fn preflight(
+    state: &AppState,
+    info: &RequestInfo,
+    query: Option<&str>,
+) -> Result<(), kplane_registry::error::ApiError> {
+    super::deadline::check_timeout(info, query)?;
+    if let Err((refusal, e)) = super::query_limits::check(&state.limits, query) {
+        state.metrics.limit_refusals.count(refusal);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Runs a request's handler: while it waits for the store's writer, the request's seats
+/// (their `waiter`, when it holds any) serve others.
+pub(super) async fn handle<F: std::future::Future>(
+    waiter: Option<Arc<dyn kplane_storage::io_wait::IoWait>>,
+    handler: F,
+) -> F::Output {
+    match waiter {
+        Some(waiter) => kplane_storage::io_wait::scope(waiter, handler).await,
+        None => handler.await,
     }
 }
 

@@ -49,7 +49,7 @@ pub fn wants_peer() -> bool {
 
 /// What is known of a request before it is handled, kept for its log line. Cloning the
 /// method, URI and User-Agent only bumps reference counts.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RequestStart {
     started: Instant,
     method: Method,

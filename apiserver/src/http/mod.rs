@@ -1,16 +1,19 @@
-//! HTTP and routing: one fallback handler parses the path (logical cluster prefix,
-//! API group/version, resource) and computes the request's attributes once
-//! ([`request_info::request_info`]: a [`RequestInfo`], put in the request's extensions),
-//! authenticates ([`auth`]: anonymous requests reach only the public endpoints), applies
-//! impersonation ([`impersonation`]), answers the public endpoints, authorizes ([`authz`]),
-//! asks the registry whether the logical cluster exists (404 otherwise), and dispatches to the
-//! non-resource endpoints (version, health, discovery, OpenAPI, metrics) or to the resource
-//! handlers. Paths under `/services/sync/` go to the sync endpoint ([`sync_endpoint`]) first. [`router`] builds the whole app without a socket, so tests
-//! can drive it directly.
+//! HTTP and routing. Every request passes the filters of `chain.rs`, tower layers in
+//! kube-apiserver's order (panic recovery; the request's attributes, computed once by
+//! [`request_info::request_info`] and put in its extensions as a [`RequestInfo`]; its
+//! scope and audit trail; authentication ([`auth`]: anonymous requests reach only the public
+//! endpoints); impersonation ([`impersonation`]); the public endpoints; fair queuing;
+//! authorization ([`authz`])), the same for the main API and the sync endpoint
+//! ([`sync_endpoint`], paths under `/services/sync/`). A main API request is then served by
+//! `serve`: it asks the registry whether the logical cluster exists (404 otherwise) and
+//! dispatches to the non-resource endpoints (version, health, discovery, OpenAPI, metrics) or
+//! to the resource handlers. [`router`] builds the whole app without a socket, so tests can
+//! drive it directly.
 
 pub mod archive;
 pub mod auth;
 pub mod authz;
+mod chain;
 pub mod deadline;
 pub mod discovery;
 pub mod error;
@@ -54,11 +57,11 @@ mod watch_list;
 pub mod x509;
 
 use error::StatusResponse;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use kplane_types::{RequestInfo, UserInfo};
@@ -111,136 +114,24 @@ pub struct AppState {
 
 /// The application router.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new().fallback(dispatch).with_state(state)
+    chain::app(state)
 }
 
-/// Serves one request and writes its line of the request log ([`httplog`]) and its audit
-/// events ([`crate::audit`]), through the request filters of [`filters`]. The request's
-/// extensions carry its attributes as an `Arc<RequestInfo>` and, once authenticated, its
-/// user as an `Arc<UserInfo>`.
-async fn dispatch(State(state): State<Arc<AppState>>, mut req: Request<Body>) -> Response {
-    // The sync endpoint has its own path shape, authorization and allowlist.
-    if req.uri().path().starts_with(sync_endpoint::PREFIX) {
-        return sync_endpoint::dispatch(state, req).await;
-    }
-    let start = httplog::RequestStart::new(&req);
-    let target = match request_info::parse(req.uri().path()) {
-        Ok(t) => t,
-        Err(msg) => {
-            let resp = ApiError::bad_request(msg).into_response();
-            httplog::log(&start, None, None, &resp);
-            return resp;
-        }
-    };
-    let info = Arc::new(request_info::request_info(
-        req.method(),
-        &target,
-        req.uri().query(),
-    ));
-    let mut scope = filters::RequestScope::begin(&state, start, &mut req, info);
-    let resp = route(state, req, target, &mut scope).await;
-    scope.end(resp).await
-}
-
-/// Routes a request within its `scope`, whose user is set once the request is
-/// authenticated and whose audit trail learns who the user is, whom they impersonate and
-/// what authorization decided; its attributes are replaced when a ServiceAccount token
-/// routes a path without the cluster prefix to its own cluster.
-async fn route(
+/// Serves a request of the main API once the filters ([`chain`]) have passed it: the
+/// OIDC discovery documents, the existence check of its logical cluster, then the
+/// non-resource endpoints, discovery and the resource handlers. `waiter`: the request's
+/// seats, lent to others while its handler waits for the store's writer; `arrived`: when
+/// the request arrived (for its latency metric).
+async fn serve(
     state: Arc<AppState>,
-    mut req: Request<Body>,
-    mut target: RequestTarget,
-    scope: &mut filters::RequestScope,
+    req: Request<Body>,
+    target: RequestTarget,
+    info: &RequestInfo,
+    user: &UserInfo,
+    waiter: Option<Arc<dyn kplane_storage::io_wait::IoWait>>,
+    arrived: std::time::Instant,
 ) -> Response {
-    // The request deadline filter runs before authentication.
-    if let Err(e) = deadline::check_timeout(&scope.info, req.uri().query()) {
-        return e.into_response();
-    }
-    if let Err((refusal, e)) = query_limits::check(&state.limits, req.uri().query()) {
-        state.metrics.limit_refusals.count(refusal);
-        return e.into_response();
-    }
-    let path = scope.info.path.clone();
-    let authenticated =
-        match filters::authenticated(&state, req.headers(), req.extensions(), &path).await {
-            Ok(u) => u,
-            Err(resp) => return resp,
-        };
-    let home = authenticated
-        .extra
-        .get(crate::serviceaccount::CLUSTER_EXTRA)
-        .and_then(|v| v.first());
-    if target.route_home(home.map(String::as_str)) {
-        scope.info = Arc::new(request_info::request_info(
-            req.method(),
-            &target,
-            req.uri().query(),
-        ));
-        req.extensions_mut().insert(scope.info.clone());
-    }
-    let info = scope.info.clone();
-    let info: &RequestInfo = &info;
     let rest = info.path.as_str();
-    if let Some(t) = scope.trail.as_mut() {
-        t.authenticated(&authenticated, info);
-    }
-    let acting =
-        match filters::acting_user(&state, &mut req, info, authenticated, &mut scope.trail).await {
-            Ok(u) => u,
-            Err(resp) => return resp,
-        };
-    let arrived = scope.started();
-    let user: &UserInfo = scope.user.insert(acting);
-    // Public endpoints (`system:public-info-viewer`): no authorization.
-    match rest {
-        "/version" | "/version/" => return health::version(&state.version),
-        "/healthz" | "/livez" | "/readyz" => {
-            return health::check(
-                rest,
-                req.uri().query(),
-                state.ready.load(Ordering::Acquire),
-                state.registry.storage_health(),
-                &state.metrics.health,
-            )
-        }
-        _ if rest.starts_with("/livez/")
-            || rest.starts_with("/healthz/")
-            || rest.starts_with("/readyz/") =>
-        {
-            return health::check(
-                rest,
-                req.uri().query(),
-                state.ready.load(Ordering::Acquire),
-                state.registry.storage_health(),
-                &state.metrics.health,
-            )
-        }
-        _ => {}
-    }
-    // Fair queuing: a seat, or a 429 (upstream's API Priority and Fairness runs here,
-    // between impersonation and authorization).
-    if let Err(resp) = filters::admitted(
-        &state,
-        info,
-        &mut scope.seat,
-        user,
-        req.uri().query(),
-        false,
-    )
-    .await
-    {
-        return resp;
-    }
-    // The OIDC discovery documents are public too; everything else is authorized.
-    if !auth::is_public_path(rest) {
-        // An import is authorized in the target's parent (it creates the target).
-        let authz_info = archive::authorization_info(info);
-        let attrs = authz_info.as_ref().unwrap_or(info);
-        if let Err(forbidden) = filters::authorized(&state, user, attrs, &mut scope.trail).await {
-            return forbidden;
-        }
-    }
-    let req = filters::audited_body(req, info, &mut scope.trail).await;
     // ServiceAccount issuer discovery: the same answer for every cluster name, so it is
     // served before (and tells nothing about) the existence check.
     if oidc_discovery::is_discovery_path(rest) {
@@ -325,10 +216,7 @@ async fn route(
             let metrics = state.metrics.clone();
             let handled = resources::handle(state, rp, info, user, accept, req);
             // While the request waits for the store's writer its seats serve others.
-            let resp = match scope.seat.as_ref().and_then(|s| s.io_waiter()) {
-                Some(waiter) => kplane_storage::io_wait::scope(waiter, handled).await,
-                None => handled.await,
-            };
+            let resp = filters::handle(waiter, handled).await;
             metrics.observe_request(
                 labels,
                 resp.status().as_u16(),

@@ -206,7 +206,9 @@ async fn serve(
         let recorder = request_warnings(&req);
         let (ct, body) = read_body(req).await?;
         let obj = negotiation::decode_object(&body, negotiation::body_type(ct.as_deref())?)?;
-        let (out, warnings) = super::token_request::create(&state, &target, name, obj).await?;
+        let (out, warnings) =
+            super::token_request::create(&state, state.registry.as_ref(), &target, name, obj)
+                .await?;
         for text in warnings.texts() {
             recorder.push(text);
         }

@@ -892,3 +892,33 @@ async fn warnings_are_sent_with_refusals_too() {
         assert_eq!(warnings, [r#"299 - "unknown field \"bogus\"""#], "{name}");
     }
 }
+
+#[tokio::test]
+async fn a_panicking_handler_answers_kube_apiservers_500_and_the_server_goes_on() {
+    let app = app(Arc::new(Recorder::default())).await;
+    let req = Request::builder()
+        .uri(format!("/clusters/root{}", super::chain::PANIC_PATH))
+        .header("authorization", format!("Bearer {ADMIN}"))
+        .body(Body::empty())
+        .unwrap();
+    let resp = app.router.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(resp.headers()["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(
+        &bytes[..],
+        b"This request caused apiserver to panic. Look in the logs for details.\n"
+    );
+    let (code, body) = send(
+        &app,
+        Method::GET,
+        "/clusters/root/api/v1/namespaces/default/configmaps",
+        Some(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+}

@@ -19,12 +19,12 @@ use kplane_registry::sync::{
     self as rules, refs::RefKind, TargetRef, TargetSpec, SYNC_GROUP, SYNC_TARGETS, SYNC_VERB,
     SYNC_VERSION,
 };
-use kplane_types::{ClusterName, ClusterScope, RequestInfo, Status, UserInfo, Verb};
+use kplane_types::{ClusterName, ClusterScope, RequestInfo, Status, Verb};
 
 use super::error::StatusResponse;
 use super::request_info::{self, ApiPath, ResourcePath};
 use super::resources::AnnotationFilter;
-use super::{filters, health, httplog, negotiation, resources, AppState};
+use super::{filters, health, negotiation, resources, AppState};
 
 mod logs;
 mod pods;
@@ -220,99 +220,48 @@ fn sync_attributes(t: &TargetRef, path: &str) -> RequestInfo {
     }
 }
 
-/// Serves one request under [`PREFIX`] and writes its request log line (and audit events).
-pub(super) async fn dispatch(state: Arc<AppState>, mut req: Request<Body>) -> Response {
-    let start = httplog::RequestStart::new(&req);
-    let path = req.uri().path().to_string();
-    let Some((t, inner)) = split(&path) else {
-        let resp = ApiError::not_found_path().into_response();
-        httplog::log(&start, None, None, &resp);
-        return resp;
-    };
-    let target = match request_info::parse(&inner) {
-        Ok(target) => target,
-        Err(_) => {
-            let resp = ApiError::not_found_path().into_response();
-            httplog::log(&start, None, None, &resp);
-            return resp;
-        }
-    };
-    let info = Arc::new(request_info::request_info(
-        req.method(),
-        &target,
-        req.uri().query(),
-    ));
-    let mut scope = filters::RequestScope::begin(&state, start, &mut req, info);
-    let resp = serve(&state, req, &t, target.api, &mut scope).await;
-    scope.end(resp).await
+/// A request under [`PREFIX`]: its target, its inner path, and the attributes authorized
+/// for it ([`sync_attributes`], impersonation's too).
+#[derive(Clone, Debug)]
+pub(super) struct Route {
+    target: TargetRef,
+    /// The inner path, parsed.
+    pub inner: request_info::RequestTarget,
+    /// Verb `sync` on the target.
+    pub attrs: Arc<RequestInfo>,
 }
 
-/// The request filters ([`filters`]) with the target's `sync` attributes authorized, then
-/// [`checked`].
-async fn serve(
+impl Route {
+    /// The route of `path` (the whole path, under [`PREFIX`]); `None` when it is not one
+    /// (a 404).
+    pub(super) fn parse(path: &str) -> Option<Route> {
+        let (target, inner) = split(path)?;
+        let inner = request_info::parse(&inner).ok()?;
+        let attrs = Arc::new(sync_attributes(&target, path));
+        Some(Route {
+            target,
+            inner,
+            attrs,
+        })
+    }
+}
+
+/// Whether `path` (the inner path) is the target's pod log requests' ([`logs`]).
+pub(super) fn is_log_path(path: &str) -> bool {
+    logs::is_log_path(path)
+}
+
+/// Serves an inner request once the filters ([`super::chain`]) have passed it: [`checked`]
+/// while the request's seats (`waiter`) are lent to others as it waits for the store.
+pub(super) async fn serve(
     state: &Arc<AppState>,
-    mut req: Request<Body>,
-    t: &TargetRef,
-    api: Option<ApiPath>,
-    scope: &mut filters::RequestScope,
+    req: Request<Body>,
+    route: Route,
+    info: &RequestInfo,
+    waiter: Option<Arc<dyn kplane_storage::io_wait::IoWait>>,
 ) -> Response {
-    let info = scope.info.clone();
-    if let Err(e) = super::deadline::check_timeout(&info, req.uri().query()) {
-        return e.into_response();
-    }
-    if let Err((refusal, e)) = super::query_limits::check(&state.limits, req.uri().query()) {
-        state.metrics.limit_refusals.count(refusal);
-        return e.into_response();
-    }
-    let path = req.uri().path().to_string();
-    let authenticated =
-        match filters::authenticated(state, req.headers(), req.extensions(), &path).await {
-            Ok(u) => u,
-            Err(resp) => return resp,
-        };
-    if let Some(tr) = scope.trail.as_mut() {
-        tr.authenticated(&authenticated, &info);
-    }
-    let attrs = sync_attributes(t, &path);
-    let acting = match filters::acting_user(
-        state,
-        &mut req,
-        &attrs,
-        authenticated,
-        &mut scope.trail,
-    )
-    .await
-    {
-        Ok(u) => u,
-        Err(resp) => return resp,
-    };
-    let acting: &UserInfo = scope.user.insert(acting);
-    // The log requests' long poll is long-running: no seat, as upstream's fair queuing
-    // passes long-running requests other than watches.
-    if !logs::is_log_path(&info.path) {
-        if let Err(resp) = filters::admitted(
-            state,
-            &info,
-            &mut scope.seat,
-            acting,
-            req.uri().query(),
-            true,
-        )
-        .await
-        {
-            return resp;
-        }
-    }
-    if let Err(forbidden) = filters::authorized(state, acting, &attrs, &mut scope.trail).await {
-        return forbidden;
-    }
-    let req = filters::audited_body(req, &info, &mut scope.trail).await;
-    let handled = checked(state, req, t, api, &info);
-    let handled = match scope.seat.as_ref().and_then(|s| s.io_waiter()) {
-        Some(waiter) => kplane_storage::io_wait::scope(waiter, handled).await,
-        None => handled.await,
-    };
-    match handled {
+    let handled = checked(state, req, &route.target, route.inner.api, info);
+    match filters::handle(waiter, handled).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
@@ -484,6 +433,7 @@ pub(super) async fn read_object(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kplane_types::UserInfo;
     use serde_json::json;
 
     fn east() -> TargetRef {

@@ -1,6 +1,6 @@
 //! The `token` subresource of serviceaccounts (`POST .../serviceaccounts/<name>/token`, an
 //! `authentication.k8s.io/v1` TokenRequest, what `kubectl create token` sends): the
-//! registry checks the request (`Registry::review_token_request`: kind, name, namespace,
+//! registry checks the request (through its [`TokenRequests`] trait: kind, name, namespace,
 //! the ServiceAccount, the lifetime, a bound Secret); this signs a token for the
 //! ServiceAccount of the request's logical cluster (`serviceaccount::token`), with the
 //! server's default audiences and lifetime cap, and answers with `status.token` and
@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use kplane_registry::error::{ApiError, ApiResult};
-use kplane_registry::token_request::{token_request_answer, IssuedToken};
+use kplane_registry::token_request::{token_request_answer, IssuedToken, TokenRequests};
 use kplane_registry::warnings::Warnings;
 use kplane_registry::Target;
 use kplane_types::Status;
@@ -18,9 +18,11 @@ use super::AppState;
 use crate::serviceaccount::token::{Grant, ObjectRef};
 
 /// Serves a TokenRequest for ServiceAccount `name` (`sa` addresses serviceaccounts in the
-/// request's cluster and namespace). Returns the answer and its warnings.
+/// request's cluster and namespace), reviewed by `reviews` (the registry). Returns the
+/// answer and its warnings.
 pub async fn create(
     state: &AppState,
+    reviews: &dyn TokenRequests,
     sa: &Target,
     name: &str,
     req: Value,
@@ -35,7 +37,7 @@ pub async fn create(
         )));
     };
     let namespace = sa.namespace.clone().unwrap_or_default();
-    let review = state.registry.review_token_request(sa, name, &req).await?;
+    let review = reviews.review_token_request(sa, name, &req).await?;
     let tokens = &service_accounts.tokens;
     let mut audiences = review.audiences;
     if audiences.is_empty() {

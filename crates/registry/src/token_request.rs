@@ -81,6 +81,32 @@ fn expiration(spec: &Value) -> ApiResult<i64> {
     Ok(secs)
 }
 
+/// What the `token` subresource's handler asks of the registry: the review of a
+/// TokenRequest (the object rules above, and the ServiceAccount it is for and any bound
+/// Secret looked up), so that the handler does not depend on the concrete [`Registry`].
+#[async_trait::async_trait]
+pub trait TokenRequests: Send + Sync {
+    /// [`Registry::review_token_request`].
+    async fn review_token_request(
+        &self,
+        sa: &Target,
+        name: &str,
+        req: &Value,
+    ) -> ApiResult<TokenRequestReview>;
+}
+
+#[async_trait::async_trait]
+impl TokenRequests for Registry {
+    async fn review_token_request(
+        &self,
+        sa: &Target,
+        name: &str,
+        req: &Value,
+    ) -> ApiResult<TokenRequestReview> {
+        Registry::review_token_request(self, sa, name, req).await
+    }
+}
+
 impl Registry {
     /// Checks TokenRequest `req` for ServiceAccount `name` (`sa` addresses serviceaccounts
     /// in the request's cluster and namespace): what the token is for, or the request's
