@@ -8,7 +8,7 @@ use crate::admission::chain::Admission;
 use crate::catalog::{Catalog, ResourceType};
 use crate::catalogs::cache::Catalogs;
 use crate::clusters::state::ClusterState;
-use crate::controllers::Shared;
+use crate::controllers::queue::Shared;
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Table as Hooks;
 use crate::policies::cache::Cache as PolicyCache;

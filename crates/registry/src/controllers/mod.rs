@@ -71,13 +71,12 @@ pub(crate) mod workspace;
 pub mod workspace_template;
 
 use kplane_types::ClusterName;
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kplane_storage::KeyValue;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
 use crate::error::ApiError;
@@ -87,6 +86,7 @@ pub use crd_cleanup::CrdCleanup;
 pub use gc::{GarbageCollector, GcKey};
 pub use job_ttl::JobTtl;
 pub use namespace::Namespaces;
+pub(crate) use queue::Shared;
 pub use queue::{Controller, InNamespace, Item, Named, Registered};
 pub use root_ca::RootCa;
 pub use workspace::Workspaces;
@@ -133,55 +133,6 @@ pub fn builtin() -> Registered {
         .with(crate::resource_quota::controller::Quotas)
         .with(crate::resource_quota::controller::Recheck)
         .with(crate::policies::status::PolicyStatus)
-}
-
-/// Items waiting: queued to run, or delayed before a retry.
-#[derive(Debug, Default)]
-struct Waiting {
-    queued: HashSet<Item>,
-    delayed: HashSet<Item>,
-}
-
-/// The controllers' shared state inside the registry: the registered controllers, the work
-/// queue and the deadlines.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// The controllers, one of each type.
-    registered: Registered,
-    queue: UnboundedSender<Item>,
-    waiting: Mutex<Waiting>,
-    /// Items queued or running (delayed ones not counted), for `/metrics`.
-    queued: AtomicU64,
-    /// Deadlines of work that waits for time to pass (`timers`).
-    pub(crate) timers: timers::Timers,
-    /// Whether this process runs the controllers now ([`leader`]): true until [`start`]
-    /// learns otherwise from the store. While false, nothing is queued (the leader finds
-    /// the work from the storage events).
-    leader: std::sync::atomic::AtomicBool,
-}
-
-impl Shared {
-    /// The state of `registered` and the receiving end of its work queue (for
-    /// [`run_worker`]).
-    pub(crate) fn new(registered: Registered) -> (Shared, UnboundedReceiver<Item>) {
-        let (queue, rx) = tokio::sync::mpsc::unbounded_channel();
-        let shared = Shared {
-            registered,
-            queue,
-            waiting: Mutex::new(Waiting::default()),
-            queued: AtomicU64::new(0),
-            timers: timers::Timers::default(),
-            leader: std::sync::atomic::AtomicBool::new(true),
-        };
-        (shared, rx)
-    }
-
-    fn waiting(&self) -> MutexGuard<'_, Waiting> {
-        // Nothing panics while holding it; a poisoned set is still a valid set.
-        self.waiting
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 impl Registry {
@@ -509,6 +460,7 @@ mod tests {
     use crate::catalog::Catalog;
     use kplane_storage::Storage;
     use serde_json::Value;
+    use std::sync::Mutex;
 
     fn ns(reg: &Registry, name: &str) -> Item {
         let key = Named::new(kplane_types::ClusterName::root(), name);

@@ -19,6 +19,14 @@ use std::sync::Arc;
 
 use kplane_types::ClusterName;
 
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, MutexGuard};
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
 use crate::error::ApiResult;
 use crate::Registry;
 
@@ -242,6 +250,151 @@ impl fmt::Debug for Registered {
         f.debug_struct("Registered")
             .field("controllers", &self.by_type.len())
             .finish()
+    }
+}
+
+/// Items waiting: queued to run, or delayed before a retry.
+#[derive(Debug, Default)]
+pub(crate) struct Waiting {
+    pub(crate) queued: HashSet<Item>,
+    pub(crate) delayed: HashSet<Item>,
+}
+
+/// The controllers' shared state inside the registry: the registered controllers, the work
+/// queue and the deadlines.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The controllers, one of each type.
+    pub(crate) registered: Registered,
+    pub(crate) queue: UnboundedSender<Item>,
+    pub(crate) waiting: Mutex<Waiting>,
+    /// Items queued or running (delayed ones not counted), for `/metrics`.
+    pub(crate) queued: AtomicU64,
+    /// Deadlines of work that waits for time to pass (`timers`).
+    pub(crate) timers: Timers,
+    /// Whether this process runs the controllers now (`leader`): true until `start`
+    /// learns otherwise from the store. While false, nothing is queued (the leader finds
+    /// the work from the storage events).
+    pub(crate) leader: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    /// The state of `registered` and the receiving end of its work queue (for
+    /// `run_worker`).
+    pub(crate) fn new(registered: Registered) -> (Shared, UnboundedReceiver<Item>) {
+        let (queue, rx) = tokio::sync::mpsc::unbounded_channel();
+        let shared = Shared {
+            registered,
+            queue,
+            waiting: Mutex::new(Waiting::default()),
+            queued: AtomicU64::new(0),
+            timers: Timers::default(),
+            leader: std::sync::atomic::AtomicBool::new(true),
+        };
+        (shared, rx)
+    }
+
+    pub(crate) fn waiting(&self) -> MutexGuard<'_, Waiting> {
+        // Nothing panics while holding it; a poisoned set is still a valid set.
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The deadlines, earliest first.
+#[derive(Debug, Default)]
+pub(crate) struct Wheel {
+    /// (deadline, sequence number) → item; the sequence keeps equal deadlines apart.
+    pub(crate) by_time: BTreeMap<(Instant, u64), Item>,
+    /// item → its key in `by_time`.
+    pub(crate) by_item: HashMap<Item, (Instant, u64)>,
+    pub(crate) seq: u64,
+}
+
+/// Work items waiting for their deadline.
+#[derive(Debug, Default)]
+pub(crate) struct Timers {
+    pub(crate) wheel: Mutex<Wheel>,
+    /// Woken when an earlier deadline may have been added.
+    pub(crate) changed: Notify,
+}
+
+impl Timers {
+    pub(crate) fn wheel(&self) -> MutexGuard<'_, Wheel> {
+        // Nothing panics while holding it; a poisoned wheel is still a valid wheel.
+        self.wheel
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues `w` at `at` (replacing an earlier deadline of the same item).
+    pub(crate) fn schedule(&self, w: Item, at: Instant) {
+        let mut wheel = self.wheel();
+        if let Some(old) = wheel.by_item.remove(&w) {
+            wheel.by_time.remove(&old);
+        }
+        wheel.seq += 1;
+        let key = (at, wheel.seq);
+        let earliest = wheel.by_time.keys().next().is_none_or(|first| key < *first);
+        wheel.by_time.insert(key, w.clone());
+        wheel.by_item.insert(w, key);
+        drop(wheel);
+        if earliest {
+            self.changed.notify_one();
+        }
+    }
+
+    /// Queues `w` at `at` unless it already has a deadline at or before `at`.
+    pub(crate) fn schedule_unless_sooner(&self, w: Item, at: Instant) {
+        if self.wheel().by_item.get(&w).is_some_and(|k| k.0 <= at) {
+            return;
+        }
+        self.schedule(w, at);
+    }
+
+    /// Forgets the deadline of `w`, if any.
+    pub(crate) fn cancel(&self, w: &Item) {
+        let mut wheel = self.wheel();
+        if let Some(old) = wheel.by_item.remove(w) {
+            wheel.by_time.remove(&old);
+        }
+    }
+
+    /// Forgets every deadline (this replica stopped leading: the next leader's controllers
+    /// schedule them again from what they replay).
+    pub(crate) fn clear(&self) {
+        let mut wheel = self.wheel();
+        wheel.by_time.clear();
+        wheel.by_item.clear();
+    }
+
+    /// The deadline of `w`, if it has one.
+    #[cfg(test)]
+    pub(crate) fn deadline(&self, w: &Item) -> Option<Instant> {
+        self.wheel().by_item.get(w).map(|k| k.0)
+    }
+
+    /// How many items wait for a deadline.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.wheel().by_item.len()
+    }
+
+    /// Removes and returns the items due at `now`; and the next deadline after them.
+    pub(crate) fn take_due(&self, now: Instant) -> (Vec<Item>, Option<Instant>) {
+        let mut wheel = self.wheel();
+        let mut due = Vec::new();
+        while let Some(entry) = wheel.by_time.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let w = entry.remove();
+            wheel.by_item.remove(&w);
+            due.push(w);
+        }
+        let next = wheel.by_time.keys().next().map(|k| k.0);
+        (due, next)
     }
 }
 

@@ -5,110 +5,11 @@
 //! deadline and queues the items that are due. Nothing is polled: a controller with no
 //! deadline costs nothing, and a thousand deadlines cost one sleeping task.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::Item;
 use crate::Registry;
-
-/// The deadlines, earliest first.
-#[derive(Debug, Default)]
-struct Wheel {
-    /// (deadline, sequence number) → item; the sequence keeps equal deadlines apart.
-    by_time: BTreeMap<(Instant, u64), Item>,
-    /// item → its key in `by_time`.
-    by_item: HashMap<Item, (Instant, u64)>,
-    seq: u64,
-}
-
-/// Work items waiting for their deadline.
-#[derive(Debug, Default)]
-pub(crate) struct Timers {
-    wheel: Mutex<Wheel>,
-    /// Woken when an earlier deadline may have been added.
-    changed: Notify,
-}
-
-impl Timers {
-    fn wheel(&self) -> MutexGuard<'_, Wheel> {
-        // Nothing panics while holding it; a poisoned wheel is still a valid wheel.
-        self.wheel
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Queues `w` at `at` (replacing an earlier deadline of the same item).
-    pub(crate) fn schedule(&self, w: Item, at: Instant) {
-        let mut wheel = self.wheel();
-        if let Some(old) = wheel.by_item.remove(&w) {
-            wheel.by_time.remove(&old);
-        }
-        wheel.seq += 1;
-        let key = (at, wheel.seq);
-        let earliest = wheel.by_time.keys().next().is_none_or(|first| key < *first);
-        wheel.by_time.insert(key, w.clone());
-        wheel.by_item.insert(w, key);
-        drop(wheel);
-        if earliest {
-            self.changed.notify_one();
-        }
-    }
-
-    /// Queues `w` at `at` unless it already has a deadline at or before `at`.
-    pub(crate) fn schedule_unless_sooner(&self, w: Item, at: Instant) {
-        if self.wheel().by_item.get(&w).is_some_and(|k| k.0 <= at) {
-            return;
-        }
-        self.schedule(w, at);
-    }
-
-    /// Forgets the deadline of `w`, if any.
-    pub(crate) fn cancel(&self, w: &Item) {
-        let mut wheel = self.wheel();
-        if let Some(old) = wheel.by_item.remove(w) {
-            wheel.by_time.remove(&old);
-        }
-    }
-
-    /// Forgets every deadline (this replica stopped leading: the next leader's controllers
-    /// schedule them again from what they replay).
-    pub(crate) fn clear(&self) {
-        let mut wheel = self.wheel();
-        wheel.by_time.clear();
-        wheel.by_item.clear();
-    }
-
-    /// The deadline of `w`, if it has one.
-    #[cfg(test)]
-    pub(crate) fn deadline(&self, w: &Item) -> Option<Instant> {
-        self.wheel().by_item.get(w).map(|k| k.0)
-    }
-
-    /// How many items wait for a deadline.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.wheel().by_item.len()
-    }
-
-    /// Removes and returns the items due at `now`; and the next deadline after them.
-    fn take_due(&self, now: Instant) -> (Vec<Item>, Option<Instant>) {
-        let mut wheel = self.wheel();
-        let mut due = Vec::new();
-        while let Some(entry) = wheel.by_time.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let w = entry.remove();
-            wheel.by_item.remove(&w);
-            due.push(w);
-        }
-        let next = wheel.by_time.keys().next().map(|k| k.0);
-        (due, next)
-    }
-}
 
 /// Queues each item on `registry`'s work queue when its deadline comes, until aborted.
 pub(crate) async fn run(registry: Arc<Registry>) {
@@ -144,6 +45,8 @@ mod tests {
     use super::*;
     use crate::builtin_types::builtin;
     use crate::catalog::Catalog;
+    use crate::controllers::queue::Timers;
+    use crate::controllers::Item;
     use kplane_storage::Storage;
     use kplane_types::ClusterName;
     use std::time::Duration;
