@@ -33,8 +33,8 @@ use serde_json::Value;
 use crate::error::{ApiError, ApiResult};
 use crate::{storage_error, Registry, ResourceType, Target};
 
-mod set;
-pub use set::{uid, Birth, Builtins};
+pub(crate) mod set;
+pub use set::{uid, undeletable, Birth, Builtins};
 
 /// Used when a cluster has no `default` namespace (clusters created on a first write in
 /// development mode before it was bootstrapped).
@@ -173,22 +173,6 @@ impl Registry {
             hidden,
         }))
     }
-}
-
-/// The 403 a delete of a built-in object gets when the cluster stores none of its name
-/// (as kube-apiserver refuses to delete the `default` namespace): kplane keeps it, where
-/// kube-apiserver would delete it and re-create it at its next start.
-pub fn undeletable(rt: &ResourceType, name: &str) -> ApiError {
-    ApiError::from(kplane_types::Status::forbidden(
-        &rt.group,
-        &rt.plural,
-        name,
-        &format!(
-            "this default {} is part of every logical cluster and may not be deleted; \
-             write one of the same name to replace it",
-            rt.kind
-        ),
-    ))
 }
 
 #[cfg(test)]

@@ -17,9 +17,9 @@ use bytes::Bytes;
 use kplane_storage::{BatchWrite, Error as StorageError, Key, KeyValue, Precondition, Revision};
 use serde_json::Value;
 
-use super::admission::{Attributes, Operation};
 use super::write::{check_delete_preconditions, encoder, DeleteParams};
 use super::{corrupt, meta, storage_error, Registry, ResourceType, Target};
+use crate::admission::chain::{Attributes, Operation};
 use crate::error::ApiResult;
 
 /// Objects deleted per storage batch. Each batch's events reach every watcher of the

@@ -480,3 +480,9 @@ pub fn body_resource_version(obj: &Value) -> ApiResult<Option<u64>> {
         }),
     }
 }
+
+/// The finalizer of a delete with `propagationPolicy: Orphan` (`metav1.FinalizerOrphanDependents`).
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// The finalizer of a delete with `propagationPolicy: Foreground`
+/// (`metav1.FinalizerDeleteDependents`).
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";

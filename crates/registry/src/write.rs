@@ -7,12 +7,12 @@ use kplane_storage::{Encoder, KeyValue, Precondition, Revision};
 use kplane_types::{Cause, CauseType, Status, StatusReason};
 use serde_json::{json, Value};
 
-use super::admission::{Attributes, Operation};
 use super::meta;
 use super::patch::{self, PatchType};
 use super::precondition;
 use super::typed;
 use super::{corrupt, storage_error, Registry, ResourceType, Target};
+use crate::admission::chain::{Attributes, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::{BatchCreate, Together};
 use crate::options::{ListParams, WriteParams};
@@ -892,7 +892,7 @@ impl Registry {
         for _ in 0..PATCH_RETRIES {
             let Some(current) = self.get_stored(t, name).await? else {
                 if self.builtin_current(t, name).await?.is_some() {
-                    return Err(crate::builtins::undeletable(&rt, name));
+                    return Err(crate::builtins::set::undeletable(&rt, name));
                 }
                 return Err(ApiError::from(Status::not_found(
                     &rt.group, &rt.plural, name,
@@ -926,8 +926,8 @@ impl Registry {
             // Orphan and Foreground deletion go through the garbage collector's finalizers.
             let gc_finalizer = match d.propagation_policy.as_deref() {
                 _ if !rt.strategy.delete_propagates() => None,
-                Some("Orphan") => Some(super::controllers::gc::ORPHAN_FINALIZER),
-                Some("Foreground") => Some(super::controllers::gc::FOREGROUND_FINALIZER),
+                Some("Orphan") => Some(crate::meta::ORPHAN_FINALIZER),
+                Some("Foreground") => Some(crate::meta::FOREGROUND_FINALIZER),
                 _ => None,
             };
             let needs_mark = !meta::finalizers(&obj).is_empty()

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::ResourceType;
+use crate::error::ApiError;
 
 /// A type's built-in objects, by name (API form, without uid, timestamps and revision).
 #[derive(Debug, Default)]
@@ -98,4 +99,20 @@ pub fn uid(cluster: &str, resource: &str, name: &str) -> String {
     uuid::Builder::from_custom_bytes(bytes)
         .into_uuid()
         .to_string()
+}
+
+/// The 403 a delete of a built-in object gets when the cluster stores none of its name
+/// (as kube-apiserver refuses to delete the `default` namespace): kplane keeps it, where
+/// kube-apiserver would delete it and re-create it at its next start.
+pub fn undeletable(rt: &ResourceType, name: &str) -> ApiError {
+    ApiError::from(kplane_types::Status::forbidden(
+        &rt.group,
+        &rt.plural,
+        name,
+        &format!(
+            "this default {} is part of every logical cluster and may not be deleted; \
+             write one of the same name to replace it",
+            rt.kind
+        ),
+    ))
 }

@@ -35,8 +35,7 @@ pub use super::ObjRef;
 /// The controller's name in logs.
 const CONTROLLER: &str = "garbage-collector";
 
-pub const ORPHAN_FINALIZER: &str = "orphan";
-pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+pub use crate::meta::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 
 /// Owner uid (within a cluster) → its dependents, and the reverse.
 #[derive(Debug, Default)]

@@ -23,7 +23,7 @@ use super::cache::is_policy_resource;
 use super::evaluate::{evaluate_all, Decision};
 use super::matching::select;
 use super::model::{Binding, MatchResources, Policy};
-use crate::admission::{Attributes, Operation, ValidatingAdmission};
+use crate::admission::chain::{Attributes, Operation, ValidatingAdmission};
 use crate::catalog::{Catalog, ResourceType};
 use crate::error::{ApiError, ApiResult};
 use crate::webhooks::cache::is_configuration;
@@ -313,7 +313,7 @@ fn refusal(a: &Attributes<'_>, d: &Denial<'_>) -> ApiError {
             d.policy, d.decision.message
         ),
     };
-    let mut err = crate::admission::forbidden(a, &message);
+    let mut err = crate::admission::chain::forbidden(a, &message);
     err.0.reason = d.decision.reason;
     err.0.code = code_of(d.decision.reason);
     if let Some(details) = err.0.details.as_mut() {

@@ -71,7 +71,7 @@ pub fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::Operation;
+    use crate::admission::chain::Operation;
     use crate::policies::model::match_resources;
     use serde_json::json;
 

@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use crate::admission::{Attributes, MutatingAdmission, Operation};
+use crate::admission::chain::{Attributes, MutatingAdmission, Operation};
 use crate::error::{ApiError, ApiResult};
 use crate::meta;
 use crate::strategies::workspace::TENANCY_GROUP;

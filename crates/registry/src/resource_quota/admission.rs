@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 
 use super::validation::parse_list;
 use super::{count_name, legacy_count_name, RESOURCE};
-use crate::admission::{Attributes, Operation, ValidatingAdmission};
+use crate::admission::chain::{Attributes, Operation, ValidatingAdmission};
 use crate::error::{ApiError, ApiResult};
 use crate::options::{WriteParams, APISERVER_MANAGER};
 use crate::quantity::Quantity;

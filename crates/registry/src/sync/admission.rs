@@ -22,7 +22,7 @@
 use kplane_types::{Cause, Status};
 use serde_json::{json, Value};
 
-use crate::admission::{Attributes, MutatingAdmission, Operation, UserInfo};
+use crate::admission::chain::{Attributes, MutatingAdmission, Operation, UserInfo};
 use crate::error::{ApiError, ApiResult};
 use crate::sync::spec::{SYNCER_FINALIZER, TARGET_ANNOTATION};
 use crate::{meta, Registry};

@@ -19,7 +19,7 @@ use super::matching::{self, Request};
 use super::model::Webhook;
 use super::review;
 use super::WebhookTransport;
-use crate::admission::{Attributes, MutatingAdmission, Operation, ValidatingAdmission};
+use crate::admission::chain::{Attributes, MutatingAdmission, Operation, ValidatingAdmission};
 use crate::catalog::{Catalog, ResourceType};
 use crate::error::{ApiError, ApiResult};
 use crate::Registry;

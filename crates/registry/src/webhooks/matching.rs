@@ -12,7 +12,7 @@ use kplane_types::labels::LabelSelector;
 use serde_json::{Map, Value};
 
 use super::model::{Rule, Webhook};
-use crate::admission::Operation;
+use crate::admission::chain::Operation;
 use crate::catalog::{Catalog, ResourceType};
 
 /// What a rule is matched against.

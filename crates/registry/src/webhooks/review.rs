@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-use crate::admission::{Attributes, Operation, RequestOptions};
+use crate::admission::chain::{Attributes, Operation, RequestOptions};
 use crate::catalog::ResourceType;
 
 /// What a webhook answered, once checked.
