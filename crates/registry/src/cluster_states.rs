@@ -39,7 +39,8 @@
 use kplane_storage::{Key, ListOptions, Precondition, Prefix, Revision};
 use kplane_types::{ClusterName, Status, StatusReason};
 
-use crate::controllers::{Named, Workspaces};
+use crate::controllers::queue::Named;
+use crate::controllers::workspace::Workspaces;
 use crate::error::{ApiError, ApiResult};
 use crate::Registry;
 

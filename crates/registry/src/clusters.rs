@@ -35,7 +35,7 @@ use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
 use serde_json::Value;
 
 use crate::cluster_states::{ClusterTable, FLOOR_NAME, HIDDEN_PREFIX, STATE_RESOURCE};
-use crate::controllers::stored_cluster;
+use crate::controllers::runtime::stored_cluster;
 use crate::error::{ApiError, ApiResult};
 use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::Registry;

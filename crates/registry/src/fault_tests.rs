@@ -163,7 +163,7 @@ async fn an_ambiguous_commit_reaches_the_derived_state_through_the_informer() {
 }
 
 /// A namespace's deletion (its controller item empties it and removes its finalizer) whose
-/// writes fail is retried ([`crate::controllers::RETRY_EVERY`]) and completes once the
+/// writes fail is retried ([`crate::controllers::runtime::RETRY_EVERY`]) and completes once the
 /// store takes writes again; until then the namespace is still there, Terminating.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_item_whose_writes_fail_is_retried_until_they_succeed() {

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 use super::{Registry, ResourceType, Target};
-use crate::controllers::{InNamespace, RootCa};
+use crate::controllers::queue::InNamespace;
+use crate::controllers::root_ca::RootCa;
 use crate::error::ApiResult;
 use crate::hooks::BatchCreate;
 use crate::options::WriteParams;

@@ -383,14 +383,14 @@ async fn the_informer_scan_feeds_every_owned_object_to_the_collector_across_its_
         assert_eq!(replayed, total, "scan in pages of {page}");
         assert_eq!(
             fresh
-                .controller::<crate::controllers::GarbageCollector>()
+                .controller::<crate::controllers::gc::GarbageCollector>()
                 .unwrap()
                 .owned_objects(),
             n,
             "scan in pages of {page}"
         );
         assert!(fresh
-            .controller::<crate::controllers::GarbageCollector>()
+            .controller::<crate::controllers::gc::GarbageCollector>()
             .unwrap()
             .synced());
     }

@@ -26,8 +26,8 @@ use serde_json::{json, Map, Value};
 
 use super::{CONTROLLER, RESOURCE};
 use crate::controllers::informer::InformerHandler;
-use crate::controllers::{stored_cluster, write_failed};
-use crate::controllers::{Controller, InNamespace};
+use crate::controllers::queue::{Controller, InNamespace};
+use crate::controllers::runtime::{stored_cluster, write_failed};
 use crate::crd::CRD_RESOURCE;
 use crate::error::ApiResult;
 use crate::options::WriteParams;

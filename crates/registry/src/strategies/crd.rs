@@ -9,7 +9,8 @@ use kplane_types::ClusterName;
 use serde_json::Value;
 
 use crate::catalog::ResourceType;
-use crate::controllers::{CrdCleanup, Named};
+use crate::controllers::crd_cleanup::CrdCleanup;
+use crate::controllers::queue::Named;
 use crate::crd;
 use crate::error::ApiResult;
 use crate::hooks::WriteHooks;

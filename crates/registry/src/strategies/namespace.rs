@@ -8,7 +8,8 @@ use kplane_types::ClusterName;
 use serde_json::{json, Value};
 
 use crate::catalog::ResourceType;
-use crate::controllers::{Named, Namespaces};
+use crate::controllers::namespace::Namespaces;
+use crate::controllers::queue::Named;
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::WriteHooks;
 use crate::meta::{self, NameRule};

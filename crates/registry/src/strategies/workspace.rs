@@ -12,7 +12,8 @@ use kplane_types::{Cause, ClusterName, Status};
 use serde_json::{json, Value};
 
 use crate::catalog::ResourceType;
-use crate::controllers::{Named, Workspaces};
+use crate::controllers::queue::Named;
+use crate::controllers::workspace::Workspaces;
 use crate::error::{ApiError, ApiResult};
 use crate::hooks::Together;
 use crate::hooks::WriteHooks;

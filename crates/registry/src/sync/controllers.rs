@@ -38,9 +38,9 @@ use kplane_types::{ClusterName, UserInfo};
 use serde_json::{json, Map, Value};
 
 use crate::controllers::informer::InformerHandler;
+use crate::controllers::queue::{Controller, InNamespace, Named};
+use crate::controllers::runtime::{stored_cluster, write_failed};
 use crate::controllers::timers::instant_at;
-use crate::controllers::{stored_cluster, write_failed};
-use crate::controllers::{Controller, InNamespace, Named};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 use crate::sync::assignment::{
@@ -1231,7 +1231,7 @@ mod tests {
         // every change is a live event, not folded into a first list that no longer shows
         // a SyncTarget deleted meanwhile.
         crate::testing::until("the informer follows", || async {
-            reg.controller::<crate::controllers::GarbageCollector>()
+            reg.controller::<crate::controllers::gc::GarbageCollector>()
                 .is_some_and(|gc| gc.synced())
         })
         .await;
