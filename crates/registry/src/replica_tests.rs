@@ -1109,7 +1109,7 @@ async fn seed_configmaps(reg: &Registry, cluster: &str, n: usize) {
                     delete: false,
                     precondition: Precondition::MustNotExist,
                     encode: Box::new(move |rev| {
-                        crate::archive::with_resource_version(v.to_string().as_bytes(), rev)
+                        crate::archive::common::with_resource_version(v.to_string().as_bytes(), rev)
                     }),
                 }
             })

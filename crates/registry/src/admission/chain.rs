@@ -143,19 +143,6 @@ impl Admission {
         Self::default()
     }
 
-    /// The default chain: [`NamespaceLifecycle`], then [`PodReflection`] (only syncers
-    /// write pods), then `WorkspaceOwner` (a Workspace's creator, `rbac::owner`), then
-    /// [`SyncAssignment`] (which SyncTarget a new object goes to), then the validating
-    /// [`RbacEscalation`] (RBAC's escalation and bind checks), `SyncerScope` (what the
-    /// sync endpoint's identity may write, `crate::sync`) and `ResourceQuota` (Kubernetes
-    /// ResourceQuotas' object counts, `crate::resource_quota::admission`).
-
-    /// Appends the admission webhook plugins (`MutatingAdmissionWebhook` last among the
-    /// mutating plugins; `ValidatingAdmissionPolicy` then `ValidatingAdmissionWebhook`
-    /// last among the validating ones but `ResourceQuota`, which stays last, as
-    /// kube-apiserver orders them, so that a request a webhook refuses is not counted),
-    /// calling webhooks through `transport`.
-
     /// Appends a mutating plugin.
     pub fn with_mutating(mut self, plugin: Arc<dyn MutatingAdmission>) -> Self {
         self.mutating.push(plugin);

@@ -45,6 +45,12 @@ pub use pod_reflection::{PodReflection, REFUSAL as POD_REFUSAL};
 pub use rbac_escalation::RbacEscalation;
 
 impl Admission {
+    /// The default chain: [`NamespaceLifecycle`], then [`PodReflection`] (only syncers
+    /// write pods), then `WorkspaceOwner` (a Workspace's creator, `rbac::owner`), then
+    /// [`SyncAssignment`] (which SyncTarget a new object goes to), then the validating
+    /// [`RbacEscalation`] (RBAC's escalation and bind checks), `SyncerScope` (what the
+    /// sync endpoint's identity may write, `crate::sync`) and `ResourceQuota` (Kubernetes
+    /// ResourceQuotas' object counts, `crate::resource_quota::admission`).
     pub fn recommended() -> Self {
         Self::none()
             .with_mutating(Arc::new(NamespaceLifecycle))
@@ -58,6 +64,11 @@ impl Admission {
             ))
     }
 
+    /// Appends the admission webhook plugins (`MutatingAdmissionWebhook` last among the
+    /// mutating plugins; `ValidatingAdmissionPolicy` then `ValidatingAdmissionWebhook`
+    /// last among the validating ones but `ResourceQuota`, which stays last, as
+    /// kube-apiserver orders them, so that a request a webhook refuses is not counted),
+    /// calling webhooks through `transport`.
     pub fn with_webhooks(mut self, transport: Arc<dyn crate::webhooks::WebhookTransport>) -> Self {
         self.transport = Some(transport.clone());
         let quota = crate::resource_quota::admission::PLUGIN;

@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use kplane_archive::{Reader, Record};
 use kplane_storage::{BatchWrite, Claim, Key, ListOptions, Precondition, Prefix};
 use kplane_types::{ClusterName, Status, StatusReason};
-use serde_json::{json, Value};
 
 use super::journal::{staging_name, still_claimed, Journal, Mapped, Staged, Step};
 use super::verify::{archive_error, verify_archive, Served};
@@ -32,30 +31,7 @@ use crate::rbac::owner::OWNER_BINDING;
 use crate::rbac::CLUSTER_ROLE_BINDINGS;
 use crate::Registry;
 
-/// Objects written per storage batch (one commit group each, and at most this many events
-/// reach a watcher at once).
-pub const IMPORT_BATCH: usize = 256;
-
-/// What an import did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ImportSummary {
-    /// The path the archive's root was imported as.
-    pub cluster: String,
-    /// Every cluster imported (the target and its re-rooted descendants).
-    pub clusters: Vec<String>,
-    pub objects: u64,
-    /// The revision at which the import became visible: the clusters' new floor.
-    pub revision: u64,
-}
-
-impl ImportSummary {
-    /// The HTTP answer (`kind: ImportResult`).
-    pub fn to_json(&self) -> Value {
-        json!({"apiVersion": "kplane.io/v1alpha1", "kind": "ImportResult",
-               "cluster": self.cluster, "clusters": self.clusters,
-               "objects": self.objects, "revision": self.revision})
-    }
-}
+use super::common::{ImportSummary, IMPORT_BATCH};
 
 fn join_error(e: tokio::task::JoinError) -> ApiError {
     ApiError::internal(format!("the archive reader failed: {e}"))
@@ -288,7 +264,9 @@ impl Registry {
                         key: Key::new(cluster, rec.resource, rec.namespace, rec.name),
                         delete: false,
                         precondition: Precondition::MustNotExist,
-                        encode: Box::new(move |rev| super::with_resource_version(&value, rev)),
+                        encode: Box::new(move |rev| {
+                            super::common::with_resource_version(&value, rev)
+                        }),
                     })
                 })
                 .collect::<ApiResult<Vec<_>>>()?;

@@ -34,7 +34,7 @@ use kplane_types::{ClusterName, ClusterScope, StatusReason};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::IMPORT_BATCH;
+use super::common::IMPORT_BATCH;
 use crate::cluster_states::{Phase, FLOOR_NAME, STATE_RESOURCE};
 use crate::clusters::last_state_tombstone;
 use crate::clusters::FloorRecord;
@@ -311,7 +311,9 @@ impl Registry {
                         key: Key::new(to, kv.key.resource, kv.key.namespace, kv.key.name),
                         delete: false,
                         precondition: Precondition::MustNotExist,
-                        encode: Box::new(move |rev| super::with_resource_version(&value, rev)),
+                        encode: Box::new(move |rev| {
+                            super::common::with_resource_version(&value, rev)
+                        }),
                     }
                 })
                 .collect();

@@ -19,6 +19,7 @@
 //!
 //! The cluster states an import passes through are in `cluster_states.rs`.
 
+pub(crate) mod common;
 mod export;
 mod import;
 mod journal;
@@ -26,28 +27,12 @@ mod recovery;
 mod staged;
 mod verify;
 
+pub use common::{ImportSummary, IMPORT_BATCH};
 pub use export::{ExportStream, EXPORT_CHUNK};
-pub use import::{ImportSummary, IMPORT_BATCH};
 #[cfg(test)]
 pub(crate) use journal::Step;
 pub(crate) use journal::{journal_phases, Journal, JOURNAL_CLUSTER, JOURNAL_RESOURCE};
 pub use staged::{AppliedChanges, StagedImport};
-
-/// The archive's JSON `value` with `metadata.resourceVersion` set to `rev` (the target
-/// re-assigns resourceVersions; everything else is kept as stored).
-pub(crate) fn with_resource_version(value: &[u8], rev: u64) -> Result<Vec<u8>, String> {
-    let mut obj: serde_json::Value = serde_json::from_slice(value).map_err(|e| e.to_string())?;
-    if let Some(m) = obj
-        .get_mut("metadata")
-        .and_then(serde_json::Value::as_object_mut)
-    {
-        m.insert(
-            "resourceVersion".into(),
-            serde_json::Value::String(rev.to_string()),
-        );
-    }
-    serde_json::to_vec(&obj).map_err(|e| e.to_string())
-}
 
 #[cfg(test)]
 mod tests;

@@ -26,8 +26,8 @@ use kplane_storage::{BatchWrite, Claim, Key, Precondition};
 use kplane_types::{ClusterName, StatusReason};
 use serde_json::{json, Value};
 
+use super::common::{ImportSummary, IMPORT_BATCH};
 use super::journal::{still_claimed, Journal, Step};
-use super::{ImportSummary, IMPORT_BATCH};
 use crate::cluster_states::STATE_RESOURCE;
 use crate::error::{ApiError, ApiResult};
 use crate::Registry;
@@ -231,7 +231,7 @@ impl Registry {
                 } else {
                     Precondition::MustNotExist
                 },
-                encode: Box::new(move |rev| super::with_resource_version(&value, rev)),
+                encode: Box::new(move |rev| super::common::with_resource_version(&value, rev)),
             });
         }
         for r in self.storage.write_batch(writes).await {
@@ -349,7 +349,7 @@ mod tests {
                                           "uid": format!("uid-{n}")},
                              "data": {"v": v.unwrap_or(-1).to_string()}});
             let enc: kplane_storage::Encoder = Box::new(move |rev| {
-                crate::archive::with_resource_version(obj.to_string().as_bytes(), rev)
+                crate::archive::common::with_resource_version(obj.to_string().as_bytes(), rev)
             });
             let pre = if there {
                 Precondition::MustExist

@@ -94,7 +94,7 @@ async fn seed(env: &Env, cluster: &str, n: usize) {
                     delete: false,
                     precondition: Precondition::MustNotExist,
                     encode: Box::new(move |rev| {
-                        super::with_resource_version(&v.to_string().into_bytes(), rev)
+                        super::common::with_resource_version(&v.to_string().into_bytes(), rev)
                     }),
                 }
             })
@@ -559,7 +559,7 @@ async fn staging_and_importing_clusters_are_hidden() {
             delete: false,
             precondition: Precondition::MustNotExist,
             encode: Box::new(move |rev| {
-                super::with_resource_version(&v.to_string().into_bytes(), rev)
+                super::common::with_resource_version(&v.to_string().into_bytes(), rev)
             }),
         };
         env.storage

@@ -25,14 +25,17 @@ pub use scope::{finalizer_only_change, status_only_change, SyncerScope};
 
 use std::sync::Arc;
 
-use kplane_types::{ClusterName, ClusterScope, Status, UserInfo};
+use kplane_types::{ClusterName, ClusterScope, Status};
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 use crate::options::ListParams;
 use crate::{Registry, ResourceType, Target};
 
-pub use spec::{SyncedResource, TargetSpec, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION};
+pub use spec::{
+    covers, SyncedResource, TargetRef, TargetSpec, SYNCER_FINALIZER, SYNCER_USER_PREFIX,
+    SYNC_GROUP, TARGET_ANNOTATION,
+};
 
 /// The version of SyncTargets.
 pub const SYNC_VERSION: &str = "v1alpha1";
@@ -40,63 +43,9 @@ pub const SYNC_VERSION: &str = "v1alpha1";
 pub const SYNC_TARGETS: &str = "synctargets";
 /// The verb a user needs on `synctargets/<name>` to use the target's endpoint.
 pub const SYNC_VERB: &str = "sync";
-/// The prefix of the endpoint's internal identity (`<prefix><cluster>/<target>`).
-pub const SYNCER_USER_PREFIX: &str = "system:kplane:syncer:";
 /// The name of a target's leader-election Lease (in `kube-system` of its cluster).
 pub fn lease_name(target: &str) -> String {
     format!("kplane-syncer-{target}")
-}
-
-/// One SyncTarget: its logical cluster and name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TargetRef {
-    pub cluster: ClusterName,
-    pub name: String,
-}
-
-impl TargetRef {
-    /// `<cluster>/<name>`: the annotation value of the objects assigned to it.
-    pub fn id(&self) -> String {
-        format!("{}/{}", self.cluster, self.name)
-    }
-
-    /// The identity the endpoint serves its requests as, once its own checks passed.
-    pub fn user(&self) -> UserInfo {
-        UserInfo {
-            username: format!("{SYNCER_USER_PREFIX}{}", self.id()),
-            uid: String::new(),
-            groups: vec![kplane_types::request::SYSTEM_AUTHENTICATED.to_string()],
-            extra: Default::default(),
-        }
-    }
-
-    /// The target id of an endpoint identity ([`TargetRef::user`]); `None` for any other user.
-    pub fn id_of_user(user: &UserInfo) -> Option<&str> {
-        user.username.strip_prefix(SYNCER_USER_PREFIX)
-    }
-
-    /// The list/watch restriction to the objects assigned to this target.
-    pub fn list_filter(&self, p: &mut ListParams) {
-        p.annotation = Some((TARGET_ANNOTATION.to_string(), self.id()));
-    }
-
-    /// Whether `obj` is assigned to this target.
-    pub fn assigns(&self, obj: &Value) -> bool {
-        obj.pointer("/metadata/annotations")
-            .and_then(|a| a.get(TARGET_ANNOTATION))
-            .and_then(Value::as_str)
-            .is_some_and(|v| v == self.id())
-    }
-}
-
-/// Whether objects of `cluster` can be assigned to `spec`'s target in `target_cluster`:
-/// its own cluster, and with `includeDescendants` the clusters below it.
-pub fn covers(spec: &TargetSpec, target_cluster: &ClusterName, cluster: &ClusterName) -> bool {
-    if spec.include_descendants {
-        cluster.is_within(target_cluster)
-    } else {
-        cluster == target_cluster
-    }
 }
 
 /// The longest token the sync endpoint issues (the TokenRequest default, what the syncer

@@ -9,7 +9,7 @@
 use kplane_types::{ClusterName, ClusterScope, Status};
 use serde_json::Value;
 
-use super::TARGET_ANNOTATION;
+use super::spec::TARGET_ANNOTATION;
 use crate::error::{ApiError, ApiResult};
 use crate::{Registry, Target};
 
@@ -120,12 +120,12 @@ impl Registry {
         let Some(target_cluster) = ClusterName::parse(target_cluster) else {
             return Ok(false);
         };
-        let t = super::TargetRef {
+        let t = super::spec::TargetRef {
             cluster: target_cluster.clone(),
             name: name.to_string(),
         };
         let spec = self.sync_target_spec(&t).await?;
-        Ok(super::covers(&spec, &target_cluster, cluster)
+        Ok(super::spec::covers(&spec, &target_cluster, cluster)
             && spec.reflects_pods_into(target_cluster.as_str(), cluster.as_str(), namespace))
     }
 }

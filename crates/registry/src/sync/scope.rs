@@ -19,7 +19,8 @@
 use kplane_types::{Cause, Status};
 use serde_json::Value;
 
-use super::{pods, TargetRef, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION};
+use super::pods;
+use super::spec::{TargetRef, SYNCER_FINALIZER, SYNC_GROUP, TARGET_ANNOTATION};
 use crate::admission::chain::{forbidden, Attributes, Operation, ValidatingAdmission};
 use crate::error::{ApiError, ApiResult};
 use crate::Registry;

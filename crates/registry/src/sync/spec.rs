@@ -1,11 +1,12 @@
 //! A SyncTarget's spec as the sync feature reads it ([`TargetSpec`]), its validation, and
 //! the names the feature uses (group, storage resource, finalizers, annotation).
 
-use kplane_types::Cause;
+use kplane_types::{Cause, ClusterName, UserInfo};
 use serde_json::{json, Value};
 
 use crate::label_selector;
 use crate::meta;
+use crate::options::ListParams;
 
 /// The group of the sync API.
 pub const SYNC_GROUP: &str = "sync.kplane.io";
@@ -338,4 +339,59 @@ pub(crate) fn validate_status(obj: &Value) -> Vec<Cause> {
         }
     }
     causes
+}
+
+/// The prefix of the endpoint's internal identity (`<prefix><cluster>/<target>`).
+pub const SYNCER_USER_PREFIX: &str = "system:kplane:syncer:";
+
+/// One SyncTarget: its logical cluster and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetRef {
+    pub cluster: ClusterName,
+    pub name: String,
+}
+
+impl TargetRef {
+    /// `<cluster>/<name>`: the annotation value of the objects assigned to it.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.cluster, self.name)
+    }
+
+    /// The identity the endpoint serves its requests as, once its own checks passed.
+    pub fn user(&self) -> UserInfo {
+        UserInfo {
+            username: format!("{SYNCER_USER_PREFIX}{}", self.id()),
+            uid: String::new(),
+            groups: vec![kplane_types::request::SYSTEM_AUTHENTICATED.to_string()],
+            extra: Default::default(),
+        }
+    }
+
+    /// The target id of an endpoint identity ([`TargetRef::user`]); `None` for any other user.
+    pub fn id_of_user(user: &UserInfo) -> Option<&str> {
+        user.username.strip_prefix(SYNCER_USER_PREFIX)
+    }
+
+    /// The list/watch restriction to the objects assigned to this target.
+    pub fn list_filter(&self, p: &mut ListParams) {
+        p.annotation = Some((TARGET_ANNOTATION.to_string(), self.id()));
+    }
+
+    /// Whether `obj` is assigned to this target.
+    pub fn assigns(&self, obj: &Value) -> bool {
+        obj.pointer("/metadata/annotations")
+            .and_then(|a| a.get(TARGET_ANNOTATION))
+            .and_then(Value::as_str)
+            .is_some_and(|v| v == self.id())
+    }
+}
+
+/// Whether objects of `cluster` can be assigned to `spec`'s target in `target_cluster`:
+/// its own cluster, and with `includeDescendants` the clusters below it.
+pub fn covers(spec: &TargetSpec, target_cluster: &ClusterName, cluster: &ClusterName) -> bool {
+    if spec.include_descendants {
+        cluster.is_within(target_cluster)
+    } else {
+        cluster == target_cluster
+    }
 }
