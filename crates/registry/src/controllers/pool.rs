@@ -4,7 +4,7 @@
 //! up the other controllers' items, nor they it.
 //!
 //! Deletions are throttled apart from that bound ([`Registry::paced_deletion`]): at most
-//! [`WORKSPACE_DELETIONS`] run at once, and each is followed by a pause proportional to
+//! [`super::workspace::WORKSPACE_DELETIONS`] run at once, and each is followed by a pause proportional to
 //! its time, so that mass deletion leaves the cores to other tenants' requests. With a
 //! background runtime (`Places`), deletions run there, at a lower OS priority; bootstraps
 //! stay on the foreground (their creators wait for Ready).
@@ -17,7 +17,6 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -28,30 +27,6 @@ use crate::Registry;
 
 /// Workspace items run at once (bootstrap or deletion).
 pub const WORKSPACE_WORKERS: usize = 64;
-
-/// Workspace deletions (a child cluster and its descendants) run at once.
-pub const WORKSPACE_DELETIONS: usize = 2;
-/// After a deletion its slot stays idle for the deletion's time divided by this.
-const PAUSE_DIVISOR: u32 = 2;
-/// Longest pause after one deletion.
-const MAX_PAUSE: Duration = Duration::from_millis(50);
-
-impl Registry {
-    /// Runs the deletion `f` in one of the [`WORKSPACE_DELETIONS`] slots, then keeps the slot
-    /// idle for a part of the time it took (at most [`MAX_PAUSE`]).
-    pub(crate) async fn paced_deletion<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-        // The semaphore is never closed; without a permit the deletion still runs.
-        let workspaces = self.controller::<super::Workspaces>();
-        let _permit = match &workspaces {
-            Some(w) => w.deletions.acquire().await.ok(),
-            None => None,
-        };
-        let started = Instant::now();
-        let out = f.await;
-        tokio::time::sleep((started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE)).await;
-        out
-    }
-}
 
 /// The runtime for item `w`: the foreground when its controller says a client waits for
 /// it (a Workspace bootstrap), else the background (a Workspace deletion). Only the place

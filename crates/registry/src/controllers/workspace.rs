@@ -25,17 +25,19 @@
 //! finds exactly the clusters that still hold keys.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kplane_storage::{Key, Prefix};
-use kplane_types::{ClusterName, ClusterScope};
+use kplane_types::{Cause, ClusterName, ClusterScope, Status};
 use serde_json::{json, Value};
 
 use super::write_failed;
 use super::{Controller, Named};
 use crate::cluster_states::ClusterPhase;
 use crate::error::{ApiError, ApiResult};
-use crate::hooks::Together;
+use crate::hooks::{Together, WriteHooks};
 use crate::options::WriteParams;
+use crate::strategies::workspace::Workspace;
 use crate::strategies::workspace::{
     ready_condition, ready_status, TENANCY_GROUP, WORKSPACE_FINALIZER, WORKSPACE_RESOURCE,
 };
@@ -354,14 +356,14 @@ async fn subtree(reg: &Registry, root: &ClusterName) -> ApiResult<Vec<ClusterNam
 
 /// The Workspace controller: bootstraps a Workspace's logical cluster and reports it Ready, or deletes the cluster of a Terminating one. Its items run on the concurrent pool: a deletion in the background, a bootstrap on the foreground (its creator waits for Ready).
 pub struct Workspaces {
-    /// Workspace deletions running at once ([`super::pool::WORKSPACE_DELETIONS`]).
+    /// Workspace deletions running at once ([`WORKSPACE_DELETIONS`]).
     pub(super) deletions: tokio::sync::Semaphore,
 }
 
 impl Default for Workspaces {
     fn default() -> Workspaces {
         Workspaces {
-            deletions: tokio::sync::Semaphore::new(super::pool::WORKSPACE_DELETIONS),
+            deletions: tokio::sync::Semaphore::new(WORKSPACE_DELETIONS),
         }
     }
 }
@@ -387,6 +389,121 @@ impl Controller for Workspaces {
             .child(&key.name)
             .is_some_and(|child| registry.is_terminating(&child));
         !deleting
+    }
+}
+
+#[async_trait::async_trait]
+impl WriteHooks for Workspace {
+    /// The child path (`<cluster>:<name>`) must be a valid logical cluster name: at most
+    /// 253 characters. (A name that is not a DNS-1123 label is refused by the name rule.)
+    async fn controller_status(
+        &self,
+        _reg: &Registry,
+        cluster: &ClusterName,
+        obj: &mut Value,
+    ) -> ApiResult<()> {
+        let name = meta::name_of(obj);
+        if meta::is_deleting(obj)
+            || !kplane_types::validation::is_dns1123_label(name).is_empty()
+            || cluster.child(name).is_some()
+        {
+            return Ok(());
+        }
+        let most = 253usize.saturating_sub(cluster.as_str().len() + 1);
+        let cause = Cause::invalid(
+            "metadata.name",
+            &json!(name),
+            &format!(
+                "must be no more than {most} characters: the logical cluster path \"{cluster}:{name}\" would be longer than 253 characters"
+            ),
+        );
+        Err(ApiError::from(Status::invalid(
+            TENANCY_GROUP,
+            "Workspace",
+            name,
+            vec![cause],
+        )))
+    }
+
+    /// A Workspace without a template is stored Ready in the commit that creates its
+    /// logical cluster (`controllers::workspace::workspace_created_together`).
+    async fn created_together(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        obj: &Value,
+    ) -> ApiResult<Option<Together>> {
+        workspace_created_together(reg, cluster, obj).await
+    }
+
+    async fn after_create(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+    ) -> ApiResult<()> {
+        reg.refresh_workspace_quota(cluster, name).await?;
+        reg.enqueue::<Workspaces>(Named::new(cluster.clone(), name));
+        Ok(())
+    }
+
+    async fn after_update(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+        deleting: bool,
+    ) -> ApiResult<()> {
+        reg.refresh_workspace_quota(cluster, name).await?;
+        if deleting {
+            // From the marking write on, nothing new is written into the child.
+            if let Some(child) = cluster.child(name) {
+                reg.set_terminating(&child, true);
+            }
+            reg.enqueue::<Workspaces>(Named::new(cluster.clone(), name));
+        }
+        Ok(())
+    }
+
+    /// The Workspace is gone (its child's key range went before it): the child's name may
+    /// be used again.
+    async fn after_delete(
+        &self,
+        reg: &Registry,
+        cluster: &ClusterName,
+        name: &str,
+    ) -> ApiResult<()> {
+        if let Some(child) = cluster.child(name) {
+            reg.set_terminating(&child, false);
+            reg.quotas().set_limits(child.as_str(), None);
+        }
+        Ok(())
+    }
+}
+
+/// Workspace deletions (a child cluster and its descendants) run at once.
+pub const WORKSPACE_DELETIONS: usize = 2;
+
+/// After a deletion its slot stays idle for the deletion's time divided by this.
+const PAUSE_DIVISOR: u32 = 2;
+
+/// Longest pause after one deletion.
+const MAX_PAUSE: Duration = Duration::from_millis(50);
+
+impl Registry {
+    /// Runs the deletion `f` in one of the [`WORKSPACE_DELETIONS`] slots, then keeps the slot
+    /// idle for a part of the time it took (at most [`MAX_PAUSE`]).
+    pub(crate) async fn paced_deletion<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        // The semaphore is never closed; without a permit the deletion still runs.
+        let workspaces = self.controller::<Workspaces>();
+        let _permit = match &workspaces {
+            Some(w) => w.deletions.acquire().await.ok(),
+            None => None,
+        };
+        let started = Instant::now();
+        let out = f.await;
+        tokio::time::sleep((started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE)).await;
+        out
     }
 }
 

@@ -8,18 +8,13 @@
 //! without a template is usually stored Ready at once: its create commits the child's
 //! bootstrap with it (`created_together`), and the controller finds nothing left to do.
 
-use kplane_types::{Cause, ClusterName, Status};
+use kplane_types::{Cause, ClusterName};
 use serde_json::{json, Value};
 
 use crate::catalog::ResourceType;
-use crate::controllers::queue::Named;
-use crate::controllers::workspace::Workspaces;
 use crate::error::{ApiError, ApiResult};
-use crate::hooks::Together;
-use crate::hooks::WriteHooks;
 use crate::meta::{self, NameRule};
 use crate::strategy::{with_field_from, TypeStrategy};
-use crate::Registry;
 
 /// The group of the tenancy API.
 pub const TENANCY_GROUP: &str = "tenancy.kplane.io";
@@ -131,95 +126,6 @@ impl TypeStrategy for Workspace {
 
     fn deletes_in_bulk(&self) -> bool {
         false
-    }
-}
-
-#[async_trait::async_trait]
-impl WriteHooks for Workspace {
-    /// The child path (`<cluster>:<name>`) must be a valid logical cluster name: at most
-    /// 253 characters. (A name that is not a DNS-1123 label is refused by the name rule.)
-    async fn controller_status(
-        &self,
-        _reg: &Registry,
-        cluster: &ClusterName,
-        obj: &mut Value,
-    ) -> ApiResult<()> {
-        let name = meta::name_of(obj);
-        if meta::is_deleting(obj)
-            || !kplane_types::validation::is_dns1123_label(name).is_empty()
-            || cluster.child(name).is_some()
-        {
-            return Ok(());
-        }
-        let most = 253usize.saturating_sub(cluster.as_str().len() + 1);
-        let cause = Cause::invalid(
-            "metadata.name",
-            &json!(name),
-            &format!(
-                "must be no more than {most} characters: the logical cluster path \"{cluster}:{name}\" would be longer than 253 characters"
-            ),
-        );
-        Err(ApiError::from(Status::invalid(
-            TENANCY_GROUP,
-            "Workspace",
-            name,
-            vec![cause],
-        )))
-    }
-
-    /// A Workspace without a template is stored Ready in the commit that creates its
-    /// logical cluster (`controllers::workspace::workspace_created_together`).
-    async fn created_together(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        obj: &Value,
-    ) -> ApiResult<Option<Together>> {
-        crate::controllers::workspace::workspace_created_together(reg, cluster, obj).await
-    }
-
-    async fn after_create(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        name: &str,
-    ) -> ApiResult<()> {
-        reg.refresh_workspace_quota(cluster, name).await?;
-        reg.enqueue::<Workspaces>(Named::new(cluster.clone(), name));
-        Ok(())
-    }
-
-    async fn after_update(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        name: &str,
-        deleting: bool,
-    ) -> ApiResult<()> {
-        reg.refresh_workspace_quota(cluster, name).await?;
-        if deleting {
-            // From the marking write on, nothing new is written into the child.
-            if let Some(child) = cluster.child(name) {
-                reg.set_terminating(&child, true);
-            }
-            reg.enqueue::<Workspaces>(Named::new(cluster.clone(), name));
-        }
-        Ok(())
-    }
-
-    /// The Workspace is gone (its child's key range went before it): the child's name may
-    /// be used again.
-    async fn after_delete(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        name: &str,
-    ) -> ApiResult<()> {
-        if let Some(child) = cluster.child(name) {
-            reg.set_terminating(&child, false);
-            reg.quotas().set_limits(child.as_str(), None);
-        }
-        Ok(())
     }
 }
 
