@@ -145,7 +145,7 @@ impl Registry {
             let mut types: Vec<Arc<ResourceType>> = builtin.all().to_vec();
             let mut custom: Vec<ResourceType> = crds
                 .iter()
-                .flat_map(|c| crd::resource_types(c, crd::schema_cache()))
+                .flat_map(|c| crd::served::resource_types(c, crd::schema_cache()))
                 .collect();
             // Group by group (in first-seen order), versions by Kubernetes priority.
             custom.sort_by(|a, b| {

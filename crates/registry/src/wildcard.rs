@@ -148,7 +148,7 @@ fn union(builtin: &Catalog, crds: &[Value], fingerprint: String) -> Catalog {
     for c in crds {
         // Without conversion webhooks: the scope's clusters may define the type with other
         // CRDs, each with its own webhook, and no cluster's objects may reach another's.
-        for mut t in crd::resource_types(c, crd::schema_cache()) {
+        for mut t in crd::served::resource_types(c, crd::schema_cache()) {
             if taken.insert((t.group.clone(), t.version.clone(), t.plural.clone())) {
                 t.conversion = None;
                 t.custom = t

@@ -178,7 +178,7 @@ fn check_record(n: u64, rec: &Record, builtin: &Served, custom: &mut Served) -> 
             s.message = format!("{}: {}", describe(n, rec), s.message);
             return Err(ApiError::from(s));
         }
-        for rt in crd::resource_types(&obj, crd::schema_cache()) {
+        for rt in crd::served::resource_types(&obj, crd::schema_cache()) {
             custom.add(&rt.storage_resource, &rt.kind, rt.namespaced);
         }
     }
