@@ -28,13 +28,14 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 use kplane_storage::{Key, KeyValue, ListOptions, Prefix, Revision};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::error::{ApiError, ApiResult};
 use crate::{storage_error, Registry, ResourceType, Target};
 
 pub(crate) mod set;
-pub use set::{uid, undeletable, Birth, Builtins};
+pub use crate::meta::undeletable;
+pub use set::{uid, Birth, Builtins};
 
 /// Used when a cluster has no `default` namespace (clusters created on a first write in
 /// development mode before it was bootstrapped).
@@ -70,6 +71,41 @@ impl Overlay {
             .filter(move |n| after.is_none_or(|a| *n > a))
             .filter(move |n| upto.is_none_or(|u| *n <= u))
             .filter(move |n| !self.hidden.contains(*n))
+    }
+}
+
+impl Builtins {
+    /// The objects (each with `metadata.name`).
+    pub fn new(objects: impl IntoIterator<Item = Value>) -> Builtins {
+        let by_name = objects
+            .into_iter()
+            .map(|o| (crate::meta::name_of(&o).to_string(), o))
+            .collect();
+        Builtins { by_name }
+    }
+
+    /// Built-in `name` as `cluster` serves it, with `resourceVersion` `rv`.
+    pub fn render(
+        &self,
+        rt: &ResourceType,
+        cluster: &str,
+        name: &str,
+        birth: &Birth,
+        rv: Revision,
+    ) -> Option<Bytes> {
+        let mut obj = self.by_name.get(name)?.clone();
+        let o = obj.as_object_mut()?;
+        o.insert("apiVersion".into(), json!(rt.api_version()));
+        o.insert("kind".into(), json!(rt.kind));
+        let meta = o.entry("metadata").or_insert_with(|| json!({}));
+        let m = meta.as_object_mut()?;
+        m.insert(
+            "uid".into(),
+            json!(uid(cluster, &rt.storage_resource, name)),
+        );
+        m.insert("resourceVersion".into(), json!(rv.to_string()));
+        m.insert("creationTimestamp".into(), json!(birth.created));
+        serde_json::to_vec(&obj).ok().map(Bytes::from)
     }
 }
 

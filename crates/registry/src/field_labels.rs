@@ -9,6 +9,9 @@ use serde_json::Value;
 
 use super::catalog::ResourceType;
 
+pub mod generic;
+pub use generic::{default_convert, generic_value};
+
 /// events.k8s.io/v1 labels and the core/v1 label they read (`pkg/apis/events/v1`).
 const EVENTS_V1_LABELS: &[(&str, &str)] = &[
     ("reason", "reason"),
@@ -33,17 +36,6 @@ const EVENTS_V1_LABELS: &[(&str, &str)] = &[
 /// each type's strategy says which applies).
 pub fn convert(rt: &ResourceType, label: &str) -> Result<String, String> {
     rt.strategy.field_label(rt, label)
-}
-
-/// apimachinery's default conversion, for kinds without a conversion function of their own.
-pub fn default_convert(label: &str) -> Result<String, String> {
-    if label == "metadata.name" || label == "metadata.namespace" {
-        Ok(label.to_string())
-    } else {
-        Err(format!(
-            "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-        ))
-    }
 }
 
 /// `metadata.name`, `metadata.namespace` and the type's selectable fields (core Events,
@@ -87,15 +79,6 @@ pub fn events_v1_convert(label: &str) -> Result<String, String> {
 
 fn listed(rt: &ResourceType, label: &str) -> bool {
     rt.selectable_fields.iter().any(|f| f == label)
-}
-
-/// The value of the (converted) label `label` of a stored object: the field at that path.
-/// `metadata.namespace` of a cluster-scoped object is "".
-pub fn generic_value(obj: &Value, label: &str) -> Option<String> {
-    match label {
-        "metadata.namespace" => Some(fields::object_field(obj, label).unwrap_or_default()),
-        _ => fields::object_field(obj, label),
-    }
 }
 
 /// Events: `source` is source.component, or the reporting controller without one.

@@ -41,6 +41,7 @@ mod key_order;
 mod label_selector;
 pub mod managed;
 pub mod meta;
+pub mod name_rule;
 pub mod namespaces;
 mod network_policy;
 pub mod options;

@@ -5,26 +5,15 @@
 //!
 //! Also owns the per-kind merge type information both paths use.
 
-use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use kplane_merge::{DefaultTypeInfo, Request, TypeInfo};
 use serde_json::Value;
 
 use super::catalog::ResourceType;
 use super::meta;
+pub use crate::crd::info::LazyTypeInfo;
 use crate::options::WriteParams;
-
-/// A custom resource version's merge type information, built from its schema on first use
-/// and shared by every request after that.
-#[derive(Default)]
-pub struct LazyTypeInfo(OnceLock<Arc<dyn TypeInfo>>);
-
-impl fmt::Debug for LazyTypeInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("LazyTypeInfo")
-    }
-}
 
 /// List and map semantics of `rt`'s objects.
 pub fn type_info(rt: &ResourceType) -> Arc<dyn TypeInfo> {

@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
+pub use crate::name_rule::NameRule;
 
 /// The current time as Kubernetes serializes `metav1.Time` (seconds, UTC, `Z`).
 pub fn now_time() -> String {
@@ -168,14 +169,6 @@ pub fn check_meta_types(obj: &Value) -> Vec<Cause> {
         }
     }
     causes
-}
-
-/// How names of a type are validated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NameRule {
-    Dns1123Subdomain,
-    Dns1123Label,
-    PathSegment,
 }
 
 /// Validates name, labels, annotations and finalizers.
@@ -486,3 +479,19 @@ pub const ORPHAN_FINALIZER: &str = "orphan";
 /// The finalizer of a delete with `propagationPolicy: Foreground`
 /// (`metav1.FinalizerDeleteDependents`).
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// The 403 a delete of a built-in object gets when the cluster stores none of its name
+/// (as kube-apiserver refuses to delete the `default` namespace): kplane keeps it, where
+/// kube-apiserver would delete it and re-create it at its next start.
+pub fn undeletable(rt: &ResourceType, name: &str) -> ApiError {
+    ApiError::from(kplane_types::Status::forbidden(
+        &rt.group,
+        &rt.plural,
+        name,
+        &format!(
+            "this default {} is part of every logical cluster and may not be deleted; \
+             write one of the same name to replace it",
+            rt.kind
+        ),
+    ))
+}

@@ -23,8 +23,7 @@ use serde_json::Value;
 
 use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
-use crate::field_labels;
-use crate::meta::NameRule;
+use crate::name_rule::NameRule;
 
 /// How a field selector reads the value of a (converted) label from a stored object. A
 /// plain function, chosen once per request ([`TypeStrategy::field_values`]): it runs per
@@ -171,12 +170,12 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
     /// The stored-form label a field selector's `label` stands for, or the message of the
     /// 400 a request naming it gets.
     fn field_label(&self, _rt: &ResourceType, label: &str) -> Result<String, String> {
-        field_labels::default_convert(label)
+        crate::field_labels::generic::default_convert(label)
     }
 
     /// How the type's objects answer field selector labels.
     fn field_values(&self) -> FieldValues {
-        field_labels::generic_value
+        crate::field_labels::generic::generic_value
     }
 
     // ---- Cluster state around a write ------------------------------------------------

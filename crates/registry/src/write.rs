@@ -892,7 +892,7 @@ impl Registry {
         for _ in 0..PATCH_RETRIES {
             let Some(current) = self.get_stored(t, name).await? else {
                 if self.builtin_current(t, name).await?.is_some() {
-                    return Err(crate::builtins::set::undeletable(&rt, name));
+                    return Err(crate::meta::undeletable(&rt, name));
                 }
                 return Err(ApiError::from(Status::not_found(
                     &rt.group, &rt.plural, name,

@@ -6,6 +6,10 @@ use std::sync::Arc;
 
 use kplane_schema::CompiledSchema;
 use serde_json::Value;
+use std::fmt;
+use std::sync::OnceLock;
+
+use kplane_merge::TypeInfo;
 
 /// One `additionalPrinterColumns` entry.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,7 +45,7 @@ pub struct CustomInfo {
     /// The CRD is being deleted: no new instances.
     pub terminating: bool,
     /// List/map semantics for server-side apply and managedFields, built on first use.
-    pub merge_types: crate::managed::LazyTypeInfo,
+    pub merge_types: LazyTypeInfo,
     /// The CRD's conversion webhook (`spec.conversion.strategy: Webhook`).
     pub webhook: Option<Arc<crate::conversion::WebhookConversion>>,
     /// With a conversion webhook, the storage version's schema, which prunes what the
@@ -69,5 +73,16 @@ impl CustomInfo {
             webhook: None,
             storage_schema: None,
         }
+    }
+}
+
+/// A custom resource version's merge type information, built from its schema on first use
+/// and shared by every request after that.
+#[derive(Default)]
+pub struct LazyTypeInfo(pub(crate) OnceLock<Arc<dyn TypeInfo>>);
+
+impl fmt::Debug for LazyTypeInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LazyTypeInfo")
     }
 }
