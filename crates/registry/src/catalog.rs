@@ -4,8 +4,8 @@
 //! particular to the type) and, for a type served in another form than it is stored in, its
 //! version conversion.
 //!
-//! Built-in types are listed here once; custom resources (`crd.rs`) add entries of the same
-//! shape, so one code path serves both.
+//! Built-in types are listed in `builtin_types.rs`; custom resources (`crd/served.rs`) add
+//! entries of the same shape, so one code path serves both.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -16,13 +16,13 @@ use crate::error::ApiResult;
 use crate::Registry;
 
 /// What a new object is created together with, in the same storage commit
-/// ([`TypeStrategy::created_together`]).
+/// ([`WriteHooks::created_together`]).
 pub struct Together {
     /// The new object's stored form when it is written with `items` (a Workspace: Ready).
     pub obj: Value,
     /// The objects, in order, each admitted, validated and hooked as by a create of its
     /// own with its own write parameters. If any is refused before the commit, the new
-    /// object is written alone, as it was before [`TypeStrategy::created_together`].
+    /// object is written alone, as it was before [`WriteHooks::created_together`].
     pub items: Vec<BatchCreate>,
     /// Runs once the commit is over or given up, told whether any of `items` was written.
     pub finish: TogetherDone,

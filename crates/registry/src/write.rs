@@ -198,11 +198,11 @@ impl Registry {
     }
 
     /// Writes a new object (`name`, admitted and validated) in one commit with the objects
-    /// its strategy creates together with it ([`TypeStrategy::created_together`]), the new
+    /// its strategy creates together with it ([`WriteHooks::created_together`]), the new
     /// object last. `None` when one of them is refused before the commit (nothing is
     /// written): the caller writes the object alone.
     ///
-    /// [`TypeStrategy::created_together`]: crate::hooks::WriteHooks::created_together
+    /// [`WriteHooks::created_together`]: crate::hooks::WriteHooks::created_together
     async fn create_together(
         &self,
         t: &Target,

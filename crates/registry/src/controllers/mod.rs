@@ -10,7 +10,7 @@
 //! - `workspace`: bootstraps a Workspace's logical cluster (applying its template with
 //!   [`workspace_template`]) and reports it Ready (or Failed), and deletes the cluster
 //!   (with its descendants) when the Workspace is deleted;
-//! - [`sync_target`]: a SyncTarget's Ready condition from its heartbeats (stale objects
+//! - `sync::controllers`: a SyncTarget's Ready condition from its heartbeats (stale objects
 //!   marked when they stop), the assignment of objects that predate their target, the drain
 //!   of a deleted target;
 //! - [`job_ttl`]: deletes finished Jobs after their `ttlSecondsAfterFinished`;

@@ -1,5 +1,5 @@
 //! Deadlines of the controllers that act when time passes rather than when something is
-//! written: a SyncTarget whose heartbeat is about to time out (`sync_target`), a finished
+//! written: a SyncTarget whose heartbeat is about to time out (`sync::controllers`), a finished
 //! Job whose `ttlSecondsAfterFinished` is about to elapse (`job_ttl`). Each work item has
 //! at most one deadline (scheduling it again moves it); one task sleeps until the earliest
 //! deadline and queues the items that are due. Nothing is polled: a controller with no

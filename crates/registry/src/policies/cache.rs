@@ -1,7 +1,7 @@
 //! Each logical cluster's policies with their bindings, cached as the webhooks are
 //! (`webhooks::cache`): built from the cluster's two resources on first use, every
 //! expression compiled then, and dropped whenever a policy or binding of the cluster
-//! changes (the strategy's after-write hooks for the writer's next request, the shared
+//! changes (the type's after-write hooks for the writer's next request, the shared
 //! informer for every other path). A cluster without policies shares one empty entry.
 
 use std::sync::{Arc, LazyLock};

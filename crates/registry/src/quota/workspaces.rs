@@ -1,5 +1,5 @@
 //! Where a logical cluster's limits come from: its Workspace's `spec.quota`, read when
-//! the Workspace is written (the strategy's hooks) and at start-up (with the terminating
+//! the Workspace is written (the Workspace's write hooks) and at start-up (with the terminating
 //! marks, `clusters.rs`).
 
 use bytes::Bytes;

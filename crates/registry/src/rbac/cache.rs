@@ -6,7 +6,7 @@
 //! empty layer, so a cluster costs one map entry. The map is bounded ([`ClusterCache`]).
 //!
 //! Invalidation: every write of a Role, ClusterRole, RoleBinding or ClusterRoleBinding
-//! drops its cluster's entry, synchronously from the RBAC strategy's after-write hooks
+//! drops its cluster's entry, synchronously from the RBAC types' after-write hooks
 //! (a client sees its own binding at once) and from the shared informer for every path
 //! that bypasses them (bulk deletes, a workspace's cluster deletion). A generation counter
 //! keeps a build that raced with a write from storing what it read before the write.

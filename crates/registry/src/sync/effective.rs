@@ -176,7 +176,7 @@ impl Registry {
             .collect())
     }
 
-    /// After a SyncTarget write in `cluster` (the strategy's hooks): re-reads `name` and
+    /// After a SyncTarget write in `cluster` (its write hooks): re-reads `name` and
     /// drops the cached entries it changes; `None` when it is gone.
     pub(crate) async fn sync_target_written(&self, cluster: &ClusterName, name: &str) {
         let key = Key::new(cluster.as_str(), SYNC_TARGET_RESOURCE, "", name);

@@ -1,6 +1,6 @@
 //! The SyncTargets that apply to each logical cluster, cached for the `SyncAssignment`
-//! admission plugin (`admission::sync_assignment`), which asks on every create, and
-//! [`Registry::applicable_sync_targets_in`]: the targets one object may go to, in order (the
+//! admission plugin (`sync::admission`), which asks on every create, and
+//! [`crate::Registry::applicable_sync_targets_in`]: the targets one object may go to, in order (the
 //! one rule of assignment, for the plugin and the sync controllers alike).
 //!
 //! A cluster's entry is its *effective* list: its own SyncTargets (by name), then those of
@@ -11,7 +11,7 @@
 //! In the steady state a create costs one hash lookup under a read lock.
 //!
 //! Invalidation: a SyncTarget change in cluster C drops C's entry and every descendant's
-//! (`C:...`), synchronously from the SyncTarget strategy's after-write hooks (a client's
+//! (`C:...`), synchronously from the SyncTarget's after-write hooks (a client's
 //! next create sees its own target) and from the shared informer for every path that
 //! bypasses them (a workspace's cluster deletion). Writes that leave what the assignment
 //! reads unchanged (the syncer's heartbeats through `/status`) invalidate nothing. A
