@@ -153,14 +153,14 @@ impl Registry {
     }
 
     /// The base URL set by [`Registry::set_external_url`].
-    pub fn external_url(&self) -> Option<&str> {
+    pub(crate) fn external_url(&self) -> Option<&str> {
         self.external_url.get().map(String::as_str)
     }
 }
 
 impl Registry {
     /// The namespaces holding ResourceQuotas.
-    pub fn quota_index(&self) -> &Arc<QuotaIndex> {
+    pub(crate) fn quota_index(&self) -> &Arc<QuotaIndex> {
         &self.quota_index
     }
 
@@ -170,7 +170,8 @@ impl Registry {
     }
 
     /// Distinct catalogs alive (clusters with identical CRDs share one).
-    pub fn distinct_catalogs(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn distinct_catalogs(&self) -> usize {
         self.catalogs.distinct()
     }
 
@@ -181,7 +182,7 @@ impl Registry {
     }
 
     /// The version set by [`Registry::set_server_version`], or the registry crate's.
-    pub fn server_version(&self) -> String {
+    pub(crate) fn server_version(&self) -> String {
         self.server_version
             .get()
             .cloned()

@@ -70,7 +70,7 @@ impl Registry {
     }
 
     /// `cluster`'s compiled RBAC objects, from the cache or (once) from storage.
-    pub async fn rbac_layer(&self, cluster: &ClusterName) -> ApiResult<Arc<Layer>> {
+    pub(crate) async fn rbac_layer(&self, cluster: &ClusterName) -> ApiResult<Arc<Layer>> {
         if let Some(l) = self.rbac.get(cluster.as_str()) {
             return Ok(l);
         }
@@ -147,7 +147,7 @@ impl Registry {
 
     /// The rules of the role a binding in `cluster` refers to (`kind` `Role` or
     /// `ClusterRole`; a Role in `namespace`): `Err(text)` when it does not exist.
-    pub async fn rbac_role_ref_rules(
+    pub(crate) async fn rbac_role_ref_rules(
         &self,
         cluster: &ClusterName,
         kind: &str,
