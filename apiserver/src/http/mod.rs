@@ -1,4 +1,4 @@
-//! HTTP and routing. Every request passes the filters of `chain.rs`, tower layers in
+//! HTTP and routing. Every request passes the filters of `chain.rs`, one after another in
 //! kube-apiserver's order (panic recovery; the request's attributes, computed once by
 //! [`request_info::request_info`] and put in its extensions as a [`RequestInfo`]; its
 //! scope and audit trail; authentication ([`auth`]: anonymous requests reach only the public

@@ -475,6 +475,7 @@ async fn ready_workspace(reg: &Registry, cluster: &str, ws: &str, finalizers: &[
 /// that went is gone, the fence is lifted; the rest is untouched. (Before the rescan it still serves the stale state: the test
 /// would pass without a cut-off otherwise.)
 async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: Arc<dyn Storage>) {
+    let a_view = a_store.clone();
     let a = Replica::start(a_store, Some(true)).await;
     let hold = "example.com/hold";
     ready_workspace(&a.reg, "root", "kept", &[]).await;
@@ -497,7 +498,14 @@ async fn a_rescan_makes_derived_state_exact(a_store: Arc<dyn Storage>, b_store: 
     a.reg.set_auto_create_clusters(false);
     a.reg.fence_cluster(&name("root:fenced")).await.unwrap();
 
-    // B starts (existence and marks loaded from the store), then hears nothing.
+    // B starts (existence and marks loaded from the store), then hears nothing. A
+    // PostgreSQL replica's store publishes what another wrote a moment later: B starts
+    // once its store has all of A's writes, so that its start-up load sees the fence.
+    let written = a_view.current_revision();
+    crate::testing::until("B's store has A's writes", || async {
+        b_store.current_revision() >= written
+    })
+    .await;
     let deaf = Deafness::new(true);
     let b = Replica::start_hearing(b_store, Some(false), deaf.clone()).await;
     crate::testing::until("B's informer watches", || async {
