@@ -1,6 +1,6 @@
-//! The registry's core value: [`Registry`] (its state and construction) and [`Target`],
-//! where a request points. The verbs are `impl Registry` blocks in `read`, `write` and
-//! `watch`; the features' operations in their own modules.
+//! The registry's core value: [`Registry`] (its state; `assembly.rs` builds it) and
+//! [`Target`], where a request points. The verbs are `impl Registry` blocks in `read`,
+//! `write` and `watch`; the features' operations in their own modules.
 
 use std::sync::Arc;
 

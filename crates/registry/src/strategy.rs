@@ -2,7 +2,8 @@
 //! `RESTUpdateStrategy`, `RESTDeleteStrategy` and `ResetFieldsStrategy`: what a type
 //! defaults, prepares and validates on create and update, what its main endpoint and its
 //! `/status` and `/finalize` subresources may change, its stored form, its field selector
-//! labels, what its delete does, and the cluster work that follows its writes.
+//! labels and what its delete does. The cluster work around a built-in type's writes is
+//! not a strategy's: it is the type's write hooks (`hooks.rs`).
 //!
 //! Every [`ResourceType`] holds the strategy of its type (`ResourceType::strategy`); the
 //! generic verbs (`write.rs`, `read.rs`, `watch.rs`, `apply.rs`) call these methods and never
@@ -159,7 +160,7 @@ pub trait TypeStrategy: Send + Sync + fmt::Debug {
     fn prepare_for_delete(&self, _rt: &ResourceType, _marked: &mut Value) {}
 
     /// A deletecollection may remove finalizer-free objects in storage batches: the
-    /// type's delete marks nothing, and its [`Self::after_delete`] (if any) is cheap and
+    /// type's delete marks nothing, and its write hooks' `after_delete` (if any) is cheap and
     /// needs no order with other writes (it runs for each object after its batch).
     fn deletes_in_bulk(&self) -> bool {
         true
