@@ -32,6 +32,7 @@ mod validate;
 mod walk;
 
 pub use cache::SchemaCache;
+pub use cel::is_reserved_word;
 pub use cel::policy;
 pub use cel::typecheck;
 pub use compiled::{compile, CompiledSchema, Validation};

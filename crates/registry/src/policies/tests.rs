@@ -53,7 +53,8 @@ fn policy_validation_compiles_every_expression() {
         "matchConstraints": rules(),
         "matchConditions": [{"name": "m", "expression": "object.x"}],
         "variables": [{"name": "v", "expression": "object.spec.parallelism"},
-                      {"name": "1bad", "expression": "variables.v"}],
+                      {"name": "1bad", "expression": "variables.v"},
+                      {"name": "while", "expression": "1"}],
         "validations": [{"expression": "variables.nope > 1"},
                         {"expression": "1 + 1"},
                         {"expression": "params.data.max == '1'", "messageExpression": "1",
@@ -63,6 +64,7 @@ fn policy_validation_compiles_every_expression() {
     let want = [
         "spec.matchConditions[0].expression: Invalid value: \"object.x\": must evaluate to bool but got dyn",
         "spec.variables[1].name: Invalid value: \"1bad\": name is not a valid CEL identifier",
+        "spec.variables[2].name: Invalid value: \"while\": name is not a valid CEL identifier",
         "spec.validations[0].expression: Invalid value: \"variables.nope > 1\": compilation failed: ERROR: <input>: undefined field 'nope'",
         "spec.validations[1].expression: Invalid value: \"1 + 1\": must evaluate to bool but got int",
         "spec.validations[2].messageExpression: Invalid value: \"1\": must evaluate to string but got int",

@@ -1,38 +1,45 @@
 //! Property names as CEL identifiers: the escaping that lets rules and the type checker
 //! address fields whose names are not valid identifiers.
 
+/// CEL's reserved words (`apiserver/pkg/cel/escaping.go` `celReservedSymbols`).
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// Whether `ident` is one of CEL's reserved words.
+pub fn is_reserved_word(ident: &str) -> bool {
+    RESERVED.contains(&ident)
+}
+
 /// CEL's escaping of property names (`apiserver/pkg/cel/escaping.go`): `__` →
 /// `__underscores__`, `.` → `__dot__`, `-` → `__dash__`, `/` → `__slash__`, reserved
 /// words → `__word__`; `None` for names CEL cannot address.
 pub(crate) fn escape(ident: &str) -> Option<String> {
-    const RESERVED: [&str; 21] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let first = ident.chars().next()?;
     if first.is_ascii_digit() {
         return None;
     }
-    if RESERVED.contains(&ident) {
+    if is_reserved_word(ident) {
         return Some(format!("__{ident}__"));
     }
     let mut out = String::with_capacity(ident.len());

@@ -44,6 +44,7 @@ pub(crate) mod compile;
 mod cost;
 mod decl;
 mod escaping;
+pub use escaping::is_reserved_word;
 pub(crate) mod eval;
 mod field_path;
 mod functions;
