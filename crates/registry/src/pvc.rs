@@ -38,14 +38,19 @@ pub fn default(obj: &mut Value) {
         set_default(spec, "volumeMode", json!("Filesystem"));
     }
     if let Some(status) = o.get_mut("status").and_then(Value::as_object_mut) {
-        if status
-            .get("phase")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
-            status.insert("phase".into(), json!("Pending"));
-        }
+        default_phase(status);
+    }
+}
+
+/// A claim's phase is `Pending` until something sets another.
+fn default_phase(status: &mut serde_json::Map<String, Value>) {
+    if status
+        .get("phase")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        status.insert("phase".into(), json!("Pending"));
     }
 }
 
@@ -91,14 +96,7 @@ fn drop_disabled(obj: &mut Value, old: Option<&Value>, at: &str, field: &str) {
 pub fn stored_form(obj: &mut Value) {
     stored_form::persistent_volume_claim(obj);
     if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
-        if status
-            .get("phase")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
-            status.insert("phase".into(), json!("Pending"));
-        }
+        default_phase(status);
     }
 }
 
