@@ -41,8 +41,14 @@ impl Registry {
         Arc<Registry>,
         tokio::sync::mpsc::UnboundedReceiver<controllers::Item>,
     ) {
-        let (controllers, rx) = controllers::Shared::new(controllers::builtin());
+        let (controllers, rx) = controllers::queue::Shared::new(controllers::builtin());
         let quotas = Arc::new(quota::Quotas::default());
+        let (rbac, webhooks, policies) = (Arc::default(), Arc::default(), Arc::default());
+        let hooks = crate::builtin_types::hooks(&crate::builtin_types::Caches {
+            rbac: Arc::clone(&rbac) as _,
+            webhooks: Arc::clone(&webhooks) as _,
+            policies: Arc::clone(&policies) as _,
+        });
         let r = Registry {
             storage: quota::QuotaStorage::wrap(storage, quotas.clone()),
             catalogs: catalogs::Catalogs::new(builtin),
@@ -53,15 +59,15 @@ impl Registry {
             admission,
             external_url: std::sync::OnceLock::new(),
             server_version: std::sync::OnceLock::new(),
-            rbac: Arc::default(),
+            rbac,
             sync_targets: Arc::default(),
             sync_refs: Arc::default(),
-            webhooks: Arc::default(),
-            policies: Arc::default(),
+            webhooks,
+            policies,
             service_accounts: Arc::default(),
             quotas,
             quota_index: Arc::default(),
-            hooks: crate::builtin_types::hooks(),
+            hooks,
         };
         (Arc::new(r), rx)
     }

@@ -6,9 +6,11 @@
 use std::sync::Arc;
 
 use crate::catalog::ResourceType;
-use crate::hooks::{Table, WriteHooks};
+use crate::cluster_cache::Invalidate;
+use crate::hooks::{DropCached, Table, WriteHooks};
 use crate::strategies;
 use crate::strategy::TypeStrategy;
+use crate::Registry;
 
 fn strings(s: &[&str]) -> Vec<String> {
     s.iter().map(|x| x.to_string()).collect()
@@ -467,11 +469,22 @@ pub fn builtin() -> Vec<ResourceType> {
     out
 }
 
+/// The per-cluster caches that writes of built-in types make stale ([`hooks`]).
+pub struct Caches {
+    pub rbac: Arc<dyn Invalidate>,
+    pub webhooks: Arc<dyn Invalidate>,
+    pub policies: Arc<dyn Invalidate>,
+}
+
 /// The hooks of the built-in types that have work around their writes
-/// ([`crate::hooks`]): each is the type's strategy value, registered by group and plural.
-pub fn hooks() -> Table {
+/// ([`crate::hooks`]), registered by group and plural: the types that feed `caches`
+/// drop the written cluster's entry ([`DropCached`]); the others' hooks are their
+/// strategy values.
+pub fn hooks(caches: &Caches) -> Table<Registry> {
     use strategies::*;
-    let rbac: Arc<dyn WriteHooks> = Arc::new(Rbac);
+    let rbac: Arc<dyn WriteHooks<Registry>> = Arc::new(DropCached(caches.rbac.clone()));
+    let webhooks: Arc<dyn WriteHooks<Registry>> = Arc::new(DropCached(caches.webhooks.clone()));
+    let policies: Arc<dyn WriteHooks<Registry>> = Arc::new(DropCached(caches.policies.clone()));
     let admission = "admissionregistration.k8s.io";
     let mut table = Table::default()
         .with("", "namespaces", Arc::new(Namespace))
@@ -480,30 +493,10 @@ pub fn hooks() -> Table {
             "customresourcedefinitions",
             Arc::new(CustomResourceDefinition),
         )
-        .with(
-            admission,
-            "mutatingwebhookconfigurations",
-            Arc::new(WebhookConfiguration(
-                crate::webhooks::config::Kind::Mutating,
-            )),
-        )
-        .with(
-            admission,
-            "validatingwebhookconfigurations",
-            Arc::new(WebhookConfiguration(
-                crate::webhooks::config::Kind::Validating,
-            )),
-        )
-        .with(
-            admission,
-            "validatingadmissionpolicies",
-            Arc::new(AdmissionPolicy(PolicyKind::Policy)),
-        )
-        .with(
-            admission,
-            "validatingadmissionpolicybindings",
-            Arc::new(AdmissionPolicy(PolicyKind::Binding)),
-        )
+        .with(admission, "mutatingwebhookconfigurations", webhooks.clone())
+        .with(admission, "validatingwebhookconfigurations", webhooks)
+        .with(admission, "validatingadmissionpolicies", policies.clone())
+        .with(admission, "validatingadmissionpolicybindings", policies)
         .with(workspace::TENANCY_GROUP, "workspaces", Arc::new(Workspace))
         .with(
             crate::sync::spec::SYNC_GROUP,
@@ -609,13 +602,18 @@ mod tests {
     #[test]
     fn every_hooked_type_is_a_builtin_type() {
         let types = super::builtin();
-        for (group, plural) in super::hooks().entries() {
+        let caches = super::Caches {
+            rbac: std::sync::Arc::new(crate::rbac::cache::Cache::default()),
+            webhooks: std::sync::Arc::new(crate::webhooks::cache::Cache::default()),
+            policies: std::sync::Arc::new(crate::policies::cache::Cache::default()),
+        };
+        for (group, plural) in super::hooks(&caches).entries() {
             assert!(
                 types.iter().any(|t| t.group == group && t.plural == plural),
                 "{group}/{plural} has hooks but is not served"
             );
         }
-        let hooks = super::hooks();
+        let hooks = super::hooks(&caches);
         let mut plurals: Vec<&str> = hooks.entries().map(|(_, p)| p).collect();
         plurals.sort_unstable();
         assert_eq!(

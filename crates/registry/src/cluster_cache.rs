@@ -13,6 +13,7 @@
 //! refills on demand (memory stays bounded).
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -21,6 +22,19 @@ pub const MAX_CLUSTERS: usize = 65_536;
 
 /// Slots recording the last invalidation of the clusters hashed to each.
 const STRIPES: usize = 1024;
+
+/// What a write hook needs of a per-cluster cache ([`crate::hooks::DropCached`]): to
+/// forget one cluster's entry.
+pub trait Invalidate: Send + Sync + fmt::Debug {
+    /// Forgets what is cached for `cluster`.
+    fn invalidate(&self, cluster: &str);
+}
+
+impl<V: Clone + Send + Sync + fmt::Debug> Invalidate for ClusterCache<V> {
+    fn invalidate(&self, cluster: &str) {
+        ClusterCache::invalidate(self, cluster);
+    }
+}
 
 /// Values of type `V` (an `Arc` of what was built) by logical cluster name.
 #[derive(Debug)]

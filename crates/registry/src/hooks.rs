@@ -12,12 +12,12 @@ use kplane_types::ClusterName;
 use serde_json::Value;
 
 use crate::catalog::ResourceType;
+use crate::cluster_cache::Invalidate;
 use crate::error::ApiResult;
-use crate::Registry;
 
 /// What a new object is created together with, in the same storage commit
-/// ([`WriteHooks::created_together`]).
-pub struct Together {
+/// ([`WriteHooks::created_together`]), in a registry `R`.
+pub struct Together<R> {
     /// The new object's stored form when it is written with `items` (a Workspace: Ready).
     pub obj: Value,
     /// The objects, in order, each admitted, validated and hooked as by a create of its
@@ -25,11 +25,11 @@ pub struct Together {
     /// object is written alone, as it was before [`WriteHooks::created_together`].
     pub items: Vec<BatchCreate>,
     /// Runs once the commit is over or given up, told whether any of `items` was written.
-    pub finish: TogetherDone,
+    pub finish: TogetherDone<R>,
 }
 
 /// The end of a [`Together`]: told whether any of its objects was written.
-pub type TogetherDone = Box<dyn FnOnce(&Registry, bool) + Send>;
+pub type TogetherDone<R> = Box<dyn FnOnce(&R, bool) + Send>;
 
 /// One object of a batch of creates (`Registry::create_batch`, a [`Together`]): admitted,
 /// validated and hooked as by a create of its own, with its own write parameters.
@@ -62,14 +62,16 @@ impl BatchCreate {
     }
 }
 
-/// One built-in type's work around its writes. Every method does nothing by default; the
-/// three `after_*` methods call [`WriteHooks::after_write`] unless a type overrides them.
+/// One built-in type's work around its writes, given the registry `R` it is registered
+/// with (kplane's `Registry`; this contract names none). Every method does nothing by
+/// default; the three `after_*` methods call [`WriteHooks::after_write`] unless a type
+/// overrides them.
 #[async_trait::async_trait]
-pub trait WriteHooks: Send + Sync + fmt::Debug {
+pub trait WriteHooks<R: Sync>: Send + Sync + fmt::Debug {
     /// The status a controller would write, computed in the same write (CRDs).
     async fn controller_status(
         &self,
-        _reg: &Registry,
+        _reg: &R,
         _cluster: &ClusterName,
         _obj: &mut Value,
     ) -> ApiResult<()> {
@@ -81,10 +83,10 @@ pub trait WriteHooks: Send + Sync + fmt::Debug {
     /// and validation; `None`, the default, writes it alone.
     async fn created_together(
         &self,
-        _reg: &Registry,
+        _reg: &R,
         _cluster: &ClusterName,
         _obj: &Value,
-    ) -> ApiResult<Option<Together>> {
+    ) -> ApiResult<Option<Together<R>>> {
         Ok(None)
     }
 
@@ -92,15 +94,10 @@ pub trait WriteHooks: Send + Sync + fmt::Debug {
     /// hooks below do unless a type overrides them): a type whose objects feed a
     /// per-cluster cache drops the cluster's entry here, so the writer's next request
     /// sees the change.
-    fn after_write(&self, _reg: &Registry, _cluster: &ClusterName) {}
+    fn after_write(&self, _reg: &R, _cluster: &ClusterName) {}
 
     /// After a create is committed.
-    async fn after_create(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
+    async fn after_create(&self, reg: &R, cluster: &ClusterName, _name: &str) -> ApiResult<()> {
         self.after_write(reg, cluster);
         Ok(())
     }
@@ -109,7 +106,7 @@ pub trait WriteHooks: Send + Sync + fmt::Debug {
     /// when the object carries a deletionTimestamp.
     async fn after_update(
         &self,
-        reg: &Registry,
+        reg: &R,
         cluster: &ClusterName,
         _name: &str,
         _deleting: bool,
@@ -119,14 +116,21 @@ pub trait WriteHooks: Send + Sync + fmt::Debug {
     }
 
     /// After the object is gone from storage.
-    async fn after_delete(
-        &self,
-        reg: &Registry,
-        cluster: &ClusterName,
-        _name: &str,
-    ) -> ApiResult<()> {
+    async fn after_delete(&self, reg: &R, cluster: &ClusterName, _name: &str) -> ApiResult<()> {
         self.after_write(reg, cluster);
         Ok(())
+    }
+}
+
+/// The hooks of a type whose objects feed a per-cluster cache (compiled RBAC, webhooks,
+/// admission policies): the cluster's entry is dropped after every committed write, so
+/// the writer's next request sees the change. They need nothing of the registry.
+#[derive(Debug)]
+pub struct DropCached(pub Arc<dyn Invalidate>);
+
+impl<R: Sync> WriteHooks<R> for DropCached {
+    fn after_write(&self, _reg: &R, cluster: &ClusterName) {
+        self.0.invalidate(cluster.as_str());
     }
 }
 
@@ -134,18 +138,24 @@ pub trait WriteHooks: Send + Sync + fmt::Debug {
 #[derive(Debug)]
 struct NoHooks;
 
-impl WriteHooks for NoHooks {}
+impl<R: Sync> WriteHooks<R> for NoHooks {}
 
 static NO_HOOKS: NoHooks = NoHooks;
 
 /// The built-in types' hooks, by group and plural (a handful: a scan compares a few
 /// strings and allocates nothing).
-#[derive(Debug, Default)]
-pub struct Table(Vec<(String, String, Arc<dyn WriteHooks>)>);
+#[derive(Debug)]
+pub struct Table<R: Sync>(Vec<(String, String, Arc<dyn WriteHooks<R>>)>);
 
-impl Table {
+impl<R: Sync> Default for Table<R> {
+    fn default() -> Self {
+        Table(Vec::new())
+    }
+}
+
+impl<R: Sync> Table<R> {
     /// Registers the hooks of built-in type `group`/`plural`.
-    pub fn with(mut self, group: &str, plural: &str, hooks: Arc<dyn WriteHooks>) -> Table {
+    pub fn with(mut self, group: &str, plural: &str, hooks: Arc<dyn WriteHooks<R>>) -> Table<R> {
         self.0.push((group.to_string(), plural.to_string(), hooks));
         self
     }
@@ -157,7 +167,7 @@ impl Table {
 
     /// The hooks of `rt`: a custom resource has none, even where its group and plural
     /// are those of a built-in type's.
-    pub fn of(&self, rt: &ResourceType) -> &dyn WriteHooks {
+    pub fn of(&self, rt: &ResourceType) -> &dyn WriteHooks<R> {
         if rt.is_custom() {
             return &NO_HOOKS;
         }

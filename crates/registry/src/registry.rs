@@ -109,9 +109,9 @@ pub struct Registry {
     /// Flips to true when the server shuts down; long-running watches end.
     pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
     /// The registered controllers, their work queue and deadlines (`controllers`).
-    pub(crate) controllers: Shared,
+    pub(crate) controllers: Shared<Registry>,
     /// The admission chain every write passes between validation and storage.
-    pub(crate) admission: Admission,
+    pub(crate) admission: Admission<Registry>,
     /// The base URL clients reach the server at, for Workspace URLs.
     pub(crate) external_url: std::sync::OnceLock<String>,
     /// The server's version (`/version`'s gitVersion), for archive headers.
@@ -129,7 +129,7 @@ pub struct Registry {
     /// ServiceAccount uids for the token authenticator (`token_bindings`).
     pub(crate) service_accounts: Arc<ServiceAccountCache>,
     /// The built-in types' work around their writes (`hooks`).
-    pub(crate) hooks: Hooks,
+    pub(crate) hooks: Hooks<Registry>,
     /// Each logical cluster's quota limits and usage (`quota`), kept by the storage
     /// decorator every write passes.
     pub(crate) quotas: Arc<Quotas>,
@@ -159,6 +159,11 @@ impl Registry {
 }
 
 impl Registry {
+    /// The admission chain every write passes.
+    pub fn admission(&self) -> &Admission<Registry> {
+        &self.admission
+    }
+
     /// The namespaces holding ResourceQuotas.
     pub(crate) fn quota_index(&self) -> &Arc<QuotaIndex> {
         &self.quota_index

@@ -207,7 +207,7 @@ impl Registry {
         &self,
         t: &Target,
         name: &str,
-        together: Together,
+        together: Together<Registry>,
     ) -> Option<ApiResult<Bytes>> {
         let Together { obj, items, finish } = together;
         let mut prepared = self.prepare_batch(items).await;

@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
-use crate::Registry;
 
 /// The operation being admitted (`admission.Operation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,9 +89,10 @@ impl<'a> RequestOptions<'a> {
     }
 }
 
-/// A plugin of the mutating phase (`admission.MutationInterface`).
+/// A plugin of the mutating phase (`admission.MutationInterface`), given the registry `R`
+/// it runs in (kplane's `Registry`; this contract names none) to read cluster state.
 #[async_trait::async_trait]
-pub trait MutatingAdmission: Send + Sync + fmt::Debug {
+pub trait MutatingAdmission<R: Sync>: Send + Sync + fmt::Debug {
     /// The plugin's name (for logs and messages).
     fn name(&self) -> &'static str;
 
@@ -100,18 +100,14 @@ pub trait MutatingAdmission: Send + Sync + fmt::Debug {
     fn handles(&self, op: Operation) -> bool;
 
     /// Admits `obj` (in the write form, see [`Attributes::old`]; `None` on delete), changing it if the plugin's
-    /// policy says so, or refuses the request. `reg` reads cluster state.
-    async fn admit(
-        &self,
-        reg: &Registry,
-        a: &Attributes<'_>,
-        obj: Option<&mut Value>,
-    ) -> ApiResult<()>;
+    /// policy says so, or refuses the request.
+    async fn admit(&self, reg: &R, a: &Attributes<'_>, obj: Option<&mut Value>) -> ApiResult<()>;
 }
 
-/// A plugin of the validating phase (`admission.ValidationInterface`).
+/// A plugin of the validating phase (`admission.ValidationInterface`), given the registry
+/// `R` it runs in.
 #[async_trait::async_trait]
-pub trait ValidatingAdmission: Send + Sync + fmt::Debug {
+pub trait ValidatingAdmission<R: Sync>: Send + Sync + fmt::Debug {
     /// The plugin's name (for logs and messages).
     fn name(&self) -> &'static str;
 
@@ -119,38 +115,54 @@ pub trait ValidatingAdmission: Send + Sync + fmt::Debug {
     fn handles(&self, op: Operation) -> bool;
 
     /// Accepts `obj` as it would be stored (`None` on delete) or refuses the request.
-    async fn validate(
-        &self,
-        reg: &Registry,
-        a: &Attributes<'_>,
-        obj: Option<&Value>,
-    ) -> ApiResult<()>;
+    async fn validate(&self, reg: &R, a: &Attributes<'_>, obj: Option<&Value>) -> ApiResult<()>;
 }
 
-/// The admission chain: mutating plugins, then validating plugins, each in order.
-#[derive(Clone, Debug, Default)]
-pub struct Admission {
-    pub(super) mutating: Vec<Arc<dyn MutatingAdmission>>,
-    pub(super) validating: Vec<Arc<dyn ValidatingAdmission>>,
+/// The admission chain of a registry `R`: mutating plugins, then validating plugins, each
+/// in order.
+#[derive(Debug)]
+pub struct Admission<R: Sync> {
+    pub(super) mutating: Vec<Arc<dyn MutatingAdmission<R>>>,
+    pub(super) validating: Vec<Arc<dyn ValidatingAdmission<R>>>,
     /// The transport of `Admission::with_webhooks`, which CRD conversion webhooks use
     /// too (kept when the webhook plugins are disabled: conversion is not admission).
     pub(super) transport: Option<Arc<dyn crate::webhooks::transport::WebhookTransport>>,
 }
 
-impl Admission {
+impl<R: Sync> Clone for Admission<R> {
+    fn clone(&self) -> Self {
+        Admission {
+            mutating: self.mutating.clone(),
+            validating: self.validating.clone(),
+            transport: self.transport.clone(),
+        }
+    }
+}
+
+impl<R: Sync> Default for Admission<R> {
+    fn default() -> Self {
+        Admission {
+            mutating: Vec::new(),
+            validating: Vec::new(),
+            transport: None,
+        }
+    }
+}
+
+impl<R: Sync> Admission<R> {
     /// A chain without plugins: every write is admitted as it is.
     pub fn none() -> Self {
         Self::default()
     }
 
     /// Appends a mutating plugin.
-    pub fn with_mutating(mut self, plugin: Arc<dyn MutatingAdmission>) -> Self {
+    pub fn with_mutating(mut self, plugin: Arc<dyn MutatingAdmission<R>>) -> Self {
         self.mutating.push(plugin);
         self
     }
 
     /// Appends a validating plugin.
-    pub fn with_validating(mut self, plugin: Arc<dyn ValidatingAdmission>) -> Self {
+    pub fn with_validating(mut self, plugin: Arc<dyn ValidatingAdmission<R>>) -> Self {
         self.validating.push(plugin);
         self
     }
@@ -192,7 +204,7 @@ impl Admission {
     /// The mutating phase.
     pub async fn admit(
         &self,
-        reg: &Registry,
+        reg: &R,
         a: &Attributes<'_>,
         mut obj: Option<&mut Value>,
     ) -> ApiResult<()> {
@@ -205,7 +217,7 @@ impl Admission {
     /// The validating phase.
     pub async fn validate(
         &self,
-        reg: &Registry,
+        reg: &R,
         a: &Attributes<'_>,
         obj: Option<&Value>,
     ) -> ApiResult<()> {
@@ -216,7 +228,7 @@ impl Admission {
     }
 
     /// Both phases, for a delete (no object to change).
-    pub async fn admit_delete(&self, reg: &Registry, a: &Attributes<'_>) -> ApiResult<()> {
+    pub async fn admit_delete(&self, reg: &R, a: &Attributes<'_>) -> ApiResult<()> {
         self.admit(reg, a, None).await?;
         self.validate(reg, a, None).await
     }
@@ -228,11 +240,4 @@ impl Admission {
 pub fn forbidden(a: &Attributes<'_>, why: &str) -> ApiError {
     let rt = a.resource;
     ApiError::from(Status::forbidden(&rt.group, &rt.plural, a.name, why))
-}
-
-impl Registry {
-    /// The admission chain every write passes.
-    pub fn admission(&self) -> &Admission {
-        &self.admission
-    }
 }

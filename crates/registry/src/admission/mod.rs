@@ -34,10 +34,15 @@ mod tests;
 
 use std::sync::Arc;
 
+use crate::Registry;
+
 pub use chain::{
-    forbidden, Admission, Attributes, MutatingAdmission, Operation, RequestOptions, UserInfo,
+    forbidden, Attributes, MutatingAdmission, Operation, RequestOptions, UserInfo,
     ValidatingAdmission,
 };
+
+/// kplane's admission chain ([`chain::Admission`] for the [`Registry`]).
+pub type Admission = chain::Admission<Registry>;
 
 pub use crate::sync::admission::SyncAssignment;
 pub use namespace_lifecycle::NamespaceLifecycle;

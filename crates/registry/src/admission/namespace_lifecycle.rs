@@ -20,7 +20,7 @@ const IMMORTAL: &[&str] = &["default", "kube-system", "kube-public"];
 pub struct NamespaceLifecycle;
 
 #[async_trait::async_trait]
-impl MutatingAdmission for NamespaceLifecycle {
+impl MutatingAdmission<Registry> for NamespaceLifecycle {
     fn name(&self) -> &'static str {
         "NamespaceLifecycle"
     }

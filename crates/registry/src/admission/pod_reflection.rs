@@ -26,7 +26,7 @@ pub const REFUSAL: &str =
 pub struct PodReflection;
 
 #[async_trait::async_trait]
-impl MutatingAdmission for PodReflection {
+impl MutatingAdmission<Registry> for PodReflection {
     fn name(&self) -> &'static str {
         "PodReflection"
     }

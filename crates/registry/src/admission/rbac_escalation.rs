@@ -113,7 +113,7 @@ fn full_authority() -> [Rule; 2] {
 }
 
 #[async_trait::async_trait]
-impl ValidatingAdmission for RbacEscalation {
+impl ValidatingAdmission<Registry> for RbacEscalation {
     fn name(&self) -> &'static str {
         "RBACEscalation"
     }

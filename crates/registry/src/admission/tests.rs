@@ -41,7 +41,7 @@ fn line(phase: &str, a: &Attributes<'_>, obj: Option<&Value>) -> String {
 struct AddLabel(Log);
 
 #[async_trait::async_trait]
-impl MutatingAdmission for AddLabel {
+impl MutatingAdmission<Registry> for AddLabel {
     fn name(&self) -> &'static str {
         "AddLabel"
     }
@@ -74,7 +74,7 @@ impl MutatingAdmission for AddLabel {
 struct BadLabel;
 
 #[async_trait::async_trait]
-impl MutatingAdmission for BadLabel {
+impl MutatingAdmission<Registry> for BadLabel {
     fn name(&self) -> &'static str {
         "BadLabel"
     }
@@ -105,7 +105,7 @@ impl MutatingAdmission for BadLabel {
 struct Deny(Log);
 
 #[async_trait::async_trait]
-impl ValidatingAdmission for Deny {
+impl ValidatingAdmission<Registry> for Deny {
     fn name(&self) -> &'static str {
         "Deny"
     }

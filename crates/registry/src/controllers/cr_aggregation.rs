@@ -188,7 +188,7 @@ impl InformerHandler for Feed {
 /// The ClusterRole aggregation controller, for one logical cluster's aggregated ClusterRoles.
 pub struct Aggregation;
 
-impl Controller for Aggregation {
+impl Controller<Registry> for Aggregation {
     type Key = ClusterName;
 
     fn name(&self) -> &'static str {

@@ -111,7 +111,7 @@ pub(crate) async fn cleanup_crd(
 /// The CRD finalizer: deletes a deleted CRD's custom resources, then drops its finalizer.
 pub struct CrdCleanup;
 
-impl Controller for CrdCleanup {
+impl Controller<Registry> for CrdCleanup {
     type Key = Named;
 
     fn name(&self) -> &'static str {

@@ -655,7 +655,7 @@ pub enum GcKey {
     Owner(ObjRef),
 }
 
-impl Controller for GarbageCollector {
+impl Controller<Registry> for GarbageCollector {
     type Key = GcKey;
 
     fn name(&self) -> &'static str {

@@ -159,7 +159,7 @@ impl InformerHandler for Feed {
 /// The TTL-after-finished controller, for one finished Job.
 pub struct JobTtl;
 
-impl Controller for JobTtl {
+impl Controller<Registry> for JobTtl {
     type Key = ObjRef;
 
     fn name(&self) -> &'static str {

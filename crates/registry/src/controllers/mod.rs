@@ -84,10 +84,10 @@ pub use crd_cleanup::CrdCleanup;
 pub use gc::{GarbageCollector, GcKey};
 pub use job_ttl::JobTtl;
 pub use namespace::Namespaces;
-pub(crate) use queue::Shared;
-pub use queue::{Controller, InNamespace, Item, Named, Registered};
+pub use queue::{Controller, InNamespace, Named};
 pub use root_ca::RootCa;
 pub(crate) use runtime::{stored_cluster, write_failed, Places};
+pub use runtime::{Item, Registered};
 pub use runtime::{ObjRef, RETRY_EVERY};
 pub use workspace::Workspaces;
 

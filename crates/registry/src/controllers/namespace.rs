@@ -201,7 +201,7 @@ async fn record_deletion_conditions(
 /// The namespace controller: empties a Terminating namespace, then removes it.
 pub struct Namespaces;
 
-impl Controller for Namespaces {
+impl Controller<Registry> for Namespaces {
     type Key = Named;
 
     fn name(&self) -> &'static str {

@@ -28,11 +28,12 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::error::ApiResult;
-use crate::Registry;
 
-/// One controller: the work it does for a key. Its items run one at a time on the
-/// controllers' worker unless [`Controller::pooled`] says they run on the concurrent pool.
-pub trait Controller: Send + Sync + 'static {
+/// One controller: the work it does for a key, given the registry `R` it is registered
+/// with (kplane's `Registry`; this contract names none). Its items run one at a time on
+/// the controllers' worker unless [`Controller::pooled`] says they run on the concurrent
+/// pool.
+pub trait Controller<R>: Send + Sync + 'static {
     /// What one unit of its work names. Two equal keys queued before the first runs run
     /// once.
     type Key: Clone + fmt::Debug + Eq + Hash + Send + Sync + 'static;
@@ -44,7 +45,7 @@ pub trait Controller: Send + Sync + 'static {
     /// done, `Ok(false)` (or an error, logged) to run again after [`super::RETRY_EVERY`].
     fn reconcile<'a>(
         &'a self,
-        registry: &'a Registry,
+        registry: &'a R,
         key: &'a Self::Key,
     ) -> impl Future<Output = ApiResult<bool>> + Send + 'a;
 
@@ -56,7 +57,7 @@ pub trait Controller: Send + Sync + 'static {
 
     /// Whether `key` runs on the foreground runtime (a client waits for it) rather than the
     /// background one. Only pooled items are asked; the worker's all run in the background.
-    fn in_foreground(&self, _registry: &Registry, _key: &Self::Key) -> bool {
+    fn in_foreground(&self, _registry: &R, _key: &Self::Key) -> bool {
         false
     }
 }
@@ -96,23 +97,23 @@ impl InNamespace {
 type Reconciling<'a> = Pin<Box<dyn Future<Output = ApiResult<bool>> + Send + 'a>>;
 
 /// What the queue needs of a key and its controller, without their types.
-trait Erased: Send + Sync {
+trait Erased<R>: Send + Sync {
     fn controller(&self) -> TypeId;
     fn key(&self) -> &dyn Any;
-    fn same_key(&self, other: &dyn Erased) -> bool;
+    fn same_key(&self, other: &dyn Erased<R>) -> bool;
     fn hash_key(&self, state: &mut dyn Hasher);
-    fn run<'a>(&'a self, registry: &'a Registry) -> Reconciling<'a>;
+    fn run<'a>(&'a self, registry: &'a R) -> Reconciling<'a>;
     fn pooled(&self) -> bool;
-    fn in_foreground(&self, registry: &Registry) -> bool;
+    fn in_foreground(&self, registry: &R) -> bool;
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
-struct Typed<C: Controller> {
+struct Typed<C, K> {
     controller: Arc<C>,
-    key: C::Key,
+    key: K,
 }
 
-impl<C: Controller> Erased for Typed<C> {
+impl<R, C: Controller<R>> Erased<R> for Typed<C, C::Key> {
     fn controller(&self) -> TypeId {
         TypeId::of::<C>()
     }
@@ -121,7 +122,7 @@ impl<C: Controller> Erased for Typed<C> {
         &self.key
     }
 
-    fn same_key(&self, other: &dyn Erased) -> bool {
+    fn same_key(&self, other: &dyn Erased<R>) -> bool {
         other
             .key()
             .downcast_ref::<C::Key>()
@@ -132,7 +133,7 @@ impl<C: Controller> Erased for Typed<C> {
         self.key.hash(&mut state);
     }
 
-    fn run<'a>(&'a self, registry: &'a Registry) -> Reconciling<'a> {
+    fn run<'a>(&'a self, registry: &'a R) -> Reconciling<'a> {
         Box::pin(self.controller.reconcile(registry, &self.key))
     }
 
@@ -140,7 +141,7 @@ impl<C: Controller> Erased for Typed<C> {
         self.controller.pooled()
     }
 
-    fn in_foreground(&self, registry: &Registry) -> bool {
+    fn in_foreground(&self, registry: &R) -> bool {
         self.controller.in_foreground(registry, &self.key)
     }
 
@@ -150,17 +151,22 @@ impl<C: Controller> Erased for Typed<C> {
 }
 
 /// One unit of controller work: a key of one controller. Equal when both are.
-#[derive(Clone)]
-pub struct Item(Arc<dyn Erased>);
+pub struct Item<R>(Arc<dyn Erased<R>>);
 
-impl Item {
+impl<R> Clone for Item<R> {
+    fn clone(&self) -> Self {
+        Item(self.0.clone())
+    }
+}
+
+impl<R> Item<R> {
     /// The item of `key` for `controller`.
-    pub fn new<C: Controller>(controller: Arc<C>, key: C::Key) -> Item {
+    pub fn new<C: Controller<R>>(controller: Arc<C>, key: C::Key) -> Item<R> {
         Item(Arc::new(Typed { controller, key }))
     }
 
     /// Reconciles it.
-    pub(crate) fn run<'a>(&'a self, registry: &'a Registry) -> Reconciling<'a> {
+    pub(crate) fn run<'a>(&'a self, registry: &'a R) -> Reconciling<'a> {
         self.0.run(registry)
     }
 
@@ -168,13 +174,13 @@ impl Item {
         self.0.pooled()
     }
 
-    pub(crate) fn in_foreground(&self, registry: &Registry) -> bool {
+    pub(crate) fn in_foreground(&self, registry: &R) -> bool {
         self.0.in_foreground(registry)
     }
 
     /// Its key, when it is an item of controller `C`.
     #[cfg(test)]
-    pub(crate) fn key_of<C: Controller>(&self) -> Option<&C::Key> {
+    pub(crate) fn key_of<C: Controller<R>>(&self) -> Option<&C::Key> {
         match self.0.controller() == TypeId::of::<C>() {
             true => self.0.key().downcast_ref::<C::Key>(),
             false => None,
@@ -182,36 +188,45 @@ impl Item {
     }
 }
 
-impl PartialEq for Item {
-    fn eq(&self, other: &Item) -> bool {
+impl<R> PartialEq for Item<R> {
+    fn eq(&self, other: &Item<R>) -> bool {
         self.0.controller() == other.0.controller() && self.0.same_key(&*other.0)
     }
 }
 
-impl Eq for Item {}
+impl<R> Eq for Item<R> {}
 
-impl Hash for Item {
+impl<R> Hash for Item<R> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.0.controller().hash(state);
         self.0.hash_key(state);
     }
 }
 
-impl fmt::Debug for Item {
+impl<R> fmt::Debug for Item<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.describe(f)
     }
 }
 
-/// The controllers a registry runs, one of each type.
-#[derive(Default)]
-pub struct Registered {
+/// The controllers a registry `R` runs, one of each type.
+pub struct Registered<R> {
     by_type: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    registry: std::marker::PhantomData<fn(&R)>,
 }
 
-impl Registered {
+impl<R> Default for Registered<R> {
+    fn default() -> Self {
+        Registered {
+            by_type: HashMap::new(),
+            registry: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<R> Registered<R> {
     /// Adds `controller` (replacing one of the same type).
-    pub fn with<C: Controller>(mut self, controller: C) -> Registered {
+    pub fn with<C: Controller<R>>(mut self, controller: C) -> Registered<R> {
         self.by_type.insert(
             TypeId::of::<C>(),
             Arc::new(controller) as Arc<dyn Any + Send + Sync>,
@@ -220,7 +235,7 @@ impl Registered {
     }
 
     /// The registered controller of type `C`.
-    pub(crate) fn get<C: Controller>(&self) -> Option<Arc<C>> {
+    pub(crate) fn get<C: Controller<R>>(&self) -> Option<Arc<C>> {
         self.by_type
             .get(&TypeId::of::<C>())?
             .clone()
@@ -230,7 +245,7 @@ impl Registered {
 
     /// The item of `key` for the registered `C`; `None` (logged) when `C` is not
     /// registered, a mistake of whoever built the registry.
-    pub(crate) fn item<C: Controller>(&self, key: C::Key) -> Option<Item> {
+    pub(crate) fn item<C: Controller<R>>(&self, key: C::Key) -> Option<Item<R>> {
         match self.get::<C>() {
             Some(c) => Some(Item::new(c, key)),
             None => {
@@ -245,7 +260,7 @@ impl Registered {
     }
 }
 
-impl fmt::Debug for Registered {
+impl<R> fmt::Debug for Registered<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registered")
             .field("controllers", &self.by_type.len())
@@ -254,34 +269,43 @@ impl fmt::Debug for Registered {
 }
 
 /// Items waiting: queued to run, or delayed before a retry.
-#[derive(Debug, Default)]
-pub(crate) struct Waiting {
-    pub(crate) queued: HashSet<Item>,
-    pub(crate) delayed: HashSet<Item>,
+#[derive(Debug)]
+pub(crate) struct Waiting<R> {
+    pub(crate) queued: HashSet<Item<R>>,
+    pub(crate) delayed: HashSet<Item<R>>,
+}
+
+impl<R> Default for Waiting<R> {
+    fn default() -> Self {
+        Waiting {
+            queued: HashSet::new(),
+            delayed: HashSet::new(),
+        }
+    }
 }
 
 /// The controllers' shared state inside the registry: the registered controllers, the work
 /// queue and the deadlines.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct Shared<R> {
     /// The controllers, one of each type.
-    pub(crate) registered: Registered,
-    pub(crate) queue: UnboundedSender<Item>,
-    pub(crate) waiting: Mutex<Waiting>,
+    pub(crate) registered: Registered<R>,
+    pub(crate) queue: UnboundedSender<Item<R>>,
+    pub(crate) waiting: Mutex<Waiting<R>>,
     /// Items queued or running (delayed ones not counted), for `/metrics`.
     pub(crate) queued: AtomicU64,
     /// Deadlines of work that waits for time to pass (`timers`).
-    pub(crate) timers: Timers,
+    pub(crate) timers: Timers<R>,
     /// Whether this process runs the controllers now (`leader`): true until `start`
     /// learns otherwise from the store. While false, nothing is queued (the leader finds
     /// the work from the storage events).
     pub(crate) leader: std::sync::atomic::AtomicBool,
 }
 
-impl Shared {
+impl<R> Shared<R> {
     /// The state of `registered` and the receiving end of its work queue (for
     /// `run_worker`).
-    pub(crate) fn new(registered: Registered) -> (Shared, UnboundedReceiver<Item>) {
+    pub(crate) fn new(registered: Registered<R>) -> (Shared<R>, UnboundedReceiver<Item<R>>) {
         let (queue, rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = Shared {
             registered,
@@ -294,7 +318,7 @@ impl Shared {
         (shared, rx)
     }
 
-    pub(crate) fn waiting(&self) -> MutexGuard<'_, Waiting> {
+    pub(crate) fn waiting(&self) -> MutexGuard<'_, Waiting<R>> {
         // Nothing panics while holding it; a poisoned set is still a valid set.
         self.waiting
             .lock()
@@ -303,25 +327,44 @@ impl Shared {
 }
 
 /// The deadlines, earliest first.
-#[derive(Debug, Default)]
-pub(crate) struct Wheel {
+#[derive(Debug)]
+pub(crate) struct Wheel<R> {
     /// (deadline, sequence number) → item; the sequence keeps equal deadlines apart.
-    pub(crate) by_time: BTreeMap<(Instant, u64), Item>,
+    pub(crate) by_time: BTreeMap<(Instant, u64), Item<R>>,
     /// item → its key in `by_time`.
-    pub(crate) by_item: HashMap<Item, (Instant, u64)>,
+    pub(crate) by_item: HashMap<Item<R>, (Instant, u64)>,
     pub(crate) seq: u64,
 }
 
+impl<R> Default for Wheel<R> {
+    fn default() -> Self {
+        Wheel {
+            by_time: BTreeMap::new(),
+            by_item: HashMap::new(),
+            seq: 0,
+        }
+    }
+}
+
 /// Work items waiting for their deadline.
-#[derive(Debug, Default)]
-pub(crate) struct Timers {
-    pub(crate) wheel: Mutex<Wheel>,
+#[derive(Debug)]
+pub(crate) struct Timers<R> {
+    pub(crate) wheel: Mutex<Wheel<R>>,
     /// Woken when an earlier deadline may have been added.
     pub(crate) changed: Notify,
 }
 
-impl Timers {
-    pub(crate) fn wheel(&self) -> MutexGuard<'_, Wheel> {
+impl<R> Default for Timers<R> {
+    fn default() -> Self {
+        Timers {
+            wheel: Mutex::new(Wheel::default()),
+            changed: Notify::new(),
+        }
+    }
+}
+
+impl<R> Timers<R> {
+    pub(crate) fn wheel(&self) -> MutexGuard<'_, Wheel<R>> {
         // Nothing panics while holding it; a poisoned wheel is still a valid wheel.
         self.wheel
             .lock()
@@ -329,7 +372,7 @@ impl Timers {
     }
 
     /// Queues `w` at `at` (replacing an earlier deadline of the same item).
-    pub(crate) fn schedule(&self, w: Item, at: Instant) {
+    pub(crate) fn schedule(&self, w: Item<R>, at: Instant) {
         let mut wheel = self.wheel();
         if let Some(old) = wheel.by_item.remove(&w) {
             wheel.by_time.remove(&old);
@@ -346,7 +389,7 @@ impl Timers {
     }
 
     /// Queues `w` at `at` unless it already has a deadline at or before `at`.
-    pub(crate) fn schedule_unless_sooner(&self, w: Item, at: Instant) {
+    pub(crate) fn schedule_unless_sooner(&self, w: Item<R>, at: Instant) {
         if self.wheel().by_item.get(&w).is_some_and(|k| k.0 <= at) {
             return;
         }
@@ -354,7 +397,7 @@ impl Timers {
     }
 
     /// Forgets the deadline of `w`, if any.
-    pub(crate) fn cancel(&self, w: &Item) {
+    pub(crate) fn cancel(&self, w: &Item<R>) {
         let mut wheel = self.wheel();
         if let Some(old) = wheel.by_item.remove(w) {
             wheel.by_time.remove(&old);
@@ -371,7 +414,7 @@ impl Timers {
 
     /// The deadline of `w`, if it has one.
     #[cfg(test)]
-    pub(crate) fn deadline(&self, w: &Item) -> Option<Instant> {
+    pub(crate) fn deadline(&self, w: &Item<R>) -> Option<Instant> {
         self.wheel().by_item.get(w).map(|k| k.0)
     }
 
@@ -382,7 +425,7 @@ impl Timers {
     }
 
     /// Removes and returns the items due at `now`; and the next deadline after them.
-    pub(crate) fn take_due(&self, now: Instant) -> (Vec<Item>, Option<Instant>) {
+    pub(crate) fn take_due(&self, now: Instant) -> (Vec<Item<R>>, Option<Instant>) {
         let mut wheel = self.wheel();
         let mut due = Vec::new();
         while let Some(entry) = wheel.by_time.first_entry() {
@@ -406,22 +449,22 @@ mod tests {
     struct A;
     struct B;
 
-    impl Controller for A {
+    impl Controller<()> for A {
         type Key = Named;
         fn name(&self) -> &'static str {
             "a"
         }
-        async fn reconcile(&self, _: &Registry, _: &Named) -> ApiResult<bool> {
+        async fn reconcile(&self, _: &(), _: &Named) -> ApiResult<bool> {
             Ok(true)
         }
     }
 
-    impl Controller for B {
+    impl Controller<()> for B {
         type Key = Named;
         fn name(&self) -> &'static str {
             "b"
         }
-        async fn reconcile(&self, _: &Registry, _: &Named) -> ApiResult<bool> {
+        async fn reconcile(&self, _: &(), _: &Named) -> ApiResult<bool> {
             Ok(true)
         }
     }
@@ -432,7 +475,7 @@ mod tests {
 
     #[test]
     fn items_are_equal_when_controller_and_key_are() {
-        let reg = Registered::default().with(A).with(B);
+        let reg = Registered::<()>::default().with(A).with(B);
         let a1 = reg.item::<A>(key("x")).unwrap();
         let a1_again = reg.item::<A>(key("x")).unwrap();
         let a2 = reg.item::<A>(key("y")).unwrap();
@@ -440,7 +483,7 @@ mod tests {
         assert_eq!(a1, a1_again);
         assert_ne!(a1, a2);
         assert_ne!(a1, b1, "the same key of another controller is another item");
-        let set: HashSet<Item> = [a1, a1_again, a2, b1].into_iter().collect();
+        let set: HashSet<Item<()>> = [a1, a1_again, a2, b1].into_iter().collect();
         assert_eq!(set.len(), 3);
         assert_eq!(
             format!("{:?}", reg.item::<B>(key("x")).unwrap()),
@@ -450,7 +493,7 @@ mod tests {
 
     #[test]
     fn an_unregistered_controller_gets_no_item() {
-        let reg = Registered::default().with(A);
+        let reg = Registered::<()>::default().with(A);
         assert!(reg.item::<B>(key("x")).is_none());
         assert_eq!(
             reg.item::<A>(key("x")).unwrap().key_of::<A>(),

@@ -260,7 +260,7 @@ pub(crate) async fn run_syncer(registry: Arc<Registry>, resync: Arc<Notify>) {
 /// The root-CA publisher, for one namespace's `kube-root-ca.crt` (recreated or republished).
 pub struct RootCa;
 
-impl Controller for RootCa {
+impl Controller<Registry> for RootCa {
     type Key = InNamespace;
 
     fn name(&self) -> &'static str {

@@ -3,7 +3,7 @@
 //! item runs on, and the helpers controllers use to read keys and report failed writes.
 //! Which controllers run, and their start-up, is the parent module's business.
 
-use crate::controllers::queue::{Controller, Item};
+use crate::controllers::queue::{self, Controller};
 use crate::error::ApiError;
 use crate::{Registry, ResourceType};
 use kplane_storage::KeyValue;
@@ -11,6 +11,12 @@ use kplane_types::ClusterName;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// One unit of kplane's controller work ([`queue::Item`] for the [`Registry`]).
+pub type Item = queue::Item<Registry>;
+
+/// The controllers a [`Registry`] runs ([`queue::Registered`]).
+pub type Registered = queue::Registered<Registry>;
 
 /// How long an unfinished work item (content with finalizers, a failed write) waits before
 /// it runs again.
@@ -40,17 +46,17 @@ impl ObjRef {
 impl Registry {
     /// The work item of `key` for the registered controller `C` (`None`, logged, when `C`
     /// is not registered).
-    pub(crate) fn work<C: Controller>(&self, key: C::Key) -> Option<Item> {
+    pub(crate) fn work<C: Controller<Registry>>(&self, key: C::Key) -> Option<Item> {
         self.controllers.registered.item::<C>(key)
     }
 
     /// The registered controller `C`, for its state.
-    pub(crate) fn controller<C: Controller>(&self) -> Option<Arc<C>> {
+    pub(crate) fn controller<C: Controller<Registry>>(&self) -> Option<Arc<C>> {
         self.controllers.registered.get::<C>()
     }
 
     /// Queues `key` for controller `C` ([`Registry::enqueue_item`]).
-    pub(crate) fn enqueue<C: Controller>(&self, key: C::Key) {
+    pub(crate) fn enqueue<C: Controller<Registry>>(&self, key: C::Key) {
         if let Some(w) = self.work::<C>(key) {
             self.enqueue_item(w);
         }

@@ -162,7 +162,7 @@ pub(crate) async fn workspace_created_together(
     reg: &Registry,
     cluster: &ClusterName,
     obj: &Value,
-) -> ApiResult<Option<Together>> {
+) -> ApiResult<Option<Together<Registry>>> {
     let templated = obj
         .pointer("/spec/template")
         .and_then(Value::as_str)
@@ -368,7 +368,7 @@ impl Default for Workspaces {
     }
 }
 
-impl Controller for Workspaces {
+impl Controller<Registry> for Workspaces {
     type Key = Named;
 
     fn name(&self) -> &'static str {
@@ -393,7 +393,7 @@ impl Controller for Workspaces {
 }
 
 #[async_trait::async_trait]
-impl WriteHooks for Workspace {
+impl WriteHooks<Registry> for Workspace {
     /// The child path (`<cluster>:<name>`) must be a valid logical cluster name: at most
     /// 253 characters. (A name that is not a DNS-1123 label is refused by the name rule.)
     async fn controller_status(
@@ -432,7 +432,7 @@ impl WriteHooks for Workspace {
         reg: &Registry,
         cluster: &ClusterName,
         obj: &Value,
-    ) -> ApiResult<Option<Together>> {
+    ) -> ApiResult<Option<Together<Registry>>> {
         workspace_created_together(reg, cluster, obj).await
     }
 

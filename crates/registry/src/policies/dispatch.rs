@@ -477,7 +477,7 @@ impl ValidatingAdmissionPolicy {
 }
 
 #[async_trait::async_trait]
-impl ValidatingAdmission for ValidatingAdmissionPolicy {
+impl ValidatingAdmission<Registry> for ValidatingAdmissionPolicy {
     fn name(&self) -> &'static str {
         PLUGIN
     }

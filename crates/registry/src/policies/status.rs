@@ -416,7 +416,7 @@ impl InformerHandler for Feed {
 /// was not observed yet and applies its status.
 pub struct PolicyStatus;
 
-impl Controller for PolicyStatus {
+impl Controller<Registry> for PolicyStatus {
     type Key = Named;
 
     fn name(&self) -> &'static str {

@@ -84,6 +84,12 @@ impl Cache {
 #[derive(Debug)]
 pub struct Invalidator(pub Arc<Cache>);
 
+impl crate::cluster_cache::Invalidate for Cache {
+    fn invalidate(&self, cluster: &str) {
+        Cache::invalidate(self, cluster);
+    }
+}
+
 impl InformerHandler for Invalidator {
     fn on_resync(&self) {
         self.0.clear();

@@ -55,7 +55,7 @@ fn set_owner(obj: &mut Value, owner: Option<&str>) -> ApiResult<()> {
 }
 
 #[async_trait::async_trait]
-impl MutatingAdmission for WorkspaceOwner {
+impl MutatingAdmission<Registry> for WorkspaceOwner {
     fn name(&self) -> &'static str {
         "WorkspaceOwner"
     }

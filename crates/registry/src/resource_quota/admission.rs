@@ -381,7 +381,7 @@ fn fail_all(batch: Vec<Pending>, e: &ApiError) {
 }
 
 #[async_trait::async_trait]
-impl ValidatingAdmission for ResourceQuotaAdmission {
+impl ValidatingAdmission<Registry> for ResourceQuotaAdmission {
     fn name(&self) -> &'static str {
         PLUGIN
     }

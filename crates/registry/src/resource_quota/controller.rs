@@ -231,7 +231,7 @@ impl InformerHandler for Feed {
 /// The status of a namespace's ResourceQuotas.
 pub struct Quotas;
 
-impl Controller for Quotas {
+impl Controller<Registry> for Quotas {
     type Key = InNamespace;
 
     fn name(&self) -> &'static str {
@@ -246,7 +246,7 @@ impl Controller for Quotas {
 /// The same, once admission's recent raises of the namespace's quotas have settled.
 pub struct Recheck;
 
-impl Controller for Recheck {
+impl Controller<Registry> for Recheck {
     type Key = InNamespace;
 
     fn name(&self) -> &'static str {

@@ -6,14 +6,12 @@
 //! cluster's cached policies are dropped (`policies::cache`), so the writer's next request
 //! already goes through the new policy or binding.
 
-use kplane_types::{Cause, ClusterName};
+use kplane_types::Cause;
 use serde_json::Value;
 
 use crate::catalog::ResourceType;
-use crate::hooks::WriteHooks;
 use crate::policies::config;
 use crate::strategy::TypeStrategy;
-use crate::Registry;
 
 /// Which of the two kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,12 +49,5 @@ impl TypeStrategy for AdmissionPolicy {
             PolicyKind::Policy => config::validate_policy(obj, old),
             PolicyKind::Binding => config::validate_binding(obj),
         }
-    }
-}
-
-#[async_trait::async_trait]
-impl WriteHooks for AdmissionPolicy {
-    fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
-        reg.policy_cache().invalidate(cluster.as_str());
     }
 }

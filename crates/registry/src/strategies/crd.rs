@@ -76,7 +76,7 @@ impl TypeStrategy for CustomResourceDefinition {
 }
 
 #[async_trait::async_trait]
-impl WriteHooks for CustomResourceDefinition {
+impl WriteHooks<Registry> for CustomResourceDefinition {
     async fn controller_status(
         &self,
         reg: &Registry,

@@ -133,7 +133,7 @@ impl TypeStrategy for Namespace {
 }
 
 #[async_trait::async_trait]
-impl WriteHooks for Namespace {
+impl WriteHooks<Registry> for Namespace {
     /// A new namespace gets its `default` ServiceAccount and `kube-root-ca.crt`.
     async fn after_create(
         &self,

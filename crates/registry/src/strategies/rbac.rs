@@ -4,17 +4,15 @@
 //! default ClusterRoles and ClusterRoleBindings every logical cluster shows as built-in
 //! objects.
 
-use kplane_types::{Cause, ClusterName};
+use kplane_types::Cause;
 use serde_json::{json, Value};
 
 use crate::builtins::Builtins;
 use crate::catalog::ResourceType;
-use crate::hooks::WriteHooks;
 use crate::meta::NameRule;
 use crate::rbac::defaults;
 use crate::stored_form;
 use crate::strategy::TypeStrategy;
-use crate::Registry;
 
 #[derive(Debug)]
 pub struct Rbac;
@@ -47,14 +45,6 @@ impl TypeStrategy for Rbac {
 
     fn validate(&self, rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         validate_rbac(obj, old, rt)
-    }
-}
-
-#[async_trait::async_trait]
-impl WriteHooks for Rbac {
-    /// The cluster's compiled RBAC policy is stale once the write is committed.
-    fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
-        reg.rbac_cache().invalidate(cluster.as_str());
     }
 }
 

@@ -5,14 +5,12 @@
 //! write the cluster's cached webhooks are dropped (`webhooks::cache`), so the writer's
 //! next request already goes through the new configuration.
 
-use kplane_types::{Cause, ClusterName};
+use kplane_types::Cause;
 use serde_json::Value;
 
 use crate::catalog::ResourceType;
-use crate::hooks::WriteHooks;
 use crate::strategy::TypeStrategy;
 use crate::webhooks::config::{self, Kind};
-use crate::Registry;
 
 /// The strategy of both configuration kinds.
 #[derive(Debug)]
@@ -29,12 +27,5 @@ impl TypeStrategy for WebhookConfiguration {
 
     fn validate(&self, _rt: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         config::validate(self.0, obj, old)
-    }
-}
-
-#[async_trait::async_trait]
-impl WriteHooks for WebhookConfiguration {
-    fn after_write(&self, reg: &Registry, cluster: &ClusterName) {
-        reg.webhook_cache().invalidate(cluster.as_str());
     }
 }

@@ -36,7 +36,7 @@ const FIELD: &str = "metadata.annotations[sync.kplane.io/target]";
 pub struct SyncAssignment;
 
 #[async_trait::async_trait]
-impl MutatingAdmission for SyncAssignment {
+impl MutatingAdmission<Registry> for SyncAssignment {
     fn name(&self) -> &'static str {
         "SyncAssignment"
     }

@@ -994,7 +994,7 @@ pub struct Targets {
     gone: Mutex<GoneTargets>,
 }
 
-impl Controller for Targets {
+impl Controller<Registry> for Targets {
     type Key = Named;
 
     fn name(&self) -> &'static str {
@@ -1009,7 +1009,7 @@ impl Controller for Targets {
 /// The assignment of the unassigned objects in a SyncTarget's scope.
 pub struct Assign;
 
-impl Controller for Assign {
+impl Controller<Registry> for Assign {
     type Key = Named;
 
     fn name(&self) -> &'static str {
@@ -1024,7 +1024,7 @@ impl Controller for Assign {
 /// The assignment of the unassigned objects of one namespace.
 pub struct AssignNamespace;
 
-impl Controller for AssignNamespace {
+impl Controller<Registry> for AssignNamespace {
     type Key = InNamespace;
 
     fn name(&self) -> &'static str {

@@ -143,7 +143,7 @@ pub fn status_only_change(old: &Value, new: &Value) -> Result<(), String> {
 }
 
 #[async_trait::async_trait]
-impl ValidatingAdmission for SyncerScope {
+impl ValidatingAdmission<Registry> for SyncerScope {
     fn name(&self) -> &'static str {
         "SyncerScope"
     }

@@ -107,7 +107,7 @@ impl TypeStrategy for SyncTarget {
 }
 
 #[async_trait::async_trait]
-impl WriteHooks for SyncTarget {
+impl WriteHooks<Registry> for SyncTarget {
     /// A changed target is re-read for assignment (heartbeats leave it as it is).
     async fn after_update(
         &self,

@@ -645,7 +645,7 @@ impl MutatingWebhooks {
 }
 
 #[async_trait::async_trait]
-impl MutatingAdmission for MutatingWebhooks {
+impl MutatingAdmission<Registry> for MutatingWebhooks {
     fn name(&self) -> &'static str {
         MUTATING_PLUGIN
     }
@@ -708,7 +708,7 @@ impl MutatingAdmission for MutatingWebhooks {
 }
 
 #[async_trait::async_trait]
-impl ValidatingAdmission for ValidatingWebhooks {
+impl ValidatingAdmission<Registry> for ValidatingWebhooks {
     fn name(&self) -> &'static str {
         VALIDATING_PLUGIN
     }
