@@ -83,7 +83,7 @@ pub async fn run(
             _ = ticks.tick() => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
-        if !registry.is_leader() {
+        if !registry.health().is_leader() {
             // Another replica on the same store takes the backups.
             continue;
         }
@@ -97,9 +97,10 @@ pub async fn run(
 /// One round: every existing cluster (not a moved one), [`CONCURRENCY`] at a time.
 pub async fn round(registry: &Arc<Registry>, config: &BackupConfig, metrics: &BackupMetrics) {
     let clusters: Vec<ClusterName> = registry
-        .existing_clusters()
+        .logical_clusters()
+        .existing()
         .into_iter()
-        .filter(|c| !matches!(registry.cluster_phase(c), Some(ClusterPhase::Moved { .. })))
+        .filter(|c| !matches!(registry.moves().phase(c), Some(ClusterPhase::Moved { .. })))
         .collect();
     let failures = AtomicU64::new(0);
     futures::stream::iter(clusters)
@@ -163,6 +164,7 @@ async fn write_archive(
     path: &Path,
 ) -> Result<(), String> {
     let mut export = registry
+        .archive()
         .export(cluster, false, true)
         .await
         .map_err(|e| format!("export: {}", e.0.message))?;

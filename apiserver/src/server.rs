@@ -578,13 +578,16 @@ impl Server {
             shutdown_rx,
             admission,
         );
-        registry.set_auto_create_clusters(cfg.auto_create_clusters);
+        registry
+            .logical_clusters()
+            .set_auto_create(cfg.auto_create_clusters);
         registry.quotas().set_default(cfg.quota.clone());
         let authorizer = authorizer_chain(authorizer, &registry);
         // Which logical clusters exist and which are terminating, before anything is served
         // or any controller runs.
         registry
-            .load_cluster_state()
+            .logical_clusters()
+            .load_state()
             .await
             .map_err(|e| ServerError::Startup(e.0.to_string()))?;
         // The controllers and their shared informer (whose replay also queues the

@@ -113,7 +113,12 @@ async fn export(
     recursive: bool,
     compress: bool,
 ) -> Response {
-    let stream = match state.registry.export(cluster, recursive, compress).await {
+    let stream = match state
+        .registry
+        .archive()
+        .export(cluster, recursive, compress)
+        .await
+    {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
@@ -141,7 +146,12 @@ async fn import(state: &AppState, target: &ClusterName, replace: bool, body: Bod
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    match state.registry.import(&spool.0, target, replace).await {
+    match state
+        .registry
+        .archive()
+        .import(&spool.0, target, replace)
+        .await
+    {
         Ok(summary) => {
             let mut resp = (StatusCode::CREATED, summary.to_json().to_string()).into_response();
             resp.headers_mut().insert(

@@ -162,7 +162,7 @@ impl RbacAuthorizer {
 #[async_trait::async_trait]
 impl Authorizer for RbacAuthorizer {
     async fn authorize(&self, user: &UserInfo, request: &RequestInfo) -> Decision {
-        match self.registry.rbac_authorize(user, request).await {
+        match self.registry.rbac().authorize(user, request).await {
             Verdict::Allow(r) => Decision::Allow(r.into()),
             Verdict::NoOpinion(r) => Decision::NoOpinion(r.into()),
             Verdict::Deny(r) => Decision::Deny(r.into()),
@@ -171,7 +171,7 @@ impl Authorizer for RbacAuthorizer {
 
     async fn rules_for(&self, user: &UserInfo, cluster: &ClusterScope, namespace: &str) -> RuleSet {
         let ns = Some(namespace).filter(|n| !n.is_empty());
-        match self.registry.rbac_rules(cluster, user, ns).await {
+        match self.registry.rbac().rules(cluster, user, ns).await {
             Ok((rules, errors)) => RuleSet {
                 incomplete: !errors.is_empty(),
                 rules,

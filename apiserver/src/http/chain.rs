@@ -166,7 +166,7 @@ impl Route {
                 rest,
                 req.uri().query(),
                 state.ready.load(std::sync::atomic::Ordering::Acquire),
-                state.registry.storage_health(),
+                state.registry.health().storage(),
                 &state.metrics.health,
             )
         };

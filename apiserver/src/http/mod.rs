@@ -141,7 +141,7 @@ async fn serve(
     // exist), after authorization so that neither 401 nor 403 tells whether it does. An
     // import's target need not exist (the registry checks its parent).
     if !archive::is_import_path(rest) {
-        if let Err(e) = state.registry.check_cluster(&info.cluster) {
+        if let Err(e) = state.registry.logical_clusters().check(&info.cluster) {
             return e.into_response();
         }
     }
@@ -316,41 +316,41 @@ async fn metrics_endpoint(state: &AppState) -> Response {
     let objects = match cached {
         Some(v) => v,
         None => {
-            let v = state.registry.object_counts().await;
+            let v = state.registry.health().object_counts().await;
             if let Ok(mut c) = state.object_counts.lock() {
                 *c = Some((std::time::Instant::now(), v.clone()));
             }
             v
         }
     };
-    let store = state.registry.store_figures();
+    let store = state.registry.health().store_figures();
     let figures = crate::metrics::StorageFigures {
         revision: store.revision,
         compacted_revision: store.compacted_revision,
         objects,
-        logical_clusters: state.registry.known_clusters() as u64,
+        logical_clusters: state.registry.logical_clusters().known() as u64,
         event_window_seconds: state.event_window.as_secs(),
         stats: store.stats,
         extra: vec![
             (
                 "kplane_rbac_cached_clusters".into(),
                 "Logical clusters whose compiled RBAC policy is cached.".into(),
-                state.registry.rbac_cache().len() as f64,
+                state.registry.rbac().cache().len() as f64,
             ),
             (
                 "kplane_rbac_cached_policies".into(),
                 "Cached RBAC policies of logical clusters with RBAC objects of their own (the others share one empty policy).".into(),
-                state.registry.rbac_cache().non_empty() as f64,
+                state.registry.rbac().cache().non_empty() as f64,
             ),
             (
                 "kplane_leader".into(),
                 "1 while this replica runs the writing controllers (the leader the store elects; always 1 on sled), else 0.".into(),
-                if state.registry.is_leader() { 1.0 } else { 0.0 },
+                if state.registry.health().is_leader() { 1.0 } else { 0.0 },
             ),
             (
             "kplane_lifecycle_queue_depth".into(),
             "Background work items (namespace emptying, CRD cleanup, garbage collection) queued or running; retries waiting for their delay are not counted.".into(),
-            state.registry.queued_work() as f64,
+            state.registry.health().queued_work() as f64,
         )],
     };
     let mut body = state.metrics.render(&figures);

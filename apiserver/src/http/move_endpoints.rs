@@ -90,23 +90,23 @@ async fn handle(
     };
     match path {
         "/kplane/v1/fence" => {
-            let rev = registry.fence_cluster(cluster).await?;
+            let rev = registry.moves().fence(cluster).await?;
             Ok(ok_json(
                 json!({"apiVersion": "kplane.io/v1alpha1", "kind": "Fence",
                               "cluster": cluster.as_str(), "revision": rev}),
             ))
         }
         "/kplane/v1/unfence" => {
-            registry.unfence_cluster(cluster).await?;
+            registry.moves().unfence(cluster).await?;
             Ok(state(cluster, None))
         }
         "/kplane/v1/moved" => {
             let to = param("to")
                 .ok_or_else(|| ApiError::bad_request("the new location (to=URL) is required"))?;
-            registry.mark_moved(cluster, to).await?;
-            Ok(state(cluster, registry.cluster_phase(cluster)))
+            registry.moves().mark_moved(cluster, to).await?;
+            Ok(state(cluster, registry.moves().phase(cluster)))
         }
-        "/kplane/v1/state" => Ok(state(cluster, registry.cluster_phase(cluster))),
+        "/kplane/v1/state" => Ok(state(cluster, registry.moves().phase(cluster))),
         _ => {
             let since = revision("since")?
                 .ok_or_else(|| ApiError::bad_request("since=REVISION is required"))?;
@@ -173,7 +173,12 @@ pub(super) async fn import_staged(
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
-    match state.registry.import_staged(&spool.0, target).await {
+    match state
+        .registry
+        .archive()
+        .import_staged(&spool.0, target)
+        .await
+    {
         Ok(s) => created_json(s.to_json()),
         Err(e) => e.into_response(),
     }
@@ -192,6 +197,7 @@ pub(super) async fn staged(
     let reg = &state.registry;
     let r = match (path, method) {
         ("/kplane/v1/import/staged", &Method::GET) => reg
+            .archive()
             .staged_import(target)
             .await
             .map(|s| ok_json(s.to_json())),
@@ -208,6 +214,7 @@ pub(super) async fn staged(
                 Some(since) => match super::spool::spool_body(&state.spool_dir, body).await {
                     Err(e) => Err(e),
                     Ok(spool) => reg
+                        .archive()
                         .apply_staged_changes(&spool.0, target, since)
                         .await
                         .map(|a| ok_json(a.to_json())),
@@ -215,11 +222,12 @@ pub(super) async fn staged(
             }
         }
         ("/kplane/v1/import/commit", &Method::POST) => reg
+            .archive()
             .commit_staged_import(target)
             .await
             .map(|s| ok_json(s.to_json())),
         ("/kplane/v1/import/abort", &Method::POST) => {
-            reg.abort_staged_import(target).await.map(|()| {
+            reg.archive().abort_staged_import(target).await.map(|()| {
                 ok_json(
                     json!({"apiVersion": "kplane.io/v1alpha1", "kind": "StagedImport",
                                       "cluster": target.as_str(), "aborted": true}),

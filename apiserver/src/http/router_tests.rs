@@ -494,13 +494,13 @@ async fn unknown_logical_clusters_are_404_on_every_path() {
     assert_eq!(code, StatusCode::CREATED, "{body}");
 
     // Development mode: the unknown cluster answers, and its first write creates it.
-    app.registry.set_auto_create_clusters(true);
+    app.registry.logical_clusters().set_auto_create(true);
     let (code, body) = send(&app, Method::GET, ns, Some(ADMIN), None).await;
     assert_eq!(code, StatusCode::OK, "{body}");
     assert_eq!(body["items"], json!([]));
     let (code, body) = send(&app, Method::POST, ns, Some(ADMIN), Some(cm)).await;
     assert_eq!(code, StatusCode::CREATED, "{body}");
-    app.registry.set_auto_create_clusters(false);
+    app.registry.logical_clusters().set_auto_create(false);
     let (code, body) = send(&app, Method::GET, &named, Some(ADMIN), None).await;
     assert_eq!(code, StatusCode::OK, "{body}");
 }

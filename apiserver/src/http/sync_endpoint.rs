@@ -278,8 +278,9 @@ async fn checked(
 ) -> ApiResult<Response> {
     state
         .registry
-        .check_cluster(&ClusterScope::One(t.cluster.clone()))?;
-    let spec = state.registry.sync_target_spec(t).await?;
+        .logical_clusters()
+        .check(&ClusterScope::One(t.cluster.clone()))?;
+    let spec = state.registry.sync_checks().target_spec(t).await?;
     let Some(ApiPath::Resource(rp)) = api else {
         if logs::is_log_path(&info.path) {
             return logs::serve(state, req, t, &info.path).await;
@@ -304,7 +305,11 @@ async fn checked(
             let (cluster, rt) = resource_in(state, &info, &rp).await?;
             let target = kplane_registry::Target::new(&cluster, rt, rp.namespace.clone());
             let name = rp.name.as_deref().unwrap_or_default();
-            state.registry.sync_check_assigned(&target, name, t).await?;
+            state
+                .registry
+                .sync_checks()
+                .check_assigned(&target, name, t)
+                .await?;
         }
         Allowed::Referenced(_) | Allowed::Token => {
             let kind = match allowed {
@@ -314,7 +319,8 @@ async fn checked(
             let cluster = one_cluster(&info)?;
             state
                 .registry
-                .sync_check_referenced(
+                .sync_checks()
+                .check_referenced(
                     &cluster,
                     rp.namespace.as_deref().unwrap_or_default(),
                     kind,
@@ -333,7 +339,8 @@ async fn checked(
             let cluster = one_cluster(&info)?;
             state
                 .registry
-                .sync_check_namespace_assigned(
+                .sync_checks()
+                .check_namespace_assigned(
                     &cluster,
                     rp.namespace.as_deref().unwrap_or_default(),
                     t,

@@ -52,8 +52,8 @@ pub use table::{
 pub(crate) use table::{WriteGate, FENCE_RECORD_WAITS};
 
 impl Registry {
-    /// The state of `cluster` in the move's table (`None`: served as usual).
-    pub fn cluster_phase(&self, cluster: &ClusterName) -> Option<ClusterPhase> {
+    /// [`Moves::phase`].
+    pub(crate) fn cluster_phase(&self, cluster: &ClusterName) -> Option<ClusterPhase> {
         self.clusters.table.move_phase(cluster.as_str())
     }
 
@@ -116,11 +116,8 @@ impl Registry {
         Ok(gate)
     }
 
-    /// Fences `cluster` for a move (durable; idempotent) and returns the fence revision:
-    /// every write of the cluster has a revision at or below it, and writes from now on
-    /// are refused with 429 until [`Registry::unfence_cluster`]. 404 for a cluster that
-    /// does not exist, 410 for one that has moved, 400 for `root`.
-    pub async fn fence_cluster(&self, cluster: &ClusterName) -> ApiResult<Revision> {
+    /// [`Moves::fence`].
+    pub(crate) async fn fence_cluster(&self, cluster: &ClusterName) -> ApiResult<Revision> {
         self.refuse_if_moved(cluster)?;
         if cluster.is_root() {
             return Err(ApiError::bad_request(
@@ -211,9 +208,8 @@ impl Registry {
         self.clusters.table.set_phase_at(cluster, phase, rev, true);
     }
 
-    /// Lifts the fence of `cluster` (a move rolled back). Idempotent; 409 for a cluster
-    /// that has moved.
-    pub async fn unfence_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
+    /// [`Moves::unfence`].
+    pub(crate) async fn unfence_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
         match self.stored_phase_waiting(cluster).await? {
             Some((ClusterPhase::Moved { location }, _)) => {
                 return Err(ApiError::from(Status::new(
@@ -232,12 +228,8 @@ impl Registry {
         Ok(())
     }
 
-    /// Records that `cluster` lives at `location` now (durable): from then on every request
-    /// into it is a 410 naming `location`, its Workspace reports it, and its keys are
-    /// removed in the background (the workspace controller; resumed at start-up). The
-    /// cluster must be fenced first (so that no write is lost), or already moved to the
-    /// same location (idempotent).
-    pub async fn mark_moved(&self, cluster: &ClusterName, location: &str) -> ApiResult<()> {
+    /// [`Moves::mark_moved`].
+    pub(crate) async fn mark_moved(&self, cluster: &ClusterName, location: &str) -> ApiResult<()> {
         let location = location.trim();
         let valid = (location.starts_with("https://") || location.starts_with("http://"))
             && !location.chars().any(char::is_whitespace);
@@ -370,6 +362,47 @@ impl Registry {
 /// The key of the durable move phase of `cluster`.
 fn phase_key(cluster: &ClusterName) -> Key {
     Key::new(PHASES_CLUSTER, STATE_RESOURCE, "", cluster.as_str())
+}
+
+/// The states of logical clusters being moved to another server (fenced, moved): what a [`Registry`] offers of [`crate::cluster_states`].
+#[derive(Clone, Copy, Debug)]
+pub struct Moves<'a>(&'a Registry);
+
+impl Registry {
+    /// The registry's states of logical clusters being moved ([`Moves`]).
+    pub fn moves(&self) -> Moves<'_> {
+        Moves(self)
+    }
+}
+
+impl Moves<'_> {
+    /// The state of `cluster` in the move's table (`None`: served as usual).
+    pub fn phase(&self, cluster: &ClusterName) -> Option<ClusterPhase> {
+        self.0.cluster_phase(cluster)
+    }
+
+    /// Fences `cluster` for a move (durable; idempotent) and returns the fence revision:
+    /// every write of the cluster has a revision at or below it, and writes from now on
+    /// are refused with 429 until [`Registry::unfence_cluster`]. 404 for a cluster that
+    /// does not exist, 410 for one that has moved, 400 for `root`.
+    pub async fn fence(&self, cluster: &ClusterName) -> ApiResult<Revision> {
+        self.0.fence_cluster(cluster).await
+    }
+
+    /// Lifts the fence of `cluster` (a move rolled back). Idempotent; 409 for a cluster
+    /// that has moved.
+    pub async fn unfence(&self, cluster: &ClusterName) -> ApiResult<()> {
+        self.0.unfence_cluster(cluster).await
+    }
+
+    /// Records that `cluster` lives at `location` now (durable): from then on every request
+    /// into it is a 410 naming `location`, its Workspace reports it, and its keys are
+    /// removed in the background (the workspace controller; resumed at start-up). The
+    /// cluster must be fenced first (so that no write is lost), or already moved to the
+    /// same location (idempotent).
+    pub async fn mark_moved(&self, cluster: &ClusterName, location: &str) -> ApiResult<()> {
+        self.0.mark_moved(cluster, location).await
+    }
 }
 
 #[cfg(test)]

@@ -82,15 +82,13 @@ pub(crate) fn last_state_tombstone() -> Tombstone {
 }
 
 impl Registry {
-    /// Development and testing only: every logical cluster answers, and the first write
-    /// into an unknown one bootstraps it (`kplane serve --auto-create-clusters`). Off by
-    /// default: clusters are created through Workspaces.
-    pub fn set_auto_create_clusters(&self, on: bool) {
+    /// [`LogicalClusters::set_auto_create`].
+    pub(crate) fn set_auto_create_clusters(&self, on: bool) {
         self.clusters.auto_create.store(on, Ordering::Relaxed);
     }
 
-    /// Whether [`Registry::set_auto_create_clusters`] turned development mode on.
-    pub fn auto_create_clusters(&self) -> bool {
+    /// [`LogicalClusters::auto_create`].
+    pub(crate) fn auto_create_clusters(&self) -> bool {
         self.clusters.auto_create.load(Ordering::Relaxed)
     }
 
@@ -99,12 +97,8 @@ impl Registry {
         cluster.is_root() || self.is_marked(cluster)
     }
 
-    /// The one existence check of a request: 410 naming the new location for a cluster that
-    /// has moved (`cluster_states.rs`), 404 for a logical cluster that does not exist
-    /// (never created, or deleted); a subtree (`root:acme:*`) needs its root. The `*`
-    /// wildcard always passes, so does everything in development mode
-    /// ([`Registry::set_auto_create_clusters`]).
-    pub fn check_cluster(&self, scope: &ClusterScope) -> ApiResult<()> {
+    /// [`LogicalClusters::check`].
+    pub(crate) fn check_cluster(&self, scope: &ClusterScope) -> ApiResult<()> {
         match scope {
             ClusterScope::One(c) | ClusterScope::Subtree { root: c, .. } => {
                 self.refuse_if_moved(c)?
@@ -142,9 +136,8 @@ impl Registry {
         }
     }
 
-    /// Every logical cluster that exists, `root` first, then in name order (a copy: the
-    /// scheduled backups walk it).
-    pub fn existing_clusters(&self) -> Vec<ClusterName> {
+    /// [`LogicalClusters::existing`].
+    pub(crate) fn existing_clusters(&self) -> Vec<ClusterName> {
         let set = self.existing_read();
         let mut v = Vec::with_capacity(set.len() + 1);
         v.push(ClusterName::root());
@@ -152,15 +145,13 @@ impl Registry {
         v
     }
 
-    /// Logical clusters that exist besides `root` (`root` too once it is bootstrapped).
-    pub fn known_clusters(&self) -> usize {
+    /// [`LogicalClusters::known`].
+    pub(crate) fn known_clusters(&self) -> usize {
         self.existing_read().len()
     }
 
-    /// Loads which logical clusters exist (those holding keys) and which are terminating
-    /// (the children of stored Workspaces with a deletionTimestamp) from storage. The server
-    /// calls it once at start-up, before it serves and before the controllers run.
-    pub async fn load_cluster_state(&self) -> ApiResult<()> {
+    /// [`LogicalClusters::load_state`].
+    pub(crate) async fn load_cluster_state(&self) -> ApiResult<()> {
         self.load_cluster_state_paged(LOAD_PAGE).await
     }
 
@@ -717,5 +708,57 @@ pub(crate) mod tests {
         }
         reg.set_terminating(&name("root:a"), false);
         reg.refuse_if_terminating(&name("root:a:b")).unwrap();
+    }
+}
+
+/// Which logical clusters exist, and whether a request may create one: what a [`Registry`] offers of [`crate::clusters`].
+#[derive(Clone, Copy, Debug)]
+pub struct LogicalClusters<'a>(&'a Registry);
+
+impl Registry {
+    /// The registry's logical clusters ([`LogicalClusters`]).
+    pub fn logical_clusters(&self) -> LogicalClusters<'_> {
+        LogicalClusters(self)
+    }
+}
+
+impl LogicalClusters<'_> {
+    /// Development and testing only: every logical cluster answers, and the first write
+    /// into an unknown one bootstraps it (`kplane serve --auto-create-clusters`). Off by
+    /// default: clusters are created through Workspaces.
+    pub fn set_auto_create(&self, on: bool) {
+        self.0.set_auto_create_clusters(on)
+    }
+
+    /// Whether [`Registry::set_auto_create_clusters`] turned development mode on.
+    pub fn auto_create(&self) -> bool {
+        self.0.auto_create_clusters()
+    }
+
+    /// The one existence check of a request: 410 naming the new location for a cluster that
+    /// has moved (`cluster_states.rs`), 404 for a logical cluster that does not exist
+    /// (never created, or deleted); a subtree (`root:acme:*`) needs its root. The `*`
+    /// wildcard always passes, so does everything in development mode
+    /// ([`Registry::set_auto_create_clusters`]).
+    pub fn check(&self, scope: &ClusterScope) -> ApiResult<()> {
+        self.0.check_cluster(scope)
+    }
+
+    /// Every logical cluster that exists, `root` first, then in name order (a copy: the
+    /// scheduled backups walk it).
+    pub fn existing(&self) -> Vec<ClusterName> {
+        self.0.existing_clusters()
+    }
+
+    /// Logical clusters that exist besides `root` (`root` too once it is bootstrapped).
+    pub fn known(&self) -> usize {
+        self.0.known_clusters()
+    }
+
+    /// Loads which logical clusters exist (those holding keys) and which are terminating
+    /// (the children of stored Workspaces with a deletionTimestamp) from storage. The server
+    /// calls it once at start-up, before it serves and before the controllers run.
+    pub async fn load_state(&self) -> ApiResult<()> {
+        self.0.load_cluster_state().await
     }
 }

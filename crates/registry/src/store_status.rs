@@ -27,13 +27,13 @@ impl Registry {
         self.storage.leadership()
     }
 
-    /// `Err` with the reason while the store cannot serve.
-    pub fn storage_health(&self) -> Result<(), String> {
+    /// [`Health::storage`].
+    pub(crate) fn storage_health(&self) -> Result<(), String> {
         self.storage.health()
     }
 
-    /// The store's revisions and backend figures.
-    pub fn store_figures(&self) -> StoreFigures {
+    /// [`Health::store_figures`].
+    pub(crate) fn store_figures(&self) -> StoreFigures {
         StoreFigures {
             revision: self.storage.current_revision(),
             compacted_revision: self.storage.compacted_revision(),
@@ -41,10 +41,8 @@ impl Registry {
         }
     }
 
-    /// Objects stored of each built-in resource across every logical cluster, named as
-    /// `apiserver_storage_objects` names them (`<plural>` or `<plural>.<group>`); a count
-    /// the store cannot give is 0. Each storage resource is counted once.
-    pub async fn object_counts(&self) -> Vec<(String, u64)> {
+    /// [`Health::object_counts`].
+    pub(crate) async fn object_counts(&self) -> Vec<(String, u64)> {
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for rt in self.builtin_catalog().all() {
@@ -71,5 +69,48 @@ impl Registry {
     #[cfg(feature = "testing")]
     pub fn storage_for_tests(&self) -> &std::sync::Arc<dyn kplane_storage::Storage> {
         &self.storage
+    }
+}
+
+/// What health checks and `/metrics` read of a [`Registry`]: the store's health and figures, object counts, the controllers' queue and leadership.
+#[derive(Clone, Copy, Debug)]
+pub struct Health<'a>(&'a Registry);
+
+impl Registry {
+    /// The registry's figures for health checks and metrics ([`Health`]).
+    pub fn health(&self) -> Health<'_> {
+        Health(self)
+    }
+}
+
+impl Health<'_> {
+    /// `Err` with the reason while the store cannot serve.
+    pub fn storage(&self) -> Result<(), String> {
+        self.0.storage_health()
+    }
+
+    /// The store's revisions and backend figures.
+    pub fn store_figures(&self) -> StoreFigures {
+        self.0.store_figures()
+    }
+
+    /// Objects stored of each built-in resource across every logical cluster, named as
+    /// `apiserver_storage_objects` names them (`<plural>` or `<plural>.<group>`); a count
+    /// the store cannot give is 0. Each storage resource is counted once.
+    pub async fn object_counts(&self) -> Vec<(String, u64)> {
+        self.0.object_counts().await
+    }
+
+    /// Controller work items queued or running (namespace emptying, CRD cleanup, garbage
+    /// collection, root-CA syncs); items waiting to be retried are not counted. For
+    /// `/metrics`.
+    pub fn queued_work(&self) -> u64 {
+        self.0.queued_work()
+    }
+
+    /// Whether this process runs the writing controllers now (`kplane_leader` in
+    /// `/metrics`). True for a registry whose controllers were never started.
+    pub fn is_leader(&self) -> bool {
+        self.0.is_leader()
     }
 }

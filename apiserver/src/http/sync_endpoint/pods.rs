@@ -28,7 +28,8 @@ pub(super) async fn checked_create(
     let namespace = rp.namespace.as_deref().unwrap_or_default();
     state
         .registry
-        .sync_check_pod_owner(&cluster, namespace, &pod, &t.id())
+        .sync_checks()
+        .check_pod_owner(&cluster, namespace, &pod, &t.id())
         .await?;
     Ok(req)
 }

@@ -134,9 +134,8 @@ impl ExportStream {
 }
 
 impl Registry {
-    /// Starts an export of `root` (and, if recursive, its descendants) at one revision
-    /// (see the module doc). 404 when `root` does not exist.
-    pub async fn export(
+    /// [`Archive::export`].
+    pub(crate) async fn export(
         &self,
         root: &ClusterName,
         recursive: bool,

@@ -38,9 +38,8 @@ fn join_error(e: tokio::task::JoinError) -> ApiError {
 }
 
 impl Registry {
-    /// Verifies the archive file in full, then imports it as `target`, atomically visible
-    /// (see the module doc). Nothing is written when verification or a check fails.
-    pub async fn import(
+    /// [`Archive::import`].
+    pub(crate) async fn import(
         &self,
         archive: &Path,
         target: &ClusterName,

@@ -89,10 +89,8 @@ fn no_staged(target: &ClusterName) -> ApiError {
 }
 
 impl Registry {
-    /// Imports the (non-recursive) archive at `archive` as `target`, staged: verified and
-    /// written, hidden, waiting for changes and the commit. The target must be new or
-    /// empty (a move never replaces content).
-    pub async fn import_staged(
+    /// [`Archive::import_staged`].
+    pub(crate) async fn import_staged(
         &self,
         archive: &Path,
         target: &ClusterName,
@@ -103,8 +101,8 @@ impl Registry {
             .ok_or_else(|| ApiError::internal("the staged import lost its source"))
     }
 
-    /// The staged import into `target`; 404 when there is none.
-    pub async fn staged_import(&self, target: &ClusterName) -> ApiResult<StagedImport> {
+    /// [`Archive::staged_import`].
+    pub(crate) async fn staged_import(&self, target: &ClusterName) -> ApiResult<StagedImport> {
         self.staged_journal(target)
             .await
             .and_then(|j| StagedImport::of(&j, 0).ok_or_else(|| no_staged(target)))
@@ -121,12 +119,8 @@ impl Registry {
         }
     }
 
-    /// Applies the change stream in the file at `changes` (read after source revision
-    /// `since`) to the staged import into `target`, and records the revision it is complete
-    /// through. 409 when `since` is after what is applied (a gap), 400 for a damaged or
-    /// truncated stream or a change of another cluster (what was applied before the
-    /// damage stays: applying is idempotent, the recorded revision does not move).
-    pub async fn apply_staged_changes(
+    /// [`Archive::apply_staged_changes`].
+    pub(crate) async fn apply_staged_changes(
         &self,
         changes: &Path,
         target: &ClusterName,
@@ -240,9 +234,11 @@ impl Registry {
         Ok(())
     }
 
-    /// Makes the staged import into `target` visible: the import's flip, from the point
-    /// of no return on (cut short, it is rolled forward by the leader or at start-up).
-    pub async fn commit_staged_import(&self, target: &ClusterName) -> ApiResult<ImportSummary> {
+    /// [`Archive::commit_staged_import`].
+    pub(crate) async fn commit_staged_import(
+        &self,
+        target: &ClusterName,
+    ) -> ApiResult<ImportSummary> {
         let claim = self.claim_import(target.as_str()).await?;
         let done = self.commit_claimed(target, &claim).await;
         claim.release().await;
@@ -267,8 +263,8 @@ impl Registry {
         })
     }
 
-    /// Drops the staged import into `target` (a move rolled back). Idempotent.
-    pub async fn abort_staged_import(&self, target: &ClusterName) -> ApiResult<()> {
+    /// [`Archive::abort_staged_import`].
+    pub(crate) async fn abort_staged_import(&self, target: &ClusterName) -> ApiResult<()> {
         let claim = self.claim_import(target.as_str()).await?;
         let done = match self.staged_journal(target).await {
             // Rewritten first: a journal read before another replica's commit fails here

@@ -35,9 +35,8 @@ use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::{meta, Registry};
 
 impl Registry {
-    /// Whether this process runs the writing controllers now (`kplane_leader` in
-    /// `/metrics`). True for a registry whose controllers were never started.
-    pub fn is_leader(&self) -> bool {
+    /// [`Health::is_leader`].
+    pub(crate) fn is_leader(&self) -> bool {
         self.controllers.leader.load(Ordering::Acquire)
     }
 

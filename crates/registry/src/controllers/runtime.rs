@@ -100,10 +100,8 @@ impl Registry {
         self.controllers.leader.load(Ordering::Acquire)
     }
 
-    /// Controller work items queued or running (namespace emptying, CRD cleanup, garbage
-    /// collection, root-CA syncs); items waiting to be retried are not counted. For
-    /// `/metrics`.
-    pub fn queued_work(&self) -> u64 {
+    /// [`Health::queued_work`].
+    pub(crate) fn queued_work(&self) -> u64 {
         self.controllers.queued.load(Ordering::Relaxed)
     }
 }

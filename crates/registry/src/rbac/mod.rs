@@ -29,6 +29,40 @@ pub mod policy;
 pub mod resources;
 pub mod rules;
 
+/// RBAC as the authorizer and the self-reviews ask it: what a [`Registry`] offers of [`crate::rbac`].
+#[derive(Clone, Copy, Debug)]
+pub struct Rbac<'a>(&'a Registry);
+
+impl Registry {
+    /// The registry's RBAC authorizer ([`Rbac`]).
+    pub fn rbac(&self) -> Rbac<'_> {
+        Rbac(self)
+    }
+}
+
+impl Rbac<'_> {
+    /// RBAC's decision on `request` by `user` (see the module doc for the scope rules).
+    pub async fn authorize(&self, user: &UserInfo, request: &RequestInfo) -> Verdict {
+        self.0.rbac_authorize(user, request).await
+    }
+
+    /// The rules RBAC grants `user` in `namespace` of `cluster`, and the errors met (roles
+    /// that bindings name but that do not exist): a SelfSubjectRulesReview's answer.
+    pub async fn rules(
+        &self,
+        cluster: &ClusterScope,
+        user: &UserInfo,
+        namespace: Option<&str>,
+    ) -> ApiResult<(Vec<Rule>, Vec<String>)> {
+        self.0.rbac_rules(cluster, user, namespace).await
+    }
+
+    /// The RBAC layer cache (shared with the informer's invalidator).
+    pub fn cache(&self) -> &Arc<cache::Cache> {
+        self.0.rbac_cache()
+    }
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -64,8 +98,8 @@ pub fn bound_cluster_violation(user: &UserInfo, scope: &ClusterScope) -> Option<
 }
 
 impl Registry {
-    /// The RBAC layer cache (shared with the informer's invalidator).
-    pub fn rbac_cache(&self) -> &Arc<cache::Cache> {
+    /// [`Rbac::cache`].
+    pub(crate) fn rbac_cache(&self) -> &Arc<cache::Cache> {
         &self.rbac
     }
 
@@ -125,8 +159,8 @@ impl Registry {
         ))
     }
 
-    /// RBAC's decision on `request` by `user` (see the module doc for the scope rules).
-    pub async fn rbac_authorize(&self, user: &UserInfo, request: &RequestInfo) -> Verdict {
+    /// [`Rbac::authorize`].
+    pub(crate) async fn rbac_authorize(&self, user: &UserInfo, request: &RequestInfo) -> Verdict {
         if let Some(why) = bound_cluster_violation(user, &request.cluster) {
             return Verdict::Deny(why);
         }
@@ -163,9 +197,8 @@ impl Registry {
         .map(<[Rule]>::to_vec))
     }
 
-    /// The rules RBAC grants `user` in `namespace` of `cluster`, and the errors met (roles
-    /// that bindings name but that do not exist): a SelfSubjectRulesReview's answer.
-    pub async fn rbac_rules(
+    /// [`Rbac::rules`].
+    pub(crate) async fn rbac_rules(
         &self,
         cluster: &ClusterScope,
         user: &UserInfo,

@@ -105,8 +105,8 @@ impl Registry {
             .ok_or_else(ApiError::not_found_path)
     }
 
-    /// Reads the SyncTarget `t` (404 when it does not exist, or SyncTargets are not served).
-    pub async fn sync_target_spec(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
+    /// [`SyncChecks::target_spec`].
+    pub(crate) async fn sync_target_spec(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
         let rt = self.sync_target_type()?;
         let target = Target::new(&t.cluster, rt, None);
         let bytes = self.get(&target, &t.name).await?;
@@ -114,9 +114,8 @@ impl Registry {
         Ok(TargetSpec::of(&obj))
     }
 
-    /// Checks that object `name` of `target` (one cluster) is assigned to `t`; the
-    /// object's ordinary 404 otherwise (the endpoint tells nothing about other objects).
-    pub async fn sync_check_assigned(
+    /// [`SyncChecks::check_assigned`].
+    pub(crate) async fn sync_check_assigned(
         &self,
         target: &Target,
         name: &str,
@@ -135,10 +134,8 @@ impl Registry {
         }
     }
 
-    /// Checks that `cluster`/`namespace` holds an object assigned to `t` (of a resource in
-    /// `spec`): that namespace's NetworkPolicies govern those objects' pods on the host, so
-    /// the syncer may list them. The collection's 404 otherwise.
-    pub async fn sync_check_namespace_assigned(
+    /// [`SyncChecks::check_namespace_assigned`].
+    pub(crate) async fn sync_check_namespace_assigned(
         &self,
         cluster: &ClusterName,
         namespace: &str,
@@ -158,10 +155,8 @@ impl Registry {
         found.then_some(()).ok_or_else(ApiError::not_found_path)
     }
 
-    /// Checks that `name` of `kind` in `cluster`/`namespace` is referenced by the pod
-    /// template of an object assigned to `t` in that namespace (of any resource in
-    /// `spec`); its ordinary 404 otherwise.
-    pub async fn sync_check_referenced(
+    /// [`SyncChecks::check_referenced`].
+    pub(crate) async fn sync_check_referenced(
         &self,
         cluster: &ClusterName,
         namespace: &str,
@@ -243,6 +238,84 @@ impl Registry {
             }
         }
         Ok(false)
+    }
+}
+
+/// What the sync endpoint asks of the registry: a SyncTarget's spec and whether an object, namespace, referenced object or pod is its syncer's to read or write.
+#[derive(Clone, Copy, Debug)]
+pub struct SyncChecks<'a>(&'a Registry);
+
+impl Registry {
+    /// The sync endpoint's checks of what a SyncTarget's syncer may read and write ([`SyncChecks`]).
+    pub fn sync_checks(&self) -> SyncChecks<'_> {
+        SyncChecks(self)
+    }
+}
+
+impl SyncChecks<'_> {
+    /// Reads the SyncTarget `t` (404 when it does not exist, or SyncTargets are not served).
+    pub async fn target_spec(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
+        self.0.sync_target_spec(t).await
+    }
+
+    /// Checks that object `name` of `target` (one cluster) is assigned to `t`; the
+    /// object's ordinary 404 otherwise (the endpoint tells nothing about other objects).
+    pub async fn check_assigned(
+        &self,
+        target: &Target,
+        name: &str,
+        t: &TargetRef,
+    ) -> ApiResult<()> {
+        self.0.sync_check_assigned(target, name, t).await
+    }
+
+    /// Checks that `cluster`/`namespace` holds an object assigned to `t` (of a resource in
+    /// `spec`): that namespace's NetworkPolicies govern those objects' pods on the host, so
+    /// the syncer may list them. The collection's 404 otherwise.
+    pub async fn check_namespace_assigned(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+        t: &TargetRef,
+        spec: &TargetSpec,
+    ) -> ApiResult<()> {
+        self.0
+            .sync_check_namespace_assigned(cluster, namespace, t, spec)
+            .await
+    }
+
+    /// Checks that `name` of `kind` in `cluster`/`namespace` is referenced by the pod
+    /// template of an object assigned to `t` in that namespace (of any resource in
+    /// `spec`); its ordinary 404 otherwise.
+    pub async fn check_referenced(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+        kind: refs::RefKind,
+        name: &str,
+        t: &TargetRef,
+        spec: &TargetSpec,
+    ) -> ApiResult<()> {
+        self.0
+            .sync_check_referenced(cluster, namespace, kind, name, t, spec)
+            .await
+    }
+
+    /// Checks that `pod`, to be created in `cluster`/`namespace` by the syncer of target
+    /// `id` (`<cluster>/<target>`), is a reflection of one of that target's pods: it carries
+    /// the target's annotation and a controller ownerReference to a Job of the namespace
+    /// (by name and uid) that is assigned to the target. 403 Forbidden otherwise, saying
+    /// which part is missing.
+    pub async fn check_pod_owner(
+        &self,
+        cluster: &ClusterName,
+        namespace: &str,
+        pod: &Value,
+        id: &str,
+    ) -> ApiResult<()> {
+        self.0
+            .sync_check_pod_owner(cluster, namespace, pod, id)
+            .await
     }
 }
 

@@ -43,12 +43,8 @@ fn forbidden(name: &str, why: &str) -> ApiError {
 }
 
 impl Registry {
-    /// Checks that `pod`, to be created in `cluster`/`namespace` by the syncer of target
-    /// `id` (`<cluster>/<target>`), is a reflection of one of that target's pods: it carries
-    /// the target's annotation and a controller ownerReference to a Job of the namespace
-    /// (by name and uid) that is assigned to the target. 403 Forbidden otherwise, saying
-    /// which part is missing.
-    pub async fn sync_check_pod_owner(
+    /// [`SyncChecks::check_pod_owner`].
+    pub(crate) async fn sync_check_pod_owner(
         &self,
         cluster: &ClusterName,
         namespace: &str,
