@@ -1,11 +1,12 @@
 """Import circles inside one crate: the strongly connected sets of its source files.
 
-Usage: python3 scripts/module-graph.py <crate src dir> [-v]
+Usage: python3 scripts/module-graph.py <crate src dir> [-v] [--deps a,b/c,...]
 
 A file depends on another when it names an item of it through `crate::`, `super::`, a
 `use` path or a re-export (followed to where the item is defined); test modules
 (`tests`, `*_tests`, `testing`, `#[cfg(test)]` items) are left out. Prints each circle of
-more than two files, with -v also the edges inside it. A heuristic over the text, not
+more than two files, with -v also the edges inside it; --deps lists what each named file
+(a path under the src dir, without `.rs`; `lib` for lib.rs) depends on. A heuristic over the text, not
 the compiler's resolution: good for tracking the registry's circles, not for proofs.
 """
 import os,re,sys,collections
@@ -129,3 +130,7 @@ if '-v' in sys.argv:
         S=set(s); print(sorted(name(x) for x in s))
         for a in sorted(s):
             print('  ',name(a),'->',sorted(name(b) for b in edges[a] if b in S))
+if '--deps' in sys.argv:
+    for want in sys.argv[sys.argv.index('--deps')+1].split(','):
+        m=tuple(x for x in want.split('/') if x and x!='lib')
+        print(want,'->',sorted(name(b) for b in edges.get(m,())))

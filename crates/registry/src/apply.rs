@@ -159,7 +159,7 @@ fn undeclared_fields(rt: &ResourceType, applied: &Value) -> Vec<String> {
     };
     let mut unknown = Vec::new();
     if let Some(m) = copy.get_mut("metadata") {
-        let r = kplane_openapi::typed::prune_and_check(super::custom::OBJECT_META, m);
+        let r = kplane_openapi::typed::prune_and_check(crate::meta::OBJECT_META, m);
         unknown.extend(r.unknown.into_iter().map(|p| format!("metadata.{p}")));
     }
     if let Some(schema) = &info.schema {

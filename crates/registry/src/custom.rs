@@ -13,8 +13,6 @@ use super::{corrupt, meta, Registry, Target};
 use crate::error::{ApiError, ApiResult};
 use crate::options::WriteParams;
 
-pub(super) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
-
 /// Prunes, reports per `fieldValidation`, and defaults a custom resource from a request.
 pub fn decode(
     rt: &ResourceType,
@@ -33,7 +31,7 @@ pub fn prune(rt: &ResourceType, obj: &mut Value) -> ApiResult<Vec<String>> {
     };
     let mut unknown = Vec::new();
     if let Some(m) = obj.get_mut("metadata") {
-        let r = kplane_openapi::typed::prune_and_check(OBJECT_META, m);
+        let r = kplane_openapi::typed::prune_and_check(crate::meta::OBJECT_META, m);
         if let Some(e) = r.type_errors.first() {
             return Err(ApiError::bad_request(format!(
                 "unable to decode metadata: {e}"

@@ -88,9 +88,11 @@ pub mod testing;
 mod assembly;
 pub mod hooks;
 mod registry;
+mod target;
 
 pub(crate) use registry::{corrupt, to_api};
-pub use registry::{storage_error, Registry, Target};
+pub use registry::{storage_error, Registry};
+pub use target::Target;
 
 pub use catalog::{Catalog, ResourceType};
 pub use error::{ApiError, ApiResult};

@@ -474,6 +474,9 @@ pub fn body_resource_version(obj: &Value) -> ApiResult<Option<u64>> {
     }
 }
 
+/// The OpenAPI definition of `ObjectMeta`, against which metadata is pruned and checked.
+pub(crate) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
 /// The finalizer of a delete with `propagationPolicy: Orphan` (`metav1.FinalizerOrphanDependents`).
 pub const ORPHAN_FINALIZER: &str = "orphan";
 /// The finalizer of a delete with `propagationPolicy: Foreground`

@@ -1,6 +1,6 @@
-//! The registry's core value: [`Registry`] (its state; `assembly.rs` builds it) and
-//! [`Target`], where a request points. The verbs are `impl Registry` blocks in `read`,
-//! `write` and `watch`; the features' operations in their own modules.
+//! The registry's core value: [`Registry`] (its state; `assembly.rs` builds it). The verbs
+//! are `impl Registry` blocks in `read`, `write` and `watch`; the features' operations in
+//! their own modules; where a request points is [`crate::Target`].
 
 use std::sync::Arc;
 
@@ -21,73 +21,9 @@ use crate::token_bindings::cache::ServiceAccountCache;
 use crate::webhooks::cache::Cache as WebhookCache;
 
 use bytes::Bytes;
-use kplane_storage::{Clusters, Key, Prefix, Storage};
-use kplane_types::{ClusterName, ClusterScope, Status, StatusReason};
+use kplane_storage::Storage;
+use kplane_types::Status;
 use serde_json::Value;
-
-/// Where a request points: one logical cluster (or every one, for list and watch), one
-/// resource type, maybe a namespace.
-#[derive(Clone, Debug)]
-pub struct Target {
-    pub cluster: ClusterScope,
-    pub rt: Arc<ResourceType>,
-    pub namespace: Option<String>,
-}
-
-impl Target {
-    /// A target in one logical cluster.
-    pub fn new(cluster: &ClusterName, rt: Arc<ResourceType>, namespace: Option<String>) -> Self {
-        Target {
-            cluster: ClusterScope::One(cluster.clone()),
-            rt,
-            namespace,
-        }
-    }
-
-    /// The one logical cluster addressed; 405 for the `*` wildcard and subtrees.
-    pub(crate) fn cluster(&self) -> ApiResult<&ClusterName> {
-        match &self.cluster {
-            ClusterScope::One(c) => Ok(c),
-            ClusterScope::Wildcard => Err(ApiError::new(
-                StatusReason::MethodNotAllowed,
-                "only list and watch are supported across all logical clusters",
-            )),
-            ClusterScope::Subtree { pattern, .. } => Err(ApiError::new(
-                StatusReason::MethodNotAllowed,
-                format!("only list and watch are supported across the logical clusters {pattern}"),
-            )),
-        }
-    }
-
-    pub(crate) fn key(&self, name: &str) -> ApiResult<Key> {
-        Ok(Key::new(
-            self.cluster()?.as_str(),
-            self.rt.storage_resource.clone(),
-            if self.rt.namespaced {
-                self.namespace.clone().unwrap_or_default()
-            } else {
-                String::new()
-            },
-            name,
-        ))
-    }
-
-    pub(crate) fn prefix(&self) -> Prefix {
-        Prefix {
-            cluster: match &self.cluster {
-                ClusterScope::One(c) => Clusters::One(c.as_str().to_string()),
-                ClusterScope::Wildcard => Clusters::All,
-                ClusterScope::Subtree { root, .. } => Clusters::Subtree(root.as_str().to_string()),
-            },
-            resource: Some(self.rt.storage_resource.clone()),
-            namespace: if self.rt.namespaced {
-                self.namespace.clone()
-            } else {
-                None
-            },
-        }
-    }
-}
 
 /// Converts a stored value to the representation of `rt`'s API version (per item of a
 /// LIST and per watch event: a type stored as served costs one test).

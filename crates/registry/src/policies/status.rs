@@ -33,6 +33,7 @@ use crate::controllers::queue::{Controller, Named};
 use crate::controllers::runtime::{stored_cluster, write_failed};
 use crate::error::ApiResult;
 use crate::json_map::strings;
+use crate::meta::OBJECT_META;
 use crate::options::WriteParams;
 use crate::patch::Document;
 use crate::{Registry, Target};
@@ -42,7 +43,6 @@ pub const MANAGER: &str = "validatingadmissionpolicy-status";
 /// The most kinds one rule contributes (`maxTypesToCheck`).
 pub const MAX_TYPES: usize = 10;
 
-const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const REF_PREFIX: &str = "#/components/schemas/";
 /// Deepest nesting of inlined definitions followed (deeper is left untyped).
 const MAX_INLINE_DEPTH: usize = 48;
