@@ -64,18 +64,19 @@ async fn scoped(state: &Arc<AppState>, passage: &Passage, req: Request<Body>) ->
     }
 }
 
-/// Filters 3 to 9: the request passed on, or the answer that ends it.
+/// Filters 3 to 9: the request passed on, or the answer that ends it. The filters borrow
+/// the request (moving it through each would copy it at every step).
 async fn filtered(
     state: &Arc<AppState>,
     passage: &Passage,
-    req: Request<Body>,
+    mut req: Request<Body>,
 ) -> Result<Request<Body>, Response> {
-    let req = request_deadline(state, passage, req)?;
-    let req = authentication(state, passage, req).await?;
-    let req = impersonation(state, passage, req).await?;
-    let req = public_endpoints(state, passage, req)?;
-    let req = fair_queuing(state, passage, req).await?;
-    let req = authorization(state, passage, req).await?;
+    request_deadline(state, passage, &req)?;
+    authentication(state, passage, &mut req).await?;
+    impersonation(state, passage, &mut req).await?;
+    public_endpoints(state, passage, &req)?;
+    fair_queuing(state, passage, &mut req).await?;
+    authorization(state, passage).await?;
     Ok(audited_body(passage, req).await)
 }
 
@@ -359,13 +360,13 @@ async fn request_scope(
 fn request_deadline(
     state: &AppState,
     passage: &Passage,
-    req: Request<Body>,
-) -> Result<Request<Body>, Response> {
+    req: &Request<Body>,
+) -> Result<(), Response> {
     let info = passage.lock().info.clone();
     if let Err(e) = filters::preflight(state, &info, req.uri().query()) {
         return Err(e.into_response());
     }
-    Ok(req)
+    Ok(())
 }
 
 /// Authentication (a 401 otherwise); the audit trail learns the user (its
@@ -373,11 +374,11 @@ fn request_deadline(
 async fn authentication(
     state: &AppState,
     passage: &Passage,
-    mut req: Request<Body>,
-) -> Result<Request<Body>, Response> {
+    req: &mut Request<Body>,
+) -> Result<(), Response> {
     let path = {
         let p = passage.lock();
-        p.route.authenticated_path(&req, &p.info)
+        p.route.authenticated_path(req, &p.info)
     };
     let authenticated =
         match filters::authenticated(state, req.headers(), req.extensions(), &path).await {
@@ -386,7 +387,7 @@ async fn authentication(
         };
     {
         let mut p = passage.lock();
-        if let Some(info) = p.route.routed_home(&req, &authenticated) {
+        if let Some(info) = p.route.routed_home(req, &authenticated) {
             p.info = Arc::new(info);
             req.extensions_mut().insert(p.info.clone());
         }
@@ -396,15 +397,15 @@ async fn authentication(
         }
         p.authenticated = Some(authenticated);
     }
-    Ok(req)
+    Ok(())
 }
 
 /// Impersonation: the acting user (an `Arc<UserInfo>` in the extensions), or the refusal.
 async fn impersonation(
     state: &AppState,
     passage: &Passage,
-    mut req: Request<Body>,
-) -> Result<Request<Body>, Response> {
+    req: &mut Request<Body>,
+) -> Result<(), Response> {
     let (attrs, authenticated) = {
         let mut p = passage.lock();
         (p.route.impersonated(&p.info), p.authenticated.take())
@@ -414,14 +415,14 @@ async fn impersonation(
     };
     let acting = passage
         .with_trail(async |trail| {
-            filters::acting_user(state, &mut req, &attrs, authenticated, trail).await
+            filters::acting_user(state, req, &attrs, authenticated, trail).await
         })
         .await;
     match acting {
         Ok(u) => passage.lock().user = Some(u),
         Err(resp) => return Err(resp),
     }
-    Ok(req)
+    Ok(())
 }
 
 /// The public endpoints (version, health; `system:public-info-viewer` upstream): answered
@@ -431,25 +432,27 @@ async fn impersonation(
 fn public_endpoints(
     state: &AppState,
     passage: &Passage,
-    req: Request<Body>,
-) -> Result<Request<Body>, Response> {
+    req: &Request<Body>,
+) -> Result<(), Response> {
     let public = {
         let p = passage.lock();
-        p.route.public(state, &req, &p.info)
+        p.route.public(state, req, &p.info)
     };
     match public {
         Some(resp) => Err(resp),
-        None => Ok(req),
+        None => Ok(()),
     }
 }
 
 /// Fair queuing: the request's seats, held until its response is sent, or a 429 (upstream's
 /// API Priority and Fairness runs here, between impersonation and authorization).
+// A `&mut`, which is `Send` where a shared borrow of the request (its body is not `Sync`)
+// held across the await would not be.
 async fn fair_queuing(
     state: &AppState,
     passage: &Passage,
-    req: Request<Body>,
-) -> Result<Request<Body>, Response> {
+    req: &mut Request<Body>,
+) -> Result<(), Response> {
     let (seats, info, user) = {
         let p = passage.lock();
         (p.route.seats(&p.info), p.info.clone(), p.user.clone())
@@ -460,22 +463,17 @@ async fn fair_queuing(
     let sync = match seats {
         Seats::Request => false,
         Seats::Syncer => true,
-        Seats::None => return Ok(req),
+        Seats::None => return Ok(()),
     };
     let mut seat = None;
     let admitted = filters::admitted(state, &info, &mut seat, &user, req.uri().query(), sync).await;
     passage.lock().seat = seat;
-    admitted?;
-    Ok(req)
+    admitted
 }
 
 /// Authorization of the route's attributes (a 403 otherwise), the decision recorded in the
 /// audit trail; public paths pass.
-async fn authorization(
-    state: &AppState,
-    passage: &Passage,
-    req: Request<Body>,
-) -> Result<Request<Body>, Response> {
+async fn authorization(state: &AppState, passage: &Passage) -> Result<(), Response> {
     let (attrs, user) = {
         let p = passage.lock();
         (p.route.authorized(&p.info), p.user.clone())
@@ -489,7 +487,7 @@ async fn authorization(
             .await;
         decided?;
     }
-    Ok(req)
+    Ok(())
 }
 
 /// The request's body, kept for the audit event when the trail's level records it.
