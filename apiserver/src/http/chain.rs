@@ -100,6 +100,17 @@ enum Seats {
 }
 
 impl Route {
+    /// What is left in the passage once the handler has taken the route (allocates
+    /// nothing).
+    fn handled() -> Route {
+        Route::Main(RequestTarget {
+            cluster: kplane_types::ClusterScope::Wildcard,
+            explicit: false,
+            rest: String::new(),
+            api: None,
+        })
+    }
+
     /// The route and attributes of `req`; `Err` is the answer to a path that does not
     /// parse: 400 on the main API, 404 under the sync endpoint.
     fn of(req: &Request<Body>) -> Result<(Route, RequestInfo), ApiError> {
@@ -120,10 +131,10 @@ impl Route {
     /// The path authentication sees (anonymous requests reach only public paths): the
     /// path without its cluster prefix; the whole path under the sync endpoint, which has
     /// no public path.
-    fn authenticated_path(&self, req: &Request<Body>, info: &RequestInfo) -> String {
+    fn authenticated_path<'a>(&self, req: &'a Request<Body>, info: &'a RequestInfo) -> &'a str {
         match self {
-            Route::Main(_) => info.path.clone(),
-            Route::Sync(_) => req.uri().path().to_string(),
+            Route::Main(_) => &info.path,
+            Route::Sync(_) => req.uri().path(),
         }
     }
 
@@ -376,12 +387,10 @@ async fn authentication(
     passage: &Passage,
     req: &mut Request<Body>,
 ) -> Result<(), Response> {
-    let path = {
-        let p = passage.lock();
-        p.route.authenticated_path(req, &p.info)
-    };
+    let info = passage.lock().info.clone();
+    let path = passage.lock().route.authenticated_path(req, &info);
     let authenticated =
-        match filters::authenticated(state, req.headers(), req.extensions(), &path).await {
+        match filters::authenticated(state, req.headers(), req.extensions(), path).await {
             Ok(u) => u,
             Err(resp) => return Err(resp),
         };
@@ -502,18 +511,14 @@ async fn audited_body(passage: &Passage, req: Request<Body>) -> Request<Body> {
 /// endpoint's ([`sync_endpoint::serve`]).
 async fn handler(state: &Arc<AppState>, passage: &Passage, req: Request<Body>) -> Response {
     let (route, info, user, waiter, arrived) = {
-        let p = passage.lock();
+        let mut p = passage.lock();
         let waiter = p
             .seat
             .as_ref()
             .and_then(crate::flowcontrol::Seat::io_waiter);
-        (
-            p.route.clone(),
-            p.info.clone(),
-            p.user.clone(),
-            waiter,
-            p.arrived,
-        )
+        // Taken, not cloned: nothing reads the route after the handler.
+        let route = std::mem::replace(&mut p.route, Route::handled());
+        (route, p.info.clone(), p.user.clone(), waiter, p.arrived)
     };
     let Some(user) = user else {
         return misassembled("the handler before impersonation");
