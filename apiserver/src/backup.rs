@@ -68,7 +68,7 @@ impl BackupMetrics {
 }
 
 /// Runs backup rounds every `config.interval` (the first one interval after start-up)
-/// until `shutdown` turns true, while this replica leads (`Registry::is_leader`).
+/// until `shutdown` turns true, while this replica leads (`Registry::health().is_leader`).
 pub async fn run(
     registry: Arc<Registry>,
     config: BackupConfig,

@@ -52,7 +52,7 @@ pub use table::{
 pub(crate) use table::{WriteGate, FENCE_RECORD_WAITS};
 
 impl Registry {
-    /// [`Moves::phase`].
+    /// The work of [`Moves::phase`](crate::cluster_states::Moves::phase).
     pub(crate) fn cluster_phase(&self, cluster: &ClusterName) -> Option<ClusterPhase> {
         self.clusters.table.move_phase(cluster.as_str())
     }
@@ -116,7 +116,7 @@ impl Registry {
         Ok(gate)
     }
 
-    /// [`Moves::fence`].
+    /// The work of [`Moves::fence`](crate::cluster_states::Moves::fence).
     pub(crate) async fn fence_cluster(&self, cluster: &ClusterName) -> ApiResult<Revision> {
         self.refuse_if_moved(cluster)?;
         if cluster.is_root() {
@@ -208,7 +208,7 @@ impl Registry {
         self.clusters.table.set_phase_at(cluster, phase, rev, true);
     }
 
-    /// [`Moves::unfence`].
+    /// The work of [`Moves::unfence`](crate::cluster_states::Moves::unfence).
     pub(crate) async fn unfence_cluster(&self, cluster: &ClusterName) -> ApiResult<()> {
         match self.stored_phase_waiting(cluster).await? {
             Some((ClusterPhase::Moved { location }, _)) => {
@@ -228,7 +228,7 @@ impl Registry {
         Ok(())
     }
 
-    /// [`Moves::mark_moved`].
+    /// The work of [`Moves::mark_moved`](crate::cluster_states::Moves::mark_moved).
     pub(crate) async fn mark_moved(&self, cluster: &ClusterName, location: &str) -> ApiResult<()> {
         let location = location.trim();
         let valid = (location.starts_with("https://") || location.starts_with("http://"))
@@ -364,7 +364,8 @@ fn phase_key(cluster: &ClusterName) -> Key {
     Key::new(PHASES_CLUSTER, STATE_RESOURCE, "", cluster.as_str())
 }
 
-/// The states of logical clusters being moved to another server (fenced, moved): what a [`Registry`] offers of [`crate::cluster_states`].
+/// The states of logical clusters being moved to another server (fenced, moved): what a
+/// [`Registry`] offers of [`crate::cluster_states`].
 #[derive(Clone, Copy, Debug)]
 pub struct Moves<'a>(&'a Registry);
 

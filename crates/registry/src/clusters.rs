@@ -82,12 +82,13 @@ pub(crate) fn last_state_tombstone() -> Tombstone {
 }
 
 impl Registry {
-    /// [`LogicalClusters::set_auto_create`].
+    /// The work of
+    /// [`LogicalClusters::set_auto_create`](crate::clusters::LogicalClusters::set_auto_create).
     pub(crate) fn set_auto_create_clusters(&self, on: bool) {
         self.clusters.auto_create.store(on, Ordering::Relaxed);
     }
 
-    /// [`LogicalClusters::auto_create`].
+    /// The work of [`LogicalClusters::auto_create`](crate::clusters::LogicalClusters::auto_create).
     pub(crate) fn auto_create_clusters(&self) -> bool {
         self.clusters.auto_create.load(Ordering::Relaxed)
     }
@@ -97,7 +98,7 @@ impl Registry {
         cluster.is_root() || self.is_marked(cluster)
     }
 
-    /// [`LogicalClusters::check`].
+    /// The work of [`LogicalClusters::check`](crate::clusters::LogicalClusters::check).
     pub(crate) fn check_cluster(&self, scope: &ClusterScope) -> ApiResult<()> {
         match scope {
             ClusterScope::One(c) | ClusterScope::Subtree { root: c, .. } => {
@@ -136,7 +137,7 @@ impl Registry {
         }
     }
 
-    /// [`LogicalClusters::existing`].
+    /// The work of [`LogicalClusters::existing`](crate::clusters::LogicalClusters::existing).
     pub(crate) fn existing_clusters(&self) -> Vec<ClusterName> {
         let set = self.existing_read();
         let mut v = Vec::with_capacity(set.len() + 1);
@@ -145,12 +146,12 @@ impl Registry {
         v
     }
 
-    /// [`LogicalClusters::known`].
+    /// The work of [`LogicalClusters::known`](crate::clusters::LogicalClusters::known).
     pub(crate) fn known_clusters(&self) -> usize {
         self.existing_read().len()
     }
 
-    /// [`LogicalClusters::load_state`].
+    /// The work of [`LogicalClusters::load_state`](crate::clusters::LogicalClusters::load_state).
     pub(crate) async fn load_cluster_state(&self) -> ApiResult<()> {
         self.load_cluster_state_paged(LOAD_PAGE).await
     }
@@ -711,7 +712,8 @@ pub(crate) mod tests {
     }
 }
 
-/// Which logical clusters exist, and whether a request may create one: what a [`Registry`] offers of [`crate::clusters`].
+/// Which logical clusters exist, and whether a request may create one: what a [`Registry`]
+/// offers of [`crate::clusters`].
 #[derive(Clone, Copy, Debug)]
 pub struct LogicalClusters<'a>(&'a Registry);
 

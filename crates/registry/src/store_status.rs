@@ -27,12 +27,12 @@ impl Registry {
         self.storage.leadership()
     }
 
-    /// [`Health::storage`].
+    /// The work of [`Health::storage`](crate::store_status::Health::storage).
     pub(crate) fn storage_health(&self) -> Result<(), String> {
         self.storage.health()
     }
 
-    /// [`Health::store_figures`].
+    /// The work of [`Health::store_figures`](crate::store_status::Health::store_figures).
     pub(crate) fn store_figures(&self) -> StoreFigures {
         StoreFigures {
             revision: self.storage.current_revision(),
@@ -41,7 +41,7 @@ impl Registry {
         }
     }
 
-    /// [`Health::object_counts`].
+    /// The work of [`Health::object_counts`](crate::store_status::Health::object_counts).
     pub(crate) async fn object_counts(&self) -> Vec<(String, u64)> {
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -72,7 +72,8 @@ impl Registry {
     }
 }
 
-/// What health checks and `/metrics` read of a [`Registry`]: the store's health and figures, object counts, the controllers' queue and leadership.
+/// What health checks and `/metrics` read of a [`Registry`]: the store's health and
+/// figures, object counts, the controllers' queue and leadership.
 #[derive(Clone, Copy, Debug)]
 pub struct Health<'a>(&'a Registry);
 

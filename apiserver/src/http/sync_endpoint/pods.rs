@@ -1,7 +1,7 @@
 //! The sync endpoint's Pod create: the body must be a reflection of one of the target's
 //! host pods (its annotation names the target, its controller ownerReference names a Job
 //! of the namespace assigned to the target, by name and uid), which the registry checks
-//! (`Registry::sync_check_pod_owner`, asked again by `SyncerScope` at write time). The body
+//! (`Registry::sync_checks().check_pod_owner`, asked again by `SyncerScope` at write time). The body
 //! is read here and put back for the ordinary create handler.
 
 use std::sync::Arc;

@@ -134,7 +134,7 @@ impl ExportStream {
 }
 
 impl Registry {
-    /// [`Archive::export`].
+    /// The work of [`Archive::export`](crate::archive::Archive::export).
     pub(crate) async fn export(
         &self,
         root: &ClusterName,

@@ -38,7 +38,7 @@ fn join_error(e: tokio::task::JoinError) -> ApiError {
 }
 
 impl Registry {
-    /// [`Archive::import`].
+    /// The work of [`Archive::import`](crate::archive::Archive::import).
     pub(crate) async fn import(
         &self,
         archive: &Path,

@@ -41,7 +41,8 @@ pub(crate) use journal::Step;
 pub(crate) use journal::{journal_phases, Journal, JOURNAL_CLUSTER, JOURNAL_RESOURCE};
 pub use staged::{AppliedChanges, StagedImport};
 
-/// Export and import of logical clusters (`kplane export`, `kplane import`, the staged imports of a move): what a [`Registry`] offers of [`crate::archive`].
+/// Export and import of logical clusters (`kplane export`, `kplane import`, the staged
+/// imports of a move): what a [`Registry`] offers of [`crate::archive`].
 #[derive(Clone, Copy, Debug)]
 pub struct Archive<'a>(&'a Registry);
 

@@ -89,7 +89,7 @@ fn no_staged(target: &ClusterName) -> ApiError {
 }
 
 impl Registry {
-    /// [`Archive::import_staged`].
+    /// The work of [`Archive::import_staged`](crate::archive::Archive::import_staged).
     pub(crate) async fn import_staged(
         &self,
         archive: &Path,
@@ -101,7 +101,7 @@ impl Registry {
             .ok_or_else(|| ApiError::internal("the staged import lost its source"))
     }
 
-    /// [`Archive::staged_import`].
+    /// The work of [`Archive::staged_import`](crate::archive::Archive::staged_import).
     pub(crate) async fn staged_import(&self, target: &ClusterName) -> ApiResult<StagedImport> {
         self.staged_journal(target)
             .await
@@ -119,7 +119,8 @@ impl Registry {
         }
     }
 
-    /// [`Archive::apply_staged_changes`].
+    /// The work of
+    /// [`Archive::apply_staged_changes`](crate::archive::Archive::apply_staged_changes).
     pub(crate) async fn apply_staged_changes(
         &self,
         changes: &Path,
@@ -234,7 +235,8 @@ impl Registry {
         Ok(())
     }
 
-    /// [`Archive::commit_staged_import`].
+    /// The work of
+    /// [`Archive::commit_staged_import`](crate::archive::Archive::commit_staged_import).
     pub(crate) async fn commit_staged_import(
         &self,
         target: &ClusterName,
@@ -263,7 +265,7 @@ impl Registry {
         })
     }
 
-    /// [`Archive::abort_staged_import`].
+    /// The work of [`Archive::abort_staged_import`](crate::archive::Archive::abort_staged_import).
     pub(crate) async fn abort_staged_import(&self, target: &ClusterName) -> ApiResult<()> {
         let claim = self.claim_import(target.as_str()).await?;
         let done = match self.staged_journal(target).await {

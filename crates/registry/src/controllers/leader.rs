@@ -35,7 +35,7 @@ use crate::strategies::workspace::WORKSPACE_RESOURCE;
 use crate::{meta, Registry};
 
 impl Registry {
-    /// [`Health::is_leader`].
+    /// The work of [`Health::is_leader`](crate::store_status::Health::is_leader).
     pub(crate) fn is_leader(&self) -> bool {
         self.controllers.leader.load(Ordering::Acquire)
     }

@@ -100,7 +100,7 @@ impl Registry {
         self.controllers.leader.load(Ordering::Acquire)
     }
 
-    /// [`Health::queued_work`].
+    /// The work of [`Health::queued_work`](crate::store_status::Health::queued_work).
     pub(crate) fn queued_work(&self) -> u64 {
         self.controllers.queued.load(Ordering::Relaxed)
     }

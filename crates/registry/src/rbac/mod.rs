@@ -18,7 +18,7 @@
 //! whatever any binding says.
 //!
 //! No HTTP here: the server's authorizer (apiserver `http/authz.rs`) calls
-//! [`Registry::rbac_authorize`] and [`Registry::rbac_rules`].
+//! [`Rbac::authorize`] and [`Rbac::rules`] (`Registry::rbac`).
 
 pub mod cache;
 pub mod chain;
@@ -28,40 +28,6 @@ pub mod owner;
 pub mod policy;
 pub mod resources;
 pub mod rules;
-
-/// RBAC as the authorizer and the self-reviews ask it: what a [`Registry`] offers of [`crate::rbac`].
-#[derive(Clone, Copy, Debug)]
-pub struct Rbac<'a>(&'a Registry);
-
-impl Registry {
-    /// The registry's RBAC authorizer ([`Rbac`]).
-    pub fn rbac(&self) -> Rbac<'_> {
-        Rbac(self)
-    }
-}
-
-impl Rbac<'_> {
-    /// RBAC's decision on `request` by `user` (see the module doc for the scope rules).
-    pub async fn authorize(&self, user: &UserInfo, request: &RequestInfo) -> Verdict {
-        self.0.rbac_authorize(user, request).await
-    }
-
-    /// The rules RBAC grants `user` in `namespace` of `cluster`, and the errors met (roles
-    /// that bindings name but that do not exist): a SelfSubjectRulesReview's answer.
-    pub async fn rules(
-        &self,
-        cluster: &ClusterScope,
-        user: &UserInfo,
-        namespace: Option<&str>,
-    ) -> ApiResult<(Vec<Rule>, Vec<String>)> {
-        self.0.rbac_rules(cluster, user, namespace).await
-    }
-
-    /// The RBAC layer cache (shared with the informer's invalidator).
-    pub fn cache(&self) -> &Arc<cache::Cache> {
-        self.0.rbac_cache()
-    }
-}
 
 #[cfg(test)]
 mod tests;
@@ -98,7 +64,7 @@ pub fn bound_cluster_violation(user: &UserInfo, scope: &ClusterScope) -> Option<
 }
 
 impl Registry {
-    /// [`Rbac::cache`].
+    /// The work of [`Rbac::cache`](crate::rbac::Rbac::cache).
     pub(crate) fn rbac_cache(&self) -> &Arc<cache::Cache> {
         &self.rbac
     }
@@ -159,7 +125,7 @@ impl Registry {
         ))
     }
 
-    /// [`Rbac::authorize`].
+    /// The work of [`Rbac::authorize`](crate::rbac::Rbac::authorize).
     pub(crate) async fn rbac_authorize(&self, user: &UserInfo, request: &RequestInfo) -> Verdict {
         if let Some(why) = bound_cluster_violation(user, &request.cluster) {
             return Verdict::Deny(why);
@@ -197,7 +163,7 @@ impl Registry {
         .map(<[Rule]>::to_vec))
     }
 
-    /// [`Rbac::rules`].
+    /// The work of [`Rbac::rules`](crate::rbac::Rbac::rules).
     pub(crate) async fn rbac_rules(
         &self,
         cluster: &ClusterScope,
@@ -218,5 +184,40 @@ impl Registry {
             defaults: defaults::layer(),
         }
         .rules_for(user, namespace))
+    }
+}
+
+/// RBAC as the authorizer and the self-reviews ask it: what a [`Registry`] offers of
+/// [`crate::rbac`].
+#[derive(Clone, Copy, Debug)]
+pub struct Rbac<'a>(&'a Registry);
+
+impl Registry {
+    /// The registry's RBAC authorizer ([`Rbac`]).
+    pub fn rbac(&self) -> Rbac<'_> {
+        Rbac(self)
+    }
+}
+
+impl Rbac<'_> {
+    /// RBAC's decision on `request` by `user` (see the module doc for the scope rules).
+    pub async fn authorize(&self, user: &UserInfo, request: &RequestInfo) -> Verdict {
+        self.0.rbac_authorize(user, request).await
+    }
+
+    /// The rules RBAC grants `user` in `namespace` of `cluster`, and the errors met (roles
+    /// that bindings name but that do not exist): a SelfSubjectRulesReview's answer.
+    pub async fn rules(
+        &self,
+        cluster: &ClusterScope,
+        user: &UserInfo,
+        namespace: Option<&str>,
+    ) -> ApiResult<(Vec<Rule>, Vec<String>)> {
+        self.0.rbac_rules(cluster, user, namespace).await
+    }
+
+    /// The RBAC layer cache (shared with the informer's invalidator).
+    pub fn cache(&self) -> &Arc<cache::Cache> {
+        self.0.rbac_cache()
     }
 }

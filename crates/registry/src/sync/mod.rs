@@ -105,7 +105,7 @@ impl Registry {
             .ok_or_else(ApiError::not_found_path)
     }
 
-    /// [`SyncChecks::target_spec`].
+    /// The work of [`SyncChecks::target_spec`](crate::sync::SyncChecks::target_spec).
     pub(crate) async fn sync_target_spec(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
         let rt = self.sync_target_type()?;
         let target = Target::new(&t.cluster, rt, None);
@@ -114,7 +114,7 @@ impl Registry {
         Ok(TargetSpec::of(&obj))
     }
 
-    /// [`SyncChecks::check_assigned`].
+    /// The work of [`SyncChecks::check_assigned`](crate::sync::SyncChecks::check_assigned).
     pub(crate) async fn sync_check_assigned(
         &self,
         target: &Target,
@@ -134,7 +134,8 @@ impl Registry {
         }
     }
 
-    /// [`SyncChecks::check_namespace_assigned`].
+    /// The work of
+    /// [`SyncChecks::check_namespace_assigned`](crate::sync::SyncChecks::check_namespace_assigned).
     pub(crate) async fn sync_check_namespace_assigned(
         &self,
         cluster: &ClusterName,
@@ -155,7 +156,7 @@ impl Registry {
         found.then_some(()).ok_or_else(ApiError::not_found_path)
     }
 
-    /// [`SyncChecks::check_referenced`].
+    /// The work of [`SyncChecks::check_referenced`](crate::sync::SyncChecks::check_referenced).
     pub(crate) async fn sync_check_referenced(
         &self,
         cluster: &ClusterName,
@@ -241,7 +242,8 @@ impl Registry {
     }
 }
 
-/// What the sync endpoint asks of the registry: a SyncTarget's spec and whether an object, namespace, referenced object or pod is its syncer's to read or write.
+/// What the sync endpoint asks of the registry: a SyncTarget's spec and whether an object,
+/// namespace, referenced object or pod is its syncer's to read or write.
 #[derive(Clone, Copy, Debug)]
 pub struct SyncChecks<'a>(&'a Registry);
 

@@ -43,7 +43,7 @@ fn forbidden(name: &str, why: &str) -> ApiError {
 }
 
 impl Registry {
-    /// [`SyncChecks::check_pod_owner`].
+    /// The work of [`SyncChecks::check_pod_owner`](crate::sync::SyncChecks::check_pod_owner).
     pub(crate) async fn sync_check_pod_owner(
         &self,
         cluster: &ClusterName,
