@@ -3,7 +3,7 @@
 //! at once (their writes share the storage's group commits), and a long deletion never holds
 //! up the other controllers' items, nor they it.
 //!
-//! Deletions are throttled apart from that bound ([`Registry::paced_deletion`]): at most
+//! Deletions are throttled apart from that bound ([`super::workspace::paced_deletion`]): at most
 //! [`super::workspace::WORKSPACE_DELETIONS`] run at once, and each is followed by a pause proportional to
 //! its time, so that mass deletion leaves the cores to other tenants' requests. With a
 //! background runtime (`Places`), deletions run there, at a lower OS priority; bootstraps

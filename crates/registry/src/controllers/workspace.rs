@@ -82,9 +82,7 @@ pub(crate) async fn sync_workspace(
         namespace: None,
     };
     if meta::is_deleting(&obj) {
-        return reg
-            .paced_deletion(delete_workspace_cluster(reg, &t, name, &child, obj))
-            .await;
+        return paced_deletion(reg, delete_workspace_cluster(reg, &t, name, &child, obj)).await;
     }
     if let Some(location) = moved_to {
         let t = Target {
@@ -490,21 +488,23 @@ const PAUSE_DIVISOR: u32 = 2;
 /// Longest pause after one deletion.
 const MAX_PAUSE: Duration = Duration::from_millis(50);
 
-impl Registry {
-    /// Runs the deletion `f` in one of the [`WORKSPACE_DELETIONS`] slots, then keeps the slot
-    /// idle for a part of the time it took (at most [`MAX_PAUSE`]).
-    pub(crate) async fn paced_deletion<T>(&self, f: impl std::future::Future<Output = T>) -> T {
-        // The semaphore is never closed; without a permit the deletion still runs.
-        let workspaces = self.controller::<Workspaces>();
-        let _permit = match &workspaces {
-            Some(w) => w.deletions.acquire().await.ok(),
-            None => None,
-        };
-        let started = Instant::now();
-        let out = f.await;
-        tokio::time::sleep((started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE)).await;
-        out
-    }
+/// Runs the deletion `f` in one of the [`WORKSPACE_DELETIONS`] slots of the registered
+/// Workspace controller, then keeps the slot idle for a part of the time it took (at most
+/// [`MAX_PAUSE`]).
+pub(crate) async fn paced_deletion<T>(
+    reg: &Registry,
+    f: impl std::future::Future<Output = T>,
+) -> T {
+    // The semaphore is never closed; without a permit the deletion still runs.
+    let workspaces = reg.controller::<Workspaces>();
+    let _permit = match &workspaces {
+        Some(w) => w.deletions.acquire().await.ok(),
+        None => None,
+    };
+    let started = Instant::now();
+    let out = f.await;
+    tokio::time::sleep((started.elapsed() / PAUSE_DIVISOR).min(MAX_PAUSE)).await;
+    out
 }
 
 #[cfg(test)]
