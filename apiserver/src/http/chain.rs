@@ -576,27 +576,14 @@ mod tests {
         let catalog = Arc::new(Catalog::new(builtin()));
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let (registry, _queue) = Registry::new(storage, catalog, String::new(), shutdown);
-        let state = Arc::new(AppState {
-            registry: registry.clone(),
-            surfaces: Default::default(),
-            authenticator: Arc::new(super::super::auth::AdminTokenAuthenticator::new("x".into())),
-            authorizer: Arc::new(super::super::authz::DenyAll),
-            anonymous: false,
-            ready: true.into(),
-            server_address: "127.0.0.1:6443".into(),
-            metrics: Default::default(),
-            object_counts: Default::default(),
-            event_window: std::time::Duration::from_secs(60),
-            version: "{}".into(),
-            service_accounts: None,
-            audit: None,
-            spool_dir: dir.path().join("import-spool"),
-            backup: None,
-            pod_logs: Default::default(),
-            flow: crate::flowcontrol::FlowControl::new(Default::default()),
-            limits: Default::default(),
-            watches: Default::default(),
-        });
+        let state = super::super::router_tests::state(
+            registry,
+            Arc::new(super::super::auth::AdminTokenAuthenticator::new("x".into())),
+            Arc::new(super::super::authz::DenyAll),
+            false,
+            Default::default(),
+            dir.path(),
+        );
         let req = || Request::builder().uri("/api").body(Body::empty()).unwrap();
         let passage = Passage(Arc::new(Mutex::new(Passing {
             route: Route::Main(request_info::parse("/clusters/root/api").unwrap()),

@@ -111,11 +111,37 @@ pub(super) async fn app_with_limits(
             .await
             .unwrap();
     }
-    let state = Arc::new(AppState {
-        registry: registry.clone(),
+    let state = state(
+        registry.clone(),
+        authenticator,
+        authorizer(&registry),
+        anonymous,
+        limits,
+        dir.path(),
+    );
+    App {
+        _dir: dir,
+        _shutdown: shutdown_tx,
+        router: router(state),
+        registry,
+    }
+}
+
+/// The server's state for tests: `registry` served with `authenticator` and `authorizer`,
+/// the import spool under `dir`, everything else as a server's defaults.
+pub(super) fn state(
+    registry: Arc<Registry>,
+    authenticator: Arc<dyn Authenticator>,
+    authorizer: Arc<dyn Authorizer>,
+    anonymous: bool,
+    limits: crate::limits::Limits,
+    dir: &std::path::Path,
+) -> Arc<AppState> {
+    Arc::new(AppState {
+        registry,
         surfaces: Default::default(),
         authenticator,
-        authorizer: authorizer(&registry),
+        authorizer,
         anonymous,
         ready: true.into(),
         server_address: "127.0.0.1:6443".into(),
@@ -125,19 +151,13 @@ pub(super) async fn app_with_limits(
         version: "{}".into(),
         service_accounts: None,
         audit: None,
-        spool_dir: dir.path().join("import-spool"),
+        spool_dir: dir.join("import-spool"),
         backup: None,
         pod_logs: Default::default(),
         flow: crate::flowcontrol::FlowControl::new(Default::default()),
         limits,
         watches: Default::default(),
-    });
-    App {
-        _dir: dir,
-        _shutdown: shutdown_tx,
-        router: router(state),
-        registry,
-    }
+    })
 }
 
 /// Sends a request; answers its status and JSON body (`null` when not JSON).

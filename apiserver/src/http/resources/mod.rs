@@ -42,7 +42,7 @@ pub async fn handle(
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> Response {
-    match handle_inner(state, rp, info, user, accept, req).await {
+    match serve(state, rp, info, user, accept, req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -98,36 +98,6 @@ fn too_large() -> ApiError {
     )
 }
 
-async fn handle_inner(
-    state: Arc<AppState>,
-    rp: ResourcePath,
-    info: &RequestInfo,
-    user: &UserInfo,
-    accept: Vec<MediaType>,
-    req: Request<Body>,
-) -> ApiResult<Response> {
-    let catalog = state.registry.catalog_for(&info.cluster).await?;
-    let Some(rt) = catalog.get(&rp.group, &rp.version, &rp.resource).cloned() else {
-        return Err(ApiError::not_found_path());
-    };
-    if !rt.namespaced && rp.namespace.is_some() {
-        return Err(ApiError::not_found_path());
-    }
-    if let Some(sub) = &rp.subresource {
-        if !rt.has_subresource(sub) {
-            return Err(ApiError::not_found_path());
-        }
-    }
-    let deprecation = rt
-        .custom
-        .as_ref()
-        .and_then(|c| c.deprecation_warning.clone());
-    if let Some(text) = deprecation {
-        request_warnings(&req).push(text);
-    }
-    serve(state, rp, rt, info, user, accept, req).await
-}
-
 /// The request's warnings (the recorder `dispatch` put in its extensions, whose texts
 /// every response carries; a detached one when there is none).
 fn request_warnings(req: &Request<Body>) -> Warnings {
@@ -160,17 +130,35 @@ struct Call<'a> {
     req: Request<Body>,
 }
 
-/// Serves a request for a resolved resource type: the handler of its verb (or of its
-/// subresource).
+/// Resolves the request's resource type in its cluster's catalog and serves it: the
+/// handler of its verb (or of its subresource).
 async fn serve(
     state: Arc<AppState>,
     rp: ResourcePath,
-    rt: Arc<ResourceType>,
     info: &RequestInfo,
     user: &UserInfo,
     accept: Vec<MediaType>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
+    let catalog = state.registry.catalog_for(&info.cluster).await?;
+    let Some(rt) = catalog.get(&rp.group, &rp.version, &rp.resource).cloned() else {
+        return Err(ApiError::not_found_path());
+    };
+    if !rt.namespaced && rp.namespace.is_some() {
+        return Err(ApiError::not_found_path());
+    }
+    if let Some(sub) = &rp.subresource {
+        if !rt.has_subresource(sub) {
+            return Err(ApiError::not_found_path());
+        }
+    }
+    let deprecation = rt
+        .custom
+        .as_ref()
+        .and_then(|c| c.deprecation_warning.clone());
+    if let Some(text) = deprecation {
+        request_warnings(&req).push(text);
+    }
     if !rt.is_stored() {
         return special::review(&state, &rt, info, user, &accept, rp.name.is_some(), req).await;
     }
