@@ -27,44 +27,6 @@ impl Registry {
         self.storage.leadership()
     }
 
-    /// The work of [`Health::storage`](crate::store_status::Health::storage).
-    pub(crate) fn storage_health(&self) -> Result<(), String> {
-        self.storage.health()
-    }
-
-    /// The work of [`Health::store_figures`](crate::store_status::Health::store_figures).
-    pub(crate) fn store_figures(&self) -> StoreFigures {
-        StoreFigures {
-            revision: self.storage.current_revision(),
-            compacted_revision: self.storage.compacted_revision(),
-            stats: self.storage.stats(),
-        }
-    }
-
-    /// The work of [`Health::object_counts`](crate::store_status::Health::object_counts).
-    pub(crate) async fn object_counts(&self) -> Vec<(String, u64)> {
-        let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for rt in self.builtin_catalog().all() {
-            if !rt.is_stored() || !seen.insert(rt.storage_resource.clone()) {
-                continue;
-            }
-            let prefix = Prefix {
-                cluster: Clusters::All,
-                resource: Some(rt.storage_resource.clone()),
-                namespace: None,
-            };
-            let n = self.storage.count(&prefix).await.unwrap_or(0);
-            let name = if rt.group.is_empty() {
-                rt.plural.clone()
-            } else {
-                format!("{}.{}", rt.plural, rt.group)
-            };
-            out.push((name, n));
-        }
-        out
-    }
-
     /// The store, for tests of the layers above the registry.
     #[cfg(feature = "testing")]
     pub fn storage_for_tests(&self) -> &std::sync::Arc<dyn kplane_storage::Storage> {
@@ -87,19 +49,43 @@ impl Registry {
 impl Health<'_> {
     /// `Err` with the reason while the store cannot serve.
     pub fn storage(&self) -> Result<(), String> {
-        self.0.storage_health()
+        self.0.storage.health()
     }
 
     /// The store's revisions and backend figures.
     pub fn store_figures(&self) -> StoreFigures {
-        self.0.store_figures()
+        let storage = &self.0.storage;
+        StoreFigures {
+            revision: storage.current_revision(),
+            compacted_revision: storage.compacted_revision(),
+            stats: storage.stats(),
+        }
     }
 
     /// Objects stored of each built-in resource across every logical cluster, named as
     /// `apiserver_storage_objects` names them (`<plural>` or `<plural>.<group>`); a count
     /// the store cannot give is 0. Each storage resource is counted once.
     pub async fn object_counts(&self) -> Vec<(String, u64)> {
-        self.0.object_counts().await
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for rt in self.0.builtin_catalog().all() {
+            if !rt.is_stored() || !seen.insert(rt.storage_resource.clone()) {
+                continue;
+            }
+            let prefix = Prefix {
+                cluster: Clusters::All,
+                resource: Some(rt.storage_resource.clone()),
+                namespace: None,
+            };
+            let n = self.0.storage.count(&prefix).await.unwrap_or(0);
+            let name = if rt.group.is_empty() {
+                rt.plural.clone()
+            } else {
+                format!("{}.{}", rt.plural, rt.group)
+            };
+            out.push((name, n));
+        }
+        out
     }
 
     /// Controller work items queued or running (namespace emptying, CRD cleanup, garbage

@@ -105,82 +105,6 @@ impl Registry {
             .ok_or_else(ApiError::not_found_path)
     }
 
-    /// The work of [`SyncChecks::target_spec`](crate::sync::SyncChecks::target_spec).
-    pub(crate) async fn sync_target_spec(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
-        let rt = self.sync_target_type()?;
-        let target = Target::new(&t.cluster, rt, None);
-        let bytes = self.get(&target, &t.name).await?;
-        let obj: Value = serde_json::from_slice(&bytes).map_err(|e| super::corrupt(&e))?;
-        Ok(TargetSpec::of(&obj))
-    }
-
-    /// The work of [`SyncChecks::check_assigned`](crate::sync::SyncChecks::check_assigned).
-    pub(crate) async fn sync_check_assigned(
-        &self,
-        target: &Target,
-        name: &str,
-        t: &TargetRef,
-    ) -> ApiResult<()> {
-        let not_found =
-            || ApiError::from(Status::not_found(&target.rt.group, &target.rt.plural, name));
-        let Some(kv) = self.get_stored(target, name).await? else {
-            return Err(not_found());
-        };
-        let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| super::corrupt(&e))?;
-        if t.assigns(&obj) {
-            Ok(())
-        } else {
-            Err(not_found())
-        }
-    }
-
-    /// The work of
-    /// [`SyncChecks::check_namespace_assigned`](crate::sync::SyncChecks::check_namespace_assigned).
-    pub(crate) async fn sync_check_namespace_assigned(
-        &self,
-        cluster: &ClusterName,
-        namespace: &str,
-        t: &TargetRef,
-        spec: &TargetSpec,
-    ) -> ApiResult<()> {
-        let found = self
-            .sync_any_assigned(
-                cluster,
-                namespace,
-                t,
-                spec,
-                |index, group| index.has_group(group),
-                |_| true,
-            )
-            .await?;
-        found.then_some(()).ok_or_else(ApiError::not_found_path)
-    }
-
-    /// The work of [`SyncChecks::check_referenced`](crate::sync::SyncChecks::check_referenced).
-    pub(crate) async fn sync_check_referenced(
-        &self,
-        cluster: &ClusterName,
-        namespace: &str,
-        kind: refs::RefKind,
-        name: &str,
-        t: &TargetRef,
-        spec: &TargetSpec,
-    ) -> ApiResult<()> {
-        let found = self
-            .sync_any_assigned(
-                cluster,
-                namespace,
-                t,
-                spec,
-                |index, group| index.contains(group, kind, name),
-                |obj| refs::of_object(obj).contains(kind, name),
-            )
-            .await?;
-        found
-            .then_some(())
-            .ok_or_else(|| ApiError::from(Status::not_found("", kind.resource(), name)))
-    }
-
     /// Whether an object assigned to `t` in `cluster`/`namespace` (of a namespaced
     /// resource in `spec`, in a cluster the target covers) is `wanted`. Asks the
     /// informer-fed index first (`indexed`, per (target, cluster, namespace, resource)
@@ -257,7 +181,11 @@ impl Registry {
 impl SyncChecks<'_> {
     /// Reads the SyncTarget `t` (404 when it does not exist, or SyncTargets are not served).
     pub async fn target_spec(&self, t: &TargetRef) -> ApiResult<TargetSpec> {
-        self.0.sync_target_spec(t).await
+        let rt = self.0.sync_target_type()?;
+        let target = Target::new(&t.cluster, rt, None);
+        let bytes = self.0.get(&target, &t.name).await?;
+        let obj: Value = serde_json::from_slice(&bytes).map_err(|e| super::corrupt(&e))?;
+        Ok(TargetSpec::of(&obj))
     }
 
     /// Checks that object `name` of `target` (one cluster) is assigned to `t`; the
@@ -268,7 +196,17 @@ impl SyncChecks<'_> {
         name: &str,
         t: &TargetRef,
     ) -> ApiResult<()> {
-        self.0.sync_check_assigned(target, name, t).await
+        let not_found =
+            || ApiError::from(Status::not_found(&target.rt.group, &target.rt.plural, name));
+        let Some(kv) = self.0.get_stored(target, name).await? else {
+            return Err(not_found());
+        };
+        let obj: Value = serde_json::from_slice(&kv.value).map_err(|e| super::corrupt(&e))?;
+        if t.assigns(&obj) {
+            Ok(())
+        } else {
+            Err(not_found())
+        }
     }
 
     /// Checks that `cluster`/`namespace` holds an object assigned to `t` (of a resource in
@@ -281,9 +219,18 @@ impl SyncChecks<'_> {
         t: &TargetRef,
         spec: &TargetSpec,
     ) -> ApiResult<()> {
-        self.0
-            .sync_check_namespace_assigned(cluster, namespace, t, spec)
-            .await
+        let found = self
+            .0
+            .sync_any_assigned(
+                cluster,
+                namespace,
+                t,
+                spec,
+                |index, group| index.has_group(group),
+                |_| true,
+            )
+            .await?;
+        found.then_some(()).ok_or_else(ApiError::not_found_path)
     }
 
     /// Checks that `name` of `kind` in `cluster`/`namespace` is referenced by the pod
@@ -298,26 +245,20 @@ impl SyncChecks<'_> {
         t: &TargetRef,
         spec: &TargetSpec,
     ) -> ApiResult<()> {
-        self.0
-            .sync_check_referenced(cluster, namespace, kind, name, t, spec)
-            .await
-    }
-
-    /// Checks that `pod`, to be created in `cluster`/`namespace` by the syncer of target
-    /// `id` (`<cluster>/<target>`), is a reflection of one of that target's pods: it carries
-    /// the target's annotation and a controller ownerReference to a Job of the namespace
-    /// (by name and uid) that is assigned to the target. 403 Forbidden otherwise, saying
-    /// which part is missing.
-    pub async fn check_pod_owner(
-        &self,
-        cluster: &ClusterName,
-        namespace: &str,
-        pod: &Value,
-        id: &str,
-    ) -> ApiResult<()> {
-        self.0
-            .sync_check_pod_owner(cluster, namespace, pod, id)
-            .await
+        let found = self
+            .0
+            .sync_any_assigned(
+                cluster,
+                namespace,
+                t,
+                spec,
+                |index, group| index.contains(group, kind, name),
+                |obj| refs::of_object(obj).contains(kind, name),
+            )
+            .await?;
+        found
+            .then_some(())
+            .ok_or_else(|| ApiError::from(Status::not_found("", kind.resource(), name)))
     }
 }
 

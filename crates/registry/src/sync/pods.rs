@@ -2,7 +2,7 @@
 //! "Pods, reflected from the host"). A reflection carries the target's annotation
 //! `sync.kplane.io/target: <cluster>/<target>` and a controller ownerReference to the Job
 //! it belongs to, which must be assigned to the same target: that is what lets the
-//! target's syncer create it ([`Registry::sync_check_pod_owner`], asked by the endpoint
+//! target's syncer create it ([`SyncChecks::check_pod_owner`](super::SyncChecks::check_pod_owner), asked by the endpoint
 //! before the write and by `SyncerScope` at write time), and the annotation alone is what
 //! lets it read, update and delete it afterwards.
 
@@ -43,8 +43,37 @@ fn forbidden(name: &str, why: &str) -> ApiError {
 }
 
 impl Registry {
-    /// The work of [`SyncChecks::check_pod_owner`](crate::sync::SyncChecks::check_pod_owner).
-    pub(crate) async fn sync_check_pod_owner(
+    /// Whether the SyncTarget `id` (`<cluster>/<target>`) reflects chosen host pods into
+    /// `cluster`/`namespace` (`spec.reflectPods`, into a cluster it covers).
+    pub(crate) async fn sync_reflects_pods_into(
+        &self,
+        id: &str,
+        cluster: &ClusterName,
+        namespace: &str,
+    ) -> ApiResult<bool> {
+        let Some((target_cluster, name)) = id.rsplit_once('/') else {
+            return Ok(false);
+        };
+        let Some(target_cluster) = ClusterName::parse(target_cluster) else {
+            return Ok(false);
+        };
+        let t = super::spec::TargetRef {
+            cluster: target_cluster.clone(),
+            name: name.to_string(),
+        };
+        let spec = self.sync_checks().target_spec(&t).await?;
+        Ok(super::spec::covers(&spec, &target_cluster, cluster)
+            && spec.reflects_pods_into(target_cluster.as_str(), cluster.as_str(), namespace))
+    }
+}
+
+impl super::SyncChecks<'_> {
+    /// Checks that `pod`, to be created in `cluster`/`namespace` by the syncer of target
+    /// `id` (`<cluster>/<target>`), is a reflection of one of that target's pods: it carries
+    /// the target's annotation and a controller ownerReference to a Job of the namespace
+    /// (by name and uid) that is assigned to the target. 403 Forbidden otherwise, saying
+    /// which part is missing.
+    pub async fn check_pod_owner(
         &self,
         cluster: &ClusterName,
         namespace: &str,
@@ -64,7 +93,10 @@ impl Registry {
         let Some((job, uid)) = owner_job(pod) else {
             // A host pod the SyncTarget's `spec.reflectPods` chooses (an operator's own).
             if pod.pointer("/metadata/ownerReferences").is_none()
-                && self.sync_reflects_pods_into(id, cluster, namespace).await?
+                && self
+                    .0
+                    .sync_reflects_pods_into(id, cluster, namespace)
+                    .await?
             {
                 return Ok(());
             }
@@ -80,13 +112,14 @@ impl Registry {
             )
         };
         let catalog = self
+            .0
             .catalog_for(&ClusterScope::One(cluster.clone()))
             .await?;
         let Some(jobs) = catalog.get("batch", "v1", "jobs").cloned() else {
             return Err(not_assigned());
         };
         let target = Target::new(cluster, jobs, Some(namespace.to_string()));
-        let Some(kv) = self.get_stored(&target, job).await? else {
+        let Some(kv) = self.0.get_stored(&target, job).await? else {
             return Err(not_assigned());
         };
         let stored: Value = serde_json::from_slice(&kv.value).map_err(|e| crate::corrupt(&e))?;
@@ -98,31 +131,6 @@ impl Registry {
             return Err(not_assigned());
         }
         Ok(())
-    }
-}
-
-impl Registry {
-    /// Whether the SyncTarget `id` (`<cluster>/<target>`) reflects chosen host pods into
-    /// `cluster`/`namespace` (`spec.reflectPods`, into a cluster it covers).
-    pub(crate) async fn sync_reflects_pods_into(
-        &self,
-        id: &str,
-        cluster: &ClusterName,
-        namespace: &str,
-    ) -> ApiResult<bool> {
-        let Some((target_cluster, name)) = id.rsplit_once('/') else {
-            return Ok(false);
-        };
-        let Some(target_cluster) = ClusterName::parse(target_cluster) else {
-            return Ok(false);
-        };
-        let t = super::spec::TargetRef {
-            cluster: target_cluster.clone(),
-            name: name.to_string(),
-        };
-        let spec = self.sync_target_spec(&t).await?;
-        Ok(super::spec::covers(&spec, &target_cluster, cluster)
-            && spec.reflects_pods_into(target_cluster.as_str(), cluster.as_str(), namespace))
     }
 }
 

@@ -4,7 +4,7 @@
 //! every assigned object of the namespace. A miss is not an answer: the informer follows
 //! the store a little behind (a syncer may ask for a new Job's Secret before the informer
 //! saw the Job), and it is empty until its first scan ends, so on a miss the registry reads
-//! the assigned objects ([`crate::Registry::sync_check_referenced`]). A hit may lag a
+//! the assigned objects ([`crate::sync::SyncChecks::check_referenced`]). A hit may lag a
 //! deletion by as long: a Secret stays readable for that moment after the last Job that
 //! referred to it went.
 //!

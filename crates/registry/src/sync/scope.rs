@@ -52,7 +52,7 @@ async fn pod_write(
     match a.operation {
         Operation::Create => {
             let pod = obj.unwrap_or(&Value::Null);
-            reg.sync_check_pod_owner(a.cluster, a.namespace, pod, id)
+            reg.sync_checks().check_pod_owner(a.cluster, a.namespace, pod, id)
                 .await
         }
         Operation::Update if reflects(a.old) && reflects(obj) => Ok(()),

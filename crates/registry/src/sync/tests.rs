@@ -199,9 +199,16 @@ async fn assigned_and_referenced_checks() {
     .await
     .unwrap();
     let t = east();
-    reg.sync_check_assigned(&jobs, "mine", &t).await.unwrap();
+    reg.sync_checks()
+        .check_assigned(&jobs, "mine", &t)
+        .await
+        .unwrap();
     for name in ["theirs", "nobody", "missing"] {
-        let e = reg.sync_check_assigned(&jobs, name, &t).await.unwrap_err();
+        let e = reg
+            .sync_checks()
+            .check_assigned(&jobs, name, &t)
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), 404, "{name}");
         assert_eq!(e.0.message, format!("jobs.batch \"{name}\" not found"));
     }
@@ -210,7 +217,8 @@ async fn assigned_and_referenced_checks() {
     let check = |ns: &'static str, kind, name: &'static str| {
         let (spec, t, root) = (spec.clone(), t.clone(), root.clone());
         async move {
-            reg.sync_check_referenced(&root, ns, kind, name, &t, &spec)
+            reg.sync_checks()
+                .check_referenced(&root, ns, kind, name, &t, &spec)
                 .await
         }
     };
@@ -250,7 +258,8 @@ async fn assigned_and_referenced_checks() {
         &json!({"spec": {"resources": [{"group": "apps", "version": "v1", "resource": "deployments"}]}}),
     );
     let e = reg
-        .sync_check_referenced(&root, "d", RefKind::Secret, "creds", &t, &none)
+        .sync_checks()
+        .check_referenced(&root, "d", RefKind::Secret, "creds", &t, &none)
         .await
         .unwrap_err();
     assert_eq!(e.code(), 404);

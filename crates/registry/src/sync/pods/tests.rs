@@ -2,7 +2,7 @@
 //! `PodReflection` refuses users (admins included) on create, update, patch, apply and
 //! `/status`, and lets them delete; kplane's own writes pass; the syncer identity creates
 //! only its target's reflections owned by a Job assigned to it (`SyncerScope` and
-//! [`Registry::sync_check_pod_owner`]), and updates and deletes only those.
+//! `SyncChecks::check_pod_owner`), and updates and deletes only those.
 #![allow(clippy::unwrap_used)]
 
 use kplane_types::{ClusterName, StatusReason, UserInfo};
@@ -212,7 +212,8 @@ async fn the_syncer_creates_only_reflections_owned_by_its_assigned_jobs() {
     .await;
     // The owner check as the endpoint asks it.
     let e = reg
-        .sync_check_pod_owner(
+        .sync_checks()
+        .check_pod_owner(
             &ClusterName::root(),
             "d",
             &reflection("a", "root/east", "theirs", &theirs),
