@@ -124,6 +124,49 @@ pub async fn drive<W: Worker>(
     phase
 }
 
+/// [`drive`] on a runtime of its own (one thread, started for the phase): the phase's
+/// clients and their connections are polled by that thread only, so their latency is not
+/// spent queued behind other clients of this process (another tenant's load in the
+/// noisy-neighbor scenario). A thread that cannot be started is reported as an error.
+pub async fn drive_apart<W: Worker>(
+    label: &str,
+    show_progress: bool,
+    workers: Vec<W>,
+    limits: Limits,
+) -> Phase<W> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let label = label.to_string();
+    let started = std::thread::Builder::new()
+        .name("bench-apart".into())
+        .spawn(move || {
+            let phase = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|rt| rt.block_on(drive(&label, show_progress, workers, limits)));
+            let _ = tx.send(phase.map_err(|e| e.to_string()));
+        });
+    let failed = |message: String| {
+        let mut phase = Phase {
+            samples: Samples::default(),
+            errors: ErrorCounts::default(),
+            ops: 0,
+            seconds: 1e-6,
+            workers: Vec::new(),
+            per_worker_ops: Vec::new(),
+        };
+        phase.errors.add("runtime", &message);
+        phase
+    };
+    if let Err(e) = started {
+        return failed(format!("starting a thread: {e}"));
+    }
+    match rx.await {
+        Ok(Ok(phase)) => phase,
+        Ok(Err(e)) => failed(format!("starting a runtime: {e}")),
+        Err(_) => failed("the phase's thread ended without a result".into()),
+    }
+}
+
 /// Counters the progress line shows.
 #[derive(Debug, Default)]
 pub struct Counters {

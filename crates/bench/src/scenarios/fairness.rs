@@ -7,7 +7,10 @@
 //!   creates and full LISTs of a namespace of `--list-size` ConfigMaps as fast as they can.
 //!   Reports the quiet tenant's throughput and latency in both phases and their ratios
 //!   (`quiet_p99_ratio`, `quiet_throughput_ratio`), and what the noisy tenant got done
-//!   (its refusals are counted as errors, by status).
+//!   (its refusals are counted as errors, by status). The quiet tenant's clients run on a
+//!   thread and runtime of their own in both phases, as another tenant's clients run in
+//!   another process: their latency is the server's, not time queued in this process
+//!   behind the noisy tenant's 1 MB responses.
 //! - `tenant-share`: `--workspaces` tenants, one client each, GET as fast as they can for
 //!   `--duration`; reports each tenant's throughput spread and Jain's fairness index
 //!   (`jain_index`: 1 when all get the same, 1/n when one gets everything).
@@ -26,7 +29,7 @@ use super::{add_errors, limits, progress};
 use crate::client::{Conn, Failure};
 use crate::ctx::{Ctx, Scope};
 use crate::report::{Report, Row};
-use crate::runner::{drive, Phase, Worker};
+use crate::runner::{drive, drive_apart, Phase, Worker};
 use crate::setup::bulk_create;
 
 const NOISY: &str = "noisy-neighbor";
@@ -179,7 +182,7 @@ async fn measure_noisy(ctx: &Arc<Ctx>, report: &mut Report, noisy: &Scope, quiet
             })
             .collect::<Vec<_>>()
     };
-    let idle = drive(
+    let idle = drive_apart(
         "quiet get (idle)",
         progress(ctx),
         quiet_workers(),
@@ -205,7 +208,7 @@ async fn measure_noisy(ctx: &Arc<Ctx>, report: &mut Report, noisy: &Scope, quiet
     noisy_limits.duration += std::time::Duration::from_secs(1);
     let storm = tokio::spawn(drive("noisy tenant", false, noisy_workers, noisy_limits));
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    let during = drive(
+    let during = drive_apart(
         "quiet get (noisy)",
         progress(ctx),
         quiet_workers(),
