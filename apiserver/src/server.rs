@@ -101,6 +101,10 @@ pub struct ServerConfig {
     /// controllers' work no request waits for (`controllers::start`); `None`: the server's
     /// own runtime runs everything.
     pub background: Option<tokio::runtime::Handle>,
+    /// A runtime whose threads yield to request handling (a lower OS priority), for the
+    /// handlers of requests whose logical cluster is past its share
+    /// (`crate::flowcontrol::lowered`); `None`: they run on the server's own runtime.
+    pub lowered: Option<tokio::runtime::Handle>,
     /// The protective limits (`crate::limits`, docs/security.md "Limits").
     pub limits: crate::limits::Limits,
     /// The quota of every logical cluster but `root`, where its Workspace sets no other
@@ -172,6 +176,7 @@ impl Default for ServerBuilder {
                 encryption: None,
                 flow_control: Default::default(),
                 background: None,
+                lowered: None,
                 limits: crate::limits::Limits::default(),
                 quota: Default::default(),
             },
@@ -341,6 +346,13 @@ impl ServerBuilder {
     /// The runtime for background controller work ([`ServerConfig::background`]).
     pub fn background(mut self, background: tokio::runtime::Handle) -> Self {
         self.config.background = Some(background);
+        self
+    }
+
+    /// The runtime for the handlers of requests past their cluster's share
+    /// ([`ServerConfig::lowered`]).
+    pub fn lowered(mut self, lowered: tokio::runtime::Handle) -> Self {
+        self.config.lowered = Some(lowered);
         self
     }
 
@@ -666,6 +678,7 @@ impl Server {
             backup: backup_metrics.clone(),
             pod_logs: Default::default(),
             flow: crate::flowcontrol::FlowControl::new(cfg.flow_control.clone()),
+            lowered: cfg.lowered.clone(),
         });
         let app = http::router(state.clone());
         tokio::spawn(tls_reloader.clone().run(shutdown_tx.subscribe()));

@@ -157,10 +157,29 @@ async fn a_noisy_tenant_gets_429s_while_a_quiet_tenants_requests_all_succeed() -
     // answer starts with 200), and a new one does too.
     drop(holding);
     let mut waiting = waiting.context("no waiting LIST")?;
-    let (code, _, _) = tokio::time::timeout(Duration::from_secs(30), read_head(&mut waiting))
-        .await
-        .context("the queued LIST never ran")??;
+    let (code, headers, start) =
+        tokio::time::timeout(Duration::from_secs(30), read_head(&mut waiting))
+            .await
+            .context("the queued LIST never ran")??;
     ensure!(code == 200, "the queued LIST answered {code}");
+    // It waited behind its cluster's cap while another cluster was served: past its
+    // cluster's share, it ran at the lowered priority, its ten megabytes streamed from
+    // there, whole.
+    ensure!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v == "chunked"),
+        "the queued LIST was not streamed: {headers:?}"
+    );
+    let body = tokio::time::timeout(
+        Duration::from_secs(60),
+        read_chunked(&mut waiting, start.into_bytes()),
+    )
+    .await
+    .context("the queued LIST's body never ended")??;
+    let list: serde_json::Value = serde_json::from_slice(&body)?;
+    let items = list["items"].as_array().map_or(0, Vec::len);
+    ensure!(items > 100, "the queued LIST held {items} items");
     drop(waiting);
     let noisy = server
         .client_with_token("/clusters/root:noisy", "noisy-token")
@@ -194,6 +213,15 @@ async fn a_noisy_tenant_gets_429s_while_a_quiet_tenants_requests_all_succeed() -
     ensure!(
         metrics.contains("apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"exempt\",priority_level=\"exempt\"}"),
         "no exempt series"
+    );
+    let lowered: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("kplane_flowcontrol_lowered_requests_total "))
+        .and_then(|v| v.parse().ok())
+        .context("no kplane_flowcontrol_lowered_requests_total")?;
+    ensure!(
+        lowered >= 1.0,
+        "{lowered} requests past their share lowered"
     );
     Ok(())
 }
@@ -244,6 +272,40 @@ async fn raw_request(
     tls.write_all(request.as_bytes()).await?;
     tls.flush().await?;
     Ok(tls)
+}
+
+/// Reads the rest of a chunked response body (`start`: what [`read_head`] read of it
+/// already) to its last chunk; answers the body without the chunk framing.
+async fn read_chunked(
+    conn: &mut TlsStream<tokio::net::TcpStream>,
+    start: Vec<u8>,
+) -> Result<Vec<u8>> {
+    let mut raw = start;
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut body = Vec::new();
+    let mut at = 0;
+    loop {
+        // One chunk: `<hex size>\r\n<data>\r\n`; size 0 ends the body.
+        let Some(eol) = raw[at..].windows(2).position(|w| w == b"\r\n") else {
+            let n = conn.read(&mut chunk).await?;
+            ensure!(n > 0, "the connection closed in the body");
+            raw.extend_from_slice(&chunk[..n]);
+            continue;
+        };
+        let size_text = std::str::from_utf8(&raw[at..at + eol])?;
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)?;
+        let data = at + eol + 2;
+        while raw.len() < data + size + 2 {
+            let n = conn.read(&mut chunk).await?;
+            ensure!(n > 0, "the connection closed in the body");
+            raw.extend_from_slice(&chunk[..n]);
+        }
+        if size == 0 {
+            return Ok(body);
+        }
+        body.extend_from_slice(&raw[data..data + size]);
+        at = data + size + 2;
+    }
 }
 
 /// Reads a response's status code, headers (names in lower case) and, when it has a

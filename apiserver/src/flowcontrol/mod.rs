@@ -24,6 +24,7 @@
 //! (and the same again when it ends); the queue lock is taken only when requests wait.
 
 pub mod estimate;
+pub mod lowered;
 mod queues;
 #[cfg(test)]
 mod tests;
@@ -183,6 +184,8 @@ struct Granted {
     fc: Arc<FlowControl>,
     cluster: Arc<str>,
     seats: u32,
+    /// Its cluster was past its share when the request came ([`Seat::past_share`]).
+    past_share: bool,
     /// [`HELD`], [`LENT`] (in the pool while the request waits) or [`DONE`].
     state: AtomicU8,
 }
@@ -220,6 +223,18 @@ impl Seat {
         match &self.held {
             Held::Seats(g) => g.seats,
             _ => 0,
+        }
+    }
+
+    /// Whether the request's cluster was past its share of the server when the request
+    /// came: it waited because requests of its cluster were waiting already, or because
+    /// its cluster held its cap of seats while other clusters were busy. Such a request's
+    /// work may run at a lower CPU priority ([`lowered`]), so that the cores go to the
+    /// clusters within their share first.
+    pub fn past_share(&self) -> bool {
+        match &self.held {
+            Held::Seats(g) => g.past_share,
+            _ => false,
         }
     }
 
@@ -302,6 +317,8 @@ struct Stats {
     executing_requests: AtomicI64,
     /// Times a request's seats were lent while it waited for the store.
     lent: AtomicU64,
+    /// Requests past their cluster's share whose handlers ran at the lowered priority.
+    lowered: AtomicU64,
     waited: Mutex<WaitHistogram>,
 }
 
@@ -361,6 +378,12 @@ impl FlowControl {
 
     pub fn config(&self) -> &FlowConfig {
         &self.config
+    }
+
+    /// Counts a request past its cluster's share handled at the lowered priority
+    /// ([`lowered`]).
+    pub fn count_lowered(&self) {
+        self.stats.lowered.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Seats in use, all clusters together.
@@ -423,6 +446,7 @@ impl FlowControl {
         let seats = seats.clamp(estimate::MIN_SEATS, estimate::MAX_SEATS);
         let started = Instant::now();
         self.note_cluster(cluster);
+        let past_share;
         // The path without waiting: nothing of this cluster queued, room under its cap and
         // in the server.
         let key = {
@@ -435,14 +459,12 @@ impl FlowControl {
                 None => Arc::from(cluster),
             };
             let entry = shard.entry(key.clone()).or_default();
-            if entry.queued == 0
-                && !self.blocked.load(Ordering::SeqCst)
-                && self.within_cap(entry, seats)
-                && self.take_server_seats(seats)
+            past_share = entry.queued > 0 || !self.within_cap(entry, seats);
+            if !past_share && !self.blocked.load(Ordering::SeqCst) && self.take_server_seats(seats)
             {
                 self.add_seats(entry, seats);
                 drop(shard);
-                return Ok(self.granted(key, seats, started, false));
+                return Ok(self.granted(key, seats, started, None));
             }
             entry.queued += 1;
             key
@@ -488,13 +510,13 @@ impl FlowControl {
         match tokio::time::timeout(limit, &mut pending.rx).await {
             Ok(Ok(())) => {
                 pending.done = true;
-                Ok(self.granted(key.clone(), seats, started, true))
+                Ok(self.granted(key.clone(), seats, started, Some(past_share)))
             }
             // The sender is never dropped without sending while the request is queued;
             // treat it like a timeout.
             Ok(Err(_)) | Err(_) => {
                 if pending.leave() {
-                    return Ok(self.granted(key.clone(), seats, started, true));
+                    return Ok(self.granted(key.clone(), seats, started, Some(past_share)));
                 }
                 self.refused(Rejection::TimeOut, started);
                 Err(Rejection::TimeOut)
@@ -502,12 +524,14 @@ impl FlowControl {
         }
     }
 
+    /// The seats of a request that waited (`Some(past_share)`: whether its cluster was
+    /// past its share when it came) or found them free (`None`).
     fn granted(
         self: &Arc<Self>,
         cluster: Arc<str>,
         seats: u32,
         started: Instant,
-        waited: bool,
+        waited: Option<bool>,
     ) -> Seat {
         self.stats.dispatched.fetch_add(1, Ordering::Relaxed);
         self.stats
@@ -515,7 +539,7 @@ impl FlowControl {
             .fetch_add(1, Ordering::Relaxed);
         // Requests that did not wait are counted by `dispatched` alone (no lock on their
         // path); the histogram adds them to its zero bucket when rendered.
-        if waited {
+        if waited.is_some() {
             self.observe_wait(0, started.elapsed().as_secs_f64());
         }
         Seat {
@@ -523,6 +547,7 @@ impl FlowControl {
                 fc: self.clone(),
                 cluster,
                 seats,
+                past_share: waited.unwrap_or(false),
                 state: AtomicU8::new(HELD),
             })),
         }
@@ -790,6 +815,11 @@ impl FlowControl {
             out,
             "# HELP kplane_flowcontrol_seats_lent_total Times a request's seats served others while it waited for the store's writer.\n# TYPE kplane_flowcontrol_seats_lent_total counter\nkplane_flowcontrol_seats_lent_total {}",
             s.lent.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP kplane_flowcontrol_lowered_requests_total Requests of a logical cluster past its share whose handlers ran at a lower CPU priority.\n# TYPE kplane_flowcontrol_lowered_requests_total counter\nkplane_flowcontrol_lowered_requests_total {}",
+            s.lowered.load(Ordering::Relaxed)
         );
         let name = "apiserver_flowcontrol_request_wait_duration_seconds";
         let _ = writeln!(

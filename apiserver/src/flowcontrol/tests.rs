@@ -430,3 +430,59 @@ fn metrics_name_the_upstream_series() {
         assert!(out.contains(series), "{series} missing from\n{out}");
     }
 }
+
+/// A request that waited behind its cluster's cap (or behind requests of its cluster
+/// already waiting) is past its cluster's share; one that found its seats free, or
+/// waited only for the server's seats, is not; a cluster alone is never capped.
+#[tokio::test]
+async fn requests_that_queue_behind_their_clusters_cap_are_past_its_share() {
+    // A queue of 100: ten times the cap of 10 may wait.
+    let fc = small(100);
+    // Alone, a cluster takes every seat it asks for: none past its share.
+    let alone = hold(&fc, "noisy", 12).await;
+    assert!(alone.iter().all(|s| !s.past_share()));
+    drop(alone);
+    tokio::time::sleep(Duration::from_millis(60)).await;
+
+    let quiet = fc.admit("quiet", &user("q"), 1, None).await.unwrap();
+    assert!(!quiet.past_share());
+    let noisy = hold(&fc, "noisy", 10).await;
+    assert!(noisy.iter().all(|s| !s.past_share()), "within the cap");
+    // At its cap: the next requests wait, past the cluster's share, and get their seats
+    // as the first ones end; at the boundary and ten times over it.
+    let mut waiting = Vec::new();
+    for _ in 0..100 {
+        let fc = fc.clone();
+        waiting.push(tokio::spawn(async move {
+            fc.admit("noisy", &user("u"), 1, None).await.unwrap()
+        }));
+    }
+    settle().await;
+    // The quiet cluster's own next request finds a seat: within its share.
+    let quiet2 = fc.admit("quiet", &user("q"), 1, None).await.unwrap();
+    assert!(!quiet2.past_share());
+    drop(noisy);
+    let mut past = 0;
+    for w in waiting {
+        let seat = w.await.unwrap();
+        past += usize::from(seat.past_share());
+        drop(seat);
+    }
+    assert_eq!(past, 100);
+
+    // A request that waits only because the server is full is not past its share.
+    drop((quiet, quiet2));
+    let fc = small(50);
+    let a = hold(&fc, "a", 10).await;
+    let b = hold(&fc, "b", 10).await;
+    let c = {
+        let fc = fc.clone();
+        tokio::spawn(async move { fc.admit("c", &user("u"), 1, None).await.unwrap() })
+    };
+    settle().await;
+    assert_eq!(fc.waiting(), 1);
+    drop(a);
+    let c = c.await.unwrap();
+    assert!(!c.past_share());
+    drop((b, c));
+}

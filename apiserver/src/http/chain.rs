@@ -510,15 +510,21 @@ async fn audited_body(passage: &Passage, req: Request<Body>) -> Request<Body> {
 /// The handler the filters lead to: the main API's ([`super::serve`]) or the sync
 /// endpoint's ([`sync_endpoint::serve`]).
 async fn handler(state: &Arc<AppState>, passage: &Passage, req: Request<Body>) -> Response {
-    let (route, info, user, waiter, arrived) = {
+    let (route, info, user, waiter, arrived, past_share) = {
         let mut p = passage.lock();
-        let waiter = p
-            .seat
-            .as_ref()
-            .and_then(crate::flowcontrol::Seat::io_waiter);
+        let seat = p.seat.as_ref();
+        let waiter = seat.and_then(crate::flowcontrol::Seat::io_waiter);
+        let past_share = seat.is_some_and(crate::flowcontrol::Seat::past_share);
         // Taken, not cloned: nothing reads the route after the handler.
         let route = std::mem::replace(&mut p.route, Route::handled());
-        (route, p.info.clone(), p.user.clone(), waiter, p.arrived)
+        (
+            route,
+            p.info.clone(),
+            p.user.clone(),
+            waiter,
+            p.arrived,
+            past_share,
+        )
     };
     let Some(user) = user else {
         return misassembled("the handler before impersonation");
@@ -527,22 +533,29 @@ async fn handler(state: &Arc<AppState>, passage: &Passage, req: Request<Body>) -
     if info.path == PANIC_PATH {
         panic!("a test handler panicked");
     }
+    // A request of a cluster past its share is handled on the lowered runtime, if any.
+    let lowered = past_share.then(|| state.lowered.clone()).flatten();
+    let watch = info.verb == kplane_types::Verb::Watch;
+    let st = state.clone();
     // The handlers' futures are boxed: they are the largest part of a request's state,
     // and every filter's future that holds them would be moved with them.
-    match route {
-        Route::Main(target) => {
-            Box::pin(super::serve(
-                state.clone(),
-                req,
-                target,
-                &info,
-                &user,
-                waiter,
-                arrived,
-            ))
-            .await
-        }
-        Route::Sync(r) => Box::pin(sync_endpoint::serve(state, req, r, &info, waiter)).await,
+    let work: std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> =
+        match route {
+            Route::Main(target) => Box::pin(async move {
+                super::serve(st, req, target, &info, &user, waiter, arrived).await
+            }),
+            Route::Sync(r) => {
+                Box::pin(async move { sync_endpoint::serve(&st, req, r, &info, waiter).await })
+            }
+        };
+    let Some(runtime) = lowered else {
+        return work.await;
+    };
+    state.flow.count_lowered();
+    match crate::flowcontrol::lowered::run(&runtime, work, !watch).await {
+        Ok(resp) => resp,
+        Err(_) => ApiError::internal("the request's work was cancelled: the server is stopping")
+            .into_response(),
     }
 }
 

@@ -106,6 +106,9 @@ pub struct AppState {
     pub pod_logs: Arc<crate::pod_logs::LogBroker>,
     /// Seats and per-cluster queues of every request ([`crate::flowcontrol`]).
     pub flow: Arc<crate::flowcontrol::FlowControl>,
+    /// Where the handlers of requests past their cluster's share run
+    /// ([`crate::flowcontrol::lowered`]); `None`: here.
+    pub lowered: Option<tokio::runtime::Handle>,
     /// The protective limits the handlers apply (query, selectors, page size, body time).
     pub limits: crate::limits::Limits,
     /// Watches open per user, under `limits.max_watches_per_user`.

@@ -155,6 +155,7 @@ pub(super) fn state(
         backup: None,
         pod_logs: Default::default(),
         flow: crate::flowcontrol::FlowControl::new(Default::default()),
+        lowered: None,
         limits,
         watches: Default::default(),
     })

@@ -514,13 +514,19 @@ fn main() -> anyhow::Result<()> {
     logging::init(args.verbosity, args.log_format)?;
     raise_open_file_limit();
     let background = background::runtime(background::BACKGROUND_NICE)?;
+    let past_share = background::past_share_runtime(background::BACKGROUND_NICE)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let served = runtime.block_on(serve(args, background.handle().clone()));
-    // Its tasks were the server's controllers, stopped with it.
+    let lowered = Lowered {
+        background: background.handle().clone(),
+        past_share: past_share.handle().clone(),
+    };
+    let served = runtime.block_on(serve(args, lowered));
+    // Their tasks were the server's controllers and requests, stopped with it.
     background.shutdown_background();
+    past_share.shutdown_background();
     served
 }
 
@@ -570,7 +576,13 @@ fn quota_limits(
     Ok(limits)
 }
 
-async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::Result<()> {
+/// The lowered runtimes' handles ([`background`]).
+struct Lowered {
+    background: tokio::runtime::Handle,
+    past_share: tokio::runtime::Handle,
+}
+
+async fn serve(args: ServeArgs, lowered: Lowered) -> anyhow::Result<()> {
     let flow = flow_config(&args)?;
     let limits = args.limits();
     if let Some(path) = &args.config {
@@ -654,7 +666,8 @@ async fn serve(args: ServeArgs, background: tokio::runtime::Handle) -> anyhow::R
             args.audit_log_maxage,
         ))
         .oidc(oidc)
-        .background(background)
+        .background(lowered.background)
+        .lowered(lowered.past_share)
         .backup(
             args.backup_dir
                 .map(|dir| kplane_apiserver::backup::BackupConfig {

@@ -1,0 +1,232 @@
+//! The work of requests whose logical cluster is past its share of the server
+//! ([`super::Seat::past_share`]), run on a runtime of its own whose threads have a lower
+//! OS scheduling priority than the server's (`kplane serve` builds it beside the
+//! background runtime; without one, the work runs where the request came in).
+//!
+//! Seats bound how many requests of a cluster execute at once, but not how the cores are
+//! shared while they do: on a runtime shared by every request, a quiet tenant's GET waits
+//! for a core behind the tasks of a busy tenant's LISTs and creates. When that busy
+//! tenant has gone past its share (its requests queue behind its cap), its handlers, and
+//! the production of their streamed response bodies, run here instead, and the kernel
+//! gives the server's own threads, which serve the tenants within their share, the cores
+//! first. A tenant alone on the server, or every tenant within its share, never comes
+//! here; what runs here is only slower while others need the cores.
+
+use std::future::Future;
+
+use axum::body::{Body, HttpBody as _};
+use axum::response::Response;
+use futures::StreamExt as _;
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+/// Chunks of a streamed body produced ahead of the connection that sends them.
+const BODY_AHEAD: usize = 2;
+
+/// A task aborted when its awaiting request is dropped (its client went away), as the
+/// request's own future would have been.
+struct AbortOnDrop(JoinHandle<Response>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The runtime was shut down before the request's work ended (the server is stopping).
+#[derive(Debug)]
+pub struct Cancelled;
+
+/// Runs `work` (a request's handler) on `runtime` and answers what it answers. A panic
+/// of the handler goes on unwinding here, where the request's scope recovers it. A
+/// response whose body is streamed (its size not known ahead) has the body produced on
+/// `runtime` too, a few chunks ahead of the connection, when `stream_body` (not for
+/// watches: a watch's events are not the work of a cluster past its share).
+pub async fn run<F>(runtime: &Handle, work: F, stream_body: bool) -> Result<Response, Cancelled>
+where
+    F: Future<Output = Response> + Send + 'static,
+{
+    let mut task = AbortOnDrop(runtime.spawn(work));
+    let resp = match (&mut task.0).await {
+        Ok(resp) => resp,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(_) => return Err(Cancelled),
+        },
+    };
+    if !stream_body || resp.body().size_hint().exact().is_some() {
+        return Ok(resp);
+    }
+    let (parts, body) = resp.into_parts();
+    let (tx, rx) = tokio::sync::mpsc::channel(BODY_AHEAD);
+    runtime.spawn(async move {
+        let mut chunks = body.into_data_stream();
+        while let Some(chunk) = chunks.next().await {
+            let failed = chunk.is_err();
+            // The client gone (the receiver dropped) ends the production.
+            if tx.send(chunk).await.is_err() || failed {
+                break;
+            }
+        }
+    });
+    let chunks = futures::stream::unfold(rx, |mut rx| async move {
+        let chunk = rx.recv().await?;
+        Some((chunk, rx))
+    });
+    Ok(Response::from_parts(parts, Body::from_stream(chunks)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use axum::body::Bytes;
+    use axum::response::IntoResponse as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    fn lowered() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("test-lowered")
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn thread_name() -> String {
+        std::thread::current().name().unwrap_or("").to_string()
+    }
+
+    #[tokio::test]
+    async fn the_work_runs_on_the_given_runtime_and_its_answer_comes_back() {
+        let rt = lowered();
+        let resp = run(rt.handle(), async { thread_name().into_response() }, true)
+            .await
+            .unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert_eq!(&body[..], b"test-lowered");
+        rt.shutdown_background();
+    }
+
+    /// A body of 10x the chunks produced ahead, each produced on the given runtime, all
+    /// of them in order.
+    #[tokio::test]
+    async fn a_streamed_body_is_produced_on_the_given_runtime_whole_and_in_order() {
+        let rt = lowered();
+        let n = BODY_AHEAD * 10 + 1;
+        let resp = run(
+            rt.handle(),
+            async move {
+                let chunks = futures::stream::iter(0..n).map(|i| {
+                    Ok::<_, std::io::Error>(Bytes::from(format!("{i}:{};", thread_name())))
+                });
+                Response::new(Body::from_stream(chunks))
+            },
+            true,
+        )
+        .await
+        .unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let want: String = (0..n).map(|i| format!("{i}:test-lowered;")).collect();
+        assert_eq!(String::from_utf8(body.to_vec()).unwrap(), want);
+        rt.shutdown_background();
+    }
+
+    /// A watch's body (`stream_body` false) is polled where the response is sent.
+    #[tokio::test]
+    async fn a_body_not_to_be_moved_is_produced_where_it_is_sent() {
+        let rt = lowered();
+        let resp = run(
+            rt.handle(),
+            async {
+                let chunks = futures::stream::once(async {
+                    Ok::<_, std::io::Error>(Bytes::from(thread_name()))
+                });
+                Response::new(Body::from_stream(chunks))
+            },
+            false,
+        )
+        .await
+        .unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert_ne!(&body[..], b"test-lowered");
+        rt.shutdown_background();
+    }
+
+    /// A body whose production fails ends with the error, as it would where it is sent.
+    #[tokio::test]
+    async fn a_failing_body_fails_for_the_client_too() {
+        let rt = lowered();
+        let resp = run(
+            rt.handle(),
+            async {
+                let chunks = futures::stream::iter([
+                    Ok(Bytes::from_static(b"a")),
+                    Err(std::io::Error::other("list aborted")),
+                ]);
+                Response::new(Body::from_stream(chunks))
+            },
+            true,
+        )
+        .await
+        .unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await;
+        assert!(body.is_err());
+        rt.shutdown_background();
+    }
+
+    #[tokio::test]
+    async fn a_panic_of_the_work_unwinds_in_the_request() {
+        let rt = lowered();
+        let caught = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(run(
+            rt.handle(),
+            async { panic!("the handler panicked") },
+            true,
+        )))
+        .await;
+        let panic = caught.err().unwrap();
+        assert_eq!(
+            panic.downcast_ref::<&str>().copied(),
+            Some("the handler panicked")
+        );
+        rt.shutdown_background();
+    }
+
+    /// A request dropped while its work runs (its client went away) stops the work.
+    #[tokio::test]
+    async fn dropping_the_request_stops_its_work() {
+        let rt = lowered();
+        let finished = Arc::new(AtomicBool::new(false));
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let f = finished.clone();
+        let request = tokio::spawn({
+            let handle = rt.handle().clone();
+            async move {
+                run(
+                    &handle,
+                    async move {
+                        let _ = started_tx.send(());
+                        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                        f.store(true, Ordering::SeqCst);
+                        "late".into_response()
+                    },
+                    true,
+                )
+                .await
+            }
+        });
+        started_rx.await.unwrap();
+        request.abort();
+        assert!(request.await.unwrap_err().is_cancelled());
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        assert!(!finished.load(Ordering::SeqCst));
+        rt.shutdown_background();
+    }
+}
