@@ -16,7 +16,7 @@ use std::future::Future;
 
 use axum::body::{Body, HttpBody as _};
 use axum::response::Response;
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
@@ -60,21 +60,54 @@ where
     let (parts, body) = resp.into_parts();
     let (tx, rx) = tokio::sync::mpsc::channel(BODY_AHEAD);
     runtime.spawn(async move {
-        let mut chunks = body.into_data_stream();
-        while let Some(chunk) = chunks.next().await {
-            let failed = chunk.is_err();
-            // The client gone (the receiver dropped) ends the production.
-            if tx.send(chunk).await.is_err() || failed {
-                break;
+        let produced = std::panic::AssertUnwindSafe(async {
+            let mut chunks = body.into_data_stream();
+            while let Some(chunk) = chunks.next().await {
+                let failed = chunk.is_err();
+                // The client gone (the receiver dropped) ends the production.
+                if tx.send(Piece::Chunk(chunk)).await.is_err() || failed {
+                    return;
+                }
             }
+            let _ = tx.send(Piece::End).await;
+        })
+        .catch_unwind()
+        .await;
+        if produced.is_err() {
+            tracing::error!("the production of a response body panicked; the response is cut off");
         }
     });
-    let chunks = futures::stream::unfold(rx, |mut rx| async move {
-        let chunk = rx.recv().await?;
-        Some((chunk, rx))
+    let chunks = futures::stream::unfold(Some(rx), |rx| async move {
+        let mut rx = rx?;
+        match rx.recv().await {
+            Some(Piece::Chunk(chunk)) => Some((chunk, Some(rx))),
+            Some(Piece::End) => None,
+            // The producer ended without the body's end (it panicked, or the server is
+            // stopping): the client must see a failed response, never a shortened one.
+            None => Some((Err(axum::Error::new(Unfinished)), None)),
+        }
     });
     Ok(Response::from_parts(parts, Body::from_stream(chunks)))
 }
+
+/// What the producer of a moved body sends the connection.
+enum Piece {
+    Chunk(Result<axum::body::Bytes, axum::Error>),
+    /// The body is complete.
+    End,
+}
+
+/// A moved body's producer ended before the body did.
+#[derive(Debug)]
+struct Unfinished;
+
+impl std::fmt::Display for Unfinished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the response body's production ended before the body")
+    }
+}
+
+impl std::error::Error for Unfinished {}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -171,6 +204,29 @@ mod tests {
                     Ok(Bytes::from_static(b"a")),
                     Err(std::io::Error::other("list aborted")),
                 ]);
+                Response::new(Body::from_stream(chunks))
+            },
+            true,
+        )
+        .await
+        .unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await;
+        assert!(body.is_err());
+        rt.shutdown_background();
+    }
+
+    /// A body whose production panics part way fails for the client: never a body cut
+    /// short that reads as complete.
+    #[tokio::test]
+    async fn a_body_whose_production_panics_fails_for_the_client() {
+        let rt = lowered();
+        let resp = run(
+            rt.handle(),
+            async {
+                let chunks = futures::stream::iter(0..10).map(|i| {
+                    assert!(i < 5, "the body's producer panicked");
+                    Ok::<_, std::io::Error>(Bytes::from_static(b"x"))
+                });
                 Response::new(Body::from_stream(chunks))
             },
             true,
