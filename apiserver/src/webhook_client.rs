@@ -152,14 +152,22 @@ pub fn parse_service_address(entry: &str) -> Result<((String, String, u16), Stri
 pub struct HttpsTransport {
     services: ServiceAddresses,
     clients: Mutex<Clients>,
+    /// The runtime the transport was made on (the server's own), where every call runs
+    /// ([`HttpsTransport::new`]).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl HttpsTransport {
-    /// A transport resolving `service` references through `services`.
+    /// A transport resolving `service` references through `services`. Its calls run on
+    /// the runtime it is made on, whichever runtime asks for them: the pooled
+    /// connections they open serve every tenant's later calls, so they must not be
+    /// opened (their sockets driven) by the lowered-priority threads that run the
+    /// requests of a cluster past its share (`crate::flowcontrol::lowered`).
     pub fn new(services: ServiceAddresses) -> Self {
         HttpsTransport {
             services,
             clients: Mutex::default(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -245,20 +253,28 @@ impl WebhookTransport for HttpsTransport {
             .header(hyper::header::ACCEPT, "application/json, */*")
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| e.to_string())?;
-        let resp = client
-            .request(req)
-            .await
-            .map_err(|e| describe(&e, &authority))?;
-        let status = resp.status().as_u16();
-        let body = Limited::new(resp.into_body(), MAX_RESPONSE)
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok(TransportResponse {
-            status,
-            body: body.to_vec(),
-        })
+        let exchange = async move {
+            let resp = client
+                .request(req)
+                .await
+                .map_err(|e| describe(&e, &authority))?;
+            let status = resp.status().as_u16();
+            let body = Limited::new(resp.into_body(), MAX_RESPONSE)
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?
+                .to_bytes();
+            Ok(TransportResponse {
+                status,
+                body: body.to_vec(),
+            })
+        };
+        match &self.runtime {
+            Some(runtime) => crate::flowcontrol::lowered::run_on(runtime, exchange)
+                .await
+                .map_err(|e| format!("the webhook call ended: {e}"))?,
+            None => exchange.await,
+        }
     }
 }
 

@@ -25,12 +25,25 @@ const BODY_AHEAD: usize = 2;
 
 /// A task aborted when its awaiting request is dropped (its client went away), as the
 /// request's own future would have been.
-struct AbortOnDrop(JoinHandle<Response>);
+struct AbortOnDrop<T>(JoinHandle<T>);
 
-impl Drop for AbortOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// Runs `work` on `runtime` and awaits it there: dropping the returned future aborts the
+/// work. For work that must not run on the lowered runtime although the request that
+/// needs it does, e.g. opening a connection that every tenant shares afterwards (its
+/// socket is driven by the runtime it is opened on).
+pub async fn run_on<F>(runtime: &Handle, work: F) -> Result<F::Output, tokio::task::JoinError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let mut task = AbortOnDrop(runtime.spawn(work));
+    (&mut task.0).await
 }
 
 /// The runtime was shut down before the request's work ended (the server is stopping).
@@ -46,8 +59,7 @@ pub async fn run<F>(runtime: &Handle, work: F, stream_body: bool) -> Result<Resp
 where
     F: Future<Output = Response> + Send + 'static,
 {
-    let mut task = AbortOnDrop(runtime.spawn(work));
-    let resp = match (&mut task.0).await {
+    let resp = match run_on(runtime, work).await {
         Ok(resp) => resp,
         Err(e) => match e.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
@@ -62,9 +74,15 @@ where
     runtime.spawn(async move {
         let produced = std::panic::AssertUnwindSafe(async {
             let mut chunks = body.into_data_stream();
-            while let Some(chunk) = chunks.next().await {
+            loop {
+                // The client gone (the receiver dropped) ends the production at once,
+                // also while a chunk is being made.
+                let next = tokio::select! {
+                    _ = tx.closed() => return,
+                    next = chunks.next() => next,
+                };
+                let Some(chunk) = next else { break };
                 let failed = chunk.is_err();
-                // The client gone (the receiver dropped) ends the production.
                 if tx.send(Piece::Chunk(chunk)).await.is_err() || failed {
                     return;
                 }
@@ -252,6 +270,40 @@ mod tests {
             panic.downcast_ref::<&str>().copied(),
             Some("the handler panicked")
         );
+        rt.shutdown_background();
+    }
+
+    /// A response dropped while its moved body is being made (its client went away)
+    /// stops the production, also in the middle of a chunk.
+    #[tokio::test]
+    async fn dropping_the_response_stops_its_bodys_production() {
+        let rt = lowered();
+        let finished = Arc::new(AtomicBool::new(false));
+        let f = finished.clone();
+        let resp = run(
+            rt.handle(),
+            async move {
+                let chunks = futures::stream::iter(0..2).then(move |i| {
+                    let f = f.clone();
+                    async move {
+                        if i == 1 {
+                            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                            f.store(true, Ordering::SeqCst);
+                        }
+                        Ok::<_, std::io::Error>(Bytes::from_static(b"x"))
+                    }
+                });
+                Response::new(Body::from_stream(chunks))
+            },
+            true,
+        )
+        .await
+        .unwrap();
+        let mut body = resp.into_body().into_data_stream();
+        assert_eq!(&body.next().await.unwrap().unwrap()[..], b"x");
+        drop(body);
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        assert!(!finished.load(Ordering::SeqCst));
         rt.shutdown_background();
     }
 

@@ -159,6 +159,16 @@ impl Rejection {
 struct ClusterSeats {
     executing: u32,
     queued: u32,
+    /// The seats its waiting requests ask for.
+    queued_seats: u32,
+}
+
+impl ClusterSeats {
+    /// One of its waiting requests, of `seats` seats, left the queue.
+    fn dequeued(&mut self, seats: u32) {
+        self.queued = self.queued.saturating_sub(1);
+        self.queued_seats = self.queued_seats.saturating_sub(seats);
+    }
 }
 
 /// One lock shard of the per-cluster counts.
@@ -227,8 +237,10 @@ impl Seat {
     }
 
     /// Whether the request's cluster was past its share of the server when the request
-    /// came: it waited because requests of its cluster were waiting already, or because
-    /// its cluster held its cap of seats while other clusters were busy. Such a request's
+    /// came: it waited, and its cluster's seats with those of its requests already
+    /// waiting and its own would have passed the cluster's cap while other clusters were
+    /// busy (not a request that waited only for the server's seats, nor one on the sync
+    /// endpoint's queue). Such a request's
     /// work may run at a lower CPU priority ([`lowered`]), so that the cores go to the
     /// clusters within their share first.
     pub fn past_share(&self) -> bool {
@@ -288,7 +300,7 @@ impl Pending<'_> {
             drop(q);
             let mut shard = self.fc.shard(self.cluster);
             if let Some(c) = shard.get_mut(&**self.cluster) {
-                c.queued = c.queued.saturating_sub(1);
+                c.dequeued(self.seats);
             }
             return false;
         }
@@ -459,14 +471,22 @@ impl FlowControl {
                 None => Arc::from(cluster),
             };
             let entry = shard.entry(key.clone()).or_default();
-            past_share = entry.queued > 0 || !self.within_cap(entry, seats);
-            if !past_share && !self.blocked.load(Ordering::SeqCst) && self.take_server_seats(seats)
+            // Past its share: over its cap counting its requests already waiting (not
+            // when they all wait only for the server's seats). The sync endpoint's queue
+            // is every syncer's, not a cluster's: never lowered.
+            past_share = cluster != SYNC_FLOW
+                && !self.within_cap(entry, entry.queued_seats.saturating_add(seats));
+            if entry.queued == 0
+                && !self.blocked.load(Ordering::SeqCst)
+                && self.within_cap(entry, seats)
+                && self.take_server_seats(seats)
             {
                 self.add_seats(entry, seats);
                 drop(shard);
                 return Ok(self.granted(key, seats, started, None));
             }
             entry.queued += 1;
+            entry.queued_seats = entry.queued_seats.saturating_add(seats);
             key
         };
         // Wait in the cluster's queue.
@@ -489,7 +509,7 @@ impl FlowControl {
                     drop(q);
                     let mut shard = self.shard(&key);
                     if let Some(c) = shard.get_mut(&*key) {
-                        c.queued = c.queued.saturating_sub(1);
+                        c.dequeued(seats);
                     }
                     drop(shard);
                     self.refused(Rejection::QueueFull, started);
@@ -704,7 +724,7 @@ impl FlowControl {
                     return Fit::ServerFull;
                 }
                 self.add_seats(c, seats);
-                c.queued = c.queued.saturating_sub(1);
+                c.dequeued(seats);
                 Fit::Yes
             });
             let Some((cluster, waiter)) = next else {

@@ -470,19 +470,46 @@ async fn requests_that_queue_behind_their_clusters_cap_are_past_its_share() {
     }
     assert_eq!(past, 100);
 
-    // A request that waits only because the server is full is not past its share.
+    // Requests that wait only because the server is full are not past their share, the
+    // second of a cluster's waiting requests no more than the first.
     drop((quiet, quiet2));
     let fc = small(50);
     let a = hold(&fc, "a", 10).await;
     let b = hold(&fc, "b", 10).await;
-    let c = {
+    let mut c = Vec::new();
+    for _ in 0..2 {
         let fc = fc.clone();
-        tokio::spawn(async move { fc.admit("c", &user("u"), 1, None).await.unwrap() })
+        c.push(tokio::spawn(async move {
+            fc.admit("c", &user("u"), 1, None).await.unwrap()
+        }));
+    }
+    settle().await;
+    assert_eq!(fc.waiting(), 2);
+    drop(a);
+    for c in c {
+        let c = c.await.unwrap();
+        assert!(!c.past_share());
+    }
+    drop(b);
+}
+
+/// The sync endpoint's requests past its own seats queue like a tenant's, but its queue is
+/// every syncer's: never lowered.
+#[tokio::test]
+async fn the_sync_endpoints_queue_is_never_past_a_share() {
+    let fc = small(50);
+    let _bystander = hold(&fc, "bystander", 1).await;
+    let mut held = Vec::new();
+    for _ in 0..(2 + 10) {
+        held.push(fc.admit_syncer(&user("syncer")).await.unwrap());
+    }
+    let waiting = {
+        let fc = fc.clone();
+        tokio::spawn(async move { fc.admit_syncer(&user("syncer")).await.unwrap() })
     };
     settle().await;
-    assert_eq!(fc.waiting(), 1);
-    drop(a);
-    let c = c.await.unwrap();
-    assert!(!c.past_share());
-    drop((b, c));
+    assert_eq!(fc.waiting(), 1, "the syncer's request waits behind its cap");
+    held.pop();
+    let seat = waiting.await.unwrap();
+    assert!(!seat.past_share());
 }

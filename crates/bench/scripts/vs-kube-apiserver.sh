@@ -52,8 +52,9 @@ start_kas() {
     openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
     token=$(openssl rand -hex 16)
     echo "$token,bench-admin,bench-admin,system:masters" >"$d/tokens.csv"
-    local advertise=()
-    if "$ETCD" --help 2>&1 | grep -q -- '-advertise-client-urls'; then
+    local advertise=() help
+    help=$("$ETCD" --help 2>&1 || true)
+    if grep -q -- '-advertise-client-urls' <<<"$help"; then
         advertise=(--advertise-client-urls "http://127.0.0.1:$ec" --initial-advertise-peer-urls "http://127.0.0.1:$ep"
             --initial-cluster "default=http://127.0.0.1:$ep")
     fi
@@ -108,9 +109,10 @@ stop_kas() {
         wait "$p" 2>/dev/null || true
     done
     kas_pids=()
-    pid=""
 }
-trap 'stop_kas; stop_server; rm -rf "$work"' EXIT
+# Whatever runs when the script ends (an error, Ctrl-C): kplane, then kube-apiserver and
+# etcd, then the scratch directory.
+trap 'stop_server; stop_kas; rm -rf "$work"' EXIT
 
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
@@ -125,7 +127,7 @@ run_one() {
     # kube-controller-manager, never finishes deleting a namespace).
     "$KPLANE_BENCH" --kubeconfig "$data/admin.kubeconfig" --no-progress --json --size 1024 \
         --keep --setup-timeout 10m "$@" >"$work/out.json" || true
-    python3 - "$work/out.json" "$kind" "$*" <<'PY'
+    python3 - "$work/out.json" "$kind" "$*" <<'PY' || echo "$kind $*: no report"
 import json, sys
 r = json.load(open(sys.argv[1]))
 r = r if isinstance(r, list) else [r]
@@ -137,6 +139,7 @@ for x in r:
           parts if parts else "", "errors:", x.get("errors") or {})
 PY
     if [ "$kind" = kplane ]; then stop_server; else stop_kas; fi
+    pid=""
     rm -rf "$data"
 }
 
@@ -168,6 +171,7 @@ if [ "$OBJECTS" -gt 0 ]; then
         disk=$(du -sk "$data" | cut -f1)
         echo "$kind: created in ${took}s; RSS $((before / 1024)) MiB idle -> $((after / 1024)) MiB with the objects (every process of the server); data directory $((disk / 1024)) MiB"
         if [ "$kind" = kplane ]; then stop_server; else stop_kas; fi
+        pid=""
         rm -rf "$data"
     done
 fi

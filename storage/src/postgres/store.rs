@@ -65,6 +65,55 @@ pub struct PostgresStorage {
     lease: lease::Lease,
 }
 
+/// Opens the pool's connections with their tasks on the runtime the store was opened on
+/// (the server's own), whichever runtime asks for a new connection: a pooled connection
+/// serves every tenant's later requests, so it must not be driven by the lowered-priority
+/// threads that run the requests of a cluster past its share (the API server's fair
+/// queuing).
+struct ConnectOn(tokio::runtime::Handle);
+
+impl deadpool_postgres::Connect for ConnectOn {
+    fn connect(
+        &self,
+        pg_config: &tokio_postgres::Config,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = std::result::Result<
+                        (tokio_postgres::Client, tokio::task::JoinHandle<()>),
+                        tokio_postgres::Error,
+                    >,
+                > + Send
+                + '_,
+        >,
+    > {
+        let pg_config = pg_config.clone();
+        let runtime = self.0.clone();
+        Box::pin(async move {
+            // Opened there too: a socket is driven by the runtime it is opened on.
+            match runtime.spawn(open_connection(pg_config.clone())).await {
+                Ok(opened) => opened,
+                // The server's runtime is stopping (or the connect panicked): open it here.
+                Err(_) => open_connection(pg_config).await,
+            }
+        })
+    }
+}
+
+/// A connection to the database and the task that drives it (on the calling runtime).
+async fn open_connection(
+    pg_config: tokio_postgres::Config,
+) -> std::result::Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error>
+{
+    let (client, connection) = pg_config.connect(tokio_postgres::NoTls).await?;
+    let task = tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "postgres connection failed");
+        }
+    });
+    Ok((client, task))
+}
+
 impl PostgresStorage {
     /// Connects to the database at `url` (`postgres://user[:password]@host[:port]/db`, or
     /// the key=value form libpq takes), creates or migrates the schema and starts the
@@ -76,9 +125,9 @@ impl PostgresStorage {
             "{}-listen",
             config.get_application_name().unwrap_or("kplane")
         ));
-        let manager = Manager::from_config(
+        let manager = Manager::from_connect(
             config,
-            tokio_postgres::NoTls,
+            ConnectOn(tokio::runtime::Handle::current()),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
