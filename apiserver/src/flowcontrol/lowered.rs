@@ -149,6 +149,26 @@ mod tests {
         std::thread::current().name().unwrap_or("").to_string()
     }
 
+    /// The body a client reads of a handler's response whose body is `chunks`, the
+    /// handler run on `rt` (and the body moved there when `stream_body`).
+    async fn read_body<S>(
+        rt: &tokio::runtime::Runtime,
+        chunks: S,
+        stream_body: bool,
+    ) -> Result<Bytes, axum::Error>
+    where
+        S: futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+    {
+        let resp = run(
+            rt.handle(),
+            async move { Response::new(Body::from_stream(chunks)) },
+            stream_body,
+        )
+        .await
+        .unwrap();
+        axum::body::to_bytes(resp.into_body(), usize::MAX).await
+    }
+
     #[tokio::test]
     async fn the_work_runs_on_the_given_runtime_and_its_answer_comes_back() {
         let rt = lowered();
@@ -168,21 +188,9 @@ mod tests {
     async fn a_streamed_body_is_produced_on_the_given_runtime_whole_and_in_order() {
         let rt = lowered();
         let n = BODY_AHEAD * 10 + 1;
-        let resp = run(
-            rt.handle(),
-            async move {
-                let chunks = futures::stream::iter(0..n).map(|i| {
-                    Ok::<_, std::io::Error>(Bytes::from(format!("{i}:{};", thread_name())))
-                });
-                Response::new(Body::from_stream(chunks))
-            },
-            true,
-        )
-        .await
-        .unwrap();
-        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
-            .await
-            .unwrap();
+        let chunks =
+            futures::stream::iter(0..n).map(|i| Ok(Bytes::from(format!("{i}:{};", thread_name()))));
+        let body = read_body(&rt, chunks, true).await.unwrap();
         let want: String = (0..n).map(|i| format!("{i}:test-lowered;")).collect();
         assert_eq!(String::from_utf8(body.to_vec()).unwrap(), want);
         rt.shutdown_background();
@@ -192,21 +200,8 @@ mod tests {
     #[tokio::test]
     async fn a_body_not_to_be_moved_is_produced_where_it_is_sent() {
         let rt = lowered();
-        let resp = run(
-            rt.handle(),
-            async {
-                let chunks = futures::stream::once(async {
-                    Ok::<_, std::io::Error>(Bytes::from(thread_name()))
-                });
-                Response::new(Body::from_stream(chunks))
-            },
-            false,
-        )
-        .await
-        .unwrap();
-        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
-            .await
-            .unwrap();
+        let chunks = futures::stream::once(async { Ok(Bytes::from(thread_name())) });
+        let body = read_body(&rt, chunks, false).await.unwrap();
         assert_ne!(&body[..], b"test-lowered");
         rt.shutdown_background();
     }
@@ -215,21 +210,11 @@ mod tests {
     #[tokio::test]
     async fn a_failing_body_fails_for_the_client_too() {
         let rt = lowered();
-        let resp = run(
-            rt.handle(),
-            async {
-                let chunks = futures::stream::iter([
-                    Ok(Bytes::from_static(b"a")),
-                    Err(std::io::Error::other("list aborted")),
-                ]);
-                Response::new(Body::from_stream(chunks))
-            },
-            true,
-        )
-        .await
-        .unwrap();
-        let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await;
-        assert!(body.is_err());
+        let chunks = futures::stream::iter([
+            Ok(Bytes::from_static(b"a")),
+            Err(std::io::Error::other("list aborted")),
+        ]);
+        assert!(read_body(&rt, chunks, true).await.is_err());
         rt.shutdown_background();
     }
 
@@ -238,21 +223,11 @@ mod tests {
     #[tokio::test]
     async fn a_body_whose_production_panics_fails_for_the_client() {
         let rt = lowered();
-        let resp = run(
-            rt.handle(),
-            async {
-                let chunks = futures::stream::iter(0..10).map(|i| {
-                    assert!(i < 5, "the body's producer panicked");
-                    Ok::<_, std::io::Error>(Bytes::from_static(b"x"))
-                });
-                Response::new(Body::from_stream(chunks))
-            },
-            true,
-        )
-        .await
-        .unwrap();
-        let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await;
-        assert!(body.is_err());
+        let chunks = futures::stream::iter(0..10).map(|i| {
+            assert!(i < 5, "the body's producer panicked");
+            Ok(Bytes::from_static(b"x"))
+        });
+        assert!(read_body(&rt, chunks, true).await.is_err());
         rt.shutdown_background();
     }
 

@@ -471,11 +471,6 @@ impl FlowControl {
                 None => Arc::from(cluster),
             };
             let entry = shard.entry(key.clone()).or_default();
-            // Past its share: over its cap counting its requests already waiting (not
-            // when they all wait only for the server's seats). The sync endpoint's queue
-            // is every syncer's, not a cluster's: never lowered.
-            past_share = cluster != SYNC_FLOW
-                && !self.within_cap(entry, entry.queued_seats.saturating_add(seats));
             if entry.queued == 0
                 && !self.blocked.load(Ordering::SeqCst)
                 && self.within_cap(entry, seats)
@@ -485,6 +480,11 @@ impl FlowControl {
                 drop(shard);
                 return Ok(self.granted(key, seats, started, None));
             }
+            // Past its share: over its cap counting its requests already waiting (not
+            // when they all wait only for the server's seats). The sync endpoint's queue
+            // is every syncer's, not a cluster's: never lowered.
+            past_share = cluster != SYNC_FLOW
+                && !self.within_cap(entry, entry.queued_seats.saturating_add(seats));
             entry.queued += 1;
             entry.queued_seats = entry.queued_seats.saturating_add(seats);
             key

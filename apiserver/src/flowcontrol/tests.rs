@@ -36,6 +36,21 @@ async fn hold(fc: &Arc<FlowControl>, cluster: &str, n: usize) -> Vec<Seat> {
     seats
 }
 
+/// `n` one-seat requests of `cluster`, each admitted in a task of its own (they may
+/// wait in its queue).
+fn queue_up(
+    fc: &Arc<FlowControl>,
+    cluster: &'static str,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<Result<Seat, Rejection>>> {
+    (0..n)
+        .map(|_| {
+            let fc = fc.clone();
+            tokio::spawn(async move { fc.admit(cluster, &user("u"), 1, None).await })
+        })
+        .collect()
+}
+
 /// Lets spawned waiters reach their queue.
 async fn settle() {
     for _ in 0..50 {
@@ -450,13 +465,7 @@ async fn requests_that_queue_behind_their_clusters_cap_are_past_its_share() {
     assert!(noisy.iter().all(|s| !s.past_share()), "within the cap");
     // At its cap: the next requests wait, past the cluster's share, and get their seats
     // as the first ones end; at the boundary and ten times over it.
-    let mut waiting = Vec::new();
-    for _ in 0..100 {
-        let fc = fc.clone();
-        waiting.push(tokio::spawn(async move {
-            fc.admit("noisy", &user("u"), 1, None).await.unwrap()
-        }));
-    }
+    let waiting = queue_up(&fc, "noisy", 100);
     settle().await;
     // The quiet cluster's own next request finds a seat: within its share.
     let quiet2 = fc.admit("quiet", &user("q"), 1, None).await.unwrap();
@@ -464,7 +473,7 @@ async fn requests_that_queue_behind_their_clusters_cap_are_past_its_share() {
     drop(noisy);
     let mut past = 0;
     for w in waiting {
-        let seat = w.await.unwrap();
+        let seat = w.await.unwrap().unwrap();
         past += usize::from(seat.past_share());
         drop(seat);
     }
@@ -476,19 +485,12 @@ async fn requests_that_queue_behind_their_clusters_cap_are_past_its_share() {
     let fc = small(50);
     let a = hold(&fc, "a", 10).await;
     let b = hold(&fc, "b", 10).await;
-    let mut c = Vec::new();
-    for _ in 0..2 {
-        let fc = fc.clone();
-        c.push(tokio::spawn(async move {
-            fc.admit("c", &user("u"), 1, None).await.unwrap()
-        }));
-    }
+    let c = queue_up(&fc, "c", 2);
     settle().await;
     assert_eq!(fc.waiting(), 2);
     drop(a);
     for c in c {
-        let c = c.await.unwrap();
-        assert!(!c.past_share());
+        assert!(!c.await.unwrap().unwrap().past_share());
     }
     drop(b);
 }

@@ -40,6 +40,20 @@ pub struct Phase<W> {
     pub per_worker_ops: Vec<u64>,
 }
 
+impl<W> Phase<W> {
+    /// A phase in which nothing was done yet.
+    fn empty() -> Self {
+        Phase {
+            samples: Samples::default(),
+            errors: ErrorCounts::default(),
+            ops: 0,
+            seconds: 0.0,
+            workers: Vec::new(),
+            per_worker_ops: Vec::new(),
+        }
+    }
+}
+
 /// Runs `workers` concurrently within `limits`; `label` is shown in the progress line.
 pub async fn drive<W: Worker>(
     label: &str,
@@ -94,14 +108,7 @@ pub async fn drive<W: Worker>(
             (w, samples, errors, ops, last_end)
         }));
     }
-    let mut phase = Phase {
-        samples: Samples::default(),
-        errors: ErrorCounts::default(),
-        ops: 0,
-        seconds: 0.0,
-        workers: Vec::new(),
-        per_worker_ops: Vec::new(),
-    };
+    let mut phase = Phase::empty();
     let mut end = measure_start;
     for h in handles {
         match h.await {
@@ -146,14 +153,8 @@ pub async fn drive_apart<W: Worker>(
             let _ = tx.send(phase.map_err(|e| e.to_string()));
         });
     let failed = |message: String| {
-        let mut phase = Phase {
-            samples: Samples::default(),
-            errors: ErrorCounts::default(),
-            ops: 0,
-            seconds: 1e-6,
-            workers: Vec::new(),
-            per_worker_ops: Vec::new(),
-        };
+        let mut phase = Phase::empty();
+        phase.seconds = 1e-6;
         phase.errors.add("runtime", &message);
         phase
     };

@@ -76,17 +76,7 @@ impl deadpool_postgres::Connect for ConnectOn {
     fn connect(
         &self,
         pg_config: &tokio_postgres::Config,
-    ) -> std::pin::Pin<
-        Box<
-            dyn std::future::Future<
-                    Output = std::result::Result<
-                        (tokio_postgres::Client, tokio::task::JoinHandle<()>),
-                        tokio_postgres::Error,
-                    >,
-                > + Send
-                + '_,
-        >,
-    > {
+    ) -> futures::future::BoxFuture<'_, Opened> {
         let pg_config = pg_config.clone();
         let runtime = self.0.clone();
         Box::pin(async move {
@@ -100,11 +90,14 @@ impl deadpool_postgres::Connect for ConnectOn {
     }
 }
 
+/// A new connection of the pool: its client and the task that drives it.
+type Opened = std::result::Result<
+    (tokio_postgres::Client, tokio::task::JoinHandle<()>),
+    tokio_postgres::Error,
+>;
+
 /// A connection to the database and the task that drives it (on the calling runtime).
-async fn open_connection(
-    pg_config: tokio_postgres::Config,
-) -> std::result::Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error>
-{
+async fn open_connection(pg_config: tokio_postgres::Config) -> Opened {
     let (client, connection) = pg_config.connect(tokio_postgres::NoTls).await?;
     let task = tokio::spawn(async move {
         if let Err(e) = connection.await {
